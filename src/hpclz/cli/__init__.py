@@ -1,0 +1,72 @@
+"""The command line: parse arguments, call a service, print its typed result. Nothing else."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import typer
+
+from hpclz import __version__
+from hpclz.cli.init import init
+from hpclz.cli.schema import schema
+from hpclz.cli.validate import validate
+from hpclz.errors import ExitCode
+
+app = typer.Typer(
+    name="hpclz",
+    help="Azure landing zones for HPC and AI training clusters: validate, render, plan, deploy, verify.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"hpclz {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Show the version."),
+) -> None:
+    """Azure landing zones for HPC and AI training clusters."""
+
+
+app.command()(validate)
+app.command()(schema)
+app.command()(init)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point: click's usage errors exit 64, not 2 (2 means "changes present" for plan)."""
+    from typer._click import exceptions as click_errors
+
+    command = typer.main.get_command(app)
+    try:
+        result = command.main(args=argv if argv is not None else sys.argv[1:], prog_name="hpclz", standalone_mode=False)
+    except click_errors.UsageError as exc:
+        exc.show()
+        return int(ExitCode.USAGE)
+    except click_errors.ClickException as exc:
+        exc.show()
+        return int(ExitCode.USAGE)
+    except KeyboardInterrupt:
+        sys.stderr.write("hpclz: interrupted\n")
+        return int(ExitCode.INTERRUPTED)
+    except Exception as exc:
+        if os.environ.get("HPCLZ_DEBUG"):
+            raise
+        sys.stderr.write(f"hpclz: internal error: {type(exc).__name__}: {exc} (HPCLZ_DEBUG=1 shows the traceback)\n")
+        return int(ExitCode.FAILED)
+    except typer.Abort:
+        sys.stderr.write("hpclz: aborted\n")
+        return int(ExitCode.INTERRUPTED)
+    return int(result) if isinstance(result, int) else 0
+
+
+def run() -> None:
+    sys.exit(main())

@@ -1,0 +1,65 @@
+"""Shared building blocks of the config model."""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic.json_schema import JsonDict
+
+UPDATE_POLICY = "update_policy"
+
+
+class StrictModel(BaseModel):
+    """Unknown keys are errors: a typo must never be silently ignored."""
+
+    model_config = ConfigDict(extra="forbid", validate_default=True, use_attribute_docstrings=True)
+
+
+def policy(kind: str) -> JsonDict:
+    """Schema metadata naming what changing this field costs (used by `hpclz plan`).
+
+    in_place | drain_partition | restart_nodes | replace | replace_data | not_allowed
+    """
+    return {UPDATE_POLICY: kind}
+
+
+_GUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
+_RESOURCE_ID = re.compile(r"^/subscriptions/[^/]+/resourceGroups/[^/]+/providers/[^/]+/[^/]+/[^/]+", re.I)
+
+
+def _guid(value: str) -> str:
+    if not _GUID.match(value):
+        raise ValueError(f"expected a GUID like 00000000-0000-0000-0000-000000000000, got {value!r}")
+    return value.lower()
+
+
+def _resource_id(value: str) -> str:
+    if not _RESOURCE_ID.match(value):
+        raise ValueError(
+            "expected an Azure resource ID like "
+            f"/subscriptions/<id>/resourceGroups/<rg>/providers/<namespace>/<type>/<name>, got {value!r}"
+        )
+    return value
+
+
+Guid = Annotated[str, AfterValidator(_guid)]
+ResourceId = Annotated[str, AfterValidator(_resource_id)]
+AzureRegion = Annotated[str, Field(pattern=r"^[a-z]+[a-z0-9]*$", examples=["eastus", "westeurope"])]
+ContainerName = Annotated[
+    str,
+    Field(
+        pattern=r"^[a-z0-9](-?[a-z0-9])+$",
+        min_length=3,
+        max_length=63,
+        description="Blob container: 3-63 lowercase letters, digits and single hyphens.",
+    ),
+]
+Tags = dict[Annotated[str, Field(min_length=1, max_length=512)], Annotated[str, Field(max_length=256)]]
+
+
+class Disabled(StrictModel):
+    """The block is switched off: nothing is created or referenced."""
+
+    mode: Literal["disabled"] = "disabled"

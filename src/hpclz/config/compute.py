@@ -1,0 +1,96 @@
+"""Compute: the CycleCloud-managed Slurm cluster and its partitions."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from hpclz.config.base import StrictModel, policy
+
+VM_SIZE_PATTERN = r"^Standard_[A-Za-z0-9_]+$"
+IMAGE_URN_PATTERN = r"^[A-Za-z0-9._-]+:[A-Za-z0-9._-]+:[A-Za-z0-9._-]+:[A-Za-z0-9._-]+$"
+DEFAULT_HPC_IMAGE = "microsoft-dsvm:ubuntu-hpc:2204:latest"
+
+
+class CycleCloud(StrictModel):
+    """Azure CycleCloud runs the Slurm cluster. Versions are pinned: an upgrade is a deliberate change."""
+
+    version: str = Field(default="8.7.1", pattern=r"^\d+\.\d+\.\d+$", json_schema_extra=policy("replace"))
+    slurm_project_version: str = Field(
+        default="3.0.11", pattern=r"^\d+\.\d+\.\d+$", json_schema_extra=policy("replace")
+    )
+    slurm_version: str = Field(default="23.11.10-1", pattern=r"^\d+\.\d+\.\d+(-\d+)?$")
+    vm_size: str = Field(default="Standard_D4as_v5", pattern=VM_SIZE_PATTERN, json_schema_extra=policy("replace"))
+    image: str = Field(default="almalinux:almalinux-x86_64:8-gen2:latest", pattern=IMAGE_URN_PATTERN)
+
+
+class NodeRole(StrictModel):
+    vm_size: str = Field(pattern=VM_SIZE_PATTERN, json_schema_extra=policy("replace"))
+    image: str = Field(default=DEFAULT_HPC_IMAGE, pattern=IMAGE_URN_PATTERN, json_schema_extra=policy("replace"))
+
+
+class LoginNodes(NodeRole):
+    count: int = Field(default=1, ge=0, le=10)
+
+
+class NvmeScratch(StrictModel):
+    """Local NVMe disks striped as RAID0 and mounted for job scratch (lost on deallocation)."""
+
+    enabled: bool = True
+    mount_point: str = Field(default="/mnt/nvme", pattern=r"^/[A-Za-z0-9_./-]*$")
+    filesystem: Literal["xfs", "ext4"] = "xfs"
+
+
+class Containers(StrictModel):
+    enroot: bool = True
+    pyxis: bool = True
+
+
+class Partition(StrictModel):
+    """A Slurm partition backed by one CycleCloud nodearray of a single VM size."""
+
+    name: str = Field(
+        pattern=r"^[a-z][a-z0-9_-]{0,14}$",
+        description="Slurm partition and nodearray name.",
+        json_schema_extra=policy("not_allowed"),
+    )
+    vm_size: str = Field(pattern=VM_SIZE_PATTERN, json_schema_extra=policy("drain_partition"))
+    max_nodes: int = Field(ge=1, le=10000, json_schema_extra=policy("in_place"))
+    priority: Literal["regular", "spot"] = Field(default="regular", json_schema_extra=policy("drain_partition"))
+    eviction_policy: Literal["delete", "deallocate"] | None = Field(
+        default=None, description="Spot only: what Azure does with an evicted node."
+    )
+    spot_max_price: float = Field(default=-1, description="Spot only: USD/hour cap, -1 = pay up to on-demand.")
+    image: str = Field(
+        default=DEFAULT_HPC_IMAGE, pattern=IMAGE_URN_PATTERN, json_schema_extra=policy("drain_partition")
+    )
+    infiniband: bool = Field(default=False, json_schema_extra=policy("drain_partition"))
+    gpu_clocks: Literal["default", "max"] = Field(
+        default="default", description="`max` locks GPU application clocks at their maximum at boot."
+    )
+    nvme_scratch: NvmeScratch | None = None
+    containers: Containers = Field(default_factory=Containers)
+    idle_shutdown_minutes: int | None = Field(
+        default=None, ge=1, le=1440, description="Slurm SuspendTime: stop idle nodes after this long."
+    )
+    default: bool = False
+
+    @model_validator(mode="after")
+    def _spot_only_settings(self) -> Partition:
+        if self.priority == "regular" and self.eviction_policy is not None:
+            raise ValueError("eviction_policy applies only to priority: spot")
+        if self.priority == "spot" and self.eviction_policy is None:
+            self.eviction_policy = "delete"
+        return self
+
+
+class Compute(StrictModel):
+    cyclecloud: CycleCloud = Field(default_factory=CycleCloud)
+    scheduler: NodeRole = Field(default_factory=lambda: NodeRole(vm_size="Standard_D8as_v5"))
+    login: LoginNodes = Field(default_factory=lambda: LoginNodes(vm_size="Standard_D8as_v5"))
+    partitions: list[Partition] = Field(min_length=1)
+    quotas: dict[str, int] = Field(
+        default_factory=dict,
+        description="Declared vCPU quota per quota family (e.g. standardNDSH100v5Family: 1024), for offline checks.",
+    )

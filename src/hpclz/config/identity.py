@@ -1,0 +1,105 @@
+"""Identity: Entra ID groups to cluster roles, managed identities, Key Vault, admin SSH key."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Annotated, Literal
+
+from pydantic import Field, SecretStr
+
+from hpclz.config.base import Disabled, Guid, ResourceId, StrictModel, policy
+
+
+class BuiltinRole(StrEnum):
+    """Azure built-in roles hpclz can assign, by name. IDs live in hpclz.config.roles."""
+
+    OWNER = "Owner"
+    CONTRIBUTOR = "Contributor"
+    READER = "Reader"
+    USER_ACCESS_ADMINISTRATOR = "User Access Administrator"
+    VM_ADMIN_LOGIN = "Virtual Machine Administrator Login"
+    VM_USER_LOGIN = "Virtual Machine User Login"
+    VM_CONTRIBUTOR = "Virtual Machine Contributor"
+    STORAGE_BLOB_DATA_CONTRIBUTOR = "Storage Blob Data Contributor"
+    STORAGE_BLOB_DATA_READER = "Storage Blob Data Reader"
+    KEY_VAULT_ADMINISTRATOR = "Key Vault Administrator"
+    KEY_VAULT_SECRETS_USER = "Key Vault Secrets User"
+    MONITORING_METRICS_PUBLISHER = "Monitoring Metrics Publisher"
+    LOG_ANALYTICS_READER = "Log Analytics Reader"
+
+
+class Area(StrEnum):
+    """A design area; each owns one resource group."""
+
+    MANAGEMENT = "management"
+    NETWORK = "network"
+    COMPUTE = "compute"
+    STORAGE = "storage"
+    MONITORING = "monitoring"
+
+
+class ClusterGroups(StrictModel):
+    """Entra ID group object IDs per cluster role. Each role maps to least-privilege built-in roles."""
+
+    admins: list[Guid] = Field(default_factory=list, description="VM Administrator Login + Contributor on compute.")
+    users: list[Guid] = Field(default_factory=list, description="VM User Login on compute; blob data on storage.")
+    readers: list[Guid] = Field(default_factory=list, description="Reader on every landing-zone resource group.")
+
+
+class ExtraRoleAssignment(StrictModel):
+    """A role assignment beyond the defaults, at one area's resource group."""
+
+    principal_id: Guid
+    principal_type: Literal["Group", "User", "ServicePrincipal"] = "Group"
+    role: BuiltinRole
+    area: Area
+
+
+class ManagedIdentities(StrictModel):
+    """User-assigned identities; each gets only the grants its job needs."""
+
+    scheduler: bool = Field(
+        default=True,
+        description="Identity for the CycleCloud/Slurm server: VM Contributor on the compute resource group.",
+    )
+    compute: bool = Field(
+        default=True,
+        description="Identity for compute nodes: blob data on checkpoint storage, secrets read on Key Vault.",
+    )
+
+
+class NewKeyVault(StrictModel):
+    mode: Literal["new"] = "new"
+    sku: Literal["standard", "premium"] = "standard"
+    soft_delete_retention_days: int = Field(default=90, ge=7, le=90)
+    purge_protection: bool = Field(default=True, json_schema_extra=policy("not_allowed"))
+    secrets: dict[Annotated[str, Field(pattern=r"^[0-9a-zA-Z-]{1,127}$")], SecretStr] = Field(
+        default_factory=dict,
+        description=(
+            "Secrets to store in the vault (e.g. licence-server keys). Write `${env:NAME}` to read one from the "
+            "environment at deploy time; values never reach logs, state or rendered files."
+        ),
+    )
+
+
+class ExistingKeyVault(StrictModel):
+    mode: Literal["existing"] = "existing"
+    resource_id: ResourceId
+
+
+KeyVault = Annotated[NewKeyVault | ExistingKeyVault | Disabled, Field(discriminator="mode")]
+
+
+class Identity(StrictModel):
+    groups: ClusterGroups = Field(default_factory=ClusterGroups)
+    extra_role_assignments: list[ExtraRoleAssignment] = Field(default_factory=list)
+    managed_identities: ManagedIdentities = Field(default_factory=ManagedIdentities)
+    key_vault: KeyVault = Field(default_factory=NewKeyVault)
+    admin_username: str = Field(
+        default="hpcadmin", pattern=r"^[a-z_][a-z0-9_-]{0,31}$", json_schema_extra=policy("replace")
+    )
+    ssh_public_key: str = Field(
+        min_length=16,
+        description="OpenSSH public key for the admin user. Passwords are never used.",
+        json_schema_extra=policy("restart_nodes"),
+    )

@@ -1,0 +1,184 @@
+"""Load a YAML config into the typed model; every problem becomes a located one-line error."""
+
+from __future__ import annotations
+
+import difflib
+import types
+import typing
+from dataclasses import dataclass
+from pathlib import Path as FsPath
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+from ruamel.yaml import YAML
+from ruamel.yaml.error import MarkedYAMLError
+
+from hpclz.config.root import LandingZoneConfig
+from hpclz.config.source_map import Path, SourceMap, build, display_path
+from hpclz.errors import ConfigError, ConfigProblem, ExitCode, HpclzError
+
+
+@dataclass
+class LoadedConfig:
+    config: LandingZoneConfig
+    source: SourceMap
+
+    @property
+    def file(self) -> str:
+        return self.source.file
+
+
+def load_config(path: str | FsPath) -> LoadedConfig:
+    file = str(path)
+    try:
+        text = FsPath(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise HpclzError(f"{file}: config file not found", exit_code=ExitCode.CONFIG_INVALID) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise HpclzError(f"{file}: cannot read config: {exc}", exit_code=ExitCode.CONFIG_INVALID) from None
+    return load_config_text(text, file)
+
+
+def load_config_text(text: str, file: str = "<config>") -> LoadedConfig:
+    yaml = YAML(typ="rt")
+    try:
+        document = yaml.load(text)
+    except MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
+        problem = " ".join(str(exc.problem or exc.context or "invalid YAML").split())
+        raise ConfigError([ConfigProblem(file, line, col, "", f"invalid YAML: {problem}", "yaml_syntax")]) from None
+    source = build(file, document)
+    if document is None:
+        raise ConfigError(
+            [ConfigProblem(file, 1, 1, "", "the file is empty; expected a mapping (see `hpclz init`)", "empty")]
+        )
+    if not isinstance(source.data, dict):
+        raise ConfigError(
+            [ConfigProblem(file, 1, 1, "", "expected a mapping of sections at the top level", "not_a_mapping")]
+        )
+    try:
+        config = LandingZoneConfig.model_validate(source.data)
+    except ValidationError as exc:
+        raise ConfigError([_problem(error, source) for error in _without_typo_echoes(exc.errors())]) from None
+    return LoadedConfig(config=config, source=source)
+
+
+def _without_typo_echoes(errors: list[Any]) -> list[Any]:
+    """A misspelt required key yields 'missing' and 'unknown'; keep only the unknown one, which suggests the fix."""
+    misspelt = set()
+    for error in errors:
+        if error["type"] == "extra_forbidden":
+            parent = tuple(error["loc"][:-1])
+            model = _model_at(LandingZoneConfig, parent)
+            close = difflib.get_close_matches(str(error["loc"][-1]), list(model.model_fields) if model else [], n=1)
+            if close:
+                misspelt.add((*parent, close[0]))
+    return [e for e in errors if not (e["type"] == "missing" and tuple(e["loc"]) in misspelt)]
+
+
+def _problem(error: Any, source: SourceMap) -> ConfigProblem:
+    loc = tuple(error["loc"])
+    data_path = _data_path(loc, source.data)
+    kind = error["type"]
+    if kind == "extra_forbidden":
+        key = str(loc[-1])
+        message = f"unknown key '{key}'{_suggestion(key, loc[:-1])}"
+    elif kind == "union_tag_invalid":
+        ctx = error.get("ctx", {})
+        field = str(ctx.get("discriminator", "mode")).strip("'")
+        node = source.value_at(data_path)
+        if isinstance(node, dict) and field in node:
+            data_path = (*data_path, field)
+        message = f"'{ctx.get('tag')}' is not a valid {field}; expected one of {ctx.get('expected_tags')}"
+    elif kind == "missing":
+        message = f"required key '{loc[-1]}' is missing"
+    else:
+        message = error["msg"].removeprefix("Value error, ").removeprefix("Assertion failed, ")
+        if "input" in error and not isinstance(error["input"], dict | list):
+            message += f" (got {error['input']!r})"
+    position = source.locate(data_path)
+    return ConfigProblem(
+        source.file, position.line, position.column, display_path(data_path, source.data), message, kind
+    )
+
+
+def _data_path(loc: tuple[Any, ...], data: Any) -> Path:
+    """Drop the discriminator tags pydantic puts in `loc`; keep what indexes the YAML document."""
+    path: list[str | int] = []
+    node = data
+    for part in loc:
+        if isinstance(node, dict) and part in node:
+            node = node[part]
+            path.append(part)
+        elif isinstance(node, list) and isinstance(part, int) and part < len(node):
+            node = node[part]
+            path.append(part)
+        elif isinstance(node, dict | list):
+            continue  # a union tag, or the missing/unknown key itself (appended below)
+        else:
+            break
+    if loc and loc[-1] not in path[-1:] and isinstance(loc[-1], str) and isinstance(node, dict):
+        path.append(loc[-1])
+    return tuple(path)
+
+
+def _suggestion(key: str, parent_loc: tuple[Any, ...]) -> str:
+    model = _model_at(LandingZoneConfig, parent_loc)
+    if model is None:
+        return ""
+    fields = list(model.model_fields)
+    close = difflib.get_close_matches(key, fields, n=1, cutoff=0.6)
+    if close:
+        return f"; did you mean '{close[0]}'?"
+    return f"; allowed keys: {', '.join(fields)}"
+
+
+def _model_at(model: type[BaseModel], loc: tuple[Any, ...]) -> type[BaseModel] | None:
+    """Follow a pydantic error location through the model classes (unions picked by their tag)."""
+    current: Any = model
+    for part in loc:
+        candidates = _models_in(current)
+        if not candidates:
+            return None
+        chosen = None
+        for cls in candidates:
+            if isinstance(part, str) and part in cls.model_fields:
+                chosen = cls.model_fields[part].annotation
+                break
+        if chosen is None:
+            tagged = [cls for cls in candidates if isinstance(part, str) and _tag_of(cls) == part]
+            if tagged:
+                current = tagged[0]
+                continue
+            if isinstance(part, int):
+                continue
+            return None
+        current = chosen
+    models = _models_in(current)
+    return models[0] if len(models) == 1 else None
+
+
+def _models_in(annotation: Any) -> list[type[BaseModel]]:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [annotation]
+    origin = typing.get_origin(annotation)
+    args = typing.get_args(annotation)
+    if origin is typing.Annotated:
+        return _models_in(args[0])
+    if origin in (typing.Union, types.UnionType, list, tuple):
+        found: list[type[BaseModel]] = []
+        for arg in args:
+            found.extend(_models_in(arg))
+        return found
+    if origin is dict and len(args) == 2:
+        return _models_in(args[1])
+    return []
+
+
+def _tag_of(cls: type[BaseModel]) -> str | None:
+    for name in ("mode", "backend"):
+        field = cls.model_fields.get(name)
+        if field is not None and isinstance(field.default, str):
+            return field.default
+    return None

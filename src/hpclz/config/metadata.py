@@ -1,0 +1,43 @@
+"""Metadata: who and where the landing zone is."""
+
+from __future__ import annotations
+
+import os
+from enum import StrEnum
+
+from pydantic import Field, field_validator
+
+from hpclz.config.base import AzureRegion, StrictModel, Tags, policy
+
+
+class Environment(StrEnum):
+    DEV = "dev"
+    TEST = "test"
+    PROD = "prod"
+
+
+class Metadata(StrictModel):
+    """Identity of the landing zone; `name` prefixes every resource name."""
+
+    name: str = Field(
+        pattern=r"^[a-z][a-z0-9]{1,11}$",
+        json_schema_extra=policy("not_allowed"),
+        description="2-12 lowercase letters/digits, starting with a letter. Prefix of every resource name.",
+    )
+    environment: Environment = Field(json_schema_extra=policy("not_allowed"))
+    location: AzureRegion = Field(json_schema_extra=policy("not_allowed"))
+    subscription_id: str | None = Field(
+        default=None,
+        description="Azure subscription GUID; when absent, taken from AZURE_SUBSCRIPTION_ID at run time.",
+    )
+    tags: Tags = Field(default_factory=dict, description="Tags applied to every resource hpclz creates.")
+
+    @field_validator("subscription_id")
+    @classmethod
+    def _subscription_guid(cls, value: str | None) -> str | None:
+        from hpclz.config.base import _guid
+
+        return None if value is None else _guid(value)
+
+    def resolved_subscription_id(self) -> str | None:
+        return self.subscription_id or os.environ.get("AZURE_SUBSCRIPTION_ID")

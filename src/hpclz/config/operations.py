@@ -1,0 +1,88 @@
+"""Monitoring, maintenance, state backend and verify settings."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field
+
+from hpclz.config.base import ContainerName, Disabled, ResourceId, StrictModel
+
+
+class ActionGroup(StrictModel):
+    short_name: str = Field(default="hpcalerts", pattern=r"^[A-Za-z0-9]{1,12}$")
+    emails: list[Annotated[str, Field(pattern=r"^[^@\s]+@[^@\s]+\.[^@\s]+$")]] = Field(default_factory=list)
+
+
+class NewMonitoring(StrictModel):
+    mode: Literal["new"] = "new"
+    retention_days: int = Field(default=30, ge=30, le=730)
+    diagnostic_settings: bool = Field(default=True, description="Send resource logs and metrics to the workspace.")
+    action_group: ActionGroup = Field(default_factory=ActionGroup)
+    alerts: bool = Field(default=True, description="Metric alerts on scheduler CPU and storage availability.")
+
+
+class ExistingMonitoring(StrictModel):
+    mode: Literal["existing"] = "existing"
+    workspace_resource_id: ResourceId
+    diagnostic_settings: bool = True
+
+
+Monitoring = Annotated[NewMonitoring | ExistingMonitoring | Disabled, Field(discriminator="mode")]
+
+
+class MaintenanceWindow(StrictModel):
+    """Azure maintenance configuration window (Microsoft.Maintenance)."""
+
+    start: str = Field(
+        pattern=r"^\d{4}-\d{2}-\d{2} ([01]\d|2[0-3]):[0-5]\d$",
+        examples=["2026-01-03 22:00"],
+        description="First window start, 'YYYY-MM-DD hh:mm' in time_zone.",
+    )
+    duration: str = Field(default="05:00", pattern=r"^\d{2}:[0-5]\d$", description="hh:mm")
+    time_zone: str = "UTC"
+    recur_every: str = Field(default="1Week Saturday", examples=["1Week Saturday", "1Day", "1Month Third Sunday"])
+
+
+EventType = Literal["Freeze", "Reboot", "Redeploy", "Preempt", "Terminate"]
+DRAIN_BY_DEFAULT: tuple[EventType, ...] = ("Reboot", "Redeploy", "Preempt", "Terminate")
+
+
+class ScheduledEvents(StrictModel):
+    """React to Azure Scheduled Events so training jobs drain instead of dying mid-step."""
+
+    enabled: bool = True
+    drain_on: list[EventType] = Field(default_factory=lambda: list(DRAIN_BY_DEFAULT))
+    requeue_jobs: bool = True
+
+
+class Maintenance(StrictModel):
+    window: MaintenanceWindow | None = None
+    scope: Literal["Host", "OSImage", "Extension", "InGuestPatch", "Resource"] = "Host"
+    scheduled_events: ScheduledEvents = Field(default_factory=ScheduledEvents)
+
+
+class LocalState(StrictModel):
+    backend: Literal["local"] = "local"
+    path: str = Field(default=".hpclz", description="Folder for state, its lock and previous versions.")
+
+
+class AzureBlobState(StrictModel):
+    backend: Literal["azure_blob"] = "azure_blob"
+    account_url: str = Field(pattern=r"^https?://", examples=["https://sthpclzstate.blob.core.windows.net"])
+    container: ContainerName = "hpclz-state"
+    blob_name: str | None = Field(default=None, description="Defaults to <name>-<environment>.tfstate-like JSON name.")
+
+
+StateBackend = Annotated[LocalState | AzureBlobState, Field(discriminator="backend")]
+
+
+class Verify(StrictModel):
+    """Overrides for `hpclz verify`: thresholds per SKU and metric, and time budgets."""
+
+    thresholds: dict[str, dict[str, float]] = Field(
+        default_factory=dict,
+        examples=[{"Standard_ND96isr_H100_v5": {"nccl_allreduce_busbw_gbps": 450}}],
+    )
+    partitions: list[str] = Field(default_factory=list, description="Partitions to verify; empty = all GPU ones.")
+    check_timeout_seconds: int = Field(default=300, ge=10, le=3600)

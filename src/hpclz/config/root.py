@@ -1,0 +1,36 @@
+"""The landing-zone config: the root of the model."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from hpclz.config.base import StrictModel
+from hpclz.config.compute import Compute
+from hpclz.config.identity import Identity
+from hpclz.config.metadata import Metadata
+from hpclz.config.network import Network
+from hpclz.config.operations import LocalState, Maintenance, Monitoring, NewMonitoring, StateBackend, Verify
+from hpclz.config.organization import Organization
+from hpclz.config.storage import Storage
+
+
+class LandingZoneConfig(StrictModel):
+    """An Azure landing zone for one HPC / AI training cluster."""
+
+    schema_version: Literal[1] = 1
+    metadata: Metadata
+    organization: Organization = Field(default_factory=Organization)
+    identity: Identity
+    network: Network
+    compute: Compute
+    storage: Storage = Field(default_factory=Storage)
+    monitoring: Monitoring = Field(default_factory=NewMonitoring)
+    maintenance: Maintenance = Field(default_factory=Maintenance)
+    state: StateBackend = Field(default_factory=LocalState)
+    verify: Verify = Field(default_factory=Verify)
+    suppress: list[str] = Field(
+        default_factory=list,
+        description="Rule IDs to silence for this config (e.g. HPCLZ-CMP-005), each a deliberate choice.",
+    )

@@ -1,0 +1,103 @@
+"""Where each value of a YAML document came from, so errors and findings can name file:line:col."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ruamel.yaml.comments import CommentedMap, CommentedSeq
+
+PathPart = str | int
+Path = tuple[PathPart, ...]
+
+
+@dataclass(frozen=True)
+class Position:
+    line: int  # 1-based
+    column: int  # 1-based
+
+
+@dataclass
+class SourceMap:
+    """Positions of keys and values by config path; plain data beside it, free of ruamel types."""
+
+    file: str
+    data: Any = None
+    keys: dict[Path, Position] = field(default_factory=dict)
+    values: dict[Path, Position] = field(default_factory=dict)
+
+    def locate(self, path: Sequence[PathPart]) -> Position:
+        """The best position for a path: the key itself, else its value, else its nearest ancestor."""
+        parts = tuple(path)
+        while parts:
+            if parts in self.keys:
+                return self.keys[parts]
+            if parts in self.values:
+                return self.values[parts]
+            parts = parts[:-1]
+        return self.values.get((), Position(1, 1))
+
+    def value_at(self, path: Sequence[PathPart]) -> Any:
+        node = self.data
+        for part in path:
+            if isinstance(node, dict) and part in node:
+                node = node[part]
+            elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+                node = node[part]
+            else:
+                return None
+        return node
+
+
+def build(file: str, node: Any) -> SourceMap:
+    source = SourceMap(file=file)
+    if hasattr(node, "lc"):
+        source.values[()] = Position(node.lc.line + 1, node.lc.col + 1)
+    source.data = _walk(node, (), source)
+    return source
+
+
+def _walk(node: Any, path: Path, source: SourceMap) -> Any:
+    if isinstance(node, CommentedMap):
+        out: dict[Any, Any] = {}
+        for key, value in node.items():
+            here = (*path, key)
+            kline, kcol = node.lc.key(key)
+            source.keys[here] = Position(kline + 1, kcol + 1)
+            vline, vcol = node.lc.value(key)
+            source.values[here] = Position(vline + 1, vcol + 1)
+            out[key] = _walk(value, here, source)
+        return out
+    if isinstance(node, CommentedSeq):
+        items = []
+        for index, value in enumerate(node):
+            here = (*path, index)
+            line, col = node.lc.item(index)
+            source.values[here] = Position(line + 1, col + 1)
+            items.append(_walk(value, here, source))
+        return items
+    if isinstance(node, str):
+        return str(node)
+    return node
+
+
+def display_path(path: Sequence[PathPart], data: Any = None) -> str:
+    """`compute.partitions[gpu].vm_size`: list items are named by their `name` key when they have one."""
+    text = ""
+    node = data
+    for part in path:
+        if isinstance(part, int):
+            label: str = str(part)
+            if isinstance(node, list) and 0 <= part < len(node):
+                item = node[part]
+                if isinstance(item, dict) and isinstance(item.get("name"), str):
+                    label = item["name"]
+                node = item
+            else:
+                node = None
+            text += f"[{label}]"
+        else:
+            text += f".{part}" if text else str(part)
+            node = node.get(part) if isinstance(node, dict) else None
+    return text

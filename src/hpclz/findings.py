@@ -1,0 +1,53 @@
+"""Findings: what a rule (config validator, template lint, verify check) reports."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict
+
+
+class Severity(StrEnum):
+    ERROR = "error"
+    WARNING = "warning"
+    INFO = "info"
+
+    @property
+    def rank(self) -> int:
+        return {"error": 3, "warning": 2, "info": 1}[self.value]
+
+    def at_least(self, other: Severity) -> bool:
+        return self.rank >= other.rank
+
+
+class Finding(BaseModel):
+    """One problem (or notable fact) found by a rule, pointing at where to fix it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    rule_id: str
+    severity: Severity
+    title: str
+    message: str
+    path: str = ""
+    file: str | None = None
+    line: int | None = None
+    column: int | None = None
+    fix: str = ""
+    docs: str = ""
+
+    def location(self) -> str:
+        if self.file and self.line:
+            return f"{self.file}:{self.line}:{self.column or 1}"
+        return self.file or ""
+
+
+def count_by_severity(findings: list[Finding]) -> dict[str, int]:
+    counts = {s.value: 0 for s in Severity}
+    for f in findings:
+        counts[f.severity.value] += 1
+    return counts
+
+
+def worst_severity(findings: list[Finding]) -> Severity | None:
+    return max((f.severity for f in findings), key=lambda s: s.rank, default=None)

@@ -1,0 +1,109 @@
+"""Resource names from the Cloud Adoption Framework convention, with each type's Azure limits.
+
+Abbreviations: learn.microsoft.com/azure/cloud-adoption-framework/ready/azure-best-practices/resource-abbreviations
+Limits: learn.microsoft.com/azure/azure-resource-manager/management/resource-name-rules
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from hpclz.config.root import LandingZoneConfig
+
+
+@dataclass(frozen=True)
+class NameRule:
+    """How one resource type is named: CAF abbreviation, length bounds, allowed shape, scope of uniqueness."""
+
+    abbreviation: str
+    min_length: int
+    max_length: int
+    pattern: str
+    charset: str  # human wording of `pattern`, for fix hints
+    compact: bool = False  # no separators (storage accounts)
+    global_scope: bool = False  # must be unique across Azure, so gets the unique suffix
+
+    def problems(self, name: str) -> list[str]:
+        out = []
+        if not self.min_length <= len(name) <= self.max_length:
+            out.append(f"is {len(name)} characters; allowed {self.min_length}-{self.max_length}")
+        if not re.fullmatch(self.pattern, name):
+            out.append(f"allows only {self.charset}")
+        return out
+
+
+NAME_RULES: dict[str, NameRule] = {
+    "resource_group": NameRule("rg", 1, 90, r"[\w().-]*[\w()-]", "letters, digits, _ ( ) - . (not ending in .)"),
+    "virtual_network": NameRule("vnet", 2, 64, r"[A-Za-z0-9][\w.-]*[\w]", "letters, digits, _ . - (alnum first)"),
+    "subnet": NameRule("snet", 1, 80, r"[A-Za-z0-9]([\w.-]*\w)?", "letters, digits, _ . - (alnum first)"),
+    "network_security_group": NameRule("nsg", 1, 80, r"[A-Za-z0-9]([\w.-]*\w)?", "letters, digits, _ . -"),
+    "bastion": NameRule("bas", 1, 80, r"[A-Za-z0-9]([\w.-]*\w)?", "letters, digits, _ . -"),
+    "nat_gateway": NameRule("ng", 1, 80, r"[A-Za-z0-9]([\w.-]*\w)?", "letters, digits, _ . -"),
+    "public_ip": NameRule("pip", 1, 80, r"[A-Za-z0-9]([\w.-]*\w)?", "letters, digits, _ . -"),
+    "private_endpoint": NameRule("pep", 2, 64, r"[A-Za-z0-9]([\w.-]*\w)?", "letters, digits, _ . -"),
+    "peering": NameRule("peer", 1, 80, r"[A-Za-z0-9]([\w.-]*\w)?", "letters, digits, _ . -"),
+    "key_vault": NameRule(
+        "kv",
+        3,
+        24,
+        r"[A-Za-z](?!.*--)[A-Za-z0-9-]*[A-Za-z0-9]",
+        "letters, digits, single hyphens",
+        global_scope=True,
+    ),
+    "storage_account": NameRule(
+        "st", 3, 24, r"[a-z0-9]+", "lowercase letters and digits", compact=True, global_scope=True
+    ),
+    "managed_identity": NameRule("id", 3, 128, r"[A-Za-z0-9][\w-]*", "letters, digits, _ -"),
+    "log_analytics": NameRule("log", 4, 63, r"[A-Za-z0-9][A-Za-z0-9-]*[A-Za-z0-9]", "letters, digits, -"),
+    "action_group": NameRule("ag", 1, 260, r"[^/%&\\?<>]+", "anything but / % & \\ ? < >"),
+    "virtual_machine": NameRule("vm", 1, 64, r"[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?", "letters, digits, . -"),
+    "network_interface": NameRule("nic", 1, 80, r"[A-Za-z0-9]([\w.-]*\w)?", "letters, digits, _ . -"),
+    "lustre": NameRule("amlfs", 2, 80, r"[A-Za-z0-9][\w-]*[A-Za-z0-9]", "letters, digits, _ -"),
+    "netapp_account": NameRule("anf", 1, 128, r"[A-Za-z0-9][\w-]*", "letters, digits, _ -"),
+    "netapp_pool": NameRule("pool", 1, 64, r"[A-Za-z0-9][\w-]*", "letters, digits, _ -"),
+    "netapp_volume": NameRule("vol", 1, 64, r"[A-Za-z][\w-]*", "letters, digits, _ - (letter first)"),
+    "maintenance_configuration": NameRule("mc", 1, 128, r"[A-Za-z0-9][\w.-]*", "letters, digits, _ . -"),
+    "data_collection_rule": NameRule("dcr", 3, 64, r"[A-Za-z0-9][\w.-]*[A-Za-z0-9]", "letters, digits, _ . -"),
+    "metric_alert": NameRule("alert", 1, 260, r"[^/%&\\?<>*:]+", "anything but / % & \\ ? < > * :"),
+}
+
+REGION_CODES: dict[str, str] = {
+    "eastus": "eus", "eastus2": "eus2", "westus": "wus", "westus2": "wus2", "westus3": "wus3",
+    "centralus": "cus", "northcentralus": "ncus", "southcentralus": "scus", "westcentralus": "wcus",
+    "canadacentral": "cac", "brazilsouth": "brs", "northeurope": "neu", "westeurope": "weu",
+    "uksouth": "uks", "ukwest": "ukw", "francecentral": "frc", "germanywestcentral": "gwc",
+    "swedencentral": "sdc", "switzerlandnorth": "szn", "norwayeast": "nwe", "italynorth": "itn",
+    "polandcentral": "plc", "spaincentral": "spc", "uaenorth": "uan", "qatarcentral": "qac",
+    "southafricanorth": "san", "centralindia": "inc", "southindia": "ins", "japaneast": "jpe",
+    "japanwest": "jpw", "koreacentral": "krc", "eastasia": "ea", "southeastasia": "sea",
+    "australiaeast": "ae", "australiasoutheast": "ase", "israelcentral": "ilc", "mexicocentral": "mxc",
+}  # fmt: skip
+
+
+def region_code(location: str) -> str:
+    return REGION_CODES.get(location, location[:6])
+
+
+class NameBuilder:
+    """Names every resource of one landing zone the same way, so a name says what made it."""
+
+    def __init__(self, config: LandingZoneConfig):
+        self._meta = config.metadata
+        self._naming = config.organization.naming
+
+    def name(self, kind: str, *parts: str) -> str:
+        rule = NAME_RULES[kind]
+        sep = "" if rule.compact else self._naming.separator
+        words = [rule.abbreviation, self._meta.name, *[p for p in parts if p]]
+        if self._naming.include_environment:
+            words.append(self._meta.environment.value)
+        if self._naming.include_region:
+            words.append(region_code(self._meta.location))
+        if rule.global_scope and self._naming.unique_suffix:
+            words.append(self._naming.unique_suffix)
+        text = sep.join(words)
+        return re.sub(r"[^a-z0-9]", "", text.lower()) if rule.compact else text
+
+    def resource_group(self, area: str, override: str | None = None) -> str:
+        return override or self.name("resource_group", area)

@@ -1,0 +1,1 @@
+"""Render: the typed config to ARM templates through Jinja, gathered in a DeploymentPlan."""

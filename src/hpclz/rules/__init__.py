@@ -1,0 +1,1 @@
+"""Rules: config validators, template lint rules and verify checks, in one framework."""

@@ -1,0 +1,1 @@
+"""Services: what each command does, returning typed results the CLI prints."""

@@ -1,0 +1,65 @@
+"""`hpclz validate`: shape (the model), then meaning (the registered config rules)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from hpclz.config.loader import LoadedConfig, load_config
+from hpclz.errors import ExitCode
+from hpclz.findings import Finding, Severity, count_by_severity
+from hpclz.rules.base import run_rules
+from hpclz.rules.context import ConfigContext
+from hpclz.rules.registry import CONFIG_RULES
+
+
+class ValidateResult(BaseModel):
+    file: str
+    fail_level: Severity
+    findings: list[Finding] = Field(default_factory=list)
+    suppressed: list[str] = Field(default_factory=list, description="IDs of findings silenced by suppression.")
+    rules_run: int = 0
+
+    @property
+    def failing(self) -> list[Finding]:
+        return [f for f in self.findings if f.severity.at_least(self.fail_level)]
+
+    @property
+    def ok(self) -> bool:
+        return not self.failing
+
+    @property
+    def exit_code(self) -> ExitCode:
+        return ExitCode.OK if self.ok else ExitCode.FAILED
+
+    def payload(self) -> dict[str, Any]:
+        return {
+            "file": self.file,
+            "fail_level": self.fail_level.value,
+            "counts": count_by_severity(self.findings),
+            "suppressed": self.suppressed,
+            "rules_run": self.rules_run,
+        }
+
+
+def check_config(loaded: LoadedConfig, suppress: Iterable[str] = ()) -> tuple[list[Finding], list[Finding]]:
+    """Run every config rule; suppression comes from the config's `suppress:` list and the caller."""
+    silenced = [*loaded.config.suppress, *suppress]
+    return run_rules(CONFIG_RULES, ConfigContext(loaded), silenced)
+
+
+def validate(
+    path: str | Path, *, fail_level: Severity = Severity.ERROR, suppress: Iterable[str] = ()
+) -> ValidateResult:
+    loaded = load_config(path)
+    reported, suppressed = check_config(loaded, suppress)
+    return ValidateResult(
+        file=str(path),
+        fail_level=fail_level,
+        findings=reported,
+        suppressed=sorted({f.rule_id for f in suppressed}),
+        rules_run=len(CONFIG_RULES),
+    )

@@ -1,0 +1,1 @@
+"""State: what hpclz last applied, and the backends (local, Azure Blob) that hold it under a lock."""

@@ -1,0 +1,71 @@
+"""The state document: a versioned record of what hpclz applied. Never holds a secret.
+
+A contract between deploy (writes it), plan (diffs against it) and destroy (deletes what it lists).
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from hpclz import __version__
+
+STATE_SCHEMA_VERSION = 1
+
+
+def now() -> datetime:
+    return datetime.now(UTC)
+
+
+class DeploymentStatus(StrEnum):
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    CANCELED = "canceled"
+
+
+class ResourceRecord(BaseModel):
+    id: str = Field(description="Full Azure resource ID.")
+    type: str = Field(description="e.g. Microsoft.Network/virtualNetworks")
+    name: str
+    api_version: str
+    deployment: str = Field(description="Name of the deployment that created it.")
+    data_bearing: bool = Field(default=False, description="Holds user data (kept by destroy unless --include-data).")
+    properties: dict[str, Any] = Field(
+        default_factory=dict, description="The properties hpclz set (as rendered), for offline plan diffs."
+    )
+
+
+class DeploymentRecord(BaseModel):
+    name: str
+    component: str
+    scope: str
+    resource_group: str | None = None
+    template_hash: str
+    status: DeploymentStatus
+    arm_id: str | None = None
+    correlation_id: str | None = None
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    outputs: dict[str, Any] = Field(default_factory=dict)
+    error: str | None = None
+
+
+class StateDocument(BaseModel):
+    schema_version: int = STATE_SCHEMA_VERSION
+    lineage: str = Field(default_factory=lambda: str(uuid.uuid4()))
+    serial: int = 0
+    hpclz_version: str = __version__
+    landing_zone: str
+    environment: str
+    subscription_id: str | None = None
+    config_hash: str = ""
+    deployments: dict[str, DeploymentRecord] = Field(default_factory=dict)
+    resources: list[ResourceRecord] = Field(default_factory=list)
+    outputs: dict[str, Any] = Field(default_factory=dict)
+    created_at: datetime = Field(default_factory=now)
+    updated_at: datetime = Field(default_factory=now)

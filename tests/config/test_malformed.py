@@ -1,0 +1,163 @@
+"""A table of config mistakes: each must give one located line, exit 3, and no traceback."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO
+
+BASE = (REPO / "configs" / "energy.yaml").read_text()
+
+
+def _edit(old: str, new: str) -> str:
+    assert old in BASE, f"fixture drift: {old!r} not in energy.yaml"
+    return BASE.replace(old, new, 1)
+
+
+def _line_of(text: str, needle: str) -> int:
+    return next(i for i, line in enumerate(text.splitlines(), 1) if needle in line)
+
+
+CASES = [
+    # (id, config text, expected path, message fragment, line marker)
+    (
+        "wrong-type",
+        _edit("max_nodes: 128", "max_nodes: lots"),
+        "compute.partitions[hbv4].max_nodes",
+        "valid integer",
+        "max_nodes: lots",
+    ),
+    (
+        "unknown-key-suggests",
+        _edit("  nat_gateway: {enabled: true}", "  nat_gatway: {enabled: true}"),
+        "network.nat_gatway",
+        "did you mean 'nat_gateway'",
+        "nat_gatway",
+    ),
+    (
+        "unknown-key-nested-in-list",
+        _edit("      vm_size: Standard_HB120rs_v3", "      vmsize: Standard_HB120rs_v3"),
+        "compute.partitions[hbv3].vmsize",
+        "did you mean 'vm_size'",
+        "vmsize:",
+    ),
+    (
+        "missing-required",
+        _edit("  location: southcentralus     # one region", "  # location removed"),
+        "metadata.location",
+        "required key 'location' is missing",
+        "metadata:",
+    ),
+    (
+        "out-of-range",
+        _edit("capacity_tib: 48 ", "capacity_tib: 2 "),
+        "storage.lustre.capacity_tib",
+        "greater than or equal to 4",
+        "capacity_tib: 2",
+    ),
+    (
+        "bad-union-tag",
+        _edit("    mode: new                  # new | existing", "    mode: shared                  #"),
+        "identity.key_vault.mode",
+        "'shared' is not a valid mode",
+        "mode: shared",
+    ),
+    (
+        "bad-cidr",
+        _edit("lustre: {cidr: 10.20.2.0/24}", "lustre: {cidr: 10.20.2.0/33}"),
+        "network.vnet.subnets.lustre.cidr",
+        "valid IPv4 network",
+        "10.20.2.0/33",
+    ),
+    (
+        "host-bits-set",
+        _edit("lustre: {cidr: 10.20.2.0/24}", "lustre: {cidr: 10.20.2.7/24}"),
+        "network.vnet.subnets.lustre.cidr",
+        "IPv4 network",
+        "10.20.2.7/24",
+    ),
+    (
+        "bad-guid",
+        _edit("readers: [dde85349-5401-4e33-9197-54cf1fcb7d7b]", "readers: [not-a-guid]"),
+        "identity.groups.readers[0]",
+        "expected a GUID",
+        "not-a-guid",
+    ),
+    (
+        "bad-enum",
+        _edit("environment: prod ", "environment: staging "),
+        "metadata.environment",
+        "'dev', 'test' or 'prod'",
+        "environment: staging",
+    ),
+    (
+        "spot-setting-on-regular",
+        _edit("      max_nodes: 64\n", "      max_nodes: 64\n      eviction_policy: delete\n"),
+        "compute.partitions[hbv3]",
+        "eviction_policy applies only to priority: spot",
+        "- name: hbv3",
+    ),
+    (
+        "bad-name-pattern",
+        _edit("name: energy ", "name: Energy-Zone "),
+        "metadata.name",
+        "should match pattern",
+        "name: Energy-Zone",
+    ),
+]
+
+
+@pytest.mark.parametrize(("text", "path", "fragment", "marker"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_mistake_gives_one_located_line(run_cli, tmp_path: Path, text, path, fragment, marker) -> None:  # type: ignore[no-untyped-def]
+    config = tmp_path / "zone.yaml"
+    config.write_text(text)
+    result = run_cli("validate", str(config))
+    assert result.exit_code == 3
+    assert "Traceback" not in result.stderr + result.stdout
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, lines
+    match = re.match(rf"^error: {re.escape(str(config))}:(\d+):(\d+): (\S+): (.*)$", lines[0])
+    assert match, lines[0]
+    line, _col, shown_path, message = match.groups()
+    assert int(line) == _line_of(text, marker)
+    assert shown_path == path
+    assert fragment in message
+
+
+def test_malformed_yaml_is_located(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    config = tmp_path / "broken.yaml"
+    config.write_text("metadata:\n  name: x\n  tags: {a: 1\nnetwork: {}\n")
+    result = run_cli("validate", str(config))
+    assert result.exit_code == 3
+    assert re.match(rf"^error: {re.escape(str(config))}:\d+:\d+: <root>: invalid YAML: ", result.stderr)
+
+
+def test_duplicate_key_is_located(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    config = tmp_path / "dup.yaml"
+    config.write_text(BASE.replace("metadata:\n", "metadata:\n  name: first\n", 1))
+    result = run_cli("validate", str(config))
+    assert result.exit_code == 3
+    assert "invalid YAML" in result.stderr and "duplicate key" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [("", "the file is empty"), ("- a\n- b\n", "expected a mapping"), ("schema_version: 1\n", "missing")],
+    ids=["empty", "list-at-top", "only-version"],
+)
+def test_degenerate_files(run_cli, tmp_path: Path, text: str, fragment: str) -> None:  # type: ignore[no-untyped-def]
+    config = tmp_path / "z.yaml"
+    config.write_text(text)
+    result = run_cli("validate", str(config))
+    assert result.exit_code == 3
+    assert fragment in result.stderr
+    assert all(line.startswith(f"error: {config}:") for line in result.stderr.splitlines())
+
+
+def test_missing_file(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    result = run_cli("validate", str(tmp_path / "nope.yaml"))
+    assert result.exit_code == 3
+    assert result.stderr.strip() == f"error: {tmp_path / 'nope.yaml'}: config file not found"

@@ -1,0 +1,50 @@
+"""Shared fixtures. Service harnesses (Slurm, Azurite, ARM stand-in) live in tests/support/."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from hpclz.cli import main
+
+REPO = Path(__file__).resolve().parent.parent
+PRESETS = sorted((REPO / "configs").glob("*.yaml"))
+SHARED = REPO.parent / "shared"
+IN_CI = os.environ.get("CI", "").lower() == "true"
+
+
+def require(condition: bool, what: str) -> None:
+    """Skip locally when a real component is missing; under CI=true that is a failure, never a skip."""
+    if condition:
+        return
+    if IN_CI:
+        pytest.fail(f"{what} is required under CI=true but is not available", pytrace=False)
+    pytest.skip(f"{what} not available")
+
+
+@dataclass
+class CliResult:
+    exit_code: int
+    stdout: str
+    stderr: str
+
+
+@pytest.fixture
+def run_cli(capsys: pytest.CaptureFixture[str]) -> Callable[..., CliResult]:
+    """Run `hpclz ARGS` in-process, as the console script does, and capture what it printed."""
+
+    def _run(*args: str) -> CliResult:
+        code = main(list(args))
+        out = capsys.readouterr()
+        return CliResult(code, out.out, out.err)
+
+    return _run
+
+
+@pytest.fixture(params=[p.stem for p in PRESETS])
+def preset_path(request: pytest.FixtureRequest) -> Path:
+    return REPO / "configs" / f"{request.param}.yaml"

@@ -1,0 +1,48 @@
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from hpclz import __version__
+from hpclz.config import load_config
+
+
+def test_version(run_cli) -> None:  # type: ignore[no-untyped-def]
+    result = run_cli("--version")
+    assert result.exit_code == 0
+    assert result.stdout.strip() == f"hpclz {__version__}"
+
+
+def test_unknown_option_is_a_usage_error(run_cli) -> None:  # type: ignore[no-untyped-def]
+    result = run_cli("validate", "--no-such-flag", "x.yaml")
+    assert result.exit_code == 64
+    assert "No such option" in result.stderr
+
+
+def test_init_writes_a_preset_that_validates(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    target = tmp_path / "zone.yaml"
+    result = run_cli("init", "--preset", "finance", "--out", str(target))
+    assert result.exit_code == 0, result.stderr
+    assert load_config(target).config.metadata.name == "riskgrid"
+
+
+def test_init_refuses_to_overwrite(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    target = tmp_path / "zone.yaml"
+    target.write_text("mine")
+    result = run_cli("init", "--preset", "energy", "--out", str(target))
+    assert result.exit_code == 64
+    assert "already exists" in result.stderr
+    assert target.read_text() == "mine"
+
+
+def test_init_unknown_preset_lists_the_choices(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    result = run_cli("init", "--preset", "pharma", "--out", str(tmp_path / "z.yaml"))
+    assert result.exit_code == 64
+    assert "ai-training, energy, finance, manufacturing" in result.stderr
+
+
+def test_help_does_not_import_the_azure_sdk() -> None:
+    code = "import sys; from hpclz.cli import main; main(['--help']); print([m for m in sys.modules if m.startswith('azure')])"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip().splitlines()[-1] == "[]"
