@@ -12,9 +12,10 @@ from typing import Any
 from hpclz.rules.base import Rule
 from hpclz.rules.config import CONFIG_RULES
 from hpclz.rules.template import TEMPLATE_RULES
+from hpclz.verify.checks import VERIFY_RULES
 
-__all__ = ["CONFIG_RULES", "TEMPLATE_RULES", "all_rules"]
+__all__ = ["CONFIG_RULES", "TEMPLATE_RULES", "VERIFY_RULES", "all_rules"]
 
 
 def all_rules() -> tuple[type[Rule[Any]], ...]:
-    return CONFIG_RULES + TEMPLATE_RULES
+    return CONFIG_RULES + TEMPLATE_RULES + VERIFY_RULES

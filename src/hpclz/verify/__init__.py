@@ -1,0 +1,1 @@
+"""Verify: node-health checks and NCCL tests on the deployed cluster, dispatched through Slurm."""

@@ -1,0 +1,79 @@
+"""What verify measures and reports. A contract between the node agent, Slurm dispatch and the report."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from pydantic import BaseModel, Field
+
+
+class Status(StrEnum):
+    PASS = "pass"
+    WARN = "warn"
+    FAIL = "fail"
+    NOT_MEASURED = "not_measured"
+
+    @property
+    def rank(self) -> int:
+        return {"pass": 0, "not_measured": 1, "warn": 2, "fail": 3}[self.value]
+
+
+class CheckResult(BaseModel):
+    """One check on one node: what was measured, against what, and the verdict."""
+
+    check_id: str = Field(description="HPCLZ-VFY-NNN")
+    title: str
+    status: Status
+    message: str = ""
+    measured: float | str | None = None
+    threshold: float | str | None = None
+    unit: str = ""
+    nhc_code: str | None = Field(default=None, description="The aznhc / NHC check this mirrors, where one exists.")
+    fix: str = ""
+    duration_s: float = 0.0
+
+
+class NodeReport(BaseModel):
+    node: str
+    sku: str | None = None
+    hostname: str | None = None
+    tier: str = "health"
+    duration_s: float = 0.0
+    checks: list[CheckResult] = Field(default_factory=list)
+
+    @property
+    def status(self) -> Status:
+        return max((c.status for c in self.checks), key=lambda s: s.rank, default=Status.PASS)
+
+    def failures(self) -> list[CheckResult]:
+        return [c for c in self.checks if c.status is Status.FAIL]
+
+
+class BandwidthPoint(BaseModel):
+    size_bytes: int
+    time_us: float
+    algbw_gbps: float
+    busbw_gbps: float
+
+
+class CollectiveResult(BaseModel):
+    """One all-reduce run: intra-node, a node pair, or all nodes."""
+
+    name: str
+    nodes: list[str]
+    backend: str = Field(description="nccl, gloo, or nccl-tests")
+    ranks: int
+    points: list[BandwidthPoint] = Field(default_factory=list)
+    threshold_busbw_gbps: float | None = None
+    status: Status = Status.NOT_MEASURED
+    message: str = ""
+
+
+class VerifyReport(BaseModel):
+    landing_zone: str | None = None
+    nodes: list[NodeReport] = Field(default_factory=list)
+    collectives: list[CollectiveResult] = Field(default_factory=list)
+    bad_nodes: dict[str, list[str]] = Field(default_factory=dict, description="node -> reasons")
+    drained: list[str] = Field(default_factory=list)
+    resumed: list[str] = Field(default_factory=list)
+    duration_s: float = 0.0
