@@ -1,0 +1,43 @@
+"""Crash-safe private files: a reader sees the old file or the new one, never half of either."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from pathlib import Path
+
+FILE_MODE = 0o600
+DIR_MODE = 0o700
+TEMP_PREFIX = ".tmp-"
+
+
+def ensure_private_dir(path: Path) -> Path:
+    """Create `path` (and parents) and make it 0700: state names every resource of a landing zone."""
+    path.mkdir(parents=True, exist_ok=True, mode=DIR_MODE)
+    os.chmod(path, DIR_MODE)  # mkdir's mode is filtered by the umask, and the folder may already exist
+    return path
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Temp file in the same folder, fsync, rename over `path`, fsync the folder (so the rename survives a crash)."""
+    fd, temp = tempfile.mkstemp(prefix=TEMP_PREFIX, dir=path.parent)  # mkstemp creates it 0600
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temp)
+        raise
+    fsync_dir(path.parent)
+
+
+def fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

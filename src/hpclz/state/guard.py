@@ -1,0 +1,107 @@
+"""Refuse to write a state document that holds a secret.
+
+Two nets: the values of every SecretStr in the config (and any value a caller registers, such as a
+secret resolved from `${env:NAME}` at deploy time), and patterns of well-known credential formats
+that might arrive from elsewhere (an ARM output, a connection string). Errors name where the secret
+sits in the document and which net caught it, never the value.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from pydantic import BaseModel, SecretStr
+
+from hpclz.state.errors import SecretInStateError
+
+# Shorter values would match ordinary words and IDs; a secret that short is not worth guarding.
+MIN_SECRET_LENGTH = 6
+_PLACEHOLDER = re.compile(r"^\$\{env:[A-Za-z_][A-Za-z0-9_]*\}$")
+
+KNOWN_PATTERNS: dict[str, re.Pattern[str]] = {
+    "storage account key in a connection string": re.compile(r"AccountKey=[A-Za-z0-9+/=]{20,}", re.I),
+    "shared access signature": re.compile(r"[?&;]sig=[A-Za-z0-9%+/=]{20,}|SharedAccessSignature=", re.I),
+    "private key": re.compile(r"-----BEGIN (?:RSA |EC |DSA |OPENSSH |ENCRYPTED )?PRIVATE KEY-----"),
+    "Entra ID client secret": re.compile(r"(?<![A-Za-z0-9_~.-])[A-Za-z0-9_~.-]{3}\dQ~[A-Za-z0-9_~.-]{31,34}"),
+    "GitHub token": re.compile(r"\bgh[pousr]_[A-Za-z0-9]{36,}\b"),
+}
+
+
+def config_secrets(model: BaseModel) -> dict[str, str]:
+    """Every SecretStr value in a model tree, keyed by its dotted path (the key is safe to print)."""
+    found: dict[str, str] = {}
+    for path, value in _walk(model, ""):
+        raw = value.get_secret_value()
+        if len(raw) >= MIN_SECRET_LENGTH and not _PLACEHOLDER.match(raw):
+            found[path] = raw
+    return found
+
+
+def _walk(node: Any, path: str) -> Iterator[tuple[str, SecretStr]]:
+    if isinstance(node, SecretStr):
+        yield path, node
+    elif isinstance(node, BaseModel):
+        for name in type(node).model_fields:
+            yield from _walk(getattr(node, name), f"{path}.{name}" if path else name)
+    elif isinstance(node, dict):
+        for key, value in node.items():
+            yield from _walk(value, f"{path}[{key}]")
+    elif isinstance(node, list | tuple):
+        for index, value in enumerate(node):
+            yield from _walk(value, f"{path}[{index}]")
+
+
+class SecretGuard:
+    def __init__(self, secrets: dict[str, str] | None = None):
+        self._secrets = dict(secrets or {})
+
+    @classmethod
+    def for_config(cls, config: BaseModel) -> SecretGuard:
+        return cls(config_secrets(config))
+
+    def add(self, label: str, value: str) -> None:
+        """Guard one more value (e.g. a secret resolved at deploy time); `label` is what errors print."""
+        if len(value) >= MIN_SECRET_LENGTH:
+            self._secrets[label] = value
+
+    def check(self, data: Any, where: str) -> None:
+        """Raise SecretInStateError if any string in `data` (a JSON-able tree) holds a secret."""
+        for path, text in _strings(data, ""):
+            reason = self._match(text)
+            if reason:
+                raise SecretInStateError(
+                    f"refusing to write state {where}: {path or '<document>'} holds a secret ({reason}); "
+                    "state must never contain secrets, so nothing was written"
+                )
+
+    def check_text(self, text: str, where: str) -> None:
+        """The serialized form as a last net (catches secrets split across keys or escaped oddly)."""
+        self.check(json.loads(text), where)
+        reason = self._match(text)
+        if reason:
+            raise SecretInStateError(f"refusing to write state {where}: it holds a secret ({reason}); nothing written")
+
+    def _match(self, text: str) -> str | None:
+        for label, value in self._secrets.items():
+            if value in text or json.dumps(value)[1:-1] in text:
+                return f"the value of {label}"
+        for label, pattern in KNOWN_PATTERNS.items():
+            if pattern.search(text):
+                return label
+        return None
+
+
+def _strings(node: Any, path: str) -> Iterator[tuple[str, str]]:
+    if isinstance(node, str):
+        yield path, node
+    elif isinstance(node, dict):
+        for key, value in node.items():
+            child = f"{path}.{key}" if path else str(key)
+            yield from _strings(str(key), child)
+            yield from _strings(value, child)
+    elif isinstance(node, list):
+        for index, value in enumerate(node):
+            yield from _strings(value, f"{path}[{index}]")

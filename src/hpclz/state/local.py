@@ -1,0 +1,198 @@
+"""Local state: files under `<config dir>/<state.path>/<name>-<environment>/`, private to the user.
+
+state.json          the current document
+history/<n>.json    previous versions (the last `keep` of them)
+state.lock          the flock (held for the whole operation)
+lock.json           who holds it (sidecar, so a refused run and `unlock --force` can say)
+write.lock          a short mutex around read-check-rename of one write
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+from filelock import FileLock, Timeout
+from pydantic import ValidationError
+
+from hpclz.state.atomic import FILE_MODE, ensure_private_dir, write_atomic
+from hpclz.state.backend import HistoryEntry, next_version
+from hpclz.state.errors import StateConflictError, StateLockedError, StateStorageError
+from hpclz.state.guard import SecretGuard
+from hpclz.state.lockinfo import LockInfo, locked_error_message, unlock_hint
+from hpclz.state.model import StateDocument
+
+DEFAULT_KEEP = 20
+_UNREAD = object()  # `write` before any `read`: only the document's own serial and lineage are checked
+WRITE_MUTEX_TIMEOUT_S = 10.0
+
+
+class LocalBackend:
+    def __init__(
+        self,
+        state_dir: Path,
+        zone: str,
+        *,
+        guard: SecretGuard,
+        keep: int = DEFAULT_KEEP,
+        config_file: str | None = None,
+    ):
+        self.state_dir = state_dir
+        self.root = state_dir / zone
+        self.guard = guard
+        self.keep = keep
+        self._config_file = config_file
+        self._read_serial: object = _UNREAD
+
+    @property
+    def location(self) -> str:
+        return str(self.state_file)
+
+    @property
+    def state_file(self) -> Path:
+        return self.root / "state.json"
+
+    @property
+    def history_dir(self) -> Path:
+        return self.root / "history"
+
+    @property
+    def _lock_file(self) -> Path:
+        return self.root / "state.lock"
+
+    @property
+    def _info_file(self) -> Path:
+        return self.root / "lock.json"
+
+    def _ensure_dirs(self) -> None:
+        ensure_private_dir(self.state_dir)
+        ensure_private_dir(self.root)
+
+    def read(self) -> StateDocument | None:
+        doc = _load(self.state_file)
+        self._read_serial = doc.serial if doc else None
+        return doc
+
+    def write(self, doc: StateDocument) -> StateDocument:
+        self._ensure_dirs()
+        mutex = FileLock(str(self.root / "write.lock"), timeout=WRITE_MUTEX_TIMEOUT_S, mode=FILE_MODE)
+        with mutex:
+            stored = _load(self.state_file)
+            self._check_unchanged_since_read(stored)
+            new = next_version(stored, doc, self.location)
+            text = new.model_dump_json(indent=2) + "\n"
+            self.guard.check_text(text, self.location)
+            if stored is not None:
+                self._archive(stored)
+            try:
+                write_atomic(self.state_file, text.encode())
+            except OSError as exc:
+                raise StateStorageError(f"cannot write state {self.location}: {exc.strerror or exc}") from None
+        self._read_serial = new.serial
+        return new
+
+    def _check_unchanged_since_read(self, stored: StateDocument | None) -> None:
+        if self._read_serial is _UNREAD:
+            return
+        now_serial = stored.serial if stored else None
+        if now_serial != self._read_serial:
+            raise StateConflictError(
+                f"state {self.location} changed since it was read (serial {self._read_serial} -> {now_serial}): "
+                "another run wrote it; re-run to start from the current state"
+            )
+
+    def _archive(self, stored: StateDocument) -> None:
+        ensure_private_dir(self.history_dir)
+        target = self.history_dir / f"{stored.serial}.json"
+        write_atomic(target, self.state_file.read_bytes())
+        for old in self._history_files()[self.keep :]:
+            old.unlink(missing_ok=True)
+
+    def _history_files(self) -> list[Path]:
+        if not self.history_dir.is_dir():
+            return []
+        files = [p for p in self.history_dir.glob("*.json") if p.stem.isdigit()]
+        return sorted(files, key=lambda p: int(p.stem), reverse=True)
+
+    def history(self) -> list[HistoryEntry]:
+        entries = []
+        for path in self._history_files():
+            doc = _load(path)
+            if doc is not None:
+                entries.append(
+                    HistoryEntry(
+                        serial=doc.serial,
+                        lineage=doc.lineage,
+                        updated_at=doc.updated_at,
+                        hpclz_version=doc.hpclz_version,
+                        location=str(path),
+                    )
+                )
+        return entries
+
+    def read_version(self, serial: int) -> StateDocument | None:
+        return _load(self.history_dir / f"{serial}.json")
+
+    @contextlib.contextmanager
+    def lock(self, operation: str) -> Iterator[LockInfo]:
+        self._ensure_dirs()
+        flock = FileLock(str(self._lock_file), timeout=0, mode=FILE_MODE, thread_local=False)
+        try:
+            flock.acquire()
+        except Timeout:
+            raise StateLockedError(
+                locked_error_message(self.location, self._recorded_info()), hint=unlock_hint(self._config_file)
+            ) from None
+        info = LockInfo.for_operation(operation)
+        try:
+            write_atomic(self._info_file, info.model_dump_json(indent=2).encode())
+            yield info
+        finally:
+            recorded = self._recorded_info()
+            if recorded is not None and recorded.id == info.id:  # after a force-unlock it may be someone else's
+                self._info_file.unlink(missing_ok=True)
+            flock.release()
+
+    def lock_info(self) -> LockInfo | None:
+        if not self._lock_file.exists() or not self._is_held():
+            return None
+        return self._recorded_info() or LockInfo(who="unknown", operation="unknown", pid=0)
+
+    def force_unlock(self) -> LockInfo | None:
+        """Remove the lock file and its info: the next run locks a fresh file, whatever the old holder does."""
+        holder = self.lock_info()
+        self._lock_file.unlink(missing_ok=True)
+        self._info_file.unlink(missing_ok=True)
+        return holder
+
+    def _is_held(self) -> bool:
+        # Probing takes the flock for an instant; a run starting in that instant is told the state is locked.
+        probe = FileLock(str(self._lock_file), timeout=0, mode=FILE_MODE, thread_local=False)
+        try:
+            probe.acquire()
+        except Timeout:
+            return True
+        probe.release()
+        return False
+
+    def _recorded_info(self) -> LockInfo | None:
+        try:
+            return LockInfo.model_validate_json(self._info_file.read_bytes())
+        except (FileNotFoundError, ValidationError):
+            return None
+
+
+def _load(path: Path) -> StateDocument | None:
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise StateStorageError(f"cannot read state {path}: {exc.strerror or exc}") from None
+    try:
+        return StateDocument.model_validate(json.loads(raw))
+    except (ValueError, ValidationError) as exc:
+        first = exc.errors()[0]["msg"] if isinstance(exc, ValidationError) else str(exc)
+        raise StateStorageError(f"state {path} is not a valid hpclz state document: {first}") from None
