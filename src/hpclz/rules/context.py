@@ -1,22 +1,30 @@
-"""What a config rule sees: the typed config, where each value came from, and derived names."""
+"""What a config rule sees: the typed config, where each value came from, derived names and the catalog."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from hpclz.catalog import Catalog, Sku, load_catalog
+from hpclz.config.compute import Partition
 from hpclz.config.loader import LoadedConfig
+from hpclz.config.network import Subnet
 from hpclz.config.root import LandingZoneConfig
 from hpclz.config.source_map import SourceMap
 from hpclz.naming import NameBuilder
+
+SUBNET_ROLES = ("admin", "compute", "lustre", "netapp", "private_endpoints", "bastion")
 
 
 @dataclass
 class ConfigContext:
     loaded: LoadedConfig
     names: NameBuilder = field(init=False)
+    catalog: Catalog = field(init=False)
 
     def __post_init__(self) -> None:
         self.names = NameBuilder(self.loaded.config)
+        self.catalog = load_catalog()
 
     @property
     def config(self) -> LandingZoneConfig:
@@ -25,3 +33,24 @@ class ConfigContext:
     @property
     def source(self) -> SourceMap | None:
         return self.loaded.source
+
+    @property
+    def is_prod(self) -> bool:
+        return self.config.metadata.environment.value == "prod"
+
+    def subnets(self) -> Iterator[tuple[str, Subnet]]:
+        """Each declared subnet with its role, in a stable order."""
+        declared = self.config.network.vnet.subnets
+        for role in SUBNET_ROLES:
+            subnet = getattr(declared, role)
+            if subnet is not None:
+                yield role, subnet
+
+    def partitions(self) -> Iterator[tuple[int, Partition, Sku | None]]:
+        for index, partition in enumerate(self.config.compute.partitions):
+            yield index, partition, self.catalog.sku(partition.vm_size)
+
+    @staticmethod
+    def wants_gpu(partition: Partition) -> bool:
+        """A partition the user means for GPUs: it locks GPU clocks, which only makes sense on GPUs."""
+        return partition.gpu_clocks == "max"
