@@ -1,0 +1,291 @@
+"""A real Slurm cluster on localhost for tests: munged, slurmctld and one slurmd per simulated node.
+
+Everything lives in one private folder (config, munge key and socket, state, spool, logs, pids) and on
+free ports, so two test sessions on one machine do not meet. Facts and pitfalls this relies on:
+../shared/docs/local-services.md (Slurm section).
+
+Use the session fixture `slurm_cluster` (import it into a test module). The cluster is started once per
+test process however many modules import the fixture, and torn down at the end, strays included.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import require
+
+DAEMONS = ("munged", "slurmctld", "slurmd")
+MARKER = "HPCLZ_TEST_SLURM_HARNESS"  # set in every daemon's environment, so teardown finds its own strays
+START_TIMEOUT_S = 30.0
+
+
+def slurm_available() -> bool:
+    return all(shutil.which(d) or Path("/usr/sbin", d).exists() for d in DAEMONS) and shutil.which("sinfo") is not None
+
+
+def _binary(name: str) -> str:
+    return shutil.which(name) or str(Path("/usr/sbin", name))
+
+
+def free_ports(count: int) -> list[int]:
+    """Ports free right now; held open together so the kernel cannot hand out the same one twice."""
+    socks = [socket.socket() for _ in range(count)]
+    try:
+        for s in socks:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+@dataclass
+class LocalSlurm:
+    """A running localhost cluster. `env` is what every client command needs (SLURM_CONF)."""
+
+    root: Path
+    nodes: list[str]
+    partition: str = "debug"
+    processes: list[subprocess.Popen[bytes]] = field(default_factory=list)
+
+    @property
+    def conf(self) -> Path:
+        return self.root / "slurm.conf"
+
+    @property
+    def munge_socket(self) -> Path:
+        return self.root / "munge" / "munge.socket.2"
+
+    @property
+    def env(self) -> dict[str, str]:
+        # The marker rides into jobs too (sbatch exports the caller's environment), so teardown finds tasks.
+        return {**os.environ, "SLURM_CONF": str(self.conf), MARKER: str(self.root)}
+
+    def client(self, *args: str, timeout: float = 15.0) -> str:
+        done = subprocess.run(args, env=self.env, capture_output=True, text=True, timeout=timeout, check=False)
+        if done.returncode != 0:
+            raise RuntimeError(f"{' '.join(args)} failed ({done.returncode}): {done.stderr.strip()}")
+        return done.stdout
+
+    def node_states(self) -> dict[str, str]:
+        out = self.client("sinfo", "-h", "-N", "-o", "%N %T")
+        return dict(line.split(maxsplit=1) for line in out.splitlines() if line.strip())
+
+    def wait_idle(self, nodes: list[str] | None = None, timeout: float = START_TIMEOUT_S) -> None:
+        wanted = nodes or self.nodes
+        deadline = time.monotonic() + timeout
+        states: dict[str, str] = {}
+        while time.monotonic() < deadline:
+            try:
+                states = self.node_states()
+            except (RuntimeError, subprocess.TimeoutExpired):
+                states = {}
+            if all(states.get(n) == "idle" for n in wanted):
+                return
+            time.sleep(0.2)
+        raise TimeoutError(f"nodes not idle after {timeout:.0f} s: {states}; logs in {self.root / 'log'}")
+
+    def reset_nodes(self) -> None:
+        """Undo what a test did to node states (drain, reservations), so tests stay independent."""
+        for line in self.client("scontrol", "show", "reservation", "-o").splitlines():
+            if line.startswith("ReservationName="):
+                name = line.split()[0].split("=", 1)[1]
+                self.client("scontrol", "delete", f"ReservationName={name}")
+        for node, state in self.node_states().items():
+            if state.startswith(("drain", "down")):
+                self.client("scontrol", "update", f"NodeName={node}", "State=RESUME")
+        self.wait_idle()
+
+    def log(self, name: str) -> str:
+        path = self.root / "log" / f"{name}.log"
+        return path.read_text(errors="replace") if path.exists() else ""
+
+
+def write_config(root: Path, nodes: list[str], ctld_port: int, node_ports: list[int]) -> Path:
+    host = socket.gethostname()
+    munge_socket = root / "munge" / "munge.socket.2"
+    node_lines = [
+        f"NodeName={n} NodeHostname={host} NodeAddr=127.0.0.1 Port={p} CPUs=1 State=UNKNOWN"
+        for n, p in zip(nodes, node_ports, strict=True)
+    ]
+    conf = root / "slurm.conf"
+    conf.write_text(
+        "\n".join(
+            [
+                "ClusterName=hpclztest",
+                "SlurmctldHost=localhost",
+                f"SlurmctldPort={ctld_port}",
+                "SlurmUser=root",
+                "SlurmdUser=root",
+                "AuthType=auth/munge",
+                "CredType=cred/munge",
+                f"AuthInfo=socket={munge_socket}",
+                "ProctrackType=proctrack/linuxproc",
+                "TaskPlugin=task/none",
+                "SelectType=select/cons_tres",
+                "SelectTypeParameters=CR_Core",
+                "ReturnToService=2",
+                "MpiDefault=none",
+                "AccountingStorageType=accounting_storage/none",
+                "JobAcctGatherType=jobacct_gather/none",
+                "JobCompType=jobcomp/none",
+                "SchedulerType=sched/backfill",
+                "KillWait=2",
+                "MinJobAge=60",
+                "InactiveLimit=0",
+                f"StateSaveLocation={root / 'state'}",
+                f"SlurmdSpoolDir={root / 'spool'}/%n",
+                f"SlurmctldPidFile={root / 'run' / 'slurmctld.pid'}",
+                f"SlurmdPidFile={root / 'run'}/slurmd-%n.pid",
+                f"SlurmctldLogFile={root / 'log' / 'slurmctld.log'}",
+                f"SlurmdLogFile={root / 'log'}/slurmd-%n.log",
+                *node_lines,
+                f"PartitionName=debug Nodes={','.join(nodes)} Default=YES MaxTime=INFINITE State=UP",
+                "",
+            ]
+        )
+    )
+    return conf
+
+
+def start_cluster(nodes: list[str]) -> LocalSlurm:
+    root = Path(tempfile.mkdtemp(prefix="hpclz-slurm-"))
+    root.chmod(0o755)  # munged refuses a socket folder others cannot traverse
+    for sub in ("munge", "state", "spool", "run", "log"):
+        (root / sub).mkdir(mode=0o755)
+    cluster = LocalSlurm(root=root, nodes=nodes)
+    ctld_port, *node_ports = free_ports(1 + len(nodes))
+    write_config(root, nodes, ctld_port, node_ports)
+    key = root / "munge" / "munge.key"
+    key.write_bytes(os.urandom(128))
+    key.chmod(0o400)
+    daemon_env = cluster.env
+    try:
+        cluster.processes.append(_spawn(cluster, "munged", _munged_args(root), daemon_env))
+        _wait_for(lambda: cluster.munge_socket.exists(), "munged socket", cluster)
+        cluster.processes.append(
+            _spawn(cluster, "slurmctld", [_binary("slurmctld"), "-D", "-i", "-f", str(cluster.conf)], daemon_env)
+        )
+        _wait_for(lambda: _answers(cluster), "slurmctld", cluster)
+        for n in nodes:
+            (root / "spool" / n).mkdir(mode=0o755)
+            args = [_binary("slurmd"), "-D", "-N", n, "-f", str(cluster.conf)]
+            cluster.processes.append(_spawn(cluster, f"slurmd-{n}-stdout", args, daemon_env))
+        cluster.wait_idle()
+    except BaseException:
+        stop_cluster(cluster)
+        raise
+    return cluster
+
+
+def _munged_args(root: Path) -> list[str]:
+    m = root / "munge"
+    return [
+        _binary("munged"),
+        "-F",
+        "--force",  # we run as root in a private folder; munged would otherwise refuse
+        f"--socket={m / 'munge.socket.2'}",
+        f"--key-file={m / 'munge.key'}",
+        f"--pid-file={m / 'munged.pid'}",
+        f"--log-file={root / 'log' / 'munged.log'}",
+        f"--seed-file={m / 'munged.seed'}",
+    ]
+
+
+def _spawn(cluster: LocalSlurm, name: str, args: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
+    out = (cluster.root / "log" / f"{name}.out").open("wb")
+    return subprocess.Popen(args, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def _answers(cluster: LocalSlurm) -> bool:
+    try:
+        cluster.client("sinfo", "-h", timeout=5)
+    except (RuntimeError, subprocess.TimeoutExpired):
+        return False
+    return True
+
+
+def _wait_for(ready: object, what: str, cluster: LocalSlurm) -> None:
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if callable(ready) and ready():
+            return
+        dead = [p.args for p in cluster.processes if p.poll() is not None]
+        if dead:
+            raise RuntimeError(f"{what}: a daemon exited early: {dead}; logs in {cluster.root / 'log'}")
+        time.sleep(0.1)
+    raise TimeoutError(f"{what} not ready after {START_TIMEOUT_S:.0f} s; logs in {cluster.root / 'log'}")
+
+
+def stop_cluster(cluster: LocalSlurm) -> None:
+    """Stop our daemons, then any process still carrying our marker (slurmstepd and job tasks detach)."""
+    for proc in reversed(cluster.processes):
+        if proc.poll() is None:
+            proc.terminate()
+    for proc in cluster.processes:
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=5)
+    for pid in _marked_pids(str(cluster.root)):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    shutil.rmtree(cluster.root, ignore_errors=True)
+
+
+def _marked_pids(root: str) -> list[int]:
+    needle = f"{MARKER}={root}".encode()
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            environ = (entry / "environ").read_bytes()
+        except OSError:
+            continue
+        if needle in environ.split(b"\0"):
+            pids.append(int(entry.name))
+    return pids
+
+
+class _Shared:
+    """One cluster per test process, however many modules import the fixture."""
+
+    cluster: LocalSlurm | None = None
+    users = 0
+
+
+@pytest.fixture(scope="session")
+def slurm_cluster() -> Iterator[LocalSlurm]:
+    require(slurm_available(), "Slurm (slurmctld, slurmd, munged, sinfo)")
+    if _Shared.cluster is None:
+        _Shared.cluster = start_cluster(["node1", "node2", "node3"])
+    _Shared.users += 1
+    try:
+        yield _Shared.cluster
+    finally:
+        _Shared.users -= 1
+        if _Shared.users == 0:
+            stop_cluster(_Shared.cluster)
+            _Shared.cluster = None
+
+
+@pytest.fixture
+def clean_slurm(slurm_cluster: LocalSlurm) -> Iterator[LocalSlurm]:
+    """The shared cluster with every node idle and no reservation, before and after the test."""
+    slurm_cluster.reset_nodes()
+    yield slurm_cluster
+    slurm_cluster.reset_nodes()
