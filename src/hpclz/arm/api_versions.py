@@ -1,0 +1,76 @@
+"""The API version pinned for each resource type hpclz renders (../shared/armschemas/README.md).
+
+Pinning keeps rendered templates, the schema gate and the ARM stand-in on one version per type; a test
+checks this table against the schemas' resourceIndex.json. Extend both together.
+"""
+
+from __future__ import annotations
+
+_PINNED: dict[str, tuple[str, ...]] = {
+    "2024-05-01": (
+        "Microsoft.Network/virtualNetworks",
+        "Microsoft.Network/virtualNetworks/subnets",
+        "Microsoft.Network/virtualNetworks/virtualNetworkPeerings",
+        "Microsoft.Network/networkSecurityGroups",
+        "Microsoft.Network/networkSecurityGroups/securityRules",
+        "Microsoft.Network/bastionHosts",
+        "Microsoft.Network/natGateways",
+        "Microsoft.Network/publicIPAddresses",
+        "Microsoft.Network/privateEndpoints",
+        "Microsoft.Network/privateEndpoints/privateDnsZoneGroups",
+        "Microsoft.Network/networkInterfaces",
+        "Microsoft.Network/routeTables",
+        "Microsoft.Network/applicationSecurityGroups",
+        "Microsoft.Network/networkWatchers",
+        "Microsoft.Network/networkWatchers/flowLogs",
+    ),
+    "2024-06-01": (
+        "Microsoft.Network/privateDnsZones",
+        "Microsoft.Network/privateDnsZones/virtualNetworkLinks",
+        "Microsoft.Network/privateDnsZones/A",
+    ),
+    "2024-07-01": (
+        "Microsoft.Compute/virtualMachines",
+        "Microsoft.Compute/virtualMachines/extensions",
+        "Microsoft.Compute/virtualMachineScaleSets",
+        "Microsoft.Compute/virtualMachineScaleSets/extensions",
+        "Microsoft.Compute/proximityPlacementGroups",
+        "Microsoft.Compute/availabilitySets",
+        "Microsoft.Compute/sshPublicKeys",
+        "Microsoft.NetApp/netAppAccounts",
+        "Microsoft.NetApp/netAppAccounts/capacityPools",
+        "Microsoft.NetApp/netAppAccounts/capacityPools/volumes",
+        "Microsoft.Batch/batchAccounts",
+        "Microsoft.Batch/batchAccounts/pools",
+    ),
+    "2023-05-01": (
+        "Microsoft.Storage/storageAccounts",
+        "Microsoft.Storage/storageAccounts/blobServices",
+        "Microsoft.Storage/storageAccounts/blobServices/containers",
+        "Microsoft.Storage/storageAccounts/fileServices",
+        "Microsoft.Storage/storageAccounts/fileServices/shares",
+        "Microsoft.Storage/storageAccounts/managementPolicies",
+    ),
+    "2024-03-01": (
+        "Microsoft.StorageCache/amlFilesystems",
+        "Microsoft.Resources/deployments",
+        "Microsoft.Resources/resourceGroups",
+    ),
+    "2023-07-01": ("Microsoft.KeyVault/vaults", "Microsoft.KeyVault/vaults/secrets"),
+    "2023-01-31": ("Microsoft.ManagedIdentity/userAssignedIdentities",),
+    "2022-04-01": ("Microsoft.Authorization/roleAssignments",),
+    "2023-09-01": ("Microsoft.OperationalInsights/workspaces",),
+    "2023-01-01": ("Microsoft.Insights/actionGroups",),
+    "2024-03-11": ("Microsoft.Insights/dataCollectionRules",),
+    "2018-03-01": ("Microsoft.Insights/metricAlerts",),
+    "2023-04-01": (
+        "Microsoft.Maintenance/maintenanceConfigurations",
+        "Microsoft.Maintenance/configurationAssignments",
+    ),
+}
+
+PINNED_API_VERSIONS: dict[str, str] = {t.lower(): version for version, types in _PINNED.items() for t in types}
+
+
+def pinned_version(resource_type: str) -> str | None:
+    return PINNED_API_VERSIONS.get(resource_type.lower())
