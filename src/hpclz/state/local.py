@@ -45,6 +45,7 @@ class LocalBackend:
         self.keep = keep
         self._config_file = config_file
         self._read_serial: object = _UNREAD
+        self._held: LockInfo | None = None
 
     @property
     def location(self) -> str:
@@ -79,6 +80,7 @@ class LocalBackend:
         self._ensure_dirs()
         mutex = FileLock(str(self.root / "write.lock"), timeout=WRITE_MUTEX_TIMEOUT_S, mode=FILE_MODE)
         with mutex:
+            self._check_still_locked()
             stored = _load(self.state_file)
             self._check_unchanged_since_read(stored)
             new = next_version(stored, doc, self.location)
@@ -92,6 +94,14 @@ class LocalBackend:
                 raise StateStorageError(f"cannot write state {self.location}: {exc.strerror or exc}") from None
         self._read_serial = new.serial
         return new
+
+    def _check_still_locked(self) -> None:
+        """After `unlock --force` another run may hold the lock: this run must not write any more."""
+        if self._held is None:
+            return
+        recorded = self._recorded_info()
+        if recorded is None or recorded.id != self._held.id:
+            raise StateLockedError(f"lost the lock on state {self.location} (it was force-unlocked); nothing written")
 
     def _check_unchanged_since_read(self, stored: StateDocument | None) -> None:
         if self._read_serial is _UNREAD:
@@ -148,8 +158,10 @@ class LocalBackend:
         info = LockInfo.for_operation(operation)
         try:
             write_atomic(self._info_file, info.model_dump_json(indent=2).encode())
+            self._held = info
             yield info
         finally:
+            self._held = None
             recorded = self._recorded_info()
             if recorded is not None and recorded.id == info.id:  # after a force-unlock it may be someone else's
                 self._info_file.unlink(missing_ok=True)
