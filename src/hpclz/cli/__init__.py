@@ -10,6 +10,7 @@ import typer
 from hpclz import __version__
 from hpclz.cli.init import init
 from hpclz.cli.schema import schema
+from hpclz.cli.state import state_app
 from hpclz.cli.validate import validate
 from hpclz.errors import ExitCode
 
@@ -39,6 +40,7 @@ def _root(
 app.command()(validate)
 app.command()(schema)
 app.command()(init)
+app.add_typer(state_app, name="state")
 
 
 def main(argv: list[str] | None = None) -> int:
