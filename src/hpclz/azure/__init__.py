@@ -1,0 +1,1 @@
+"""The Azure adapter: the only package that imports the Azure SDK, and only lazily, inside functions."""

@@ -1,0 +1,129 @@
+"""The calls hpclz makes to Azure Resource Manager, with plain-dict results (REST shapes, camelCase).
+
+Callers never see SDK models: SDK models are mappings with REST keys, turned into dicts here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from hpclz.azure.clients import AzureClients
+from hpclz.render.plan import Deployment, Scope
+
+
+def plain(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [plain(v) for v in value]
+    return value
+
+
+def deployment_body(deployment: Deployment, secure: Mapping[str, str], tags: Mapping[str, str]) -> dict[str, Any]:
+    """The PUT/validate/what-if body. Secure values exist only here, in memory, on their way to ARM."""
+    parameters = {k: {"value": v} for k, v in deployment.parameters.items()}
+    parameters.update({k: {"value": v} for k, v in secure.items()})
+    body: dict[str, Any] = {
+        "properties": {"mode": "Incremental", "template": deployment.template, "parameters": parameters},
+        "tags": dict(tags),
+    }
+    if deployment.scope is Scope.SUBSCRIPTION:
+        body["location"] = deployment.location
+    return body
+
+
+class Arm:
+    def __init__(self, clients: AzureClients):
+        self.clients = clients
+
+    @property
+    def subscription_id(self) -> str:
+        return self.clients.subscription_id
+
+    # ----- deployments -----
+    def get_deployment(self, d: Deployment) -> dict[str, Any] | None:
+        from azure.core.exceptions import ResourceNotFoundError
+
+        ops = self.clients.deployments.deployments
+        try:
+            if d.scope is Scope.SUBSCRIPTION:
+                return plain(ops.get_at_subscription_scope(d.name))
+            return plain(ops.get(d.resource_group, d.name))
+        except ResourceNotFoundError:
+            return None
+
+    def submit(self, d: Deployment, body: dict[str, Any]) -> dict[str, Any]:
+        """Start a deployment and return ARM's first answer; hpclz polls it itself to show progress."""
+        ops = self.clients.deployments.deployments
+        if d.scope is Scope.SUBSCRIPTION:
+            poller = ops.begin_create_or_update_at_subscription_scope(d.name, body, polling=False)
+        else:
+            poller = ops.begin_create_or_update(d.resource_group, d.name, body, polling=False)
+        return plain(poller.result())
+
+    def operations(self, d: Deployment) -> list[dict[str, Any]]:
+        ops = self.clients.deployments.deployment_operations
+        if d.scope is Scope.SUBSCRIPTION:
+            return [plain(o) for o in ops.list_at_subscription_scope(d.name)]
+        return [plain(o) for o in ops.list(d.resource_group, d.name)]
+
+    def validate(self, d: Deployment, body: dict[str, Any]) -> dict[str, Any]:
+        ops = self.clients.deployments.deployments
+        if d.scope is Scope.SUBSCRIPTION:
+            return plain(ops.begin_validate_at_subscription_scope(d.name, body).result())
+        return plain(ops.begin_validate(d.resource_group, d.name, body).result())
+
+    def what_if(self, d: Deployment, body: dict[str, Any] | None = None) -> dict[str, Any]:
+        """ARM's what-if for one deployment: the raw result ({status, properties: {changes: [...]}})."""
+        ops = self.clients.deployments.deployments
+        request = dict(body or deployment_body(d, {}, {}))
+        request["properties"] = {**request["properties"], "whatIfSettings": {"resultFormat": "FullResourcePayloads"}}
+        request.pop("tags", None)
+        if d.scope is Scope.SUBSCRIPTION:
+            request["location"] = d.location
+            return plain(ops.begin_what_if_at_subscription_scope(d.name, request).result())
+        return plain(ops.begin_what_if(d.resource_group, d.name, request).result())
+
+    def cancel(self, d: Deployment) -> None:
+        ops = self.clients.deployments.deployments
+        if d.scope is Scope.SUBSCRIPTION:
+            ops.cancel_at_subscription_scope(d.name)
+        else:
+            ops.cancel(d.resource_group, d.name)
+
+    # ----- resource groups, resources, providers -----
+    def get_group(self, name: str) -> dict[str, Any] | None:
+        from azure.core.exceptions import ResourceNotFoundError
+
+        try:
+            return plain(self.clients.resources.resource_groups.get(name))
+        except ResourceNotFoundError:
+            return None
+
+    def group_resources(self, name: str) -> list[dict[str, Any]]:
+        return [plain(r) for r in self.clients.resources.resources.list_by_resource_group(name)]
+
+    def delete_group(self, name: str) -> None:
+        self.clients.resources.resource_groups.begin_delete(name).result()
+
+    def get_resource(self, resource_id: str, api_version: str) -> dict[str, Any] | None:
+        from azure.core.exceptions import ResourceNotFoundError
+
+        try:
+            return plain(self.clients.resources.resources.get_by_id(resource_id, api_version=api_version))
+        except ResourceNotFoundError:
+            return None
+
+    def delete_resource(self, resource_id: str, api_version: str) -> None:
+        self.clients.resources.resources.begin_delete_by_id(resource_id, api_version=api_version).result()
+
+    def provider_state(self, namespace: str) -> str:
+        return str(plain(self.clients.resources.providers.get(namespace)).get("registrationState", "Unknown"))
+
+    # ----- compute facts for live preflight -----
+    def skus(self, location: str) -> list[dict[str, Any]]:
+        return [plain(s) for s in self.clients.compute.resource_skus.list(filter=f"location eq '{location}'")]
+
+    def usages(self, location: str) -> list[dict[str, Any]]:
+        return [plain(u) for u in self.clients.compute.usage.list(location)]

@@ -1,0 +1,80 @@
+"""Credential and client factory: every Azure SDK client hpclz uses is built here, the same way."""
+
+from __future__ import annotations
+
+import time
+from functools import cached_property
+from typing import Any
+
+from hpclz.azure.settings import AzureSettings, settings_from_env
+from hpclz.errors import ExitCode, HpclzError
+
+
+class StaticTokenCredential:
+    """An azure.core TokenCredential returning one fixed token: for a custom ARM endpoint (tests) only."""
+
+    def __init__(self, token: str):
+        self._token = token
+
+    def get_token(self, *scopes: str, **kwargs: Any) -> Any:
+        from azure.core.credentials import AccessToken
+
+        return AccessToken(self._token, int(time.time()) + 3600)
+
+
+def make_credential(settings: AzureSettings) -> Any:
+    if settings.static_token:
+        return StaticTokenCredential(settings.static_token)
+    from azure.identity import DefaultAzureCredential
+
+    # The authority decides which cloud's Entra ID issues the token (public, US Gov, China).
+    return DefaultAzureCredential(authority=settings.cloud.authority)
+
+
+class AzureClients:
+    """Builds each SDK client once, with the endpoint, TLS trust, retries and polling of `settings`."""
+
+    def __init__(self, subscription_id: str, settings: AzureSettings | None = None, credential: Any = None):
+        self.subscription_id = subscription_id
+        self.settings = settings or settings_from_env()
+        self.credential = credential or make_credential(self.settings)
+
+    def _options(self) -> dict[str, Any]:
+        s = self.settings
+        options: dict[str, Any] = {
+            "base_url": s.arm_endpoint,
+            "credential_scopes": [s.cloud.scope],
+            "retry_total": s.retry_total,
+            "retry_backoff_factor": s.retry_backoff,
+            "polling_interval": s.poll_interval,
+        }
+        if s.ca_bundle:
+            options["connection_verify"] = s.ca_bundle
+        return options
+
+    @cached_property
+    def deployments(self) -> Any:
+        from azure.mgmt.resource.deployments import DeploymentsMgmtClient
+
+        return DeploymentsMgmtClient(self.credential, self.subscription_id, **self._options())
+
+    @cached_property
+    def resources(self) -> Any:
+        from azure.mgmt.resource.resources import ResourceManagementClient
+
+        return ResourceManagementClient(self.credential, self.subscription_id, **self._options())
+
+    @cached_property
+    def compute(self) -> Any:
+        from azure.mgmt.compute import ComputeManagementClient
+
+        return ComputeManagementClient(self.credential, self.subscription_id, **self._options())
+
+
+def resolve_subscription(configured: str | None) -> str:
+    if not configured:
+        raise HpclzError(
+            "no Azure subscription: set metadata.subscription_id in the config or AZURE_SUBSCRIPTION_ID",
+            exit_code=ExitCode.USAGE,
+        )
+    return configured

@@ -1,0 +1,87 @@
+"""Turn Azure SDK exceptions into one actionable line: the innermost ARM error, its code and target."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from hpclz.errors import ExitCode, HpclzError
+
+
+@dataclass(frozen=True)
+class ArmFailure:
+    code: str
+    message: str
+    target: str | None = None
+
+    def one_line(self) -> str:
+        where = f" (target: {self.target})" if self.target else ""
+        return f"{self.code}: {self.message}{where}"
+
+
+def innermost(error: dict[str, Any] | None, target: str | None = None) -> ArmFailure:
+    """Follow `details` down to the error that says what really went wrong, keeping the nearest target.
+
+    ARM wraps a failed resource as DeploymentFailed > ResourceDeploymentFailure(target) > the provider's
+    error; the outer two only say that something failed.
+    """
+    if not error:
+        return ArmFailure("Unknown", "ARM reported a failure without details", target)
+    if "error" in error and isinstance(error["error"], dict):
+        error = error["error"]
+    target = error.get("target") or target
+    details = [d for d in error.get("details") or [] if isinstance(d, dict)]
+    if details:
+        return innermost(details[0], target)
+    message = str(error.get("message") or "").strip()
+    if message.startswith("{"):
+        try:
+            return innermost(json.loads(message), target)
+        except ValueError:
+            pass
+    return ArmFailure(str(error.get("code") or "Unknown"), message, target)
+
+
+def _body(exc: Any) -> dict[str, Any] | None:
+    response = getattr(exc, "response", None)
+    if response is None:
+        return None
+    try:
+        body = response.json()
+    except Exception:  # a non-JSON error page from a proxy says nothing more than the status
+        return None
+    return body if isinstance(body, dict) else None
+
+
+def describe(exc: Exception) -> ArmFailure:
+    body = _body(exc)
+    if body:
+        return innermost(body)
+    status = getattr(exc, "status_code", None)
+    return ArmFailure(f"HTTP{status}" if status else type(exc).__name__, str(exc).splitlines()[0] if str(exc) else "")
+
+
+def is_not_found(exc: Exception) -> bool:
+    return getattr(exc, "status_code", None) == 404
+
+
+@contextmanager
+def azure_errors(doing: str) -> Iterator[None]:
+    """Raise HpclzError(AZURE_ERROR) naming what hpclz was doing and what ARM said."""
+    from azure.core.exceptions import AzureError, ClientAuthenticationError, ServiceRequestError
+
+    try:
+        yield
+    except ClientAuthenticationError as exc:
+        raise HpclzError(
+            f"{doing}: Azure rejected the credentials: {describe(exc).one_line()}",
+            exit_code=ExitCode.AZURE_ERROR,
+            hint="run `az login`, or set a service principal / managed identity for DefaultAzureCredential",
+        ) from None
+    except ServiceRequestError as exc:
+        raise HpclzError(f"{doing}: cannot reach Azure Resource Manager: {exc}", exit_code=ExitCode.AZURE_ERROR) from None
+    except AzureError as exc:
+        raise HpclzError(f"{doing}: {describe(exc).one_line()}", exit_code=ExitCode.AZURE_ERROR) from None

@@ -1,0 +1,81 @@
+"""Where hpclz talks to Azure: cloud, ARM endpoint, credential choice, retry and polling, from the environment.
+
+HPCLZ_AZURE_CLOUD picks a sovereign cloud. HPCLZ_ARM_ENDPOINT (+ HPCLZ_ARM_CA_BUNDLE) points at another
+ARM endpoint, such as the test stand-in; only then may HPCLZ_AZURE_TOKEN supply a fixed bearer token.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from hpclz.errors import ExitCode, HpclzError
+
+
+@dataclass(frozen=True)
+class Cloud:
+    name: str
+    arm_endpoint: str
+    authority: str
+
+    @property
+    def scope(self) -> str:
+        return self.arm_endpoint.rstrip("/") + "/.default"
+
+
+CLOUDS = {
+    "public": Cloud("public", "https://management.azure.com", "login.microsoftonline.com"),
+    "usgov": Cloud("usgov", "https://management.usgovcloudapi.net", "login.microsoftonline.us"),
+    "china": Cloud("china", "https://management.chinacloudapi.cn", "login.chinacloudapi.cn"),
+}
+
+
+@dataclass(frozen=True)
+class AzureSettings:
+    cloud: Cloud
+    arm_endpoint: str
+    ca_bundle: str | None
+    static_token: str | None
+    poll_interval: float
+    retry_total: int
+    retry_backoff: float
+
+    @property
+    def custom_endpoint(self) -> bool:
+        return self.arm_endpoint != self.cloud.arm_endpoint
+
+
+def _number(name: str, default: float) -> float:
+    raw = os.environ.get(name)
+    if raw is None:
+        return default
+    try:
+        return float(raw)
+    except ValueError:
+        raise HpclzError(f"{name}={raw!r} is not a number", exit_code=ExitCode.USAGE) from None
+
+
+def settings_from_env() -> AzureSettings:
+    cloud_name = os.environ.get("HPCLZ_AZURE_CLOUD", "public").lower()
+    if cloud_name not in CLOUDS:
+        raise HpclzError(
+            f"HPCLZ_AZURE_CLOUD={cloud_name!r} is not a known cloud; use one of {', '.join(CLOUDS)}",
+            exit_code=ExitCode.USAGE,
+        )
+    cloud = CLOUDS[cloud_name]
+    endpoint = os.environ.get("HPCLZ_ARM_ENDPOINT", cloud.arm_endpoint).rstrip("/")
+    token = os.environ.get("HPCLZ_AZURE_TOKEN")
+    if token and endpoint == cloud.arm_endpoint:
+        raise HpclzError(
+            "HPCLZ_AZURE_TOKEN is only accepted with a custom HPCLZ_ARM_ENDPOINT; unset it to use your Azure login",
+            exit_code=ExitCode.USAGE,
+        )
+    return AzureSettings(
+        cloud=cloud,
+        arm_endpoint=endpoint,
+        ca_bundle=os.environ.get("HPCLZ_ARM_CA_BUNDLE") or None,
+        static_token=token or None,
+        poll_interval=_number("HPCLZ_POLL_INTERVAL", 10.0),
+        retry_total=int(_number("HPCLZ_RETRY_TOTAL", 6)),
+        retry_backoff=_number("HPCLZ_RETRY_BACKOFF", 0.8),
+    )

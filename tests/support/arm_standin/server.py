@@ -1,0 +1,365 @@
+"""A local HTTPS server speaking the part of the ARM REST API hpclz calls.
+
+Shapes follow the recorded exchanges in shared/fixtures/arm/: PUT deployment -> 201 +
+Azure-AsyncOperation -> operation status -> GET; what-if and resource-group delete -> 202 + Location.
+Drive it with the real azure-mgmt-* clients; inject faults through `standin.faults`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import ssl
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+from tests.support.arm_standin.certs import make_certificate
+from tests.support.arm_standin.whatif import what_if_changes
+from tests.support.arm_standin.world import ArmError, DeploymentRun, World
+
+SUB = r"/subscriptions/(?P<sub>[^/]+)"
+RG = SUB + r"/resourcegroups/(?P<rg>[^/]+)"
+DEPLOYMENTS = r"/providers/microsoft\.resources/deployments/(?P<name>[^/]+)"
+WRITE_METHODS = {"PUT", "POST", "DELETE", "PATCH"}
+
+
+@dataclass
+class LoggedRequest:
+    method: str
+    path: str
+    status: int
+
+
+class ArmStandIn:
+    """Start with `with ArmStandIn(tmp_path) as arm:`; point hpclz at `arm.env()`."""
+
+    def __init__(self, workdir: Path, subscription_id: str = "00000000-0000-0000-0000-00000000c0de", token: str = "standin-token"):
+        self.world = World(subscription_id)
+        self.token = token
+        self.log: list[LoggedRequest] = []
+        self.cert, self.key = make_certificate(workdir)
+        self._server: ThreadingHTTPServer | None = None
+        self.operation_retry_after = 0
+        self.bugs: list[str] = []
+
+    @property
+    def faults(self):  # type: ignore[no-untyped-def]
+        return self.world.faults
+
+    @property
+    def subscription_id(self) -> str:
+        return self.world.subscription_id
+
+    @property
+    def url(self) -> str:
+        assert self._server is not None
+        return f"https://127.0.0.1:{self._server.server_address[1]}"
+
+    def env(self, poll_interval: float = 0.05) -> dict[str, str]:
+        return {
+            "HPCLZ_ARM_ENDPOINT": self.url,
+            "HPCLZ_ARM_CA_BUNDLE": str(self.cert),
+            "HPCLZ_AZURE_TOKEN": self.token,
+            "HPCLZ_POLL_INTERVAL": str(poll_interval),
+            "HPCLZ_RETRY_BACKOFF": "0.01",
+            "AZURE_SUBSCRIPTION_ID": self.subscription_id,
+        }
+
+    def writes(self) -> list[LoggedRequest]:
+        return [r for r in self.log if r.method in WRITE_METHODS]
+
+    def start(self) -> ArmStandIn:
+        handler = _make_handler(self)
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._server.daemon_threads = True
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(self.cert, self.key)
+        self._server.socket = context.wrap_socket(self._server.socket, server_side=True)
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        if self._server:
+            self._server.shutdown()
+            self._server.server_close()
+
+    def __enter__(self) -> ArmStandIn:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @contextmanager
+    def serving(self) -> Iterator[ArmStandIn]:
+        with self:
+            yield self
+
+    # ----- routing -----
+    def routes(self) -> list[tuple[str, str, Callable[..., tuple[int, dict[str, str], Any]]]]:
+        return [
+            ("GET", SUB + r"/providers/microsoft\.compute/skus", self._skus),
+            ("GET", SUB + r"/providers/microsoft\.compute/locations/(?P<loc>[^/]+)/usages", self._usages),
+            ("GET", SUB + r"/providers/(?P<ns>[^/]+)", self._provider),
+            ("POST", SUB + r"/providers/(?P<ns>[^/]+)/register", self._register),
+            ("GET", SUB + r"/operationresults/(?P<op>[^/]+)", self._operation_result),
+        ] + [
+            route
+            for prefix in (RG, SUB)
+            for route in (
+                ("GET", prefix + DEPLOYMENTS + r"/operationstatuses/(?P<op>[^/]+)", self._operation_status),
+                ("GET", prefix + DEPLOYMENTS + r"/operations", self._deployment_operations),
+                ("POST", prefix + DEPLOYMENTS + r"/validate", self._validate),
+                ("POST", prefix + DEPLOYMENTS + r"/whatif", self._what_if),
+                ("POST", prefix + DEPLOYMENTS + r"/cancel", self._cancel),
+                ("PUT", prefix + DEPLOYMENTS, self._put_deployment),
+                ("GET", prefix + DEPLOYMENTS, self._get_deployment),
+                ("HEAD", prefix + DEPLOYMENTS, self._head_deployment),
+            )
+        ] + [
+            ("GET", RG + r"/resources", self._list_group_resources),
+            ("PUT", RG, self._put_group),
+            ("GET", RG, self._get_group),
+            ("HEAD", RG, self._head_group),
+            ("DELETE", RG, self._delete_group),
+            ("GET", RG + r"/providers/.+", self._get_resource),
+            ("DELETE", RG + r"/providers/.+", self._delete_resource),
+            ("GET", SUB + r"/providers/.+", self._get_resource),
+            ("DELETE", SUB + r"/providers/.+", self._delete_resource),
+        ]
+
+    def dispatch(self, method: str, path: str, body: Any) -> tuple[int, dict[str, str], Any]:
+        for route_method, pattern, fn in self.routes():
+            match = re.fullmatch(pattern, path, re.I)
+            if route_method == method and match:
+                groups = {k: v for k, v in match.groupdict().items() if v is not None}
+                if groups.get("sub", self.subscription_id).lower() != self.subscription_id.lower():
+                    raise ArmError(404, "SubscriptionNotFound", f"The subscription '{groups['sub']}' could not be found.")
+                return fn(body=body, path=path, **groups)
+        raise ArmError(404, "NoRegisteredProviderFound", f"No route for {method} {path}")
+
+    def _async(self, kind: str, done: Callable[[], bool], result: Callable[[], Any]) -> str:
+        op = uuid.uuid4().hex
+        self.world.async_ops[op] = (kind, done, result)
+        return op
+
+    def _op_url(self, path: str) -> str:
+        return f"{self.url}{path}?api-version=2025-04-01"
+
+    # ----- deployments -----
+    def _dep_key(self, rg: str | None, name: str) -> str:
+        return f"{(rg or '').lower()}|{name.lower()}"
+
+    def _dep_id(self, rg: str | None, name: str) -> str:
+        base = f"/subscriptions/{self.subscription_id}" + (f"/resourceGroups/{rg}" if rg else "")
+        return f"{base}/providers/Microsoft.Resources/deployments/{name}"
+
+    def _run(self, rg: str | None, name: str) -> DeploymentRun:
+        run = self.world.deployments.get(self._dep_key(rg, name))
+        if run is None:
+            raise ArmError(404, "DeploymentNotFound", f"Deployment '{name}' could not be found.")
+        return run
+
+    def _put_deployment(self, body: Any, path: str, name: str, sub: str, rg: str | None = None) -> tuple[int, dict[str, str], Any]:
+        self.world.check_target(rg)
+        planned = self.world.plan(body, rg, name)
+        existing = self.world.deployments.get(self._dep_key(rg, name))
+        if existing and existing.state in ("Accepted", "Running"):
+            raise ArmError(409, "DeploymentActive", f"The deployment '{name}' is already running.")
+        run = DeploymentRun(self._dep_id(rg, name), name, self._dep_key(rg, name), rg, body.get("location"), body)
+        self.world.start(run, planned)
+        status_url = self._op_url(f"{run.id}/operationStatuses/{uuid.uuid4().hex[:20]}")
+        view = run.view()
+        view["properties"]["provisioningState"] = "Accepted"
+        return (200 if existing else 201), {"Azure-AsyncOperation": status_url}, view
+
+    def _operation_status(self, body: Any, path: str, name: str, op: str, sub: str, rg: str | None = None) -> tuple[int, dict[str, str], Any]:
+        run = self._run(rg, name)
+        status: dict[str, Any] = {"status": run.state}
+        if run.error:
+            status["error"] = run.error
+        headers = {"Retry-After": str(self.operation_retry_after)} if run.state in ("Accepted", "Running") else {}
+        return 200, headers, status
+
+    def _get_deployment(self, body: Any, path: str, name: str, sub: str, rg: str | None = None) -> tuple[int, dict[str, str], Any]:
+        return 200, {}, self._run(rg, name).view()
+
+    def _head_deployment(self, body: Any, path: str, name: str, sub: str, rg: str | None = None) -> tuple[int, dict[str, str], Any]:
+        self._run(rg, name)
+        return 204, {}, None
+
+    def _deployment_operations(self, body: Any, path: str, name: str, sub: str, rg: str | None = None) -> tuple[int, dict[str, str], Any]:
+        return 200, {}, {"value": list(self._run(rg, name).operations)}
+
+    def _validate(self, body: Any, path: str, name: str, sub: str, rg: str | None = None) -> tuple[int, dict[str, str], Any]:
+        self.world.check_target(rg)
+        planned = self.world.plan(body, rg, name)
+        props = {
+            "provisioningState": "Succeeded",
+            "mode": body.get("properties", {}).get("mode", "Incremental"),
+            "validatedResources": [{"id": p.id} for p in planned],
+            "correlationId": str(uuid.uuid4()),
+        }
+        return 200, {}, {"id": self._dep_id(rg, name), "name": name, "type": "Microsoft.Resources/deployments", "properties": props}
+
+    def _what_if(self, body: Any, path: str, name: str, sub: str, rg: str | None = None) -> tuple[int, dict[str, str], Any]:
+        self.world.check_target(rg)
+        planned = self.world.plan(body, rg, name)
+        changes = what_if_changes(self.world, planned)
+        op = self._async("whatif", lambda: True, lambda: {"status": "Succeeded", "properties": {"changes": changes}})
+        return 202, {"Location": self._op_url(f"/subscriptions/{self.subscription_id}/operationresults/{op}"), "Retry-After": "0"}, None
+
+    def _cancel(self, body: Any, path: str, name: str, sub: str, rg: str | None = None) -> tuple[int, dict[str, str], Any]:
+        run = self._run(rg, name)
+        if run.state not in ("Accepted", "Running"):
+            raise ArmError(409, "DeploymentCannotBeCancelled", f"The deployment '{name}' cannot be cancelled because it has provisioning state '{run.state}'.")
+        run.cancel.set()
+        return 204, {}, None
+
+    def _operation_result(self, body: Any, path: str, op: str, sub: str) -> tuple[int, dict[str, str], Any]:
+        entry = self.world.async_ops.get(op)
+        if entry is None:
+            raise ArmError(404, "OperationNotFound", f"Operation '{op}' not found.")
+        _kind, done, result = entry
+        if not done():
+            return 202, {"Location": self._op_url(path), "Retry-After": str(self.operation_retry_after)}, None
+        value = result()
+        return (200, {}, value) if value is not None else (204, {}, None)
+
+    # ----- resource groups and resources -----
+    def _put_group(self, body: Any, path: str, sub: str, rg: str) -> tuple[int, dict[str, str], Any]:
+        group, created = self.world.put_group(rg, body.get("location", ""), body.get("tags"))
+        return (201 if created else 200), {}, group
+
+    def _get_group(self, body: Any, path: str, sub: str, rg: str) -> tuple[int, dict[str, str], Any]:
+        group = self.world.group(rg)
+        if group is None:
+            raise ArmError(404, "ResourceGroupNotFound", f"Resource group '{rg}' could not be found.")
+        return 200, {}, group
+
+    def _head_group(self, body: Any, path: str, sub: str, rg: str) -> tuple[int, dict[str, str], Any]:
+        return (204 if self.world.group(rg) else 404), {}, None
+
+    def _delete_group(self, body: Any, path: str, sub: str, rg: str) -> tuple[int, dict[str, str], Any]:
+        if self.world.group(rg) is None:
+            raise ArmError(404, "ResourceGroupNotFound", f"Resource group '{rg}' could not be found.")
+        finish_at = time.monotonic() + self.world.group_delete_latency
+
+        def done() -> bool:
+            if time.monotonic() < finish_at:
+                return False
+            self.world.delete_group(rg)
+            return True
+
+        op = self._async("delete", done, lambda: None)
+        return 202, {"Location": self._op_url(f"/subscriptions/{self.subscription_id}/operationresults/{op}"), "Retry-After": "0"}, None
+
+    def _list_group_resources(self, body: Any, path: str, sub: str, rg: str) -> tuple[int, dict[str, str], Any]:
+        if self.world.group(rg) is None:
+            raise ArmError(404, "ResourceGroupNotFound", f"Resource group '{rg}' could not be found.")
+        items = [{k: r[k] for k in ("id", "name", "type", "location", "tags") if k in r} for r in self.world.resources_in(rg)]
+        return 200, {}, {"value": items}
+
+    def _get_resource(self, body: Any, path: str, sub: str, rg: str | None = None) -> tuple[int, dict[str, str], Any]:
+        found = self.world.resources.get(path.lower())
+        if found is None:
+            raise ArmError(404, "ResourceNotFound", f"The Resource '{path}' was not found.")
+        return 200, {}, found
+
+    def _delete_resource(self, body: Any, path: str, sub: str, rg: str | None = None) -> tuple[int, dict[str, str], Any]:
+        found = self.world.resources.get(path.lower())
+        if found is None:
+            return 204, {}, None
+        latency = self.world.latency.get(str(found["type"]).lower(), 0.0)
+        if not latency:
+            self.world.delete_resource(path)
+            return 200, {}, None
+        finish_at = time.monotonic() + latency
+
+        def done() -> bool:
+            if time.monotonic() < finish_at:
+                return False
+            self.world.delete_resource(path)
+            return True
+
+        op = self._async("delete", done, lambda: None)
+        return 202, {"Location": self._op_url(f"/subscriptions/{self.subscription_id}/operationresults/{op}"), "Retry-After": "0"}, None
+
+    # ----- providers, SKUs, usages -----
+    def _provider(self, body: Any, path: str, sub: str, ns: str) -> tuple[int, dict[str, str], Any]:
+        key = ns.lower()
+        if key in self.world.registering:
+            self.world.registering[key] -= 1
+            if self.world.registering[key] <= 0:
+                del self.world.registering[key]
+                self.world.unregistered.discard(key)
+        state = "Registering" if key in self.world.registering else ("NotRegistered" if key in self.world.unregistered else "Registered")
+        return 200, {}, {"id": f"/subscriptions/{sub}/providers/{ns}", "namespace": ns, "registrationState": state, "resourceTypes": []}
+
+    def _register(self, body: Any, path: str, sub: str, ns: str) -> tuple[int, dict[str, str], Any]:
+        self.world.registering[ns.lower()] = 1
+        return 200, {}, {"id": f"/subscriptions/{sub}/providers/{ns}", "namespace": ns, "registrationState": "Registering"}
+
+    def _skus(self, body: Any, path: str, sub: str) -> tuple[int, dict[str, str], Any]:
+        return 200, {}, {"value": self.world.skus}
+
+    def _usages(self, body: Any, path: str, sub: str, loc: str) -> tuple[int, dict[str, str], Any]:
+        return 200, {}, {"value": self.world.usages.get(loc.lower(), [])}
+
+
+def _make_handler(standin: ArmStandIn) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class names it so
+            return
+
+        def _handle(self) -> None:
+            parts = urlsplit(self.path)
+            path = parts.path.rstrip("/")
+            length = int(self.headers.get("Content-Length") or 0)
+            raw = self.rfile.read(length) if length else b""
+            fault = standin.faults.for_request(self.command, path)
+            if fault is not None and fault.kind == "drop":
+                standin.log.append(LoggedRequest(self.command, path, 0))
+                self.close_connection = True
+                self.connection.shutdown(2)
+                return
+            if self.headers.get("Authorization") != f"Bearer {standin.token}":
+                status, headers, body = 401, {}, {"error": {"code": "InvalidAuthenticationToken", "message": "The access token is invalid."}}
+            elif fault is not None:
+                status = 429 if fault.kind == "throttle" else 500
+                headers = {"Retry-After": str(fault.retry_after)} if fault.kind == "throttle" else {}
+                body = {"error": {"code": "TooManyRequests" if status == 429 else fault.code, "message": fault.message}}
+            else:
+                try:
+                    parsed = json.loads(raw) if raw else {}
+                    _ = parse_qs(parts.query)
+                    status, headers, body = standin.dispatch(self.command, path, parsed)
+                except ArmError as exc:
+                    status, headers, body = exc.status, {}, exc.body()
+                except Exception as exc:  # a stand-in bug must show up as a 500 the test can see, not a hang
+                    status, headers, body = 500, {}, {"error": {"code": "StandInBug", "message": repr(exc)}}
+                    standin.bugs.append(repr(exc))
+            standin.log.append(LoggedRequest(self.command, path, status))
+            data = b"" if body is None or self.command == "HEAD" else json.dumps(body).encode()
+            self.send_response(status)
+            for key, value in headers.items():
+                self.send_header(key, value)
+            self.send_header("Content-Type", "application/json; charset=utf-8")
+            self.send_header("x-ms-request-id", str(uuid.uuid4()))
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            if data:
+                self.wfile.write(data)
+
+        do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = do_PATCH = _handle
+
+    return Handler

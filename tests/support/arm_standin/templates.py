@@ -1,0 +1,107 @@
+"""Expand a template into the concrete resources it declares (copy loops, conditions, nested deployments)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from tests.support.arm_standin.expressions import Scope, evaluate
+
+
+@dataclass
+class PlannedResource:
+    id: str
+    type: str
+    name: str
+    api_version: str
+    location: str | None
+    body: dict[str, Any]
+    resource_group: str | None
+    nested: list[PlannedResource] = field(default_factory=list)
+
+
+def resource_id(scope: Scope, rtype: str, name: str, explicit_scope: str | None = None) -> str:
+    namespace, *types = rtype.split("/")
+    names = name.split("/")
+    path = "/".join(f"{t}/{n}" for t, n in zip(types, names, strict=False))
+    if explicit_scope:
+        return f"{explicit_scope.rstrip('/')}/providers/{namespace}/{path}"
+    if rtype.lower() == "microsoft.resources/resourcegroups":
+        return f"/subscriptions/{scope.subscription_id}/resourceGroups/{name}"
+    if scope.resource_group is None:
+        return f"/subscriptions/{scope.subscription_id}/providers/{namespace}/{path}"
+    return f"/subscriptions/{scope.subscription_id}/resourceGroups/{scope.resource_group}/providers/{namespace}/{path}"
+
+
+def bind_parameters(template: dict[str, Any], given: dict[str, Any], scope: Scope) -> dict[str, Any]:
+    """Template parameters with defaults, as ARM binds them; a missing one is an InvalidTemplate error."""
+    values: dict[str, Any] = {}
+    for name, spec in (template.get("parameters") or {}).items():
+        if name in given:
+            entry = given[name]
+            values[name] = entry.get("value") if isinstance(entry, dict) and "value" in entry else entry
+        elif "defaultValue" in spec:
+            scope.parameters = values
+            values[name] = evaluate(spec["defaultValue"], scope)
+        else:
+            raise TemplateError("InvalidTemplate", f"The value for the template parameter '{name}' is not provided.")
+    return values
+
+
+class TemplateError(Exception):
+    def __init__(self, code: str, message: str):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def expand(template: dict[str, Any], parameters: dict[str, Any], scope: Scope) -> list[PlannedResource]:
+    scope.parameters = bind_parameters(template, parameters, scope)
+    scope.variables = {}
+    for name, value in (template.get("variables") or {}).items():
+        scope.variables[name] = evaluate(value, scope)
+    declared = template.get("resources") or []
+    items = list(declared.values()) if isinstance(declared, dict) else list(declared)
+    planned: list[PlannedResource] = []
+    for item in items:
+        copy = item.get("copy")
+        count = int(evaluate(copy["count"], scope)) if copy else 1
+        for index in range(count):
+            scope.copy_index[""] = index
+            if copy:
+                scope.copy_index[copy.get("name", "")] = index
+            if "condition" in item and not evaluate(item["condition"], scope):
+                continue
+            planned.append(_one(item, scope))
+    return planned
+
+
+def _one(item: dict[str, Any], scope: Scope) -> PlannedResource:
+    rtype = str(evaluate(item["type"], scope))
+    name = str(evaluate(item["name"], scope))
+    body = {k: evaluate(v, scope) for k, v in item.items() if k not in ("copy", "condition", "dependsOn")}
+    if rtype.lower() == "microsoft.resources/deployments":
+        body["properties"] = item.get("properties", {})
+    explicit_scope = body.get("scope") if isinstance(body.get("scope"), str) else None
+    target_group = scope.resource_group
+    if rtype.lower() == "microsoft.resources/deployments":
+        target_group = str(evaluate(item.get("resourceGroup"), scope)) if item.get("resourceGroup") else target_group
+        inner_scope = Scope(
+            subscription_id=scope.subscription_id,
+            resource_group=target_group,
+            location=scope.location,
+            deployment_name=name,
+            lookup=scope.lookup,
+        )
+        props = item.get("properties", {})
+        inner_template = props.get("template") or {}
+        inner_params = evaluate(props.get("parameters") or {}, scope)
+        nested = expand(inner_template, inner_params, inner_scope)
+        group_scope = Scope(scope.subscription_id, target_group, scope.location, name)
+        rid = resource_id(group_scope, rtype, name)
+        return PlannedResource(rid, rtype, name, str(item.get("apiVersion", "")), None, body, target_group, nested)
+    rid = resource_id(scope, rtype, name, explicit_scope)
+    location = body.get("location")
+    return PlannedResource(
+        rid, rtype, name, str(evaluate(item.get("apiVersion", ""), scope)), location, body, target_group
+    )

@@ -1,0 +1,276 @@
+"""What the stand-in's Azure holds: resource groups, resources, deployments, providers, SKUs, usages.
+
+Deployments run in a background thread per deployment, resource by resource, with per-type latency,
+so a client sees Accepted -> Running -> Succeeded/Failed as with real ARM.
+"""
+
+from __future__ import annotations
+
+import copy
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from tests.support.arm_standin.expressions import ExpressionError, Scope, evaluate
+from tests.support.arm_standin.faults import Faults
+from tests.support.arm_standin.templates import PlannedResource, TemplateError, expand
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat().replace("+00:00", "Z")
+
+
+class ArmError(Exception):
+    def __init__(self, status: int, code: str, message: str, target: str | None = None):
+        super().__init__(message)
+        self.status, self.code, self.message, self.target = status, code, message, target
+
+    def body(self) -> dict[str, Any]:
+        error: dict[str, Any] = {"code": self.code, "message": self.message}
+        if self.target:
+            error["target"] = self.target
+        return {"error": error}
+
+
+@dataclass
+class DeploymentRun:
+    id: str
+    name: str
+    scope_key: str
+    resource_group: str | None
+    location: str | None
+    body: dict[str, Any]
+    state: str = "Accepted"
+    correlation_id: str = field(default_factory=lambda: str(uuid.uuid4()))
+    operations: list[dict[str, Any]] = field(default_factory=list)
+    outputs: dict[str, Any] = field(default_factory=dict)
+    output_resources: list[str] = field(default_factory=list)
+    error: dict[str, Any] | None = None
+    cancel: threading.Event = field(default_factory=threading.Event)
+    timestamp: str = field(default_factory=_now)
+
+    def view(self) -> dict[str, Any]:
+        props = self.body.get("properties", {})
+        out: dict[str, Any] = {
+            "id": self.id,
+            "name": self.name,
+            "type": "Microsoft.Resources/deployments",
+            "tags": self.body.get("tags", {}),
+            "properties": {
+                "templateHash": str(abs(hash(str(props.get("template")))) % 10**20),
+                "parameters": {
+                    k: {"type": "String", "value": v.get("value") if isinstance(v, dict) else v}
+                    for k, v in (props.get("parameters") or {}).items()
+                    if not str(k).lower().endswith(("secret", "password", "key"))
+                },
+                "mode": props.get("mode", "Incremental"),
+                "correlationId": self.correlation_id,
+                "provisioningState": self.state,
+                "timestamp": self.timestamp,
+                "dependencies": [],
+                "outputs": self.outputs if self.state == "Succeeded" else None,
+                "outputResources": [{"id": i} for i in self.output_resources] if self.state == "Succeeded" else None,
+            },
+        }
+        if self.location:
+            out["location"] = self.location
+        if self.error:
+            out["properties"]["error"] = self.error
+        return out
+
+
+class World:
+    def __init__(self, subscription_id: str):
+        self.subscription_id = subscription_id
+        self.lock = threading.RLock()
+        self.groups: dict[str, dict[str, Any]] = {}
+        self.resources: dict[str, dict[str, Any]] = {}
+        self.deployments: dict[str, DeploymentRun] = {}
+        self.async_ops: dict[str, Any] = {}
+        self.unregistered: set[str] = set()
+        self.registering: dict[str, int] = {}
+        self.latency: dict[str, float] = {}
+        self.group_delete_latency = 0.0
+        self.skus: list[dict[str, Any]] = []
+        self.usages: dict[str, list[dict[str, Any]]] = {}
+        self.faults = Faults()
+
+    # ----- resource groups and resources -----
+    def group(self, name: str) -> dict[str, Any] | None:
+        return self.groups.get(name.lower())
+
+    def put_group(self, name: str, location: str, tags: dict[str, str] | None) -> tuple[dict[str, Any], bool]:
+        with self.lock:
+            existing = self.groups.get(name.lower())
+            body = {
+                "id": f"/subscriptions/{self.subscription_id}/resourceGroups/{name}",
+                "name": name,
+                "type": "Microsoft.Resources/resourceGroups",
+                "location": location,
+                "tags": tags or {},
+                "properties": {"provisioningState": "Succeeded"},
+            }
+            self.groups[name.lower()] = body
+            return body, existing is None
+
+    def resources_in(self, group: str) -> list[dict[str, Any]]:
+        prefix = f"/subscriptions/{self.subscription_id}/resourcegroups/{group.lower()}/"
+        with self.lock:
+            return [r for key, r in self.resources.items() if key.startswith(prefix)]
+
+    def delete_group(self, name: str) -> None:
+        with self.lock:
+            for resource in self.resources_in(name):
+                self.resources.pop(resource["id"].lower(), None)
+            self.groups.pop(name.lower(), None)
+
+    def delete_resource(self, rid: str) -> bool:
+        with self.lock:
+            key = rid.lower()
+            if key.startswith(f"/subscriptions/{self.subscription_id}/resourcegroups/") and key.count("/") == 4:
+                found = key.split("/")[4] in self.groups
+                self.delete_group(rid.split("/")[4])
+                return found
+            children = [k for k in self.resources if k.startswith(key + "/")]
+            for child in children:
+                del self.resources[child]
+            return self.resources.pop(key, None) is not None
+
+    def lookup(self, rid: str) -> dict[str, Any] | None:
+        with self.lock:
+            found = self.resources.get(rid.lower()) or self.groups.get(rid.lower().rsplit("/", 1)[-1])
+            return copy.deepcopy(found) if found else None
+
+    # ----- deployments -----
+    def scope_of(self, group: str | None) -> Scope:
+        return Scope(self.subscription_id, group, "", "")
+
+    def plan(self, body: dict[str, Any], group: str | None, name: str) -> list[PlannedResource]:
+        props = body.get("properties") or {}
+        location = body.get("location") or (self.group(group) or {}).get("location", "") if group else body.get("location", "")
+        scope = Scope(self.subscription_id, group, location or "", name, lookup=self.lookup)
+        try:
+            return expand(props.get("template") or {}, props.get("parameters") or {}, scope)
+        except TemplateError as exc:
+            raise ArmError(400, exc.code, f"Deployment template validation failed: '{exc.message}'") from None
+        except (ExpressionError, KeyError, StopIteration) as exc:
+            raise ArmError(400, "InvalidTemplate", f"Deployment template validation failed: '{exc}'") from None
+
+    def check_target(self, group: str | None) -> None:
+        if group is not None and self.group(group) is None:
+            raise ArmError(404, "ResourceGroupNotFound", f"Resource group '{group}' could not be found.")
+
+    def start(self, run: DeploymentRun, planned: list[PlannedResource]) -> None:
+        with self.lock:
+            self.deployments[run.scope_key] = run
+        threading.Thread(target=self._execute, args=(run, planned), daemon=True).start()
+
+    def _execute(self, run: DeploymentRun, planned: list[PlannedResource]) -> None:
+        time.sleep(0.01)
+        run.state = "Running"
+        for resource in _flatten(planned):
+            if run.cancel.is_set():
+                run.state = "Canceled"
+                return
+            failure = self._provision(run, resource)
+            if failure:
+                run.error = {
+                    "code": "DeploymentFailed",
+                    "message": "At least one resource deployment operation failed. Please list deployment "
+                    "operations for details. Please see https://aka.ms/arm-deployment-operations for usage details.",
+                    "details": [failure],
+                }
+                run.state = "Failed"
+                return
+            run.output_resources.append(resource.id)
+        template = run.body.get("properties", {}).get("template") or {}
+        scope = self.plan_scope(run)
+        try:
+            expand(template, run.body.get("properties", {}).get("parameters") or {}, scope)
+            run.outputs = {
+                k: {"type": v.get("type", "String"), "value": _safe_eval(v.get("value"), scope)}
+                for k, v in (template.get("outputs") or {}).items()
+            }
+        except (TemplateError, ExpressionError):
+            run.outputs = {}
+        run.state = "Succeeded"
+
+    def plan_scope(self, run: DeploymentRun) -> Scope:
+        location = run.location or (self.group(run.resource_group) or {}).get("location", "") if run.resource_group else run.location
+        return Scope(self.subscription_id, run.resource_group, location or "", run.name, lookup=self.lookup)
+
+    def _provision(self, run: DeploymentRun, resource: PlannedResource) -> dict[str, Any] | None:
+        op: dict[str, Any] = {
+            "id": f"{run.id}/operations/{uuid.uuid4().hex[:16].upper()}",
+            "operationId": uuid.uuid4().hex[:16].upper(),
+            "properties": {
+                "provisioningOperation": "Create",
+                "provisioningState": "Running",
+                "timestamp": _now(),
+                "duration": "PT0S",
+                "trackingId": str(uuid.uuid4()),
+                "targetResource": {"id": resource.id, "resourceType": resource.type, "resourceName": resource.name},
+            },
+        }
+        run.operations.append(op)
+        time.sleep(self.latency.get(resource.type.lower(), 0.0))
+        fault = self.faults.for_resource(resource.type, resource.name)
+        if fault is None and resource.resource_group and resource.type.lower() != "microsoft.resources/resourcegroups":
+            if self.group(resource.resource_group) is None:
+                fault_code, fault_message = "ResourceGroupNotFound", f"Resource group '{resource.resource_group}' could not be found."
+            else:
+                fault_code = fault_message = ""
+        else:
+            fault_code, fault_message = (fault.code, fault.message) if fault else ("", "")
+        if fault_code:
+            inner = {"code": fault_code, "message": fault_message}
+            op["properties"].update(provisioningState="Failed", statusCode="BadRequest", statusMessage={"error": inner})
+            return {
+                "code": "ResourceDeploymentFailure",
+                "target": resource.id,
+                "message": f"The resource operation completed with terminal provisioning state 'Failed'.",
+                "details": [inner],
+            }
+        self._store(resource)
+        op["properties"].update(provisioningState="Succeeded", statusCode="Created", timestamp=_now())
+        return None
+
+    def _store(self, resource: PlannedResource) -> None:
+        body = resource.body
+        if resource.type.lower() == "microsoft.resources/resourcegroups":
+            self.put_group(resource.name, str(body.get("location", "")), body.get("tags"))
+            return
+        if resource.type.lower() == "microsoft.resources/deployments":
+            return
+        stored = {
+            "id": resource.id,
+            "name": resource.name.split("/")[-1],
+            "type": resource.type,
+            "apiVersion": resource.api_version,
+            "location": resource.location,
+            "tags": body.get("tags") or {},
+            "properties": {**(body.get("properties") or {}), "provisioningState": "Succeeded"},
+        }
+        for key in ("sku", "kind", "zones", "identity"):
+            if key in body:
+                stored[key] = body[key]
+        with self.lock:
+            self.resources[resource.id.lower()] = stored
+
+
+def _flatten(planned: list[PlannedResource]) -> list[PlannedResource]:
+    out: list[PlannedResource] = []
+    for resource in planned:
+        out.append(resource)
+        out.extend(_flatten(resource.nested))
+    return out
+
+
+def _safe_eval(value: Any, scope: Scope) -> Any:
+    try:
+        return evaluate(value, scope)
+    except (ExpressionError, KeyError, TypeError):
+        return None
