@@ -1,0 +1,326 @@
+"""Compute rules: VM sizes against the catalog, GPUs, InfiniBand, spot, Slurm partitions, quota, NVMe."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+
+from hpclz.findings import Finding, Severity
+from hpclz.rules.base import Rule
+from hpclz.rules.context import ConfigContext
+
+PARTS = ("compute", "partitions")
+# PartitionName=DEFAULT sets defaults in slurm.conf; login and scheduler are CycleCloud's own node(array) names.
+RESERVED_PARTITION_NAMES = {"default", "login", "scheduler"}
+
+
+def _unknown(ctx: ConfigContext, size: str) -> str:
+    close = ctx.catalog.similar(size)
+    return f"{size} is not in hpclz's SKU catalog" + (f" (did you mean {' or '.join(close)}?)" if close else "")
+
+
+class PartitionSizeKnown(Rule[ConfigContext]):
+    """Every other compute rule reasons from the catalog's facts; an unknown size is usually a typo."""
+
+    id = "HPCLZ-CMP-001"
+    severity = Severity.ERROR
+    title = "Partition VM size is not in the SKU catalog"
+    fix = "Use a size from src/hpclz/catalog/skus.json (check spelling and version suffix), or suppress this rule."
+
+    def check(self, ctx: ConfigContext) -> Iterable[Finding]:
+        for i, partition, sku in ctx.partitions():
+            if sku is None:
+                yield self.finding(
+                    ctx, (*PARTS, i, "vm_size"), f"partition {partition.name}: {_unknown(ctx, partition.vm_size)}"
+                )
+
+
+class ServiceSizesKnown(Rule[ConfigContext]):
+    """The scheduler, login nodes and CycleCloud server must be real sizes too."""
+
+    id = "HPCLZ-CMP-002"
+    severity = Severity.ERROR
+    title = "Scheduler, login or CycleCloud VM size is not in the SKU catalog"
+    fix = "Use a general-purpose size such as Standard_D8as_v5 or Standard_E8as_v5."
+
+    def check(self, ctx: ConfigContext) -> Iterable[Finding]:
+        compute = ctx.config.compute
+        for role, size in (
+            ("scheduler", compute.scheduler.vm_size),
+            ("login", compute.login.vm_size),
+            ("cyclecloud", compute.cyclecloud.vm_size),
+        ):
+            if ctx.catalog.sku(size) is None:
+                yield self.finding(ctx, ("compute", role, "vm_size"), f"{role}: {_unknown(ctx, size)}")
+
+
+class GpuPartitionHasGpus(Rule[ConfigContext]):
+    """`gpu_clocks: max` only means something on a GPU; on a CPU size the partition cannot do what was meant."""
+
+    id = "HPCLZ-CMP-003"
+    severity = Severity.ERROR
+    title = "GPU partition uses a size without GPUs"
+    fix = "Pick a GPU size (ND/NC series) or drop gpu_clocks: max."
+
+    def check(self, ctx: ConfigContext) -> Iterable[Finding]:
+        for i, partition, sku in ctx.partitions():
+            if sku is not None and ctx.wants_gpu(partition) and not sku.is_gpu:
+                yield self.finding(
+                    ctx,
+                    (*PARTS, i, "vm_size"),
+                    f"partition {partition.name} sets gpu_clocks: max but {sku.name} has no GPUs",
+                )
+
+
+class InfinibandCapable(Rule[ConfigContext]):
+    """Only the RDMA sizes (HB, HC, HX, ND with `r` in the name) carry an InfiniBand adapter."""
+
+    id = "HPCLZ-CMP-004"
+    severity = Severity.ERROR
+    title = "InfiniBand requested on a size without RDMA"
+    fix = "Choose an RDMA-capable size (e.g. Standard_HB176rs_v4, Standard_ND96isr_H100_v5) or set infiniband: false."
+
+    def check(self, ctx: ConfigContext) -> Iterable[Finding]:
+        for i, partition, sku in ctx.partitions():
+            if sku is not None and partition.infiniband and not sku.rdma:
+                yield self.finding(
+                    ctx, (*PARTS, i, "infiniband"), f"partition {partition.name}: {sku.name} has no InfiniBand adapter"
+                )
+
+
+class MultiNodeGpuWithoutInfiniband(Rule[ConfigContext]):
+    """NCCL between nodes falls back to TCP over the Ethernet NIC without InfiniBand: all-reduce across nodes
+    runs an order of magnitude slower (seed 003: use InfiniBand for multi-node training)."""
+
+    id = "HPCLZ-CMP-005"
+    severity = Severity.WARNING
+    title = "Multi-node GPU partition without InfiniBand"
+    fix = "Set infiniband: true on an RDMA GPU size (ND…r…), or cap max_nodes at 1 for single-node jobs."
+
+    def check(self, ctx: ConfigContext) -> Iterable[Finding]:
+        for i, partition, sku in ctx.partitions():
+            if sku is None or not sku.is_gpu or partition.max_nodes <= 1 or partition.infiniband:
+                continue
+            hint = "set infiniband: true" if sku.rdma else f"{sku.name} has no InfiniBand; choose an ND…r… size"
+            yield self.finding(
+                ctx,
+                (*PARTS, i, "infiniband"),
+                f"partition {partition.name} spans up to {partition.max_nodes} GPU nodes without InfiniBand; "
+                f"NCCL across nodes will crawl ({hint})",
+            )
+
+
+class SingleNodeInfiniband(Rule[ConfigContext]):
+    """An InfiniBand size in a partition capped at one node pays for a fabric it never uses (seed 000: consider
+    InfiniBand only for the jobs that need the bandwidth)."""
+
+    id = "HPCLZ-CMP-006"
+    severity = Severity.INFO
+    title = "InfiniBand size in a single-node partition"
+    fix = "Use a non-RDMA size of the same family (e.g. NC-series) if jobs never span nodes."
+
+    def check(self, ctx: ConfigContext) -> Iterable[Finding]:
+        for i, partition, sku in ctx.partitions():
+            if sku is not None and sku.rdma and partition.max_nodes == 1:
+                yield self.finding(
+                    ctx,
+                    (*PARTS, i, "max_nodes"),
+                    f"partition {partition.name} is capped at 1 node but {sku.name} carries "
+                    f"{sku.infiniband.describe() if sku.infiniband else 'InfiniBand'} it cannot use",
+                )
+
+
+class SpotNeedsCheckpoints(Rule[ConfigContext]):
+    """Spot nodes are evicted at 30 seconds' notice; without checkpoint storage the work since the last
+    checkpoint is lost each time (seed 003). Checkpoint storage: a blob container with purpose checkpoints, or Lustre."""
+
+    id = "HPCLZ-CMP-007"
+    severity = Severity.WARNING
+    title = "Spot partition without checkpoint storage"
+    fix = "Add a blob container with purpose: checkpoints (or a Lustre file system) and checkpoint jobs to it."
+
+    def check(self, ctx: ConfigContext) -> Iterable[Finding]:
+        storage = ctx.config.storage
+        blob = storage.blob
+        has_blob = blob.mode != "disabled" and any(c.purpose == "checkpoints" for c in blob.containers)
+        if has_blob or storage.lustre.mode != "disabled":
+            return
+        for i, partition, _ in ctx.partitions():
+            if partition.priority == "spot":
+                yield self.finding(
+                    ctx,
+                    (*PARTS, i, "priority"),
+                    f"spot partition {partition.name} has no checkpoint storage to resume from after eviction",
+                )
+
+
+class PartitionNamesUsable(Rule[ConfigContext]):
+    """Slurm partition and CycleCloud nodearray names must be unique; `default` is a slurm.conf keyword and
+    `login`/`scheduler` are CycleCloud's own names."""
+
+    id = "HPCLZ-CMP-008"
+    severity = Severity.ERROR
+    title = "Partition name duplicated or reserved"
+    fix = "Give every partition its own name, other than default, login or scheduler."
+
+    def check(self, ctx: ConfigContext) -> Iterable[Finding]:
+        counts = Counter(p.name for p in ctx.config.compute.partitions)
+        for i, partition, _ in ctx.partitions():
+            if partition.name in RESERVED_PARTITION_NAMES:
+                yield self.finding(ctx, (*PARTS, i, "name"), f"partition name {partition.name!r} is reserved")
+            elif counts[partition.name] > 1:
+                yield self.finding(
+                    ctx, (*PARTS, i, "name"), f"partition name {partition.name!r} is used more than once"
+                )
+
+
+class OneDefaultPartition(Rule[ConfigContext]):
+    """Slurm sends jobs without -p to the default partition: two defaults are ambiguous, none makes such jobs fail."""
+
+    id = "HPCLZ-CMP-009"
+    severity = Severity.ERROR
+    title = "Not exactly one default partition"
+    fix = "Set default: true on exactly one partition."
+
+    def check(self, ctx: ConfigContext) -> Iterable[Finding]:
+        defaults = [i for i, p, _ in ctx.partitions() if p.default]
+        if len(defaults) > 1:
+            names = ", ".join(ctx.config.compute.partitions[i].name for i in defaults)
+            yield self.finding(ctx, (*PARTS, defaults[1], "default"), f"partitions {names} are all marked default")
+        elif not defaults:
+            yield self.finding(
+                ctx,
+                PARTS,
+                "no partition is marked default; jobs submitted without -p will be rejected",
+                severity=Severity.WARNING,
+            )
+
+
+def _family_totals(ctx: ConfigContext) -> dict[str, tuple[int, list[str]]]:
+    """vCPUs each quota family needs at full scale; spot nodes draw on the regional low-priority quota."""
+    totals: dict[str, tuple[int, list[str]]] = {}
+
+    def add(family: str, vcpus: int, what: str) -> None:
+        total, users = totals.get(family, (0, []))
+        totals[family] = (total + vcpus, [*users, what])
+
+    for _, partition, sku in ctx.partitions():
+        if sku is not None:
+            family = ctx.catalog.spot_quota_family if partition.priority == "spot" else sku.quota_family
+            add(family, sku.vcpus * partition.max_nodes, f"{partition.name} {partition.max_nodes}x{sku.vcpus}")
+    compute = ctx.config.compute
+    for role, size, count in (
+        ("scheduler", compute.scheduler.vm_size, 1),
+        ("login", compute.login.vm_size, compute.login.count),
+        ("cyclecloud", compute.cyclecloud.vm_size, 1),
+    ):
+        sku = ctx.catalog.sku(size)
+        if sku is not None and count:
+            add(sku.quota_family, sku.vcpus * count, f"{role} {count}x{sku.vcpus}")
+    return totals
+
+
+class QuotaReport(Rule[ConfigContext]):
+    """Deployment stalls when a family's regional vCPU quota is short; knowing the number early lets you file
+    the quota request before the deploy (live usage is checked by preflight, not here)."""
+
+    id = "HPCLZ-CMP-010"
+    severity = Severity.INFO
+    title = "vCPUs needed per quota family"
+    fix = "Make sure the subscription's quota covers these totals (az vm list-usage), and declare it in compute.quotas."
+
+    def check(self, ctx: ConfigContext) -> Iterable[Finding]:
+        for family, (total, users) in sorted(_family_totals(ctx).items()):
+            yield self.finding(
+                ctx, ("compute", "partitions"), f"{family} needs {total} vCPUs at full scale ({', '.join(users)})"
+            )
+
+
+class QuotaExceeded(Rule[ConfigContext]):
+    """A declared quota smaller than what the partitions need at max_nodes means the cluster can never reach
+    full size: Azure refuses allocations past the quota."""
+
+    id = "HPCLZ-CMP-011"
+    severity = Severity.ERROR
+    title = "Declared quota is smaller than the vCPUs needed"
+    fix = "Lower max_nodes, or request more quota and update compute.quotas."
+
+    def check(self, ctx: ConfigContext) -> Iterable[Finding]:
+        declared = {k.lower(): (k, v) for k, v in ctx.config.compute.quotas.items()}
+        for family, (total, users) in sorted(_family_totals(ctx).items()):
+            key, quota = declared.get(family.lower(), (None, None))
+            if key is not None and quota is not None and total > quota:
+                yield self.finding(
+                    ctx,
+                    ("compute", "quotas", key),
+                    f"{family} needs {total} vCPUs ({', '.join(users)}) but the declared quota is {quota}",
+                )
+
+
+class QuotaFamilyUsed(Rule[ConfigContext]):
+    """A declared quota for a family no VM uses is usually a misspelt family name, so the real one goes unchecked."""
+
+    id = "HPCLZ-CMP-012"
+    severity = Severity.WARNING
+    title = "Declared quota names a family no VM uses"
+    fix = "Spell the family as Azure does (see `az vm list-usage`); the catalog's quota_family per size lists them."
+
+    def check(self, ctx: ConfigContext) -> Iterable[Finding]:
+        used = {f.lower() for f in _family_totals(ctx)}
+        for key in ctx.config.compute.quotas:
+            if key.lower() not in used:
+                yield self.finding(
+                    ctx, ("compute", "quotas", key), f"quota family {key} is not used by any VM of this landing zone"
+                )
+
+
+class NvmeScratchNeedsNvme(Rule[ConfigContext]):
+    """NVMe scratch stripes the size's local NVMe disks at boot; on a size without them node setup fails."""
+
+    id = "HPCLZ-CMP-013"
+    severity = Severity.ERROR
+    title = "NVMe scratch on a size without local NVMe"
+    fix = "Remove nvme_scratch from the partition or choose a size with local NVMe disks."
+
+    def check(self, ctx: ConfigContext) -> Iterable[Finding]:
+        for i, partition, sku in ctx.partitions():
+            enabled = partition.nvme_scratch is not None and partition.nvme_scratch.enabled
+            if sku is not None and enabled and sku.nvme_disks == 0:
+                yield self.finding(
+                    ctx, (*PARTS, i, "nvme_scratch"), f"partition {partition.name}: {sku.name} has no local NVMe disks"
+                )
+
+
+class VerifyPartitionsExist(Rule[ConfigContext]):
+    """`hpclz verify` runs on the partitions named in verify.partitions; a name that does not exist is a typo."""
+
+    id = "HPCLZ-CMP-014"
+    severity = Severity.ERROR
+    title = "verify.partitions names an unknown partition"
+    fix = "List only partitions defined under compute.partitions."
+
+    def check(self, ctx: ConfigContext) -> Iterable[Finding]:
+        names = {p.name for p in ctx.config.compute.partitions}
+        for i, name in enumerate(ctx.config.verify.partitions):
+            if name not in names:
+                yield self.finding(
+                    ctx, ("verify", "partitions", i), f"verify.partitions lists {name!r}, which is not a partition"
+                )
+
+
+COMPUTE_RULES: tuple[type[Rule[ConfigContext]], ...] = (
+    PartitionSizeKnown,
+    ServiceSizesKnown,
+    GpuPartitionHasGpus,
+    InfinibandCapable,
+    MultiNodeGpuWithoutInfiniband,
+    SingleNodeInfiniband,
+    SpotNeedsCheckpoints,
+    PartitionNamesUsable,
+    OneDefaultPartition,
+    QuotaReport,
+    QuotaExceeded,
+    QuotaFamilyUsed,
+    NvmeScratchNeedsNvme,
+    VerifyPartitionsExist,
+)

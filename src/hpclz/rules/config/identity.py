@@ -1,0 +1,185 @@
+"""Identity rules: principal IDs, least privilege, the admin SSH key, Key Vault protection."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import struct
+from collections.abc import Iterable
+
+from hpclz.config.identity import BuiltinRole
+from hpclz.findings import Finding, Severity
+from hpclz.rules.base import Rule
+from hpclz.rules.context import ConfigContext
+
+ZERO_GUID = "00000000-0000-0000-0000-000000000000"
+GROUP_ROLES = ("admins", "users", "readers")
+PRIVILEGED = {BuiltinRole.OWNER, BuiltinRole.USER_ACCESS_ADMINISTRATOR}
+
+
+class NoPlaceholderPrincipal(Rule[ConfigContext]):
+    """The all-zero GUID is the placeholder in examples; no Entra ID object has it, so the role assignment fails."""
+
+    id = "HPCLZ-IDN-001"
+    severity = Severity.ERROR
+    title = "Principal ID is the all-zero placeholder GUID"
+    fix = "Replace it with the object ID of a real Entra ID group or principal (az ad group show -g NAME)."
+
+    def check(self, ctx: ConfigContext) -> Iterable[Finding]:
+        identity = ctx.config.identity
+        for role in GROUP_ROLES:
+            for i, guid in enumerate(getattr(identity.groups, role)):
+                if guid == ZERO_GUID:
+                    yield self.finding(
+                        ctx, ("identity", "groups", role, i), f"identity.groups.{role} holds the placeholder GUID"
+                    )
+        for i, extra in enumerate(identity.extra_role_assignments):
+            if extra.principal_id == ZERO_GUID:
+                yield self.finding(
+                    ctx,
+                    ("identity", "extra_role_assignments", i, "principal_id"),
+                    "role assignment to the placeholder GUID",
+                )
+
+
+class PrincipalInOneRole(Rule[ConfigContext]):
+    """A group listed twice in one role, or in several cluster roles, gets the union of their grants; that is
+    almost always a copy-paste slip and hides who really holds admin rights."""
+
+    id = "HPCLZ-IDN-002"
+    severity = Severity.WARNING
+    title = "Principal listed more than once across cluster roles"
+    fix = "List each group once, in the one role it needs (admins, users or readers)."
+
+    def check(self, ctx: ConfigContext) -> Iterable[Finding]:
+        seen: dict[str, str] = {}
+        groups = ctx.config.identity.groups
+        for role in GROUP_ROLES:
+            for i, guid in enumerate(getattr(groups, role)):
+                if guid in seen:
+                    yield self.finding(
+                        ctx, ("identity", "groups", role, i), f"{guid} is in {role} and already in {seen[guid]}"
+                    )
+                else:
+                    seen[guid] = role
+
+
+class NoPrivilegedExtraRoles(Rule[ConfigContext]):
+    """Owner and User Access Administrator can grant access to anyone, far beyond running a cluster
+    (CAF identity guidance: least privilege, no standing owner rights)."""
+
+    id = "HPCLZ-IDN-003"
+    severity = Severity.ERROR
+    title = "Extra role assignment grants Owner or User Access Administrator"
+    fix = "Use Contributor or a narrower built-in role; grant access rights through PIM outside hpclz."
+
+    def check(self, ctx: ConfigContext) -> Iterable[Finding]:
+        for i, extra in enumerate(ctx.config.identity.extra_role_assignments):
+            if extra.role in PRIVILEGED:
+                yield self.finding(
+                    ctx,
+                    ("identity", "extra_role_assignments", i, "role"),
+                    f"{extra.principal_id} would get {extra.role.value} on the {extra.area.value} resource group",
+                )
+
+
+def _ssh_strings(blob: bytes) -> list[bytes]:
+    """The SSH wire format: uint32 length-prefixed strings (RFC 4253 section 6.6)."""
+    out, offset = [], 0
+    while offset < len(blob):
+        if offset + 4 > len(blob):
+            raise ValueError("truncated length")
+        (length,) = struct.unpack(">I", blob[offset : offset + 4])
+        offset += 4
+        if offset + length > len(blob):
+            raise ValueError("truncated field")
+        out.append(blob[offset : offset + length])
+        offset += length
+    return out
+
+
+def ssh_key_problem(text: str, accepted: list[str], min_rsa_bits: int) -> str | None:
+    """Why Azure would refuse this OpenSSH public key, or None when it is acceptable."""
+    parts = text.split()
+    if len(parts) < 2:
+        return "is not an OpenSSH public key ('<type> <base64> [comment]')"
+    kind, data = parts[0], parts[1]
+    if kind not in accepted:
+        return f"is of type {kind}; Azure accepts only {' and '.join(accepted)}"
+    try:
+        fields = _ssh_strings(base64.b64decode(data, validate=True))
+    except (binascii.Error, ValueError) as exc:
+        return f"has a damaged base64 body ({exc})"
+    if not fields or fields[0] != kind.encode():
+        inner = fields[0].decode(errors="replace") if fields else "nothing"
+        return f"says {kind} but its body holds a {inner} key"
+    if kind == "ssh-rsa":
+        if len(fields) != 3:
+            return "has a malformed RSA body"
+        bits = int.from_bytes(fields[2], "big").bit_length()
+        if bits < min_rsa_bits:
+            return f"is a {bits}-bit RSA key; Azure needs at least {min_rsa_bits} bits"
+    if kind == "ssh-ed25519" and (len(fields) != 2 or len(fields[1]) != 32):
+        return "has a malformed Ed25519 body"
+    return None
+
+
+class SshKeyAccepted(Rule[ConfigContext]):
+    """Azure accepts SSH-2 RSA keys of 2048 bits or more and Ed25519 keys for Linux VMs; ECDSA and DSA are
+    refused at deployment. The key body is decoded to catch a pasted key whose type does not match its prefix."""
+
+    id = "HPCLZ-IDN-004"
+    severity = Severity.ERROR
+    title = "Admin SSH key is not a key Azure accepts"
+    fix = "Use `ssh-keygen -t ed25519` (or -t rsa -b 4096) and paste the whole .pub line."
+
+    def check(self, ctx: ConfigContext) -> Iterable[Finding]:
+        facts = ctx.catalog.service("ssh")
+        problem = ssh_key_problem(ctx.config.identity.ssh_public_key, facts["accepted_types"], facts["min_rsa_bits"])
+        if problem:
+            yield self.finding(ctx, ("identity", "ssh_public_key"), f"identity.ssh_public_key {problem}")
+
+
+class ProdKeyVaultPurgeProtection(Rule[ConfigContext]):
+    """Without purge protection a deleted vault and its secrets can be purged at once, with no recovery window."""
+
+    id = "HPCLZ-IDN-005"
+    severity = Severity.WARNING
+    title = "Production Key Vault without purge protection"
+    fix = "Set identity.key_vault.purge_protection: true (it cannot be turned off later)."
+
+    def check(self, ctx: ConfigContext) -> Iterable[Finding]:
+        vault = ctx.config.identity.key_vault
+        if ctx.is_prod and vault.mode == "new" and not vault.purge_protection:
+            yield self.finding(ctx, ("identity", "key_vault", "purge_protection"), "the production vault can be purged")
+
+
+class CheckpointIdentity(Rule[ConfigContext]):
+    """Compute nodes write checkpoints with their managed identity; without it jobs need storage keys, which
+    hpclz never hands out."""
+
+    id = "HPCLZ-IDN-006"
+    severity = Severity.WARNING
+    title = "Checkpoint container but no compute managed identity"
+    fix = "Set identity.managed_identities.compute: true."
+
+    def check(self, ctx: ConfigContext) -> Iterable[Finding]:
+        blob = ctx.config.storage.blob
+        if blob.mode == "disabled" or ctx.config.identity.managed_identities.compute:
+            return
+        if any(c.purpose == "checkpoints" for c in blob.containers):
+            yield self.finding(
+                ctx,
+                ("identity", "managed_identities", "compute"),
+                "compute nodes have no managed identity to write to the checkpoints container",
+            )
+
+
+IDENTITY_RULES: tuple[type[Rule[ConfigContext]], ...] = (
+    NoPlaceholderPrincipal,
+    PrincipalInOneRole,
+    NoPrivilegedExtraRoles,
+    SshKeyAccepted,
+    ProdKeyVaultPurgeProtection,
+    CheckpointIdentity,
+)

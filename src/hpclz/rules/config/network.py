@@ -1,0 +1,306 @@
+"""Network rules: address plan, subnet sizing, Bastion, delegations, exposure to the Internet."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from ipaddress import IPv4Network
+
+from hpclz.config.network import NsgRule
+from hpclz.findings import Finding, Severity
+from hpclz.rules.base import Rule
+from hpclz.rules.context import ConfigContext
+
+SUBNETS = ("network", "vnet", "subnets")
+INTERNET_SOURCES = {"*", "internet", "any", "0.0.0.0/0", "0.0.0.0", "::/0"}
+REMOTE_LOGIN_PORTS = {22: "SSH", 3389: "RDP"}
+
+
+def _reserved(ctx: ConfigContext) -> int:
+    return int(ctx.catalog.service("network", "reserved_addresses_per_subnet"))
+
+
+def _usable(cidr: IPv4Network, ctx: ConfigContext) -> int:
+    return cidr.num_addresses - _reserved(ctx)
+
+
+class SubnetInsideVnet(Rule[ConfigContext]):
+    """A subnet must lie inside one of the VNet's address ranges, or Azure rejects the deployment."""
+
+    id = "HPCLZ-NET-001"
+    severity = Severity.ERROR
+    title = "Subnet lies outside the VNet address space"
+    fix = "Pick a subnet CIDR inside network.vnet.address_space, or widen the address space."
+
+    def check(self, ctx: ConfigContext) -> Iterable[Finding]:
+        space = ctx.config.network.vnet.address_space
+        shown = ", ".join(str(s) for s in space)
+        for role, subnet in ctx.subnets():
+            if not any(subnet.cidr.subnet_of(net) for net in space):
+                yield self.finding(
+                    ctx, (*SUBNETS, role, "cidr"), f"subnet {role} ({subnet.cidr}) is outside the VNet's {shown}"
+                )
+
+
+class SubnetsDoNotOverlap(Rule[ConfigContext]):
+    """Two subnets of one VNet can never share addresses; Azure refuses overlapping prefixes."""
+
+    id = "HPCLZ-NET-002"
+    severity = Severity.ERROR
+    title = "Two subnets overlap"
+    fix = "Give each subnet its own, non-overlapping CIDR."
+
+    def check(self, ctx: ConfigContext) -> Iterable[Finding]:
+        seen: list[tuple[str, IPv4Network]] = []
+        for role, subnet in ctx.subnets():
+            for other, cidr in seen:
+                if subnet.cidr.overlaps(cidr):
+                    yield self.finding(
+                        ctx,
+                        (*SUBNETS, role, "cidr"),
+                        f"subnet {role} ({subnet.cidr}) overlaps subnet {other} ({cidr})",
+                    )
+            seen.append((role, subnet.cidr))
+
+
+class VnetDoesNotOverlapHub(Rule[ConfigContext]):
+    """Peering fails when the spoke's address space overlaps the hub's (CAF hub-spoke topology)."""
+
+    id = "HPCLZ-NET-003"
+    severity = Severity.ERROR
+    title = "VNet address space overlaps the peered hub"
+    fix = "Choose a VNet address space that does not overlap network.hub_peering.remote_address_space."
+
+    def check(self, ctx: ConfigContext) -> Iterable[Finding]:
+        hub = ctx.config.network.hub_peering
+        if hub is None:
+            return
+        for i, net in enumerate(ctx.config.network.vnet.address_space):
+            for remote in hub.remote_address_space:
+                if net.overlaps(remote):
+                    yield self.finding(
+                        ctx,
+                        ("network", "vnet", "address_space", i),
+                        f"VNet range {net} overlaps the hub range {remote}; the peering cannot be created",
+                    )
+
+
+class SubnetHasRoomForNodes(Rule[ConfigContext]):
+    """Every node needs an address. Azure keeps 5 addresses of each subnet; the compute subnet must hold every
+    partition at max_nodes, the admin subnet the scheduler, login nodes and CycleCloud server."""
+
+    id = "HPCLZ-NET-004"
+    severity = Severity.ERROR
+    title = "Subnet too small for its nodes"
+    fix = "Widen the subnet (a smaller prefix length) or lower max_nodes / login count."
+
+    def check(self, ctx: ConfigContext) -> Iterable[Finding]:
+        compute = ctx.config.compute
+        subnets = ctx.config.network.vnet.subnets
+        need_compute = sum(p.max_nodes for p in compute.partitions)
+        need_admin = 2 + compute.login.count  # scheduler + CycleCloud server + login nodes
+        for role, need, what in (
+            ("compute", need_compute, "the partitions' max_nodes"),
+            ("admin", need_admin, "scheduler, CycleCloud server and login nodes"),
+        ):
+            cidr = getattr(subnets, role).cidr
+            if _usable(cidr, ctx) < need:
+                yield self.finding(
+                    ctx,
+                    (*SUBNETS, role, "cidr"),
+                    f"subnet {role} ({cidr}) has {_usable(cidr, ctx)} usable addresses "
+                    f"({cidr.num_addresses} minus {_reserved(ctx)} Azure reserves) but {what} need {need}",
+                )
+
+
+class BastionSubnet(Rule[ConfigContext]):
+    """Azure Bastion deploys only into a subnet named exactly AzureBastionSubnet, /26 or larger."""
+
+    id = "HPCLZ-NET-005"
+    severity = Severity.ERROR
+    title = "Bastion needs a subnet named AzureBastionSubnet of /26 or larger"
+    fix = "Add network.vnet.subnets.bastion with name: AzureBastionSubnet and a /26 (or larger) CIDR."
+
+    def check(self, ctx: ConfigContext) -> Iterable[Finding]:
+        subnet = ctx.config.network.vnet.subnets.bastion
+        name = ctx.catalog.service("network", "bastion_subnet_name")
+        max_prefix = ctx.catalog.service("network", "bastion_max_prefix")
+        if subnet is None:
+            if ctx.config.network.bastion.enabled:
+                yield self.finding(
+                    ctx, ("network", "bastion", "enabled"), "Bastion is enabled but the VNet has no bastion subnet"
+                )
+            return
+        if subnet.name != name:
+            yield self.finding(
+                ctx, (*SUBNETS, "bastion", "name"), f"the bastion subnet is named {subnet.name!r}; it must be {name!r}"
+            )
+        if subnet.cidr.prefixlen > max_prefix:
+            yield self.finding(
+                ctx, (*SUBNETS, "bastion", "cidr"), f"the bastion subnet is /{subnet.cidr.prefixlen}; Bastion needs /26"
+            )
+
+
+class LustreSubnetSize(Rule[ConfigContext]):
+    """Azure Managed Lustre takes addresses in proportion to its capacity; the prerequisites page gives the
+    smallest subnet per capacity band (e.g. /24 from 96 TiB)."""
+
+    id = "HPCLZ-NET-006"
+    severity = Severity.WARNING
+    title = "Lustre subnet smaller than Azure recommends for the file system"
+    fix = "Widen network.vnet.subnets.lustre to the recommended prefix for storage.lustre.capacity_tib."
+
+    def check(self, ctx: ConfigContext) -> Iterable[Finding]:
+        lustre = ctx.config.storage.lustre
+        subnet = ctx.config.network.vnet.subnets.lustre
+        if lustre.mode != "new" or subnet is None:
+            return
+        bands = ctx.catalog.service("lustre", "subnet_prefix_by_capacity")
+        band = next((b for b in bands if lustre.capacity_tib <= b["up_to_tib"]), bands[-1])
+        if subnet.cidr.prefixlen > band["max_prefix"]:
+            yield self.finding(
+                ctx,
+                (*SUBNETS, "lustre", "cidr"),
+                f"the Lustre subnet is /{subnet.cidr.prefixlen} but {lustre.capacity_tib} TiB needs "
+                f"/{band['max_prefix']} or larger",
+            )
+
+
+class NetAppSubnetDelegated(Rule[ConfigContext]):
+    """Azure NetApp Files volumes live only in a subnet delegated to Microsoft.NetApp/volumes, and a delegated
+    subnet cannot host VMs, Lustre or endpoints: the delegation belongs to the netapp subnet alone."""
+
+    id = "HPCLZ-NET-007"
+    severity = Severity.ERROR
+    title = "NetApp delegation missing or on the wrong subnet"
+    fix = "Set delegation: Microsoft.NetApp/volumes on the netapp subnet only."
+
+    def check(self, ctx: ConfigContext) -> Iterable[Finding]:
+        delegation = ctx.catalog.service("netapp", "delegation")
+        for role, subnet in ctx.subnets():
+            if role == "netapp" and subnet.delegation != delegation:
+                yield self.finding(
+                    ctx,
+                    (*SUBNETS, role),
+                    f"the netapp subnet is delegated to {subnet.delegation or 'nothing'}; it must be {delegation}",
+                )
+            elif role != "netapp" and subnet.delegation == delegation:
+                yield self.finding(
+                    ctx,
+                    (*SUBNETS, role, "delegation"),
+                    f"subnet {role} is delegated to {delegation}, so nothing else can be placed in it",
+                    fix=f"Remove the delegation from subnet {role}; NetApp gets its own netapp subnet.",
+                )
+
+
+def _ports(text: str) -> list[tuple[int, int]]:
+    spans = []
+    for part in text.replace(" ", "").split(","):
+        if part in ("*", ""):
+            spans.append((0, 65535))
+        elif "-" in part:
+            low, _, high = part.partition("-")
+            if low.isdigit() and high.isdigit():
+                spans.append((int(low), int(high)))
+        elif part.isdigit():
+            spans.append((int(part), int(part)))
+    return spans
+
+
+def _from_internet(rule: NsgRule) -> bool:
+    return (
+        rule.direction == "Inbound"
+        and rule.access == "Allow"
+        and rule.source_address_prefix.lower() in INTERNET_SOURCES
+    )
+
+
+class NoInternetRemoteLogin(Rule[ConfigContext]):
+    """SSH and RDP open to the Internet are the most scanned ports on Azure. `*`, `Any`, `Internet`, `0.0.0.0/0`
+    and `0.0.0.0` all mean the whole Internet in an NSG rule (checkov only catches some spellings)."""
+
+    id = "HPCLZ-NET-008"
+    severity = Severity.ERROR
+    title = "NSG rule lets the Internet reach SSH or RDP"
+    fix = "Restrict source_address_prefix to a private range or the hub, and reach nodes through Bastion."
+
+    def check(self, ctx: ConfigContext) -> Iterable[Finding]:
+        for i, rule in enumerate(ctx.config.network.nsg_rules):
+            if not _from_internet(rule) or rule.protocol in ("Icmp",):
+                continue
+            for port, name in REMOTE_LOGIN_PORTS.items():
+                if any(low <= port <= high for low, high in _ports(rule.destination_port_range)):
+                    yield self.finding(
+                        ctx,
+                        ("network", "nsg_rules", i, "source_address_prefix"),
+                        f"NSG rule {rule.name} allows {name} (port {port}) from "
+                        f"{rule.source_address_prefix!r}, i.e. from the whole Internet",
+                    )
+
+
+class NoInternetInboundToNodes(Rule[ConfigContext]):
+    """Scheduler, login and compute nodes get no public IP; an Internet-sourced allow rule on their subnets
+    undoes that the moment anything gets a public address or a load balancer."""
+
+    id = "HPCLZ-NET-009"
+    severity = Severity.WARNING
+    title = "NSG rule allows inbound Internet traffic to admin or compute nodes"
+    fix = "Remove the rule or restrict its source to a private range; publish services through the hub instead."
+
+    def check(self, ctx: ConfigContext) -> Iterable[Finding]:
+        for i, rule in enumerate(ctx.config.network.nsg_rules):
+            if rule.subnet in ("admin", "compute") and _from_internet(rule):
+                yield self.finding(
+                    ctx,
+                    ("network", "nsg_rules", i),
+                    f"NSG rule {rule.name} allows inbound traffic from {rule.source_address_prefix!r} "
+                    f"(the Internet) to the {rule.subnet} subnet on ports {rule.destination_port_range}",
+                )
+
+
+class PrivateWayIn(Rule[ConfigContext]):
+    """Nodes have no public IPs, so operators arrive through Bastion or over a peered hub (VPN/ExpressRoute).
+    Without either, nobody can log in to the cluster."""
+
+    id = "HPCLZ-NET-010"
+    severity = Severity.WARNING
+    title = "No private way in: Bastion disabled and no hub peering"
+    fix = "Enable network.bastion (with an AzureBastionSubnet) or add network.hub_peering."
+
+    def check(self, ctx: ConfigContext) -> Iterable[Finding]:
+        network = ctx.config.network
+        if not network.bastion.enabled and network.hub_peering is None:
+            yield self.finding(
+                ctx, ("network", "bastion", "enabled"), "Bastion is disabled and there is no hub peering"
+            )
+
+
+class OutboundPath(Rule[ConfigContext]):
+    """Azure retired default outbound access for new subnets (September 2025): nodes without a NAT gateway
+    or a hub firewall cannot reach package mirrors, container registries or licence servers."""
+
+    id = "HPCLZ-NET-011"
+    severity = Severity.WARNING
+    title = "No outbound path: NAT gateway disabled and no hub peering"
+    fix = "Enable network.nat_gateway, or peer a hub whose firewall routes egress."
+
+    def check(self, ctx: ConfigContext) -> Iterable[Finding]:
+        network = ctx.config.network
+        if not network.nat_gateway.enabled and network.hub_peering is None:
+            yield self.finding(
+                ctx, ("network", "nat_gateway", "enabled"), "the NAT gateway is disabled and there is no hub peering"
+            )
+
+
+NETWORK_RULES: tuple[type[Rule[ConfigContext]], ...] = (
+    SubnetInsideVnet,
+    SubnetsDoNotOverlap,
+    VnetDoesNotOverlapHub,
+    SubnetHasRoomForNodes,
+    BastionSubnet,
+    LustreSubnetSize,
+    NetAppSubnetDelegated,
+    NoInternetRemoteLogin,
+    NoInternetInboundToNodes,
+    PrivateWayIn,
+    OutboundPath,
+)

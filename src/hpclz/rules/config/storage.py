@@ -1,0 +1,292 @@
+"""Storage rules: Managed Lustre sizing and HSM, NetApp capacity, blob checkpoints, subnets, global names."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from hpclz.findings import Finding, Severity
+from hpclz.naming import NAME_RULES
+from hpclz.rules.base import Rule
+from hpclz.rules.context import ConfigContext
+
+LUSTRE = ("storage", "lustre")
+NETAPP = ("storage", "netapp")
+BLOB = ("storage", "blob")
+
+
+class LustreCapacityValid(Rule[ConfigContext]):
+    """Each AMLFS SKU has its own minimum, increment and default maximum capacity (40: 48/48/768 TiB;
+    125: 16/16/128; 250: 8/8/128; 500: 4/4/128). Larger file systems need a support request."""
+
+    id = "HPCLZ-STO-001"
+    severity = Severity.ERROR
+    title = "Lustre capacity is not a valid size for its SKU"
+    fix = "Set storage.lustre.capacity_tib to a multiple of the SKU's increment between its minimum and maximum."
+
+    def check(self, ctx: ConfigContext) -> Iterable[Finding]:
+        lustre = ctx.config.storage.lustre
+        if lustre.mode != "new":
+            return
+        facts = ctx.catalog.service("lustre", "skus", lustre.sku)
+        low, step, high = facts["min_tib"], facts["increment_tib"], facts["max_tib"]
+        where = (*LUSTRE, "capacity_tib")
+        size = lustre.capacity_tib
+        if size < low or size % step:
+            yield self.finding(
+                ctx,
+                where,
+                f"{size} TiB is not valid for {lustre.sku}: it needs at least {low} TiB in steps of {step} TiB",
+                fix=f"Use {max(low, -(-size // step) * step)} TiB, or a SKU with a smaller increment.",
+            )
+        elif size > high:
+            yield self.finding(
+                ctx,
+                where,
+                f"{size} TiB is above {lustre.sku}'s {high} TiB maximum; Azure grants it only on a support request",
+                severity=Severity.WARNING,
+                fix="Open a support request for the larger capacity before deploying, or reduce capacity_tib.",
+            )
+
+
+class LustreHsmContainerExists(Rule[ConfigContext]):
+    """Lustre HSM imports from and exports to one blob container of the landing zone's storage account;
+    a container that is not declared there does not exist when the file system is created."""
+
+    id = "HPCLZ-STO-002"
+    severity = Severity.ERROR
+    title = "Lustre HSM container is not among the blob containers"
+    fix = "Add the container to storage.blob.containers, or correct storage.lustre.hsm.container."
+
+    def check(self, ctx: ConfigContext) -> Iterable[Finding]:
+        lustre = ctx.config.storage.lustre
+        blob = ctx.config.storage.blob
+        if lustre.mode != "new" or lustre.hsm is None:
+            return
+        names = [] if blob.mode == "disabled" else [c.name for c in blob.containers]
+        if lustre.hsm.container not in names:
+            have = f"blob containers are {', '.join(names)}" if names else "storage.blob is disabled"
+            yield self.finding(
+                ctx, (*LUSTRE, "hsm", "container"), f"HSM container {lustre.hsm.container!r} is not declared ({have})"
+            )
+
+
+class NetAppQuotasFitPool(Rule[ConfigContext]):
+    """Volumes are carved from the capacity pool: the sum of their quotas cannot exceed the pool size
+    (minimum pool 1 TiB for every service level, minimum volume 50 GiB; the model enforces both)."""
+
+    id = "HPCLZ-STO-003"
+    severity = Severity.ERROR
+    title = "NetApp volume quotas exceed the capacity pool"
+    fix = "Grow storage.netapp.pool_size_tib or shrink volume quota_gib values."
+
+    def check(self, ctx: ConfigContext) -> Iterable[Finding]:
+        netapp = ctx.config.storage.netapp
+        if netapp.mode != "new":
+            return
+        total = sum(v.quota_gib for v in netapp.volumes)
+        pool = netapp.pool_size_tib * 1024
+        if total > pool:
+            yield self.finding(
+                ctx,
+                (*NETAPP, "pool_size_tib"),
+                f"volumes ask for {total} GiB but the {netapp.service_level} pool holds {pool} GiB "
+                f"({netapp.pool_size_tib} TiB)",
+            )
+
+
+class NetAppVolumeSize(Rule[ConfigContext]):
+    """A regular Azure NetApp Files volume holds at most 100 TiB; larger needs a large volume, which hpclz
+    does not create."""
+
+    id = "HPCLZ-STO-004"
+    severity = Severity.ERROR
+    title = "NetApp volume larger than a regular volume allows"
+    fix = "Split the data over several volumes of at most 102400 GiB each."
+
+    def check(self, ctx: ConfigContext) -> Iterable[Finding]:
+        netapp = ctx.config.storage.netapp
+        if netapp.mode == "disabled":
+            return
+        limit = ctx.catalog.service("netapp", "max_regular_volume_gib")
+        for i, volume in enumerate(netapp.volumes):
+            if volume.quota_gib > limit:
+                yield self.finding(
+                    ctx,
+                    (*NETAPP, "volumes", i, "quota_gib"),
+                    f"volume {volume.name} asks for {volume.quota_gib} GiB; a regular volume holds at most {limit} GiB",
+                )
+
+
+class GlobalNamesValid(Rule[ConfigContext]):
+    """Storage account (3-24 lowercase letters and digits) and Key Vault (3-24 letters, digits, single hyphens)
+    names are global; the naming convention can push them past the limit once name, environment, region and
+    suffix are joined."""
+
+    id = "HPCLZ-STO-005"
+    severity = Severity.ERROR
+    title = "Storage account or Key Vault name breaks Azure's naming rules"
+    fix = "Shorten metadata.name or organization.naming.unique_suffix, or set naming.include_region: false."
+
+    def check(self, ctx: ConfigContext) -> Iterable[Finding]:
+        wanted = []
+        if ctx.config.storage.blob.mode == "new":
+            wanted.append(("storage_account", ("storage", "blob")))
+        if ctx.config.identity.key_vault.mode == "new":
+            wanted.append(("key_vault", ("identity", "key_vault")))
+        for kind, path in wanted:
+            name = ctx.names.name(kind)
+            for problem in NAME_RULES[kind].problems(name):
+                yield self.finding(
+                    ctx,
+                    ("metadata", "name"),
+                    f"the {kind.replace('_', ' ')} name {name!r} {problem} (for {'.'.join(path)})",
+                )
+
+
+class CheckpointVersioning(Rule[ConfigContext]):
+    """Versioning keeps the previous checkpoint when a crashed writer overwrites it half-way."""
+
+    id = "HPCLZ-STO-006"
+    severity = Severity.WARNING
+    title = "Checkpoint container without blob versioning"
+    fix = "Set versioning: true on containers with purpose: checkpoints."
+
+    def check(self, ctx: ConfigContext) -> Iterable[Finding]:
+        blob = ctx.config.storage.blob
+        if blob.mode == "disabled":
+            return
+        for i, container in enumerate(blob.containers):
+            if container.purpose == "checkpoints" and not container.versioning:
+                yield self.finding(
+                    ctx,
+                    (*BLOB, "containers", i, "versioning"),
+                    f"container {container.name} holds checkpoints unversioned",
+                )
+
+
+class StorageSubnetsPresent(Rule[ConfigContext]):
+    """New Lustre needs its own subnet, NetApp volumes a delegated one, private endpoints a subnet to live in."""
+
+    id = "HPCLZ-STO-007"
+    severity = Severity.ERROR
+    title = "Storage service without the subnet it needs"
+    fix = "Add the named subnet under network.vnet.subnets, or disable the service."
+
+    def check(self, ctx: ConfigContext) -> Iterable[Finding]:
+        storage = ctx.config.storage
+        subnets = ctx.config.network.vnet.subnets
+        needs = [
+            (storage.lustre.mode == "new", "lustre", LUSTRE, "a new Managed Lustre file system"),
+            (storage.netapp.mode != "disabled", "netapp", NETAPP, "NetApp volumes"),
+            (
+                storage.blob.mode == "new" and storage.blob.private_endpoint,
+                "private_endpoints",
+                (*BLOB, "private_endpoint"),
+                "the storage account's private endpoint",
+            ),
+        ]
+        for wanted, role, path, what in needs:
+            if wanted and getattr(subnets, role) is None:
+                yield self.finding(ctx, path, f"{what} needs network.vnet.subnets.{role}, which is not declared")
+
+
+class NoPublicBlobAccess(Rule[ConfigContext]):
+    """Training data and checkpoints are private; anonymous blob access exposes them (CAF security baseline)."""
+
+    id = "HPCLZ-STO-008"
+    severity = Severity.WARNING
+    title = "Storage account allows public blob access"
+    fix = "Set storage.blob.allow_public_access: false."
+
+    def check(self, ctx: ConfigContext) -> Iterable[Finding]:
+        blob = ctx.config.storage.blob
+        if blob.mode == "new" and blob.allow_public_access:
+            yield self.finding(
+                ctx, (*BLOB, "allow_public_access"), "the storage account allows anonymous public access"
+            )
+
+
+class ScratchSourceAvailable(Rule[ConfigContext]):
+    """Job scratch on Lustre needs Lustre; scratch on NVMe needs at least one partition that sets it up."""
+
+    id = "HPCLZ-STO-009"
+    severity = Severity.ERROR
+    title = "Scratch source is not provided by any storage"
+    fix = "Enable the storage storage.scratch.source names, or change the source."
+
+    def check(self, ctx: ConfigContext) -> Iterable[Finding]:
+        storage = ctx.config.storage
+        source = storage.scratch.source
+        if source == "lustre" and storage.lustre.mode == "disabled":
+            yield self.finding(
+                ctx, ("storage", "scratch", "source"), "scratch is on Lustre but storage.lustre is disabled"
+            )
+        nvme = any(p.nvme_scratch is not None and p.nvme_scratch.enabled for p in ctx.config.compute.partitions)
+        if source == "nvme" and not nvme:
+            yield self.finding(
+                ctx,
+                ("storage", "scratch", "source"),
+                "scratch is on NVMe but no partition enables nvme_scratch",
+                severity=Severity.WARNING,
+            )
+
+
+class ProdCheckpointRedundancy(Rule[ConfigContext]):
+    """Locally redundant storage keeps every copy in one datacenter; a production training run's checkpoints
+    should survive a zone outage (ZRS or geo-redundant)."""
+
+    id = "HPCLZ-STO-010"
+    severity = Severity.WARNING
+    title = "Production checkpoints on locally redundant storage"
+    fix = "Set storage.blob.replication to ZRS (or GZRS) in production."
+
+    def check(self, ctx: ConfigContext) -> Iterable[Finding]:
+        blob = ctx.config.storage.blob
+        if blob.mode != "new" or not ctx.is_prod or blob.replication != "LRS":
+            return
+        if any(c.purpose == "checkpoints" for c in blob.containers):
+            yield self.finding(ctx, (*BLOB, "replication"), "production checkpoints are stored LRS (one datacenter)")
+
+
+class MountPointsDistinct(Rule[ConfigContext]):
+    """Two file systems mounted at one path hide each other; the second mount wins silently."""
+
+    id = "HPCLZ-STO-011"
+    severity = Severity.ERROR
+    title = "Two file systems share a mount point"
+    fix = "Give Lustre, each NetApp volume and NVMe scratch their own mount points."
+
+    def check(self, ctx: ConfigContext) -> Iterable[Finding]:
+        storage = ctx.config.storage
+        mounts: list[tuple[str, tuple[str | int, ...], str]] = []
+        if storage.lustre.mode != "disabled":
+            mounts.append((storage.lustre.mount_point, (*LUSTRE, "mount_point"), "Lustre"))
+        if storage.netapp.mode != "disabled":
+            for i, v in enumerate(storage.netapp.volumes):
+                mounts.append((v.mount_point, (*NETAPP, "volumes", i, "mount_point"), f"NetApp volume {v.name}"))
+        for i, p in enumerate(ctx.config.compute.partitions):
+            if p.nvme_scratch is not None and p.nvme_scratch.enabled:
+                mounts.append(
+                    (p.nvme_scratch.mount_point, ("compute", "partitions", i, "nvme_scratch", "mount_point"), "NVMe")
+                )
+        seen: dict[str, str] = {}
+        for point, path, what in mounts:
+            key = point.rstrip("/") or "/"
+            if key in seen and not (what == "NVMe" and seen[key] == "NVMe"):
+                yield self.finding(ctx, path, f"{what} mounts at {point}, already used by {seen[key]}")
+            seen.setdefault(key, what)
+
+
+STORAGE_RULES: tuple[type[Rule[ConfigContext]], ...] = (
+    LustreCapacityValid,
+    LustreHsmContainerExists,
+    NetAppQuotasFitPool,
+    NetAppVolumeSize,
+    GlobalNamesValid,
+    CheckpointVersioning,
+    StorageSubnetsPresent,
+    NoPublicBlobAccess,
+    ScratchSourceAvailable,
+    ProdCheckpointRedundancy,
+    MountPointsDistinct,
+)
