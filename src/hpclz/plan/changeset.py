@@ -1,0 +1,192 @@
+"""The change set: what `hpclz plan` says will happen, per config field and per Azure resource.
+
+Both the offline diff (rendered templates against state) and the online one (ARM what-if) produce
+this model, so the printer, the JSON output and `--detailed-exitcode` never care which ran.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+
+class Action(StrEnum):
+    CREATE = "create"
+    MODIFY = "modify"
+    DELETE = "delete"
+    REPLACE = "replace"
+    NO_CHANGE = "no_change"
+
+
+class Policy(StrEnum):
+    """What a change costs, cheapest first (the order is used to pick the worst of several)."""
+
+    IN_PLACE = "in_place"
+    RESTART_NODES = "restart_nodes"
+    DRAIN_PARTITION = "drain_partition"
+    REPLACE = "replace"
+    REPLACE_DATA = "replace_data"
+    NOT_ALLOWED = "not_allowed"
+
+    @property
+    def rank(self) -> int:
+        return list(Policy).index(self)
+
+    @property
+    def loses_data(self) -> bool:
+        return self is Policy.REPLACE_DATA
+
+
+POLICY_WORDS: dict[Policy, str] = {
+    Policy.IN_PLACE: "in place",
+    Policy.RESTART_NODES: "restarts nodes",
+    Policy.DRAIN_PARTITION: "drain partition first",
+    Policy.REPLACE: "replaces the resource",
+    Policy.REPLACE_DATA: "replaces the resource: DATA LOSS",
+    Policy.NOT_ALLOWED: "not allowed",
+}
+
+
+def worst(policies: list[Policy], default: Policy = Policy.IN_PLACE) -> Policy:
+    return max(policies, key=lambda p: p.rank, default=default)
+
+
+class Verdict(BaseModel):
+    """A policy with the reason for it and, where there is one, what the engineer must do."""
+
+    policy: Policy = Policy.IN_PLACE
+    reason: str = ""
+    action_needed: str = ""
+    source: str = Field(default="", description="Where the fact comes from (documentation URL or ARM error).")
+
+
+class PropertyChange(BaseModel):
+    path: str = Field(description="e.g. properties.addressSpace.addressPrefixes or sku.name")
+    kind: Action = Field(description="create (added), delete (removed) or modify")
+    before: Any = None
+    after: Any = None
+    verdict: Verdict = Field(default_factory=Verdict)
+    noise_reason: str = Field(default="", description="Why the what-if filter treats this as noise.")
+
+    @property
+    def forces_replacement(self) -> bool:
+        return self.verdict.policy in (Policy.REPLACE, Policy.REPLACE_DATA)
+
+
+class ResourceChange(BaseModel):
+    id: str
+    type: str
+    name: str
+    deployment: str = ""
+    action: Action
+    data_bearing: bool = False
+    verdict: Verdict = Field(default_factory=Verdict)
+    changes: list[PropertyChange] = Field(default_factory=list)
+    noise: list[PropertyChange] = Field(default_factory=list, description="Filtered what-if property changes.")
+
+    @property
+    def data_loss(self) -> bool:
+        return self.data_bearing and self.action in (Action.DELETE, Action.REPLACE)
+
+
+class ConfigChange(BaseModel):
+    path: str = Field(description="compute.partitions[gpu].vm_size: list items are named, not numbered")
+    kind: Action
+    before: Any = None
+    after: Any = None
+    verdict: Verdict = Field(default_factory=Verdict)
+
+
+class Summary(BaseModel):
+    add: int = 0
+    change: int = 0
+    replace: int = 0
+    destroy: int = 0
+
+    def line(self) -> str:
+        return (
+            f"Plan: {self.add} to add, {self.change} to change, {self.replace} to replace, {self.destroy} to destroy."
+        )
+
+
+class StateRef(BaseModel):
+    """Which state the plan was computed against (None: there was no state)."""
+
+    lineage: str
+    serial: int
+
+
+class ChangeSet(BaseModel):
+    mode: str = Field(description="offline (rendered templates against state) or what-if (ARM)")
+    landing_zone: str
+    environment: str
+    state: StateRef | None = None
+    config_changes: list[ConfigChange] = Field(default_factory=list)
+    config_baseline: bool = Field(
+        default=True, description="False when the state holds no applied config, so no config diff was possible."
+    )
+    resources: list[ResourceChange] = Field(default_factory=list)
+    ignored: list[str] = Field(
+        default_factory=list, description="Resource IDs what-if marked Ignore (in the scope, not in the template)."
+    )
+    unsupported: list[str] = Field(
+        default_factory=list, description="Resources ARM what-if could not evaluate (Unsupported), with reasons."
+    )
+
+    @property
+    def summary(self) -> Summary:
+        counts = Summary()
+        for r in self.resources:
+            if r.action is Action.CREATE:
+                counts.add += 1
+            elif r.action is Action.MODIFY:
+                counts.change += 1
+            elif r.action is Action.REPLACE:
+                counts.replace += 1
+            elif r.action is Action.DELETE:
+                counts.destroy += 1
+        return counts
+
+    @property
+    def changed_resources(self) -> list[ResourceChange]:
+        return [r for r in self.resources if r.action is not Action.NO_CHANGE]
+
+    @property
+    def has_changes(self) -> bool:
+        return bool(self.changed_resources or self.config_changes)
+
+    @property
+    def noise_count(self) -> int:
+        return sum(len(r.noise) for r in self.resources) + len(self.ignored)
+
+    @property
+    def blocked(self) -> list[str]:
+        """Changes that ARM or the service refuses: the plan cannot be applied as it stands."""
+        found = [c.path for c in self.config_changes if c.verdict.policy is Policy.NOT_ALLOWED]
+        found += [f"{r.type} {r.name}" for r in self.changed_resources if r.verdict.policy is Policy.NOT_ALLOWED]
+        return found
+
+    @property
+    def data_loss(self) -> list[str]:
+        found = [c.path for c in self.config_changes if c.verdict.policy.loses_data]
+        found += [f"{r.type} {r.name}" for r in self.changed_resources if r.data_loss]
+        return found
+
+    @property
+    def worst_policy(self) -> Policy:
+        return worst(
+            [c.verdict.policy for c in self.config_changes] + [r.verdict.policy for r in self.changed_resources]
+        )
+
+    def payload(self) -> dict[str, Any]:
+        """The `result` of `hpclz plan -o json`: stable keys, add new ones rather than renaming."""
+        body = self.model_dump(mode="json")
+        body["summary"] = self.summary.model_dump()
+        body["has_changes"] = self.has_changes
+        body["noise_filtered"] = self.noise_count
+        body["worst_policy"] = self.worst_policy.value
+        body["blocked"] = self.blocked
+        body["data_loss"] = self.data_loss
+        return body

@@ -1,0 +1,235 @@
+"""Config-level diff: which fields changed since the last apply, and what each change costs.
+
+The baseline is `StateDocument.applied_config`, the config as plain data with secrets redacted
+(`config_snapshot`). A field's cost is its `update_policy` metadata in the config model
+(`hpclz.config.base.policy`); a few fields get a sharper verdict from the same evaluators the
+resource table uses (growing an address space is in place, shrinking it is not). Lists of named
+items (partitions, volumes, containers, NSG rules) are matched by name, never by index.
+"""
+
+from __future__ import annotations
+
+import types
+import typing
+from typing import Any
+
+from pydantic import BaseModel
+
+from hpclz.config.base import UPDATE_POLICY
+from hpclz.config.root import LandingZoneConfig
+from hpclz.plan import policies
+from hpclz.plan.changeset import Action, ConfigChange, Policy, Verdict
+
+TAG_KEYS = ("mode", "backend")
+_NEW_LZ = "create a new landing zone (new config and state) and move workloads to it"
+
+# Fields whose cost depends on the values, not just on the field.
+EVALUATORS: dict[str, policies.Evaluate] = {
+    "network.vnet.address_space": policies._address_space,
+    "network.bastion.sku": policies._bastion_sku,
+    "identity.key_vault.purge_protection": policies._purge_protection,
+    "storage.blob.replication": lambda old, new: policies._storage_sku(f"Standard_{old}", f"Standard_{new}"),
+}
+
+# What removing a named list item costs ({name} is the item); adding one is in place.
+ITEM_REMOVED: dict[str, tuple[Policy, str, str]] = {
+    "compute.partitions": (
+        Policy.DRAIN_PARTITION,
+        "partition {name} and its nodearray are deleted",
+        "drain partition {name} and let its jobs finish first",
+    ),
+    "storage.netapp.volumes": (Policy.REPLACE_DATA, "volume {name} and its files are deleted", "copy the data off"),
+    "storage.blob.containers": (
+        Policy.REPLACE_DATA,
+        "container {name} and every blob in it are deleted",
+        "copy the blobs off (AzCopy) first",
+    ),
+}
+
+# What switching a block off, or to another mode, costs when hpclz created it ("new").
+BLOCK_REMOVED: dict[str, tuple[Policy, str]] = {
+    "storage.lustre": (Policy.REPLACE_DATA, "the Managed Lustre file system hpclz created is deleted with its data"),
+    "storage.netapp": (Policy.REPLACE_DATA, "the NetApp account, pool and volumes are deleted with their data"),
+    "storage.blob": (Policy.REPLACE_DATA, "the storage account and every container in it are deleted"),
+    "monitoring": (Policy.REPLACE_DATA, "the Log Analytics workspace is deleted with the logs it holds"),
+    "identity.key_vault": (Policy.REPLACE, "the vault is deleted (soft delete keeps it recoverable)"),
+    "network.vnet": (Policy.NOT_ALLOWED, "every subnet, NIC and node would move to another network"),
+}
+
+NOT_ALLOWED_WAYS: dict[str, str] = {
+    "metadata.name": _NEW_LZ,
+    "metadata.environment": _NEW_LZ,
+    "metadata.location": _NEW_LZ,
+    "network.vnet": _NEW_LZ,
+    "organization.": "resource names and groups would all change: " + _NEW_LZ,
+    "compute.partitions[*].name": "add a partition with the new name, move jobs, then remove the old one",
+}
+
+HPCLZ_ONLY = ("suppress", "verify.", "state.")
+
+_REASONS: dict[Policy, str] = {
+    Policy.IN_PLACE: "updated in place",
+    Policy.RESTART_NODES: "nodes pick it up when they restart",
+    Policy.DRAIN_PARTITION: "replace nodes",
+    Policy.REPLACE: "the resource is deleted and recreated",
+    Policy.REPLACE_DATA: "the resource is deleted and recreated: ITS DATA IS LOST",
+    Policy.NOT_ALLOWED: "cannot change after deployment",
+}
+
+
+def config_snapshot(config: LandingZoneConfig) -> dict[str, Any]:
+    """The config as plain JSON data; SecretStr values become '**********' (for StateDocument.applied_config)."""
+    return config.model_dump(mode="json")
+
+
+def config_changes(before: dict[str, Any], config: LandingZoneConfig) -> list[ConfigChange]:
+    out: list[ConfigChange] = []
+    _walk(before, config_snapshot(config), LandingZoneConfig, "", "", "", out)
+    return out
+
+
+def _walk(old: Any, new: Any, annotation: Any, path: str, shape: str, partition: str, out: list[ConfigChange]) -> None:
+    if old == new:
+        return
+    model_old, model_new = _model_for(annotation, old), _model_for(annotation, new)
+    if isinstance(old, dict) and isinstance(new, dict) and model_old is not None and model_old is model_new:
+        for key in [*old, *(k for k in new if k not in old)]:
+            field = model_old.model_fields.get(key)
+            sub_shape = f"{shape}.{key}" if shape else key
+            sub_path = f"{path}.{key}" if path else key
+            if field is None:
+                continue
+            if _is_leaf(field.annotation, old.get(key), new.get(key)):
+                if old.get(key) != new.get(key):
+                    out.append(_leaf(sub_path, sub_shape, old.get(key), new.get(key), _policy_of(field), partition))
+            else:
+                _walk(old.get(key), new.get(key), field.annotation, sub_path, sub_shape, partition, out)
+        return
+    if _named_items(old) and _named_items(new):
+        _walk_named(old, new, annotation, path, shape, partition, out)
+        return
+    if isinstance(old, dict) and isinstance(new, dict) and model_old is None:
+        for key in [*old, *(k for k in new if k not in old)]:  # free-form maps: tags, quotas, secrets
+            if old.get(key) != new.get(key):
+                out.append(_leaf(f"{path}.{key}", f"{shape}.*", old.get(key), new.get(key), None, partition))
+        return
+    out.append(_block(path, shape, old, new))
+
+
+def _walk_named(
+    old: list[Any], new: list[Any], annotation: Any, path: str, shape: str, partition: str, out: list[ConfigChange]
+) -> None:
+    before = {item["name"]: item for item in old}
+    after = {item["name"]: item for item in new}
+    item_type = _list_item(annotation)
+    for name in [*before, *(n for n in after if n not in before)]:
+        here = f"{path}[{name}]"
+        owner = name if shape == "compute.partitions" else partition
+        if name not in after:
+            policy, reason, action = ITEM_REMOVED.get(shape, (Policy.IN_PLACE, "{name} is removed", ""))
+            verdict = Verdict(policy=policy, reason=reason.format(name=name), action_needed=action.format(name=name))
+            out.append(ConfigChange(path=here, kind=Action.DELETE, before=before[name], verdict=verdict))
+        elif name not in before:
+            verdict = Verdict(policy=Policy.IN_PLACE, reason=f"{name} is added; nothing existing is touched")
+            out.append(ConfigChange(path=here, kind=Action.CREATE, after=after[name], verdict=verdict))
+        else:
+            _walk(before[name], after[name], item_type, here, f"{shape}[*]", owner, out)
+
+
+def _leaf(path: str, shape: str, old: Any, new: Any, declared: Policy | None, partition: str) -> ConfigChange:
+    kind = Action.CREATE if old is None else Action.DELETE if new is None else Action.MODIFY
+    if shape in EVALUATORS and old is not None and new is not None:
+        verdict = EVALUATORS[shape](old, new)
+    else:
+        policy = declared or Policy.IN_PLACE
+        reason = _REASONS[policy]
+        if declared is None:
+            reason = "no update policy declared: applied in place"
+        if shape.startswith(HPCLZ_ONLY):
+            reason = "an hpclz setting: nothing in Azure changes"
+        verdict = Verdict(policy=policy, reason=reason, action_needed=_action(policy, shape, partition))
+    return ConfigChange(path=path, kind=kind, before=old, after=new, verdict=verdict)
+
+
+def _action(policy: Policy, shape: str, partition: str) -> str:
+    if policy is Policy.DRAIN_PARTITION:
+        return f"drain partition {partition} first" if partition else "drain the affected partitions first"
+    if policy is Policy.RESTART_NODES:
+        return "restart the affected nodes in a maintenance window"
+    if policy is Policy.REPLACE_DATA:
+        return "copy the data off first"
+    if policy is Policy.NOT_ALLOWED:
+        return next((way for prefix, way in NOT_ALLOWED_WAYS.items() if shape.startswith(prefix)), _NEW_LZ)
+    return ""
+
+
+def _block(path: str, shape: str, old: Any, new: Any) -> ConfigChange:
+    """A whole block appears, disappears or changes mode (new -> existing -> disabled)."""
+    old_mode, new_mode = _tag(old), _tag(new)
+    kind = Action.CREATE if old in (None, {}) else Action.DELETE if new in (None, {}) else Action.MODIFY
+    if old_mode == "new" and new_mode != "new" and shape in BLOCK_REMOVED:
+        policy, reason = BLOCK_REMOVED[shape]
+        action = _action(policy, shape, "")
+        verdict = Verdict(policy=policy, reason=f"{old_mode} -> {new_mode}: {reason}", action_needed=action)
+    elif old_mode and new_mode and old_mode != new_mode:
+        verdict = Verdict(policy=Policy.REPLACE, reason=f"mode {old_mode} -> {new_mode}: hpclz stops managing it")
+    else:
+        verdict = Verdict(policy=Policy.IN_PLACE, reason=_REASONS[Policy.IN_PLACE])
+    return ConfigChange(path=path, kind=kind, before=old, after=new, verdict=verdict)
+
+
+def _policy_of(field: Any) -> Policy | None:
+    extra = field.json_schema_extra
+    value = extra.get(UPDATE_POLICY) if isinstance(extra, dict) else None
+    return Policy(value) if isinstance(value, str) else None
+
+
+def _tag(value: Any) -> str:
+    if isinstance(value, dict):
+        return next((str(value[k]) for k in TAG_KEYS if k in value), "")
+    return ""
+
+
+def _named_items(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(i, dict) and isinstance(i.get("name"), str) for i in value)
+
+
+def _models(annotation: Any) -> list[type[BaseModel]]:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [annotation]
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin is typing.Annotated:
+        return _models(args[0])
+    if origin in (typing.Union, types.UnionType):
+        return [m for arg in args for m in _models(arg)]
+    return []
+
+
+def _model_for(annotation: Any, value: Any) -> type[BaseModel] | None:
+    """The model class that describes `value`; for a tagged union, the member whose mode/backend matches."""
+    candidates = _models(annotation)
+    if len(candidates) == 1:
+        return candidates[0]
+    tag = _tag(value)
+    for cls in candidates:
+        if any(k in cls.model_fields and cls.model_fields[k].default == tag for k in TAG_KEYS):
+            return cls
+    return None
+
+
+def _list_item(annotation: Any) -> Any:
+    if typing.get_origin(annotation) is typing.Annotated:
+        annotation = typing.get_args(annotation)[0]
+    args = typing.get_args(annotation)
+    return args[0] if typing.get_origin(annotation) is list and args else None
+
+
+def _is_leaf(annotation: Any, old: Any, new: Any) -> bool:
+    """Scalars and lists of scalars compare whole; models, maps and named lists are walked."""
+    if _named_items(old) and _named_items(new) and (old or new):
+        return False
+    if isinstance(old, dict) or isinstance(new, dict):
+        return False
+    if isinstance(old, list) or isinstance(new, list):
+        return not (_named_items(old or []) and _named_items(new or []) and (old or new))
+    return not _models(annotation) or (old is not None and new is not None)

@@ -1,0 +1,349 @@
+"""What changing an ARM property costs, per resource type: the table behind every resource verdict.
+
+ARM updates most properties with an idempotent PUT, so the default is "in place". The entries
+below are the exceptions: properties a resource provider refuses to change after creation (so
+hpclz must delete and recreate the resource, or cannot do it at all), and properties whose change
+reboots or reimages VMs. Each entry names its source. Paths use `[*]` for any list item.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+from ipaddress import ip_network
+from typing import Any
+
+from hpclz.plan.changeset import Policy, Verdict
+
+Evaluate = Callable[[Any, Any], Verdict]
+
+DOCS = "https://learn.microsoft.com/azure"
+
+DATA_BEARING_TYPES = frozenset(
+    t.lower()
+    for t in (
+        "Microsoft.StorageCache/amlFilesystems",
+        "Microsoft.NetApp/netAppAccounts/capacityPools/volumes",
+        "Microsoft.Storage/storageAccounts",
+        "Microsoft.Storage/storageAccounts/blobServices/containers",
+    )
+)
+
+
+@dataclass(frozen=True)
+class PropertyRule:
+    path: str
+    verdict: Verdict | Evaluate
+
+    def evaluate(self, before: Any, after: Any) -> Verdict:
+        return self.verdict(before, after) if callable(self.verdict) else self.verdict
+
+
+def _v(policy: Policy, reason: str, action_needed: str = "", source: str = "") -> Verdict:
+    return Verdict(policy=policy, reason=reason, action_needed=action_needed, source=source)
+
+
+def _networks(value: Any) -> list[Any]:
+    items = value if isinstance(value, list) else [value] if value else []
+    out = []
+    for item in items:
+        try:
+            out.append(ip_network(str(item), strict=False))
+        except ValueError:
+            return []  # an ARM expression: cannot reason about it offline
+    return out
+
+
+def _address_space(before: Any, after: Any) -> Verdict:
+    """Adding ranges is an in-place update; removing or shrinking one that holds subnets is refused."""
+    old, new = _networks(before), _networks(after)
+    source = f"{DOCS}/virtual-network/manage-virtual-network#add-or-remove-an-address-range"
+    if old and new and all(any(o.subnet_of(n) for n in new if o.version == n.version) for o in old):
+        return _v(Policy.IN_PLACE, "address space grows; existing subnets keep their ranges", source=source)
+    return _v(
+        Policy.NOT_ALLOWED,
+        "an address range that holds subnets cannot be removed or shrunk (ARM: InUseSubnetCannotBeDeleted)",
+        "add the new range first, move or recreate the subnets in it, then remove the old range",
+        source,
+    )
+
+
+def _subnet_prefix(before: Any, after: Any) -> Verdict:
+    return _v(
+        Policy.REPLACE,
+        "a subnet's prefix cannot change while NICs use it (ARM: InUseSubnetCannotBeUpdated); "
+        "every VM in the subnet is deleted and recreated",
+        "drain and deallocate every node in the subnet first, or add a new subnet next to it",
+        f"{DOCS}/virtual-network/virtual-network-manage-subnet#change-subnet-settings",
+    )
+
+
+# Storage replication moves that an ARM PUT performs (geo copies added or dropped); any move that
+# adds or removes zone redundancy is a conversion Azure runs separately, not a property update.
+_SAME_ZONE_FAMILY = ({"LRS", "GRS", "RAGRS"}, {"ZRS", "GZRS", "RAGZRS"})
+
+
+def _storage_sku(before: Any, after: Any) -> Verdict:
+    source = f"{DOCS}/storage/common/redundancy-migration"
+    old_tier, _, old_rep = str(before).partition("_")
+    new_tier, _, new_rep = str(after).partition("_")
+    if old_tier != new_tier:
+        return _v(
+            Policy.REPLACE_DATA,
+            f"a storage account cannot move between {old_tier} and {new_tier} performance tiers",
+            "create a new account and copy the data (AzCopy), then switch the landing zone to it",
+            source,
+        )
+    if any(old_rep.upper() in family and new_rep.upper() in family for family in _SAME_ZONE_FAMILY):
+        return _v(Policy.IN_PLACE, f"replication {old_rep} -> {new_rep} is changed in place", source=source)
+    return _v(
+        Policy.NOT_ALLOWED,
+        f"replication {old_rep} -> {new_rep} adds or removes zone redundancy, which ARM does not update in place",
+        "request a conversion (portal or `az storage account migration start`), wait for it, then plan again",
+        source,
+    )
+
+
+def _storage_kind(before: Any, after: Any) -> Verdict:
+    source = f"{DOCS}/storage/common/storage-account-upgrade"
+    if str(after) == "StorageV2" and str(before) in ("Storage", "BlobStorage"):
+        return _v(Policy.IN_PLACE, f"{before} upgrades to StorageV2 in place (one way)", source=source)
+    return _v(
+        Policy.REPLACE_DATA,
+        f"storage account kind {before} -> {after} cannot change after creation",
+        "create a new account and copy the data, then switch the landing zone to it",
+        source,
+    )
+
+
+_BASTION_TIERS = ["Basic", "Standard", "Premium"]
+
+
+def _bastion_sku(before: Any, after: Any) -> Verdict:
+    source = f"{DOCS}/bastion/upgrade-sku"
+    tiers = {tier: rank for rank, tier in enumerate(_BASTION_TIERS)}
+    if tiers.get(str(after), -1) > tiers.get(str(before), len(tiers)):
+        return _v(Policy.IN_PLACE, f"Bastion upgrades {before} -> {after} in place", source=source)
+    return _v(
+        Policy.REPLACE,
+        f"Bastion cannot be downgraded {before} -> {after}; it is deleted and recreated (sessions drop)",
+        "tell users that open Bastion sessions will drop",
+        source,
+    )
+
+
+def _purge_protection(before: Any, after: Any) -> Verdict:
+    if before is True and after is not True:
+        return _v(
+            Policy.NOT_ALLOWED,
+            "Key Vault purge protection cannot be turned off once on",
+            "keep purge_protection: true, or use a new vault (the old one stays until its retention ends)",
+            f"{DOCS}/key-vault/general/soft-delete-overview#purge-protection",
+        )
+    return _v(Policy.IN_PLACE, "purge protection can be turned on in place")
+
+
+_REPLACE_VM = "the VM is deleted and recreated with a new OS disk"
+
+RESOURCE_RULES: dict[str, list[PropertyRule]] = {
+    "microsoft.network/virtualnetworks": [
+        PropertyRule("properties.addressSpace.addressPrefixes", _address_space),
+        PropertyRule("properties.subnets[*].properties.addressPrefix", _subnet_prefix),
+        PropertyRule("properties.subnets[*].properties.addressPrefixes", _subnet_prefix),
+    ],
+    "microsoft.network/virtualnetworks/subnets": [
+        PropertyRule("properties.addressPrefix", _subnet_prefix),
+        PropertyRule("properties.addressPrefixes", _subnet_prefix),
+        PropertyRule(
+            "properties.delegations*",
+            _v(
+                Policy.NOT_ALLOWED,
+                "a subnet's delegation cannot change while resources of the delegated service use it",
+                "remove the resources in the subnet (e.g. NetApp volumes, Lustre) or use a new subnet",
+                f"{DOCS}/virtual-network/manage-subnet-delegation",
+            ),
+        ),
+    ],
+    "microsoft.storagecache/amlfilesystems": [
+        PropertyRule(
+            "sku.name",
+            _v(
+                Policy.REPLACE_DATA,
+                "Managed Lustre's throughput SKU is fixed at creation",
+                "archive the file system to its HSM blob container (or copy it) before applying",
+                f"{DOCS}/azure-managed-lustre/create-file-system-resource-manager",
+            ),
+        ),
+        PropertyRule(
+            "properties.storageCapacityTiB",
+            _v(
+                Policy.REPLACE_DATA,
+                "Managed Lustre's capacity is fixed at creation; a new size is a new file system",
+                "archive the file system to its HSM blob container (or copy it) before applying",
+                f"{DOCS}/azure-managed-lustre/create-file-system-resource-manager",
+            ),
+        ),
+        PropertyRule(
+            "properties.filesystemSubnet",
+            _v(Policy.REPLACE_DATA, "Managed Lustre cannot move to another subnet", "copy the data off first"),
+        ),
+        PropertyRule(
+            "properties.hsm*",
+            _v(
+                Policy.REPLACE_DATA,
+                "blob integration (HSM) is set only when a Managed Lustre file system is created",
+                "copy the data off first",
+                f"{DOCS}/azure-managed-lustre/blob-integration",
+            ),
+        ),
+        PropertyRule("properties.maintenanceWindow*", _v(Policy.IN_PLACE, "the maintenance window updates in place")),
+    ],
+    "microsoft.netapp/netappaccounts/capacitypools": [
+        PropertyRule("properties.size", _v(Policy.IN_PLACE, "capacity pools resize in place")),
+        PropertyRule(
+            "properties.serviceLevel",
+            _v(
+                Policy.NOT_ALLOWED,
+                "a capacity pool's service level is fixed at creation",
+                "create a pool at the new level and move the volumes to it (volume 'change pool', no downtime)",
+                f"{DOCS}/azure-netapp-files/dynamic-change-volume-service-level",
+            ),
+        ),
+    ],
+    "microsoft.netapp/netappaccounts/capacitypools/volumes": [
+        PropertyRule("properties.usageThreshold", _v(Policy.IN_PLACE, "volume quota resizes in place")),
+        PropertyRule(
+            "properties.protocolTypes*",
+            _v(
+                Policy.REPLACE_DATA,
+                "hpclz recreates a volume whose protocol changes",
+                "copy the data off first, or convert in place with ANF protocol conversion after unmounting clients",
+                f"{DOCS}/azure-netapp-files/convert-nfsv3-nfsv41",
+            ),
+        ),
+        PropertyRule(
+            "properties.creationToken",
+            _v(Policy.REPLACE_DATA, "a volume's file path (creationToken) is fixed at creation", "copy the data off"),
+        ),
+        PropertyRule(
+            "properties.subnetId",
+            _v(Policy.REPLACE_DATA, "a volume cannot move to another subnet", "copy the data off first"),
+        ),
+    ],
+    "microsoft.storage/storageaccounts": [
+        PropertyRule("sku.name", _storage_sku),
+        PropertyRule("kind", _storage_kind),
+        PropertyRule(
+            "properties.isHnsEnabled",
+            _v(
+                Policy.REPLACE_DATA,
+                "hierarchical namespace is set at creation (only a one-way upgrade exists outside ARM)",
+                "create a new account and copy the data",
+                f"{DOCS}/storage/blobs/upgrade-to-data-lake-storage-gen2",
+            ),
+        ),
+    ],
+    "microsoft.keyvault/vaults": [
+        PropertyRule("properties.enablePurgeProtection", _purge_protection),
+        PropertyRule(
+            "properties.softDeleteRetentionInDays",
+            _v(
+                Policy.NOT_ALLOWED,
+                "Key Vault soft-delete retention cannot change after creation",
+                "keep the current retention, or use a new vault",
+                f"{DOCS}/key-vault/general/soft-delete-overview",
+            ),
+        ),
+    ],
+    "microsoft.network/bastionhosts": [PropertyRule("sku.name", _bastion_sku)],
+    "microsoft.network/publicipaddresses": [
+        PropertyRule("sku*", _v(Policy.REPLACE, "a public IP's SKU is fixed at creation; the address changes")),
+        PropertyRule(
+            "properties.publicIPAllocationMethod",
+            _v(Policy.REPLACE, "Standard public IPs are static; the address is released and a new one made"),
+        ),
+    ],
+    "microsoft.compute/virtualmachines": [
+        PropertyRule(
+            "properties.hardwareProfile.vmSize",
+            _v(
+                Policy.RESTART_NODES,
+                "resizing a VM restarts it",
+                "schedule the restart: Slurm is down while the scheduler VM reboots",
+                f"{DOCS}/virtual-machines/sizes/resize-vm",
+            ),
+        ),
+        PropertyRule("properties.storageProfile.imageReference*", _v(Policy.REPLACE, _REPLACE_VM)),
+        PropertyRule(
+            "properties.osProfile*",
+            _v(
+                Policy.NOT_ALLOWED,
+                "OS profile settings (admin user, SSH keys) cannot change after creation (ARM: PropertyChangeNotAllowed)",
+                "update SSH keys with the VMAccess extension, or recreate the VM",
+                f"{DOCS}/virtual-machines/extensions/vmaccess-linux",
+            ),
+        ),
+        PropertyRule("zones*", _v(Policy.REPLACE, "a VM cannot move between availability zones")),
+    ],
+    "microsoft.compute/virtualmachinescalesets": [
+        PropertyRule(
+            "sku.name",
+            _v(
+                Policy.DRAIN_PARTITION,
+                "every node of the scale set is reimaged at the new size",
+                "drain the partition (scontrol update partition=<name> state=drain) and wait for jobs to finish",
+                f"{DOCS}/virtual-machine-scale-sets/virtual-machine-scale-sets-upgrade-scale-set",
+            ),
+        ),
+        PropertyRule(
+            "properties.virtualMachineProfile.storageProfile.imageReference*",
+            _v(Policy.DRAIN_PARTITION, "nodes pick up a new image only when reimaged", "drain the partition first"),
+        ),
+    ],
+}
+
+_GENERIC: list[PropertyRule] = [
+    PropertyRule("tags*", _v(Policy.IN_PLACE, "tags update in place")),
+    PropertyRule("location", _v(Policy.REPLACE, "a resource cannot move region through a deployment")),
+    PropertyRule("zones*", _v(Policy.REPLACE, "a resource's availability zones are fixed at creation")),
+    PropertyRule("properties.provisioningState", _v(Policy.IN_PLACE, "set by Azure")),
+]
+
+_DEFAULT = _v(Policy.IN_PLACE, "no known replacement trigger: ARM updates it with an idempotent PUT")
+_SELECTOR = re.compile(r"\[[^\]]*\]")
+
+
+def wildcard(path: str) -> str:
+    """`properties.subnets[snet-x].properties.addressPrefix` -> `properties.subnets[*].properties.addressPrefix`."""
+    return _SELECTOR.sub("[*]", path)
+
+
+def property_verdict(resource_type: str, path: str, before: Any, after: Any, data_bearing: bool) -> Verdict:
+    shape = wildcard(path)
+    rules = [*RESOURCE_RULES.get(resource_type.lower(), []), *_GENERIC]
+    verdict = next((r.evaluate(before, after) for r in rules if fnmatchcase(shape, r.path)), _DEFAULT)
+    if verdict.policy is Policy.REPLACE and data_bearing:
+        verdict = verdict.model_copy(
+            update={"policy": Policy.REPLACE_DATA, "action_needed": verdict.action_needed or "copy the data off first"}
+        )
+    return verdict
+
+
+def is_data_bearing(resource_type: str) -> bool:
+    return resource_type.lower() in DATA_BEARING_TYPES
+
+
+def delete_verdict(resource_type: str, data_bearing: bool) -> Verdict:
+    if data_bearing:
+        return _v(
+            Policy.REPLACE_DATA,
+            "the resource and the data on it are destroyed",
+            "copy the data off first (AzCopy, or an HSM archive for Lustre)",
+        )
+    return _v(Policy.REPLACE, "the resource is deleted")
+
+
+def create_verdict() -> Verdict:
+    return _v(Policy.IN_PLACE, "a new resource; nothing existing is touched")

@@ -1,0 +1,128 @@
+"""The Azure resources a rendered DeploymentPlan declares, with IDs and bodies comparable to state.
+
+Deploy should record `DesiredResource.body` as `ResourceRecord.properties` (and `.id`): then an
+offline plan compares like with like. Whole-string `[parameters('x')]` and `[variables('x')]`
+references are resolved, because render may pass config values as parameters and a change in
+one must show up as a change of the property that uses it. Other ARM expressions stay as text:
+they change only when the template changes, and then the text changes too.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from hpclz.render.plan import Deployment, DeploymentPlan, Scope
+
+STRUCTURAL_KEYS = frozenset(
+    {"type", "name", "apiVersion", "dependsOn", "comments", "condition", "copy", "resources", "metadata", "scope"}
+)
+NESTED_DEPLOYMENT = "microsoft.resources/deployments"
+_REFERENCE = re.compile(r"^\[(parameters|variables)\('([^']+)'\)\]$")
+SUBSCRIPTION_PLACEHOLDER = "{subscription}"
+
+
+@dataclass
+class DesiredResource:
+    id: str
+    type: str
+    name: str
+    deployment: str
+    api_version: str
+    body: dict[str, Any]
+
+
+@dataclass
+class _Context:
+    deployment: str
+    subscription: str
+    resource_group: str | None
+    parameters: dict[str, Any]
+    variables: dict[str, Any]
+
+    def resolve(self, value: Any) -> Any:
+        if isinstance(value, str):
+            match = _REFERENCE.match(value)
+            if not match:
+                return value
+            kind, key = match.groups()
+            table = self.parameters if kind == "parameters" else self.variables
+            return table.get(key, value)
+        if isinstance(value, dict):
+            return {k: self.resolve(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [self.resolve(v) for v in value]
+        return value
+
+
+def _parameter_values(template: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:
+    """Values given to the deployment win over the template's defaults; ARM's {"value": x} form is unwrapped."""
+    values = {k: spec["defaultValue"] for k, spec in template.get("parameters", {}).items() if "defaultValue" in spec}
+    for key, value in given.items():
+        values[key] = value["value"] if isinstance(value, dict) and set(value) == {"value"} else value
+    return values
+
+
+def resource_id(subscription: str, resource_group: str | None, rtype: str, name: str) -> str:
+    if rtype.lower() == "microsoft.resources/resourcegroups":
+        return f"/subscriptions/{subscription}/resourceGroups/{name}"
+    namespace, *types = rtype.split("/")
+    names = name.split("/")
+    tail = "/".join(f"{t}/{n}" for t, n in zip(types, names, strict=False))
+    scope = f"/subscriptions/{subscription}" + (f"/resourceGroups/{resource_group}" if resource_group else "")
+    return f"{scope}/providers/{namespace}/{tail}"
+
+
+def id_key(rid: str) -> str:
+    """IDs compare case-insensitively and without the subscription, which offline plans may not know."""
+    return re.sub(r"^/subscriptions/[^/]+", "", rid, flags=re.I).lower()
+
+
+def desired_resources(plan: DeploymentPlan) -> list[DesiredResource]:
+    out: list[DesiredResource] = []
+    for deployment in plan.deployments:
+        out.extend(deployment_resources(deployment, plan.subscription_id or SUBSCRIPTION_PLACEHOLDER))
+    return out
+
+
+def deployment_resources(deployment: Deployment, subscription: str) -> list[DesiredResource]:
+    rg = deployment.resource_group if deployment.scope is Scope.RESOURCE_GROUP else None
+    template = deployment.template
+    params = _parameter_values(template, deployment.parameters)
+    ctx = _Context(deployment.name, subscription, rg, params, {})
+    ctx.variables = ctx.resolve(template.get("variables", {}))
+    out: list[DesiredResource] = []
+    _collect(template.get("resources", []), ctx, "", "", out)
+    return out
+
+
+def _collect(resources: Any, ctx: _Context, parent_type: str, parent_name: str, out: list[DesiredResource]) -> None:
+    items = resources.values() if isinstance(resources, dict) else resources  # languageVersion 2.0 symbolic names
+    for raw in items:
+        if not isinstance(raw, dict) or raw.get("condition") is False or raw.get("existing") is True:
+            continue
+        rtype = str(raw.get("type", ""))
+        name = str(ctx.resolve(raw.get("name", "")))
+        if parent_type:
+            rtype, name = f"{parent_type}/{rtype}", f"{parent_name}/{name}"
+        if rtype.lower() == NESTED_DEPLOYMENT and isinstance(raw.get("properties", {}).get("template"), dict):
+            _collect_nested(raw, ctx, out)
+            continue
+        body = {k: ctx.resolve(v) for k, v in raw.items() if k not in STRUCTURAL_KEYS}
+        rid = resource_id(ctx.subscription, ctx.resource_group, rtype, name)
+        if "scope" in raw:
+            rid = f"{ctx.resolve(raw['scope'])}/providers/{rtype}/{name}"
+        out.append(DesiredResource(rid, rtype, name, ctx.deployment, str(raw.get("apiVersion", "")), body))
+        _collect(raw.get("resources", []), ctx, rtype, name, out)
+
+
+def _collect_nested(raw: dict[str, Any], ctx: _Context, out: list[DesiredResource]) -> None:
+    """An inline nested deployment (e.g. resource groups, then what goes in them) is flattened into its parent."""
+    props = raw["properties"]
+    template = props["template"]
+    given = {k: ctx.resolve(v) for k, v in props.get("parameters", {}).items()}
+    rg = ctx.resolve(raw.get("resourceGroup", ctx.resource_group))
+    nested = _Context(ctx.deployment, ctx.subscription, rg, _parameter_values(template, given), {})
+    nested.variables = nested.resolve(template.get("variables", {}))
+    _collect(template.get("resources", []), nested, "", "", out)

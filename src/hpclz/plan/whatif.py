@@ -1,0 +1,265 @@
+"""Online plan: ARM what-if results mapped into the change-set model, with known noise filtered.
+
+Input is the what-if result as ARM returns it (the final body of the `whatIf` long-running
+operation: `{"status", "properties": {"changes": [...]}}`, or an SDK `WhatIfOperationResult`'s
+`as_dict()`, whose keys are snake_case). Change types follow learn.microsoft.com `ChangeType`:
+Create, Delete, Modify, Deploy, NoChange, Ignore, Unsupported; property changes: Create, Delete,
+Modify, Array, NoEffect.
+
+What-if reports properties that are read-only or that the resource provider sets by default as
+changes (github.com/Azure/arm-template-whatif/issues/276, /213, /383): those are filtered as noise
+and kept on the change (`--show-noise` prints them), so nothing is hidden without a count.
+"""
+
+from __future__ import annotations
+
+import re
+from fnmatch import fnmatchcase
+from typing import Any
+
+from hpclz.errors import ExitCode, HpclzError
+from hpclz.plan import policies
+from hpclz.plan.changeset import Action, ChangeSet, PropertyChange, ResourceChange, Verdict
+from hpclz.plan.offline import classify
+
+_SNAKE = {
+    "resource_id": "resourceId",
+    "change_type": "changeType",
+    "unsupported_reason": "unsupportedReason",
+    "property_change_type": "propertyChangeType",
+}
+
+# Read-only or server-set properties: a change to them is never something a template asked for.
+READ_ONLY_LEAVES = frozenset(
+    {
+        "provisioningState",
+        "etag",
+        "resourceGuid",
+        "uniqueId",
+        "creationTime",
+        "createdAt",
+        "createdTime",
+        "lastModifiedTime",
+        "lastModifiedAt",
+        "timeCreated",
+        "principalId",
+        "clientId",
+        "primaryEndpoints",
+        "secondaryEndpoints",
+        "primaryLocation",
+        "secondaryLocation",
+        "statusOfPrimary",
+        "statusOfSecondary",
+        "vmId",
+        "mgsAddress",
+        "clientInfo",
+        "health",
+        "throughputProvisionedMBps",
+        "mountTargets",
+        "fileSystemId",
+        "customerId",
+        "ipConfigurations",
+    }
+)
+
+# Properties the resource provider fills in when a template leaves them out: what-if shows them as
+# Delete, but an incremental PUT without them keeps the provider's default.
+SERVER_DEFAULTS: dict[str, tuple[str, ...]] = {
+    "microsoft.storage/storageaccounts": (
+        "properties.encryption*",
+        "properties.networkAcls.bypass",
+        "properties.networkAcls.virtualNetworkRules",
+        "properties.networkAcls.ipRules",
+        "properties.keyPolicy*",
+        "properties.accessTier",
+        "properties.defaultToOAuthAuthentication",
+        "properties.allowCrossTenantReplication",
+    ),
+    "microsoft.network/virtualnetworks": (
+        "properties.subnets[*].properties.privateEndpointNetworkPolicies",
+        "properties.subnets[*].properties.privateLinkServiceNetworkPolicies",
+        "properties.subnets[*].type",
+        "properties.enableDdosProtection",
+        "properties.virtualNetworkPeerings",
+    ),
+    "microsoft.network/virtualnetworks/subnets": (
+        "properties.privateEndpointNetworkPolicies",
+        "properties.privateLinkServiceNetworkPolicies",
+    ),
+    "microsoft.network/networksecuritygroups": (
+        "properties.securityRules[*].type",
+        "properties.securityRules[*].properties.sourcePortRanges",
+        "properties.securityRules[*].properties.destinationPortRanges",
+        "properties.securityRules[*].properties.sourceAddressPrefixes",
+        "properties.securityRules[*].properties.destinationAddressPrefixes",
+        "properties.defaultSecurityRules",
+    ),
+    "microsoft.compute/virtualmachines": (
+        "properties.osProfile.secrets",
+        "properties.osProfile.allowExtensionOperations",
+        "properties.osProfile.requireGuestProvisionSignal",
+        "properties.osProfile.linuxConfiguration.provisionVMAgent",
+        "properties.osProfile.linuxConfiguration.patchSettings*",
+        "properties.storageProfile.osDisk.managedDisk.id",
+        "properties.storageProfile.osDisk.name",
+        "properties.storageProfile.imageReference.exactVersion",
+        "properties.storageProfile.dataDisks",
+    ),
+    "microsoft.keyvault/vaults": ("properties.vaultUri", "properties.accessPolicies"),
+    "microsoft.operationalinsights/workspaces": ("properties.features*", "properties.workspaceCapping*"),
+}
+
+_RESOURCE_GROUP = re.compile(r"^/subscriptions/[^/]+/resourceGroups/([^/]+)$", re.I)
+
+
+def parse_resource_id(rid: str) -> tuple[str, str]:
+    """The type and name an ARM resource ID names; extension resources take their last provider part."""
+    match = _RESOURCE_GROUP.match(rid)
+    if match:
+        return "Microsoft.Resources/resourceGroups", match.group(1)
+    if "/providers/" not in rid:
+        return "", rid.rsplit("/", 1)[-1]
+    tail = rid.rsplit("/providers/", 1)[1].split("/")
+    namespace, rest = tail[0], tail[1:]
+    return "/".join([namespace, *rest[0::2]]), "/".join(rest[1::2])
+
+
+def _normalized(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {
+            _SNAKE.get(k, k): (_normalized(v) if k in ("changes", "delta", "children", "properties") else v)
+            for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [_normalized(v) for v in value]
+    return value
+
+
+def changes_of(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """The `changes` list of a what-if result; a failed what-if is an Azure error, not an empty plan."""
+    body = _normalized(body)
+    error = body.get("error") or (body.get("properties") or {}).get("error")
+    if error or str(body.get("status", "Succeeded")).lower() not in ("succeeded", ""):
+        detail = error.get("message", error) if isinstance(error, dict) else error
+        raise HpclzError(f"ARM what-if failed: {detail or body.get('status')}", exit_code=ExitCode.AZURE_ERROR)
+    props = body.get("properties", body)
+    changes = props.get("changes", [])
+    return list(changes) if isinstance(changes, list) else []
+
+
+def whatif_changeset(results: dict[str, dict[str, Any]], *, landing_zone: str, environment: str) -> ChangeSet:
+    """`results`: deployment name -> its what-if body. Resources in several deployments are listed once."""
+    changeset = ChangeSet(mode="what-if", landing_zone=landing_zone, environment=environment)
+    seen: set[str] = set()
+    for deployment, body in results.items():
+        for raw in changes_of(body):
+            rid = str(raw.get("resourceId", ""))
+            if rid.lower() in seen:
+                continue
+            seen.add(rid.lower())
+            kind = str(raw.get("changeType", ""))
+            if kind == "Ignore":
+                changeset.ignored.append(rid)
+            elif kind == "Unsupported":
+                changeset.unsupported.append(f"{rid}: {raw.get('unsupportedReason', 'no reason given')}")
+            else:
+                changeset.resources.append(map_change(raw, deployment))
+    return changeset
+
+
+def map_change(raw: dict[str, Any], deployment: str) -> ResourceChange:
+    rid = str(raw.get("resourceId", ""))
+    rtype, name = parse_resource_id(rid)
+    kind = str(raw.get("changeType", ""))
+    data = policies.is_data_bearing(rtype)
+    base = ResourceChange(
+        id=rid, type=rtype, name=name, deployment=deployment, action=Action.NO_CHANGE, data_bearing=data
+    )
+    if kind == "Create":
+        return base.model_copy(update={"action": Action.CREATE, "verdict": policies.create_verdict()})
+    if kind == "Delete":
+        return base.model_copy(update={"action": Action.DELETE, "verdict": policies.delete_verdict(rtype, data)})
+    if kind == "NoChange":
+        return base
+    before, after = raw.get("before") or {}, raw.get("after") or {}
+    for change in flatten(raw.get("delta") or [], "", before, after):
+        change.verdict = policies.property_verdict(rtype, change.path, change.before, change.after, data)
+        change.noise_reason = noise_reason(rtype, change)
+        (base.noise if change.noise_reason else base.changes).append(change)
+    classify(base)
+    if kind == "Deploy" and not base.changes and not base.noise:
+        base.action = Action.MODIFY
+        base.verdict = Verdict(reason="ARM redeploys it; what-if cannot tell which properties change")
+    return base
+
+
+def _join(parent: str, child: str) -> str:
+    if not parent:
+        return child
+    return f"{parent}[{child}]" if child.isdigit() else f"{parent}.{child}"
+
+
+def _lookup(body: Any, path: str) -> Any:
+    node = body
+    for part in re.findall(r"[^.\[\]]+", path):
+        if isinstance(node, dict):
+            node = node.get(part)
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            return None
+    return node
+
+
+_KINDS = {"Create": Action.CREATE, "Delete": Action.DELETE, "Modify": Action.MODIFY, "NoEffect": Action.MODIFY}
+
+
+def flatten(deltas: list[dict[str, Any]], parent: str, before: Any, after: Any) -> list[PropertyChange]:
+    """Nested what-if deltas as flat property paths; an array of scalars is shown whole, before and after."""
+    out: list[PropertyChange] = []
+    for delta in deltas:
+        path = _join(parent, str(delta.get("path", "")))
+        kind = str(delta.get("propertyChangeType", "Modify"))
+        if kind == "Array":
+            old, new = _lookup(before, path), _lookup(after, path)
+            scalars = all(not isinstance(v, dict | list) for v in [*(old or []), *(new or [])])
+            if scalars or not delta.get("children"):
+                out.append(PropertyChange(path=path, kind=Action.MODIFY, before=old, after=new))
+            else:
+                out.extend(flatten(delta["children"], path, before, after))
+            continue
+        change = PropertyChange(
+            path=path, kind=_KINDS.get(kind, Action.MODIFY), before=delta.get("before"), after=delta.get("after")
+        )
+        if kind == "NoEffect":
+            change.noise_reason = "NoEffect: ARM ignores this property (read-only)"
+        out.append(change)
+    return out
+
+
+def _leaf(path: str) -> str:
+    return re.findall(r"[^.\[\]]+", path)[-1] if path else ""
+
+
+def _same_value(before: Any, after: Any) -> bool:
+    if isinstance(before, str) and isinstance(after, str):
+        return before.replace(" ", "").lower() == after.replace(" ", "").lower()
+    return False
+
+
+def noise_reason(rtype: str, change: PropertyChange) -> str:
+    if change.noise_reason:
+        return change.noise_reason
+    leaf = _leaf(change.path)
+    if leaf in READ_ONLY_LEAVES:
+        return f"{leaf} is read-only, set by Azure"
+    if leaf == "id" and (change.kind is Action.DELETE or _same_value(change.before, change.after)):
+        return "a resource ID Azure fills in"
+    if change.kind is Action.MODIFY and _same_value(change.before, change.after):
+        return "differs only in case or spacing, which ARM ignores"
+    shape = policies.wildcard(change.path)
+    if change.kind is Action.DELETE and any(
+        fnmatchcase(shape, pattern) for pattern in SERVER_DEFAULTS.get(rtype.lower(), ())
+    ):
+        return "a default the resource provider sets when the template leaves it out"
+    return ""
