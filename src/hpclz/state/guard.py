@@ -9,6 +9,7 @@ sits in the document and which net caught it, never the value.
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -19,7 +20,7 @@ from hpclz.state.errors import SecretInStateError
 
 # Shorter values would match ordinary words and IDs; a secret that short is not worth guarding.
 MIN_SECRET_LENGTH = 6
-_PLACEHOLDER = re.compile(r"^\$\{env:[A-Za-z_][A-Za-z0-9_]*\}$")
+_PLACEHOLDER = re.compile(r"^\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}$")
 
 KNOWN_PATTERNS: dict[str, re.Pattern[str]] = {
     "storage account key in a connection string": re.compile(r"AccountKey=[A-Za-z0-9+/=]{20,}", re.I),
@@ -31,11 +32,18 @@ KNOWN_PATTERNS: dict[str, re.Pattern[str]] = {
 
 
 def config_secrets(model: BaseModel) -> dict[str, str]:
-    """Every SecretStr value in a model tree, keyed by its dotted path (the key is safe to print)."""
+    """Every SecretStr value in a model tree, keyed by its dotted path (the key is safe to print).
+
+    A `${env:NAME}` placeholder is resolved from the environment, as deploy will resolve it: the
+    value deploy sees is the one that must never reach the state.
+    """
     found: dict[str, str] = {}
     for path, value in _walk(model, ""):
         raw = value.get_secret_value()
-        if len(raw) >= MIN_SECRET_LENGTH and not _PLACEHOLDER.match(raw):
+        placeholder = _PLACEHOLDER.match(raw)
+        if placeholder:
+            raw = os.environ.get(placeholder.group(1), "")
+        if len(raw) >= MIN_SECRET_LENGTH:
             found[path] = raw
     return found
 
