@@ -9,6 +9,7 @@ import typer
 
 from hpclz import __version__
 from hpclz.cli.init import init
+from hpclz.cli.render import render
 from hpclz.cli.schema import schema
 from hpclz.cli.state import state_app
 from hpclz.cli.validate import validate
@@ -40,6 +41,7 @@ def _root(
 app.command()(validate)
 app.command()(schema)
 app.command()(init)
+app.command()(render)
 app.add_typer(state_app, name="state")
 
 

@@ -40,6 +40,10 @@ class Deployment(BaseModel):
         description="secureString parameter name -> config path of the secret, resolved only at deploy time.",
     )
     depends_on: list[str] = Field(default_factory=list, description="Names of deployments that must finish first.")
+    artifacts: dict[str, str] = Field(
+        default_factory=dict,
+        description="Readable copies of payloads embedded in the template (cloud-init, CycleCloud cluster), by file name.",
+    )
 
     def template_hash(self) -> str:
         """Identifies what would be applied; equal hashes mean a redeploy changes nothing."""

@@ -1,0 +1,86 @@
+"""Render a validated config into the ordered DeploymentPlan that plan and deploy consume.
+
+Organization (resource groups) deploys first at subscription scope; each design area then deploys into
+its own resource group, after the deployments whose resources it references by deterministic ID.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from hpclz.config.root import LandingZoneConfig
+from hpclz.render import components
+from hpclz.render.arm import RG_TEMPLATE_SCHEMA, SUBSCRIPTION_TEMPLATE_SCHEMA
+from hpclz.render.engine import render_json
+from hpclz.render.plan import Deployment, DeploymentPlan, Scope, canonical_json
+from hpclz.render.zone import Zone
+
+
+@dataclass(frozen=True)
+class Component:
+    """One deployment of the plan: where it lands, what it needs first, and when it exists at all."""
+
+    name: str
+    area: str | None  # resource group area; None = subscription scope
+    depends_on: tuple[str, ...]
+    enabled: Callable[[Zone], bool] = lambda zone: True
+    context: Callable[[Zone], dict[str, Any]] = field(default=lambda zone: {})
+    secure: Callable[[Zone], dict[str, str]] = field(default=lambda zone: {})
+
+
+COMPONENTS: tuple[Component, ...] = (
+    Component("organization", None, ()),
+    Component("network", "network", ("organization",), context=components.network),
+)
+
+
+def deployment_name(config: LandingZoneConfig, component: str) -> str:
+    meta = config.metadata
+    return f"hpclz-{meta.name}-{meta.environment.value}-{component}"
+
+
+def config_hash(config: LandingZoneConfig) -> str:
+    """Secrets dump masked, so the hash never depends on (or leaks) a secret value."""
+    return hashlib.sha256(canonical_json(config.model_dump(mode="json")).encode()).hexdigest()
+
+
+def build_plan(config: LandingZoneConfig) -> DeploymentPlan:
+    zone = Zone(config)
+    enabled = [c for c in COMPONENTS if c.enabled(zone)]
+    present = {c.name for c in enabled}
+    deployments = [_deployment(zone, c, present) for c in enabled]
+    return DeploymentPlan(
+        landing_zone=config.metadata.name,
+        environment=config.metadata.environment.value,
+        location=config.metadata.location,
+        subscription_id=config.metadata.subscription_id,
+        config_hash=config_hash(config),
+        deployments=deployments,
+    )
+
+
+def _deployment(zone: Zone, component: Component, present: set[str]) -> Deployment:
+    scope = Scope.SUBSCRIPTION if component.area is None else Scope.RESOURCE_GROUP
+    secure = component.secure(zone)
+    template = render_json(
+        f"arm/{component.name}/main.json.j2",
+        schema=SUBSCRIPTION_TEMPLATE_SCHEMA if scope is Scope.SUBSCRIPTION else RG_TEMPLATE_SCHEMA,
+        metadata={"hpclz": {"zone": zone.config.metadata.name, "component": component.name}},
+        secure_parameters=sorted(secure),
+        **zone.template_globals(),
+        **component.context(zone),
+    )
+    return Deployment(
+        name=deployment_name(zone.config, component.name),
+        component=component.name,
+        scope=scope,
+        resource_group=zone.rg[component.area] if component.area else None,
+        location=zone.location,
+        template=template,
+        parameters={},
+        secure_parameters=secure,
+        depends_on=[deployment_name(zone.config, d) for d in component.depends_on if d in present],
+    )

@@ -1,0 +1,80 @@
+"""A topology picture of a plan: one box per deployment holding its resources, arrows for depends_on.
+
+Mermaid and Graphviz DOT are text, written always; SVG and PNG only where Graphviz `dot` is installed.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+from hpclz.render.plan import DeploymentPlan
+
+# Children and glue resources would crowd the picture without telling a reader anything new.
+_HIDDEN = ("Microsoft.Authorization/roleAssignments", "/virtualNetworkLinks", "/privateDnsZoneGroups", "/blobServices")
+
+
+def _id(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_]", "_", text)
+
+
+def _shown(plan: DeploymentPlan) -> list[tuple[str, str, list[tuple[str, str]]]]:
+    out = []
+    for d in plan.deployments:
+        items = []
+        for r in d.resources():
+            rtype = str(r.get("type", ""))
+            if any(h in rtype for h in _HIDDEN):
+                continue
+            label = f"{rtype.split('/')[-1]}: {str(r.get('name', '')).split('/')[-1]}"
+            items.append((_id(f"{d.component}_{r.get('name', '')}_{rtype}"), label))
+        title = d.component + (f" ({d.resource_group})" if d.resource_group else " (subscription)")
+        out.append((_id(d.name), title, items))
+    return out
+
+
+def mermaid(plan: DeploymentPlan) -> str:
+    lines = ["flowchart TB"]
+    for key, title, items in _shown(plan):
+        lines.append(f'  subgraph {key}["{title}"]')
+        lines += [f'    {rid}["{label}"]' for rid, label in items]
+        lines.append("  end")
+    for d in plan.deployments:
+        lines += [f"  {_id(dep)} --> {_id(d.name)}" for dep in d.depends_on]
+    return "\n".join(lines) + "\n"
+
+
+def dot(plan: DeploymentPlan) -> str:
+    lines = [f'digraph "{plan.landing_zone}" {{', "  rankdir=TB;", '  node [shape=box, fontname="Helvetica"];']
+    for key, title, items in _shown(plan):
+        lines.append(f'  subgraph "cluster_{key}" {{')
+        lines.append(f'    label="{title}";')
+        lines.append(f'    "{key}" [shape=point, style=invis];')
+        lines += [f'    "{rid}" [label="{label}"];' for rid, label in items]
+        lines.append("  }")
+    for d in plan.deployments:
+        lines += [
+            f'  "{_id(dep)}" -> "{_id(d.name)}" [ltail="cluster_{_id(dep)}", lhead="cluster_{_id(d.name)}"];'
+            for dep in d.depends_on
+        ]
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def diagram_files(plan: DeploymentPlan) -> dict[str, str]:
+    return {"diagram.mmd": mermaid(plan), "diagram.dot": dot(plan)}
+
+
+def render_images(dot_file: Path) -> list[Path]:
+    """SVG and PNG next to the DOT file, when Graphviz is installed; nothing otherwise."""
+    exe = shutil.which("dot")
+    if exe is None:
+        return []
+    made = []
+    for fmt in ("svg", "png"):
+        target = dot_file.with_suffix(f".{fmt}")
+        subprocess.run([exe, f"-T{fmt}", str(dot_file), "-o", str(target)], check=True, capture_output=True)
+        made.append(target)
+    return made

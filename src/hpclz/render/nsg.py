@@ -1,0 +1,91 @@
+"""Security rules per subnet: Internet inbound denied explicitly, plus the config's extra rules.
+
+The Bastion subnet gets exactly the rules Azure requires of an NSG on AzureBastionSubnet
+(learn.microsoft.com/azure/bastion/bastion-nsg): without them Bastion stops working or cannot be updated.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hpclz.config.network import NsgRule
+from hpclz.render.zone import SubnetView
+
+DENY_INTERNET_PRIORITY = 4096
+
+
+def _rule(
+    name: str,
+    priority: int,
+    direction: str,
+    access: str,
+    protocol: str,
+    source: str,
+    destination: str,
+    ports: list[str],
+    description: str,
+) -> dict[str, Any]:
+    props: dict[str, Any] = {
+        "priority": priority,
+        "direction": direction,
+        "access": access,
+        "protocol": protocol,
+        "sourceAddressPrefix": source,
+        "sourcePortRange": "*",
+        "destinationAddressPrefix": destination,
+        "description": description,
+    }
+    if len(ports) == 1:
+        props["destinationPortRange"] = ports[0]
+    else:
+        props["destinationPortRanges"] = ports
+    return {"name": name, "properties": props}
+
+
+BASTION_RULES: list[dict[str, Any]] = [
+    _rule("AllowHttpsInbound", 120, "Inbound", "Allow", "Tcp", "Internet", "*", ["443"], "Bastion: users reach the portal session"),
+    _rule("AllowGatewayManagerInbound", 130, "Inbound", "Allow", "Tcp", "GatewayManager", "*", ["443"], "Bastion: control plane"),
+    _rule("AllowAzureLoadBalancerInbound", 140, "Inbound", "Allow", "Tcp", "AzureLoadBalancer", "*", ["443"], "Bastion: health probes"),
+    _rule("AllowBastionHostCommunication", 150, "Inbound", "Allow", "*", "VirtualNetwork", "VirtualNetwork", ["8080", "5701"], "Bastion: data plane between instances"),
+    _rule("DenyAllInbound", DENY_INTERNET_PRIORITY, "Inbound", "Deny", "*", "*", "*", ["*"], "hpclz: nothing else reaches Bastion"),
+    _rule("AllowSshRdpOutbound", 100, "Outbound", "Allow", "*", "*", "VirtualNetwork", ["22", "3389"], "Bastion: sessions to VMs"),
+    _rule("AllowAzureCloudOutbound", 110, "Outbound", "Allow", "Tcp", "*", "AzureCloud", ["443"], "Bastion: diagnostics and metering"),
+    _rule("AllowBastionCommunication", 120, "Outbound", "Allow", "*", "VirtualNetwork", "VirtualNetwork", ["8080", "5701"], "Bastion: data plane between instances"),
+    _rule("AllowHttpOutbound", 130, "Outbound", "Allow", "*", "*", "Internet", ["80"], "Bastion: session and certificate validation"),
+]  # fmt: skip
+
+
+def _extra(rule: NsgRule) -> dict[str, Any]:
+    out = _rule(
+        rule.name,
+        rule.priority,
+        rule.direction,
+        rule.access,
+        rule.protocol,
+        rule.source_address_prefix,
+        rule.destination_address_prefix,
+        [rule.destination_port_range],
+        f"hpclz: network.nsg_rules[{rule.name}]",
+    )
+    out["properties"]["sourcePortRange"] = rule.source_port_range
+    return out
+
+
+def security_rules(view: SubnetView, extra: list[NsgRule]) -> list[dict[str, Any]]:
+    if view.role == "bastion":
+        return BASTION_RULES
+    rules = [_extra(r) for r in extra if r.subnet == view.role]
+    rules.append(
+        _rule(
+            "DenyInternetInbound",
+            DENY_INTERNET_PRIORITY,
+            "Inbound",
+            "Deny",
+            "*",
+            "Internet",
+            "*",
+            ["*"],
+            "hpclz: no inbound traffic from the Internet; operators arrive through Bastion or the hub",
+        )
+    )
+    return sorted(rules, key=lambda r: (r["properties"]["direction"], r["properties"]["priority"]))

@@ -1,0 +1,133 @@
+"""Role assignments per resource group, each at the narrowest scope its job needs.
+
+Built-in role definition IDs are the same in every tenant
+(learn.microsoft.com/azure/role-based-access-control/built-in-roles). Assignment names are ARM
+`guid()` over scope, principal and role, so a redeploy finds the same assignment instead of a duplicate.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from hpclz.config.identity import BuiltinRole
+from hpclz.render.arm import expr, literal, role_definition
+from hpclz.render.zone import Zone
+
+ROLE_IDS: dict[BuiltinRole, str] = {
+    BuiltinRole.OWNER: "8e3af657-a8ff-443c-a75c-2fe8c4bcb635",
+    BuiltinRole.CONTRIBUTOR: "b24988ac-6180-42a0-ab88-20f7382dd24c",
+    BuiltinRole.READER: "acdd72a7-3385-48ef-bd42-f606fba81ae7",
+    BuiltinRole.USER_ACCESS_ADMINISTRATOR: "18d7d88d-d35e-4fb5-a5c3-7773c20a72d9",
+    BuiltinRole.VM_ADMIN_LOGIN: "1c0163c0-47e6-4577-8991-ea5c82e286e4",
+    BuiltinRole.VM_USER_LOGIN: "fb879df8-f326-4884-b1cf-06f3ad86be52",
+    BuiltinRole.VM_CONTRIBUTOR: "9980e02c-c2be-4d73-94e8-173b1dc7cf3c",
+    BuiltinRole.STORAGE_BLOB_DATA_CONTRIBUTOR: "ba92f5b4-2d11-453d-a403-e96b0029c9fe",
+    BuiltinRole.STORAGE_BLOB_DATA_READER: "2a2b9908-6ea1-4ae2-8e65-a410df84e7d1",
+    BuiltinRole.KEY_VAULT_ADMINISTRATOR: "00482a5a-887f-4fb3-b363-3b7fe8e74483",
+    BuiltinRole.KEY_VAULT_SECRETS_USER: "4633458b-17de-408a-b874-0445c86b69e6",
+    BuiltinRole.MONITORING_METRICS_PUBLISHER: "3913510d-42f4-4e42-8a64-420c390055eb",
+    BuiltinRole.LOG_ANALYTICS_READER: "73c42c96-874c-492b-b04d-ab87d138a893",
+}
+
+
+@dataclass(frozen=True)
+class Assignment:
+    """One rendered role assignment: name and principal are ARM expressions or literals."""
+
+    name: str
+    role_definition_id: str
+    principal_id: str
+    principal_type: str
+    path: str
+    description: str
+    scope: str | None = None  # relative resource scope for assignments narrower than the group
+    depends_on: list[str] = field(default_factory=list)
+
+
+def _assignment(
+    role: BuiltinRole,
+    principal: str,
+    principal_type: str,
+    path: str,
+    *,
+    scope_id: str = "resourceGroup().id",
+    scope: str | None = None,
+    identity_key: str | None = None,
+    depends_on: list[str] | None = None,
+) -> Assignment:
+    role_id = ROLE_IDS[role]
+    key = identity_key or literal(principal)
+    return Assignment(
+        name=expr(f"guid({scope_id}, {key}, {literal(role_id)})"),
+        role_definition_id=expr(role_definition(role_id)),
+        principal_id=principal,
+        principal_type=principal_type,
+        path=path,
+        description=f"hpclz: {role.value} for {path}",
+        scope=scope,
+        depends_on=depends_on or [],
+    )
+
+
+def _groups(zone: Zone, attr: str, roles: list[BuiltinRole], **kw: str) -> list[Assignment]:
+    out = []
+    for index, group in enumerate(getattr(zone.config.identity.groups, attr)):
+        for role in roles:
+            out.append(_assignment(role, group, "Group", f"identity.groups.{attr}[{index}]", **kw))  # type: ignore[arg-type]
+    return out
+
+
+def _identity(zone: Zone, role_name: str, role: BuiltinRole, **kw: object) -> Assignment:
+    return _assignment(
+        role,
+        zone.identity_principal(role_name),
+        "ServicePrincipal",
+        f"identity.managed_identities.{role_name}",
+        identity_key=zone.identity_id(role_name),
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+def assignments(zone: Zone, area: str) -> list[Assignment]:
+    """Every role assignment that lands in the resource group of `area`."""
+    identity = zone.config.identity
+    out = _groups(zone, "readers", [BuiltinRole.READER])
+    if area == "compute":
+        out += _groups(zone, "admins", [BuiltinRole.VM_ADMIN_LOGIN, BuiltinRole.CONTRIBUTOR])
+        out += _groups(zone, "users", [BuiltinRole.VM_USER_LOGIN])
+        if identity.managed_identities.scheduler:
+            # CycleCloud creates and deletes the node scale sets: VM Contributor on this group only.
+            out.append(_identity(zone, "scheduler", BuiltinRole.VM_CONTRIBUTOR))
+    if area == "storage" and zone.blob_new:
+        account = zone.storage_account_name
+        scoped = {
+            "scope_id": f"resourceId('Microsoft.Storage/storageAccounts', {literal(account)})",
+            "scope": f"Microsoft.Storage/storageAccounts/{account}",
+            "depends_on": [expr(f"resourceId('Microsoft.Storage/storageAccounts', {literal(account)})")],
+        }
+        out += _groups(zone, "users", [BuiltinRole.STORAGE_BLOB_DATA_CONTRIBUTOR], **scoped)  # type: ignore[arg-type]
+        if identity.managed_identities.compute:
+            out.append(_identity(zone, "compute", BuiltinRole.STORAGE_BLOB_DATA_CONTRIBUTOR, **scoped))
+    if area == "management" and zone.key_vault_new and identity.managed_identities.compute:
+        vault = zone.key_vault_name
+        identity_dep = expr(
+            f"resourceId('Microsoft.ManagedIdentity/userAssignedIdentities', {literal(zone.identity_name('compute'))})"
+        )
+        out.append(
+            _identity(
+                zone,
+                "compute",
+                BuiltinRole.KEY_VAULT_SECRETS_USER,
+                scope_id=f"resourceId('Microsoft.KeyVault/vaults', {literal(vault)})",
+                scope=f"Microsoft.KeyVault/vaults/{vault}",
+                depends_on=[expr(f"resourceId('Microsoft.KeyVault/vaults', {literal(vault)})"), identity_dep],
+            )
+        )
+    for index, extra in enumerate(identity.extra_role_assignments):
+        if extra.area.value == area:
+            out.append(
+                _assignment(
+                    extra.role, extra.principal_id, extra.principal_type, f"identity.extra_role_assignments[{index}]"
+                )
+            )
+    return out

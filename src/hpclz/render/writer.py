@@ -1,0 +1,121 @@
+"""Write a DeploymentPlan to a folder: templates, parameters (never secrets), a manifest.
+
+The output is byte-identical across runs: sorted keys, stable order, no timestamps. Files listed in an
+earlier manifest are removed first, so a component that disappeared leaves no stale template behind.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+from hpclz.errors import ExitCode, HpclzError
+from hpclz.render.arm import PARAMETERS_SCHEMA
+from hpclz.render.plan import Deployment, DeploymentPlan
+
+MANIFEST = "manifest.json"
+ARTIFACTS = "artifacts"
+
+
+def dumps(value: Any) -> str:
+    return json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def file_stem(index: int, deployment: Deployment) -> str:
+    return f"{index:02d}-{deployment.component}"
+
+
+def parameters_file(deployment: Deployment) -> dict[str, Any]:
+    """An ARM parameters file; secureString parameters are left out and resolved at deploy time."""
+    return {
+        "$schema": PARAMETERS_SCHEMA,
+        "contentVersion": "1.0.0.0",
+        "parameters": {name: {"value": value} for name, value in sorted(deployment.parameters.items())},
+    }
+
+
+def manifest(plan: DeploymentPlan) -> dict[str, Any]:
+    entries = []
+    for index, d in enumerate(plan.deployments, start=1):
+        stem = file_stem(index, d)
+        entries.append(
+            {
+                "order": index,
+                "name": d.name,
+                "component": d.component,
+                "scope": d.scope.value,
+                "resource_group": d.resource_group,
+                "location": d.location,
+                "depends_on": d.depends_on,
+                "template": f"{stem}.template.json",
+                "parameters": f"{stem}.parameters.json",
+                "template_hash": d.template_hash(),
+                "secure_parameters": d.secure_parameters,
+                "resources": len(d.resources()),
+                "artifacts": sorted(f"{ARTIFACTS}/{name}" for name in d.artifacts),
+            }
+        )
+    return {
+        "landing_zone": plan.landing_zone,
+        "environment": plan.environment,
+        "location": plan.location,
+        "subscription_id": plan.subscription_id,
+        "config_hash": plan.config_hash,
+        "deployments": entries,
+        "waves": [[d.name for d in wave] for wave in plan.waves()],
+    }
+
+
+def output_files(plan: DeploymentPlan) -> dict[str, str]:
+    """Relative path -> content of every file `write_plan` writes."""
+    files = {MANIFEST: dumps(manifest(plan))}
+    for index, d in enumerate(plan.deployments, start=1):
+        stem = file_stem(index, d)
+        files[f"{stem}.template.json"] = dumps(d.template)
+        files[f"{stem}.parameters.json"] = dumps(parameters_file(d))
+        for name, text in d.artifacts.items():
+            files[f"{ARTIFACTS}/{name}"] = text
+    return files
+
+
+def write_plan(plan: DeploymentPlan, out_dir: Path, extra: dict[str, str] | None = None) -> list[Path]:
+    files = {**output_files(plan), **(extra or {})}
+    _clear_previous(out_dir)
+    written = []
+    for relative, text in sorted(files.items()):
+        path = out_dir / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8", newline="\n")
+        written.append(path)
+    return written
+
+
+def _clear_previous(out_dir: Path) -> None:
+    if not out_dir.exists():
+        return
+    if not out_dir.is_dir():
+        raise HpclzError(f"{out_dir}: exists and is not a folder", exit_code=ExitCode.USAGE)
+    previous = out_dir / MANIFEST
+    if not previous.is_file():
+        if any(out_dir.iterdir()):
+            raise HpclzError(
+                f"{out_dir}: folder is not empty and holds no hpclz {MANIFEST}; refusing to write over it",
+                exit_code=ExitCode.USAGE,
+                hint="choose an empty or new folder",
+            )
+        return
+    try:
+        old = json.loads(previous.read_text(encoding="utf-8"))
+        stale = [name for e in old.get("deployments", []) for name in (e["template"], e["parameters"])]
+    except (ValueError, KeyError, TypeError):
+        raise HpclzError(
+            f"{previous}: not an hpclz manifest; refusing to write over it", exit_code=ExitCode.USAGE
+        ) from None
+    for name in stale:
+        (out_dir / Path(name).name).unlink(missing_ok=True)
+    for name in ("diagram.mmd", "diagram.dot", "diagram.svg", "diagram.png"):
+        (out_dir / name).unlink(missing_ok=True)
+    shutil.rmtree(out_dir / ARTIFACTS, ignore_errors=True)
+    previous.unlink()

@@ -1,0 +1,191 @@
+"""What every template of one landing zone shares: names, resource groups, tags, cross-deployment IDs.
+
+Names come from hpclz.naming.NameBuilder only. Cross-deployment references are deterministic resource
+IDs (`resourceId('<rg>', ...)`), never outputs, so a deployment can be planned before its dependency runs.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+from hpclz.config.identity import Area, NewKeyVault
+from hpclz.config.network import ExistingVnet, Subnet
+from hpclz.config.operations import NewMonitoring
+from hpclz.config.root import LandingZoneConfig
+from hpclz.config.storage import NewBlob
+from hpclz.naming import NameBuilder
+from hpclz.render.arm import API_VERSIONS, expr, resource_id
+from hpclz.render.engine import Safe
+
+ZONE_TAG = "hpclz-zone"
+MANAGED_TAG = "hpclz-managed"
+DATA_TAG = "hpclz-data"
+ENVIRONMENT_TAG = "hpclz-environment"
+BASTION_SUBNET = "AzureBastionSubnet"
+# The roles whose subnets host VMs: they get the NAT gateway for outbound traffic.
+NAT_ROLES = ("admin", "compute")
+SUBNET_ROLES = ("admin", "compute", "lustre", "netapp", "private_endpoints", "bastion")
+BLOB_DNS_ZONE = "privatelink.blob.core.windows.net"
+VAULT_DNS_ZONE = "privatelink.vaultcore.azure.net"
+
+
+@dataclass(frozen=True)
+class SubnetView:
+    role: str
+    name: str
+    cidr: str
+    path: str
+    nsg_name: str | None
+    nat: bool
+    spec: Subnet
+
+
+class Zone:
+    """One landing zone, seen by the templates."""
+
+    def __init__(self, config: LandingZoneConfig):
+        self.config = config
+        self.names = NameBuilder(config)
+        self.api = API_VERSIONS
+        self.location = config.metadata.location
+
+    # --- resource groups and tags -------------------------------------------------------------
+    @cached_property
+    def rg(self) -> dict[str, str]:
+        overrides = self.config.organization.resource_groups
+        return {a.value: self.names.resource_group(a.value, getattr(overrides, a.value)) for a in Area}
+
+    def tags(self, data: bool = False) -> dict[str, str]:
+        tags = dict(self.config.metadata.tags)
+        tags[ZONE_TAG] = self.config.metadata.name
+        tags[MANAGED_TAG] = "true"
+        tags[ENVIRONMENT_TAG] = self.config.metadata.environment.value
+        if data:
+            tags[DATA_TAG] = "true"
+        return tags
+
+    def meta(self, path: str, data: bool = False, tags: bool = True) -> Safe:
+        """`"comments": ..., "tags": ...` for a resource: the config path that made it, and the zone's tags."""
+        out = {"comments": f"hpclz: {path}"}
+        body = json.dumps(out, ensure_ascii=False)[1:-1]
+        if tags:
+            body += ', "tags": ' + json.dumps(self.tags(data), sort_keys=True, ensure_ascii=False)
+        return Safe(body)
+
+    # --- network -------------------------------------------------------------------------------
+    @cached_property
+    def subnets(self) -> list[SubnetView]:
+        net = self.config.network
+        views = []
+        for role in SUBNET_ROLES:
+            spec: Subnet | None = getattr(net.vnet.subnets, role)
+            if spec is None:
+                continue
+            label = role.replace("private_endpoints", "pe")
+            name = spec.name or (BASTION_SUBNET if role == "bastion" else self.names.name("subnet", label))
+            nsg = (
+                self.names.name("network_security_group", role.replace("private_endpoints", "pe")) if spec.nsg else None
+            )
+            nat = net.nat_gateway.enabled and role in NAT_ROLES
+            views.append(SubnetView(role, name, str(spec.cidr), f"network.vnet.subnets.{role}", nsg, nat, spec))
+        return views
+
+    def subnet(self, role: str) -> SubnetView:
+        for view in self.subnets:
+            if view.role == role:
+                return view
+        raise KeyError(f"no {role} subnet")
+
+    def has_subnet(self, role: str) -> bool:
+        return any(v.role == role for v in self.subnets)
+
+    @property
+    def existing_vnet(self) -> ExistingVnet | None:
+        vnet = self.config.network.vnet
+        return vnet if isinstance(vnet, ExistingVnet) else None
+
+    @cached_property
+    def vnet_name(self) -> str:
+        existing = self.existing_vnet
+        return existing.resource_id.rstrip("/").split("/")[-1] if existing else self.names.name("virtual_network")
+
+    @cached_property
+    def vnet_id(self) -> str:
+        existing = self.existing_vnet
+        if existing:
+            return existing.resource_id
+        return expr(resource_id("Microsoft.Network/virtualNetworks", self.vnet_name, group=self.rg["network"]))
+
+    def subnet_id(self, role: str) -> str:
+        name = self.subnet(role).name
+        existing = self.existing_vnet
+        if existing:
+            return f"{existing.resource_id.rstrip('/')}/subnets/{name}"
+        return expr(
+            resource_id("Microsoft.Network/virtualNetworks/subnets", self.vnet_name, name, group=self.rg["network"])
+        )
+
+    @cached_property
+    def dns_zones(self) -> list[tuple[str, str]]:
+        """(zone, config path that needs it) for each private endpoint hpclz creates."""
+        if not self.config.network.private_dns_zones or not self.has_subnet("private_endpoints"):
+            return []
+        zones = []
+        if self.storage_account_pe:
+            zones.append((BLOB_DNS_ZONE, "storage.blob.private_endpoint"))
+        if self.key_vault_new:
+            zones.append((VAULT_DNS_ZONE, "identity.key_vault"))
+        return zones
+
+    def dns_zone_id(self, zone: str) -> str:
+        return expr(resource_id("Microsoft.Network/privateDnsZones", zone, group=self.rg["network"]))
+
+    # --- identity ------------------------------------------------------------------------------
+    def identity_name(self, role: str) -> str:
+        return self.names.name("managed_identity", role)
+
+    def identity_id(self, role: str) -> str:
+        """Body (no brackets) of the user-assigned identity's resource ID, from any resource group."""
+        return resource_id(
+            "Microsoft.ManagedIdentity/userAssignedIdentities", self.identity_name(role), group=self.rg["management"]
+        )
+
+    def identity_principal(self, role: str) -> str:
+        api = API_VERSIONS["Microsoft.ManagedIdentity/userAssignedIdentities"]
+        return expr(f"reference({self.identity_id(role)}, '{api}').principalId")
+
+    @property
+    def key_vault_new(self) -> NewKeyVault | None:
+        kv = self.config.identity.key_vault
+        return kv if isinstance(kv, NewKeyVault) else None
+
+    @cached_property
+    def key_vault_name(self) -> str:
+        return self.names.name("key_vault")
+
+    # --- storage -------------------------------------------------------------------------------
+    @property
+    def blob_new(self) -> NewBlob | None:
+        blob = self.config.storage.blob
+        return blob if isinstance(blob, NewBlob) else None
+
+    @property
+    def storage_account_pe(self) -> bool:
+        blob = self.blob_new
+        return bool(blob and blob.private_endpoint and self.has_subnet("private_endpoints"))
+
+    @cached_property
+    def storage_account_name(self) -> str:
+        return self.names.name("storage_account")
+
+    # --- monitoring ----------------------------------------------------------------------------
+    @property
+    def monitoring_new(self) -> NewMonitoring | None:
+        mon = self.config.monitoring
+        return mon if isinstance(mon, NewMonitoring) else None
+
+    def template_globals(self) -> dict[str, Any]:
+        return {"zone": self, "config": self.config, "names": self.names, "api": self.api, "rg": self.rg}

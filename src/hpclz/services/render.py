@@ -1,0 +1,84 @@
+"""`hpclz render`: validated config -> DeploymentPlan -> files (templates, parameters, manifest)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from hpclz.config.loader import load_config
+from hpclz.errors import ExitCode
+from hpclz.findings import Finding, Severity
+from hpclz.render.build import build_plan
+from hpclz.render.plan import DeploymentPlan
+from hpclz.services.validate import check_config
+
+
+class RenderResult(BaseModel):
+    file: str
+    out_dir: str
+    plan: DeploymentPlan
+    written: list[str] = Field(default_factory=list)
+    findings: list[Finding] = Field(default_factory=list)
+    gates_run: list[str] = Field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not any(f.severity is Severity.ERROR for f in self.findings)
+
+    @property
+    def exit_code(self) -> ExitCode:
+        return ExitCode.OK if self.ok else ExitCode.FAILED
+
+    def payload(self) -> dict[str, Any]:
+        return {
+            "file": self.file,
+            "out_dir": self.out_dir,
+            "config_hash": self.plan.config_hash,
+            "deployments": [
+                {
+                    "name": d.name,
+                    "component": d.component,
+                    "scope": d.scope.value,
+                    "resource_group": d.resource_group,
+                    "depends_on": d.depends_on,
+                    "resources": len(d.resources()),
+                    "template_hash": d.template_hash(),
+                }
+                for d in self.plan.deployments
+            ],
+            "written": self.written,
+            "gates": self.gates_run,
+        }
+
+
+def render(path: str | Path, out_dir: Path, *, diagram: bool = False, gates: bool = True) -> RenderResult:
+    from hpclz.render.diagram import diagram_files, render_images
+    from hpclz.render.writer import write_plan
+
+    loaded = load_config(path)
+    reported, _ = check_config(loaded)
+    # Info findings belong to `validate`; render shows only what needs attention.
+    findings = [f for f in reported if f.severity.at_least(Severity.WARNING)]
+    plan = build_plan(loaded.config)
+    if any(f.severity is Severity.ERROR for f in findings):
+        # An invalid landing zone must not leave templates behind that someone could deploy.
+        return RenderResult(file=str(path), out_dir=str(out_dir), plan=plan, findings=findings)
+    gate_findings, gates_run = _run_gates(plan) if gates else ([], [])
+    extra = diagram_files(plan) if diagram else {}
+    written = write_plan(plan, out_dir, extra)
+    if diagram:
+        written += render_images(out_dir / "diagram.dot")
+    return RenderResult(
+        file=str(path),
+        out_dir=str(out_dir),
+        plan=plan,
+        written=[str(p) for p in written],
+        findings=[*findings, *gate_findings],
+        gates_run=gates_run,
+    )
+
+
+def _run_gates(plan: DeploymentPlan) -> tuple[list[Finding], list[str]]:
+    return [], []
