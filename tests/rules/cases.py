@@ -1,0 +1,221 @@
+"""The failing case of every config rule: a preset plus the smallest mutation that must fire the rule.
+
+tests/rules/test_config_rules.py checks that this table covers CONFIG_RULES exactly, that each mutation
+fires its rule, and that the unmutated presets are the passing cases.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from dataclasses import dataclass
+from io import StringIO
+from typing import Any
+
+from ruamel.yaml import YAML
+
+from hpclz.config import LoadedConfig, load_config_text
+from tests.conftest import REPO
+
+ZERO = "00000000-0000-0000-0000-000000000000"
+OTHER = "11111111-2222-4333-8444-555555555555"
+
+Doc = dict[str, Any]
+Mutation = Callable[[Doc], None]
+
+
+@dataclass(frozen=True)
+class Case:
+    preset: str
+    mutate: Mutation
+    severity: str | None = None  # when the rule reports this case at other than its default severity
+
+
+def preset_doc(name: str) -> Doc:
+    data: Doc = YAML(typ="safe").load((REPO / "configs" / f"{name}.yaml").read_text(encoding="utf-8"))
+    return data
+
+
+def load_case(case: Case, label: str) -> LoadedConfig:
+    doc = copy.deepcopy(preset_doc(case.preset))
+    case.mutate(doc)
+    out = StringIO()
+    YAML(typ="safe").dump(doc, out)
+    return load_config_text(out.getvalue(), f"{label}.yaml")
+
+
+def _set(path: str, value: Any) -> Mutation:
+    """Set a dotted path (integers index lists); a value of DELETE removes the key."""
+
+    def mutate(doc: Doc) -> None:
+        *parents, last = [int(p) if p.isdigit() else p for p in path.split(".")]
+        node: Any = doc
+        for part in parents:
+            node = node[part]
+        if value is DELETE:
+            del node[last]
+        else:
+            node[last] = copy.deepcopy(value)
+
+    return mutate
+
+
+def _all(*mutations: Mutation) -> Mutation:
+    def mutate(doc: Doc) -> None:
+        for m in mutations:
+            m(doc)
+
+    return mutate
+
+
+DELETE = object()
+SUBNETS = "network.vnet.subnets"
+P = "compute.partitions"
+
+CASES: dict[str, list[Case]] = {
+    "HPCLZ-ORG-001": [Case("ai-training", _set("organization.required_tags", ["owner", "costCenter", "project"]))],
+    "HPCLZ-ORG-002": [Case("energy", _set("metadata.location", "westeurope"))],
+    "HPCLZ-ORG-003": [Case("ai-training", _set("metadata.tags.team/name", "hpc"))],
+    "HPCLZ-ORG-004": [Case("ai-training", _set("organization.resource_groups", {"compute": "rg compute"}))],
+    "HPCLZ-IDN-001": [Case("ai-training", _set("identity.groups.readers", [ZERO]))],
+    "HPCLZ-IDN-002": [Case("ai-training", _set("identity.groups.readers", ["53f5840a-6a69-4e27-ab39-b50a1723b1fb"]))],
+    "HPCLZ-IDN-003": [
+        Case(
+            "ai-training",
+            _set("identity.extra_role_assignments", [{"principal_id": OTHER, "role": "Owner", "area": "compute"}]),
+        ),
+        Case(
+            "energy",
+            _set(
+                "identity.extra_role_assignments",
+                [{"principal_id": OTHER, "role": "User Access Administrator", "area": "storage"}],
+            ),
+        ),
+    ],
+    "HPCLZ-IDN-004": [
+        Case(
+            "ai-training",
+            _set("identity.ssh_public_key", "ecdsa-sha2-nistp256 AAAAE2VjZHNhLXNoYTItbmlzdHAyNTYAAAAIbmlzdHAyNTY= me"),
+        )
+    ],
+    "HPCLZ-IDN-005": [Case("ai-training", _set("identity.key_vault.purge_protection", False))],
+    "HPCLZ-IDN-006": [Case("ai-training", _set("identity.managed_identities.compute", False))],
+    "HPCLZ-NET-001": [Case("ai-training", _set(f"{SUBNETS}.admin.cidr", "10.41.0.0/24"))],
+    "HPCLZ-NET-002": [Case("ai-training", _set(f"{SUBNETS}.private_endpoints.cidr", "10.40.0.0/26"))],
+    "HPCLZ-NET-003": [Case("finance", _set("network.hub_peering.remote_address_space", ["10.60.0.0/20"]))],
+    "HPCLZ-NET-004": [
+        Case("ai-training", _set(f"{P}.0.max_nodes", 2100)),
+        Case("ai-training", _set(f"{SUBNETS}.admin.cidr", "10.40.0.0/29")),
+    ],
+    "HPCLZ-NET-005": [
+        Case("ai-training", _set(f"{SUBNETS}.bastion.cidr", "10.40.1.0/27")),
+        Case("ai-training", _set(f"{SUBNETS}.bastion.name", "snet-bastion")),
+        Case("energy", _set(f"{SUBNETS}.bastion", DELETE)),
+    ],
+    "HPCLZ-NET-006": [Case("ai-training", _set(f"{SUBNETS}.lustre.cidr", "10.40.2.0/25"))],
+    "HPCLZ-NET-007": [
+        Case("manufacturing", _set(f"{SUBNETS}.netapp.delegation", DELETE)),
+        Case("ai-training", _set(f"{SUBNETS}.lustre.delegation", "Microsoft.NetApp/volumes")),
+    ],
+    "HPCLZ-NET-008": [
+        Case(
+            "ai-training",
+            _set(
+                "network.nsg_rules",
+                [{"name": f"ssh-{i}", "subnet": "admin", "priority": 100 + i, "source_address_prefix": src,
+                  "destination_port_range": port}
+                 for i, (src, port) in enumerate([("0.0.0.0", "22"), ("Any", "20-25"), ("*", "80,22")])],
+            ),  # fmt: skip
+        )
+    ],
+    "HPCLZ-NET-009": [
+        Case(
+            "manufacturing",
+            _set(
+                "network.nsg_rules",
+                [{"name": "web", "subnet": "compute", "priority": 300, "source_address_prefix": "Internet",
+                  "destination_port_range": "8080"}],
+            ),  # fmt: skip
+        )
+    ],
+    "HPCLZ-NET-010": [Case("finance", _set("network.hub_peering", DELETE))],
+    "HPCLZ-NET-011": [Case("ai-training", _set("network.nat_gateway.enabled", False))],
+    "HPCLZ-CMP-001": [Case("ai-training", _set(f"{P}.0.vm_size", "Standard_ND96isr_H100_v4"))],
+    "HPCLZ-CMP-002": [
+        Case("ai-training", _set("compute.scheduler.vm_size", "Standard_D8as_v9")),
+        Case("energy", _set("compute.cyclecloud", {"vm_size": "Standard_Q4_v1"})),
+    ],
+    "HPCLZ-CMP-003": [Case("energy", _set(f"{P}.0.gpu_clocks", "max"))],
+    "HPCLZ-CMP-004": [Case("finance", _set(f"{P}.1.infiniband", True))],
+    "HPCLZ-CMP-005": [
+        Case("ai-training", _set(f"{P}.0.infiniband", False)),
+        Case("ai-training", _all(_set(f"{P}.1.vm_size", "Standard_NC96ads_A100_v4"), _set(f"{P}.1.infiniband", False))),
+    ],
+    "HPCLZ-CMP-006": [Case("energy", _set(f"{P}.2.max_nodes", 1))],
+    "HPCLZ-CMP-007": [Case("finance", _set("storage.blob", {"mode": "disabled"}))],
+    "HPCLZ-CMP-008": [
+        Case("ai-training", _set(f"{P}.1.name", "h100")),
+        Case("energy", _set(f"{P}.1.name", "default")),
+    ],
+    "HPCLZ-CMP-009": [
+        Case("ai-training", _set(f"{P}.1.default", True)),
+        Case("finance", _set(f"{P}.0.default", False), severity="warning"),
+    ],
+    "HPCLZ-CMP-010": [Case("manufacturing", _set(f"{P}.1.max_nodes", 4))],
+    "HPCLZ-CMP-011": [
+        Case("ai-training", _set("compute.quotas.standardNDSH100v5Family", 1000)),
+        Case("finance", _set(f"{P}.1.max_nodes", 201)),
+    ],
+    "HPCLZ-CMP-012": [Case("ai-training", _set("compute.quotas.standardNDSH100V6Family", 96))],
+    "HPCLZ-CMP-013": [Case("finance", _set(f"{P}.1.nvme_scratch", {"enabled": True}))],
+    "HPCLZ-CMP-014": [Case("ai-training", _set("verify.partitions", ["h100", "a100"]))],
+    "HPCLZ-STO-001": [
+        Case("energy", _set("storage.lustre.capacity_tib", 50)),
+        Case("energy", _set("storage.lustre.capacity_tib", 4)),
+        Case("ai-training", _set("storage.lustre.capacity_tib", 136), severity="warning"),
+    ],
+    "HPCLZ-STO-002": [
+        Case("ai-training", _set("storage.lustre.hsm.container", "archive")),
+        Case("energy", _set("storage.blob", {"mode": "disabled"})),
+    ],
+    "HPCLZ-STO-003": [Case("manufacturing", _set("storage.netapp.pool_size_tib", 4))],
+    "HPCLZ-STO-004": [Case("manufacturing", _set("storage.netapp.volumes.2.quota_gib", 204800))],
+    "HPCLZ-STO-005": [
+        Case("ai-training", _all(_set("metadata.name", "aitrainingxy"), _set("organization.naming.unique_suffix", "a1b2c3")))
+    ],
+    "HPCLZ-STO-006": [Case("ai-training", _set("storage.blob.containers.1.versioning", False))],
+    "HPCLZ-STO-007": [
+        Case("ai-training", _set(f"{SUBNETS}.lustre", DELETE)),
+        Case("manufacturing", _set(f"{SUBNETS}.netapp", DELETE)),
+        Case("finance", _set(f"{SUBNETS}.private_endpoints", DELETE)),
+    ],
+    "HPCLZ-STO-008": [Case("finance", _set("storage.blob.allow_public_access", True))],
+    "HPCLZ-STO-009": [
+        Case("finance", _set("storage.scratch.source", "lustre")),
+        Case("manufacturing", _set(f"{P}.0.nvme_scratch", DELETE), severity="warning"),
+    ],
+    "HPCLZ-STO-010": [Case("ai-training", _set("storage.blob.replication", "LRS"))],
+    "HPCLZ-STO-011": [
+        Case("manufacturing", _set("storage.netapp.volumes.1.mount_point", "/shared/home/")),
+        Case("ai-training", _set(f"{P}.0.nvme_scratch.mount_point", "/lustre")),
+    ],
+    "HPCLZ-MON-001": [Case("ai-training", _set("monitoring", {"mode": "disabled"}))],
+    "HPCLZ-MON-002": [Case("energy", _set("monitoring.retention_days", 30))],
+    "HPCLZ-MON-003": [Case("finance", _set("monitoring.action_group.emails", []))],
+    "HPCLZ-MON-004": [Case("energy", _set("monitoring.diagnostic_settings", False))],
+    "HPCLZ-MNT-001": [Case("ai-training", _set("maintenance.window", DELETE))],
+    "HPCLZ-MNT-002": [
+        Case("ai-training", _set("maintenance.window.duration", "01:30")),
+        Case("energy", _all(_set("maintenance.scope", "InGuestPatch"), _set("maintenance.window.duration", "04:00"))),
+        Case("finance", _all(_set("maintenance.scope", "OSImage"), _set("maintenance.window.duration", "04:59"))),
+    ],
+    "HPCLZ-MNT-003": [Case("ai-training", _set("maintenance.window.start", "2026-02-30 02:00"))],
+    "HPCLZ-MNT-004": [
+        Case("ai-training", _set("maintenance.scheduled_events.enabled", False)),
+        Case("finance", _set("maintenance.scheduled_events.drain_on", ["Reboot", "Redeploy"])),
+    ],
+    "HPCLZ-COST-001": [Case("manufacturing", _set(f"{P}.0.idle_shutdown_minutes", DELETE))],
+    "HPCLZ-COST-002": [Case("ai-training", _set("compute.login.vm_size", "Standard_NC24ads_A100_v4"))],
+    "HPCLZ-COST-003": [Case("ai-training", _set(f"{P}.0.spot_max_price", 3.5))],
+    "HPCLZ-COST-004": [Case("energy", _set("storage.blob.lifecycle.archive_after_days", 20))],
+}

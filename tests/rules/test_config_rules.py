@@ -1,0 +1,77 @@
+"""Every config rule fires on its failing case (tests/rules/cases.py) and stays quiet on the presets."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from hpclz.config import load_config
+from hpclz.findings import Finding
+from hpclz.rules.registry import CONFIG_RULES
+from hpclz.services.validate import check_config
+from tests.rules.cases import CASES, Case, load_case
+
+# Rules that report a fact on every config by design (no passing case exists): the quota report.
+ALWAYS_REPORTS = {"HPCLZ-CMP-010"}
+# Findings a preset shows on purpose, each explained in the preset's comments.
+DELIBERATE = {("ai-training", "HPCLZ-MON-002")}
+
+CASE_PARAMS = [
+    pytest.param(rule_id, case, id=f"{rule_id}-{n}") for rule_id, cases in CASES.items() for n, case in enumerate(cases)
+]
+
+
+def test_table_covers_every_registered_config_rule() -> None:
+    registered = {r.id for r in CONFIG_RULES}
+    assert set(CASES) == registered, (
+        f"missing cases: {sorted(registered - set(CASES))}; cases for unknown rules: {sorted(set(CASES) - registered)}"
+    )
+
+
+def _findings(rule_id: str, case: Case) -> list[Finding]:
+    reported, _ = check_config(load_case(case, f"{case.preset}-{rule_id}"))
+    return [f for f in reported if f.rule_id == rule_id]
+
+
+@pytest.mark.parametrize(("rule_id", "case"), CASE_PARAMS)
+def test_rule_fires_on_its_failing_case(rule_id: str, case: Case) -> None:
+    fired = _findings(rule_id, case)
+    assert fired, f"{rule_id} did not fire on its failing case ({case.preset})"
+    rule = next(r for r in CONFIG_RULES if r.id == rule_id)
+    expected = case.severity or rule.severity.value
+    assert {f.severity.value for f in fired} == {expected}
+    for f in fired:
+        assert "crashed" not in f.message
+        # what is wrong (message), where (file:line and config path), how to fix it (fix)
+        assert f.message and f.fix and f.path, f
+        assert f.file and f.line, f"{rule_id}: finding has no file:line ({f.path})"
+
+
+def test_presets_are_the_passing_cases(preset_path: Path) -> None:
+    reported, _ = check_config(load_config(preset_path))
+    unexpected = [
+        f for f in reported if f.rule_id not in ALWAYS_REPORTS and (preset_path.stem, f.rule_id) not in DELIBERATE
+    ]
+    assert unexpected == [], "\n".join(f"{f.rule_id} {f.path}: {f.message}" for f in unexpected)
+
+
+@pytest.mark.parametrize(("preset", "rule_id"), sorted(DELIBERATE))
+def test_deliberate_preset_findings_still_fire_and_are_documented(preset: str, rule_id: str) -> None:
+    from tests.conftest import REPO
+
+    path = REPO / "configs" / f"{preset}.yaml"
+    reported, _ = check_config(load_config(path))
+    assert rule_id in {f.rule_id for f in reported}
+    assert rule_id in path.read_text(encoding="utf-8"), f"{preset}.yaml must explain why it shows {rule_id}"
+
+
+def test_every_rule_passes_somewhere() -> None:
+    """Each rule except the always-on reports is silent on at least one preset (its passing case)."""
+    from tests.conftest import PRESETS
+
+    fired_everywhere = set(CASES)
+    for path in PRESETS:
+        reported, _ = check_config(load_config(path))
+        fired_everywhere &= {f.rule_id for f in reported}
+    assert fired_everywhere == ALWAYS_REPORTS
