@@ -1,0 +1,229 @@
+"""A small adapter over Slurm's client commands (sbatch, squeue, scontrol, sinfo, scancel).
+
+Only this module runs Slurm binaries. Where they live and which slurm.conf they read are settings, so
+tests point it at the localhost cluster of tests/support/slurm.py and production at the cluster's own.
+Every call has a timeout: a hung controller must not hang `hpclz verify`.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from hpclz.errors import ExitCode, HpclzError
+
+DRAIN_PREFIX = "hpclz:"
+# Slurm keeps a node's reason in a fixed-size field in some tools' output; long reasons get cut.
+MAX_REASON_CHARS = 200
+FINISHED_STATES = frozenset(
+    {
+        "COMPLETED",
+        "FAILED",
+        "CANCELLED",
+        "TIMEOUT",
+        "NODE_FAIL",
+        "PREEMPTED",
+        "OUT_OF_MEMORY",
+        "BOOT_FAIL",
+        "DEADLINE",
+    }
+)
+
+
+class SlurmError(HpclzError):
+    """Slurm refused or failed a command: the message names the command and Slurm's own words."""
+
+    exit_code = ExitCode.FAILED
+
+
+@dataclass(frozen=True)
+class NodeInfo:
+    name: str
+    state: str  # sinfo's long state: idle, mixed, allocated, drained, draining, down*, ...
+    reason: str = ""
+    partitions: tuple[str, ...] = ()
+
+    @property
+    def drained_by_hpclz(self) -> bool:
+        return self.state.startswith("drain") and self.reason.startswith(DRAIN_PREFIX)
+
+    @property
+    def unreachable(self) -> bool:
+        # A trailing * means slurmctld lost contact; down nodes cannot run a job whatever the reason.
+        return self.state.endswith("*") or self.state.startswith(("down", "fail", "future", "unk"))
+
+    @property
+    def schedulable(self) -> bool:
+        return not self.unreachable and not self.state.startswith(("drain", "maint", "reserved"))
+
+
+@dataclass(frozen=True)
+class SlurmClient:
+    """Runs Slurm's client tools. `bin_dir` None means PATH; `conf` None means the caller's SLURM_CONF."""
+
+    bin_dir: Path | None = None
+    conf: Path | None = None
+    timeout_s: float = 30.0
+    extra_env: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def from_env(cls, conf: str | Path | None = None, bin_dir: str | Path | None = None) -> SlurmClient:
+        conf = conf or os.environ.get("SLURM_CONF")
+        bin_dir = bin_dir or os.environ.get("HPCLZ_SLURM_BIN")
+        client = cls(bin_dir=Path(bin_dir) if bin_dir else None, conf=Path(conf) if conf else None)
+        if client.conf is not None and not client.conf.is_file():
+            raise SlurmError(f"slurm.conf not found: {client.conf} (from --slurm-conf or SLURM_CONF)")
+        client.binary("sinfo")
+        return client
+
+    @property
+    def env(self) -> dict[str, str]:
+        env = {**os.environ, **self.extra_env}
+        if self.conf is not None:
+            env["SLURM_CONF"] = str(self.conf)
+        return env
+
+    def binary(self, tool: str) -> str:
+        if self.bin_dir is not None:
+            path = self.bin_dir / tool
+            if not path.exists():
+                raise SlurmError(f"Slurm's {tool} not found in {self.bin_dir}")
+            return str(path)
+        found = shutil.which(tool)
+        if found is None:
+            raise SlurmError(f"Slurm's {tool} is not on PATH", hint="install the Slurm client or set HPCLZ_SLURM_BIN")
+        return found
+
+    def run(self, tool: str, *args: str, timeout: float | None = None) -> str:
+        cmd = [self.binary(tool), *args]
+        try:
+            done = subprocess.run(
+                cmd, env=self.env, capture_output=True, text=True, timeout=timeout or self.timeout_s, check=False
+            )
+        except subprocess.TimeoutExpired as exc:
+            raise SlurmError(f"{tool} did not answer within {exc.timeout:.0f} s: {' '.join(cmd)}") from None
+        if done.returncode != 0:
+            said = (done.stderr or done.stdout).strip().splitlines()
+            raise SlurmError(f"{tool} {' '.join(args[:3])} failed: {said[-1] if said else f'exit {done.returncode}'}")
+        return done.stdout
+
+    # -- nodes ---------------------------------------------------------------------------------------------
+
+    def nodes(self, partition: str | None = None, nodelist: str | None = None) -> list[NodeInfo]:
+        args = ["-h", "-N", "-o", "%N|%T|%P|%E"]
+        if partition:
+            args += ["-p", partition]
+        if nodelist:
+            args += ["-n", nodelist]
+        merged: dict[str, NodeInfo] = {}
+        for line in self.run("sinfo", *args).splitlines():
+            if not line.strip():
+                continue
+            name, state, part, reason = line.split("|", 3)
+            reason = "" if reason == "none" else reason
+            seen = merged.get(name)
+            parts = (*seen.partitions, part.rstrip("*")) if seen else (part.rstrip("*"),)
+            merged[name] = NodeInfo(name=name, state=state, reason=reason, partitions=parts)
+        return list(merged.values())
+
+    def expand(self, hostlist: str) -> list[str]:
+        """node[1-3],gpu7 -> names, by Slurm's own parser."""
+        return [h for h in self.run("scontrol", "show", "hostnames", hostlist).split() if h]
+
+    def drain(self, node: str, reason: str) -> None:
+        reason = reason if reason.startswith(DRAIN_PREFIX) else f"{DRAIN_PREFIX} {reason}"
+        self.run("scontrol", "update", f"NodeName={node}", "State=DRAIN", f"Reason={_one_line(reason)}")
+
+    def resume(self, node: str) -> None:
+        self.run("scontrol", "update", f"NodeName={node}", "State=RESUME")
+
+    # -- reservations: how a node drained by hpclz can run its re-test without taking user jobs ------------
+
+    def reserve(self, name: str, nodes: Sequence[str], minutes: int) -> None:
+        self.run(
+            "scontrol",
+            "create",
+            "reservation",
+            f"ReservationName={name}",
+            f"Nodes={','.join(nodes)}",
+            "StartTime=now",
+            f"Duration={max(1, minutes)}",
+            "Users=root" if os.geteuid() == 0 else f"Users={os.environ.get('USER', 'root')}",
+            "Flags=MAINT,IGNORE_JOBS",
+        )
+
+    def unreserve(self, name: str) -> None:
+        self.run("scontrol", "delete", f"ReservationName={name}")
+
+    # -- jobs ----------------------------------------------------------------------------------------------
+
+    def sbatch(
+        self,
+        script: Path,
+        *,
+        nodes: Sequence[str],
+        job_name: str,
+        time_limit_s: int,
+        output: Path,
+        partition: str | None = None,
+        reservation: str | None = None,
+        exclusive: bool = False,
+        env: dict[str, str] | None = None,
+    ) -> str:
+        args = [
+            "--parsable",
+            f"--job-name={job_name}",
+            f"--nodes={len(nodes)}",
+            f"--nodelist={','.join(nodes)}",
+            "--ntasks-per-node=1",
+            f"--time={_minutes(time_limit_s)}",
+            f"--output={output}",
+            "--export=ALL",
+        ]
+        if partition:
+            args.append(f"--partition={partition}")
+        if reservation:
+            args.append(f"--reservation={reservation}")
+        if exclusive:
+            args.append("--exclusive")
+        job_env = {**self.env, **(env or {})}
+        cmd = [self.binary("sbatch"), *args, str(script)]
+        try:
+            done = subprocess.run(cmd, env=job_env, capture_output=True, text=True, timeout=self.timeout_s, check=False)
+        except subprocess.TimeoutExpired:
+            raise SlurmError(f"sbatch did not answer within {self.timeout_s:.0f} s") from None
+        if done.returncode != 0:
+            raise SlurmError(f"sbatch refused job {job_name} on {','.join(nodes)}: {done.stderr.strip()}")
+        return done.stdout.strip().split(";")[0]
+
+    def job_states(self, job_ids: Sequence[str]) -> dict[str, str]:
+        """Job id -> state; a job squeue no longer knows is reported as COMPLETED (it is gone)."""
+        if not job_ids:
+            return {}
+        try:
+            out = self.run("squeue", "-h", "-t", "all", "-j", ",".join(job_ids), "-o", "%i|%T")
+        except SlurmError as exc:
+            # squeue refuses a list in which no job is known any more (all purged after MinJobAge).
+            if "Invalid job id" not in str(exc):
+                raise
+            out = ""
+        states = dict(line.split("|", 1) for line in out.splitlines() if "|" in line)
+        return {j: states.get(j, "COMPLETED") for j in job_ids}
+
+    def cancel(self, job_ids: Sequence[str]) -> None:
+        if job_ids:
+            self.run("scancel", *job_ids)
+
+
+def _minutes(seconds: int) -> str:
+    """sbatch --time as minutes:seconds, which Slurm reads exactly."""
+    return f"{seconds // 60}:{seconds % 60:02d}"
+
+
+def _one_line(text: str) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= MAX_REASON_CHARS else flat[: MAX_REASON_CHARS - 3] + "..."
