@@ -34,6 +34,13 @@ class Component:
 COMPONENTS: tuple[Component, ...] = (
     Component("organization", None, ()),
     Component("network", "network", ("organization",), context=components.network),
+    Component(
+        "identity",
+        "management",
+        ("organization", "network"),
+        context=components.identity,
+        secure=components.identity_secrets,
+    ),
 )
 
 
