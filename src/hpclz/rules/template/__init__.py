@@ -1,9 +1,44 @@
-"""Template lint rules (HPCLZ-TPL-NNN), in the spirit of arm-ttk. TEMPLATE_RULES lists every one."""
+"""Template lint rules (HPCLZ-TPL-NNN), in the spirit of arm-ttk. TEMPLATE_RULES lists every one.
+
+The three gates of hpclz.arm.gates run their own slice: SCHEMA_RULES (official ARM schemas), LINT_RULES
+(expressions, resources, secrets, exposure) and CHECKOV_RULES (checkov and its allowlist).
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
 from hpclz.rules.base import Rule
+from hpclz.rules.template.checkov import AllowlistNotStale, CheckovChecksPass
+from hpclz.rules.template.exposure import BlobPublicAccessDisabled, NoAdminPortsFromInternet
+from hpclz.rules.template.expressions import DeclarationsUsed, ExpressionParses, FunctionsExist, ReferencesDeclared
+from hpclz.rules.template.resources import ApiVersionPinned, DependsOnExists, LocationFromDeployment, ResourcesTagged
+from hpclz.rules.template.schema import ResourceMatchesSchema, ResourceTypeKnown
+from hpclz.rules.template.secrets import (
+    LinuxPasswordLoginDisabled,
+    OutputsWithoutSecrets,
+    PasswordsSecure,
+    SecureParameterNoDefault,
+)
 
-TEMPLATE_RULES: tuple[type[Rule[Any]], ...] = ()
+SCHEMA_RULES: tuple[type[Rule[Any]], ...] = (ResourceMatchesSchema, ResourceTypeKnown)
+LINT_RULES: tuple[type[Rule[Any]], ...] = (
+    ExpressionParses,
+    FunctionsExist,
+    ReferencesDeclared,
+    DeclarationsUsed,
+    DependsOnExists,
+    LocationFromDeployment,
+    ApiVersionPinned,
+    ResourcesTagged,
+    SecureParameterNoDefault,
+    OutputsWithoutSecrets,
+    PasswordsSecure,
+    LinuxPasswordLoginDisabled,
+    NoAdminPortsFromInternet,
+    BlobPublicAccessDisabled,
+)
+CHECKOV_RULES: tuple[type[Rule[Any]], ...] = (CheckovChecksPass,)
+ALLOWLIST_RULES: tuple[type[Rule[Any]], ...] = (AllowlistNotStale,)
+
+TEMPLATE_RULES: tuple[type[Rule[Any]], ...] = SCHEMA_RULES + LINT_RULES + CHECKOV_RULES + ALLOWLIST_RULES

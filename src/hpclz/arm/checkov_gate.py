@@ -1,0 +1,167 @@
+"""Run checkov's ARM checks over rendered templates, with a reviewed allowlist of skipped checks.
+
+checkov costs about 3 s per start, so a plan's templates go into one folder and one run. Skipped checks
+vanish from checkov's output, so a second, narrow run (`--check <allowlisted ids>`) tells which allowlisted
+checks still fail; one that no longer fails is a stale allowlist entry. The two runs go in parallel.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ruamel.yaml import YAML
+from ruamel.yaml.error import YAMLError
+
+from hpclz.arm.locator import pretty_json
+from hpclz.config.source_map import SourceMap, build
+from hpclz.errors import ExitCode, HpclzError
+
+CHECKOV_ENV = "HPCLZ_CHECKOV"
+REPO_ROOT = Path(__file__).resolve().parents[3]
+DEFAULT_ALLOWLIST = REPO_ROOT / "checkov-allowlist.yaml"
+CHECK_ID = re.compile(r"^CKV2?_[A-Z0-9]+_\d+$")
+TIMEOUT_S = 600
+
+
+def find_checkov() -> str | None:
+    """$HPCLZ_CHECKOV, the repo's .tools/checkov venv (scripts/install-test-deps), else checkov on PATH."""
+    for candidate in (os.environ.get(CHECKOV_ENV), str(REPO_ROOT / ".tools" / "checkov" / "bin" / "checkov")):
+        if candidate and Path(candidate).is_file() and os.access(candidate, os.X_OK):
+            return candidate
+    return shutil.which("checkov")
+
+
+@dataclass(frozen=True)
+class AllowEntry:
+    id: str
+    reason: str
+    index: int  # position in the file's `skips` list, for locating findings
+
+
+@dataclass
+class Allowlist:
+    entries: list[AllowEntry]
+    source: SourceMap
+
+    @property
+    def ids(self) -> list[str]:
+        return [e.id for e in self.entries]
+
+
+def load_allowlist(path: Path = DEFAULT_ALLOWLIST) -> Allowlist:
+    """The allowlist file: `skips: [{id: CKV_..., reason: ...}]`; every entry needs a reason."""
+    try:
+        node = YAML(typ="rt").load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise HpclzError(f"{path}: checkov allowlist not found", exit_code=ExitCode.FAILED) from None
+    except YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark else str(path)
+        raise HpclzError(f"{where}: not valid YAML: {getattr(exc, 'problem', exc)}") from None
+    source = build(str(path), node)
+    skips = source.data.get("skips") if isinstance(source.data, dict) else None
+    if not isinstance(skips, list):
+        raise HpclzError(f"{path}:1: skips: expected a list of {{id, reason}} entries")
+    entries = []
+    for index, item in enumerate(skips):
+        line = source.locate(("skips", index)).line
+        if not isinstance(item, dict) or not CHECK_ID.match(str(item.get("id", ""))):
+            raise HpclzError(f"{path}:{line}: skips[{index}].id: expected a checkov check ID like CKV_AZURE_1")
+        if not str(item.get("reason") or "").strip():
+            raise HpclzError(f"{path}:{line}: skips[{index}].reason: every skipped check needs a reason")
+        entries.append(AllowEntry(str(item["id"]), str(item["reason"]).strip(), index))
+    return Allowlist(entries, source)
+
+
+@dataclass(frozen=True)
+class CheckovFailure:
+    check_id: str
+    check_name: str
+    file: str  # template file name, as written into the scan folder
+    resource: str  # "<type>.<name>", checkov's label
+    lines: tuple[int, int]
+    guideline: str | None = None
+
+
+@dataclass
+class CheckovRun:
+    failures: list[CheckovFailure] = field(default_factory=list)
+    still_failing_allowlisted: set[str] = field(default_factory=set)
+    parsing_errors: list[str] = field(default_factory=list)
+    resource_count: int = 0
+    version: str | None = None
+
+
+def run_checkov(templates: Mapping[str, dict[str, Any]], allowlist: Allowlist, checkov: str) -> CheckovRun:
+    """Scan `templates` (file name -> template) in one folder: failures outside the allowlist, and which
+    allowlisted checks still fail."""
+    with tempfile.TemporaryDirectory(prefix="hpclz-checkov-") as folder:
+        for name, template in templates.items():
+            (Path(folder) / name).write_text(pretty_json(template) + "\n", encoding="utf-8")
+        base = [checkov, "-d", folder, "--framework", "arm", "-o", "json", "--skip-download", "--quiet"]
+        main = _start([*base, *(["--skip-check", ",".join(allowlist.ids)] if allowlist.ids else [])])
+        probe = _start([*base, "--check", ",".join(allowlist.ids)]) if allowlist.ids else None
+        run = _parse(_finish(main))
+        if probe is not None:
+            run.still_failing_allowlisted = {f.check_id for f in _parse(_finish(probe)).failures}
+    return run
+
+
+def _start(command: list[str]) -> subprocess.Popen[str]:
+    env = {**os.environ, "BC_SKIP_MAPPING": "TRUE", "CHECKOV_RUN_SCA_PACKAGE_SCAN_V2": "false"}
+    return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+
+
+def _finish(process: subprocess.Popen[str]) -> Any:
+    try:
+        out, err = process.communicate(timeout=TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.communicate()
+        raise HpclzError(f"checkov did not finish within {TIMEOUT_S} s") from None
+    # Exit code 1 only means "some check failed"; anything else with no JSON is checkov itself failing.
+    try:
+        return json.loads(out) if out.strip() else {}
+    except json.JSONDecodeError:
+        tail = (err or out).strip().splitlines()[-1:] or ["no output"]
+        raise HpclzError(f"checkov failed (exit {process.returncode}): {tail[0]}") from None
+
+
+def _parse(output: Any) -> CheckovRun:
+    """checkov prints one report (a dict) per framework, a list when several ran, and a bare summary when
+    nothing was scanned."""
+    reports = output if isinstance(output, list) else [output]
+    run = CheckovRun()
+    for report in reports:
+        if not isinstance(report, dict):
+            continue
+        summary: dict[str, Any] = report["summary"] if isinstance(report.get("summary"), dict) else report
+        run.resource_count += int(summary.get("resource_count") or 0)
+        run.version = summary.get("checkov_version") or run.version
+        results: dict[str, Any] = report["results"] if isinstance(report.get("results"), dict) else {}
+        run.parsing_errors.extend(str(p) for p in results.get("parsing_errors") or [])
+        run.failures.extend(_failure(item) for item in results.get("failed_checks") or [])
+    return run
+
+
+def _failure(item: dict[str, Any]) -> CheckovFailure:
+    path = str(item.get("file_abs_path") or item.get("file_path") or "")
+    name = Path(path).name if path else "?"
+    line_range = item.get("file_line_range") or [0, 0]
+    return CheckovFailure(
+        check_id=str(item.get("check_id", "?")),
+        check_name=str(item.get("check_name", "")),
+        file=name,
+        resource=str(item.get("resource", "")),
+        lines=(int(line_range[0]), int(line_range[-1])),
+        guideline=item.get("guideline"),
+    )

@@ -1,0 +1,99 @@
+"""Network and data exposure lint: NSG rules open to the internet, public blob access."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from hpclz.arm.walk import JsonPath
+from hpclz.findings import Finding, Severity
+from hpclz.rules.base import Rule
+from hpclz.rules.template.context import TemplateContext
+
+ANYWHERE = frozenset({"*", "internet", "any", "0.0.0.0", "0.0.0.0/0", "::/0"})
+ADMIN_PORTS = {22: "SSH", 3389: "RDP"}
+NSG = "microsoft.network/networksecuritygroups"
+NSG_RULE = "microsoft.network/networksecuritygroups/securityrules"
+STORAGE = "microsoft.storage/storageaccounts"
+
+
+class NoAdminPortsFromInternet(Rule[TemplateContext]):
+    """No NSG rule may allow inbound SSH (22) or RDP (3389) from the internet: reach HPC nodes through Bastion
+    or a private network (CAF HPC landing zone security). checkov's CKV_AZURE_9/10 match only '*', 'internet'
+    and '0.0.0.0', so 'Internet', 'Any' and '0.0.0.0/0' slip through; this rule catches every spelling, port
+    ranges, and rules declared as child resources."""
+
+    id = "HPCLZ-TPL-024"
+    severity = Severity.ERROR
+    title = "NSG rule allows SSH or RDP from the internet"
+    fix = "Restrict sourceAddressPrefix to the Bastion subnet or a private range, or deny the rule."
+
+    def check(self, ctx: TemplateContext) -> Iterable[Finding]:
+        for path, name, props in _security_rules(ctx):
+            exposed = _exposed_ports(props)
+            if exposed:
+                yield self.finding(
+                    ctx, path, f"NSG rule {name}: inbound {'/'.join(exposed)} allowed from {', '.join(_sources(props))}"
+                )
+
+
+def _security_rules(ctx: TemplateContext) -> Iterator[tuple[JsonPath, str, dict[str, Any]]]:
+    for found in ctx.resources:
+        kind = found.type.lower()
+        if kind == NSG_RULE and isinstance(found.resource.get("properties"), dict):
+            yield (*found.path, "properties"), found.name, found.resource["properties"]
+        elif kind == NSG:
+            rules = (found.resource.get("properties") or {}).get("securityRules") or []
+            for index, rule in enumerate(rules if isinstance(rules, list) else []):
+                if isinstance(rule, dict) and isinstance(rule.get("properties"), dict):
+                    path = (*found.path, "properties", "securityRules", index, "properties")
+                    yield path, f"{found.name}/{rule.get('name', index)}", rule["properties"]
+
+
+def _sources(props: dict[str, Any]) -> list[str]:
+    values = [props.get("sourceAddressPrefix"), *(props.get("sourceAddressPrefixes") or [])]
+    return [str(v) for v in values if v is not None]
+
+
+def _exposed_ports(props: dict[str, Any]) -> list[str]:
+    if str(props.get("direction", "")).lower() != "inbound" or str(props.get("access", "")).lower() != "allow":
+        return []
+    if str(props.get("protocol", "*")).lower() not in ("*", "tcp", "any"):
+        return []
+    if not any(s.strip().lower() in ANYWHERE for s in _sources(props)):
+        return []
+    ranges = [props.get("destinationPortRange"), *(props.get("destinationPortRanges") or [])]
+    return [label for port, label in ADMIN_PORTS.items() if any(_covers(r, port) for r in ranges if r is not None)]
+
+
+def _covers(port_range: object, port: int) -> bool:
+    text = str(port_range).strip()
+    if text == "*":
+        return True
+    low, _, high = text.partition("-")
+    try:
+        return int(low) <= port <= int(high or low)
+    except ValueError:
+        return False  # an expression: TPL rules cannot know its value offline
+
+
+class BlobPublicAccessDisabled(Rule[TemplateContext]):
+    """Storage accounts must set allowBlobPublicAccess to false, literally: checkpoints, datasets and job output
+    must never be anonymously readable. No checkov ARM check looks at this property (see
+    ../shared/docs/local-services.md); Azure Policy "Storage account public access should be disallowed"."""
+
+    id = "HPCLZ-TPL-025"
+    severity = Severity.ERROR
+    title = "Storage account allows public blob access"
+    fix = "Set properties.allowBlobPublicAccess to false on the storage account."
+
+    def check(self, ctx: TemplateContext) -> Iterable[Finding]:
+        for found in ctx.resources:
+            if found.type.lower() != STORAGE:
+                continue
+            properties = found.resource.get("properties")
+            value = properties.get("allowBlobPublicAccess") if isinstance(properties, dict) else None
+            if value is not False:
+                yield self.finding(
+                    ctx, (*found.path, "properties"), f"{found.label}: allowBlobPublicAccess is {value!r}, not false"
+                )

@@ -1,0 +1,160 @@
+"""Secret-handling lint: secure parameters, outputs and passwords."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from hpclz.arm.expressions import Call, Literal, walk
+from hpclz.arm.functions import returns_secrets
+from hpclz.arm.walk import JsonPath, get_at
+from hpclz.findings import Finding, Severity
+from hpclz.rules.base import Rule
+from hpclz.rules.template.context import TemplateContext
+
+PASSWORD_KEY = "adminpassword"
+
+
+class SecureParameterNoDefault(Rule[TemplateContext]):
+    """A secureString/secureObject parameter must not have a defaultValue: the default sits in the template in
+    clear text and in the deployment history. Mirrors arm-ttk "Secure String Parameters Cannot Have Default"
+    (which allows an empty default or newGuid())."""
+
+    id = "HPCLZ-TPL-020"
+    severity = Severity.ERROR
+    title = "Secure parameter has a default value"
+    fix = "Remove the defaultValue; hpclz passes secure values at deploy time from the config's secret references."
+
+    def check(self, ctx: TemplateContext) -> Iterable[Finding]:
+        for name, spec in ctx.parameters.items():
+            if name.lower() in ctx.secure_parameters and _has_real_default(spec):
+                yield self.finding(ctx, ("parameters", name, "defaultValue"), f"secure parameter {name} has a default")
+
+
+def _has_real_default(spec: dict[str, Any]) -> bool:
+    default = spec.get("defaultValue")
+    if default in (None, "", {}):
+        return False
+    return not (isinstance(default, str) and default.replace(" ", "").lower() == "[newguid()]")
+
+
+class OutputsWithoutSecrets(Rule[TemplateContext]):
+    """Outputs are stored in the deployment history, readable by anyone with read access to the resource group,
+    and end up in hpclz state: they must not return secure parameters or list*() results (keys, SAS tokens,
+    connection strings). Mirrors arm-ttk "Outputs Must Not Contain Secrets"."""
+
+    id = "HPCLZ-TPL-021"
+    severity = Severity.ERROR
+    title = "Output exposes a secret"
+    fix = "Drop the output; read keys where they are needed (Key Vault reference, managed identity)."
+
+    def check(self, ctx: TemplateContext) -> Iterable[Finding]:
+        outputs = ctx.template.get("outputs")
+        if not isinstance(outputs, dict):
+            return
+        prefix = ("outputs",)
+        for parsed in ctx.expressions:
+            if parsed.path[:1] != prefix or parsed.expr is None:
+                continue
+            for node in walk(parsed.expr):
+                leak = _leak(node, ctx)
+                if leak:
+                    yield self.finding(ctx, parsed.path, f"output {parsed.path[1]} {leak}")
+
+
+def _leak(node: Any, ctx: TemplateContext) -> str | None:
+    if not isinstance(node, Call):
+        return None
+    if returns_secrets(node.name):
+        return f"returns {node.name}(), which yields keys or secrets"
+    if node.name.lower() == "parameters" and node.args:
+        first = node.args[0]
+        if isinstance(first, Literal) and str(first.value).lower() in ctx.secure_parameters:
+            return f"returns secure parameter {first.value}"
+    return None
+
+
+class PasswordsSecure(Rule[TemplateContext]):
+    """A parameter whose name contains "password" must be secureString/secureObject, and an adminPassword
+    property must come from a secure parameter, never a literal: otherwise the password is stored in clear
+    text in the template and deployment history. Mirrors arm-ttk "Password params must be secure"."""
+
+    id = "HPCLZ-TPL-022"
+    severity = Severity.ERROR
+    title = "Password is not a secure parameter"
+    fix = "Declare the password parameter as secureString and set adminPassword to [parameters('<that name>')]."
+
+    def check(self, ctx: TemplateContext) -> Iterable[Finding]:
+        for name, spec in ctx.parameters.items():
+            if "password" in name.lower() and name.lower() not in ctx.secure_parameters:
+                kind = spec.get("type") if isinstance(spec, dict) else spec
+                yield self.finding(ctx, ("parameters", name, "type"), f"parameter {name} has type {kind!r}")
+        for path, value in _admin_passwords(ctx.template):
+            if not _from_secure_parameter(value, ctx):
+                yield self.finding(ctx, path, f"adminPassword is {_shown(value)}, not a secure parameter")
+
+
+def _admin_passwords(node: Any, path: JsonPath = ()) -> Iterator[tuple[JsonPath, Any]]:
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if str(key).lower() == PASSWORD_KEY:
+                yield (*path, key), value
+            else:
+                yield from _admin_passwords(value, (*path, key))
+    elif isinstance(node, list):
+        for index, value in enumerate(node):
+            yield from _admin_passwords(value, (*path, index))
+
+
+def _from_secure_parameter(value: Any, ctx: TemplateContext) -> bool:
+    if not isinstance(value, str):
+        return False
+    for parsed in ctx.expressions:
+        if parsed.text == value and parsed.expr is not None:
+            expr = parsed.expr
+            return (
+                isinstance(expr, Call)
+                and expr.name.lower() == "parameters"
+                and len(expr.args) == 1
+                and isinstance(expr.args[0], Literal)
+                and str(expr.args[0].value).lower() in ctx.secure_parameters
+            )
+    return False
+
+
+def _shown(value: Any) -> str:
+    return "an expression" if isinstance(value, str) and value.startswith("[") else "a literal value"
+
+
+class LinuxPasswordLoginDisabled(Rule[TemplateContext]):
+    """Linux VMs and scale sets must set linuxConfiguration.disablePasswordAuthentication to true: HPC nodes are
+    reached with SSH keys (CAF HPC security guidance), and password login invites brute force on any exposed
+    node. checkov's CKV_AZURE_149 checks the same for VMSS only."""
+
+    id = "HPCLZ-TPL-023"
+    severity = Severity.ERROR
+    title = "Linux osProfile allows password login"
+    fix = "Set osProfile.linuxConfiguration.disablePasswordAuthentication to true and provide SSH public keys."
+
+    def check(self, ctx: TemplateContext) -> Iterable[Finding]:
+        for path, profile in _os_profiles(ctx.template):
+            if "windowsConfiguration" in profile:
+                continue
+            linux = profile.get("linuxConfiguration")
+            disabled = get_at(linux, ("disablePasswordAuthentication",)) if isinstance(linux, dict) else None
+            if disabled is not True:
+                yield self.finding(
+                    ctx, (*path, "linuxConfiguration"), f"disablePasswordAuthentication is {disabled!r}, not true"
+                )
+
+
+def _os_profiles(node: Any, path: JsonPath = ()) -> Iterator[tuple[JsonPath, dict[str, Any]]]:
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key == "osProfile" and isinstance(value, dict):
+                yield (*path, key), value
+            else:
+                yield from _os_profiles(value, (*path, key))
+    elif isinstance(node, list):
+        for index, value in enumerate(node):
+            yield from _os_profiles(value, (*path, index))
