@@ -67,5 +67,10 @@ class StateDocument(BaseModel):
     deployments: dict[str, DeploymentRecord] = Field(default_factory=dict)
     resources: list[ResourceRecord] = Field(default_factory=list)
     outputs: dict[str, Any] = Field(default_factory=dict)
+    applied_config: dict[str, Any] = Field(
+        default_factory=dict,
+        description="The config as last applied, plain data with secrets redacted "
+        "(hpclz.plan.config_diff.config_snapshot): the baseline of `hpclz plan`'s config-level diff.",
+    )
     created_at: datetime = Field(default_factory=now)
     updated_at: datetime = Field(default_factory=now)
