@@ -22,7 +22,7 @@ from hpclz.rules.template.checkov import AllowlistContext
 from hpclz.rules.template.context import TemplateContext
 
 if TYPE_CHECKING:
-    from hpclz.render.plan import Deployment, DeploymentPlan
+    from hpclz.render.plan import DeploymentPlan
 
 
 class Gate(StrEnum):
@@ -69,9 +69,11 @@ class GateReport(BaseModel):
         return worst is None or not worst.at_least(fail_level)
 
 
-def template_file(deployment: Deployment) -> str:
-    """The file name a deployment's template is written as (checkov scan folder, finding locations)."""
-    return f"{deployment.name}.json"
+def template_files(plan: DeploymentPlan) -> list[str]:
+    """The names `hpclz render` writes each template as, so findings and checkov point at those files."""
+    from hpclz.render.writer import file_stem  # render calls the gates; importing it late avoids a cycle
+
+    return [f"{file_stem(index, d)}.template.json" for index, d in enumerate(plan.deployments, start=1)]
 
 
 def check_plan(
@@ -84,7 +86,8 @@ def check_plan(
     suppress: Iterable[str] = (),
 ) -> GateReport:
     silenced = list(suppress)
-    contexts = [TemplateContext.from_deployment(d, file=template_file(d)) for d in plan.deployments]
+    files = template_files(plan)
+    contexts = [TemplateContext.from_deployment(d, file=f) for d, f in zip(plan.deployments, files, strict=True)]
     report = GateReport()
     report.results[Gate.SCHEMA] = _skipped(Gate.SCHEMA)
     if schema:

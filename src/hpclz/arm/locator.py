@@ -1,4 +1,4 @@
-"""Line numbers for a template as `json.dumps(template, indent=2)` writes it.
+"""Line numbers for a template as `json.dumps(template, indent=2, sort_keys=True)` writes it.
 
 Rendered templates are dicts, not parsed files, so findings point into their canonical pretty-printed
 form: the file render writes and the one a user opens. Positions follow json.dumps' layout exactly
@@ -16,7 +16,8 @@ INDENT = 2
 
 
 def pretty_json(template: Any) -> str:
-    return json.dumps(template, indent=INDENT, ensure_ascii=False)
+    """The layout hpclz.render.writer uses for template files: sorted keys, two-space indent."""
+    return json.dumps(template, indent=INDENT, sort_keys=True, ensure_ascii=False)
 
 
 def locate_template(file: str, template: Any) -> SourceMap:
@@ -30,7 +31,7 @@ def _walk(node: Any, path: Path, line: int, depth: int, source: SourceMap) -> in
     """Record positions below `node`, which starts on `line`; return the line its text ends on."""
     if isinstance(node, dict) and node:
         column = (depth + 1) * INDENT + 1
-        for key, value in node.items():
+        for key, value in sorted(node.items()):
             line += 1
             here = (*path, key)
             source.keys[here] = Position(line, column)
