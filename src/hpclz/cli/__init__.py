@@ -9,6 +9,7 @@ import typer
 
 from hpclz import __version__
 from hpclz.cli.init import init
+from hpclz.cli.plan import plan
 from hpclz.cli.render import render
 from hpclz.cli.schema import schema
 from hpclz.cli.state import state_app
@@ -42,6 +43,7 @@ app.command()(validate)
 app.command()(schema)
 app.command()(init)
 app.command()(render)
+app.command()(plan)
 app.add_typer(state_app, name="state")
 
 

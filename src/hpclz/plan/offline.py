@@ -100,28 +100,66 @@ def offline_changeset(plan: DeploymentPlan, state: StateDocument | None) -> Chan
     changes = ChangeSet(mode="offline", landing_zone=plan.landing_zone, environment=plan.environment)
     desired = desired_resources(plan)
     if state is None:
-        changes.resources = [_create(d) for d in desired]
+        changes.resources = [create_change(d) for d in desired]
         return changes
     changes.state = StateRef(lineage=state.lineage, serial=state.serial)
-    recorded = {id_key(r.id): r for r in state.resources}
-    by_name = {(r.type.lower(), r.name.lower(), r.deployment): r for r in state.resources}
     unchanged = _unchanged_deployments(plan, state)
-    seen: set[int] = set()
+    matcher = _Matcher(state.resources)
     for d in desired:
-        record = recorded.get(id_key(d.id)) or by_name.get((d.type.lower(), d.name.lower(), d.deployment))
+        record = matcher.match(d)
         if record is None:
-            changes.resources.append(_create(d))
+            changes.resources.append(create_change(d))
             continue
-        seen.add(id(record))
         data = record.data_bearing or policies.is_data_bearing(d.type)
         if d.deployment in unchanged:
             changes.resources.append(_same(d, record, data))
         else:
-            changes.resources.append(
-                resource_change(d.type, d.name, record.id, d.deployment, data, record.properties, d.body)
-            )
-    changes.resources.extend(_delete(r) for r in state.resources if id(r) not in seen)
+            before, after = comparable(record.properties, d.body)
+            changes.resources.append(resource_change(d.type, d.name, record.id, d.deployment, data, before, after))
+    changes.resources.extend(_delete(r) for r in matcher.unmatched())
     return changes
+
+
+def comparable(recorded: dict[str, Any], body: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """State may hold the whole resource body (sku, location, tags, properties) or only its `properties`.
+
+    With only `properties` recorded, top-level fields such as `sku` cannot be compared offline: the
+    config diff above still shows those edits, and `--what-if` compares them against Azure.
+    """
+    if "properties" in recorded or not recorded:
+        return recorded, body
+    return {"properties": recorded}, {"properties": body.get("properties", {})}
+
+
+class _Matcher:
+    """Finds the state record of a desired resource: by ID, then by type and name, then (for names that
+    are ARM expressions, such as role assignments' `[guid(...)]`) by type, deployment and properties."""
+
+    def __init__(self, records: list[ResourceRecord]):
+        self.records = records
+        self.by_id = {id_key(r.id): r for r in records}
+        self.by_name = {(r.type.lower(), r.name.lower(), r.deployment): r for r in records}
+        self.used: set[int] = set()
+
+    def match(self, d: DesiredResource) -> ResourceRecord | None:
+        found = self.by_id.get(id_key(d.id)) or self.by_name.get((d.type.lower(), d.name.lower(), d.deployment))
+        if found is None and d.name.startswith("["):
+            found = next((r for r in self.records if id(r) not in self.used and self._same_body(r, d)), None)
+        if found is not None and id(found) in self.used:
+            found = None
+        if found is not None:
+            self.used.add(id(found))
+        return found
+
+    @staticmethod
+    def _same_body(record: ResourceRecord, d: DesiredResource) -> bool:
+        if record.type.lower() != d.type.lower() or record.deployment != d.deployment:
+            return False
+        before, after = comparable(record.properties, d.body)
+        return before.get("properties") == after.get("properties")
+
+    def unmatched(self) -> list[ResourceRecord]:
+        return [r for r in self.records if id(r) not in self.used]
 
 
 def _unchanged_deployments(plan: DeploymentPlan, state: StateDocument) -> set[str]:
@@ -138,7 +176,7 @@ def _unchanged_deployments(plan: DeploymentPlan, state: StateDocument) -> set[st
     return out
 
 
-def _create(d: DesiredResource) -> ResourceChange:
+def create_change(d: DesiredResource) -> ResourceChange:
     return ResourceChange(
         id=d.id,
         type=d.type,

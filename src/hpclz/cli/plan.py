@@ -1,0 +1,46 @@
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import typer
+
+from hpclz.cli.common import OUTPUT_OPTION, OutputFormat, finish, guarded, print_findings
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+
+def plan(
+    config: Path = typer.Argument(..., help="Landing-zone config (YAML)."),
+    what_if: bool = typer.Option(
+        False, "--what-if", help="Ask Azure (ARM what-if) instead of comparing with the state offline."
+    ),
+    show_noise: bool = typer.Option(False, "--show-noise", help="Also show what-if changes filtered as noise."),
+    out: Path | None = typer.Option(None, "--out", help="Save the plan for `hpclz deploy --plan FILE`."),
+    detailed_exitcode: bool = typer.Option(
+        False, "--detailed-exitcode", help="Exit 0 with no changes, 1 on error, 2 when changes are present."
+    ),
+    suppress: list[str] = typer.Option([], "--suppress", help="Rule ID to silence (repeatable)."),
+    output: OutputFormat = OUTPUT_OPTION,
+) -> None:
+    """Show what a deploy would change and what each change costs (drain, restart, data), like terraform plan."""
+    with guarded("plan", output):
+        from hpclz.services.plan import plan as run_plan
+
+        result = run_plan(config, what_if=what_if, out=out, detailed_exitcode=detailed_exitcode, suppress=suppress)
+
+        def human(console: Console) -> None:
+            from hpclz.plan.printer import print_changeset
+
+            print_findings(console, result.findings)
+            if result.changes is None:
+                console.print(f"[red]✗[/] {config} fails validation; fix the errors above, then plan again")
+                return
+            print_changeset(console, result.changes, show_noise=show_noise, state_location=result.state_location)
+            if result.saved_to:
+                console.print(
+                    f"Saved the plan to {result.saved_to}: apply it with `hpclz deploy {config} --plan {result.saved_to}`"
+                )
+
+        finish("plan", output, result.exit_code, result.payload(), result.findings, human)

@@ -1,0 +1,156 @@
+"""`hpclz plan` as text, in terraform's shape: symbols, nested property diffs, one summary line.
+
+Colour comes from rich, which drops it when NO_COLOR is set or output is not a terminal. Every
+value from the config or a template is escaped: `partitions[gpu]` must not read as markup.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from rich.markup import escape
+
+from hpclz.plan.changeset import Action, ChangeSet, ConfigChange, Policy, PropertyChange, ResourceChange
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+SYMBOLS = {
+    Action.CREATE: ("+", "green"),
+    Action.MODIFY: ("~", "yellow"),
+    Action.DELETE: ("-", "red"),
+    Action.REPLACE: ("-/+", "bold magenta"),
+    Action.NO_CHANGE: ("=", "dim"),
+}
+HEADINGS = {
+    Action.CREATE: "will be created",
+    Action.MODIFY: "will be updated in place",
+    Action.DELETE: "will be destroyed",
+    Action.REPLACE: "must be replaced",
+}
+LEGEND = """Resource actions are indicated with the following symbols:
+  [green]+[/] create
+  [yellow]~[/] update in-place
+  [red]-[/] destroy
+[bold magenta]-/+[/] destroy and then create replacement"""
+MAX_VALUE = 100
+
+
+def value(v: Any) -> str:
+    text = json.dumps(v, sort_keys=True, ensure_ascii=False) if not isinstance(v, str) else json.dumps(v)
+    return escape(text if len(text) <= MAX_VALUE else text[: MAX_VALUE - 3] + "...")
+
+
+def _symbol(action: Action) -> str:
+    mark, style = SYMBOLS[action]
+    return f"[{style}]{mark:>3}[/]"
+
+
+def _cost(policy: Policy, reason: str, action_needed: str) -> str:
+    words = "; ".join(escape(p) for p in (reason, action_needed) if p)
+    if policy is Policy.REPLACE_DATA:
+        return f"[bold red]DATA LOSS: {words}[/]"
+    if policy is Policy.NOT_ALLOWED:
+        return f"[bold red]NOT ALLOWED: {words}[/]"
+    if policy in (Policy.DRAIN_PARTITION, Policy.RESTART_NODES, Policy.REPLACE):
+        return f"[yellow]{words}[/]"
+    return f"[dim]{words}[/]"
+
+
+def config_line(change: ConfigChange) -> str:
+    path = escape(change.path)
+    if change.kind is Action.MODIFY:
+        body = f"{path}: {value(change.before)} -> {value(change.after)}"
+    elif change.kind is Action.CREATE:
+        body = f"{path}: {value(change.after)}"
+    else:
+        body = path
+    v = change.verdict
+    return f"{_symbol(change.kind)} {body}  ({_cost(v.policy, v.reason, v.action_needed)})"
+
+
+def property_line(change: PropertyChange, noise: bool = False) -> str:
+    path = escape(change.path)
+    if change.kind is Action.MODIFY:
+        body = f"{path}: {value(change.before)} -> {value(change.after)}"
+    elif change.kind is Action.CREATE:
+        body = f"{path}: {value(change.after)}"
+    else:
+        body = f"{path}: {value(change.before)} -> null"
+    if noise:
+        return f"      [dim]{_symbol(change.kind)} {body}  # noise: {escape(change.noise_reason)}[/]"
+    note = "  [bold magenta]# forces replacement[/]" if change.forces_replacement else ""
+    return f"      {_symbol(change.kind)} {body}{note}"
+
+
+def resource_lines(change: ResourceChange, show_noise: bool) -> list[str]:
+    where = f" (deployment {escape(change.deployment)})" if change.deployment else ""
+    title = f"{escape(change.type)} {escape(change.name)}"
+    lines = [f"  [bold]# {title}[/] {HEADINGS[change.action]}{where}"]
+    v = change.verdict
+    if change.data_loss or v.policy in (Policy.NOT_ALLOWED, Policy.DRAIN_PARTITION, Policy.RESTART_NODES):
+        lines.append(f"  # {_cost(v.policy, v.reason, v.action_needed)}")
+    lines.append(f"{_symbol(change.action)} {title}")
+    lines.extend(property_line(p) for p in change.changes)
+    if show_noise:
+        lines.extend(property_line(p, noise=True) for p in change.noise)
+    return lines
+
+
+def resource_lines_quiet(change: ResourceChange) -> list[str]:
+    """A resource what-if reported only noise for: shown with --show-noise, as unchanged."""
+    title = f"{escape(change.type)} {escape(change.name)}"
+    return [f"{_symbol(Action.NO_CHANGE)} {title}", *(property_line(p, noise=True) for p in change.noise)]
+
+
+def costs(cs: ChangeSet) -> list[str]:
+    """The bill, one line each: what the engineer must do or will lose before applying."""
+    out = []
+    drains = sorted({c.verdict.action_needed for c in cs.config_changes if c.verdict.policy is Policy.DRAIN_PARTITION})
+    out += [escape(d) for d in drains if d]
+    policies = [c.verdict.policy for c in cs.config_changes] + [r.verdict.policy for r in cs.changed_resources]
+    if Policy.RESTART_NODES in policies:
+        out.append("nodes restart: plan a maintenance window")
+    if cs.data_loss:
+        out.append(f"[bold red]DATA LOSS: {escape(', '.join(cs.data_loss))}[/]")
+    if cs.blocked:
+        out.append(f"[bold red]NOT ALLOWED (apply would fail): {escape(', '.join(cs.blocked))}[/]")
+    return out
+
+
+def print_changeset(out: Console, cs: ChangeSet, *, show_noise: bool = False, state_location: str = "") -> None:
+    against = (
+        f"state serial {cs.state.serial} (lineage {cs.state.lineage[:8]})"
+        if cs.state
+        else f"no state{f' at {escape(state_location)}' if state_location else ''}: everything is new"
+    )
+    out.print(f"[bold]hpclz plan[/] {escape(cs.landing_zone)}-{escape(cs.environment)} ({cs.mode}, against {against})")
+    if cs.config_changes:
+        out.print("\nConfig changes since the last apply:")
+        for edit in cs.config_changes:
+            out.print(config_line(edit))
+    elif cs.state and not cs.config_baseline:
+        out.print("\n[dim]The state holds no applied config, so config-level changes cannot be listed.[/]")
+    changed = cs.changed_resources
+    if not changed and not cs.config_changes:
+        out.print("\n[green]No changes.[/] The landing zone matches the configuration.")
+    if changed:
+        out.print("\n" + LEGEND + "\n\nhpclz will perform the following actions:\n")
+        for resource in changed:
+            for line in resource_lines(resource, show_noise):
+                out.print(line)
+            out.print("")
+    if show_noise:
+        for quiet in cs.resources:
+            if quiet.action is Action.NO_CHANGE and quiet.noise:
+                out.print("\n".join(resource_lines_quiet(quiet)))
+        out.print("\n".join(f"  [dim]* ignored by what-if: {escape(rid)}[/]" for rid in cs.ignored))
+    for item in cs.unsupported:
+        out.print(f"[yellow]! what-if could not evaluate {escape(item)}[/]")
+    out.print(f"[bold]{cs.summary.line()}[/]")
+    for line in costs(cs):
+        out.print(f"Cost: {line}")
+    if cs.noise_count:
+        hint = "" if show_noise else " (--show-noise shows them)"
+        out.print(f"[dim]{cs.noise_count} what-if changes filtered as noise{hint}.[/]")

@@ -1,0 +1,138 @@
+"""Saved plans: `hpclz plan --out plan.json`, applied exactly by `hpclz deploy --plan plan.json`.
+
+The file holds the rendered DeploymentPlan that was shown, with hashes of the config, of hpclz's
+template sources and of each deployment, and the state (lineage, serial) it was computed against.
+`load_saved_plan` refuses the file when any of them moved on, as a stale terraform plan file is
+refused: applying it would do something nobody reviewed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field, ValidationError
+
+from hpclz import __version__
+from hpclz.config.loader import LoadedConfig
+from hpclz.config.root import LandingZoneConfig
+from hpclz.errors import HpclzError
+from hpclz.plan.changeset import ChangeSet, StateRef
+from hpclz.plan.config_diff import config_snapshot
+from hpclz.render.plan import DeploymentPlan, canonical_json
+from hpclz.resources import templates_dir
+from hpclz.state.model import StateDocument
+
+FORMAT: Literal["hpclz-plan"] = "hpclz-plan"
+FORMAT_VERSION = 1
+
+
+class SavedPlan(BaseModel):
+    format: Literal["hpclz-plan"] = FORMAT
+    format_version: int = FORMAT_VERSION
+    hpclz_version: str = __version__
+    created_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
+    config_hash: str
+    templates_hash: str
+    deployment_hashes: dict[str, str]
+    state: StateRef | None
+    plan: DeploymentPlan
+    changes: dict[str, Any] = Field(default_factory=dict, description="The change set as shown (JSON result).")
+
+
+def config_fingerprint(config: LandingZoneConfig) -> str:
+    """Over the secret-redacted config: secrets are resolved at deploy time and never enter a plan."""
+    return hashlib.sha256(canonical_json(config_snapshot(config)).encode()).hexdigest()
+
+
+def templates_fingerprint(root: Path | None = None) -> str:
+    """Over every template source file, so an hpclz upgrade that renders differently makes old plans stale."""
+    base = root or templates_dir()
+    digest = hashlib.sha256()
+    for path in sorted(p for p in base.rglob("*") if p.is_file()):
+        digest.update(path.relative_to(base).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def _state_ref(state: StateDocument | None) -> StateRef | None:
+    return None if state is None else StateRef(lineage=state.lineage, serial=state.serial)
+
+
+def save_plan(
+    path: str | Path, plan: DeploymentPlan, changes: ChangeSet, config: LandingZoneConfig, state: StateDocument | None
+) -> SavedPlan:
+    saved = SavedPlan(
+        config_hash=config_fingerprint(config),
+        templates_hash=templates_fingerprint(),
+        deployment_hashes={d.name: d.template_hash() for d in plan.deployments},
+        state=_state_ref(state),
+        plan=plan,
+        changes=changes.payload(),
+    )
+    target = Path(path)
+    temp = target.with_name(f".{target.name}.tmp")
+    try:
+        temp.write_text(saved.model_dump_json(indent=1) + "\n", encoding="utf-8")
+        os.replace(temp, target)
+    except OSError as exc:
+        raise HpclzError(f"{path}: cannot write the plan: {exc.strerror or exc}") from None
+    return saved
+
+
+def read_saved_plan(path: str | Path) -> SavedPlan:
+    try:
+        raw = json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise HpclzError(f"{path}: saved plan not found (make one with `hpclz plan CONFIG --out {path}`)") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise HpclzError(f"{path}: not a readable saved plan: {exc}") from None
+    if not isinstance(raw, dict) or raw.get("format") != FORMAT:
+        raise HpclzError(f'{path}: not an hpclz saved plan (no "format": "{FORMAT}")')
+    if raw.get("format_version") != FORMAT_VERSION:
+        raise HpclzError(
+            f"{path}: saved plan format {raw.get('format_version')} is not {FORMAT_VERSION}; make the plan again"
+        )
+    try:
+        return SavedPlan.model_validate(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise HpclzError(f"{path}: saved plan is damaged at {where}: {first['msg']}") from None
+
+
+def stale_reasons(saved: SavedPlan, config: LandingZoneConfig, state: StateDocument | None) -> list[str]:
+    reasons = []
+    if saved.config_hash != config_fingerprint(config):
+        reasons.append("the config changed since the plan was made")
+    if saved.templates_hash != templates_fingerprint():
+        reasons.append("hpclz's templates changed since the plan was made (another hpclz version?)")
+    tampered = [d.name for d in saved.plan.deployments if saved.deployment_hashes.get(d.name) != d.template_hash()]
+    if tampered or set(saved.deployment_hashes) != {d.name for d in saved.plan.deployments}:
+        reasons.append(f"the plan file was edited after it was saved ({', '.join(tampered) or 'deployments'})")
+    now = _state_ref(state)
+    if saved.state != now:
+        reasons.append(f"the state changed since the plan was made ({_describe(saved.state)} -> {_describe(now)})")
+    return reasons
+
+
+def _describe(ref: StateRef | None) -> str:
+    return "no state" if ref is None else f"lineage {ref.lineage[:8]} serial {ref.serial}"
+
+
+def load_saved_plan(
+    path: str | Path, config: LandingZoneConfig | LoadedConfig, state: StateDocument | None
+) -> DeploymentPlan:
+    """The DeploymentPlan saved at `path`, if it is still the plan for `config` and `state`; else HpclzError."""
+    model = config.config if isinstance(config, LoadedConfig) else config
+    saved = read_saved_plan(path)
+    reasons = stale_reasons(saved, model, state)
+    if reasons:
+        raise HpclzError(
+            f"{path}: stale plan, refusing to apply it: {'; '.join(reasons)}",
+            hint=f"run `hpclz plan CONFIG --out {path}` again and review it",
+        )
+    return saved.plan

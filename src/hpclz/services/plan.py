@@ -1,0 +1,113 @@
+"""`hpclz plan`: render the config, compare it with the last applied state (or ask ARM what-if),
+and say what an apply would do and cost. Optionally save the plan for `hpclz deploy --plan`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from hpclz.config.loader import LoadedConfig, load_config
+from hpclz.errors import ExitCode
+from hpclz.findings import Finding, Severity
+from hpclz.plan.changeset import ChangeSet
+from hpclz.plan.config_diff import config_changes
+from hpclz.plan.offline import create_change, offline_changeset
+from hpclz.plan.resources import deployment_resources
+from hpclz.plan.saved import save_plan
+from hpclz.render.plan import DeploymentPlan, Scope
+from hpclz.state.model import StateDocument
+
+
+class PlanResult(BaseModel):
+    file: str
+    changes: ChangeSet | None = None
+    findings: list[Finding] = Field(default_factory=list)
+    state_location: str = ""
+    saved_to: str | None = None
+    detailed_exitcode: bool = False
+
+    @property
+    def exit_code(self) -> ExitCode:
+        if self.changes is None or self.changes.blocked:
+            return ExitCode.FAILED
+        if self.detailed_exitcode and self.changes.has_changes:
+            return ExitCode.CHANGES_PRESENT
+        return ExitCode.OK
+
+    def payload(self) -> dict[str, Any]:
+        body: dict[str, Any] = {"file": self.file, "state_location": self.state_location, "saved_to": self.saved_to}
+        if self.changes is not None:
+            body.update(self.changes.payload())
+        return body
+
+
+def plan(
+    path: str | Path,
+    *,
+    what_if: bool = False,
+    out: str | Path | None = None,
+    detailed_exitcode: bool = False,
+    suppress: list[str] | None = None,
+) -> PlanResult:
+    from hpclz.render.build import build_plan
+    from hpclz.services.validate import check_config
+    from hpclz.state.factory import open_backend
+
+    loaded = load_config(path)
+    result = PlanResult(file=str(path), detailed_exitcode=detailed_exitcode)
+    result.findings, _ = check_config(loaded, suppress or [])
+    if any(f.severity is Severity.ERROR for f in result.findings):
+        return result  # a config that fails validation has no plan worth showing
+    deployment_plan = build_plan(loaded.config)
+    backend = open_backend(loaded.config, base_dir=Path(path).resolve().parent, config_file=str(path))
+    result.state_location = backend.location
+    state = backend.read()
+    changes = online_changeset(loaded, deployment_plan) if what_if else offline_changeset(deployment_plan, state)
+    attach_config_diff(changes, loaded, state)
+    result.changes = changes
+    if out is not None:
+        save_plan(out, deployment_plan, changes, loaded.config, state)
+        result.saved_to = str(out)
+    return result
+
+
+def attach_config_diff(changes: ChangeSet, loaded: LoadedConfig, state: StateDocument | None) -> None:
+    if state is not None:
+        from hpclz.plan.changeset import StateRef
+
+        changes.state = StateRef(lineage=state.lineage, serial=state.serial)
+    if state is None or not state.applied_config:
+        changes.config_baseline = state is None
+        return
+    changes.config_changes = config_changes(state.applied_config, loaded.config)
+
+
+def online_changeset(loaded: LoadedConfig, deployment_plan: DeploymentPlan) -> ChangeSet:
+    """ARM what-if per deployment; a deployment whose resource group does not exist yet is all creates
+    (what-if cannot run into a missing group, and everything in it is new anyway)."""
+    from hpclz.azure.arm import Arm
+    from hpclz.azure.clients import AzureClients, resolve_subscription
+    from hpclz.azure.errors import azure_errors
+    from hpclz.plan.whatif import whatif_changeset
+
+    subscription = resolve_subscription(loaded.config.metadata.resolved_subscription_id())
+    arm = Arm(AzureClients(subscription))
+    results: dict[str, dict[str, Any]] = {}
+    missing = []
+    with azure_errors("ARM what-if"):
+        for d in deployment_plan.deployments:
+            if d.scope is Scope.RESOURCE_GROUP and d.resource_group and arm.get_group(d.resource_group) is None:
+                missing.append(d)
+            else:
+                results[d.name] = arm.what_if(d)
+    changes = whatif_changeset(
+        results, landing_zone=deployment_plan.landing_zone, environment=deployment_plan.environment
+    )
+    known = {r.id.lower() for r in changes.resources}
+    for d in missing:
+        changes.resources += [
+            create_change(r) for r in deployment_resources(d, subscription) if r.id.lower() not in known
+        ]
+    return changes
