@@ -31,6 +31,7 @@ from hpclz.state.model import StateDocument
 
 DEFAULT_LEASE_S = 30
 DEFAULT_KEEP = 20
+DEFAULT_RETRIES = 3
 LOCK_META_KEY = "hpclzlock"  # base64 JSON: metadata values must be plain ASCII header values
 _UNREAD = object()
 
@@ -57,22 +58,30 @@ class BlobBackend:
 
     @classmethod
     def connect(
-        cls, *, account_url: str, container: str, blob_name: str, credential: Any = None, **options: Any
+        cls,
+        *,
+        account_url: str,
+        container: str,
+        blob_name: str,
+        credential: Any = None,
+        retry_total: int = DEFAULT_RETRIES,
+        **options: Any,
     ) -> BlobBackend:
-        from azure.storage.blob import BlobServiceClient
+        from azure.storage.blob import BlobServiceClient, ExponentialRetry
 
         from hpclz.state.factory import CONNECTION_STRING_ENV
 
-        # Few retries: an unreachable account should fail in seconds, not after a minute of backoff.
+        # The SDK's default backoff (15 s, then x3) makes an unreachable account look like a hang.
+        retry = ExponentialRetry(initial_backoff=2, increment_base=2, retry_total=retry_total)
         connection_string = os.environ.get(CONNECTION_STRING_ENV)
         if connection_string:
-            service = BlobServiceClient.from_connection_string(connection_string, retry_total=2)
+            service = BlobServiceClient.from_connection_string(connection_string, retry_policy=retry)
         else:
             if credential is None:
                 from azure.identity import DefaultAzureCredential
 
                 credential = DefaultAzureCredential()
-            service = BlobServiceClient(account_url, credential=credential, retry_total=2)
+            service = BlobServiceClient(account_url, credential=credential, retry_policy=retry)
         return cls(service.get_container_client(container), blob_name, **options)
 
     @property

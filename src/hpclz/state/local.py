@@ -86,9 +86,9 @@ class LocalBackend:
             new = next_version(stored, doc, self.location)
             text = new.model_dump_json(indent=2) + "\n"
             self.guard.check_text(text, self.location)
-            if stored is not None:
-                self._archive(stored)
             try:
+                if stored is not None:
+                    self._archive(stored)
                 write_atomic(self.state_file, text.encode())
             except OSError as exc:
                 raise StateStorageError(f"cannot write state {self.location}: {exc.strerror or exc}") from None

@@ -1,0 +1,142 @@
+"""Local backend specifics: file modes, a lock held by another process, crash-safe writes."""
+
+from __future__ import annotations
+
+import os
+import signal
+import stat
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from hpclz.config.root import LandingZoneConfig
+from hpclz.errors import ExitCode
+from hpclz.state.errors import StateLockedError, StateStorageError
+from hpclz.state.factory import new_state, open_backend
+from hpclz.state.local import LocalBackend
+from tests.conftest import REPO
+from tests.state.conftest import sample_state
+
+# A second process that takes the lock, says so, and holds it until told to stop (or killed).
+HOLDER = textwrap.dedent(
+    """
+    import sys
+    from pathlib import Path
+    from hpclz.config.loader import load_config
+    from hpclz.state.factory import open_backend
+    config_file = Path(sys.argv[1])
+    backend = open_backend(load_config(config_file).config, base_dir=config_file.parent)
+    with backend.lock(sys.argv[2]):
+        print("locked", flush=True)
+        sys.stdin.readline()
+    """
+)
+
+# A process that dies (no cleanup, no exception handlers) at the moment the new state would be renamed in.
+DIES_MID_WRITE = textwrap.dedent(
+    """
+    import os, sys
+    from pathlib import Path
+    from hpclz.config.loader import load_config
+    from hpclz.state.factory import open_backend
+    config_file = Path(sys.argv[1])
+    backend = open_backend(load_config(config_file).config, base_dir=config_file.parent)
+    doc = backend.read()
+    doc.outputs["half"] = "written"
+    os.replace = lambda *args: os._exit(9)
+    backend.write(doc)
+    """
+)
+
+
+def _local(config: LandingZoneConfig, config_file: Path) -> LocalBackend:
+    backend = open_backend(config, base_dir=config_file.parent, config_file=str(config_file))
+    assert isinstance(backend, LocalBackend)
+    return backend
+
+
+def _python(script: str, *args: str, **popen: object) -> subprocess.Popen[str]:
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    return subprocess.Popen(  # type: ignore[call-overload,no-any-return]
+        [sys.executable, "-c", script, *args], env=env, text=True, **popen
+    )
+
+
+def test_files_are_private(config: LandingZoneConfig, config_file: Path) -> None:
+    backend = _local(config, config_file)
+    with backend.lock("deploy"):
+        doc = backend.write(sample_state(config))
+        backend.write(doc)
+        written = list((config_file.parent / ".hpclz").rglob("*"))
+    assert {p.name for p in written} >= {"energy-prod", "state.json", "lock.json", "state.lock", "history", "1.json"}
+    folders = [config_file.parent / ".hpclz", *(p for p in written if p.is_dir())]
+    files = [p for p in written if p.is_file()]
+    assert {oct(stat.S_IMODE(p.stat().st_mode)) for p in folders} == {"0o700"}
+    assert {oct(stat.S_IMODE(p.stat().st_mode)) for p in files} == {"0o600"}
+
+
+def test_reading_creates_nothing(config: LandingZoneConfig, config_file: Path) -> None:
+    backend = _local(config, config_file)
+    assert (backend.read(), backend.lock_info(), backend.history()) == (None, None, [])
+    assert not (config_file.parent / ".hpclz").exists()
+
+
+def test_a_lock_held_by_another_process_is_refused_until_it_dies(config: LandingZoneConfig, config_file: Path) -> None:
+    holder = _python(HOLDER, str(config_file), "deploy", stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+        backend = _local(config, config_file)
+        with pytest.raises(StateLockedError) as refused, backend.lock("destroy"):
+            pass
+        assert refused.value.exit_code is ExitCode.STATE_LOCKED
+        message = str(refused.value)
+        assert f"pid {holder.pid}" in message and "'deploy'" in message
+        assert f"hpclz state unlock {config_file} --force" in message
+        # A killed holder never cleans up, but the kernel drops its flock: the lock is free again.
+        holder.send_signal(signal.SIGKILL)
+        holder.wait(timeout=10)
+        assert backend.lock_info() is None
+        with backend.lock("destroy") as info:
+            assert info.pid == os.getpid()
+    finally:
+        if holder.poll() is None:
+            holder.kill()
+            holder.wait()
+
+
+def test_a_failed_rename_leaves_the_old_state_and_no_temp_file(
+    config: LandingZoneConfig, config_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    backend = _local(config, config_file)
+    backend.write(new_state(config))
+    before = backend.state_file.read_bytes()
+    doc = backend.read()
+    assert doc is not None
+
+    real_replace = os.replace
+
+    def refuse_state_rename(source: str, target: Path) -> None:
+        if Path(target).name == "state.json":
+            raise OSError(28, "No space left on device")
+        real_replace(source, target)
+
+    monkeypatch.setattr(os, "replace", refuse_state_rename)
+    with pytest.raises(StateStorageError, match="No space left on device"):
+        backend.write(doc)
+    monkeypatch.undo()
+    assert backend.state_file.read_bytes() == before
+    assert [p.name for p in backend.root.iterdir() if p.name.startswith(".tmp-")] == []
+
+
+def test_a_process_dying_mid_write_leaves_the_old_state_readable(config: LandingZoneConfig, config_file: Path) -> None:
+    backend = _local(config, config_file)
+    first = backend.write(sample_state(config))
+    dying = _python(DIES_MID_WRITE, str(config_file))
+    assert dying.wait(timeout=60) == 9
+    survivor = _local(config, config_file).read()
+    assert survivor == first
+    # The next write succeeds from there; the dead process's temp file is ignored.
+    assert backend.write(first).serial == first.serial + 1

@@ -1,0 +1,94 @@
+"""No secret ever reaches the state: a planted one is refused on both backends and found nowhere afterwards."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from pydantic import SecretStr
+
+from hpclz.config.identity import NewKeyVault
+from hpclz.config.root import LandingZoneConfig
+from hpclz.state.errors import SecretInStateError
+from hpclz.state.guard import SecretGuard, config_secrets
+from tests.state.conftest import PLANTED_SECRET, OpenBackend, sample_state
+
+STORAGE_KEY = "DefaultEndpointsProtocol=https;AccountName=st1;AccountKey=" + "Zm9vYmFy" * 8 + "=="
+
+
+def _everything_stored(backend: object, root: Path) -> bytes:
+    """Every byte the backend could have written: all files under the test folder, or all blobs of its container."""
+    container = getattr(backend, "_container", None)
+    if container is None:
+        return b"".join(p.read_bytes() for p in root.rglob("*") if p.is_file())
+    blobs = [item.name for item in container.list_blobs()]
+    return b"".join(container.get_blob_client(name).download_blob().readall() for name in blobs)
+
+
+@pytest.mark.parametrize(
+    ("where", "value"),
+    [("outputs", PLANTED_SECRET), ("property", f"prefix-{PLANTED_SECRET}-suffix"), ("outputs", STORAGE_KEY)],
+)
+def test_a_planted_secret_is_refused_and_never_written(
+    open_state: OpenBackend, config: LandingZoneConfig, tmp_path: Path, where: str, value: str
+) -> None:
+    backend = open_state()
+    clean = backend.write(sample_state(config))
+    doc = clean.model_copy(deep=True)
+    if where == "outputs":
+        doc.outputs["licence"] = value
+    else:
+        doc.resources[0].properties["customData"] = value
+    with pytest.raises(SecretInStateError) as refused:
+        backend.write(doc)
+    message = str(refused.value)
+    assert PLANTED_SECRET not in message and "Zm9vYmFy" not in message
+    assert ("outputs.licence" if where == "outputs" else "resources[0].properties.customData") in message
+    stored = _everything_stored(backend, tmp_path)
+    assert stored, "the clean write should have stored something to search"
+    assert PLANTED_SECRET.encode() not in stored and b"Zm9vYmFy" not in stored
+    assert open_state().read() == clean
+
+
+def test_config_secrets_are_found_by_path() -> None:
+    vault = NewKeyVault(secrets={"a-key": SecretStr("longenough1"), "tiny": SecretStr("abc")})
+    found = config_secrets(vault)
+    assert found == {"secrets[a-key]": "longenough1"}
+
+
+def test_an_env_placeholder_guards_the_value_deploy_will_resolve(
+    config: LandingZoneConfig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PRICING_LICENCE_KEY", "resolved-at-deploy-77")
+    vault = NewKeyVault(secrets={"pricing": SecretStr("${env:PRICING_LICENCE_KEY}")})
+    guard = SecretGuard.for_config(
+        config.model_copy(update={"identity": config.identity.model_copy(update={"key_vault": vault})})
+    )
+    guard.check({"outputs": {"ok": "${env:PRICING_LICENCE_KEY}"}}, "here")  # the placeholder itself is no secret
+    with pytest.raises(SecretInStateError, match=r"outputs\.x holds a secret \(the value of identity\.key_vault"):
+        guard.check({"outputs": {"x": "resolved-at-deploy-77"}}, "here")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n",
+        "https://st1.blob.core.windows.net/c/b?sv=2022-11-02&sig=abcdefghijklmnopqrstuvwxyz0123%3D",
+        "abc8Q~" + "x" * 34,
+    ],
+)
+def test_well_known_credential_shapes_are_refused(text: str) -> None:
+    with pytest.raises(SecretInStateError):
+        SecretGuard().check({"outputs": {"value": text}}, "here")
+
+
+def test_ordinary_state_passes_the_guard(config: LandingZoneConfig) -> None:
+    doc = sample_state(config)
+    SecretGuard.for_config(config).check_text(doc.model_dump_json(), "here")
+
+
+def test_a_value_registered_at_deploy_time_is_guarded() -> None:
+    guard = SecretGuard()
+    guard.add("the resolved admin password", "Tr0ub4dor&3-long")
+    with pytest.raises(SecretInStateError, match="the resolved admin password"):
+        guard.check_text('{"outputs": {"p": "Tr0ub4dor&3-long"}}', "here")
