@@ -8,6 +8,8 @@ import sys
 import typer
 
 from hpclz import __version__
+from hpclz.cli.deploy import deploy
+from hpclz.cli.destroy import destroy
 from hpclz.cli.init import init
 from hpclz.cli.plan import plan
 from hpclz.cli.render import render
@@ -42,6 +44,8 @@ def _root(
 app.command()(validate)
 app.command()(schema)
 app.command()(init)
+app.command()(deploy)
+app.command()(destroy)
 app.command()(render)
 app.command()(plan)
 app.add_typer(state_app, name="state")

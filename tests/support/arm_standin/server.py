@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from tests.support.arm_standin.catalog import default_skus, default_usages
 from tests.support.arm_standin.certs import make_certificate
 from tests.support.arm_standin.whatif import what_if_changes
 from tests.support.arm_standin.world import ArmError, DeploymentRun, World
@@ -135,13 +136,15 @@ class ArmStandIn:
             ("DELETE", SUB + r"/providers/.+", self._delete_resource),
         ]
 
-    def dispatch(self, method: str, path: str, body: Any) -> tuple[int, dict[str, str], Any]:
+    def dispatch(self, method: str, path: str, body: Any, query: dict[str, list[str]]) -> tuple[int, dict[str, str], Any]:
         for route_method, pattern, fn in self.routes():
             match = re.fullmatch(pattern, path, re.I)
             if route_method == method and match:
                 groups = {k: v for k, v in match.groupdict().items() if v is not None}
                 if groups.get("sub", self.subscription_id).lower() != self.subscription_id.lower():
                     raise ArmError(404, "SubscriptionNotFound", f"The subscription '{groups['sub']}' could not be found.")
+                if fn == self._skus:
+                    groups["query"] = query  # type: ignore[assignment]
                 return fn(body=body, path=path, **groups)
         raise ArmError(404, "NoRegisteredProviderFound", f"No route for {method} {path}")
 
@@ -307,11 +310,15 @@ class ArmStandIn:
         self.world.registering[ns.lower()] = 1
         return 200, {}, {"id": f"/subscriptions/{sub}/providers/{ns}", "namespace": ns, "registrationState": "Registering"}
 
-    def _skus(self, body: Any, path: str, sub: str) -> tuple[int, dict[str, str], Any]:
-        return 200, {}, {"value": self.world.skus}
+    def _skus(self, body: Any, path: str, sub: str, query: dict[str, list[str]]) -> tuple[int, dict[str, str], Any]:
+        wanted = re.search(r"location eq '([^']+)'", (query.get("$filter") or [""])[0])
+        location = wanted.group(1).lower() if wanted else None
+        skus = self.world.skus if self.world.skus is not None else default_skus(location or "eastus")
+        return 200, {}, {"value": [s for s in skus if location is None or location in [x.lower() for x in s["locations"]]]}
 
     def _usages(self, body: Any, path: str, sub: str, loc: str) -> tuple[int, dict[str, str], Any]:
-        return 200, {}, {"value": self.world.usages.get(loc.lower(), [])}
+        usages = self.world.usages.get(loc.lower())
+        return 200, {}, {"value": usages if usages is not None else default_usages()}
 
 
 def _make_handler(standin: ArmStandIn) -> type[BaseHTTPRequestHandler]:
@@ -341,8 +348,7 @@ def _make_handler(standin: ArmStandIn) -> type[BaseHTTPRequestHandler]:
             else:
                 try:
                     parsed = json.loads(raw) if raw else {}
-                    _ = parse_qs(parts.query)
-                    status, headers, body = standin.dispatch(self.command, path, parsed)
+                    status, headers, body = standin.dispatch(self.command, path, parsed, parse_qs(parts.query))
                 except ArmError as exc:
                     status, headers, body = exc.status, {}, exc.body()
                 except Exception as exc:  # a stand-in bug must show up as a 500 the test can see, not a hang

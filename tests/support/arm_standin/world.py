@@ -94,7 +94,7 @@ class World:
         self.registering: dict[str, int] = {}
         self.latency: dict[str, float] = {}
         self.group_delete_latency = 0.0
-        self.skus: list[dict[str, Any]] = []
+        self.skus: list[dict[str, Any]] | None = None  # None: the default catalog for the asked location
         self.usages: dict[str, list[dict[str, Any]]] = {}
         self.faults = Faults()
 

@@ -1,0 +1,180 @@
+"""Delete what hpclz created: recorded in state and tagged hpclz-managed, in reverse dependency order.
+
+Data-bearing resources (Lustre, NetApp volumes, checkpoint storage) are kept unless asked, and with
+them everything they stand on: their parents, their resource group, and the resources their recorded
+properties reference (a Lustre file system keeps its subnet, hence the VNet). A resource group is
+deleted whole only when it holds nothing kept and nothing hpclz did not create.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from hpclz.azure.arm import Arm
+from hpclz.azure.errors import describe
+from hpclz.azure.records import MANAGED_TAG
+from hpclz.state.model import ResourceRecord, StateDocument, now
+
+GROUP_TYPE = "microsoft.resources/resourcegroups"
+
+
+class Action(StrEnum):
+    DELETED = "deleted"
+    KEPT = "kept"
+    GONE = "already gone"
+    LEFT = "left alone"  # not tagged hpclz-managed, or holds what hpclz did not create
+    FAILED = "failed"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    id: str
+    type: str
+    action: Action
+    reason: str = ""
+
+
+def _group_of(resource_id: str) -> str | None:
+    parts = resource_id.split("/")
+    return parts[4].lower() if len(parts) > 4 and parts[3].lower() == "resourcegroups" else None
+
+
+def kept_set(resources: list[ResourceRecord], include_data: bool) -> dict[str, str]:
+    """Resource id (lower) -> why it is kept."""
+    kept = {} if include_data else {r.id.lower(): "data-bearing" for r in resources if r.data_bearing}
+    changed = True
+    while changed:
+        changed = False
+        texts = {r.id.lower(): json.dumps(r.properties) for r in resources if r.id.lower() in kept}
+        for r in resources:
+            key = r.id.lower()
+            if key in kept:
+                continue
+            holder = next((k for k in kept if k.startswith(key + "/")), None)
+            user = next((k for k, t in texts.items() if f"'{r.name}'" in t or f"/{r.name}\"" in t or f"/{r.name}/" in t), None)
+            if r.type.lower() == GROUP_TYPE:
+                holder = holder or next((k for k in kept if _group_of(k) == r.name.lower()), None)
+            if holder or user:
+                kept[key] = f"holds kept {(holder or user or '').rsplit('/', 1)[-1]}" if holder else f"used by kept {(user or '').rsplit('/', 1)[-1]}"
+                changed = True
+    return kept
+
+
+class Destroyer:
+    def __init__(self, arm: Arm, doc: StateDocument, order: list[str], on_event: Callable[[Outcome], None] = lambda o: None):
+        self.arm = arm
+        self.doc = doc
+        self.order = order  # deployment names, dependants first
+        self.emit = on_event
+        self.outcomes: list[Outcome] = []
+
+    def _note(self, outcome: Outcome) -> None:
+        self.outcomes.append(outcome)
+        self.emit(outcome)
+
+    def _whole_groups(self, kept: dict[str, str]) -> set[str]:
+        ours = {r.id.lower() for r in self.doc.resources}
+        whole: set[str] = set()
+        for r in self.doc.resources:
+            if r.type.lower() != GROUP_TYPE or r.id.lower() in kept:
+                continue
+            try:
+                group = self.arm.get_group(r.name)
+                if group is None:
+                    self._note(Outcome(r.id, r.type, Action.GONE))
+                    continue
+                if (group.get("tags") or {}).get(MANAGED_TAG) != "true":
+                    self._note(Outcome(r.id, r.type, Action.LEFT, f"not tagged {MANAGED_TAG}"))
+                    continue
+                foreign = [x["id"] for x in self.arm.group_resources(r.name) if x["id"].lower() not in ours]
+            except Exception as exc:  # carry on: one unreadable group must not stop the others
+                self._note(Outcome(r.id, r.type, Action.FAILED, describe(exc).one_line()))
+                continue
+            if foreign:
+                self._note(Outcome(r.id, r.type, Action.LEFT, f"holds {len(foreign)} resources hpclz did not create"))
+            else:
+                whole.add(r.name.lower())
+        return whole
+
+    def run(self, include_data: bool) -> StateDocument:
+        kept = kept_set(self.doc.resources, include_data)
+        for r in self.doc.resources:
+            if r.id.lower() in kept:
+                self._note(Outcome(r.id, r.type, Action.KEPT, kept[r.id.lower()]))
+        whole = self._whole_groups(kept)
+        gone: set[str] = set()
+        by_deployment: dict[str, list[ResourceRecord]] = {}
+        for r in self.doc.resources:
+            by_deployment.setdefault(r.deployment, []).append(r)
+        names = [n for n in self.order if n in by_deployment] + [n for n in reversed(list(by_deployment)) if n not in self.order]
+        for name in names:
+            record = self.doc.deployments.get(name)
+            target = (record.resource_group or "").lower() if record else ""
+            if target in whole:
+                self._delete_group(target, gone)
+                continue
+            for r in sorted(by_deployment[name], key=lambda x: -x.id.count("/")):
+                key, group = r.id.lower(), _group_of(r.id)
+                if key in kept or key in gone or (group in whole and r.type.lower() != GROUP_TYPE):
+                    continue
+                if r.type.lower() == GROUP_TYPE:
+                    if r.name.lower() in whole:
+                        self._delete_group(r.name.lower(), gone)
+                    continue
+                self._delete_resource(r, gone)
+        for group in sorted(whole):
+            self._delete_group(group, gone)
+        return self._remaining(gone)
+
+    def _delete_group(self, name: str, gone: set[str]) -> None:
+        records = [r for r in self.doc.resources if _group_of(r.id) == name]
+        group_record = next((r for r in records if r.type.lower() == GROUP_TYPE), None)
+        if group_record is None or group_record.id.lower() in gone:
+            return
+        try:
+            self.arm.delete_group(group_record.name)
+        except Exception as exc:  # reported, and the rest carries on
+            self._note(Outcome(group_record.id, group_record.type, Action.FAILED, describe(exc).one_line()))
+            gone.add(group_record.id.lower())  # tried once; its resources stay recorded below
+            return
+        for r in records:
+            gone.add(r.id.lower())
+        self._note(Outcome(group_record.id, group_record.type, Action.DELETED, f"whole group, {len(records) - 1} resources"))
+
+    def _delete_resource(self, r: ResourceRecord, gone: set[str]) -> None:
+        try:
+            current = self.arm.get_resource(r.id, r.api_version)
+            if current is None:
+                gone.add(r.id.lower())
+                self._note(Outcome(r.id, r.type, Action.GONE))
+                return
+            tags = current.get("tags")
+            top_level = r.type.count("/") == 1
+            if (tags or top_level) and (tags or {}).get(MANAGED_TAG) != "true":
+                self._note(Outcome(r.id, r.type, Action.LEFT, f"not tagged {MANAGED_TAG}"))
+                return
+            self.arm.delete_resource(r.id, r.api_version)
+        except Exception as exc:  # reported, and the rest carries on
+            self._note(Outcome(r.id, r.type, Action.FAILED, describe(exc).one_line()))
+            return
+        gone.add(r.id.lower())
+        self._note(Outcome(r.id, r.type, Action.DELETED))
+
+    def _remaining(self, gone: set[str]) -> StateDocument:
+        failed = {o.id.lower() for o in self.outcomes if o.action in (Action.FAILED, Action.LEFT)}
+        left = [r for r in self.doc.resources if r.id.lower() not in gone or r.id.lower() in failed]
+        doc = self.doc.model_copy(deep=True)
+        doc.resources = left
+        # Every deployment lost something, so none may be skipped as "unchanged" by the next deploy.
+        doc.deployments = {}
+        doc.outputs = {}
+        doc.updated_at = now()
+        return doc
+
+
+def outcome_dict(o: Outcome) -> dict[str, Any]:
+    return {"id": o.id, "type": o.type, "action": o.action.value, "reason": o.reason}

@@ -1,0 +1,187 @@
+"""Live preflight rules: facts only Azure knows (provider registration, ARM validation, SKUs, quota).
+
+They run in `hpclz deploy` when credentials are available, never in the offline `hpclz validate`.
+The adapter gathers the facts into a LiveContext; the rules only compare them with the config.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from hpclz.config.loader import LoadedConfig
+from hpclz.config.source_map import SourceMap
+from hpclz.findings import Finding, Severity
+from hpclz.rules.base import Rule
+
+
+@dataclass
+class LiveContext:
+    loaded: LoadedConfig
+    location: str
+    unregistered: dict[str, str] = field(default_factory=dict)  # namespace -> registration state
+    validation_errors: dict[str, str] = field(default_factory=dict)  # deployment -> innermost ARM error
+    skus: list[dict[str, Any]] | None = None  # None: the SKU API could not be read
+    usages: list[dict[str, Any]] | None = None
+    unavailable: dict[str, str] = field(default_factory=dict)  # which live API failed -> why
+
+    @property
+    def source(self) -> SourceMap | None:
+        return self.loaded.source
+
+    def vm_sizes(self) -> list[tuple[tuple[str | int, ...], str, int]]:
+        """(config path, VM size, node count at full scale) for every VM role."""
+        compute = self.loaded.config.compute
+        out: list[tuple[tuple[str | int, ...], str, int]] = [
+            (("compute", "scheduler", "vm_size"), compute.scheduler.vm_size, 1),
+            (("compute", "login", "vm_size"), compute.login.vm_size, compute.login.count),
+        ]
+        for i, p in enumerate(compute.partitions):
+            out.append((("compute", "partitions", i, "vm_size"), p.vm_size, p.max_nodes))
+        return out
+
+    def sku(self, name: str) -> dict[str, Any] | None:
+        for s in self.skus or []:
+            if s.get("resourceType") == "virtualMachines" and str(s.get("name", "")).lower() == name.lower():
+                return s
+        return None
+
+
+def capability(sku: dict[str, Any], name: str) -> str | None:
+    for c in sku.get("capabilities") or []:
+        if c.get("name") == name:
+            return str(c.get("value"))
+    return None
+
+
+class ProviderNotRegistered(Rule[LiveContext]):
+    """ARM refuses every resource of a provider namespace the subscription has not registered, and only
+    says so mid-deployment. Source: learn.microsoft.com/azure/azure-resource-manager/management/resource-providers-and-types."""
+
+    id = "HPCLZ-ORG-101"
+    severity = Severity.ERROR
+    title = "A resource provider the templates use is not registered in the subscription"
+    fix = "Register it: az provider register --namespace <namespace>, then wait for 'Registered'."
+
+    def check(self, ctx: LiveContext) -> Iterable[Finding]:
+        for namespace, state in sorted(ctx.unregistered.items()):
+            yield self.finding(
+                ctx,
+                ("metadata", "subscription_id"),
+                f"provider {namespace} is {state}",
+                fix=f"az provider register --namespace {namespace}",
+            )
+
+
+class ArmValidationFailed(Rule[LiveContext]):
+    """ARM's own validate call (template, parameters, policy, permissions) failed for a deployment."""
+
+    id = "HPCLZ-TPL-101"
+    severity = Severity.ERROR
+    title = "Azure Resource Manager rejected a deployment in its validate call"
+    fix = "Read ARM's message: it names the template problem, the denying policy or the missing permission."
+
+    def check(self, ctx: LiveContext) -> Iterable[Finding]:
+        for deployment, error in sorted(ctx.validation_errors.items()):
+            yield self.finding(ctx, ("metadata",), f"deployment {deployment}: {error}")
+
+
+class SkuNotOffered(Rule[LiveContext]):
+    """A VM size the region does not offer fails every node of its partition. Source: the Compute
+    resource SKUs API (learn.microsoft.com/rest/api/compute/resource-skus/list)."""
+
+    id = "HPCLZ-CMP-101"
+    severity = Severity.ERROR
+    title = "A VM size is not offered in the region"
+    fix = "Pick a region that offers the size, or another size (az vm list-skus --location <region> --size <size>)."
+
+    def check(self, ctx: LiveContext) -> Iterable[Finding]:
+        if ctx.skus is None:
+            return
+        for path, size, _count in ctx.vm_sizes():
+            if ctx.sku(size) is None:
+                yield self.finding(ctx, path, f"{size} is not offered in {ctx.location}")
+
+
+class SkuRestricted(Rule[LiveContext]):
+    """A size can be listed yet restricted for this subscription (NotAvailableForSubscription) in the
+    region or some zones; nodes then fail to allocate. Source: the `restrictions` of the resource SKUs API."""
+
+    id = "HPCLZ-CMP-102"
+    severity = Severity.ERROR
+    title = "A VM size is restricted for this subscription in the region or a zone"
+    fix = "Ask Azure support to lift the restriction (a quota/access request), or choose another region or size."
+
+    def check(self, ctx: LiveContext) -> Iterable[Finding]:
+        for path, size, _count in ctx.vm_sizes():
+            sku = ctx.sku(size)
+            for r in (sku or {}).get("restrictions") or []:
+                info = r.get("restrictionInfo") or {}
+                zones = info.get("zones") or []
+                where = f"zones {', '.join(zones)}" if r.get("type") == "Zone" else ctx.location
+                yield self.finding(
+                    ctx,
+                    path,
+                    f"{size} is restricted in {where}: {r.get('reasonCode', 'restricted')}",
+                    severity=Severity.WARNING if r.get("type") == "Zone" else None,
+                )
+
+
+class QuotaShort(Rule[LiveContext]):
+    """Quota is per VM family and region; a partition that cannot reach max_nodes stalls jobs with
+    allocation errors long after deploy. Source: the Compute usage API (usage.list)."""
+
+    id = "HPCLZ-CMP-103"
+    severity = Severity.WARNING
+    title = "vCPU quota left in a VM family is less than the partitions need at full scale"
+    fix = "Request more quota for the family (Azure portal > Quotas), or lower max_nodes."
+
+    def check(self, ctx: LiveContext) -> Iterable[Finding]:
+        if ctx.skus is None or ctx.usages is None:
+            return
+        free = {
+            str((u.get("name") or {}).get("value", "")).lower(): int(u.get("limit", 0)) - int(u.get("currentValue", 0))
+            for u in ctx.usages
+        }
+        need: dict[str, tuple[int, tuple[str | int, ...], list[str]]] = {}
+        for path, size, count in ctx.vm_sizes():
+            sku = ctx.sku(size)
+            vcpus = capability(sku, "vCPUs") if sku else None
+            if not sku or vcpus is None or not sku.get("family"):
+                continue
+            family = str(sku["family"])
+            total, first, sizes = need.get(family, (0, path, []))
+            need[family] = (total + int(vcpus) * count, first, [*sizes, size])
+        for family, (total, path, sizes) in sorted(need.items()):
+            available = free.get(family.lower())
+            if available is not None and available < total:
+                yield self.finding(
+                    ctx,
+                    path,
+                    f"{family} needs {total} vCPUs at full scale ({', '.join(sorted(set(sizes)))}); "
+                    f"{max(available, 0)} left in {ctx.location}",
+                )
+
+
+class LiveFactsUnavailable(Rule[LiveContext]):
+    """When a live API is unreachable or forbidden the check is skipped, and said so, rather than crash."""
+
+    id = "HPCLZ-CMP-104"
+    severity = Severity.WARNING
+    title = "A live preflight check could not read Azure and was skipped"
+    fix = "Grant the identity Reader on the subscription (Microsoft.Compute/skus/read, usages/read), or ignore."
+
+    def check(self, ctx: LiveContext) -> Iterable[Finding]:
+        for api, why in sorted(ctx.unavailable.items()):
+            yield self.finding(ctx, ("metadata", "location"), f"{api} unavailable: {why}")
+
+
+LIVE_RULES: tuple[type[Rule[Any]], ...] = (
+    ProviderNotRegistered,
+    ArmValidationFailed,
+    SkuNotOffered,
+    SkuRestricted,
+    QuotaShort,
+    LiveFactsUnavailable,
+)

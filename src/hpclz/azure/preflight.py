@@ -1,0 +1,71 @@
+"""Preflight before anything is created: access, provider registration, ARM validate, SKUs and quota."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from hpclz.azure.arm import Arm, deployment_body
+from hpclz.azure.errors import azure_errors, describe
+from hpclz.azure.live_rules import LIVE_RULES, LiveContext
+from hpclz.azure.records import declared_types
+from hpclz.config.loader import LoadedConfig
+from hpclz.findings import Finding
+from hpclz.render.plan import DeploymentPlan, Scope
+from hpclz.rules.base import run_rules
+
+
+def check_access(arm: Arm) -> None:
+    """A token and a visible subscription, or one clear error (exit 5) before anything else."""
+    with azure_errors(f"checking access to subscription {arm.subscription_id}"):
+        arm.provider_state("Microsoft.Resources")
+
+
+def namespaces(plan: DeploymentPlan) -> list[str]:
+    found = {t.split("/")[0] for d in plan.deployments for t in declared_types(d.template)}
+    return sorted(n for n in found if n and not n.startswith("["))
+
+
+def gather(arm: Arm, loaded: LoadedConfig, plan: DeploymentPlan, secrets: Mapping[str, Mapping[str, str]]) -> LiveContext:
+    from azure.core.exceptions import AzureError
+
+    ctx = LiveContext(loaded=loaded, location=plan.location)
+    for namespace in namespaces(plan):
+        state = arm.provider_state(namespace)
+        if state != "Registered":
+            ctx.unregistered[namespace] = state
+    existing_groups: dict[str, bool] = {}
+    for d in plan.deployments:
+        # ARM validates a resource-group deployment only into a group that exists; groups this plan
+        # creates are validated by ARM again when their deployment is submitted.
+        if d.scope is Scope.RESOURCE_GROUP and d.resource_group:
+            if d.resource_group not in existing_groups:
+                existing_groups[d.resource_group] = arm.get_group(d.resource_group) is not None
+            if not existing_groups[d.resource_group]:
+                continue
+        try:
+            arm.validate(d, deployment_body(d, secrets.get(d.name, {}), {}))
+        except AzureError as exc:
+            ctx.validation_errors[d.name] = describe(exc).one_line()
+    try:
+        ctx.skus = arm.skus(plan.location)
+    except AzureError as exc:
+        ctx.unavailable["Compute resource SKUs API"] = describe(exc).one_line()
+    try:
+        ctx.usages = arm.usages(plan.location)
+    except AzureError as exc:
+        ctx.unavailable["Compute usage API"] = describe(exc).one_line()
+    return ctx
+
+
+def preflight(
+    arm: Arm,
+    loaded: LoadedConfig,
+    plan: DeploymentPlan,
+    secrets: Mapping[str, Mapping[str, str]],
+    suppress: Iterable[str] = (),
+) -> list[Finding]:
+    check_access(arm)
+    with azure_errors("preflight"):
+        ctx = gather(arm, loaded, plan, secrets)
+    reported, _ = run_rules(LIVE_RULES, ctx, [*loaded.config.suppress, *suppress])
+    return reported

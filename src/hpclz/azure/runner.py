@@ -1,0 +1,250 @@
+"""Apply a DeploymentPlan: dependency order, independent deployments in parallel, resumable, idempotent.
+
+Each deployment is skipped when state says it succeeded with the same template hash; otherwise ARM is
+asked first (GET): a deployment still Running/Accepted with our hash is re-attached, one that Succeeded
+with our hash is adopted, anything else is submitted. hpclz polls ARM itself to report every resource
+operation as it changes. State is written after each submit (RUNNING + ARM id) and each finish.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from hpclz.azure.arm import Arm, deployment_body
+from hpclz.azure.errors import ArmFailure, describe, innermost
+from hpclz.azure.records import HASH_TAG, MANAGED_TAG, outputs_of, resource_records
+from hpclz.render.plan import Deployment, DeploymentPlan
+from hpclz.state.model import DeploymentRecord, DeploymentStatus, StateDocument, now
+
+ACTIVE = {"Accepted", "Running", "Created", "Creating", "Updating", "Deleting", "Ready", "Waiting"}
+
+
+class Step(StrEnum):
+    SKIPPED = "skipped"  # unchanged since the last successful run
+    SUBMITTED = "submitted"
+    ATTACHED = "attached"  # found running (or finished) in ARM from an earlier, interrupted run
+    RESOURCE = "resource"  # one resource operation changed state
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    BLOCKED = "blocked"  # not started: something it depends on failed
+    INTERRUPTED = "interrupted"
+
+
+@dataclass(frozen=True)
+class Event:
+    deployment: str
+    step: Step
+    message: str = ""
+    resource_type: str | None = None
+    resource_name: str | None = None
+    state: str | None = None
+
+
+@dataclass
+class RunResult:
+    status: dict[str, Step] = field(default_factory=dict)
+    failures: dict[str, ArmFailure] = field(default_factory=dict)
+    blocked: dict[str, list[str]] = field(default_factory=dict)
+    interrupted: bool = False
+    submitted: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.failures and not self.blocked and not self.interrupted
+
+
+class _Interrupted(Exception):
+    pass
+
+
+class Runner:
+    def __init__(
+        self,
+        arm: Arm,
+        plan: DeploymentPlan,
+        doc: StateDocument,
+        save: Callable[[StateDocument], StateDocument],
+        *,
+        secrets: Mapping[str, Mapping[str, str]] | None = None,
+        on_event: Callable[[Event], None] = lambda e: None,
+        poll_interval: float = 10.0,
+        max_workers: int = 8,
+    ):
+        self.arm = arm
+        self.plan = plan
+        self.doc = doc
+        self._save = save
+        self._secrets = secrets or {}
+        self._emit = on_event
+        self._poll = poll_interval
+        self._workers = max_workers
+        self._doc_lock = threading.Lock()
+        self.stop = threading.Event()
+
+    # ----- state -----
+    def _record(self, record: DeploymentRecord, resources: list[Any] | None = None) -> None:
+        with self._doc_lock:
+            doc = self.doc.model_copy(deep=True)
+            doc.deployments[record.name] = record
+            if resources is not None:
+                kept = [r for r in doc.resources if r.deployment != record.name]
+                doc.resources = kept + resources
+                doc.outputs = {k: v for k, v in doc.outputs.items() if not k.startswith(f"{record.name}.")}
+                doc.outputs.update({f"{record.component}.{k}": v for k, v in record.outputs.items()})
+            doc.updated_at = now()
+            self.doc = self._save(doc)
+
+    # ----- one deployment -----
+    def _deploy(self, d: Deployment) -> Step:
+        digest = d.template_hash()
+        previous = self.doc.deployments.get(d.name)
+        if previous and previous.status is DeploymentStatus.SUCCEEDED and previous.template_hash == digest:
+            self._emit(Event(d.name, Step.SKIPPED, "unchanged since the last deploy"))
+            return Step.SKIPPED
+        remote = self.arm.get_deployment(d)
+        remote_state = _state(remote)
+        ours = remote is not None and (remote.get("tags") or {}).get(HASH_TAG) == digest
+        if ours and (remote_state in ACTIVE or remote_state == "Succeeded"):
+            self._emit(Event(d.name, Step.ATTACHED, f"found in ARM ({remote_state}); not submitting again"))
+            started = previous.started_at if previous else now()
+        else:
+            tags = {MANAGED_TAG: "true", HASH_TAG: digest}
+            remote = self.arm.submit(d, deployment_body(d, self._secrets.get(d.name, {}), tags))
+            started = now()
+            self._emit(Event(d.name, Step.SUBMITTED, f"{d.component} -> {d.resource_group or 'subscription'}"))
+        record = DeploymentRecord(
+            name=d.name,
+            component=d.component,
+            scope=d.scope.value,
+            resource_group=d.resource_group,
+            template_hash=digest,
+            status=DeploymentStatus.RUNNING,
+            arm_id=(remote or {}).get("id"),
+            correlation_id=((remote or {}).get("properties") or {}).get("correlationId"),
+            started_at=started,
+        )
+        self._record(record)
+        remote, operations = self._follow(d)
+        return self._finish(d, record, remote, operations)
+
+    def _follow(self, d: Deployment) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        seen: dict[str, str] = {}
+        while True:
+            remote = self.arm.get_deployment(d) or {}
+            operations = self.arm.operations(d)
+            for op in operations:
+                props = op.get("properties") or {}
+                target = props.get("targetResource") or {}
+                key, state = str(target.get("id") or op.get("operationId")), str(props.get("provisioningState"))
+                if target and seen.get(key) != state:
+                    seen[key] = state
+                    self._emit(
+                        Event(d.name, Step.RESOURCE, "", target.get("resourceType"), target.get("resourceName"), state)
+                    )
+            if _state(remote) not in ACTIVE:
+                return remote, operations
+            if self.stop.wait(self._poll):
+                raise _Interrupted
+
+    def _finish(
+        self, d: Deployment, record: DeploymentRecord, remote: dict[str, Any], operations: list[dict[str, Any]]
+    ) -> Step:
+        state = _state(remote)
+        if state == "Succeeded":
+            done = record.model_copy(
+                update={"status": DeploymentStatus.SUCCEEDED, "finished_at": now(), "outputs": outputs_of(remote)}
+            )
+            self._record(done, resource_records(d, remote, operations))
+            self._emit(Event(d.name, Step.SUCCEEDED, f"{len(operations)} resource operations"))
+            return Step.SUCCEEDED
+        failure = _failure(remote, operations)
+        status = DeploymentStatus.CANCELED if state == "Canceled" else DeploymentStatus.FAILED
+        self._record(record.model_copy(update={"status": status, "finished_at": now(), "error": failure.one_line()}))
+        self._failures[d.name] = failure
+        self._emit(Event(d.name, Step.FAILED, failure.one_line()))
+        return Step.FAILED
+
+    # ----- the whole plan -----
+    def run(self) -> RunResult:
+        self.plan.waves()  # refuses a dependency cycle before anything is submitted
+        result = RunResult()
+        self._failures: dict[str, ArmFailure] = {}
+        pending = {d.name: d for d in self.plan.deployments}
+        running: dict[Future[Step], str] = {}
+        pool = ThreadPoolExecutor(max_workers=self._workers, thread_name_prefix="hpclz-deploy")
+        try:
+            while pending or running:
+                self._block_dependants(pending, result)
+                for name in [n for n, d in pending.items() if all(result.status.get(x) in _DONE for x in d.depends_on)]:
+                    running[pool.submit(self._guarded, pending.pop(name))] = name
+                if not running:
+                    break
+                finished, _ = wait(running, return_when=FIRST_COMPLETED)
+                for future in finished:
+                    name = running.pop(future)
+                    result.status[name] = future.result()
+                    if result.status[name] is Step.INTERRUPTED:
+                        result.interrupted = True
+        except BaseException:
+            # Ctrl-C or a failed state write: stop polling; what ARM runs stays recorded as RUNNING in state.
+            self.stop.set()
+            raise
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+            result.failures = dict(self._failures)
+        result.submitted = [n for n, s in result.status.items() if s is Step.SUCCEEDED]
+        return result
+
+    def _guarded(self, d: Deployment) -> Step:
+        if self.stop.is_set():
+            return Step.INTERRUPTED
+        try:
+            return self._deploy(d)
+        except _Interrupted:
+            self._emit(Event(d.name, Step.INTERRUPTED, "left running in ARM; rerun deploy to re-attach"))
+            return Step.INTERRUPTED
+        except Exception as exc:  # an unreachable ARM or a refused call fails this deployment, not the others
+            from azure.core.exceptions import AzureError
+
+            if not isinstance(exc, AzureError):
+                raise
+            failure = describe(exc)
+            self._failures[d.name] = failure
+            self._emit(Event(d.name, Step.FAILED, failure.one_line()))
+            return Step.FAILED
+
+    def _block_dependants(self, pending: dict[str, Deployment], result: RunResult) -> None:
+        changed = True
+        while changed:
+            changed = False
+            for name, d in list(pending.items()):
+                bad = [x for x in d.depends_on if result.status.get(x) in (Step.FAILED, Step.BLOCKED, Step.INTERRUPTED)]
+                if bad:
+                    del pending[name]
+                    result.status[name] = Step.BLOCKED
+                    result.blocked[name] = bad
+                    self._emit(Event(name, Step.BLOCKED, f"not started: {', '.join(bad)} did not succeed"))
+                    changed = True
+
+
+_DONE = (Step.SKIPPED, Step.SUCCEEDED)
+
+
+def _state(remote: dict[str, Any] | None) -> str | None:
+    return ((remote or {}).get("properties") or {}).get("provisioningState")
+
+
+def _failure(remote: dict[str, Any], operations: list[dict[str, Any]]) -> ArmFailure:
+    """The failed resource operation says most (code, message, target); the deployment error is the fallback."""
+    for op in operations:
+        props = op.get("properties") or {}
+        if props.get("provisioningState") == "Failed" and props.get("statusMessage"):
+            target = (props.get("targetResource") or {}).get("id")
+            message = props["statusMessage"]
+            return innermost(message if isinstance(message, dict) else {"message": str(message)}, target)
+    return innermost((remote.get("properties") or {}).get("error"))

@@ -1,0 +1,83 @@
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import typer
+
+from hpclz.cli.common import OUTPUT_OPTION, OutputFormat, console, finish, guarded, print_findings
+from hpclz.errors import ExitCode, HpclzError
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+
+def ask(question: str, yes: bool) -> bool:
+    """--yes answers; otherwise a person must, so a script without --yes is refused, not left hanging."""
+    if yes:
+        return True
+    if not sys.stdin.isatty():
+        raise HpclzError(f"{question} needs confirmation: pass --yes to run without a prompt", exit_code=ExitCode.USAGE)
+    return typer.confirm(question, default=False, err=True)
+
+
+def deploy(
+    config: Path = typer.Argument(..., help="Landing-zone config (YAML)."),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Deploy without asking for confirmation."),
+    plan: Path | None = typer.Option(None, "--plan", help="Apply a plan saved by `hpclz plan --out FILE`."),
+    suppress: list[str] = typer.Option([], "--suppress", help="Rule ID to silence (repeatable)."),
+    output: OutputFormat = OUTPUT_OPTION,
+) -> None:
+    """Preflight against Azure, then deploy in dependency order with a locked, resumable state."""
+    with guarded("deploy", output):
+        from hpclz.cli.progress import Progress
+        from hpclz.services.deploy import deploy as run_deploy
+
+        err = console(stderr=True)
+        progress: Progress | None = None
+
+        def confirm(the_plan: Any, doc: Any) -> bool:
+            nonlocal progress
+            done = doc.deployments if doc else {}
+            lines = []
+            for d in the_plan.deployments:
+                rec = done.get(d.name)
+                same = rec is not None and rec.status.value == "succeeded" and rec.template_hash == d.template_hash()
+                lines.append(f"  {'unchanged' if same else 'apply':9} {d.name} ({d.component})")
+            err.print("Deployments:\n" + "\n".join(lines), highlight=False)
+            ok = ask(f"Deploy {config} to subscription {the_plan.subscription_id or '(from AZURE_SUBSCRIPTION_ID)'}?", yes)
+            if ok:
+                progress = Progress(err, [d.name for d in the_plan.deployments]).__enter__()
+            return ok
+
+        def on_event(event: Any) -> None:
+            if progress is not None:
+                progress(event)
+
+        try:
+            result = run_deploy(config, plan_file=plan, confirm=confirm, on_event=on_event, suppress=suppress)
+        finally:
+            if progress is not None:
+                progress.__exit__(None, None, None)
+
+        def human(out: Console) -> None:
+            print_findings(out, result.findings)
+            for d in result.deployments:
+                if d.error:
+                    out.print(f"[red]✗[/] {d.name}: {d.error}")
+                elif d.blocked_by:
+                    out.print(f"[yellow]-[/] {d.name}: not started ({', '.join(d.blocked_by)} did not succeed)")
+            if result.ok:
+                out.print(f"[green]✓[/] deployed {result.file} (state: {result.state_location})")
+                out.print("\n[bold]Next steps[/]")
+                for step in result.next_steps:
+                    out.print(f"  {step}", highlight=False, soft_wrap=True)
+            elif result.stage in ("validate", "preflight"):
+                out.print(f"[red]✗[/] {result.stage} failed; nothing was deployed")
+            elif result.stage == "confirm":
+                out.print("nothing deployed")
+            else:
+                out.print(f"[red]✗[/] deploy did not finish; fix the error and rerun `hpclz deploy {result.file}` to resume")
+
+        finish("deploy", output, result.exit_code, result.payload(), result.findings, human)

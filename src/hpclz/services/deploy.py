@@ -1,0 +1,201 @@
+"""`hpclz deploy`: validate, render, preflight against Azure, then apply the plan under the state lock."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field, SecretStr
+
+from hpclz.config.loader import LoadedConfig, load_config
+from hpclz.errors import ExitCode, HpclzError
+from hpclz.findings import Finding, Severity
+from hpclz.render.plan import DeploymentPlan
+from hpclz.state.model import StateDocument
+
+_ENV_REF = re.compile(r"^\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}$")
+
+
+class DeploymentOutcome(BaseModel):
+    name: str
+    component: str
+    status: str
+    error: str | None = None
+    blocked_by: list[str] = Field(default_factory=list)
+
+
+class DeployResult(BaseModel):
+    file: str
+    stage: str = Field(description="How far it got: validate, preflight, confirm, deploy.")
+    findings: list[Finding] = Field(default_factory=list)
+    deployments: list[DeploymentOutcome] = Field(default_factory=list)
+    outputs: dict[str, Any] = Field(default_factory=dict)
+    next_steps: list[str] = Field(default_factory=list)
+    state_location: str | None = None
+    exit_code: ExitCode = ExitCode.OK
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == ExitCode.OK
+
+    def payload(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", exclude={"findings", "exit_code"})
+
+
+def render_plan(loaded: LoadedConfig, plan_file: Path | None) -> DeploymentPlan:
+    """The plan to apply: rendered from the config, or a saved one (`--plan`) that must match it."""
+    from hpclz.render.build import build_plan, config_hash
+
+    if plan_file is None:
+        return build_plan(loaded.config)
+    try:
+        saved = DeploymentPlan.model_validate_json(Path(plan_file).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise HpclzError(f"{plan_file}: cannot read saved plan: {str(exc).splitlines()[0]}", exit_code=ExitCode.USAGE) from None
+    if saved.config_hash != config_hash(loaded.config):
+        raise HpclzError(
+            f"{plan_file}: the saved plan was made from another version of {loaded.file}; run `hpclz plan` again",
+            exit_code=ExitCode.USAGE,
+        )
+    return saved
+
+
+def _secret_at(loaded: LoadedConfig, path: str) -> str:
+    node: Any = loaded.config
+    for part in path.split("."):
+        node = node.get(part) if isinstance(node, dict) else getattr(node, part, None)
+        if node is None:
+            raise HpclzError(f"{loaded.file}: {path}: secret not found in the config", exit_code=ExitCode.CONFIG_INVALID)
+    value = node.get_secret_value() if isinstance(node, SecretStr) else str(node)
+    ref = _ENV_REF.match(value)
+    if ref:
+        if ref.group(1) not in os.environ:
+            raise HpclzError(
+                f"{loaded.file}: {path}: environment variable {ref.group(1)} is not set", exit_code=ExitCode.CONFIG_INVALID
+            )
+        return os.environ[ref.group(1)]
+    return value
+
+
+def resolve_secrets(loaded: LoadedConfig, plan: DeploymentPlan) -> dict[str, dict[str, str]]:
+    """secureString values per deployment, read only now, held only in memory."""
+    return {d.name: {p: _secret_at(loaded, path) for p, path in d.secure_parameters.items()} for d in plan.deployments}
+
+
+def next_steps(loaded: LoadedConfig, doc: StateDocument) -> list[str]:
+    config = loaded.config
+    steps: list[str] = []
+    for key, value in sorted(doc.outputs.items()):
+        if "scheduler" in key.lower() and any(w in key.lower() for w in ("ip", "address", "host")):
+            steps.append(f"Scheduler address: {value}")
+    bastion = next((r for r in doc.resources if r.type.lower() == "microsoft.network/bastionhosts"), None)
+    vms = [r for r in doc.resources if r.type.lower() == "microsoft.compute/virtualmachines"]
+    target = next((r for r in vms if "sched" in r.name.lower() or "ccw" in r.name.lower()), vms[0] if vms else None)
+    if bastion is not None:
+        group = bastion.id.split("/")[4]
+        target_id = target.id if target else "<scheduler VM resource ID>"
+        steps.append(
+            "Connect through Bastion: az network bastion ssh "
+            f"--name {bastion.name} --resource-group {group} --target-resource-id {target_id} "
+            f"--auth-type ssh-key --username {config.identity.admin_username} --ssh-key ~/.ssh/id_ed25519"
+        )
+    steps.append(f"Verify the cluster: hpclz verify {loaded.file}")
+    return steps
+
+
+def deploy(
+    path: str | Path,
+    *,
+    plan_file: Path | None = None,
+    confirm: Callable[[DeploymentPlan, StateDocument | None], bool] = lambda plan, doc: True,
+    on_event: Callable[[Any], None] = lambda e: None,
+    suppress: Iterable[str] = (),
+) -> DeployResult:
+    from hpclz.services.validate import check_config
+
+    loaded = load_config(path)
+    result = DeployResult(file=str(path), stage="validate")
+    result.findings, _ = check_config(loaded, suppress)
+    if _failing(result.findings):
+        result.exit_code = ExitCode.FAILED
+        return result
+    plan = render_plan(loaded, plan_file)
+    secrets = resolve_secrets(loaded, plan)
+
+    from hpclz.azure.arm import Arm
+    from hpclz.azure.clients import AzureClients, resolve_subscription
+    from hpclz.azure.preflight import preflight
+
+    arm = Arm(AzureClients(resolve_subscription(loaded.config.metadata.resolved_subscription_id())))
+    result.stage = "preflight"
+    result.findings += preflight(arm, loaded, plan, secrets, suppress)
+    if _failing(result.findings):
+        result.exit_code = ExitCode.FAILED
+        return result
+    return _apply(loaded, plan, arm, secrets, result, confirm, on_event)
+
+
+def _apply(
+    loaded: LoadedConfig,
+    plan: DeploymentPlan,
+    arm: Any,
+    secrets: dict[str, dict[str, str]],
+    result: DeployResult,
+    confirm: Callable[[DeploymentPlan, StateDocument | None], bool],
+    on_event: Callable[[Any], None],
+) -> DeployResult:
+    from hpclz.azure.errors import azure_errors
+    from hpclz.azure.runner import Runner
+    from hpclz.state.factory import new_state, open_backend
+
+    file = Path(loaded.file)
+    backend = open_backend(loaded.config, base_dir=file.parent, config_file=str(file))
+    result.state_location = backend.location
+    with backend.lock("deploy"):
+        doc = backend.read()
+        result.stage = "confirm"
+        if not confirm(plan, doc):
+            result.exit_code = ExitCode.INTERRUPTED
+            return result
+        result.stage = "deploy"
+        doc = doc or backend.write(new_state(loaded.config))
+        runner = Runner(arm, plan, doc, backend.write, secrets=secrets, on_event=on_event, poll_interval=arm.clients.settings.poll_interval)
+        try:
+            with azure_errors("deploy"):
+                run = runner.run()
+        except KeyboardInterrupt:
+            running = sorted(n for n, r in runner.doc.deployments.items() if r.status.value == "running")
+            raise HpclzError(
+                "interrupted; the state lock is released and "
+                + (f"{', '.join(running)} still running in Azure (recorded in state)" if running else "nothing is running")
+                + f"; rerun `hpclz deploy {loaded.file}` to resume",
+                exit_code=ExitCode.INTERRUPTED,
+            ) from None
+        final = runner.doc
+        if run.ok:
+            final = backend.write(final.model_copy(update={"config_hash": plan.config_hash}))
+    for d in plan.deployments:
+        step = run.status.get(d.name)
+        failure = run.failures.get(d.name)
+        result.deployments.append(
+            DeploymentOutcome(
+                name=d.name,
+                component=d.component,
+                status=step.value if step else "not started",
+                error=failure.one_line() if failure else None,
+                blocked_by=run.blocked.get(d.name, []),
+            )
+        )
+    result.outputs = dict(final.outputs)
+    if run.ok:
+        result.next_steps = next_steps(loaded, final)
+    else:
+        result.exit_code = ExitCode.INTERRUPTED if run.interrupted else ExitCode.AZURE_ERROR
+    return result
+
+
+def _failing(findings: list[Finding]) -> bool:
+    return any(f.severity.at_least(Severity.ERROR) for f in findings)

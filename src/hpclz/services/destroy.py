@@ -1,0 +1,77 @@
+"""`hpclz destroy`: delete what the state says hpclz created, keeping data unless told otherwise."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from hpclz.config.loader import LoadedConfig, load_config
+from hpclz.errors import ExitCode
+from hpclz.state.model import StateDocument
+
+
+class DestroyResult(BaseModel):
+    file: str
+    include_data: bool
+    outcomes: list[dict[str, Any]] = Field(default_factory=list)
+    kept: list[str] = Field(default_factory=list)
+    failed: list[str] = Field(default_factory=list)
+    state_location: str | None = None
+    exit_code: ExitCode = ExitCode.OK
+
+    def payload(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", exclude={"exit_code"})
+
+
+def reverse_order(loaded: LoadedConfig, doc: StateDocument) -> list[str]:
+    """Deployment names, dependants first: from the rendered plan, else the reverse of state order."""
+    try:
+        from hpclz.render.build import build_plan
+
+        waves = build_plan(loaded.config).waves()
+        return [d.name for wave in reversed(waves) for d in wave]
+    except Exception:  # a config that no longer renders must not block tearing its landing zone down
+        return list(reversed(list(doc.deployments)))
+
+
+def destroy(
+    path: str | Path,
+    *,
+    include_data: bool = False,
+    confirm: Callable[[StateDocument], bool] = lambda doc: True,
+    on_event: Callable[[Any], None] = lambda o: None,
+) -> DestroyResult:
+    from hpclz.azure.arm import Arm
+    from hpclz.azure.clients import AzureClients, resolve_subscription
+    from hpclz.azure.destroy import Action, Destroyer, outcome_dict
+    from hpclz.azure.errors import azure_errors
+    from hpclz.azure.preflight import check_access
+    from hpclz.state.factory import open_backend
+
+    loaded = load_config(path)
+    result = DestroyResult(file=str(path), include_data=include_data)
+    file = Path(loaded.file)
+    backend = open_backend(loaded.config, base_dir=file.parent, config_file=str(file))
+    result.state_location = backend.location
+    with backend.lock("destroy"):
+        doc = backend.read()
+        if doc is None or not doc.resources:
+            return result
+        arm = Arm(AzureClients(resolve_subscription(doc.subscription_id or loaded.config.metadata.resolved_subscription_id())))
+        check_access(arm)
+        if not confirm(doc):
+            result.exit_code = ExitCode.INTERRUPTED
+            return result
+        destroyer = Destroyer(arm, doc, reverse_order(loaded, doc), on_event)
+        with azure_errors("destroy"):
+            remaining = destroyer.run(include_data)
+        backend.write(remaining)
+    result.outcomes = [outcome_dict(o) for o in destroyer.outcomes]
+    result.kept = [o.id for o in destroyer.outcomes if o.action is Action.KEPT]
+    result.failed = [o.id for o in destroyer.outcomes if o.action is Action.FAILED]
+    if result.failed:
+        result.exit_code = ExitCode.AZURE_ERROR
+    return result

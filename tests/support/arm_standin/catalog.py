@@ -1,0 +1,48 @@
+"""The SKUs and quota the stand-in reports by default: every size the presets use, generous quota.
+
+vCPU counts and quota family names as the Compute resource SKUs API reports them
+(learn.microsoft.com/azure/virtual-machines/sizes).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+SIZES: dict[str, tuple[str, int]] = {
+    "Standard_D4as_v5": ("standardDASv5Family", 4),
+    "Standard_D8as_v5": ("standardDASv5Family", 8),
+    "Standard_D16as_v5": ("standardDASv5Family", 16),
+    "Standard_F72s_v2": ("standardFSv2Family", 72),
+    "Standard_HB120rs_v3": ("standardHBrsv3Family", 120),
+    "Standard_HB176rs_v4": ("standardHBv4Family", 176),
+    "Standard_HX176rs": ("standardHXFamily", 176),
+    "Standard_ND96isr_H100_v5": ("standardNDSH100v5Family", 96),
+    "Standard_ND96isr_H200_v5": ("standardNDSH200v5Family", 96),
+}
+
+
+def sku(name: str, location: str, family: str, vcpus: int, restrictions: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    return {
+        "resourceType": "virtualMachines",
+        "name": name,
+        "tier": "Standard",
+        "size": name.removeprefix("Standard_"),
+        "family": family,
+        "locations": [location],
+        "locationInfo": [{"location": location, "zones": ["1", "2", "3"]}],
+        "capabilities": [{"name": "vCPUs", "value": str(vcpus)}, {"name": "HyperVGenerations", "value": "V1,V2"}],
+        "restrictions": restrictions or [],
+    }
+
+
+def default_skus(location: str) -> list[dict[str, Any]]:
+    return [sku(name, location, family, vcpus) for name, (family, vcpus) in SIZES.items()]
+
+
+def usage(family: str, current: int, limit: int) -> dict[str, Any]:
+    return {"unit": "Count", "currentValue": current, "limit": limit, "name": {"value": family, "localizedValue": family}}
+
+
+def default_usages() -> list[dict[str, Any]]:
+    families = sorted({family for family, _ in SIZES.values()})
+    return [usage("cores", 0, 100000), *(usage(f, 0, 20000) for f in families)]
