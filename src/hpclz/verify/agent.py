@@ -1,0 +1,140 @@
+"""The node agent: read this node, run the HPCLZ-VFY checks, print a NodeReport as JSON.
+
+Standard library only (python3 on a bare GPU node is enough): run it as `python3 -m hpclz.verify.agent`,
+or copy the single-file bundle made by `python -m hpclz.verify.bundle agent.pyz` and run `python3 agent.pyz`.
+
+    python3 -m hpclz.verify.agent [--sku Standard_ND96isr_H200_v5] [--tier health|perf] [--nccl]
+                                  [--fixtures DIR] [--set metric=value ...] [--json FILE] [--nhc]
+
+Tiers: `health` (default) reads drivers, logs and sysfs only and finishes in seconds, fit for Slurm's
+HealthCheckProgram (killed after 60 s); `perf` adds GEMM/HBM/host<->device/DCGM r1; `--nccl` adds the
+intra-node all-reduce. `--nhc` prints nothing and exits 0 when healthy, else prints one line
+`NHC: hpclz <ID> <reason>` (the prefix NHC's node-mark-online relies on) and exits 1.
+Otherwise the exit status is 0, or 6 (ExitCode.VERIFY_FAILED) when a check fails.
+Fixtures (`--fixtures DIR` or HPCLZ_VERIFY_FIXTURES) replace every command: see hpclz.verify.probes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from hpclz.errors import ExitCode
+from hpclz.verify import nccl, perf
+from hpclz.verify.checks import checks_for
+from hpclz.verify.checks.core import FAIL
+from hpclz.verify.probes import collect_facts, detect_sku
+from hpclz.verify.probes.facts import NodeFacts
+from hpclz.verify.probes.source import DEFAULT_TIMEOUT_S, Source
+from hpclz.verify.thresholds import Thresholds, load_thresholds
+
+FIXTURES_ENV = "HPCLZ_VERIFY_FIXTURES"
+
+
+def gather(source: Source, thresholds: Thresholds, *, tier: str, with_nccl: bool) -> NodeFacts:
+    facts = collect_facts(source, thresholds.sku, want_nvlink=bool(thresholds.get("nvlink_links_per_gpu")))
+    if tier == "perf":
+        facts.perf = perf.measure(source)
+        facts.dcgm = perf.dcgm_diag(source)
+    if with_nccl:
+        facts.nccl = nccl.intranode(source, len(facts.nvsmi.gpus), thresholds.get("nccl_allreduce_busbw_gbps"))
+    return facts
+
+
+def run_agent(
+    *,
+    fixtures: Path | None = None,
+    sku: str | None = None,
+    tier: str = "health",
+    with_nccl: bool = False,
+    overrides: dict[str, float] | None = None,
+    node: str | None = None,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+) -> dict[str, Any]:
+    """A NodeReport as a plain dict (hpclz.verify.model.NodeReport validates it)."""
+    started = time.monotonic()
+    source = Source(fixtures, node, timeout_s)
+    sku = sku or detect_sku(source)
+    thresholds = load_thresholds(sku, overrides)
+    facts = gather(source, thresholds, tier=tier, with_nccl=with_nccl)
+    tiers = {"health"} | ({"perf"} if tier == "perf" else set()) | ({"nccl"} if with_nccl else set())
+    outcomes = [spec.run(facts, thresholds).as_dict() for spec in checks_for(tiers)]
+    report: dict[str, Any] = {
+        "node": source.node,
+        "sku": thresholds.sku,
+        "hostname": socket.gethostname(),
+        "tier": "+".join(sorted(tiers, key=["health", "perf", "nccl"].index)),
+        "duration_s": round(time.monotonic() - started, 3),
+        "checks": outcomes,
+    }
+    if facts.nccl.value is not None:
+        report["collective"] = facts.nccl.value
+    return report
+
+
+def nhc_line(report: dict[str, Any]) -> str:
+    """One line for NHC/Slurm drain reasons: the first failure and how many more."""
+    failed = [c for c in report["checks"] if c["status"] == FAIL]
+    if not failed:
+        return ""
+    first = failed[0]
+    more = f" (+{len(failed) - 1} more)" if len(failed) > 1 else ""
+    return f"NHC: hpclz {first['check_id']} {first['message']}{more}".replace("\n", " ")[:400]
+
+
+def _overrides(pairs: list[str]) -> dict[str, float]:
+    found = {}
+    for pair in pairs:
+        metric, sep, value = pair.partition("=")
+        if not sep:
+            raise ValueError(f"--set {pair!r}: expected metric=value")
+        found[metric.strip()] = float(value)
+    return found
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="hpclz-verify-agent", description=__doc__.splitlines()[0])
+    parser.add_argument("--sku", help="VM size; default: Azure IMDS, or vm-size.txt in the fixtures")
+    parser.add_argument("--tier", choices=["health", "perf"], default="health")
+    parser.add_argument("--nccl", action="store_true", help="also run the intra-node all-reduce")
+    parser.add_argument("--fixtures", type=Path, default=os.environ.get(FIXTURES_ENV) or None)
+    parser.add_argument("--node", help="node name (default: SLURMD_NODENAME, else the short hostname)")
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="METRIC=VALUE")
+    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, help="seconds per external command")
+    parser.add_argument("--json", dest="json_out", default="-", help="file for the report ('-' = stdout)")
+    parser.add_argument("--nhc", action="store_true", help="exit-code mode for NHC / HealthCheckProgram")
+    args = parser.parse_args(argv)
+    try:
+        report = run_agent(
+            fixtures=Path(args.fixtures) if args.fixtures else None,
+            sku=args.sku,
+            tier=args.tier,
+            with_nccl=args.nccl,
+            overrides=_overrides(args.overrides),
+            node=args.node,
+            timeout_s=args.timeout,
+        )
+    except (ValueError, FileNotFoundError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return int(ExitCode.USAGE)
+    failed = any(c["status"] == FAIL for c in report["checks"])
+    if args.nhc:
+        if failed:
+            print(nhc_line(report))
+        return 1 if failed else 0
+    text = json.dumps(report, indent=2)
+    if args.json_out == "-":
+        print(text)
+    else:
+        Path(args.json_out).write_text(text + "\n")
+    return int(ExitCode.VERIFY_FAILED) if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,282 @@
+"""GPU checks read from nvidia-smi: count, memory, liveness, ECC, row remapping, Xid, NVLink, PCIe, clocks."""
+
+from __future__ import annotations
+
+from hpclz.verify.checks.core import FAIL, NOT_MEASURED, PASS, WARN, Verdict, check, no_threshold, num
+from hpclz.verify.probes.facts import Gpu, NodeFacts, NvLink, XidEvent
+from hpclz.verify.probes.kernel import FATAL_XIDS, same_device
+from hpclz.verify.thresholds import Thresholds
+
+BRAKES = ("hw_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown", "sw_thermal_slowdown")
+
+
+def _silent(facts: NodeFacts) -> Verdict | None:
+    """The verdict for GPU checks when there is no GPU reading to judge."""
+    if facts.nvsmi.responsive:
+        return None
+    return Verdict(NOT_MEASURED, f"not measured: {facts.nvsmi.error or 'nvidia-smi did not answer'}")
+
+
+def _gpu_issues(facts: NodeFacts, judge: object) -> tuple[list[str], list[str]]:
+    fails: list[str] = []
+    warns: list[str] = []
+    for gpu in facts.nvsmi.gpus:
+        judge(gpu, fails, warns)  # type: ignore[operator]
+    return fails, warns
+
+
+def _verdict(fails: list[str], warns: list[str], ok: str, unit: str = "") -> Verdict:
+    if fails:
+        return Verdict(FAIL, "; ".join(fails + warns), measured=len(fails), threshold=0, unit=unit)
+    if warns:
+        return Verdict(WARN, "; ".join(warns), measured=len(warns), threshold=0, unit=unit)
+    return Verdict(PASS, ok, measured=0, threshold=0, unit=unit)
+
+
+@check(
+    "HPCLZ-VFY-001",
+    "nvidia-smi responsiveness",
+    "Reload the driver or reboot the node; if it persists, report the node to Azure (NHC2015 hang).",
+    nhc_code="NHC2015",
+)
+def nvidia_smi_responsive(facts: NodeFacts, t: Thresholds) -> Verdict:
+    """The driver must answer `nvidia-smi -q -x` within its timeout (aznhc check_nvsmi_healthmon).
+    A hung or failing nvidia-smi means the driver or a GPU is wedged; nothing else on the node can be trusted."""
+    if facts.nvsmi.responsive:
+        return Verdict(PASS, f"nvidia-smi listed {len(facts.nvsmi.gpus)} GPUs")
+    if t.get("gpu_count") is None and "not installed" in facts.nvsmi.error:
+        return Verdict(NOT_MEASURED, f"not measured: {facts.nvsmi.error} (SKU {t.sku or 'unknown'} expects no GPU)")
+    return Verdict(FAIL, facts.nvsmi.error)
+
+
+@check(
+    "HPCLZ-VFY-002",
+    "GPU count",
+    "A missing GPU needs a reboot; if it stays missing, deallocate the VM or report it (aznhc NHC2009).",
+    nhc_code="NHC2009",
+)
+def gpu_count(facts: NodeFacts, t: Thresholds) -> Verdict:
+    """The driver lists exactly as many GPUs as the VM size has (aznhc check_gpu_count, NHC2009)."""
+    expected = t.get("gpu_count")
+    if expected is None:
+        return no_threshold(t, "gpu_count")
+    silent = _silent(facts)
+    if silent:
+        return silent
+    listed = len(facts.nvsmi.gpus)
+    if listed == expected:
+        return Verdict(PASS, f"{listed} GPUs", listed, num(expected), "GPUs")
+    seen = ", ".join(g.bus_id for g in facts.nvsmi.gpus) or "none"
+    return Verdict(FAIL, f"{listed} of {num(expected)} GPUs listed (bus ids: {seen})", listed, num(expected), "GPUs")
+
+
+@check(
+    "HPCLZ-VFY-003",
+    "GPU memory size",
+    "Less framebuffer than the model has usually means MIG or a retired-page-table fault: reset the GPU or report the node.",
+)
+def gpu_memory(facts: NodeFacts, t: Thresholds) -> Verdict:
+    """Each GPU reports at least the framebuffer its model has."""
+    expected = t.get("gpu_memory_mib_min")
+    if expected is None:
+        return no_threshold(t, "gpu_memory_mib_min")
+    silent = _silent(facts)
+    if silent:
+        return silent
+    low = [g for g in facts.nvsmi.gpus if g.memory_total_mib is not None and g.memory_total_mib < expected]
+    smallest = min((g.memory_total_mib or 0 for g in facts.nvsmi.gpus), default=0)
+    if low:
+        parts = [f"{g.label()}: {g.memory_total_mib} MiB < {num(expected)} MiB" for g in low]
+        return Verdict(FAIL, "; ".join(parts), smallest, num(expected), "MiB")
+    return Verdict(PASS, f"smallest GPU has {smallest} MiB", smallest, num(expected), "MiB")
+
+
+@check(
+    "HPCLZ-VFY-004",
+    "GPU ECC errors",
+    "Drain the node and reset the GPU (nvidia-smi -r); a GPU that keeps reporting uncorrectable errors goes back to Azure.",
+    nhc_code="NHC2019",
+)
+def gpu_ecc(facts: NodeFacts, t: Thresholds) -> Verdict:
+    """ECC must be enabled; no uncorrectable error since the last reset (volatile) and no uncorrectable SRAM
+    error ever; corrected counts stay under aznhc's limits (check_gpu_ecc 20000000 10000, NHC2019 DBE)."""
+    silent = _silent(facts)
+    if silent:
+        return silent
+    sram_max = t.get("ecc_sram_corrected_max")
+    dram_max = t.get("ecc_dram_corrected_max")
+
+    def judge(g: Gpu, fails: list[str], warns: list[str]) -> None:
+        if g.ecc_enabled is False:
+            fails.append(f"{g.label()}: ECC is disabled")
+        if g.ecc_volatile_uncorrected:
+            fails.append(f"{g.label()}: {g.ecc_volatile_uncorrected} uncorrectable ECC errors since reset (expected 0)")
+        if g.ecc_sram_uncorrected:
+            fails.append(f"{g.label()}: {g.ecc_sram_uncorrected} uncorrectable SRAM ECC errors (expected 0)")
+        elif g.ecc_aggregate_uncorrected and not g.ecc_volatile_uncorrected:
+            warns.append(f"{g.label()}: {g.ecc_aggregate_uncorrected} uncorrectable DRAM errors in its lifetime")
+        if sram_max is not None and (g.ecc_sram_corrected or 0) > sram_max:
+            fails.append(f"{g.label()}: {g.ecc_sram_corrected} corrected SRAM errors > {num(sram_max)}")
+        if dram_max is not None and (g.ecc_dram_corrected or 0) > dram_max:
+            fails.append(f"{g.label()}: {g.ecc_dram_corrected} corrected DRAM errors > {num(dram_max)}")
+
+    return _verdict(*_gpu_issues(facts, judge), ok="no uncorrectable ECC errors", unit="GPUs")
+
+
+@check(
+    "HPCLZ-VFY-005",
+    "GPU row remapping",
+    "A pending remap clears with a GPU reset (drain, nvidia-smi -r); a remap failure means the GPU must be replaced (NHC2007).",
+    nhc_code="NHC2007",
+)
+def row_remap(facts: NodeFacts, t: Thresholds) -> Verdict:
+    """HBM row remapping: a pending remap needs a GPU reset before the row is retired; a failed remap (no spare
+    rows left) means the GPU must be replaced (aznhc check_gpu_ecc, NHC2007)."""
+    silent = _silent(facts)
+    if silent:
+        return silent
+
+    def judge(g: Gpu, fails: list[str], warns: list[str]) -> None:
+        if g.remap_failure:
+            fails.append(f"{g.label()}: row remapping FAILED (no spare rows)")
+        if g.remap_pending:
+            fails.append(f"{g.label()}: row remap pending (reset the GPU)")
+
+    return _verdict(*_gpu_issues(facts, judge), ok="no pending or failed row remap", unit="GPUs")
+
+
+@check(
+    "HPCLZ-VFY-006",
+    "Fatal Xid events in the kernel log",
+    "Drain the node; reboot (79, 48, 94/95 need at least a GPU reset) and report repeated Xids to Azure with the log line.",
+    nhc_code="NHC2001",
+)
+def gpu_xid(facts: NodeFacts, t: Thresholds) -> Verdict:
+    """Fatal Xid codes since boot (aznhc check_gpu_xid: 48 56 57 58 62 63 64 65 68 69 73 74 79 80 81 92 119 120,
+    plus 94/95 from its GHR dictionary). Codes 13, 31 and 43 are faults of the application and are ignored."""
+    if facts.xids.value is None:
+        return Verdict(NOT_MEASURED, f"not measured: kernel log unreadable: {facts.xids.why}")
+    events: list[XidEvent] = list(facts.xids.value)  # type: ignore[call-overload]
+    fatal = [e for e in events if e.code in FATAL_XIDS]
+    if not fatal:
+        other = sorted({e.code for e in events})
+        note = f" (non-fatal Xid {', '.join(map(str, other))} ignored)" if other else ""
+        return Verdict(PASS, f"no fatal Xid{note}", 0, 0, "events")
+    parts = []
+    for e in fatal:
+        gpu = next((g for g in facts.nvsmi.gpus if same_device(e.pci, g.bus_id)), None)
+        where = gpu.label() if gpu else f"PCI {e.pci}"
+        parts.append(f"Xid {e.code} ({FATAL_XIDS[e.code][0]}) on {where}")
+    code = FATAL_XIDS[fatal[-1].code][1]
+    return Verdict(FAIL, "; ".join(dict.fromkeys(parts)), len(fatal), 0, "events", nhc_code=code)
+
+
+@check(
+    "HPCLZ-VFY-007",
+    "NVLink state",
+    "An inactive NVLink needs a reboot; if it stays down, report the node to Azure (NHC2016).",
+    nhc_code="NHC2016",
+)
+def nvlink(facts: NodeFacts, t: Thresholds) -> Verdict:
+    """Each GPU has the SKU's number of active NVLinks (aznhc check_nvlink_status: any <inactive> link fails)."""
+    expected = t.get("nvlink_links_per_gpu")
+    if not expected:
+        return no_threshold(t, "nvlink_links_per_gpu")
+    silent = _silent(facts)
+    if silent:
+        return silent
+    if facts.nvlinks.value is None:
+        return Verdict(FAIL, f"NVLink state unreadable: {facts.nvlinks.why}", None, num(expected), "links")
+    links: list[NvLink] = list(facts.nvlinks.value)  # type: ignore[call-overload]
+    fails = []
+    fewest = int(expected)
+    for g in facts.nvsmi.gpus:
+        mine = [link for link in links if link.gpu_index == g.index]
+        down = [link.link for link in mine if not link.active]
+        up = len(mine) - len(down)
+        fewest = min(fewest, up)
+        if down:
+            fails.append(f"{g.label()}: NVLink {', '.join(map(str, down))} inactive ({up}/{num(expected)} up)")
+        elif up < expected:
+            fails.append(f"{g.label()}: {up} NVLinks, expected {num(expected)}")
+    if fails:
+        return Verdict(FAIL, "; ".join(fails), fewest, num(expected), "links")
+    return Verdict(PASS, f"{num(expected)} links up on every GPU", fewest, num(expected), "links")
+
+
+@check(
+    "HPCLZ-VFY-008",
+    "GPU PCIe link generation and width",
+    "A downtrained link (lower generation or fewer lanes) halves host bandwidth: reboot; if it persists, report the node.",
+)
+def pcie_link(facts: NodeFacts, t: Thresholds) -> Verdict:
+    """Each GPU's host link runs at the SKU's PCIe generation and width. Idle GPUs may lower the generation to
+    save power, so a low generation on an idle GPU only warns; fewer lanes always fail."""
+    silent = _silent(facts)
+    if silent:
+        return silent
+    want_gen, want_width = t.get("pcie_gen"), t.get("pcie_width")
+
+    def judge(g: Gpu, fails: list[str], warns: list[str]) -> None:
+        gen_goal = want_gen or g.pcie_gen_max
+        width_goal = want_width or g.pcie_width_max
+        if g.pcie_gen is None or g.pcie_width is None:
+            warns.append(f"{g.label()}: PCIe link not reported")
+            return
+        shown = f"{g.label()}: PCIe Gen{g.pcie_gen} x{g.pcie_width}, expected Gen{num(gen_goal or 0)} x{num(width_goal or 0)}"
+        if width_goal and g.pcie_width < width_goal:
+            fails.append(shown)
+        elif gen_goal and g.pcie_gen < gen_goal:
+            (warns if "gpu_idle" in g.clock_reasons else fails).append(
+                shown + (" (GPU idle: re-check under load)" if "gpu_idle" in g.clock_reasons else "")
+            )
+
+    return _verdict(*_gpu_issues(facts, judge), ok="every GPU link at full generation and width", unit="GPUs")
+
+
+@check(
+    "HPCLZ-VFY-009",
+    "GPU clock slowdown (thermal, power brake)",
+    "Check the GPU's cooling and power (nvidia-smi -q -d PERFORMANCE,TEMPERATURE); report persistent HW slowdown to Azure.",
+)
+def clock_events(facts: NodeFacts, t: Thresholds) -> Verdict:
+    """Clock event reasons: HW slowdown, HW thermal, HW power brake or SW thermal slowdown on a busy GPU fails; on an
+    idle GPU it warns. Idle, application-clock and SW power-cap reasons are normal (aznhc only warns on any)."""
+    silent = _silent(facts)
+    if silent:
+        return silent
+
+    def judge(g: Gpu, fails: list[str], warns: list[str]) -> None:
+        active = [r for r in BRAKES if r in g.clock_reasons]
+        if not active:
+            return
+        idle = "gpu_idle" in g.clock_reasons
+        load = (
+            "idle"
+            if idle
+            else f"under load ({g.utilization_pct:g}% busy)"
+            if g.utilization_pct is not None
+            else "not idle"
+        )
+        (warns if idle else fails).append(f"{g.label()}: {', '.join(active)} active while {load}")
+
+    return _verdict(*_gpu_issues(facts, judge), ok="no thermal or power-brake slowdown", unit="GPUs")
+
+
+@check(
+    "HPCLZ-VFY-010",
+    "GPU persistence mode",
+    "Enable it at boot (nvidia-persistenced, or nvidia-smi -pm 1): without it every job pays driver start-up and GPU state resets.",
+    severity="warning",
+)
+def persistence(facts: NodeFacts, t: Thresholds) -> Verdict:
+    """Persistence mode keeps the driver loaded between jobs (the Azure HPC images enable nvidia-persistenced)."""
+    silent = _silent(facts)
+    if silent:
+        return silent
+
+    def judge(g: Gpu, fails: list[str], warns: list[str]) -> None:
+        if g.persistence_mode is False:
+            warns.append(f"{g.label()}: persistence mode is off")
+
+    return _verdict(*_gpu_issues(facts, judge), ok="persistence mode on for every GPU", unit="GPUs")

@@ -1,0 +1,96 @@
+"""Node shape checks: InfiniBand ports, NVMe, CPU, memory (LBNL NHC check_hw_* and aznhc equivalents)."""
+
+from __future__ import annotations
+
+from hpclz.verify.checks.core import FAIL, NOT_MEASURED, PASS, Verdict, check, no_threshold, num
+from hpclz.verify.probes.facts import CpuInfo, IbPort, NodeFacts
+from hpclz.verify.thresholds import Thresholds
+
+
+@check(
+    "HPCLZ-VFY-011",
+    "InfiniBand port state and rate",
+    "A port DOWN or at a lower rate breaks or slows multi-node NCCL: reboot; if it persists, report the node (NHC2004).",
+    nhc_code="NHC2004",
+)
+def ib_ports(facts: NodeFacts, t: Thresholds) -> Verdict:
+    """Every InfiniBand port is ACTIVE at the SKU's rate (NHC check_hw_ib 400 per HCA on ND H100/H200 v5).
+    Ethernet ports of the same driver (mlx5_an0, accelerated networking) are not counted."""
+    expected, rate = t.get("ib_ports"), t.get("ib_rate_gbps")
+    if not expected:
+        return no_threshold(t, "ib_ports")
+    if facts.ib_ports.value is None:
+        return Verdict(FAIL, f"no InfiniBand reading: {facts.ib_ports.why}", 0, num(expected), "ports", "NHC2002")
+    ports: list[IbPort] = [p for p in facts.ib_ports.value if p.link_layer.lower() == "infiniband"]  # type: ignore[attr-defined]
+    problems = []
+    for p in ports:
+        if not p.active:
+            problems.append(f"{p.device} port {p.port}: {p.state or 'unknown state'} ({p.phys_state or '?'})")
+        elif rate and (p.rate_gbps or 0) < rate:
+            problems.append(f"{p.device} port {p.port}: ACTIVE at {num(p.rate_gbps or 0)} Gb/s, expected {num(rate)}")
+    good = sum(1 for p in ports if p.active and (not rate or (p.rate_gbps or 0) >= rate))
+    if len(ports) < expected:
+        problems.append(f"{len(ports)} of {num(expected)} InfiniBand ports present")
+    if problems:
+        code = "NHC2002" if len(ports) < expected else "NHC2004"
+        return Verdict(FAIL, "; ".join(problems), good, num(expected), "ports", code)
+    return Verdict(PASS, f"{good} ports ACTIVE at {num(rate or 0)} Gb/s", good, num(expected), "ports")
+
+
+@check(
+    "HPCLZ-VFY-012",
+    "Local NVMe disk count",
+    "A missing NVMe namespace shrinks scratch (RAID0 fails to assemble): reboot, else report the node (NHC2023).",
+    nhc_code="NHC2023",
+)
+def nvme_count(facts: NodeFacts, t: Thresholds) -> Verdict:
+    """The VM size's local NVMe namespaces are all present (aznhc check_nvme_count: counts /dev/nvme*n1)."""
+    expected = t.get("nvme_count")
+    if expected is None:
+        return no_threshold(t, "nvme_count")
+    if facts.nvme_count.value is None:
+        return Verdict(NOT_MEASURED, f"not measured: {facts.nvme_count.why}")
+    found = int(facts.nvme_count.value)  # type: ignore[call-overload]
+    if found != expected:
+        return Verdict(FAIL, f"{found} of {num(expected)} NVMe disks", found, num(expected), "disks")
+    return Verdict(PASS, f"{found} NVMe disks", found, num(expected), "disks")
+
+
+@check(
+    "HPCLZ-VFY-013",
+    "CPU sockets and cores",
+    "Fewer cores than the VM size has means a wrong size or a host fault: redeploy the VM.",
+)
+def cpu_shape(facts: NodeFacts, t: Thresholds) -> Verdict:
+    """Sockets and physical cores from /proc/cpuinfo (NHC check_hw_cpuinfo 2 96 96 on ND v4/v5)."""
+    sockets, cores = t.get("cpu_sockets"), t.get("cpu_cores")
+    if cores is None:
+        return no_threshold(t, "cpu_cores")
+    if facts.cpu.value is None:
+        return Verdict(NOT_MEASURED, f"not measured: {facts.cpu.why}")
+    cpu: CpuInfo = facts.cpu.value  # type: ignore[assignment]
+    shown = f"{cpu.sockets} sockets, {cpu.cores} cores"
+    if cpu.cores != cores or (sockets is not None and cpu.sockets != sockets):
+        want = f"{num(sockets or 0)} sockets, {num(cores)} cores"
+        return Verdict(FAIL, f"{shown}, expected {want}", cpu.cores, num(cores), "cores")
+    return Verdict(PASS, shown, cpu.cores, num(cores), "cores")
+
+
+@check(
+    "HPCLZ-VFY-014",
+    "Host memory size",
+    "Missing memory means a DIMM or host fault: redeploy the VM, or report it to Azure.",
+)
+def memory(facts: NodeFacts, t: Thresholds) -> Verdict:
+    """MemTotal within the tolerance of the VM size's memory (NHC check_hw_physmem, aznhc: ±3 % on ND H200 v5)."""
+    expected = t.get("mem_total_kb")
+    if expected is None:
+        return no_threshold(t, "mem_total_kb")
+    if facts.mem_total_kb.value is None:
+        return Verdict(NOT_MEASURED, f"not measured: {facts.mem_total_kb.why}")
+    found = int(facts.mem_total_kb.value)  # type: ignore[call-overload]
+    tolerance = (t.get("mem_tolerance_pct") or 0) / 100
+    off = (found - expected) / expected
+    shown = f"MemTotal {found} kB vs {num(expected)} kB ({off:+.1%}, allowed ±{tolerance:.0%})"
+    status = FAIL if abs(off) > tolerance else PASS
+    return Verdict(status, shown, found, num(expected), "kB")

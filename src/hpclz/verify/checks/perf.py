@@ -1,0 +1,135 @@
+"""Performance tier checks: GEMM, HBM, host<->device copies, DCGM quick diag, intra-node all-reduce.
+
+The readings come from hpclz.verify.perf / hpclz.verify.nccl (facts.perf, facts.dcgm, facts.nccl); without a
+CUDA device each check reports "not measured: <reason>" instead of guessing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hpclz.verify.checks.core import FAIL, NOT_MEASURED, PASS, WARN, Verdict, check, num
+from hpclz.verify.probes.facts import NodeFacts
+from hpclz.verify.thresholds import Thresholds
+
+
+def _per_gpu(facts: NodeFacts, t: Thresholds, metrics: tuple[str, ...], unit: str) -> Verdict:
+    if facts.perf.value is None:
+        return Verdict(NOT_MEASURED, f"not measured: {facts.perf.why}")
+    perf: dict[str, Any] = facts.perf.value  # type: ignore[assignment]
+    fails, notes, lowest, goal = [], [], None, None
+    for metric in metrics:
+        entry = perf.get(metric) or {}
+        values = entry.get("values")
+        if not values:
+            notes.append(f"{metric} not measured: {entry.get('why', 'no reading')}")
+            continue
+        threshold = t.get(metric)
+        low = min(v for v in values if v is not None)
+        lowest = low if lowest is None else min(lowest, low)
+        if threshold is None:
+            notes.append(f"{metric} {low:.1f} {unit} (no threshold for SKU {t.sku or 'unknown'})")
+            continue
+        goal = threshold if goal is None else min(goal, threshold)
+        by = entry.get("method", "")
+        for index, value in enumerate(values):
+            if value is not None and value < threshold:
+                fails.append(
+                    f"GPU {index}: {metric} {value:.1f} {unit} < {num(threshold)} {unit}{f' ({by})' if by else ''}"
+                )
+    measured = round(lowest, 3) if lowest is not None else None
+    if fails:
+        return Verdict(FAIL, "; ".join(fails + notes), measured, goal, unit)
+    if lowest is None:
+        return Verdict(NOT_MEASURED, "not measured: " + "; ".join(notes))
+    if goal is None:
+        return Verdict(WARN, "; ".join(notes), measured, None, unit)
+    return Verdict(
+        PASS, "; ".join([f"slowest GPU {lowest:.1f} {unit} >= {num(goal)} {unit}", *notes]), measured, goal, unit
+    )
+
+
+@check(
+    "HPCLZ-VFY-020",
+    "GEMM throughput per GPU",
+    "A GPU far below its peers is throttled or faulty: check clocks and cooling, then report it.",
+    tier="perf",
+)
+def gemm(facts: NodeFacts, t: Thresholds) -> Verdict:
+    """bf16 GEMM 8192^3 per GPU (torch or CuPy), mean of timed runs after warm-up, against the SKU's threshold
+    (DCGM's own GEMM diag missed a GPU at 1/3 throughput: NVIDIA/DCGM #122, so hpclz measures it)."""
+    return _per_gpu(facts, t, ("gemm_bf16_tflops",), "TFLOP/s")
+
+
+@check(
+    "HPCLZ-VFY-021",
+    "HBM bandwidth per GPU",
+    "Low memory bandwidth points at HBM or clock faults: reset the GPU, and report it if it stays low (NHC2021).",
+    tier="perf",
+    nhc_code="NHC2021",
+)
+def hbm(facts: NodeFacts, t: Thresholds) -> Verdict:
+    """Device-to-device copy bandwidth per GPU, counting bytes read plus written (as baseline-bench.json does)."""
+    return _per_gpu(facts, t, ("hbm_copy_tbps",), "TB/s")
+
+
+@check(
+    "HPCLZ-VFY-022",
+    "Host<->device bandwidth per GPU",
+    "Low host<->GPU bandwidth means a downtrained PCIe link or wrong NUMA binding: check HPCLZ-VFY-008, then report (NHC2020).",
+    tier="perf",
+    nhc_code="NHC2020",
+)
+def host_device(facts: NodeFacts, t: Thresholds) -> Verdict:
+    """Pinned host-to-device and device-to-host copies per GPU (nvbandwidth *_memcpy_ce when installed, as aznhc
+    check_gpu_bw does; else torch/CuPy), against aznhc's 48 GB/s on ND H100/H200 v5."""
+    return _per_gpu(facts, t, ("h2d_gbps", "d2h_gbps"), "GB/s")
+
+
+@check(
+    "HPCLZ-VFY-023",
+    "DCGM quick diagnostic (dcgmi diag -r 1)",
+    "Read the failing DCGM test's message (dcgmi diag -r 1 -v); r2/r3 narrow it down before reporting the node (NHC2020).",
+    tier="perf",
+    nhc_code="NHC2020",
+)
+def dcgm_diag(facts: NodeFacts, t: Thresholds) -> Verdict:
+    """`dcgmi diag -r 1` (seconds: deployment, persistence, page retirement, InfoROM) when DCGM is installed."""
+    if facts.dcgm.value is None:
+        return Verdict(NOT_MEASURED, f"not measured: {facts.dcgm.why}")
+    failures: list[str] = list(facts.dcgm.value)  # type: ignore[call-overload]
+    if failures:
+        return Verdict(FAIL, "; ".join(failures), len(failures), 0, "tests")
+    return Verdict(PASS, "all DCGM r1 tests passed", 0, 0, "tests")
+
+
+@check(
+    "HPCLZ-VFY-030",
+    "Intra-node all-reduce bus bandwidth",
+    "Low intra-node busbw points at NVLink/NVSwitch or Fabric Manager: check HPCLZ-VFY-007 and nvidia-fabricmanager (NHC2010).",
+    tier="nccl",
+    nhc_code="NHC2010",
+)
+def nccl_intranode(facts: NodeFacts, t: Thresholds) -> Verdict:
+    """All-reduce across the node's GPUs at one large size (16 GiB, as aznhc check_nccl_allreduce), busbw =
+    2(n-1)/n x algbw, against the SKU threshold (431 GB/s on ND H200 v5, 460 on ND H100 v5)."""
+    if facts.nccl.value is None:
+        return Verdict(NOT_MEASURED, f"not measured: {facts.nccl.why}")
+    run: dict[str, Any] = facts.nccl.value  # type: ignore[assignment]
+    points = run.get("points") or []
+    if not points:
+        return Verdict(
+            FAIL,
+            f"all-reduce produced no result: {run.get('message', '')}",
+            None,
+            t.get("nccl_allreduce_busbw_gbps"),
+            "GB/s",
+        )
+    top = max(points, key=lambda p: p["size_bytes"])
+    busbw = float(top["busbw_gbps"])
+    threshold = t.get("nccl_allreduce_busbw_gbps")
+    shown = f"busbw {busbw:.1f} GB/s at {top['size_bytes']} bytes over {run.get('ranks')} ranks ({run.get('backend')})"
+    if threshold is None:
+        return Verdict(WARN, f"{shown}; no threshold for SKU {t.sku or 'unknown'}", round(busbw, 3), None, "GB/s")
+    status = PASS if busbw >= threshold else FAIL
+    return Verdict(status, f"{shown} vs {num(threshold)} GB/s", round(busbw, 3), num(threshold), "GB/s")

@@ -1,0 +1,317 @@
+"""All-reduce bus bandwidth: the nccl-tests formula, its output parser, and a torch.distributed runner.
+
+busbw = algbw x 2(n-1)/n for all-reduce (nccl-tests doc/PERFORMANCE.md); algbw = bytes / time, in GB/s (1e9).
+Run across ranks as `python -m hpclz.verify.nccl --backend nccl|gloo --sizes 1G,16G --json OUT`; ranks come
+from RANK/WORLD_SIZE/LOCAL_RANK or SLURM_PROCID/SLURM_NTASKS/SLURM_LOCALID, the rendezvous from MASTER_ADDR/
+MASTER_PORT (under Slurm: the job's first node and a port derived from the job id). Rank 0 writes the JSON,
+a dict shaped like hpclz.verify.model.CollectiveResult. Standard library only, except torch when it runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from hpclz.verify.probes.facts import Reading
+from hpclz.verify.probes.source import Source
+
+INTRANODE_SIZE = 16 * 2**30  # aznhc check_nccl_allreduce ... 16G: small sizes never reach peak (nccl-tests #212)
+_UNITS = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30}
+
+
+def bus_factor(ranks: int) -> float:
+    return 2 * (ranks - 1) / ranks if ranks > 0 else 0.0
+
+
+def busbw(algbw_gbps: float, ranks: int) -> float:
+    return algbw_gbps * bus_factor(ranks)
+
+
+def parse_size(text: str) -> int:
+    m = re.fullmatch(r"\s*(\d+)\s*([KMG]?)i?B?\s*", text.upper())
+    if not m:
+        raise ValueError(f"bad message size {text!r}: use bytes or K/M/G, e.g. 16G")
+    return int(m.group(1)) * _UNITS[m.group(2)]
+
+
+def point(size_bytes: int, seconds: float, ranks: int) -> dict[str, float | int]:
+    algbw = size_bytes / seconds / 1e9
+    return {
+        "size_bytes": size_bytes,
+        "time_us": round(seconds * 1e6, 3),
+        "algbw_gbps": round(algbw, 6),
+        "busbw_gbps": round(busbw(algbw, ranks), 6),
+    }
+
+
+def result(
+    name: str,
+    nodes: list[str],
+    backend: str,
+    ranks: int,
+    points: list[dict[str, Any]],
+    threshold: float | None,
+    note: str = "",
+) -> dict[str, Any]:
+    """A CollectiveResult-shaped dict; the verdict uses the largest size, since the average of a sweep hides faults."""
+    status, message = "warn", "measured; no busbw threshold given"
+    if not points:
+        status, message = "fail", note or "no measurement"
+    elif threshold is not None:
+        top = max(points, key=lambda p: p["size_bytes"])
+        ok = top["busbw_gbps"] >= threshold
+        status = "pass" if ok else "fail"
+        message = (
+            f"busbw {top['busbw_gbps']:.1f} GB/s at {top['size_bytes']} bytes {'>=' if ok else '<'} {threshold:g} GB/s"
+        )
+    if note and points:
+        message = f"{message}; {note}"
+    return {
+        "name": name,
+        "nodes": nodes,
+        "backend": backend,
+        "ranks": ranks,
+        "points": points,
+        "threshold_busbw_gbps": threshold,
+        "status": status,
+        "message": message,
+    }
+
+
+_ROW = re.compile(r"^\s*(\d+)\s+(\d+)\s+([a-z0-9_]+)\s+([a-z]+)\s+(-?\d+\s+)?([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+(\S+)")
+
+
+def parse_all_reduce_perf(text: str) -> dict[str, Any]:
+    """nccl-tests all_reduce_perf text output: out-of-place rows, rank count, wrong-value count, footer average."""
+    points = []
+    wrong = 0
+    for line in text.splitlines():
+        m = _ROW.match(line)
+        if m:
+            size, time_us, algbw, bus = int(m.group(1)), float(m.group(6)), float(m.group(7)), float(m.group(8))
+            points.append({"size_bytes": size, "time_us": time_us, "algbw_gbps": algbw, "busbw_gbps": bus})
+            wrong += int(m.group(9)) if m.group(9).isdigit() else 0
+    ranks = len(re.findall(r"^#\s+Rank\s+\d+", text, re.MULTILINE))
+    avg = re.search(r"#\s*Avg bus bandwidth\s*:\s*([\d.]+)", text)
+    return {
+        "points": points,
+        "ranks": ranks,
+        "wrong": wrong + len(re.findall(r"\bFAILED\b", text)),
+        "avg_busbw_gbps": float(avg.group(1)) if avg else None,
+    }
+
+
+def _env_rank() -> tuple[int, int, int]:
+    env = os.environ
+    rank = int(env.get("RANK", env.get("SLURM_PROCID", "0")))
+    world = int(env.get("WORLD_SIZE", env.get("SLURM_NTASKS", "1")))
+    local = int(env.get("LOCAL_RANK", env.get("SLURM_LOCALID", "0")))
+    return rank, world, local
+
+
+def _rendezvous() -> None:
+    """Fill MASTER_ADDR/MASTER_PORT from Slurm when the launcher did not set them."""
+    if "MASTER_ADDR" not in os.environ:
+        first = "127.0.0.1"
+        nodelist = os.environ.get("SLURM_JOB_NODELIST") or os.environ.get("SLURM_NODELIST")
+        scontrol = shutil.which("scontrol")
+        if nodelist and scontrol:
+            done = subprocess.run(
+                [scontrol, "show", "hostnames", nodelist], capture_output=True, text=True, timeout=20, check=False
+            )
+            first = (done.stdout.split() or [first])[0]
+        os.environ["MASTER_ADDR"] = first
+    if "MASTER_PORT" not in os.environ:
+        os.environ["MASTER_PORT"] = str(29500 + int(os.environ.get("SLURM_JOB_ID", "0")) % 20000)
+
+
+def run_allreduce(
+    sizes: list[int],
+    backend: str = "nccl",
+    *,
+    iters: int = 20,
+    warmup: int = 5,
+    name: str = "allreduce",
+    threshold: float | None = None,
+) -> dict[str, Any] | None:
+    """Time all-reduce at each size in the current process group (initialised from the environment if need be).
+
+    Returns the CollectiveResult-shaped dict on rank 0 and None elsewhere. Time per size is the slowest rank's
+    mean over `iters` calls after `warmup`, as nccl-tests reports it.
+    """
+    import torch
+    import torch.distributed as dist
+
+    owned = not dist.is_initialized()
+    if owned:
+        rank, world, local = _env_rank()
+        _rendezvous()
+        dist.init_process_group(backend=backend, rank=rank, world_size=world)
+    rank, world = dist.get_rank(), dist.get_world_size()
+    local = _env_rank()[2]
+    device = torch.device("cuda", local) if backend == "nccl" else torch.device("cpu")
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
+
+    def sync() -> None:
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+
+    try:
+        hosts = _gather_hosts(torch, dist, world, device)
+        points = []
+        for size in sizes:
+            buf = torch.ones(max(size // 4, 1), dtype=torch.float32, device=device)
+            for _ in range(warmup):
+                dist.all_reduce(buf)
+            sync()
+            dist.barrier()
+            started = time.perf_counter()
+            for _ in range(iters):
+                dist.all_reduce(buf)
+            sync()
+            elapsed = torch.tensor([(time.perf_counter() - started) / iters], dtype=torch.float64, device=device)
+            dist.all_reduce(elapsed, op=dist.ReduceOp.MAX)
+            points.append(point(buf.numel() * 4, float(elapsed.item()), world))
+            del buf
+        if rank != 0:
+            return None
+        return result(name, sorted(set(hosts)), backend, world, points, threshold)
+    finally:
+        if owned:
+            dist.destroy_process_group()
+
+
+def _gather_hosts(torch: Any, dist: Any, world: int, device: Any) -> list[str]:
+    # all_gather_object needs numpy, which a node's python may lack: gather fixed-width bytes instead.
+    raw = socket.gethostname().encode()[:255].ljust(256, b"\0")
+    mine = torch.tensor(list(raw), dtype=torch.uint8, device=device)
+    everyone = [torch.zeros(256, dtype=torch.uint8, device=device) for _ in range(world)]
+    dist.all_gather(everyone, mine)
+    return [bytes(t.cpu().tolist()).rstrip(b"\0").decode(errors="replace") for t in everyone]
+
+
+def intranode(source: Source, gpus: int, threshold: float | None, size: int = INTRANODE_SIZE) -> Reading:
+    """One node's all-reduce over its GPUs: nccl-tests when installed (as on Azure HPC images), else torch+NCCL."""
+    out = source.command(
+        "all_reduce_perf.txt",
+        ["all_reduce_perf", "-b", str(size), "-e", str(size), "-f", "2", "-g", str(max(gpus, 1)), "-c", "1"],
+        timeout_s=600,
+    )
+    if out.ok and out.text:
+        parsed = parse_all_reduce_perf(out.text)
+        note = f"{parsed['wrong']} wrong results" if parsed["wrong"] else ""
+        run = result(
+            "intranode", [source.node], "nccl-tests", parsed["ranks"] or gpus, parsed["points"], threshold, note
+        )
+        if parsed["wrong"]:
+            run["status"] = "fail"
+        return Reading(run)
+    if source.simulated:
+        return Reading(None, f"all_reduce_perf: {out.why()}")
+    return _torch_intranode(source.node, gpus, threshold, size, out.why())
+
+
+def _torch_intranode(node: str, gpus: int, threshold: float | None, size: int, why_not_tests: str) -> Reading:
+    try:
+        import torch
+    except ImportError:
+        return Reading(None, f"all_reduce_perf unavailable ({why_not_tests}) and torch not installed")
+    if not torch.cuda.is_available():
+        return Reading(None, "no CUDA device")
+    if torch.cuda.device_count() < 2:
+        return Reading(None, f"{torch.cuda.device_count()} GPU: an all-reduce needs 2 or more")
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "allreduce.json"
+        launch = spawn_local(torch.cuda.device_count(), "nccl", [size], out, name="intranode", threshold=threshold)
+        if launch:
+            return Reading(None, launch)
+        run = json.loads(out.read_text())
+        run["nodes"] = [node]
+        return Reading(run)
+
+
+def spawn_local(
+    ranks: int,
+    backend: str,
+    sizes: list[int],
+    out: Path,
+    *,
+    name: str,
+    threshold: float | None,
+    timeout_s: float = 600,
+    iters: int = 20,
+    warmup: int = 5,
+) -> str:
+    """Start RANKS local processes of this module on a free port; return '' on success, else why not."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    cmd = [sys.executable, "-m", "hpclz.verify.nccl", "--backend", backend, "--json", str(out), "--name", name]
+    cmd += ["--sizes", ",".join(map(str, sizes)), "--iters", str(iters), "--warmup", str(warmup)]
+    if threshold is not None:
+        cmd += ["--threshold", str(threshold)]
+    base = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
+    base.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), WORLD_SIZE=str(ranks))
+    procs = [
+        subprocess.Popen(
+            cmd,
+            env={**base, "RANK": str(r), "LOCAL_RANK": str(r)},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for r in range(ranks)
+    ]
+    failures = []
+    for r, proc in enumerate(procs):
+        try:
+            text, _ = proc.communicate(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            for p in procs:
+                p.kill()
+            return f"all-reduce ranks did not finish within {timeout_s:g} s"
+        if proc.returncode:
+            failures.append(f"rank {r} exited {proc.returncode}: {text.strip().splitlines()[-1:] or ''}")
+    return "; ".join(failures)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m hpclz.verify.nccl", description=__doc__.splitlines()[0])
+    parser.add_argument("--backend", default="nccl", choices=["nccl", "gloo"])
+    parser.add_argument("--sizes", default="1G,16G", help="comma-separated message sizes, bytes or K/M/G")
+    parser.add_argument("--iters", type=int, default=20)
+    parser.add_argument("--warmup", type=int, default=5)
+    parser.add_argument("--name", default="allreduce")
+    parser.add_argument("--threshold", type=float, default=None, help="busbw GB/s the largest size must reach")
+    parser.add_argument("--json", dest="json_out", default="-", help="file for rank 0's result ('-' = stdout)")
+    args = parser.parse_args(argv)
+    try:
+        sizes = [parse_size(s) for s in args.sizes.split(",") if s.strip()]
+    except ValueError as exc:
+        parser.error(str(exc))
+    run = run_allreduce(
+        sizes, args.backend, iters=args.iters, warmup=args.warmup, name=args.name, threshold=args.threshold
+    )
+    if run is not None:
+        text = json.dumps(run, indent=2)
+        if args.json_out == "-":
+            print(text)
+        else:
+            Path(args.json_out).write_text(text + "\n")
+        return 0 if run["status"] != "fail" else 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,184 @@
+"""Performance tier readings per GPU: GEMM TFLOP/s, HBM copy TB/s, pinned host<->device GB/s, DCGM r1.
+
+Measured through torch (else CuPy) the way shared/fixtures/gpu/h200/baseline-bench.json was: mean of 20 timed
+runs after 3 warm-ups. nvbandwidth, when installed, replaces the host<->device figures (aznhc uses it).
+Without a CUDA device every metric is "not measured: <reason>". Standard library only, except torch/CuPy.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from functools import partial
+from typing import Any
+
+from hpclz.verify.probes.facts import Reading
+from hpclz.verify.probes.source import Source
+
+GEMM_N = 8192
+COPY_BYTES = 1 << 30
+WARMUP, TIMED = 3, 20
+METRICS = ("gemm_bf16_tflops", "hbm_copy_tbps", "h2d_gbps", "d2h_gbps")
+
+
+def measure(source: Source) -> Reading:
+    """Per-GPU readings as {metric: {"values": [...], "method": ...}}, or why nothing could be measured."""
+    if source.simulated:
+        out = source.file("perf.json", "")
+        if not out.ok or not out.text:
+            return Reading(None, f"perf.json: {out.why()}")
+        readings = {m: {"values": v, "method": "fixture"} for m, v in json.loads(out.text).items()}
+    else:
+        found = _measure_torch()
+        if isinstance(found, str):
+            cupy = _measure_cupy()
+            if isinstance(cupy, str):
+                return Reading(None, found if "no CUDA" in found else f"{found}; {cupy}")
+            found = cupy
+        readings = found
+    nvb = source.command(
+        "nvbandwidth.txt", ["nvbandwidth", "-t", "host_to_device_memcpy_ce", "device_to_host_memcpy_ce"], 300
+    )
+    if nvb.ok and nvb.text:
+        for metric, values in parse_nvbandwidth(nvb.text).items():
+            readings[metric] = {"values": values, "method": "nvbandwidth"}
+    return Reading(readings)
+
+
+def _timed(run: Callable[[], object], sync: Callable[[], object], clock: Callable[[], float]) -> float:
+    for _ in range(WARMUP):
+        run()
+    sync()
+    start = clock()
+    for _ in range(TIMED):
+        run()
+    sync()
+    return (clock() - start) / TIMED
+
+
+def _measure_torch() -> dict[str, Any] | str:
+    try:
+        import torch
+    except ImportError:
+        return "torch not installed"
+    if not torch.cuda.is_available():
+        return f"no CUDA device (torch {torch.__version__})"
+    import time
+
+    values: dict[str, list[float]] = {m: [] for m in METRICS}
+    for index in range(torch.cuda.device_count()):
+        dev = torch.device("cuda", index)
+        with torch.cuda.device(dev):
+
+            def sync(d: Any = dev) -> None:
+                torch.cuda.synchronize(d)
+
+            a = torch.randn(GEMM_N, GEMM_N, dtype=torch.bfloat16, device=dev)
+            b = torch.randn(GEMM_N, GEMM_N, dtype=torch.bfloat16, device=dev)
+            seconds = _timed(partial(torch.matmul, a, b), sync, time.perf_counter)
+            values["gemm_bf16_tflops"].append(2 * GEMM_N**3 / seconds / 1e12)
+            del a, b
+            src = torch.empty(COPY_BYTES, dtype=torch.uint8, device=dev)
+            dst = torch.empty_like(src)
+            seconds = _timed(partial(dst.copy_, src), sync, time.perf_counter)
+            values["hbm_copy_tbps"].append(2 * COPY_BYTES / seconds / 1e12)
+            host = torch.empty(COPY_BYTES, dtype=torch.uint8, pin_memory=True)
+            seconds = _timed(partial(dst.copy_, host, non_blocking=True), sync, time.perf_counter)
+            values["h2d_gbps"].append(COPY_BYTES / seconds / 1e9)
+            seconds = _timed(partial(host.copy_, dst, non_blocking=True), sync, time.perf_counter)
+            values["d2h_gbps"].append(COPY_BYTES / seconds / 1e9)
+            del src, dst, host
+            torch.cuda.empty_cache()
+    return {
+        m: {"values": [round(v, 3) for v in vs], "method": f"torch {torch.__version__}"} for m, vs in values.items()
+    }
+
+
+def _measure_cupy() -> dict[str, Any] | str:
+    try:
+        import cupy
+    except ImportError:
+        return "CuPy not installed"
+    try:
+        count = cupy.cuda.runtime.getDeviceCount()
+    except cupy.cuda.runtime.CUDARuntimeError as exc:
+        return f"no CUDA device ({exc})"
+    import time
+
+    # CuPy has no bfloat16: its GEMM figure is fp16, which the H200 baseline puts within 5 % of bf16.
+    values: dict[str, list[float]] = {m: [] for m in METRICS}
+    for index in range(count):
+        with cupy.cuda.Device(index) as device:
+            a = cupy.random.random((GEMM_N, GEMM_N), dtype=cupy.float32).astype(cupy.float16)
+            seconds = _timed(partial(cupy.matmul, a, a), device.synchronize, time.perf_counter)
+            values["gemm_bf16_tflops"].append(2 * GEMM_N**3 / seconds / 1e12)
+            src = cupy.empty(COPY_BYTES, dtype=cupy.uint8)
+            dst = cupy.empty_like(src)
+            seconds = _timed(partial(cupy.copyto, dst, src), device.synchronize, time.perf_counter)
+            values["hbm_copy_tbps"].append(2 * COPY_BYTES / seconds / 1e12)
+            host = cupy.cuda.alloc_pinned_memory(COPY_BYTES)
+            seconds = _timed(
+                partial(dst.data.copy_from_host, host.ptr, COPY_BYTES), device.synchronize, time.perf_counter
+            )
+            values["h2d_gbps"].append(COPY_BYTES / seconds / 1e9)
+            seconds = _timed(
+                partial(dst.data.copy_to_host, host.ptr, COPY_BYTES), device.synchronize, time.perf_counter
+            )
+            values["d2h_gbps"].append(COPY_BYTES / seconds / 1e9)
+    return {m: {"values": [round(v, 3) for v in vs], "method": f"CuPy {cupy.__version__}"} for m, vs in values.items()}
+
+
+_TESTS = {"host_to_device_memcpy_ce": "h2d_gbps", "device_to_host_memcpy_ce": "d2h_gbps"}
+
+
+def parse_nvbandwidth(text: str) -> dict[str, list[float]]:
+    """The CPU row of each `memcpy CE CPU(row) -> GPU(column)` matrix: one figure per GPU, in GB/s."""
+    found: dict[str, list[float]] = {}
+    for block in re.split(r"^Running ", text, flags=re.MULTILINE)[1:]:
+        name = block.split(".", 1)[0].strip()
+        if name not in _TESTS:
+            continue
+        lines = block.splitlines()
+        header = next((i for i, line in enumerate(lines) if re.fullmatch(r"\s*(\d+\s+)*\d+\s*", line)), None)
+        if header is None or header + 1 >= len(lines):
+            continue
+        cells = lines[header + 1].split()[1:]
+        found[_TESTS[name]] = [float(c) for c in cells if re.fullmatch(r"[\d.]+", c)]
+    return found
+
+
+def dcgm_diag(source: Source) -> Reading:
+    """Failed tests of `dcgmi diag -r 1 --json`, or why DCGM did not run."""
+    out = source.command("dcgmi-diag.json", ["dcgmi", "diag", "-r", "1", "--json"], 180)
+    if out.text is None:
+        return Reading(None, f"dcgmi: {out.why()}")
+    try:
+        data = json.loads(out.text)
+    except json.JSONDecodeError:
+        return Reading(None, f"dcgmi printed no JSON (exit status {out.rc})")
+    return Reading(dcgm_failures(data))
+
+
+def dcgm_failures(data: Any) -> list[str]:
+    """Walk DCGM's JSON (the 3.x test_categories and the 4.x tests layout both hold name + results)."""
+    failures: list[str] = []
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            results = node.get("results")
+            if isinstance(results, list) and "name" in node:
+                for r in results:
+                    if isinstance(r, dict) and str(r.get("status", "")).lower() == "fail":
+                        gpu = r.get("gpu_id", r.get("entity_id"))
+                        info = r.get("warnings") or r.get("info") or ""
+                        detail = json.dumps(info) if not isinstance(info, str) else info
+                        failures.append(f"{node['name']}{f' GPU {gpu}' if gpu is not None else ''}: {detail}".strip())
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(data)
+    return failures

@@ -1,0 +1,123 @@
+"""Probes: read a node's GPUs, kernel log, InfiniBand, NVMe, CPU and memory (standard library only).
+
+Every external command runs under a timeout. With `--fixtures DIR` (or HPCLZ_VERIFY_FIXTURES) the agent
+reads captured outputs instead of running anything (lookup rules: hpclz.verify.probes.source). File names:
+
+| fixture file          | stands for                                                    |
+|-----------------------|---------------------------------------------------------------|
+| nvidia-smi-q.xml      | `nvidia-smi -q -x` (the main GPU reading; also the liveness probe) |
+| nvidia-smi-q.xml.rc   | optional: its exit status, or `timeout` for a hung driver     |
+| query-gpu.csv         | `nvidia-smi --query-gpu=QUERY_FIELDS --format=csv` (used when the XML is absent or unreadable) |
+| nvlink-status.txt     | `nvidia-smi nvlink -s`                                        |
+| dmesg.txt             | `dmesg` / `journalctl -k` / kern.log lines (Xid scan)         |
+| ibstat.txt            | `ibstat` (else a `sys/class/infiniband/...` tree in the fixture folder) |
+| nvme-devices.txt      | `ls /dev/nvme*n1`                                             |
+| cpuinfo.txt           | /proc/cpuinfo                                                 |
+| meminfo.txt           | /proc/meminfo                                                 |
+| vm-size.txt           | the IMDS vmSize, e.g. Standard_ND96isr_H200_v5                |
+| perf.json             | perf tier readings: {"gemm_bf16_tflops": [per GPU], "hbm_copy_tbps": [...], "h2d_gbps": [...], "d2h_gbps": [...]} |
+| nvbandwidth.txt       | `nvbandwidth -t host_to_device_memcpy_ce device_to_host_memcpy_ce` |
+| dcgmi-diag.json       | `dcgmi diag -r 1 --json`                                      |
+| all_reduce_perf.txt   | nccl-tests `all_reduce_perf -b 16G -e 16G -g <gpus>`          |
+
+A zero-byte file means the tool is missing; a `sys/` folder plays /sys for sysfs readers.
+"""
+
+from __future__ import annotations
+
+import urllib.request
+from pathlib import Path
+from xml.etree.ElementTree import ParseError
+
+from hpclz.verify.probes import host, infiniband, kernel, nvlink, nvsmi
+from hpclz.verify.probes.facts import NodeFacts, NvidiaSmi, Reading
+from hpclz.verify.probes.source import Output, Source
+
+IMDS_VM_SIZE = "http://169.254.169.254/metadata/instance/compute/vmSize?api-version=2021-02-01&format=text"
+NVSMI_TIMEOUT_S = 30.0
+
+
+def detect_sku(source: Source) -> str | None:
+    """The VM size from a fixture, else from Azure IMDS (2 s timeout: off Azure there is no answer)."""
+    if source.simulated:
+        out = source.file("vm-size.txt", "")
+        return out.text.strip() if out.ok and out.text else None
+    request = urllib.request.Request(IMDS_VM_SIZE, headers={"Metadata": "true"})
+    try:
+        with urllib.request.urlopen(request, timeout=2) as response:
+            return str(response.read().decode().strip()) or None
+    except OSError:
+        return None
+
+
+def read_nvidia_smi(source: Source) -> NvidiaSmi:
+    xml = source.command("nvidia-smi-q.xml", ["nvidia-smi", "-q", "-x"], NVSMI_TIMEOUT_S)
+    if xml.ok and xml.text:
+        try:
+            gpus, driver = nvsmi.parse_xml(xml.text)
+            return NvidiaSmi(True, gpus=gpus, driver_version=driver, source=xml.origin)
+        except ParseError:
+            pass
+    if xml.error and "timed out" in xml.error:
+        return NvidiaSmi(False, error=f"nvidia-smi is not responding: {xml.error}", source=xml.origin)
+    csv = source.command(
+        "query-gpu.csv", ["nvidia-smi", f"--query-gpu={nvsmi.QUERY_FIELDS}", "--format=csv"], NVSMI_TIMEOUT_S
+    )
+    if csv.ok and csv.text:
+        return NvidiaSmi(True, gpus=nvsmi.parse_csv(csv.text), source=csv.origin)
+    return NvidiaSmi(False, error=f"nvidia-smi failed: {xml.why()}", source=xml.origin)
+
+
+def _reading(out: Output, parse: object) -> Reading:
+    if not out.ok or out.text is None:
+        return Reading(None, out.why())
+    return Reading(parse(out.text))  # type: ignore[operator]
+
+
+def read_xids(source: Source) -> Reading:
+    out = source.command("dmesg.txt", ["dmesg"])
+    if not out.ok and not source.simulated:
+        out = source.command("dmesg.txt", ["journalctl", "-k", "-b", "--no-pager", "-q"])
+    return _reading(out, kernel.scan_xids)
+
+
+def read_ib(source: Source) -> Reading:
+    root = source.root()
+    if not source.simulated and root is not None and (root / "sys/class/infiniband").is_dir():
+        return Reading(infiniband.read_sysfs(root))
+    out = source.command("ibstat.txt", ["ibstat"])
+    if not out.ok and source.simulated and root is not None:
+        return Reading(infiniband.read_sysfs(root))
+    return _reading(out, infiniband.parse_ibstat)
+
+
+def read_nvme(source: Source) -> Reading:
+    if source.simulated:
+        return _reading(source.file("nvme-devices.txt", ""), host.count_nvme)
+    return Reading(host.count_nvme(host.nvme_listing(source.root() or Path("/"))))
+
+
+def collect_facts(source: Source, sku: str | None, want_nvlink: bool = True) -> NodeFacts:
+    smi = read_nvidia_smi(source)
+    root = source.root()
+    for gpu in smi.gpus:
+        if gpu.pcie_gen is None and root is not None:
+            for key, value in host.pcie_link(root, gpu.bus_id).items():
+                setattr(gpu, key, value)
+    links = Reading(None, "not read: the SKU has no NVLink")
+    if want_nvlink and smi.responsive:
+        links = _reading(
+            source.command("nvlink-status.txt", ["nvidia-smi", "nvlink", "-s"]), nvlink.parse_nvlink_status
+        )
+    return NodeFacts(
+        node=source.node,
+        sku=sku,
+        nvsmi=smi,
+        xids=read_xids(source),
+        nvlinks=links,
+        ib_ports=read_ib(source),
+        nvme_count=read_nvme(source),
+        cpu=_reading(source.file("cpuinfo.txt", "/proc/cpuinfo"), host.parse_cpuinfo),
+        mem_total_kb=_reading(source.file("meminfo.txt", "/proc/meminfo"), host.parse_meminfo_kb),
+        simulated=source.simulated,
+    )

@@ -1,0 +1,118 @@
+"""Typed readings of one node, as plain dataclasses (standard library only: the agent runs on bare nodes)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+# NVML clock event reason bits (nvml.h nvmlClocksEventReason*), used by --query-gpu=clocks_event_reasons.active.
+CLOCK_REASON_BITS = {
+    0x1: "gpu_idle",
+    0x2: "applications_clocks_setting",
+    0x4: "sw_power_cap",
+    0x8: "hw_slowdown",
+    0x10: "sync_boost",
+    0x20: "sw_thermal_slowdown",
+    0x40: "hw_thermal_slowdown",
+    0x80: "hw_power_brake_slowdown",
+    0x100: "display_clocks_setting",
+}
+
+
+@dataclass
+class Gpu:
+    index: int
+    bus_id: str
+    name: str = ""
+    memory_total_mib: int | None = None
+    persistence_mode: bool | None = None
+    ecc_enabled: bool | None = None
+    ecc_volatile_uncorrected: int | None = None
+    ecc_aggregate_uncorrected: int | None = None
+    ecc_sram_uncorrected: int | None = None
+    ecc_sram_corrected: int | None = None
+    ecc_dram_corrected: int | None = None
+    remap_pending: bool | None = None
+    remap_failure: bool | None = None
+    remapped_uncorrectable: int | None = None
+    pcie_gen: int | None = None
+    pcie_gen_max: int | None = None
+    pcie_width: int | None = None
+    pcie_width_max: int | None = None
+    clock_reasons: set[str] = field(default_factory=set)
+    utilization_pct: float | None = None
+
+    def label(self) -> str:
+        return f"GPU {self.index} ({self.bus_id})"
+
+
+@dataclass
+class NvidiaSmi:
+    """The driver's answer: responsive or not, and the GPUs it listed."""
+
+    responsive: bool
+    error: str = ""
+    gpus: list[Gpu] = field(default_factory=list)
+    driver_version: str = ""
+    source: str = ""
+
+
+@dataclass
+class XidEvent:
+    code: int
+    pci: str
+    line: str
+
+
+@dataclass
+class NvLink:
+    gpu_index: int
+    link: int
+    active: bool
+    speed_gbps: float | None = None
+
+
+@dataclass
+class IbPort:
+    device: str
+    port: int
+    state: str
+    rate_gbps: float | None
+    link_layer: str = "InfiniBand"
+    phys_state: str = ""
+
+    @property
+    def active(self) -> bool:
+        return self.state.upper() == "ACTIVE"
+
+
+@dataclass
+class CpuInfo:
+    sockets: int
+    cores: int
+    threads: int
+    model: str = ""
+
+
+@dataclass
+class Reading:
+    """A value that may be unavailable; `why` says why not."""
+
+    value: object = None
+    why: str = ""
+
+
+@dataclass
+class NodeFacts:
+    node: str
+    sku: str | None
+    nvsmi: NvidiaSmi
+    xids: Reading = field(default_factory=Reading)  # list[XidEvent]
+    nvlinks: Reading = field(default_factory=Reading)  # list[NvLink]
+    ib_ports: Reading = field(default_factory=Reading)  # list[IbPort]
+    nvme_count: Reading = field(default_factory=Reading)  # int
+    cpu: Reading = field(default_factory=Reading)  # CpuInfo
+    mem_total_kb: Reading = field(default_factory=Reading)  # int
+    perf: Reading = field(default_factory=lambda: Reading(None, "perf tier not run"))  # dict[str, list[float]]
+    dcgm: Reading = field(default_factory=lambda: Reading(None, "perf tier not run"))  # list[str] failures
+    nccl: Reading = field(default_factory=lambda: Reading(None, "--nccl not requested"))  # dict (CollectiveResult)
+    simulated: bool = False

@@ -1,0 +1,167 @@
+"""Parsers for `nvidia-smi -q -x` and `nvidia-smi --query-gpu=... --format=csv`.
+
+Both are checked against the real H200 output in shared/fixtures/gpu/h200/. "N/A", "[N/A]" and
+"[Not Supported]" read as unknown (None), never as zero: a missing counter must not pass as healthy.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+import xml.etree.ElementTree as ET
+
+from hpclz.verify.probes.facts import CLOCK_REASON_BITS, Gpu
+
+QUERY_FIELDS = (
+    "index,pci.bus_id,name,memory.total,persistence_mode,ecc.mode.current,"
+    "ecc.errors.uncorrected.volatile.total,ecc.errors.uncorrected.aggregate.total,"
+    "ecc.errors.corrected.volatile.total,remapped_rows.pending,remapped_rows.failure,"
+    "clocks_event_reasons.active,utilization.gpu,"
+    "pcie.link.gen.current,pcie.link.gen.max,pcie.link.width.current,pcie.link.width.max"
+)
+
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+
+
+def number(text: str | None) -> float | None:
+    if text is None:
+        return None
+    text = text.strip()
+    if not text or "N/A" in text or "Not Supported" in text or "Unknown" in text:
+        return None
+    found = _NUMBER.search(text)
+    return float(found.group()) if found else None
+
+
+def integer(text: str | None) -> int | None:
+    value = number(text)
+    return None if value is None else int(value)
+
+
+def yes_no(text: str | None) -> bool | None:
+    word = (text or "").strip().lower()
+    if word in {"yes", "enabled", "active", "on", "1"}:
+        return True
+    if word in {"no", "disabled", "not active", "off", "0"}:
+        return False
+    return None
+
+
+def normalize_bus_id(bus_id: str) -> str:
+    """00000000:9B:00.0 -> 00000000:9B:00.0 (domain padded to 8, upper case), the form nvidia-smi prints."""
+    m = re.match(r"^(?:([0-9A-Fa-f]+):)?([0-9A-Fa-f]{1,2}):([0-9A-Fa-f]{1,2})(?:\.([0-7]))?$", bus_id.strip())
+    if not m:
+        return bus_id.strip()
+    domain, bus, dev, fn = m.group(1) or "0", m.group(2), m.group(3), m.group(4) or "0"
+    return f"{int(domain, 16):08X}:{int(bus, 16):02X}:{int(dev, 16):02X}.{fn}"
+
+
+def _text(node: ET.Element, path: str) -> str | None:
+    found = node.find(path)
+    return found.text if found is not None else None
+
+
+def _sum(*values: int | None) -> int | None:
+    known = [v for v in values if v is not None]
+    return sum(known) if known else None
+
+
+def parse_xml(text: str) -> tuple[list[Gpu], str]:
+    """GPUs in the order nvidia-smi lists them (its index order) and the driver version."""
+    root = ET.fromstring(_strip_doctype(text))
+    gpus = []
+    for index, node in enumerate(root.findall("gpu")):
+        reasons = {
+            child.tag.removeprefix("clocks_event_reason_").removeprefix("clocks_throttle_reason_")
+            for child in _reason_nodes(node)
+            if yes_no(child.text)
+        }
+        ecc = "ecc_errors/"
+        gpus.append(
+            Gpu(
+                index=index,
+                bus_id=normalize_bus_id(_text(node, "pci/pci_bus_id") or node.get("id") or ""),
+                name=_text(node, "product_name") or "",
+                memory_total_mib=integer(_text(node, "fb_memory_usage/total")),
+                persistence_mode=yes_no(_text(node, "persistence_mode")),
+                ecc_enabled=yes_no(_text(node, "ecc_mode/current_ecc")),
+                ecc_volatile_uncorrected=_sum(*(integer(_text(node, f"{ecc}volatile/{k}")) for k in _UNCORRECTED)),
+                ecc_aggregate_uncorrected=_sum(*(integer(_text(node, f"{ecc}aggregate/{k}")) for k in _UNCORRECTED)),
+                ecc_sram_uncorrected=_sum(
+                    integer(_text(node, f"{ecc}aggregate/sram_uncorrectable_parity")),
+                    integer(_text(node, f"{ecc}aggregate/sram_uncorrectable_secded")),
+                ),
+                ecc_sram_corrected=integer(_text(node, f"{ecc}aggregate/sram_correctable")),
+                ecc_dram_corrected=integer(_text(node, f"{ecc}aggregate/dram_correctable")),
+                remap_pending=yes_no(_text(node, "remapped_rows/remapped_row_pending")),
+                remap_failure=yes_no(_text(node, "remapped_rows/remapped_row_failure")),
+                remapped_uncorrectable=integer(_text(node, "remapped_rows/remapped_row_unc")),
+                pcie_gen=integer(_text(node, "pci/pci_gpu_link_info/pcie_gen/current_link_gen")),
+                pcie_gen_max=integer(_text(node, "pci/pci_gpu_link_info/pcie_gen/max_link_gen")),
+                pcie_width=integer(_text(node, "pci/pci_gpu_link_info/link_widths/current_link_width")),
+                pcie_width_max=integer(_text(node, "pci/pci_gpu_link_info/link_widths/max_link_width")),
+                clock_reasons=reasons,
+                utilization_pct=number(_text(node, "utilization/gpu_util")),
+            )
+        )
+    return gpus, _text(root, "driver_version") or ""
+
+
+_UNCORRECTED = ("sram_uncorrectable_parity", "sram_uncorrectable_secded", "dram_uncorrectable")
+
+
+def _reason_nodes(gpu: ET.Element) -> list[ET.Element]:
+    # Drivers before 535 call the block clocks_throttle_reasons; the leaves are the same flags.
+    for tag in ("clocks_event_reasons", "clocks_throttle_reasons"):
+        block = gpu.find(tag)
+        if block is not None:
+            return list(block)
+    return []
+
+
+def _strip_doctype(text: str) -> str:
+    # ElementTree cannot resolve the external DTD nvidia-smi references, and needs none.
+    return re.sub(r"<!DOCTYPE[^>]*>", "", text, count=1)
+
+
+def parse_csv(text: str) -> list[Gpu]:
+    """`--query-gpu` CSV with its header line (`--format=csv`); unknown columns are ignored."""
+    rows = list(csv.reader(io.StringIO(text.strip()), skipinitialspace=True))
+    if not rows:
+        return []
+    header = [re.sub(r"\s*\[.*\]$", "", h.strip()) for h in rows[0]]
+    gpus = []
+    for position, row in enumerate(rows[1:]):
+        if not row:
+            continue
+        col = dict(zip(header, (cell.strip() for cell in row), strict=False))
+        index = integer(col.get("index"))
+        gpus.append(
+            Gpu(
+                index=position if index is None else index,
+                bus_id=normalize_bus_id(col.get("pci.bus_id", "")),
+                name=col.get("name", ""),
+                memory_total_mib=integer(col.get("memory.total")),
+                persistence_mode=yes_no(col.get("persistence_mode")),
+                ecc_enabled=yes_no(col.get("ecc.mode.current")),
+                ecc_volatile_uncorrected=integer(col.get("ecc.errors.uncorrected.volatile.total")),
+                ecc_aggregate_uncorrected=integer(col.get("ecc.errors.uncorrected.aggregate.total")),
+                remap_pending=yes_no(col.get("remapped_rows.pending")),
+                remap_failure=yes_no(col.get("remapped_rows.failure")),
+                pcie_gen=integer(col.get("pcie.link.gen.current")),
+                pcie_gen_max=integer(col.get("pcie.link.gen.max")),
+                pcie_width=integer(col.get("pcie.link.width.current")),
+                pcie_width_max=integer(col.get("pcie.link.width.max")),
+                clock_reasons=clock_reasons_from_mask(col.get("clocks_event_reasons.active")),
+                utilization_pct=number(col.get("utilization.gpu")),
+            )
+        )
+    return gpus
+
+
+def clock_reasons_from_mask(mask: str | None) -> set[str]:
+    if not mask or "N/A" in mask:
+        return set()
+    value = int(mask, 16) if mask.lower().startswith("0x") else int(mask)
+    return {name for bit, name in CLOCK_REASON_BITS.items() if value & bit}

@@ -1,0 +1,112 @@
+"""Per-SKU pass thresholds (thresholds.json, each with its source) and config overrides.
+
+Standard library only, so the node agent can load it. The config's `verify.thresholds[sku][metric]` wins
+over the data file; the head node passes those overrides to the agent as `--set metric=value`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+DATA_FILE = Path(__file__).with_name("thresholds.json")
+
+METRICS: dict[str, str] = {
+    "gpu_count": "GPUs the driver must list",
+    "gpu_memory_mib_min": "framebuffer memory per GPU, MiB, at least",
+    "nvlink_links_per_gpu": "active NVLinks per GPU",
+    "pcie_gen": "PCIe generation of each GPU's host link",
+    "pcie_width": "PCIe lanes of each GPU's host link",
+    "ib_ports": "InfiniBand ports that must be ACTIVE",
+    "ib_rate_gbps": "rate of each InfiniBand port, Gb/s",
+    "nvme_count": "local NVMe namespaces",
+    "cpu_sockets": "CPU sockets",
+    "cpu_cores": "physical CPU cores",
+    "mem_total_kb": "MemTotal, kB",
+    "mem_tolerance_pct": "allowed deviation of MemTotal, percent",
+    "ecc_sram_corrected_max": "corrected SRAM ECC errors per GPU, at most",
+    "ecc_dram_corrected_max": "corrected DRAM ECC errors per GPU, at most",
+    "gemm_bf16_tflops": "bf16 GEMM 8192^3 per GPU, TFLOP/s, at least",
+    "hbm_copy_tbps": "device-to-device copy per GPU (bytes read + written), TB/s, at least",
+    "h2d_gbps": "pinned host-to-device copy per GPU, GB/s, at least",
+    "d2h_gbps": "pinned device-to-host copy per GPU, GB/s, at least",
+    "nccl_allreduce_busbw_gbps": "intra-node all-reduce bus bandwidth at 16 GiB, GB/s, at least",
+}
+
+
+@dataclass
+class Thresholds:
+    sku: str | None
+    values: dict[str, float] = field(default_factory=dict)
+    sources: dict[str, str] = field(default_factory=dict)
+
+    def get(self, metric: str) -> float | None:
+        return self.values.get(metric)
+
+    def source(self, metric: str) -> str:
+        return self.sources.get(metric, "")
+
+
+def canonical_sku(sku: str, known: list[str]) -> str | None:
+    """Match 'nd96isr_h200_v5', 'Standard_ND96isr_H200_v5' (the IMDS form) case-insensitively."""
+    wanted = sku.lower().removeprefix("standard_")
+    for name in known:
+        if name.lower().removeprefix("standard_") == wanted:
+            return name
+    return None
+
+
+def known_skus(data_file: Path = DATA_FILE) -> list[str]:
+    return sorted(_data(data_file)["skus"])
+
+
+def check_overrides(overrides: Mapping[str, float], where: str = "") -> None:
+    """A misspelt metric would silently never apply: refuse it, naming where it came from."""
+    for metric in overrides:
+        if metric not in METRICS:
+            raise ValueError(f"{where}{metric}: unknown threshold metric; known: {', '.join(sorted(METRICS))}")
+
+
+def load_thresholds(
+    sku: str | None, overrides: Mapping[str, float] | None = None, data_file: Path = DATA_FILE
+) -> Thresholds:
+    data = _data(data_file)
+    found = canonical_sku(sku, list(data["skus"])) if sku else None
+    result = Thresholds(sku=found or sku)
+    for layer in (data["defaults"], data["skus"].get(found, {}) if found else {}):
+        for metric, entry in layer.items():
+            result.values[metric] = float(entry["value"])
+            result.sources[metric] = str(entry["source"])
+    check_overrides(overrides or {})
+    for metric, value in (overrides or {}).items():
+        result.values[metric] = float(value)
+        result.sources[metric] = "config override"
+    return result
+
+
+def overrides_for(table: Mapping[str, Mapping[str, float]], sku: str | None) -> dict[str, float]:
+    """The overrides in a config's verify.thresholds table that apply to SKU."""
+    if not sku:
+        return {}
+    picked: dict[str, float] = {}
+    for name, metrics in table.items():
+        if canonical_sku(sku, [name]):
+            check_overrides(metrics, f"verify.thresholds.{name}.")
+            picked.update(metrics)
+    return picked
+
+
+def agent_arguments(overrides: Mapping[str, float]) -> list[str]:
+    """The `--set metric=value` flags that carry config overrides to a node agent."""
+    args: list[str] = []
+    for metric, value in sorted(overrides.items()):
+        args += ["--set", f"{metric}={value:g}"]
+    return args
+
+
+def _data(data_file: Path) -> dict[str, Any]:
+    loaded: dict[str, Any] = json.loads(data_file.read_text())
+    return loaded
