@@ -41,6 +41,7 @@ COMPONENTS: tuple[Component, ...] = (
         context=components.identity,
         secure=components.identity_secrets,
     ),
+    Component("storage", "storage", ("organization", "network", "identity"), context=components.storage),
 )
 
 

@@ -108,6 +108,11 @@ def assignments(zone: Zone, area: str) -> list[Assignment]:
         out += _groups(zone, "users", [BuiltinRole.STORAGE_BLOB_DATA_CONTRIBUTOR], **scoped)  # type: ignore[arg-type]
         if identity.managed_identities.compute:
             out.append(_identity(zone, "compute", BuiltinRole.STORAGE_BLOB_DATA_CONTRIBUTOR, **scoped))
+    if area == "storage" and identity.managed_identities.compute:
+        # Nodes look up the Lustre MGS and NetApp mount addresses at boot; Reader on those resources only.
+        for type_, names, rel in _mounted(zone):
+            rid = f"resourceId({', '.join(literal(x) for x in (type_, *names))})"
+            out.append(_identity(zone, "compute", BuiltinRole.READER, scope_id=rid, scope=rel, depends_on=[expr(rid)]))
     if area == "management" and zone.key_vault_new and identity.managed_identities.compute:
         vault = zone.key_vault_name
         identity_dep = expr(
@@ -130,4 +135,24 @@ def assignments(zone: Zone, area: str) -> list[Assignment]:
                     extra.role, extra.principal_id, extra.principal_type, f"identity.extra_role_assignments[{index}]"
                 )
             )
+    return out
+
+
+def _mounted(zone: Zone) -> list[tuple[str, tuple[str, ...], str]]:
+    """(type, names, relative scope) of each file system hpclz creates and the nodes mount."""
+    out = []
+    if zone.lustre_new:
+        out.append(
+            (
+                "Microsoft.StorageCache/amlFilesystems",
+                (zone.lustre_name,),
+                f"Microsoft.StorageCache/amlFilesystems/{zone.lustre_name}",
+            )
+        )
+    netapp = zone.netapp_new
+    if netapp:
+        for volume in netapp.volumes:
+            names = (zone.netapp_account, zone.netapp_pool, zone.netapp_volume(volume))
+            rel = "Microsoft.NetApp/netAppAccounts/{}/capacityPools/{}/volumes/{}".format(*names)
+            out.append(("Microsoft.NetApp/netAppAccounts/capacityPools/volumes", names, rel))
     return out

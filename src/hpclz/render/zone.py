@@ -15,7 +15,7 @@ from hpclz.config.identity import Area, NewKeyVault
 from hpclz.config.network import ExistingVnet, Subnet
 from hpclz.config.operations import NewMonitoring
 from hpclz.config.root import LandingZoneConfig
-from hpclz.config.storage import NewBlob
+from hpclz.config.storage import NetAppVolume, NewBlob, NewLustre, NewNetApp
 from hpclz.naming import NameBuilder
 from hpclz.render.arm import API_VERSIONS, expr, resource_id
 from hpclz.render.engine import Safe
@@ -180,6 +180,31 @@ class Zone:
     @cached_property
     def storage_account_name(self) -> str:
         return self.names.name("storage_account")
+
+    @property
+    def lustre_new(self) -> NewLustre | None:
+        lustre = self.config.storage.lustre
+        return lustre if isinstance(lustre, NewLustre) else None
+
+    @cached_property
+    def lustre_name(self) -> str:
+        return self.names.name("lustre")
+
+    @property
+    def netapp_new(self) -> NewNetApp | None:
+        netapp = self.config.storage.netapp
+        return netapp if isinstance(netapp, NewNetApp) else None
+
+    @cached_property
+    def netapp_account(self) -> str:
+        return self.names.name("netapp_account")
+
+    @cached_property
+    def netapp_pool(self) -> str:
+        return self.names.name("netapp_pool")
+
+    def netapp_volume(self, volume: NetAppVolume) -> str:
+        return self.names.name("netapp_volume", volume.name)
 
     # --- monitoring ----------------------------------------------------------------------------
     @property
