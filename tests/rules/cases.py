@@ -122,10 +122,17 @@ CASES: dict[str, list[Case]] = {
             "ai-training",
             _set(
                 "network.nsg_rules",
-                [{"name": f"ssh-{i}", "subnet": "admin", "priority": 100 + i, "source_address_prefix": src,
-                  "destination_port_range": port}
-                 for i, (src, port) in enumerate([("0.0.0.0", "22"), ("Any", "20-25"), ("*", "80,22")])],
-            ),  # fmt: skip
+                [
+                    {
+                        "name": f"ssh-{i}",
+                        "subnet": "admin",
+                        "priority": 100 + i,
+                        "source_address_prefix": src,
+                        "destination_port_range": port,
+                    }
+                    for i, (src, port) in enumerate([("0.0.0.0", "22"), ("Any", "20-25"), ("*", "80,22")])
+                ],
+            ),
         )
     ],
     "HPCLZ-NET-009": [
@@ -133,9 +140,16 @@ CASES: dict[str, list[Case]] = {
             "manufacturing",
             _set(
                 "network.nsg_rules",
-                [{"name": "web", "subnet": "compute", "priority": 300, "source_address_prefix": "Internet",
-                  "destination_port_range": "8080"}],
-            ),  # fmt: skip
+                [
+                    {
+                        "name": "web",
+                        "subnet": "compute",
+                        "priority": 300,
+                        "source_address_prefix": "Internet",
+                        "destination_port_range": "8080",
+                    }
+                ],
+            ),
         )
     ],
     "HPCLZ-NET-010": [Case("finance", _set("network.hub_peering", DELETE))],
@@ -181,7 +195,10 @@ CASES: dict[str, list[Case]] = {
     "HPCLZ-STO-003": [Case("manufacturing", _set("storage.netapp.pool_size_tib", 4))],
     "HPCLZ-STO-004": [Case("manufacturing", _set("storage.netapp.volumes.2.quota_gib", 204800))],
     "HPCLZ-STO-005": [
-        Case("ai-training", _all(_set("metadata.name", "aitrainingxy"), _set("organization.naming.unique_suffix", "a1b2c3")))
+        Case(
+            "ai-training",
+            _all(_set("metadata.name", "aitrainingxy"), _set("organization.naming.unique_suffix", "a1b2c3")),
+        )
     ],
     "HPCLZ-STO-006": [Case("ai-training", _set("storage.blob.containers.1.versioning", False))],
     "HPCLZ-STO-007": [

@@ -5,11 +5,15 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from hpclz.cli.common import OUTPUT_OPTION, OutputFormat, finish, guarded, print_findings
+from hpclz.cli.common import OUTPUT_OPTION, OutputFormat, finish, guarded
 from hpclz.findings import Severity
 
 if TYPE_CHECKING:
     from rich.console import Console
+
+    from hpclz.findings import Finding
+
+STYLES = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 
 
 def validate(
@@ -28,13 +32,37 @@ def validate(
         result = run_validate(config, fail_level=fail_level, suppress=suppress)
 
         def human(out: Console) -> None:
-            print_findings(out, result.findings)
+            for finding in result.findings:
+                _print_finding(out, finding)
             counts = count_by_severity(result.findings)
-            summary = f"{counts['error']} errors, {counts['warning']} warnings, {counts['info']} info"
+            summary = ", ".join(_count(counts[s], s) for s in ("error", "warning", "info"))
             if result.suppressed:
                 summary += f"; suppressed: {', '.join(result.suppressed)}"
             mark = "[green]✓[/]" if result.ok else "[red]✗[/]"
             verdict = "is valid" if result.ok else f"fails at --fail-level {result.fail_level.value}"
-            out.print(f"{mark} {result.file} {verdict} ({summary}; {result.rules_run} rules checked)")
+            out.print(f"{mark} {_esc(result.file)} {verdict} ({summary}; {result.rules_run} rules checked)")
 
         finish("validate", output, result.exit_code, result.payload(), result.findings, human)
+
+
+def _count(n: int, severity: str) -> str:
+    text = f"{n} {severity}{'s' if severity != 'info' and n != 1 else ''}"
+    return f"[{STYLES[severity]}]{text}[/]" if n else text
+
+
+def _esc(text: str) -> str:
+    from rich.markup import escape
+
+    return escape(text)
+
+
+def _print_finding(out: Console, f: Finding) -> None:
+    """Compiler-style first line (clickable file:line), then where in the config, what is wrong and the fix."""
+    where = f.location() or "(config)"
+    style = STYLES[f.severity.value]
+    out.print(f"{_esc(where)}: [{style}]{f.severity.value}[/] [bold]{f.rule_id}[/] {_esc(f.title)}")
+    out.print(f"    {f'[dim]{_esc(f.path)}:[/] ' if f.path else ''}{_esc(f.message)}")
+    if f.fix:
+        out.print(f"    [green]fix:[/] {_esc(f.fix)}")
+    if f.docs:
+        out.print(f"    [dim]docs: {_esc(f.docs)}[/]")

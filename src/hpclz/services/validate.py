@@ -9,11 +9,11 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from hpclz.config.loader import LoadedConfig, load_config
-from hpclz.errors import ExitCode
+from hpclz.errors import ExitCode, HpclzError
 from hpclz.findings import Finding, Severity, count_by_severity
 from hpclz.rules.base import run_rules
 from hpclz.rules.context import ConfigContext
-from hpclz.rules.registry import CONFIG_RULES
+from hpclz.rules.registry import CONFIG_RULES, all_rules
 
 
 class ValidateResult(BaseModel):
@@ -45,9 +45,26 @@ class ValidateResult(BaseModel):
         }
 
 
+def _known_suppressions(loaded: LoadedConfig, suppress: Iterable[str]) -> list[str]:
+    """A misspelt ID would silently suppress nothing, so unknown IDs are refused where they were written."""
+    known = {r.id for r in all_rules()}
+    for i, rule_id in enumerate(loaded.config.suppress):
+        if rule_id.upper() not in known:
+            pos = loaded.source.locate(("suppress", i))
+            raise HpclzError(
+                f"{loaded.file}:{pos.line}:{pos.column}: suppress[{i}]: unknown rule ID {rule_id!r} (see docs/rules.md)",
+                exit_code=ExitCode.CONFIG_INVALID,
+            )
+    cli = list(suppress)
+    for rule_id in cli:
+        if rule_id.upper() not in known:
+            raise HpclzError(f"--suppress {rule_id}: unknown rule ID (see docs/rules.md)", exit_code=ExitCode.USAGE)
+    return [*loaded.config.suppress, *cli]
+
+
 def check_config(loaded: LoadedConfig, suppress: Iterable[str] = ()) -> tuple[list[Finding], list[Finding]]:
     """Run every config rule; suppression comes from the config's `suppress:` list and the caller."""
-    silenced = [*loaded.config.suppress, *suppress]
+    silenced = _known_suppressions(loaded, suppress)
     return run_rules(CONFIG_RULES, ConfigContext(loaded), silenced)
 
 

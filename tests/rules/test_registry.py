@@ -1,0 +1,52 @@
+"""Meta-tests over the one registry: IDs, metadata every rule must carry, the generated reference."""
+
+from __future__ import annotations
+
+import inspect
+from collections import Counter
+
+import pytest
+
+from hpclz.docsgen import rules_reference
+from hpclz.findings import Severity
+from hpclz.rules.base import RULE_ID
+from hpclz.rules.registry import CONFIG_RULES, all_rules
+
+AREA_MODULE = {
+    "ORG": "organization",
+    "IDN": "identity",
+    "NET": "network",
+    "CMP": "compute",
+    "STO": "storage",
+    "MON": "operations",
+    "MNT": "operations",
+    "COST": "operations",
+}
+
+
+def test_rule_ids_are_unique() -> None:
+    counts = Counter(r.id for r in all_rules())
+    assert [i for i, n in counts.items() if n > 1] == []
+
+
+def test_registry_has_at_least_thirty_config_rules() -> None:
+    assert len(CONFIG_RULES) >= 30
+
+
+@pytest.mark.parametrize("rule", CONFIG_RULES, ids=lambda r: r.id)
+def test_config_rule_metadata(rule: type) -> None:
+    assert RULE_ID.match(rule.id), rule.id
+    area = rule.id.split("-")[1]
+    assert rule.__module__ == f"hpclz.rules.config.{AREA_MODULE[area]}", f"{rule.id} lives in {rule.__module__}"
+    assert isinstance(rule.severity, Severity)
+    assert rule.title and "\n" not in rule.title and len(rule.title) <= 90
+    assert rule.fix.strip(), f"{rule.id} has no fix hint"
+    assert inspect.getdoc(rule), f"{rule.id} has no docstring saying why it matters"
+    assert rule.docs().endswith(f"#{rule.id.lower()}")
+
+
+def test_rules_reference_lists_every_rule_with_its_anchor() -> None:
+    text = rules_reference()
+    for rule in all_rules():
+        assert f"## {rule.id}\n" in text
+        assert f"(#{rule.id.lower()})" in text

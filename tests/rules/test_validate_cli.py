@@ -1,0 +1,77 @@
+"""`hpclz validate`: --fail-level, --suppress, the config's suppress: list, and what people and scripts see."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from hpclz.errors import ExitCode
+from tests.conftest import REPO
+
+AI = str(REPO / "configs" / "ai-training.yaml")  # shows HPCLZ-MON-002 (warning) and CMP-010 (info) on purpose
+
+
+@pytest.mark.parametrize(
+    ("level", "code"),
+    [("error", ExitCode.OK), ("warning", ExitCode.FAILED), ("info", ExitCode.FAILED)],
+)
+def test_fail_level_decides_the_exit_code(run_cli, level: str, code: ExitCode) -> None:  # type: ignore[no-untyped-def]
+    assert run_cli("validate", AI, "--fail-level", level).exit_code == code
+
+
+def test_cli_suppress_silences_a_rule_and_says_so(run_cli) -> None:  # type: ignore[no-untyped-def]
+    result = run_cli("validate", AI, "--fail-level", "warning", "--suppress", "hpclz-mon-002")
+    assert result.exit_code == ExitCode.OK
+    assert "HPCLZ-MON-002" not in result.stdout.split("suppressed:")[0]
+    assert "suppressed: HPCLZ-MON-002" in result.stdout
+
+
+def test_config_suppress_list_silences_a_rule(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    path = tmp_path / "lz.yaml"
+    path.write_text(Path(AI).read_text(encoding="utf-8") + "\nsuppress: [HPCLZ-MON-002]\n", encoding="utf-8")
+    assert run_cli("validate", str(path), "--fail-level", "warning").exit_code == ExitCode.OK
+
+
+def test_unknown_suppressed_id_is_refused_with_its_line(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    path = tmp_path / "lz.yaml"
+    text = Path(AI).read_text(encoding="utf-8") + "\nsuppress:\n  - HPCLZ-MON-902\n"
+    path.write_text(text, encoding="utf-8")
+    result = run_cli("validate", str(path))
+    assert result.exit_code == ExitCode.CONFIG_INVALID
+    line = text.splitlines().index("  - HPCLZ-MON-902") + 1
+    assert f"lz.yaml:{line}:" in result.stderr and "HPCLZ-MON-902" in result.stderr
+    assert "Traceback" not in result.stderr
+    cli = run_cli("validate", AI, "--suppress", "HPCLZ-NOPE-001")
+    assert cli.exit_code == ExitCode.USAGE and "HPCLZ-NOPE-001" in cli.stderr
+
+
+def test_human_output_names_file_line_rule_path_and_fix(run_cli) -> None:  # type: ignore[no-untyped-def]
+    out = run_cli("validate", AI, "--fail-level", "warning").stdout
+    line = next(n for n, text in enumerate(Path(AI).read_text().splitlines(), 1) if "retention_days" in text)
+    assert f"ai-training.yaml:{line}:3: warning HPCLZ-MON-002 Production log retention under 90 days" in out
+    assert "monitoring.retention_days: logs are kept 30 days" in out
+    assert "fix: Raise monitoring.retention_days" in out
+    assert "fails at --fail-level warning (0 errors, 1 warning, 3 info;" in out
+
+
+def test_config_paths_with_list_names_survive_rich_markup(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    path = tmp_path / "lz.yaml"
+    path.write_text(
+        Path(AI)
+        .read_text(encoding="utf-8")
+        .replace("gpu_clocks: max          #", "gpu_clocks: max\n      spot_max_price: 2  #")
+    )
+    out = run_cli("validate", str(path), "--fail-level", "warning").stdout
+    assert "compute.partitions[h100].spot_max_price" in out
+
+
+def test_json_output_carries_every_finding_with_location(run_cli) -> None:  # type: ignore[no-untyped-def]
+    result = run_cli("validate", AI, "--output", "json", "--fail-level", "warning")
+    envelope = json.loads(result.stdout)
+    assert envelope["ok"] is False and envelope["exit_code"] == ExitCode.FAILED
+    mon = next(f for f in envelope["findings"] if f["rule_id"] == "HPCLZ-MON-002")
+    assert mon["severity"] == "warning" and mon["line"] and mon["path"] == "monitoring.retention_days"
+    assert mon["docs"] == "docs/rules.md#hpclz-mon-002"
+    assert envelope["result"]["counts"] == {"error": 0, "warning": 1, "info": 3}
