@@ -16,6 +16,7 @@ from hpclz.cli.render import render
 from hpclz.cli.schema import schema
 from hpclz.cli.state import state_app
 from hpclz.cli.validate import validate
+from hpclz.cli.verify import verify
 from hpclz.errors import ExitCode
 
 app = typer.Typer(
@@ -48,6 +49,7 @@ app.command()(deploy)
 app.command()(destroy)
 app.command()(render)
 app.command()(plan)
+app.command()(verify)
 app.add_typer(state_app, name="state")
 
 

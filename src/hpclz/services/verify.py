@@ -1,0 +1,315 @@
+"""`hpclz verify`: node checks on every node through Slurm, optional collectives, drain and resume.
+
+Order of a run: pick the nodes (partitions from --partition or the config, --nodes), run the node agent
+on all of them at once (nodes hpclz drained before are re-tested inside a maintenance reservation so
+no user job lands on them meanwhile), drain what failed and resume what hpclz drained and now passes,
+then with --nccl the ring pairs and one all-node all-reduce on the nodes that passed.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from xml.sax.saxutils import escape
+
+from pydantic import BaseModel
+
+from hpclz.config.loader import load_config
+from hpclz.config.root import LandingZoneConfig
+from hpclz.errors import ExitCode, HpclzError
+from hpclz.verify import collective_job as coll
+from hpclz.verify.dispatch import FanOut, Selection, fan_out, select, settle
+from hpclz.verify.model import CheckResult, CollectiveResult, NodeReport, Status, VerifyReport
+from hpclz.verify.slurm import NodeInfo, SlurmClient
+
+MASTER_ADDR_ENV = "HPCLZ_VERIFY_MASTER_ADDR"  # where ranks meet when node names do not resolve (tests)
+
+
+@dataclass
+class VerifyOptions:
+    config: Path
+    partition: str | None = None
+    nodes: str | None = None
+    nccl: bool = False
+    drain: bool = False
+    local: bool = False
+    slurm_conf: Path | None = None
+    work_dir: Path | None = None
+    python: str = field(default_factory=lambda: sys.executable)  # the interpreter the nodes run, by full path
+    node_budget_s: int | None = None
+    max_nodes_per_job: int = 100
+
+
+class VerifyOutcome(BaseModel):
+    report: VerifyReport
+    work_dir: str | None = None
+
+    @property
+    def exit_code(self) -> ExitCode:
+        return ExitCode.VERIFY_FAILED if failed_anything(self.report) else ExitCode.OK
+
+    def payload(self) -> dict[str, Any]:
+        return {"work_dir": self.work_dir, **self.report.model_dump(mode="json")}
+
+
+def failed_anything(report: VerifyReport) -> bool:
+    return bool(report.bad_nodes) or any(c.status is Status.FAIL for c in report.collectives)
+
+
+def verify(opts: VerifyOptions) -> VerifyOutcome:
+    started = time.monotonic()
+    config = load_config(opts.config).config
+    if opts.local:
+        report = _run_local(config, opts)
+        report.duration_s = round(time.monotonic() - started, 3)
+        return VerifyOutcome(report=report)
+    client = SlurmClient.from_env(opts.slurm_conf)
+    work = opts.work_dir or Path(".hpclz") / "verify" / time.strftime(f"%Y%m%dT%H%M%S-{os.getpid()}")
+    work = work.resolve()
+    infos = _nodes(client, config, opts)
+    chosen = select(infos.values(), drain=opts.drain)
+    reports = dict(chosen.skipped)
+    reports.update(_health(client, config, opts, chosen, infos, work))
+    report = VerifyReport(landing_zone=config.metadata.name)
+    if opts.drain:
+        report.drained, report.resumed = settle(
+            client, {n: reports[n] for n in chosen.runnable + chosen.retest}, infos, chosen.retest
+        )
+    if opts.nccl:
+        _collectives(client, config, opts, reports, report, work)
+    report.nodes = [reports[n] for n in sorted(reports)]
+    report.bad_nodes = {r.node: [_reason(c) for c in r.failures()] for r in report.nodes if r.failures()}
+    report.duration_s = round(time.monotonic() - started, 3)
+    return VerifyOutcome(report=report, work_dir=str(work))
+
+
+def _reason(check: CheckResult) -> str:
+    return f"{check.check_id} {check.title}: {check.message}" if check.message else f"{check.check_id} {check.title}"
+
+
+def _nodes(client: SlurmClient, config: LandingZoneConfig, opts: VerifyOptions) -> dict[str, NodeInfo]:
+    partitions: Sequence[str | None] = (
+        [opts.partition]
+        if opts.partition
+        else (config.verify.partitions or [p.name for p in config.compute.partitions])
+    )
+    infos: dict[str, NodeInfo] = {}
+    for part in partitions:
+        found = client.nodes(partition=part, nodelist=opts.nodes)
+        if not found and not opts.nodes:
+            raise HpclzError(
+                f"Slurm partition {part!r} has no nodes (sinfo -p {part})",
+                exit_code=ExitCode.USAGE,
+                hint="name a partition with --partition, or set verify.partitions in the config",
+            )
+        infos.update({i.name: i for i in found})
+    if opts.nodes:
+        missing = sorted(set(client.expand(opts.nodes)) - set(infos))
+        if missing:
+            raise HpclzError(
+                f"--nodes {opts.nodes}: not in partition(s) {', '.join(p or '*' for p in partitions)}: {','.join(missing)}",
+                exit_code=ExitCode.USAGE,
+            )
+    if not infos:
+        raise HpclzError("no nodes to verify", exit_code=ExitCode.USAGE)
+    return infos
+
+
+def _partition_sku(config: LandingZoneConfig, partitions: Sequence[str]) -> str | None:
+    by_name = {p.name: p.vm_size for p in config.compute.partitions}
+    return next((by_name[p] for p in partitions if p in by_name), None)
+
+
+def agent_command(config: LandingZoneConfig, python: str, sku: str | None, nccl: bool) -> list[str]:
+    """`python -m hpclz.verify.agent` with the partition's SKU, the config's overrides and per-check timeout."""
+    from hpclz.verify.dispatch import RESULT_PLACEHOLDER
+    from hpclz.verify.thresholds import agent_arguments, overrides_for
+
+    try:
+        overrides = overrides_for(config.verify.thresholds, sku)
+    except ValueError as exc:
+        raise HpclzError(str(exc), exit_code=ExitCode.CONFIG_INVALID) from None
+    cmd = [python, "-m", "hpclz.verify.agent", "--json", RESULT_PLACEHOLDER, *agent_arguments(overrides)]
+    cmd += ["--timeout", str(config.verify.check_timeout_seconds)]
+    if sku:
+        cmd += ["--sku", sku]
+    return [*cmd, "--nccl"] if nccl else cmd
+
+
+def _health(
+    client: SlurmClient,
+    config: LandingZoneConfig,
+    opts: VerifyOptions,
+    chosen: Selection,
+    infos: dict[str, NodeInfo],
+    work: Path,
+) -> dict[str, NodeReport]:
+    budget = opts.node_budget_s or _default_budget(config)
+    groups: dict[tuple[str | None, str], list[str]] = {}  # (sku, "run"|"retest") -> nodes
+    for kind, names in (("run", chosen.runnable), ("retest", chosen.retest)):
+        for n in names:
+            groups.setdefault((_partition_sku(config, infos[n].partitions), kind), []).append(n)
+    reservation = f"hpclz-verify-{os.getpid()}-{int(time.time())}" if chosen.retest else None
+    if reservation:
+        client.reserve(reservation, chosen.retest, minutes=(budget + opts.max_nodes_per_job) // 60 + 10)
+        for n in chosen.retest:
+            client.resume(n)
+
+    def run(key: tuple[str | None, str], names: list[str]) -> dict[str, NodeReport]:
+        sku, kind = key
+        plan = FanOut(
+            command=agent_command(config, opts.python, sku, opts.nccl),
+            work_dir=work / f"health-{kind}-{sku or 'any'}",
+            node_budget_s=budget,
+            max_nodes_per_job=opts.max_nodes_per_job,
+        )
+        return fan_out(client, names, plan, reservation=reservation if kind == "retest" else None)
+
+    reports: dict[str, NodeReport] = {}
+    try:
+        with ThreadPoolExecutor(max_workers=max(1, len(groups))) as pool:
+            for part in pool.map(lambda kv: run(*kv), groups.items()):
+                reports.update(part)
+    except BaseException:
+        for n in chosen.retest:  # never leave a node resumed that hpclz had drained and did not re-test
+            client.drain(n, infos[n].reason)
+        raise
+    finally:
+        if reservation:
+            client.unreserve(reservation)
+    return reports
+
+
+def _default_budget(config: LandingZoneConfig) -> int:
+    # aznhc: a full node run takes up to 5-8 minutes with a 500 s per-check timeout; two checks' worth of slack.
+    return 2 * config.verify.check_timeout_seconds
+
+
+def _collectives(
+    client: SlurmClient,
+    config: LandingZoneConfig,
+    opts: VerifyOptions,
+    reports: dict[str, NodeReport],
+    report: VerifyReport,
+    work: Path,
+) -> None:
+    healthy = sorted(n for n, r in reports.items() if not r.failures() and r.status is not Status.NOT_MEASURED)
+    if len(healthy) < 2:
+        return
+    plan = coll.CollectivePlan(
+        python=opts.python,
+        work_dir=work / "collectives",
+        budget_s=opts.node_budget_s or config.verify.check_timeout_seconds,
+        master_addr=os.environ.get(MASTER_ADDR_ENV),
+    )
+    pairs = coll.run_pairs(client, healthy, plan)
+    blamed = coll.analyse_pairs(pairs)
+    report.collectives.extend(pairs)
+    for node, failure in coll.pair_failures(blamed).items():
+        reports[node] = reports[node].model_copy(update={"checks": [*reports[node].checks, *failure.checks]})
+        if opts.drain:
+            from hpclz.verify.dispatch import drain_reason
+
+            client.drain(node, drain_reason(reports[node]))
+            report.drained.append(node)
+            if node in report.resumed:
+                report.resumed.remove(node)
+    rest = [n for n in healthy if n not in blamed]
+    if len(rest) >= 2:
+        report.collectives.append(_judge_all(coll.run_all_nodes(client, rest, plan)))
+
+
+def _judge_all(result: CollectiveResult) -> CollectiveResult:
+    if result.status is Status.NOT_MEASURED and result.points:
+        result.status = Status.PASS
+    return result
+
+
+def _run_local(config: LandingZoneConfig, opts: VerifyOptions) -> VerifyReport:
+    try:
+        from hpclz.verify.local import run_local  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:
+        raise HpclzError("--local is not available in this build (hpclz.verify.local is missing)") from None
+    result = run_local(config, nccl=opts.nccl)
+    return result if isinstance(result, VerifyReport) else VerifyReport.model_validate(result)
+
+
+def write_artifacts(report: VerifyReport, *, junit: Path | None = None, plot: Path | None = None) -> None:
+    """JUnit for CI (one test case per node check and per collective), and the bandwidth plot."""
+    if junit is not None:
+        _write(junit, junit_xml(report))
+    if plot is not None:
+        _write(plot, bandwidth_svg(report))
+
+
+def _write(path: Path, text: str) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    except OSError as exc:
+        raise HpclzError(f"cannot write {path}: {exc.strerror}") from None
+
+
+def junit_xml(report: VerifyReport) -> str:
+    """One suite per node (a case per check) and one for the collectives; failures carry the reason."""
+    import xml.etree.ElementTree as ET
+
+    root = ET.Element("testsuites", name=f"hpclz verify {report.landing_zone or ''}".strip())
+    for node in report.nodes:
+        suite = ET.SubElement(root, "testsuite", name=node.node)
+        for check in node.checks:
+            _case(suite, node.node, check.check_id, check.title, check.status, _reason(check), check.duration_s)
+        _count(suite)
+    if report.collectives:
+        suite = ET.SubElement(root, "testsuite", name="collectives")
+        for c in report.collectives:
+            _case(suite, "collectives", c.name, "+".join(c.nodes), c.status, c.message or c.status.value, 0.0)
+        _count(suite)
+    ET.indent(root)
+    return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
+
+
+def _case(suite: Any, classname: str, ident: str, title: str, status: Status, message: str, seconds: float) -> None:
+    import xml.etree.ElementTree as ET
+
+    case = ET.SubElement(suite, "testcase", classname=classname, name=f"{ident} {title}", time=f"{seconds:.3f}")
+    if status is Status.FAIL:
+        ET.SubElement(case, "failure", message=message).text = message
+    elif status is Status.NOT_MEASURED:
+        ET.SubElement(case, "skipped", message=message)
+    elif status is Status.WARN:
+        ET.SubElement(case, "system-out").text = f"warning: {message}"
+
+
+def _count(suite: Any) -> None:
+    cases = list(suite)
+    suite.set("tests", str(len(cases)))
+    suite.set("failures", str(sum(1 for c in cases if c.find("failure") is not None)))
+    suite.set("skipped", str(sum(1 for c in cases if c.find("skipped") is not None)))
+
+
+def bandwidth_svg(report: VerifyReport) -> str:
+    """A bar per collective run (bus bandwidth at its largest size), failing ones in red: no plotting library."""
+    bars = [(c.name, coll.busbw(c) or 0.0, c.status) for c in report.collectives]
+    if not bars:
+        raise HpclzError("--plot needs --nccl: there is no bandwidth to plot")
+    top = max(bw for _, bw, _ in bars) or 1.0
+    row, width = 24, 360
+    lines = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width + 260}" height="{row * len(bars) + 30}" '
+        'font-family="sans-serif" font-size="12">',
+        f'<text x="4" y="16">all-reduce bus bandwidth, GB/s ({report.landing_zone or "cluster"})</text>',
+    ]
+    for i, (name, bw, status) in enumerate(bars):
+        y = 24 + i * row
+        colour = "#c0392b" if status is Status.FAIL else "#2e86c1"
+        lines.append(f'<text x="4" y="{y + 14}">{escape(name)}</text>')
+        lines.append(f'<rect x="180" y="{y}" width="{bw / top * width:.1f}" height="{row - 6}" fill="{colour}"/>')
+        lines.append(f'<text x="{186 + bw / top * width:.1f}" y="{y + 14}">{bw:.3g}</text>')
+    return "\n".join([*lines, "</svg>", ""])
