@@ -127,3 +127,9 @@ def test_force_unlock_says_who_held_it_and_stops_the_old_holder(
 def _stored_serial(backend: StateBackend) -> int | None:
     doc = backend.read()
     return doc.serial if doc else None
+
+
+def test_a_fresh_state_reads_as_empty(open_state: OpenBackend) -> None:
+    backend = open_state()
+    assert (backend.read(), backend.lock_info(), backend.history(), backend.read_version(1)) == (None, None, [], None)
+    assert backend.force_unlock() is None

@@ -197,8 +197,13 @@ class BlobBackend:
         return sorted(entries, key=lambda e: e.serial, reverse=True)
 
     def history(self) -> list[HistoryEntry]:
-        with _storage_errors(f"list previous states of {self.location}"):
-            by_serial = {e.serial: e for e in [*self._archived(), *self._versions()]}
+        from azure.core.exceptions import ResourceNotFoundError
+
+        try:
+            with _storage_errors(f"list previous states of {self.location}"):
+                by_serial = {e.serial: e for e in [*self._archived(), *self._versions()]}
+        except ResourceNotFoundError:  # no container yet: nothing was ever written
+            return []
         return sorted(by_serial.values(), key=lambda e: e.serial, reverse=True)
 
     def read_version(self, serial: int) -> StateDocument | None:
