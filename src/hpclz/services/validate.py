@@ -45,9 +45,14 @@ class ValidateResult(BaseModel):
         }
 
 
-def _known_suppressions(loaded: LoadedConfig, suppress: Iterable[str]) -> list[str]:
-    """A misspelt ID would silently suppress nothing, so unknown IDs are refused where they were written."""
-    known = {r.id for r in all_rules()}
+def refuse_unknown_suppressions(loaded: LoadedConfig, suppress: Iterable[str]) -> None:
+    """A misspelt ID would silently suppress nothing, so unknown IDs are refused where they were written.
+
+    Live preflight rules (hpclz.azure.live_rules) count as known: a config may silence them for deploy.
+    """
+    from hpclz.azure.live_rules import LIVE_RULES
+
+    known = {r.id for r in (*all_rules(), *LIVE_RULES)}
     for i, rule_id in enumerate(loaded.config.suppress):
         if rule_id.upper() not in known:
             pos = loaded.source.locate(("suppress", i))
@@ -55,16 +60,14 @@ def _known_suppressions(loaded: LoadedConfig, suppress: Iterable[str]) -> list[s
                 f"{loaded.file}:{pos.line}:{pos.column}: suppress[{i}]: unknown rule ID {rule_id!r} (see docs/rules.md)",
                 exit_code=ExitCode.CONFIG_INVALID,
             )
-    cli = list(suppress)
-    for rule_id in cli:
+    for rule_id in suppress:
         if rule_id.upper() not in known:
             raise HpclzError(f"--suppress {rule_id}: unknown rule ID (see docs/rules.md)", exit_code=ExitCode.USAGE)
-    return [*loaded.config.suppress, *cli]
 
 
 def check_config(loaded: LoadedConfig, suppress: Iterable[str] = ()) -> tuple[list[Finding], list[Finding]]:
     """Run every config rule; suppression comes from the config's `suppress:` list and the caller."""
-    silenced = _known_suppressions(loaded, suppress)
+    silenced = [*loaded.config.suppress, *suppress]
     return run_rules(CONFIG_RULES, ConfigContext(loaded), silenced)
 
 
@@ -72,6 +75,8 @@ def validate(
     path: str | Path, *, fail_level: Severity = Severity.ERROR, suppress: Iterable[str] = ()
 ) -> ValidateResult:
     loaded = load_config(path)
+    suppress = list(suppress)
+    refuse_unknown_suppressions(loaded, suppress)
     reported, suppressed = check_config(loaded, suppress)
     return ValidateResult(
         file=str(path),
