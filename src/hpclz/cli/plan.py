@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from hpclz.cli.common import OUTPUT_OPTION, OutputFormat, finish, guarded, print_findings
+from hpclz.findings import Severity
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -33,7 +34,7 @@ def plan(
         def human(console: Console) -> None:
             from hpclz.plan.printer import print_changeset
 
-            print_findings(console, result.findings)
+            print_findings(console, [f for f in result.findings if f.severity is not Severity.INFO])
             if result.changes is None:
                 console.print(f"[red]✗[/] {config} fails validation; fix the errors above, then plan again")
                 return

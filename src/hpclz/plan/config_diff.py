@@ -28,7 +28,7 @@ EVALUATORS: dict[str, policies.Evaluate] = {
     "network.vnet.address_space": policies._address_space,
     "network.bastion.sku": policies._bastion_sku,
     "identity.key_vault.purge_protection": policies._purge_protection,
-    "storage.blob.replication": lambda old, new: policies._storage_sku(f"Standard_{old}", f"Standard_{new}"),
+    "storage.blob.replication": lambda old, new, ctx: policies._storage_sku(f"Standard_{old}", f"Standard_{new}"),
 }
 
 # What removing a named list item costs ({name} is the item); adding one is in place.
@@ -65,6 +65,11 @@ NOT_ALLOWED_WAYS: dict[str, str] = {
     "compute.partitions[*].name": "add a partition with the new name, move jobs, then remove the old one",
 }
 
+IN_PLACE_REASONS: dict[str, str] = {
+    "metadata.tags.*": "tags update in place on every resource",
+    "compute.partitions[*].max_nodes": "CycleCloud changes the nodearray limit in place; running nodes stay",
+}
+
 HPCLZ_ONLY = ("suppress", "verify.", "state.")
 
 _REASONS: dict[Policy, str] = {
@@ -84,7 +89,12 @@ def config_snapshot(config: LandingZoneConfig) -> dict[str, Any]:
 
 def config_changes(before: dict[str, Any], config: LandingZoneConfig) -> list[ConfigChange]:
     out: list[ConfigChange] = []
-    _walk(before, config_snapshot(config), LandingZoneConfig, "", "", "", out)
+    after = config_snapshot(config)
+    _walk(before, after, LandingZoneConfig, "", "", "", out)
+    for change in out:
+        shape = policies.wildcard(change.path)
+        if shape in EVALUATORS and change.kind is Action.MODIFY:
+            change.verdict = EVALUATORS[shape](change.before, change.after, after)
     return out
 
 
@@ -138,16 +148,13 @@ def _walk_named(
 
 def _leaf(path: str, shape: str, old: Any, new: Any, declared: Policy | None, partition: str) -> ConfigChange:
     kind = Action.CREATE if old is None else Action.DELETE if new is None else Action.MODIFY
-    if shape in EVALUATORS and old is not None and new is not None:
-        verdict = EVALUATORS[shape](old, new)
-    else:
-        policy = declared or Policy.IN_PLACE
-        reason = _REASONS[policy]
-        if declared is None:
-            reason = "no update policy declared: applied in place"
-        if shape.startswith(HPCLZ_ONLY):
-            reason = "an hpclz setting: nothing in Azure changes"
-        verdict = Verdict(policy=policy, reason=reason, action_needed=_action(policy, shape, partition))
+    policy = declared or Policy.IN_PLACE
+    reason = (
+        _REASONS[policy] if declared else IN_PLACE_REASONS.get(shape, "no update policy declared: applied in place")
+    )
+    if shape.startswith(HPCLZ_ONLY):
+        reason = "an hpclz setting: nothing in Azure changes"
+    verdict = Verdict(policy=policy, reason=reason, action_needed=_action(policy, shape, partition))
     return ConfigChange(path=path, kind=kind, before=old, after=new, verdict=verdict)
 
 

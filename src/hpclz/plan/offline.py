@@ -67,7 +67,7 @@ def resource_change(
             kind=kind,
             before=old,
             after=new,
-            verdict=policies.property_verdict(rtype, path, old, new, data_bearing),
+            verdict=policies.property_verdict(rtype, path, old, new, data_bearing, after),
         )
         for path, kind, old, new in diff_values(before, after)
     ]
@@ -120,13 +120,18 @@ def offline_changeset(plan: DeploymentPlan, state: StateDocument | None) -> Chan
     return changes
 
 
+BODY_KEYS = frozenset(
+    {"location", "tags", "sku", "kind", "zones", "identity", "plan", "extendedLocation", "properties", "existing"}
+)
+
+
 def comparable(recorded: dict[str, Any], body: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     """State may hold the whole resource body (sku, location, tags, properties) or only its `properties`.
 
     With only `properties` recorded, top-level fields such as `sku` cannot be compared offline: the
     config diff above still shows those edits, and `--what-if` compares them against Azure.
     """
-    if "properties" in recorded or not recorded:
+    if recorded and set(recorded) <= BODY_KEYS and set(recorded) & {"properties", "location", "tags"}:
         return recorded, body
     return {"properties": recorded}, {"properties": body.get("properties", {})}
 

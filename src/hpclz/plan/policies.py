@@ -17,7 +17,7 @@ from typing import Any
 
 from hpclz.plan.changeset import Policy, Verdict
 
-Evaluate = Callable[[Any, Any], Verdict]
+Evaluate = Callable[[Any, Any, Any], Verdict]  # (before, after, context: the whole new resource body or config)
 
 DOCS = "https://learn.microsoft.com/azure"
 
@@ -37,8 +37,8 @@ class PropertyRule:
     path: str
     verdict: Verdict | Evaluate
 
-    def evaluate(self, before: Any, after: Any) -> Verdict:
-        return self.verdict(before, after) if callable(self.verdict) else self.verdict
+    def evaluate(self, before: Any, after: Any, context: Any = None) -> Verdict:
+        return self.verdict(before, after, context) if callable(self.verdict) else self.verdict
 
 
 def _v(policy: Policy, reason: str, action_needed: str = "", source: str = "") -> Verdict:
@@ -56,21 +56,39 @@ def _networks(value: Any) -> list[Any]:
     return out
 
 
-def _address_space(before: Any, after: Any) -> Verdict:
-    """Adding ranges is an in-place update; removing or shrinking one that holds subnets is refused."""
+def subnet_prefixes(context: Any) -> list[Any] | None:
+    """Subnet ranges in a VNet body (properties.subnets) or a config snapshot (network.vnet.subnets)."""
+    if not isinstance(context, dict):
+        return None
+    if "network" in context:
+        subnets = ((context.get("network") or {}).get("vnet") or {}).get("subnets") or {}
+        return _networks([s["cidr"] for s in subnets.values() if isinstance(s, dict) and "cidr" in s])
+    items = (context.get("properties") or {}).get("subnets")
+    if not isinstance(items, list):
+        return None
+    return _networks([(i.get("properties") or {}).get("addressPrefix") for i in items if isinstance(i, dict)])
+
+
+def _address_space(before: Any, after: Any, context: Any = None) -> Verdict:
+    """Adding ranges is an in-place update; a range can go only while no subnet uses it."""
     old, new = _networks(before), _networks(after)
     source = f"{DOCS}/virtual-network/manage-virtual-network#add-or-remove-an-address-range"
     if old and new and all(any(o.subnet_of(n) for n in new if o.version == n.version) for o in old):
         return _v(Policy.IN_PLACE, "address space grows; existing subnets keep their ranges", source=source)
+    subnets = subnet_prefixes(context)
+    outside = [s for s in subnets or [] if not any(s.version == n.version and s.subnet_of(n) for n in new)]
+    if new and subnets is not None and subnets and not outside:
+        return _v(Policy.IN_PLACE, "address space shrinks, but every subnet still fits in it", source=source)
+    named = f" ({', '.join(str(s) for s in outside)} would fall outside)" if outside else ""
     return _v(
         Policy.NOT_ALLOWED,
-        "an address range that holds subnets cannot be removed or shrunk (ARM: InUseSubnetCannotBeDeleted)",
+        f"an address range cannot be removed or shrunk while subnets use it{named} (ARM: InUseSubnetCannotBeDeleted)",
         "add the new range first, move or recreate the subnets in it, then remove the old range",
         source,
     )
 
 
-def _subnet_prefix(before: Any, after: Any) -> Verdict:
+def _subnet_prefix(before: Any, after: Any, context: Any = None) -> Verdict:
     return _v(
         Policy.REPLACE,
         "a subnet's prefix cannot change while NICs use it (ARM: InUseSubnetCannotBeUpdated); "
@@ -85,7 +103,7 @@ def _subnet_prefix(before: Any, after: Any) -> Verdict:
 _SAME_ZONE_FAMILY = ({"LRS", "GRS", "RAGRS"}, {"ZRS", "GZRS", "RAGZRS"})
 
 
-def _storage_sku(before: Any, after: Any) -> Verdict:
+def _storage_sku(before: Any, after: Any, context: Any = None) -> Verdict:
     source = f"{DOCS}/storage/common/redundancy-migration"
     old_tier, _, old_rep = str(before).partition("_")
     new_tier, _, new_rep = str(after).partition("_")
@@ -106,7 +124,7 @@ def _storage_sku(before: Any, after: Any) -> Verdict:
     )
 
 
-def _storage_kind(before: Any, after: Any) -> Verdict:
+def _storage_kind(before: Any, after: Any, context: Any = None) -> Verdict:
     source = f"{DOCS}/storage/common/storage-account-upgrade"
     if str(after) == "StorageV2" and str(before) in ("Storage", "BlobStorage"):
         return _v(Policy.IN_PLACE, f"{before} upgrades to StorageV2 in place (one way)", source=source)
@@ -121,7 +139,7 @@ def _storage_kind(before: Any, after: Any) -> Verdict:
 _BASTION_TIERS = ["Basic", "Standard", "Premium"]
 
 
-def _bastion_sku(before: Any, after: Any) -> Verdict:
+def _bastion_sku(before: Any, after: Any, context: Any = None) -> Verdict:
     source = f"{DOCS}/bastion/upgrade-sku"
     tiers = {tier: rank for rank, tier in enumerate(_BASTION_TIERS)}
     if tiers.get(str(after), -1) > tiers.get(str(before), len(tiers)):
@@ -134,7 +152,7 @@ def _bastion_sku(before: Any, after: Any) -> Verdict:
     )
 
 
-def _purge_protection(before: Any, after: Any) -> Verdict:
+def _purge_protection(before: Any, after: Any, context: Any = None) -> Verdict:
     if before is True and after is not True:
         return _v(
             Policy.NOT_ALLOWED,
@@ -320,10 +338,13 @@ def wildcard(path: str) -> str:
     return _SELECTOR.sub("[*]", path)
 
 
-def property_verdict(resource_type: str, path: str, before: Any, after: Any, data_bearing: bool) -> Verdict:
+def property_verdict(
+    resource_type: str, path: str, before: Any, after: Any, data_bearing: bool, body: Any = None
+) -> Verdict:
+    """`body`: the resource's new body, for rules that look beyond the property (subnets in a VNet)."""
     shape = wildcard(path)
     rules = [*RESOURCE_RULES.get(resource_type.lower(), []), *_GENERIC]
-    verdict = next((r.evaluate(before, after) for r in rules if fnmatchcase(shape, r.path)), _DEFAULT)
+    verdict = next((r.evaluate(before, after, body) for r in rules if fnmatchcase(shape, r.path)), _DEFAULT)
     if verdict.policy is Policy.REPLACE and data_bearing:
         verdict = verdict.model_copy(
             update={"policy": Policy.REPLACE_DATA, "action_needed": verdict.action_needed or "copy the data off first"}

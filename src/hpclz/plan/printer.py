@@ -87,8 +87,10 @@ def property_line(change: PropertyChange, noise: bool = False) -> str:
 def resource_lines(change: ResourceChange, show_noise: bool) -> list[str]:
     where = f" (deployment {escape(change.deployment)})" if change.deployment else ""
     title = f"{escape(change.type)} {escape(change.name)}"
-    lines = [f"  [bold]# {title}[/] {HEADINGS[change.action]}{where}"]
     v = change.verdict
+    if change.action is Action.CREATE or (change.action is Action.DELETE and not change.data_loss):
+        return [f"{_symbol(change.action)} {title}[dim]{where}[/]"]
+    lines = [f"  [bold]# {title}[/] {HEADINGS[change.action]}{where}"]
     if change.data_loss or v.policy in (Policy.NOT_ALLOWED, Policy.DRAIN_PARTITION, Policy.RESTART_NODES):
         lines.append(f"  # {_cost(v.policy, v.reason, v.action_needed)}")
     lines.append(f"{_symbol(change.action)} {title}")
@@ -138,9 +140,8 @@ def print_changeset(out: Console, cs: ChangeSet, *, show_noise: bool = False, st
     if changed:
         out.print("\n" + LEGEND + "\n\nhpclz will perform the following actions:\n")
         for resource in changed:
-            for line in resource_lines(resource, show_noise):
-                out.print(line)
-            out.print("")
+            lines = resource_lines(resource, show_noise)
+            out.print("\n".join(lines) + ("\n" if len(lines) > 1 else ""))
     if show_noise:
         for quiet in cs.resources:
             if quiet.action is Action.NO_CHANGE and quiet.noise:

@@ -183,7 +183,7 @@ def map_change(raw: dict[str, Any], deployment: str) -> ResourceChange:
         return base
     before, after = raw.get("before") or {}, raw.get("after") or {}
     for change in flatten(raw.get("delta") or [], "", before, after):
-        change.verdict = policies.property_verdict(rtype, change.path, change.before, change.after, data)
+        change.verdict = policies.property_verdict(rtype, change.path, change.before, change.after, data, after)
         change.noise_reason = noise_reason(rtype, change)
         (base.noise if change.noise_reason else base.changes).append(change)
     classify(base)
