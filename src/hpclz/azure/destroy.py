@@ -20,6 +20,8 @@ from hpclz.azure.records import MANAGED_TAG
 from hpclz.state.model import ResourceRecord, StateDocument, now
 
 GROUP_TYPE = "microsoft.resources/resourcegroups"
+# Types ARM gives no tags: being recorded in state is their proof of ownership.
+UNTAGGABLE = frozenset({"microsoft.authorization/roleassignments", "microsoft.authorization/locks"})
 
 
 class Action(StrEnum):
@@ -43,6 +45,12 @@ def _group_of(resource_id: str) -> str | None:
     return parts[4].lower() if len(parts) > 4 and parts[3].lower() == "resourcegroups" else None
 
 
+def _references(text: str, r: ResourceRecord) -> bool:
+    """Rendered properties name what they use as resourceId('<rg>', '<type>', '<name>', ...) or a full ID."""
+    lowered = text.lower()
+    return (r.type.lower() in lowered and f"'{r.name.lower()}'" in lowered) or r.id.lower() in lowered
+
+
 def kept_set(resources: list[ResourceRecord], include_data: bool) -> dict[str, str]:
     """Resource id (lower) -> why it is kept."""
     kept = {} if include_data else {r.id.lower(): "data-bearing" for r in resources if r.data_bearing}
@@ -55,7 +63,7 @@ def kept_set(resources: list[ResourceRecord], include_data: bool) -> dict[str, s
             if key in kept:
                 continue
             holder = next((k for k in kept if k.startswith(key + "/")), None)
-            user = next((k for k, t in texts.items() if f"'{r.name}'" in t or f"/{r.name}\"" in t or f"/{r.name}/" in t), None)
+            user = next((k for k, t in texts.items() if _references(t, r)), None)
             if r.type.lower() == GROUP_TYPE:
                 holder = holder or next((k for k in kept if _group_of(k) == r.name.lower()), None)
             if holder or user:
@@ -153,8 +161,8 @@ class Destroyer:
                 self._note(Outcome(r.id, r.type, Action.GONE))
                 return
             tags = current.get("tags")
-            top_level = r.type.count("/") == 1
-            if (tags or top_level) and (tags or {}).get(MANAGED_TAG) != "true":
+            taggable = r.type.count("/") == 1 and r.type.lower() not in UNTAGGABLE
+            if (tags or taggable) and (tags or {}).get(MANAGED_TAG) != "true":
                 self._note(Outcome(r.id, r.type, Action.LEFT, f"not tagged {MANAGED_TAG}"))
                 return
             self.arm.delete_resource(r.id, r.api_version)

@@ -46,21 +46,17 @@ class DeployResult(BaseModel):
 
 
 def render_plan(loaded: LoadedConfig, plan_file: Path | None) -> DeploymentPlan:
-    """The plan to apply: rendered from the config, or a saved one (`--plan`) that must match it."""
-    from hpclz.render.build import build_plan, config_hash
+    """The plan to preflight: rendered from the config, or the one saved by `hpclz plan --out` (`--plan`).
 
-    if plan_file is None:
-        return build_plan(loaded.config)
-    try:
-        saved = DeploymentPlan.model_validate_json(Path(plan_file).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise HpclzError(f"{plan_file}: cannot read saved plan: {str(exc).splitlines()[0]}", exit_code=ExitCode.USAGE) from None
-    if saved.config_hash != config_hash(loaded.config):
-        raise HpclzError(
-            f"{plan_file}: the saved plan was made from another version of {loaded.file}; run `hpclz plan` again",
-            exit_code=ExitCode.USAGE,
-        )
-    return saved
+    A saved plan is checked against the config and the state again under the lock (`_apply`).
+    """
+    if plan_file is not None:
+        from hpclz.plan.saved import read_saved_plan
+
+        return read_saved_plan(plan_file).plan
+    from hpclz.render.build import build_plan
+
+    return build_plan(loaded.config)
 
 
 def _secret_at(loaded: LoadedConfig, path: str) -> str:
@@ -135,12 +131,13 @@ def deploy(
     if _failing(result.findings):
         result.exit_code = ExitCode.FAILED
         return result
-    return _apply(loaded, plan, arm, secrets, result, confirm, on_event)
+    return _apply(loaded, plan, plan_file, arm, secrets, result, confirm, on_event)
 
 
 def _apply(
     loaded: LoadedConfig,
     plan: DeploymentPlan,
+    plan_file: Path | None,
     arm: Any,
     secrets: dict[str, dict[str, str]],
     result: DeployResult,
@@ -156,6 +153,10 @@ def _apply(
     result.state_location = backend.location
     with backend.lock("deploy"):
         doc = backend.read()
+        if plan_file is not None:
+            from hpclz.plan.saved import load_saved_plan
+
+            plan = load_saved_plan(plan_file, loaded, doc)  # refuses a plan made against another config or state
         result.stage = "confirm"
         if not confirm(plan, doc):
             result.exit_code = ExitCode.INTERRUPTED

@@ -111,6 +111,8 @@ class ArmStandIn:
             ("GET", SUB + r"/providers/(?P<ns>[^/]+)", self._provider),
             ("POST", SUB + r"/providers/(?P<ns>[^/]+)/register", self._register),
             ("GET", SUB + r"/operationresults/(?P<op>[^/]+)", self._operation_result),
+            # ARM's resource-group operations list has no providers/Microsoft.Resources segment.
+            ("GET", RG + r"/deployments/(?P<name>[^/]+)/operations", self._deployment_operations),
         ] + [
             route
             for prefix in (RG, SUB)

@@ -25,6 +25,13 @@ def resource_id(scope: Scope, rtype: str, name: str, explicit_scope: str | None 
     names = name.split("/")
     path = "/".join(f"{t}/{n}" for t, n in zip(types, names, strict=False))
     if explicit_scope:
+        if not explicit_scope.startswith("/"):
+            # A relative scope ("Microsoft.KeyVault/vaults/kv1") names a resource in the deployment's group.
+            group = f"/subscriptions/{scope.subscription_id}/resourceGroups/{scope.resource_group}"
+            ns, *rest = explicit_scope.split("/")
+            half = len(rest) // 2
+            pairs = "/".join(f"{t}/{n}" for t, n in zip(rest[:half], rest[half:], strict=False))
+            explicit_scope = f"{group}/providers/{ns}/{pairs}"
         return f"{explicit_scope.rstrip('/')}/providers/{namespace}/{path}"
     if rtype.lower() == "microsoft.resources/resourcegroups":
         return f"/subscriptions/{scope.subscription_id}/resourceGroups/{name}"
