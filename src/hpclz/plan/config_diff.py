@@ -149,9 +149,7 @@ def _walk_named(
 def _leaf(path: str, shape: str, old: Any, new: Any, declared: Policy | None, partition: str) -> ConfigChange:
     kind = Action.CREATE if old is None else Action.DELETE if new is None else Action.MODIFY
     policy = declared or Policy.IN_PLACE
-    reason = (
-        _REASONS[policy] if declared else IN_PLACE_REASONS.get(shape, "no update policy declared: applied in place")
-    )
+    reason = IN_PLACE_REASONS.get(shape) or (_REASONS[policy] if declared else "no update policy declared: in place")
     if shape.startswith(HPCLZ_ONLY):
         reason = "an hpclz setting: nothing in Azure changes"
     verdict = Verdict(policy=policy, reason=reason, action_needed=_action(policy, shape, partition))
