@@ -192,7 +192,10 @@ CASES: dict[str, list[Case]] = {
         Case("ai-training", _set("storage.lustre.hsm.container", "archive")),
         Case("energy", _set("storage.blob", {"mode": "disabled"})),
     ],
-    "HPCLZ-STO-003": [Case("manufacturing", _set("storage.netapp.pool_size_tib", 4))],
+    "HPCLZ-STO-003": [
+        Case("manufacturing", _set("storage.netapp.pool_size_tib", 4)),
+        Case("manufacturing", _set("storage.netapp.pool_size_tib", 4096)),
+    ],
     "HPCLZ-STO-004": [Case("manufacturing", _set("storage.netapp.volumes.2.quota_gib", 204800))],
     "HPCLZ-STO-005": [
         Case(

@@ -72,17 +72,26 @@ class LustreHsmContainerExists(Rule[ConfigContext]):
 
 class NetAppQuotasFitPool(Rule[ConfigContext]):
     """Volumes are carved from the capacity pool: the sum of their quotas cannot exceed the pool size
-    (minimum pool 1 TiB for every service level, minimum volume 50 GiB; the model enforces both)."""
+    (minimum pool 1 TiB for every service level, minimum volume 50 GiB; the model enforces both). A pool holds
+    at most 2,048 TiB (azure-netapp-files-resource-limits)."""
 
     id = "HPCLZ-STO-003"
     severity = Severity.ERROR
-    title = "NetApp volume quotas exceed the capacity pool"
+    title = "NetApp capacity pool too small for its volumes, or above the pool maximum"
     fix = "Grow storage.netapp.pool_size_tib or shrink volume quota_gib values."
 
     def check(self, ctx: ConfigContext) -> Iterable[Finding]:
         netapp = ctx.config.storage.netapp
         if netapp.mode != "new":
             return
+        most = ctx.catalog.service("netapp", "max_pool_tib")
+        if netapp.pool_size_tib > most:
+            yield self.finding(
+                ctx,
+                (*NETAPP, "pool_size_tib"),
+                f"a capacity pool holds at most {most} TiB; {netapp.pool_size_tib} TiB was asked for",
+                fix="Split the volumes over several capacity pools.",
+            )
         total = sum(v.quota_gib for v in netapp.volumes)
         pool = netapp.pool_size_tib * 1024
         if total > pool:
