@@ -73,6 +73,11 @@ class LocalSlurm:
         # The marker rides into jobs too (sbatch exports the caller's environment), so teardown finds tasks.
         return {**os.environ, "SLURM_CONF": str(self.conf), MARKER: str(self.root)}
 
+    @property
+    def job_env(self) -> dict[str, str]:
+        """What a test puts in its own environment so hpclz's Slurm calls, and the jobs, find this cluster."""
+        return {"SLURM_CONF": str(self.conf), MARKER: str(self.root)}
+
     def client(self, *args: str, timeout: float = 15.0) -> str:
         done = subprocess.run(args, env=self.env, capture_output=True, text=True, timeout=timeout, check=False)
         if done.returncode != 0:

@@ -1,0 +1,170 @@
+"""Dispatch logic that needs no Slurm: batching, the node script, reading results, selection, pair analysis."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from hpclz.services.verify import junit_xml
+from hpclz.verify.collective_job import analyse_pairs, ring_pairs
+from hpclz.verify.dispatch import (
+    NO_RESULT,
+    NOT_TESTED,
+    RESULT_PLACEHOLDER,
+    UNREACHABLE,
+    batches,
+    drain_reason,
+    node_script,
+    read_node,
+    select,
+)
+from hpclz.verify.model import BandwidthPoint, CheckResult, CollectiveResult, NodeReport, Status, VerifyReport
+from hpclz.verify.slurm import NodeInfo
+
+
+@given(st.integers(min_value=0, max_value=1000), st.integers(min_value=1, max_value=150))
+def test_batches_cover_every_node_once_and_respect_the_cap(count: int, cap: int) -> None:
+    nodes = [f"n{i}" for i in range(count)]
+    groups = batches(nodes, cap)
+    assert sorted(n for g in groups for n in g) == sorted(nodes)
+    assert all(0 < len(g) <= cap for g in groups)
+    if groups:
+        assert max(map(len, groups)) - min(map(len, groups)) <= 1  # near-equal, no 100 + 1 split
+
+
+def test_three_hundred_nodes_become_three_jobs_of_a_hundred() -> None:
+    assert [len(g) for g in batches([f"gpu{i:03d}" for i in range(301)], 100)] == [76, 75, 75, 75]
+    assert [len(g) for g in batches([f"gpu{i:03d}" for i in range(300)], 100)] == [100, 100, 100]
+
+
+def _run_node_script(tmp_path: Path, command: list[str], node: str, budget: int = 20) -> None:
+    script = tmp_path / "node.sh"
+    script.write_text(node_script(command, tmp_path, budget))
+    subprocess.run(["/bin/bash", str(script)], env={**os.environ, "SLURMD_NODENAME": node}, check=True, timeout=30)
+
+
+def test_node_script_keeps_rc_streams_and_the_report_path(tmp_path: Path) -> None:
+    report = NodeReport(node="x", checks=[CheckResult(check_id="HPCLZ-VFY-001", title="t", status=Status.PASS)])
+    writer = f"import sys; open(sys.argv[1], 'w').write({report.model_dump_json()!r}); print('it ran'); sys.exit(6)"
+    _run_node_script(tmp_path, ["python3", "-c", writer, RESULT_PLACEHOLDER], "gpu007")
+    assert (tmp_path / "gpu007.rc").read_text().strip() == "6"
+    assert (tmp_path / "gpu007.stdout").read_text() == "it ran\n"
+    got = read_node(tmp_path, "gpu007", 20)
+    assert got.node == "gpu007"  # the node name comes from Slurm, not from what the command claims
+    assert got.checks[0].check_id == "HPCLZ-VFY-001"
+
+
+def test_a_command_that_overruns_its_budget_is_a_timeout_failure(tmp_path: Path) -> None:
+    _run_node_script(tmp_path, ["sleep", "30"], "gpu001", budget=1)
+    got = read_node(tmp_path, "gpu001", 1)
+    assert got.status is Status.FAIL
+    assert got.checks[0].check_id == NO_RESULT
+    assert "timed out after 1 s" in got.checks[0].message
+
+
+def test_unreadable_output_names_the_exit_status_and_stderr(tmp_path: Path) -> None:
+    _run_node_script(tmp_path, ["bash", "-c", "echo 'Traceback: boom' >&2; exit 3"], "gpu002")
+    message = read_node(tmp_path, "gpu002", 20).checks[0].message
+    assert "node command exited 3" in message
+    assert "boom" in message
+
+
+def test_a_node_that_left_nothing_reports_no_result(tmp_path: Path) -> None:
+    got = read_node(tmp_path, "gpu003", 60, late=True)
+    assert got.status is Status.FAIL
+    assert got.checks[0].message == "no result within 60 s: its job overran the time budget and was cancelled"
+
+
+def test_selection_by_state_and_who_drained() -> None:
+    infos = [
+        NodeInfo("a", "idle"),
+        NodeInfo("b", "mixed"),
+        NodeInfo("c", "down*", "Not responding"),
+        NodeInfo("d", "drained", "hpclz: HPCLZ-VFY-006 Xid 79"),
+        NodeInfo("e", "drained", "bad DIMM, ticket 42"),
+    ]
+    with_drain = select(infos, drain=True)
+    assert with_drain.runnable == ["a", "b"]
+    assert with_drain.retest == ["d"]
+    assert with_drain.skipped["c"].checks[0].check_id == UNREACHABLE
+    assert with_drain.skipped["c"].status is Status.FAIL
+    assert with_drain.skipped["e"].checks[0].check_id == NOT_TESTED
+    assert with_drain.skipped["e"].status is Status.NOT_MEASURED  # an operator's drain is not our failure
+
+    without = select(infos, drain=False)
+    assert without.retest == []
+    assert "pass --drain to re-test" in without.skipped["d"].checks[0].message
+
+
+def test_drain_reason_is_prefixed_and_counts_the_rest() -> None:
+    checks = [
+        CheckResult(check_id="HPCLZ-VFY-006", title="Xid", status=Status.FAIL, message="Xid 79 on 00:06.0"),
+        CheckResult(check_id="HPCLZ-VFY-002", title="GPU count", status=Status.FAIL, message="7 of 8 GPUs"),
+        CheckResult(check_id="HPCLZ-VFY-001", title="smi", status=Status.PASS),
+    ]
+    assert drain_reason(NodeReport(node="n", checks=checks)) == "hpclz: HPCLZ-VFY-006 Xid 79 on 00:06.0 [+1 more]"
+
+
+def test_ring_pairs_put_every_node_in_two_pairs() -> None:
+    assert ring_pairs(["a"]) == []
+    assert ring_pairs(["a", "b"]) == [("a", "b")]
+    pairs = ring_pairs(["a", "b", "c", "d"])
+    assert pairs == [("a", "b"), ("b", "c"), ("c", "d"), ("d", "a")]
+    assert all(sum(n in p for p in pairs) == 2 for n in "abcd")
+
+
+def _pair(a: str, b: str, busbw: float | None) -> CollectiveResult:
+    points = (
+        [] if busbw is None else [BandwidthPoint(size_bytes=1 << 20, time_us=1.0, algbw_gbps=busbw, busbw_gbps=busbw)]
+    )
+    return CollectiveResult(name=f"pair-{a}-{b}", nodes=[a, b], backend="gloo", ranks=2, points=points)
+
+
+def test_pair_analysis_blames_the_node_in_every_slow_pair() -> None:
+    results = [_pair("a", "b", 10.0), _pair("b", "c", 0.4), _pair("c", "d", 0.5), _pair("d", "a", 9.0)]
+    blamed = analyse_pairs(results)
+    assert list(blamed) == ["c"]
+    assert "b+c 0.4 GB/s" in blamed["c"] and "c+d 0.5 GB/s" in blamed["c"]
+    assert [r.status for r in results] == [Status.PASS, Status.FAIL, Status.FAIL, Status.PASS]
+
+
+def test_pair_analysis_with_a_threshold_and_a_pair_without_result() -> None:
+    results = [_pair("a", "b", 380.0), _pair("b", "c", None), _pair("c", "a", 200.0)]
+    blamed = analyse_pairs(results, threshold=350.0)
+    assert list(blamed) == ["c"]
+    assert results[2].message == "bus bandwidth 200 GB/s < 350 GB/s"
+
+
+def test_all_fast_pairs_blame_nobody() -> None:
+    assert analyse_pairs([_pair("a", "b", 10.0), _pair("b", "c", 9.0), _pair("c", "a", 11.0)]) == {}
+
+
+def test_two_nodes_name_both_when_their_only_pair_is_slow() -> None:
+    blamed = analyse_pairs([_pair("a", "b", 1.0)], threshold=350.0)
+    assert sorted(blamed) == ["a", "b"]
+    assert "either node may be at fault" in blamed["a"]
+
+
+def test_junit_has_a_failing_case_per_failed_check() -> None:
+    bad = CheckResult(check_id="HPCLZ-VFY-006", title="Xid", status=Status.FAIL, message="Xid 79")
+    good = CheckResult(check_id="HPCLZ-VFY-001", title="smi", status=Status.PASS)
+    skipped = CheckResult(check_id="HPCLZ-VFY-012", title="NVMe", status=Status.NOT_MEASURED, message="no tool")
+    report = VerifyReport(nodes=[NodeReport(node="n1", checks=[good]), NodeReport(node="n2", checks=[bad, skipped])])
+    root = ET.fromstring(junit_xml(report))
+    suites = {s.get("name"): s for s in root.iter("testsuite")}
+    assert suites["n1"].get("failures") == "0"
+    assert suites["n2"].get("failures") == "1" and suites["n2"].get("skipped") == "1"
+    failure = suites["n2"].find("testcase/failure")
+    assert failure is not None and "Xid 79" in (failure.get("message") or "")
+
+
+@pytest.mark.parametrize("size", [0, -1])
+def test_batch_size_must_be_positive(size: int) -> None:
+    with pytest.raises(ValueError):
+        batches(["a"], size)
