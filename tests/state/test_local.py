@@ -60,7 +60,7 @@ def _local(config: LandingZoneConfig, config_file: Path) -> LocalBackend:
 
 def _python(script: str, *args: str, **popen: object) -> subprocess.Popen[str]:
     env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
-    return subprocess.Popen(  # type: ignore[call-overload,no-any-return]
+    return subprocess.Popen(  # type: ignore[call-overload]
         [sys.executable, "-c", script, *args], env=env, text=True, **popen
     )
 
@@ -140,3 +140,25 @@ def test_a_process_dying_mid_write_leaves_the_old_state_readable(config: Landing
     assert survivor == first
     # The next write succeeds from there; the dead process's temp file is ignored.
     assert backend.write(first).serial == first.serial + 1
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        ("{not json", "is not valid JSON"),
+        ('{"schema_version": 99, "landing_zone": "energy"}', "schema version 99, newer than this hpclz"),
+        ('{"schema_version": 1, "serial": "many"}', "not a valid hpclz state document: serial:"),
+    ],
+)
+def test_a_damaged_or_newer_state_is_one_clear_line(
+    config: LandingZoneConfig, config_file: Path, content: str, expected: str
+) -> None:
+    backend = _local(config, config_file)
+    backend.write(new_state(config))
+    backend.state_file.write_text(content)
+    with pytest.raises(StateStorageError, match=expected) as refused:
+        _local(config, config_file).read()
+    assert "\n" not in str(refused.value)
+    with pytest.raises(StateStorageError):  # and nothing is written over it
+        _local(config, config_file).write(new_state(config))
+    assert backend.state_file.read_text() == content

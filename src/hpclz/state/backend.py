@@ -21,9 +21,9 @@ from typing import Protocol, runtime_checkable
 
 from pydantic import BaseModel
 
-from hpclz.state.errors import StateConflictError
+from hpclz.state.errors import StateConflictError, StateStorageError
 from hpclz.state.lockinfo import LockInfo
-from hpclz.state.model import StateDocument, now
+from hpclz.state.model import STATE_SCHEMA_VERSION, StateDocument, now
 
 
 class HistoryEntry(BaseModel):
@@ -93,3 +93,27 @@ def next_version(stored: StateDocument | None, doc: StateDocument, where: str) -
     from hpclz import __version__
 
     return doc.model_copy(update={"serial": base + 1, "updated_at": now(), "hpclz_version": __version__}, deep=True)
+
+
+def parse_state(raw: bytes, where: str) -> StateDocument:
+    """Parse stored state; refuse one written by a newer hpclz rather than drop fields it does not know."""
+    import json
+
+    from pydantic import ValidationError
+
+    try:
+        data = json.loads(raw)
+    except ValueError as exc:
+        raise StateStorageError(f"state {where} is not valid JSON: {exc}") from None
+    version = data.get("schema_version") if isinstance(data, dict) else None
+    if isinstance(version, int) and version > STATE_SCHEMA_VERSION:
+        raise StateStorageError(
+            f"state {where} has schema version {version}, newer than this hpclz understands "
+            f"({STATE_SCHEMA_VERSION}); upgrade hpclz"
+        )
+    try:
+        return StateDocument.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = ".".join(str(p) for p in first["loc"]) or "<document>"
+        raise StateStorageError(f"state {where} is not a valid hpclz state document: {field}: {first['msg']}") from None

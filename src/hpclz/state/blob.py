@@ -15,14 +15,13 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import json
 import os
 from collections.abc import Iterator
 from typing import Any
 
 from pydantic import ValidationError
 
-from hpclz.state.backend import HistoryEntry, next_version
+from hpclz.state.backend import HistoryEntry, next_version, parse_state
 from hpclz.state.errors import StateConflictError, StateLockedError, StateStorageError
 from hpclz.state.guard import SecretGuard
 from hpclz.state.lease import LeaseRenewer
@@ -115,7 +114,7 @@ class BlobBackend:
         except ResourceNotFoundError:
             return None, None, None
         props = downloader.properties
-        return _parse(raw, self.location), props.etag, props.version_id
+        return parse_state(raw, self.location), props.etag, props.version_id
 
     def write(self, doc: StateDocument) -> StateDocument:
         self._check_still_locked()
@@ -214,7 +213,7 @@ class BlobBackend:
                         raw = self._container.get_blob_client(entry.location).download_blob().readall()
                     else:
                         raw = self._blob.download_blob(version_id=entry.location).readall()
-                return _parse(raw, self.location)
+                return parse_state(raw, self.location)
         return None
 
     def _ensure_container(self) -> None:
@@ -286,14 +285,6 @@ def _decode(value: str | None) -> LockInfo | None:
         return LockInfo.model_validate_json(base64.b64decode(value))
     except (ValueError, ValidationError):
         return None
-
-
-def _parse(raw: bytes, where: str) -> StateDocument:
-    try:
-        return StateDocument.model_validate(json.loads(raw))
-    except (ValueError, ValidationError) as exc:
-        first = exc.errors()[0]["msg"] if isinstance(exc, ValidationError) else str(exc)
-        raise StateStorageError(f"state {where} is not a valid hpclz state document: {first}") from None
 
 
 def _entry(item: Any, location: str) -> HistoryEntry | None:

@@ -10,7 +10,6 @@ write.lock          a short mutex around read-check-rename of one write
 from __future__ import annotations
 
 import contextlib
-import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,7 +17,7 @@ from filelock import FileLock, Timeout
 from pydantic import ValidationError
 
 from hpclz.state.atomic import FILE_MODE, ensure_private_dir, write_atomic
-from hpclz.state.backend import HistoryEntry, next_version
+from hpclz.state.backend import HistoryEntry, next_version, parse_state
 from hpclz.state.errors import StateConflictError, StateLockedError, StateStorageError
 from hpclz.state.guard import SecretGuard
 from hpclz.state.lockinfo import LockInfo, locked_error_message, unlock_hint
@@ -203,8 +202,4 @@ def _load(path: Path) -> StateDocument | None:
         return None
     except OSError as exc:
         raise StateStorageError(f"cannot read state {path}: {exc.strerror or exc}") from None
-    try:
-        return StateDocument.model_validate(json.loads(raw))
-    except (ValueError, ValidationError) as exc:
-        first = exc.errors()[0]["msg"] if isinstance(exc, ValidationError) else str(exc)
-        raise StateStorageError(f"state {path} is not a valid hpclz state document: {first}") from None
+    return parse_state(raw, str(path))
