@@ -24,7 +24,7 @@ from pydantic import ValidationError
 from hpclz.state.backend import HistoryEntry, next_version, parse_state
 from hpclz.state.errors import StateConflictError, StateLockedError, StateStorageError
 from hpclz.state.guard import SecretGuard
-from hpclz.state.lease import LeaseRenewer
+from hpclz.state.lease import LeaseRenewer, check_lease_duration
 from hpclz.state.lockinfo import LockInfo, locked_error_message, unlock_hint
 from hpclz.state.model import StateDocument
 
@@ -226,6 +226,7 @@ class BlobBackend:
     def lock(self, operation: str) -> Iterator[LockInfo]:
         from azure.core.exceptions import ResourceExistsError
 
+        check_lease_duration(self.lease_seconds)  # before acquiring: a bad value must not leave a lease behind
         with _storage_errors(f"lock state {self.location}"):
             self._ensure_container()
             with contextlib.suppress(ResourceExistsError):

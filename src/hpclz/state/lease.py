@@ -16,10 +16,14 @@ MIN_LEASE_S = 15  # Azure's bounds for a finite lease
 MAX_LEASE_S = 60
 
 
+def check_lease_duration(duration_s: int) -> None:
+    if not MIN_LEASE_S <= duration_s <= MAX_LEASE_S:
+        raise ValueError(f"lease duration must be {MIN_LEASE_S}-{MAX_LEASE_S} s, got {duration_s}")
+
+
 class LeaseRenewer:
     def __init__(self, lease: Any, duration_s: int):
-        if not MIN_LEASE_S <= duration_s <= MAX_LEASE_S:
-            raise ValueError(f"lease duration must be {MIN_LEASE_S}-{MAX_LEASE_S} s, got {duration_s}")
+        check_lease_duration(duration_s)
         self._lease = lease
         self.interval_s = duration_s / 3
         self.renewals = 0
