@@ -1,0 +1,243 @@
+"""The table of config edits: for each, the change set an offline plan shows and what it costs."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+from rich.console import Console
+
+from hpclz.plan.changeset import Action, ChangeSet, Policy
+from hpclz.plan.config_diff import config_changes
+from hpclz.plan.offline import offline_changeset
+from hpclz.plan.printer import print_changeset
+from hpclz.render.build import build_plan
+from tests.plan.support import applied_state, edited, preset
+
+Edit = Callable[[dict[str, Any]], None]
+
+
+def _partition(data: dict[str, Any], name: str) -> dict[str, Any]:
+    return next(p for p in data["compute"]["partitions"] if p["name"] == name)
+
+
+def add_partition(d: dict[str, Any]) -> None:
+    d["compute"]["partitions"].append({"name": "viz", "vm_size": "Standard_NV36ads_A10_v5", "max_nodes": 2})
+
+
+def remove_partition(d: dict[str, Any]) -> None:
+    d["compute"]["partitions"] = [p for p in d["compute"]["partitions"] if p["name"] != "hbv3"]
+
+
+def reorder_partitions(d: dict[str, Any]) -> None:
+    d["compute"]["partitions"].reverse()
+
+
+def grow_lustre(d: dict[str, Any]) -> None:
+    d["storage"]["lustre"]["capacity_tib"] = 96
+
+
+def lustre_sku(d: dict[str, Any]) -> None:
+    d["storage"]["lustre"]["sku"] = "AMLFS-Durable-Premium-500"
+
+
+def gpu_sku(d: dict[str, Any]) -> None:
+    _partition(d, "gpu")["vm_size"] = "Standard_ND96isr_H200_v5"
+
+
+def grow_max_nodes(d: dict[str, Any]) -> None:
+    _partition(d, "gpu")["max_nodes"] = 8
+
+
+def grow_address_space(d: dict[str, Any]) -> None:
+    d["network"]["vnet"]["address_space"].append("10.21.0.0/16")
+
+
+def shrink_address_space(d: dict[str, Any]) -> None:
+    d["network"]["vnet"]["address_space"] = ["10.20.0.0/20"]
+
+
+def remove_container(d: dict[str, Any]) -> None:
+    d["storage"]["blob"]["containers"] = [c for c in d["storage"]["blob"]["containers"] if c["name"] != "checkpoints"]
+
+
+def remove_lustre(d: dict[str, Any]) -> None:
+    d["storage"]["lustre"] = {"mode": "disabled"}
+
+
+def replication_zrs_to_gzrs(d: dict[str, Any]) -> None:
+    d["storage"]["blob"]["replication"] = "GZRS"
+
+
+def replication_zrs_to_lrs(d: dict[str, Any]) -> None:
+    d["storage"]["blob"]["replication"] = "LRS"
+
+
+def edit_tags(d: dict[str, Any]) -> None:
+    d["metadata"]["tags"]["workload"] = "seismic-fwi"
+
+
+def rename_zone(d: dict[str, Any]) -> None:
+    d["metadata"]["name"] = "energy2"
+
+
+@dataclass
+class Row:
+    edit: Edit
+    config: list[tuple[str, Action, Policy]]
+    resources: dict[str, tuple[Action, Policy]] = field(default_factory=dict)  # resource name -> expected
+    action_needed: str = ""  # words the engineer must be told
+    worst: Policy = Policy.IN_PLACE
+
+
+TABLE: dict[str, Row] = {
+    "add a partition": Row(add_partition, [("compute.partitions[viz]", Action.CREATE, Policy.IN_PLACE)]),
+    "remove a partition": Row(
+        remove_partition,
+        [("compute.partitions[hbv3]", Action.DELETE, Policy.DRAIN_PARTITION)],
+        action_needed="drain partition hbv3",
+        worst=Policy.DRAIN_PARTITION,
+    ),
+    "reorder partitions (matched by name)": Row(reorder_partitions, []),
+    "grow Lustre": Row(
+        grow_lustre,
+        [("storage.lustre.capacity_tib", Action.MODIFY, Policy.REPLACE_DATA)],
+        {"amlfs-energy-prod-scus": (Action.REPLACE, Policy.REPLACE_DATA)},
+        action_needed="copy the data off",
+        worst=Policy.REPLACE_DATA,
+    ),
+    "change the Lustre SKU": Row(
+        lustre_sku,
+        [("storage.lustre.sku", Action.MODIFY, Policy.REPLACE_DATA)],
+        {"amlfs-energy-prod-scus": (Action.REPLACE, Policy.REPLACE_DATA)},
+        worst=Policy.REPLACE_DATA,
+    ),
+    "change a partition's VM size": Row(
+        gpu_sku,
+        [("compute.partitions[gpu].vm_size", Action.MODIFY, Policy.DRAIN_PARTITION)],
+        action_needed="drain partition gpu first",
+        worst=Policy.DRAIN_PARTITION,
+    ),
+    "grow a partition": Row(grow_max_nodes, [("compute.partitions[gpu].max_nodes", Action.MODIFY, Policy.IN_PLACE)]),
+    "grow the address space": Row(
+        grow_address_space,
+        [("network.vnet.address_space", Action.MODIFY, Policy.IN_PLACE)],
+        {"vnet-energy-prod-scus": (Action.MODIFY, Policy.IN_PLACE)},
+    ),
+    "shrink the address space below the subnets": Row(
+        shrink_address_space,
+        [("network.vnet.address_space", Action.MODIFY, Policy.NOT_ALLOWED)],
+        {"vnet-energy-prod-scus": (Action.MODIFY, Policy.NOT_ALLOWED)},
+        action_needed="add the new range first",
+        worst=Policy.NOT_ALLOWED,
+    ),
+    "remove a blob container": Row(
+        remove_container,
+        [("storage.blob.containers[checkpoints]", Action.DELETE, Policy.REPLACE_DATA)],
+        {"stenergyprodscus/default/checkpoints": (Action.DELETE, Policy.REPLACE_DATA)},
+        worst=Policy.REPLACE_DATA,
+    ),
+    "remove Lustre": Row(
+        remove_lustre,
+        [("storage.lustre", Action.MODIFY, Policy.REPLACE_DATA)],
+        {"amlfs-energy-prod-scus": (Action.DELETE, Policy.REPLACE_DATA)},
+        worst=Policy.REPLACE_DATA,
+    ),
+    "replication ZRS -> GZRS": Row(
+        replication_zrs_to_gzrs,
+        [("storage.blob.replication", Action.MODIFY, Policy.IN_PLACE)],
+        {"stenergyprodscus": (Action.MODIFY, Policy.IN_PLACE)},
+    ),
+    "replication ZRS -> LRS": Row(
+        replication_zrs_to_lrs,
+        [("storage.blob.replication", Action.MODIFY, Policy.NOT_ALLOWED)],
+        {"stenergyprodscus": (Action.MODIFY, Policy.NOT_ALLOWED)},
+        action_needed="conversion",
+        worst=Policy.NOT_ALLOWED,
+    ),
+    "edit tags": Row(
+        edit_tags,
+        [("metadata.tags.workload", Action.MODIFY, Policy.IN_PLACE)],
+        {"vnet-energy-prod-scus": (Action.MODIFY, Policy.IN_PLACE), "stenergyprodscus": (Action.MODIFY, Policy.IN_PLACE)},
+    ),
+    "rename the landing zone": Row(
+        rename_zone,
+        [("metadata.name", Action.MODIFY, Policy.NOT_ALLOWED)],
+        action_needed="new landing zone",
+        worst=Policy.NOT_ALLOWED,
+    ),
+}
+
+
+def plan_for(row: Row) -> ChangeSet:
+    base = preset("energy")
+    state = applied_state(base)
+    config = edited(base, row.edit)
+    changes = offline_changeset(build_plan(config), state)
+    changes.config_changes = config_changes(state.applied_config, config)
+    return changes
+
+
+@pytest.mark.parametrize("case", sorted(TABLE))
+def test_config_level_changes_and_their_cost(case: str) -> None:
+    row = TABLE[case]
+    changes = plan_for(row)
+    assert [(c.path, c.kind, c.verdict.policy) for c in changes.config_changes] == row.config
+    assert changes.worst_policy is row.worst
+    needed = " ".join(c.verdict.action_needed + " " + c.verdict.reason for c in changes.config_changes)
+    assert row.action_needed in needed
+
+
+@pytest.mark.parametrize("case", sorted(name for name, row in TABLE.items() if row.resources))
+def test_resource_level_changes_and_their_cost(case: str) -> None:
+    row = TABLE[case]
+    by_name = {r.name: r for r in plan_for(row).resources}
+    for name, (action, policy) in row.resources.items():
+        assert (by_name[name].action, by_name[name].verdict.policy) == (action, policy), name
+
+
+def test_data_loss_and_blocked_changes_are_named() -> None:
+    lustre = plan_for(TABLE["grow Lustre"])
+    assert "storage.lustre.capacity_tib" in lustre.data_loss
+    assert any("amlfs-energy-prod-scus" in item for item in lustre.data_loss)
+    assert lustre.blocked == []
+    shrink = plan_for(TABLE["shrink the address space below the subnets"])
+    assert "network.vnet.address_space" in shrink.blocked
+
+
+def test_tag_edit_changes_only_tags_and_replaces_nothing() -> None:
+    changes = plan_for(TABLE["edit tags"])
+    assert changes.summary.replace == changes.summary.destroy == changes.summary.add == 0
+    assert changes.summary.change > 5
+    for resource in changes.changed_resources:
+        assert [c.path for c in resource.changes] == ["tags.workload"], resource.name
+
+
+def test_no_edit_means_no_changes() -> None:
+    base = preset("energy")
+    changes = offline_changeset(build_plan(base), applied_state(base))
+    changes.config_changes = config_changes(applied_state(base).applied_config, base)
+    assert not changes.has_changes
+    assert changes.summary.line() == "Plan: 0 to add, 0 to change, 0 to replace, 0 to destroy."
+
+
+def _text(changes: ChangeSet) -> str:
+    console = Console(width=300, no_color=True, record=True, force_terminal=False)
+    print_changeset(console, changes)
+    return console.export_text()
+
+
+def test_printed_plan_tells_the_cost() -> None:
+    text = _text(plan_for(TABLE["grow Lustre"]))
+    assert "-/+ Microsoft.StorageCache/amlFilesystems amlfs-energy-prod-scus" in text
+    assert "properties.storageCapacityTiB: 48 -> 96  # forces replacement" in text
+    assert "DATA LOSS" in text
+    assert "Plan: 0 to add, 0 to change, 1 to replace, 0 to destroy." in text
+    text = _text(plan_for(TABLE["change a partition's VM size"]))
+    assert (
+        'compute.partitions[gpu].vm_size: "Standard_ND96isr_H100_v5" -> "Standard_ND96isr_H200_v5"  '
+        "(replace nodes; drain partition gpu first)"
+    ) in text
+    assert "Cost: drain partition gpu first" in text
