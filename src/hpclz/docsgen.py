@@ -5,6 +5,7 @@ Regenerate with `python -m hpclz.docsgen`; tests/test_docs_fresh.py fails when a
 
 from __future__ import annotations
 
+import inspect
 import sys
 import types
 import typing
@@ -100,7 +101,7 @@ def rules_reference() -> str:
         lines.append(f"| [{rule.id}](#{rule.id.lower()}) | {rule.severity.value} | {rule.title} |\n")
     for rule in rules:
         lines.append(f"\n## {rule.id}\n\n**{rule.title}** ({rule.severity.value})\n\n")
-        doc = (rule.__doc__ or "").strip()
+        doc = inspect.cleandoc(rule.__doc__ or "")  # drop the docstring indent so Markdown shows plain text
         if doc:
             lines.append(f"{doc}\n\n")
         lines.append(f"Fix: {rule.fix}\n")

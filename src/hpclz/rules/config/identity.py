@@ -126,7 +126,8 @@ def ssh_key_problem(text: str, accepted: list[str], min_rsa_bits: int) -> str | 
 
 class SshKeyAccepted(Rule[ConfigContext]):
     """Azure accepts SSH-2 RSA keys of 2048 bits or more and Ed25519 keys for Linux VMs; ECDSA and DSA are
-    refused at deployment. The key body is decoded to catch a pasted key whose type does not match its prefix."""
+    refused at deployment. The key body is decoded to catch a pasted key whose type does not match its prefix.
+    Source: learn.microsoft.com/azure/virtual-machines/linux/create-ssh-keys-detailed#supported-ssh-key-formats"""
 
     id = "HPCLZ-IDN-004"
     severity = Severity.ERROR

@@ -113,7 +113,8 @@ class SubnetHasRoomForNodes(Rule[ConfigContext]):
 
 
 class BastionSubnet(Rule[ConfigContext]):
-    """Azure Bastion deploys only into a subnet named exactly AzureBastionSubnet, /26 or larger."""
+    """Azure Bastion deploys only into a subnet named exactly AzureBastionSubnet, /26 or larger.
+    Source: learn.microsoft.com/azure/bastion/configuration-settings#subnet"""
 
     id = "HPCLZ-NET-005"
     severity = Severity.ERROR
@@ -142,7 +143,8 @@ class BastionSubnet(Rule[ConfigContext]):
 
 class LustreSubnetSize(Rule[ConfigContext]):
     """Azure Managed Lustre takes addresses in proportion to its capacity; the prerequisites page gives the
-    smallest subnet per capacity band (e.g. /24 from 96 TiB)."""
+    smallest subnet per capacity band (e.g. /24 from 96 TiB).
+    Source: learn.microsoft.com/azure/azure-managed-lustre/amlfs-prerequisites#network-size-requirements"""
 
     id = "HPCLZ-NET-006"
     severity = Severity.WARNING

@@ -95,7 +95,8 @@ def _minutes(duration: str) -> int:
 
 class MaintenanceDuration(Rule[ConfigContext]):
     """Microsoft.Maintenance refuses windows shorter than the scope's minimum: Host 2 h, OS image 5 h,
-    guest patching 1 h 30 min (and at most 3 h 55 min)."""
+    guest patching 1 h 30 min (and at most 3 h 55 min).
+    Source: learn.microsoft.com/azure/virtual-machines/maintenance-configurations#scopes"""
 
     id = "HPCLZ-MNT-002"
     severity = Severity.ERROR

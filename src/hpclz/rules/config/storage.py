@@ -16,7 +16,8 @@ BLOB = ("storage", "blob")
 
 class LustreCapacityValid(Rule[ConfigContext]):
     """Each AMLFS SKU has its own minimum, increment and default maximum capacity (40: 48/48/768 TiB;
-    125: 16/16/128; 250: 8/8/128; 500: 4/4/128). Larger file systems need a support request."""
+    125: 16/16/128; 250: 8/8/128; 500: 4/4/128). Larger file systems need a support request.
+    Source: learn.microsoft.com/azure/azure-managed-lustre/create-file-system-portal#throughput-configurations"""
 
     id = "HPCLZ-STO-001"
     severity = Severity.ERROR
@@ -73,7 +74,7 @@ class LustreHsmContainerExists(Rule[ConfigContext]):
 class NetAppQuotasFitPool(Rule[ConfigContext]):
     """Volumes are carved from the capacity pool: the sum of their quotas cannot exceed the pool size
     (minimum pool 1 TiB for every service level, minimum volume 50 GiB; the model enforces both). A pool holds
-    at most 2,048 TiB (azure-netapp-files-resource-limits)."""
+    at most 2,048 TiB. Source: learn.microsoft.com/azure/azure-netapp-files/azure-netapp-files-resource-limits"""
 
     id = "HPCLZ-STO-003"
     severity = Severity.ERROR
