@@ -160,7 +160,10 @@ TABLE: dict[str, Row] = {
     "edit tags": Row(
         edit_tags,
         [("metadata.tags.workload", Action.MODIFY, Policy.IN_PLACE)],
-        {"vnet-energy-prod-scus": (Action.MODIFY, Policy.IN_PLACE), "stenergyprodscus": (Action.MODIFY, Policy.IN_PLACE)},
+        {
+            "vnet-energy-prod-scus": (Action.MODIFY, Policy.IN_PLACE),
+            "stenergyprodscus": (Action.MODIFY, Policy.IN_PLACE),
+        },
     ),
     "rename the landing zone": Row(
         rename_zone,

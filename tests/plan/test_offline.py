@@ -27,7 +27,9 @@ def one_deployment(*resources: dict[str, Any], parameters: dict[str, Any] | None
         template=template,
         parameters=parameters or {},
     )
-    return DeploymentPlan(landing_zone="t", environment="dev", location="eastus", config_hash="x", deployments=[deployment])
+    return DeploymentPlan(
+        landing_zone="t", environment="dev", location="eastus", config_hash="x", deployments=[deployment]
+    )
 
 
 def lustre(capacity: Any = "[parameters('size')]", sku: str = "AMLFS-Durable-Premium-250") -> dict[str, Any]:
@@ -56,7 +58,10 @@ def test_parameters_and_variables_are_resolved_so_a_parameter_change_shows() -> 
     (resource,) = desired_resources(one_deployment(lustre(), parameters={"size": {"value": 8}}))
     assert resource.name == "amlfs-t"
     assert resource.body["properties"]["storageCapacityTiB"] == 8
-    assert resource.id == "/subscriptions/{subscription}/resourceGroups/rg-t/providers/Microsoft.StorageCache/amlFilesystems/amlfs-t"
+    assert (
+        resource.id
+        == "/subscriptions/{subscription}/resourceGroups/rg-t/providers/Microsoft.StorageCache/amlFilesystems/amlfs-t"
+    )
 
 
 def test_lustre_capacity_and_sku_force_replacement_with_data_loss() -> None:

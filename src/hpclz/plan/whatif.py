@@ -228,6 +228,9 @@ def flatten(deltas: list[dict[str, Any]], parent: str, before: Any, after: Any) 
             else:
                 out.extend(flatten(delta["children"], path, before, after))
             continue
+        if delta.get("children"):  # an object inside an array: its own property changes are the children
+            out.extend(flatten(delta["children"], path, before, after))
+            continue
         change = PropertyChange(
             path=path, kind=_KINDS.get(kind, Action.MODIFY), before=delta.get("before"), after=delta.get("after")
         )
