@@ -110,9 +110,9 @@ def run_checkov(templates: Mapping[str, dict[str, Any]], allowlist: Allowlist, c
         base = [checkov, "-d", folder, "--framework", "arm", "-o", "json", "--skip-download", "--quiet"]
         main = _start([*base, *(["--skip-check", ",".join(allowlist.ids)] if allowlist.ids else [])])
         probe = _start([*base, "--check", ",".join(allowlist.ids)]) if allowlist.ids else None
-        run = _parse(_finish(main))
+        run = parse_report(_finish(main))
         if probe is not None:
-            run.still_failing_allowlisted = {f.check_id for f in _parse(_finish(probe)).failures}
+            run.still_failing_allowlisted = {f.check_id for f in parse_report(_finish(probe)).failures}
     return run
 
 
@@ -136,7 +136,7 @@ def _finish(process: subprocess.Popen[str]) -> Any:
         raise HpclzError(f"checkov failed (exit {process.returncode}): {tail[0]}") from None
 
 
-def _parse(output: Any) -> CheckovRun:
+def parse_report(output: Any) -> CheckovRun:
     """checkov prints one report (a dict) per framework, a list when several ran, and a bare summary when
     nothing was scanned."""
     reports = output if isinstance(output, list) else [output]

@@ -119,10 +119,30 @@ def validate_template(template: dict[str, Any], scope: str, schemas: SchemaSet |
 def _template_problems(
     template: dict[str, Any], scope: str, base: tuple[PathPart, ...], schemas: SchemaSet
 ) -> Iterator[SchemaProblem]:
-    for error in schemas.envelope.iter_errors(template):
+    for error in schemas.envelope.iter_errors(_canonical_types(template)):
         yield _problem(error, base, "")
     for found in iter_resources(template.get("resources"), (*base, "resources"), into_deployments=False):
         yield from _resource_problems(found, scope, schemas)
+
+
+# ARM reads parameter and output types without case, but the schema's enum spells them inconsistently
+# ("securestring" beside "secureObject"), so the documented "secureString" would fail it.
+_TYPE_SPELLING = {t.lower(): t for t in ("string", "securestring", "int", "bool", "object", "secureObject", "array")}
+
+
+def _canonical_types(template: dict[str, Any]) -> dict[str, Any]:
+    copy = dict(template)
+    for section in ("parameters", "outputs"):
+        entries = template.get(section)
+        if not isinstance(entries, dict):
+            continue
+        copy[section] = {
+            name: {**spec, "type": _TYPE_SPELLING.get(str(spec["type"]).lower(), spec["type"])}
+            if isinstance(spec, dict) and isinstance(spec.get("type"), str)
+            else spec
+            for name, spec in entries.items()
+        }
+    return copy
 
 
 def _resource_problems(found: ResourceAt, scope: str, schemas: SchemaSet) -> Iterator[SchemaProblem]:
@@ -156,22 +176,24 @@ def _problem(error: ValidationError, base: tuple[PathPart, ...], label: str) -> 
 
 
 def _deepest(error: ValidationError) -> ValidationError:
-    """The most specific cause. ARM schemas wrap most values in oneOf [real type, expression string], so the
-    useful error is the deepest one under the branch that matched the value's shape, not the expression one."""
-    leaves = [e for e in _leaves(error) if not _is_expression_branch(e)] or list(_leaves(error))
-    return max(leaves, key=lambda e: (len(e.absolute_path), e.validator != "type", -len(e.message)))
-
-
-def _is_expression_branch(error: ValidationError) -> bool:
-    return error.validator == "pattern" and str(error.validator_value).startswith("^\\[")
-
-
-def _leaves(error: ValidationError) -> Iterator[ValidationError]:
+    """The most specific cause. ARM schemas wrap most values in oneOf [real type, expression string] and list
+    resource variants in anyOf, so descend into the closest branch: drop branches that reject the value's
+    shape outright (wrong type, not an expression), then take the one with the fewest errors."""
     if not error.context:
-        yield error
-        return
+        return error
+    branches: dict[Any, list[ValidationError]] = {}
     for child in error.context:
-        yield from _leaves(child)
+        branches.setdefault(child.schema_path[0] if child.schema_path else None, []).append(child)
+    plausible = [b for b in branches.values() if not any(_rejects_shape(e) for e in b)] or list(branches.values())
+    closest = min(plausible, key=lambda b: (len(b), -max(len(e.absolute_path) for e in b)))
+    return _deepest(max(closest, key=lambda e: len(e.absolute_path)))
+
+
+def _rejects_shape(error: ValidationError) -> bool:
+    """A branch for another kind of value: a type mismatch at the value itself, or the expression pattern."""
+    at_value = not error.relative_path
+    expression = error.validator == "pattern" and str(error.validator_value).startswith("^\\[")
+    return at_value and (error.validator == "type" or expression)
 
 
 def _short(message: str, limit: int = 300) -> str:

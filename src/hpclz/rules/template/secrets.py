@@ -89,7 +89,7 @@ class PasswordsSecure(Rule[TemplateContext]):
             if "password" in name.lower() and name.lower() not in ctx.secure_parameters:
                 kind = spec.get("type") if isinstance(spec, dict) else spec
                 yield self.finding(ctx, ("parameters", name, "type"), f"parameter {name} has type {kind!r}")
-        for path, value in _admin_passwords(ctx.template):
+        for path, value in _admin_passwords(ctx.template.get("resources"), ("resources",)):
             if not _from_secure_parameter(value, ctx):
                 yield self.finding(ctx, path, f"adminPassword is {_shown(value)}, not a secure parameter")
 

@@ -1,0 +1,158 @@
+"""Every template lint rule: silent on the good fixture, and finds what its bad fixture plants."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from hpclz.findings import Finding
+from hpclz.rules.base import Rule, run_rules
+from hpclz.rules.template import LINT_RULES, TEMPLATE_RULES
+from tests.arm.support import context, load
+
+# rule ID -> (bad fixture, fragments that must appear in the findings' messages, JSON paths they point at)
+CASES: dict[str, tuple[str, list[str], list[str]]] = {
+    "HPCLZ-TPL-010": (
+        "tpl-010-unparsable.json",
+        ["expected ',' or ')' in the arguments of concat()", "does not end with ']'"],
+        ["resources[nsg-a].tags.a", "resources[nsg-b].tags.b"],
+    ),
+    "HPCLZ-TPL-011": ("tpl-011-unknown-function.json", ["concatenate() is not an ARM template function"], []),
+    "HPCLZ-TPL-012": (
+        "tpl-012-undeclared.json",
+        ["parameters('region') is not declared", "variables('missing') is not declared"],
+        ["resources[nsg-a].location", "resources[nsg-a].tags.a"],
+    ),
+    "HPCLZ-TPL-013": (
+        "tpl-013-unused.json",
+        ["parameter 'spare' is declared but never used", "variable 'unusedVar' is declared but never used"],
+        ["parameters.spare", "variables.unusedVar"],
+    ),
+    "HPCLZ-TPL-014": (
+        "tpl-014-dependson.json",
+        ["'vnet-gone')]\", which this template does not deploy", "'nsg-missing', which this template does not deploy"],
+        ["resources[nsg-a].dependsOn[0]", "resources[nsg-a].dependsOn[1]"],
+    ),
+    "HPCLZ-TPL-015": (
+        "tpl-015-location.json",
+        ["hard-coded location 'eastus'", "parameter location: hard-coded location 'westeurope'"],
+        ["resources[nsg-a].location", "parameters.location.defaultValue"],
+    ),
+    "HPCLZ-TPL-016": ("tpl-016-apiversion.json", ["apiVersion '2023-09-01' is not the pinned '2024-05-01'"], []),
+    "HPCLZ-TPL-017": ("tpl-017-tags.json", ["nsg-a has no tags"], ["resources[nsg-a]"]),
+    "HPCLZ-TPL-020": ("tpl-020-secure-default.json", ["secure parameter adminPassword has a default"], []),
+    "HPCLZ-TPL-021": (
+        "tpl-021-output-secret.json",
+        ["output key returns listKeys()", "output token returns secure parameter token"],
+        ["outputs.key.value", "outputs.token.value"],
+    ),
+    "HPCLZ-TPL-022": (
+        "tpl-022-password.json",
+        ["parameter nodePassword has type 'string'", "adminPassword is an expression, not a secure parameter"],
+        [],
+    ),
+    "HPCLZ-TPL-023": ("tpl-023-password-login.json", ["disablePasswordAuthentication is False, not true"], []),
+    "HPCLZ-TPL-024": (
+        "tpl-024-nsg-open.json",
+        [
+            "nsg-a/ssh-internet: inbound SSH allowed from Internet",
+            "nsg-a/rdp-any: inbound RDP allowed from Any",
+            "nsg-a/ssh-cidr: inbound SSH/RDP allowed from 0.0.0.0/0",
+            "nsg-a/ssh-child: inbound SSH allowed from *",
+        ],
+        [],
+    ),
+    "HPCLZ-TPL-025": (
+        "tpl-025-public-blob.json",
+        ["sthpcbad01: allowBlobPublicAccess is True", "sthpcbad02: allowBlobPublicAccess is None"],
+        [],
+    ),
+}
+RULES = {rule.id: rule for rule in TEMPLATE_RULES}
+
+
+def run(rule: type[Rule[Any]], template: dict[str, Any], location: str | None = "southcentralus") -> list[Finding]:
+    reported, _ = run_rules([rule], context(template, location))
+    return reported
+
+
+def test_every_lint_rule_has_a_failing_case() -> None:
+    assert {rule.id for rule in LINT_RULES} == set(CASES)
+
+
+@pytest.mark.parametrize("rule", LINT_RULES, ids=lambda r: r.id)
+def test_good_template_passes(rule: type[Rule[Any]]) -> None:
+    assert run(rule, load("good.json")) == []
+
+
+@pytest.mark.parametrize("rule_id", sorted(CASES))
+def test_bad_template_fails(rule_id: str) -> None:
+    fixture, fragments, paths = CASES[rule_id]
+    findings = run(RULES[rule_id], load(f"bad/{fixture}"))
+    assert {f.rule_id for f in findings} == {rule_id}
+    assert len(findings) == len(fragments), [f.message for f in findings]
+    messages = " | ".join(f.message for f in findings)
+    for fragment in fragments:
+        assert fragment in messages
+    assert set(paths) <= {f.path for f in findings}
+    assert all(f.file == "fixture.json" and f.line for f in findings)
+
+
+def test_literal_admin_password_fails() -> None:
+    findings = run(RULES["HPCLZ-TPL-022"], load("bad/tpl-022-literal-password.json"))
+    assert [f.message for f in findings] == ["adminPassword is a literal value, not a secure parameter"]
+
+
+def test_deny_rules_and_private_sources_pass() -> None:
+    findings = run(RULES["HPCLZ-TPL-024"], load("bad/tpl-024-nsg-open.json"))
+    assert not any("ssh-denied" in f.message for f in findings)
+
+
+def test_location_without_a_declared_location_flags_every_literal_region() -> None:
+    template = load("good.json")
+    assert [f.message for f in run(RULES["HPCLZ-TPL-015"], template, location=None)] == [
+        "Microsoft.Compute/virtualMachineScaleSets/vmss-hpc: hard-coded location 'southcentralus' "
+        "(expected no declared location)"
+    ]
+
+
+def test_global_location_is_allowed() -> None:
+    template = load("bad/tpl-015-location.json")
+    template["resources"][0]["location"] = "global"
+    del template["parameters"]["location"]["defaultValue"]
+    assert run(RULES["HPCLZ-TPL-015"], template) == []
+
+
+def test_dynamic_parameter_names_suspend_the_unused_check() -> None:
+    template = load("bad/tpl-013-unused.json")
+    template["resources"][0]["tags"] = {"x": "[parameters(concat('sp', 'are'))]"}
+    assert [f.message for f in run(RULES["HPCLZ-TPL-013"], template)] == [
+        "variable 'unusedVar' is declared but never used"
+    ]
+
+
+def test_depends_on_resolves_parameters_and_nested_children() -> None:
+    template = load("good.json")
+    template["resources"][2]["dependsOn"].append(
+        "[resourceId('Microsoft.Network/virtualNetworks/subnets', 'hpc-vnet', 'gone')]"
+    )
+    findings = run(RULES["HPCLZ-TPL-014"], template)
+    assert len(findings) == 1 and "'gone')]\", which this template does not deploy" in findings[0].message
+
+
+def test_inner_scoped_nested_template_keeps_its_own_parameters() -> None:
+    template = load("good.json")
+    template["resources"].append(
+        {
+            "type": "Microsoft.Resources/deployments",
+            "apiVersion": "2024-03-01",
+            "name": "inner",
+            "properties": {
+                "mode": "Incremental",
+                "expressionEvaluationOptions": {"scope": "inner"},
+                "template": {"parameters": {"own": {"type": "string"}}, "variables": {"x": "[parameters('own')]"}},
+            },
+        }
+    )
+    assert run(RULES["HPCLZ-TPL-012"], template) == []
