@@ -230,9 +230,15 @@ class QuotaReport(Rule[ConfigContext]):
     fix = "Make sure the subscription's quota covers these totals (az vm list-usage), and declare it in compute.quotas."
 
     def check(self, ctx: ConfigContext) -> Iterable[Finding]:
+        declared = {k.lower(): v for k, v in ctx.config.compute.quotas.items()}
+        parts = []
         for family, (total, users) in sorted(_family_totals(ctx).items()):
+            quota = declared.get(family.lower())
+            against = f"of {quota} declared" if quota is not None else "no quota declared"
+            parts.append(f"{family} {total} ({against}; {', '.join(users)})")
+        if parts:
             yield self.finding(
-                ctx, ("compute", "partitions"), f"{family} needs {total} vCPUs at full scale ({', '.join(users)})"
+                ctx, ("compute", "partitions"), "vCPUs at full scale per quota family: " + "; ".join(parts)
             )
 
 
