@@ -64,7 +64,7 @@ class DeploymentRun:
                 "parameters": {
                     k: {"type": "String", "value": v.get("value") if isinstance(v, dict) else v}
                     for k, v in (props.get("parameters") or {}).items()
-                    if not str(k).lower().endswith(("secret", "password", "key"))
+                    if k not in _secure_names(props.get("template") or {})  # ARM never echoes a secure value
                 },
                 "mode": props.get("mode", "Incremental"),
                 "correlationId": self.correlation_id,
@@ -259,6 +259,14 @@ class World:
                 stored[key] = body[key]
         with self.lock:
             self.resources[resource.id.lower()] = stored
+
+
+def _secure_names(template: dict[str, Any]) -> set[str]:
+    return {
+        name
+        for name, spec in (template.get("parameters") or {}).items()
+        if str(spec.get("type", "")).lower() in ("securestring", "secureobject")
+    }
 
 
 def _flatten(planned: list[PlannedResource]) -> list[PlannedResource]:

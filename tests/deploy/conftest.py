@@ -1,0 +1,50 @@
+"""A running ARM stand-in and a config folder per test; hpclz reaches the stand-in through its environment."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO
+from tests.support.arm_standin import ArmStandIn
+
+HPCLZ = [str(Path(sys.executable).parent / "hpclz")]
+
+
+@pytest.fixture
+def arm(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[ArmStandIn]:
+    with ArmStandIn(tmp_path / "standin") as standin:
+        for key, value in standin.env().items():
+            monkeypatch.setenv(key, value)
+        yield standin
+        assert standin.bugs == [], f"the stand-in itself failed: {standin.bugs}"
+
+
+@pytest.fixture
+def zone(tmp_path: Path) -> Path:
+    """The largest preset, in a folder of its own (the local state lands beside it)."""
+    folder = tmp_path / "zone"
+    folder.mkdir()
+    target = folder / "lz.yaml"
+    shutil.copy(REPO / "configs" / "ai-training.yaml", target)
+    return target
+
+
+def run_hpclz(*args: str, env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*HPCLZ, *args], env={**os.environ, **(env or {})}, capture_output=True, text=True, timeout=timeout
+    )
+
+
+def state_of(config: Path) -> dict:
+    import json
+
+    files = list((config.parent / ".hpclz").rglob("state.json"))
+    assert files, "no state file written"
+    return json.loads(files[0].read_text())

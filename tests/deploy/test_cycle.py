@@ -1,0 +1,76 @@
+"""deploy -> state -> redeploy is a no-op -> destroy keeps data -> destroy --include-data leaves nothing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.deploy.conftest import state_of
+from tests.support.arm_standin import ArmStandIn
+
+
+def test_deploy_writes_state_and_shows_next_steps(arm: ArmStandIn, zone: Path, run_cli) -> None:
+    result = run_cli("deploy", str(zone), "--yes")
+    assert result.exit_code == 0, result.stderr + result.stdout
+    assert "Next steps" in result.stdout
+    assert "az network bastion ssh --name bas-aitrain-prod-eus2" in result.stdout
+    assert f"hpclz verify {zone}" in result.stdout
+    state = state_of(zone)
+    assert all(d["status"] == "succeeded" for d in state["deployments"].values())
+    assert {d["name"].lower() for d in state["deployments"].values()} == {k.split("|")[1] for k in arm.world.deployments}
+    ids = {r["id"].lower() for r in state["resources"]}
+    assert ids == set(arm.world.resources) | {g["id"].lower() for g in arm.world.groups.values()}
+    data = {r["type"] for r in state["resources"] if r["data_bearing"]}
+    assert "Microsoft.StorageCache/amlFilesystems" in data
+    assert all(r["api_version"] for r in state["resources"])
+
+
+def test_second_deploy_makes_no_write_calls(arm: ArmStandIn, zone: Path, run_cli) -> None:
+    assert run_cli("deploy", str(zone), "--yes").exit_code == 0
+    before = len(arm.log)
+    again = run_cli("deploy", str(zone), "--yes")
+    assert again.exit_code == 0, again.stderr
+    writes = [r for r in arm.log[before:] if r.method in ("PUT", "DELETE", "PATCH")]
+    posts = [r for r in arm.log[before:] if r.method == "POST" and not r.path.endswith("/validate")]
+    assert writes == [] and posts == []
+    assert "skipped" in again.stderr
+
+
+def test_destroy_keeps_data_then_include_data_removes_everything(arm: ArmStandIn, zone: Path, run_cli) -> None:
+    assert run_cli("deploy", str(zone), "--yes").exit_code == 0
+    kept = run_cli("destroy", str(zone), "--yes")
+    assert kept.exit_code == 0, kept.stderr
+    left_types = {r["type"] for r in arm.world.resources.values()}
+    assert "Microsoft.StorageCache/amlFilesystems" in left_types
+    assert "Microsoft.Storage/storageAccounts" in left_types
+    assert "Microsoft.ManagedIdentity/userAssignedIdentities" not in left_types
+    assert "Microsoft.Network/bastionHosts" not in left_types
+    assert "rg-aitrain-storage-prod-eus2" in arm.world.groups
+    assert "rg-aitrain-compute-prod-eus2" not in arm.world.groups
+    assert {r["id"].lower() for r in state_of(zone)["resources"]} >= set(
+        k for k, r in arm.world.resources.items() if r["type"] == "Microsoft.StorageCache/amlFilesystems"
+    )
+
+    gone = run_cli("destroy", str(zone), "--yes", "--include-data")
+    assert gone.exit_code == 0, gone.stderr
+    assert arm.world.resources == {} and arm.world.groups == {}
+    assert state_of(zone)["resources"] == []
+
+
+def test_destroy_leaves_what_hpclz_did_not_create(arm: ArmStandIn, zone: Path, run_cli) -> None:
+    assert run_cli("deploy", str(zone), "--yes").exit_code == 0
+    foreign = "/subscriptions/{}/resourceGroups/rg-aitrain-compute-prod-eus2/providers/Microsoft.Compute/disks/mine".format(
+        arm.subscription_id
+    )
+    arm.world.resources[foreign.lower()] = {"id": foreign, "name": "mine", "type": "Microsoft.Compute/disks", "tags": {}}
+    result = run_cli("destroy", str(zone), "--yes", "--include-data")
+    assert result.exit_code == 0, result.stderr
+    assert "holds 1 resources hpclz did not create" in result.stderr
+    assert list(arm.world.resources) == [foreign.lower()]
+
+
+def test_destroy_without_yes_in_a_script_is_refused(arm: ArmStandIn, zone: Path, run_cli) -> None:
+    assert run_cli("deploy", str(zone), "--yes").exit_code == 0
+    result = run_cli("destroy", str(zone))
+    assert result.exit_code == 64
+    assert "--yes" in result.stderr
+    assert arm.world.resources

@@ -1,0 +1,61 @@
+"""Injected faults: transient ones (429, 500, dropped connection) are survived; a real failure is
+reported with its code and target, and what depends on it never starts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.deploy.conftest import state_of
+from tests.support.arm_standin import ArmStandIn, Fault
+
+
+@pytest.mark.parametrize(
+    "fault",
+    [
+        Fault("throttle", method="PUT", path=r"/deployments/", times=2, retry_after=1),
+        Fault("error", method="GET", path=r"/deployments/[^/]+$", times=3),
+        Fault("drop", method="PUT", path=r"/deployments/", times=1),
+        Fault("drop", method="GET", path=r"/operations$", times=2),
+    ],
+    ids=["429-on-submit", "500-on-poll", "dropped-submit", "dropped-operations-list"],
+)
+def test_transient_faults_are_survived(arm: ArmStandIn, zone: Path, run_cli, fault: Fault) -> None:
+    arm.faults.add(fault)
+    result = run_cli("deploy", str(zone), "--yes")
+    assert result.exit_code == 0, result.stderr + result.stdout
+    assert fault.fired == fault.times
+    assert all(d["status"] == "succeeded" for d in state_of(zone)["deployments"].values())
+
+
+def test_resource_failure_reports_innermost_error_and_blocks_dependants(arm: ArmStandIn, zone: Path, run_cli) -> None:
+    arm.faults.add(
+        Fault(
+            "resource",
+            path="Microsoft.Network/bastionHosts",
+            code="PublicIpAddressInUse",
+            message="Public IP pip-x is already used by another resource.",
+        )
+    )
+    result = run_cli("deploy", str(zone), "--yes")
+    assert result.exit_code == 5
+    assert "PublicIpAddressInUse: Public IP pip-x is already used" in result.stdout
+    assert "target: /subscriptions/" in result.stdout and "bastionHosts/bas-aitrain-prod-eus2" in result.stdout
+    submitted = {r.path.rsplit("/", 1)[-1] for r in arm.log if r.method == "PUT" and "/deployments/" in r.path}
+    assert submitted == {"hpclz-aitrain-prod-organization", "hpclz-aitrain-prod-network"}
+    assert "not started" in result.stdout
+    state = state_of(zone)
+    assert state["deployments"]["hpclz-aitrain-prod-network"]["status"] == "failed"
+    assert "PublicIpAddressInUse" in state["deployments"]["hpclz-aitrain-prod-network"]["error"]
+
+
+def test_rerun_after_failure_skips_what_succeeded(arm: ArmStandIn, zone: Path, run_cli) -> None:
+    arm.faults.add(Fault("resource", path="Microsoft.ManagedIdentity/userAssignedIdentities", code="Conflict", message="x"))
+    assert run_cli("deploy", str(zone), "--yes").exit_code == 5
+    before = len(arm.log)
+    again = run_cli("deploy", str(zone), "--yes")
+    assert again.exit_code == 0, again.stderr
+    resubmitted = {r.path.rsplit("/", 1)[-1] for r in arm.log[before:] if r.method == "PUT"}
+    assert "hpclz-aitrain-prod-organization" not in resubmitted
+    assert "hpclz-aitrain-prod-identity" in resubmitted

@@ -1,0 +1,35 @@
+"""A Key Vault secret reaches ARM as a secureString parameter and nowhere else: not state, not any file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.support.arm_standin import ArmStandIn
+
+LITERAL = "lit-S3cret-value-7731"
+FROM_ENV = "env-S3cret-value-9124"
+
+
+def test_secrets_reach_arm_but_no_file(arm: ArmStandIn, zone: Path, run_cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LICENCE_KEY", FROM_ENV)
+    text = zone.read_text().replace(
+        "  key_vault: {mode: new}",
+        f"  key_vault:\n    mode: new\n    secrets:\n      licence-key: ${{env:LICENCE_KEY}}\n      api-token: {LITERAL}",
+    )
+    assert text != zone.read_text()
+    zone.write_text(text)
+
+    result = run_cli("deploy", str(zone), "--yes", "-o", "json")
+    assert result.exit_code == 0, result.stderr
+
+    sent = [r.body for k, r in arm.world.deployments.items() if k.endswith("-identity")][0]
+    values = {v["value"] for v in sent["properties"]["parameters"].values()}
+    assert {LITERAL, FROM_ENV} <= values
+    assert LITERAL not in result.stdout + result.stderr and FROM_ENV not in result.stdout + result.stderr
+    written = [p for p in zone.parent.rglob("*") if p.is_file() and p != zone]
+    assert written, "deploy wrote no files"
+    for path in written:
+        data = path.read_bytes()
+        assert LITERAL.encode() not in data and FROM_ENV.encode() not in data, path
