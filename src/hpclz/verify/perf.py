@@ -160,6 +160,17 @@ def dcgm_diag(source: Source) -> Reading:
     return Reading(dcgm_failures(data))
 
 
+def _words(info: Any) -> str:
+    """DCGM puts messages in strings, lists of strings, or lists of {"warning": ...} objects."""
+    if isinstance(info, str):
+        return info
+    if isinstance(info, dict):
+        return str(info.get("warning") or info.get("message") or json.dumps(info))
+    if isinstance(info, list):
+        return "; ".join(_words(i) for i in info)
+    return str(info)
+
+
 def dcgm_failures(data: Any) -> list[str]:
     """Walk DCGM's JSON (the 3.x test_categories and the 4.x tests layout both hold name + results)."""
     failures: list[str] = []
@@ -171,8 +182,7 @@ def dcgm_failures(data: Any) -> list[str]:
                 for r in results:
                     if isinstance(r, dict) and str(r.get("status", "")).lower() == "fail":
                         gpu = r.get("gpu_id", r.get("entity_id"))
-                        info = r.get("warnings") or r.get("info") or ""
-                        detail = json.dumps(info) if not isinstance(info, str) else info
+                        detail = _words(r.get("warnings") or r.get("info") or "")
                         failures.append(f"{node['name']}{f' GPU {gpu}' if gpu is not None else ''}: {detail}".strip())
             for value in node.values():
                 walk(value)

@@ -28,14 +28,16 @@ def _per_gpu(facts: NodeFacts, t: Thresholds, metrics: tuple[str, ...], unit: st
         low = min(v for v in values if v is not None)
         lowest = low if lowest is None else min(lowest, low)
         if threshold is None:
-            notes.append(f"{metric} {low:.1f} {unit} (no threshold for SKU {t.sku or 'unknown'})")
+            notes.append(f"{metric} {low:.4g} {unit} (no threshold for SKU {t.sku or 'unknown'})")
             continue
         goal = threshold if goal is None else min(goal, threshold)
         by = entry.get("method", "")
+        labels = {g.index: g.label() for g in facts.nvsmi.gpus}
         for index, value in enumerate(values):
             if value is not None and value < threshold:
+                where = labels.get(index, f"GPU {index}")
                 fails.append(
-                    f"GPU {index}: {metric} {value:.1f} {unit} < {num(threshold)} {unit}{f' ({by})' if by else ''}"
+                    f"{where}: {metric} {value:.4g} {unit} < {num(threshold)} {unit}{f' ({by})' if by else ''}"
                 )
     measured = round(lowest, 3) if lowest is not None else None
     if fails:
@@ -45,7 +47,7 @@ def _per_gpu(facts: NodeFacts, t: Thresholds, metrics: tuple[str, ...], unit: st
     if goal is None:
         return Verdict(WARN, "; ".join(notes), measured, None, unit)
     return Verdict(
-        PASS, "; ".join([f"slowest GPU {lowest:.1f} {unit} >= {num(goal)} {unit}", *notes]), measured, goal, unit
+        PASS, "; ".join([f"slowest GPU {lowest:.4g} {unit} >= {num(goal)} {unit}", *notes]), measured, goal, unit
     )
 
 

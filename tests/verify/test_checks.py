@@ -1,0 +1,135 @@
+"""Each planted fault is caught by exactly its check, with a precise message; the good node passes everything."""
+
+from __future__ import annotations
+
+import pytest
+
+from hpclz.verify.checks import CHECKS
+from hpclz.verify.checks.core import CheckSpec, Verdict
+from hpclz.verify.probes.facts import NodeFacts, NvidiaSmi
+from hpclz.verify.thresholds import load_thresholds
+from tests.verify.helpers import FAULTS, GOOD, H200, agent, by_id
+
+# fault folder -> (check that must catch it, its status, fragments its message must contain)
+FAULT_TABLE: dict[str, tuple[str, str, tuple[str, ...]]] = {
+    "gpu-missing": ("HPCLZ-VFY-002", "fail", ("7 of 8 GPUs",)),
+    "gpu-memory-low": ("HPCLZ-VFY-003", "fail", ("GPU 3 (00000004:00:00.0)", "81559 MiB < 143000 MiB")),
+    "ecc-uncorrectable": ("HPCLZ-VFY-004", "fail", ("GPU 2 (00000003:00:00.0)", "2 uncorrectable ECC errors")),
+    "row-remap-pending": ("HPCLZ-VFY-005", "fail", ("GPU 5 (00000006:00:00.0)", "row remap pending")),
+    "row-remap-failure": ("HPCLZ-VFY-005", "fail", ("GPU 4 (00000005:00:00.0)", "row remapping FAILED")),
+    "xid79": ("HPCLZ-VFY-006", "fail", ("Xid 79", "fallen off the bus", "GPU 2 (00000003:00:00.0)")),
+    "nvlink-down": ("HPCLZ-VFY-007", "fail", ("GPU 6 (00000007:00:00.0)", "NVLink 3 inactive", "17/18")),
+    "pcie-gen4-x8": ("HPCLZ-VFY-008", "fail", ("GPU 1 (00000002:00:00.0)", "Gen4 x8, expected Gen5 x16")),
+    "hw-slowdown-thermal": ("HPCLZ-VFY-009", "fail", ("GPU 7 (00000008:00:00.0)", "hw_thermal_slowdown", "100% busy")),
+    "persistence-off": ("HPCLZ-VFY-010", "warn", ("GPU 0 (00000001:00:00.0)", "persistence mode is off")),
+    "ib-port-down": ("HPCLZ-VFY-011", "fail", ("mlx5_ib3 port 1: DOWN",)),
+    "ib-rate-200": ("HPCLZ-VFY-011", "fail", ("mlx5_ib5 port 1: ACTIVE at 200 Gb/s, expected 400",)),
+    "nvme-missing": ("HPCLZ-VFY-012", "fail", ("7 of 8 NVMe",)),
+    "cpu-cores-48": ("HPCLZ-VFY-013", "fail", ("1 sockets, 48 cores, expected 2 sockets, 96 cores",)),
+    "mem-low": ("HPCLZ-VFY-014", "fail", ("954704558 kB vs 1909409116 kB", "-50.0%")),
+    "gemm-slow": ("HPCLZ-VFY-020", "fail", ("GPU 4 (00000005:00:00.0)", "351.2 TFLOP/s < 712")),
+    "hbm-slow": ("HPCLZ-VFY-021", "fail", ("GPU 2 (00000003:00:00.0)", "2.91 TB/s < 3.83")),
+    "h2d-slow": ("HPCLZ-VFY-022", "fail", ("GPU 6 (00000007:00:00.0)", "h2d_gbps 24.8 GB/s < 48", "d2h_gbps 25.1")),
+    "dcgm-fail": ("HPCLZ-VFY-023", "fail", ("Persistence Mode GPU 0", "currently disabled")),
+    "nccl-slow": ("HPCLZ-VFY-030", "fail", ("busbw 152.4 GB/s", "8 ranks", "vs 431 GB/s")),
+}
+
+
+def test_the_good_h200_node_passes_every_check() -> None:
+    report = agent(GOOD)
+    statuses = {c["check_id"]: c["status"] for c in report["checks"]}
+    assert statuses.pop("HPCLZ-VFY-023") == "not_measured"  # the captured node has no DCGM
+    assert set(statuses.values()) == {"pass"}, statuses
+    assert statuses.keys() | {"HPCLZ-VFY-023"} == {spec.id for spec in CHECKS}
+    assert report["sku"] == H200 and report["tier"] == "health+perf+nccl"
+    assert "non-fatal Xid 13 ignored" in by_id(report)["HPCLZ-VFY-006"]["message"]
+
+
+def test_every_fault_fixture_is_in_the_table() -> None:
+    tested_elsewhere = {"dcgm-pass", "nvsmi-hung"}  # the passing DCGM case (test_rules) and the hung driver (below)
+    assert {p.name for p in FAULTS.iterdir()} - tested_elsewhere == set(FAULT_TABLE)
+
+
+@pytest.mark.parametrize("fault", sorted(FAULT_TABLE))
+def test_a_planted_fault_is_caught_by_its_check_alone(fault: str) -> None:
+    check_id, status, fragments = FAULT_TABLE[fault]
+    checks = by_id(agent(FAULTS / fault))
+    caught = checks.pop(check_id)
+    assert caught["status"] == status, caught
+    for fragment in fragments:
+        assert fragment in caught["message"], (fragment, caught["message"])
+    assert caught["fix"], "a failing check says how to fix it"
+    others = {cid: c["status"] for cid, c in checks.items() if c["status"] in ("fail", "warn")}
+    assert others == {}, f"{fault} also tripped {others}"
+
+
+def test_failures_carry_measured_threshold_and_nhc_code() -> None:
+    checks = by_id(agent(FAULTS / "xid79"))
+    assert checks["HPCLZ-VFY-006"]["nhc_code"] == "NHC2013"  # aznhc's code for Xid 79
+    count = by_id(agent(FAULTS / "gpu-missing"))["HPCLZ-VFY-002"]
+    assert (count["measured"], count["threshold"], count["unit"], count["nhc_code"]) == (7, 8, "GPUs", "NHC2009")
+    nccl = by_id(agent(FAULTS / "nccl-slow"))["HPCLZ-VFY-030"]
+    assert (nccl["measured"], nccl["threshold"], nccl["nhc_code"]) == (152.4, 431, "NHC2010")
+
+
+def test_a_hung_driver_fails_liveness_and_leaves_gpu_checks_unmeasured() -> None:
+    checks = by_id(agent(FAULTS / "nvsmi-hung"))
+    assert checks["HPCLZ-VFY-001"]["status"] == "fail" and "not responding" in checks["HPCLZ-VFY-001"]["message"]
+    for gpu_check in ("HPCLZ-VFY-002", "HPCLZ-VFY-004", "HPCLZ-VFY-007", "HPCLZ-VFY-009"):
+        assert checks[gpu_check]["status"] == "not_measured"
+    assert checks["HPCLZ-VFY-011"]["status"] == "pass"  # readings that do not need the driver still count
+
+
+def test_threshold_overrides_change_the_verdict() -> None:
+    relaxed = by_id(agent(FAULTS / "nccl-slow", overrides={"nccl_allreduce_busbw_gbps": 150}))
+    assert relaxed["HPCLZ-VFY-030"]["status"] == "pass" and relaxed["HPCLZ-VFY-030"]["threshold"] == 150
+    strict = by_id(agent(GOOD, overrides={"gemm_bf16_tflops": 800}))
+    assert strict["HPCLZ-VFY-020"]["status"] == "fail" and "791.1 TFLOP/s < 800" in strict["HPCLZ-VFY-020"]["message"]
+
+
+def test_an_unknown_sku_measures_what_it_can_and_says_what_it_cannot() -> None:
+    checks = by_id(agent(GOOD, sku="Standard_X1_v9"))
+    assert checks["HPCLZ-VFY-002"]["message"] == "not measured: no gpu_count threshold for SKU Standard_X1_v9"
+    assert checks["HPCLZ-VFY-004"]["status"] == "pass"  # ECC needs no per-SKU figure
+    assert checks["HPCLZ-VFY-020"]["status"] == "warn" and "no threshold" in checks["HPCLZ-VFY-020"]["message"]
+
+
+def test_sku_names_match_imds_and_short_forms() -> None:
+    assert load_thresholds("nd96isr_h200_v5").sku == H200
+    assert load_thresholds("STANDARD_ND96ISR_H200_V5").get("gpu_count") == 8
+
+
+def test_clock_brake_on_an_idle_gpu_only_warns() -> None:
+    facts = _facts_with(clock_reasons={"gpu_idle", "hw_slowdown"})
+    verdict = _spec("HPCLZ-VFY-009").func(facts, load_thresholds(H200))
+    assert verdict.status == "warn" and "while idle" in verdict.message
+
+
+def test_low_pcie_generation_on_an_idle_gpu_warns_but_fewer_lanes_fail() -> None:
+    t = load_thresholds(H200)
+    idle_gen4 = _spec("HPCLZ-VFY-008").func(_facts_with(pcie_gen=4, clock_reasons={"gpu_idle"}), t)
+    busy_gen4 = _spec("HPCLZ-VFY-008").func(_facts_with(pcie_gen=4), t)
+    idle_x8 = _spec("HPCLZ-VFY-008").func(_facts_with(pcie_width=8, clock_reasons={"gpu_idle"}), t)
+    assert (idle_gen4.status, busy_gen4.status, idle_x8.status) == ("warn", "fail", "fail")
+
+
+def test_a_crashing_check_is_reported_not_raised() -> None:
+    def boom(facts: NodeFacts, t: object) -> Verdict:
+        raise KeyError("reading")
+
+    spec = CheckSpec("HPCLZ-VFY-999", "broken", "fix it", "health", boom)  # type: ignore[arg-type]
+    outcome = spec.run(_facts_with(), load_thresholds(H200))
+    assert outcome.status == "fail" and "KeyError" in outcome.message
+
+
+def _spec(check_id: str) -> CheckSpec:
+    return next(s for s in CHECKS if s.id == check_id)
+
+
+def _facts_with(**gpu_fields: object) -> NodeFacts:
+    from hpclz.verify.probes.facts import Gpu
+
+    fields: dict[str, object] = {"pcie_gen": 5, "pcie_gen_max": 5, "pcie_width": 16, "pcie_width_max": 16}
+    fields.update(gpu_fields)
+    gpu = Gpu(index=0, bus_id="00000001:00:00.0", **fields)  # type: ignore[arg-type]
+    return NodeFacts(node="n", sku=H200, nvsmi=NvidiaSmi(True, gpus=[gpu]))
