@@ -238,7 +238,12 @@ class BlobBackend:
                     locked_error_message(self.location, self.lock_info()), hint=unlock_hint(self._config_file)
                 ) from None
             info = LockInfo.for_operation(operation)
-            self._lock_blob.set_blob_metadata({LOCK_META_KEY: _encode(info)}, lease=lease)
+            try:
+                self._lock_blob.set_blob_metadata({LOCK_META_KEY: _encode(info)}, lease=lease)
+            except BaseException:
+                with contextlib.suppress(Exception):  # the original error is the one worth reporting
+                    lease.release()
+                raise
         renewer = LeaseRenewer(lease, self.lease_seconds)
         self._renewer = renewer
         renewer.start()
