@@ -125,11 +125,12 @@ class BastionSubnet(Rule[ConfigContext]):
         subnet = ctx.config.network.vnet.subnets.bastion
         name = ctx.catalog.service("network", "bastion_subnet_name")
         max_prefix = ctx.catalog.service("network", "bastion_max_prefix")
+        if not ctx.config.network.bastion.enabled:
+            return
         if subnet is None:
-            if ctx.config.network.bastion.enabled:
-                yield self.finding(
-                    ctx, ("network", "bastion", "enabled"), "Bastion is enabled but the VNet has no bastion subnet"
-                )
+            yield self.finding(
+                ctx, ("network", "bastion", "enabled"), "Bastion is enabled but the VNet has no bastion subnet"
+            )
             return
         if subnet.name != name:
             yield self.finding(
@@ -201,9 +202,9 @@ def _ports(text: str) -> list[tuple[int, int]]:
             spans.append((0, 65535))
         elif "-" in part:
             low, _, high = part.partition("-")
-            if low.isdigit() and high.isdigit():
+            if low.isdecimal() and high.isdecimal():
                 spans.append((int(low), int(high)))
-        elif part.isdigit():
+        elif part.isdecimal():
             spans.append((int(part), int(part)))
     return spans
 
