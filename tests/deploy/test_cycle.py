@@ -16,7 +16,9 @@ def test_deploy_writes_state_and_shows_next_steps(arm: ArmStandIn, zone: Path, r
     assert f"hpclz verify {zone}" in result.stdout
     state = state_of(zone)
     assert all(d["status"] == "succeeded" for d in state["deployments"].values())
-    assert {d["name"].lower() for d in state["deployments"].values()} == {k.split("|")[1] for k in arm.world.deployments}
+    assert {d["name"].lower() for d in state["deployments"].values()} == {
+        k.split("|")[1] for k in arm.world.deployments
+    }
     ids = {r["id"].lower() for r in state["resources"]}
     assert ids == set(arm.world.resources) | {g["id"].lower() for g in arm.world.groups.values()}
     data = {r["type"] for r in state["resources"] if r["data_bearing"]}
@@ -58,10 +60,13 @@ def test_destroy_keeps_data_then_include_data_removes_everything(arm: ArmStandIn
 
 def test_destroy_leaves_what_hpclz_did_not_create(arm: ArmStandIn, zone: Path, run_cli) -> None:
     assert run_cli("deploy", str(zone), "--yes").exit_code == 0
-    foreign = "/subscriptions/{}/resourceGroups/rg-aitrain-compute-prod-eus2/providers/Microsoft.Compute/disks/mine".format(
-        arm.subscription_id
-    )
-    arm.world.resources[foreign.lower()] = {"id": foreign, "name": "mine", "type": "Microsoft.Compute/disks", "tags": {}}
+    foreign = f"/subscriptions/{arm.subscription_id}/resourceGroups/rg-aitrain-compute-prod-eus2/providers/Microsoft.Compute/disks/mine"
+    arm.world.resources[foreign.lower()] = {
+        "id": foreign,
+        "name": "mine",
+        "type": "Microsoft.Compute/disks",
+        "tags": {},
+    }
     result = run_cli("destroy", str(zone), "--yes", "--include-data")
     assert result.exit_code == 0, result.stderr
     assert "holds 1 resources hpclz did not create" in result.stderr

@@ -51,7 +51,9 @@ def test_resource_failure_reports_innermost_error_and_blocks_dependants(arm: Arm
 
 
 def test_rerun_after_failure_skips_what_succeeded(arm: ArmStandIn, zone: Path, run_cli) -> None:
-    arm.faults.add(Fault("resource", path="Microsoft.ManagedIdentity/userAssignedIdentities", code="Conflict", message="x"))
+    arm.faults.add(
+        Fault("resource", path="Microsoft.ManagedIdentity/userAssignedIdentities", code="Conflict", message="x")
+    )
     assert run_cli("deploy", str(zone), "--yes").exit_code == 5
     before = len(arm.log)
     again = run_cli("deploy", str(zone), "--yes")

@@ -19,7 +19,11 @@ SLOW_TYPE = "microsoft.storagecache/amlfilesystems"
 
 def _start_deploy(zone: Path) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [*HPCLZ, "deploy", str(zone), "--yes"], env=dict(os.environ), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        [*HPCLZ, "deploy", str(zone), "--yes"],
+        env=dict(os.environ),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
 
 
@@ -61,7 +65,7 @@ def test_second_concurrent_deploy_is_refused_with_the_holder(arm: ArmStandIn, zo
         assert second.exit_code == 4
         assert "deploy" in second.stderr and str(proc.pid) in second.stderr
     finally:
-        out, err = proc.communicate(timeout=60)
+        _out, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err
 
 

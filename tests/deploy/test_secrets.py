@@ -24,7 +24,7 @@ def test_secrets_reach_arm_but_no_file(arm: ArmStandIn, zone: Path, run_cli, mon
     result = run_cli("deploy", str(zone), "--yes", "-o", "json")
     assert result.exit_code == 0, result.stderr
 
-    sent = [r.body for k, r in arm.world.deployments.items() if k.endswith("-identity")][0]
+    sent = next(r.body for k, r in arm.world.deployments.items() if k.endswith("-identity"))
     values = {v["value"] for v in sent["properties"]["parameters"].values()}
     assert {LITERAL, FROM_ENV} <= values
     assert LITERAL not in result.stdout + result.stderr and FROM_ENV not in result.stdout + result.stderr

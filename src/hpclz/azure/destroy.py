@@ -67,13 +67,19 @@ def kept_set(resources: list[ResourceRecord], include_data: bool) -> dict[str, s
             if r.type.lower() == GROUP_TYPE:
                 holder = holder or next((k for k in kept if _group_of(k) == r.name.lower()), None)
             if holder or user:
-                kept[key] = f"holds kept {(holder or user or '').rsplit('/', 1)[-1]}" if holder else f"used by kept {(user or '').rsplit('/', 1)[-1]}"
+                kept[key] = (
+                    f"holds kept {(holder or user or '').rsplit('/', 1)[-1]}"
+                    if holder
+                    else f"used by kept {(user or '').rsplit('/', 1)[-1]}"
+                )
                 changed = True
     return kept
 
 
 class Destroyer:
-    def __init__(self, arm: Arm, doc: StateDocument, order: list[str], on_event: Callable[[Outcome], None] = lambda o: None):
+    def __init__(
+        self, arm: Arm, doc: StateDocument, order: list[str], on_event: Callable[[Outcome], None] = lambda o: None
+    ):
         self.arm = arm
         self.doc = doc
         self.order = order  # deployment names, dependants first
@@ -118,7 +124,9 @@ class Destroyer:
         by_deployment: dict[str, list[ResourceRecord]] = {}
         for r in self.doc.resources:
             by_deployment.setdefault(r.deployment, []).append(r)
-        names = [n for n in self.order if n in by_deployment] + [n for n in reversed(list(by_deployment)) if n not in self.order]
+        names = [n for n in self.order if n in by_deployment] + [
+            n for n in reversed(list(by_deployment)) if n not in self.order
+        ]
         for name in names:
             record = self.doc.deployments.get(name)
             target = (record.resource_group or "").lower() if record else ""
@@ -151,7 +159,9 @@ class Destroyer:
             return
         for r in records:
             gone.add(r.id.lower())
-        self._note(Outcome(group_record.id, group_record.type, Action.DELETED, f"whole group, {len(records) - 1} resources"))
+        self._note(
+            Outcome(group_record.id, group_record.type, Action.DELETED, f"whole group, {len(records) - 1} resources")
+        )
 
     def _delete_resource(self, r: ResourceRecord, gone: set[str]) -> None:
         try:

@@ -82,6 +82,8 @@ def azure_errors(doing: str) -> Iterator[None]:
             hint="run `az login`, or set a service principal / managed identity for DefaultAzureCredential",
         ) from None
     except ServiceRequestError as exc:
-        raise HpclzError(f"{doing}: cannot reach Azure Resource Manager: {exc}", exit_code=ExitCode.AZURE_ERROR) from None
+        raise HpclzError(
+            f"{doing}: cannot reach Azure Resource Manager: {exc}", exit_code=ExitCode.AZURE_ERROR
+        ) from None
     except AzureError as exc:
         raise HpclzError(f"{doing}: {describe(exc).one_line()}", exit_code=ExitCode.AZURE_ERROR) from None

@@ -25,7 +25,9 @@ def namespaces(plan: DeploymentPlan) -> list[str]:
     return sorted(n for n in found if n and not n.startswith("["))
 
 
-def gather(arm: Arm, loaded: LoadedConfig, plan: DeploymentPlan, secrets: Mapping[str, Mapping[str, str]]) -> LiveContext:
+def gather(
+    arm: Arm, loaded: LoadedConfig, plan: DeploymentPlan, secrets: Mapping[str, Mapping[str, str]]
+) -> LiveContext:
     from azure.core.exceptions import AzureError
 
     ctx = LiveContext(loaded=loaded, location=plan.location)

@@ -51,7 +51,9 @@ def _type_of(resource_id: str) -> tuple[str, str]:
     return "/".join([namespace, *rest[0::2]]), rest[-1]
 
 
-def resource_records(deployment: Deployment, remote: dict[str, Any], operations: list[dict[str, Any]]) -> list[ResourceRecord]:
+def resource_records(
+    deployment: Deployment, remote: dict[str, Any], operations: list[dict[str, Any]]
+) -> list[ResourceRecord]:
     declared = _declared(deployment.template)
     by_type_name: dict[tuple[str, str], dict[str, Any]] = {}
     api_by_type: dict[str, str] = {}
@@ -71,7 +73,8 @@ def resource_records(deployment: Deployment, remote: dict[str, Any], operations:
         if rtype.lower() == "microsoft.resources/deployments" or rid.lower() in records:
             continue
         item = by_type_name.get((rtype.lower(), name.lower()), {})
-        tags = item.get("tags") if isinstance(item.get("tags"), dict) else {}
+        raw_tags = item.get("tags")
+        tags: dict[str, Any] = raw_tags if isinstance(raw_tags, dict) else {}
         records[rid.lower()] = ResourceRecord(
             id=rid,
             type=rtype,

@@ -46,7 +46,9 @@ def deploy(
                 same = rec is not None and rec.status.value == "succeeded" and rec.template_hash == d.template_hash()
                 lines.append(f"  {'unchanged' if same else 'apply':9} {d.name} ({d.component})")
             err.print("Deployments:\n" + "\n".join(lines), highlight=False)
-            ok = ask(f"Deploy {config} to subscription {the_plan.subscription_id or '(from AZURE_SUBSCRIPTION_ID)'}?", yes)
+            ok = ask(
+                f"Deploy {config} to subscription {the_plan.subscription_id or '(from AZURE_SUBSCRIPTION_ID)'}?", yes
+            )
             if ok:
                 progress = Progress(err, [d.name for d in the_plan.deployments]).__enter__()
             return ok
@@ -78,6 +80,8 @@ def deploy(
             elif result.stage == "confirm":
                 out.print("nothing deployed")
             else:
-                out.print(f"[red]✗[/] deploy did not finish; fix the error and rerun `hpclz deploy {result.file}` to resume")
+                out.print(
+                    f"[red]✗[/] deploy did not finish; fix the error and rerun `hpclz deploy {result.file}` to resume"
+                )
 
         finish("deploy", output, result.exit_code, result.payload(), result.findings, human)

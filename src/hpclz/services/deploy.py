@@ -64,13 +64,16 @@ def _secret_at(loaded: LoadedConfig, path: str) -> str:
     for part in path.split("."):
         node = node.get(part) if isinstance(node, dict) else getattr(node, part, None)
         if node is None:
-            raise HpclzError(f"{loaded.file}: {path}: secret not found in the config", exit_code=ExitCode.CONFIG_INVALID)
+            raise HpclzError(
+                f"{loaded.file}: {path}: secret not found in the config", exit_code=ExitCode.CONFIG_INVALID
+            )
     value = node.get_secret_value() if isinstance(node, SecretStr) else str(node)
     ref = _ENV_REF.match(value)
     if ref:
         if ref.group(1) not in os.environ:
             raise HpclzError(
-                f"{loaded.file}: {path}: environment variable {ref.group(1)} is not set", exit_code=ExitCode.CONFIG_INVALID
+                f"{loaded.file}: {path}: environment variable {ref.group(1)} is not set",
+                exit_code=ExitCode.CONFIG_INVALID,
             )
         return os.environ[ref.group(1)]
     return value
@@ -163,7 +166,15 @@ def _apply(
             return result
         result.stage = "deploy"
         doc = doc or backend.write(new_state(loaded.config))
-        runner = Runner(arm, plan, doc, backend.write, secrets=secrets, on_event=on_event, poll_interval=arm.clients.settings.poll_interval)
+        runner = Runner(
+            arm,
+            plan,
+            doc,
+            backend.write,
+            secrets=secrets,
+            on_event=on_event,
+            poll_interval=arm.clients.settings.poll_interval,
+        )
         try:
             with azure_errors("deploy"):
                 run = runner.run()
@@ -171,7 +182,11 @@ def _apply(
             running = sorted(n for n, r in runner.doc.deployments.items() if r.status.value == "running")
             raise HpclzError(
                 "interrupted; the state lock is released and "
-                + (f"{', '.join(running)} still running in Azure (recorded in state)" if running else "nothing is running")
+                + (
+                    f"{', '.join(running)} still running in Azure (recorded in state)"
+                    if running
+                    else "nothing is running"
+                )
                 + f"; rerun `hpclz deploy {loaded.file}` to resume",
                 exit_code=ExitCode.INTERRUPTED,
             ) from None

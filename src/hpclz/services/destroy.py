@@ -60,7 +60,9 @@ def destroy(
         doc = backend.read()
         if doc is None or not doc.resources:
             return result
-        arm = Arm(AzureClients(resolve_subscription(doc.subscription_id or loaded.config.metadata.resolved_subscription_id())))
+        arm = Arm(
+            AzureClients(resolve_subscription(doc.subscription_id or loaded.config.metadata.resolved_subscription_id()))
+        )
         check_access(arm)
         if not confirm(doc):
             result.exit_code = ExitCode.INTERRUPTED

@@ -21,7 +21,9 @@ SIZES: dict[str, tuple[str, int]] = {
 }
 
 
-def sku(name: str, location: str, family: str, vcpus: int, restrictions: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+def sku(
+    name: str, location: str, family: str, vcpus: int, restrictions: list[dict[str, Any]] | None = None
+) -> dict[str, Any]:
     return {
         "resourceType": "virtualMachines",
         "name": name,
@@ -40,7 +42,12 @@ def default_skus(location: str) -> list[dict[str, Any]]:
 
 
 def usage(family: str, current: int, limit: int) -> dict[str, Any]:
-    return {"unit": "Count", "currentValue": current, "limit": limit, "name": {"value": family, "localizedValue": family}}
+    return {
+        "unit": "Count",
+        "currentValue": current,
+        "limit": limit,
+        "name": {"value": family, "localizedValue": family},
+    }
 
 
 def default_usages() -> list[dict[str, Any]]:

@@ -7,14 +7,18 @@ names, types and locations to be right, not every property.
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import operator
 import re
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-_TOKEN = re.compile(r"\s*(?:(?P<str>'(?:[^']|'')*')|(?P<num>-?\d+(?:\.\d+)?)|(?P<name>[A-Za-z_][\w]*)|(?P<op>[().,\[\]]))")
+_TOKEN = re.compile(
+    r"\s*(?:(?P<str>'(?:[^']|'')*')|(?P<num>-?\d+(?:\.\d+)?)|(?P<name>[A-Za-z_][\w]*)|(?P<op>[().,\[\]]))"
+)
 
 
 class ExpressionError(ValueError):
@@ -119,7 +123,11 @@ def _resource_id(scope: Scope, args: list[Any], *, subscription_level: bool = Fa
     rtype, names = args[type_index], args[type_index + 1 :]
     namespace, *types = rtype.split("/")
     path = "/".join(f"{t}/{n}" for t, n in zip(types, names, strict=False))
-    base = f"/subscriptions/{sub}" if subscription_level or group is None else f"/subscriptions/{sub}/resourceGroups/{group}"
+    base = (
+        f"/subscriptions/{sub}"
+        if subscription_level or group is None
+        else f"/subscriptions/{sub}/resourceGroups/{group}"
+    )
     return f"{base}/providers/{namespace}/{path}"
 
 
@@ -129,7 +137,11 @@ def _call(name: str, args: list[Any], scope: Scope) -> Any:
     simple: dict[str, Callable[[], Any]] = {
         "parameters": lambda: scope.parameters[args[0]],
         "variables": lambda: scope.variables[args[0]],
-        "concat": lambda: sum(args, []) if args and isinstance(args[0], list) else "".join(str(a) for a in args),
+        "concat": lambda: (
+            functools.reduce(operator.iadd, args, [])
+            if args and isinstance(args[0], list)
+            else "".join(str(a) for a in args)
+        ),
         "format": lambda: re.sub(r"\{(\d+)\}", lambda m: str(args[1 + int(m.group(1))]), str(args[0])),
         "tolower": lambda: str(args[0]).lower(),
         "toupper": lambda: str(args[0]).upper(),
@@ -161,8 +173,10 @@ def _call(name: str, args: list[Any], scope: Scope) -> Any:
             "tenantId": "00000000-0000-0000-0000-00000000aaaa",
         },
         "deployment": lambda: {"name": scope.deployment_name, "location": scope.location},
-        "copyindex": lambda: scope.copy_index.get(str(args[-1]) if args and isinstance(args[-1], str) else "", 0)
-        + (args[0] if args and isinstance(args[0], int) else 0),
+        "copyindex": lambda: (
+            scope.copy_index.get(str(args[-1]) if args and isinstance(args[-1], str) else "", 0)
+            + (args[0] if args and isinstance(args[0], int) else 0)
+        ),
         "reference": lambda: (scope.lookup(str(args[0])) or {}).get("properties", {}),
         "environment": lambda: {"name": "AzureCloud", "suffixes": {"storage": "core.windows.net"}},
         "utcnow": lambda: "20260101T000000Z",

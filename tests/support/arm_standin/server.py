@@ -42,7 +42,9 @@ class LoggedRequest:
 class ArmStandIn:
     """Start with `with ArmStandIn(tmp_path) as arm:`; point hpclz at `arm.env()`."""
 
-    def __init__(self, workdir: Path, subscription_id: str = "00000000-0000-0000-0000-00000000c0de", token: str = "standin-token"):
+    def __init__(
+        self, workdir: Path, subscription_id: str = "00000000-0000-0000-0000-00000000c0de", token: str = "standin-token"
+    ):
         self.world = World(subscription_id)
         self.token = token
         self.log: list[LoggedRequest] = []
@@ -105,46 +107,54 @@ class ArmStandIn:
 
     # ----- routing -----
     def routes(self) -> list[tuple[str, str, Callable[..., tuple[int, dict[str, str], Any]]]]:
-        return [
-            ("GET", SUB + r"/providers/microsoft\.compute/skus", self._skus),
-            ("GET", SUB + r"/providers/microsoft\.compute/locations/(?P<loc>[^/]+)/usages", self._usages),
-            ("GET", SUB + r"/providers/(?P<ns>[^/]+)", self._provider),
-            ("POST", SUB + r"/providers/(?P<ns>[^/]+)/register", self._register),
-            ("GET", SUB + r"/operationresults/(?P<op>[^/]+)", self._operation_result),
-            # ARM's resource-group operations list has no providers/Microsoft.Resources segment.
-            ("GET", RG + r"/deployments/(?P<name>[^/]+)/operations", self._deployment_operations),
-        ] + [
-            route
-            for prefix in (RG, SUB)
-            for route in (
-                ("GET", prefix + DEPLOYMENTS + r"/operationstatuses/(?P<op>[^/]+)", self._operation_status),
-                ("GET", prefix + DEPLOYMENTS + r"/operations", self._deployment_operations),
-                ("POST", prefix + DEPLOYMENTS + r"/validate", self._validate),
-                ("POST", prefix + DEPLOYMENTS + r"/whatif", self._what_if),
-                ("POST", prefix + DEPLOYMENTS + r"/cancel", self._cancel),
-                ("PUT", prefix + DEPLOYMENTS, self._put_deployment),
-                ("GET", prefix + DEPLOYMENTS, self._get_deployment),
-                ("HEAD", prefix + DEPLOYMENTS, self._head_deployment),
-            )
-        ] + [
-            ("GET", RG + r"/resources", self._list_group_resources),
-            ("PUT", RG, self._put_group),
-            ("GET", RG, self._get_group),
-            ("HEAD", RG, self._head_group),
-            ("DELETE", RG, self._delete_group),
-            ("GET", RG + r"/providers/.+", self._get_resource),
-            ("DELETE", RG + r"/providers/.+", self._delete_resource),
-            ("GET", SUB + r"/providers/.+", self._get_resource),
-            ("DELETE", SUB + r"/providers/.+", self._delete_resource),
-        ]
+        return (
+            [
+                ("GET", SUB + r"/providers/microsoft\.compute/skus", self._skus),
+                ("GET", SUB + r"/providers/microsoft\.compute/locations/(?P<loc>[^/]+)/usages", self._usages),
+                ("GET", SUB + r"/providers/(?P<ns>[^/]+)", self._provider),
+                ("POST", SUB + r"/providers/(?P<ns>[^/]+)/register", self._register),
+                ("GET", SUB + r"/operationresults/(?P<op>[^/]+)", self._operation_result),
+                # ARM's resource-group operations list has no providers/Microsoft.Resources segment.
+                ("GET", RG + r"/deployments/(?P<name>[^/]+)/operations", self._deployment_operations),
+            ]
+            + [
+                route
+                for prefix in (RG, SUB)
+                for route in (
+                    ("GET", prefix + DEPLOYMENTS + r"/operationstatuses/(?P<op>[^/]+)", self._operation_status),
+                    ("GET", prefix + DEPLOYMENTS + r"/operations", self._deployment_operations),
+                    ("POST", prefix + DEPLOYMENTS + r"/validate", self._validate),
+                    ("POST", prefix + DEPLOYMENTS + r"/whatif", self._what_if),
+                    ("POST", prefix + DEPLOYMENTS + r"/cancel", self._cancel),
+                    ("PUT", prefix + DEPLOYMENTS, self._put_deployment),
+                    ("GET", prefix + DEPLOYMENTS, self._get_deployment),
+                    ("HEAD", prefix + DEPLOYMENTS, self._head_deployment),
+                )
+            ]
+            + [
+                ("GET", RG + r"/resources", self._list_group_resources),
+                ("PUT", RG, self._put_group),
+                ("GET", RG, self._get_group),
+                ("HEAD", RG, self._head_group),
+                ("DELETE", RG, self._delete_group),
+                ("GET", RG + r"/providers/.+", self._get_resource),
+                ("DELETE", RG + r"/providers/.+", self._delete_resource),
+                ("GET", SUB + r"/providers/.+", self._get_resource),
+                ("DELETE", SUB + r"/providers/.+", self._delete_resource),
+            ]
+        )
 
-    def dispatch(self, method: str, path: str, body: Any, query: dict[str, list[str]]) -> tuple[int, dict[str, str], Any]:
+    def dispatch(
+        self, method: str, path: str, body: Any, query: dict[str, list[str]]
+    ) -> tuple[int, dict[str, str], Any]:
         for route_method, pattern, fn in self.routes():
             match = re.fullmatch(pattern, path, re.I)
             if route_method == method and match:
                 groups = {k: v for k, v in match.groupdict().items() if v is not None}
                 if groups.get("sub", self.subscription_id).lower() != self.subscription_id.lower():
-                    raise ArmError(404, "SubscriptionNotFound", f"The subscription '{groups['sub']}' could not be found.")
+                    raise ArmError(
+                        404, "SubscriptionNotFound", f"The subscription '{groups['sub']}' could not be found."
+                    )
                 if fn == self._skus:
                     groups["query"] = query  # type: ignore[assignment]
                 return fn(body=body, path=path, **groups)
@@ -172,7 +182,9 @@ class ArmStandIn:
             raise ArmError(404, "DeploymentNotFound", f"Deployment '{name}' could not be found.")
         return run
 
-    def _put_deployment(self, body: Any, path: str, name: str, sub: str, rg: str | None = None) -> tuple[int, dict[str, str], Any]:
+    def _put_deployment(
+        self, body: Any, path: str, name: str, sub: str, rg: str | None = None
+    ) -> tuple[int, dict[str, str], Any]:
         self.world.check_target(rg)
         planned = self.world.plan(body, rg, name)
         existing = self.world.deployments.get(self._dep_key(rg, name))
@@ -185,7 +197,9 @@ class ArmStandIn:
         view["properties"]["provisioningState"] = "Accepted"
         return (200 if existing else 201), {"Azure-AsyncOperation": status_url}, view
 
-    def _operation_status(self, body: Any, path: str, name: str, op: str, sub: str, rg: str | None = None) -> tuple[int, dict[str, str], Any]:
+    def _operation_status(
+        self, body: Any, path: str, name: str, op: str, sub: str, rg: str | None = None
+    ) -> tuple[int, dict[str, str], Any]:
         run = self._run(rg, name)
         status: dict[str, Any] = {"status": run.state}
         if run.error:
@@ -193,17 +207,25 @@ class ArmStandIn:
         headers = {"Retry-After": str(self.operation_retry_after)} if run.state in ("Accepted", "Running") else {}
         return 200, headers, status
 
-    def _get_deployment(self, body: Any, path: str, name: str, sub: str, rg: str | None = None) -> tuple[int, dict[str, str], Any]:
+    def _get_deployment(
+        self, body: Any, path: str, name: str, sub: str, rg: str | None = None
+    ) -> tuple[int, dict[str, str], Any]:
         return 200, {}, self._run(rg, name).view()
 
-    def _head_deployment(self, body: Any, path: str, name: str, sub: str, rg: str | None = None) -> tuple[int, dict[str, str], Any]:
+    def _head_deployment(
+        self, body: Any, path: str, name: str, sub: str, rg: str | None = None
+    ) -> tuple[int, dict[str, str], Any]:
         self._run(rg, name)
         return 204, {}, None
 
-    def _deployment_operations(self, body: Any, path: str, name: str, sub: str, rg: str | None = None) -> tuple[int, dict[str, str], Any]:
+    def _deployment_operations(
+        self, body: Any, path: str, name: str, sub: str, rg: str | None = None
+    ) -> tuple[int, dict[str, str], Any]:
         return 200, {}, {"value": list(self._run(rg, name).operations)}
 
-    def _validate(self, body: Any, path: str, name: str, sub: str, rg: str | None = None) -> tuple[int, dict[str, str], Any]:
+    def _validate(
+        self, body: Any, path: str, name: str, sub: str, rg: str | None = None
+    ) -> tuple[int, dict[str, str], Any]:
         self.world.check_target(rg)
         planned = self.world.plan(body, rg, name)
         props = {
@@ -212,19 +234,43 @@ class ArmStandIn:
             "validatedResources": [{"id": p.id} for p in planned],
             "correlationId": str(uuid.uuid4()),
         }
-        return 200, {}, {"id": self._dep_id(rg, name), "name": name, "type": "Microsoft.Resources/deployments", "properties": props}
+        return (
+            200,
+            {},
+            {
+                "id": self._dep_id(rg, name),
+                "name": name,
+                "type": "Microsoft.Resources/deployments",
+                "properties": props,
+            },
+        )
 
-    def _what_if(self, body: Any, path: str, name: str, sub: str, rg: str | None = None) -> tuple[int, dict[str, str], Any]:
+    def _what_if(
+        self, body: Any, path: str, name: str, sub: str, rg: str | None = None
+    ) -> tuple[int, dict[str, str], Any]:
         self.world.check_target(rg)
         planned = self.world.plan(body, rg, name)
         changes = what_if_changes(self.world, planned)
         op = self._async("whatif", lambda: True, lambda: {"status": "Succeeded", "properties": {"changes": changes}})
-        return 202, {"Location": self._op_url(f"/subscriptions/{self.subscription_id}/operationresults/{op}"), "Retry-After": "0"}, None
+        return (
+            202,
+            {
+                "Location": self._op_url(f"/subscriptions/{self.subscription_id}/operationresults/{op}"),
+                "Retry-After": "0",
+            },
+            None,
+        )
 
-    def _cancel(self, body: Any, path: str, name: str, sub: str, rg: str | None = None) -> tuple[int, dict[str, str], Any]:
+    def _cancel(
+        self, body: Any, path: str, name: str, sub: str, rg: str | None = None
+    ) -> tuple[int, dict[str, str], Any]:
         run = self._run(rg, name)
         if run.state not in ("Accepted", "Running"):
-            raise ArmError(409, "DeploymentCannotBeCancelled", f"The deployment '{name}' cannot be cancelled because it has provisioning state '{run.state}'.")
+            raise ArmError(
+                409,
+                "DeploymentCannotBeCancelled",
+                f"The deployment '{name}' cannot be cancelled because it has provisioning state '{run.state}'.",
+            )
         run.cancel.set()
         return 204, {}, None
 
@@ -264,12 +310,21 @@ class ArmStandIn:
             return True
 
         op = self._async("delete", done, lambda: None)
-        return 202, {"Location": self._op_url(f"/subscriptions/{self.subscription_id}/operationresults/{op}"), "Retry-After": "0"}, None
+        return (
+            202,
+            {
+                "Location": self._op_url(f"/subscriptions/{self.subscription_id}/operationresults/{op}"),
+                "Retry-After": "0",
+            },
+            None,
+        )
 
     def _list_group_resources(self, body: Any, path: str, sub: str, rg: str) -> tuple[int, dict[str, str], Any]:
         if self.world.group(rg) is None:
             raise ArmError(404, "ResourceGroupNotFound", f"Resource group '{rg}' could not be found.")
-        items = [{k: r[k] for k in ("id", "name", "type", "location", "tags") if k in r} for r in self.world.resources_in(rg)]
+        items = [
+            {k: r[k] for k in ("id", "name", "type", "location", "tags") if k in r} for r in self.world.resources_in(rg)
+        ]
         return 200, {}, {"value": items}
 
     def _get_resource(self, body: Any, path: str, sub: str, rg: str | None = None) -> tuple[int, dict[str, str], Any]:
@@ -278,7 +333,9 @@ class ArmStandIn:
             raise ArmError(404, "ResourceNotFound", f"The Resource '{path}' was not found.")
         return 200, {}, found
 
-    def _delete_resource(self, body: Any, path: str, sub: str, rg: str | None = None) -> tuple[int, dict[str, str], Any]:
+    def _delete_resource(
+        self, body: Any, path: str, sub: str, rg: str | None = None
+    ) -> tuple[int, dict[str, str], Any]:
         found = self.world.resources.get(path.lower())
         if found is None:
             return 204, {}, None
@@ -295,7 +352,14 @@ class ArmStandIn:
             return True
 
         op = self._async("delete", done, lambda: None)
-        return 202, {"Location": self._op_url(f"/subscriptions/{self.subscription_id}/operationresults/{op}"), "Retry-After": "0"}, None
+        return (
+            202,
+            {
+                "Location": self._op_url(f"/subscriptions/{self.subscription_id}/operationresults/{op}"),
+                "Retry-After": "0",
+            },
+            None,
+        )
 
     # ----- providers, SKUs, usages -----
     def _provider(self, body: Any, path: str, sub: str, ns: str) -> tuple[int, dict[str, str], Any]:
@@ -305,18 +369,39 @@ class ArmStandIn:
             if self.world.registering[key] <= 0:
                 del self.world.registering[key]
                 self.world.unregistered.discard(key)
-        state = "Registering" if key in self.world.registering else ("NotRegistered" if key in self.world.unregistered else "Registered")
-        return 200, {}, {"id": f"/subscriptions/{sub}/providers/{ns}", "namespace": ns, "registrationState": state, "resourceTypes": []}
+        state = (
+            "Registering"
+            if key in self.world.registering
+            else ("NotRegistered" if key in self.world.unregistered else "Registered")
+        )
+        return (
+            200,
+            {},
+            {
+                "id": f"/subscriptions/{sub}/providers/{ns}",
+                "namespace": ns,
+                "registrationState": state,
+                "resourceTypes": [],
+            },
+        )
 
     def _register(self, body: Any, path: str, sub: str, ns: str) -> tuple[int, dict[str, str], Any]:
         self.world.registering[ns.lower()] = 1
-        return 200, {}, {"id": f"/subscriptions/{sub}/providers/{ns}", "namespace": ns, "registrationState": "Registering"}
+        return (
+            200,
+            {},
+            {"id": f"/subscriptions/{sub}/providers/{ns}", "namespace": ns, "registrationState": "Registering"},
+        )
 
     def _skus(self, body: Any, path: str, sub: str, query: dict[str, list[str]]) -> tuple[int, dict[str, str], Any]:
         wanted = re.search(r"location eq '([^']+)'", (query.get("$filter") or [""])[0])
         location = wanted.group(1).lower() if wanted else None
         skus = self.world.skus if self.world.skus is not None else default_skus(location or "eastus")
-        return 200, {}, {"value": [s for s in skus if location is None or location in [x.lower() for x in s["locations"]]]}
+        return (
+            200,
+            {},
+            {"value": [s for s in skus if location is None or location in [x.lower() for x in s["locations"]]]},
+        )
 
     def _usages(self, body: Any, path: str, sub: str, loc: str) -> tuple[int, dict[str, str], Any]:
         usages = self.world.usages.get(loc.lower())
@@ -327,7 +412,7 @@ def _make_handler(standin: ArmStandIn) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class names it so
+        def log_message(self, format: str, *args: Any) -> None:
             return
 
         def _handle(self) -> None:
@@ -342,7 +427,11 @@ def _make_handler(standin: ArmStandIn) -> type[BaseHTTPRequestHandler]:
                 self.connection.shutdown(2)
                 return
             if self.headers.get("Authorization") != f"Bearer {standin.token}":
-                status, headers, body = 401, {}, {"error": {"code": "InvalidAuthenticationToken", "message": "The access token is invalid."}}
+                status, headers, body = (
+                    401,
+                    {},
+                    {"error": {"code": "InvalidAuthenticationToken", "message": "The access token is invalid."}},
+                )
             elif fault is not None:
                 status = 429 if fault.kind == "throttle" else 500
                 headers = {"Retry-After": str(fault.retry_after)} if fault.kind == "throttle" else {}

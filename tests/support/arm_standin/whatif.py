@@ -38,8 +38,18 @@ def what_if_changes(world: World, planned: list[PlannedResource]) -> list[dict[s
         before_props = dict(before.get("properties") or {})
         before_props.pop("provisioningState", None)
         before["properties"] = before_props
-        delta = [d for d in _delta({k: before.get(k) for k in COMPARED if k in after}, {k: after[k] for k in COMPARED if k in after})]
-        change: dict[str, Any] = {"resourceId": resource.id, "changeType": "Modify" if delta else "NoChange", "before": before, "after": after}
+        delta = [
+            d
+            for d in _delta(
+                {k: before.get(k) for k in COMPARED if k in after}, {k: after[k] for k in COMPARED if k in after}
+            )
+        ]
+        change: dict[str, Any] = {
+            "resourceId": resource.id,
+            "changeType": "Modify" if delta else "NoChange",
+            "before": before,
+            "after": after,
+        }
         if delta:
             change["delta"] = delta
         changes.append(change)

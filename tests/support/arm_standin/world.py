@@ -150,7 +150,9 @@ class World:
 
     def plan(self, body: dict[str, Any], group: str | None, name: str) -> list[PlannedResource]:
         props = body.get("properties") or {}
-        location = body.get("location") or (self.group(group) or {}).get("location", "") if group else body.get("location", "")
+        location = (
+            body.get("location") or (self.group(group) or {}).get("location", "") if group else body.get("location", "")
+        )
         scope = Scope(self.subscription_id, group, location or "", name, lookup=self.lookup)
         try:
             return expand(props.get("template") or {}, props.get("parameters") or {}, scope)
@@ -199,7 +201,11 @@ class World:
         run.state = "Succeeded"
 
     def plan_scope(self, run: DeploymentRun) -> Scope:
-        location = run.location or (self.group(run.resource_group) or {}).get("location", "") if run.resource_group else run.location
+        location = (
+            run.location or (self.group(run.resource_group) or {}).get("location", "")
+            if run.resource_group
+            else run.location
+        )
         return Scope(self.subscription_id, run.resource_group, location or "", run.name, lookup=self.lookup)
 
     def _provision(self, run: DeploymentRun, resource: PlannedResource) -> dict[str, Any] | None:
@@ -220,7 +226,10 @@ class World:
         fault = self.faults.for_resource(resource.type, resource.name)
         if fault is None and resource.resource_group and resource.type.lower() != "microsoft.resources/resourcegroups":
             if self.group(resource.resource_group) is None:
-                fault_code, fault_message = "ResourceGroupNotFound", f"Resource group '{resource.resource_group}' could not be found."
+                fault_code, fault_message = (
+                    "ResourceGroupNotFound",
+                    f"Resource group '{resource.resource_group}' could not be found.",
+                )
             else:
                 fault_code = fault_message = ""
         else:
@@ -231,7 +240,7 @@ class World:
             return {
                 "code": "ResourceDeploymentFailure",
                 "target": resource.id,
-                "message": f"The resource operation completed with terminal provisioning state 'Failed'.",
+                "message": "The resource operation completed with terminal provisioning state 'Failed'.",
                 "details": [inner],
             }
         self._store(resource)
