@@ -1,0 +1,147 @@
+"""`hpclz plan` end to end: exit codes, the JSON envelope, colour, saved plans and stale-plan refusal."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from hpclz.config.loader import load_config
+from hpclz.errors import HpclzError
+from hpclz.output import ENVELOPE_KEYS
+from hpclz.plan.offline import offline_changeset
+from hpclz.plan.printer import print_changeset
+from hpclz.plan.saved import load_saved_plan
+from hpclz.render.build import build_plan
+from hpclz.state.factory import open_backend
+from hpclz.state.model import StateDocument
+from tests.conftest import REPO, CliResult
+from tests.plan.support import applied_state
+
+Run = Callable[..., CliResult]
+
+
+@pytest.fixture
+def config(tmp_path: Path) -> Path:
+    path = tmp_path / "energy.yaml"
+    shutil.copy(REPO / "configs" / "energy.yaml", path)
+    return path
+
+
+def apply(config: Path) -> StateDocument:
+    """Record the config as applied, through the real local state backend."""
+    loaded = load_config(config)
+    backend = open_backend(loaded.config, base_dir=config.parent)
+    backend.read()
+    return backend.write(applied_state(loaded.config))
+
+
+def edit(config: Path, old: str, new: str) -> None:
+    text = config.read_text()
+    assert old in text
+    config.write_text(text.replace(old, new))
+
+
+def test_no_state_everything_is_created(run_cli: Run, config: Path) -> None:
+    result = run_cli("plan", str(config))
+    assert result.exit_code == 0, result.stderr
+    assert "no state at" in result.stdout
+    assert "to add, 0 to change, 0 to replace, 0 to destroy." in result.stdout
+    assert "\x1b[" not in result.stdout  # not a terminal: no colour codes
+
+
+def test_detailed_exitcode(run_cli: Run, config: Path) -> None:
+    assert run_cli("plan", str(config), "--detailed-exitcode").exit_code == 2
+    apply(config)
+    same = run_cli("plan", str(config), "--detailed-exitcode")
+    assert same.exit_code == 0, same.stdout + same.stderr
+    assert "No changes." in same.stdout
+    edit(config, "max_nodes: 64", "max_nodes: 32")
+    assert run_cli("plan", str(config), "--detailed-exitcode").exit_code == 2
+    assert run_cli("plan", str(config)).exit_code == 0
+
+
+def test_blocked_change_fails_and_usage_errors_are_64(run_cli: Run, config: Path) -> None:
+    apply(config)
+    edit(config, "replication: ZRS", "replication: LRS")
+    result = run_cli("plan", str(config), "--detailed-exitcode")
+    assert result.exit_code == 1
+    assert "NOT ALLOWED" in result.stdout
+    assert run_cli("plan", str(config), "--no-such-flag").exit_code == 64
+    missing = run_cli("plan", str(config.parent / "absent.yaml"))
+    assert missing.exit_code == 3 and "not found" in missing.stderr
+
+
+def test_json_envelope(run_cli: Run, config: Path) -> None:
+    apply(config)
+    edit(config, "capacity_tib: 48", "capacity_tib: 96")
+    result = run_cli("plan", str(config), "-o", "json", "--detailed-exitcode")
+    envelope = json.loads(result.stdout)
+    assert tuple(envelope) == ENVELOPE_KEYS
+    assert (envelope["command"], envelope["exit_code"], result.exit_code) == ("plan", 2, 2)
+    body = envelope["result"]
+    assert body["mode"] == "offline"
+    assert body["summary"] == {"add": 0, "change": 0, "replace": 1, "destroy": 0}
+    assert body["has_changes"] is True
+    assert body["worst_policy"] == "replace_data"
+    assert "storage.lustre.capacity_tib" in body["data_loss"]
+    (change,) = body["config_changes"]
+    assert change["path"] == "storage.lustre.capacity_tib"
+    assert (change["before"], change["after"], change["verdict"]["policy"]) == (48, 96, "replace_data")
+    (lustre,) = [r for r in body["resources"] if r["action"] != "no_change"]
+    assert lustre["action"] == "replace" and lustre["changes"][0]["path"] == "properties.storageCapacityTiB"
+
+
+def test_colour_follows_no_color(monkeypatch: pytest.MonkeyPatch) -> None:
+    changes = offline_changeset(build_plan(load_config(REPO / "configs" / "energy.yaml").config), None)
+
+    def printed() -> str:
+        console = Console(force_terminal=True, width=200, record=True, highlight=False)
+        print_changeset(console, changes)
+        return console.export_text(styles=True)
+
+    colour = re.compile(r"\x1b\[(?:[0-9;]*;)?(?:3[0-8]|9[0-7])[;m]")  # foreground colours; bold is not colour
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    assert colour.search(printed())
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert not colour.search(printed())
+
+
+def test_saved_plan_round_trip_and_stale_refusal(run_cli: Run, config: Path) -> None:
+    state = apply(config)
+    out = config.parent / "plan.json"
+    edit(config, "max_nodes: 64", "max_nodes: 32")
+    result = run_cli("plan", str(config), "--out", str(out))
+    assert result.exit_code == 0, result.stderr
+    assert f"hpclz deploy {config} --plan {out}" in result.stdout
+    loaded = load_config(config)
+    assert load_saved_plan(out, loaded, state) == build_plan(loaded.config)
+
+    with pytest.raises(HpclzError, match="the state changed since the plan was made"):
+        load_saved_plan(out, loaded, state.model_copy(update={"serial": state.serial + 1}))
+    with pytest.raises(HpclzError, match="the state changed"):
+        load_saved_plan(out, loaded, None)
+    edit(config, "max_nodes: 32", "max_nodes: 16")
+    with pytest.raises(HpclzError, match="stale plan, refusing to apply it: the config changed"):
+        load_saved_plan(out, load_config(config), state)
+
+
+def test_saved_plan_edited_by_hand_or_not_a_plan(run_cli: Run, config: Path) -> None:
+    out = config.parent / "plan.json"
+    assert run_cli("plan", str(config), "--out", str(out)).exit_code == 0
+    loaded = load_config(config)
+    raw = json.loads(out.read_text())
+    raw["plan"]["deployments"][0]["template"]["resources"][0]["location"] = "westeurope"
+    out.write_text(json.dumps(raw))
+    with pytest.raises(HpclzError, match="edited after it was saved"):
+        load_saved_plan(out, loaded, None)
+    out.write_text(json.dumps({"deployments": []}))
+    with pytest.raises(HpclzError, match="not an hpclz saved plan"):
+        load_saved_plan(out, loaded, None)
+    with pytest.raises(HpclzError, match="saved plan not found"):
+        load_saved_plan(config.parent / "nope.json", loaded, None)
