@@ -42,6 +42,7 @@ COMPONENTS: tuple[Component, ...] = (
         secure=components.identity_secrets,
     ),
     Component("storage", "storage", ("organization", "network", "identity"), context=components.storage),
+    Component("compute", "compute", ("organization", "network", "identity", "storage"), context=components.compute),
 )
 
 
@@ -73,13 +74,16 @@ def build_plan(config: LandingZoneConfig) -> DeploymentPlan:
 def _deployment(zone: Zone, component: Component, present: set[str]) -> Deployment:
     scope = Scope.SUBSCRIPTION if component.area is None else Scope.RESOURCE_GROUP
     secure = component.secure(zone)
+    context = component.context(zone)
+    artifacts = context.pop("artifacts", {})
+    parameters = context.pop("parameters", {})
     template = render_json(
         f"arm/{component.name}/main.json.j2",
         schema=SUBSCRIPTION_TEMPLATE_SCHEMA if scope is Scope.SUBSCRIPTION else RG_TEMPLATE_SCHEMA,
         metadata={"hpclz": {"zone": zone.config.metadata.name, "component": component.name}},
         secure_parameters=sorted(secure),
         **zone.template_globals(),
-        **component.context(zone),
+        **context,
     )
     return Deployment(
         name=deployment_name(zone.config, component.name),
@@ -88,7 +92,8 @@ def _deployment(zone: Zone, component: Component, present: set[str]) -> Deployme
         resource_group=zone.rg[component.area] if component.area else None,
         location=zone.location,
         template=template,
-        parameters={},
+        parameters=parameters,
         secure_parameters=secure,
         depends_on=[deployment_name(zone.config, d) for d in component.depends_on if d in present],
+        artifacts=artifacts,
     )

@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from hpclz.errors import ExitCode, HpclzError
+from hpclz.render.arm import expr
+from hpclz.render.cloudinit import accelerated, cluster_files, custom_data, server_cloud_config
 from hpclz.render.nsg import security_rules
 from hpclz.render.roles import assignments
 from hpclz.render.zone import SubnetView, Zone
@@ -113,6 +115,8 @@ def storage(zone: Zone) -> dict[str, Any]:
             {"name": c.name, "purpose": c.purpose, "path": f"storage.blob.containers[{c.name}]"}
             for c in zone.blob_new.containers
         ]
+        # CycleCloud's locker: where it stages the Slurm project for the nodes.
+        containers.append({"name": "cyclecloud", "purpose": "general", "path": "compute.cyclecloud"})
     if lustre and lustre["hsm"]:
         containers.append({"name": lustre["hsm"]["logging"], "purpose": "general", "path": "storage.lustre.hsm"})
     return {
@@ -121,4 +125,28 @@ def storage(zone: Zone) -> dict[str, Any]:
         "lustre": lustre,
         "netapp": _netapp(zone),
         "assignments": assignments(zone, "storage"),
+    }
+
+
+def compute(zone: Zone) -> dict[str, Any]:
+    files = cluster_files(zone)
+    cloud_config = server_cloud_config(zone, files)
+    publisher, offer, sku, version = zone.config.compute.cyclecloud.image.split(":")
+    has_identity = zone.config.identity.managed_identities.scheduler
+    server = {
+        "name": zone.names.name("virtual_machine", "cc"),
+        "computer_name": f"{zone.config.metadata.name}-cyclecloud",
+        "nic": zone.names.name("network_interface", "cc"),
+        "accelerated": accelerated(zone, zone.config.compute.cyclecloud.vm_size),
+        "identity": expr(zone.identity_id("scheduler")) if has_identity else None,
+        "image": {"publisher": publisher, "offer": offer, "sku": sku, "version": version},
+        "custom_data": custom_data(cloud_config),
+    }
+    artifacts = {f"cyclecloud/{name}": text for name, text in files.items()}
+    artifacts["cloud-init/cyclecloud-server.yaml"] = cloud_config
+    return {
+        "server": server,
+        "assignments": assignments(zone, "compute"),
+        "artifacts": artifacts,
+        "parameters": {"cycleCloudVmSize": zone.config.compute.cyclecloud.vm_size},
     }

@@ -8,6 +8,7 @@ interpolation that did not pass through one. Undefined names are errors (StrictU
 from __future__ import annotations
 
 import json
+import re
 import shlex
 from functools import cache
 from pathlib import Path
@@ -38,6 +39,14 @@ def to_shell(value: Any) -> Safe:
     return Safe(shlex.quote(str(value)))
 
 
+def ident(value: Any) -> Safe:
+    """A bare word (a section or cluster name) for formats without quoting; anything else is refused."""
+    text = str(value)
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._:-]*", text):
+        raise TypeError(f"{text!r} is not a plain name")
+    return Safe(text)
+
+
 def raw(value: Any) -> Safe:
     """For text that is itself a rendered, already-escaped document (a nested file body)."""
     if not isinstance(value, Safe):
@@ -58,7 +67,7 @@ def _plain(value: Any) -> Any:
 def _finalize(value: Any) -> Any:
     if isinstance(value, Safe):
         return value
-    raise TypeError(f"value {str(value)[:60]!r} reaches the output without an escaping filter (| j or | sh)")
+    raise TypeError(f"value {str(value)[:60]!r} reaches the output without an escaping filter (| j, | sh or | ident)")
 
 
 class Separator:
@@ -88,6 +97,7 @@ def environment(root: Path | None = None) -> Environment:
     env.filters["j"] = to_json
     env.filters["sh"] = to_shell
     env.filters["raw"] = raw
+    env.filters["ident"] = ident
     env.globals["separator"] = Separator
     return env
 

@@ -108,6 +108,9 @@ def assignments(zone: Zone, area: str) -> list[Assignment]:
         out += _groups(zone, "users", [BuiltinRole.STORAGE_BLOB_DATA_CONTRIBUTOR], **scoped)  # type: ignore[arg-type]
         if identity.managed_identities.compute:
             out.append(_identity(zone, "compute", BuiltinRole.STORAGE_BLOB_DATA_CONTRIBUTOR, **scoped))
+        if identity.managed_identities.scheduler:
+            # CycleCloud keeps its locker (the Slurm project it stages for nodes) in this account.
+            out.append(_identity(zone, "scheduler", BuiltinRole.STORAGE_BLOB_DATA_CONTRIBUTOR, **scoped))
     if area == "storage" and identity.managed_identities.compute:
         # Nodes look up the Lustre MGS and NetApp mount addresses at boot; Reader on those resources only.
         for type_, names, rel in _mounted(zone):
@@ -140,7 +143,7 @@ def assignments(zone: Zone, area: str) -> list[Assignment]:
 
 def _mounted(zone: Zone) -> list[tuple[str, tuple[str, ...], str]]:
     """(type, names, relative scope) of each file system hpclz creates and the nodes mount."""
-    out = []
+    out: list[tuple[str, tuple[str, ...], str]] = []
     if zone.lustre_new:
         out.append(
             (

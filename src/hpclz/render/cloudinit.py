@@ -1,0 +1,210 @@
+"""The CycleCloud server's cloud-init and the Slurm cluster it imports, rendered deterministically.
+
+Node scripts are rendered once per partition and embedded in the cluster template; the whole cloud-config
+becomes the VM's base64 customData. When it outgrows Azure's 64 KiB limit it is gzip-compressed (fixed
+mtime, so still byte-identical across runs), which cloud-init unpacks itself.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import json
+from typing import Any
+
+from hpclz import __version__
+from hpclz.catalog import load_catalog
+from hpclz.config.compute import Partition
+from hpclz.config.storage import ExistingLustre
+from hpclz.errors import ExitCode, HpclzError
+from hpclz.render.arm import API_VERSIONS
+from hpclz.render.engine import Safe, render_text
+from hpclz.render.zone import Zone
+
+CUSTOM_DATA_LIMIT = 65535  # bytes before base64 (Microsoft.Compute osProfile.customData)
+# Pinned so a node built next month matches one built today; change deliberately.
+VERSIONS = {"enroot": "3.5.0", "pyxis": "0.20.0", "hpclz": __version__}
+CREDENTIALS = "hpclz"
+# The only IB placement group size CycleCloud documents for one scale set.
+MAX_SCALESET = 300
+
+
+def accelerated(zone: Zone, vm_size: str) -> bool:
+    """The config switch, unless the SKU catalog knows the size cannot do it."""
+    sku = load_catalog().sku(vm_size)
+    return zone.config.network.accelerated_networking and (sku is None or sku.accelerated_networking)
+
+
+def _relative_id(zone: Zone, type_: str, *names: str, area: str = "storage") -> str:
+    path = "/".join(f"{t}/{n}" for t, n in zip(type_.split("/")[1:], names, strict=True))
+    return f"resourceGroups/{zone.rg[area]}/providers/{type_.split('/')[0]}/{path}"
+
+
+def _mounts(zone: Zone) -> list[dict[str, Any]]:
+    storage = zone.config.storage
+    mounts: list[dict[str, Any]] = []
+    if zone.lustre_new:
+        mounts.append(
+            {
+                "kind": "lustre",
+                "path": "storage.lustre",
+                "mount_point": zone.lustre_new.mount_point,
+                "address": None,
+                "resource": _relative_id(zone, "Microsoft.StorageCache/amlFilesystems", zone.lustre_name),
+                "api": API_VERSIONS["Microsoft.StorageCache/amlFilesystems"],
+            }
+        )
+    elif isinstance(storage.lustre, ExistingLustre):
+        lustre = storage.lustre
+        mounts.append(
+            {
+                "kind": "lustre",
+                "path": "storage.lustre",
+                "mount_point": lustre.mount_point,
+                "address": lustre.mgs_address,
+            }
+        )
+    if zone.netapp_new:
+        type_ = "Microsoft.NetApp/netAppAccounts/capacityPools/volumes"
+        for volume in zone.netapp_new.volumes:
+            version = "4.1" if volume.protocol == "NFSv4.1" else "3"
+            mounts.append(
+                {
+                    "kind": "netapp",
+                    "path": f"storage.netapp.volumes[{volume.name}]",
+                    "mount_point": volume.mount_point,
+                    "export": volume.name,
+                    "options": f"rw,hard,rsize=262144,wsize=262144,vers={version},tcp",
+                    "resource": _relative_id(
+                        zone, type_, zone.netapp_account, zone.netapp_pool, zone.netapp_volume(volume)
+                    ),
+                    "api": API_VERSIONS[type_],
+                }
+            )
+    return mounts
+
+
+def _scratch(zone: Zone, partition: Partition) -> dict[str, str] | None:
+    scratch = zone.config.storage.scratch
+    if scratch.source == "nvme" and partition.nvme_scratch and partition.nvme_scratch.enabled:
+        return {"source": "nvme", "path": scratch.path, "target": f"{partition.nvme_scratch.mount_point}/scratch"}
+    if scratch.source == "lustre" and zone.lustre_new:
+        return {"source": "lustre", "path": scratch.path, "target": f"{zone.lustre_new.mount_point}/scratch"}
+    return None
+
+
+def node_script(zone: Zone, partition: Partition) -> Safe:
+    events = zone.config.maintenance.scheduled_events
+    relative_identity = _relative_id(
+        zone, "Microsoft.ManagedIdentity/userAssignedIdentities", zone.identity_name("compute"), area="management"
+    )
+    return render_text(
+        "cloud-init/node.sh.j2",
+        p=partition,
+        mounts=_mounts(zone) if zone.config.identity.managed_identities.compute else [],
+        identity=relative_identity,
+        scratch=_scratch(zone, partition),
+        versions=VERSIONS,
+        events={"drain_on": sorted(events.drain_on), "requeue_jobs": events.requeue_jobs} if events.enabled else None,
+    )
+
+
+def _subnet_for_cyclecloud(zone: Zone, role: str) -> str:
+    """CycleCloud names a subnet `<resource group>/<vnet>/<subnet>`, not by resource ID."""
+    existing = zone.existing_vnet
+    group = existing.resource_id.split("/")[4] if existing else zone.rg["network"]
+    return f"{group}/{zone.vnet_name}/{zone.subnet(role).name}"
+
+
+def cluster_files(zone: Zone) -> dict[str, str]:
+    config = zone.config
+    partitions = config.compute.partitions
+    has_default = any(p.default for p in partitions)
+    arrays = []
+    for index, p in enumerate(partitions):
+        script = node_script(zone, p)
+        if "'''" in script:
+            raise HpclzError(f"compute.partitions[{p.name}]: node script contains ''' which CycleCloud cannot quote")
+        arrays.append(
+            {
+                "p": p,
+                "script": script,
+                "accelerated": accelerated(zone, p.vm_size),
+                "default": p.default or (not has_default and index == 0),
+                "shutdown": "Deallocate" if p.eviction_policy == "deallocate" else "Terminate",
+                "scaleset": min(p.max_nodes, MAX_SCALESET),
+            }
+        )
+    template = render_text(
+        "cyclecloud/slurm-cluster.txt.j2",
+        config=config,
+        cc=config.compute.cyclecloud,
+        cluster_name=cluster_name(zone),
+        arrays=arrays,
+        scheduler_script=render_text("cloud-init/scheduler.sh.j2", versions=VERSIONS),
+        scheduler_an=accelerated(zone, config.compute.scheduler.vm_size),
+        login_an=accelerated(zone, config.compute.login.vm_size),
+    )
+    identity = "/subscriptions/@SUBSCRIPTION_ID@/" + _relative_id(
+        zone, "Microsoft.ManagedIdentity/userAssignedIdentities", zone.identity_name("compute"), area="management"
+    )
+    parameters = {
+        "Credentials": CREDENTIALS,
+        "Region": zone.location,
+        "ComputeSubnetId": _subnet_for_cyclecloud(zone, "compute"),
+        "AdminSubnetId": _subnet_for_cyclecloud(zone, "admin"),
+        "NodeIdentities": identity if config.identity.managed_identities.compute else "",
+    }
+    account = {
+        "Name": CREDENTIALS,
+        "Provider": "azure",
+        "Environment": "public",
+        "AzureRMUseManagedIdentity": True,
+        "AzureRMSubscriptionId": "@SUBSCRIPTION_ID@",
+        "ProviderId": "@SUBSCRIPTION_ID@",
+        "AzureResourceGroup": zone.rg["compute"],
+        "Location": zone.location,
+        "DefaultAccount": True,
+        "AcceptMarketplaceTerms": True,
+        "RMStorageAccount": zone.storage_account_name if zone.blob_new else "",
+        "RMStorageContainer": "cyclecloud",
+    }
+    return {
+        "slurm-cluster.txt": template,
+        "slurm-params.json": json.dumps(parameters, indent=2, sort_keys=True) + "\n",
+        "azure-account.json": json.dumps(account, indent=2, sort_keys=True) + "\n",
+    }
+
+
+def cluster_name(zone: Zone) -> str:
+    return f"{zone.config.metadata.name}-{zone.config.metadata.environment.value}"
+
+
+def server_cloud_config(zone: Zone, files: dict[str, str]) -> str:
+    bootstrap = render_text(
+        "cloud-init/cyclecloud-bootstrap.sh.j2",
+        config=zone.config,
+        cc=zone.config.compute.cyclecloud,
+        cluster_name=cluster_name(zone),
+    )
+    return render_text(
+        "cloud-init/cyclecloud-server.yaml.j2",
+        config=zone.config,
+        cluster_template=files["slurm-cluster.txt"],
+        cluster_parameters=files["slurm-params.json"],
+        azure_account=files["azure-account.json"],
+        bootstrap=bootstrap,
+    )
+
+
+def custom_data(cloud_config: str) -> str:
+    raw = cloud_config.encode()
+    if len(raw) > CUSTOM_DATA_LIMIT:
+        raw = gzip.compress(raw, compresslevel=9, mtime=0)
+    if len(raw) > CUSTOM_DATA_LIMIT:
+        raise HpclzError(
+            f"compute.partitions: the CycleCloud server's cloud-init is {len(raw)} bytes compressed, over Azure's "
+            f"{CUSTOM_DATA_LIMIT}-byte customData limit; use fewer partitions",
+            exit_code=ExitCode.CONFIG_INVALID,
+        )
+    return base64.b64encode(raw).decode()
