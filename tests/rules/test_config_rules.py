@@ -75,3 +75,17 @@ def test_every_rule_passes_somewhere() -> None:
         reported, _ = check_config(load_config(path))
         fired_everywhere &= {f.rule_id for f in reported}
     assert fired_everywhere == ALWAYS_REPORTS
+
+
+def test_every_internet_spelling_is_caught_but_deny_and_outbound_are_not() -> None:
+    (case,) = CASES["HPCLZ-NET-008"]
+    assert len(_findings("HPCLZ-NET-008", case)) == 3  # 0.0.0.0 → 22, Any → 20-25, * → 80,22
+
+    def harmless(doc: dict) -> None:  # type: ignore[type-arg]
+        case.mutate(doc)
+        rules = doc["network"]["nsg_rules"]
+        rules[0]["access"] = "Deny"
+        rules[1]["direction"] = "Outbound"
+        rules[2]["source_address_prefix"] = "10.0.0.0/16"
+
+    assert _findings("HPCLZ-NET-008", Case(case.preset, harmless)) == []

@@ -217,6 +217,13 @@ def _from_internet(rule: NsgRule) -> bool:
     )
 
 
+def _remote_login_ports(rule: NsgRule) -> list[tuple[int, str]]:
+    if not _from_internet(rule) or rule.protocol == "Icmp":
+        return []
+    spans = _ports(rule.destination_port_range)
+    return [(port, name) for port, name in REMOTE_LOGIN_PORTS.items() if any(lo <= port <= hi for lo, hi in spans)]
+
+
 class NoInternetRemoteLogin(Rule[ConfigContext]):
     """SSH and RDP open to the Internet are the most scanned ports on Azure. `*`, `Any`, `Internet`, `0.0.0.0/0`
     and `0.0.0.0` all mean the whole Internet in an NSG rule (checkov only catches some spellings)."""
@@ -228,16 +235,13 @@ class NoInternetRemoteLogin(Rule[ConfigContext]):
 
     def check(self, ctx: ConfigContext) -> Iterable[Finding]:
         for i, rule in enumerate(ctx.config.network.nsg_rules):
-            if not _from_internet(rule) or rule.protocol in ("Icmp",):
-                continue
-            for port, name in REMOTE_LOGIN_PORTS.items():
-                if any(low <= port <= high for low, high in _ports(rule.destination_port_range)):
-                    yield self.finding(
-                        ctx,
-                        ("network", "nsg_rules", i, "source_address_prefix"),
-                        f"NSG rule {rule.name} allows {name} (port {port}) from "
-                        f"{rule.source_address_prefix!r}, i.e. from the whole Internet",
-                    )
+            for port, name in _remote_login_ports(rule):
+                yield self.finding(
+                    ctx,
+                    ("network", "nsg_rules", i, "source_address_prefix"),
+                    f"NSG rule {rule.name} allows {name} (port {port}) from "
+                    f"{rule.source_address_prefix!r}, i.e. from the whole Internet",
+                )
 
 
 class NoInternetInboundToNodes(Rule[ConfigContext]):
@@ -251,7 +255,8 @@ class NoInternetInboundToNodes(Rule[ConfigContext]):
 
     def check(self, ctx: ConfigContext) -> Iterable[Finding]:
         for i, rule in enumerate(ctx.config.network.nsg_rules):
-            if rule.subnet in ("admin", "compute") and _from_internet(rule):
+            # SSH/RDP exposure is NET-008's error; this rule covers every other port.
+            if rule.subnet in ("admin", "compute") and _from_internet(rule) and not _remote_login_ports(rule):
                 yield self.finding(
                     ctx,
                     ("network", "nsg_rules", i),
