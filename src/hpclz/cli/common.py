@@ -85,12 +85,15 @@ def _report(command: str, output: OutputFormat, exc: HpclzError) -> NoReturn:
 
 
 def print_findings(out: Console, findings: list[Finding]) -> None:
+    from rich.markup import escape
+
     styles = {"error": "bold red", "warning": "yellow", "info": "cyan"}
     for f in findings:
-        where = f.location() or f.path
+        # Paths such as compute.partitions[gpu] would otherwise be eaten as rich markup.
+        where = escape(f.location() or f.path)
         out.print(
-            f"{where}: [{styles[f.severity.value]}]{f.severity.value}[/] [bold]{f.rule_id}[/] {f.message}"
-            + (f" [dim]({f.path})[/]" if f.path and f.line else "")
+            f"{where}: [{styles[f.severity.value]}]{f.severity.value}[/] [bold]{f.rule_id}[/] {escape(f.message)}"
+            + (f" [dim]({escape(f.path)})[/]" if f.path and f.line else "")
         )
         if f.fix:
-            out.print(f"    [dim]fix:[/] {f.fix}")
+            out.print(f"    [dim]fix:[/] {escape(f.fix)}")
