@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import re
 import shutil
@@ -61,7 +62,7 @@ def test_detailed_exitcode(run_cli: Run, config: Path) -> None:
     same = run_cli("plan", str(config), "--detailed-exitcode")
     assert same.exit_code == 0, same.stdout + same.stderr
     assert "No changes." in same.stdout
-    edit(config, "max_nodes: 64", "max_nodes: 32")
+    edit(config, "workload: seismic", "workload: fwi")
     assert run_cli("plan", str(config), "--detailed-exitcode").exit_code == 2
     assert run_cli("plan", str(config)).exit_code == 0
 
@@ -101,9 +102,9 @@ def test_colour_follows_no_color(monkeypatch: pytest.MonkeyPatch) -> None:
     changes = offline_changeset(build_plan(load_config(REPO / "configs" / "energy.yaml").config), None)
 
     def printed() -> str:
-        console = Console(force_terminal=True, width=200, record=True, highlight=False)
-        print_changeset(console, changes)
-        return console.export_text(styles=True)
+        buffer = io.StringIO()
+        print_changeset(Console(file=buffer, force_terminal=True, width=200, highlight=False), changes)
+        return buffer.getvalue()
 
     colour = re.compile(r"\x1b\[(?:[0-9;]*;)?(?:3[0-8]|9[0-7])[;m]")  # foreground colours; bold is not colour
     monkeypatch.delenv("NO_COLOR", raising=False)
@@ -115,7 +116,7 @@ def test_colour_follows_no_color(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_saved_plan_round_trip_and_stale_refusal(run_cli: Run, config: Path) -> None:
     state = apply(config)
     out = config.parent / "plan.json"
-    edit(config, "max_nodes: 64", "max_nodes: 32")
+    edit(config, "workload: seismic", "workload: fwi")
     result = run_cli("plan", str(config), "--out", str(out))
     assert result.exit_code == 0, result.stderr
     assert f"hpclz deploy {config} --plan {out}" in result.stdout
@@ -126,7 +127,7 @@ def test_saved_plan_round_trip_and_stale_refusal(run_cli: Run, config: Path) -> 
         load_saved_plan(out, loaded, state.model_copy(update={"serial": state.serial + 1}))
     with pytest.raises(HpclzError, match="the state changed"):
         load_saved_plan(out, loaded, None)
-    edit(config, "max_nodes: 32", "max_nodes: 16")
+    edit(config, "workload: fwi", "workload: rtm")
     with pytest.raises(HpclzError, match="stale plan, refusing to apply it: the config changed"):
         load_saved_plan(out, load_config(config), state)
 

@@ -295,6 +295,20 @@ RESOURCE_RULES: dict[str, list[PropertyRule]] = {
         ),
         PropertyRule("properties.storageProfile.imageReference*", _v(Policy.REPLACE, _REPLACE_VM)),
         PropertyRule(
+            "properties.osProfile.customData",
+            _v(
+                Policy.NOT_ALLOWED,
+                "a VM's customData cannot be updated after the VM is created (ARM OSProfile.customData); "
+                "the cloud-init it carries (e.g. the CycleCloud cluster definition) would not change",
+                "recreate the VM in a maintenance window, or apply the change on the VM itself; "
+                "templates should carry changeable settings in userData, which ARM updates in place",
+                f"{DOCS}/virtual-machines/custom-data",
+            ),
+        ),
+        PropertyRule(
+            "properties.userData", _v(Policy.RESTART_NODES, "userData updates in place; cloud-init reads it at boot")
+        ),
+        PropertyRule(
             "properties.osProfile*",
             _v(
                 Policy.NOT_ALLOWED,
