@@ -130,8 +130,11 @@ def read_node(folder: Path, node: str, budget_s: int, *, late: bool = False) -> 
         return failed(node, NO_RESULT, "no result", f"no result within {budget_s} s: {why}")
     rc = int(rc_file.read_text().strip() or -1)
     stderr = _tail(base.with_name(f"{node}.stderr"))
-    if rc in (124, 137):
+    if rc == 124:
         return failed(node, NO_RESULT, "no result", f"timed out after {budget_s} s{_said(stderr)}")
+    if rc == 137:
+        why = f"killed by SIGKILL (ignored the stop at {budget_s} s, or ran out of memory)"
+        return failed(node, NO_RESULT, "no result", f"{why}{_said(stderr)}")
     report_file = base.with_name(f"{node}.report.json")
     text = report_file.read_text() if report_file.exists() else base.with_name(f"{node}.stdout").read_text()
     try:

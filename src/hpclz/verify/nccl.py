@@ -263,6 +263,9 @@ def spawn_local(
         cmd += ["--threshold", str(threshold)]
     base = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
     base.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), WORLD_SIZE=str(ranks))
+    # The ranks import this module by name: make hpclz importable even from the single-file bundle.
+    home = str(Path(__file__).resolve().parents[2])
+    base["PYTHONPATH"] = os.pathsep.join(p for p in (home, base.get("PYTHONPATH", "")) if p)
     procs = [
         subprocess.Popen(
             cmd,

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -108,5 +109,10 @@ def agent_arguments(overrides: Mapping[str, float]) -> list[str]:
 
 
 def _data(data_file: Path) -> dict[str, Any]:
-    loaded: dict[str, Any] = json.loads(data_file.read_text())
+    if data_file == DATA_FILE:
+        # importlib.resources also reads the file from inside the single-file agent bundle (a zip).
+        text = resources.files("hpclz.verify").joinpath("thresholds.json").read_text()
+    else:
+        text = data_file.read_text()
+    loaded: dict[str, Any] = json.loads(text)
     return loaded
