@@ -162,3 +162,18 @@ def test_a_damaged_or_newer_state_is_one_clear_line(
     with pytest.raises(StateStorageError):  # and nothing is written over it
         _local(config, config_file).write(new_state(config))
     assert backend.state_file.read_text() == content
+
+
+def test_a_write_waits_briefly_for_another_write_then_fails_in_one_line(
+    config: LandingZoneConfig, config_file: Path
+) -> None:
+    from filelock import FileLock
+
+    backend = _local(config, config_file)
+    doc = backend.write(new_state(config))
+    backend.write_timeout_s = 0.2
+    other_writer = FileLock(str(backend.root / "write.lock"), thread_local=False)
+    with other_writer, pytest.raises(StateStorageError, match=r"another write has held it for 0\.2 s"):
+        backend.write(doc)
+    assert backend.write(doc).serial == 2
+    assert backend.write(backend.read() or doc).serial == 3

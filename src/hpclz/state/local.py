@@ -45,6 +45,7 @@ class LocalBackend:
         self._config_file = config_file
         self._read_serial: object = _UNREAD
         self._held: LockInfo | None = None
+        self.write_timeout_s = WRITE_MUTEX_TIMEOUT_S
 
     @property
     def location(self) -> str:
@@ -77,8 +78,14 @@ class LocalBackend:
 
     def write(self, doc: StateDocument) -> StateDocument:
         self._ensure_dirs()
-        mutex = FileLock(str(self.root / "write.lock"), timeout=WRITE_MUTEX_TIMEOUT_S, mode=FILE_MODE)
-        with mutex:
+        mutex = FileLock(str(self.root / "write.lock"), timeout=self.write_timeout_s, mode=FILE_MODE)
+        try:
+            mutex.acquire()
+        except Timeout:
+            raise StateStorageError(
+                f"cannot write state {self.location}: another write has held it for {self.write_timeout_s:g} s"
+            ) from None
+        try:
             self._check_still_locked()
             stored = _load(self.state_file)
             self._check_unchanged_since_read(stored)
@@ -91,6 +98,8 @@ class LocalBackend:
                 write_atomic(self.state_file, text.encode())
             except OSError as exc:
                 raise StateStorageError(f"cannot write state {self.location}: {exc.strerror or exc}") from None
+        finally:
+            mutex.release()
         self._read_serial = new.serial
         return new
 
