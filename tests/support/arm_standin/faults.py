@@ -12,7 +12,7 @@ from typing import Any
 class Fault:
     """A fault matched against a request (method + path regex) or a resource being provisioned.
 
-    kind: "throttle" (429 + Retry-After), "error" (500), "drop" (close the connection unanswered),
+    kind: "throttle" (429 + Retry-After), "error" (`status`, 500 unless set), "drop" (close the connection unanswered),
     "resource" (the matching resource fails with `code`/`message`, nested like real ARM errors).
     `times` is how many matches it fires for (None: forever).
     """
@@ -22,6 +22,7 @@ class Fault:
     path: str = ".*"
     times: int | None = 1
     retry_after: int = 1
+    status: int = 500
     code: str = "InternalServerError"
     message: str = "injected fault"
     fired: int = 0

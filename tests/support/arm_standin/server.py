@@ -433,7 +433,7 @@ def _make_handler(standin: ArmStandIn) -> type[BaseHTTPRequestHandler]:
                     {"error": {"code": "InvalidAuthenticationToken", "message": "The access token is invalid."}},
                 )
             elif fault is not None:
-                status = 429 if fault.kind == "throttle" else 500
+                status = 429 if fault.kind == "throttle" else fault.status
                 headers = {"Retry-After": str(fault.retry_after)} if fault.kind == "throttle" else {}
                 body = {"error": {"code": "TooManyRequests" if status == 429 else fault.code, "message": fault.message}}
             else:

@@ -1,0 +1,17 @@
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.support.arm_standin import ArmStandIn
+
+
+@pytest.fixture
+def arm(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[ArmStandIn]:
+    with ArmStandIn(tmp_path / "standin") as standin:
+        for key, value in standin.env().items():
+            monkeypatch.setenv(key, value)
+        yield standin
+        assert standin.bugs == [], f"the stand-in itself failed: {standin.bugs}"

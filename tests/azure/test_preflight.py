@@ -1,0 +1,90 @@
+"""Live preflight through `hpclz deploy` against the stand-in: nothing is deployed when it fails."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO
+from tests.support.arm_standin import ArmStandIn, Fault
+from tests.support.arm_standin.catalog import default_usages, usage
+
+
+@pytest.fixture
+def zone(tmp_path: Path) -> Path:
+    target = tmp_path / "zone" / "lz.yaml"
+    target.parent.mkdir()
+    shutil.copy(REPO / "configs" / "ai-training.yaml", target)
+    return target
+
+
+def _deployed(arm: ArmStandIn) -> list[str]:
+    return [r.path for r in arm.log if r.method == "PUT"]
+
+
+def test_unregistered_provider_stops_deploy_with_the_fix(arm: ArmStandIn, zone: Path, run_cli) -> None:
+    arm.world.unregistered.add("microsoft.storagecache")
+    result = run_cli("deploy", str(zone), "--yes")
+    assert result.exit_code == 1
+    assert "HPCLZ-ORG-101" in result.stdout
+    assert "az provider register --namespace Microsoft.StorageCache" in result.stdout
+    assert "nothing was deployed" in result.stdout and _deployed(arm) == []
+
+
+def test_quota_shortfall_warns_but_deploys(arm: ArmStandIn, zone: Path, run_cli) -> None:
+    arm.world.usages["eastus2"] = [usage("standardNDSH200v5Family", 0, 960), *default_usages()]
+    arm.world.usages["eastus2"] = [
+        u for u in arm.world.usages["eastus2"] if u["name"]["value"] != "standardNDSH200v5Family" or u["limit"] == 960
+    ]
+    result = run_cli("deploy", str(zone), "--yes")
+    assert result.exit_code == 0, result.stderr
+    assert "HPCLZ-CMP-103" in result.stdout and "needs 3072 vCPUs" in result.stdout and "960 left" in result.stdout
+
+
+def test_forbidden_sku_api_is_a_warning_not_a_crash(arm: ArmStandIn, zone: Path, run_cli) -> None:
+    arm.faults.add(
+        Fault(
+            "error", method="GET", path=r"/Microsoft.Compute/skus$", status=403, times=None, code="AuthorizationFailed"
+        )
+    )
+    result = run_cli("deploy", str(zone), "--yes")
+    assert result.exit_code == 0, result.stderr
+    assert "HPCLZ-CMP-104" in result.stdout and "AuthorizationFailed" in result.stdout
+
+
+def test_arm_validate_failure_is_an_error_finding(arm: ArmStandIn, zone: Path, run_cli) -> None:
+    arm.faults.add(
+        Fault(
+            "error",
+            method="POST",
+            path=r"organization/validate$",
+            status=400,
+            code="InvalidTemplate",
+            message="bad template",
+        )
+    )
+    result = run_cli("deploy", str(zone), "--yes")
+    assert result.exit_code == 1
+    assert "HPCLZ-TPL-101" in result.stdout and "InvalidTemplate: bad template" in result.stdout
+    assert _deployed(arm) == []
+
+
+def test_rejected_token_is_one_line_exit_5(
+    arm: ArmStandIn, zone: Path, run_cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HPCLZ_AZURE_TOKEN", "wrong-token")
+    result = run_cli("deploy", str(zone), "--yes")
+    assert result.exit_code == 5
+    assert "Azure rejected the credentials" in result.stderr and "az login" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_unknown_subscription_is_one_line_exit_5(
+    arm: ArmStandIn, zone: Path, run_cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AZURE_SUBSCRIPTION_ID", "11111111-1111-1111-1111-111111111111")
+    result = run_cli("deploy", str(zone), "--yes")
+    assert result.exit_code == 5
+    assert "SubscriptionNotFound" in result.stderr

@@ -1,0 +1,56 @@
+from __future__ import annotations
+
+import pytest
+
+from hpclz.azure.clients import AzureClients, StaticTokenCredential, make_credential
+from hpclz.azure.settings import settings_from_env
+from hpclz.errors import ExitCode, HpclzError
+
+ENV = ("HPCLZ_AZURE_CLOUD", "HPCLZ_ARM_ENDPOINT", "HPCLZ_ARM_CA_BUNDLE", "HPCLZ_AZURE_TOKEN")
+
+
+@pytest.fixture(autouse=True)
+def clean(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ENV:
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.mark.parametrize(
+    ("cloud", "endpoint", "authority"),
+    [
+        ("public", "https://management.azure.com", "login.microsoftonline.com"),
+        ("usgov", "https://management.usgovcloudapi.net", "login.microsoftonline.us"),
+        ("china", "https://management.chinacloudapi.cn", "login.chinacloudapi.cn"),
+    ],
+)
+def test_cloud_selects_endpoint_scope_and_authority(
+    monkeypatch: pytest.MonkeyPatch, cloud, endpoint, authority
+) -> None:
+    monkeypatch.setenv("HPCLZ_AZURE_CLOUD", cloud)
+    settings = settings_from_env()
+    assert settings.arm_endpoint == endpoint and settings.cloud.authority == authority
+    assert settings.cloud.scope == f"{endpoint}/.default"
+    clients = AzureClients("00000000-0000-0000-0000-000000000001", settings, credential=StaticTokenCredential("t"))
+    assert clients.deployments._config.credential_scopes == [f"{endpoint}/.default"]
+
+
+def test_default_credential_is_used_without_a_static_token() -> None:
+    credential = make_credential(settings_from_env())
+    assert type(credential).__name__ == "DefaultAzureCredential"
+
+
+def test_unknown_cloud_is_a_usage_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HPCLZ_AZURE_CLOUD", "mars")
+    with pytest.raises(HpclzError) as caught:
+        settings_from_env()
+    assert caught.value.exit_code == ExitCode.USAGE and "public, usgov, china" in str(caught.value)
+
+
+def test_static_token_needs_a_custom_endpoint(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HPCLZ_AZURE_TOKEN", "fixed")
+    with pytest.raises(HpclzError, match="only accepted with a custom HPCLZ_ARM_ENDPOINT"):
+        settings_from_env()
+    monkeypatch.setenv("HPCLZ_ARM_ENDPOINT", "https://127.0.0.1:1")
+    settings = settings_from_env()
+    assert settings.custom_endpoint
+    assert make_credential(settings).get_token("x").token == "fixed"

@@ -1,0 +1,132 @@
+"""The stand-in answers the real SDK clients as the recorded ARM exchanges in shared/fixtures/arm do."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from hpclz.azure.arm import Arm, deployment_body
+from hpclz.azure.clients import AzureClients
+from hpclz.render.plan import Deployment
+from tests.conftest import SHARED, require
+from tests.support.arm_standin import ArmStandIn
+
+GROUP = Deployment(
+    name="org",
+    component="organization",
+    scope="subscription",
+    location="eastus2",
+    template={
+        "resources": [
+            {
+                "type": "Microsoft.Resources/resourceGroups",
+                "apiVersion": "2022-09-01",
+                "name": "rg1",
+                "location": "eastus2",
+            }
+        ]
+    },
+)
+VNET = Deployment(
+    name="net",
+    component="network",
+    scope="resourceGroup",
+    resource_group="rg1",
+    location="eastus2",
+    template={
+        "parameters": {"n": {"type": "string", "defaultValue": "vnet1"}, "cidr": {"type": "string"}},
+        "resources": [
+            {
+                "type": "Microsoft.Network/virtualNetworks",
+                "apiVersion": "2023-09-01",
+                "name": "[parameters('n')]",
+                "location": "[resourceGroup().location]",
+                "properties": {"addressSpace": {"addressPrefixes": ["[parameters('cidr')]"]}},
+            }
+        ],
+        "outputs": {
+            "id": {"type": "string", "value": "[resourceId('Microsoft.Network/virtualNetworks', parameters('n'))]"}
+        },
+    },
+    parameters={"cidr": "10.0.0.0/16"},
+)
+
+
+def _wait(arm: Arm, d: Deployment) -> dict:
+    for _ in range(200):
+        remote = arm.get_deployment(d) or {}
+        if remote.get("properties", {}).get("provisioningState") not in ("Accepted", "Running"):
+            return remote
+        time.sleep(0.02)
+    raise AssertionError("deployment never finished")
+
+
+@pytest.fixture
+def adapter(arm: ArmStandIn) -> Arm:
+    adapter = Arm(AzureClients(arm.subscription_id))
+    adapter.submit(GROUP, deployment_body(GROUP, {}, {}))
+    _wait(adapter, GROUP)
+    return adapter
+
+
+def test_recorded_fixtures_are_present() -> None:
+    require((SHARED / "fixtures" / "arm" / "deployment_lro_sequence.json").is_file(), "shared ARM fixtures")
+
+
+def test_put_deployment_is_201_with_async_operation_then_outputs(arm: ArmStandIn, adapter: Arm) -> None:
+    recorded = json.loads((SHARED / "fixtures" / "arm" / "deployment_lro_sequence.json").read_text())
+    put = next(i for i in recorded["interactions"] if i["request"]["method"] == "PUT")
+    first = adapter.submit(VNET, deployment_body(VNET, {}, {}))
+    assert put["response"]["status"] == 201 and arm.log[-1].status == 201
+    assert first["properties"]["provisioningState"] == put["response"]["body"]["properties"]["provisioningState"]
+    done = _wait(adapter, VNET)
+    assert set(put["response"]["body"]["properties"]) - {"providers", "duration"} <= set(done["properties"])
+    vnet_id = (
+        f"/subscriptions/{arm.subscription_id}/resourceGroups/rg1/providers/Microsoft.Network/virtualNetworks/vnet1"
+    )
+    assert done["properties"]["outputs"]["id"]["value"] == vnet_id
+    assert done["properties"]["outputResources"] == [{"id": vnet_id}]
+    assert [o["properties"]["provisioningState"] for o in adapter.operations(VNET)] == ["Succeeded"]
+
+
+def test_what_if_goes_create_then_nochange_then_modify(arm: ArmStandIn, adapter: Arm) -> None:
+    assert adapter.what_if(VNET)["properties"]["changes"][0]["changeType"] == "Create"
+    assert any(r.status == 202 and r.path.endswith("/whatIf") for r in arm.log)
+    adapter.submit(VNET, deployment_body(VNET, {}, {}))
+    _wait(adapter, VNET)
+    assert adapter.what_if(VNET)["properties"]["changes"][0]["changeType"] == "NoChange"
+    changed = VNET.model_copy(update={"parameters": {"cidr": "10.9.0.0/16"}})
+    [change] = adapter.what_if(changed)["properties"]["changes"]
+    assert change["changeType"] == "Modify"
+    assert change["delta"] == [
+        {
+            "path": "properties.addressSpace.addressPrefixes",
+            "propertyChangeType": "Modify",
+            "before": ["10.0.0.0/16"],
+            "after": ["10.9.0.0/16"],
+        }
+    ]
+
+
+def test_missing_parameter_is_invalid_template(arm: ArmStandIn, adapter: Arm) -> None:
+    from azure.core.exceptions import HttpResponseError
+
+    broken = VNET.model_copy(update={"parameters": {}})
+    with pytest.raises(HttpResponseError) as caught:
+        adapter.validate(broken, deployment_body(broken, {}, {}))
+    assert caught.value.status_code == 400 and "cidr" in str(caught.value)
+
+
+def test_cancel_after_success_is_409_and_group_delete_polls_location(arm: ArmStandIn, adapter: Arm) -> None:
+    from azure.core.exceptions import HttpResponseError
+
+    with pytest.raises(HttpResponseError) as caught:
+        adapter.cancel(GROUP)
+    assert caught.value.status_code == 409 and "DeploymentCannotBeCancelled" in str(caught.value)
+    arm.world.group_delete_latency = 0.2
+    adapter.delete_group("rg1")
+    statuses = [r.status for r in arm.log if "operationresults" in r.path]
+    assert statuses[-1] == 204 and 202 in statuses
+    assert adapter.get_group("rg1") is None
