@@ -9,13 +9,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from hpclz.azure.live_rules import LIVE_RULES
 from hpclz.rules.base import Rule
 from hpclz.rules.config import CONFIG_RULES
 from hpclz.rules.template import TEMPLATE_RULES
 from hpclz.verify.checks import VERIFY_RULES
 
-__all__ = ["CONFIG_RULES", "TEMPLATE_RULES", "VERIFY_RULES", "all_rules"]
+__all__ = ["CONFIG_RULES", "LIVE_RULES", "TEMPLATE_RULES", "VERIFY_RULES", "all_rules"]
 
 
 def all_rules() -> tuple[type[Rule[Any]], ...]:
-    return CONFIG_RULES + TEMPLATE_RULES + VERIFY_RULES
+    return CONFIG_RULES + TEMPLATE_RULES + VERIFY_RULES + LIVE_RULES
