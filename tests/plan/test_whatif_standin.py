@@ -1,0 +1,59 @@
+"""`hpclz plan --what-if` through the real SDK clients against the ARM stand-in (tests/support/arm_standin)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO, CliResult
+from tests.support.arm_standin import ArmStandIn
+
+Run = Callable[..., CliResult]
+
+
+@pytest.fixture
+def arm(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[ArmStandIn]:
+    with ArmStandIn(tmp_path / "standin") as standin:
+        for key, value in standin.env().items():
+            monkeypatch.setenv(key, value)
+        yield standin
+
+
+@pytest.fixture
+def zone(tmp_path: Path) -> Path:
+    target = tmp_path / "zone" / "lz.yaml"
+    target.parent.mkdir()
+    shutil.copy(REPO / "configs" / "ai-training.yaml", target)
+    return target
+
+
+def what_if(run_cli: Run, zone: Path, *extra: str) -> tuple[int, dict]:
+    result = run_cli("plan", str(zone), "--what-if", "-o", "json", "--detailed-exitcode", *extra)
+    assert result.stdout, result.stderr
+    return result.exit_code, json.loads(result.stdout)["result"]
+
+
+def test_what_if_before_and_after_a_deploy(arm: ArmStandIn, zone: Path, run_cli: Run) -> None:
+    code, body = what_if(run_cli, zone)
+    assert (code, body["mode"]) == (2, "what-if")
+    assert body["summary"]["add"] > 10 and body["summary"]["change"] == 0
+    assert {r["action"] for r in body["resources"]} == {"create"}
+    deployed = run_cli("deploy", str(zone), "--yes")
+    assert deployed.exit_code == 0, deployed.stderr + deployed.stdout
+
+    before = len(arm.log)
+    code, body = what_if(run_cli, zone)
+    assert [r for r in arm.log[before:] if r.method in ("PUT", "PATCH", "DELETE")] == []  # what-if never writes
+    assert body["summary"] == {"add": 0, "change": 0, "replace": 0, "destroy": 0}, body["resources"]
+    assert code == 0
+
+    zone.write_text(zone.read_text().replace("owner: ", "owner: new-", 1))
+    code, body = what_if(run_cli, zone)
+    assert code == 2
+    changed = [r for r in body["resources"] if r["action"] != "no_change"]
+    assert changed and all(r["action"] == "modify" for r in changed)
+    assert all(p["path"].startswith("tags.") for r in changed for p in r["changes"])
