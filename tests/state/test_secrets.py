@@ -92,3 +92,25 @@ def test_a_value_registered_at_deploy_time_is_guarded() -> None:
     guard.add("the resolved admin password", "Tr0ub4dor&3-long")
     with pytest.raises(SecretInStateError, match="the resolved admin password"):
         guard.check_text('{"outputs": {"p": "Tr0ub4dor&3-long"}}', "here")
+
+
+@pytest.mark.parametrize(
+    ("outputs", "refused"),
+    [
+        ({"storagePrimaryKey": "q" * 40}, True),
+        ({"adminPassword": "hunter2-hunter2"}, True),
+        ({"key1": "c2VjcmV0a2V5dmFsdWU="}, True),
+        ({"adminPassword": "https://kv-energy.vault.azure.net/secrets/admin"}, False),
+        ({"keyVaultSecretName": "licence-key"}, False),
+        ({"adminPassword": "[parameters('adminPassword')]"}, False),
+        ({"adminPassword": "[[literal-in-brackets"}, True),
+        ({"passwordExpiryDays": "90"}, False),
+    ],
+)
+def test_outputs_named_like_credentials_must_hold_references(outputs: dict[str, str], refused: bool) -> None:
+    document = {"outputs": outputs}
+    if refused:
+        with pytest.raises(SecretInStateError, match="credential-like name"):
+            SecretGuard().check(document, "here")
+    else:
+        SecretGuard().check(document, "here")

@@ -31,6 +31,15 @@ KNOWN_PATTERNS: dict[str, re.Pattern[str]] = {
 }
 
 
+# Whole-name suffixes only: `keyVaultSecretName` or `passwordExpiryDays` are about secrets, not secrets.
+SECRET_NAME = re.compile(
+    r"(password|passwd|secret|clientsecret|accountkey|accesskey|primarykey|secondarykey|connectionstring|sastoken"
+    r"|^key[12])$",
+    re.I,
+)
+_REFERENCE_PREFIXES = ("https://", "@Microsoft.KeyVault(", "${env:")
+
+
 def config_secrets(model: BaseModel) -> dict[str, str]:
     """Every SecretStr value in a model tree, keyed by its dotted path (the key is safe to print).
 
@@ -77,8 +86,8 @@ class SecretGuard:
 
     def check(self, data: Any, where: str) -> None:
         """Raise SecretInStateError if any string in `data` (a JSON-able tree) holds a secret."""
-        for path, text in _strings(data, ""):
-            reason = self._match(text)
+        for path, text, is_key in _strings(data, ""):
+            reason = self._match(text) or (None if is_key else _secret_by_name(path, text))
             if reason:
                 raise SecretInStateError(
                     f"refusing to write state {where}: {path or '<document>'} holds a secret ({reason}); "
@@ -102,13 +111,28 @@ class SecretGuard:
         return None
 
 
-def _strings(node: Any, path: str) -> Iterator[tuple[str, str]]:
+def _secret_by_name(path: str, value: str) -> str | None:
+    """An ARM output or property named like a credential (`primaryKey`, `adminPassword`) with a literal value.
+
+    References are fine: a Key Vault URI or reference, an ARM expression such as
+    `[parameters('adminPassword')]`, or a `${env:...}` placeholder names a secret without holding it.
+    """
+    name = path.rsplit(".", 1)[-1]
+    if not SECRET_NAME.search(name) or len(value) < MIN_SECRET_LENGTH or value.startswith(_REFERENCE_PREFIXES):
+        return None
+    if value.startswith("[") and not value.startswith("[["):  # an ARM expression, resolved by ARM (`[[` escapes)
+        return None
+    return f"a literal value under a credential-like name '{name}'"
+
+
+def _strings(node: Any, path: str) -> Iterator[tuple[str, str, bool]]:
+    """(path, text, is it a mapping key) for every string in a JSON-able tree; keys can leak secrets too."""
     if isinstance(node, str):
-        yield path, node
+        yield path, node, False
     elif isinstance(node, dict):
         for key, value in node.items():
             child = f"{path}.{key}" if path else str(key)
-            yield from _strings(str(key), child)
+            yield child, str(key), True
             yield from _strings(value, child)
     elif isinstance(node, list):
         for index, value in enumerate(node):
