@@ -105,18 +105,19 @@ def offline_changeset(plan: DeploymentPlan, state: StateDocument | None) -> Chan
     changes.state = StateRef(lineage=state.lineage, serial=state.serial)
     unchanged = _unchanged_deployments(plan, state)
     matcher = _Matcher(state.resources)
+    matches = matcher.match_all(desired)
     for d in desired:
-        record = matcher.match(d)
-        if record is None:
-            changes.resources.append(create_change(d))
-            continue
-        data = record.data_bearing or policies.is_data_bearing(d.type)
+        record = matches.get(id(d))
         if d.deployment in unchanged:
-            changes.resources.append(_same(d, record, data))
+            # ARM applied exactly this template: nothing in it changed, even if state recorded it incompletely.
+            changes.resources.append(_same(d, record))
+        elif record is None:
+            changes.resources.append(create_change(d))
         else:
+            data = record.data_bearing or policies.is_data_bearing(d.type)
             before, after = comparable(record.properties, d.body)
             changes.resources.append(resource_change(d.type, d.name, record.id, d.deployment, data, before, after))
-    changes.resources.extend(_delete(r) for r in matcher.unmatched())
+    changes.resources.extend(_delete(r) for r in matcher.unmatched() if r.deployment not in unchanged)
     return changes
 
 
@@ -137,8 +138,9 @@ def comparable(recorded: dict[str, Any], body: dict[str, Any]) -> tuple[dict[str
 
 
 class _Matcher:
-    """Finds the state record of a desired resource: by ID, then by type and name, then (for names that
-    are ARM expressions, such as role assignments' `[guid(...)]`) by type, deployment and properties."""
+    """Finds the state record of each desired resource: by ID, then by type and name. A name that is an
+    ARM expression (role assignments' `[guid(...)]`) cannot be evaluated offline, so those are paired
+    with the remaining records of the same type, deployment and parent scope, in order."""
 
     def __init__(self, records: list[ResourceRecord]):
         self.records = records
@@ -146,25 +148,41 @@ class _Matcher:
         self.by_name = {(r.type.lower(), r.name.lower(), r.deployment): r for r in records}
         self.used: set[int] = set()
 
-    def match(self, d: DesiredResource) -> ResourceRecord | None:
-        found = self.by_id.get(id_key(d.id)) or self.by_name.get((d.type.lower(), d.name.lower(), d.deployment))
-        if found is None and d.name.startswith("["):
-            found = next((r for r in self.records if id(r) not in self.used and self._same_body(r, d)), None)
-        if found is not None and id(found) in self.used:
-            found = None
-        if found is not None:
-            self.used.add(id(found))
-        return found
+    def _take(self, record: ResourceRecord | None) -> ResourceRecord | None:
+        if record is None or id(record) in self.used:
+            return None
+        self.used.add(id(record))
+        return record
 
-    @staticmethod
-    def _same_body(record: ResourceRecord, d: DesiredResource) -> bool:
-        if record.type.lower() != d.type.lower() or record.deployment != d.deployment:
-            return False
-        before, after = comparable(record.properties, d.body)
-        return before.get("properties") == after.get("properties")
+    def match_all(self, desired: list[DesiredResource]) -> dict[int, ResourceRecord]:
+        found: dict[int, ResourceRecord] = {}
+        for d in desired:
+            record = self.by_id.get(id_key(d.id)) or self.by_name.get((d.type.lower(), d.name.lower(), d.deployment))
+            taken = self._take(record)
+            if taken is not None:
+                found[id(d)] = taken
+        for d in desired:
+            if id(d) in found or not d.name.startswith("["):
+                continue
+            taken = self._take(next((r for r in self.unmatched() if _same_slot(r, d)), None))
+            if taken is not None:
+                found[id(d)] = taken
+        return found
 
     def unmatched(self) -> list[ResourceRecord]:
         return [r for r in self.records if id(r) not in self.used]
+
+
+def _parent(rid: str) -> str:
+    return id_key(rid).rsplit("/", 1)[0]
+
+
+def _same_slot(record: ResourceRecord, d: DesiredResource) -> bool:
+    return (
+        record.type.lower() == d.type.lower()
+        and record.deployment == d.deployment
+        and _parent(record.id) == _parent(d.id)
+    )
 
 
 def _unchanged_deployments(plan: DeploymentPlan, state: StateDocument) -> set[str]:
@@ -193,9 +211,10 @@ def create_change(d: DesiredResource) -> ResourceChange:
     )
 
 
-def _same(d: DesiredResource, record: ResourceRecord, data_bearing: bool) -> ResourceChange:
+def _same(d: DesiredResource, record: ResourceRecord | None) -> ResourceChange:
+    data_bearing = policies.is_data_bearing(d.type) or bool(record and record.data_bearing)
     return ResourceChange(
-        id=record.id,
+        id=record.id if record else d.id,
         type=d.type,
         name=d.name,
         deployment=d.deployment,

@@ -41,6 +41,13 @@ class _Context:
     parameters: dict[str, Any]
     variables: dict[str, Any]
 
+    def scope_id(self, scope: str) -> str:
+        """An extension resource's `scope`: a full ID, or (symbolic form) `Namespace/type/name` in this group."""
+        if scope.startswith("/"):
+            return scope
+        group = f"/resourceGroups/{self.resource_group}" if self.resource_group else ""
+        return f"/subscriptions/{self.subscription}{group}/providers/{scope}"
+
     def resolve(self, value: Any) -> Any:
         if isinstance(value, str):
             match = _REFERENCE.match(value)
@@ -112,7 +119,7 @@ def _collect(resources: Any, ctx: _Context, parent_type: str, parent_name: str, 
         body = {k: ctx.resolve(v) for k, v in raw.items() if k not in STRUCTURAL_KEYS}
         rid = resource_id(ctx.subscription, ctx.resource_group, rtype, name)
         if "scope" in raw:
-            rid = f"{ctx.resolve(raw['scope'])}/providers/{rtype}/{name}"
+            rid = f"{ctx.scope_id(str(ctx.resolve(raw['scope'])))}/providers/{rtype}/{name}"
         out.append(DesiredResource(rid, rtype, name, ctx.deployment, str(raw.get("apiVersion", "")), body))
         _collect(raw.get("resources", []), ctx, rtype, name, out)
 
