@@ -8,6 +8,7 @@ import stat
 import subprocess
 import sys
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -17,7 +18,7 @@ from hpclz.errors import ExitCode
 from hpclz.state.errors import StateLockedError, StateStorageError
 from hpclz.state.factory import new_state, open_backend
 from hpclz.state.local import LocalBackend
-from tests.conftest import REPO
+from tests.conftest import REPO, CliResult
 from tests.state.conftest import sample_state
 
 # A second process that takes the lock, says so, and holds it until told to stop (or killed).
@@ -177,3 +178,20 @@ def test_a_write_waits_briefly_for_another_write_then_fails_in_one_line(
         backend.write(doc)
     assert backend.write(doc).serial == 2
     assert backend.write(backend.read() or doc).serial == 3
+
+
+def test_unlock_force_breaks_a_lock_held_by_a_live_hung_process(
+    config: LandingZoneConfig, config_file: Path, run_cli: Callable[..., CliResult]
+) -> None:
+    holder = _python(HOLDER, str(config_file), "deploy", stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+        refused = run_cli("state", "unlock", str(config_file))
+        assert refused.exit_code == ExitCode.USAGE and f"pid {holder.pid}" in refused.stderr
+        forced = run_cli("state", "unlock", str(config_file), "--force")
+        assert forced.exit_code == ExitCode.OK and f"pid {holder.pid}" in forced.stdout
+        with _local(config, config_file).lock("repair") as info:  # the hung process still runs
+            assert holder.poll() is None and info.pid == os.getpid()
+    finally:
+        holder.kill()
+        holder.wait()
