@@ -56,17 +56,21 @@ def verify(
 
 
 def _human(out: Console, outcome: VerifyOutcome) -> None:
-    from rich.table import Table
-
+    """One line per node, never wrapped: people read it, and CI logs get grepped for the node name."""
     report = outcome.report
-    table = Table("node", "status", "why", box=None, pad_edge=False)
     styles = {"pass": "green", "warn": "yellow", "fail": "bold red", "not_measured": "dim"}
+    width = max((len(n.node) for n in report.nodes), default=4)
     for node in report.nodes:
-        why = "; ".join(report.bad_nodes.get(node.node, [])) or "; ".join(
+        status = node.status.value
+        notes = report.bad_nodes.get(node.node) or [
             c.message for c in node.checks if c.status.value in ("warn", "not_measured") and c.message
-        )
-        table.add_row(node.node, f"[{styles[node.status.value]}]{node.status.value}[/]", why)
-    out.print(table)
+        ]
+        out.print(f"{node.node:<{width}}  [{styles[status]}]{status:<12}[/] {notes[0] if notes else ''}".rstrip())
+        for note in notes[1:]:
+            out.print(f"{'':<{width}}  {'':<12} {note}")
+        for check in node.failures():
+            if check.fix:
+                out.print(f"{'':<{width}}  {'':<12} [dim]fix ({check.check_id}):[/] {check.fix}")
     for c in report.collectives:
         bw = max(c.points, key=lambda p: p.size_bytes).busbw_gbps if c.points else None
         figure = f"{bw:.3g} GB/s busbw" if bw is not None else "no result"

@@ -1,0 +1,158 @@
+"""`hpclz verify` through a real Slurm on localhost: fan-out, no-result nodes, drain/resume, collectives.
+
+Nodes get injected readings: HPCLZ_VERIFY_FIXTURES holds one folder per node (named like SLURMD_NODENAME),
+each pointing at the node agent's good H200 fixture or a faulty variant of it (tests/verify/fixtures).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import xml.etree.ElementTree as ET
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from hpclz.config.loader import load_config
+from hpclz.services.verify import agent_command
+from hpclz.verify.collective_job import THROTTLE_NODE
+from hpclz.verify.dispatch import FanOut, fan_out
+from hpclz.verify.model import Status
+from hpclz.verify.slurm import SlurmClient
+from tests.conftest import REPO, CliResult
+from tests.support import slurm as harness
+from tests.support.slurm import LocalSlurm
+
+pytestmark = pytest.mark.slurm
+slurm_cluster = harness.slurm_cluster
+clean_slurm = harness.clean_slurm
+
+FIXTURES = REPO / "tests" / "verify" / "fixtures"
+GOOD = FIXTURES / "h200-good"
+XID79 = FIXTURES / "h200-faults" / "xid79"
+CONFIG = REPO / "configs" / "ai-training.yaml"
+
+
+def plant(root: Path, readings: dict[str, Path]) -> Path:
+    """Give each node its readings; re-planting a node swaps them (a repaired node)."""
+    for node, source in readings.items():
+        (root / node).mkdir(parents=True, exist_ok=True)
+        (root / node / "fixtures.base").write_text(os.path.relpath(source, root / node))
+    return root
+
+
+@pytest.fixture
+def cluster_env(clean_slurm: LocalSlurm, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> LocalSlurm:
+    """This process's environment is what sbatch exports to the jobs: point it at the test cluster."""
+    for key, value in clean_slurm.job_env.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setenv("HPCLZ_VERIFY_FIXTURES", str(tmp_path / "readings"))
+    monkeypatch.setenv("HPCLZ_VERIFY_MASTER_ADDR", "127.0.0.1")  # node1..3 are names only Slurm knows
+    monkeypatch.setenv("GLOO_SOCKET_IFNAME", "lo")
+    return clean_slurm
+
+
+@pytest.fixture
+def client(cluster_env: LocalSlurm) -> SlurmClient:
+    return SlurmClient(conf=cluster_env.conf)
+
+
+def test_fan_out_collects_every_nodes_report_across_jobs(client: SlurmClient, tmp_path: Path) -> None:
+    plant(tmp_path / "readings", {"node1": GOOD, "node2": XID79, "node3": GOOD})
+    command = agent_command(load_config(CONFIG).config, sys.executable, None, nccl=False)
+    plan = FanOut(command=command, work_dir=tmp_path / "run", node_budget_s=60, max_nodes_per_job=2)
+    reports = fan_out(client, ["node1", "node2", "node3"], plan)
+    assert sorted(reports) == ["node1", "node2", "node3"]
+    assert [r.node for r in reports.values() if r.failures()] == ["node2"]
+    [failure] = reports["node2"].failures()
+    assert failure.check_id == "HPCLZ-VFY-006"
+    assert failure.message == "Xid 79 (GPU has fallen off the bus) on GPU 2 (00000003:00:00.0)"
+    assert reports["node1"].sku == "Standard_ND96isr_H200_v5"
+    assert sorted(p.name for p in (tmp_path / "run").glob("job-*.out")) == ["job-0.out", "job-1.out"]
+
+
+def test_a_node_that_hangs_or_dies_is_a_failure_not_a_gap(client: SlurmClient, tmp_path: Path) -> None:
+    report = '{"node": "x", "checks": [{"check_id": "HPCLZ-VFY-001", "title": "t", "status": "pass"}]}'
+    script = (
+        'case "$SLURMD_NODENAME" in '
+        "node2) sleep 60;; "
+        "node3) kill -9 $(ps -o ppid= $PPID);; "  # the per-node wrapper (above `timeout`) dies before it writes
+        f"*) echo '{report}';; esac"
+    )
+    plan = FanOut(command=["bash", "-c", script], work_dir=tmp_path / "run", node_budget_s=2)
+    reports = fan_out(client, ["node1", "node2", "node3"], plan)
+    assert reports["node1"].status is Status.PASS
+    assert reports["node2"].checks[0].message.startswith("timed out after 2 s")
+    assert reports["node3"].checks[0].message == "no result within 2 s: the job ended without it"
+
+
+def _verify(run_cli: Callable[..., CliResult], tmp_path: Path, *args: str) -> CliResult:
+    conf = os.environ["SLURM_CONF"]
+    return run_cli("verify", str(CONFIG), "--partition", "debug", "--slurm-conf", conf, *args)
+
+
+def test_verify_nccl_finds_the_planted_bad_node_says_why_drains_it_and_reports_for_ci_and_people(
+    cluster_env: LocalSlurm, run_cli: Callable[..., CliResult], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # node2's health readings are fine; its interconnect is what is bad, which only the ring pairs can see.
+    plant(tmp_path / "readings", {"node1": GOOD, "node2": GOOD, "node3": GOOD})
+    monkeypatch.setenv(THROTTLE_NODE, "node2")
+    junit, work = tmp_path / "verify.xml", tmp_path / "w"
+    result = _verify(run_cli, tmp_path, "--nccl", "--drain", "--junit", str(junit), "--work-dir", str(work))
+
+    assert result.exit_code == 6, result.stderr
+    lines = result.stdout.splitlines()
+    [bad] = [ln for ln in lines if ln.startswith("node2 ")]
+    assert "fail" in bad and "HPCLZ-VFY-910" in bad
+    assert "slow in every ring pair with it: node1+node2" in bad and "node2+node3" in bad
+    assert [ln.split()[:2] for ln in lines if ln.startswith(("node1 ", "node3 "))] == [
+        ["node1", "pass"],
+        ["node3", "pass"],
+    ]
+    assert "pair-node3-node1 (gloo, 2 ranks): pass" in result.stdout
+    assert "pair-node1-node2 (gloo, 2 ranks): fail" in result.stdout
+    assert "all-nodes (gloo, 2 ranks): pass" in result.stdout  # the all-node run leaves the blamed node out
+    assert "drained: node2" in result.stdout and "2 of 3 nodes passed" in result.stdout
+
+    state = cluster_env.client("sinfo", "-h", "-N", "-n", "node2", "-o", "%T|%E").strip()
+    assert state.startswith("drained|hpclz: HPCLZ-VFY-910 slow in every ring pair")
+
+    suites = {s.get("name"): s for s in ET.parse(junit).getroot().iter("testsuite")}
+    assert suites["node1"].get("failures") == "0" and suites["node3"].get("failures") == "0"
+    assert suites["node2"].get("failures") == "1"
+    failure = suites["node2"].find("testcase/failure")
+    assert failure is not None and "slow in every ring pair" in (failure.get("message") or "")
+    assert suites["collectives"].get("tests") == "4" and suites["collectives"].get("failures") == "2"
+
+    everyone = json.loads((work / "collectives" / "all-nodes.json").read_text())
+    assert everyone["ranks"] == 2 and everyone["backend"] == "gloo"  # srun -N2, one gloo rank per Slurm node
+    [point] = everyone["points"]
+    assert point["busbw_gbps"] == pytest.approx(point["algbw_gbps"])  # bus factor 2(n-1)/n is 1 for two ranks
+
+
+def test_a_drained_node_is_resumed_once_it_passes_and_operator_drains_stay(
+    cluster_env: LocalSlurm, run_cli: Callable[..., CliResult], tmp_path: Path
+) -> None:
+    readings = plant(tmp_path / "readings", {"node1": GOOD, "node2": XID79, "node3": GOOD})
+    cluster_env.client("scontrol", "update", "NodeName=node3", "State=DRAIN", "Reason=bad DIMM, ticket 42")
+
+    first = json.loads(_verify(run_cli, tmp_path, "--drain", "-o", "json").stdout)
+    assert first["exit_code"] == 6
+    assert first["result"]["drained"] == ["node2"]
+    assert list(first["result"]["bad_nodes"]) == ["node2"]
+
+    still_bad = json.loads(_verify(run_cli, tmp_path, "--drain", "-o", "json").stdout)  # re-tested, drained again
+    assert still_bad["result"]["drained"] == ["node2"] and still_bad["result"]["resumed"] == []
+
+    plant(readings, {"node2": GOOD})  # the node was repaired
+    second = json.loads(_verify(run_cli, tmp_path, "--drain", "-o", "json").stdout)
+    assert second["exit_code"] == 0, second
+    assert second["result"]["resumed"] == ["node2"] and second["result"]["drained"] == []
+    states = dict(ln.split("|", 1) for ln in cluster_env.client("sinfo", "-h", "-N", "-o", "%N|%T|%E").splitlines())
+    assert states["node2"].startswith("idle")
+    assert states["node3"] == "drained|bad DIMM, ticket 42"  # not ours to resume
+    node3 = next(n for n in second["result"]["nodes"] if n["node"] == "node3")
+    assert node3["checks"][0]["status"] == "not_measured"
+    assert cluster_env.client("scontrol", "show", "reservation").strip() == "No reservations in the system"
