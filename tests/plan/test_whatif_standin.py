@@ -57,3 +57,32 @@ def test_what_if_before_and_after_a_deploy(arm: ArmStandIn, zone: Path, run_cli:
     changed = [r for r in body["resources"] if r["action"] != "no_change"]
     assert changed and all(r["action"] == "modify" for r in changed)
     assert all(p["path"].startswith("tags.") for r in changed for p in r["changes"])
+
+
+def test_offline_plan_against_the_state_a_real_deploy_wrote(arm: ArmStandIn, zone: Path, run_cli: Run) -> None:
+    deployed = run_cli("deploy", str(zone), "--yes")
+    assert deployed.exit_code == 0, deployed.stderr + deployed.stdout
+    same = run_cli("plan", str(zone), "--detailed-exitcode")
+    assert same.exit_code == 0, same.stdout + same.stderr
+    assert "No changes." in same.stdout
+
+    zone.write_text(
+        zone.read_text().replace("address_space: [10.40.0.0/16]", "address_space: [10.40.0.0/16, 10.41.0.0/16]")
+    )
+    grown = run_cli("plan", str(zone), "--detailed-exitcode", "-o", "json")
+    body = json.loads(grown.stdout)["result"]
+    assert grown.exit_code == 2, grown.stdout
+    changed = [r for r in body["resources"] if r["action"] != "no_change"]
+    assert [(r["type"], r["action"], r["verdict"]["policy"]) for r in changed] == [
+        ("Microsoft.Network/virtualNetworks", "modify", "in_place")
+    ]
+
+
+def test_guid_named_role_assignments_survive_an_edit(arm: ArmStandIn, zone: Path, run_cli: Run) -> None:
+    """Deploy records role assignments by their evaluated GUID; the template names them `[guid(...)]`."""
+    assert run_cli("deploy", str(zone), "--yes").exit_code == 0
+    zone.write_text(zone.read_text().replace("owner: ", "owner: new-", 1))  # every deployment changes
+    body = json.loads(run_cli("plan", str(zone), "-o", "json").stdout)["result"]
+    roles = [r for r in body["resources"] if r["type"] == "Microsoft.Authorization/roleAssignments"]
+    assert roles and {r["action"] for r in roles} == {"no_change"}
+    assert body["summary"]["destroy"] == body["summary"]["replace"] == 0

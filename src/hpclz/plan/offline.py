@@ -181,7 +181,7 @@ def _same_slot(record: ResourceRecord, d: DesiredResource) -> bool:
     return (
         record.type.lower() == d.type.lower()
         and record.deployment == d.deployment
-        and _parent(record.id) == _parent(d.id)
+        and _parent(record.id) == id_key(d.id[: len(d.id) - len(d.name) - 1])  # the name may hold a "/"
     )
 
 

@@ -75,7 +75,7 @@ def resource_id(subscription: str, resource_group: str | None, rtype: str, name:
     if rtype.lower() == "microsoft.resources/resourcegroups":
         return f"/subscriptions/{subscription}/resourceGroups/{name}"
     namespace, *types = rtype.split("/")
-    names = name.split("/")
+    names = [name] if name.startswith("[") else name.split("/")  # an expression's "/" is not a name separator
     tail = "/".join(f"{t}/{n}" for t, n in zip(types, names, strict=False))
     scope = f"/subscriptions/{subscription}" + (f"/resourceGroups/{resource_group}" if resource_group else "")
     return f"{scope}/providers/{namespace}/{tail}"
