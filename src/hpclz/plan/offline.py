@@ -132,7 +132,9 @@ def comparable(recorded: dict[str, Any], body: dict[str, Any]) -> tuple[dict[str
     With only `properties` recorded, top-level fields such as `sku` cannot be compared offline: the
     config diff above still shows those edits, and `--what-if` compares them against Azure.
     """
-    if recorded and set(recorded) <= BODY_KEYS and set(recorded) & {"properties", "location", "tags"}:
+    if not recorded:  # nothing recorded (deploy could not map it to the template): nothing to compare
+        return {}, {}
+    if set(recorded) <= BODY_KEYS and set(recorded) & {"properties", "location", "tags"}:
         return recorded, body
     return {"properties": recorded}, {"properties": body.get("properties", {})}
 
