@@ -61,3 +61,18 @@ def test_rerun_after_failure_skips_what_succeeded(arm: ArmStandIn, zone: Path, r
     resubmitted = {r.path.rsplit("/", 1)[-1] for r in arm.log[before:] if r.method == "PUT"}
     assert "hpclz-aitrain-prod-organization" not in resubmitted
     assert "hpclz-aitrain-prod-identity" in resubmitted
+
+
+def test_network_loss_mid_deploy_then_resume(arm: ArmStandIn, zone: Path, run_cli) -> None:
+    arm.world.latency["microsoft.storagecache/amlfilesystems"] = 0.5
+    lost = arm.faults.add(Fault("drop", method="GET", path=r"prod-storage/operations$", times=None))
+    first = run_cli("deploy", str(zone), "--yes")
+    assert first.exit_code == 5
+    assert state_of(zone)["deployments"]["hpclz-aitrain-prod-storage"]["status"] == "running"
+    assert lost.fired > 1
+    arm.faults.clear()
+
+    again = run_cli("deploy", str(zone), "--yes")
+    assert again.exit_code == 0, again.stderr
+    assert "hpclz-aitrain-prod-storage: attached" in again.stderr
+    assert sum(1 for r in arm.log if r.method == "PUT" and r.path.endswith("prod-storage")) == 1
