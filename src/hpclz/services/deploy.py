@@ -192,7 +192,10 @@ def _apply(
             ) from None
         final = runner.doc
         if run.ok:
-            final = backend.write(final.model_copy(update={"config_hash": plan.config_hash}))
+            from hpclz.plan.config_diff import config_snapshot  # the baseline of `hpclz plan`'s config diff
+
+            applied = {"config_hash": plan.config_hash, "applied_config": config_snapshot(loaded.config)}
+            final = backend.write(final.model_copy(update=applied))
     for d in plan.deployments:
         step = run.status.get(d.name)
         failure = run.failures.get(d.name)
