@@ -76,6 +76,10 @@ def test_offline_plan_against_the_state_a_real_deploy_wrote(arm: ArmStandIn, zon
     assert [(r["type"], r["action"], r["verdict"]["policy"]) for r in changed] == [
         ("Microsoft.Network/virtualNetworks", "modify", "in_place")
     ]
+    # deploy recorded the applied config, so the plan also names the config field and its cost
+    assert [(c["path"], c["verdict"]["policy"]) for c in body["config_changes"]] == [
+        ("network.vnet.address_space", "in_place")
+    ]
 
 
 def test_guid_named_role_assignments_survive_an_edit(arm: ArmStandIn, zone: Path, run_cli: Run) -> None:
