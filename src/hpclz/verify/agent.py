@@ -35,6 +35,10 @@ from hpclz.verify.probes.source import DEFAULT_TIMEOUT_S, Source
 from hpclz.verify.thresholds import Thresholds, load_thresholds
 
 FIXTURES_ENV = "HPCLZ_VERIFY_FIXTURES"
+SKU_ENV = "HPCLZ_VERIFY_SKU"
+# Slurm kills HealthCheckProgram after 60 s: with --nhc even a node where every probe hangs answers in time
+# (nvidia-smi 1.5 x 8 s, then dmesg, journalctl and ibstat 8 s each; nvlink is skipped when nvidia-smi hangs).
+NHC_TIMEOUT_S = 8.0
 
 
 def gather(source: Source, thresholds: Thresholds, *, tier: str, with_nccl: bool) -> NodeFacts:
@@ -100,13 +104,22 @@ def _overrides(pairs: list[str]) -> dict[str, float]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="hpclz-verify-agent", description=__doc__.splitlines()[0])
-    parser.add_argument("--sku", help="VM size; default: Azure IMDS, or vm-size.txt in the fixtures")
+    parser.add_argument(
+        "--sku",
+        default=os.environ.get(SKU_ENV) or None,
+        help=f"VM size; default: ${SKU_ENV}, else Azure IMDS, or vm-size.txt in the fixtures",
+    )
     parser.add_argument("--tier", choices=["health", "perf"], default="health")
     parser.add_argument("--nccl", action="store_true", help="also run the intra-node all-reduce")
     parser.add_argument("--fixtures", type=Path, default=os.environ.get(FIXTURES_ENV) or None)
     parser.add_argument("--node", help="node name (default: SLURMD_NODENAME, else the short hostname)")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="METRIC=VALUE")
-    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, help="seconds per external command")
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=None,
+        help=f"seconds per external command (default {DEFAULT_TIMEOUT_S:g}; {NHC_TIMEOUT_S:g} with --nhc)",
+    )
     parser.add_argument("--json", dest="json_out", default="-", help="file for the report ('-' = stdout)")
     parser.add_argument("--nhc", action="store_true", help="exit-code mode for NHC / HealthCheckProgram")
     args = parser.parse_args(argv)
@@ -118,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
             with_nccl=args.nccl,
             overrides=_overrides(args.overrides),
             node=args.node,
-            timeout_s=args.timeout,
+            timeout_s=args.timeout or (NHC_TIMEOUT_S if args.nhc else DEFAULT_TIMEOUT_S),
         )
     except (ValueError, FileNotFoundError) as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from hpclz.config.root import LandingZoneConfig
 from hpclz.errors import ExitCode, HpclzError
-from hpclz.verify.agent import FIXTURES_ENV, run_agent
+from hpclz.verify.agent import FIXTURES_ENV, SKU_ENV, run_agent
 from hpclz.verify.model import CollectiveResult, NodeReport, VerifyReport
 from hpclz.verify.probes import detect_sku
 from hpclz.verify.probes.source import Source
@@ -26,8 +26,9 @@ def run_local(
     sku: str | None = None,
     perf: bool | None = None,
 ) -> VerifyReport:
-    """Verify this node. The SKU is `sku`, else a string argument, else IMDS (or the fixtures' vm-size.txt),
-    else the config's only partition size with known thresholds; the config's verify.thresholds apply."""
+    """Verify this node. The SKU is `sku`, else a string argument, else $HPCLZ_VERIFY_SKU, else IMDS (or the
+    fixtures' vm-size.txt), else the config's only partition size with known thresholds; the config's
+    verify.thresholds apply."""
     config = config_or_sku if isinstance(config_or_sku, LandingZoneConfig) else None
     if isinstance(config_or_sku, str):
         sku = sku or config_or_sku
@@ -35,7 +36,7 @@ def run_local(
         fixtures = Path(os.environ[FIXTURES_ENV])
     if fixtures is not None and not fixtures.is_dir():
         raise HpclzError(f"fixtures folder {fixtures} does not exist", exit_code=ExitCode.USAGE)
-    sku = sku or detect_sku(Source(fixtures, timeout_s=5)) or _sku_from_config(config)
+    sku = sku or os.environ.get(SKU_ENV) or detect_sku(Source(fixtures, timeout_s=5)) or _sku_from_config(config)
     try:
         overrides = overrides_for(config.verify.thresholds, sku) if config else {}
     except ValueError as exc:

@@ -34,7 +34,7 @@ from hpclz.verify.probes.facts import NodeFacts, NvidiaSmi, Reading
 from hpclz.verify.probes.source import Output, Source
 
 IMDS_VM_SIZE = "http://169.254.169.254/metadata/instance/compute/vmSize?api-version=2021-02-01&format=text"
-NVSMI_TIMEOUT_S = 30.0
+NVSMI_FACTOR = 1.5  # nvidia-smi -q on 8 GPUs is the slowest healthy probe: give it half as long again
 
 
 def detect_sku(source: Source) -> str | None:
@@ -51,7 +51,8 @@ def detect_sku(source: Source) -> str | None:
 
 
 def read_nvidia_smi(source: Source) -> NvidiaSmi:
-    xml = source.command("nvidia-smi-q.xml", ["nvidia-smi", "-q", "-x"], NVSMI_TIMEOUT_S)
+    limit = source.timeout_s * NVSMI_FACTOR
+    xml = source.command("nvidia-smi-q.xml", ["nvidia-smi", "-q", "-x"], limit)
     if xml.ok and xml.text:
         try:
             gpus, driver = nvsmi.parse_xml(xml.text)
@@ -60,9 +61,7 @@ def read_nvidia_smi(source: Source) -> NvidiaSmi:
             pass
     if xml.error and "timed out" in xml.error:
         return NvidiaSmi(False, error=f"nvidia-smi is not responding: {xml.error}", source=xml.origin)
-    csv = source.command(
-        "query-gpu.csv", ["nvidia-smi", f"--query-gpu={nvsmi.QUERY_FIELDS}", "--format=csv"], NVSMI_TIMEOUT_S
-    )
+    csv = source.command("query-gpu.csv", ["nvidia-smi", f"--query-gpu={nvsmi.QUERY_FIELDS}", "--format=csv"], limit)
     if csv.ok and csv.text:
         return NvidiaSmi(True, gpus=nvsmi.parse_csv(csv.text), source=csv.origin)
     return NvidiaSmi(False, error=f"nvidia-smi failed: {xml.why()}", source=xml.origin)
