@@ -56,27 +56,10 @@ def verify(
 
 
 def _human(out: Console, outcome: VerifyOutcome) -> None:
-    """One line per node, never wrapped: people read it, and CI logs get grepped for the node name."""
+    from hpclz.verify.report import print_report
+
     report = outcome.report
-    styles = {"pass": "green", "warn": "yellow", "fail": "bold red", "not_measured": "dim"}
-    width = max((len(n.node) for n in report.nodes), default=4)
-    for node in report.nodes:
-        status = node.status.value
-        notes = report.bad_nodes.get(node.node) or [
-            c.message for c in node.checks if c.status.value in ("warn", "not_measured") and c.message
-        ]
-        out.print(f"{node.node:<{width}}  [{styles[status]}]{status:<12}[/] {notes[0] if notes else ''}".rstrip())
-        for note in notes[1:]:
-            out.print(f"{'':<{width}}  {'':<12} {note}")
-        for check in node.failures():
-            if check.fix:
-                out.print(f"{'':<{width}}  {'':<12} [dim]fix ({check.check_id}):[/] {check.fix}")
-    for c in report.collectives:
-        bw = max(c.points, key=lambda p: p.size_bytes).busbw_gbps if c.points else None
-        figure = f"{bw:.3g} GB/s busbw" if bw is not None else "no result"
-        out.print(
-            f"{c.name} ({c.backend}, {c.ranks} ranks): [{styles[c.status.value]}]{c.status.value}[/] {figure} {c.message}"
-        )
+    print_report(out, report)
     if report.drained:
         out.print(f"drained: {', '.join(report.drained)}")
     if report.resumed:

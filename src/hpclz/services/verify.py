@@ -16,7 +16,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from xml.sax.saxutils import escape
 
 from pydantic import BaseModel
 
@@ -232,84 +231,16 @@ def _judge_all(result: CollectiveResult) -> CollectiveResult:
 
 
 def _run_local(config: LandingZoneConfig, opts: VerifyOptions) -> VerifyReport:
-    try:
-        from hpclz.verify.local import run_local  # type: ignore[import-not-found,unused-ignore]
-    except ImportError:
-        raise HpclzError("--local is not available in this build (hpclz.verify.local is missing)") from None
-    result = run_local(config, nccl=opts.nccl)
-    return result if isinstance(result, VerifyReport) else VerifyReport.model_validate(result)
+    from hpclz.verify.local import run_local
+
+    return run_local(config, nccl=opts.nccl)
 
 
 def write_artifacts(report: VerifyReport, *, junit: Path | None = None, plot: Path | None = None) -> None:
-    """JUnit for CI (one test case per node check and per collective), and the bandwidth plot."""
+    """JUnit for CI, and the bandwidth plot (HTML with inline SVG), through hpclz.verify.report."""
+    from hpclz.verify.report import write_junit, write_plot
+
     if junit is not None:
-        _write(junit, junit_xml(report))
+        write_junit(report, junit)
     if plot is not None:
-        _write(plot, bandwidth_svg(report))
-
-
-def _write(path: Path, text: str) -> None:
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    except OSError as exc:
-        raise HpclzError(f"cannot write {path}: {exc.strerror}") from None
-
-
-def junit_xml(report: VerifyReport) -> str:
-    """One suite per node (a case per check) and one for the collectives; failures carry the reason."""
-    import xml.etree.ElementTree as ET
-
-    root = ET.Element("testsuites", name=f"hpclz verify {report.landing_zone or ''}".strip())
-    for node in report.nodes:
-        suite = ET.SubElement(root, "testsuite", name=node.node)
-        for check in node.checks:
-            _case(suite, node.node, check.check_id, check.title, check.status, _reason(check), check.duration_s)
-        _count(suite)
-    if report.collectives:
-        suite = ET.SubElement(root, "testsuite", name="collectives")
-        for c in report.collectives:
-            _case(suite, "collectives", c.name, "+".join(c.nodes), c.status, c.message or c.status.value, 0.0)
-        _count(suite)
-    ET.indent(root)
-    return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
-
-
-def _case(suite: Any, classname: str, ident: str, title: str, status: Status, message: str, seconds: float) -> None:
-    import xml.etree.ElementTree as ET
-
-    case = ET.SubElement(suite, "testcase", classname=classname, name=f"{ident} {title}", time=f"{seconds:.3f}")
-    if status is Status.FAIL:
-        ET.SubElement(case, "failure", message=message).text = message
-    elif status is Status.NOT_MEASURED:
-        ET.SubElement(case, "skipped", message=message)
-    elif status is Status.WARN:
-        ET.SubElement(case, "system-out").text = f"warning: {message}"
-
-
-def _count(suite: Any) -> None:
-    cases = list(suite)
-    suite.set("tests", str(len(cases)))
-    suite.set("failures", str(sum(1 for c in cases if c.find("failure") is not None)))
-    suite.set("skipped", str(sum(1 for c in cases if c.find("skipped") is not None)))
-
-
-def bandwidth_svg(report: VerifyReport) -> str:
-    """A bar per collective run (bus bandwidth at its largest size), failing ones in red: no plotting library."""
-    bars = [(c.name, coll.busbw(c) or 0.0, c.status) for c in report.collectives]
-    if not bars:
-        raise HpclzError("--plot needs --nccl: there is no bandwidth to plot")
-    top = max(bw for _, bw, _ in bars) or 1.0
-    row, width = 24, 360
-    lines = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width + 260}" height="{row * len(bars) + 30}" '
-        'font-family="sans-serif" font-size="12">',
-        f'<text x="4" y="16">all-reduce bus bandwidth, GB/s ({report.landing_zone or "cluster"})</text>',
-    ]
-    for i, (name, bw, status) in enumerate(bars):
-        y = 24 + i * row
-        colour = "#c0392b" if status is Status.FAIL else "#2e86c1"
-        lines.append(f'<text x="4" y="{y + 14}">{escape(name)}</text>')
-        lines.append(f'<rect x="180" y="{y}" width="{bw / top * width:.1f}" height="{row - 6}" fill="{colour}"/>')
-        lines.append(f'<text x="{186 + bw / top * width:.1f}" y="{y + 14}">{bw:.3g}</text>')
-    return "\n".join([*lines, "</svg>", ""])
+        write_plot(report, plot)
