@@ -149,3 +149,16 @@ def test_a_drained_node_is_resumed_once_it_passes_and_operator_drains_stay(
     node3 = next(n for n in second["result"]["nodes"] if n["node"] == "node3")
     assert node3["checks"][0]["status"] == "not_measured"
     assert cluster_env.client("scontrol", "show", "reservation").strip() == "No reservations in the system"
+
+
+def test_unknown_partition_and_foreign_nodes_are_usage_errors(
+    cluster_env: LocalSlurm, run_cli: Callable[..., CliResult]
+) -> None:
+    conf = os.environ["SLURM_CONF"]
+    # The preset's partitions (h100, h200) do not exist on the test cluster.
+    no_partition = run_cli("verify", str(CONFIG), "--slurm-conf", conf)
+    assert no_partition.exit_code == 64
+    assert no_partition.stderr.startswith("error: Slurm partition 'h100' has no nodes (sinfo -p h100)")
+    foreign = run_cli("verify", str(CONFIG), "-p", "debug", "--nodes", "node[3-4]", "--slurm-conf", conf)
+    assert foreign.exit_code == 64
+    assert foreign.stderr == "error: --nodes node[3-4]: not in partition(s) debug: node4\n"

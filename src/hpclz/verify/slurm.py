@@ -76,7 +76,9 @@ class SlurmClient:
         bin_dir = bin_dir or os.environ.get("HPCLZ_SLURM_BIN")
         client = cls(bin_dir=Path(bin_dir) if bin_dir else None, conf=Path(conf) if conf else None)
         if client.conf is not None and not client.conf.is_file():
-            raise SlurmError(f"slurm.conf not found: {client.conf} (from --slurm-conf or SLURM_CONF)")
+            raise SlurmError(
+                f"slurm.conf not found: {client.conf} (from --slurm-conf or SLURM_CONF)", exit_code=ExitCode.USAGE
+            )
         client.binary("sinfo")
         return client
 
