@@ -59,18 +59,27 @@ class Partition(StrictModel):
     max_nodes: int = Field(ge=1, le=10000, json_schema_extra=policy("in_place"))
     priority: Literal["regular", "spot"] = Field(default="regular", json_schema_extra=policy("drain_partition"))
     eviction_policy: Literal["delete", "deallocate"] | None = Field(
-        default=None, description="Spot only: what Azure does with an evicted node."
+        default=None,
+        description="Spot only: what Azure does with an evicted node.",
+        json_schema_extra=policy("drain_partition"),
     )
-    spot_max_price: float = Field(default=-1, description="Spot only: USD/hour cap, -1 = pay up to on-demand.")
+    spot_max_price: float = Field(
+        default=-1,
+        description="Spot only: USD/hour cap, -1 = pay up to on-demand.",
+        json_schema_extra=policy("drain_partition"),
+    )
     image: str = Field(
         default=DEFAULT_HPC_IMAGE, pattern=IMAGE_URN_PATTERN, json_schema_extra=policy("drain_partition")
     )
     infiniband: bool = Field(default=False, json_schema_extra=policy("drain_partition"))
     gpu_clocks: Literal["default", "max"] = Field(
-        default="default", description="`max` locks GPU application clocks at their maximum at boot."
+        default="default",
+        description="`max` locks GPU application clocks at their maximum at boot.",
+        json_schema_extra=policy("drain_partition"),
     )
-    nvme_scratch: NvmeScratch | None = None
-    containers: Containers = Field(default_factory=Containers)
+    # Node settings applied at boot: running nodes keep the old ones until the partition is drained.
+    nvme_scratch: NvmeScratch | None = Field(default=None, json_schema_extra=policy("drain_partition"))
+    containers: Containers = Field(default_factory=Containers, json_schema_extra=policy("drain_partition"))
     idle_shutdown_minutes: int | None = Field(
         default=None, ge=1, le=1440, description="Slurm SuspendTime: stop idle nodes after this long."
     )

@@ -15,10 +15,13 @@ class Subnet(StrictModel):
         default=None,
         pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,79}$",
         description="Subnet name; empty means the naming convention (snet-<name>-<role>).",
+        json_schema_extra=policy("replace"),
     )
     cidr: IPv4Network = Field(json_schema_extra=policy("replace"))
     nsg: bool = Field(default=True, description="Attach a network security group that denies Internet inbound.")
-    delegation: str | None = Field(default=None, examples=["Microsoft.NetApp/volumes"])
+    delegation: str | None = Field(
+        default=None, examples=["Microsoft.NetApp/volumes"], json_schema_extra=policy("not_allowed")
+    )
     service_endpoints: list[str] = Field(default_factory=list, examples=[["Microsoft.Storage"]])
 
 

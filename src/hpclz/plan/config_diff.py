@@ -63,6 +63,7 @@ NOT_ALLOWED_WAYS: dict[str, str] = {
     "network.vnet": _NEW_LZ,
     "organization.": "resource names and groups would all change: " + _NEW_LZ,
     "compute.partitions[*].name": "add a partition with the new name, move jobs, then remove the old one",
+    "network.vnet.subnets": "add a subnet with the new setting, move the delegated service (NetApp, Lustre) to it",
 }
 
 IN_PLACE_REASONS: dict[str, str] = {
@@ -98,7 +99,17 @@ def config_changes(before: dict[str, Any], config: LandingZoneConfig) -> list[Co
     return out
 
 
-def _walk(old: Any, new: Any, annotation: Any, path: str, shape: str, partition: str, out: list[ConfigChange]) -> None:
+def _walk(
+    old: Any,
+    new: Any,
+    annotation: Any,
+    path: str,
+    shape: str,
+    partition: str,
+    out: list[ConfigChange],
+    inherited: Policy | None = None,
+) -> None:
+    """`inherited`: the policy of the nearest annotated block above (e.g. a partition's nvme_scratch)."""
     if old == new:
         return
     model_old, model_new = _model_for(annotation, old), _model_for(annotation, new)
@@ -109,11 +120,12 @@ def _walk(old: Any, new: Any, annotation: Any, path: str, shape: str, partition:
             sub_path = f"{path}.{key}" if path else key
             if field is None:
                 continue
+            declared = _policy_of(field) or inherited
             if _is_leaf(field.annotation, old.get(key), new.get(key)):
                 if old.get(key) != new.get(key):
-                    out.append(_leaf(sub_path, sub_shape, old.get(key), new.get(key), _policy_of(field), partition))
+                    out.append(_leaf(sub_path, sub_shape, old.get(key), new.get(key), declared, partition))
             else:
-                _walk(old.get(key), new.get(key), field.annotation, sub_path, sub_shape, partition, out)
+                _walk(old.get(key), new.get(key), field.annotation, sub_path, sub_shape, partition, out, declared)
         return
     if _named_items(old) and _named_items(new):
         _walk_named(old, new, annotation, path, shape, partition, out)
@@ -121,9 +133,9 @@ def _walk(old: Any, new: Any, annotation: Any, path: str, shape: str, partition:
     if isinstance(old, dict) and isinstance(new, dict) and model_old is None:
         for key in [*old, *(k for k in new if k not in old)]:  # free-form maps: tags, quotas, secrets
             if old.get(key) != new.get(key):
-                out.append(_leaf(f"{path}.{key}", f"{shape}.*", old.get(key), new.get(key), None, partition))
+                out.append(_leaf(f"{path}.{key}", f"{shape}.*", old.get(key), new.get(key), inherited, partition))
         return
-    out.append(_block(path, shape, old, new))
+    out.append(_block(path, shape, old, new, inherited, partition))
 
 
 def _walk_named(
@@ -164,11 +176,12 @@ def _action(policy: Policy, shape: str, partition: str) -> str:
     if policy is Policy.REPLACE_DATA:
         return "copy the data off first"
     if policy is Policy.NOT_ALLOWED:
-        return next((way for prefix, way in NOT_ALLOWED_WAYS.items() if shape.startswith(prefix)), _NEW_LZ)
+        matches = [prefix for prefix in NOT_ALLOWED_WAYS if shape.startswith(prefix)]
+        return NOT_ALLOWED_WAYS[max(matches, key=len)] if matches else _NEW_LZ
     return ""
 
 
-def _block(path: str, shape: str, old: Any, new: Any) -> ConfigChange:
+def _block(path: str, shape: str, old: Any, new: Any, declared: Policy | None, partition: str) -> ConfigChange:
     """A whole block appears, disappears or changes mode (new -> existing -> disabled)."""
     old_mode, new_mode = _tag(old), _tag(new)
     kind = Action.CREATE if old in (None, {}) else Action.DELETE if new in (None, {}) else Action.MODIFY
@@ -178,6 +191,8 @@ def _block(path: str, shape: str, old: Any, new: Any) -> ConfigChange:
         verdict = Verdict(policy=policy, reason=f"{old_mode} -> {new_mode}: {reason}", action_needed=action)
     elif old_mode and new_mode and old_mode != new_mode:
         verdict = Verdict(policy=Policy.REPLACE, reason=f"mode {old_mode} -> {new_mode}: hpclz stops managing it")
+    elif declared is not None:
+        verdict = Verdict(policy=declared, reason=_REASONS[declared], action_needed=_action(declared, shape, partition))
     else:
         verdict = Verdict(policy=Policy.IN_PLACE, reason=_REASONS[Policy.IN_PLACE])
     return ConfigChange(path=path, kind=kind, before=old, after=new, verdict=verdict)
