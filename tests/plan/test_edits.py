@@ -51,6 +51,10 @@ def grow_max_nodes(d: dict[str, Any]) -> None:
     _partition(d, "gpu")["max_nodes"] = 8
 
 
+def scratch_mount(d: dict[str, Any]) -> None:
+    _partition(d, "hbv4")["nvme_scratch"]["mount_point"] = "/mnt/scratch"
+
+
 def grow_address_space(d: dict[str, Any]) -> None:
     d["network"]["vnet"]["address_space"].append("10.21.0.0/16")
 
@@ -118,6 +122,12 @@ TABLE: dict[str, Row] = {
         gpu_sku,
         [("compute.partitions[gpu].vm_size", Action.MODIFY, Policy.DRAIN_PARTITION)],
         action_needed="drain partition gpu first",
+        worst=Policy.DRAIN_PARTITION,
+    ),
+    "move a partition's NVMe scratch (inherits the block's policy)": Row(
+        scratch_mount,
+        [("compute.partitions[hbv4].nvme_scratch.mount_point", Action.MODIFY, Policy.DRAIN_PARTITION)],
+        action_needed="drain partition hbv4 first",
         worst=Policy.DRAIN_PARTITION,
     ),
     "grow a partition": Row(grow_max_nodes, [("compute.partitions[gpu].max_nodes", Action.MODIFY, Policy.IN_PLACE)]),
