@@ -146,3 +146,11 @@ def test_saved_plan_edited_by_hand_or_not_a_plan(run_cli: Run, config: Path) -> 
         load_saved_plan(out, loaded, None)
     with pytest.raises(HpclzError, match="saved plan not found"):
         load_saved_plan(config.parent / "nope.json", loaded, None)
+
+
+def test_a_config_failing_validation_is_not_planned(run_cli: Run, config: Path) -> None:
+    edit(config, "compute: {cidr: 10.20.16.0/20}", "compute: {cidr: 10.20.0.0/20}")  # overlaps admin
+    result = run_cli("plan", str(config), "--detailed-exitcode")
+    assert result.exit_code == 1
+    assert "error" in result.stdout and "fails validation" in result.stdout
+    assert "Plan:" not in result.stdout
