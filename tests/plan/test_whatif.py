@@ -69,7 +69,14 @@ def test_noise_is_filtered_and_counted() -> None:
                         {
                             "path": "0",
                             "propertyChangeType": "Modify",
-                            "children": [{"path": "id", "propertyChangeType": "Delete", "before": f"{vnet}/subnets/a"}],
+                            "children": [
+                                {"path": "id", "propertyChangeType": "Delete", "before": f"{vnet}/subnets/a"},
+                                {
+                                    "path": "properties.privateEndpointNetworkPolicies",
+                                    "propertyChangeType": "Delete",
+                                    "before": "Disabled",
+                                },
+                            ],
                         }
                     ],
                 },
@@ -80,10 +87,10 @@ def test_noise_is_filtered_and_counted() -> None:
     (change,) = changes.resources
     assert change.action is Action.NO_CHANGE
     assert change.changes == []
-    assert len(change.noise) == 7  # the subnet's id arrives nested: an Array, a Modify item, a Delete child
+    assert len(change.noise) == 8  # the subnet's id and default arrive nested: an Array, a Modify item, children
     assert all(p.noise_reason for p in change.noise)
     assert changes.ignored == [f"{RG}/Microsoft.Network/networkSecurityGroups/unmanaged"]
-    assert changes.noise_count == 8
+    assert changes.noise_count == 9
     assert not changes.has_changes
 
 

@@ -352,13 +352,18 @@ def wildcard(path: str) -> str:
     return _SELECTOR.sub("[*]", path)
 
 
+def path_matches(shape: str, pattern: str) -> bool:
+    """fnmatch, except that `[*]` means "any list item" rather than a one-character set."""
+    return fnmatchcase(shape.replace("[*]", "<item>"), pattern.replace("[*]", "<item>"))
+
+
 def property_verdict(
     resource_type: str, path: str, before: Any, after: Any, data_bearing: bool, body: Any = None
 ) -> Verdict:
     """`body`: the resource's new body, for rules that look beyond the property (subnets in a VNet)."""
     shape = wildcard(path)
     rules = [*RESOURCE_RULES.get(resource_type.lower(), []), *_GENERIC]
-    verdict = next((r.evaluate(before, after, body) for r in rules if fnmatchcase(shape, r.path)), _DEFAULT)
+    verdict = next((r.evaluate(before, after, body) for r in rules if path_matches(shape, r.path)), _DEFAULT)
     if verdict.policy is Policy.REPLACE and data_bearing:
         verdict = verdict.model_copy(
             update={"policy": Policy.REPLACE_DATA, "action_needed": verdict.action_needed or "copy the data off first"}

@@ -14,7 +14,6 @@ and kept on the change (`--show-noise` prints them), so nothing is hidden withou
 from __future__ import annotations
 
 import re
-from fnmatch import fnmatchcase
 from typing import Any
 
 from hpclz.errors import ExitCode, HpclzError
@@ -262,7 +261,7 @@ def noise_reason(rtype: str, change: PropertyChange) -> str:
         return "differs only in case or spacing, which ARM ignores"
     shape = policies.wildcard(change.path)
     if change.kind is Action.DELETE and any(
-        fnmatchcase(shape, pattern) for pattern in SERVER_DEFAULTS.get(rtype.lower(), ())
+        policies.path_matches(shape, pattern) for pattern in SERVER_DEFAULTS.get(rtype.lower(), ())
     ):
         return "a default the resource provider sets when the template leaves it out"
     return ""

@@ -1,0 +1,74 @@
+"""The per-type table: which ARM property changes are in place, drain, restart, replace or are refused."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from hpclz.plan.changeset import Policy
+from hpclz.plan.policies import property_verdict
+
+VNET_BODY = {"properties": {"subnets": [{"name": "a", "properties": {"addressPrefix": "10.0.1.0/24"}}]}}
+
+CASES: list[tuple[str, str, Any, Any, bool, Policy]] = [
+    ("Microsoft.Storage/storageAccounts", "sku.name", "Standard_LRS", "Standard_RAGRS", True, Policy.IN_PLACE),
+    ("Microsoft.Storage/storageAccounts", "sku.name", "Standard_ZRS", "Standard_GZRS", True, Policy.IN_PLACE),
+    ("Microsoft.Storage/storageAccounts", "sku.name", "Standard_LRS", "Standard_ZRS", True, Policy.NOT_ALLOWED),
+    ("Microsoft.Storage/storageAccounts", "sku.name", "Standard_LRS", "Premium_LRS", True, Policy.REPLACE_DATA),
+    ("Microsoft.Storage/storageAccounts", "kind", "Storage", "StorageV2", True, Policy.IN_PLACE),
+    ("Microsoft.Storage/storageAccounts", "kind", "StorageV2", "BlockBlobStorage", True, Policy.REPLACE_DATA),
+    ("Microsoft.Network/bastionHosts", "sku.name", "Basic", "Standard", False, Policy.IN_PLACE),
+    ("Microsoft.Network/bastionHosts", "sku.name", "Premium", "Standard", False, Policy.REPLACE),
+    ("Microsoft.KeyVault/vaults", "properties.enablePurgeProtection", True, False, False, Policy.NOT_ALLOWED),
+    ("Microsoft.KeyVault/vaults", "properties.enablePurgeProtection", None, True, False, Policy.IN_PLACE),
+    ("Microsoft.NetApp/netAppAccounts/capacityPools/volumes", "properties.usageThreshold", 1, 2, True, Policy.IN_PLACE),
+    (
+        "Microsoft.NetApp/netAppAccounts/capacityPools/volumes",
+        "properties.protocolTypes",
+        ["NFSv3"],
+        ["NFSv4.1"],
+        True,
+        Policy.REPLACE_DATA,
+    ),
+    (
+        "Microsoft.NetApp/netAppAccounts/capacityPools",
+        "properties.serviceLevel",
+        "Premium",
+        "Ultra",
+        False,
+        Policy.NOT_ALLOWED,
+    ),
+    ("Microsoft.Compute/virtualMachines", "properties.hardwareProfile.vmSize", "a", "b", False, Policy.RESTART_NODES),
+    ("Microsoft.Compute/virtualMachines", "properties.osProfile.customData", "a", "b", False, Policy.NOT_ALLOWED),
+    ("Microsoft.Compute/virtualMachineScaleSets", "sku.name", "a", "b", False, Policy.DRAIN_PARTITION),
+    (
+        "Microsoft.Network/virtualNetworks",
+        "properties.subnets[a].properties.addressPrefix",
+        "x",
+        "y",
+        False,
+        Policy.REPLACE,
+    ),
+    ("Microsoft.Network/virtualNetworks", "location", "eastus", "westus", False, Policy.REPLACE),
+    ("Microsoft.StorageCache/amlFilesystems", "location", "eastus", "westus", True, Policy.REPLACE_DATA),
+    ("Microsoft.Network/natGateways", "properties.idleTimeoutInMinutes", 4, 10, False, Policy.IN_PLACE),
+]
+
+
+@pytest.mark.parametrize(("rtype", "path", "before", "after", "data", "expected"), CASES)
+def test_property_verdict(rtype: str, path: str, before: Any, after: Any, data: bool, expected: Policy) -> None:
+    verdict = property_verdict(rtype, path, before, after, data)
+    assert verdict.policy is expected
+    assert verdict.reason
+    if expected in (Policy.NOT_ALLOWED, Policy.REPLACE_DATA):
+        assert verdict.action_needed  # a refused or destructive change always says what to do instead
+
+
+def test_address_space_shrink_is_allowed_only_while_every_subnet_fits() -> None:
+    vnet = "Microsoft.Network/virtualNetworks"
+    path = "properties.addressSpace.addressPrefixes"
+    fits = property_verdict(vnet, path, ["10.0.0.0/16"], ["10.0.0.0/20"], False, VNET_BODY)
+    assert fits.policy is Policy.IN_PLACE
+    outside = property_verdict(vnet, path, ["10.0.0.0/16"], ["10.0.8.0/22"], False, VNET_BODY)
+    assert outside.policy is Policy.NOT_ALLOWED and "10.0.1.0/24" in outside.reason
