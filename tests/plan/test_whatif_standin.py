@@ -90,3 +90,19 @@ def test_guid_named_role_assignments_survive_an_edit(arm: ArmStandIn, zone: Path
     roles = [r for r in body["resources"] if r["type"] == "Microsoft.Authorization/roleAssignments"]
     assert roles and {r["action"] for r in roles} == {"no_change"}
     assert body["summary"]["destroy"] == body["summary"]["replace"] == 0
+
+
+def test_deploy_applies_a_saved_plan_once_then_refuses_it_as_stale(arm: ArmStandIn, zone: Path, run_cli: Run) -> None:
+    saved = zone.parent / "plan.json"
+    assert run_cli("plan", str(zone), "--out", str(saved)).exit_code == 0
+    applied = run_cli("deploy", str(zone), "--plan", str(saved), "--yes")
+    assert applied.exit_code == 0, applied.stderr + applied.stdout
+    again = run_cli("deploy", str(zone), "--plan", str(saved), "--yes")
+    assert again.exit_code == 1
+    assert "stale plan, refusing to apply it: the state changed since the plan was made" in again.stderr
+
+    fresh = zone.parent / "fresh.json"
+    assert run_cli("plan", str(zone), "--out", str(fresh)).exit_code == 0
+    zone.write_text(zone.read_text().replace("owner: ", "owner: new-", 1))
+    edited = run_cli("deploy", str(zone), "--plan", str(fresh), "--yes")
+    assert edited.exit_code == 1 and "the config changed since the plan was made" in edited.stderr
