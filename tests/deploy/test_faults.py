@@ -14,7 +14,7 @@ from tests.support.arm_standin import ArmStandIn, Fault
 @pytest.mark.parametrize(
     "fault",
     [
-        Fault("throttle", method="PUT", path=r"/deployments/", times=2, retry_after=1),
+        Fault("throttle", method="PUT", path=r"/deployments/", times=1, retry_after=1),
         Fault("error", method="GET", path=r"/deployments/[^/]+$", times=3),
         Fault("drop", method="PUT", path=r"/deployments/", times=1),
         Fault("drop", method="GET", path=r"/operations$", times=2),

@@ -40,7 +40,7 @@ def _wait_until_recorded_running(zone: Path, name: str, proc: subprocess.Popen[s
 
 
 def test_kill_9_mid_deploy_then_resume_reattaches(arm: ArmStandIn, zone: Path, run_cli) -> None:
-    arm.world.latency[SLOW_TYPE] = 4.0
+    arm.world.latency[SLOW_TYPE] = 2.0
     proc = _start_deploy(zone)
     _wait_until_recorded_running(zone, STORAGE, proc)
     proc.send_signal(signal.SIGKILL)
@@ -70,7 +70,7 @@ def test_second_concurrent_deploy_is_refused_with_the_holder(arm: ArmStandIn, zo
 
 
 def test_ctrl_c_releases_the_lock_and_leaves_a_resumable_state(arm: ArmStandIn, zone: Path, run_cli) -> None:
-    arm.world.latency[SLOW_TYPE] = 3.0
+    arm.world.latency[SLOW_TYPE] = 2.0
     proc = _start_deploy(zone)
     _wait_until_recorded_running(zone, STORAGE, proc)
     proc.send_signal(signal.SIGINT)
