@@ -12,7 +12,8 @@ from tests.verify.helpers import FAULTS, GOOD, H200, agent, by_id
 
 # fault folder -> (check that must catch it, its status, fragments its message must contain)
 FAULT_TABLE: dict[str, tuple[str, str, tuple[str, ...]]] = {
-    "gpu-missing": ("HPCLZ-VFY-002", "fail", ("7 of 8 GPUs",)),
+    "gpu-missing": ("HPCLZ-VFY-002", "fail", ("7 of 8 GPUs", "on the PCI bus but not listed: 00000004:00:00.0")),
+    "gpu-off-bus": ("HPCLZ-VFY-002", "fail", ("7 of 8 GPUs", "only 7 on the PCI bus")),
     "gpu-memory-low": ("HPCLZ-VFY-003", "fail", ("GPU 3 (00000004:00:00.0)", "81559 MiB < 143000 MiB")),
     "ecc-uncorrectable": ("HPCLZ-VFY-004", "fail", ("GPU 2 (00000003:00:00.0)", "2 uncorrectable ECC errors")),
     "row-remap-pending": ("HPCLZ-VFY-005", "fail", ("GPU 5 (00000006:00:00.0)", "row remap pending")),

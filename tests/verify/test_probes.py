@@ -151,3 +151,18 @@ def test_live_commands_run_under_a_timeout() -> None:
     assert live.command("x", ["no-such-tool-hpclz"]).missing
     echo = live.command("x", ["echo", "hi"])
     assert echo.ok and echo.text == "hi\n"
+
+
+def test_nvidia_gpus_on_the_pci_bus_from_sysfs_and_lspci(tmp_path: Path) -> None:
+    for name, vendor, klass in (
+        ("0001:00:00.0", "0x10de", "0x030200"),  # H200
+        ("0002:00:00.0", "0x10de", "0x068000"),  # NVSwitch: a bridge, not a GPU
+        ("0101:00:00.0", "0x15b3", "0x020700"),  # ConnectX-7
+    ):
+        dev = tmp_path / "sys/bus/pci/devices" / name
+        dev.mkdir(parents=True)
+        (dev / "vendor").write_text(vendor + "\n")
+        (dev / "class").write_text(klass + "\n")
+    assert host.nvidia_gpus_on_pci(tmp_path) == ["0001:00:00.0"]
+    listing = "0001:00:00.0 3D controller: NVIDIA Corporation GH100 [H200 SXM 141GB] (rev a1)\n"
+    assert host.parse_lspci(listing) == ["0001:00:00.0"]

@@ -13,7 +13,6 @@ The node side is plain bash and coreutils on purpose: it must work before hpclz 
 
 from __future__ import annotations
 
-import json
 import shlex
 import time
 from collections.abc import Iterable, Sequence
@@ -138,8 +137,8 @@ def read_node(folder: Path, node: str, budget_s: int, *, late: bool = False) -> 
     report_file = base.with_name(f"{node}.report.json")
     text = report_file.read_text() if report_file.exists() else base.with_name(f"{node}.stdout").read_text()
     try:
-        report = NodeReport.model_validate(json.loads(text))
-    except (json.JSONDecodeError, ValidationError) as exc:
+        report = NodeReport.model_validate_json(text)
+    except ValidationError as exc:
         what = f"node command exited {rc}" if rc else "node command printed no readable report"
         return failed(node, NO_RESULT, "no result", f"{what}: {str(exc).splitlines()[0]}{_said(stderr)}")
     return report.model_copy(update={"node": node})

@@ -5,6 +5,7 @@ from __future__ import annotations
 from hpclz.verify.checks.core import FAIL, NOT_MEASURED, PASS, WARN, Verdict, check, no_threshold, num
 from hpclz.verify.probes.facts import Gpu, NodeFacts, NvLink, XidEvent
 from hpclz.verify.probes.kernel import FATAL_XIDS, same_device
+from hpclz.verify.probes.nvsmi import normalize_bus_id
 from hpclz.verify.thresholds import Thresholds
 
 BRAKES = ("hw_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown", "sw_thermal_slowdown")
@@ -66,8 +67,17 @@ def gpu_count(facts: NodeFacts, t: Thresholds) -> Verdict:
     listed = len(facts.nvsmi.gpus)
     if listed == expected:
         return Verdict(PASS, f"{listed} GPUs", listed, num(expected), "GPUs")
-    seen = ", ".join(g.bus_id for g in facts.nvsmi.gpus) or "none"
-    return Verdict(FAIL, f"{listed} of {num(expected)} GPUs listed (bus ids: {seen})", listed, num(expected), "GPUs")
+    message = f"{listed} of {num(expected)} GPUs listed by the driver"
+    if facts.pci_gpus.value is not None:
+        on_bus = [normalize_bus_id(b) for b in facts.pci_gpus.value]  # type: ignore[attr-defined]
+        missing = sorted(set(on_bus) - {g.bus_id for g in facts.nvsmi.gpus})
+        if missing:
+            message += f"; on the PCI bus but not listed: {', '.join(missing)}"
+        if len(on_bus) < expected:
+            message += f"; only {len(on_bus)} on the PCI bus (fallen off the bus or not attached to the VM)"
+    else:
+        message += f" (listed: {', '.join(g.bus_id for g in facts.nvsmi.gpus) or 'none'})"
+    return Verdict(FAIL, message, listed, num(expected), "GPUs")
 
 
 @check(

@@ -9,6 +9,7 @@ reads captured outputs instead of running anything (lookup rules: hpclz.verify.p
 | nvidia-smi-q.xml.rc   | optional: its exit status, or `timeout` for a hung driver     |
 | query-gpu.csv         | `nvidia-smi --query-gpu=QUERY_FIELDS --format=csv` (used when the XML is absent or unreadable) |
 | nvlink-status.txt     | `nvidia-smi nvlink -s`                                        |
+| lspci-gpus.txt        | `lspci -D -d 10de::0302` (NVIDIA GPUs on the PCI bus; live: sysfs) |
 | dmesg.txt             | `dmesg` / `journalctl -k` / kern.log lines (Xid scan)         |
 | ibstat.txt            | `ibstat` (else a `sys/class/infiniband/...` tree in the fixture folder) |
 | nvme-devices.txt      | `ls /dev/nvme*n1`                                             |
@@ -96,6 +97,12 @@ def read_nvme(source: Source) -> Reading:
     return Reading(host.count_nvme(host.nvme_listing(source.root() or Path("/"))))
 
 
+def read_pci_gpus(source: Source) -> Reading:
+    if not source.simulated:
+        return Reading(host.nvidia_gpus_on_pci(Path("/")))
+    return _reading(source.command("lspci-gpus.txt", ["lspci", "-D", "-d", "10de::0302"]), host.parse_lspci)
+
+
 def collect_facts(source: Source, sku: str | None, want_nvlink: bool = True) -> NodeFacts:
     smi = read_nvidia_smi(source)
     root = source.root()
@@ -112,6 +119,7 @@ def collect_facts(source: Source, sku: str | None, want_nvlink: bool = True) -> 
         node=source.node,
         sku=sku,
         nvsmi=smi,
+        pci_gpus=read_pci_gpus(source),
         xids=read_xids(source),
         nvlinks=links,
         ib_ports=read_ib(source),

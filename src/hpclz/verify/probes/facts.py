@@ -106,6 +106,7 @@ class NodeFacts:
     node: str
     sku: str | None
     nvsmi: NvidiaSmi
+    pci_gpus: Reading = field(default_factory=Reading)  # list[str]: NVIDIA GPU bus ids on the PCI bus
     xids: Reading = field(default_factory=Reading)  # list[XidEvent]
     nvlinks: Reading = field(default_factory=Reading)  # list[NvLink]
     ib_ports: Reading = field(default_factory=Reading)  # list[IbPort]

@@ -70,3 +70,22 @@ def pcie_link(root: Path, bus_id: str) -> dict[str, int | None]:
         "pcie_width": width(read("current_link_width")),
         "pcie_width_max": width(read("max_link_width")),
     }
+
+
+def nvidia_gpus_on_pci(root: Path) -> list[str]:
+    """Bus ids of NVIDIA 3D controllers (class 0x0302) in sysfs: what the driver should list, even when it doesn't."""
+    found = []
+    for dev in sorted((root / "sys/bus/pci/devices").glob("*")):
+        try:
+            vendor = (dev / "vendor").read_text().strip().lower()
+            klass = (dev / "class").read_text().strip().lower()
+        except OSError:
+            continue
+        if vendor == "0x10de" and klass.startswith("0x0302"):
+            found.append(dev.name)
+    return found
+
+
+def parse_lspci(text: str) -> list[str]:
+    """`lspci -D -d 10de::0302`: the first token of each line is the bus id."""
+    return [line.split()[0] for line in text.splitlines() if line.strip() and re.match(r"^[0-9a-fA-F:.]+\s", line)]
