@@ -152,7 +152,10 @@ def row_remap(facts: NodeFacts, t: Thresholds) -> Verdict:
         if g.remap_pending:
             fails.append(f"{g.label()}: row remap pending (reset the GPU)")
 
-    return _verdict(*_gpu_issues(facts, judge), ok="no pending or failed row remap", unit="GPUs")
+    spent = sum(g.remapped_uncorrectable or 0 for g in facts.nvsmi.gpus)
+    # Rows already remapped for uncorrectable errors are healthy history (spares exist for them): report, never fail.
+    ok = "no pending or failed row remap" + (f" ({spent} rows remapped for uncorrectable errors)" if spent else "")
+    return _verdict(*_gpu_issues(facts, judge), ok=ok, unit="GPUs")
 
 
 @check(
