@@ -25,6 +25,11 @@ from tests.conftest import REPO, CliResult
 from tests.plan.support import applied_state
 
 Run = Callable[..., CliResult]
+RESULT_KEYS = {
+    "file", "state_location", "saved_to", "mode", "landing_zone", "environment", "state", "config_changes",
+    "config_baseline", "resources", "ignored", "unsupported", "summary", "has_changes", "noise_filtered",
+    "worst_policy", "blocked", "data_loss",
+}  # fmt: skip
 
 
 @pytest.fixture
@@ -86,6 +91,7 @@ def test_json_envelope(run_cli: Run, config: Path) -> None:
     assert tuple(envelope) == ENVELOPE_KEYS
     assert (envelope["command"], envelope["exit_code"], result.exit_code) == ("plan", 2, 2)
     body = envelope["result"]
+    assert set(body) >= RESULT_KEYS  # scripts read these: add keys, never rename or drop one
     assert body["mode"] == "offline"
     assert body["summary"] == {"add": 0, "change": 0, "replace": 1, "destroy": 0}
     assert body["has_changes"] is True
