@@ -14,6 +14,7 @@ def test_deploy_writes_state_and_shows_next_steps(arm: ArmStandIn, zone: Path, r
     assert "Next steps" in result.stdout
     assert "az network bastion ssh --name bas-aitrain-prod-eus2" in result.stdout
     assert f"hpclz verify {zone}" in result.stdout
+    assert "Scheduler address: az vm list-ip-addresses --resource-group rg-aitrain-compute-prod-eus2" in result.stdout
     state = state_of(zone)
     assert all(d["status"] == "succeeded" for d in state["deployments"].values())
     assert {d["name"].lower() for d in state["deployments"].values()} == {
