@@ -118,7 +118,7 @@ def test_a_crashing_check_is_reported_not_raised() -> None:
     def boom(facts: NodeFacts, t: object) -> Verdict:
         raise KeyError("reading")
 
-    spec = CheckSpec("HPCLZ-VFY-999", "broken", "fix it", "health", boom)  # type: ignore[arg-type]
+    spec = CheckSpec("HPCLZ-VFY-999", "broken", "fix it", "health", boom)
     outcome = spec.run(_facts_with(), load_thresholds(H200))
     assert outcome.status == "fail" and "KeyError" in outcome.message
 
@@ -132,5 +132,5 @@ def _facts_with(**gpu_fields: object) -> NodeFacts:
 
     fields: dict[str, object] = {"pcie_gen": 5, "pcie_gen_max": 5, "pcie_width": 16, "pcie_width_max": 16}
     fields.update(gpu_fields)
-    gpu = Gpu(index=0, bus_id="00000001:00:00.0", **fields)  # type: ignore[arg-type]
+    gpu = Gpu(index=0, bus_id="00000001:00:00.0", **fields)
     return NodeFacts(node="n", sku=H200, nvsmi=NvidiaSmi(True, gpus=[gpu]))

@@ -42,7 +42,7 @@ def test_nvbandwidth_replaces_the_host_device_figures_when_installed(tmp_path: P
     (tmp_path / "nvbandwidth.txt").write_text(NVBANDWIDTH)
     reading = perf.measure(Source(tmp_path, node="n1"))
     assert reading.value is not None
-    assert reading.value["h2d_gbps"] == {"values": [55.21, 31.02], "method": "nvbandwidth"}  # type: ignore[index]
+    assert reading.value["h2d_gbps"] == {"values": [55.21, 31.02], "method": "nvbandwidth"}
     check = by_id(agent(tmp_path))["HPCLZ-VFY-022"]
     assert (
         check["status"] == "fail"
@@ -83,7 +83,7 @@ def test_live_perf_measures_every_gpu_or_says_no_cuda_device() -> None:
     reading = perf.measure(Source(None, node="here"))
     if torch.cuda.is_available():  # on a GPU machine the same call measures every GPU
         assert reading.value is not None
-        assert len(reading.value["gemm_bf16_tflops"]["values"]) == torch.cuda.device_count()  # type: ignore[index]
+        assert len(reading.value["gemm_bf16_tflops"]["values"]) == torch.cuda.device_count()
     else:
         assert reading.value is None and reading.why.startswith("no CUDA device")
 

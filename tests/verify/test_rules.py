@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import inspect
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from hpclz.findings import Severity
-from hpclz.rules.base import RULE_ID, run_rules
+from hpclz.rules.base import RULE_ID, Rule, run_rules
 from hpclz.rules.registry import VERIFY_RULES, all_rules
 from hpclz.verify.agent import gather
 from hpclz.verify.checks.rules import NodeContext
@@ -34,7 +35,7 @@ def test_verify_rules_are_in_the_registry_in_order() -> None:
 
 
 @pytest.mark.parametrize("rule", VERIFY_RULES, ids=lambda r: r.id)
-def test_verify_rule_metadata(rule: type) -> None:
+def test_verify_rule_metadata(rule: type[Rule[Any]]) -> None:
     assert RULE_ID.match(rule.id) and rule.area() == "VFY"
     assert isinstance(rule.severity, Severity)
     assert rule.title and "\n" not in rule.title and len(rule.title) <= 90
@@ -42,7 +43,7 @@ def test_verify_rule_metadata(rule: type) -> None:
 
 
 @pytest.mark.parametrize("rule", VERIFY_RULES, ids=lambda r: r.id)
-def test_each_verify_rule_has_a_failing_and_a_passing_case(rule: type) -> None:
+def test_each_verify_rule_has_a_failing_and_a_passing_case(rule: type[Rule[Any]]) -> None:
     assert rule.id in FAILING, f"{rule.id} has no failing fixture"
     failing, _ = run_rules([rule], context(FAILING[rule.id]))
     assert [f.rule_id for f in failing] == [rule.id]
