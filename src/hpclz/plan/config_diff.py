@@ -25,10 +25,12 @@ _NEW_LZ = "create a new landing zone (new config and state) and move workloads t
 
 # Fields whose cost depends on the values, not just on the field.
 EVALUATORS: dict[str, policies.Evaluate] = {
-    "network.vnet.address_space": policies._address_space,
-    "network.bastion.sku": policies._bastion_sku,
-    "identity.key_vault.purge_protection": policies._purge_protection,
-    "storage.blob.replication": lambda old, new, ctx: policies._storage_sku(f"Standard_{old}", f"Standard_{new}"),
+    "network.vnet.address_space": policies.address_space_verdict,
+    "network.bastion.sku": policies.bastion_sku_verdict,
+    "identity.key_vault.purge_protection": policies.purge_protection_verdict,
+    "storage.blob.replication": lambda old, new, ctx: policies.storage_sku_verdict(
+        f"Standard_{old}", f"Standard_{new}"
+    ),
 }
 
 # What removing a named list item costs ({name} is the item); adding one is in place.

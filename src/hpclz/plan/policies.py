@@ -69,7 +69,7 @@ def subnet_prefixes(context: Any) -> list[Any] | None:
     return _networks([(i.get("properties") or {}).get("addressPrefix") for i in items if isinstance(i, dict)])
 
 
-def _address_space(before: Any, after: Any, context: Any = None) -> Verdict:
+def address_space_verdict(before: Any, after: Any, context: Any = None) -> Verdict:
     """Adding ranges is an in-place update; a range can go only while no subnet uses it."""
     old, new = _networks(before), _networks(after)
     source = f"{DOCS}/virtual-network/manage-virtual-network#add-or-remove-an-address-range"
@@ -103,7 +103,7 @@ def _subnet_prefix(before: Any, after: Any, context: Any = None) -> Verdict:
 _SAME_ZONE_FAMILY = ({"LRS", "GRS", "RAGRS"}, {"ZRS", "GZRS", "RAGZRS"})
 
 
-def _storage_sku(before: Any, after: Any, context: Any = None) -> Verdict:
+def storage_sku_verdict(before: Any, after: Any, context: Any = None) -> Verdict:
     source = f"{DOCS}/storage/common/redundancy-migration"
     old_tier, _, old_rep = str(before).partition("_")
     new_tier, _, new_rep = str(after).partition("_")
@@ -139,7 +139,7 @@ def _storage_kind(before: Any, after: Any, context: Any = None) -> Verdict:
 _BASTION_TIERS = ["Basic", "Standard", "Premium"]
 
 
-def _bastion_sku(before: Any, after: Any, context: Any = None) -> Verdict:
+def bastion_sku_verdict(before: Any, after: Any, context: Any = None) -> Verdict:
     source = f"{DOCS}/bastion/upgrade-sku"
     tiers = {tier: rank for rank, tier in enumerate(_BASTION_TIERS)}
     if tiers.get(str(after), -1) > tiers.get(str(before), len(tiers)):
@@ -152,7 +152,7 @@ def _bastion_sku(before: Any, after: Any, context: Any = None) -> Verdict:
     )
 
 
-def _purge_protection(before: Any, after: Any, context: Any = None) -> Verdict:
+def purge_protection_verdict(before: Any, after: Any, context: Any = None) -> Verdict:
     if before is True and after is not True:
         return _v(
             Policy.NOT_ALLOWED,
@@ -167,7 +167,7 @@ _REPLACE_VM = "the VM is deleted and recreated with a new OS disk"
 
 RESOURCE_RULES: dict[str, list[PropertyRule]] = {
     "microsoft.network/virtualnetworks": [
-        PropertyRule("properties.addressSpace.addressPrefixes", _address_space),
+        PropertyRule("properties.addressSpace.addressPrefixes", address_space_verdict),
         PropertyRule("properties.subnets[*].properties.addressPrefix", _subnet_prefix),
         PropertyRule("properties.subnets[*].properties.addressPrefixes", _subnet_prefix),
     ],
@@ -251,7 +251,7 @@ RESOURCE_RULES: dict[str, list[PropertyRule]] = {
         ),
     ],
     "microsoft.storage/storageaccounts": [
-        PropertyRule("sku.name", _storage_sku),
+        PropertyRule("sku.name", storage_sku_verdict),
         PropertyRule("kind", _storage_kind),
         PropertyRule(
             "properties.isHnsEnabled",
@@ -264,7 +264,7 @@ RESOURCE_RULES: dict[str, list[PropertyRule]] = {
         ),
     ],
     "microsoft.keyvault/vaults": [
-        PropertyRule("properties.enablePurgeProtection", _purge_protection),
+        PropertyRule("properties.enablePurgeProtection", purge_protection_verdict),
         PropertyRule(
             "properties.softDeleteRetentionInDays",
             _v(
@@ -275,7 +275,7 @@ RESOURCE_RULES: dict[str, list[PropertyRule]] = {
             ),
         ),
     ],
-    "microsoft.network/bastionhosts": [PropertyRule("sku.name", _bastion_sku)],
+    "microsoft.network/bastionhosts": [PropertyRule("sku.name", bastion_sku_verdict)],
     "microsoft.network/publicipaddresses": [
         PropertyRule("sku*", _v(Policy.REPLACE, "a public IP's SKU is fixed at creation; the address changes")),
         PropertyRule(
