@@ -1,0 +1,72 @@
+"""The per-SKU threshold data file and how config overrides reach it and the node agent."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from hpclz.verify.agent import _overrides
+from hpclz.verify.thresholds import (
+    DATA_FILE,
+    METRICS,
+    agent_arguments,
+    known_skus,
+    load_thresholds,
+    overrides_for,
+)
+
+
+def test_every_threshold_is_a_known_metric_with_a_source() -> None:
+    data = json.loads(DATA_FILE.read_text())
+    for sku, metrics in [("defaults", data["defaults"]), *data["skus"].items()]:
+        for metric, entry in metrics.items():
+            assert metric in METRICS, f"{sku}: {metric}"
+            assert isinstance(entry["value"], int | float) and entry["value"] >= 0
+            assert entry["source"].strip(), f"{sku}: {metric} has no source"
+
+
+def test_h200_figures_match_aznhc_and_the_baseline() -> None:
+    t = load_thresholds("Standard_ND96isr_H200_v5")
+    assert (t.get("gpu_count"), t.get("ib_rate_gbps"), t.get("nccl_allreduce_busbw_gbps"), t.get("h2d_gbps")) == (
+        8,
+        400,
+        431,
+        48,
+    )
+    baseline = (
+        json.loads((DATA_FILE.parents[3].parent / "shared/fixtures/gpu/h200/baseline-bench.json").read_text())
+        if (DATA_FILE.parents[3].parent / "shared/fixtures/gpu/h200/baseline-bench.json").exists()
+        else {"gemm_bfloat16_tflops": 791.07, "hbm_copy_tbps_rw": 4.2614}
+    )
+    # A healthy H200 must pass: every perf threshold sits below what the captured node measured.
+    assert t.get("gemm_bf16_tflops") == pytest.approx(0.9 * baseline["gemm_bfloat16_tflops"], rel=0.01)
+    assert t.get("hbm_copy_tbps") == pytest.approx(0.9 * baseline["hbm_copy_tbps_rw"], rel=0.01)
+    assert "aznhc" in t.source("nccl_allreduce_busbw_gbps")
+
+
+def test_config_overrides_win_and_are_labelled() -> None:
+    t = load_thresholds("Standard_ND96isr_H100_v5", {"nccl_allreduce_busbw_gbps": 450})
+    assert t.get("nccl_allreduce_busbw_gbps") == 450 and t.source("nccl_allreduce_busbw_gbps") == "config override"
+    assert t.get("gpu_count") == 8
+
+
+def test_overrides_for_picks_the_sku_case_insensitively_and_refuses_typos() -> None:
+    table = {
+        "standard_nd96isr_h100_v5": {"nccl_allreduce_busbw_gbps": 450.0},
+        "Standard_ND96isr_H200_v5": {"h2d_gbps": 50.0},
+    }
+    assert overrides_for(table, "Standard_ND96isr_H100_v5") == {"nccl_allreduce_busbw_gbps": 450.0}
+    assert overrides_for(table, None) == {}
+    with pytest.raises(ValueError, match=r"verify\.thresholds\.X\.busbw: unknown threshold metric"):
+        overrides_for({"X": {"busbw": 1.0}}, "x")
+
+
+def test_agent_arguments_round_trip_through_the_agent_parser() -> None:
+    args = agent_arguments({"nccl_allreduce_busbw_gbps": 450.0, "gpu_count": 4})
+    assert args == ["--set", "gpu_count=4", "--set", "nccl_allreduce_busbw_gbps=450"]
+    assert _overrides(args[1::2]) == {"gpu_count": 4.0, "nccl_allreduce_busbw_gbps": 450.0}
+
+
+def test_known_skus_cover_the_gpu_presets() -> None:
+    assert {"Standard_ND96isr_H100_v5", "Standard_ND96isr_H200_v5"} <= set(known_skus())
