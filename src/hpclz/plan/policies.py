@@ -191,7 +191,7 @@ RESOURCE_RULES: dict[str, list[PropertyRule]] = {
                 Policy.REPLACE_DATA,
                 "Managed Lustre's throughput SKU is fixed at creation",
                 "archive the file system to its HSM blob container (or copy it) before applying",
-                f"{DOCS}/azure-managed-lustre/create-file-system-resource-manager",
+                f"{DOCS}/azure-managed-lustre/create-file-system-portal (capacity and throughput cannot change after creation)",
             ),
         ),
         PropertyRule(
@@ -200,7 +200,7 @@ RESOURCE_RULES: dict[str, list[PropertyRule]] = {
                 Policy.REPLACE_DATA,
                 "Managed Lustre's capacity is fixed at creation; a new size is a new file system",
                 "archive the file system to its HSM blob container (or copy it) before applying",
-                f"{DOCS}/azure-managed-lustre/create-file-system-resource-manager",
+                f"{DOCS}/azure-managed-lustre/create-file-system-portal (capacity and throughput cannot change after creation)",
             ),
         ),
         PropertyRule(
@@ -302,7 +302,7 @@ RESOURCE_RULES: dict[str, list[PropertyRule]] = {
                 "the cloud-init it carries (e.g. the CycleCloud cluster definition) would not change",
                 "recreate the VM in a maintenance window, or apply the change on the VM itself; "
                 "templates should carry changeable settings in userData, which ARM updates in place",
-                f"{DOCS}/virtual-machines/custom-data",
+                'ARM OSProfile.customData reference: "This property cannot be updated after the VM is created."',
             ),
         ),
         PropertyRule(
