@@ -15,6 +15,8 @@ from hpclz.verify.thresholds import (
     load_thresholds,
     overrides_for,
 )
+from tests.conftest import require
+from tests.verify.helpers import REAL_H200
 
 
 def test_every_threshold_is_a_known_metric_with_a_source() -> None:
@@ -34,11 +36,9 @@ def test_h200_figures_match_aznhc_and_the_baseline() -> None:
         431,
         48,
     )
-    baseline = (
-        json.loads((DATA_FILE.parents[3].parent / "shared/fixtures/gpu/h200/baseline-bench.json").read_text())
-        if (DATA_FILE.parents[3].parent / "shared/fixtures/gpu/h200/baseline-bench.json").exists()
-        else {"gemm_bfloat16_tflops": 791.07, "hbm_copy_tbps_rw": 4.2614}
-    )
+    bench = REAL_H200 / "baseline-bench.json"
+    require(bench.exists(), "shared/fixtures/gpu/h200/baseline-bench.json")
+    baseline = json.loads(bench.read_text())
     # A healthy H200 must pass: every perf threshold sits below what the captured node measured.
     assert t.get("gemm_bf16_tflops") == pytest.approx(0.9 * baseline["gemm_bfloat16_tflops"], rel=0.01)
     assert t.get("hbm_copy_tbps") == pytest.approx(0.9 * baseline["hbm_copy_tbps_rw"], rel=0.01)
