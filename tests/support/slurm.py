@@ -147,6 +147,8 @@ def write_config(root: Path, nodes: list[str], ctld_port: int, node_ports: list[
                 "JobAcctGatherType=jobacct_gather/none",
                 "JobCompType=jobcomp/none",
                 "SchedulerType=sched/backfill",
+                # Stock Slurm waits ~2.5 s between a submit and the allocation; tests run many short jobs in a row.
+                "SchedulerParameters=batch_sched_delay=0,sched_min_interval=0",
                 "KillWait=2",
                 "MinJobAge=60",
                 "InactiveLimit=0",

@@ -69,8 +69,14 @@ def test_a_command_that_overruns_its_budget_is_a_timeout_failure(tmp_path: Path)
 def test_unreadable_output_names_the_exit_status_and_stderr(tmp_path: Path) -> None:
     _run_node_script(tmp_path, ["bash", "-c", "echo 'Traceback: boom' >&2; exit 3"], "gpu002")
     message = read_node(tmp_path, "gpu002", 20).checks[0].message
-    assert "node command exited 3" in message
-    assert "boom" in message
+    assert message.startswith("node command exited 3: Invalid JSON")
+    assert message.endswith("(stderr: Traceback: boom)")
+
+
+def test_a_report_of_the_wrong_shape_says_which_field(tmp_path: Path) -> None:
+    _run_node_script(tmp_path, ["echo", '{"node": "n", "checks": [{"check_id": "X", "title": "t"}]}'], "gpu004")
+    message = read_node(tmp_path, "gpu004", 20).checks[0].message
+    assert message == "node command printed no readable report: checks.0.status: Field required"
 
 
 def test_a_node_that_left_nothing_reports_no_result(tmp_path: Path) -> None:

@@ -122,25 +122,26 @@ def wait_for_jobs(client: SlurmClient, job_ids: list[str], deadline_s: float) ->
 
 
 def read_node(folder: Path, node: str, budget_s: int, *, late: bool = False) -> NodeReport:
-    base = folder / node
-    rc_file = base.with_name(f"{node}.rc")
+    rc_file = folder / f"{node}.rc"
     if not rc_file.exists():
         why = "its job overran the time budget and was cancelled" if late else "the job ended without it"
         return failed(node, NO_RESULT, "no result", f"no result within {budget_s} s: {why}")
     rc = int(rc_file.read_text().strip() or -1)
-    stderr = _tail(base.with_name(f"{node}.stderr"))
     if rc == 124:
-        return failed(node, NO_RESULT, "no result", f"timed out after {budget_s} s{_said(stderr)}")
+        return failed(node, NO_RESULT, "no result", f"timed out after {budget_s} s{_said(folder, node)}")
     if rc == 137:
         why = f"killed by SIGKILL (ignored the stop at {budget_s} s, or ran out of memory)"
-        return failed(node, NO_RESULT, "no result", f"{why}{_said(stderr)}")
-    report_file = base.with_name(f"{node}.report.json")
-    text = report_file.read_text() if report_file.exists() else base.with_name(f"{node}.stdout").read_text()
+        return failed(node, NO_RESULT, "no result", f"{why}{_said(folder, node)}")
+    report_file = folder / f"{node}.report.json"
+    text = report_file.read_text() if report_file.exists() else (folder / f"{node}.stdout").read_text()
     try:
         report = NodeReport.model_validate_json(text)
     except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(map(str, first["loc"]))
+        problem = f"{where}: {first['msg']}" if where else first["msg"]
         what = f"node command exited {rc}" if rc else "node command printed no readable report"
-        return failed(node, NO_RESULT, "no result", f"{what}: {str(exc).splitlines()[0]}{_said(stderr)}")
+        return failed(node, NO_RESULT, "no result", f"{what}: {problem}{_said(folder, node)}")
     return report.model_copy(update={"node": node})
 
 
@@ -148,13 +149,11 @@ def failed(node: str, check_id: str, title: str, message: str, status: Status = 
     return NodeReport(node=node, checks=[CheckResult(check_id=check_id, title=title, status=status, message=message)])
 
 
-def _tail(path: Path) -> str:
-    return path.read_text(errors="replace")[-TAIL_CHARS:].strip() if path.exists() else ""
-
-
-def _said(stderr: str) -> str:
-    last = stderr.splitlines()[-1] if stderr else ""
-    return f" (stderr: {last})" if last else ""
+def _said(folder: Path, node: str) -> str:
+    """The last line the node command wrote to stderr, usually the one that explains it."""
+    path = folder / f"{node}.stderr"
+    tail = path.read_text(errors="replace")[-TAIL_CHARS:].strip() if path.exists() else ""
+    return f" (stderr: {tail.splitlines()[-1]})" if tail else ""
 
 
 # -- which nodes, and what to do with drained ones ------------------------------------------------------------
