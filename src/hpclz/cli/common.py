@@ -45,7 +45,7 @@ def finish(
 
         envelope = Envelope(
             command=command,
-            ok=exit_code == ExitCode.OK,
+            ok=exit_code in (ExitCode.OK, ExitCode.CHANGES_PRESENT),
             exit_code=int(exit_code),
             result=payload,
             findings=findings,
