@@ -1,0 +1,60 @@
+"""`deploy --plan FILE` applies a saved plan and refuses a stale one; destroy carries on past a failure."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.deploy.conftest import state_of
+from tests.support.arm_standin import ArmStandIn, Fault
+
+
+def test_saved_plan_is_applied_then_refused_once_stale(arm: ArmStandIn, zone: Path, run_cli) -> None:
+    saved = zone.parent / "plan.json"
+    made = run_cli("plan", str(zone), "--out", str(saved))
+    assert made.exit_code in (0, 2), made.stderr
+    applied = run_cli("deploy", str(zone), "--yes", "--plan", str(saved))
+    assert applied.exit_code == 0, applied.stderr + applied.stdout
+    assert all(d["status"] == "succeeded" for d in state_of(zone)["deployments"].values())
+
+    stale = run_cli("deploy", str(zone), "--yes", "--plan", str(saved))
+    assert stale.exit_code != 0
+    assert "stale plan" in stale.stderr and "state changed" in stale.stderr
+
+
+def test_destroy_reports_each_failure_and_carries_on(arm: ArmStandIn, zone: Path, run_cli) -> None:
+    assert run_cli("deploy", str(zone), "--yes").exit_code == 0
+    arm.faults.add(
+        Fault(
+            "error",
+            method="DELETE",
+            path=r"/resourcegroups/rg-aitrain-monitoring-prod-eus2$",
+            status=409,
+            times=None,
+            code="Conflict",
+            message="in use",
+        )
+    )
+    arm.faults.add(
+        Fault(
+            "error",
+            method="DELETE",
+            path=r"/privateEndpoints/pep-aitrain-blob",
+            status=400,
+            times=None,
+            code="InUse",
+            message="endpoint busy",
+        )
+    )
+    result = run_cli("destroy", str(zone), "--yes")
+    assert result.exit_code == 5
+    assert "rg-aitrain-monitoring-prod-eus2: Conflict: in use" in result.stdout
+    assert "pep-aitrain-blob-prod-eus2: InUse: endpoint busy" in result.stdout
+    assert "rg-aitrain-monitoring-prod-eus2" in arm.world.groups and "rg-aitrain-compute-prod-eus2" not in arm.world.groups
+    recorded = {r["name"] for r in state_of(zone)["resources"]}
+    assert {"rg-aitrain-monitoring-prod-eus2", "pep-aitrain-blob-prod-eus2", "amlfs-aitrain-prod-eus2"} <= recorded
+    assert "rg-aitrain-compute-prod-eus2" not in recorded
+
+    arm.faults.clear()
+    again = run_cli("destroy", str(zone), "--yes", "--include-data")
+    assert again.exit_code == 0, again.stdout
+    assert arm.world.resources == {} and arm.world.groups == {}
