@@ -49,7 +49,9 @@ def test_destroy_reports_each_failure_and_carries_on(arm: ArmStandIn, zone: Path
     assert result.exit_code == 5
     assert "rg-aitrain-monitoring-prod-eus2: Conflict: in use" in result.stdout
     assert "pep-aitrain-blob-prod-eus2: InUse: endpoint busy" in result.stdout
-    assert "rg-aitrain-monitoring-prod-eus2" in arm.world.groups and "rg-aitrain-compute-prod-eus2" not in arm.world.groups
+    assert (
+        "rg-aitrain-monitoring-prod-eus2" in arm.world.groups and "rg-aitrain-compute-prod-eus2" not in arm.world.groups
+    )
     recorded = {r["name"] for r in state_of(zone)["resources"]}
     assert {"rg-aitrain-monitoring-prod-eus2", "pep-aitrain-blob-prod-eus2", "amlfs-aitrain-prod-eus2"} <= recorded
     assert "rg-aitrain-compute-prod-eus2" not in recorded
