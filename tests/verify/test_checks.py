@@ -8,7 +8,7 @@ from hpclz.verify.checks import CHECKS
 from hpclz.verify.checks.core import CheckSpec, Verdict
 from hpclz.verify.probes.facts import NodeFacts, NvidiaSmi
 from hpclz.verify.thresholds import load_thresholds
-from tests.verify.helpers import FAULTS, GOOD, H200, agent, by_id
+from tests.verify.helpers import FAULTS, GOOD, H200, REAL_H200, agent, by_id
 
 # fault folder -> (check that must catch it, its status, fragments its message must contain)
 FAULT_TABLE: dict[str, tuple[str, str, tuple[str, ...]]] = {
@@ -134,3 +134,14 @@ def _facts_with(**gpu_fields: object) -> NodeFacts:
     fields.update(gpu_fields)
     gpu = Gpu(index=0, bus_id="00000001:00:00.0", **fields)
     return NodeFacts(node="n", sku=H200, nvsmi=NvidiaSmi(True, gpus=[gpu]))
+
+
+def test_the_real_single_gpu_capture_passes_the_gpu_checks_end_to_end() -> None:
+    # shared/fixtures/gpu/h200 uses the agent's file names: one H200 in a VM without NVLink or InfiniBand.
+    one_gpu = {"gpu_count": 1, "nvlink_links_per_gpu": 0, "ib_ports": 0}
+    checks = by_id(agent(REAL_H200, sku=H200, overrides=one_gpu, tier="health", with_nccl=False))
+    gpu_checks = ("HPCLZ-VFY-001", "HPCLZ-VFY-002", "HPCLZ-VFY-003", "HPCLZ-VFY-004", "HPCLZ-VFY-005")
+    gpu_checks += ("HPCLZ-VFY-008", "HPCLZ-VFY-009", "HPCLZ-VFY-010")
+    assert {cid: checks[cid]["status"] for cid in gpu_checks} == dict.fromkeys(gpu_checks, "pass")
+    assert checks["HPCLZ-VFY-002"]["message"] == "1 GPU"
+    assert checks["HPCLZ-VFY-006"]["status"] == "not_measured"  # no kernel log was captured

@@ -11,6 +11,10 @@ from hpclz.verify.thresholds import Thresholds
 BRAKES = ("hw_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown", "sw_thermal_slowdown")
 
 
+def _gpus(count: int) -> str:
+    return f"{count} GPU" if count == 1 else f"{count} GPUs"
+
+
 def _silent(facts: NodeFacts) -> Verdict | None:
     """The verdict for GPU checks when there is no GPU reading to judge."""
     if facts.nvsmi.responsive:
@@ -44,7 +48,7 @@ def nvidia_smi_responsive(facts: NodeFacts, t: Thresholds) -> Verdict:
     """The driver must answer `nvidia-smi -q -x` within its timeout (aznhc check_nvsmi_healthmon).
     A hung or failing nvidia-smi means the driver or a GPU is wedged; nothing else on the node can be trusted."""
     if facts.nvsmi.responsive:
-        return Verdict(PASS, f"nvidia-smi listed {len(facts.nvsmi.gpus)} GPUs")
+        return Verdict(PASS, f"nvidia-smi listed {_gpus(len(facts.nvsmi.gpus))}")
     if t.get("gpu_count") is None and "not installed" in facts.nvsmi.error:
         return Verdict(NOT_MEASURED, f"not measured: {facts.nvsmi.error} (SKU {t.sku or 'unknown'} expects no GPU)")
     return Verdict(FAIL, facts.nvsmi.error)
@@ -66,7 +70,7 @@ def gpu_count(facts: NodeFacts, t: Thresholds) -> Verdict:
         return silent
     listed = len(facts.nvsmi.gpus)
     if listed == expected:
-        return Verdict(PASS, f"{listed} GPUs", listed, num(expected), "GPUs")
+        return Verdict(PASS, _gpus(listed), listed, num(expected), "GPUs")
     message = f"{listed} of {num(expected)} GPUs listed by the driver"
     if facts.pci_gpus.value is not None:
         on_bus = [normalize_bus_id(b) for b in facts.pci_gpus.value]  # type: ignore[attr-defined]
