@@ -27,11 +27,11 @@ nvidia-smi -q -x > "$OUT_DIR/nvidia-smi-q.xml" 2>&1 || true
 "$PY" -c 'import torch; print("torch", torch.__version__, "cuda", torch.cuda.is_available(), torch.cuda.device_count())' \
   >> "$OUT_DIR/env.txt" 2>&1 || echo "torch: not importable" >> "$OUT_DIR/env.txt"
 
-start=$(date +%s.%N)
+start=$(date +%s%N)
 "$PY" -m hpclz.verify.agent --sku "$SKU" "${SETS[@]}" --json "$OUT_DIR/health.json"
 echo "exit $?" >> "$OUT_DIR/env.txt"
-end=$(date +%s.%N)
-echo "health tier wall time: $(echo "$end - $start" | bc) s" | tee "$OUT_DIR/health-time.txt"
+end=$(date +%s%N)
+echo "health tier wall time: $(( (end - start) / 1000000 )) ms" | tee "$OUT_DIR/health-time.txt"
 "$PY" -m hpclz.verify.agent --sku "$SKU" "${SETS[@]}" --nhc > "$OUT_DIR/nhc.txt"; echo "exit $?" >> "$OUT_DIR/nhc.txt"
 
 if "$PY" -c 'import typer, pydantic, ruamel.yaml' 2>/dev/null && [ -f configs/ai-training.yaml ]; then
