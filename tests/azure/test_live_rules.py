@@ -95,3 +95,26 @@ def test_unavailable_live_api_is_a_warning() -> None:
     assert run(LiveFactsUnavailable, ctx()) == []
     [finding] = run(LiveFactsUnavailable, ctx(unavailable={"Compute usage API": "AuthorizationFailed: no"}))
     assert finding.severity.value == "warning"
+
+
+def test_spot_partitions_draw_on_the_low_priority_quota() -> None:
+    loaded = load_config(REPO / "configs" / "finance.yaml")
+    assert any(p.priority == "spot" for p in loaded.config.compute.partitions)
+    roomy = LiveContext(loaded=loaded, location=LOCATION, skus=default_skus(LOCATION), usages=default_usages())
+    roomy.usages = [*default_usages(), usage("lowPriorityCores", 0, 100000)]
+    assert run(QuotaShort, roomy) == []
+    tight = LiveContext(
+        loaded=loaded,
+        location=LOCATION,
+        skus=default_skus(LOCATION),
+        usages=[*default_usages(), usage("lowPriorityCores", 0, 10)],
+    )
+    [finding] = run(QuotaShort, tight)
+    assert finding.message.startswith("lowPriorityCores needs") and "10 left" in finding.message
+
+
+def test_regional_total_counts_every_regular_vm() -> None:
+    usages = [usage("cores", 0, 100), *default_usages()[1:]]
+    findings = run(QuotaShort, ctx(usages=usages))
+    assert [f.message.split(" ")[0] for f in findings] == ["cores"]
+    assert "100 left" in findings[0].message

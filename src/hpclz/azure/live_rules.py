@@ -32,13 +32,18 @@ class LiveContext:
 
     def vm_sizes(self) -> list[tuple[tuple[str | int, ...], str, int]]:
         """(config path, VM size, node count at full scale) for every VM role."""
+        return [(path, size, count) for path, size, count, _spot in self.vm_roles()]
+
+    def vm_roles(self) -> list[tuple[tuple[str | int, ...], str, int, bool]]:
+        """(config path, VM size, node count at full scale, spot?) for every VM role."""
         compute = self.loaded.config.compute
-        out: list[tuple[tuple[str | int, ...], str, int]] = [
-            (("compute", "scheduler", "vm_size"), compute.scheduler.vm_size, 1),
-            (("compute", "login", "vm_size"), compute.login.vm_size, compute.login.count),
+        out: list[tuple[tuple[str | int, ...], str, int, bool]] = [
+            (("compute", "cyclecloud", "vm_size"), compute.cyclecloud.vm_size, 1, False),
+            (("compute", "scheduler", "vm_size"), compute.scheduler.vm_size, 1, False),
+            (("compute", "login", "vm_size"), compute.login.vm_size, compute.login.count, False),
         ]
         for i, p in enumerate(compute.partitions):
-            out.append((("compute", "partitions", i, "vm_size"), p.vm_size, p.max_nodes))
+            out.append((("compute", "partitions", i, "vm_size"), p.vm_size, p.max_nodes, p.priority == "spot"))
         return out
 
     def sku(self, name: str) -> dict[str, Any] | None:
@@ -129,8 +134,10 @@ class SkuRestricted(Rule[LiveContext]):
 
 
 class QuotaShort(Rule[LiveContext]):
-    """Quota is per VM family and region; a partition that cannot reach max_nodes stalls jobs with
-    allocation errors long after deploy. Source: the Compute usage API (usage.list)."""
+    """Quota is per VM family and region (spot VMs draw on one shared low-priority quota, and every
+    regular VM also on the regional total); a partition that cannot reach max_nodes stalls jobs with
+    allocation errors long after deploy. vCPUs come from hpclz.catalog, else the SKU API's
+    capabilities; usage from the Compute usage API (usage.list)."""
 
     id = "HPCLZ-CMP-103"
     severity = Severity.WARNING
@@ -140,19 +147,30 @@ class QuotaShort(Rule[LiveContext]):
     def check(self, ctx: LiveContext) -> Iterable[Finding]:
         if ctx.skus is None or ctx.usages is None:
             return
+        from hpclz.catalog import load_catalog
+
+        catalog = load_catalog()
         free = {
             str((u.get("name") or {}).get("value", "")).lower(): int(u.get("limit", 0)) - int(u.get("currentValue", 0))
             for u in ctx.usages
         }
         need: dict[str, tuple[int, tuple[str | int, ...], list[str]]] = {}
-        for path, size, count in ctx.vm_sizes():
-            sku = ctx.sku(size)
-            vcpus = capability(sku, "vCPUs") if sku else None
-            if not sku or vcpus is None or not sku.get("family"):
-                continue
-            family = str(sku["family"])
+
+        def add(family: str, vcpus: int, path: tuple[str | int, ...], size: str) -> None:
             total, first, sizes = need.get(family, (0, path, []))
-            need[family] = (total + int(vcpus) * count, first, [*sizes, size])
+            need[family] = (total + vcpus, first, [*sizes, size])
+
+        for path, size, count, spot in ctx.vm_roles():
+            known, sku = catalog.sku(size), ctx.sku(size)
+            vcpus = known.vcpus if known else int(capability(sku, "vCPUs") or 0) if sku else 0
+            family = (sku or {}).get("family") or (known.quota_family if known else None)
+            if not vcpus or not family:
+                continue
+            if spot:
+                add(catalog.spot_quota_family, vcpus * count, path, size)
+                continue
+            add(str(family), vcpus * count, path, size)
+            add("cores", vcpus * count, path, size)
         for family, (total, path, sizes) in sorted(need.items()):
             available = free.get(family.lower())
             if available is not None and available < total:
