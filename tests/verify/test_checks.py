@@ -22,6 +22,11 @@ FAULT_TABLE: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "nvlink-down": ("HPCLZ-VFY-007", "fail", ("GPU 6 (00000007:00:00.0)", "NVLink 3 inactive", "17/18")),
     "pcie-gen4-x8": ("HPCLZ-VFY-008", "fail", ("GPU 1 (00000002:00:00.0)", "Gen4 x8, expected Gen5 x16")),
     "hw-slowdown-thermal": ("HPCLZ-VFY-009", "fail", ("GPU 7 (00000008:00:00.0)", "hw_thermal_slowdown", "100% busy")),
+    "thermal-under-load": (
+        "HPCLZ-VFY-009",
+        "fail",
+        ("GPU 5 (00000006:00:00.0)", "hw_thermal_slowdown", "100% busy, GEMM load"),
+    ),
     "persistence-off": ("HPCLZ-VFY-010", "warn", ("GPU 0 (00000001:00:00.0)", "persistence mode is off")),
     "ib-port-down": ("HPCLZ-VFY-011", "fail", ("mlx5_ib3 port 1: DOWN",)),
     "ib-rate-200": ("HPCLZ-VFY-011", "fail", ("mlx5_ib5 port 1: ACTIVE at 200 Gb/s, expected 400",)),

@@ -45,6 +45,8 @@ def gather(source: Source, thresholds: Thresholds, *, tier: str, with_nccl: bool
     facts = collect_facts(source, thresholds.sku, want_nvlink=bool(thresholds.get("nvlink_links_per_gpu")))
     if tier == "perf":
         facts.perf = perf.measure(source)
+        if facts.nvsmi.responsive:
+            facts.clocks_under_load = perf.clocks_under_load(source)
         facts.dcgm = perf.dcgm_diag(source)
     if with_nccl:
         facts.nccl = nccl.intranode(source, len(facts.nvsmi.gpus), thresholds.get("nccl_allreduce_busbw_gbps"))

@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import json
 import re
+import threading
+import time
 from collections.abc import Callable
 from functools import partial
 from typing import Any
 
+from hpclz.verify.probes import nvsmi
 from hpclz.verify.probes.facts import Reading
 from hpclz.verify.probes.source import Source
 
@@ -46,6 +49,44 @@ def measure(source: Source) -> Reading:
     return Reading(readings)
 
 
+LOAD_SETTLE_S = 1.0  # clocks react to load within milliseconds; a second lets power and thermal limits engage
+
+
+def clocks_under_load(source: Source) -> Reading:
+    """`--query-gpu` clock event reasons read while every GPU runs bf16 GEMMs (fixture: query-gpu-load.csv)."""
+    query = ["nvidia-smi", f"--query-gpu={nvsmi.QUERY_FIELDS}", "--format=csv"]
+    if source.simulated:
+        out = source.command("query-gpu-load.csv", query)
+        return Reading(nvsmi.parse_csv(out.text)) if out.ok and out.text else Reading(None, out.why())
+    try:
+        import torch
+    except ImportError:
+        return Reading(None, "torch not installed: no load to read clocks under")
+    if not torch.cuda.is_available():
+        return Reading(None, "no CUDA device")
+    stop = threading.Event()
+
+    def burn(index: int) -> None:
+        dev = torch.device("cuda", index)
+        a = torch.randn(GEMM_N // 2, GEMM_N // 2, dtype=torch.bfloat16, device=dev)
+        while not stop.is_set():
+            for _ in range(20):
+                torch.matmul(a, a)
+            torch.cuda.synchronize(dev)
+
+    workers = [threading.Thread(target=burn, args=(i,), daemon=True) for i in range(torch.cuda.device_count())]
+    for worker in workers:
+        worker.start()
+    try:
+        time.sleep(LOAD_SETTLE_S)
+        out = source.command("query-gpu-load.csv", query)
+    finally:
+        stop.set()
+        for worker in workers:
+            worker.join(timeout=30)
+    return Reading(nvsmi.parse_csv(out.text)) if out.ok and out.text else Reading(None, out.why())
+
+
 def _timed(run: Callable[[], object], sync: Callable[[], object], clock: Callable[[], float]) -> float:
     for _ in range(WARMUP):
         run()
@@ -64,8 +105,6 @@ def _measure_torch() -> dict[str, Any] | str:
         return "torch not installed"
     if not torch.cuda.is_available():
         return f"no CUDA device (torch {torch.__version__})"
-    import time
-
     values: dict[str, list[float]] = {m: [] for m in METRICS}
     for index in range(torch.cuda.device_count()):
         dev = torch.device("cuda", index)
@@ -104,8 +143,6 @@ def _measure_cupy() -> dict[str, Any] | str:
         count = cupy.cuda.runtime.getDeviceCount()
     except cupy.cuda.runtime.CUDARuntimeError as exc:
         return f"no CUDA device ({exc})"
-    import time
-
     # CuPy has no bfloat16: its GEMM figure is fp16, which the H200 baseline puts within 5 % of bf16.
     values: dict[str, list[float]] = {m: [] for m in METRICS}
     for index in range(count):

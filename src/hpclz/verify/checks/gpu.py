@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from hpclz.verify.checks.core import FAIL, NOT_MEASURED, PASS, WARN, Verdict, check, no_threshold, num
 from hpclz.verify.probes.facts import Gpu, NodeFacts, NvLink, XidEvent
 from hpclz.verify.probes.kernel import FATAL_XIDS, same_device
@@ -258,26 +260,33 @@ def pcie_link(facts: NodeFacts, t: Thresholds) -> Verdict:
 )
 def clock_events(facts: NodeFacts, t: Thresholds) -> Verdict:
     """Clock event reasons: HW slowdown, HW thermal, HW power brake or SW thermal slowdown on a busy GPU fails; on an
-    idle GPU it warns. Idle, application-clock and SW power-cap reasons are normal (aznhc only warns on any)."""
+    idle GPU it warns. Idle, application-clock and SW power-cap reasons are normal (aznhc only warns on any).
+    The perf tier also reads the reasons while every GPU runs GEMMs, where a brake shows when it matters."""
     silent = _silent(facts)
     if silent:
         return silent
 
-    def judge(g: Gpu, fails: list[str], warns: list[str]) -> None:
+    def judge(g: Gpu, fails: list[str], warns: list[str], when: str = "") -> None:
         active = [r for r in BRAKES if r in g.clock_reasons]
         if not active:
             return
         idle = "gpu_idle" in g.clock_reasons
-        load = (
-            "idle"
-            if idle
-            else f"under load ({g.utilization_pct:g}% busy)"
-            if g.utilization_pct is not None
-            else "not idle"
-        )
+        busy = f"{g.utilization_pct:g}% busy" if g.utilization_pct is not None else "not idle"
+        load = "idle" if idle else f"under load ({busy}{when})"
         (warns if idle else fails).append(f"{g.label()}: {', '.join(active)} active while {load}")
 
-    return _verdict(*_gpu_issues(facts, judge), ok="no thermal or power-brake slowdown", unit="GPUs")
+    fails, warns = _gpu_issues(facts, judge)
+    loaded: list[Gpu] = list(facts.clocks_under_load.value or [])  # type: ignore[call-overload]
+    by_bus = {g.bus_id: g.index for g in facts.nvsmi.gpus}
+    for g in loaded:
+        if g.bus_id in by_bus:  # name it by the driver's index, as every other message does
+            judge(replace(g, index=by_bus[g.bus_id]), fails, warns, ", GEMM load")
+    return _verdict(
+        fails,
+        warns,
+        ok="no thermal or power-brake slowdown" + (" (also under GEMM load)" if loaded else ""),
+        unit="GPUs",
+    )
 
 
 @check(

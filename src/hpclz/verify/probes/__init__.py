@@ -8,6 +8,7 @@ reads captured outputs instead of running anything (lookup rules: hpclz.verify.p
 | nvidia-smi-q.xml      | `nvidia-smi -q -x` (the main GPU reading; also the liveness probe) |
 | nvidia-smi-q.xml.rc   | optional: its exit status, or `timeout` for a hung driver     |
 | query-gpu.csv         | `nvidia-smi --query-gpu=QUERY_FIELDS --format=csv` (used when the XML is absent or unreadable) |
+| query-gpu-load.csv    | the same query, read while every GPU runs GEMMs (perf tier: clock brakes under load) |
 | nvlink-status.txt     | `nvidia-smi nvlink -s`                                        |
 | lspci-gpus.txt        | `lspci -D -d 10de::0302` (NVIDIA GPUs on the PCI bus; live: sysfs) |
 | dmesg.txt             | `dmesg` / `journalctl -k` / kern.log lines (Xid scan)         |

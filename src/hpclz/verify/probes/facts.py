@@ -114,6 +114,7 @@ class NodeFacts:
     cpu: Reading = field(default_factory=Reading)  # CpuInfo
     mem_total_kb: Reading = field(default_factory=Reading)  # int
     perf: Reading = field(default_factory=lambda: Reading(None, "perf tier not run"))  # dict[str, list[float]]
+    clocks_under_load: Reading = field(default_factory=lambda: Reading(None, "perf tier not run"))  # list[Gpu]
     dcgm: Reading = field(default_factory=lambda: Reading(None, "perf tier not run"))  # list[str] failures
     nccl: Reading = field(default_factory=lambda: Reading(None, "--nccl not requested"))  # dict (CollectiveResult)
     simulated: bool = False
