@@ -81,3 +81,25 @@ def test_ctrl_c_releases_the_lock_and_leaves_a_resumable_state(arm: ArmStandIn, 
     resumed = run_cli("deploy", str(zone), "--yes")
     assert resumed.exit_code == 0, resumed.stderr
     assert f"{STORAGE}: attached" in resumed.stderr
+
+
+def test_destroy_right_after_kill_9_keeps_unrecorded_data_and_removes_the_rest(
+    arm: ArmStandIn, zone: Path, run_cli
+) -> None:
+    arm.world.latency[SLOW_TYPE] = 1.0
+    proc = _start_deploy(zone)
+    _wait_until_recorded_running(zone, STORAGE, proc)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=10)
+    run = next(r for k, r in arm.world.deployments.items() if k.endswith(STORAGE))
+    while run.state in ("Accepted", "Running"):
+        time.sleep(0.05)
+
+    kept = run_cli("destroy", str(zone), "--yes")
+    assert kept.exit_code == 0, kept.stdout + kept.stderr
+    assert "rg-aitrain-storage-prod-eus2 (holds unrecorded data" in kept.stderr
+    assert any(r["type"] == "Microsoft.StorageCache/amlFilesystems" for r in arm.world.resources.values())
+
+    gone = run_cli("destroy", str(zone), "--yes", "--include-data")
+    assert gone.exit_code == 0, gone.stdout + gone.stderr
+    assert arm.world.groups == {} and arm.world.resources == {}

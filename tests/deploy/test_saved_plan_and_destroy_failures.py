@@ -60,3 +60,13 @@ def test_destroy_reports_each_failure_and_carries_on(arm: ArmStandIn, zone: Path
     again = run_cli("destroy", str(zone), "--yes", "--include-data")
     assert again.exit_code == 0, again.stdout
     assert arm.world.resources == {} and arm.world.groups == {}
+
+
+def test_destroy_after_a_failed_deploy_removes_what_it_created(arm: ArmStandIn, zone: Path, run_cli) -> None:
+    arm.faults.add(Fault("resource", path="Microsoft.Network/bastionHosts", code="Conflict", message="x"))
+    assert run_cli("deploy", str(zone), "--yes").exit_code == 5
+    recorded = {r["type"] for r in state_of(zone)["resources"]}
+    assert "Microsoft.Network/virtualNetworks" in recorded  # created before the failure, so recorded
+    result = run_cli("destroy", str(zone), "--yes", "--include-data")
+    assert result.exit_code == 0, result.stdout + result.stderr
+    assert arm.world.resources == {} and arm.world.groups == {}

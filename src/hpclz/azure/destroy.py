@@ -16,7 +16,7 @@ from typing import Any
 
 from hpclz.azure.arm import Arm
 from hpclz.azure.errors import describe
-from hpclz.azure.records import MANAGED_TAG
+from hpclz.azure.records import DATA_BEARING_TYPES, DATA_TAG, MANAGED_TAG
 from hpclz.state.model import ResourceRecord, StateDocument, now
 
 GROUP_TYPE = "microsoft.resources/resourcegroups"
@@ -90,7 +90,7 @@ class Destroyer:
         self.outcomes.append(outcome)
         self.emit(outcome)
 
-    def _whole_groups(self, kept: dict[str, str]) -> set[str]:
+    def _whole_groups(self, kept: dict[str, str], include_data: bool) -> set[str]:
         ours = {r.id.lower() for r in self.doc.resources}
         whole: set[str] = set()
         for r in self.doc.resources:
@@ -104,12 +104,31 @@ class Destroyer:
                 if (group.get("tags") or {}).get(MANAGED_TAG) != "true":
                     self._note(Outcome(r.id, r.type, Action.LEFT, f"not tagged {MANAGED_TAG}"))
                     continue
-                foreign = [x["id"] for x in self.arm.group_resources(r.name) if x["id"].lower() not in ours]
+                listed = self.arm.group_resources(r.name)
+                unrecorded_data = [
+                    x["id"]
+                    for x in listed
+                    if x["id"].lower() not in ours
+                    and (
+                        (x.get("tags") or {}).get(DATA_TAG) == "true"
+                        or str(x.get("type", "")).lower() in DATA_BEARING_TYPES
+                    )
+                ]
+                foreign = [
+                    x["id"]
+                    for x in listed
+                    # hpclz's tag also claims what an interrupted or failed run created but never recorded.
+                    if x["id"].lower() not in ours and (x.get("tags") or {}).get(MANAGED_TAG) != "true"
+                ]
             except Exception as exc:  # carry on: one unreadable group must not stop the others
                 self._note(Outcome(r.id, r.type, Action.FAILED, describe(exc).one_line()))
                 continue
             if foreign:
                 self._note(Outcome(r.id, r.type, Action.LEFT, f"holds {len(foreign)} resources hpclz did not create"))
+            elif unrecorded_data and not include_data:
+                self._note(
+                    Outcome(r.id, r.type, Action.KEPT, f"holds unrecorded data {unrecorded_data[0].rsplit('/', 1)[-1]}")
+                )
             else:
                 whole.add(r.name.lower())
         return whole
@@ -119,7 +138,7 @@ class Destroyer:
         for r in self.doc.resources:
             if r.id.lower() in kept:
                 self._note(Outcome(r.id, r.type, Action.KEPT, kept[r.id.lower()]))
-        whole = self._whole_groups(kept)
+        whole = self._whole_groups(kept, include_data)
         gone: set[str] = set()
         by_deployment: dict[str, list[ResourceRecord]] = {}
         for r in self.doc.resources:

@@ -164,7 +164,11 @@ class Runner:
             return Step.SUCCEEDED
         failure = _failure(remote, operations)
         status = DeploymentStatus.CANCELED if state == "Canceled" else DeploymentStatus.FAILED
-        self._record(record.model_copy(update={"status": status, "finished_at": now(), "error": failure.one_line()}))
+        # What did get created is recorded too, so destroy can find it after a failed deploy.
+        self._record(
+            record.model_copy(update={"status": status, "finished_at": now(), "error": failure.one_line()}),
+            resource_records(d, remote, operations),
+        )
         self._failures[d.name] = failure
         self._emit(Event(d.name, Step.FAILED, failure.one_line()))
         return Step.FAILED

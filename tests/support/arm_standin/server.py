@@ -323,8 +323,11 @@ class ArmStandIn:
     def _list_group_resources(self, body: Any, path: str, sub: str, rg: str) -> tuple[int, dict[str, str], Any]:
         if self.world.group(rg) is None:
             raise ArmError(404, "ResourceGroupNotFound", f"Resource group '{rg}' could not be found.")
+        # Like ARM, list only top-level resources: no child (blobServices) or extension (roleAssignments) ones.
         items = [
-            {k: r[k] for k in ("id", "name", "type", "location", "tags") if k in r} for r in self.world.resources_in(rg)
+            {k: r[k] for k in ("id", "name", "type", "location", "tags") if k in r}
+            for r in self.world.resources_in(rg)
+            if str(r["type"]).count("/") == 1 and r["id"].lower().count("/providers/") == 1
         ]
         return 200, {}, {"value": items}
 
