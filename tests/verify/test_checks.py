@@ -33,6 +33,7 @@ FAULT_TABLE: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "nvme-missing": ("HPCLZ-VFY-012", "fail", ("7 of 8 NVMe",)),
     "cpu-cores-48": ("HPCLZ-VFY-013", "fail", ("1 sockets, 48 cores, expected 2 sockets, 96 cores",)),
     "mem-low": ("HPCLZ-VFY-014", "fail", ("954704558 kB vs 1909409116 kB", "-50.0%")),
+    "swap-on": ("HPCLZ-VFY-015", "warn", ("SwapTotal 8388604 kB, expected 0",)),
     "gemm-slow": ("HPCLZ-VFY-020", "fail", ("GPU 4 (00000005:00:00.0)", "351.2 TFLOP/s < 712")),
     "hbm-slow": ("HPCLZ-VFY-021", "fail", ("GPU 2 (00000003:00:00.0)", "2.91 TB/s < 3.83")),
     "h2d-slow": ("HPCLZ-VFY-022", "fail", ("GPU 6 (00000007:00:00.0)", "h2d_gbps 24.8 GB/s < 48", "d2h_gbps 25.1")),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hpclz.verify.checks.core import FAIL, NOT_MEASURED, PASS, Verdict, check, no_threshold, num
+from hpclz.verify.checks.core import FAIL, NOT_MEASURED, PASS, WARN, Verdict, check, no_threshold, num
 from hpclz.verify.probes.facts import CpuInfo, IbPort, NodeFacts
 from hpclz.verify.thresholds import Thresholds
 
@@ -94,3 +94,20 @@ def memory(facts: NodeFacts, t: Thresholds) -> Verdict:
     shown = f"MemTotal {found} kB vs {num(expected)} kB ({off:+.1%}, allowed ±{tolerance:.0%})"
     status = FAIL if abs(off) > tolerance else PASS
     return Verdict(status, shown, found, num(expected), "kB")
+
+
+@check(
+    "HPCLZ-VFY-015",
+    "Swap is off",
+    "Disable swap on GPU nodes (swapoff -a and remove it from /etc/fstab or the image): paging stalls every rank of a job.",
+    severity="warning",
+)
+def swap_off(facts: NodeFacts, t: Thresholds) -> Verdict:
+    """Swap configured on a node (NHC check_hw_swap 0 in every aznhc conf): one rank paging stalls the whole
+    collective, so HPC images run without swap. A warning: the node works, slowly when memory runs short."""
+    if facts.swap_kb.value is None:
+        return Verdict(NOT_MEASURED, f"not measured: {facts.swap_kb.why}")
+    swap = int(facts.swap_kb.value)  # type: ignore[call-overload]
+    if swap:
+        return Verdict(WARN, f"SwapTotal {swap} kB, expected 0", swap, 0, "kB")
+    return Verdict(PASS, "no swap", 0, 0, "kB")

@@ -116,6 +116,7 @@ def collect_facts(source: Source, sku: str | None, want_nvlink: bool = True) -> 
         links = _reading(
             source.command("nvlink-status.txt", ["nvidia-smi", "nvlink", "-s"]), nvlink.parse_nvlink_status
         )
+    meminfo = source.file("meminfo.txt", "/proc/meminfo")
     return NodeFacts(
         node=source.node,
         sku=sku,
@@ -126,6 +127,7 @@ def collect_facts(source: Source, sku: str | None, want_nvlink: bool = True) -> 
         ib_ports=read_ib(source),
         nvme_count=read_nvme(source),
         cpu=_reading(source.file("cpuinfo.txt", "/proc/cpuinfo"), host.parse_cpuinfo),
-        mem_total_kb=_reading(source.file("meminfo.txt", "/proc/meminfo"), host.parse_meminfo_kb),
+        mem_total_kb=_reading(meminfo, host.parse_meminfo_kb),
+        swap_kb=_reading(meminfo, host.parse_swap_kb),
         simulated=source.simulated,
     )

@@ -113,6 +113,7 @@ class NodeFacts:
     nvme_count: Reading = field(default_factory=Reading)  # int
     cpu: Reading = field(default_factory=Reading)  # CpuInfo
     mem_total_kb: Reading = field(default_factory=Reading)  # int
+    swap_kb: Reading = field(default_factory=Reading)  # int
     perf: Reading = field(default_factory=lambda: Reading(None, "perf tier not run"))  # dict[str, list[float]]
     clocks_under_load: Reading = field(default_factory=lambda: Reading(None, "perf tier not run"))  # list[Gpu]
     dcgm: Reading = field(default_factory=lambda: Reading(None, "perf tier not run"))  # list[str] failures

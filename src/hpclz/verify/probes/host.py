@@ -34,6 +34,11 @@ def parse_meminfo_kb(text: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
+def parse_swap_kb(text: str) -> int | None:
+    m = re.search(r"^SwapTotal:\s+(\d+)\s*kB", text, re.MULTILINE)
+    return int(m.group(1)) if m else None
+
+
 def count_nvme(listing: str) -> int:
     """Lines of `ls /dev/nvme*n1` (namespace 1 of each controller), as aznhc's check_nvme_count counts."""
     return sum(1 for line in listing.split() if re.search(r"nvme\d+n1$", line.strip()))
