@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import shutil
+import subprocess
+from collections.abc import Callable
 
 import pytest
 
@@ -10,8 +13,11 @@ from hpclz.config import load_config
 from hpclz.errors import ExitCode, HpclzError
 from hpclz.verify.local import run_local
 from hpclz.verify.model import Status
-from tests.conftest import REPO
+from tests.conftest import REPO, CliResult
 from tests.verify.helpers import FAULTS, GOOD
+
+# The CPU build of torch warns when numpy is absent; hpclz never needs numpy.
+pytestmark = pytest.mark.filterwarnings("ignore:Failed to initialize NumPy:UserWarning")
 
 
 def test_health_tier_on_the_good_fixtures() -> None:
@@ -62,3 +68,21 @@ def test_on_this_cpu_machine_perf_is_not_measured_for_lack_of_a_gpu() -> None:
     if shutil.which("nvidia-smi") is None:
         assert checks["HPCLZ-VFY-001"].status is Status.FAIL
         assert checks["HPCLZ-VFY-001"].message == "nvidia-smi failed: not installed: nvidia-smi not on PATH"
+
+
+def test_the_cli_local_path_reaches_run_local(
+    run_cli: Callable[..., CliResult], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HPCLZ_VERIFY_FIXTURES", str(FAULTS / "xid79"))
+    result = run_cli("verify", str(REPO / "configs" / "ai-training.yaml"), "--local", "-o", "json")
+    envelope = json.loads(result.stdout)
+    assert result.exit_code == ExitCode.VERIFY_FAILED, result.stderr
+    (node,) = envelope["result"]["nodes"]
+    assert node["sku"] == "Standard_ND96isr_H200_v5"  # from the fixtures' vm-size.txt
+    assert [c["check_id"] for c in node["checks"] if c["status"] == "fail"] == ["HPCLZ-VFY-006"]
+
+
+def test_the_gpu_machine_script_is_valid_bash() -> None:
+    script = REPO / "benchmarks" / "gpu" / "verify_on_gpu.sh"
+    done = subprocess.run(["bash", "-n", str(script)], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr

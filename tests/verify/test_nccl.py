@@ -12,6 +12,9 @@ from hpclz.verify.model import CollectiveResult, Status
 from tests.conftest import require
 from tests.verify.helpers import FAULTS, GOOD
 
+# The CPU build of torch warns when numpy is absent; hpclz never needs numpy.
+pytestmark = pytest.mark.filterwarnings("ignore:Failed to initialize NumPy:UserWarning")
+
 
 def test_bus_factor_is_two_n_minus_one_over_n() -> None:
     assert nccl.bus_factor(2) == 1.0

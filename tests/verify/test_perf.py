@@ -4,10 +4,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from hpclz.verify import perf
 from hpclz.verify.probes.source import Source
 from tests.conftest import require
 from tests.verify.helpers import GOOD, agent, by_id
+
+# The CPU build of torch warns when numpy is absent; hpclz never needs numpy.
+pytestmark = pytest.mark.filterwarnings("ignore:Failed to initialize NumPy:UserWarning")
 
 # The layout nvbandwidth prints (NVIDIA/nvbandwidth README): one matrix per testcase, CPU row, GPU columns.
 NVBANDWIDTH = """nvbandwidth Version: v0.4
