@@ -27,6 +27,7 @@ from hpclz.verify.dispatch import FanOut, Selection, fan_out, select, settle
 from hpclz.verify.model import CheckResult, CollectiveResult, NodeReport, Status, VerifyReport
 from hpclz.verify.slurm import NodeInfo, SlurmClient
 
+PING_GRACE_S = 5.0
 MASTER_ADDR_ENV = "HPCLZ_VERIFY_MASTER_ADDR"  # where ranks meet when node names do not resolve (tests)
 
 
@@ -117,6 +118,19 @@ def _nodes(client: SlurmClient, config: LandingZoneConfig, opts: VerifyOptions) 
             )
     if not infos:
         raise HpclzError("no nodes to verify", exit_code=ExitCode.USAGE)
+    return _past_pings(client, infos)
+
+
+def _past_pings(client: SlurmClient, infos: dict[str, NodeInfo]) -> dict[str, NodeInfo]:
+    """Give nodes marked `*` (no answer to the last ping) a moment: slurmctld marks every node it has just
+    resumed that way until its forced ping returns, about a second later. Those still silent are unreachable."""
+    deadline = time.monotonic() + PING_GRACE_S
+    silent = [n for n, i in infos.items() if i.state.endswith("*") and not i.state.startswith("down")]
+    while silent and time.monotonic() < deadline:
+        time.sleep(0.25)
+        fresh = {i.name: i for i in client.nodes(nodelist=",".join(silent))}
+        infos.update({n: fresh[n] for n in silent if n in fresh})
+        silent = [n for n in silent if infos[n].state.endswith("*")]
     return infos
 
 
