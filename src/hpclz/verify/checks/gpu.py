@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
 from hpclz.verify.checks.core import FAIL, NOT_MEASURED, PASS, WARN, Verdict, check, no_threshold, num
@@ -24,11 +25,14 @@ def _silent(facts: NodeFacts) -> Verdict | None:
     return Verdict(NOT_MEASURED, f"not measured: {facts.nvsmi.error or 'nvidia-smi did not answer'}")
 
 
-def _gpu_issues(facts: NodeFacts, judge: object) -> tuple[list[str], list[str]]:
+Judge = Callable[[Gpu, list[str], list[str]], None]  # appends to fails, warns
+
+
+def _gpu_issues(facts: NodeFacts, judge: Judge) -> tuple[list[str], list[str]]:
     fails: list[str] = []
     warns: list[str] = []
     for gpu in facts.nvsmi.gpus:
-        judge(gpu, fails, warns)  # type: ignore[operator]
+        judge(gpu, fails, warns)
     return fails, warns
 
 

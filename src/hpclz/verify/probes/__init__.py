@@ -28,6 +28,7 @@ A zero-byte file means the tool is missing; a `sys/` folder plays /sys for sysfs
 from __future__ import annotations
 
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 from xml.etree.ElementTree import ParseError
 
@@ -69,10 +70,10 @@ def read_nvidia_smi(source: Source) -> NvidiaSmi:
     return NvidiaSmi(False, error=f"nvidia-smi failed: {xml.why()}", source=xml.origin)
 
 
-def _reading(out: Output, parse: object) -> Reading:
+def _reading(out: Output, parse: Callable[[str], object]) -> Reading:
     if not out.ok or out.text is None:
         return Reading(None, out.why())
-    return Reading(parse(out.text))  # type: ignore[operator]
+    return Reading(parse(out.text))
 
 
 def read_xids(source: Source) -> Reading:
