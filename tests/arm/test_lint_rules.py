@@ -53,6 +53,14 @@ CASES: dict[str, tuple[str, list[str], list[str]]] = {
         [],
     ),
     "HPCLZ-TPL-023": ("tpl-023-password-login.json", ["disablePasswordAuthentication is False, not true"], []),
+    "HPCLZ-TPL-026": (
+        "tpl-026-custom-data.json",
+        ["customData line 5 holds a private key", "userData line 3 holds a password assignment"],
+        [
+            "resources[vmss-a].properties.virtualMachineProfile.osProfile.customData",
+            "resources[vm-b].properties.userData",
+        ],
+    ),
     "HPCLZ-TPL-024": (
         "tpl-024-nsg-open.json",
         [

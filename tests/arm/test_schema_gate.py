@@ -45,7 +45,7 @@ def test_wrong_property_types_are_found_in_resources_and_nested_children() -> No
     assert "'10.0.0.0/16' is not of type 'array'" in first.message
     assert "Microsoft.Network/virtualNetworks/subnets/s1" in second.message
     assert "24 is not of type 'string'" in second.message
-    assert first.line is not None and first.line < second.line  # type: ignore[operator]
+    assert first.line is not None and second.line is not None and first.line < second.line
 
 
 def test_unknown_api_version_is_an_error() -> None:

@@ -45,6 +45,7 @@ class AllowEntry:
     id: str
     reason: str
     index: int  # position in the file's `skips` list, for locating findings
+    recheck: bool = True  # False: never re-run to test staleness (a check that cannot run to completion)
 
 
 @dataclass
@@ -56,9 +57,13 @@ class Allowlist:
     def ids(self) -> list[str]:
         return [e.id for e in self.entries]
 
+    @property
+    def recheck_ids(self) -> list[str]:
+        return [e.id for e in self.entries if e.recheck]
+
 
 def load_allowlist(path: Path = DEFAULT_ALLOWLIST) -> Allowlist:
-    """The allowlist file: `skips: [{id: CKV_..., reason: ...}]`; every entry needs a reason."""
+    """The allowlist file: `skips: [{id: CKV_..., reason: ..., recheck: true}]`; every entry needs a reason."""
     try:
         node = YAML(typ="rt").load(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -78,7 +83,10 @@ def load_allowlist(path: Path = DEFAULT_ALLOWLIST) -> Allowlist:
             raise HpclzError(f"{path}:{line}: skips[{index}].id: expected a checkov check ID like CKV_AZURE_1")
         if not str(item.get("reason") or "").strip():
             raise HpclzError(f"{path}:{line}: skips[{index}].reason: every skipped check needs a reason")
-        entries.append(AllowEntry(str(item["id"]), str(item["reason"]).strip(), index))
+        recheck = item.get("recheck", True)
+        if not isinstance(recheck, bool):
+            raise HpclzError(f"{path}:{line}: skips[{index}].recheck: expected true or false")
+        entries.append(AllowEntry(str(item["id"]), str(item["reason"]).strip(), index, recheck))
     return Allowlist(entries, source)
 
 
@@ -109,7 +117,7 @@ def run_checkov(templates: Mapping[str, dict[str, Any]], allowlist: Allowlist, c
             (Path(folder) / name).write_text(pretty_json(template) + "\n", encoding="utf-8")
         base = [checkov, "-d", folder, "--framework", "arm", "-o", "json", "--skip-download", "--quiet"]
         main = _start([*base, *(["--skip-check", ",".join(allowlist.ids)] if allowlist.ids else [])])
-        probe = _start([*base, "--check", ",".join(allowlist.ids)]) if allowlist.ids else None
+        probe = _start([*base, "--check", ",".join(allowlist.recheck_ids)]) if allowlist.recheck_ids else None
         run = parse_report(_finish(main))
         if probe is not None:
             run.still_failing_allowlisted = {f.check_id for f in parse_report(_finish(probe)).failures}

@@ -10,6 +10,7 @@ from typing import Any
 
 from hpclz.rules.base import Rule
 from hpclz.rules.template.checkov import AllowlistNotStale, CheckovChecksPass
+from hpclz.rules.template.custom_data import CustomDataWithoutSecrets
 from hpclz.rules.template.exposure import BlobPublicAccessDisabled, NoAdminPortsFromInternet
 from hpclz.rules.template.expressions import DeclarationsUsed, ExpressionParses, FunctionsExist, ReferencesDeclared
 from hpclz.rules.template.resources import ApiVersionPinned, DependsOnExists, LocationFromDeployment, ResourcesTagged
@@ -35,6 +36,7 @@ LINT_RULES: tuple[type[Rule[Any]], ...] = (
     OutputsWithoutSecrets,
     PasswordsSecure,
     LinuxPasswordLoginDisabled,
+    CustomDataWithoutSecrets,
     NoAdminPortsFromInternet,
     BlobPublicAccessDisabled,
 )
