@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 
 from hpclz.azure.arm import Arm, deployment_body
 from hpclz.azure.errors import azure_errors, describe
@@ -26,7 +26,11 @@ def namespaces(plan: DeploymentPlan) -> list[str]:
 
 
 def gather(
-    arm: Arm, loaded: LoadedConfig, plan: DeploymentPlan, secrets: Mapping[str, Mapping[str, str]]
+    arm: Arm,
+    loaded: LoadedConfig,
+    plan: DeploymentPlan,
+    secrets: Mapping[str, Mapping[str, str]],
+    unchanged: Collection[str] = (),
 ) -> LiveContext:
     from azure.core.exceptions import AzureError
 
@@ -36,7 +40,8 @@ def gather(
         if state != "Registered":
             ctx.unregistered[namespace] = state
     existing_groups: dict[str, bool] = {}
-    for d in plan.deployments:
+    for d in (d for d in plan.deployments if d.name not in unchanged):
+        # Unchanged deployments are not submitted, so not validated either (a no-op deploy makes no POST).
         # ARM validates a resource-group deployment only into a group that exists; groups this plan
         # creates are validated by ARM again when their deployment is submitted.
         if d.scope is Scope.RESOURCE_GROUP and d.resource_group:
@@ -65,9 +70,10 @@ def preflight(
     plan: DeploymentPlan,
     secrets: Mapping[str, Mapping[str, str]],
     suppress: Iterable[str] = (),
+    unchanged: Collection[str] = (),
 ) -> list[Finding]:
     check_access(arm)
     with azure_errors("preflight"):
-        ctx = gather(arm, loaded, plan, secrets)
+        ctx = gather(arm, loaded, plan, secrets, unchanged)
     reported, _ = run_rules(LIVE_RULES, ctx, [*loaded.config.suppress, *suppress])
     return reported

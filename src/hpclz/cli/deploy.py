@@ -72,6 +72,10 @@ def deploy(
                     out.print(f"[yellow]-[/] {d.name}: not started ({', '.join(d.blocked_by)} did not succeed)")
             if result.ok:
                 out.print(f"[green]✓[/] deployed {result.file} (state: {result.state_location})")
+                if result.outputs:
+                    out.print("\n[bold]Outputs[/]")
+                    for key, value in sorted(result.outputs.items()):
+                        out.print(f"  {key} = {value}", highlight=False, soft_wrap=True)
                 out.print("\n[bold]Next steps[/]")
                 for step in result.next_steps:
                     out.print(f"  {step}", highlight=False, soft_wrap=True)

@@ -151,7 +151,7 @@ def deploy(
 
     arm = Arm(AzureClients(resolve_subscription(loaded.config.metadata.resolved_subscription_id())))
     result.stage = "preflight"
-    result.findings += preflight(arm, loaded, plan, secrets, suppress)
+    result.findings += preflight(arm, loaded, plan, secrets, suppress, unchanged=_unchanged(loaded, plan))
     if _failing(result.findings):
         result.exit_code = ExitCode.FAILED
         return result
@@ -235,6 +235,22 @@ def _apply(
     else:
         result.exit_code = ExitCode.INTERRUPTED if run.interrupted else ExitCode.AZURE_ERROR
     return result
+
+
+def _unchanged(loaded: LoadedConfig, plan: DeploymentPlan) -> set[str]:
+    """Deployments the state says succeeded with the same template (read without the lock: a hint only)."""
+    from hpclz.state.factory import open_backend
+
+    file = Path(loaded.file)
+    doc = open_backend(loaded.config, base_dir=file.parent, config_file=str(file)).read()
+    done = doc.deployments if doc else {}
+    return {
+        d.name
+        for d in plan.deployments
+        if d.name in done
+        and done[d.name].status.value == "succeeded"
+        and done[d.name].template_hash == d.template_hash()
+    }
 
 
 def _failing(findings: list[Finding]) -> bool:
