@@ -35,7 +35,11 @@ def render(
                 where = d.resource_group or "subscription"
                 after = f" after {', '.join(d.depends_on)}" if d.depends_on else ""
                 console.print(f"{index:2d}. {d.name} [dim]({where}, {len(d.resources())} resources{after})[/]")
-            gates_text = f"; gates: {', '.join(result.gates_run)}" if result.gates_run else "; gates not run"
+            gates_text = f"; gates passed: {', '.join(result.gates_run)}" if result.gates_run else ""
+            if not result.ok:
+                gates_text = f"; gates run: {', '.join(result.gates_run)}"
+            for gate, reason in sorted(result.gates_not_run.items()):
+                gates_text += f"; {gate} not run ({reason})"
             mark = "[green]✓[/]" if result.ok else "[red]✗[/]"
             console.print(f"{mark} wrote {len(result.written)} files to {result.out_dir}{gates_text}")
 

@@ -42,7 +42,28 @@ COMPONENTS: tuple[Component, ...] = (
         secure=components.identity_secrets,
     ),
     Component("storage", "storage", ("organization", "network", "identity"), context=components.storage),
+    Component(
+        "monitoring",
+        "monitoring",
+        ("organization",),
+        enabled=components.monitoring_enabled,
+        context=components.monitoring,
+    ),
     Component("compute", "compute", ("organization", "network", "identity", "storage"), context=components.compute),
+    Component(
+        "maintenance",
+        "compute",
+        ("compute",),
+        enabled=components.maintenance_enabled,
+        context=components.maintenance,
+    ),
+    Component(
+        "alerts",
+        "monitoring",
+        ("monitoring", "compute", "storage"),
+        enabled=components.alerts_enabled,
+        context=components.alerts,
+    ),
 )
 
 

@@ -22,6 +22,7 @@ class RenderResult(BaseModel):
     written: list[str] = Field(default_factory=list)
     findings: list[Finding] = Field(default_factory=list)
     gates_run: list[str] = Field(default_factory=list)
+    gates_not_run: dict[str, str] = Field(default_factory=dict, description="gate -> why it did not run")
 
     @property
     def ok(self) -> bool:
@@ -50,6 +51,7 @@ class RenderResult(BaseModel):
             ],
             "written": self.written,
             "gates": self.gates_run,
+            "gates_not_run": self.gates_not_run,
         }
 
 
@@ -65,7 +67,7 @@ def render(path: str | Path, out_dir: Path, *, diagram: bool = False, gates: boo
     if any(f.severity is Severity.ERROR for f in findings):
         # An invalid landing zone must not leave templates behind that someone could deploy.
         return RenderResult(file=str(path), out_dir=str(out_dir), plan=plan, findings=findings)
-    gate_findings, gates_run = _run_gates(plan) if gates else ([], [])
+    gate_findings, gates_run, gates_not_run = _run_gates(plan) if gates else ([], [], {"all": "--no-gates"})
     extra = diagram_files(plan) if diagram else {}
     written = write_plan(plan, out_dir, extra)
     if diagram:
@@ -77,8 +79,13 @@ def render(path: str | Path, out_dir: Path, *, diagram: bool = False, gates: boo
         written=[str(p) for p in written],
         findings=[*findings, *gate_findings],
         gates_run=gates_run,
+        gates_not_run=gates_not_run,
     )
 
 
-def _run_gates(plan: DeploymentPlan) -> tuple[list[Finding], list[str]]:
-    return [], []
+def _run_gates(plan: DeploymentPlan) -> tuple[list[Finding], list[str], dict[str, str]]:
+    from hpclz.arm.gates import check_plan
+
+    report = check_plan(plan)
+    not_run = {gate.value: reason for gate, reason in report.not_run.items()}
+    return report.findings, [gate.value for gate in report.ran], not_run
