@@ -130,3 +130,12 @@ def test_cancel_after_success_is_409_and_group_delete_polls_location(arm: ArmSta
     statuses = [r.status for r in arm.log if "operationresults" in r.path]
     assert statuses[-1] == 204 and 202 in statuses
     assert adapter.get_group("rg1") is None
+
+
+def test_sdk_poller_follows_azure_async_operation_to_the_result(arm: ArmStandIn, adapter: Arm) -> None:
+    arm.world.latency["microsoft.network/virtualnetworks"] = 0.2
+    ops = adapter.clients.deployments.deployments
+    result = ops.begin_create_or_update("rg1", "net", deployment_body(VNET, {}, {})).result()
+    assert result["properties"]["provisioningState"] == "Succeeded"
+    polled = [r for r in arm.log if "/operationStatuses/" in r.path]
+    assert polled and all(r.status == 200 for r in polled)
