@@ -88,3 +88,10 @@ def test_unknown_subscription_is_one_line_exit_5(
     result = run_cli("deploy", str(zone), "--yes")
     assert result.exit_code == 5
     assert "SubscriptionNotFound" in result.stderr
+
+
+def test_forbidden_provider_lookup_is_a_warning(arm: ArmStandIn, zone: Path, run_cli) -> None:
+    arm.faults.add(Fault("error", method="GET", path=r"/providers/Microsoft\.KeyVault$", status=403, times=None))
+    result = run_cli("deploy", str(zone), "--yes")
+    assert result.exit_code == 0, result.stderr
+    assert "HPCLZ-CMP-104" in result.stdout and "provider registration of Microsoft.KeyVault" in result.stdout

@@ -36,7 +36,11 @@ def gather(
 
     ctx = LiveContext(loaded=loaded, location=plan.location)
     for namespace in namespaces(plan):
-        state = arm.provider_state(namespace)
+        try:
+            state = arm.provider_state(namespace)
+        except AzureError as exc:
+            ctx.unavailable[f"provider registration of {namespace}"] = describe(exc).one_line()
+            continue
         if state != "Registered":
             ctx.unregistered[namespace] = state
     existing_groups: dict[str, bool] = {}

@@ -151,7 +151,7 @@ def deploy(
 
     arm = Arm(AzureClients(resolve_subscription(loaded.config.metadata.resolved_subscription_id())))
     result.stage = "preflight"
-    result.findings += preflight(arm, loaded, plan, secrets, suppress, unchanged=_unchanged(loaded, plan))
+    result.findings += preflight(arm, loaded, plan, secrets, suppress, unchanged=_unchanged(loaded, plan, arm))
     if _failing(result.findings):
         result.exit_code = ExitCode.FAILED
         return result
@@ -170,10 +170,9 @@ def _apply(
 ) -> DeployResult:
     from hpclz.azure.errors import azure_errors
     from hpclz.azure.runner import Runner
-    from hpclz.state.factory import new_state, open_backend
+    from hpclz.state.factory import new_state
 
-    file = Path(loaded.file)
-    backend = open_backend(loaded.config, base_dir=file.parent, config_file=str(file))
+    backend = _backend(loaded, arm)
     result.state_location = backend.location
     with backend.lock("deploy"):
         doc = backend.read()
@@ -237,12 +236,17 @@ def _apply(
     return result
 
 
-def _unchanged(loaded: LoadedConfig, plan: DeploymentPlan) -> set[str]:
-    """Deployments the state says succeeded with the same template (read without the lock: a hint only)."""
+def _backend(loaded: LoadedConfig, arm: Any) -> Any:
+    """The config's state backend; a Blob one signs in with the same credential as ARM."""
     from hpclz.state.factory import open_backend
 
     file = Path(loaded.file)
-    doc = open_backend(loaded.config, base_dir=file.parent, config_file=str(file)).read()
+    return open_backend(loaded.config, base_dir=file.parent, credential=arm.clients.credential, config_file=str(file))
+
+
+def _unchanged(loaded: LoadedConfig, plan: DeploymentPlan, arm: Any) -> set[str]:
+    """Deployments the state says succeeded with the same template (read without the lock: a hint only)."""
+    doc = _backend(loaded, arm).read()
     done = doc.deployments if doc else {}
     return {
         d.name

@@ -45,24 +45,27 @@ def destroy(
     on_event: Callable[[Any], None] = lambda o: None,
 ) -> DestroyResult:
     from hpclz.azure.arm import Arm
-    from hpclz.azure.clients import AzureClients, resolve_subscription
+    from hpclz.azure.clients import AzureClients, make_credential, resolve_subscription
     from hpclz.azure.destroy import Action, Destroyer, outcome_dict
     from hpclz.azure.errors import azure_errors
     from hpclz.azure.preflight import check_access
+    from hpclz.azure.settings import settings_from_env
     from hpclz.state.factory import open_backend
 
     loaded = load_config(path)
     result = DestroyResult(file=str(path), include_data=include_data)
     file = Path(loaded.file)
-    backend = open_backend(loaded.config, base_dir=file.parent, config_file=str(file))
+    settings = settings_from_env()
+    credential = make_credential(settings)
+    backend = open_backend(loaded.config, base_dir=file.parent, credential=credential, config_file=str(file))
     result.state_location = backend.location
     with backend.lock("destroy"):
         doc = backend.read()
         if doc is None or not doc.resources:
             return result
-        arm = Arm(
-            AzureClients(resolve_subscription(doc.subscription_id or loaded.config.metadata.resolved_subscription_id()))
-        )
+        # The state knows where hpclz deployed: deleting in another subscription would miss it all.
+        subscription = resolve_subscription(doc.subscription_id or loaded.config.metadata.resolved_subscription_id())
+        arm = Arm(AzureClients(subscription, settings, credential))
         check_access(arm)
         if not confirm(doc):
             result.exit_code = ExitCode.INTERRUPTED
