@@ -160,6 +160,8 @@ def write_config(root: Path, nodes: list[str], ctld_port: int, node_ports: list[
                 f"SlurmdLogFile={root / 'log'}/slurmd-%n.log",
                 *node_lines,
                 f"PartitionName=debug Nodes={','.join(nodes)} Default=YES MaxTime=INFINITE State=UP",
+                # Not the default: proves hpclz names the partition in every job it submits.
+                f"PartitionName=gpu Nodes={','.join(nodes)} Default=NO MaxTime=INFINITE State=UP",
                 "",
             ]
         )

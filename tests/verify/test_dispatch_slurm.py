@@ -90,7 +90,7 @@ def test_a_node_that_hangs_or_dies_is_a_failure_not_a_gap(client: SlurmClient, t
 
 def _verify(run_cli: Callable[..., CliResult], tmp_path: Path, *args: str) -> CliResult:
     conf = os.environ["SLURM_CONF"]
-    return run_cli("verify", str(CONFIG), "--partition", "debug", "--slurm-conf", conf, *args)
+    return run_cli("verify", str(CONFIG), "--partition", "gpu", "--slurm-conf", conf, *args)
 
 
 def test_verify_nccl_finds_the_planted_bad_node_says_why_drains_it_and_reports_for_ci_and_people(
@@ -100,7 +100,10 @@ def test_verify_nccl_finds_the_planted_bad_node_says_why_drains_it_and_reports_f
     plant(tmp_path / "readings", {"node1": GOOD, "node2": GOOD, "node3": GOOD})
     monkeypatch.setenv(THROTTLE_NODE, "node2")
     junit, work = tmp_path / "verify.xml", tmp_path / "w"
+    jobs_before = _jobs(cluster_env)
     result = _verify(run_cli, tmp_path, "--nccl", "--drain", "--junit", str(junit), "--work-dir", str(work))
+    ours = {job: part for job, part in _jobs(cluster_env).items() if job not in jobs_before}
+    assert len(ours) == 5 and set(ours.values()) == {"gpu"}  # health, three pairs, all-nodes; never the default
 
     assert result.exit_code == 6, result.stderr
     [bad] = [ln for ln in result.stdout.splitlines() if ln.startswith("bad node ")]
@@ -123,6 +126,10 @@ def test_verify_nccl_finds_the_planted_bad_node_says_why_drains_it_and_reports_f
     assert everyone["ranks"] == 2 and everyone["backend"] == "gloo"  # srun -N2, one gloo rank per Slurm node
     [point] = everyone["points"]
     assert point["busbw_gbps"] == pytest.approx(point["algbw_gbps"])  # bus factor 2(n-1)/n is 1 for two ranks
+
+
+def _jobs(cluster: LocalSlurm) -> dict[str, str]:
+    return dict(line.split() for line in cluster.client("squeue", "-h", "-t", "all", "-o", "%i %P").splitlines())
 
 
 def test_a_drained_node_is_resumed_once_it_passes_and_operator_drains_stay(

@@ -8,6 +8,7 @@ then with --nccl the ring pairs and one all-node all-reduce on the nodes that pa
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import time
@@ -23,11 +24,12 @@ from hpclz.config.loader import load_config
 from hpclz.config.root import LandingZoneConfig
 from hpclz.errors import ExitCode, HpclzError
 from hpclz.verify import collective_job as coll
-from hpclz.verify.dispatch import FanOut, Selection, fan_out, select, settle
+from hpclz.verify.dispatch import GRACE_S, FanOut, Selection, drain_reason, fan_out, select, settle
 from hpclz.verify.model import CheckResult, CollectiveResult, NodeReport, Status, VerifyReport
-from hpclz.verify.slurm import NodeInfo, SlurmClient
+from hpclz.verify.slurm import NodeInfo, SlurmClient, SlurmError
 
 PING_GRACE_S = 5.0
+QUEUE_WAIT_S = 300  # how long a job may wait for its nodes (busy with user jobs) before they count as no result
 MASTER_ADDR_ENV = "HPCLZ_VERIFY_MASTER_ADDR"  # where ranks meet when node names do not resolve (tests)
 
 
@@ -82,7 +84,9 @@ def verify(opts: VerifyOptions) -> VerifyOutcome:
             client, {n: reports[n] for n in chosen.runnable + chosen.retest}, infos, chosen.retest
         )
     if opts.nccl:
-        _collectives(client, config, opts, reports, report, work)
+        tested = {n: reports[n] for n in chosen.runnable + chosen.retest}
+        _collectives(client, config, opts, tested, infos, report, work)
+        reports.update(tested)
     report.nodes = [reports[n] for n in sorted(reports)]
     report.bad_nodes = {r.node: [_reason(c) for c in r.failures()] for r in report.nodes if r.failures()}
     report.duration_s = round(time.monotonic() - started, 3)
@@ -97,7 +101,7 @@ def _nodes(client: SlurmClient, config: LandingZoneConfig, opts: VerifyOptions) 
     partitions: Sequence[str | None] = (
         [opts.partition]
         if opts.partition
-        else (config.verify.partitions or [p.name for p in config.compute.partitions])
+        else (config.verify.partitions or [p.name for p in config.compute.partitions] or [None])
     )
     infos: dict[str, NodeInfo] = {}
     for part in partitions:
@@ -134,9 +138,13 @@ def _past_pings(client: SlurmClient, infos: dict[str, NodeInfo]) -> dict[str, No
     return infos
 
 
-def _partition_sku(config: LandingZoneConfig, partitions: Sequence[str]) -> str | None:
-    by_name = {p.name: p.vm_size for p in config.compute.partitions}
-    return next((by_name[p] for p in partitions if p in by_name), None)
+def _partition(info: NodeInfo) -> str | None:
+    """The partition a node was selected through (sinfo -p lists only that one)."""
+    return info.partitions[0] if info.partitions else None
+
+
+def _partition_sku(config: LandingZoneConfig, partition: str | None) -> str | None:
+    return next((p.vm_size for p in config.compute.partitions if p.name == partition), None)
 
 
 def agent_command(config: LandingZoneConfig, python: str, sku: str | None, nccl: bool) -> list[str]:
@@ -164,22 +172,24 @@ def _health(
     work: Path,
 ) -> dict[str, NodeReport]:
     budget = opts.node_budget_s or _default_budget(config)
-    groups: dict[tuple[str | None, str], list[str]] = {}  # (sku, "run"|"retest") -> nodes
+    groups: dict[tuple[str | None, str], list[str]] = {}  # (partition, "run"|"retest") -> nodes
     for kind, names in (("run", chosen.runnable), ("retest", chosen.retest)):
         for n in names:
-            groups.setdefault((_partition_sku(config, infos[n].partitions), kind), []).append(n)
+            groups.setdefault((_partition(infos[n]), kind), []).append(n)
     reservation = f"hpclz-verify-{os.getpid()}-{int(time.time())}" if chosen.retest else None
     if reservation:
-        client.reserve(reservation, chosen.retest, minutes=(budget + opts.max_nodes_per_job) // 60 + 10)
+        client.reserve(reservation, chosen.retest, minutes=-(-(budget + QUEUE_WAIT_S + GRACE_S) // 60) + 1)
         for n in chosen.retest:
             client.resume(n)
 
     def run(key: tuple[str | None, str], names: list[str]) -> dict[str, NodeReport]:
-        sku, kind = key
+        partition, kind = key
         plan = FanOut(
-            command=agent_command(config, opts.python, sku, opts.nccl),
-            work_dir=work / f"health-{kind}-{sku or 'any'}",
+            command=agent_command(config, opts.python, _partition_sku(config, partition), opts.nccl),
+            work_dir=work / f"health-{kind}-{partition or 'default'}",
             node_budget_s=budget,
+            queue_wait_s=QUEUE_WAIT_S,
+            partition=partition,
             max_nodes_per_job=opts.max_nodes_per_job,
         )
         return fan_out(client, names, plan, reservation=reservation if kind == "retest" else None)
@@ -190,8 +200,9 @@ def _health(
             for part in pool.map(lambda kv: run(*kv), groups.items()):
                 reports.update(part)
     except BaseException:
-        for n in chosen.retest:  # never leave a node resumed that hpclz had drained and did not re-test
-            client.drain(n, infos[n].reason)
+        with contextlib.suppress(SlurmError):  # the first error is the one to report
+            for n in chosen.retest:  # never leave a node resumed that hpclz had drained and did not re-test
+                client.drain(n, infos[n].reason)
         raise
     finally:
         if reservation:
@@ -208,34 +219,41 @@ def _collectives(
     client: SlurmClient,
     config: LandingZoneConfig,
     opts: VerifyOptions,
-    reports: dict[str, NodeReport],
+    tested: dict[str, NodeReport],
+    infos: dict[str, NodeInfo],
     report: VerifyReport,
     work: Path,
 ) -> None:
-    healthy = sorted(n for n, r in reports.items() if not r.failures() and r.status is not Status.NOT_MEASURED)
-    if len(healthy) < 2:
-        return
-    plan = coll.CollectivePlan(
-        python=opts.python,
-        work_dir=work / "collectives",
-        budget_s=opts.node_budget_s or config.verify.check_timeout_seconds,
-        master_addr=os.environ.get(MASTER_ADDR_ENV),
-    )
-    pairs = coll.run_pairs(client, healthy, plan)
-    blamed = coll.analyse_pairs(pairs)
-    report.collectives.extend(pairs)
-    for node, failure in coll.pair_failures(blamed).items():
-        reports[node] = reports[node].model_copy(update={"checks": [*reports[node].checks, *failure.checks]})
-        if opts.drain:
-            from hpclz.verify.dispatch import drain_reason
-
-            client.drain(node, drain_reason(reports[node]))
-            report.drained.append(node)
-            if node in report.resumed:
-                report.resumed.remove(node)
-    rest = [n for n in healthy if n not in blamed]
-    if len(rest) >= 2:
-        report.collectives.append(_judge_all(coll.run_all_nodes(client, rest, plan)))
+    """Per partition (one SKU, one fabric): ring pairs over the nodes that passed, then one all-node run."""
+    by_partition: dict[str | None, list[str]] = {}
+    for n in sorted(tested):
+        if not tested[n].failures():
+            by_partition.setdefault(_partition(infos[n]), []).append(n)
+    for partition, healthy in by_partition.items():
+        if len(healthy) < 2:
+            continue
+        plan = coll.CollectivePlan(
+            python=opts.python,
+            work_dir=work / "collectives",
+            budget_s=opts.node_budget_s or config.verify.check_timeout_seconds,
+            queue_wait_s=QUEUE_WAIT_S,
+            partition=partition,
+            master_addr=os.environ.get(MASTER_ADDR_ENV),
+        )
+        pairs = coll.run_pairs(client, healthy, plan)
+        blamed = coll.analyse_pairs(pairs)
+        report.collectives.extend(pairs)
+        for node, failure in coll.pair_failures(blamed).items():
+            tested[node] = tested[node].model_copy(update={"checks": [*tested[node].checks, *failure.checks]})
+            if opts.drain:
+                client.drain(node, drain_reason(tested[node]))
+                report.drained.append(node)
+                if node in report.resumed:
+                    report.resumed.remove(node)
+        rest = [n for n in healthy if n not in blamed]
+        if len(rest) >= 2:
+            name = "all-nodes" if len(by_partition) == 1 else f"all-nodes-{partition}"
+            report.collectives.append(_judge_all(coll.run_all_nodes(client, rest, plan, name=name)))
 
 
 def _judge_all(result: CollectiveResult) -> CollectiveResult:

@@ -143,8 +143,10 @@ def run_pairs(client: SlurmClient, nodes: Sequence[str], plan: CollectivePlan) -
     return run_collectives(client, {pair_name(a, b): [a, b] for a, b in ring_pairs(nodes)}, plan)
 
 
-def run_all_nodes(client: SlurmClient, nodes: Sequence[str], plan: CollectivePlan) -> CollectiveResult:
-    return run_collectives(client, {"all-nodes": list(nodes)}, plan)[0]
+def run_all_nodes(
+    client: SlurmClient, nodes: Sequence[str], plan: CollectivePlan, name: str = "all-nodes"
+) -> CollectiveResult:
+    return run_collectives(client, {name: list(nodes)}, plan)[0]
 
 
 def busbw(result: CollectiveResult) -> float | None:
