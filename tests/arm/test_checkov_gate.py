@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -104,3 +105,37 @@ def test_report_parsing_accepts_a_dict_or_a_list(output: object) -> None:
 def test_report_parsing_of_an_empty_scan() -> None:
     run = checkov_gate.parse_report({"passed": 0, "failed": 0, "resource_count": 0, "checkov_version": "3.3.30"})
     assert run.failures == [] and run.version == "3.3.30"
+
+
+def _fake_checkov(tmp_path: Path, body: str) -> str:
+    """A stand-in executable for checkov's failure modes, which the real one shows only by chance."""
+    script = tmp_path / "checkov"
+    script.write_text(f"#!/bin/sh\n{body}\n")
+    script.chmod(0o755)
+    return str(script)
+
+
+def _allowlist(tmp_path: Path) -> checkov_gate.Allowlist:
+    path = tmp_path / "allow.yaml"
+    path.write_text("skips: []\n")
+    return checkov_gate.load_allowlist(path)
+
+
+def test_checkov_crash_is_a_clear_error(tmp_path: Path) -> None:
+    checkov = _fake_checkov(tmp_path, "echo 'Traceback: boom' >&2; exit 2")
+    with pytest.raises(HpclzError, match=r"checkov failed \(exit 2\): Traceback: boom"):
+        checkov_gate.run_checkov({"a.json": {}}, _allowlist(tmp_path), checkov)
+
+
+def test_stuck_checkov_is_stopped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(checkov_gate, "TIMEOUT_S", 1)
+    checkov = _fake_checkov(tmp_path, "sleep 30")
+    with pytest.raises(HpclzError, match="did not finish within 1 s"):
+        checkov_gate.run_checkov({"a.json": {}}, _allowlist(tmp_path), checkov)
+
+
+def test_scan_folder_holds_the_templates_as_render_writes_them(tmp_path: Path) -> None:
+    checkov = _fake_checkov(tmp_path, 'cat "$2/a.json" > "$(dirname "$0")/seen.json"; echo "[]"')
+    run = checkov_gate.run_checkov({"a.json": load("good.json")}, _allowlist(tmp_path), checkov)
+    assert run.failures == []
+    assert (tmp_path / "seen.json").read_text() == json.dumps(load("good.json"), indent=2, sort_keys=True) + "\n"

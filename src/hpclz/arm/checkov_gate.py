@@ -11,6 +11,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import tempfile
 from collections.abc import Mapping
@@ -29,7 +30,7 @@ CHECKOV_ENV = "HPCLZ_CHECKOV"
 REPO_ROOT = Path(__file__).resolve().parents[3]
 DEFAULT_ALLOWLIST = REPO_ROOT / "checkov-allowlist.yaml"
 CHECK_ID = re.compile(r"^CKV2?_[A-Z0-9]+_\d+$")
-TIMEOUT_S = 600
+TIMEOUT_S = 300  # a plan scans in 10-20 s; minutes mean a check is stuck (see CKV_AZURE_45 in the allowlist)
 
 
 def find_checkov() -> str | None:
@@ -118,28 +119,42 @@ def run_checkov(templates: Mapping[str, dict[str, Any]], allowlist: Allowlist, c
         base = [checkov, "-d", folder, "--framework", "arm", "-o", "json", "--skip-download", "--quiet"]
         main = _start([*base, *(["--skip-check", ",".join(allowlist.ids)] if allowlist.ids else [])])
         probe = _start([*base, "--check", ",".join(allowlist.recheck_ids)]) if allowlist.recheck_ids else None
-        run = parse_report(_finish(main))
-        if probe is not None:
-            run.still_failing_allowlisted = {f.check_id for f in parse_report(_finish(probe)).failures}
+        try:
+            run = parse_report(_finish(main))
+            if probe is not None:
+                run.still_failing_allowlisted = {f.check_id for f in parse_report(_finish(probe)).failures}
+        finally:
+            for process in (main, probe):
+                if process is not None and process.poll() is None:
+                    _stop(process)
     return run
 
 
 def _start(command: list[str]) -> subprocess.Popen[str]:
     env = {**os.environ, "BC_SKIP_MAPPING": "TRUE", "CHECKOV_RUN_SCA_PACKAGE_SCAN_V2": "false"}
-    return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    # Its own session, so a timeout can stop checkov together with any worker processes it started.
+    return subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True
+    )
+
+
+def _stop(process: subprocess.Popen[str]) -> None:
+    os.killpg(process.pid, signal.SIGKILL)
+    process.communicate()
 
 
 def _finish(process: subprocess.Popen[str]) -> Any:
     try:
         out, err = process.communicate(timeout=TIMEOUT_S)
     except subprocess.TimeoutExpired:
-        process.kill()
-        process.communicate()
+        _stop(process)
         raise HpclzError(f"checkov did not finish within {TIMEOUT_S} s") from None
-    # Exit code 1 only means "some check failed"; anything else with no JSON is checkov itself failing.
+    # Exit code 1 only means "some check failed"; any other failure, or output that is not JSON, is checkov's own.
     try:
-        return json.loads(out) if out.strip() else {}
-    except json.JSONDecodeError:
+        if process.returncode not in (0, 1):
+            raise ValueError
+        return json.loads(out)
+    except ValueError:
         tail = (err or out).strip().splitlines()[-1:] or ["no output"]
         raise HpclzError(f"checkov failed (exit {process.returncode}): {tail[0]}") from None
 

@@ -28,6 +28,15 @@ class ResourceAt:
         return f"{self.type}/{self.name}"
 
 
+def as_list(value: Any) -> list[Any]:
+    """A template value used as a list; anything else (a typo'd shape) is treated as empty."""
+    return value if isinstance(value, list) else []
+
+
+def as_dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
 def iter_resources(
     resources: Any, base: JsonPath = ("resources",), parent_type: str = "", *, into_deployments: bool = True
 ) -> Iterator[ResourceAt]:
@@ -38,7 +47,7 @@ def iter_resources(
 def _iter(
     resources: Any, base: JsonPath, parent_type: str, nested_in: JsonPath | None, into_deployments: bool
 ) -> Iterator[ResourceAt]:
-    items = resources.items() if isinstance(resources, dict) else enumerate(resources or [])
+    items = resources.items() if isinstance(resources, dict) else enumerate(as_list(resources))
     for key, resource in items:
         if not isinstance(resource, dict):
             continue

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from hpclz.arm.expressions import Expr, ExpressionError, expression_body, parse
 from hpclz.arm.locator import locate_template
-from hpclz.arm.walk import JsonPath, ResourceAt, iter_resources, iter_strings
+from hpclz.arm.walk import JsonPath, ResourceAt, as_dict, as_list, iter_resources, iter_strings
 from hpclz.config.source_map import SourceMap
 
 if TYPE_CHECKING:
@@ -93,10 +93,10 @@ class TemplateContext:
     @cached_property
     def user_functions(self) -> frozenset[str]:
         names: set[str] = set()
-        for namespace in self.template.get("functions") or []:
+        for namespace in as_list(self.template.get("functions")):
             if isinstance(namespace, dict):
                 prefix = str(namespace.get("namespace", "")).lower()
-                names.update(f"{prefix}.{member.lower()}" for member in namespace.get("members") or {})
+                names.update(f"{prefix}.{str(member).lower()}" for member in as_dict(namespace.get("members")))
         return frozenset(names)
 
     @cached_property

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from hpclz.arm.walk import JsonPath
+from hpclz.arm.walk import JsonPath, as_dict, as_list
 from hpclz.findings import Finding, Severity
 from hpclz.rules.base import Rule
 from hpclz.rules.template.context import TemplateContext
@@ -43,15 +43,15 @@ def _security_rules(ctx: TemplateContext) -> Iterator[tuple[JsonPath, str, dict[
         if kind == NSG_RULE and isinstance(found.resource.get("properties"), dict):
             yield (*found.path, "properties"), found.name, found.resource["properties"]
         elif kind == NSG:
-            rules = (found.resource.get("properties") or {}).get("securityRules") or []
-            for index, rule in enumerate(rules if isinstance(rules, list) else []):
+            rules = as_list(as_dict(found.resource.get("properties")).get("securityRules"))
+            for index, rule in enumerate(rules):
                 if isinstance(rule, dict) and isinstance(rule.get("properties"), dict):
                     path = (*found.path, "properties", "securityRules", index, "properties")
                     yield path, f"{found.name}/{rule.get('name', index)}", rule["properties"]
 
 
 def _sources(props: dict[str, Any]) -> list[str]:
-    values = [props.get("sourceAddressPrefix"), *(props.get("sourceAddressPrefixes") or [])]
+    values = [props.get("sourceAddressPrefix"), *as_list(props.get("sourceAddressPrefixes"))]
     return [str(v) for v in values if v is not None]
 
 
@@ -62,7 +62,7 @@ def _exposed_ports(props: dict[str, Any]) -> list[str]:
         return []
     if not any(s.strip().lower() in ANYWHERE for s in _sources(props)):
         return []
-    ranges = [props.get("destinationPortRange"), *(props.get("destinationPortRanges") or [])]
+    ranges = [props.get("destinationPortRange"), *as_list(props.get("destinationPortRanges"))]
     return [label for port, label in ADMIN_PORTS.items() if any(_covers(r, port) for r in ranges if r is not None)]
 
 

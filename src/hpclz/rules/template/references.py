@@ -6,7 +6,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from hpclz.arm.expressions import Call, Literal, walk
-from hpclz.arm.walk import JsonPath, get_at
+from hpclz.arm.walk import JsonPath, as_list, get_at
 from hpclz.rules.template.context import TemplateContext
 
 
@@ -48,7 +48,7 @@ def in_template_scope(ctx: TemplateContext, path: JsonPath) -> bool:
 def declared_variables(ctx: TemplateContext) -> dict[str, str]:
     """lower-case name -> declared name; a `copy` block in variables declares one variable per entry."""
     names = {name.lower(): name for name in ctx.variables if name != "copy"}
-    for entry in ctx.variables.get("copy") or []:
+    for entry in as_list(ctx.variables.get("copy")):
         if isinstance(entry, dict) and isinstance(entry.get("name"), str):
             names[entry["name"].lower()] = entry["name"]
     return names
