@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.deploy.conftest import state_of
 from tests.support.arm_standin import ArmStandIn
 
@@ -79,3 +81,17 @@ def test_destroy_without_yes_in_a_script_is_refused(arm: ArmStandIn, zone: Path,
     assert result.exit_code == 64
     assert "--yes" in result.stderr
     assert arm.world.resources
+
+
+def test_state_from_another_subscription_is_refused(
+    arm: ArmStandIn, zone: Path, run_cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert run_cli("deploy", str(zone), "--yes").exit_code == 0
+    other, original = "11111111-2222-3333-4444-555555555555", arm.subscription_id
+    arm.world.subscription_id = other
+    monkeypatch.setenv("AZURE_SUBSCRIPTION_ID", other)
+    result = run_cli("deploy", str(zone), "--yes")
+    assert result.exit_code == 64
+    assert f"was deployed to subscription {original}" in result.stderr
+    assert f"not {other}" in result.stderr
+    assert [r for r in arm.log if r.method == "PUT" and other in r.path] == []

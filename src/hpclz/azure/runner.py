@@ -94,7 +94,7 @@ class Runner:
             if resources is not None:
                 kept = [r for r in doc.resources if r.deployment != record.name]
                 doc.resources = kept + resources
-                doc.outputs = {k: v for k, v in doc.outputs.items() if not k.startswith(f"{record.name}.")}
+                doc.outputs = {k: v for k, v in doc.outputs.items() if not k.startswith(f"{record.component}.")}
                 doc.outputs.update({f"{record.component}.{k}": v for k, v in record.outputs.items()})
             doc.updated_at = now()
             self.doc = self._save(doc)

@@ -176,6 +176,13 @@ def _apply(
     result.state_location = backend.location
     with backend.lock("deploy"):
         doc = backend.read()
+        if doc is not None and doc.subscription_id and doc.subscription_id != arm.subscription_id:
+            # The state describes another subscription: trusting it here would skip deployments that never ran.
+            raise HpclzError(
+                f"{loaded.file}: the state at {backend.location} was deployed to subscription {doc.subscription_id}, "
+                f"not {arm.subscription_id}; set metadata.subscription_id or AZURE_SUBSCRIPTION_ID to match",
+                exit_code=ExitCode.USAGE,
+            )
         if plan_file is not None:
             from hpclz.plan.saved import load_saved_plan
 
