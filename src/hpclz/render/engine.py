@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 import shlex
+import traceback
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -102,20 +103,32 @@ def environment(root: Path | None = None) -> Environment:
     return env
 
 
-def render_text(name: str, **context: Any) -> Safe:
+def render_text(name: str, env: Environment | None = None, **context: Any) -> Safe:
     """Render a template to text; a template bug becomes one line naming the template."""
     try:
-        return Safe(environment().get_template(name).render(**context))
-    except TemplateError as exc:
-        where = f"{getattr(exc, 'filename', None) or name}:{getattr(exc, 'lineno', None) or '?'}"
-        raise TemplateRenderError(f"template {where}: {exc}") from None
-    except TypeError as exc:
-        raise TemplateRenderError(f"template {name}: {exc}") from None
+        return Safe((env or environment()).get_template(name).render(**context))
+    except (TemplateError, TypeError) as exc:
+        raise TemplateRenderError(f"template {_where(exc, name)}: {exc}") from None
 
 
-def render_json(name: str, **context: Any) -> dict[str, Any]:
+def _where(exc: Exception, name: str) -> str:
+    """template:line from the error itself, else from the traceback Jinja rewrites to template lines."""
+    line = getattr(exc, "lineno", None)
+    file = getattr(exc, "filename", None) or name
+    if line is None:
+        for frame, lineno in traceback.walk_tb(exc.__traceback__):
+            filename = frame.f_code.co_filename
+            if not filename.endswith(".py"):
+                file, line = filename, lineno
+    path = Path(str(file))
+    if path.is_absolute():
+        file = path.relative_to(templates_dir()).as_posix() if path.is_relative_to(templates_dir()) else path.name
+    return f"{file}:{line}" if line else str(file)
+
+
+def render_json(name: str, env: Environment | None = None, **context: Any) -> dict[str, Any]:
     """Render a JSON template and parse it at once, so a broken template fails here, not in Azure."""
-    text = render_text(name, **context)
+    text = render_text(name, env, **context)
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:

@@ -1,0 +1,51 @@
+from __future__ import annotations
+
+import io
+from collections.abc import Callable
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+from ruamel.yaml import YAML
+
+from hpclz.config import load_config_text
+from hpclz.render.build import build_plan
+from hpclz.render.plan import DeploymentPlan
+from tests.conftest import PRESETS
+
+
+@cache
+def preset_plan(stem: str) -> DeploymentPlan:
+    path = next(p for p in PRESETS if p.stem == stem)
+    return build_plan(load_config_text(path.read_text(encoding="utf-8"), str(path)).config)
+
+
+@pytest.fixture(params=[p.stem for p in PRESETS])
+def plan(request: pytest.FixtureRequest) -> DeploymentPlan:
+    return preset_plan(request.param)
+
+
+def preset_text(stem: str) -> str:
+    return (Path(__file__).resolve().parents[2] / "configs" / f"{stem}.yaml").read_text(encoding="utf-8")
+
+
+def variant(stem: str, edit: Callable[[dict[str, Any]], None]) -> DeploymentPlan:
+    """A preset with one change, rendered: the way to test one config field's effect."""
+    yaml = YAML(typ="safe")
+    data = yaml.load(preset_text(stem))
+    edit(data)
+    buffer = io.StringIO()
+    yaml.dump(data, buffer)
+    return build_plan(load_config_text(buffer.getvalue(), f"{stem}-variant.yaml").config)
+
+
+def resources_of(plan: DeploymentPlan, type_: str) -> list[dict[str, Any]]:
+    from hpclz.arm.walk import iter_resources
+
+    return [
+        found.resource
+        for d in plan.deployments
+        for found in iter_resources(d.template.get("resources", []))
+        if found.type == type_
+    ]

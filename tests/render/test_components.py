@@ -1,0 +1,193 @@
+"""What each component renders for the config fields that drive it."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from hpclz.errors import ExitCode, HpclzError
+from hpclz.render.nsg import BASTION_RULES
+from hpclz.render.writer import output_files
+from tests.render.conftest import preset_plan, resources_of, variant
+
+
+def test_key_vault_is_rbac_private_soft_deleted_and_purge_protected() -> None:
+    (vault,) = resources_of(preset_plan("finance"), "Microsoft.KeyVault/vaults")
+    props = vault["properties"]
+    assert props["enableRbacAuthorization"] is True
+    assert props["enableSoftDelete"] is True and props["enablePurgeProtection"] is True
+    assert props["publicNetworkAccess"] == "Disabled"
+    (endpoint,) = [
+        r for r in resources_of(preset_plan("finance"), "Microsoft.Network/privateEndpoints") if "-kv-" in r["name"]
+    ]
+    assert endpoint["properties"]["privateLinkServiceConnections"][0]["properties"]["groupIds"] == ["vault"]
+    zone_groups = resources_of(preset_plan("finance"), "Microsoft.Network/privateEndpoints/privateDnsZoneGroups")
+    assert any(endpoint["name"] + "/default" == g["name"] for g in zone_groups)
+
+
+def test_secret_values_never_reach_rendered_files(monkeypatch: pytest.MonkeyPatch) -> None:
+    secret = "pl-9c1f-DO-NOT-LEAK"
+
+    def edit(data: dict[str, Any]) -> None:
+        data["identity"]["key_vault"]["secrets"] = {"pricing-library-licence": secret}
+
+    plan = variant("finance", edit)
+    (identity,) = [d for d in plan.deployments if d.component == "identity"]
+    assert identity.secure_parameters == {
+        "secretPricingLibraryLicence": "identity.key_vault.secrets.pricing-library-licence"
+    }
+    assert identity.template["parameters"]["secretPricingLibraryLicence"]["type"] == "securestring"
+    assert identity.parameters == {}
+    files = output_files(plan)
+    assert not [name for name, text in files.items() if secret in text]
+    assert "identity.key_vault.secrets.pricing-library-licence" in files["manifest.json"]
+
+
+def test_storage_account_is_private_keyless_versioned_with_soft_delete_and_lifecycle() -> None:
+    plan = preset_plan("ai-training")
+    (account,) = resources_of(plan, "Microsoft.Storage/storageAccounts")
+    props = account["properties"]
+    assert props["minimumTlsVersion"] == "TLS1_2" and props["supportsHttpsTrafficOnly"] is True
+    assert props["allowBlobPublicAccess"] is False and props["allowSharedKeyAccess"] is False
+    assert props["publicNetworkAccess"] == "Disabled"
+    (blob,) = resources_of(plan, "Microsoft.Storage/storageAccounts/blobServices")
+    assert blob["properties"]["isVersioningEnabled"] is True
+    assert blob["properties"]["deleteRetentionPolicy"] == {"enabled": True, "days": 14}
+    assert blob["properties"]["containerDeleteRetentionPolicy"]["enabled"] is True
+    (policy,) = resources_of(plan, "Microsoft.Storage/storageAccounts/managementPolicies")
+    actions = policy["properties"]["policy"]["rules"][0]["definition"]["actions"]["baseBlob"]
+    assert actions == {
+        "tierToCool": {"daysAfterModificationGreaterThan": 14},
+        "tierToCold": {"daysAfterModificationGreaterThan": 60},
+    }
+
+
+def test_lustre_links_its_hsm_container_in_its_subnet() -> None:
+    (lustre,) = resources_of(preset_plan("energy"), "Microsoft.StorageCache/amlFilesystems")
+    props = lustre["properties"]
+    assert props["storageCapacityTiB"] == 48
+    assert "'seismic-archive')]" in props["hsm"]["settings"]["container"]
+    assert "snet-energy-lustre" in props["filesystemSubnet"]
+
+
+def test_lustre_hsm_without_a_new_blob_account_is_a_config_error() -> None:
+    def edit(data: dict[str, Any]) -> None:
+        data["storage"]["blob"] = {"mode": "disabled"}
+
+    with pytest.raises(HpclzError, match=r"storage.lustre.hsm") as caught:
+        variant("energy", edit)
+    assert caught.value.exit_code == ExitCode.CONFIG_INVALID
+
+
+def test_netapp_volumes_land_in_the_delegated_subnet() -> None:
+    plan = preset_plan("manufacturing")
+    volumes = resources_of(plan, "Microsoft.NetApp/netAppAccounts/capacityPools/volumes")
+    assert sorted(v["properties"]["creationToken"] for v in volumes) == ["apps", "home", "results"]
+    assert all("snet-cae-netapp" in v["properties"]["subnetId"] for v in volumes)
+    home = next(v for v in volumes if v["properties"]["creationToken"] == "home")
+    assert home["properties"]["usageThreshold"] == 2048 * 1024**3
+    (vnet,) = resources_of(plan, "Microsoft.Network/virtualNetworks")
+    netapp = next(s for s in vnet["properties"]["subnets"] if "netapp" in s["name"])
+    assert netapp["properties"]["delegations"][0]["properties"]["serviceName"] == "Microsoft.NetApp/volumes"
+    assert "networkSecurityGroup" not in netapp["properties"]
+
+
+def test_bastion_subnet_nsg_has_the_rules_azure_requires() -> None:
+    nsgs = resources_of(preset_plan("energy"), "Microsoft.Network/networkSecurityGroups")
+    (bastion,) = [n for n in nsgs if "bastion" in n["name"]]
+    names = {r["name"] for r in bastion["properties"]["securityRules"]}
+    assert {
+        "AllowHttpsInbound",
+        "AllowGatewayManagerInbound",
+        "AllowSshRdpOutbound",
+        "AllowAzureCloudOutbound",
+    } <= names
+    assert bastion["properties"]["securityRules"] == BASTION_RULES
+
+
+def test_extra_nsg_rules_land_on_their_subnet() -> None:
+    nsgs = resources_of(preset_plan("manufacturing"), "Microsoft.Network/networkSecurityGroups")
+    (compute,) = [n for n in nsgs if "-compute-" in n["name"]]
+    rule = next(r for r in compute["properties"]["securityRules"] if r["name"] == "allow-flexlm-from-hub")
+    assert rule["properties"]["destinationPortRange"] == "27000-27010"
+    assert rule["properties"]["direction"] == "Outbound"
+
+
+def test_hub_peering_and_no_nat_or_bastion_when_disabled() -> None:
+    plan = preset_plan("finance")
+    (peering,) = resources_of(plan, "Microsoft.Network/virtualNetworks/virtualNetworkPeerings")
+    assert peering["properties"]["useRemoteGateways"] is True
+    assert resources_of(plan, "Microsoft.Network/natGateways") == []
+    assert resources_of(plan, "Microsoft.Network/bastionHosts") == []
+    assert resources_of(plan, "Microsoft.Network/publicIPAddresses") == []
+
+
+def test_existing_vnet_gets_nsgs_only_and_is_referenced_by_id() -> None:
+    vnet_id = "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg-net/providers/Microsoft.Network/virtualNetworks/vnet-corp"
+
+    def edit(data: dict[str, Any]) -> None:
+        data["network"]["vnet"]["mode"] = "existing"
+        data["network"]["vnet"]["resource_id"] = vnet_id
+
+    plan = variant("ai-training", edit)
+    assert resources_of(plan, "Microsoft.Network/virtualNetworks") == []
+    assert resources_of(plan, "Microsoft.Network/networkSecurityGroups")
+    (nic,) = resources_of(plan, "Microsoft.Network/networkInterfaces")
+    subnet = nic["properties"]["ipConfigurations"][0]["properties"]["subnet"]["id"]
+    assert subnet == f"{vnet_id}/subnets/snet-aitrain-admin-prod-eus2"
+
+
+def test_cyclecloud_server_uses_ssh_keys_only_and_the_scheduler_identity() -> None:
+    plan = preset_plan("ai-training")
+    (vm,) = resources_of(plan, "Microsoft.Compute/virtualMachines")
+    linux = vm["properties"]["osProfile"]["linuxConfiguration"]
+    assert linux["disablePasswordAuthentication"] is True
+    assert "adminPassword" not in vm["properties"]["osProfile"]
+    assert linux["ssh"]["publicKeys"][0]["keyData"].startswith("ssh-ed25519 ")
+    (identity,) = vm["identity"]["userAssignedIdentities"]
+    assert "'rg-aitrain-management-prod-eus2'" in identity and "id-aitrain-scheduler" in identity
+    (compute,) = [d for d in plan.deployments if d.component == "compute"]
+    assert compute.parameters == {"cycleCloudVmSize": "Standard_D4as_v5"}
+
+
+def test_scheduler_identity_is_vm_contributor_on_the_compute_group_only() -> None:
+    plan = preset_plan("ai-training")
+    (compute,) = [d for d in plan.deployments if d.component == "compute"]
+    grants = [r for r in compute.resources() if r["type"] == "Microsoft.Authorization/roleAssignments"]
+    vm_contributor = [
+        g for g in grants if "9980e02c-c2be-4d73-94e8-173b1dc7cf3c" in g["properties"]["roleDefinitionId"]
+    ]
+    assert len(vm_contributor) == 1 and "scope" not in vm_contributor[0]
+    (storage,) = [d for d in plan.deployments if d.component == "storage"]
+    scoped = [r for r in storage.resources() if r["type"] == "Microsoft.Authorization/roleAssignments"]
+    assert scoped and all(
+        r["scope"].startswith("Microsoft.") for r in scoped if "compute" in r["properties"]["principalId"]
+    )
+
+
+def test_maintenance_window_is_assigned_to_the_cyclecloud_server() -> None:
+    plan = preset_plan("ai-training")
+    (config,) = resources_of(plan, "Microsoft.Maintenance/maintenanceConfigurations")
+    assert config["properties"]["maintenanceWindow"]["recurEvery"] == "1Week Sunday"
+    (assignment,) = resources_of(plan, "Microsoft.Maintenance/configurationAssignments")
+    assert assignment["scope"] == "Microsoft.Compute/virtualMachines/vm-aitrain-cc-prod-eus2"
+    assert "maintenance" not in {d.component for d in preset_plan("manufacturing").deployments}
+
+
+def test_monitoring_disabled_renders_no_monitoring_or_alerts() -> None:
+    def edit(data: dict[str, Any]) -> None:
+        data["monitoring"] = {"mode": "disabled"}
+
+    components = [d.component for d in variant("manufacturing", edit).deployments]
+    assert "monitoring" not in components and "alerts" not in components
+    assert components[0] == "organization" and "compute" in components
+
+
+def test_alert_criteria_is_an_arm_json_expression() -> None:
+    (alert, *_) = resources_of(preset_plan("energy"), "Microsoft.Insights/metricAlerts")
+    text = alert["properties"]["criteria"]
+    assert text.startswith("[json('") and text.endswith("')]")
+    criteria = json.loads(text[len("[json('") : -len("')]")].replace("''", "'"))
+    assert criteria["allOf"][0]["metricName"] == "Percentage CPU"
