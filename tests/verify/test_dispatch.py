@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from pathlib import Path
@@ -10,7 +11,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hpclz.verify.collective_job import analyse_pairs, ring_pairs
+from hpclz.services.verify import collective_backend
+from hpclz.verify.collective_job import THROTTLE_NODE, CollectivePlan, analyse_pairs, rank_main, ring_pairs
+from hpclz.verify.collective_job import job_script as collective_job_script
+from hpclz.verify.collective_job import throttle_s as throttle_for
 from hpclz.verify.dispatch import (
     NO_RESULT,
     NOT_TESTED,
@@ -24,6 +28,7 @@ from hpclz.verify.dispatch import (
 )
 from hpclz.verify.model import BandwidthPoint, CheckResult, CollectiveResult, NodeReport, Status
 from hpclz.verify.slurm import NodeInfo
+from tests.support.slurm import free_ports
 
 
 @given(st.integers(min_value=0, max_value=1000), st.integers(min_value=1, max_value=150))
@@ -159,3 +164,33 @@ def test_two_nodes_name_both_when_their_only_pair_is_slow() -> None:
 def test_batch_size_must_be_positive(size: int) -> None:
     with pytest.raises(ValueError):
         batches(["a"], size)
+
+
+def test_collective_job_script_runs_the_given_interpreter_one_rank_per_gpu(tmp_path: Path) -> None:
+    plan = CollectivePlan(
+        python="/opt/my env/bin/python", work_dir=tmp_path, **collective_backend("Standard_ND96isr_H100_v5")
+    )
+    script = collective_job_script(plan, "pair-a-b", tmp_path / "out.json")
+    assert "--ntasks-per-node=8" in script
+    assert "'/opt/my env/bin/python' -m hpclz.verify.collective_job" in script
+    assert "--backend=nccl" in script and "--sizes=1073741824,8589934592" in script
+    assert 'export MASTER_ADDR="$(hostname)"' in script  # rank 0 runs on the batch host
+    assert collective_backend(None) == {"backend": "gloo"}
+
+
+def test_throttle_knob_sleeps_inside_the_timed_loop_of_the_named_node(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One gloo rank, no Slurm: the fault-injection knob must land inside what is timed, on that node only."""
+    port = free_ports(1)[0]
+    env = {"SLURM_PROCID": "0", "SLURM_NTASKS": "1", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)}
+    env |= {"SLURMD_NODENAME": "gpu042", THROTTLE_NODE: "gpu042", "HPCLZ_VERIFY_THROTTLE_S": "0.2"}
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    out = tmp_path / "r.json"
+    assert rank_main(["--name=t", f"--out={out}", "--sizes=4096", "--iters=2", "--warmup=0", "--timeout=30"]) == 0
+    result = json.loads(out.read_text())
+    assert result["ranks"] == 1 and result["backend"] == "gloo"
+    assert result["points"][0]["time_us"] >= 0.2e6  # each timed iteration slept 0.2 s first
+    monkeypatch.setenv("SLURMD_NODENAME", "gpu001")
+    assert throttle_for("gpu001") == 0.0 and throttle_for("gpu042") == 0.2

@@ -233,6 +233,7 @@ def _collectives(
         if len(healthy) < 2:
             continue
         plan = coll.CollectivePlan(
+            **collective_backend(_partition_sku(config, partition)),
             python=opts.python,
             work_dir=work / "collectives",
             budget_s=opts.node_budget_s or config.verify.check_timeout_seconds,
@@ -254,6 +255,17 @@ def _collectives(
         if len(rest) >= 2:
             name = "all-nodes" if len(by_partition) == 1 else f"all-nodes-{partition}"
             report.collectives.append(_judge_all(coll.run_all_nodes(client, rest, plan, name=name)))
+
+
+def collective_backend(sku: str | None) -> dict[str, Any]:
+    """NCCL with one rank per GPU where the SKU's GPU count is known, at the sizes that reach peak bandwidth
+    (azurehpc's ring pairs use 8 GiB); gloo over TCP, one rank per node, elsewhere."""
+    from hpclz.verify.thresholds import load_thresholds
+
+    gpus = load_thresholds(sku).get("gpu_count") if sku else None
+    if not gpus:
+        return {"backend": "gloo"}
+    return {"backend": "nccl", "ranks_per_node": int(gpus), "sizes": (1 << 30, 8 << 30), "iters": 20, "warmup": 5}
 
 
 def _judge_all(result: CollectiveResult) -> CollectiveResult:

@@ -175,13 +175,14 @@ class SlurmClient:
         reservation: str | None = None,
         exclusive: bool = False,
         env: dict[str, str] | None = None,
+        ntasks_per_node: int = 1,
     ) -> str:
         args = [
             "--parsable",
             f"--job-name={job_name}",
             f"--nodes={len(nodes)}",
             f"--nodelist={','.join(nodes)}",
-            "--ntasks-per-node=1",
+            f"--ntasks-per-node={ntasks_per_node}",
             f"--time={_minutes(time_limit_s)}",
             f"--output={output}",
             "--export=ALL",
