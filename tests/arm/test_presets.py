@@ -8,8 +8,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from hpclz.arm import checkov_gate
 from hpclz.arm.gates import Gate, GateReport, check_plan
 from hpclz.config.loader import load_config
@@ -33,7 +31,9 @@ def _explain(report: GateReport) -> str:
 
 def test_schema_and_lint_gates_pass_on_the_preset(preset_path: Path) -> None:
     require_schemas()
-    report = check_plan(_plan(preset_path), checkov=False)
+    plan = _plan(preset_path)
+    assert plan.deployments and all(d.resources() for d in plan.deployments)  # zero findings must mean something
+    report = check_plan(plan, checkov=False)
     assert report.ran == [Gate.SCHEMA, Gate.LINT]
     assert report.findings == [], _explain(report)
 
@@ -46,9 +46,3 @@ def test_checkov_passes_on_every_preset() -> None:
     report = check_plan(combined, schema=False, lint=False)
     assert report.ran == [Gate.CHECKOV]
     assert report.findings == [], _explain(report)
-
-
-@pytest.mark.parametrize("preset", [p.stem for p in PRESETS])
-def test_every_preset_renders_templates(preset: str) -> None:
-    plan = _plan(next(p for p in PRESETS if p.stem == preset))
-    assert plan.deployments and all(d.resources() for d in plan.deployments)
