@@ -7,14 +7,17 @@ running on it when configured, and acknowledges the event so Azure may start it.
 """
 
 import json
+import os
 import socket
 import subprocess
 import sys
 import time
 import urllib.request
 
-EVENTS_URL = "http://169.254.169.254/metadata/scheduledevents?api-version=2020-07-01"
-NAME_URL = "http://169.254.169.254/metadata/instance/compute/name?api-version=2021-02-01&format=text"
+# HPCLZ_IMDS_URL points the watcher at a local stand-in in tests; on Azure it is always the link-local address.
+IMDS = os.environ.get("HPCLZ_IMDS_URL", "http://169.254.169.254")
+EVENTS_URL = IMDS + "/metadata/scheduledevents?api-version=2020-07-01"
+NAME_URL = IMDS + "/metadata/instance/compute/name?api-version=2021-02-01&format=text"
 POLL_SECONDS = 10
 
 
@@ -36,7 +39,7 @@ def requeue(node):
         subprocess.run(["scontrol", "requeue", job], check=False)
 
 
-def main(settings_file):
+def main(settings_file, once=False):
     with open(settings_file) as handle:
         settings = json.load(handle)
     drain_on = set(settings["drain_on"])
@@ -57,8 +60,10 @@ def main(settings_file):
                 handled.add(event["EventId"])
         except (OSError, ValueError, KeyError, subprocess.CalledProcessError) as exc:
             print("hpclz-scheduled-events: " + str(exc), file=sys.stderr)
+        if once:
+            return
         time.sleep(POLL_SECONDS)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(sys.argv[1], once="--once" in sys.argv[2:])

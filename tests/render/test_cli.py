@@ -1,0 +1,89 @@
+"""`hpclz render` end to end: files, manifest, JSON envelope, gates, diagrams, errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from hpclz.arm.checkov_gate import find_checkov
+from hpclz.arm.gates import check_plan
+from hpclz.render.plan import DeploymentPlan
+from tests.conftest import REPO, require
+
+ENERGY = str(REPO / "configs" / "energy.yaml")
+
+
+def _tree(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_render_writes_templates_parameters_and_manifest(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    out = tmp_path / "out"
+    result = run_cli("render", ENERGY, "--out", str(out), "--no-gates")
+    assert result.exit_code == 0, result.stderr
+    manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
+    names = [d["component"] for d in manifest["deployments"]]
+    assert names[0] == "organization" and manifest["deployments"][0]["scope"] == "subscription"
+    for entry in manifest["deployments"]:
+        template = json.loads((out / entry["template"]).read_text(encoding="utf-8"))
+        assert len(entry["template_hash"]) == 64 and template["resources"] is not None
+        assert (out / entry["parameters"]).is_file()
+    assert manifest["waves"][0] == ["hpclz-energy-prod-organization"]
+    assert "hpclz-energy-prod-compute" in result.stdout
+
+
+def test_output_is_byte_identical_across_runs(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    for name in ("a", "b"):
+        assert run_cli("render", ENERGY, "--out", str(tmp_path / name), "--no-gates").exit_code == 0
+    first, second = _tree(tmp_path / "a"), _tree(tmp_path / "b")
+    assert first == second and "06-compute.template.json" in first
+    assert run_cli("render", ENERGY, "--out", str(tmp_path / "a"), "--no-gates").exit_code == 0
+    assert _tree(tmp_path / "a") == first
+
+
+def test_json_envelope(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    result = run_cli("render", ENERGY, "--out", str(tmp_path / "o"), "--no-gates", "-o", "json")
+    envelope = json.loads(result.stdout)
+    assert envelope["command"] == "render" and envelope["ok"] is True and envelope["exit_code"] == 0
+    assert envelope["result"]["deployments"][0]["component"] == "organization"
+    assert envelope["result"]["gates_not_run"] == {"all": "--no-gates"}
+
+
+def test_diagram_writes_mermaid_and_dot(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    out = tmp_path / "d"
+    assert run_cli("render", ENERGY, "--out", str(out), "--no-gates", "--diagram").exit_code == 0
+    mermaid = (out / "diagram.mmd").read_text(encoding="utf-8")
+    assert mermaid.startswith("flowchart TB") and "hpclz_energy_prod_network --> hpclz_energy_prod_compute" in mermaid
+    dot = (out / "diagram.dot").read_text(encoding="utf-8")
+    assert dot.startswith('digraph "energy"') and "virtualMachines: vm-energy-cc-prod-scus" in dot
+
+
+def test_refuses_a_folder_it_did_not_write(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    (tmp_path / "precious.txt").write_text("keep me", encoding="utf-8")
+    result = run_cli("render", ENERGY, "--out", str(tmp_path), "--no-gates")
+    assert result.exit_code == 64
+    assert "refusing to write over it" in result.stderr and "Traceback" not in result.stderr
+    assert (tmp_path / "precious.txt").read_text(encoding="utf-8") == "keep me"
+
+
+def test_invalid_config_is_one_located_line(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(Path(ENERGY).read_text(encoding="utf-8").replace("max_nodes: 128", "max_nodes: lots"))
+    result = run_cli("render", str(bad), "--out", str(tmp_path / "o"), "--no-gates")
+    assert result.exit_code == 3
+    assert f"{bad}:" in result.stderr and "max_nodes" in result.stderr
+    assert not (tmp_path / "o").exists()
+
+
+def test_presets_pass_the_schema_and_lint_gates(plan: DeploymentPlan) -> None:
+    report = check_plan(plan, checkov=False)
+    assert report.passed(), [f"{f.rule_id} {f.path} {f.message}" for f in report.findings]
+    assert {g.value for g in report.ran} == {"schema", "lint"}
+
+
+def test_render_runs_all_gates_including_checkov(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    require(find_checkov() is not None, "checkov")
+    result = run_cli("render", str(REPO / "configs" / "ai-training.yaml"), "--out", str(tmp_path / "o"), "-o", "json")
+    envelope = json.loads(result.stdout)
+    assert envelope["result"]["gates"] == ["schema", "lint", "checkov"], envelope["result"]["gates_not_run"]
+    assert envelope["ok"] is True, [f["message"] for f in envelope["findings"]]

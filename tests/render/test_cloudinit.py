@@ -1,0 +1,124 @@
+"""The CycleCloud server's cloud-init, the Slurm cluster it imports, and the node scripts inside it."""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import re
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from ruamel.yaml import YAML
+
+from hpclz.render.cloudinit import CUSTOM_DATA_LIMIT, custom_data
+from tests.conftest import require
+from tests.render.conftest import preset_plan, resources_of
+
+TEMPLATES = Path(__file__).resolve().parents[2] / "templates" / "cloud-init"
+
+
+def _artifacts(stem: str) -> dict[str, str]:
+    (compute,) = [d for d in preset_plan(stem).deployments if d.component == "compute"]
+    return compute.artifacts
+
+
+def _cloud_config(stem: str) -> dict[str, Any]:
+    (vm,) = resources_of(preset_plan(stem), "Microsoft.Compute/virtualMachines")
+    raw = base64.b64decode(vm["properties"]["osProfile"]["customData"])
+    text = gzip.decompress(raw).decode() if raw[:2] == b"\x1f\x8b" else raw.decode()
+    assert text == _artifacts(stem)["cloud-init/cyclecloud-server.yaml"]
+    assert text.startswith("#cloud-config\n")
+    return dict(YAML(typ="safe").load(text))
+
+
+def _nodearrays(cluster: str) -> dict[str, str]:
+    """nodearray name -> its section text."""
+    parts = re.split(r"^    \[\[nodearray ([^\]]+)\]\]$", cluster, flags=re.M)
+    return dict(zip(parts[1::2], parts[2::2], strict=True))
+
+
+def _scripts(cluster: str) -> list[str]:
+    return re.findall(r"CloudInit = '''(.*?)'''", cluster, flags=re.S)
+
+
+def test_custom_data_is_the_cloud_config_that_writes_the_cluster(preset_path: Path) -> None:
+    config = _cloud_config(preset_path.stem)
+    files = {f["path"]: f["content"] for f in config["write_files"]}
+    assert files["/etc/hpclz/slurm-cluster.txt"] == _artifacts(preset_path.stem)["cyclecloud/slurm-cluster.txt"]
+    assert config["runcmd"] == [["/opt/hpclz/bin/bootstrap-cyclecloud"]]
+    bootstrap = files["/opt/hpclz/bin/bootstrap-cyclecloud"]
+    assert "CC_VERSION=8.7.1" in bootstrap and "SLURM_PROJECT_VERSION=3.0.11" in bootstrap
+    assert "import_cluster" in bootstrap and "start_cluster" in bootstrap
+
+
+def test_one_nodearray_per_partition_with_its_settings() -> None:
+    arrays = _nodearrays(_artifacts("finance")["cyclecloud/slurm-cluster.txt"])
+    assert set(arrays) == {"login", "hx", "montecarlo"}
+    assert 'MachineType = "Standard_HX176rs"' in arrays["hx"] and "MaxCount = 16" in arrays["hx"]
+    assert "Azure.SinglePlacementGroup = true" in arrays["hx"]
+    assert "Interruptible = true" in arrays["montecarlo"] and "MaxPrice = -1" in arrays["montecarlo"]
+    assert 'ShutdownPolicy = "Terminate"' in arrays["montecarlo"]
+    assert "Interruptible" not in arrays["hx"] and "SinglePlacementGroup" not in arrays["montecarlo"]
+    assert "slurm.default_partition = true" in arrays["hx"]
+    assert "cyclecloud.cluster.autoscale.idle_time_after_jobs = 300" in arrays["montecarlo"]
+
+
+def test_gpu_partitions_lock_clocks_and_build_nvme_scratch() -> None:
+    arrays = _nodearrays(_artifacts("ai-training")["cyclecloud/slurm-cluster.txt"])
+    script = _scripts(arrays["h100"])[0]
+    assert "nvidia-smi -pm 1" in script and "--applications-clocks=" in script
+    assert "mdadm --create /dev/md/hpclz-scratch --level=0" in script and "/dev/nvme*n1" in script
+    assert "enroot" in script and "spank_pyxis.so" in script
+    hpc = _scripts(_nodearrays(_artifacts("energy")["cyclecloud/slurm-cluster.txt"])["hbv3"])[0]
+    assert "nvidia-smi" not in hpc and "mdadm" not in hpc
+
+
+def test_nodes_watch_scheduled_events_and_drain_with_an_hpclz_reason() -> None:
+    script = _scripts(_artifacts("ai-training")["cyclecloud/slurm-cluster.txt"])[1]
+    assert "metadata/scheduledevents?api-version=2020-07-01" in script
+    assert '"drain_on": ["Preempt", "Reboot", "Redeploy", "Terminate"]' in script
+    watcher = (TEMPLATES / "scheduled_events.py").read_text(encoding="utf-8")
+    assert 'reason = "hpclz: "' in watcher and "StartRequests" in watcher
+
+
+def test_scheduler_installs_hpclz_for_verify() -> None:
+    scheduler = _scripts(_artifacts("energy")["cyclecloud/slurm-cluster.txt"])[0]
+    assert "pip install hpclz==" in scheduler
+
+
+def test_shared_file_systems_are_mounted_from_arm_lookups() -> None:
+    energy = _scripts(_artifacts("energy")["cyclecloud/slurm-cluster.txt"])[1]
+    assert "mount -t lustre" in energy and "properties.clientInfo.mgsAddress" in energy
+    cae = _scripts(_artifacts("manufacturing")["cyclecloud/slurm-cluster.txt"])[1]
+    assert cae.count("mount -t nfs") == 3 and "vers=3" in cae and "vers=4.1" in cae
+
+
+def test_node_and_bootstrap_scripts_are_valid_bash(preset_path: Path, tmp_path: Path) -> None:
+    require(shutil.which("bash") is not None, "bash")
+    artifacts = _artifacts(preset_path.stem)
+    files = {f["path"]: f["content"] for f in _cloud_config(preset_path.stem)["write_files"]}
+    scripts = [*_scripts(artifacts["cyclecloud/slurm-cluster.txt"]), files["/opt/hpclz/bin/bootstrap-cyclecloud"]]
+    for index, text in enumerate(scripts):
+        path = tmp_path / f"script{index}.sh"
+        path.write_text(text, encoding="utf-8")
+        checked = subprocess.run(["bash", "-n", str(path)], capture_output=True, text=True)
+        assert checked.returncode == 0, f"script {index}: {checked.stderr}"
+
+
+@pytest.mark.parametrize("name", ["scheduled_events.py", "arm_get.py"])
+def test_node_helpers_are_valid_python(name: str) -> None:
+    source = (TEMPLATES / name).read_text(encoding="utf-8")
+    compile(source, name, "exec")
+    assert "{{" not in source and "{%" not in source and "{#" not in source
+
+
+def test_large_cloud_config_is_gzipped_deterministically() -> None:
+    text = "#cloud-config\n" + "x" * (CUSTOM_DATA_LIMIT + 10)
+    encoded = custom_data(text)
+    assert encoded == custom_data(text)
+    assert gzip.decompress(base64.b64decode(encoded)).decode() == text
+    small = "#cloud-config\nruncmd: []\n"
+    assert base64.b64decode(custom_data(small)).decode() == small

@@ -1,0 +1,97 @@
+"""The node's Scheduled Events watcher against a local instance-metadata stand-in and recording Slurm tools."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, HTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+WATCHER = Path(__file__).resolve().parents[2] / "templates" / "cloud-init" / "scheduled_events.py"
+
+
+class FakeImds(BaseHTTPRequestHandler):
+    events: dict[str, Any] = {}
+    acknowledged: list[Any] = []
+
+    def do_GET(self) -> None:
+        assert self.headers["Metadata"] == "true"
+        body = "vm-node-1" if "/compute/name" in self.path else json.dumps(self.events)
+        self._reply(body)
+
+    def do_POST(self) -> None:
+        length = int(self.headers["Content-Length"])
+        FakeImds.acknowledged.append(json.loads(self.rfile.read(length)))
+        self._reply("")
+
+    def _reply(self, body: str) -> None:
+        self.send_response(200)
+        self.end_headers()
+        self.wfile.write(body.encode())
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def imds() -> Iterator[str]:
+    server = HTTPServer(("127.0.0.1", 0), FakeImds)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    FakeImds.acknowledged = []
+    yield f"http://127.0.0.1:{server.server_port}"
+    server.shutdown()
+
+
+def _slurm_tools(folder: Path, log: Path) -> None:
+    """scontrol and squeue stand-ins that record their arguments (squeue reports two jobs)."""
+    for tool, output in (("scontrol", ""), ("squeue", "101\n102\n")):
+        script = folder / tool
+        script.write_text(f'#!/bin/sh\necho "{tool} $*" >> {log}\nprintf "{output}"\n', encoding="utf-8")
+        script.chmod(0o755)
+
+
+def _run(tmp_path: Path, imds: str, events: list[dict[str, Any]], drain_on: list[str]) -> list[str]:
+    FakeImds.events = {"DocumentIncarnation": 1, "Events": events}
+    settings = tmp_path / "settings.json"
+    settings.write_text(json.dumps({"drain_on": drain_on, "requeue_jobs": True}), encoding="utf-8")
+    log = tmp_path / "calls.log"
+    _slurm_tools(tmp_path, log)
+    env = {**os.environ, "HPCLZ_IMDS_URL": imds, "PATH": f"{tmp_path}:{os.environ['PATH']}"}
+    done = subprocess.run(
+        [sys.executable, str(WATCHER), str(settings), "--once"], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    return log.read_text(encoding="utf-8").splitlines() if log.exists() else []
+
+
+def _event(kind: str, resources: list[str]) -> dict[str, Any]:
+    return {
+        "EventId": f"E-{kind}",
+        "EventType": kind,
+        "ResourceType": "VirtualMachine",
+        "Resources": resources,
+        "EventStatus": "Scheduled",
+        "NotBefore": "Mon, 19 Sep 2016 18:29:47 GMT",
+    }
+
+
+def test_drains_requeues_and_acknowledges_an_event_for_this_vm(tmp_path: Path, imds: str) -> None:
+    calls = _run(tmp_path, imds, [_event("Reboot", ["vm-node-1"])], ["Reboot", "Preempt"])
+    node = os.uname().nodename.split(".")[0]
+    assert calls[0].startswith(f"scontrol update nodename={node} state=drain reason=hpclz: Reboot E-Reboot")
+    assert calls[1:] == ["squeue -h -w " + node + " -o %i", "scontrol requeue 101", "scontrol requeue 102"]
+    assert FakeImds.acknowledged == [{"StartRequests": [{"EventId": "E-Reboot"}]}]
+
+
+def test_ignores_other_vms_and_event_types_not_configured(tmp_path: Path, imds: str) -> None:
+    events = [_event("Reboot", ["vm-other"]), _event("Freeze", ["vm-node-1"])]
+    assert _run(tmp_path, imds, events, ["Reboot"]) == []
+    assert FakeImds.acknowledged == []
