@@ -10,7 +10,7 @@ import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -18,8 +18,8 @@ WATCHER = Path(__file__).resolve().parents[2] / "templates" / "cloud-init" / "sc
 
 
 class FakeImds(BaseHTTPRequestHandler):
-    events: dict[str, Any] = {}
-    acknowledged: list[Any] = []
+    events: ClassVar[dict[str, Any]] = {}
+    acknowledged: ClassVar[list[Any]] = []
 
     def do_GET(self) -> None:
         assert self.headers["Metadata"] == "true"
