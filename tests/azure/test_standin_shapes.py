@@ -139,3 +139,20 @@ def test_sdk_poller_follows_azure_async_operation_to_the_result(arm: ArmStandIn,
     assert result["properties"]["provisioningState"] == "Succeeded"
     polled = [r for r in arm.log if "/operationStatuses/" in r.path]
     assert polled and all(r.status == 200 for r in polled)
+
+
+def test_what_if_marks_resources_outside_the_template_ignore(arm: ArmStandIn, adapter: Arm) -> None:
+    adapter.submit(VNET, deployment_body(VNET, {}, {}))
+    _wait(adapter, VNET)
+    other = VNET.model_copy(update={"name": "net2", "parameters": {"cidr": "10.1.0.0/16", "n": "vnet2"}})
+    kinds = sorted(c["changeType"] for c in adapter.what_if(other)["properties"]["changes"])
+    assert kinds == ["Create", "Ignore"]
+
+
+def test_unregistered_namespace_is_refused_like_arm(arm: ArmStandIn, adapter: Arm) -> None:
+    from azure.core.exceptions import HttpResponseError
+
+    arm.world.unregistered.add("microsoft.network")
+    with pytest.raises(HttpResponseError) as caught:
+        adapter.submit(VNET, deployment_body(VNET, {}, {}))
+    assert caught.value.status_code == 409 and "MissingSubscriptionRegistration" in str(caught.value)

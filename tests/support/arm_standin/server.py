@@ -251,7 +251,7 @@ class ArmStandIn:
     ) -> tuple[int, dict[str, str], Any]:
         self.world.check_target(rg)
         planned = self.world.plan(body, rg, name)
-        changes = what_if_changes(self.world, planned)
+        changes = what_if_changes(self.world, planned, rg)
         op = self._async("whatif", lambda: True, lambda: {"status": "Succeeded", "properties": {"changes": changes}})
         return (
             202,

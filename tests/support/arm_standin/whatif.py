@@ -25,7 +25,9 @@ def _delta(before: Any, after: Any, path: str = "") -> list[dict[str, Any]]:
     return []
 
 
-def what_if_changes(world: World, planned: list[PlannedResource]) -> list[dict[str, Any]]:
+def what_if_changes(world: World, planned: list[PlannedResource], group: str | None = None) -> list[dict[str, Any]]:
+    """Create / Modify / NoChange per declared resource; in a group, what the template omits is Ignore
+    (incremental mode leaves it alone)."""
     changes = []
     for resource in planned:
         after = {"id": resource.id, "type": resource.type, "name": resource.name, "apiVersion": resource.api_version}
@@ -53,4 +55,9 @@ def what_if_changes(world: World, planned: list[PlannedResource]) -> list[dict[s
         if delta:
             change["delta"] = delta
         changes.append(change)
+    declared = {r.id.lower() for r in planned}
+    if group is not None:
+        for existing in world.resources_in(group):
+            if existing["id"].lower() not in declared and str(existing["type"]).count("/") == 1:
+                changes.append({"resourceId": existing["id"], "changeType": "Ignore", "before": existing})
     return changes

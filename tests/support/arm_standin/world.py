@@ -157,11 +157,20 @@ class World:
         )
         scope = Scope(self.subscription_id, group, location or "", name, lookup=self.lookup)
         try:
-            return expand(props.get("template") or {}, props.get("parameters") or {}, scope)
+            planned = expand(props.get("template") or {}, props.get("parameters") or {}, scope)
         except TemplateError as exc:
             raise ArmError(400, exc.code, f"Deployment template validation failed: '{exc.message}'") from None
         except (ExpressionError, KeyError, StopIteration) as exc:
             raise ArmError(400, "InvalidTemplate", f"Deployment template validation failed: '{exc}'") from None
+        for resource in _flatten(planned):
+            namespace = resource.type.split("/")[0]
+            if namespace.lower() in self.unregistered:
+                raise ArmError(
+                    409,
+                    "MissingSubscriptionRegistration",
+                    f"The subscription is not registered to use namespace '{namespace}'.",
+                )
+        return planned
 
     def check_target(self, group: str | None) -> None:
         if group is not None and self.group(group) is None:
