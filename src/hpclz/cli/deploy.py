@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -46,9 +47,8 @@ def deploy(
                 same = rec is not None and rec.status.value == "succeeded" and rec.template_hash == d.template_hash()
                 lines.append(f"  {'unchanged' if same else 'apply':9} {d.name} ({d.component})")
             err.print("Deployments:\n" + "\n".join(lines), highlight=False)
-            ok = ask(
-                f"Deploy {config} to subscription {the_plan.subscription_id or '(from AZURE_SUBSCRIPTION_ID)'}?", yes
-            )
+            subscription = the_plan.subscription_id or os.environ.get("AZURE_SUBSCRIPTION_ID", "?")
+            ok = ask(f"Deploy {config} to subscription {subscription}?", yes)
             if ok:
                 progress = Progress(err, [d.name for d in the_plan.deployments]).__enter__()
             return ok
