@@ -85,9 +85,9 @@ def test_a_report_of_the_wrong_shape_says_which_field(tmp_path: Path) -> None:
 
 
 def test_a_node_that_left_nothing_reports_no_result(tmp_path: Path) -> None:
-    got = read_node(tmp_path, "gpu003", 60, late=True)
+    got = read_node(tmp_path, "gpu003", 60, missing="its job overran the time budget (RUNNING) and was cancelled")
     assert got.status is Status.FAIL
-    assert got.checks[0].message == "no result within 60 s: its job overran the time budget and was cancelled"
+    assert got.checks[0].message == "no result within 60 s: its job overran the time budget (RUNNING) and was cancelled"
 
 
 def test_selection_by_state_and_who_drained() -> None:
@@ -97,9 +97,12 @@ def test_selection_by_state_and_who_drained() -> None:
         NodeInfo("c", "down*", "Not responding"),
         NodeInfo("d", "drained", "hpclz: HPCLZ-VFY-006 Xid 79"),
         NodeInfo("e", "drained", "bad DIMM, ticket 42"),
+        NodeInfo("f", "allocated"),
     ]
     with_drain = select(infos, drain=True)
-    assert with_drain.runnable == ["a", "b"]
+    assert with_drain.runnable == ["a"]
+    assert with_drain.skipped["b"].checks[0].message == "not tested: busy running jobs (Slurm reports it mixed)"
+    assert with_drain.skipped["f"].status is Status.NOT_MEASURED
     assert with_drain.retest == ["d"]
     assert with_drain.skipped["c"].checks[0].check_id == UNREACHABLE
     assert with_drain.skipped["c"].status is Status.FAIL

@@ -88,6 +88,25 @@ def test_a_node_that_hangs_or_dies_is_a_failure_not_a_gap(client: SlurmClient, t
     assert reports["node3"].checks[0].message == "no result within 2 s: the job ended without it"
 
 
+def test_a_job_that_cannot_start_in_time_is_cancelled_and_says_why(
+    client: SlurmClient, cluster_env: LocalSlurm, tmp_path: Path
+) -> None:
+    # A user's job holds node3 (it became busy after hpclz chose its nodes): the verify job cannot start.
+    blocker = cluster_env.client(
+        "sbatch", "--parsable", "-w", "node3", "-o", "/dev/null", "--wrap", "sleep 300"
+    ).strip()
+    try:
+        plan = FanOut(command=["true"], work_dir=tmp_path / "run", node_budget_s=30, queue_wait_s=1)
+        reports = fan_out(client, ["node1", "node3"], plan)
+    finally:
+        cluster_env.client("scancel", blocker)
+    expected = "no result within 30 s: its job waited more than 1 s for the nodes (busy, or held) and was cancelled"
+    assert {n: r.checks[0].message for n, r in reports.items()} == {"node1": expected, "node3": expected}
+    jobs = cluster_env.client("squeue", "-h", "-t", "all", "-n", "hpclz-verify", "-o", "%i %T").splitlines()
+    newest = max((ln.split() for ln in jobs), key=lambda f: int(f[0]))
+    assert newest[1] == "CANCELLED"
+
+
 def _verify(run_cli: Callable[..., CliResult], tmp_path: Path, *args: str) -> CliResult:
     conf = os.environ["SLURM_CONF"]
     return run_cli("verify", str(CONFIG), "--partition", "gpu", "--slurm-conf", conf, *args)

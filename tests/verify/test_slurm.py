@@ -56,7 +56,7 @@ def test_a_reservation_lets_a_job_run_on_a_resumed_node_and_keeps_others_off(
         script, nodes=["node3"], job_name="in", time_limit_s=60, output=tmp_path / "in.out", reservation="hpclz-test"
     )
     outside = client.sbatch(script, nodes=["node3"], job_name="out", time_limit_s=60, output=tmp_path / "out.out")
-    assert wait_for_jobs(client, [inside], 30) == []
+    assert wait_for_jobs(client, [inside], start_within_s=30, finish_within_s=30) == {}
     assert client.job_states([outside])[outside] == "PENDING"  # the reserved node takes no other job
     client.cancel([outside])
     client.unreserve("hpclz-test")

@@ -106,9 +106,14 @@ def run_collectives(client: SlurmClient, groups: dict[str, list[str]], plan: Col
             env=plan.env,
             ntasks_per_node=plan.ranks_per_node,
         )
-    late = wait_for_jobs(client, list(jobs.values()), len(groups) * plan.budget_s + plan.queue_wait_s + GRACE_S)
-    if late:
-        client.cancel(late)
+    # Exclusive jobs sharing nodes wait for each other: a pair may legitimately pend behind all the others.
+    late = wait_for_jobs(
+        client,
+        list(jobs.values()),
+        start_within_s=len(groups) * (plan.budget_s + GRACE_S) + plan.queue_wait_s,
+        finish_within_s=plan.budget_s + GRACE_S,
+    )
+    client.cancel(list(late))
     results = []
     for name, nodes in groups.items():
         out = plan.work_dir / f"{name}.json"
@@ -116,7 +121,8 @@ def run_collectives(client: SlurmClient, groups: dict[str, list[str]], plan: Col
             # Ranks do not know which node is which pair member; the job was placed on exactly `nodes`.
             results.append(CollectiveResult.model_validate_json(out.read_text()).model_copy(update={"nodes": nodes}))
             continue
-        why = "cancelled: over its time budget" if jobs[name] in late else _job_error(plan.work_dir / f"{name}.out")
+        state = late.get(jobs[name])
+        why = f"cancelled while {state} after its time budget" if state else _job_error(plan.work_dir / f"{name}.out")
         results.append(
             CollectiveResult(
                 name=name,

@@ -87,45 +87,78 @@ def fan_out(
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "node.sh").write_text(node_script(plan.command, folder, plan.node_budget_s))
     (folder / "job.sh").write_text(job_script(folder))
-    jobs: dict[str, list[str]] = {}
+    jobs: dict[str, tuple[list[str], Path]] = {}
     for i, group in enumerate(batches(nodes, plan.max_nodes_per_job)):
+        output = folder / f"job-{i}.out"
         job_id = client.sbatch(
             folder / "job.sh",
             nodes=group,
             job_name=plan.job_name,
             time_limit_s=plan.node_budget_s + GRACE_S,
-            output=folder / f"job-{i}.out",
+            output=output,
             partition=plan.partition,
             reservation=reservation,
             env=plan.env,
         )
-        jobs[job_id] = group
-    unfinished = wait_for_jobs(client, list(jobs), plan.node_budget_s + plan.queue_wait_s + GRACE_S)
-    if unfinished:
-        client.cancel(unfinished)
-    late = {n for j in unfinished for n in jobs[j]}
-    return {n: read_node(folder, n, plan.node_budget_s, late=n in late) for n in nodes}
+        jobs[job_id] = (group, output)
+    late = wait_for_jobs(
+        client, list(jobs), start_within_s=plan.queue_wait_s, finish_within_s=plan.node_budget_s + GRACE_S
+    )
+    client.cancel(list(late))
+    reports = {}
+    for job_id, (group, output) in jobs.items():
+        why = _why_missing(late.get(job_id), plan, output)
+        reports.update({n: read_node(folder, n, plan.node_budget_s, missing=why) for n in group})
+    return {n: reports[n] for n in nodes}
 
 
-def wait_for_jobs(client: SlurmClient, job_ids: list[str], deadline_s: float) -> list[str]:
-    """Poll until every job has finished or the deadline passes; return the ones still running."""
+def _why_missing(late_state: str | None, plan: FanOut, output: Path) -> str:
+    """What to say about a node that left no result, from what its job did."""
+    if late_state == "PENDING":
+        return f"its job waited more than {plan.queue_wait_s} s for the nodes (busy, or held) and was cancelled"
+    if late_state is not None:
+        return f"its job overran the time budget ({late_state}) and was cancelled"
+    if not output.exists():
+        return f"the job left no output either: is {output.parent} on a filesystem every node shares?"
+    return "the job ended without it"
+
+
+def wait_for_jobs(
+    client: SlurmClient, job_ids: list[str], *, start_within_s: float, finish_within_s: float
+) -> dict[str, str]:
+    """Poll until every job has finished. A job still pending after `start_within_s`, or running longer than
+    `finish_within_s` (from when it was first seen running), is given up on: returned with its last state."""
     from hpclz.verify.slurm import FINISHED_STATES
 
-    deadline = time.monotonic() + deadline_s
-    pending = list(job_ids)
-    while pending and time.monotonic() < deadline:
-        states = client.job_states(pending)
-        pending = [j for j in pending if states[j] not in FINISHED_STATES]
-        if pending:
+    submitted = time.monotonic()
+    started: dict[str, float] = {}
+    waiting = list(job_ids)
+    late: dict[str, str] = {}
+    while waiting:
+        states = client.job_states(waiting)
+        now = time.monotonic()
+        still = []
+        for job in waiting:
+            state = states[job]
+            if state in FINISHED_STATES:
+                continue
+            if state != "PENDING":
+                started.setdefault(job, now)
+            overdue = now - started[job] > finish_within_s if job in started else now - submitted > start_within_s
+            if overdue:
+                late[job] = state
+            else:
+                still.append(job)
+        waiting = still
+        if waiting:
             time.sleep(POLL_S)
-    return pending
+    return late
 
 
-def read_node(folder: Path, node: str, budget_s: int, *, late: bool = False) -> NodeReport:
+def read_node(folder: Path, node: str, budget_s: int, *, missing: str = "the job ended without it") -> NodeReport:
     rc_file = folder / f"{node}.rc"
     if not rc_file.exists():
-        why = "its job overran the time budget and was cancelled" if late else "the job ended without it"
-        return failed(node, NO_RESULT, "no result", f"no result within {budget_s} s: {why}")
+        return failed(node, NO_RESULT, "no result", f"no result within {budget_s} s: {missing}")
     rc = int(rc_file.read_text().strip() or -1)
     if rc == 124:
         return failed(node, NO_RESULT, "no result", f"timed out after {budget_s} s{_said(folder, node)}")
@@ -177,6 +210,10 @@ def select(infos: Iterable[NodeInfo], *, drain: bool) -> Selection:
             )
         elif info.drained_by_hpclz and drain:
             chosen.retest.append(info.name)
+        elif info.busy:
+            # One busy node would hold its whole job of up to 100 nodes in the queue; test it another time.
+            note = f"not tested: busy running jobs (Slurm reports it {info.state})"
+            chosen.skipped[info.name] = failed(info.name, NOT_TESTED, "node tested", note, Status.NOT_MEASURED)
         elif not info.schedulable:
             note = f"not tested: Slurm reports it {info.state}{_reason(info)}"
             if info.drained_by_hpclz:

@@ -57,6 +57,10 @@ class NodeInfo:
         return self.state.endswith("*") or self.state.startswith(("down", "fail", "future", "unk"))
 
     @property
+    def busy(self) -> bool:
+        return self.state.startswith(("alloc", "mix", "comp"))
+
+    @property
     def schedulable(self) -> bool:
         return not self.unreachable and not self.state.startswith(("drain", "maint", "reserved"))
 
