@@ -20,11 +20,15 @@ def load(name: str) -> dict[str, Any]:
     return data
 
 
-def context(template: dict[str, Any], location: str | None = LOCATION) -> TemplateContext:
-    return TemplateContext(template=template, deployment="fixture", location=location)
+def context(
+    template: dict[str, Any], location: str | None = LOCATION, supplied: frozenset[str] | None = None
+) -> TemplateContext:
+    return TemplateContext(template=template, deployment="fixture", location=location, supplied=supplied)
 
 
-def deployment(component: str, template: dict[str, Any]) -> Deployment:
+def deployment(
+    component: str, template: dict[str, Any], parameters: dict[str, Any] | None = None, secure: tuple[str, ...] = ()
+) -> Deployment:
     return Deployment(
         name=f"hpclz-fixture-test-{component}",
         component=component,
@@ -32,8 +36,14 @@ def deployment(component: str, template: dict[str, Any]) -> Deployment:
         resource_group="rg-fixture",
         location=LOCATION,
         template=template,
-        parameters={"location": LOCATION},
+        parameters={"location": LOCATION, **(parameters or {})},
+        secure_parameters={name: f"identity.secrets.{name}" for name in secure},
     )
+
+
+def good_deployment() -> Deployment:
+    """good.json with every parameter it needs, as render would pass them."""
+    return deployment("good", load("good.json"), {"adminPublicKey": "ssh-ed25519 AAAAfixture"}, ("adminPassword",))
 
 
 def plan_of(*deployments: Deployment) -> DeploymentPlan:

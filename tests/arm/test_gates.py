@@ -10,12 +10,12 @@ from hpclz.arm import schema_gate
 from hpclz.arm.gates import Gate, check_plan, template_files
 from hpclz.errors import HpclzError
 from hpclz.findings import Severity
-from tests.arm.support import deployment, load, plan_of, require_schemas
+from tests.arm.support import deployment, good_deployment, load, plan_of, require_schemas
 
 
 def test_findings_are_kept_per_gate_and_name_the_written_file() -> None:
     require_schemas()
-    plan = plan_of(deployment("good", load("good.json")), deployment("bad", load("bad/schema-wrong-type.json")))
+    plan = plan_of(good_deployment(), deployment("bad", load("bad/schema-wrong-type.json")))
     report = check_plan(plan, checkov=False)
     assert report.ran == [Gate.SCHEMA, Gate.LINT]
     assert report.not_run == {Gate.CHECKOV: "disabled"}
@@ -32,7 +32,7 @@ def test_template_files_follow_the_render_writer() -> None:
 
 
 def test_warnings_pass_at_error_level_and_can_be_suppressed() -> None:
-    plan = plan_of(deployment("unused", load("bad/tpl-013-unused.json")))
+    plan = plan_of(deployment("unused", load("bad/tpl-013-unused.json"), {"spare": "x"}))
     report = check_plan(plan, schema=False, checkov=False)
     assert [f.rule_id for f in report.findings] == ["HPCLZ-TPL-013", "HPCLZ-TPL-013"]
     assert report.passed() and not report.passed(Severity.WARNING)
@@ -41,7 +41,7 @@ def test_warnings_pass_at_error_level_and_can_be_suppressed() -> None:
 
 
 def test_deployment_location_is_the_allowed_literal_region() -> None:
-    plan = plan_of(deployment("good", load("good.json")))
+    plan = plan_of(good_deployment())
     assert check_plan(plan, schema=False, checkov=False).findings == []
     moved = plan.model_copy(update={"deployments": [plan.deployments[0].model_copy(update={"location": "westeurope"})]})
     (finding,) = check_plan(moved, schema=False, checkov=False).findings
@@ -51,4 +51,4 @@ def test_deployment_location_is_the_allowed_literal_region() -> None:
 def test_schema_gate_without_schemas_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv(schema_gate.SCHEMAS_ENV, str(tmp_path))
     with pytest.raises(HpclzError, match="ARM schemas not found"):
-        check_plan(plan_of(deployment("good", load("good.json"))), lint=False, checkov=False)
+        check_plan(plan_of(good_deployment()), lint=False, checkov=False)

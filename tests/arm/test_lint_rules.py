@@ -41,6 +41,11 @@ CASES: dict[str, tuple[str, list[str], list[str]]] = {
     ),
     "HPCLZ-TPL-016": ("tpl-016-apiversion.json", ["apiVersion '2023-09-01' is not the pinned '2024-05-01'"], []),
     "HPCLZ-TPL-017": ("tpl-017-tags.json", ["nsg-a has no tags"], ["resources[nsg-a]"]),
+    "HPCLZ-TPL-018": (
+        "tpl-018-parameters.json",
+        ["passes 'sku', which is not declared", "'vmSize' has no defaultValue and deployment fixture passes none"],
+        ["parameters", "parameters.vmSize"],
+    ),
     "HPCLZ-TPL-020": ("tpl-020-secure-default.json", ["secure parameter adminPassword has a default"], []),
     "HPCLZ-TPL-021": (
         "tpl-021-output-secret.json",
@@ -78,10 +83,18 @@ CASES: dict[str, tuple[str, list[str], list[str]]] = {
     ),
 }
 RULES = {rule.id: rule for rule in TEMPLATE_RULES}
+# Parameter names the deployment passes, for the rule that compares them with the template's declarations.
+GOOD_SUPPLIED = frozenset({"location", "adminpublickey", "adminpassword"})
+SUPPLIED = {"HPCLZ-TPL-018": frozenset({"location", "sku"})}
 
 
-def run(rule: type[Rule[Any]], template: dict[str, Any], location: str | None = "southcentralus") -> list[Finding]:
-    reported, _ = run_rules([rule], context(template, location))
+def run(
+    rule: type[Rule[Any]],
+    template: dict[str, Any],
+    location: str | None = "southcentralus",
+    supplied: frozenset[str] | None = None,
+) -> list[Finding]:
+    reported, _ = run_rules([rule], context(template, location, supplied))
     return reported
 
 
@@ -91,13 +104,13 @@ def test_every_lint_rule_has_a_failing_case() -> None:
 
 @pytest.mark.parametrize("rule", LINT_RULES, ids=lambda r: r.id)
 def test_good_template_passes(rule: type[Rule[Any]]) -> None:
-    assert run(rule, load("good.json")) == []
+    assert run(rule, load("good.json"), supplied=GOOD_SUPPLIED) == []
 
 
 @pytest.mark.parametrize("rule_id", sorted(CASES))
 def test_bad_template_fails(rule_id: str) -> None:
     fixture, fragments, paths = CASES[rule_id]
-    findings = run(RULES[rule_id], load(f"bad/{fixture}"))
+    findings = run(RULES[rule_id], load(f"bad/{fixture}"), supplied=SUPPLIED.get(rule_id))
     assert {f.rule_id for f in findings} == {rule_id}
     assert len(findings) == len(fragments), [f.message for f in findings]
     messages = " | ".join(f.message for f in findings)
@@ -110,6 +123,14 @@ def test_bad_template_fails(rule_id: str) -> None:
 def test_literal_admin_password_fails() -> None:
     findings = run(RULES["HPCLZ-TPL-022"], load("bad/tpl-022-literal-password.json"))
     assert [f.message for f in findings] == ["adminPassword is a literal value, not a secure parameter"]
+
+
+def test_password_in_variables_fails() -> None:
+    template = load("good.json")
+    template["variables"]["profile"] = {"adminPassword": "Hunter2!"}
+    template["outputs"]["profile"] = {"type": "object", "value": "[variables('profile')]"}
+    (finding,) = run(RULES["HPCLZ-TPL-022"], template)
+    assert finding.path == "variables.profile.adminPassword"
 
 
 def test_deny_rules_and_private_sources_pass() -> None:

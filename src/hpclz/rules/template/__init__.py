@@ -13,7 +13,13 @@ from hpclz.rules.template.checkov import AllowlistNotStale, CheckovChecksPass
 from hpclz.rules.template.custom_data import CustomDataWithoutSecrets
 from hpclz.rules.template.exposure import BlobPublicAccessDisabled, NoAdminPortsFromInternet
 from hpclz.rules.template.expressions import DeclarationsUsed, ExpressionParses, FunctionsExist, ReferencesDeclared
-from hpclz.rules.template.resources import ApiVersionPinned, DependsOnExists, LocationFromDeployment, ResourcesTagged
+from hpclz.rules.template.resources import (
+    ApiVersionPinned,
+    DependsOnExists,
+    LocationFromDeployment,
+    ParametersSupplied,
+    ResourcesTagged,
+)
 from hpclz.rules.template.schema import ResourceMatchesSchema, ResourceTypeKnown
 from hpclz.rules.template.secrets import (
     LinuxPasswordLoginDisabled,
@@ -32,6 +38,7 @@ LINT_RULES: tuple[type[Rule[Any]], ...] = (
     LocationFromDeployment,
     ApiVersionPinned,
     ResourcesTagged,
+    ParametersSupplied,
     SecureParameterNoDefault,
     OutputsWithoutSecrets,
     PasswordsSecure,

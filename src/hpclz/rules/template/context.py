@@ -36,6 +36,7 @@ class TemplateContext:
     scope: str = "resourceGroup"
     location: str | None = None  # the deployment's declared location, when known
     parameter_values: dict[str, Any] = field(default_factory=dict)
+    supplied: frozenset[str] | None = None  # lower-case parameter names the deployment passes; None: unknown
     file: str | None = None
     checkov_failures: list[CheckovFailure] = field(default_factory=list)  # this template's, when checkov ran
     checkov_unparsed: bool = False  # checkov could not parse the file, so none of its checks ran on it
@@ -48,6 +49,7 @@ class TemplateContext:
             scope=str(deployment.scope.value),
             location=deployment.location,
             parameter_values=dict(deployment.parameters),
+            supplied=frozenset(n.lower() for n in (*deployment.parameters, *deployment.secure_parameters)),
             file=file,
         )
 

@@ -216,3 +216,32 @@ def _taggable(ctx: TemplateContext) -> Iterator[ResourceAt]:
     for found in ctx.resources:
         if found.type.count("/") == 1 and found.type.lower() not in UNTAGGED_TYPES:
             yield found
+
+
+class ParametersSupplied(Rule[TemplateContext]):
+    """The values a deployment passes must match the template's parameters: ARM rejects a value for an
+    undeclared parameter ("not present in the original template") and a deployment that leaves a parameter
+    without a defaultValue unset ("The value for the template parameter is not provided"). Mirrors ARM's own
+    validation; arm-ttk checks only the template, so it cannot see this."""
+
+    id = "HPCLZ-TPL-018"
+    severity = Severity.ERROR
+    title = "Deployment parameters do not match the template"
+    fix = "Pass exactly the template's parameters (secure ones through secure_parameters), or give a defaultValue."
+
+    def check(self, ctx: TemplateContext) -> Iterable[Finding]:
+        if ctx.supplied is None:
+            return
+        declared = {name.lower(): name for name in ctx.parameters}
+        for name in sorted(ctx.supplied - set(declared)):
+            yield self.finding(
+                ctx, ("parameters",), f"deployment {ctx.deployment} passes '{name}', which is not declared"
+            )
+        for lowered, name in declared.items():
+            spec = ctx.parameters[name]
+            if lowered not in ctx.supplied and not (isinstance(spec, dict) and "defaultValue" in spec):
+                yield self.finding(
+                    ctx,
+                    ("parameters", name),
+                    f"'{name}' has no defaultValue and deployment {ctx.deployment} passes none",
+                )

@@ -89,7 +89,9 @@ class PasswordsSecure(Rule[TemplateContext]):
             if "password" in name.lower() and name.lower() not in ctx.secure_parameters:
                 kind = spec.get("type") if isinstance(spec, dict) else spec
                 yield self.finding(ctx, ("parameters", name, "type"), f"parameter {name} has type {kind!r}")
-        for path, value in _admin_passwords(ctx.template.get("resources"), ("resources",)):
+        # Everywhere but the parameter declarations, whose adminPassword entry is the secure parameter itself.
+        body = {key: value for key, value in ctx.template.items() if key != "parameters"}
+        for path, value in _admin_passwords(body):
             if not _from_secure_parameter(value, ctx):
                 yield self.finding(ctx, path, f"adminPassword is {_shown(value)}, not a secure parameter")
 
