@@ -95,3 +95,9 @@ def test_state_from_another_subscription_is_refused(
     assert f"was deployed to subscription {original}" in result.stderr
     assert f"not {other}" in result.stderr
     assert [r for r in arm.log if r.method == "PUT" and other in r.path] == []
+
+
+def test_deploy_without_yes_in_a_script_is_refused_before_any_write(arm: ArmStandIn, zone: Path, run_cli) -> None:
+    result = run_cli("deploy", str(zone))
+    assert result.exit_code == 64 and "pass --yes" in result.stderr
+    assert [r for r in arm.log if r.method in ("PUT", "DELETE")] == []
