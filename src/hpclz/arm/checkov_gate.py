@@ -28,7 +28,7 @@ from hpclz.errors import ExitCode, HpclzError
 
 CHECKOV_ENV = "HPCLZ_CHECKOV"
 REPO_ROOT = Path(__file__).resolve().parents[3]
-DEFAULT_ALLOWLIST = REPO_ROOT / "checkov-allowlist.yaml"
+ALLOWLIST_NAME = "checkov-allowlist.yaml"
 CHECK_ID = re.compile(r"^CKV2?_[A-Z0-9]+_\d+$")
 TIMEOUT_S = 300  # a plan scans in 10-20 s; minutes mean a check is stuck (see CKV_AZURE_45 in the allowlist)
 
@@ -63,8 +63,15 @@ class Allowlist:
         return [e.id for e in self.entries if e.recheck]
 
 
-def load_allowlist(path: Path = DEFAULT_ALLOWLIST) -> Allowlist:
+def default_allowlist() -> Path:
+    """The wheel ships the allowlist under hpclz/_data (pyproject force-include); a checkout has it at its root."""
+    packaged = Path(__file__).resolve().parents[1] / "_data" / ALLOWLIST_NAME
+    return packaged if packaged.is_file() else REPO_ROOT / ALLOWLIST_NAME
+
+
+def load_allowlist(path: Path | None = None) -> Allowlist:
     """The allowlist file: `skips: [{id: CKV_..., reason: ..., recheck: true}]`; every entry needs a reason."""
+    path = path or default_allowlist()
     try:
         node = YAML(typ="rt").load(path.read_text(encoding="utf-8"))
     except FileNotFoundError:

@@ -94,11 +94,7 @@ def check_plan(
         schema_gate.load_schemas()  # raises a clear HpclzError before any rule would turn it into a crash finding
         report.results[Gate.SCHEMA] = _run_gate(Gate.SCHEMA, SCHEMA_RULES, contexts, silenced)
     report.results[Gate.LINT] = _run_gate(Gate.LINT, LINT_RULES, contexts, silenced) if lint else _skipped(Gate.LINT)
-    report.results[Gate.CHECKOV] = (
-        _checkov_gate(contexts, allowlist or checkov_gate.DEFAULT_ALLOWLIST, silenced)
-        if checkov
-        else _skipped(Gate.CHECKOV)
-    )
+    report.results[Gate.CHECKOV] = _checkov_gate(contexts, allowlist, silenced) if checkov else _skipped(Gate.CHECKOV)
     return report
 
 
@@ -115,7 +111,7 @@ def _run_gate(gate: Gate, rules: tuple[type[Rule[Any]], ...], contexts: list[Any
     return result
 
 
-def _checkov_gate(contexts: list[TemplateContext], allowlist_path: Path, suppress: list[str]) -> GateResult:
+def _checkov_gate(contexts: list[TemplateContext], allowlist_path: Path | None, suppress: list[str]) -> GateResult:
     executable = checkov_gate.find_checkov()
     if executable is None:
         return _skipped(Gate.CHECKOV, f"checkov not installed (set {checkov_gate.CHECKOV_ENV} or put it on PATH)")
