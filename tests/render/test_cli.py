@@ -87,3 +87,18 @@ def test_render_runs_all_gates_including_checkov(run_cli, tmp_path: Path) -> Non
     envelope = json.loads(result.stdout)
     assert envelope["result"]["gates"] == ["schema", "lint", "checkov"], envelope["result"]["gates_not_run"]
     assert envelope["ok"] is True, [f["message"] for f in envelope["findings"]]
+
+
+def test_config_rule_errors_render_nothing(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    bad = tmp_path / "no-lustre-subnet.yaml"
+    bad.write_text(Path(ENERGY).read_text(encoding="utf-8").replace("      lustre: {cidr: 10.20.2.0/24}\n", ""))
+    result = run_cli("render", str(bad), "--out", str(tmp_path / "o"), "--no-gates")
+    assert result.exit_code == 1
+    assert "HPCLZ-STO-007" in result.stdout and "nothing was rendered" in result.stdout
+    assert not (tmp_path / "o").exists()
+
+
+def test_settings_outside_the_schema_subset_are_reported_not_dropped(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    result = run_cli("render", ENERGY, "--out", str(tmp_path / "o"), "--no-gates", "-o", "json")
+    notes = json.loads(result.stdout)["result"]["notes"]
+    assert any(n.startswith("organization.policies is not rendered") for n in notes)

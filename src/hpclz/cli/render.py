@@ -28,13 +28,15 @@ def render(
 
         def human(console: Console) -> None:
             print_findings(console, result.findings)
-            if not result.written:
+            if result.plan is None or not result.written:
                 console.print(f"[red]✗[/] {result.file} has errors; nothing was rendered")
                 return
             for index, d in enumerate(result.plan.deployments, start=1):
                 where = d.resource_group or "subscription"
                 after = f" after {', '.join(d.depends_on)}" if d.depends_on else ""
                 console.print(f"{index:2d}. {d.name} [dim]({where}, {len(d.resources())} resources{after})[/]")
+            for note in result.notes:
+                console.print(f"[dim]note:[/] {note}")
             gates_text = f"; gates passed: {', '.join(result.gates_run)}" if result.gates_run else ""
             if not result.ok:
                 gates_text = f"; gates run: {', '.join(result.gates_run)}"

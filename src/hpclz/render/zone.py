@@ -16,6 +16,7 @@ from hpclz.config.network import ExistingVnet, Subnet
 from hpclz.config.operations import NewMonitoring
 from hpclz.config.root import LandingZoneConfig
 from hpclz.config.storage import NetAppVolume, NewBlob, NewLustre, NewNetApp
+from hpclz.errors import ExitCode, HpclzError
 from hpclz.naming import NameBuilder
 from hpclz.render.arm import API_VERSIONS, expr, resource_id
 from hpclz.render.engine import Safe
@@ -97,7 +98,10 @@ class Zone:
         for view in self.subnets:
             if view.role == role:
                 return view
-        raise KeyError(f"no {role} subnet")
+        raise HpclzError(
+            f"network.vnet.subnets.{role}: missing, but the config needs it (see `hpclz validate`)",
+            exit_code=ExitCode.CONFIG_INVALID,
+        )
 
     def has_subnet(self, role: str) -> bool:
         return any(v.role == role for v in self.subnets)

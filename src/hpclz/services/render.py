@@ -7,7 +7,9 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from hpclz.config.base import Disabled
 from hpclz.config.loader import load_config
+from hpclz.config.root import LandingZoneConfig
 from hpclz.errors import ExitCode
 from hpclz.findings import Finding, Severity
 from hpclz.render.build import build_plan
@@ -18,11 +20,12 @@ from hpclz.services.validate import check_config
 class RenderResult(BaseModel):
     file: str
     out_dir: str
-    plan: DeploymentPlan
+    plan: DeploymentPlan | None = Field(description="None when config rules found errors and nothing was rendered.")
     written: list[str] = Field(default_factory=list)
     findings: list[Finding] = Field(default_factory=list)
     gates_run: list[str] = Field(default_factory=list)
     gates_not_run: dict[str, str] = Field(default_factory=dict, description="gate -> why it did not run")
+    notes: list[str] = Field(default_factory=list, description="Config the templates deliberately leave out, and why.")
 
     @property
     def ok(self) -> bool:
@@ -36,7 +39,7 @@ class RenderResult(BaseModel):
         return {
             "file": self.file,
             "out_dir": self.out_dir,
-            "config_hash": self.plan.config_hash,
+            "config_hash": self.plan.config_hash if self.plan else None,
             "deployments": [
                 {
                     "name": d.name,
@@ -47,11 +50,12 @@ class RenderResult(BaseModel):
                     "resources": len(d.resources()),
                     "template_hash": d.template_hash(),
                 }
-                for d in self.plan.deployments
+                for d in (self.plan.deployments if self.plan else [])
             ],
             "written": self.written,
             "gates": self.gates_run,
             "gates_not_run": self.gates_not_run,
+            "notes": self.notes,
         }
 
 
@@ -63,10 +67,10 @@ def render(path: str | Path, out_dir: Path, *, diagram: bool = False, gates: boo
     reported, _ = check_config(loaded)
     # Info findings belong to `validate`; render shows only what needs attention.
     findings = [f for f in reported if f.severity.at_least(Severity.WARNING)]
-    plan = build_plan(loaded.config)
     if any(f.severity is Severity.ERROR for f in findings):
         # An invalid landing zone must not leave templates behind that someone could deploy.
-        return RenderResult(file=str(path), out_dir=str(out_dir), plan=plan, findings=findings)
+        return RenderResult(file=str(path), out_dir=str(out_dir), plan=None, findings=findings)
+    plan = build_plan(loaded.config)
     gate_findings, gates_run, gates_not_run = _run_gates(plan) if gates else ([], [], {"all": "--no-gates"})
     extra = diagram_files(plan) if diagram else {}
     written = write_plan(plan, out_dir, extra)
@@ -80,6 +84,7 @@ def render(path: str | Path, out_dir: Path, *, diagram: bool = False, gates: boo
         findings=[*findings, *gate_findings],
         gates_run=gates_run,
         gates_not_run=gates_not_run,
+        notes=not_rendered(loaded.config),
     )
 
 
@@ -89,3 +94,21 @@ def _run_gates(plan: DeploymentPlan) -> tuple[list[Finding], list[str], dict[str
     report = check_plan(plan)
     not_run = {gate.value: reason for gate, reason in report.not_run.items()}
     return report.findings, [gate.value for gate in report.ran], not_run
+
+
+def not_rendered(config: LandingZoneConfig) -> list[str]:
+    """Settings the pinned ARM schema subset cannot express yet: said out loud instead of dropped silently."""
+    notes = []
+    policies = config.organization.policies
+    if policies.allowed_locations or policies.require_tags:
+        notes.append(
+            "organization.policies is not rendered: Microsoft.Authorization/policyAssignments is not in the "
+            "pinned ARM schema subset; assign the policies outside hpclz for now"
+        )
+    monitoring = config.monitoring
+    if not isinstance(monitoring, Disabled) and monitoring.diagnostic_settings:
+        notes.append(
+            "monitoring.diagnostic_settings renders a data collection rule only: Microsoft.Insights/diagnosticSettings "
+            "and dataCollectionRuleAssociations are not in the pinned ARM schema subset"
+        )
+    return notes
