@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 import pytest
 
 from hpclz.findings import Finding
-from hpclz.rules.base import Rule, run_rules
+from hpclz.rules.base import RULE_ID, Rule, run_rules
 from hpclz.rules.template import LINT_RULES, TEMPLATE_RULES
 from tests.arm.support import context, load
 
@@ -185,3 +186,13 @@ def test_inner_scoped_nested_template_keeps_its_own_parameters() -> None:
         }
     )
     assert run(RULES["HPCLZ-TPL-012"], template) == []
+
+
+@pytest.mark.parametrize("rule", TEMPLATE_RULES, ids=lambda r: r.id)
+def test_template_rule_metadata(rule: type[Rule[Any]]) -> None:
+    assert RULE_ID.match(rule.id) and rule.area() == "TPL"
+    assert rule.__module__.startswith("hpclz.rules.template.")
+    assert rule.title and "\n" not in rule.title and len(rule.title) <= 90
+    assert rule.fix.strip()
+    doc = inspect.getdoc(rule) or ""
+    assert len(doc) > 100, f"{rule.id}: the docstring must say why the rule matters and where the fact comes from"
