@@ -20,6 +20,8 @@ from hpclz.verify.dispatch import (
     NOT_TESTED,
     RESULT_PLACEHOLDER,
     UNREACHABLE,
+    FanOut,
+    _why_missing,
     batches,
     drain_reason,
     node_script,
@@ -88,6 +90,16 @@ def test_a_node_that_left_nothing_reports_no_result(tmp_path: Path) -> None:
     got = read_node(tmp_path, "gpu003", 60, missing="its job overran the time budget (RUNNING) and was cancelled")
     assert got.status is Status.FAIL
     assert got.checks[0].message == "no result within 60 s: its job overran the time budget (RUNNING) and was cancelled"
+
+
+def test_a_job_without_output_points_at_the_shared_filesystem(tmp_path: Path) -> None:
+    plan = FanOut(command=["true"], work_dir=tmp_path, queue_wait_s=120)
+    assert _why_missing(None, plan, tmp_path / "job-0.out") == (
+        f"the job left no output either: is {tmp_path} on a filesystem every node shares?"
+    )
+    (tmp_path / "job-0.out").write_text("")
+    assert _why_missing(None, plan, tmp_path / "job-0.out") == "the job ended without it"
+    assert _why_missing("PENDING", plan, tmp_path / "job-0.out").startswith("its job waited more than 120 s")
 
 
 def test_selection_by_state_and_who_drained() -> None:

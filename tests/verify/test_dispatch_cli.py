@@ -55,3 +55,9 @@ def test_local_runs_the_node_checks_here_without_slurm(
     assert len(node["checks"]) >= 14
     reasons = [r for node_reasons in envelope["result"]["bad_nodes"].values() for r in node_reasons]
     assert [r.split()[0] for r in reasons] == (["HPCLZ-VFY-006"] if code else [])
+
+
+def test_local_cannot_drain(run_cli: Callable[..., CliResult]) -> None:
+    result = run_cli("verify", str(CONFIG), "--local", "--drain")
+    assert result.exit_code == 64
+    assert result.stderr == "error: --drain needs Slurm; it cannot be combined with --local\n"

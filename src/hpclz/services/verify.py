@@ -68,6 +68,8 @@ def verify(opts: VerifyOptions) -> VerifyOutcome:
     started = time.monotonic()
     config = load_config(opts.config).config
     if opts.local:
+        if opts.drain:
+            raise HpclzError("--drain needs Slurm; it cannot be combined with --local", exit_code=ExitCode.USAGE)
         report = _run_local(config, opts)
         report.duration_s = round(time.monotonic() - started, 3)
         return VerifyOutcome(report=report)

@@ -5,8 +5,8 @@ Ring pairs (node i with i+1, the last with the first) follow Azure's NDv4 harnes
 pair is slow while other pairs are fast is the one to blame. Each pair is its own `sbatch --exclusive`
 job, so Slurm runs the pairs that share no node at the same time and queues the rest.
 
-The rank side (`python -m hpclz.verify.collective_job`) imports only the standard library and torch:
-it runs on compute nodes. Fault injection for tests, not product behaviour: HPCLZ_VERIFY_THROTTLE_NODE
+The rank side (`python -m hpclz.verify.collective_job`) imports only the standard library, torch and
+hpclz.verify.nccl (itself standard library only): it runs on compute nodes. Fault injection for tests, not product behaviour: HPCLZ_VERIFY_THROTTLE_NODE
 names a node whose rank sleeps HPCLZ_VERIFY_THROTTLE_S (default 0.05) inside every timed iteration,
 because a process on one host cannot make its network slower any other honest way.
 """
@@ -239,6 +239,8 @@ def rank_main(argv: Sequence[str]) -> int:
     import torch
     import torch.distributed as dist
 
+    from hpclz.verify import nccl  # the one busbw formula (nccl-tests PERFORMANCE.md); standard library only
+
     rank, world = int(os.environ["SLURM_PROCID"]), int(os.environ["SLURM_NTASKS"])
     node = os.environ.get("SLURMD_NODENAME") or socket.gethostname().split(".")[0]
     device = torch.device("cuda", int(os.environ.get("SLURM_LOCALID", "0"))) if args.backend == "nccl" else None
@@ -267,16 +269,7 @@ def rank_main(argv: Sequence[str]) -> int:
             torch.cuda.synchronize(device)
         slowest = torch.tensor([time.perf_counter() - start], dtype=torch.float64, device=device)
         dist.all_reduce(slowest, op=dist.ReduceOp.MAX)  # the collective is as fast as its slowest rank
-        seconds = slowest.item() / args.iters
-        algbw = size / seconds / 1e9
-        points.append(
-            {
-                "size_bytes": size,
-                "time_us": seconds * 1e6,
-                "algbw_gbps": algbw,
-                "busbw_gbps": algbw * 2 * (world - 1) / world,  # all-reduce bus factor (nccl-tests PERFORMANCE.md)
-            }
-        )
+        points.append(nccl.point(size, slowest.item() / args.iters, world))
     if rank == 0:
         result = {"name": args.name, "nodes": [], "backend": args.backend, "ranks": world, "points": points}
         args.out.with_suffix(".part").write_text(json.dumps(result))
