@@ -30,7 +30,7 @@ class CustomDataWithoutSecrets(Rule[TemplateContext]):
     metadata service by every process on the node and is stored with the VM model. The payload is base64, so
     it is decoded before scanning for private keys, storage keys, SAS tokens and password assignments.
     Replaces checkov's CKV_AZURE_45, which runs its secret regexes on the undecoded base64 text and does not
-    finish on a 45 KB cloud-init (see checkov-allowlist.yaml)."""
+    finish on a 45 KB cloud-init (see checkov-allowlist.yaml). arm-ttk has no custom-data test."""
 
     id = "HPCLZ-TPL-026"
     severity = Severity.ERROR

@@ -21,7 +21,7 @@ class NoAdminPortsFromInternet(Rule[TemplateContext]):
     """No NSG rule may allow inbound SSH (22) or RDP (3389) from the internet: reach HPC nodes through Bastion
     or a private network (CAF HPC landing zone security). checkov's CKV_AZURE_9/10 match only '*', 'internet'
     and '0.0.0.0', so 'Internet', 'Any' and '0.0.0.0/0' slip through; this rule catches every spelling, port
-    ranges, and rules declared as child resources."""
+    ranges, and rules declared as child resources. arm-ttk has no NSG test."""
 
     id = "HPCLZ-TPL-024"
     severity = Severity.ERROR
@@ -80,7 +80,8 @@ def _covers(port_range: object, port: int) -> bool:
 class BlobPublicAccessDisabled(Rule[TemplateContext]):
     """Storage accounts must set allowBlobPublicAccess to false, literally: checkpoints, datasets and job output
     must never be anonymously readable. No checkov ARM check looks at this property (see
-    ../shared/docs/local-services.md); Azure Policy "Storage account public access should be disallowed"."""
+    ../shared/docs/local-services.md), nor does arm-ttk; Azure Policy "Storage account public access should be
+    disallowed" is the source."""
 
     id = "HPCLZ-TPL-025"
     severity = Severity.ERROR
