@@ -131,7 +131,7 @@ def _shown(value: Any) -> str:
 class LinuxPasswordLoginDisabled(Rule[TemplateContext]):
     """Linux VMs and scale sets must set linuxConfiguration.disablePasswordAuthentication to true: HPC nodes are
     reached with SSH keys (CAF HPC security guidance), and password login invites brute force on any exposed
-    node. arm-ttk has no such test; checkov's CKV_AZURE_149 checks the same for VMSS only."""
+    node. arm-ttk has no such test; checkov's CKV_AZURE_149 checks the same, but only where checkov is installed."""
 
     id = "HPCLZ-TPL-023"
     severity = Severity.ERROR
