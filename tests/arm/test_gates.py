@@ -52,3 +52,9 @@ def test_schema_gate_without_schemas_is_a_clear_error(monkeypatch: pytest.Monkey
     monkeypatch.setenv(schema_gate.SCHEMAS_ENV, str(tmp_path))
     with pytest.raises(HpclzError, match="ARM schemas not found"):
         check_plan(plan_of(good_deployment()), lint=False, checkov=False)
+
+
+def test_empty_plan_runs_no_checkov_scan() -> None:
+    report = check_plan(plan_of(), schema=False)
+    assert report.ran == [Gate.LINT]
+    assert report.not_run[Gate.CHECKOV] == "the plan has no templates"

@@ -112,6 +112,8 @@ def _run_gate(gate: Gate, rules: tuple[type[Rule[Any]], ...], contexts: list[Any
 
 
 def _checkov_gate(contexts: list[TemplateContext], allowlist_path: Path | None, suppress: list[str]) -> GateResult:
+    if not contexts:
+        return _skipped(Gate.CHECKOV, "the plan has no templates")  # an empty scan would call every skip stale
     executable = checkov_gate.find_checkov()
     if executable is None:
         return _skipped(Gate.CHECKOV, f"checkov not installed (set {checkov_gate.CHECKOV_ENV} or put it on PATH)")
