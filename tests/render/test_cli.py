@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 from hpclz.arm.checkov_gate import find_checkov
@@ -102,3 +103,11 @@ def test_settings_outside_the_schema_subset_are_reported_not_dropped(run_cli, tm
     result = run_cli("render", ENERGY, "--out", str(tmp_path / "o"), "--no-gates", "-o", "json")
     notes = json.loads(result.stdout)["result"]["notes"]
     assert any(n.startswith("organization.policies is not rendered") for n in notes)
+
+
+def test_diagram_images_where_graphviz_is_installed(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    require(shutil.which("dot") is not None, "Graphviz dot")
+    out = tmp_path / "d"
+    assert run_cli("render", ENERGY, "--out", str(out), "--no-gates", "--diagram").exit_code == 0
+    assert (out / "diagram.svg").read_text(encoding="utf-8").lstrip().startswith("<?xml")
+    assert (out / "diagram.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

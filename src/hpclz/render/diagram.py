@@ -47,7 +47,12 @@ def mermaid(plan: DeploymentPlan) -> str:
 
 
 def dot(plan: DeploymentPlan) -> str:
-    lines = [f'digraph "{plan.landing_zone}" {{', "  rankdir=TB;", '  node [shape=box, fontname="Helvetica"];']
+    lines = [
+        f'digraph "{plan.landing_zone}" {{',
+        "  rankdir=TB;",
+        "  compound=true;",
+        '  node [shape=box, fontname="Helvetica"];',
+    ]
     for key, title, items in _shown(plan):
         lines.append(f'  subgraph "cluster_{key}" {{')
         lines.append(f'    label="{title}";')
