@@ -62,14 +62,17 @@ def through_slurm(repeats: int) -> list[tuple[str, str]]:
             for count in (1, 2, 3):
                 once = partial(_fan_out_once, client, cluster.root, cluster.nodes[:count], command)
                 rows.append((f"slurm fan-out, {label}, {count} node(s)", f"{median_s(once, repeats):.2f} s"))
+        split = partial(_fan_out_once, client, cluster.root, cluster.nodes, TRIVIAL, 1)
+        rows.append(("slurm fan-out, trivial command, 3 nodes as 3 jobs of 1", f"{median_s(split, repeats):.2f} s"))
     finally:
         stop_cluster(cluster)
     return rows
 
 
-def _fan_out_once(client: SlurmClient, root: Path, nodes: list[str], command: list[str]) -> None:
+def _fan_out_once(client: SlurmClient, root: Path, nodes: list[str], command: list[str], per_job: int = 100) -> None:
     work = root / f"run-{time.monotonic_ns()}"
-    reports = fan_out(client, nodes, FanOut(command=command, work_dir=work, node_budget_s=60))
+    plan = FanOut(command=command, work_dir=work, node_budget_s=60, max_nodes_per_job=per_job)
+    reports = fan_out(client, nodes, plan)
     assert len(reports) == len(nodes)
 
 
