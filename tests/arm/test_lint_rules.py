@@ -196,3 +196,14 @@ def test_template_rule_metadata(rule: type[Rule[Any]]) -> None:
     assert rule.fix.strip()
     doc = inspect.getdoc(rule) or ""
     assert len(doc) > 100, f"{rule.id}: the docstring must say why the rule matters and where the fact comes from"
+
+
+def test_expressions_in_object_keys_count() -> None:
+    template = load("good.json")
+    vmss = template["resources"][3]
+    vmss["identity"] = {"type": "UserAssigned", "userAssignedIdentities": {"[parameters('identityId')]": {}}}
+    template["parameters"]["identityId"] = {"type": "string", "defaultValue": "x"}
+    assert run(RULES["HPCLZ-TPL-013"], template) == []
+    del template["parameters"]["identityId"]
+    (finding,) = run(RULES["HPCLZ-TPL-012"], template)
+    assert finding.path == "resources[vmss-hpc].identity.userAssignedIdentities.[parameters('identityId')]"

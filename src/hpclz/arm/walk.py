@@ -73,11 +73,14 @@ def inline_template(resource: dict[str, Any], type_: str) -> dict[str, Any] | No
 
 
 def iter_strings(node: Any, path: JsonPath = ()) -> Iterator[tuple[JsonPath, str]]:
-    """Every string value (not keys) with its path."""
+    """Every string with its path: values, and object keys too, which ARM also evaluates as expressions
+    (userAssignedIdentities is keyed by "[resourceId(...)]")."""
     if isinstance(node, str):
         yield path, node
     elif isinstance(node, dict):
         for key, value in node.items():
+            if isinstance(key, str) and key.startswith("["):
+                yield (*path, key), key
             yield from iter_strings(value, (*path, key))
     elif isinstance(node, list):
         for index, value in enumerate(node):
