@@ -138,7 +138,7 @@ def run_checkov(templates: Mapping[str, dict[str, Any]], allowlist: Allowlist, c
 
 
 def _start(command: list[str]) -> subprocess.Popen[str]:
-    env = {**os.environ, "BC_SKIP_MAPPING": "TRUE", "CHECKOV_RUN_SCA_PACKAGE_SCAN_V2": "false"}
+    env = {**os.environ, "BC_SKIP_MAPPING": "TRUE"}  # with --skip-download: nothing is fetched, offline is fine
     # Its own session, so a timeout can stop checkov together with any worker processes it started.
     return subprocess.Popen(
         command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True
