@@ -16,6 +16,7 @@ from hpclz.verify.collective_job import THROTTLE_NODE, CollectivePlan, analyse_p
 from hpclz.verify.collective_job import job_script as collective_job_script
 from hpclz.verify.collective_job import throttle_s as throttle_for
 from hpclz.verify.dispatch import (
+    JOB_NOT_RUN,
     NO_RESULT,
     NOT_TESTED,
     RESULT_PLACEHOLDER,
@@ -95,11 +96,13 @@ def test_a_node_that_left_nothing_reports_no_result(tmp_path: Path) -> None:
 def test_a_job_without_output_points_at_the_shared_filesystem(tmp_path: Path) -> None:
     plan = FanOut(command=["true"], work_dir=tmp_path, queue_wait_s=120)
     assert _why_missing(None, plan, tmp_path / "job-0.out") == (
-        f"the job left no output either: is {tmp_path} on a filesystem every node shares?"
+        f"the job left no output either: is {tmp_path} on a filesystem every node shares?",
+        JOB_NOT_RUN,
     )
     (tmp_path / "job-0.out").write_text("")
-    assert _why_missing(None, plan, tmp_path / "job-0.out") == "the job ended without it"
-    assert _why_missing("PENDING", plan, tmp_path / "job-0.out").startswith("its job waited more than 120 s")
+    assert _why_missing(None, plan, tmp_path / "job-0.out") == ("the job ended without it", NO_RESULT)
+    why, check_id = _why_missing("PENDING", plan, tmp_path / "job-0.out")
+    assert why.startswith("its job waited more than 120 s") and check_id == JOB_NOT_RUN
 
 
 def test_selection_by_state_and_who_drained() -> None:

@@ -18,7 +18,7 @@ import pytest
 from hpclz.config.loader import load_config
 from hpclz.services.verify import agent_command
 from hpclz.verify.collective_job import THROTTLE_NODE
-from hpclz.verify.dispatch import FanOut, fan_out
+from hpclz.verify.dispatch import JOB_NOT_RUN, FanOut, fan_out, settle
 from hpclz.verify.model import Status
 from hpclz.verify.slurm import SlurmClient
 from tests.conftest import REPO, CliResult
@@ -102,6 +102,8 @@ def test_a_job_that_cannot_start_in_time_is_cancelled_and_says_why(
         cluster_env.client("scancel", blocker)
     expected = "no result within 30 s: its job waited more than 1 s for the nodes (busy, or held) and was cancelled"
     assert {n: r.checks[0].message for n, r in reports.items()} == {"node1": expected, "node3": expected}
+    assert reports["node1"].checks[0].check_id == JOB_NOT_RUN  # not the node's fault: never drained for it
+    assert settle(client, reports, {i.name: i for i in client.nodes()}) == ([], [])
     jobs = cluster_env.client("squeue", "-h", "-t", "all", "-n", "hpclz-verify", "-o", "%i %T").splitlines()
     newest = max((ln.split() for ln in jobs), key=lambda f: int(f[0]))
     assert newest[1] == "CANCELLED"

@@ -213,7 +213,8 @@ def _health(
 
 
 def _default_budget(config: LandingZoneConfig) -> int:
-    # aznhc: a full node run takes up to 5-8 minutes with a 500 s per-check timeout; two checks' worth of slack.
+    # Each of the agent's external commands is bounded by check_timeout_seconds and most take seconds (aznhc's
+    # whole run: 5-8 min at 500 s per check), so a node whose run exceeds two such limits is stuck, not slow.
     return 2 * config.verify.check_timeout_seconds
 
 

@@ -34,6 +34,7 @@ TAIL_CHARS = 400
 NO_RESULT = "HPCLZ-VFY-900"
 UNREACHABLE = "HPCLZ-VFY-901"
 NOT_TESTED = "HPCLZ-VFY-902"
+JOB_NOT_RUN = "HPCLZ-VFY-903"  # the job never ran the node command: a fault of the setup, never a reason to drain
 
 
 @dataclass(frozen=True)
@@ -107,20 +108,21 @@ def fan_out(
     client.cancel(list(late))
     reports = {}
     for job_id, (group, output) in jobs.items():
-        why = _why_missing(late.get(job_id), plan, output)
-        reports.update({n: read_node(folder, n, plan.node_budget_s, missing=why) for n in group})
+        why, check_id = _why_missing(late.get(job_id), plan, output)
+        reports.update({n: read_node(folder, n, plan.node_budget_s, missing=why, missing_id=check_id) for n in group})
     return {n: reports[n] for n in nodes}
 
 
-def _why_missing(late_state: str | None, plan: FanOut, output: Path) -> str:
-    """What to say about a node that left no result, from what its job did."""
+def _why_missing(late_state: str | None, plan: FanOut, output: Path) -> tuple[str, str]:
+    """What to say about a node that left no result, from what its job did, and whose fault that is."""
     if late_state == "PENDING":
-        return f"its job waited more than {plan.queue_wait_s} s for the nodes (busy, or held) and was cancelled"
+        why = f"its job waited more than {plan.queue_wait_s} s for the nodes (busy, or held) and was cancelled"
+        return why, JOB_NOT_RUN
     if late_state is not None:
-        return f"its job overran the time budget ({late_state}) and was cancelled"
+        return f"its job overran the time budget ({late_state}) and was cancelled", NO_RESULT
     if not output.exists():
-        return f"the job left no output either: is {output.parent} on a filesystem every node shares?"
-    return "the job ended without it"
+        return f"the job left no output either: is {output.parent} on a filesystem every node shares?", JOB_NOT_RUN
+    return "the job ended without it", NO_RESULT
 
 
 def wait_for_jobs(
@@ -155,10 +157,12 @@ def wait_for_jobs(
     return late
 
 
-def read_node(folder: Path, node: str, budget_s: int, *, missing: str = "the job ended without it") -> NodeReport:
+def read_node(
+    folder: Path, node: str, budget_s: int, *, missing: str = "the job ended without it", missing_id: str = NO_RESULT
+) -> NodeReport:
     rc_file = folder / f"{node}.rc"
     if not rc_file.exists():
-        return failed(node, NO_RESULT, "no result", f"no result within {budget_s} s: {missing}")
+        return failed(node, missing_id, "no result", f"no result within {budget_s} s: {missing}")
     rc = int(rc_file.read_text().strip() or -1)
     if rc == 124:
         return failed(node, NO_RESULT, "no result", f"timed out after {budget_s} s{_said(folder, node)}")
@@ -253,6 +257,8 @@ def settle(
         info = infos.get(node)
         if report.failures():
             if info is not None and info.state.startswith("drain") and not info.drained_by_hpclz:
+                continue
+            if all(c.check_id == JOB_NOT_RUN for c in report.failures()):
                 continue
             client.drain(node, drain_reason(report))
             drained.append(node)
