@@ -29,6 +29,7 @@ from tests.conftest import require
 DAEMONS = ("munged", "slurmctld", "slurmd")
 MARKER = "HPCLZ_TEST_SLURM_HARNESS"  # set in every daemon's environment, so teardown finds its own strays
 START_TIMEOUT_S = 30.0
+ROOT_PREFIX = "hpclz-slurm-"
 
 
 def slurm_available() -> bool:
@@ -170,7 +171,9 @@ def write_config(root: Path, nodes: list[str], ctld_port: int, node_ports: list[
 
 
 def start_cluster(nodes: list[str]) -> LocalSlurm:
-    root = Path(tempfile.mkdtemp(prefix="hpclz-slurm-"))
+    reap_orphans()
+    root = Path(tempfile.mkdtemp(prefix=ROOT_PREFIX))
+    (root / "owner.pid").write_text(str(os.getpid()))
     root.chmod(0o755)  # munged refuses a socket folder others cannot traverse
     for sub in ("munge", "state", "spool", "run", "log"):
         (root / sub).mkdir(mode=0o755)
@@ -253,6 +256,20 @@ def stop_cluster(cluster: LocalSlurm) -> None:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
     shutil.rmtree(cluster.root, ignore_errors=True)
+
+
+def reap_orphans() -> None:
+    """Stop clusters whose test process died without tearing them down (killed, or out of memory)."""
+    for root in Path(tempfile.gettempdir()).glob(f"{ROOT_PREFIX}*"):
+        try:
+            owner = int((root / "owner.pid").read_text())
+        except (OSError, ValueError):
+            continue
+        if not Path("/proc", str(owner)).exists():
+            for pid in _marked_pids(str(root)):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+            shutil.rmtree(root, ignore_errors=True)
 
 
 def _marked_pids(root: str) -> list[int]:
