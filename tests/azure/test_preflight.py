@@ -34,9 +34,9 @@ def test_unregistered_provider_stops_deploy_with_the_fix(arm: ArmStandIn, zone: 
 
 
 def test_quota_shortfall_warns_but_deploys(arm: ArmStandIn, zone: Path, run_cli) -> None:
-    arm.world.usages["eastus2"] = [usage("standardNDSH200v5Family", 0, 960), *default_usages()]
+    arm.world.usages["eastus2"] = [usage("standardNDISRH200V5Family", 0, 960), *default_usages()]
     arm.world.usages["eastus2"] = [
-        u for u in arm.world.usages["eastus2"] if u["name"]["value"] != "standardNDSH200v5Family" or u["limit"] == 960
+        u for u in arm.world.usages["eastus2"] if u["name"]["value"] != "standardNDISRH200V5Family" or u["limit"] == 960
     ]
     result = run_cli("deploy", str(zone), "--yes")
     assert result.exit_code == 0, result.stderr

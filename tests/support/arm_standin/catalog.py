@@ -13,11 +13,11 @@ SIZES: dict[str, tuple[str, int]] = {
     "Standard_D8as_v5": ("standardDASv5Family", 8),
     "Standard_D16as_v5": ("standardDASv5Family", 16),
     "Standard_F72s_v2": ("standardFSv2Family", 72),
-    "Standard_HB120rs_v3": ("standardHBrsv3Family", 120),
+    "Standard_HB120rs_v3": ("standardHBv3Family", 120),
     "Standard_HB176rs_v4": ("standardHBv4Family", 176),
     "Standard_HX176rs": ("standardHXFamily", 176),
     "Standard_ND96isr_H100_v5": ("standardNDSH100v5Family", 96),
-    "Standard_ND96isr_H200_v5": ("standardNDSH200v5Family", 96),
+    "Standard_ND96isr_H200_v5": ("standardNDISRH200V5Family", 96),
 }
 
 
