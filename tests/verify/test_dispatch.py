@@ -42,6 +42,7 @@ def test_batches_cover_every_node_once_and_respect_the_cap(count: int, cap: int)
     assert all(0 < len(g) <= cap for g in groups)
     if groups:
         assert max(map(len, groups)) - min(map(len, groups)) <= 1  # near-equal, no 100 + 1 split
+    assert [n for g in groups for n in g] == nodes  # contiguous, in order
 
 
 def test_three_hundred_nodes_become_three_jobs_of_a_hundred() -> None:

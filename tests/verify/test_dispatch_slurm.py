@@ -81,6 +81,9 @@ def test_a_node_that_hangs_or_dies_is_a_failure_not_a_gap(client: SlurmClient, t
         "node3) kill -9 $(ps -o ppid= $PPID);; "  # the per-node wrapper (above `timeout`) dies before it writes
         f"*) echo '{report}';; esac"
     )
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "node3.rc").write_text("0\n")  # left by an earlier run in the same --work-dir
+    (tmp_path / "run" / "node3.stdout").write_text(report)
     plan = FanOut(command=["bash", "-c", script], work_dir=tmp_path / "run", node_budget_s=2)
     reports = fan_out(client, ["node1", "node2", "node3"], plan)
     assert reports["node1"].status is Status.PASS

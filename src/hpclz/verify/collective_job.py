@@ -93,6 +93,8 @@ def run_collectives(client: SlurmClient, groups: dict[str, list[str]], plan: Col
     plan.work_dir.mkdir(parents=True, exist_ok=True)
     jobs: dict[str, str] = {}
     for name, nodes in groups.items():
+        for stale in (f"{name}.json", f"{name}.out"):  # a reused work folder must not answer for this run
+            (plan.work_dir / stale).unlink(missing_ok=True)
         script = plan.work_dir / f"{name}.sh"
         script.write_text(job_script(plan, name, plan.work_dir / f"{name}.json"))
         jobs[name] = client.sbatch(

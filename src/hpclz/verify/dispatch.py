@@ -29,6 +29,7 @@ RESULT_PLACEHOLDER = "{result}"  # in a node command: the path where that node's
 POLL_S = 0.25
 GRACE_S = 30  # Slurm's time limit exceeds the node budget by this, so `timeout` fires first and rc is kept
 TAIL_CHARS = 400
+RESULT_SUFFIXES = (".rc", ".stdout", ".stderr", ".report.json")
 
 # Outcomes the dispatcher itself observes; the node checks own HPCLZ-VFY-001..899.
 NO_RESULT = "HPCLZ-VFY-900"
@@ -55,8 +56,12 @@ def batches(nodes: Sequence[str], size: int = MAX_NODES_PER_JOB) -> list[list[st
     """Split into near-equal jobs of at most `size` nodes (101 nodes: 51 + 50, not 100 + 1)."""
     if size < 1:
         raise ValueError("batch size must be at least 1")
+    if not nodes:
+        return []
     count = -(-len(nodes) // size)
-    return [list(nodes[i::count]) for i in range(count)] if nodes else []
+    base, extra = divmod(len(nodes), count)
+    bounds = [i * base + min(i, extra) for i in range(count + 1)]
+    return [list(nodes[bounds[i] : bounds[i + 1]]) for i in range(count)]  # contiguous: short hostlists
 
 
 def node_script(command: Sequence[str], folder: Path, budget_s: int) -> str:
@@ -88,6 +93,9 @@ def fan_out(
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "node.sh").write_text(node_script(plan.command, folder, plan.node_budget_s))
     (folder / "job.sh").write_text(job_script(folder))
+    for node in nodes:  # a reused --work-dir must not hand an earlier run's result to this one
+        for suffix in RESULT_SUFFIXES:
+            (folder / f"{node}{suffix}").unlink(missing_ok=True)
     jobs: dict[str, tuple[list[str], Path]] = {}
     for i, group in enumerate(batches(nodes, plan.max_nodes_per_job)):
         output = folder / f"job-{i}.out"
