@@ -29,8 +29,12 @@ def committed(preset: Path) -> dict[str, str]:
     }
 
 
-def diff(expected: dict[str, str], actual: dict[str, str], limit: int = 200) -> str:
-    """A readable unified diff per differing file, cut at `limit` lines in all."""
+def diff(expected: dict[str, str], actual: dict[str, str], limit: int = 200, width: int = 160) -> str:
+    """A readable unified diff per differing file, cut at `limit` lines of at most `width` characters.
+
+    Long lines (base64 customData, a cloud-config's embedded files) are cut: the artifacts/ copies of the
+    same content diff line by line, so the readable change is always shown there.
+    """
     lines: list[str] = []
     for name in sorted(set(expected) | set(actual)):
         old, new = expected.get(name), actual.get(name)
@@ -44,6 +48,7 @@ def diff(expected: dict[str, str], actual: dict[str, str], limit: int = 200) -> 
             lineterm="",
             n=2,
         )
+    lines = [line if len(line) <= width else f"{line[:width]} ... ({len(line) - width} more)" for line in lines]
     if len(lines) > limit:
         lines = [*lines[:limit], f"... {len(lines) - limit} more diff lines"]
     return "\n".join(lines)

@@ -22,3 +22,9 @@ def test_diff_is_readable_and_names_the_file() -> None:
     assert "--- golden/a.json" in text and "+++ rendered/a.json" in text
     assert '-  "x": 1' in text and '+  "x": 2' in text
     assert "+++ rendered/b.json" in text and "--- /dev/null" in text
+
+
+def test_diff_cuts_long_lines_and_long_diffs() -> None:
+    text = diff({"a": "x" * 1000 + "\n"}, {"a": "y" * 1000 + "\n"}, limit=3, width=50)
+    assert all(len(line) < 90 for line in text.splitlines())
+    assert text.splitlines()[-1].startswith("... ") and "more diff lines" in text
