@@ -114,7 +114,8 @@ def test_a_job_that_cannot_start_in_time_is_cancelled_and_says_why(
 
 def _verify(run_cli: Callable[..., CliResult], tmp_path: Path, *args: str) -> CliResult:
     conf = os.environ["SLURM_CONF"]
-    return run_cli("verify", str(CONFIG), "--partition", "gpu", "--slurm-conf", conf, *args)
+    # The nodes run this venv's interpreter, named explicitly: a bare `python3` there would lack torch and hpclz.
+    return run_cli("verify", str(CONFIG), "-p", "gpu", "--slurm-conf", conf, "--python", sys.executable, *args)
 
 
 def test_verify_nccl_finds_the_planted_bad_node_says_why_drains_it_and_reports_for_ci_and_people(

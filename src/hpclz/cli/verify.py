@@ -22,14 +22,21 @@ def verify(
         False, "--drain", help="Drain failing nodes (reason 'hpclz: ...'); resume nodes hpclz drained that now pass."
     ),
     junit: Path | None = typer.Option(None, "--junit", help="Write a JUnit XML report here, for CI."),
-    plot: Path | None = typer.Option(None, "--plot", help="Write a bandwidth plot here."),
+    plot: Path | None = typer.Option(
+        None, "--plot", help="Write the bandwidth plot here (HTML with inline SVG; a PNG too if matplotlib is there)."
+    ),
     local: bool = typer.Option(False, "--local", help="Check this machine only, without Slurm."),
     slurm_conf: Path | None = typer.Option(None, "--slurm-conf", help="slurm.conf to use (default: $SLURM_CONF)."),
     budget: int | None = typer.Option(
         None, "--budget", min=10, help="Seconds each node may take (default: twice verify.check_timeout_seconds)."
     ),
     work_dir: Path | None = typer.Option(
-        None, "--work-dir", help="Folder for job scripts and per-node results; must be shared with the nodes."
+        None,
+        "--work-dir",
+        help="Folder for job scripts and per-node results, shared with the nodes (default: ./.hpclz/verify/<time>).",
+    ),
+    python: str | None = typer.Option(
+        None, "--python", help="Python on the nodes that has hpclz (default: this one, by its full path)."
     ),
     output: OutputFormat = OUTPUT_OPTION,
 ) -> None:
@@ -38,19 +45,20 @@ def verify(
         from hpclz.services.verify import VerifyOptions, write_artifacts
         from hpclz.services.verify import verify as run_verify
 
-        outcome = run_verify(
-            VerifyOptions(
-                config=config,
-                partition=partition,
-                nodes=nodes,
-                nccl=nccl,
-                drain=drain,
-                local=local,
-                slurm_conf=slurm_conf,
-                work_dir=work_dir,
-                node_budget_s=budget,
-            )
+        options = VerifyOptions(
+            config=config,
+            partition=partition,
+            nodes=nodes,
+            nccl=nccl,
+            drain=drain,
+            local=local,
+            slurm_conf=slurm_conf,
+            work_dir=work_dir,
+            node_budget_s=budget,
         )
+        if python:
+            options.python = python
+        outcome = run_verify(options)
         write_artifacts(outcome.report, junit=junit, plot=plot)
         finish("verify", output, outcome.exit_code, outcome.payload(), [], lambda out: _human(out, outcome))
 
