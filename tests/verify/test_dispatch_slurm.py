@@ -17,7 +17,7 @@ import pytest
 
 from hpclz.config.loader import load_config
 from hpclz.services.verify import agent_command
-from hpclz.verify.collective_job import THROTTLE_NODE
+from hpclz.verify.collective_job import THROTTLE_NODE, THROTTLE_S
 from hpclz.verify.dispatch import JOB_NOT_RUN, FanOut, fan_out, settle
 from hpclz.verify.model import Status
 from hpclz.verify.slurm import SlurmClient
@@ -124,6 +124,7 @@ def test_verify_nccl_finds_the_planted_bad_node_says_why_drains_it_and_reports_f
     # node2's health readings are fine; its interconnect is what is bad, which only the ring pairs can see.
     plant(tmp_path / "readings", {"node1": GOOD, "node2": GOOD, "node3": GOOD})
     monkeypatch.setenv(THROTTLE_NODE, "node2")
+    monkeypatch.setenv(THROTTLE_S, "0.2")  # far above a 1 MiB gloo all-reduce on loopback, even on a busy host
     junit, work = tmp_path / "verify.xml", tmp_path / "w"
     jobs_before = _jobs(cluster_env)
     result = _verify(run_cli, tmp_path, "--nccl", "--drain", "--junit", str(junit), "--work-dir", str(work))
