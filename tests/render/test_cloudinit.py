@@ -122,3 +122,10 @@ def test_large_cloud_config_is_gzipped_deterministically() -> None:
     assert gzip.decompress(base64.b64decode(encoded)).decode() == text
     small = "#cloud-config\nruncmd: []\n"
     assert base64.b64decode(custom_data(small)).decode() == small
+
+
+def test_scheduler_gets_the_shortest_partition_idle_time() -> None:
+    cluster = _artifacts("finance")["cyclecloud/slurm-cluster.txt"]
+    scheduler = cluster.split("[[nodearray")[0]
+    assert "cyclecloud.cluster.autoscale.idle_time_after_jobs = 300" in scheduler
+    assert "idle_time_after_jobs" not in _artifacts("ai-training")["cyclecloud/slurm-cluster.txt"]

@@ -143,6 +143,9 @@ def cluster_files(zone: Zone) -> dict[str, str]:
         arrays=arrays,
         scheduler_script=render_text("cloud-init/scheduler.sh.j2", versions=VERSIONS),
         scheduler_an=accelerated(zone, config.compute.scheduler.vm_size),
+        suspend_seconds=min(
+            (p.idle_shutdown_minutes * 60 for p in partitions if p.idle_shutdown_minutes), default=None
+        ),
         login_an=accelerated(zone, config.compute.login.vm_size),
     )
     identity = "/subscriptions/@SUBSCRIPTION_ID@/" + _relative_id(
