@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hpclz.config.root import LandingZoneConfig
-from hpclz.render import components
+from hpclz.render import components, monitoring, storage
 from hpclz.render.arm import RG_TEMPLATE_SCHEMA, SUBSCRIPTION_TEMPLATE_SCHEMA
 from hpclz.render.engine import render_json
 from hpclz.render.plan import Deployment, DeploymentPlan, Scope, canonical_json
@@ -41,13 +41,13 @@ COMPONENTS: tuple[Component, ...] = (
         context=components.identity,
         secure=components.identity_secrets,
     ),
-    Component("storage", "storage", ("organization", "network", "identity"), context=components.storage),
+    Component("storage", "storage", ("organization", "network", "identity"), context=storage.storage),
     Component(
         "monitoring",
         "monitoring",
         ("organization",),
-        enabled=components.monitoring_enabled,
-        context=components.monitoring,
+        enabled=monitoring.monitoring_enabled,
+        context=monitoring.monitoring,
     ),
     Component("compute", "compute", ("organization", "network", "identity", "storage"), context=components.compute),
     Component(
@@ -61,8 +61,8 @@ COMPONENTS: tuple[Component, ...] = (
         "alerts",
         "monitoring",
         ("monitoring", "compute", "storage"),
-        enabled=components.alerts_enabled,
-        context=components.alerts,
+        enabled=monitoring.alerts_enabled,
+        context=monitoring.alerts,
     ),
 )
 

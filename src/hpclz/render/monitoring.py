@@ -1,0 +1,108 @@
+"""Monitoring and alerts template context: workspace, data collection, metric alerts on the key resources."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from hpclz.config.base import Disabled
+from hpclz.config.operations import ExistingMonitoring
+from hpclz.render.arm import expr, literal, resource_id
+from hpclz.render.roles import assignments
+from hpclz.render.zone import Zone
+
+
+def cyclecloud_vm(zone: Zone) -> str:
+    return zone.names.name("virtual_machine", "cc")
+
+
+def monitoring_enabled(zone: Zone) -> bool:
+    return not isinstance(zone.config.monitoring, Disabled)
+
+
+def monitoring(zone: Zone) -> dict[str, Any]:
+    mon = zone.config.monitoring
+    name = zone.names.name("log_analytics")
+    if isinstance(mon, ExistingMonitoring):
+        workspace = {"name": name, "id": mon.workspace_resource_id, "collect": mon.diagnostic_settings}
+    else:
+        wid = expr(f"resourceId('Microsoft.OperationalInsights/workspaces', {literal(name)})")
+        collect = bool(zone.monitoring_new and zone.monitoring_new.diagnostic_settings)
+        workspace = {"name": name, "id": wid, "collect": collect}
+    return {
+        "workspace": workspace,
+        "action_group": zone.names.name("action_group"),
+        "assignments": assignments(zone, "monitoring"),
+    }
+
+
+def alerts_enabled(zone: Zone) -> bool:
+    return bool(zone.monitoring_new and zone.monitoring_new.alerts)
+
+
+def alerts(zone: Zone) -> dict[str, Any]:
+    vm = expr(resource_id("Microsoft.Compute/virtualMachines", cyclecloud_vm(zone), group=zone.rg["compute"]))
+    items = [
+        {
+            "name": zone.names.name("metric_alert", "cc-cpu"),
+            "path": "monitoring.alerts (compute.cyclecloud)",
+            "description": "hpclz: the CycleCloud server's CPU stays above 90% (autoscaling slows down)",
+            "severity": 2,
+            "scope": vm,
+            "namespace": "Microsoft.Compute/virtualMachines",
+            "metric": "Percentage CPU",
+            "operator": "GreaterThan",
+            "threshold": 90,
+            "aggregation": "Average",
+        },
+        {
+            "name": zone.names.name("metric_alert", "cc-available"),
+            "path": "monitoring.alerts (compute.cyclecloud)",
+            "description": "hpclz: the CycleCloud server is unavailable (no node can start or stop)",
+            "severity": 1,
+            "scope": vm,
+            "namespace": "Microsoft.Compute/virtualMachines",
+            "metric": "VmAvailabilityMetric",
+            "operator": "LessThan",
+            "threshold": 1,
+            "aggregation": "Average",
+        },
+    ]
+    if zone.blob_new:
+        account = resource_id("Microsoft.Storage/storageAccounts", zone.storage_account_name, group=zone.rg["storage"])
+        items.append(
+            {
+                "name": zone.names.name("metric_alert", "st-available"),
+                "path": "monitoring.alerts (storage.blob)",
+                "description": "hpclz: checkpoint storage availability below 99% (checkpoints may fail)",
+                "severity": 1,
+                "scope": expr(account),
+                "namespace": "Microsoft.Storage/storageAccounts",
+                "metric": "Availability",
+                "operator": "LessThan",
+                "threshold": 99,
+                "aggregation": "Average",
+            }
+        )
+    for item in items:
+        item["criteria"] = _criteria(item)
+    group = resource_id("Microsoft.Insights/actionGroups", zone.names.name("action_group"))
+    return {"alerts": items, "action_group_id": expr(group)}
+
+
+def _criteria(alert: dict[str, Any]) -> str:
+    criteria = {
+        "odata.type": "Microsoft.Azure.Monitor.SingleResourceMultipleMetricCriteria",
+        "allOf": [
+            {
+                "criterionType": "StaticThresholdCriterion",
+                "name": alert["metric"],
+                "metricName": alert["metric"],
+                "metricNamespace": alert["namespace"],
+                "operator": alert["operator"],
+                "threshold": alert["threshold"],
+                "timeAggregation": alert["aggregation"],
+            }
+        ],
+    }
+    return expr(f"json({literal(json.dumps(criteria, sort_keys=True))})")
