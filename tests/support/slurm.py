@@ -298,7 +298,7 @@ class _Shared:
 def slurm_cluster() -> Iterator[LocalSlurm]:
     require(slurm_available(), "Slurm (slurmctld, slurmd, munged, sinfo)")
     if _Shared.cluster is None:
-        _Shared.cluster = start_cluster(["node1", "node2", "node3"])
+        _Shared.cluster = start_cluster(["node1", "node2", "node3", "node4"])
     _Shared.users += 1
     try:
         yield _Shared.cluster

@@ -118,11 +118,12 @@ def _verify(run_cli: Callable[..., CliResult], tmp_path: Path, *args: str) -> Cl
     return run_cli("verify", str(CONFIG), "-p", "gpu", "--slurm-conf", conf, "--python", sys.executable, *args)
 
 
-def test_verify_nccl_finds_the_planted_bad_node_says_why_drains_it_and_reports_for_ci_and_people(
+def test_verify_nccl_finds_the_planted_bad_nodes_says_why_drains_them_and_reports_for_ci_and_people(
     cluster_env: LocalSlurm, run_cli: Callable[..., CliResult], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # node2's health readings are fine; its interconnect is what is bad, which only the ring pairs can see.
-    plant(tmp_path / "readings", {"node1": GOOD, "node2": GOOD, "node3": GOOD})
+    # Two planted faults: node4's kernel log has an Xid 79 (the node checks see it); node2's readings are fine
+    # but its interconnect is slow, which only the ring pairs can see.
+    plant(tmp_path / "readings", {"node1": GOOD, "node2": GOOD, "node3": GOOD, "node4": XID79})
     monkeypatch.setenv(THROTTLE_NODE, "node2")
     monkeypatch.setenv(THROTTLE_S, "0.2")  # far above a 1 MiB gloo all-reduce on loopback, even on a busy host
     junit, work = tmp_path / "verify.xml", tmp_path / "w"
@@ -131,20 +132,38 @@ def test_verify_nccl_finds_the_planted_bad_node_says_why_drains_it_and_reports_f
     ours = {job: part for job, part in _jobs(cluster_env).items() if job not in jobs_before}
     assert len(ours) == 5 and set(ours.values()) == {"gpu"}  # health, three pairs, all-nodes; never the default
 
+    # For people: one line per bad node saying what is wrong, what was drained, and the tally.
     assert result.exit_code == 6, result.stderr
-    [bad] = [ln for ln in result.stdout.splitlines() if ln.startswith("bad node ")]
-    assert bad.startswith("bad node node2: HPCLZ-VFY-910 inter-node all-reduce (ring pairs): slow in every ring pair")
-    assert "node1+node2" in bad and "node2+node3" in bad
-    assert "drained: node2" in result.stdout and "2 of 3 nodes passed" in result.stdout
+    bad = {ln.split(":")[0]: ln for ln in result.stdout.splitlines() if ln.startswith("bad node ")}
+    assert sorted(bad) == ["bad node node2", "bad node node4"]
+    assert bad["bad node node4"] == (
+        "bad node node4: HPCLZ-VFY-006 Fatal Xid events in the kernel log: "
+        "Xid 79 (GPU has fallen off the bus) on GPU 2 (00000003:00:00.0)"
+    )
+    assert bad["bad node node2"].startswith(
+        "bad node node2: HPCLZ-VFY-910 inter-node all-reduce (ring pairs): slow in every ring pair with it: "
+    )
+    assert "node1+node2" in bad["bad node node2"] and "node2+node3" in bad["bad node node2"]
+    assert "drained: node4, node2" in result.stdout and "2 of 4 nodes passed" in result.stdout
 
-    state = cluster_env.client("sinfo", "-h", "-N", "-n", "node2", "-o", "%T|%E").strip()
-    assert state.startswith("drained|hpclz: HPCLZ-VFY-910 slow in every ring pair")
+    # For Slurm: both drained, each with a reason that says why.
+    reasons = dict(
+        line.split("|", 1)
+        for line in cluster_env.client("sinfo", "-h", "-N", "-p", "gpu", "-o", "%N|%T %E").splitlines()
+    )
+    assert (
+        reasons["node4"]
+        == "drained hpclz: HPCLZ-VFY-006 Xid 79 (GPU has fallen off the bus) on GPU 2 (00000003:00:00.0)"
+    )
+    assert reasons["node2"].startswith("drained hpclz: HPCLZ-VFY-910 slow in every ring pair with it: ")
+    assert reasons["node1"] == reasons["node3"] == "idle none"
 
+    # For CI: JUnit with a failing case per fault and per slow pair.
     suites = {s.get("name"): s for s in ET.parse(junit).getroot().iter("testsuite")}
     assert suites["node node1"].get("failures") == "0" and suites["node node3"].get("failures") == "0"
-    assert suites["node node2"].get("failures") == "1"
-    failure = suites["node node2"].find("testcase/failure")
-    assert failure is not None and "slow in every ring pair" in (failure.get("message") or "")
+    for node, words in (("node2", "slow in every ring pair"), ("node4", "GPU has fallen off the bus")):
+        [failure] = suites[f"node {node}"].iter("failure")
+        assert words in (failure.get("message") or "")
     runs = {c.get("name"): c.find("failure") is None for c in suites["collectives"].iter("testcase")}
     assert runs == {"pair-node1-node2": False, "pair-node2-node3": False, "pair-node3-node1": True, "all-nodes": True}
 
@@ -161,7 +180,7 @@ def _jobs(cluster: LocalSlurm) -> dict[str, str]:
 def test_a_drained_node_is_resumed_once_it_passes_and_operator_drains_stay(
     cluster_env: LocalSlurm, run_cli: Callable[..., CliResult], tmp_path: Path
 ) -> None:
-    readings = plant(tmp_path / "readings", {"node1": GOOD, "node2": XID79, "node3": GOOD})
+    readings = plant(tmp_path / "readings", {"node1": GOOD, "node2": XID79, "node3": GOOD, "node4": GOOD})
     cluster_env.client("scontrol", "update", "NodeName=node3", "State=DRAIN", "Reason=bad DIMM, ticket 42")
 
     first = json.loads(_verify(run_cli, tmp_path, "--drain", "-o", "json").stdout)
@@ -192,6 +211,6 @@ def test_unknown_partition_and_foreign_nodes_are_usage_errors(
     no_partition = run_cli("verify", str(CONFIG), "--slurm-conf", conf)
     assert no_partition.exit_code == 64
     assert no_partition.stderr.startswith("error: Slurm partition 'h100' has no nodes (sinfo -p h100)")
-    foreign = run_cli("verify", str(CONFIG), "-p", "debug", "--nodes", "node[3-4]", "--slurm-conf", conf)
+    foreign = run_cli("verify", str(CONFIG), "-p", "debug", "--nodes", "node[4-5]", "--slurm-conf", conf)
     assert foreign.exit_code == 64
-    assert foreign.stderr == "error: --nodes node[3-4]: not in partition(s) debug: node4\n"
+    assert foreign.stderr == "error: --nodes node[4-5]: not in partition(s) debug: node5\n"

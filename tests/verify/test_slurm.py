@@ -24,7 +24,7 @@ def client(clean_slurm: LocalSlurm) -> SlurmClient:
 
 def test_lists_every_node_idle_with_its_partition(client: SlurmClient) -> None:
     nodes = {n.name: n for n in client.nodes(partition="debug")}
-    assert sorted(nodes) == ["node1", "node2", "node3"]
+    assert sorted(nodes) == ["node1", "node2", "node3", "node4"]
     assert all(n.state == "idle" and n.schedulable and n.partitions == ("debug",) for n in nodes.values())
     assert [n.name for n in client.nodes(nodelist="node[2-3]")] == ["node2", "node3"]
 
