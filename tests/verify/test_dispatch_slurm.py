@@ -192,6 +192,9 @@ def test_a_drained_node_is_resumed_once_it_passes_and_operator_drains_stay(
     assert still_bad["result"]["drained"] == ["node2"] and still_bad["result"]["resumed"] == []
 
     plant(readings, {"node2": GOOD})  # the node was repaired
+    untouched = _verify(run_cli, tmp_path)  # without --drain a node hpclz drained is left alone, and said so
+    assert untouched.exit_code == 0
+    assert "✓ 2 of 4 nodes passed, 2 not tested" in untouched.stdout
     second = json.loads(_verify(run_cli, tmp_path, "--drain", "-o", "json").stdout)
     assert second["exit_code"] == 0, second
     assert second["result"]["resumed"] == ["node2"] and second["result"]["drained"] == []

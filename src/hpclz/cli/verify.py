@@ -64,6 +64,7 @@ def verify(
 
 
 def _human(out: Console, outcome: VerifyOutcome) -> None:
+    from hpclz.verify.dispatch import NOT_TESTED
     from hpclz.verify.report import print_report
 
     report = outcome.report
@@ -72,8 +73,10 @@ def _human(out: Console, outcome: VerifyOutcome) -> None:
         out.print(f"drained: {', '.join(report.drained)}")
     if report.resumed:
         out.print(f"resumed: {', '.join(report.resumed)}")
-    bad = len(report.bad_nodes)
+    untested = sum(1 for n in report.nodes if any(c.check_id == NOT_TESTED for c in n.checks))
+    passed = len(report.nodes) - len(report.bad_nodes) - untested
     mark = "[red]✗[/]" if outcome.exit_code else "[green]✓[/]"
-    out.print(f"{mark} {len(report.nodes) - bad} of {len(report.nodes)} nodes passed in {report.duration_s:.1f} s")
+    skipped = f", {untested} not tested" if untested else ""
+    out.print(f"{mark} {passed} of {len(report.nodes)} nodes passed{skipped} in {report.duration_s:.1f} s")
     if outcome.work_dir:
         out.print(f"[dim]per-node results: {outcome.work_dir}[/]")
