@@ -1,7 +1,8 @@
 """A small adapter over Slurm's client commands (sbatch, squeue, scontrol, sinfo, scancel).
 
-Only this module runs Slurm binaries. Where they live and which slurm.conf they read are settings, so
-tests point it at the localhost cluster of tests/support/slurm.py and production at the cluster's own.
+Only this module runs Slurm binaries. Where they live (`bin_dir`, else HPCLZ_SLURM_BIN, else PATH) and which
+slurm.conf they read (`conf`, else `--slurm-conf`, else SLURM_CONF) are settings, so tests point it at the
+localhost cluster of tests/support/slurm.py and production at the cluster's own.
 Every call has a timeout: a hung controller must not hang `hpclz verify`.
 """
 
