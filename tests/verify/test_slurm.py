@@ -79,3 +79,15 @@ def test_a_missing_slurm_conf_is_one_clear_error(tmp_path: Path) -> None:
 def test_a_missing_binary_folder_is_one_clear_error(tmp_path: Path) -> None:
     with pytest.raises(SlurmError, match="Slurm's sinfo not found in"):
         SlurmClient(bin_dir=tmp_path).nodes()
+
+
+def test_binaries_and_conf_come_from_the_environment(
+    clean_slurm: LocalSlurm, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    sinfo = Path(clean_slurm.client("sh", "-c", "command -v sinfo").strip())
+    monkeypatch.setenv("HPCLZ_SLURM_BIN", str(sinfo.parent))
+    monkeypatch.setenv("SLURM_CONF", str(clean_slurm.conf))
+    monkeypatch.setenv("PATH", str(tmp_path))  # nothing found through PATH: the folder setting is what works
+    client = SlurmClient.from_env()
+    assert client.bin_dir == sinfo.parent and client.conf == clean_slurm.conf
+    assert len(client.nodes(partition="debug")) == 4
