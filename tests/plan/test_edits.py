@@ -96,11 +96,15 @@ class Row:
     worst: Policy = Policy.IN_PLACE
 
 
+# The CycleCloud server: partition edits reach it through userData (in place, re-imported), never customData.
+CYCLECLOUD_VM = {"vm-energy-cc-prod-scus": (Action.MODIFY, Policy.IN_PLACE)}
+
 TABLE: dict[str, Row] = {
-    "add a partition": Row(add_partition, [("compute.partitions[viz]", Action.CREATE, Policy.IN_PLACE)]),
+    "add a partition": Row(add_partition, [("compute.partitions[viz]", Action.CREATE, Policy.IN_PLACE)], CYCLECLOUD_VM),
     "remove a partition": Row(
         remove_partition,
         [("compute.partitions[hbv3]", Action.DELETE, Policy.DRAIN_PARTITION)],
+        CYCLECLOUD_VM,
         action_needed="drain partition hbv3",
         worst=Policy.DRAIN_PARTITION,
     ),
@@ -121,16 +125,20 @@ TABLE: dict[str, Row] = {
     "change a partition's VM size": Row(
         gpu_sku,
         [("compute.partitions[gpu].vm_size", Action.MODIFY, Policy.DRAIN_PARTITION)],
+        CYCLECLOUD_VM,
         action_needed="drain partition gpu first",
         worst=Policy.DRAIN_PARTITION,
     ),
     "move a partition's NVMe scratch (inherits the block's policy)": Row(
         scratch_mount,
         [("compute.partitions[hbv4].nvme_scratch.mount_point", Action.MODIFY, Policy.DRAIN_PARTITION)],
+        CYCLECLOUD_VM,
         action_needed="drain partition hbv4 first",
         worst=Policy.DRAIN_PARTITION,
     ),
-    "grow a partition": Row(grow_max_nodes, [("compute.partitions[gpu].max_nodes", Action.MODIFY, Policy.IN_PLACE)]),
+    "grow a partition": Row(
+        grow_max_nodes, [("compute.partitions[gpu].max_nodes", Action.MODIFY, Policy.IN_PLACE)], CYCLECLOUD_VM
+    ),
     "grow the address space": Row(
         grow_address_space,
         [("network.vnet.address_space", Action.MODIFY, Policy.IN_PLACE)],
@@ -220,6 +228,37 @@ def test_data_loss_and_blocked_changes_are_named() -> None:
     assert "network.vnet.address_space" in shrink.blocked
 
 
+PARTITION_EDITS = [
+    "add a partition",
+    "remove a partition",
+    "change a partition's VM size",
+    "move a partition's NVMe scratch (inherits the block's policy)",
+    "grow a partition",
+]
+
+
+@pytest.mark.parametrize("case", PARTITION_EDITS)
+def test_partition_edits_change_only_userdata_and_are_never_blocked(case: str) -> None:
+    changes = plan_for(TABLE[case])
+    assert changes.blocked == []
+    (vm,) = changes.changed_resources
+    assert [c.path for c in vm.changes] == ["properties.userData"]
+    assert "re-imports the Slurm cluster" in vm.verdict.reason
+
+
+def test_a_changed_cyclecloud_version_is_still_not_allowed() -> None:
+    """The pinned install stays in customData, which Azure cannot update."""
+
+    def upgrade(d: dict[str, Any]) -> None:
+        d["compute"]["cyclecloud"]["version"] = "8.7.2"
+
+    changes = plan_for(Row(upgrade, []))
+    (vm,) = changes.changed_resources
+    assert vm.verdict.policy is Policy.NOT_ALLOWED
+    assert "properties.osProfile.customData" in [c.path for c in vm.changes]
+    assert changes.blocked == ["Microsoft.Compute/virtualMachines vm-energy-cc-prod-scus"]
+
+
 def test_tag_edit_changes_only_tags_and_replaces_nothing() -> None:
     changes = plan_for(TABLE["edit tags"])
     assert changes.summary.replace == changes.summary.destroy == changes.summary.add == 0
@@ -254,3 +293,6 @@ def test_printed_plan_tells_the_cost() -> None:
         "(replace nodes; drain partition gpu first)"
     ) in text
     assert "Cost: drain partition gpu first" in text
+    assert "~ Microsoft.Compute/virtualMachines vm-energy-cc-prod-scus" in text
+    assert "NOT ALLOWED" not in text
+    assert "Cost: after the re-import, run `azslurm scale` on the Slurm scheduler" in text

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import base64
 import gzip
+import json
+import os
 import re
 import shutil
 import subprocess
@@ -13,9 +15,10 @@ from typing import Any
 import pytest
 from ruamel.yaml import YAML
 
-from hpclz.render.cloudinit import CUSTOM_DATA_LIMIT, custom_data
+from hpclz.errors import HpclzError
+from hpclz.render.cloudinit import CUSTOM_DATA_LIMIT, USER_DATA_LIMIT, custom_data, user_data
 from tests.conftest import require
-from tests.render.conftest import preset_plan, resources_of
+from tests.render.conftest import preset_plan, resources_of, variant
 
 TEMPLATES = Path(__file__).resolve().parents[2] / "templates" / "cloud-init"
 
@@ -44,14 +47,59 @@ def _scripts(cluster: str) -> list[str]:
     return re.findall(r"CloudInit = '''(.*?)'''", cluster, flags=re.S)
 
 
-def test_custom_data_is_the_cloud_config_that_writes_the_cluster(preset_path: Path) -> None:
+def _user_data(stem: str) -> dict[str, Any]:
+    (vm,) = resources_of(preset_plan(stem), "Microsoft.Compute/virtualMachines")
+    raw = base64.b64decode(vm["properties"]["userData"])
+    text = gzip.decompress(raw).decode() if raw[:2] == b"\x1f\x8b" else raw.decode()
+    assert text == _artifacts(stem)["cloud-init/cyclecloud-userdata.json"]
+    return dict(json.loads(text))
+
+
+def test_custom_data_installs_cyclecloud_and_the_sync_service_only(preset_path: Path) -> None:
     config = _cloud_config(preset_path.stem)
     files = {f["path"]: f["content"] for f in config["write_files"]}
-    assert files["/etc/hpclz/slurm-cluster.txt"] == _artifacts(preset_path.stem)["cyclecloud/slurm-cluster.txt"]
     assert config["runcmd"] == [["/opt/hpclz/bin/bootstrap-cyclecloud"]]
     bootstrap = files["/opt/hpclz/bin/bootstrap-cyclecloud"]
     assert "CC_VERSION=8.7.1" in bootstrap and "SLURM_PROJECT_VERSION=3.0.11" in bootstrap
-    assert "import_cluster" in bootstrap and "start_cluster" in bootstrap
+    assert "systemctl start hpclz-cluster-sync.service" in bootstrap
+    assert "systemctl enable --now hpclz-cluster-sync.timer" in bootstrap
+    assert files["/opt/hpclz/bin/hpclz-cluster-sync"] == (TEMPLATES / "cluster_sync.py").read_text(encoding="utf-8")
+    assert "OnUnitInactiveSec=" in files["/etc/systemd/system/hpclz-cluster-sync.timer"]
+    # Nothing that follows a partition edit may be here: customData cannot change after the VM exists.
+    text = _artifacts(preset_path.stem)["cloud-init/cyclecloud-server.yaml"]
+    assert "[[nodearray" not in text and "MachineType" not in text and "import_cluster" not in bootstrap
+
+
+def test_user_data_carries_the_cluster_its_parameters_and_the_account(preset_path: Path) -> None:
+    document = _user_data(preset_path.stem)
+    artifacts = _artifacts(preset_path.stem)
+    assert document["kind"] == "hpclz-cyclecloud-cluster"
+    assert document["template"] == artifacts["cyclecloud/slurm-cluster.txt"]
+    assert document["parameters"] == artifacts["cyclecloud/slurm-params.json"]
+    assert document["account"] == artifacts["cyclecloud/azure-account.json"]
+    plan = preset_plan(preset_path.stem)
+    assert document["cluster"] == f"{plan.landing_zone}-{plan.environment}"
+
+
+def test_a_partition_edit_changes_user_data_but_not_custom_data() -> None:
+    def add(data: dict[str, Any]) -> None:
+        data["compute"]["partitions"].append({"name": "viz", "vm_size": "Standard_NV36ads_A10_v5", "max_nodes": 2})
+
+    (before,) = resources_of(preset_plan("finance"), "Microsoft.Compute/virtualMachines")
+    (after,) = resources_of(variant("finance", add), "Microsoft.Compute/virtualMachines")
+    assert after["properties"]["osProfile"]["customData"] == before["properties"]["osProfile"]["customData"]
+    assert after["properties"]["userData"] != before["properties"]["userData"]
+
+
+def test_large_user_data_is_gzipped_and_an_oversized_one_refused() -> None:
+    small = '{"cluster": "x"}\n'
+    assert base64.b64decode(user_data(small)).decode() == small
+    large = json.dumps({"template": "".join(f"line {i}\n" for i in range(20000))})
+    encoded = user_data(large)
+    assert len(encoded) <= USER_DATA_LIMIT and encoded == user_data(large)
+    assert gzip.decompress(base64.b64decode(encoded)).decode() == large
+    with pytest.raises(HpclzError, match="userData limit"):
+        user_data(base64.b64encode(os.urandom(60000)).decode())
 
 
 def test_one_nodearray_per_partition_with_its_settings() -> None:
@@ -108,7 +156,7 @@ def test_node_and_bootstrap_scripts_are_valid_bash(preset_path: Path, tmp_path: 
         assert checked.returncode == 0, f"script {index}: {checked.stderr}"
 
 
-@pytest.mark.parametrize("name", ["scheduled_events.py", "arm_get.py"])
+@pytest.mark.parametrize("name", ["scheduled_events.py", "arm_get.py", "cluster_sync.py"])
 def test_node_helpers_are_valid_python(name: str) -> None:
     source = (TEMPLATES / name).read_text(encoding="utf-8")
     compile(source, name, "exec")

@@ -299,14 +299,21 @@ RESOURCE_RULES: dict[str, list[PropertyRule]] = {
             _v(
                 Policy.NOT_ALLOWED,
                 "a VM's customData cannot be updated after the VM is created (ARM OSProfile.customData); "
-                "the cloud-init it carries (e.g. the CycleCloud cluster definition) would not change",
+                "the one-time install it carries (CycleCloud and cyclecloud-slurm versions) would not change",
                 "recreate the VM in a maintenance window, or apply the change on the VM itself; "
                 "templates should carry changeable settings in userData, which ARM updates in place",
                 'ARM OSProfile.customData reference: "This property cannot be updated after the VM is created."',
             ),
         ),
         PropertyRule(
-            "properties.userData", _v(Policy.RESTART_NODES, "userData updates in place; cloud-init reads it at boot")
+            "properties.userData",
+            _v(
+                Policy.IN_PLACE,
+                "userData updates in place without a restart; on the CycleCloud server hpclz-cluster-sync re-imports "
+                "the Slurm cluster from it within minutes (partitions whose size or image change still need draining)",
+                "after the re-import, run `azslurm scale` on the Slurm scheduler so slurm.conf lists the new partitions",
+                f"{DOCS}/virtual-machines/user-data",
+            ),
         ),
         PropertyRule(
             "properties.osProfile*",

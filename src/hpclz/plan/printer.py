@@ -91,7 +91,11 @@ def resource_lines(change: ResourceChange, show_noise: bool) -> list[str]:
     if change.action is Action.CREATE or (change.action is Action.DELETE and not change.data_loss):
         return [f"{_symbol(change.action)} {title}[dim]{where}[/]"]
     lines = [f"  [bold]# {title}[/] {HEADINGS[change.action]}{where}"]
-    if change.data_loss or v.policy in (Policy.NOT_ALLOWED, Policy.DRAIN_PARTITION, Policy.RESTART_NODES):
+    if (
+        change.data_loss
+        or v.action_needed
+        or v.policy in (Policy.NOT_ALLOWED, Policy.DRAIN_PARTITION, Policy.RESTART_NODES)
+    ):
         lines.append(f"  # {_cost(v.policy, v.reason, v.action_needed)}")
     lines.append(f"{_symbol(change.action)} {title}")
     lines.extend(property_line(p) for p in change.changes)
@@ -111,6 +115,8 @@ def costs(cs: ChangeSet) -> list[str]:
     out = []
     drains = sorted({c.verdict.action_needed for c in cs.config_changes if c.verdict.policy is Policy.DRAIN_PARTITION})
     out += [escape(d) for d in drains if d]
+    follow_ups = {r.verdict.action_needed for r in cs.changed_resources if r.verdict.policy is Policy.IN_PLACE}
+    out += [escape(f) for f in sorted(follow_ups) if f]
     policies = [c.verdict.policy for c in cs.config_changes] + [r.verdict.policy for r in cs.changed_resources]
     if Policy.RESTART_NODES in policies:
         out.append("nodes restart: plan a maintenance window")

@@ -1,8 +1,14 @@
 """The CycleCloud server's cloud-init and the Slurm cluster it imports, rendered deterministically.
 
-Node scripts are rendered once per partition and embedded in the cluster template; the whole cloud-config
-becomes the VM's base64 customData. When it outgrows Azure's 64 KiB limit it is gzip-compressed (fixed
-mtime, so still byte-identical across runs), which cloud-init unpacks itself.
+Two payloads, because Azure can update only one of them after the VM exists:
+- customData (cloud-init, read once at first boot, never updatable): installs CycleCloud and the Slurm project at
+  their pinned versions and the hpclz-cluster-sync service;
+- userData (updated in place by ARM, read from the instance metadata service): the cluster definition, its
+  parameters and the CycleCloud account, as one JSON document. hpclz-cluster-sync re-imports the cluster whenever
+  it changes, so partition edits reach CycleCloud without recreating the VM.
+Node scripts are rendered once per partition and embedded in the cluster template. A payload that outgrows its
+limit is gzip-compressed (fixed mtime, so still byte-identical across runs); cloud-init and the sync script both
+unpack it.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from hpclz.render.engine import Safe, render_text
 from hpclz.render.zone import Zone
 
 CUSTOM_DATA_LIMIT = 65535  # bytes before base64 (Microsoft.Compute osProfile.customData)
+USER_DATA_LIMIT = 65536  # base64 characters: "the size can't exceed 64 KB" (learn.microsoft.com, VM user data)
 # Pinned so a node built next month matches one built today; change deliberately.
 VERSIONS = {"enroot": "3.5.0", "pyxis": "0.20.0", "hpclz": __version__}
 CREDENTIALS = "hpclz"
@@ -183,21 +190,46 @@ def cluster_name(zone: Zone) -> str:
     return f"{zone.config.metadata.name}-{zone.config.metadata.environment.value}"
 
 
-def server_cloud_config(zone: Zone, files: dict[str, str]) -> str:
+def server_cloud_config(zone: Zone) -> str:
+    """The one-time install: nothing in it may follow a config field that can change after the VM exists."""
     bootstrap = render_text(
         "cloud-init/cyclecloud-bootstrap.sh.j2",
         config=zone.config,
         cc=zone.config.compute.cyclecloud,
-        cluster_name=cluster_name(zone),
     )
     return render_text(
         "cloud-init/cyclecloud-server.yaml.j2",
         config=zone.config,
-        cluster_template=files["slurm-cluster.txt"],
-        cluster_parameters=files["slurm-params.json"],
-        azure_account=files["azure-account.json"],
         bootstrap=bootstrap,
+        sync_script=render_text("cloud-init/cluster_sync.py"),
+        sync_service=render_text("cloud-init/cluster-sync.service.j2"),
+        sync_timer=render_text("cloud-init/cluster-sync.timer.j2"),
     )
+
+
+def user_data_document(zone: Zone, files: dict[str, str]) -> str:
+    """What hpclz-cluster-sync applies. JSON, not a cloud-config: cloud-init leaves a payload it cannot classify alone."""
+    document = {
+        "kind": "hpclz-cyclecloud-cluster",
+        "cluster": cluster_name(zone),
+        "template": files["slurm-cluster.txt"],
+        "parameters": files["slurm-params.json"],
+        "account": files["azure-account.json"],
+    }
+    return json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def user_data(document: str) -> str:
+    encoded = base64.b64encode(document.encode()).decode()
+    if len(encoded) > USER_DATA_LIMIT:
+        encoded = base64.b64encode(gzip.compress(document.encode(), compresslevel=9, mtime=0)).decode()
+    if len(encoded) > USER_DATA_LIMIT:
+        raise HpclzError(
+            f"compute.partitions: the CycleCloud cluster definition is {len(encoded)} base64 characters compressed, "
+            f"over Azure's {USER_DATA_LIMIT}-character userData limit; use fewer partitions",
+            exit_code=ExitCode.CONFIG_INVALID,
+        )
+    return encoded
 
 
 def custom_data(cloud_config: str) -> str:
@@ -206,8 +238,8 @@ def custom_data(cloud_config: str) -> str:
         raw = gzip.compress(raw, compresslevel=9, mtime=0)
     if len(raw) > CUSTOM_DATA_LIMIT:
         raise HpclzError(
-            f"compute.partitions: the CycleCloud server's cloud-init is {len(raw)} bytes compressed, over Azure's "
-            f"{CUSTOM_DATA_LIMIT}-byte customData limit; use fewer partitions",
+            f"compute.cyclecloud: the CycleCloud server's cloud-init is {len(raw)} bytes compressed, over Azure's "
+            f"{CUSTOM_DATA_LIMIT}-byte customData limit",
             exit_code=ExitCode.CONFIG_INVALID,
         )
     return base64.b64encode(raw).decode()

@@ -8,7 +8,14 @@ from __future__ import annotations
 from typing import Any
 
 from hpclz.render.arm import expr
-from hpclz.render.cloudinit import accelerated, cluster_files, custom_data, server_cloud_config
+from hpclz.render.cloudinit import (
+    accelerated,
+    cluster_files,
+    custom_data,
+    server_cloud_config,
+    user_data,
+    user_data_document,
+)
 from hpclz.render.monitoring import cyclecloud_vm
 from hpclz.render.nsg import security_rules
 from hpclz.render.roles import assignments
@@ -40,7 +47,8 @@ def identity(zone: Zone) -> dict[str, Any]:
 
 def compute(zone: Zone) -> dict[str, Any]:
     files = cluster_files(zone)
-    cloud_config = server_cloud_config(zone, files)
+    cloud_config = server_cloud_config(zone)
+    document = user_data_document(zone, files)
     publisher, offer, sku, version = zone.config.compute.cyclecloud.image.split(":")
     has_identity = zone.config.identity.managed_identities.scheduler
     server = {
@@ -51,9 +59,11 @@ def compute(zone: Zone) -> dict[str, Any]:
         "identity": expr(zone.identity_id("scheduler")) if has_identity else None,
         "image": {"publisher": publisher, "offer": offer, "sku": sku, "version": version},
         "custom_data": custom_data(cloud_config),
+        "user_data": user_data(document),
     }
     artifacts = {f"cyclecloud/{name}": text for name, text in files.items()}
     artifacts["cloud-init/cyclecloud-server.yaml"] = cloud_config
+    artifacts["cloud-init/cyclecloud-userdata.json"] = document
     return {
         "server": server,
         "assignments": assignments(zone, "compute"),

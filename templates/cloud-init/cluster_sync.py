@@ -1,0 +1,137 @@
+#!/usr/bin/env python3
+"""hpclz cluster sync: keep the CycleCloud Slurm cluster equal to the definition in this VM's userData.
+
+hpclz renders the cluster (one nodearray per partition), its parameters and the CycleCloud Azure account into
+the VM's userData, which ARM updates in place, unlike customData. A systemd timer runs this script at boot and
+every few minutes: it reads userData from the instance metadata service and, only when its SHA-256 differs from
+the last one applied, re-imports the cluster (import_cluster --force) and starts it. The hash is recorded after
+success only, so a failed import is retried on the next run. The account is re-applied (and the Slurm project
+uploaded to its locker) only when the account part changed.
+"""
+
+import argparse
+import base64
+import fcntl
+import gzip
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+
+# HPCLZ_IMDS_URL points the script at a local stand-in in tests; on Azure it is always the link-local address.
+IMDS = os.environ.get("HPCLZ_IMDS_URL", "http://169.254.169.254")
+USER_DATA_URL = IMDS + "/metadata/instance/compute/userData?api-version=2021-01-01&format=text"
+SUBSCRIPTION_URL = IMDS + "/metadata/instance/compute/subscriptionId?api-version=2021-02-01&format=text"
+PLACEHOLDER = "@SUBSCRIPTION_ID@"
+
+
+def log(line, log_file):
+    stamped = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()) + " hpclz-cluster-sync: " + line
+    print(stamped, flush=True)
+    with open(log_file, "a") as handle:
+        handle.write(stamped + "\n")
+
+
+def imds(url):
+    request = urllib.request.Request(url, headers={"Metadata": "true"})
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return response.read().decode()
+
+
+def decode(user_data):
+    """base64, gzip-compressed when hpclz needed the room, around a JSON document."""
+    raw = base64.b64decode(user_data.strip())
+    if raw[:2] == b"\x1f\x8b":
+        raw = gzip.decompress(raw)
+    document = json.loads(raw.decode())
+    for key in ("cluster", "template", "parameters", "account"):
+        if key not in document:
+            raise ValueError("userData has no " + key + ": not an hpclz cluster definition")
+    return document
+
+
+def read(path):
+    try:
+        with open(path) as handle:
+            return handle.read().strip()
+    except FileNotFoundError:
+        return ""
+
+
+def write(path, text, mode=0o644):
+    fd = os.open(path + ".tmp", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(text)
+    os.replace(path + ".tmp", path)
+
+
+def cyclecloud(args, log_file, cwd=None):
+    log("running: cyclecloud " + " ".join(args), log_file)
+    done = subprocess.run(["cyclecloud", *args], cwd=cwd, capture_output=True, text=True)
+    for line in (done.stdout + done.stderr).splitlines():
+        log("  " + line, log_file)
+    return done.returncode
+
+
+def apply_account(document, subscription, state, project, log_file):
+    account = document["account"].replace(PLACEHOLDER, subscription)
+    digest = hashlib.sha256(account.encode()).hexdigest()
+    if digest == read(os.path.join(state, "account.sha256")):
+        return
+    path = os.path.join(state, "azure-account.json")
+    write(path, account, 0o600)
+    name = json.loads(account)["Name"]
+    edited = cyclecloud(["account", "edit", name, "-f", path], log_file) == 0
+    if not edited and cyclecloud(["account", "create", "-f", path], log_file) != 0:
+        raise RuntimeError("the CycleCloud account " + name + " could not be created")
+    if cyclecloud(["project", "upload", name + "-storage"], log_file, cwd=project) != 0:
+        raise RuntimeError("the Slurm project could not be uploaded to locker " + name + "-storage")
+    write(os.path.join(state, "account.sha256"), digest + "\n")
+
+
+def sync(state, project, log_file):
+    user_data = imds(USER_DATA_URL)
+    digest = hashlib.sha256(user_data.encode()).hexdigest()
+    applied = read(os.path.join(state, "userdata.sha256"))
+    if digest == applied:
+        log("userData unchanged (sha256 " + digest[:12] + "): nothing to do", log_file)
+        return
+    log("userData changed (sha256 " + (applied[:12] or "none") + " -> " + digest[:12] + "): re-importing", log_file)
+    document = decode(user_data)
+    subscription = imds(SUBSCRIPTION_URL).strip()
+    apply_account(document, subscription, state, project, log_file)
+    template = os.path.join(state, "slurm-cluster.txt")
+    parameters = os.path.join(state, "slurm-params.json")
+    write(template, document["template"])
+    write(parameters, document["parameters"].replace(PLACEHOLDER, subscription))
+    cluster = document["cluster"]
+    if cyclecloud(["import_cluster", cluster, "-f", template, "-p", parameters, "--force"], log_file) != 0:
+        raise RuntimeError("import_cluster " + cluster + " failed")
+    if cyclecloud(["start_cluster", cluster], log_file) != 0:
+        raise RuntimeError("start_cluster " + cluster + " failed")
+    write(os.path.join(state, "userdata.sha256"), digest + "\n")
+    log("cluster " + cluster + " imported and started from userData sha256 " + digest[:12], log_file)
+
+
+def main(argv):
+    parser = argparse.ArgumentParser(prog="hpclz-cluster-sync")
+    parser.add_argument("--state", default="/var/lib/hpclz/cluster-sync")
+    parser.add_argument("--project", default="/opt/hpclz/cyclecloud-slurm")
+    parser.add_argument("--log", default="/var/log/hpclz-cluster-sync.log")
+    options = parser.parse_args(argv)
+    os.makedirs(options.state, mode=0o700, exist_ok=True)
+    with open(os.path.join(options.state, "lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # the timer and the bootstrap's first run never overlap
+        try:
+            sync(options.state, options.project, options.log)
+        except (OSError, ValueError, KeyError, RuntimeError) as exc:
+            log("failed, will retry on the next run: " + str(exc), options.log)
+            return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

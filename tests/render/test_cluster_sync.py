@@ -1,0 +1,158 @@
+"""hpclz-cluster-sync against a local instance-metadata stand-in and a recording `cyclecloud` executable."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, HTTPServer
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+
+from hpclz.render.cloudinit import user_data
+from tests.render.conftest import preset_plan
+
+SYNC = Path(__file__).resolve().parents[2] / "templates" / "cloud-init" / "cluster_sync.py"
+SUBSCRIPTION = "00000000-0000-0000-0000-0000000000aa"
+
+
+class FakeImds(BaseHTTPRequestHandler):
+    user_data: ClassVar[str] = ""
+
+    def do_GET(self) -> None:
+        assert self.headers["Metadata"] == "true"
+        if self.path.startswith("/metadata/instance/compute/userData?api-version=2021-01-01&format=text"):
+            body = self.user_data
+        elif "/compute/subscriptionId" in self.path:
+            body = SUBSCRIPTION
+        else:
+            self.send_response(404)
+            self.end_headers()
+            return
+        self.send_response(200)
+        self.end_headers()
+        self.wfile.write(body.encode())
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def imds() -> Iterator[str]:
+    server = HTTPServer(("127.0.0.1", 0), FakeImds)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_port}"
+    server.shutdown()
+
+
+def _cyclecloud(folder: Path, log: Path, failing: str = "") -> None:
+    """A cyclecloud stand-in recording its arguments and working folder; a call starting with `failing` fails."""
+    script = folder / "cyclecloud"
+    fail = f'case "$*" in "{failing}"*) exit 3;; esac\n' if failing else ""
+    script.write_text(f'#!/bin/sh\necho "$(pwd) cyclecloud $*" >> {log}\n{fail}exit 0\n', encoding="utf-8")
+    script.chmod(0o755)
+
+
+@pytest.fixture
+def box(tmp_path: Path) -> dict[str, Path]:
+    folders = {name: tmp_path / name for name in ("bin", "state", "project")}
+    for folder in folders.values():
+        folder.mkdir()
+    folders["calls"] = tmp_path / "calls.log"
+    folders["log"] = tmp_path / "sync.log"
+    _cyclecloud(folders["bin"], folders["calls"])
+    return folders
+
+
+def _document(stem: str = "finance") -> str:
+    (compute,) = [d for d in preset_plan(stem).deployments if d.component == "compute"]
+    return compute.artifacts["cloud-init/cyclecloud-userdata.json"]
+
+
+def _run(box: dict[str, Path], imds: str, document: str) -> tuple[int, list[str]]:
+    FakeImds.user_data = user_data(document)
+    env = {**os.environ, "HPCLZ_IMDS_URL": imds, "PATH": f"{box['bin']}:{os.environ['PATH']}"}
+    args = ["--state", str(box["state"]), "--project", str(box["project"]), "--log", str(box["log"])]
+    done = subprocess.run([sys.executable, str(SYNC), *args], env=env, capture_output=True, text=True, timeout=60)
+    calls = box["calls"].read_text(encoding="utf-8").splitlines() if box["calls"].exists() else []
+    box["calls"].unlink(missing_ok=True)
+    return done.returncode, calls
+
+
+def test_first_run_applies_the_account_uploads_the_project_and_imports(box: dict[str, Path], imds: str) -> None:
+    rc, calls = _run(box, imds, _document())
+    assert rc == 0
+    state, project = box["state"], box["project"]
+    assert calls == [
+        f"{Path.cwd()} cyclecloud account edit hpclz -f {state}/azure-account.json",
+        f"{project} cyclecloud project upload hpclz-storage",
+        f"{Path.cwd()} cyclecloud import_cluster riskgrid-prod -f {state}/slurm-cluster.txt "
+        f"-p {state}/slurm-params.json --force",
+        f"{Path.cwd()} cyclecloud start_cluster riskgrid-prod",
+    ]
+    document = json.loads(_document())
+    assert (state / "slurm-cluster.txt").read_text(encoding="utf-8") == document["template"]
+    parameters = json.loads((state / "slurm-params.json").read_text(encoding="utf-8"))
+    assert parameters["NodeIdentities"].startswith(f"/subscriptions/{SUBSCRIPTION}/resourceGroups/")
+    account = json.loads((state / "azure-account.json").read_text(encoding="utf-8"))
+    assert account["AzureRMSubscriptionId"] == SUBSCRIPTION
+    assert (state / "azure-account.json").stat().st_mode & 0o077 == 0
+    assert "imported and started" in box["log"].read_text(encoding="utf-8")
+
+
+def test_unchanged_user_data_does_nothing(box: dict[str, Path], imds: str) -> None:
+    _run(box, imds, _document())
+    rc, calls = _run(box, imds, _document())
+    assert (rc, calls) == (0, [])
+    assert "userData unchanged" in box["log"].read_text(encoding="utf-8").splitlines()[-1]
+
+
+def test_changed_user_data_reimports_without_touching_the_account(box: dict[str, Path], imds: str) -> None:
+    _run(box, imds, _document())
+    document = json.loads(_document())
+    document["template"] += '\n    [[nodearray viz]]\n    MachineType = "Standard_NV36ads_A10_v5"\n'
+    rc, calls = _run(box, imds, json.dumps(document))
+    assert rc == 0
+    assert [c.split(" ", 2)[2].split(" ")[0] for c in calls] == ["import_cluster", "start_cluster"]
+    assert "nodearray viz" in (box["state"] / "slurm-cluster.txt").read_text(encoding="utf-8")
+
+
+def test_a_failed_import_is_retried_on_the_next_run(box: dict[str, Path], imds: str) -> None:
+    _cyclecloud(box["bin"], box["calls"], failing="import_cluster")
+    rc, calls = _run(box, imds, _document())
+    assert rc == 1 and calls[-1].endswith("--force")
+    assert "will retry" in box["log"].read_text(encoding="utf-8")
+    _cyclecloud(box["bin"], box["calls"])
+    rc, calls = _run(box, imds, _document())
+    assert rc == 0
+    # The account was applied by the failed run already; only the cluster is imported again.
+    assert [c.split(" ", 2)[2].split(" ")[0] for c in calls] == ["import_cluster", "start_cluster"]
+
+
+def test_an_account_that_does_not_exist_yet_is_created(box: dict[str, Path], imds: str) -> None:
+    _cyclecloud(box["bin"], box["calls"], failing="account edit")
+    rc, calls = _run(box, imds, _document())
+    assert rc == 0
+    commands = [c.split(" ", 2)[2] for c in calls]
+    assert commands[:2] == [
+        f"account edit hpclz -f {box['state']}/azure-account.json",
+        f"account create -f {box['state']}/azure-account.json",
+    ]
+    assert commands[-1] == "start_cluster riskgrid-prod"
+
+
+def test_user_data_that_is_not_an_hpclz_cluster_is_refused(box: dict[str, Path], imds: str) -> None:
+    FakeImds.user_data = base64.b64encode(b'{"something": "else"}').decode()
+    env = {**os.environ, "HPCLZ_IMDS_URL": imds, "PATH": f"{box['bin']}:{os.environ['PATH']}"}
+    args = ["--state", str(box["state"]), "--project", str(box["project"]), "--log", str(box["log"])]
+    done = subprocess.run([sys.executable, str(SYNC), *args], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1
+    assert "not an hpclz cluster definition" in box["log"].read_text(encoding="utf-8")
+    assert not box["calls"].exists()
