@@ -45,7 +45,9 @@ def test_records_carry_api_version_data_flag_and_rendered_properties() -> None:
     records = {r.name: r for r in resource_records(d, remote, ops)}
     assert set(records) == {"fs1", "vnet1"}
     assert records["fs1"].data_bearing and not records["vnet1"].data_bearing
-    assert records["fs1"].api_version == "2024-03-01" and records["fs1"].properties == {"filesystemSubnet": "x"}
+    assert records["fs1"].api_version == "2024-03-01" and records["fs1"].properties == {
+        "properties": {"filesystemSubnet": "x"}
+    }
 
 
 def test_secure_outputs_never_reach_state() -> None:
@@ -88,3 +90,135 @@ def test_kept_data_keeps_what_it_uses_and_its_group() -> None:
     assert set(kept) == {FS.lower(), VNET.lower(), RG.lower()}
     assert kept[VNET.lower()] == "used by kept fs1"
     assert kept_set(resources, include_data=True) == {}
+
+
+def _ops(*ids: str) -> list[dict]:
+    return [{"properties": {"provisioningState": "Succeeded", "targetResource": {"id": i}}} for i in ids]
+
+
+def test_records_hold_the_whole_body_of_children_with_parameters_resolved() -> None:
+    account = f"{RG}/providers/Microsoft.Storage/storageAccounts/st1"
+    container = f"{account}/blobServices/default/containers/data"
+    d = Deployment(
+        name="st",
+        component="storage",
+        scope="resourceGroup",
+        resource_group="rg",
+        location="eastus2",
+        parameters={"sku": {"value": "Standard_ZRS"}},
+        template={
+            "parameters": {"sku": {"type": "string"}},
+            "resources": [
+                {
+                    "type": "Microsoft.Storage/storageAccounts",
+                    "apiVersion": "2023-05-01",
+                    "name": "st1",
+                    "location": "eastus2",
+                    "sku": {"name": "[parameters('sku')]"},
+                    "kind": "StorageV2",
+                    "tags": {"owner": "me"},
+                    "dependsOn": [],
+                    "properties": {"minimumTlsVersion": "TLS1_2"},
+                },
+                {
+                    "type": "Microsoft.Storage/storageAccounts/blobServices",
+                    "apiVersion": "2023-05-01",
+                    "name": "st1/default",
+                    "properties": {},
+                    "resources": [
+                        {
+                            "type": "containers",
+                            "apiVersion": "2023-05-02",
+                            "name": "data",
+                            "properties": {"publicAccess": "None"},
+                        }
+                    ],
+                },
+            ],
+        },
+    )
+    records = {r.type: r for r in resource_records(d, {}, _ops(account, f"{account}/blobServices/default", container))}
+    assert records["Microsoft.Storage/storageAccounts"].properties == {
+        "location": "eastus2",
+        "sku": {"name": "Standard_ZRS"},
+        "kind": "StorageV2",
+        "tags": {"owner": "me"},
+        "properties": {"minimumTlsVersion": "TLS1_2"},
+    }
+    child = records["Microsoft.Storage/storageAccounts/blobServices/containers"]
+    assert (child.name, child.api_version, child.data_bearing) == ("data", "2023-05-02", True)
+    assert child.properties == {"properties": {"publicAccess": "None"}}
+
+
+def test_secure_parameter_values_are_never_recorded() -> None:
+    vault = f"{RG}/providers/Microsoft.KeyVault/vaults/kv1"
+    secret = f"{vault}/secrets/licence"
+    inner = {
+        "parameters": {"value": {"type": "secureString", "defaultValue": "inner-default-s3cret"}},
+        "resources": [
+            {
+                "type": "Microsoft.KeyVault/vaults/secrets",
+                "apiVersion": "2023-07-01",
+                "name": "kv1/licence",
+                "properties": {"value": "[parameters('value')]"},
+            }
+        ],
+    }
+    d = Deployment(
+        name="id",
+        component="identity",
+        scope="resourceGroup",
+        resource_group="rg",
+        location="eastus2",
+        secure_parameters={"licence": "identity.key_vault.secrets.licence"},
+        template={
+            "parameters": {"licence": {"type": "securestring", "defaultValue": "outer-default-s3cret"}},
+            "resources": [
+                {
+                    "type": "Microsoft.KeyVault/vaults/secrets",
+                    "apiVersion": "2023-07-01",
+                    "name": "kv1/direct",
+                    "properties": {"value": "[parameters('licence')]"},
+                },
+                {
+                    "type": "Microsoft.Resources/deployments",
+                    "apiVersion": "2022-09-01",
+                    "name": "inner",
+                    "properties": {
+                        "mode": "Incremental",
+                        "parameters": {"value": {"value": "given-to-inner-s3cret"}},
+                        "template": inner,
+                    },
+                },
+            ],
+        },
+    )
+    records = {r.name: r for r in resource_records(d, {}, _ops(f"{vault}/secrets/direct", secret))}
+    assert records["direct"].properties == {"properties": {"value": "[parameters('licence')]"}}
+    assert records["licence"].properties == {"properties": {"value": "[parameters('value')]"}}
+    assert "s3cret" not in str([r.model_dump() for r in records.values()])
+
+
+def test_expression_named_siblings_pair_in_order_and_unknown_ids_are_still_recorded() -> None:
+    role = "Microsoft.Authorization/roleAssignments"
+    d = Deployment(
+        name="rbac",
+        component="identity",
+        scope="resourceGroup",
+        resource_group="rg",
+        location="eastus2",
+        template={
+            "resources": [
+                {"type": role, "apiVersion": "2022-04-01", "name": f"[guid('{n}')]", "properties": {"principalId": n}}
+                for n in ("first", "second")
+            ]
+        },
+    )
+    ids = [f"{RG}/providers/{role}/aaaa", f"{RG}/providers/{role}/bbbb", f"{RG}/providers/Microsoft.Web/sites/extra"]
+    records = resource_records(d, {"properties": {"outputResources": [{"id": ids[2]}]}}, _ops(*ids[:2]))
+    assert [(r.name, r.properties.get("properties")) for r in records] == [
+        ("extra", None),
+        ("aaaa", {"principalId": "first"}),
+        ("bbbb", {"principalId": "second"}),
+    ]
+    assert [r.api_version for r in records] == ["", "2022-04-01", "2022-04-01"]

@@ -37,8 +37,9 @@ def applied_state(
     properties_only: bool = False,
     serial: int = 3,
 ) -> StateDocument:
-    """What a successful apply of `plan` records. properties_only: the shape hpclz.azure.records writes
-    (only each resource's `properties`, real IDs and names, role assignments named by GUID)."""
+    """What a successful apply of `plan` records. properties_only: the shape states written before
+    hpclz.azure.records kept whole bodies still have (only each resource's `properties`, real IDs and
+    names, role assignments named by GUID)."""
     plan = plan or build_plan(config)
     records = []
     for d in desired_resources(plan):

@@ -1,4 +1,5 @@
-"""Expand a template into the concrete resources it declares (copy loops, conditions, nested deployments)."""
+"""Expand a template into the concrete resources it declares (copy loops, conditions, child resources, nested
+deployments)."""
 
 from __future__ import annotations
 
@@ -67,7 +68,10 @@ def expand(template: dict[str, Any], parameters: dict[str, Any], scope: Scope) -
     scope.variables = {}
     for name, value in (template.get("variables") or {}).items():
         scope.variables[name] = evaluate(value, scope)
-    declared = template.get("resources") or []
+    return _declared(template.get("resources") or [], scope)
+
+
+def _declared(declared: Any, scope: Scope, parent: tuple[str, str] | None = None) -> list[PlannedResource]:
     items = list(declared.values()) if isinstance(declared, dict) else list(declared)
     planned: list[PlannedResource] = []
     for item in items:
@@ -79,14 +83,17 @@ def expand(template: dict[str, Any], parameters: dict[str, Any], scope: Scope) -
                 scope.copy_index[copy.get("name", "")] = index
             if "condition" in item and not evaluate(item["condition"], scope):
                 continue
-            planned.append(_one(item, scope))
+            planned.append(_one(item, scope, parent))
     return planned
 
 
-def _one(item: dict[str, Any], scope: Scope) -> PlannedResource:
+def _one(item: dict[str, Any], scope: Scope, parent: tuple[str, str] | None = None) -> PlannedResource:
     rtype = str(evaluate(item["type"], scope))
     name = str(evaluate(item["name"], scope))
-    body = {k: evaluate(v, scope) for k, v in item.items() if k not in ("copy", "condition", "dependsOn")}
+    if parent and "/" not in rtype:  # a child declared inside its parent: type and name are relative to it
+        rtype, name = f"{parent[0]}/{rtype}", f"{parent[1]}/{name}"
+    skipped = ("copy", "condition", "dependsOn", "resources")
+    body = {k: evaluate(v, scope) for k, v in item.items() if k not in skipped}
     if rtype.lower() == "microsoft.resources/deployments":
         body["properties"] = item.get("properties", {})
     explicit_scope = body.get("scope") if isinstance(body.get("scope"), str) else None
@@ -109,6 +116,8 @@ def _one(item: dict[str, Any], scope: Scope) -> PlannedResource:
         return PlannedResource(rid, rtype, name, str(item.get("apiVersion", "")), None, body, target_group, nested)
     rid = resource_id(scope, rtype, name, explicit_scope)
     location = body.get("location")
+    # Like ARM, child resources are deployed (and listed as operations) after their parent.
+    children = _declared(item.get("resources") or [], scope, (rtype, name))
     return PlannedResource(
-        rid, rtype, name, str(evaluate(item.get("apiVersion", ""), scope)), location, body, target_group
+        rid, rtype, name, str(evaluate(item.get("apiVersion", ""), scope)), location, body, target_group, children
     )
