@@ -9,6 +9,8 @@ from typing import Any
 from hpclz.azure.settings import AzureSettings, settings_from_env
 from hpclz.errors import ExitCode, HpclzError
 
+BLOB_RETRY_TOTAL = 3
+
 
 class StaticTokenCredential:
     """An azure.core TokenCredential returning one fixed token: for a custom ARM endpoint (tests) only."""
@@ -69,6 +71,26 @@ class AzureClients:
         from azure.mgmt.compute import ComputeManagementClient
 
         return ComputeManagementClient(self.credential, self.subscription_id, **self._options())
+
+
+def blob_service_client(
+    account_url: str,
+    *,
+    connection_string: str | None = None,
+    credential: Any = None,
+    retry_total: int = BLOB_RETRY_TOTAL,
+) -> Any:
+    """A BlobServiceClient: from `connection_string` when given (Azurite, an account key), else for
+    `account_url` with `credential`, or the credential every other client gets when None."""
+    from azure.storage.blob import BlobServiceClient, ExponentialRetry
+
+    # The SDK's default backoff (15 s, then x3) makes an unreachable account look like a hang.
+    retry = ExponentialRetry(initial_backoff=2, increment_base=2, retry_total=retry_total)
+    if connection_string:
+        return BlobServiceClient.from_connection_string(connection_string, retry_policy=retry)
+    if credential is None:
+        credential = make_credential(settings_from_env())
+    return BlobServiceClient(account_url, credential=credential, retry_policy=retry)
 
 
 def resolve_subscription(configured: str | None) -> str:

@@ -6,9 +6,10 @@
 - Writes: If-Match the ETag read (create-only when there was none); a 412/409 is a conflict.
 - History: blob versions where the account has versioning on; otherwise the previous version is
   copied to `<blob>.history/<serial>.json` before each overwrite (Azurite has no versioning).
-- Auth: HPCLZ_STATE_CONNECTION_STRING when set, else `credential` or DefaultAzureCredential.
+- Auth: HPCLZ_STATE_CONNECTION_STRING when set, else `credential` or the Azure adapter's credential.
 
-The Azure SDK is imported only when this backend is opened, so other commands never load it.
+The storage SDK is reached only through hpclz.azure (clients.blob_service_client, hpclz.azure.storage),
+imported when this backend is opened, so other commands never load it.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from hpclz.state.backend import HistoryEntry, next_version, parse_state
-from hpclz.state.errors import StateConflictError, StateLockedError, StateStorageError
+from hpclz.state.errors import StateConflictError, StateLockedError
 from hpclz.state.guard import SecretGuard
 from hpclz.state.lease import LeaseRenewer, check_lease_duration
 from hpclz.state.lockinfo import LockInfo, locked_error_message, unlock_hint
@@ -66,21 +67,15 @@ class BlobBackend:
         retry_total: int = DEFAULT_RETRIES,
         **options: Any,
     ) -> BlobBackend:
-        from azure.storage.blob import BlobServiceClient, ExponentialRetry
-
+        from hpclz.azure.clients import blob_service_client
         from hpclz.state.factory import CONNECTION_STRING_ENV
 
-        # The SDK's default backoff (15 s, then x3) makes an unreachable account look like a hang.
-        retry = ExponentialRetry(initial_backoff=2, increment_base=2, retry_total=retry_total)
-        connection_string = os.environ.get(CONNECTION_STRING_ENV)
-        if connection_string:
-            service = BlobServiceClient.from_connection_string(connection_string, retry_policy=retry)
-        else:
-            if credential is None:
-                from azure.identity import DefaultAzureCredential
-
-                credential = DefaultAzureCredential()
-            service = BlobServiceClient(account_url, credential=credential, retry_policy=retry)
+        service = blob_service_client(
+            account_url,
+            connection_string=os.environ.get(CONNECTION_STRING_ENV),
+            credential=credential,
+            retry_total=retry_total,
+        )
         return cls(service.get_container_client(container), blob_name, **options)
 
     @property
@@ -105,7 +100,7 @@ class BlobBackend:
 
     def _download(self) -> tuple[StateDocument | None, str | None, str | None]:
         """(document, ETag, version id) of the current blob; (None, None, None) when there is none."""
-        from azure.core.exceptions import ResourceNotFoundError
+        from hpclz.azure.storage import ResourceNotFoundError
 
         try:
             with _storage_errors(f"read state {self.location}"):
@@ -142,8 +137,7 @@ class BlobBackend:
             raise StateLockedError(f"lost the lock on state {self.location} ({reason}); nothing written, re-run")
 
     def _upload(self, data: bytes, new: StateDocument, etag: str | None) -> None:
-        from azure.core import MatchConditions
-        from azure.core.exceptions import ResourceExistsError, ResourceModifiedError
+        from hpclz.azure.storage import MatchConditions, ResourceExistsError, ResourceModifiedError
 
         metadata = {"serial": str(new.serial), "lineage": new.lineage}
         try:
@@ -196,7 +190,7 @@ class BlobBackend:
         return sorted(entries, key=lambda e: e.serial, reverse=True)
 
     def history(self) -> list[HistoryEntry]:
-        from azure.core.exceptions import ResourceNotFoundError
+        from hpclz.azure.storage import ResourceNotFoundError
 
         try:
             with _storage_errors(f"list previous states of {self.location}"):
@@ -217,14 +211,14 @@ class BlobBackend:
         return None
 
     def _ensure_container(self) -> None:
-        from azure.core.exceptions import ResourceExistsError
+        from hpclz.azure.storage import ResourceExistsError
 
         with contextlib.suppress(ResourceExistsError):
             self._container.create_container()
 
     @contextlib.contextmanager
     def lock(self, operation: str) -> Iterator[LockInfo]:
-        from azure.core.exceptions import ResourceExistsError
+        from hpclz.azure.storage import ResourceExistsError
 
         check_lease_duration(self.lease_seconds)  # before acquiring: a bad value must not leave a lease behind
         with _storage_errors(f"lock state {self.location}"):
@@ -258,7 +252,7 @@ class BlobBackend:
                 lease.release()
 
     def lock_info(self) -> LockInfo | None:
-        from azure.core.exceptions import ResourceNotFoundError
+        from hpclz.azure.storage import ResourceNotFoundError
 
         try:
             with _storage_errors(f"read the lock of state {self.location}"):
@@ -270,13 +264,13 @@ class BlobBackend:
         return _decode(props.metadata.get(LOCK_META_KEY)) or LockInfo(who="unknown", operation="unknown", pid=0)
 
     def force_unlock(self) -> LockInfo | None:
-        from azure.storage.blob import BlobLeaseClient
+        from hpclz.azure.storage import break_lease
 
         holder = self.lock_info()
         if holder is None:
             return None
         with _storage_errors(f"break the lock of state {self.location}"):
-            BlobLeaseClient(self._lock_blob).break_lease(lease_break_period=0)
+            break_lease(self._lock_blob)
         return holder
 
 
@@ -308,31 +302,8 @@ def _entry(item: Any, location: str) -> HistoryEntry | None:
 
 @contextlib.contextmanager
 def _storage_errors(action: str) -> Iterator[None]:
-    """Unreachable storage, refused credentials and unexpected service errors become one line each.
+    """Storage failures become one StateStorageError line; not-found, exists and modified pass through."""
+    from hpclz.azure.storage import storage_errors
 
-    Not-found, exists and modified errors pass through: callers turn them into meaning.
-    """
-    from azure.core.exceptions import (
-        ClientAuthenticationError,
-        HttpResponseError,
-        ResourceExistsError,
-        ResourceModifiedError,
-        ResourceNotFoundError,
-        ServiceRequestError,
-    )
-
-    try:
+    with storage_errors(action):
         yield
-    except (ResourceNotFoundError, ResourceExistsError, ResourceModifiedError):
-        raise
-    except ClientAuthenticationError as exc:
-        raise StateStorageError(f"cannot {action}: access denied ({_code(exc)})") from None
-    except ServiceRequestError as exc:
-        raise StateStorageError(f"cannot {action}: storage unreachable ({type(exc).__name__})") from None
-    except HttpResponseError as exc:
-        raise StateStorageError(f"cannot {action}: {_code(exc)}") from None
-
-
-def _code(exc: Any) -> str:
-    code = getattr(exc, "error_code", None)
-    return str(code) if code else (str(exc).splitlines() or [type(exc).__name__])[0]
