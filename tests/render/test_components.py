@@ -124,6 +124,48 @@ def test_hub_peering_and_no_nat_or_bastion_when_disabled() -> None:
     assert resources_of(plan, "Microsoft.Network/publicIPAddresses") == []
 
 
+def test_hub_firewall_gets_the_default_route_of_every_routable_subnet() -> None:
+    plan = preset_plan("finance")
+    (table,) = resources_of(plan, "Microsoft.Network/routeTables")
+    assert table["apiVersion"] == "2024-05-01"
+    (route,) = table["properties"]["routes"]
+    assert route["properties"] == {
+        "addressPrefix": "0.0.0.0/0",
+        "nextHopType": "VirtualAppliance",
+        "nextHopIpAddress": "10.0.1.4",
+    }
+    (vnet,) = resources_of(plan, "Microsoft.Network/virtualNetworks")
+    table_id = f"[resourceId('Microsoft.Network/routeTables', '{table['name']}')]"
+    assert table_id in vnet["dependsOn"]
+    routed = {s["name"] for s in vnet["properties"]["subnets"] if s["properties"].get("routeTable") == {"id": table_id}}
+    assert routed == {"snet-riskgrid-admin-prod-weu", "snet-riskgrid-compute-prod-weu", "snet-riskgrid-pe-prod-weu"}
+
+
+def test_bastion_and_delegated_subnets_keep_their_own_routes() -> None:
+    def edit(data: dict[str, Any]) -> None:
+        data["network"]["hub_peering"] = {
+            "remote_vnet_id": "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg-hub"
+            "/providers/Microsoft.Network/virtualNetworks/vnet-hub",
+            "remote_address_space": ["10.250.0.0/16"],
+            "firewall_private_ip": "10.250.1.4",
+        }
+
+    plan = variant("manufacturing", edit)
+    (vnet,) = resources_of(plan, "Microsoft.Network/virtualNetworks")
+    routed = {s["name"].split("-")[2] for s in vnet["properties"]["subnets"] if "routeTable" in s["properties"]}
+    unrouted = {s["name"] for s in vnet["properties"]["subnets"] if "routeTable" not in s["properties"]}
+    assert {"admin", "compute"} <= routed
+    assert "AzureBastionSubnet" in unrouted and any("netapp" in name for name in unrouted)
+    assert all(
+        "delegations" not in s["properties"] for s in vnet["properties"]["subnets"] if "routeTable" in s["properties"]
+    )
+
+
+def test_no_route_table_without_a_firewall() -> None:
+    for stem in ("energy", "ai-training", "manufacturing"):
+        assert resources_of(preset_plan(stem), "Microsoft.Network/routeTables") == []
+
+
 def test_existing_vnet_gets_nsgs_only_and_is_referenced_by_id() -> None:
     vnet_id = "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg-net/providers/Microsoft.Network/virtualNetworks/vnet-corp"
 

@@ -153,7 +153,11 @@ CASES: dict[str, list[Case]] = {
         )
     ],
     "HPCLZ-NET-010": [Case("finance", _set("network.hub_peering", DELETE))],
-    "HPCLZ-NET-011": [Case("ai-training", _set("network.nat_gateway.enabled", False))],
+    "HPCLZ-NET-011": [
+        Case("ai-training", _set("network.nat_gateway.enabled", False)),
+        Case("finance", _set("network.hub_peering.firewall_private_ip", DELETE)),
+        Case("finance", _set("network.hub_peering.firewall_private_ip", "10.60.0.4")),
+    ],
     "HPCLZ-CMP-001": [Case("ai-training", _set(f"{P}.0.vm_size", "Standard_ND96isr_H100_v4"))],
     "HPCLZ-CMP-002": [
         Case("ai-training", _set("compute.scheduler.vm_size", "Standard_D8as_v9")),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ipaddress import IPv4Network
+from ipaddress import IPv4Address, IPv4Network
 from typing import Annotated, Literal
 
 from pydantic import Field
@@ -87,6 +87,12 @@ class HubPeering(StrictModel):
     remote_address_space: list[IPv4Network] = Field(min_length=1)
     use_remote_gateways: bool = False
     allow_forwarded_traffic: bool = True
+    firewall_private_ip: IPv4Address | None = Field(
+        default=None,
+        examples=["10.0.1.4"],
+        description="Route 0.0.0.0/0 from the landing-zone subnets to the hub firewall (a route table with a "
+        "VirtualAppliance default route on every subnet but Bastion and delegated ones).",
+    )
 
 
 class Network(StrictModel):

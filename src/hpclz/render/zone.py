@@ -17,7 +17,7 @@ from hpclz.config.operations import NewMonitoring
 from hpclz.config.root import LandingZoneConfig
 from hpclz.config.storage import NetAppVolume, NewBlob, NewLustre, NewNetApp
 from hpclz.errors import ExitCode, HpclzError
-from hpclz.naming import NameBuilder
+from hpclz.naming import NAME_RULES, NameBuilder
 from hpclz.render.arm import API_VERSIONS, expr, resource_id
 from hpclz.render.engine import Safe
 
@@ -42,6 +42,7 @@ class SubnetView:
     nsg_name: str | None
     nat: bool
     spec: Subnet
+    route_table: bool = False  # the default route to the hub firewall (network.hub_peering.firewall_private_ip)
 
 
 class Zone:
@@ -91,8 +92,23 @@ class Zone:
                 self.names.name("network_security_group", role.replace("private_endpoints", "pe")) if spec.nsg else None
             )
             nat = net.nat_gateway.enabled and role in NAT_ROLES
-            views.append(SubnetView(role, name, str(spec.cidr), f"network.vnet.subnets.{role}", nsg, nat, spec))
+            routed = self.firewall_ip is not None and role != "bastion" and not spec.delegation
+            path = f"network.vnet.subnets.{role}"
+            views.append(SubnetView(role, name, str(spec.cidr), path, nsg, nat, spec, route_table=routed))
         return views
+
+    @property
+    def firewall_ip(self) -> str | None:
+        """The hub firewall that egress is routed to; only for a VNet hpclz creates (it owns the subnets)."""
+        hub = self.config.network.hub_peering
+        if hub is None or hub.firewall_private_ip is None or self.existing_vnet is not None:
+            return None
+        return str(hub.firewall_private_ip)
+
+    @property
+    def route_table_name(self) -> str:
+        # hpclz.naming has no route-table rule yet; the NAT gateway's rule has the same charset and length.
+        return "rt" + self.names.name("nat_gateway")[len(NAME_RULES["nat_gateway"].abbreviation) :]
 
     def subnet(self, role: str) -> SubnetView:
         for view in self.subnets:

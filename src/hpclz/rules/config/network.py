@@ -284,18 +284,34 @@ class PrivateWayIn(Rule[ConfigContext]):
 
 class OutboundPath(Rule[ConfigContext]):
     """Azure retired default outbound access for new subnets (September 2025): nodes without a NAT gateway
-    or a hub firewall cannot reach package mirrors, container registries or licence servers."""
+    or a route to a hub firewall cannot reach package mirrors, container registries or licence servers. A hub
+    peering alone is not a path: without a user-defined default route, traffic never reaches the hub's firewall."""
 
     id = "HPCLZ-NET-011"
     severity = Severity.WARNING
-    title = "No outbound path: NAT gateway disabled and no hub peering"
-    fix = "Enable network.nat_gateway, or peer a hub whose firewall routes egress."
+    title = "No outbound path: NAT gateway disabled and no route to a hub firewall"
+    fix = "Enable network.nat_gateway, or set network.hub_peering.firewall_private_ip to route egress to the hub."
 
     def check(self, ctx: ConfigContext) -> Iterable[Finding]:
         network = ctx.config.network
-        if not network.nat_gateway.enabled and network.hub_peering is None:
+        hub = network.hub_peering
+        if network.nat_gateway.enabled:
+            return
+        if hub is None:
             yield self.finding(
                 ctx, ("network", "nat_gateway", "enabled"), "the NAT gateway is disabled and there is no hub peering"
+            )
+        elif hub.firewall_private_ip is None:
+            yield self.finding(
+                ctx,
+                ("network", "hub_peering"),
+                "the NAT gateway is disabled and the hub peering names no firewall_private_ip to route 0.0.0.0/0 to",
+            )
+        elif not any(hub.firewall_private_ip in space for space in hub.remote_address_space):
+            yield self.finding(
+                ctx,
+                ("network", "hub_peering", "firewall_private_ip"),
+                f"{hub.firewall_private_ip} is outside the hub's remote_address_space: egress would have no next hop",
             )
 
 
