@@ -141,7 +141,7 @@ def test_verify_nccl_finds_the_planted_bad_nodes_says_why_drains_them_and_report
         "Xid 79 (GPU has fallen off the bus) on GPU 2 (00000003:00:00.0)"
     )
     assert bad["bad node node2"].startswith(
-        "bad node node2: HPCLZ-VFY-910 inter-node all-reduce (ring pairs): slow in every ring pair with it: "
+        "bad node node2: HPCLZ-VFY-910 Inter-node all-reduce (ring pairs): slow in every ring pair with it: "
     )
     assert "node1+node2" in bad["bad node node2"] and "node2+node3" in bad["bad node node2"]
     assert "drained: node4, node2" in result.stdout and "2 of 4 nodes passed" in result.stdout

@@ -1,8 +1,13 @@
-"""The verify checks as registered rules: metadata, a passing and a failing case each, suppression by ID."""
+"""The verify checks as registered rules: metadata, a passing and a failing case each, suppression by ID.
+
+Node checks get their cases from the fixtures; the outcomes the head node observes (HPCLZ-VFY-9NN) get theirs
+from the dispatcher's own functions, fed a situation that must produce the outcome and one that must not.
+"""
 
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -12,15 +17,65 @@ from hpclz.findings import Severity
 from hpclz.rules.base import RULE_ID, Rule, run_rules
 from hpclz.rules.registry import VERIFY_RULES, all_rules
 from hpclz.verify.agent import gather
-from hpclz.verify.checks.rules import NodeContext
+from hpclz.verify.checks.outcomes import OUTCOMES
+from hpclz.verify.checks.rules import NodeContext, OutcomeRule, VerifyRule
+from hpclz.verify.collective_job import analyse_pairs, pair_failures
+from hpclz.verify.dispatch import FanOut, _why_missing, read_node, select
+from hpclz.verify.model import BandwidthPoint, CollectiveResult, NodeReport
 from hpclz.verify.probes.source import Source
+from hpclz.verify.slurm import NodeInfo
 from hpclz.verify.thresholds import load_thresholds
-from tests.verify.helpers import FAULTS, GOOD, H200
+from tests.verify.helpers import FAULTS, GOOD, H200, agent
 from tests.verify.test_checks import FAULT_TABLE
 
 FAILING = {check_id: FAULTS / fault for fault, (check_id, _, _) in FAULT_TABLE.items()}
 FAILING["HPCLZ-VFY-001"] = FAULTS / "nvsmi-hung"
 PASSING = {rule.id: GOOD for rule in VERIFY_RULES} | {"HPCLZ-VFY-023": FAULTS / "dcgm-pass"}
+NODE_RULES = [r for r in VERIFY_RULES if issubclass(r, VerifyRule)]
+OUTCOME_RULES = [r for r in VERIFY_RULES if issubclass(r, OutcomeRule)]
+
+
+def healthy(folder: Path) -> NodeReport:
+    """What the dispatcher reads back from a node whose agent ran and wrote its report."""
+    (folder / "n1.report.json").write_text(NodeReport.model_validate(agent(GOOD)).model_dump_json())
+    (folder / "n1.rc").write_text("0\n")
+    return read_node(folder, "n1", 60)
+
+
+def _pair(a: str, b: str, busbw: float) -> CollectiveResult:
+    point = BandwidthPoint(size_bytes=1 << 30, time_us=1.0, algbw_gbps=busbw, busbw_gbps=busbw)
+    return CollectiveResult(name=f"pair-{a}-{b}", nodes=[a, b], backend="nccl", ranks=16, points=[point])
+
+
+def _pairs(slow_n1: bool) -> dict[str, NodeReport]:
+    n1 = 120.0 if slow_n1 else 370.0
+    ring = [_pair("n0", "n1", n1), _pair("n1", "n2", n1), _pair("n2", "n3", 375.0), _pair("n3", "n0", 372.0)]
+    return pair_failures(analyse_pairs(ring, threshold=350.0))
+
+
+def _job_not_run(folder: Path) -> NodeReport:
+    why, outcome_id = _why_missing("PENDING", FanOut(command=["true"], work_dir=folder), folder / "job-0.out")
+    return read_node(folder, "n1", 60, missing=why, missing_id=outcome_id)
+
+
+# outcome ID -> (a situation where the dispatcher reports it for n1, the same situation gone well)
+Case = Callable[[Path], NodeReport]
+OUTCOME_CASES: dict[str, tuple[Case, Case]] = {
+    "HPCLZ-VFY-900": (lambda tmp: read_node(tmp, "n1", 60), healthy),
+    "HPCLZ-VFY-901": (
+        lambda tmp: select([NodeInfo("n1", "down*", "Not responding")], drain=True).skipped["n1"],
+        lambda tmp: select([NodeInfo("n1", "idle")], drain=True).skipped.get("n1") or healthy(tmp),
+    ),
+    "HPCLZ-VFY-902": (
+        lambda tmp: select([NodeInfo("n1", "allocated")], drain=True).skipped["n1"],
+        lambda tmp: select([NodeInfo("n1", "idle")], drain=True).skipped.get("n1") or healthy(tmp),
+    ),
+    "HPCLZ-VFY-903": (_job_not_run, healthy),
+    "HPCLZ-VFY-910": (
+        lambda tmp: _pairs(slow_n1=True)["n1"],
+        lambda tmp: _pairs(slow_n1=False).get("n1") or healthy(tmp),
+    ),
+}
 
 
 def context(fixtures: Path) -> NodeContext:
@@ -42,7 +97,13 @@ def test_verify_rule_metadata(rule: type[Rule[Any]]) -> None:
     assert rule.fix.strip() and inspect.getdoc(rule)
 
 
-@pytest.mark.parametrize("rule", VERIFY_RULES, ids=lambda r: r.id)
+def test_every_verify_rule_has_its_cases() -> None:
+    assert {r.id for r in NODE_RULES} == set(FAILING)
+    assert {r.id for r in OUTCOME_RULES} == set(OUTCOME_CASES) == {spec.id for spec in OUTCOMES}
+    assert len(NODE_RULES) + len(OUTCOME_RULES) == len(VERIFY_RULES)
+
+
+@pytest.mark.parametrize("rule", NODE_RULES, ids=lambda r: r.id)
 def test_each_verify_rule_has_a_failing_and_a_passing_case(rule: type[Rule[Any]]) -> None:
     assert rule.id in FAILING, f"{rule.id} has no failing fixture"
     failing, _ = run_rules([rule], context(FAILING[rule.id]))
@@ -58,3 +119,25 @@ def test_a_warn_only_check_reports_a_warning_finding_and_suppression_works() -> 
     assert [(f.rule_id, f.severity) for f in reported] == [("HPCLZ-VFY-010", Severity.WARNING)]
     reported, suppressed = run_rules(VERIFY_RULES, ctx, suppress=["hpclz-vfy-010"])
     assert reported == [] and [f.rule_id for f in suppressed] == ["HPCLZ-VFY-010"]
+
+
+@pytest.mark.parametrize("rule", OUTCOME_RULES, ids=lambda r: r.id)
+def test_each_dispatch_outcome_has_a_failing_and_a_passing_case(rule: type[Rule[Any]], tmp_path: Path) -> None:
+    fails, passes = OUTCOME_CASES[rule.id]
+    report = fails(tmp_path)
+    assert [c.check_id for c in report.checks] == [rule.id]
+    assert report.checks[0].title == rule.title and report.checks[0].fix == rule.fix  # one source for both
+    found, _ = run_rules(VERIFY_RULES, NodeContext(report=report))
+    assert [(f.rule_id, f.severity, f.path) for f in found] == [(rule.id, rule.severity, "node.n1")]
+    assert found[0].message == report.checks[0].message
+    healthy_report = passes(tmp_path)
+    assert rule.id not in {c.check_id for c in healthy_report.checks}
+    assert run_rules([rule], NodeContext(report=healthy_report)) == ([], [])
+
+
+def test_a_node_check_is_also_found_in_a_report_the_head_node_read_back() -> None:
+    """The head node has the nodes' reports, not their readings: the same rules judge those."""
+    report = NodeReport.model_validate(agent(FAULTS / "xid79"))
+    found, suppressed = run_rules(VERIFY_RULES, NodeContext(report=report), suppress=["HPCLZ-VFY-006"])
+    assert found == [] and [f.rule_id for f in suppressed] == ["HPCLZ-VFY-006"]
+    assert "Xid 79" in suppressed[0].message and suppressed[0].path == "node.node-under-test"

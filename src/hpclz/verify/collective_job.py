@@ -31,8 +31,6 @@ if TYPE_CHECKING:
 
 THROTTLE_NODE = "HPCLZ_VERIFY_THROTTLE_NODE"
 THROTTLE_S = "HPCLZ_VERIFY_THROTTLE_S"
-SLOW_PAIR_ID = "HPCLZ-VFY-910"
-ALL_NODES_ID = "HPCLZ-VFY-911"
 RELATIVE_SLOW = 0.5  # a pair under half the best pair's bus bandwidth is slow when no threshold applies
 
 
@@ -212,9 +210,10 @@ def _bw_text(r: CollectiveResult) -> str:
 
 
 def pair_failures(blamed: dict[str, str]) -> dict[str, NodeReport]:
+    from hpclz.verify.checks.outcomes import SLOW_PAIR
     from hpclz.verify.dispatch import failed
 
-    return {n: failed(n, SLOW_PAIR_ID, "inter-node all-reduce (ring pairs)", why) for n, why in blamed.items()}
+    return {n: failed(n, SLOW_PAIR, why) for n, why in blamed.items()}
 
 
 # -- the rank side: runs on compute nodes under srun ------------------------------------------------------------

@@ -21,6 +21,8 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from hpclz.verify.checks import outcomes
+from hpclz.verify.checks.outcomes import OutcomeSpec
 from hpclz.verify.model import CheckResult, NodeReport, Status
 from hpclz.verify.slurm import DRAIN_PREFIX, NodeInfo, SlurmClient
 
@@ -31,11 +33,13 @@ GRACE_S = 30  # Slurm's time limit exceeds the node budget by this, so `timeout`
 TAIL_CHARS = 400
 RESULT_SUFFIXES = (".rc", ".stdout", ".stderr", ".report.json")
 
-# Outcomes the dispatcher itself observes; the node checks own HPCLZ-VFY-001..899.
-NO_RESULT = "HPCLZ-VFY-900"
-UNREACHABLE = "HPCLZ-VFY-901"
-NOT_TESTED = "HPCLZ-VFY-902"
-JOB_NOT_RUN = "HPCLZ-VFY-903"  # the job never ran the node command: a fault of the setup, never a reason to drain
+# Outcomes the dispatcher itself observes (registered rules, hpclz.verify.checks.outcomes); node checks own 001..899.
+NO_RESULT = outcomes.NO_RESULT.id
+UNREACHABLE = outcomes.UNREACHABLE.id
+NOT_TESTED = outcomes.NOT_TESTED.id
+JOB_NOT_RUN = (
+    outcomes.JOB_NOT_RUN.id
+)  # the job never ran the node command: a fault of the setup, never a reason to drain
 
 
 @dataclass(frozen=True)
@@ -170,13 +174,13 @@ def read_node(
 ) -> NodeReport:
     rc_file = folder / f"{node}.rc"
     if not rc_file.exists():
-        return failed(node, missing_id, "no result", f"no result within {budget_s} s: {missing}")
+        return failed(node, outcomes.by_id(missing_id), f"no result within {budget_s} s: {missing}")
     rc = int(rc_file.read_text().strip() or -1)
     if rc == 124:
-        return failed(node, NO_RESULT, "no result", f"timed out after {budget_s} s{_said(folder, node)}")
+        return failed(node, outcomes.NO_RESULT, f"timed out after {budget_s} s{_said(folder, node)}")
     if rc == 137:
         why = f"killed by SIGKILL (ignored the stop at {budget_s} s, or ran out of memory)"
-        return failed(node, NO_RESULT, "no result", f"{why}{_said(folder, node)}")
+        return failed(node, outcomes.NO_RESULT, f"{why}{_said(folder, node)}")
     report_file = folder / f"{node}.report.json"
     text = report_file.read_text() if report_file.exists() else (folder / f"{node}.stdout").read_text()
     try:
@@ -186,12 +190,14 @@ def read_node(
         where = ".".join(map(str, first["loc"]))
         problem = f"{where}: {first['msg']}" if where else first["msg"]
         what = f"node command exited {rc}" if rc else "node command printed no readable report"
-        return failed(node, NO_RESULT, "no result", f"{what}: {problem}{_said(folder, node)}")
+        return failed(node, outcomes.NO_RESULT, f"{what}: {problem}{_said(folder, node)}")
     return report.model_copy(update={"node": node})
 
 
-def failed(node: str, check_id: str, title: str, message: str, status: Status = Status.FAIL) -> NodeReport:
-    return NodeReport(node=node, checks=[CheckResult(check_id=check_id, title=title, status=status, message=message)])
+def failed(node: str, spec: OutcomeSpec, message: str, status: Status = Status.FAIL) -> NodeReport:
+    """A report holding one outcome the head node observed, with that outcome's registered title and fix."""
+    result = CheckResult(check_id=spec.id, title=spec.title, status=status, message=message, fix=spec.fix)
+    return NodeReport(node=node, checks=[result])
 
 
 def _said(folder: Path, node: str) -> str:
@@ -218,19 +224,19 @@ def select(infos: Iterable[NodeInfo], *, drain: bool) -> Selection:
     for info in infos:
         if info.unreachable:
             chosen.skipped[info.name] = failed(
-                info.name, UNREACHABLE, "node reachable", f"Slurm reports it {info.state}{_reason(info)}"
+                info.name, outcomes.UNREACHABLE, f"Slurm reports it {info.state}{_reason(info)}"
             )
         elif info.drained_by_hpclz and drain:
             chosen.retest.append(info.name)
         elif info.busy:
             # One busy node would hold its whole job of up to 100 nodes in the queue; test it another time.
             note = f"not tested: busy running jobs (Slurm reports it {info.state})"
-            chosen.skipped[info.name] = failed(info.name, NOT_TESTED, "node tested", note, Status.NOT_MEASURED)
+            chosen.skipped[info.name] = failed(info.name, outcomes.NOT_TESTED, note, Status.NOT_MEASURED)
         elif not info.schedulable:
             note = f"not tested: Slurm reports it {info.state}{_reason(info)}"
             if info.drained_by_hpclz:
                 note += "; pass --drain to re-test and resume it"
-            chosen.skipped[info.name] = failed(info.name, NOT_TESTED, "node tested", note, Status.NOT_MEASURED)
+            chosen.skipped[info.name] = failed(info.name, outcomes.NOT_TESTED, note, Status.NOT_MEASURED)
         else:
             chosen.runnable.append(info.name)
     return chosen
