@@ -21,9 +21,14 @@ def load(name: str) -> dict[str, Any]:
 
 
 def context(
-    template: dict[str, Any], location: str | None = LOCATION, supplied: frozenset[str] | None = None
+    template: dict[str, Any],
+    location: str | None = LOCATION,
+    supplied: frozenset[str] | None = None,
+    values: dict[str, Any] | None = None,
 ) -> TemplateContext:
-    return TemplateContext(template=template, deployment="fixture", location=location, supplied=supplied)
+    return TemplateContext(
+        template=template, deployment="fixture", location=location, supplied=supplied, parameter_values=values or {}
+    )
 
 
 def deployment(

@@ -47,6 +47,16 @@ CASES: dict[str, tuple[str, list[str], list[str]]] = {
         ["passes 'sku', which is not declared", "'vmSize' has no defaultValue and deployment fixture passes none"],
         ["parameters", "parameters.vmSize"],
     ),
+    "HPCLZ-TPL-019": (
+        "tpl-019-parameter-values.json",
+        [
+            "passes vmSize='Standard_D2s_v5': not one of the allowedValues",
+            "passes nodeCount=0: outside minValue 1 / maxValue 100",
+            "passes prefix='hpclzfix': length 8 outside minLength None / maxLength 5",
+            "passes spot='yes': expected bool, got str",
+        ],
+        ["parameters.vmSize", "parameters.nodeCount", "parameters.prefix", "parameters.spot"],
+    ),
     "HPCLZ-TPL-020": ("tpl-020-secure-default.json", ["secure parameter adminPassword has a default"], []),
     "HPCLZ-TPL-021": (
         "tpl-021-output-secret.json",
@@ -87,6 +97,9 @@ RULES = {rule.id: rule for rule in TEMPLATE_RULES}
 # Parameter names the deployment passes, for the rule that compares them with the template's declarations.
 GOOD_SUPPLIED = frozenset({"location", "adminpublickey", "adminpassword"})
 SUPPLIED = {"HPCLZ-TPL-018": frozenset({"location", "sku"})}
+# Parameter values the deployment passes, for the rule that checks them against their declarations.
+GOOD_VALUES = {"location": "southcentralus", "adminPublicKey": "ssh-ed25519 AAAAfixture", "prefix": "hpc"}
+VALUES = {"HPCLZ-TPL-019": {"vmSize": "Standard_D2s_v5", "nodeCount": 0, "prefix": "hpclzfix", "spot": "yes"}}
 
 
 def run(
@@ -94,8 +107,9 @@ def run(
     template: dict[str, Any],
     location: str | None = "southcentralus",
     supplied: frozenset[str] | None = None,
+    values: dict[str, Any] | None = None,
 ) -> list[Finding]:
-    reported, _ = run_rules([rule], context(template, location, supplied))
+    reported, _ = run_rules([rule], context(template, location, supplied, values))
     return reported
 
 
@@ -105,13 +119,13 @@ def test_every_lint_rule_has_a_failing_case() -> None:
 
 @pytest.mark.parametrize("rule", LINT_RULES, ids=lambda r: r.id)
 def test_good_template_passes(rule: type[Rule[Any]]) -> None:
-    assert run(rule, load("good.json"), supplied=GOOD_SUPPLIED) == []
+    assert run(rule, load("good.json"), supplied=GOOD_SUPPLIED, values=GOOD_VALUES) == []
 
 
 @pytest.mark.parametrize("rule_id", sorted(CASES))
 def test_bad_template_fails(rule_id: str) -> None:
     fixture, fragments, paths = CASES[rule_id]
-    findings = run(RULES[rule_id], load(f"bad/{fixture}"), supplied=SUPPLIED.get(rule_id))
+    findings = run(RULES[rule_id], load(f"bad/{fixture}"), supplied=SUPPLIED.get(rule_id), values=VALUES.get(rule_id))
     assert {f.rule_id for f in findings} == {rule_id}
     assert len(findings) == len(fragments), [f.message for f in findings]
     messages = " | ".join(f.message for f in findings)
@@ -207,3 +221,13 @@ def test_expressions_in_object_keys_count() -> None:
     del template["parameters"]["identityId"]
     (finding,) = run(RULES["HPCLZ-TPL-012"], template)
     assert finding.path == "resources[vmss-hpc].identity.userAssignedIdentities.[parameters('identityId')]"
+
+
+def test_parameter_value_in_range_and_allowed_passes() -> None:
+    values = {"vmSize": "Standard_HB176rs_v4", "nodeCount": 100, "prefix": "hpc", "spot": False}
+    assert run(RULES["HPCLZ-TPL-019"], load("bad/tpl-019-parameter-values.json"), values=values) == []
+
+
+def test_bool_is_not_an_int_parameter() -> None:
+    (finding,) = run(RULES["HPCLZ-TPL-019"], load("bad/tpl-019-parameter-values.json"), values={"nodeCount": True})
+    assert "expected int, got bool" in finding.message

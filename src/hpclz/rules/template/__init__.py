@@ -18,6 +18,7 @@ from hpclz.rules.template.resources import (
     DependsOnExists,
     LocationFromDeployment,
     ParametersSupplied,
+    ParameterValuesValid,
     ResourcesTagged,
 )
 from hpclz.rules.template.schema import ResourceMatchesSchema, ResourceTypeKnown
@@ -39,6 +40,7 @@ LINT_RULES: tuple[type[Rule[Any]], ...] = (
     ApiVersionPinned,
     ResourcesTagged,
     ParametersSupplied,
+    ParameterValuesValid,
     SecureParameterNoDefault,
     OutputsWithoutSecrets,
     PasswordsSecure,

@@ -245,3 +245,57 @@ class ParametersSupplied(Rule[TemplateContext]):
                     ("parameters", name),
                     f"'{name}' has no defaultValue and deployment {ctx.deployment} passes none",
                 )
+
+
+_JSON_TYPES: dict[str, tuple[type, ...]] = {
+    "string": (str,),
+    "securestring": (str,),
+    "int": (int,),
+    "bool": (bool,),
+    "object": (dict,),
+    "secureobject": (dict,),
+    "array": (list,),
+}
+
+
+class ParameterValuesValid(Rule[TemplateContext]):
+    """Each value a deployment passes must satisfy its parameter's declaration (type, allowedValues,
+    minValue/maxValue, minLength/maxLength), which ARM checks before deploying anything ("The provided value
+    for the template parameter is not valid"). Mirrors ARM's own parameter validation; arm-ttk "Min And Max
+    Value Are Numbers" checks only that the bounds themselves are numbers."""
+
+    id = "HPCLZ-TPL-019"
+    severity = Severity.ERROR
+    title = "Deployment parameter value does not satisfy its declaration"
+    fix = "Pass a value of the declared type within the declared bounds, or correct the declaration."
+
+    def check(self, ctx: TemplateContext) -> Iterable[Finding]:
+        declared = {name.lower(): (name, spec) for name, spec in ctx.parameters.items() if isinstance(spec, dict)}
+        for key, value in ctx.parameter_values.items():
+            if key.lower() not in declared:
+                continue  # HPCLZ-TPL-018 reports undeclared values
+            name, spec = declared[key.lower()]
+            for problem in _value_problems(value, spec):
+                yield self.finding(
+                    ctx, ("parameters", name), f"deployment {ctx.deployment} passes {name}={value!r}: {problem}"
+                )
+
+
+def _value_problems(value: object, spec: dict[str, object]) -> Iterator[str]:
+    kind = str(spec.get("type", "")).lower()
+    expected = _JSON_TYPES.get(kind)
+    # bool is an int in Python, never in ARM.
+    if expected is not None and (not isinstance(value, expected) or (kind == "int" and isinstance(value, bool))):
+        yield f"expected {spec.get('type')}, got {type(value).__name__}"
+        return
+    allowed = spec.get("allowedValues")
+    if isinstance(allowed, list) and value not in allowed:
+        yield f"not one of the allowedValues {allowed}"
+    if isinstance(value, int) and not isinstance(value, bool):
+        low, high = spec.get("minValue"), spec.get("maxValue")
+        if (isinstance(low, int) and value < low) or (isinstance(high, int) and value > high):
+            yield f"outside minValue {low} / maxValue {high}"
+    if isinstance(value, str | list):
+        shortest, longest = spec.get("minLength"), spec.get("maxLength")
+        if (isinstance(shortest, int) and len(value) < shortest) or (isinstance(longest, int) and len(value) > longest):
+            yield f"length {len(value)} outside minLength {shortest} / maxLength {longest}"
