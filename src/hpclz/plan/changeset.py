@@ -79,6 +79,7 @@ class ResourceChange(BaseModel):
     id: str
     type: str
     name: str
+    label: str = Field(default="", description="Readable name for people (role assignments); never used to match.")
     deployment: str = ""
     action: Action
     data_bearing: bool = False

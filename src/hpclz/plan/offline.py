@@ -10,7 +10,7 @@ from typing import Any
 
 from hpclz.plan import policies
 from hpclz.plan.changeset import Action, ChangeSet, PropertyChange, ResourceChange, StateRef, Verdict, worst
-from hpclz.plan.resources import DesiredResource, desired_resources, id_key
+from hpclz.plan.resources import DesiredResource, desired_resources, id_key, resource_label
 from hpclz.render.plan import DeploymentPlan
 from hpclz.state.model import DeploymentStatus, ResourceRecord, StateDocument
 
@@ -116,7 +116,9 @@ def offline_changeset(plan: DeploymentPlan, state: StateDocument | None) -> Chan
         else:
             data = record.data_bearing or policies.is_data_bearing(d.type)
             before, after = comparable(record.properties, d.body)
-            changes.resources.append(resource_change(d.type, d.name, record.id, d.deployment, data, before, after))
+            change = resource_change(d.type, d.name, record.id, d.deployment, data, before, after)
+            change.label = resource_label(d.type, d.name, d.id, d.body)
+            changes.resources.append(change)
     changes.resources.extend(_delete(r) for r in matcher.unmatched() if r.deployment not in unchanged)
     return changes
 
@@ -206,6 +208,7 @@ def create_change(d: DesiredResource) -> ResourceChange:
         id=d.id,
         type=d.type,
         name=d.name,
+        label=resource_label(d.type, d.name, d.id, d.body),
         deployment=d.deployment,
         action=Action.CREATE,
         data_bearing=policies.is_data_bearing(d.type),
@@ -219,6 +222,7 @@ def _same(d: DesiredResource, record: ResourceRecord | None) -> ResourceChange:
         id=record.id if record else d.id,
         type=d.type,
         name=d.name,
+        label=resource_label(d.type, d.name, d.id, d.body),
         deployment=d.deployment,
         action=Action.NO_CHANGE,
         data_bearing=data_bearing,
@@ -231,6 +235,7 @@ def _delete(record: ResourceRecord) -> ResourceChange:
         id=record.id,
         type=record.type,
         name=record.name,
+        label=resource_label(record.type, record.name, record.id, record.properties),
         deployment=record.deployment,
         action=Action.DELETE,
         data_bearing=data,

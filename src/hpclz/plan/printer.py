@@ -84,9 +84,14 @@ def property_line(change: PropertyChange, noise: bool = False) -> str:
     return f"      {_symbol(change.kind)} {body}{note}"
 
 
+def title_of(change: ResourceChange) -> str:
+    """Type and readable label (role assignments: role -> principal at scope); the ID still identifies it."""
+    return f"{escape(change.type)} {escape(change.label or change.name)}"
+
+
 def resource_lines(change: ResourceChange, show_noise: bool) -> list[str]:
     where = f" (deployment {escape(change.deployment)})" if change.deployment else ""
-    title = f"{escape(change.type)} {escape(change.name)}"
+    title = title_of(change)
     v = change.verdict
     if change.action is Action.CREATE or (change.action is Action.DELETE and not change.data_loss):
         return [f"{_symbol(change.action)} {title}[dim]{where}[/]"]
@@ -106,7 +111,7 @@ def resource_lines(change: ResourceChange, show_noise: bool) -> list[str]:
 
 def resource_lines_quiet(change: ResourceChange) -> list[str]:
     """A resource what-if reported only noise for: shown with --show-noise, as unchanged."""
-    title = f"{escape(change.type)} {escape(change.name)}"
+    title = title_of(change)
     return [f"{_symbol(Action.NO_CHANGE)} {title}", *(property_line(p, noise=True) for p in change.noise)]
 
 

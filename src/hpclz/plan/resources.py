@@ -133,3 +133,53 @@ def _collect_nested(raw: dict[str, Any], ctx: _Context, out: list[DesiredResourc
     nested = _Context(ctx.deployment, ctx.subscription, rg, _parameter_values(template, given), {})
     nested.variables = nested.resolve(template.get("variables", {}))
     _collect(template.get("resources", []), nested, "", "", out)
+
+
+ROLE_ASSIGNMENT = "microsoft.authorization/roleassignments"
+_GUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+_IDENTITY = re.compile(r"userAssignedIdentities'?\s*,\s*'([^']+)'|userAssignedIdentities/([^/'\]]+)")
+
+
+def resource_label(rtype: str, name: str, rid: str, body: dict[str, Any] | None) -> str:
+    """What a person reads for a resource in `hpclz plan`; never used to match or diff (that is `id_key`).
+
+    Role assignments are named `[guid(...)]` in templates and by a GUID in Azure, so they are labelled from
+    their properties instead: `Reader -> group dde85349… at rg-energy-network-prod-scus`.
+    """
+    if rtype.lower() != ROLE_ASSIGNMENT or not isinstance(body, dict):
+        return name
+    props = body.get("properties", body)
+    if not isinstance(props, dict) or "roleDefinitionId" not in props:
+        return name
+    return f"{_role_name(str(props['roleDefinitionId']))} -> {_principal(props)} at {_scope_name(rid)}"
+
+
+def _role_name(definition: str) -> str:
+    from hpclz.render.roles import ROLE_IDS  # the table render assigns from; plan reads it back
+
+    ids = _GUID.findall(definition)
+    if not ids:
+        return "role " + definition[:40]
+    names = {role_id.lower(): role.value for role, role_id in ROLE_IDS.items()}
+    return names.get(ids[-1].lower(), f"role {ids[-1][:8]}…")
+
+
+def _principal(props: dict[str, Any]) -> str:
+    principal = str(props.get("principalId", ""))
+    kind = {"Group": "group", "User": "user", "ServicePrincipal": "identity"}.get(str(props.get("principalType")), "")
+    identity = _IDENTITY.search(principal)
+    if identity:
+        return f"identity {identity.group(1) or identity.group(2)}"
+    shown = f"{principal[:8]}…" if _GUID.fullmatch(principal) else principal[:40]
+    return f"{kind} {shown}".strip()
+
+
+def _scope_name(rid: str) -> str:
+    """The assignment's scope from its ID: a resource group, a resource (its name) or the subscription."""
+    scope = re.split(r"/providers/Microsoft\.Authorization/roleAssignments/", rid, flags=re.I)[0].rstrip("/")
+    parts = scope.split("/")
+    if len(parts) >= 5 and parts[-2].lower() == "resourcegroups":
+        return parts[-1]
+    if "/providers/" in scope.lower():
+        return parts[-1]
+    return "subscription"

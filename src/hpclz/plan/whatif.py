@@ -20,6 +20,7 @@ from hpclz.errors import ExitCode, HpclzError
 from hpclz.plan import policies
 from hpclz.plan.changeset import Action, ChangeSet, PropertyChange, ResourceChange, Verdict
 from hpclz.plan.offline import classify
+from hpclz.plan.resources import resource_label
 
 _SNAKE = {
     "resource_id": "resourceId",
@@ -171,8 +172,15 @@ def map_change(raw: dict[str, Any], deployment: str) -> ResourceChange:
     rtype, name = parse_resource_id(rid)
     kind = str(raw.get("changeType", ""))
     data = policies.is_data_bearing(rtype)
+    shown = raw.get("after") or raw.get("before")
     base = ResourceChange(
-        id=rid, type=rtype, name=name, deployment=deployment, action=Action.NO_CHANGE, data_bearing=data
+        id=rid,
+        type=rtype,
+        name=name,
+        label=resource_label(rtype, name, rid, shown if isinstance(shown, dict) else None),
+        deployment=deployment,
+        action=Action.NO_CHANGE,
+        data_bearing=data,
     )
     if kind == "Create":
         return base.model_copy(update={"action": Action.CREATE, "verdict": policies.create_verdict()})
