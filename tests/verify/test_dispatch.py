@@ -179,6 +179,54 @@ def test_two_nodes_name_both_when_their_only_pair_is_slow() -> None:
     assert "either node may be at fault" in blamed["a"]
 
 
+def test_the_sku_threshold_fails_a_pair_the_relative_rule_would_pass() -> None:
+    """NDR pairs reach 368-384 GB/s; 300 is well above half the best pair, yet below the SKU's 350."""
+    results = [_pair("a", "b", 380.0), _pair("b", "c", 300.0), _pair("c", "d", 305.0), _pair("d", "a", 375.0)]
+    assert analyse_pairs([r.model_copy(deep=True) for r in results]) == {}
+    blamed = analyse_pairs(results, threshold=350.0)
+    assert list(blamed) == ["c"]
+    assert blamed["c"] == (
+        "slow in every ring pair with it: b+c 300 GB/s, c+d 305 GB/s; best pair 380 GB/s; threshold 350 GB/s"
+    )
+    assert [r.threshold_busbw_gbps for r in results] == [350.0] * 4
+
+
+def test_when_every_pair_is_under_the_threshold_only_a_relative_outlier_is_blamed() -> None:
+    results = [_pair("a", "b", 300.0), _pair("b", "c", 90.0), _pair("c", "d", 95.0), _pair("d", "a", 310.0)]
+    assert list(analyse_pairs(results, threshold=350.0)) == ["c"]
+    assert all(r.status is Status.FAIL for r in results)
+
+
+def test_a_uniformly_slow_fabric_fails_every_pair_but_blames_no_node() -> None:
+    results = [_pair("a", "b", 200.0), _pair("b", "c", 190.0), _pair("c", "a", 205.0)]
+    assert analyse_pairs(results, threshold=350.0) == {}
+    assert all(r.status is Status.FAIL for r in results)
+    assert results[1].message == (
+        "bus bandwidth 190 GB/s < 350 GB/s; every pair is below it and no node stands out: "
+        "the fabric or the set-up, not one node"
+    )
+
+
+@pytest.mark.parametrize(
+    ("sku", "overrides", "backend", "threshold"),
+    [
+        ("Standard_ND96isr_H200_v5", {}, "nccl", 350.0),  # 8 x NDR 400G
+        ("standard_nd96isr_h100_v5", {}, "nccl", 350.0),
+        ("Standard_ND96amsr_A100_v4", {}, "nccl", 175.0),  # 8 x HDR 200G
+        ("Standard_ND96isr_H200_v5", {"internode_allreduce_busbw_gbps": 300.0}, "nccl", 300.0),
+        (None, {}, "gloo", None),  # CPU over TCP: no SKU figure, the relative rule applies
+        ("Standard_D4s_v5", {}, "gloo", None),
+        ("Standard_D4s_v5", {"internode_allreduce_busbw_gbps": 1.5}, "gloo", 1.5),  # an explicit override still does
+    ],
+)
+def test_the_ring_pairs_threshold_comes_from_the_sku_or_the_config(
+    sku: str | None, overrides: dict[str, float], backend: str, threshold: float | None
+) -> None:
+    plan = collective_backend(sku, overrides)
+    assert plan["backend"] == backend
+    assert plan.get("threshold_busbw_gbps") == threshold
+
+
 @pytest.mark.parametrize("size", [0, -1])
 def test_batch_size_must_be_positive(size: int) -> None:
     with pytest.raises(ValueError):

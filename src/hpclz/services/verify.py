@@ -12,7 +12,7 @@ import contextlib
 import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +30,7 @@ from hpclz.verify.slurm import NodeInfo, SlurmClient, SlurmError
 
 PING_GRACE_S = 5.0
 QUEUE_WAIT_S = 300  # how long a job may wait for its nodes (busy with user jobs) before they count as no result
+INTERNODE = "internode_allreduce_busbw_gbps"  # the ring pairs' threshold (hpclz.verify.thresholds)
 MASTER_ADDR_ENV = "HPCLZ_VERIFY_MASTER_ADDR"  # where ranks meet when node names do not resolve (tests)
 
 
@@ -152,13 +153,9 @@ def _partition_sku(config: LandingZoneConfig, partition: str | None) -> str | No
 def agent_command(config: LandingZoneConfig, python: str, sku: str | None, nccl: bool) -> list[str]:
     """`python -m hpclz.verify.agent` with the partition's SKU, the config's overrides and per-check timeout."""
     from hpclz.verify.dispatch import RESULT_PLACEHOLDER
-    from hpclz.verify.thresholds import agent_arguments, overrides_for
+    from hpclz.verify.thresholds import agent_arguments
 
-    try:
-        overrides = overrides_for(config.verify.thresholds, sku)
-    except ValueError as exc:
-        raise HpclzError(str(exc), exit_code=ExitCode.CONFIG_INVALID) from None
-    cmd = [python, "-m", "hpclz.verify.agent", "--json", RESULT_PLACEHOLDER, *agent_arguments(overrides)]
+    cmd = [python, "-m", "hpclz.verify.agent", "--json", RESULT_PLACEHOLDER, *agent_arguments(_overrides(config, sku))]
     cmd += ["--timeout", str(config.verify.check_timeout_seconds)]
     if sku:
         cmd += ["--sku", sku]
@@ -235,8 +232,9 @@ def _collectives(
     for partition, healthy in by_partition.items():
         if len(healthy) < 2:
             continue
+        sku = _partition_sku(config, partition)
         plan = coll.CollectivePlan(
-            **collective_backend(_partition_sku(config, partition)),
+            **collective_backend(sku, _overrides(config, sku)),
             python=opts.python,
             work_dir=work / "collectives",
             budget_s=opts.node_budget_s or config.verify.check_timeout_seconds,
@@ -245,7 +243,7 @@ def _collectives(
             master_addr=os.environ.get(MASTER_ADDR_ENV),
         )
         pairs = coll.run_pairs(client, healthy, plan)
-        blamed = coll.analyse_pairs(pairs)
+        blamed = coll.analyse_pairs(pairs, plan.threshold_busbw_gbps)
         report.collectives.extend(pairs)
         for node, failure in coll.pair_failures(blamed).items():
             tested[node] = tested[node].model_copy(update={"checks": [*tested[node].checks, *failure.checks]})
@@ -260,15 +258,33 @@ def _collectives(
             report.collectives.append(_judge_all(coll.run_all_nodes(client, rest, plan, name=name)))
 
 
-def collective_backend(sku: str | None) -> dict[str, Any]:
+def collective_backend(sku: str | None, overrides: Mapping[str, float] | None = None) -> dict[str, Any]:
     """NCCL with one rank per GPU where the SKU's GPU count is known, at the sizes that reach peak bandwidth
-    (azurehpc's ring pairs use 8 GiB); gloo over TCP, one rank per node, elsewhere."""
+    (azurehpc's ring pairs use 8 GiB), judged against the SKU's inter-node busbw threshold; gloo over TCP, one
+    rank per node, elsewhere, where an InfiniBand figure means nothing and only a config override applies."""
     from hpclz.verify.thresholds import load_thresholds
 
-    gpus = load_thresholds(sku).get("gpu_count") if sku else None
+    overrides = overrides or {}
+    thresholds = load_thresholds(sku, overrides) if sku else None
+    gpus = thresholds.get("gpu_count") if thresholds else None
     if not gpus:
-        return {"backend": "gloo"}
-    return {"backend": "nccl", "ranks_per_node": int(gpus), "sizes": (1 << 30, 8 << 30), "iters": 20, "warmup": 5}
+        plan: dict[str, Any] = {"backend": "gloo"}
+        threshold = overrides.get(INTERNODE)
+    else:
+        plan = {"backend": "nccl", "ranks_per_node": int(gpus), "sizes": (1 << 30, 8 << 30), "iters": 20, "warmup": 5}
+        threshold = thresholds.get(INTERNODE) if thresholds else None
+    if threshold is not None:
+        plan["threshold_busbw_gbps"] = float(threshold)
+    return plan
+
+
+def _overrides(config: LandingZoneConfig, sku: str | None) -> dict[str, float]:
+    from hpclz.verify.thresholds import overrides_for
+
+    try:
+        return overrides_for(config.verify.thresholds, sku)
+    except ValueError as exc:
+        raise HpclzError(str(exc), exit_code=ExitCode.CONFIG_INVALID) from None
 
 
 def _judge_all(result: CollectiveResult) -> CollectiveResult:

@@ -165,12 +165,20 @@ def busbw(result: CollectiveResult) -> float | None:
 
 
 def analyse_pairs(results: list[CollectiveResult], threshold: float | None = None) -> dict[str, str]:
-    """Mark each pair pass/fail and name the nodes to blame, with the numbers that convict them."""
+    """Mark each pair pass/fail and name the nodes to blame, with the numbers that convict them.
+
+    With the SKU's inter-node threshold (NCCL over InfiniBand) a pair fails below it, absolutely; without one
+    (gloo over TCP, an unknown SKU) below half the best pair. Either way a node is blamed when every pair it
+    sits in failed. When every pair is under the threshold, that alone names every node: then only nodes also
+    slow relative to the best pair are blamed, and if none stands out the fault is the fabric's or the
+    set-up's (NCCL not on InfiniBand, say), so the pairs fail and no node is drained for it.
+    """
     from hpclz.verify.model import Status
 
     measured = [bw for r in results if (bw := busbw(r)) is not None]
     best = max(measured, default=0.0)
-    floor = threshold if threshold is not None else RELATIVE_SLOW * best
+    relative = RELATIVE_SLOW * best
+    floor = threshold if threshold is not None else relative
     slow = []
     for r in results:
         bw = busbw(r)
@@ -186,21 +194,31 @@ def analyse_pairs(results: list[CollectiveResult], threshold: float | None = Non
             slow.append(r)
         else:
             r.status = Status.PASS
-    return _blame(results, slow, best)
+    if threshold is None or len(slow) < len(results) or len(results) == 1:
+        return _blame(results, slow, best, threshold)
+    outliers = [r for r in slow if (bw := busbw(r)) is None or bw < relative]
+    blamed = _blame(results, outliers, best, threshold)
+    if not blamed:
+        for r in slow:
+            r.message += "; every pair is below it and no node stands out: the fabric or the set-up, not one node"
+    return blamed
 
 
-def _blame(results: list[CollectiveResult], slow: list[CollectiveResult], best: float) -> dict[str, str]:
+def _blame(
+    results: list[CollectiveResult], slow: list[CollectiveResult], best: float, threshold: float | None
+) -> dict[str, str]:
     by_node: dict[str, list[CollectiveResult]] = {}
     for r in results:
         for n in r.nodes:
             by_node.setdefault(n, []).append(r)
     slow_names = {r.name for r in slow}
+    against = f"; threshold {threshold:.3g} GB/s" if threshold is not None else ""
     blamed = {}
     for node, pairs in by_node.items():
         if pairs and all(p.name in slow_names for p in pairs) and (len(pairs) > 1 or len(results) == 1):
             figures = ", ".join(f"{'+'.join(p.nodes)} {_bw_text(p)}" for p in pairs)
             alone = " (only one pair: either node may be at fault)" if len(results) == 1 else ""
-            blamed[node] = f"slow in every ring pair with it: {figures}; best pair {best:.3g} GB/s{alone}"
+            blamed[node] = f"slow in every ring pair with it: {figures}; best pair {best:.3g} GB/s{against}{alone}"
     return blamed
 
 

@@ -35,6 +35,7 @@ METRICS: dict[str, str] = {
     "h2d_gbps": "pinned host-to-device copy per GPU, GB/s, at least",
     "d2h_gbps": "pinned device-to-host copy per GPU, GB/s, at least",
     "nccl_allreduce_busbw_gbps": "intra-node all-reduce bus bandwidth at 16 GiB, GB/s, at least",
+    "internode_allreduce_busbw_gbps": "2-node (ring pair) NCCL all-reduce bus bandwidth at the largest size, GB/s, at least",
 }
 
 
