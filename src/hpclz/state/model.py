@@ -36,7 +36,11 @@ class ResourceRecord(BaseModel):
     deployment: str = Field(description="Name of the deployment that created it.")
     data_bearing: bool = Field(default=False, description="Holds user data (kept by destroy unless --include-data).")
     properties: dict[str, Any] = Field(
-        default_factory=dict, description="The properties hpclz set (as rendered), for offline plan diffs."
+        default_factory=dict,
+        description=(
+            "The whole rendered body (location, sku, kind, zones, tags, identity, properties; never a secure"
+            " parameter), for offline plan diffs."
+        ),
     )
 
 
