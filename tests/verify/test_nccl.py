@@ -92,3 +92,19 @@ def test_gloo_all_reduce_across_two_local_processes(tmp_path: Path) -> None:
         assert p.algbw_gbps == pytest.approx(p.size_bytes / (p.time_us * 1e-6) / 1e9, rel=1e-3)
         assert p.busbw_gbps == pytest.approx(p.algbw_gbps * nccl.bus_factor(2), rel=1e-6)
     assert run.status is Status.WARN and "no busbw threshold" in run.message
+
+
+def test_each_iteration_hook_runs_once_per_timed_call_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The hook collective_job's throttle uses: inside the timed loop, never during warm-up."""
+    from tests.support.slurm import free_ports
+
+    for key in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID"):
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.setenv("MASTER_ADDR", "127.0.0.1")
+    monkeypatch.setenv("MASTER_PORT", str(free_ports(1)[0]))
+    calls: list[int] = []
+    run = nccl.run_allreduce(
+        [4096, 8192], "gloo", iters=3, warmup=2, timeout_s=30, each_iteration=lambda: calls.append(1)
+    )
+    assert run is not None and run["ranks"] == 1 and [p["size_bytes"] for p in run["points"]] == [4096, 8192]
+    assert len(calls) == 2 * 3

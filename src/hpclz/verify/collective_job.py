@@ -5,9 +5,11 @@ Ring pairs (node i with i+1, the last with the first) follow Azure's NDv4 harnes
 pair is slow while other pairs are fast is the one to blame. Each pair is its own `sbatch --exclusive`
 job, so Slurm runs the pairs that share no node at the same time and queues the rest.
 
-The rank side (`python -m hpclz.verify.collective_job`) imports only the standard library, torch and
-hpclz.verify.nccl (itself standard library only): it runs on compute nodes. Fault injection for tests, not product behaviour: HPCLZ_VERIFY_THROTTLE_NODE
-names a node whose rank sleeps HPCLZ_VERIFY_THROTTLE_S (default 0.05) inside every timed iteration,
+The rank side (`python -m hpclz.verify.collective_job`) imports only the standard library and
+hpclz.verify.nccl, whose run_allreduce (torch) is the one timed loop: it runs on compute nodes.
+
+Fault injection for tests, not product behaviour: HPCLZ_VERIFY_THROTTLE_NODE names a node whose rank sleeps
+HPCLZ_VERIFY_THROTTLE_S (default 0.05) inside every timed iteration (run_allreduce's `each_iteration` hook),
 because a process on one host cannot make its network slower any other honest way.
 """
 
@@ -253,47 +255,23 @@ def rank_main(argv: Sequence[str]) -> int:
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--timeout", type=float, default=300)
     args = parser.parse_args(argv)
-    import datetime
+    from hpclz.verify import nccl  # the one timed loop and busbw formula; standard library only until it runs
 
-    import torch
-    import torch.distributed as dist
-
-    from hpclz.verify import nccl  # the one busbw formula (nccl-tests PERFORMANCE.md); standard library only
-
-    rank, world = int(os.environ["SLURM_PROCID"]), int(os.environ["SLURM_NTASKS"])
     node = os.environ.get("SLURMD_NODENAME") or socket.gethostname().split(".")[0]
-    device = torch.device("cuda", int(os.environ.get("SLURM_LOCALID", "0"))) if args.backend == "nccl" else None
-    if device is not None:
-        torch.cuda.set_device(device)  # NCCL binds each rank to the current device
-    dist.init_process_group(
-        args.backend,
-        init_method=f"tcp://{os.environ['MASTER_ADDR']}:{os.environ['MASTER_PORT']}",
-        rank=rank,
-        world_size=world,
-        timeout=datetime.timedelta(seconds=args.timeout),
-    )
     pause = throttle_s(node)
-    points = []
-    for size in (int(s) for s in args.sizes.split(",")):
-        buf = torch.ones(max(1, size // 4), dtype=torch.float32, device=device)
-        for _ in range(args.warmup):
-            dist.all_reduce(buf)
-        dist.barrier()
-        start = time.perf_counter()
-        for _ in range(args.iters):
-            if pause:
-                time.sleep(pause)
-            dist.all_reduce(buf)
-        if device is not None:
-            torch.cuda.synchronize(device)
-        slowest = torch.tensor([time.perf_counter() - start], dtype=torch.float64, device=device)
-        dist.all_reduce(slowest, op=dist.ReduceOp.MAX)  # the collective is as fast as its slowest rank
-        points.append(nccl.point(size, slowest.item() / args.iters, world))
-    if rank == 0:
-        result = {"name": args.name, "nodes": [], "backend": args.backend, "ranks": world, "points": points}
+    run = nccl.run_allreduce(
+        [int(s) for s in args.sizes.split(",")],
+        args.backend,
+        iters=args.iters,
+        warmup=args.warmup,
+        name=args.name,
+        timeout_s=args.timeout,
+        each_iteration=(lambda: time.sleep(pause)) if pause else None,
+    )
+    if run is not None:  # rank 0; the head node judges the run and names its nodes (the ranks only know hosts)
+        result = {key: run[key] for key in ("name", "backend", "ranks", "points")} | {"nodes": []}
         args.out.with_suffix(".part").write_text(json.dumps(result))
         args.out.with_suffix(".part").rename(args.out)
-    dist.destroy_process_group()
     return 0
 
 

@@ -19,6 +19,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -143,12 +144,18 @@ def run_allreduce(
     warmup: int = 5,
     name: str = "allreduce",
     threshold: float | None = None,
+    timeout_s: float | None = None,
+    each_iteration: Callable[[], None] | None = None,
 ) -> dict[str, Any] | None:
-    """Time all-reduce at each size in the current process group (initialised from the environment if need be).
+    """Time all-reduce at each size in the current process group (initialised from the environment if need be,
+    with `timeout_s` for its collectives).
 
     Returns the CollectiveResult-shaped dict on rank 0 and None elsewhere. Time per size is the slowest rank's
-    mean over `iters` calls after `warmup`, as nccl-tests reports it.
+    mean over `iters` calls after `warmup`, as nccl-tests reports it. `each_iteration` runs before every timed
+    call, inside the timing: a fault-injection hook (hpclz.verify.collective_job's throttle), never a product knob.
     """
+    import datetime
+
     import torch
     import torch.distributed as dist
 
@@ -156,7 +163,8 @@ def run_allreduce(
     if owned:
         rank, world, local = _env_rank()
         _rendezvous()
-        dist.init_process_group(backend=backend, rank=rank, world_size=world)
+        limit = datetime.timedelta(seconds=timeout_s) if timeout_s else None  # None: torch's default
+        dist.init_process_group(backend=backend, rank=rank, world_size=world, timeout=limit)
     rank, world = dist.get_rank(), dist.get_world_size()
     local = _env_rank()[2]
     device = torch.device("cuda", local) if backend == "nccl" else torch.device("cpu")
@@ -178,6 +186,8 @@ def run_allreduce(
             dist.barrier()
             started = time.perf_counter()
             for _ in range(iters):
+                if each_iteration is not None:
+                    each_iteration()
                 dist.all_reduce(buf)
             sync()
             elapsed = torch.tensor([(time.perf_counter() - started) / iters], dtype=torch.float64, device=device)
