@@ -1,6 +1,7 @@
 from __future__ import annotations
 
-import io
+import json
+import re
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
@@ -31,13 +32,18 @@ def preset_text(stem: str) -> str:
 
 
 def variant(stem: str, edit: Callable[[dict[str, Any]], None]) -> DeploymentPlan:
-    """A preset with one change, rendered: the way to test one config field's effect."""
-    yaml = YAML(typ="safe")
-    data = yaml.load(preset_text(stem))
+    """A preset with one change, rendered: the way to test one config field's effect.
+
+    Written back as JSON (valid YAML) with YAML's line breaks and non-printable characters escaped: a YAML dump
+    passes NEL (U+0085) through raw, and the loader reads it back as a line break."""
+    data = YAML(typ="safe").load(preset_text(stem))
     edit(data)
-    buffer = io.StringIO()
-    yaml.dump(data, buffer)
-    return build_plan(load_config_text(buffer.getvalue(), f"{stem}-variant.yaml").config)
+    text = _UNPRINTABLE.sub(lambda m: f"\\u{ord(m.group()):04x}", json.dumps(data, ensure_ascii=False))
+    return build_plan(load_config_text(text, f"{stem}-variant.yaml").config)
+
+
+# Outside YAML's printable set, or a YAML line break: only ever inside a JSON string here, so \uXXXX is safe.
+_UNPRINTABLE = re.compile("[\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff]")
 
 
 def resources_of(plan: DeploymentPlan, type_: str) -> list[dict[str, Any]]:
