@@ -84,3 +84,20 @@ def test_plot_is_self_contained_html_with_one_svg_per_run(tmp_path: Path) -> Non
 def test_junit_file_is_written(tmp_path: Path) -> None:
     path = rep.write_junit(two_nodes(), tmp_path / "out" / "verify.xml")
     assert ET.parse(path).getroot().tag == "testsuites"
+
+
+def test_bad_nodes_name_each_failing_check_the_same_way_for_slurm_and_local_runs() -> None:
+    from hpclz.verify.dispatch import read_node, select
+    from hpclz.verify.slurm import NodeInfo
+
+    down = select([NodeInfo("n2", "down*", "Not responding")], drain=False).skipped["n2"]
+    silent = read_node(Path("/nonexistent"), "n3", 60)
+    silent.checks[0].message = ""
+    local = run_local("Standard_ND96isr_H200_v5", nccl=True, fixtures=FAULTS / "nccl-slow")
+    local_node = local.nodes[0]
+    assert rep.bad_nodes([down, silent, local_node]) == {
+        "n2": ["HPCLZ-VFY-901 Node reachable through Slurm: Slurm reports it down* (Not responding)"],
+        "n3": ["HPCLZ-VFY-900 Node returned a readable report"],
+        local_node.node: local.bad_nodes[local_node.node],
+    }
+    assert local.bad_nodes[local_node.node][0].startswith("HPCLZ-VFY-030 Intra-node all-reduce bus bandwidth: busbw")

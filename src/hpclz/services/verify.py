@@ -25,7 +25,8 @@ from hpclz.config.root import LandingZoneConfig
 from hpclz.errors import ExitCode, HpclzError
 from hpclz.verify import collective_job as coll
 from hpclz.verify.dispatch import GRACE_S, FanOut, Selection, drain_reason, fan_out, select, settle
-from hpclz.verify.model import CheckResult, CollectiveResult, NodeReport, Status, VerifyReport
+from hpclz.verify.model import CollectiveResult, NodeReport, Status, VerifyReport
+from hpclz.verify.report import bad_nodes
 from hpclz.verify.slurm import NodeInfo, SlurmClient, SlurmError
 
 PING_GRACE_S = 5.0
@@ -91,13 +92,9 @@ def verify(opts: VerifyOptions) -> VerifyOutcome:
         _collectives(client, config, opts, tested, infos, report, work)
         reports.update(tested)
     report.nodes = [reports[n] for n in sorted(reports)]
-    report.bad_nodes = {r.node: [_reason(c) for c in r.failures()] for r in report.nodes if r.failures()}
+    report.bad_nodes = bad_nodes(report.nodes)
     report.duration_s = round(time.monotonic() - started, 3)
     return VerifyOutcome(report=report, work_dir=str(work))
-
-
-def _reason(check: CheckResult) -> str:
-    return f"{check.check_id} {check.title}: {check.message}" if check.message else f"{check.check_id} {check.title}"
 
 
 def _nodes(client: SlurmClient, config: LandingZoneConfig, opts: VerifyOptions) -> dict[str, NodeInfo]:

@@ -15,6 +15,7 @@ from hpclz.verify.agent import FIXTURES_ENV, SKU_ENV, run_agent
 from hpclz.verify.model import CollectiveResult, NodeReport, VerifyReport
 from hpclz.verify.probes import detect_sku
 from hpclz.verify.probes.source import Source
+from hpclz.verify.report import bad_nodes
 from hpclz.verify.thresholds import known_skus, overrides_for
 
 
@@ -54,8 +55,7 @@ def run_local(
     report = VerifyReport(landing_zone=config.metadata.name if config else None, nodes=[node])
     if "collective" in raw:
         report.collectives.append(CollectiveResult.model_validate(raw["collective"]))
-    if node.failures():
-        report.bad_nodes[node.node] = [f"{c.check_id} {c.title}: {c.message}" for c in node.failures()]
+    report.bad_nodes = bad_nodes(report.nodes)
     report.duration_s = node.duration_s
     return report
 

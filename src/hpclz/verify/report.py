@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from hpclz.errors import HpclzError
-from hpclz.verify.model import CheckResult, CollectiveResult, Status, VerifyReport
+from hpclz.verify.model import CheckResult, CollectiveResult, NodeReport, Status, VerifyReport
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -99,6 +99,16 @@ def collectives_table(report: VerifyReport) -> Table:
             f"[{STYLE[run.status]}]{run.status.value}[/]",
         )
     return table
+
+
+def failure_reason(check: CheckResult) -> str:
+    """`<ID> <title>: <message>`, how a failing check is named in bad_nodes and the `bad node` lines."""
+    return f"{check.check_id} {check.title}: {check.message}" if check.message else f"{check.check_id} {check.title}"
+
+
+def bad_nodes(nodes: list[NodeReport]) -> dict[str, list[str]]:
+    """VerifyReport.bad_nodes: each node with a failing check, and why."""
+    return {n.node: [failure_reason(c) for c in n.failures()] for n in nodes if n.failures()}
 
 
 def print_report(out: Console, report: VerifyReport, *, everything: bool = False) -> None:
