@@ -161,3 +161,18 @@ def test_missing_file(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyp
     result = run_cli("validate", str(tmp_path / "nope.yaml"))
     assert result.exit_code == 3
     assert result.stderr.strip() == f"error: {tmp_path / 'nope.yaml'}: config file not found"
+
+
+def test_json_surrogate_pair_escape_is_one_character(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    from hpclz.config import load_config_text
+
+    text = BASE.replace("workload: seismic", 'workload: "\\ud81f\\udd3b"', 1)
+    assert load_config_text(text).config.metadata.tags["workload"] == "\U00017d3b"
+
+
+def test_lone_surrogate_escape_is_a_located_error(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    config = tmp_path / "zone.yaml"
+    config.write_text(BASE.replace("workload: seismic", 'workload: "\\ud81f"', 1))
+    result = run_cli("validate", str(config))
+    assert result.exit_code == 3
+    assert f"{config}:{_line_of(BASE, 'workload: seismic')}:" in result.stderr

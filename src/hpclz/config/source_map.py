@@ -78,8 +78,16 @@ def _walk(node: Any, path: Path, source: SourceMap) -> Any:
             items.append(_walk(value, here, source))
         return items
     if isinstance(node, str):
-        return str(node)
+        return _join_surrogate_pairs(str(node))
     return node
+
+
+def _join_surrogate_pairs(text: str) -> str:
+    """JSON (a subset of YAML 1.2) writes a character outside the BMP as an escaped surrogate pair, which the
+    YAML parser returns as two lone surrogates; join them so a JSON config means what it says."""
+    if not any("\ud800" <= ch <= "\udfff" for ch in text):
+        return text
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "surrogatepass")
 
 
 def display_path(path: Sequence[PathPart], data: Any = None) -> str:
