@@ -41,6 +41,7 @@ NAME_RULES: dict[str, NameRule] = {
     "bastion": NameRule("bas", 1, 80, r"[A-Za-z0-9]([\w.-]*\w)?", "letters, digits, _ . -"),
     "nat_gateway": NameRule("ng", 1, 80, r"[A-Za-z0-9]([\w.-]*\w)?", "letters, digits, _ . -"),
     "public_ip": NameRule("pip", 1, 80, r"[A-Za-z0-9]([\w.-]*\w)?", "letters, digits, _ . -"),
+    "route_table": NameRule("rt", 1, 80, r"[A-Za-z0-9]([\w.-]*\w)?", "letters, digits, _ . -"),
     "private_endpoint": NameRule("pep", 2, 64, r"[A-Za-z0-9]([\w.-]*\w)?", "letters, digits, _ . -"),
     "peering": NameRule("peer", 1, 80, r"[A-Za-z0-9]([\w.-]*\w)?", "letters, digits, _ . -"),
     "key_vault": NameRule(

@@ -17,7 +17,7 @@ from hpclz.config.operations import NewMonitoring
 from hpclz.config.root import LandingZoneConfig
 from hpclz.config.storage import NetAppVolume, NewBlob, NewLustre, NewNetApp
 from hpclz.errors import ExitCode, HpclzError
-from hpclz.naming import NAME_RULES, NameBuilder
+from hpclz.naming import NameBuilder
 from hpclz.render.arm import API_VERSIONS, expr, resource_id
 from hpclz.render.engine import Safe
 
@@ -107,8 +107,7 @@ class Zone:
 
     @property
     def route_table_name(self) -> str:
-        # hpclz.naming has no route-table rule yet; the NAT gateway's rule has the same charset and length.
-        return "rt" + self.names.name("nat_gateway")[len(NAME_RULES["nat_gateway"].abbreviation) :]
+        return self.names.name("route_table")
 
     def subnet(self, role: str) -> SubnetView:
         for view in self.subnets:

@@ -1,0 +1,54 @@
+"""Every name render emits meets its type's Azure naming rules (hpclz.naming.NAME_RULES).
+
+HPCLZ-ORG-004 predicts names from the config; this pins the names render really writes, so the two
+cannot drift apart unnoticed.
+"""
+
+from __future__ import annotations
+
+from hpclz.arm.walk import iter_resources
+from hpclz.naming import NAME_RULES
+from hpclz.render.plan import DeploymentPlan
+
+KIND_BY_TYPE = {
+    "Microsoft.Resources/resourceGroups": "resource_group",
+    "Microsoft.Network/virtualNetworks": "virtual_network",
+    "Microsoft.Network/networkSecurityGroups": "network_security_group",
+    "Microsoft.Network/bastionHosts": "bastion",
+    "Microsoft.Network/natGateways": "nat_gateway",
+    "Microsoft.Network/publicIPAddresses": "public_ip",
+    "Microsoft.Network/privateEndpoints": "private_endpoint",
+    "Microsoft.Network/routeTables": "route_table",
+    "Microsoft.Network/networkInterfaces": "network_interface",
+    "Microsoft.KeyVault/vaults": "key_vault",
+    "Microsoft.Storage/storageAccounts": "storage_account",
+    "Microsoft.ManagedIdentity/userAssignedIdentities": "managed_identity",
+    "Microsoft.OperationalInsights/workspaces": "log_analytics",
+    "Microsoft.Insights/actionGroups": "action_group",
+    "Microsoft.Insights/dataCollectionRules": "data_collection_rule",
+    "Microsoft.Insights/metricAlerts": "metric_alert",
+    "Microsoft.Compute/virtualMachines": "virtual_machine",
+    "Microsoft.StorageCache/amlFilesystems": "lustre",
+    "Microsoft.NetApp/netAppAccounts": "netapp_account",
+    "Microsoft.Maintenance/maintenanceConfigurations": "maintenance_configuration",
+}
+
+
+def test_every_rendered_name_meets_its_type_rules(plan: DeploymentPlan) -> None:
+    checked = 0
+    problems = []
+    for deployment in plan.deployments:
+        for found in iter_resources(deployment.template.get("resources", [])):
+            kind = KIND_BY_TYPE.get(found.type)
+            name = found.resource.get("name")
+            if kind is None or not isinstance(name, str) or name.startswith("["):
+                continue
+            checked += 1
+            problems += [f"{found.type} {name!r} {p}" for p in NAME_RULES[kind].problems(name)]
+    assert checked >= 10, "expected the preset to name at least ten resources by convention"
+    assert problems == []
+
+
+def test_the_check_catches_a_bad_name() -> None:
+    assert NAME_RULES["storage_account"].problems("st-energy-prod-scus")
+    assert NAME_RULES["key_vault"].problems("kv-a-very-long-landing-zone-name-prod")
