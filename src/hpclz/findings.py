@@ -2,22 +2,11 @@
 
 from __future__ import annotations
 
-from enum import StrEnum
-
 from pydantic import BaseModel, ConfigDict
 
+from hpclz.severity import Severity
 
-class Severity(StrEnum):
-    ERROR = "error"
-    WARNING = "warning"
-    INFO = "info"
-
-    @property
-    def rank(self) -> int:
-        return {"error": 3, "warning": 2, "info": 1}[self.value]
-
-    def at_least(self, other: Severity) -> bool:
-        return self.rank >= other.rank
+__all__ = ["Finding", "Severity", "count_by_severity", "worst_severity"]
 
 
 class Finding(BaseModel):

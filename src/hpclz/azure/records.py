@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Any
 
+from hpclz.plan.assignments import AssignmentKey, assignment_key, is_role_assignment, pair_in_passes
 from hpclz.plan.resources import (
     NESTED_DEPLOYMENT,
     SUBSCRIPTION_PLACEHOLDER,
@@ -120,28 +122,93 @@ def _recordable(deployment: Deployment) -> Deployment:
 
 
 def _slot(rid: str, name: str) -> str:
-    """Type and parent scope of a resource: where a name that is an ARM expression (a role assignment's
-    `[guid(...)]`, unknown offline) can be told apart from its siblings only by order."""
+    """Type and parent scope of a resource: where a name that is an ARM expression (`[guid(...)]`) can be
+    told apart from its siblings only by order, unless it is a role assignment whose meaning is known."""
     return id_key(rid[: len(rid) - len(name) - 1])
 
 
-def _pair(ids: list[str], desired: list[DesiredResource]) -> dict[str, DesiredResource]:
-    """ARM's resource ID (lower) -> the rendered resource it is. Literal names match by ID; expression-named
-    siblings pair in order, as the offline plan pairs them (so plan compares each body with itself)."""
+def returned_properties(remote: dict[str, Any], operations: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Properties ARM gave back for a resource ID (lower): an `outputResources` entry's `properties`, or an
+    operation's response content (present only when the deployment asked for `debugSetting`). ARM and the
+    stand-in usually give neither, only IDs: then role assignments pair by order (see `_pair`)."""
+    found: dict[str, dict[str, Any]] = {}
+    for item in (remote.get("properties") or {}).get("outputResources") or []:
+        if isinstance(item, dict) and item.get("id") and isinstance(item.get("properties"), dict):
+            found.setdefault(str(item["id"]).lower(), item["properties"])
+    for op in operations:
+        props = op.get("properties") or {}
+        target = (props.get("targetResource") or {}).get("id")
+        content = ((props.get("response") or {}).get("content") or {}).get("properties")
+        if target and isinstance(content, dict):
+            found.setdefault(str(target).lower(), content)
+    return found
+
+
+@dataclass
+class _Applied:
+    id: str
+    type: str
+    name: str
+    returned: dict[str, Any]
+
+    def key(self) -> AssignmentKey | None:
+        return assignment_key(self.id, {"properties": self.returned}) if is_role_assignment(self.type) else None
+
+
+def _assignment_key(d: DesiredResource) -> AssignmentKey | None:
+    return assignment_key(d.id, d.body) if is_role_assignment(d.type) else None
+
+
+def _same_assignment(applied: _Applied, d: DesiredResource) -> bool:
+    mine, theirs = applied.key(), _assignment_key(d)
+    return mine is not None and theirs is not None and mine.same(theirs)
+
+
+def _maybe_same_assignment(applied: _Applied, d: DesiredResource) -> bool:
+    """With no properties from ARM only the scope is known: the assignments at one scope pair in order."""
+    mine, theirs = applied.key(), _assignment_key(d)
+    return mine is not None and theirs is not None and mine.compatible(theirs)
+
+
+def _same_slot(applied: _Applied, d: DesiredResource) -> bool:
+    return (
+        not is_role_assignment(d.type)
+        and applied.type.lower() == d.type.lower()
+        and _slot(applied.id, applied.name) == _slot(d.id, d.name)
+    )
+
+
+def _pair(
+    ids: list[str], desired: list[DesiredResource], returned: dict[str, dict[str, Any]]
+) -> dict[str, DesiredResource]:
+    """ARM's resource ID (lower) -> the rendered resource it is. Literal names match by ID. A role assignment
+    pairs by (scope, principal, role definition) where ARM returned its properties; ARM's outputResources
+    carry only IDs, so otherwise the assignments at one scope pair in ARM's order, as do other
+    expression-named siblings: right only while ARM lists them in template order (the stand-in does)."""
     by_key = {id_key(d.id): d for d in desired if not d.name.startswith("[")}
-    pending: dict[str, list[DesiredResource]] = {}
-    for d in desired:
-        if d.name.startswith("["):
-            pending.setdefault(_slot(d.id, d.name), []).append(d)
     paired: dict[str, DesiredResource] = {}
+    rest: list[_Applied] = []
     for rid in ids:
         found = by_key.get(id_key(rid))
-        if found is None:
-            siblings = pending.get(_slot(rid, _type_of(rid)[1]), [])
-            found = siblings.pop(0) if siblings else None
         if found is not None:
             paired[rid.lower()] = found
+        else:
+            rest.append(_Applied(rid, *_type_of(rid), returned.get(rid.lower(), {})))
+    pending = [d for d in desired if d.name.startswith("[")]
+    for applied, d in pair_in_passes(rest, pending, (_same_assignment, _maybe_same_assignment, _same_slot)):
+        paired[applied.id.lower()] = d
     return paired
+
+
+IDENTIFYING = ("roleDefinitionId", "principalId", "principalType")
+
+
+def _unpaired_body(rtype: str, returned: dict[str, Any]) -> dict[str, Any]:
+    """A role assignment no rendered body could be paired with keeps what identifies it, if ARM said."""
+    if not is_role_assignment(rtype):
+        return {}
+    kept = {k: returned[k] for k in IDENTIFYING if k in returned}
+    return {"properties": kept} if kept else {}
 
 
 def _subscription(ids: list[str]) -> str:
@@ -156,7 +223,8 @@ def resource_records(
     identity, properties; parameters resolved except secure ones): what the offline plan compares with."""
     ids = _applied_ids(remote, operations)
     desired = deployment_resources(_recordable(deployment), _subscription(ids))
-    paired = _pair(ids, desired)
+    returned = returned_properties(remote, operations)
+    paired = _pair(ids, desired, returned)
     api_by_type: dict[str, str] = {}
     for d in desired:
         api_by_type.setdefault(d.type.lower(), d.api_version)
@@ -164,7 +232,7 @@ def resource_records(
     for rid in ids:
         rtype, name = _type_of(rid)
         found = paired.get(rid.lower())
-        body = found.body if found else {}
+        body = found.body if found else _unpaired_body(rtype, returned.get(rid.lower(), {}))
         raw_tags = body.get("tags")
         tags: dict[str, Any] = raw_tags if isinstance(raw_tags, dict) else {}
         records.append(

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from hpclz.cli.common import OUTPUT_OPTION, OutputFormat, finish, guarded, print_findings
-from hpclz.findings import Severity
+from hpclz.severity import Severity
 
 if TYPE_CHECKING:
     from rich.console import Console

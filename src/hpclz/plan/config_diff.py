@@ -75,6 +75,9 @@ IN_PLACE_REASONS: dict[str, str] = {
 
 HPCLZ_ONLY = ("suppress", "verify.", "state.")
 
+# Lists that are sets: each principal gets its role assignments whatever its position.
+UNORDERED = frozenset({"identity.groups.admins", "identity.groups.users", "identity.groups.readers"})
+
 _REASONS: dict[Policy, str] = {
     Policy.IN_PLACE: "updated in place",
     Policy.RESTART_NODES: "nodes pick it up when they restart",
@@ -124,7 +127,7 @@ def _walk(
                 continue
             declared = _policy_of(field) or inherited
             if _is_leaf(field.annotation, old.get(key), new.get(key)):
-                if old.get(key) != new.get(key):
+                if not _same_leaf(sub_shape, old.get(key), new.get(key)):
                     out.append(_leaf(sub_path, sub_shape, old.get(key), new.get(key), declared, partition))
             else:
                 _walk(old.get(key), new.get(key), field.annotation, sub_path, sub_shape, partition, out, declared)
@@ -158,6 +161,12 @@ def _walk_named(
             out.append(ConfigChange(path=here, kind=Action.CREATE, after=after[name], verdict=verdict))
         else:
             _walk(before[name], after[name], item_type, here, f"{shape}[*]", owner, out)
+
+
+def _same_leaf(shape: str, old: Any, new: Any) -> bool:
+    if shape in UNORDERED and isinstance(old, list) and isinstance(new, list):
+        return sorted(map(str, old)) == sorted(map(str, new))
+    return bool(old == new)
 
 
 def _leaf(path: str, shape: str, old: Any, new: Any, declared: Policy | None, partition: str) -> ConfigChange:

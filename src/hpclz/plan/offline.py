@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from hpclz.plan import policies
+from hpclz.plan.assignments import AssignmentKey, assignment_key, index_moved_only, is_role_assignment, pair_in_passes
 from hpclz.plan.changeset import Action, ChangeSet, PropertyChange, ResourceChange, StateRef, Verdict, worst
 from hpclz.plan.resources import DesiredResource, desired_resources, id_key, resource_label
 from hpclz.render.plan import DeploymentPlan
@@ -84,6 +85,27 @@ def resource_change(
     )
 
 
+MOVED_INDEX = (
+    "the description names the config list position, which moved (a group was added, removed or reordered); "
+    "the assignment is the same (ARM rewrites the description in place)"
+)
+
+
+def _moved_index_is_noise(change: ResourceChange) -> None:
+    """A role assignment's description says `for identity.groups.readers[1]`: the same group at another
+    index is the same assignment, so that alone is shown as noise, not as a modify."""
+    if not is_role_assignment(change.type):
+        return
+    moved = [c for c in change.changes if c.path == "properties.description" and index_moved_only(c.before, c.after)]
+    if not moved:
+        return
+    for c in moved:
+        c.noise_reason = MOVED_INDEX
+    change.noise.extend(moved)
+    change.changes = [c for c in change.changes if c not in moved]
+    classify(change)
+
+
 def classify(change: ResourceChange) -> ResourceChange:
     """A resource's action and verdict follow from its worst property change."""
     if not change.changes:
@@ -118,6 +140,7 @@ def offline_changeset(plan: DeploymentPlan, state: StateDocument | None) -> Chan
             before, after = comparable(record.properties, d.body)
             change = resource_change(d.type, d.name, record.id, d.deployment, data, before, after)
             change.label = resource_label(d.type, d.name, d.id, d.body)
+            _moved_index_is_noise(change)
             changes.resources.append(change)
     changes.resources.extend(_delete(r) for r in matcher.unmatched() if r.deployment not in unchanged)
     return changes
@@ -143,8 +166,10 @@ def comparable(recorded: dict[str, Any], body: dict[str, Any]) -> tuple[dict[str
 
 class _Matcher:
     """Finds the state record of each desired resource: by ID, then by type and name. A name that is an
-    ARM expression (role assignments' `[guid(...)]`) cannot be evaluated offline, so those are paired
-    with the remaining records of the same type, deployment and parent scope, in order."""
+    ARM expression (role assignments' `[guid(...)]`) cannot be evaluated offline: a role assignment is
+    matched by what it means (scope, principal, role definition; `hpclz.plan.assignments`), and other
+    expression-named resources pair with the remaining records of the same type, deployment and parent
+    scope, in order."""
 
     def __init__(self, records: list[ResourceRecord]):
         self.records = records
@@ -165,28 +190,47 @@ class _Matcher:
             taken = self._take(record)
             if taken is not None:
                 found[id(d)] = taken
-        for d in desired:
-            if id(d) in found or not d.name.startswith("["):
-                continue
-            taken = self._take(next((r for r in self.unmatched() if _same_slot(r, d)), None))
-            if taken is not None:
-                found[id(d)] = taken
+        rest = [d for d in desired if id(d) not in found and (d.name.startswith("[") or is_role_assignment(d.type))]
+        for d, record in pair_in_passes(rest, self.unmatched(), _TESTS):
+            found[id(d)] = record
+            self.used.add(id(record))
         return found
 
     def unmatched(self) -> list[ResourceRecord]:
         return [r for r in self.records if id(r) not in self.used]
 
 
+def _key(d: DesiredResource | ResourceRecord) -> AssignmentKey | None:
+    if not is_role_assignment(d.type):
+        return None
+    return assignment_key(d.id, d.body if isinstance(d, DesiredResource) else d.properties)
+
+
+def _same_assignment(d: DesiredResource, record: ResourceRecord) -> bool:
+    mine, theirs = _key(d), _key(record)
+    return mine is not None and theirs is not None and mine.same(theirs)
+
+
+def _maybe_same_assignment(d: DesiredResource, record: ResourceRecord) -> bool:
+    """The fallback for records that hold no body (deploy could not tell which rendered body was which)."""
+    mine, theirs = _key(d), _key(record)
+    return mine is not None and theirs is not None and mine.compatible(theirs)
+
+
 def _parent(rid: str) -> str:
     return id_key(rid).rsplit("/", 1)[0]
 
 
-def _same_slot(record: ResourceRecord, d: DesiredResource) -> bool:
+def _same_slot(d: DesiredResource, record: ResourceRecord) -> bool:
     return (
-        record.type.lower() == d.type.lower()
+        not is_role_assignment(d.type)
+        and record.type.lower() == d.type.lower()
         and record.deployment == d.deployment
         and _parent(record.id) == id_key(d.id[: len(d.id) - len(d.name) - 1])  # the name may hold a "/"
     )
+
+
+_TESTS = (_same_assignment, _maybe_same_assignment, _same_slot)
 
 
 def _unchanged_deployments(plan: DeploymentPlan, state: StateDocument) -> set[str]:

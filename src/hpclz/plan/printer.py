@@ -165,4 +165,5 @@ def print_changeset(out: Console, cs: ChangeSet, *, show_noise: bool = False, st
         out.print(f"Cost: {line}")
     if cs.noise_count:
         hint = "" if show_noise else " (--show-noise shows them)"
-        out.print(f"[dim]{cs.noise_count} what-if changes filtered as noise{hint}.[/]")
+        source = "" if cs.mode == "offline" else "what-if "
+        out.print(f"[dim]{cs.noise_count} {source}changes filtered as noise{hint}.[/]")
