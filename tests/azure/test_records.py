@@ -222,3 +222,107 @@ def test_expression_named_siblings_pair_in_order_and_unknown_ids_are_still_recor
         ("bbbb", {"principalId": "second"}),
     ]
     assert [r.api_version for r in records] == ["", "2022-04-01", "2022-04-01"]
+
+
+ROLE = "Microsoft.Authorization/roleAssignments"
+READER = "acdd72a7-3385-48ef-bd42-f606fba81ae7"
+GROUP_A = "dde85349-5401-4e33-9197-54cf1fcb7d7b"
+GROUP_B = "5f1e0c6a-1b2c-4d3e-8f9a-0b1c2d3e4f5a"
+IDENTITY = "[reference(resourceId('rg', 'Microsoft.ManagedIdentity/userAssignedIdentities', 'id-x'), '2023-01-31').principalId]"
+
+
+def _assignments_deployment() -> Deployment:
+    """What render emits: `[guid(...)]` names, the role as subscriptionResourceId(...), a group or an identity."""
+
+    def item(principal: str, key: str, kind: str = "Group") -> dict:
+        return {
+            "type": ROLE,
+            "apiVersion": "2022-04-01",
+            "name": f"[guid(resourceGroup().id, {key}, '{READER}')]",
+            "properties": {
+                "roleDefinitionId": f"[subscriptionResourceId('Microsoft.Authorization/roleDefinitions', '{READER}')]",
+                "principalId": principal,
+                "principalType": kind,
+            },
+        }
+
+    return Deployment(
+        name="rbac",
+        component="identity",
+        scope="resourceGroup",
+        resource_group="rg",
+        location="eastus2",
+        template={
+            "resources": [
+                item(GROUP_A, f"'{GROUP_A}'"),
+                item(GROUP_B, f"'{GROUP_B}'"),
+                item(
+                    IDENTITY,
+                    "resourceId('rg', 'Microsoft.ManagedIdentity/userAssignedIdentities', 'id-x')",
+                    "ServicePrincipal",
+                ),
+            ]
+        },
+    )
+
+
+def _returned(principal: str) -> dict:
+    return {
+        "roleDefinitionId": f"/subscriptions/s/providers/Microsoft.Authorization/roleDefinitions/{READER}",
+        "principalId": principal,
+        "principalType": "Group",
+    }
+
+
+def test_assignments_pair_by_principal_and_role_when_arm_returns_their_properties() -> None:
+    """ARM lists the assignments in another order than the template; each ID still gets its own body."""
+    ids = {name: f"{RG}/providers/{ROLE}/{name}" for name in ("aaaa", "bbbb", "iiii")}
+    remote = {
+        "properties": {
+            "outputResources": [
+                {"id": ids["iiii"], "properties": _returned("99999999-8888-4777-8666-555555555555")},
+                {"id": ids["bbbb"], "properties": _returned(GROUP_B)},
+            ]
+        }
+    }
+    ops = [
+        {
+            "properties": {
+                "provisioningState": "Succeeded",
+                "targetResource": {"id": ids["aaaa"]},
+                "response": {"content": {"properties": _returned(GROUP_A.upper())}},
+            }
+        }
+    ]
+    records = {
+        r.name: r.properties["properties"]["principalId"]
+        for r in resource_records(_assignments_deployment(), remote, ops)
+    }
+    # The identity's GUID is ARM's to know: it pairs with the one rendered body left at that scope and role.
+    assert records == {"bbbb": GROUP_B, "iiii": IDENTITY, "aaaa": GROUP_A}
+
+
+def test_without_properties_from_arm_assignments_at_a_scope_pair_in_arm_order() -> None:
+    """The documented fallback: ARM's outputResources carry only IDs, as do the stand-in's."""
+    ids = [f"{RG}/providers/{ROLE}/{name}" for name in ("aaaa", "bbbb", "iiii")]
+    records = resource_records(_assignments_deployment(), {}, _ops(*ids))
+    assert [r.properties["properties"]["principalId"] for r in records] == [GROUP_A, GROUP_B, IDENTITY]
+    assert all(r.properties["properties"]["roleDefinitionId"].endswith(f"'{READER}')]") for r in records)
+
+
+def test_an_assignment_no_rendered_body_matches_keeps_what_identifies_it() -> None:
+    other = "0c7f3a55-2e4b-4c1d-9a8e-6f5d4c3b2a19"
+    ids = [f"{RG}/providers/{ROLE}/{name}" for name in ("aaaa", "bbbb", "iiii", "zzzz")]
+    remote = {
+        "properties": {
+            "outputResources": [
+                {"id": ids[0], "properties": _returned(GROUP_A)},
+                {"id": ids[1], "properties": _returned(GROUP_B)},
+                {"id": ids[2], "properties": _returned("99999999-8888-4777-8666-555555555555")},
+                {"id": ids[3], "properties": {**_returned(other), "createdOn": "2026-01-01"}},
+            ]
+        }
+    }
+    records = {r.name: r for r in resource_records(_assignments_deployment(), remote, [])}
+    assert records["zzzz"].properties == {"properties": _returned(other)}
+    assert records["iiii"].properties["properties"]["principalId"] == IDENTITY

@@ -70,3 +70,40 @@ def test_tag_edit_modifies_tags_and_leaves_containers_alone(arm: ArmStandIn, zon
     assert [(c.path, c.before, c.after) for c in account.changes] == [("tags.owner", "ml-platform", "ml-research")]
     assert {r.action for r in changes if r.type == CONTAINER} == {Action.NO_CHANGE}
     assert Action.CREATE not in {r.action for r in changes} and Action.REPLACE not in {r.action for r in changes}
+
+
+ROLE = "Microsoft.Authorization/roleAssignments"
+READER_A = "dde85349-5401-4e33-9197-54cf1fcb7d7b"
+READER_B = "0c7f3a55-2e4b-4c1d-9a8e-6f5d4c3b2a19"
+READER_C = "5f1e0c6a-1b2c-4d3e-8f9a-0b1c2d3e4f5a"
+
+
+def _readers(zone: Path, *groups: str) -> None:
+    text = zone.read_text()
+    start = text.index("    readers: [")
+    end = text.index("]", start) + 1
+    zone.write_text(text[:start] + f"    readers: [{', '.join(groups)}]" + text[end:])
+
+
+def test_reader_group_edits_change_exactly_that_groups_assignments(arm: ArmStandIn, zone: Path, run_cli) -> None:
+    """Deploy with two reader groups; the offline plan then names exactly the assignments a group edit adds
+    or removes, matched by (scope, principal, role) against what deploy recorded under Azure's GUID names."""
+    _readers(zone, READER_A, READER_B)
+    _deployed(zone, run_cli)
+    recorded = [r for r in state_of(zone)["resources"] if r["type"] == ROLE]
+    assert recorded and all(not r["name"].startswith("[") for r in recorded)
+    assert all({"principalId", "roleDefinitionId"} <= set(r["properties"]["properties"]) for r in recorded)
+    readers_of_a = [r for r in recorded if r["properties"]["properties"]["principalId"] == READER_A]
+    assert len(readers_of_a) >= 5  # Reader on every landing-zone resource group
+
+    _readers(zone, READER_B)
+    removed = [r for r in _offline(zone) if r.action is not Action.NO_CHANGE]
+    assert sorted((r.action, r.id) for r in removed) == sorted((Action.DELETE, r["id"]) for r in readers_of_a)
+
+    _readers(zone, READER_B, READER_A)
+    assert not plan(zone).changes.has_changes  # type: ignore[union-attr]
+
+    _readers(zone, READER_A, READER_B, READER_C)
+    added = [r for r in _offline(zone) if r.action is not Action.NO_CHANGE]
+    assert {r.action for r in added} == {Action.CREATE} and len(added) == len(readers_of_a)
+    assert all(r.type == ROLE and r.label.startswith(f"Reader -> group {READER_C[:8]}…") for r in added)
