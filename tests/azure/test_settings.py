@@ -54,3 +54,20 @@ def test_static_token_needs_a_custom_endpoint(monkeypatch: pytest.MonkeyPatch) -
     settings = settings_from_env()
     assert settings.custom_endpoint
     assert make_credential(settings).get_token("x").token == "fixed"
+
+
+def test_config_cloud_applies_unless_the_environment_overrides_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert settings_from_env("usgov").arm_endpoint == "https://management.usgovcloudapi.net"
+    assert settings_from_env(None).cloud.name == "public"
+    monkeypatch.setenv("HPCLZ_AZURE_CLOUD", "china")
+    assert settings_from_env("usgov").cloud.name == "china"
+
+
+def test_config_accepts_only_known_clouds() -> None:
+    from pydantic import ValidationError
+
+    from hpclz.config.metadata import Metadata
+
+    assert Metadata(name="zone", environment="dev", location="usgovvirginia", cloud="usgov").cloud == "usgov"
+    with pytest.raises(ValidationError):
+        Metadata(name="zone", environment="dev", location="eastus", cloud="mars")  # type: ignore[arg-type]

@@ -1,6 +1,6 @@
 """Where hpclz talks to Azure: cloud, ARM endpoint, credential choice, retry and polling, from the environment.
 
-HPCLZ_AZURE_CLOUD picks a sovereign cloud. HPCLZ_ARM_ENDPOINT (+ HPCLZ_ARM_CA_BUNDLE) points at another
+The config's metadata.cloud picks a sovereign cloud; HPCLZ_AZURE_CLOUD overrides it for one run. HPCLZ_ARM_ENDPOINT (+ HPCLZ_ARM_CA_BUNDLE) points at another
 ARM endpoint, such as the test stand-in; only then may HPCLZ_AZURE_TOKEN supply a fixed bearer token.
 """
 
@@ -55,8 +55,9 @@ def _number(name: str, default: float) -> float:
         raise HpclzError(f"{name}={raw!r} is not a number", exit_code=ExitCode.USAGE) from None
 
 
-def settings_from_env() -> AzureSettings:
-    cloud_name = os.environ.get("HPCLZ_AZURE_CLOUD", "public").lower()
+def settings_from_env(configured_cloud: str | None = None) -> AzureSettings:
+    """Settings from the environment; the cloud is HPCLZ_AZURE_CLOUD, else the config's metadata.cloud."""
+    cloud_name = (os.environ.get("HPCLZ_AZURE_CLOUD") or configured_cloud or "public").lower()
     if cloud_name not in CLOUDS:
         raise HpclzError(
             f"HPCLZ_AZURE_CLOUD={cloud_name!r} is not a known cloud; use one of {', '.join(CLOUDS)}",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from enum import StrEnum
+from typing import Literal
 
 from pydantic import Field, field_validator
 
@@ -26,6 +27,12 @@ class Metadata(StrictModel):
     )
     environment: Environment = Field(json_schema_extra=policy("not_allowed"))
     location: AzureRegion = Field(json_schema_extra=policy("not_allowed"))
+    cloud: Literal["public", "usgov", "china"] = Field(
+        default="public",
+        description="Azure cloud: public, usgov (Azure Government) or china (operated by 21Vianet). "
+        "HPCLZ_AZURE_CLOUD overrides it for one run.",
+        json_schema_extra=policy("not_allowed"),
+    )
     subscription_id: str | None = Field(
         default=None,
         description="Azure subscription GUID; when absent, taken from AZURE_SUBSCRIPTION_ID at run time.",

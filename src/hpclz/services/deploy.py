@@ -148,8 +148,12 @@ def deploy(
     from hpclz.azure.arm import Arm
     from hpclz.azure.clients import AzureClients, resolve_subscription
     from hpclz.azure.preflight import preflight
+    from hpclz.azure.settings import settings_from_env
 
-    arm = Arm(AzureClients(resolve_subscription(loaded.config.metadata.resolved_subscription_id())))
+    metadata = loaded.config.metadata
+    arm = Arm(
+        AzureClients(resolve_subscription(metadata.resolved_subscription_id()), settings_from_env(metadata.cloud))
+    )
     result.stage = "preflight"
     result.findings += preflight(arm, loaded, plan, secrets, suppress, unchanged=_unchanged(loaded, plan, arm))
     if _failing(result.findings):

@@ -55,7 +55,7 @@ def destroy(
     loaded = load_config(path)
     result = DestroyResult(file=str(path), include_data=include_data)
     file = Path(loaded.file)
-    settings = settings_from_env()
+    settings = settings_from_env(loaded.config.metadata.cloud)
     credential = make_credential(settings)
     backend = open_backend(loaded.config, base_dir=file.parent, credential=credential, config_file=str(file))
     result.state_location = backend.location

@@ -90,10 +90,12 @@ def online_changeset(loaded: LoadedConfig, deployment_plan: DeploymentPlan) -> C
     from hpclz.azure.arm import Arm
     from hpclz.azure.clients import AzureClients, resolve_subscription
     from hpclz.azure.errors import azure_errors
+    from hpclz.azure.settings import settings_from_env
     from hpclz.plan.whatif import whatif_changeset
 
-    subscription = resolve_subscription(loaded.config.metadata.resolved_subscription_id())
-    arm = Arm(AzureClients(subscription))
+    metadata = loaded.config.metadata
+    subscription = resolve_subscription(metadata.resolved_subscription_id())
+    arm = Arm(AzureClients(subscription, settings_from_env(metadata.cloud)))
     results: dict[str, dict[str, Any]] = {}
     missing = []
     with azure_errors("ARM what-if"):
