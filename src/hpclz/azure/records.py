@@ -14,22 +14,10 @@ from hpclz.plan.resources import (
     deployment_resources,
     id_key,
 )
-from hpclz.render.plan import Deployment
+from hpclz.render.plan import DATA_BEARING_TYPES, DATA_TAG, Deployment
 from hpclz.state.model import ResourceRecord
 
-MANAGED_TAG = "hpclz-managed"
-DATA_TAG = "hpclz-data"
 HASH_TAG = "hpclz-template-hash"
-# Types that hold user data even when a template forgot the data tag: destroy keeps them by default.
-DATA_BEARING_TYPES = frozenset(
-    t.lower()
-    for t in (
-        "Microsoft.StorageCache/amlFilesystems",
-        "Microsoft.NetApp/netAppAccounts/capacityPools/volumes",
-        "Microsoft.Storage/storageAccounts",
-        "Microsoft.Storage/storageAccounts/blobServices/containers",
-    )
-)
 
 
 def _declared(template: dict[str, Any]) -> list[dict[str, Any]]:

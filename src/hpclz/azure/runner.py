@@ -17,8 +17,8 @@ from typing import Any
 
 from hpclz.azure.arm import Arm, deployment_body
 from hpclz.azure.errors import ArmFailure, describe, innermost
-from hpclz.azure.records import HASH_TAG, MANAGED_TAG, outputs_of, resource_records
-from hpclz.render.plan import Deployment, DeploymentPlan
+from hpclz.azure.records import HASH_TAG, outputs_of, resource_records
+from hpclz.render.plan import MANAGED_TAG, Deployment, DeploymentPlan
 from hpclz.state.model import DeploymentRecord, DeploymentStatus, StateDocument, now
 
 ACTIVE = {"Accepted", "Running", "Created", "Creating", "Updating", "Deleting", "Ready", "Waiting"}

@@ -16,20 +16,11 @@ from ipaddress import ip_network
 from typing import Any
 
 from hpclz.plan.changeset import Policy, Verdict
+from hpclz.render.plan import DATA_BEARING_TYPES
 
 Evaluate = Callable[[Any, Any, Any], Verdict]  # (before, after, context: the whole new resource body or config)
 
 DOCS = "https://learn.microsoft.com/azure"
-
-DATA_BEARING_TYPES = frozenset(
-    t.lower()
-    for t in (
-        "Microsoft.StorageCache/amlFilesystems",
-        "Microsoft.NetApp/netAppAccounts/capacityPools/volumes",
-        "Microsoft.Storage/storageAccounts",
-        "Microsoft.Storage/storageAccounts/blobServices/containers",
-    )
-)
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,21 @@ class Scope(StrEnum):
     RESOURCE_GROUP = "resourceGroup"
 
 
+# Tags every layer reads: render writes them, plan and destroy decide by them.
+MANAGED_TAG = "hpclz-managed"
+DATA_TAG = "hpclz-data"
+# Types that hold user data even when a template forgot the data tag: plan warns, destroy keeps them by default.
+DATA_BEARING_TYPES = frozenset(
+    t.lower()
+    for t in (
+        "Microsoft.StorageCache/amlFilesystems",
+        "Microsoft.NetApp/netAppAccounts/capacityPools/volumes",
+        "Microsoft.Storage/storageAccounts",
+        "Microsoft.Storage/storageAccounts/blobServices/containers",
+    )
+)
+
+
 def canonical_json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 

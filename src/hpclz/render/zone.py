@@ -20,10 +20,9 @@ from hpclz.errors import ExitCode, HpclzError
 from hpclz.naming import NameBuilder
 from hpclz.render.arm import API_VERSIONS, expr, resource_id
 from hpclz.render.engine import Safe
+from hpclz.render.plan import DATA_TAG, MANAGED_TAG
 
 ZONE_TAG = "hpclz-zone"
-MANAGED_TAG = "hpclz-managed"
-DATA_TAG = "hpclz-data"
 ENVIRONMENT_TAG = "hpclz-environment"
 BASTION_SUBNET = "AzureBastionSubnet"
 # The roles whose subnets host VMs: they get the NAT gateway for outbound traffic.
