@@ -49,7 +49,9 @@ def mermaid(plan: DeploymentPlan) -> str:
 def dot(plan: DeploymentPlan) -> str:
     lines = [
         f'digraph "{plan.landing_zone}" {{',
-        "  rankdir=TB;",
+        # Left to right, each deployment's resources stacked in a column: a zone reads as a flow, not a ribbon.
+        "  rankdir=LR;",
+        "  ranksep=1.2;",
         "  compound=true;",
         '  node [shape=box, fontname="Helvetica"];',
     ]
