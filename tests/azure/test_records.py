@@ -326,3 +326,27 @@ def test_an_assignment_no_rendered_body_matches_keeps_what_identifies_it() -> No
     records = {r.name: r for r in resource_records(_assignments_deployment(), remote, [])}
     assert records["zzzz"].properties == {"properties": _returned(other)}
     assert records["iiii"].properties["properties"]["principalId"] == IDENTITY
+
+
+def test_assignments_to_two_identities_pair_by_the_principals_deploy_looked_up() -> None:
+    """Two identities get the same role at one scope; ARM lists them the other way round and returns GUIDs."""
+    other = IDENTITY.replace("'id-x'", "'id-y'")
+    template = _assignments_deployment().template
+    second = {**template["resources"][2], "name": "[guid('y')]"}
+    second["properties"] = {**second["properties"], "principalId": other}
+    d = _assignments_deployment().model_copy(update={"template": {"resources": [template["resources"][2], second]}})
+    ids = {name: f"{RG}/providers/{ROLE}/{name}" for name in ("xxxx", "yyyy")}
+    guid_x, guid_y = "11111111-1111-4111-8111-111111111111", "22222222-2222-4222-8222-222222222222"
+    fetched = {ids["yyyy"]: _returned(guid_y), ids["xxxx"]: _returned(guid_x)}
+    principals = {
+        "/resourcegroups/rg/providers/microsoft.managedidentity/userassignedidentities/id-x": guid_x,
+        "/resourcegroups/rg/providers/microsoft.managedidentity/userassignedidentities/id-y": guid_y,
+    }
+    remote = {"properties": {"outputResources": [{"id": ids["yyyy"]}, {"id": ids["xxxx"]}]}}
+    records = {
+        r.name: r.properties["properties"]["principalId"]
+        for r in resource_records(d, remote, [], fetched=fetched, principals=principals)
+    }
+    assert records == {"yyyy": other, "xxxx": IDENTITY}
+    in_order = {r.name: r.properties["properties"]["principalId"] for r in resource_records(d, remote, [])}
+    assert in_order == {"yyyy": IDENTITY, "xxxx": other}  # without them: ARM's order, the wrong way round

@@ -3,8 +3,13 @@ sku, tags and other top-level fields, and child resources (blob containers) matc
 
 from __future__ import annotations
 
+import random
+from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
+from hpclz.plan.assignments import role_key, static_id
 from hpclz.plan.changeset import Action, ResourceChange
 from hpclz.services.plan import plan
 from tests.deploy.conftest import state_of
@@ -107,3 +112,41 @@ def test_reader_group_edits_change_exactly_that_groups_assignments(arm: ArmStand
     added = [r for r in _offline(zone) if r.action is not Action.NO_CHANGE]
     assert {r.action for r in added} == {Action.CREATE} and len(added) == len(readers_of_a)
     assert all(r.type == ROLE and r.label.startswith(f"Reader -> group {READER_C[:8]}…") for r in added)
+
+
+def _reversed(ids: list[str]) -> list[str]:
+    return ids[::-1]
+
+
+def _shuffled(ids: list[str]) -> list[str]:
+    random.Random(7).shuffle(ids)
+    return ids
+
+
+def _principal(arm: ArmStandIn, rendered: str) -> str | None:
+    """The principal a rendered body names: a group's GUID, or the GUID of the managed identity it references."""
+    identity = static_id(rendered) if rendered.startswith("[") else None
+    if identity is None:
+        return rendered
+    found = arm.world.lookup(f"/subscriptions/{arm.subscription_id}{identity}")
+    return (found or {}).get("properties", {}).get("principalId")
+
+
+@pytest.mark.parametrize("order", [_reversed, _shuffled], ids=["reversed", "shuffled"])
+def test_assignments_listed_out_of_template_order_keep_their_own_bodies(
+    arm: ArmStandIn, zone: Path, run_cli, order: Callable[[list[str]], list[str]]
+) -> None:
+    """ARM promises no order in outputResources: deploy reads each assignment back, so the body recorded
+    under an ID grants the role to the principal that Azure's assignment with that ID does."""
+    arm.world.output_order = order
+    _readers(zone, READER_A, READER_B)
+    _deployed(zone, run_cli)
+    recorded = [r for r in state_of(zone)["resources"] if r["type"] == ROLE]
+    rendered = [r["properties"]["properties"] for r in recorded]
+    assert {p["principalId"] for p in rendered} >= {READER_A, READER_B}
+    assert any(p["principalId"].startswith("[reference(") for p in rendered)  # managed identities too
+    for record, body in zip(recorded, rendered, strict=True):
+        actual = arm.world.lookup(record["id"])
+        assert actual is not None, record["id"]
+        assert _principal(arm, body["principalId"]) == actual["properties"]["principalId"], record["id"]
+        assert role_key(body["roleDefinitionId"]) == role_key(actual["properties"]["roleDefinitionId"]), record["id"]

@@ -8,8 +8,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from hpclz.arm.api_versions import pinned_version
 from hpclz.azure.clients import AzureClients
 from hpclz.render.plan import Deployment, Scope
+
+ROLE_ASSIGNMENT_API = pinned_version("Microsoft.Authorization/roleAssignments") or "2022-04-01"
+IDENTITY_API = pinned_version("Microsoft.ManagedIdentity/userAssignedIdentities") or "2023-01-31"
 
 
 def plain(value: Any) -> Any:
@@ -114,6 +118,18 @@ class Arm:
             return plain(self.clients.resources.resources.get_by_id(resource_id, api_version=api_version))
         except ResourceNotFoundError:
             return None
+
+    def role_assignment(self, resource_id: str) -> dict[str, Any] | None:
+        """An assignment's properties (roleDefinitionId, principalId, scope): what it grants, to whom, where."""
+        found = self.get_resource(resource_id, ROLE_ASSIGNMENT_API)
+        props = (found or {}).get("properties")
+        return props if isinstance(props, dict) else None
+
+    def identity_principal(self, resource_id: str) -> str | None:
+        """A user-assigned identity's principal (object) ID, which its role assignments name."""
+        found = self.get_resource(resource_id, IDENTITY_API)
+        principal = ((found or {}).get("properties") or {}).get("principalId")
+        return principal if isinstance(principal, str) and principal else None
 
     def delete_resource(self, resource_id: str, api_version: str) -> None:
         self.clients.resources.resources.begin_delete_by_id(resource_id, api_version=api_version).result()

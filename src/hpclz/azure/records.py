@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from hpclz.plan.assignments import AssignmentKey, assignment_key, is_role_assignment, pair_in_passes
+from hpclz.plan.assignments import (
+    AssignmentKey,
+    assignment_key,
+    is_role_assignment,
+    pair_in_passes,
+    principal_key,
+)
 from hpclz.plan.resources import (
     NESTED_DEPLOYMENT,
     SUBSCRIPTION_PLACEHOLDER,
@@ -117,8 +125,8 @@ def _slot(rid: str, name: str) -> str:
 
 def returned_properties(remote: dict[str, Any], operations: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """Properties ARM gave back for a resource ID (lower): an `outputResources` entry's `properties`, or an
-    operation's response content (present only when the deployment asked for `debugSetting`). ARM and the
-    stand-in usually give neither, only IDs: then role assignments pair by order (see `_pair`)."""
+    operation's response content (present only when the deployment asked for `debugSetting`). ARM usually
+    gives neither, only IDs: deploy then GETs each role assignment (`fetched` in `resource_records`)."""
     found: dict[str, dict[str, Any]] = {}
     for item in (remote.get("properties") or {}).get("outputResources") or []:
         if isinstance(item, dict) and item.get("id") and isinstance(item.get("properties"), dict):
@@ -143,19 +151,45 @@ class _Applied:
         return assignment_key(self.id, {"properties": self.returned}) if is_role_assignment(self.type) else None
 
 
-def _assignment_key(d: DesiredResource) -> AssignmentKey | None:
-    return assignment_key(d.id, d.body) if is_role_assignment(d.type) else None
+def _identity_of(key: str | None) -> str | None:
+    """The managed identity (`id_key` form) a principal key names; None for a GUID or other text."""
+    return key.removeprefix("identity:") if key and key.startswith("identity:") else None
 
 
-def _same_assignment(applied: _Applied, d: DesiredResource) -> bool:
-    mine, theirs = applied.key(), _assignment_key(d)
-    return mine is not None and theirs is not None and mine.same(theirs)
+def referenced_identities(deployment: Deployment) -> set[str]:
+    """The managed identities (`id_key` form) whose principal this deployment's role assignments name."""
+    found = set()
+    for item in _declared(deployment.template):
+        if is_role_assignment(str(item.get("type", ""))):
+            identity = _identity_of(principal_key((item.get("properties") or {}).get("principalId")))
+            if identity:
+                found.add(identity)
+    return found
 
 
-def _maybe_same_assignment(applied: _Applied, d: DesiredResource) -> bool:
-    """With no properties from ARM only the scope is known: the assignments at one scope pair in order."""
-    mine, theirs = applied.key(), _assignment_key(d)
-    return mine is not None and theirs is not None and mine.compatible(theirs)
+class _Keys:
+    """Rendered assignments' keys, with a managed identity's principal as ARM's GUID where deploy looked it up,
+    so that an assignment ARM returned (GUID principal) is certainly the one for that identity."""
+
+    def __init__(self, principals: Mapping[str, str]):
+        self.principals = {k.lower(): v.lower() for k, v in principals.items()}
+
+    def of(self, d: DesiredResource) -> AssignmentKey | None:
+        if not is_role_assignment(d.type):
+            return None
+        key = assignment_key(d.id, d.body)
+        identity = _identity_of(key.principal)
+        guid = self.principals.get(identity) if identity else None
+        return dataclasses.replace(key, principal=f"guid:{guid}") if guid else key
+
+    def same(self, applied: _Applied, d: DesiredResource) -> bool:
+        mine, theirs = applied.key(), self.of(d)
+        return mine is not None and theirs is not None and mine.same(theirs)
+
+    def compatible(self, applied: _Applied, d: DesiredResource) -> bool:
+        """With no properties from ARM only the scope is known: the assignments at one scope pair in order."""
+        mine, theirs = applied.key(), self.of(d)
+        return mine is not None and theirs is not None and mine.compatible(theirs)
 
 
 def _same_slot(applied: _Applied, d: DesiredResource) -> bool:
@@ -167,12 +201,12 @@ def _same_slot(applied: _Applied, d: DesiredResource) -> bool:
 
 
 def _pair(
-    ids: list[str], desired: list[DesiredResource], returned: dict[str, dict[str, Any]]
+    ids: list[str], desired: list[DesiredResource], returned: dict[str, dict[str, Any]], keys: _Keys
 ) -> dict[str, DesiredResource]:
     """ARM's resource ID (lower) -> the rendered resource it is. Literal names match by ID. A role assignment
-    pairs by (scope, principal, role definition) where ARM returned its properties; ARM's outputResources
-    carry only IDs, so otherwise the assignments at one scope pair in ARM's order, as do other
-    expression-named siblings: right only while ARM lists them in template order (the stand-in does)."""
+    pairs by (scope, principal, role definition) where its properties are known (deploy GETs each one, as
+    ARM's outputResources carry only IDs); otherwise the assignments at one scope pair in ARM's order, as do
+    other expression-named siblings: right only while ARM lists them in template order."""
     by_key = {id_key(d.id): d for d in desired if not d.name.startswith("[")}
     paired: dict[str, DesiredResource] = {}
     rest: list[_Applied] = []
@@ -183,7 +217,7 @@ def _pair(
         else:
             rest.append(_Applied(rid, *_type_of(rid), returned.get(rid.lower(), {})))
     pending = [d for d in desired if d.name.startswith("[")]
-    for applied, d in pair_in_passes(rest, pending, (_same_assignment, _maybe_same_assignment, _same_slot)):
+    for applied, d in pair_in_passes(rest, pending, (keys.same, keys.compatible, _same_slot)):
         paired[applied.id.lower()] = d
     return paired
 
@@ -204,15 +238,30 @@ def _subscription(ids: list[str]) -> str:
     return match.group(1) if match else SUBSCRIPTION_PLACEHOLDER
 
 
+def assignment_ids(remote: dict[str, Any], operations: list[dict[str, Any]]) -> list[str]:
+    """The role assignments ARM applied in this deployment: the IDs whose properties deploy asks ARM for."""
+    return [rid for rid in _applied_ids(remote, operations) if is_role_assignment(_type_of(rid)[0])]
+
+
 def resource_records(
-    deployment: Deployment, remote: dict[str, Any], operations: list[dict[str, Any]]
+    deployment: Deployment,
+    remote: dict[str, Any],
+    operations: list[dict[str, Any]],
+    *,
+    fetched: Mapping[str, Mapping[str, Any]] | None = None,
+    principals: Mapping[str, str] | None = None,
 ) -> list[ResourceRecord]:
     """One record per resource ARM applied, with the whole rendered body (location, sku, kind, zones, tags,
-    identity, properties; parameters resolved except secure ones): what the offline plan compares with."""
+    identity, properties; parameters resolved except secure ones): what the offline plan compares with.
+
+    `fetched`: resource ID -> the `properties` a GET returned (role assignments: roleDefinitionId,
+    principalId, scope), which pair each ID with its body whatever order ARM lists them in.
+    `principals`: managed identity (`id_key` form) -> its principal GUID, for assignments to an identity."""
     ids = _applied_ids(remote, operations)
     desired = deployment_resources(_recordable(deployment), _subscription(ids))
     returned = returned_properties(remote, operations)
-    paired = _pair(ids, desired, returned)
+    returned.update({rid.lower(): dict(props) for rid, props in (fetched or {}).items()})
+    paired = _pair(ids, desired, returned, _Keys(principals or {}))
     api_by_type: dict[str, str] = {}
     for d in desired:
         api_by_type.setdefault(d.type.lower(), d.api_version)

@@ -13,14 +13,15 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, TypeVar
 
 from hpclz.azure.arm import Arm, deployment_body
 from hpclz.azure.errors import ArmFailure, describe, innermost
-from hpclz.azure.records import HASH_TAG, outputs_of, resource_records
+from hpclz.azure.records import HASH_TAG, assignment_ids, outputs_of, referenced_identities, resource_records
 from hpclz.render.plan import MANAGED_TAG, Deployment, DeploymentPlan
-from hpclz.state.model import DeploymentRecord, DeploymentStatus, StateDocument, now
+from hpclz.state.model import DeploymentRecord, DeploymentStatus, ResourceRecord, StateDocument, now
 
+_T = TypeVar("_T")
 ACTIVE = {"Accepted", "Running", "Created", "Creating", "Updating", "Deleting", "Ready", "Waiting"}
 
 
@@ -159,7 +160,7 @@ class Runner:
             done = record.model_copy(
                 update={"status": DeploymentStatus.SUCCEEDED, "finished_at": now(), "outputs": outputs_of(remote)}
             )
-            self._record(done, resource_records(d, remote, operations))
+            self._record(done, self._resources(d, remote, operations))
             self._emit(Event(d.name, Step.SUCCEEDED, f"{len(operations)} resource operations"))
             return Step.SUCCEEDED
         failure = _failure(remote, operations)
@@ -167,11 +168,43 @@ class Runner:
         # What did get created is recorded too, so destroy can find it after a failed deploy.
         self._record(
             record.model_copy(update={"status": status, "finished_at": now(), "error": failure.one_line()}),
-            resource_records(d, remote, operations),
+            self._resources(d, remote, operations),
         )
         self._failures[d.name] = failure
         self._emit(Event(d.name, Step.FAILED, failure.one_line()))
         return Step.FAILED
+
+    def _resources(
+        self, d: Deployment, remote: dict[str, Any], operations: list[dict[str, Any]]
+    ) -> list[ResourceRecord]:
+        """State records for what ARM applied. ARM's outputResources carry only IDs, and role assignments are
+        named by a GUID: each one is read back (and the identities they name), so its recorded body is the
+        one it really is, whatever order ARM lists them in. Destroy deletes by the recorded ID."""
+        assignments = assignment_ids(remote, operations)
+        fetched = {rid: props for rid in assignments if (props := self._quietly(self.arm.role_assignment, rid))}
+        principals: dict[str, str] = {}
+        for identity in sorted(referenced_identities(d)) if assignments else []:
+            principal = self._quietly(self.arm.identity_principal, self._full_id(d, identity))
+            if principal:
+                principals[identity] = principal
+        return resource_records(d, remote, operations, fetched=fetched, principals=principals)
+
+    def _full_id(self, d: Deployment, key: str) -> str:
+        """An `id_key` (no subscription; no group where the template named none) as a full resource ID."""
+        group = (
+            "" if key.startswith("/resourcegroups/") or not d.resource_group else f"/resourceGroups/{d.resource_group}"
+        )
+        return f"/subscriptions/{self.arm.subscription_id}{group}{key}"
+
+    @staticmethod
+    def _quietly(get: Callable[[str], _T | None], resource_id: str) -> _T | None:
+        """A read that fails leaves the deployment succeeded: its records fall back to pairing in ARM's order."""
+        from azure.core.exceptions import AzureError
+
+        try:
+            return get(resource_id)
+        except AzureError:
+            return None
 
     # ----- the whole plan -----
     def run(self) -> RunResult:

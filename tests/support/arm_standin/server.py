@@ -194,7 +194,7 @@ class ArmStandIn:
         run = DeploymentRun(self._dep_id(rg, name), name, self._dep_key(rg, name), rg, body.get("location"), body)
         self.world.start(run, planned)
         status_url = self._op_url(f"{run.id}/operationStatuses/{uuid.uuid4().hex[:20]}")
-        view = run.view()
+        view = run.view(self.world.output_order)
         view["properties"]["provisioningState"] = "Accepted"
         return (200 if existing else 201), {"Azure-AsyncOperation": status_url}, view
 
@@ -211,7 +211,7 @@ class ArmStandIn:
     def _get_deployment(
         self, body: Any, path: str, name: str, sub: str, rg: str | None = None
     ) -> tuple[int, dict[str, str], Any]:
-        return 200, {}, self._run(rg, name).view()
+        return 200, {}, self._run(rg, name).view(self.world.output_order)
 
     def _head_deployment(
         self, body: Any, path: str, name: str, sub: str, rg: str | None = None

@@ -3,6 +3,9 @@ deployments)."""
 
 from __future__ import annotations
 
+import dataclasses
+import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,6 +22,9 @@ class PlannedResource:
     body: dict[str, Any]
     resource_group: str | None
     nested: list[PlannedResource] = field(default_factory=list)
+    # The body evaluated again when provisioned: ARM evaluates reference() at run time, after what it
+    # names exists (a role assignment to an identity the same deployment creates). None: no reference().
+    late_body: Callable[[], dict[str, Any]] | None = None
 
 
 def resource_id(scope: Scope, rtype: str, name: str, explicit_scope: str | None = None) -> str:
@@ -119,5 +125,20 @@ def _one(item: dict[str, Any], scope: Scope, parent: tuple[str, str] | None = No
     # Like ARM, child resources are deployed (and listed as operations) after their parent.
     children = _declared(item.get("resources") or [], scope, (rtype, name))
     return PlannedResource(
-        rid, rtype, name, str(evaluate(item.get("apiVersion", ""), scope)), location, body, target_group, children
+        rid,
+        rtype,
+        name,
+        str(evaluate(item.get("apiVersion", ""), scope)),
+        location,
+        body,
+        target_group,
+        children,
+        _late_body(item, scope, skipped),
     )
+
+
+def _late_body(item: dict[str, Any], scope: Scope, skipped: tuple[str, ...]) -> Callable[[], dict[str, Any]] | None:
+    if "reference(" not in json.dumps(item).lower():
+        return None
+    frozen = dataclasses.replace(scope, copy_index=dict(scope.copy_index))
+    return lambda: {k: evaluate(v, frozen) for k, v in item.items() if k not in skipped}

@@ -7,9 +7,11 @@ so a client sees Accepted -> Running -> Succeeded/Failed as with real ARM.
 from __future__ import annotations
 
 import copy
+import re
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -54,7 +56,8 @@ class DeploymentRun:
     began: float = field(default_factory=time.perf_counter)  # for benchmarks: ARM-side start and end
     ended: float | None = None
 
-    def view(self) -> dict[str, Any]:
+    def view(self, order: Callable[[list[str]], list[str]] = list) -> dict[str, Any]:
+        """`order`: how outputResources are listed (ARM promises no order; by default, as provisioned)."""
         props = self.body.get("properties", {})
         out: dict[str, Any] = {
             "id": self.id,
@@ -74,7 +77,9 @@ class DeploymentRun:
                 "timestamp": self.timestamp,
                 "dependencies": [],
                 "outputs": self.outputs if self.state == "Succeeded" else None,
-                "outputResources": [{"id": i} for i in self.output_resources] if self.state == "Succeeded" else None,
+                "outputResources": (
+                    [{"id": i} for i in order(list(self.output_resources))] if self.state == "Succeeded" else None
+                ),
             },
         }
         if self.location:
@@ -99,6 +104,8 @@ class World:
         self.skus: list[dict[str, Any]] | None = None  # None: the default catalog for the asked location
         self.usages: dict[str, list[dict[str, Any]]] = {}
         self.faults = Faults()
+        # How a finished deployment lists its outputResources; a test may shuffle them, as real ARM may.
+        self.output_order: Callable[[list[str]], list[str]] = list
 
     # ----- resource groups and resources -----
     def group(self, name: str) -> dict[str, Any] | None:
@@ -264,7 +271,7 @@ class World:
         return None
 
     def _store(self, resource: PlannedResource) -> None:
-        body = resource.body
+        body = _late(resource)
         if resource.type.lower() == "microsoft.resources/resourcegroups":
             self.put_group(resource.name, str(body.get("location", "")), body.get("tags"))
             return
@@ -277,13 +284,43 @@ class World:
             "apiVersion": resource.api_version,
             "location": resource.location,
             "tags": body.get("tags") or {},
-            "properties": {**(body.get("properties") or {}), "provisioningState": "Succeeded"},
+            "properties": {**(body.get("properties") or {}), **_read_only(resource), "provisioningState": "Succeeded"},
         }
         for key in ("sku", "kind", "zones", "identity"):
             if key in body:
                 stored[key] = body[key]
         with self.lock:
             self.resources[resource.id.lower()] = stored
+
+
+def _late(resource: PlannedResource) -> dict[str, Any]:
+    if resource.late_body is None:
+        return resource.body
+    try:
+        return resource.late_body()
+    except (ExpressionError, KeyError, TypeError):
+        return resource.body
+
+
+IDENTITY = "microsoft.managedidentity/userassignedidentities"
+ROLE_ASSIGNMENT = "microsoft.authorization/roleassignments"
+TENANT = "00000000-0000-0000-0000-00000000aaaa"
+
+
+def _read_only(resource: PlannedResource) -> dict[str, Any]:
+    """What ARM adds to what a template said: an identity's principal (which its role assignments name,
+    through `reference()`), an assignment's scope (which a GET of it returns with roleDefinitionId and
+    principalId)."""
+    rtype = resource.type.lower()
+    if rtype == IDENTITY:
+        return {
+            "principalId": str(uuid.uuid5(uuid.NAMESPACE_URL, f"principal|{resource.id.lower()}")),
+            "clientId": str(uuid.uuid5(uuid.NAMESPACE_URL, f"client|{resource.id.lower()}")),
+            "tenantId": TENANT,
+        }
+    if rtype == ROLE_ASSIGNMENT:
+        return {"scope": re.split(r"/providers/Microsoft\.Authorization/roleAssignments/", resource.id, flags=re.I)[0]}
+    return {}
 
 
 def _secure_names(template: dict[str, Any]) -> set[str]:
