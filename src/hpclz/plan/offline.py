@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from hpclz.plan import policies
-from hpclz.plan.assignments import AssignmentKey, assignment_key, index_moved_only, is_role_assignment, pair_in_passes
+from hpclz.plan.assignments import AssignmentKey, assignment_key, is_role_assignment, pair_in_passes
 from hpclz.plan.changeset import Action, ChangeSet, PropertyChange, ResourceChange, StateRef, Verdict, worst
 from hpclz.plan.resources import DesiredResource, desired_resources, id_key, resource_label
 from hpclz.render.plan import DeploymentPlan
@@ -85,27 +85,6 @@ def resource_change(
     )
 
 
-MOVED_INDEX = (
-    "the description names the config list position, which moved (a group was added, removed or reordered); "
-    "the assignment is the same (ARM rewrites the description in place)"
-)
-
-
-def _moved_index_is_noise(change: ResourceChange) -> None:
-    """A role assignment's description says `for identity.groups.readers[1]`: the same group at another
-    index is the same assignment, so that alone is shown as noise, not as a modify."""
-    if not is_role_assignment(change.type):
-        return
-    moved = [c for c in change.changes if c.path == "properties.description" and index_moved_only(c.before, c.after)]
-    if not moved:
-        return
-    for c in moved:
-        c.noise_reason = MOVED_INDEX
-    change.noise.extend(moved)
-    change.changes = [c for c in change.changes if c not in moved]
-    classify(change)
-
-
 def classify(change: ResourceChange) -> ResourceChange:
     """A resource's action and verdict follow from its worst property change."""
     if not change.changes:
@@ -140,7 +119,6 @@ def offline_changeset(plan: DeploymentPlan, state: StateDocument | None) -> Chan
             before, after = comparable(record.properties, d.body)
             change = resource_change(d.type, d.name, record.id, d.deployment, data, before, after)
             change.label = resource_label(d.type, d.name, d.id, d.body)
-            _moved_index_is_noise(change)
             changes.resources.append(change)
     changes.resources.extend(_delete(r) for r in matcher.unmatched() if r.deployment not in unchanged)
     return changes

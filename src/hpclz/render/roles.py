@@ -50,11 +50,15 @@ def _assignment(
     principal_type: str,
     path: str,
     *,
+    source: str | None = None,
     scope_id: str = "resourceGroup().id",
     scope: str | None = None,
     identity_key: str | None = None,
     depends_on: list[str] | None = None,
 ) -> Assignment:
+    """`path`: the config item it comes from, list index included (the template's `comments`). `source`:
+    what the ARM description names instead, without a list position, so reordering a list rewrites nothing
+    in Azure: the list and the principal (`identity.groups.readers -> <group>`); `path` where that is unique."""
     role_id = ROLE_IDS[role]
     key = identity_key or literal(principal)
     return Assignment(
@@ -63,7 +67,7 @@ def _assignment(
         principal_id=principal,
         principal_type=principal_type,
         path=path,
-        description=f"hpclz: {role.value} for {path}",
+        description=f"hpclz: {role.value} for {source or path}",
         scope=scope,
         depends_on=depends_on or [],
     )
@@ -73,7 +77,8 @@ def _groups(zone: Zone, attr: str, roles: list[BuiltinRole], **kw: str) -> list[
     out = []
     for index, group in enumerate(getattr(zone.config.identity.groups, attr)):
         for role in roles:
-            out.append(_assignment(role, group, "Group", f"identity.groups.{attr}[{index}]", **kw))  # type: ignore[arg-type]
+            path, source = f"identity.groups.{attr}[{index}]", f"identity.groups.{attr} -> {group}"
+            out.append(_assignment(role, group, "Group", path, source=source, **kw))  # type: ignore[arg-type]
     return out
 
 
@@ -135,7 +140,11 @@ def assignments(zone: Zone, area: str) -> list[Assignment]:
         if extra.area.value == area:
             out.append(
                 _assignment(
-                    extra.role, extra.principal_id, extra.principal_type, f"identity.extra_role_assignments[{index}]"
+                    extra.role,
+                    extra.principal_id,
+                    extra.principal_type,
+                    f"identity.extra_role_assignments[{index}]",
+                    source=f"identity.extra_role_assignments -> {extra.principal_id}",
                 )
             )
     return out
