@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hpclz.plan.assignments import AssignmentKey, assignment_key, index_moved_only, pair_in_passes, static_id
+from hpclz.plan.assignments import AssignmentKey, assignment_key, pair_in_passes, static_id
 from hpclz.plan.resources import desired_resources
 from hpclz.render.build import build_plan
 from tests.plan.support import preset
@@ -91,21 +91,3 @@ def test_static_ids_of_the_calls_render_writes() -> None:
         f"/providers/microsoft.authorization/roledefinitions/{READER}"
     )
     assert static_id("[parameters('principal')]") is None
-
-
-def test_only_a_moved_list_index_is_a_moved_index() -> None:
-    assert index_moved_only(
-        "hpclz: Reader for identity.groups.readers[1]", "hpclz: Reader for identity.groups.readers[0]"
-    )
-    assert not index_moved_only(
-        "hpclz: Reader for identity.groups.readers[1]", "hpclz: Reader for identity.groups.users[1]"
-    )
-    assert not index_moved_only("same[0]", "same[0]")
-    assert not index_moved_only(None, "x[0]")
-
-
-def test_stricter_passes_pair_first_and_weaker_ones_take_the_rest_in_order() -> None:
-    lefts = ["a1", "b1", "c1"]
-    rights = ["c2", "x2", "a2"]
-    pairs = pair_in_passes(lefts, rights, [lambda left, right: left[0] == right[0], lambda left, right: True])
-    assert pairs == [("a1", "a2"), ("c1", "c2"), ("b1", "x2")]

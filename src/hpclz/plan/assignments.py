@@ -21,7 +21,6 @@ _GUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4
 _ID_CALL = re.compile(r"\b(subscriptionResourceId|resourceId)\(\s*('[^']*'(?:\s*,\s*'[^']*')*)\s*\)", re.I)
 _REFERENCE = re.compile(r"^\[\s*reference\(", re.I)
 _ASSIGNMENTS = re.compile(r"/providers/Microsoft\.Authorization/roleAssignments/", re.I)
-_INDEX = re.compile(r"\[\d+\]")
 
 L = TypeVar("L")
 R = TypeVar("R")
@@ -114,16 +113,6 @@ def static_id(expression: str) -> str | None:
 
 def _normalized(text: str) -> str:
     return re.sub(r"\s+", "", text).lower()
-
-
-def index_moved_only(before: Any, after: Any) -> bool:
-    """Two descriptions that differ only in a config list index (`identity.groups.readers[1]` -> `[0]`)."""
-    return (
-        isinstance(before, str)
-        and isinstance(after, str)
-        and before != after
-        and _INDEX.sub("[]", before) == _INDEX.sub("[]", after)
-    )
 
 
 def pair_in_passes(
