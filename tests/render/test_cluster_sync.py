@@ -7,9 +7,8 @@ import json
 import os
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, HTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -17,6 +16,7 @@ import pytest
 
 from hpclz.render.cloudinit import user_data
 from tests.render.conftest import preset_plan
+from tests.support.local_http import serve
 
 SYNC = Path(__file__).resolve().parents[2] / "templates" / "cloud-init" / "cluster_sync.py"
 SUBSCRIPTION = "00000000-0000-0000-0000-0000000000aa"
@@ -45,11 +45,8 @@ class FakeImds(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def imds() -> Iterator[str]:
-    server = HTTPServer(("127.0.0.1", 0), FakeImds)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_port}"
-    server.shutdown()
+    with serve(FakeImds) as url:
+        yield url
 
 
 def _cyclecloud(folder: Path, log: Path, failing: str = "") -> None:

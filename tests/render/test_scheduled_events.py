@@ -6,13 +6,14 @@ import json
 import os
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, HTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
+
+from tests.support.local_http import serve
 
 WATCHER = Path(__file__).resolve().parents[2] / "templates" / "cloud-init" / "scheduled_events.py"
 
@@ -42,12 +43,9 @@ class FakeImds(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def imds() -> Iterator[str]:
-    server = HTTPServer(("127.0.0.1", 0), FakeImds)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
     FakeImds.acknowledged = []
-    yield f"http://127.0.0.1:{server.server_port}"
-    server.shutdown()
+    with serve(FakeImds) as url:
+        yield url
 
 
 def _slurm_tools(folder: Path, log: Path) -> None:

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from hpclz.config.source_map import PathPart
+from hpclz.config.source_map import PathPart, lookup
 
 JsonPath = tuple[PathPart, ...]
 NESTED_DEPLOYMENT = "microsoft.resources/deployments"
@@ -88,11 +88,4 @@ def iter_strings(node: Any, path: JsonPath = ()) -> Iterator[tuple[JsonPath, str
 
 
 def get_at(node: Any, path: JsonPath) -> Any:
-    for part in path:
-        if isinstance(node, dict) and part in node:
-            node = node[part]
-        elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
-            node = node[part]
-        else:
-            return None
-    return node
+    return lookup(node, path)

@@ -39,15 +39,19 @@ class SourceMap:
         return self.values.get((), Position(1, 1))
 
     def value_at(self, path: Sequence[PathPart]) -> Any:
-        node = self.data
-        for part in path:
-            if isinstance(node, dict) and part in node:
-                node = node[part]
-            elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
-                node = node[part]
-            else:
-                return None
-        return node
+        return lookup(self.data, path)
+
+
+def lookup(node: Any, path: Sequence[PathPart]) -> Any:
+    """The value at a path of dict keys and list indexes in plain data, or None where the path leads nowhere."""
+    for part in path:
+        if isinstance(node, dict) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+            node = node[part]
+        else:
+            return None
+    return node
 
 
 def build(file: str, node: Any) -> SourceMap:

@@ -302,23 +302,7 @@ class ArmStandIn:
     def _delete_group(self, body: Any, path: str, sub: str, rg: str) -> tuple[int, dict[str, str], Any]:
         if self.world.group(rg) is None:
             raise ArmError(404, "ResourceGroupNotFound", f"Resource group '{rg}' could not be found.")
-        finish_at = time.monotonic() + self.world.group_delete_latency
-
-        def done() -> bool:
-            if time.monotonic() < finish_at:
-                return False
-            self.world.delete_group(rg)
-            return True
-
-        op = self._async("delete", done, lambda: None)
-        return (
-            202,
-            {
-                "Location": self._op_url(f"/subscriptions/{self.subscription_id}/operationresults/{op}"),
-                "Retry-After": "0",
-            },
-            None,
-        )
+        return self._delete_later(self.world.group_delete_latency, lambda: self.world.delete_group(rg))
 
     def _list_group_resources(self, body: Any, path: str, sub: str, rg: str) -> tuple[int, dict[str, str], Any]:
         if self.world.group(rg) is None:
@@ -347,23 +331,21 @@ class ArmStandIn:
         if not latency:
             self.world.delete_resource(path)
             return 200, {}, None
+        return self._delete_later(latency, lambda: self.world.delete_resource(path))
+
+    def _delete_later(self, latency: float, delete: Callable[[], None]) -> tuple[int, dict[str, str], Any]:
+        """ARM's asynchronous delete: 202 + Location, and the operation completes once the latency has passed."""
         finish_at = time.monotonic() + latency
 
         def done() -> bool:
             if time.monotonic() < finish_at:
                 return False
-            self.world.delete_resource(path)
+            delete()
             return True
 
         op = self._async("delete", done, lambda: None)
-        return (
-            202,
-            {
-                "Location": self._op_url(f"/subscriptions/{self.subscription_id}/operationresults/{op}"),
-                "Retry-After": "0",
-            },
-            None,
-        )
+        location = self._op_url(f"/subscriptions/{self.subscription_id}/operationresults/{op}")
+        return 202, {"Location": location, "Retry-After": "0"}, None
 
     # ----- providers, SKUs, usages -----
     def _provider(self, body: Any, path: str, sub: str, ns: str) -> tuple[int, dict[str, str], Any]:
