@@ -48,11 +48,9 @@ class ValidateResult(BaseModel):
 def refuse_unknown_suppressions(loaded: LoadedConfig, suppress: Iterable[str]) -> None:
     """A misspelt ID would silently suppress nothing, so unknown IDs are refused where they were written.
 
-    Live preflight rules (hpclz.azure.live_rules) count as known: a config may silence them for deploy.
+    Every registered rule counts as known, live preflight rules included: a config may silence them for deploy.
     """
-    from hpclz.azure.live_rules import LIVE_RULES
-
-    known = {r.id for r in (*all_rules(), *LIVE_RULES)}
+    known = {r.id for r in all_rules()}
     for i, rule_id in enumerate(loaded.config.suppress):
         if rule_id.upper() not in known:
             pos = loaded.source.locate(("suppress", i))
