@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from hpclz.config.source_map import PathPart, lookup
+from hpclz.config.source_map import PathPart
 
 JsonPath = tuple[PathPart, ...]
 NESTED_DEPLOYMENT = "microsoft.resources/deployments"
@@ -87,5 +87,14 @@ def iter_strings(node: Any, path: JsonPath = ()) -> Iterator[tuple[JsonPath, str
             yield from iter_strings(value, (*path, index))
 
 
-def get_at(node: Any, path: JsonPath) -> Any:
-    return lookup(node, path)
+def iter_entries(node: Any, wanted: Callable[[str, Any], bool], path: JsonPath = ()) -> Iterator[tuple[JsonPath, Any]]:
+    """Every object entry for which `wanted(key, value)` holds, with its path; not searched below a match."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if wanted(str(key), value):
+                yield (*path, key), value
+            else:
+                yield from iter_entries(value, wanted, (*path, key))
+    elif isinstance(node, list):
+        for index, value in enumerate(node):
+            yield from iter_entries(value, wanted, (*path, index))

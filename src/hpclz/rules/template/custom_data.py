@@ -5,11 +5,10 @@ from __future__ import annotations
 import base64
 import binascii
 import re
-from collections.abc import Iterable, Iterator
-from typing import Any
+from collections.abc import Iterable
 
 from hpclz.arm.expressions import ExpressionError, Literal, expression_body, parse, walk
-from hpclz.arm.walk import JsonPath
+from hpclz.arm.walk import iter_entries
 from hpclz.findings import Finding, Severity
 from hpclz.rules.base import Rule
 from hpclz.rules.template.context import TemplateContext
@@ -38,7 +37,8 @@ class CustomDataWithoutSecrets(Rule[TemplateContext]):
     fix = "Fetch the secret at boot with the node's managed identity (Key Vault) instead of embedding it."
 
     def check(self, ctx: TemplateContext) -> Iterable[Finding]:
-        for path, payload in _payloads(ctx.template.get("resources"), ("resources",)):
+        resources = ctx.template.get("resources")
+        for path, payload in iter_entries(resources, _is_payload, ("resources",)):
             for text in _texts(payload):
                 decoded = _decode(text)
                 for kind, pattern in SECRET_PATTERNS.items():
@@ -48,16 +48,8 @@ class CustomDataWithoutSecrets(Rule[TemplateContext]):
                         yield self.finding(ctx, path, f"{path[-1]} line {line} holds {kind}")
 
 
-def _payloads(node: Any, path: JsonPath) -> Iterator[tuple[JsonPath, str]]:
-    if isinstance(node, dict):
-        for key, value in node.items():
-            if key in BOOT_PAYLOAD_KEYS and isinstance(value, str):
-                yield (*path, key), value
-            else:
-                yield from _payloads(value, (*path, key))
-    elif isinstance(node, list):
-        for index, value in enumerate(node):
-            yield from _payloads(value, (*path, index))
+def _is_payload(key: str, value: object) -> bool:
+    return key in BOOT_PAYLOAD_KEYS and isinstance(value, str)
 
 
 def _texts(payload: str) -> list[str]:

@@ -6,7 +6,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from hpclz.arm.expressions import Call, Literal, walk
-from hpclz.arm.walk import JsonPath, as_list, get_at
+from hpclz.arm.walk import JsonPath, as_list
+from hpclz.config.source_map import lookup
 from hpclz.rules.template.context import TemplateContext
 
 
@@ -39,7 +40,7 @@ def in_template_scope(ctx: TemplateContext, path: JsonPath) -> bool:
         return False
     for index, part in enumerate(path):
         if part == "template" and index >= 1 and path[index - 1] == "properties":
-            options = get_at(ctx.template, (*path[: index - 1], "properties", "expressionEvaluationOptions"))
+            options = lookup(ctx.template, (*path[: index - 1], "properties", "expressionEvaluationOptions"))
             if isinstance(options, dict) and str(options.get("scope", "")).lower() == "inner":
                 return False
     return True

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from typing import Any
 
 from hpclz.arm.expressions import Call, Literal, walk
 from hpclz.arm.functions import returns_secrets
-from hpclz.arm.walk import JsonPath, get_at
+from hpclz.arm.walk import iter_entries
 from hpclz.findings import Finding, Severity
 from hpclz.rules.base import Rule
 from hpclz.rules.template.context import TemplateContext
@@ -91,21 +91,9 @@ class PasswordsSecure(Rule[TemplateContext]):
                 yield self.finding(ctx, ("parameters", name, "type"), f"parameter {name} has type {kind!r}")
         # Everywhere but the parameter declarations, whose adminPassword entry is the secure parameter itself.
         body = {key: value for key, value in ctx.template.items() if key != "parameters"}
-        for path, value in _admin_passwords(body):
+        for path, value in iter_entries(body, lambda key, _: key.lower() == PASSWORD_KEY):
             if not _from_secure_parameter(value, ctx):
                 yield self.finding(ctx, path, f"adminPassword is {_shown(value)}, not a secure parameter")
-
-
-def _admin_passwords(node: Any, path: JsonPath = ()) -> Iterator[tuple[JsonPath, Any]]:
-    if isinstance(node, dict):
-        for key, value in node.items():
-            if str(key).lower() == PASSWORD_KEY:
-                yield (*path, key), value
-            else:
-                yield from _admin_passwords(value, (*path, key))
-    elif isinstance(node, list):
-        for index, value in enumerate(node):
-            yield from _admin_passwords(value, (*path, index))
 
 
 def _from_secure_parameter(value: Any, ctx: TemplateContext) -> bool:
@@ -139,24 +127,13 @@ class LinuxPasswordLoginDisabled(Rule[TemplateContext]):
     fix = "Set osProfile.linuxConfiguration.disablePasswordAuthentication to true and provide SSH public keys."
 
     def check(self, ctx: TemplateContext) -> Iterable[Finding]:
-        for path, profile in _os_profiles(ctx.template):
+        profiles = iter_entries(ctx.template, lambda key, value: key == "osProfile" and isinstance(value, dict))
+        for path, profile in profiles:
             if "windowsConfiguration" in profile:
                 continue
             linux = profile.get("linuxConfiguration")
-            disabled = get_at(linux, ("disablePasswordAuthentication",)) if isinstance(linux, dict) else None
+            disabled = linux.get("disablePasswordAuthentication") if isinstance(linux, dict) else None
             if disabled is not True:
                 yield self.finding(
                     ctx, (*path, "linuxConfiguration"), f"disablePasswordAuthentication is {disabled!r}, not true"
                 )
-
-
-def _os_profiles(node: Any, path: JsonPath = ()) -> Iterator[tuple[JsonPath, dict[str, Any]]]:
-    if isinstance(node, dict):
-        for key, value in node.items():
-            if key == "osProfile" and isinstance(value, dict):
-                yield (*path, key), value
-            else:
-                yield from _os_profiles(value, (*path, key))
-    elif isinstance(node, list):
-        for index, value in enumerate(node):
-            yield from _os_profiles(value, (*path, index))
