@@ -82,6 +82,11 @@ REGION_CODES: dict[str, str] = {
 }  # fmt: skip
 
 
+# Name parts for roles whose config key is too long to spell out in a resource name.
+ROLE_LABELS = {"private_endpoints": "pe"}
+CYCLECLOUD_LABEL = "cc"
+
+
 def region_code(location: str) -> str:
     return REGION_CODES.get(location, location[:6])
 
@@ -108,3 +113,12 @@ class NameBuilder:
 
     def resource_group(self, area: str, override: str | None = None) -> str:
         return override or self.name("resource_group", area)
+
+    def subnet(self, role: str) -> str:
+        return self.name("subnet", ROLE_LABELS.get(role, role))
+
+    def network_security_group(self, role: str) -> str:
+        return self.name("network_security_group", ROLE_LABELS.get(role, role))
+
+    def cyclecloud_vm(self) -> str:
+        return self.name("virtual_machine", CYCLECLOUD_LABEL)

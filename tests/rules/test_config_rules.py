@@ -89,3 +89,32 @@ def test_every_internet_spelling_is_caught_but_deny_and_outbound_are_not() -> No
         rules[2]["source_address_prefix"] = "10.0.0.0/16"
 
     assert _findings("HPCLZ-NET-008", Case(case.preset, harmless)) == []
+
+
+def _rendered_names(node: object) -> set[str]:
+    """Every `name` string in a rendered template, a child resource's `parent/child` split into its parts."""
+    if isinstance(node, dict):
+        name = node.get("name")
+        own = set(name.split("/")) if isinstance(name, str) else set()
+        return own.union(*(_rendered_names(value) for value in node.values()))
+    if isinstance(node, list):
+        return set().union(*(_rendered_names(item) for item in node))
+    return set()
+
+
+def test_org004_checks_the_names_render_writes(preset_path: Path) -> None:
+    """ORG-004 predicts names from the config; each one hpclz itself creates must be the name render emits.
+    Scheduler, login and partition VMs are CycleCloud's, so render has no name for them to compare."""
+    from hpclz.render.build import build_plan
+    from hpclz.rules.config.organization import planned_names
+    from hpclz.rules.context import ConfigContext
+
+    loaded = load_config(preset_path)
+    rendered = set().union(*(_rendered_names(d.template) for d in build_plan(loaded.config).deployments))
+    cyclecloud_owned = {("compute", "scheduler"), ("compute", "login")}
+    planned = {
+        name
+        for kind, name, path in planned_names(ConfigContext(loaded))
+        if kind != "virtual_machine" or (path not in cyclecloud_owned and path[:2] != ("compute", "partitions"))
+    }
+    assert planned - rendered == set()

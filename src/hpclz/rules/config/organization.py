@@ -77,9 +77,9 @@ def planned_names(ctx: ConfigContext) -> Iterator[tuple[str, str, tuple[PathPart
     for role, subnet in ctx.subnets():
         if role != "bastion":
             path = ("network", "vnet", "subnets", role)
-            yield "subnet", subnet.name or names.name("subnet", role), path
+            yield "subnet", subnet.name or names.subnet(role), path
             if subnet.nsg:
-                yield "network_security_group", names.name("network_security_group", role), path
+                yield "network_security_group", names.network_security_group(role), path
     for who in ("scheduler", "compute"):
         if getattr(config.identity.managed_identities, who):
             yield "managed_identity", names.name("managed_identity", who), ("identity", "managed_identities", who)
@@ -90,8 +90,8 @@ def planned_names(ctx: ConfigContext) -> Iterator[tuple[str, str, tuple[PathPart
     if config.storage.netapp.mode == "new":
         yield "netapp_account", names.name("netapp_account"), ("storage", "netapp")
         yield "netapp_pool", names.name("netapp_pool"), ("storage", "netapp")
-    for role in ("scheduler", "cyclecloud"):
-        yield "virtual_machine", names.name("virtual_machine", role), ("compute", role)
+    yield "virtual_machine", names.name("virtual_machine", "scheduler"), ("compute", "scheduler")
+    yield "virtual_machine", names.cyclecloud_vm(), ("compute", "cyclecloud")
     for i in range(config.compute.login.count):
         yield "virtual_machine", names.name("virtual_machine", "login", str(i + 1)), ("compute", "login")
     for i, partition in enumerate(config.compute.partitions):
