@@ -38,6 +38,9 @@ class Subnets(StrictModel):
     bastion: Subnet | None = Field(default=None, description="Must be named AzureBastionSubnet and be /26 or larger.")
 
 
+SUBNET_ROLES: tuple[str, ...] = tuple(Subnets.model_fields)
+
+
 class NewVnet(StrictModel):
     mode: Literal["new"] = "new"
     address_space: list[IPv4Network] = Field(min_length=1, json_schema_extra=policy("replace"))

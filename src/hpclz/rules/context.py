@@ -8,12 +8,10 @@ from dataclasses import dataclass, field
 from hpclz.catalog import Catalog, Sku, load_catalog
 from hpclz.config.compute import Partition
 from hpclz.config.loader import LoadedConfig
-from hpclz.config.network import Subnet
+from hpclz.config.network import SUBNET_ROLES, Subnet
 from hpclz.config.root import LandingZoneConfig
 from hpclz.config.source_map import SourceMap
 from hpclz.naming import NameBuilder
-
-SUBNET_ROLES = ("admin", "compute", "lustre", "netapp", "private_endpoints", "bastion")
 
 
 @dataclass

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
+from hpclz.config.identity import Area
 from hpclz.config.source_map import PathPart
 from hpclz.findings import Finding, Severity
 from hpclz.naming import NAME_RULES
 from hpclz.rules.base import Rule
 from hpclz.rules.context import ConfigContext
 
-AREAS = ("management", "network", "compute", "storage", "monitoring")
 TAG_FORBIDDEN = set("<>%&\\?/")
 
 
@@ -69,7 +69,7 @@ def planned_names(ctx: ConfigContext) -> Iterator[tuple[str, str, tuple[PathPart
     config = ctx.config
     names = ctx.names
     overrides = config.organization.resource_groups
-    for area in AREAS:
+    for area in Area:
         override = getattr(overrides, area)
         path: tuple[PathPart, ...] = ("organization", "resource_groups", area) if override else ("metadata", "name")
         yield "resource_group", names.resource_group(area, override), path
