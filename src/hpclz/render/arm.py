@@ -52,5 +52,17 @@ def expr(body: str) -> str:
     return f"[{body}]"
 
 
+def resource_id_expr(type_: str, *names: str, group: str | None = None) -> str:
+    """The whole `[resourceId(...)]` expression; templates call it as `resource_id`."""
+    return expr(resource_id(type_, *names, group=group))
+
+
+def resource_path(type_: str, *names: str) -> str:
+    """`<namespace>/<type>/<name>[/<child type>/<name>...]`: a resource's ID below `providers/`, and the
+    relative `scope` of an extension resource such as a role assignment."""
+    namespace, *types = type_.split("/")
+    return "/".join([namespace, *(f"{t}/{n}" for t, n in zip(types, names, strict=True))])
+
+
 def role_definition(guid: str) -> str:
     return f"subscriptionResourceId('Microsoft.Authorization/roleDefinitions', {literal(guid)})"

@@ -23,7 +23,7 @@ from hpclz.catalog import load_catalog
 from hpclz.config.compute import Partition
 from hpclz.config.storage import ExistingLustre
 from hpclz.errors import ExitCode, HpclzError
-from hpclz.render.arm import API_VERSIONS
+from hpclz.render.arm import API_VERSIONS, resource_path
 from hpclz.render.engine import Safe, render_text
 from hpclz.render.zone import Zone
 
@@ -43,8 +43,7 @@ def accelerated(zone: Zone, vm_size: str) -> bool:
 
 
 def _relative_id(zone: Zone, type_: str, *names: str, area: str = "storage") -> str:
-    path = "/".join(f"{t}/{n}" for t, n in zip(type_.split("/")[1:], names, strict=True))
-    return f"resourceGroups/{zone.rg[area]}/providers/{type_.split('/')[0]}/{path}"
+    return f"resourceGroups/{zone.rg[area]}/providers/{resource_path(type_, *names)}"
 
 
 def _mounts(zone: Zone) -> list[dict[str, Any]]:

@@ -7,7 +7,7 @@ from typing import Any
 
 from hpclz.config.base import Disabled
 from hpclz.config.operations import ExistingMonitoring
-from hpclz.render.arm import expr, literal, resource_id
+from hpclz.render.arm import expr, literal, resource_id_expr
 from hpclz.render.roles import assignments
 from hpclz.render.zone import Zone
 
@@ -26,7 +26,7 @@ def monitoring(zone: Zone) -> dict[str, Any]:
     if isinstance(mon, ExistingMonitoring):
         workspace = {"name": name, "id": mon.workspace_resource_id, "collect": mon.diagnostic_settings}
     else:
-        wid = expr(f"resourceId('Microsoft.OperationalInsights/workspaces', {literal(name)})")
+        wid = resource_id_expr("Microsoft.OperationalInsights/workspaces", name)
         collect = bool(zone.monitoring_new and zone.monitoring_new.diagnostic_settings)
         workspace = {"name": name, "id": wid, "collect": collect}
     return {
@@ -41,7 +41,7 @@ def alerts_enabled(zone: Zone) -> bool:
 
 
 def alerts(zone: Zone) -> dict[str, Any]:
-    vm = expr(resource_id("Microsoft.Compute/virtualMachines", cyclecloud_vm(zone), group=zone.rg["compute"]))
+    vm = resource_id_expr("Microsoft.Compute/virtualMachines", cyclecloud_vm(zone), group=zone.rg["compute"])
     items = [
         {
             "name": zone.names.name("metric_alert", "cc-cpu"),
@@ -69,14 +69,16 @@ def alerts(zone: Zone) -> dict[str, Any]:
         },
     ]
     if zone.blob_new:
-        account = resource_id("Microsoft.Storage/storageAccounts", zone.storage_account_name, group=zone.rg["storage"])
+        account = resource_id_expr(
+            "Microsoft.Storage/storageAccounts", zone.storage_account_name, group=zone.rg["storage"]
+        )
         items.append(
             {
                 "name": zone.names.name("metric_alert", "st-available"),
                 "path": "monitoring.alerts (storage.blob)",
                 "description": "hpclz: checkpoint storage availability below 99% (checkpoints may fail)",
                 "severity": 1,
-                "scope": expr(account),
+                "scope": account,
                 "namespace": "Microsoft.Storage/storageAccounts",
                 "metric": "Availability",
                 "operator": "LessThan",
@@ -86,8 +88,8 @@ def alerts(zone: Zone) -> dict[str, Any]:
         )
     for item in items:
         item["criteria"] = _criteria(item)
-    group = resource_id("Microsoft.Insights/actionGroups", zone.names.name("action_group"))
-    return {"alerts": items, "action_group_id": expr(group)}
+    group = resource_id_expr("Microsoft.Insights/actionGroups", zone.names.name("action_group"))
+    return {"alerts": items, "action_group_id": group}
 
 
 def _criteria(alert: dict[str, Any]) -> str:

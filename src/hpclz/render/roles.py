@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from hpclz.config.identity import BuiltinRole
-from hpclz.render.arm import expr, literal, role_definition
+from hpclz.render.arm import expr, literal, resource_id, resource_id_expr, resource_path, role_definition
 from hpclz.render.zone import Zone
 
 ROLE_IDS: dict[BuiltinRole, str] = {
@@ -51,16 +51,18 @@ def _assignment(
     path: str,
     *,
     source: str | None = None,
-    scope_id: str = "resourceGroup().id",
-    scope: str | None = None,
+    on: tuple[str, ...] = (),
     identity_key: str | None = None,
-    depends_on: list[str] | None = None,
+    after: tuple[str, ...] = (),
 ) -> Assignment:
     """`path`: the config item it comes from, list index included (the template's `comments`). `source`:
     what the ARM description names instead, without a list position, so reordering a list rewrites nothing
-    in Azure: the list and the principal (`identity.groups.readers -> <group>`); `path` where that is unique."""
+    in Azure: the list and the principal (`identity.groups.readers -> <group>`); `path` where that is unique.
+    `on`: (type, *names) of the one resource of this group the assignment is narrowed to, which it then
+    waits for, as it waits for `after`."""
     role_id = ROLE_IDS[role]
     key = identity_key or literal(principal)
+    scope_id = resource_id(*on) if on else "resourceGroup().id"
     return Assignment(
         name=expr(f"guid({scope_id}, {key}, {literal(role_id)})"),
         role_definition_id=expr(role_definition(role_id)),
@@ -68,28 +70,31 @@ def _assignment(
         principal_type=principal_type,
         path=path,
         description=f"hpclz: {role.value} for {source or path}",
-        scope=scope,
-        depends_on=depends_on or [],
+        scope=resource_path(*on) if on else None,
+        depends_on=[*([expr(scope_id)] if on else []), *after],
     )
 
 
-def _groups(zone: Zone, attr: str, roles: list[BuiltinRole], **kw: str) -> list[Assignment]:
+def _groups(zone: Zone, attr: str, roles: list[BuiltinRole], on: tuple[str, ...] = ()) -> list[Assignment]:
     out = []
     for index, group in enumerate(getattr(zone.config.identity.groups, attr)):
         for role in roles:
             path, source = f"identity.groups.{attr}[{index}]", f"identity.groups.{attr} -> {group}"
-            out.append(_assignment(role, group, "Group", path, source=source, **kw))  # type: ignore[arg-type]
+            out.append(_assignment(role, group, "Group", path, source=source, on=on))
     return out
 
 
-def _identity(zone: Zone, role_name: str, role: BuiltinRole, **kw: object) -> Assignment:
+def _identity(
+    zone: Zone, role_name: str, role: BuiltinRole, on: tuple[str, ...] = (), after: tuple[str, ...] = ()
+) -> Assignment:
     return _assignment(
         role,
         zone.identity_principal(role_name),
         "ServicePrincipal",
         f"identity.managed_identities.{role_name}",
         identity_key=zone.identity_id(role_name),
-        **kw,  # type: ignore[arg-type]
+        on=on,
+        after=after,
     )
 
 
@@ -104,38 +109,23 @@ def assignments(zone: Zone, area: str) -> list[Assignment]:
             # CycleCloud creates and deletes the node scale sets: VM Contributor on this group only.
             out.append(_identity(zone, "scheduler", BuiltinRole.VM_CONTRIBUTOR))
     if area == "storage" and zone.blob_new:
-        account = zone.storage_account_name
-        scoped = {
-            "scope_id": f"resourceId('Microsoft.Storage/storageAccounts', {literal(account)})",
-            "scope": f"Microsoft.Storage/storageAccounts/{account}",
-            "depends_on": [expr(f"resourceId('Microsoft.Storage/storageAccounts', {literal(account)})")],
-        }
-        out += _groups(zone, "users", [BuiltinRole.STORAGE_BLOB_DATA_CONTRIBUTOR], **scoped)  # type: ignore[arg-type]
+        account = ("Microsoft.Storage/storageAccounts", zone.storage_account_name)
+        out += _groups(zone, "users", [BuiltinRole.STORAGE_BLOB_DATA_CONTRIBUTOR], on=account)
         if identity.managed_identities.compute:
-            out.append(_identity(zone, "compute", BuiltinRole.STORAGE_BLOB_DATA_CONTRIBUTOR, **scoped))
+            out.append(_identity(zone, "compute", BuiltinRole.STORAGE_BLOB_DATA_CONTRIBUTOR, on=account))
         if identity.managed_identities.scheduler:
             # CycleCloud keeps its locker (the Slurm project it stages for nodes) in this account.
-            out.append(_identity(zone, "scheduler", BuiltinRole.STORAGE_BLOB_DATA_CONTRIBUTOR, **scoped))
+            out.append(_identity(zone, "scheduler", BuiltinRole.STORAGE_BLOB_DATA_CONTRIBUTOR, on=account))
     if area == "storage" and identity.managed_identities.compute:
         # Nodes look up the Lustre MGS and NetApp mount addresses at boot; Reader on those resources only.
-        for type_, names, rel in _mounted(zone):
-            rid = f"resourceId({', '.join(literal(x) for x in (type_, *names))})"
-            out.append(_identity(zone, "compute", BuiltinRole.READER, scope_id=rid, scope=rel, depends_on=[expr(rid)]))
+        for mounted in _mounted(zone):
+            out.append(_identity(zone, "compute", BuiltinRole.READER, on=mounted))
     if area == "management" and zone.key_vault_new and identity.managed_identities.compute:
-        vault = zone.key_vault_name
-        identity_dep = expr(
-            f"resourceId('Microsoft.ManagedIdentity/userAssignedIdentities', {literal(zone.identity_name('compute'))})"
+        compute_identity = resource_id_expr(
+            "Microsoft.ManagedIdentity/userAssignedIdentities", zone.identity_name("compute")
         )
-        out.append(
-            _identity(
-                zone,
-                "compute",
-                BuiltinRole.KEY_VAULT_SECRETS_USER,
-                scope_id=f"resourceId('Microsoft.KeyVault/vaults', {literal(vault)})",
-                scope=f"Microsoft.KeyVault/vaults/{vault}",
-                depends_on=[expr(f"resourceId('Microsoft.KeyVault/vaults', {literal(vault)})"), identity_dep],
-            )
-        )
+        vault = ("Microsoft.KeyVault/vaults", zone.key_vault_name)
+        out.append(_identity(zone, "compute", BuiltinRole.KEY_VAULT_SECRETS_USER, on=vault, after=(compute_identity,)))
     for index, extra in enumerate(identity.extra_role_assignments):
         if extra.area.value == area:
             out.append(
@@ -150,21 +140,13 @@ def assignments(zone: Zone, area: str) -> list[Assignment]:
     return out
 
 
-def _mounted(zone: Zone) -> list[tuple[str, tuple[str, ...], str]]:
-    """(type, names, relative scope) of each file system hpclz creates and the nodes mount."""
-    out: list[tuple[str, tuple[str, ...], str]] = []
+def _mounted(zone: Zone) -> list[tuple[str, ...]]:
+    """(type, *names) of each file system hpclz creates and the nodes mount."""
+    out: list[tuple[str, ...]] = []
     if zone.lustre_new:
-        out.append(
-            (
-                "Microsoft.StorageCache/amlFilesystems",
-                (zone.lustre_name,),
-                f"Microsoft.StorageCache/amlFilesystems/{zone.lustre_name}",
-            )
-        )
-    netapp = zone.netapp_new
-    if netapp:
-        for volume in netapp.volumes:
-            names = (zone.netapp_account, zone.netapp_pool, zone.netapp_volume(volume))
-            rel = "Microsoft.NetApp/netAppAccounts/{}/capacityPools/{}/volumes/{}".format(*names)
-            out.append(("Microsoft.NetApp/netAppAccounts/capacityPools/volumes", names, rel))
+        out.append(("Microsoft.StorageCache/amlFilesystems", zone.lustre_name))
+    if zone.netapp_new:
+        for volume in zone.netapp_new.volumes:
+            volume_type = "Microsoft.NetApp/netAppAccounts/capacityPools/volumes"
+            out.append((volume_type, zone.netapp_account, zone.netapp_pool, zone.netapp_volume(volume)))
     return out

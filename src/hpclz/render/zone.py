@@ -18,7 +18,7 @@ from hpclz.config.root import LandingZoneConfig
 from hpclz.config.storage import NetAppVolume, NewBlob, NewLustre, NewNetApp
 from hpclz.errors import ExitCode, HpclzError
 from hpclz.naming import NameBuilder
-from hpclz.render.arm import API_VERSIONS, expr, resource_id
+from hpclz.render.arm import API_VERSIONS, expr, resource_id, resource_id_expr
 from hpclz.render.engine import Safe
 from hpclz.render.plan import DATA_TAG, MANAGED_TAG
 
@@ -135,15 +135,15 @@ class Zone:
         existing = self.existing_vnet
         if existing:
             return existing.resource_id
-        return expr(resource_id("Microsoft.Network/virtualNetworks", self.vnet_name, group=self.rg["network"]))
+        return resource_id_expr("Microsoft.Network/virtualNetworks", self.vnet_name, group=self.rg["network"])
 
     def subnet_id(self, role: str) -> str:
         name = self.subnet(role).name
         existing = self.existing_vnet
         if existing:
             return f"{existing.resource_id.rstrip('/')}/subnets/{name}"
-        return expr(
-            resource_id("Microsoft.Network/virtualNetworks/subnets", self.vnet_name, name, group=self.rg["network"])
+        return resource_id_expr(
+            "Microsoft.Network/virtualNetworks/subnets", self.vnet_name, name, group=self.rg["network"]
         )
 
     @cached_property
@@ -159,7 +159,7 @@ class Zone:
         return zones
 
     def dns_zone_id(self, zone: str) -> str:
-        return expr(resource_id("Microsoft.Network/privateDnsZones", zone, group=self.rg["network"]))
+        return resource_id_expr("Microsoft.Network/privateDnsZones", zone, group=self.rg["network"])
 
     # --- identity ------------------------------------------------------------------------------
     def identity_name(self, role: str) -> str:
@@ -231,4 +231,11 @@ class Zone:
         return mon if isinstance(mon, NewMonitoring) else None
 
     def template_globals(self) -> dict[str, Any]:
-        return {"zone": self, "config": self.config, "names": self.names, "api": self.api, "rg": self.rg}
+        return {
+            "zone": self,
+            "config": self.config,
+            "names": self.names,
+            "api": self.api,
+            "rg": self.rg,
+            "resource_id": resource_id_expr,
+        }
