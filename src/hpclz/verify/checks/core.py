@@ -17,7 +17,6 @@ from hpclz.verify.probes.facts import NodeFacts
 from hpclz.verify.thresholds import Thresholds
 
 PASS, WARN, FAIL, NOT_MEASURED = "pass", "warn", "fail", "not_measured"
-_RANK = {PASS: 0, NOT_MEASURED: 1, WARN: 2, FAIL: 3}
 
 
 @dataclass
@@ -94,14 +93,6 @@ def check(
         return func
 
     return register
-
-
-def worst(statuses: list[str]) -> str:
-    return max(statuses, key=lambda s: _RANK[s], default=PASS)
-
-
-def need(thresholds: Thresholds, metric: str) -> float | None:
-    return thresholds.get(metric)
 
 
 def no_threshold(thresholds: Thresholds, metric: str) -> Verdict:
