@@ -16,7 +16,7 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
-from hpclz.config.base import UPDATE_POLICY
+from hpclz.config.base import UPDATE_POLICY, models_in
 from hpclz.config.root import LandingZoneConfig
 from hpclz.errors import ExitCode
 
@@ -50,15 +50,6 @@ def _default(info: FieldInfo) -> str:
     return "**required**"
 
 
-def _nested_models(annotation: Any) -> list[type[BaseModel]]:
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return [annotation]
-    found: list[type[BaseModel]] = []
-    for arg in typing.get_args(annotation):
-        found.extend(_nested_models(arg))
-    return found
-
-
 def config_reference() -> str:
     lines = [HEADER, "# Config reference\n\n"]
     lines.append(
@@ -83,7 +74,7 @@ def config_reference() -> str:
             desc = (info.description or "").replace("|", "\\|").replace("\n", " ")
             kind = _type_name(info.annotation).replace("|", "\\|")
             lines.append(f"| `{name}` | {kind} | {_default(info)} | {pol} | {desc} |\n")
-            for nested in _nested_models(info.annotation):
+            for nested in models_in(info.annotation):
                 child = name if path == "(root)" else f"{path}.{name}"
                 queue.append((child, nested))
         lines.append("\n")

@@ -45,6 +45,13 @@ CASES = [
         "vmsize:",
     ),
     (
+        "unknown-key-lists-allowed",
+        _edit("  nat_gateway: {enabled: true}", "  nat_gateway: {enabled: true}\n  xyzzy: 1"),
+        "network.xyzzy",
+        "allowed keys: vnet, nsg_rules, bastion",
+        "xyzzy:",
+    ),
+    (
         "missing-required",
         _edit("  location: southcentralus     # one region", "  # location removed"),
         "metadata.location",

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import re
-from typing import Annotated, Literal
+import types
+import typing
+from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from pydantic.json_schema import JsonDict
@@ -23,6 +25,21 @@ def policy(kind: str) -> JsonDict:
     in_place | drain_partition | restart_nodes | replace | replace_data | not_allowed
     """
     return {UPDATE_POLICY: kind}
+
+
+def models_in(annotation: Any) -> list[type[BaseModel]]:
+    """The model classes a field annotation can hold: through Annotated, unions, lists and dict values."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [annotation]
+    origin = typing.get_origin(annotation)
+    args = typing.get_args(annotation)
+    if origin is typing.Annotated:
+        return models_in(args[0])
+    if origin in (typing.Union, types.UnionType, list, tuple):
+        return [model for arg in args for model in models_in(arg)]
+    if origin is dict and len(args) == 2:
+        return models_in(args[1])
+    return []
 
 
 _GUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")

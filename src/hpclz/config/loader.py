@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import difflib
-import types
-import typing
 from dataclasses import dataclass
 from pathlib import Path as FsPath
 from typing import Any
@@ -13,6 +11,7 @@ from pydantic import BaseModel, ValidationError
 from ruamel.yaml import YAML
 from ruamel.yaml.error import MarkedYAMLError
 
+from hpclz.config.base import models_in
 from hpclz.config.root import LandingZoneConfig
 from hpclz.config.source_map import Path, SourceMap, build, display_path
 from hpclz.errors import ConfigError, ConfigProblem, ExitCode, HpclzError
@@ -70,10 +69,9 @@ def _without_typo_echoes(errors: list[Any]) -> list[Any]:
     for error in errors:
         if error["type"] == "extra_forbidden":
             parent = tuple(error["loc"][:-1])
-            model = _model_at(LandingZoneConfig, parent)
-            close = difflib.get_close_matches(str(error["loc"][-1]), list(model.model_fields) if model else [], n=1)
+            close = _closest_field(str(error["loc"][-1]), _model_at(LandingZoneConfig, parent))
             if close:
-                misspelt.add((*parent, close[0]))
+                misspelt.add((*parent, close))
     return [e for e in errors if not (e["type"] == "missing" and tuple(e["loc"]) in misspelt)]
 
 
@@ -127,18 +125,22 @@ def _suggestion(key: str, parent_loc: tuple[Any, ...]) -> str:
     model = _model_at(LandingZoneConfig, parent_loc)
     if model is None:
         return ""
-    fields = list(model.model_fields)
-    close = difflib.get_close_matches(key, fields, n=1, cutoff=0.6)
+    close = _closest_field(key, model)
     if close:
-        return f"; did you mean '{close[0]}'?"
-    return f"; allowed keys: {', '.join(fields)}"
+        return f"; did you mean '{close}'?"
+    return f"; allowed keys: {', '.join(model.model_fields)}"
+
+
+def _closest_field(key: str, model: type[BaseModel] | None) -> str | None:
+    close = difflib.get_close_matches(key, list(model.model_fields), n=1) if model else []
+    return close[0] if close else None
 
 
 def _model_at(model: type[BaseModel], loc: tuple[Any, ...]) -> type[BaseModel] | None:
     """Follow a pydantic error location through the model classes (unions picked by their tag)."""
     current: Any = model
     for part in loc:
-        candidates = _models_in(current)
+        candidates = models_in(current)
         if not candidates:
             return None
         chosen = None
@@ -155,25 +157,8 @@ def _model_at(model: type[BaseModel], loc: tuple[Any, ...]) -> type[BaseModel] |
                 continue
             return None
         current = chosen
-    models = _models_in(current)
+    models = models_in(current)
     return models[0] if len(models) == 1 else None
-
-
-def _models_in(annotation: Any) -> list[type[BaseModel]]:
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return [annotation]
-    origin = typing.get_origin(annotation)
-    args = typing.get_args(annotation)
-    if origin is typing.Annotated:
-        return _models_in(args[0])
-    if origin in (typing.Union, types.UnionType, list, tuple):
-        found: list[type[BaseModel]] = []
-        for arg in args:
-            found.extend(_models_in(arg))
-        return found
-    if origin is dict and len(args) == 2:
-        return _models_in(args[1])
-    return []
 
 
 def _tag_of(cls: type[BaseModel]) -> str | None:
