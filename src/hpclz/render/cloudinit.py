@@ -25,6 +25,7 @@ from hpclz.config.storage import ExistingLustre
 from hpclz.errors import ExitCode, HpclzError
 from hpclz.render.arm import API_VERSIONS, resource_path
 from hpclz.render.engine import Safe, render_text
+from hpclz.render.writer import dumps
 from hpclz.render.zone import Zone
 
 CUSTOM_DATA_LIMIT = 65535  # bytes before base64 (Microsoft.Compute osProfile.customData)
@@ -215,7 +216,7 @@ def user_data_document(zone: Zone, files: dict[str, str]) -> str:
         "parameters": files["slurm-params.json"],
         "account": files["azure-account.json"],
     }
-    return json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    return dumps(document)
 
 
 def user_data(document: str) -> str:

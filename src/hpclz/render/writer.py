@@ -11,6 +11,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from hpclz.arm.locator import pretty_json
 from hpclz.errors import ExitCode, HpclzError
 from hpclz.render.arm import PARAMETERS_SCHEMA
 from hpclz.render.plan import Deployment, DeploymentPlan
@@ -20,7 +21,8 @@ ARTIFACTS = "artifacts"
 
 
 def dumps(value: Any) -> str:
-    return json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    """The layout finding line numbers point into (hpclz.arm.locator), so it is defined there once."""
+    return pretty_json(value) + "\n"
 
 
 def file_stem(index: int, deployment: Deployment) -> str:
