@@ -6,9 +6,9 @@ import os
 from enum import StrEnum
 from typing import Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field
 
-from hpclz.config.base import AzureRegion, StrictModel, Tags, policy
+from hpclz.config.base import AzureRegion, Guid, StrictModel, Tags, policy
 
 
 class Environment(StrEnum):
@@ -33,18 +33,11 @@ class Metadata(StrictModel):
         "HPCLZ_AZURE_CLOUD overrides it for one run.",
         json_schema_extra=policy("not_allowed"),
     )
-    subscription_id: str | None = Field(
+    subscription_id: Guid | None = Field(
         default=None,
         description="Azure subscription GUID; when absent, taken from AZURE_SUBSCRIPTION_ID at run time.",
     )
     tags: Tags = Field(default_factory=dict, description="Tags applied to every resource hpclz creates.")
-
-    @field_validator("subscription_id")
-    @classmethod
-    def _subscription_guid(cls, value: str | None) -> str | None:
-        from hpclz.config.base import _guid
-
-        return None if value is None else _guid(value)
 
     def resolved_subscription_id(self) -> str | None:
         return self.subscription_id or os.environ.get("AZURE_SUBSCRIPTION_ID")
