@@ -12,6 +12,10 @@ from pathlib import Path
 
 from hpclz.render.plan import DeploymentPlan
 
+DIAGRAM_STEM = "diagram"
+IMAGE_FORMATS = ("svg", "png")
+# Every file a diagram may leave behind, so a later render can remove them.
+DIAGRAM_FILES = tuple(f"{DIAGRAM_STEM}.{fmt}" for fmt in ("mmd", "dot", *IMAGE_FORMATS))
 # Children and glue resources would crowd the picture without telling a reader anything new.
 _HIDDEN = ("Microsoft.Authorization/roleAssignments", "/virtualNetworkLinks", "/privateDnsZoneGroups", "/blobServices")
 
@@ -71,16 +75,17 @@ def dot(plan: DeploymentPlan) -> str:
 
 
 def diagram_files(plan: DeploymentPlan) -> dict[str, str]:
-    return {"diagram.mmd": mermaid(plan), "diagram.dot": dot(plan)}
+    return {f"{DIAGRAM_STEM}.mmd": mermaid(plan), f"{DIAGRAM_STEM}.dot": dot(plan)}
 
 
-def render_images(dot_file: Path) -> list[Path]:
-    """SVG and PNG next to the DOT file, when Graphviz is installed; nothing otherwise."""
+def render_images(out_dir: Path) -> list[Path]:
+    """SVG and PNG beside the DOT file diagram_files wrote, when Graphviz is installed; nothing otherwise."""
     exe = shutil.which("dot")
     if exe is None:
         return []
+    dot_file = out_dir / f"{DIAGRAM_STEM}.dot"
     made = []
-    for fmt in ("svg", "png"):
+    for fmt in IMAGE_FORMATS:
         target = dot_file.with_suffix(f".{fmt}")
         subprocess.run([exe, f"-T{fmt}", str(dot_file), "-o", str(target)], check=True, capture_output=True)
         made.append(target)

@@ -14,6 +14,7 @@ from typing import Any
 from hpclz.arm.locator import pretty_json
 from hpclz.errors import ExitCode, HpclzError
 from hpclz.render.arm import PARAMETERS_SCHEMA
+from hpclz.render.diagram import DIAGRAM_FILES
 from hpclz.render.plan import Deployment, DeploymentPlan
 
 MANIFEST = "manifest.json"
@@ -117,7 +118,7 @@ def _clear_previous(out_dir: Path) -> None:
         ) from None
     for name in stale:
         (out_dir / Path(name).name).unlink(missing_ok=True)
-    for name in ("diagram.mmd", "diagram.dot", "diagram.svg", "diagram.png"):
+    for name in DIAGRAM_FILES:
         (out_dir / name).unlink(missing_ok=True)
     shutil.rmtree(out_dir / ARTIFACTS, ignore_errors=True)
     previous.unlink()

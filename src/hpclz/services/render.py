@@ -75,7 +75,7 @@ def render(path: str | Path, out_dir: Path, *, diagram: bool = False, gates: boo
     extra = diagram_files(plan) if diagram else {}
     written = write_plan(plan, out_dir, extra)
     if diagram:
-        written += render_images(out_dir / "diagram.dot")
+        written += render_images(out_dir)
     return RenderResult(
         file=str(path),
         out_dir=str(out_dir),
