@@ -52,6 +52,13 @@ CASES = [
         "xyzzy:",
     ),
     (
+        "bad-subscription-guid",
+        _edit("  # subscription_id: 00000000", "  subscription_id: sub-1234 # 00000000"),
+        "metadata.subscription_id",
+        "expected a GUID like 00000000-0000-0000-0000-000000000000 (got 'sub-1234')",
+        "subscription_id: sub-1234",
+    ),
+    (
         "missing-required",
         _edit("  location: southcentralus     # one region", "  # location removed"),
         "metadata.location",

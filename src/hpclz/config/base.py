@@ -48,15 +48,14 @@ _RESOURCE_ID = re.compile(r"^/subscriptions/[^/]+/resourceGroups/[^/]+/providers
 
 def _guid(value: str) -> str:
     if not _GUID.match(value):
-        raise ValueError(f"expected a GUID like 00000000-0000-0000-0000-000000000000, got {value!r}")
+        raise ValueError("expected a GUID like 00000000-0000-0000-0000-000000000000")
     return value.lower()
 
 
 def _resource_id(value: str) -> str:
     if not _RESOURCE_ID.match(value):
         raise ValueError(
-            "expected an Azure resource ID like "
-            f"/subscriptions/<id>/resourceGroups/<rg>/providers/<namespace>/<type>/<name>, got {value!r}"
+            "expected an Azure resource ID like /subscriptions/<id>/resourceGroups/<rg>/providers/<namespace>/<type>/<name>"
         )
     return value
 
