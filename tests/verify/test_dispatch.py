@@ -207,6 +207,16 @@ def test_a_uniformly_slow_fabric_fails_every_pair_but_blames_no_node() -> None:
     )
 
 
+@pytest.mark.parametrize("threshold", [None, 350.0])
+def test_when_no_pair_produced_a_result_no_node_is_blamed(threshold: float | None) -> None:
+    """Every pair without a result (NCCL or torch missing on every node, say) is the set-up's fault: draining
+    every node for it would empty the partition."""
+    results = [_pair("a", "b", None), _pair("b", "c", None), _pair("c", "a", None)]
+    assert analyse_pairs(results, threshold) == {}
+    assert all(r.status is Status.FAIL for r in results)
+    assert all(r.message.endswith("no pair produced a result: the set-up, not one node") for r in results)
+
+
 @pytest.mark.parametrize(
     ("sku", "overrides", "backend", "threshold"),
     [

@@ -174,9 +174,10 @@ def analyse_pairs(results: list[CollectiveResult], threshold: float | None = Non
 
     With the SKU's inter-node threshold (NCCL over InfiniBand) a pair fails below it, absolutely; without one
     (gloo over TCP, an unknown SKU) below half the best pair. Either way a node is blamed when every pair it
-    sits in failed. When every pair is under the threshold, that alone names every node: then only nodes also
-    slow relative to the best pair are blamed, and if none stands out the fault is the fabric's or the
-    set-up's (NCCL not on InfiniBand, say), so the pairs fail and no node is drained for it.
+    sits in failed. When every pair fails, that alone names every node: then only nodes also slow relative to
+    the best pair are blamed, and if none stands out (or no pair produced a result at all) the fault is the
+    fabric's or the set-up's (NCCL not on InfiniBand, torch missing on the nodes), so the pairs fail and no
+    node is drained for it.
     """
     from hpclz.verify.model import Status
 
@@ -199,13 +200,17 @@ def analyse_pairs(results: list[CollectiveResult], threshold: float | None = Non
             slow.append(r)
         else:
             r.status = Status.PASS
-    if threshold is None or len(slow) < len(results) or len(results) == 1:
+    if len(slow) < len(results) or len(results) == 1:
         return _blame(results, slow, best, threshold)
-    outliers = [r for r in slow if (bw := busbw(r)) is None or bw < relative]
+    outliers = [r for r in slow if (bw := busbw(r)) is None or bw < relative] if measured else []
     blamed = _blame(results, outliers, best, threshold)
     if not blamed:
+        if measured:
+            why = "every pair is below it and no node stands out: the fabric or the set-up, not one node"
+        else:
+            why = "no pair produced a result: the set-up, not one node"
         for r in slow:
-            r.message += "; every pair is below it and no node stands out: the fabric or the set-up, not one node"
+            r.message = f"{r.message}; {why}" if r.message else why
     return blamed
 
 
