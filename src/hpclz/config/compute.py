@@ -85,6 +85,11 @@ class Partition(StrictModel):
     )
     default: bool = False
 
+    @property
+    def active_nvme_scratch(self) -> NvmeScratch | None:
+        """The NVMe scratch settings when scratch is switched on, else None."""
+        return self.nvme_scratch if self.nvme_scratch is not None and self.nvme_scratch.enabled else None
+
     @model_validator(mode="after")
     def _spot_only_settings(self) -> Partition:
         if self.priority == "regular" and self.eviction_policy is not None:

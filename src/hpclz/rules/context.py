@@ -36,6 +36,11 @@ class ConfigContext:
     def is_prod(self) -> bool:
         return self.config.metadata.environment.value == "prod"
 
+    @property
+    def has_checkpoint_container(self) -> bool:
+        blob = self.config.storage.blob
+        return blob.mode != "disabled" and any(c.purpose == "checkpoints" for c in blob.containers)
+
     def subnets(self) -> Iterator[tuple[str, Subnet]]:
         """Each declared subnet with its role, in a stable order."""
         declared = self.config.network.vnet.subnets

@@ -140,10 +140,7 @@ class SpotNeedsCheckpoints(Rule[ConfigContext]):
     fix = "Add a blob container with purpose: checkpoints (or a Lustre file system) and checkpoint jobs to it."
 
     def check(self, ctx: ConfigContext) -> Iterable[Finding]:
-        storage = ctx.config.storage
-        blob = storage.blob
-        has_blob = blob.mode != "disabled" and any(c.purpose == "checkpoints" for c in blob.containers)
-        if has_blob or storage.lustre.mode != "disabled":
+        if ctx.has_checkpoint_container or ctx.config.storage.lustre.mode != "disabled":
             return
         for i, partition, _ in ctx.partitions():
             if partition.priority == "spot":
@@ -290,8 +287,7 @@ class NvmeScratchNeedsNvme(Rule[ConfigContext]):
 
     def check(self, ctx: ConfigContext) -> Iterable[Finding]:
         for i, partition, sku in ctx.partitions():
-            enabled = partition.nvme_scratch is not None and partition.nvme_scratch.enabled
-            if sku is not None and enabled and sku.nvme_disks == 0:
+            if sku is not None and partition.active_nvme_scratch and sku.nvme_disks == 0:
                 yield self.finding(
                     ctx, (*PARTS, i, "nvme_scratch"), f"partition {partition.name}: {sku.name} has no local NVMe disks"
                 )

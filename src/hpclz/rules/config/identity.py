@@ -165,10 +165,7 @@ class CheckpointIdentity(Rule[ConfigContext]):
     fix = "Set identity.managed_identities.compute: true."
 
     def check(self, ctx: ConfigContext) -> Iterable[Finding]:
-        blob = ctx.config.storage.blob
-        if blob.mode == "disabled" or ctx.config.identity.managed_identities.compute:
-            return
-        if any(c.purpose == "checkpoints" for c in blob.containers):
+        if ctx.has_checkpoint_container and not ctx.config.identity.managed_identities.compute:
             yield self.finding(
                 ctx,
                 ("identity", "managed_identities", "compute"),

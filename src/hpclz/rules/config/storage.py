@@ -231,8 +231,7 @@ class ScratchSourceAvailable(Rule[ConfigContext]):
             yield self.finding(
                 ctx, ("storage", "scratch", "source"), "scratch is on Lustre but storage.lustre is disabled"
             )
-        nvme = any(p.nvme_scratch is not None and p.nvme_scratch.enabled for p in ctx.config.compute.partitions)
-        if source == "nvme" and not nvme:
+        if source == "nvme" and not any(p.active_nvme_scratch for p in ctx.config.compute.partitions):
             yield self.finding(
                 ctx,
                 ("storage", "scratch", "source"),
@@ -252,9 +251,7 @@ class ProdCheckpointRedundancy(Rule[ConfigContext]):
 
     def check(self, ctx: ConfigContext) -> Iterable[Finding]:
         blob = ctx.config.storage.blob
-        if blob.mode != "new" or not ctx.is_prod or blob.replication != "LRS":
-            return
-        if any(c.purpose == "checkpoints" for c in blob.containers):
+        if blob.mode == "new" and ctx.is_prod and blob.replication == "LRS" and ctx.has_checkpoint_container:
             yield self.finding(ctx, (*BLOB, "replication"), "production checkpoints are stored LRS (one datacenter)")
 
 
@@ -275,10 +272,9 @@ class MountPointsDistinct(Rule[ConfigContext]):
             for i, v in enumerate(storage.netapp.volumes):
                 mounts.append((v.mount_point, (*NETAPP, "volumes", i, "mount_point"), f"NetApp volume {v.name}"))
         for i, p in enumerate(ctx.config.compute.partitions):
-            if p.nvme_scratch is not None and p.nvme_scratch.enabled:
-                mounts.append(
-                    (p.nvme_scratch.mount_point, ("compute", "partitions", i, "nvme_scratch", "mount_point"), "NVMe")
-                )
+            nvme = p.active_nvme_scratch
+            if nvme is not None:
+                mounts.append((nvme.mount_point, ("compute", "partitions", i, "nvme_scratch", "mount_point"), "NVMe"))
         seen: dict[str, str] = {}
         for point, path, what in mounts:
             key = point.rstrip("/") or "/"
