@@ -108,3 +108,11 @@ class Compute(StrictModel):
         default_factory=dict,
         description="Declared vCPU quota per quota family (e.g. standardNDSH100v5Family: 1024), for offline checks.",
     )
+
+    def service_vms(self) -> tuple[tuple[str, str, int], ...]:
+        """(role, VM size, count) of the VMs that run the cluster rather than jobs; role is their key here."""
+        return (
+            ("scheduler", self.scheduler.vm_size, 1),
+            ("login", self.login.vm_size, self.login.count),
+            ("cyclecloud", self.cyclecloud.vm_size, 1),
+        )

@@ -44,12 +44,7 @@ class ServiceSizesKnown(Rule[ConfigContext]):
     fix = "Use a general-purpose size such as Standard_D8as_v5 or Standard_E8as_v5."
 
     def check(self, ctx: ConfigContext) -> Iterable[Finding]:
-        compute = ctx.config.compute
-        for role, size in (
-            ("scheduler", compute.scheduler.vm_size),
-            ("login", compute.login.vm_size),
-            ("cyclecloud", compute.cyclecloud.vm_size),
-        ):
+        for role, size, _ in ctx.config.compute.service_vms():
             if ctx.catalog.sku(size) is None:
                 yield self.finding(ctx, ("compute", role, "vm_size"), f"{role}: {_unknown(ctx, size)}")
 
@@ -205,12 +200,7 @@ def _family_totals(ctx: ConfigContext) -> dict[str, tuple[int, list[str]]]:
         if sku is not None:
             family = ctx.catalog.spot_quota_family if partition.priority == "spot" else sku.quota_family
             add(family, sku.vcpus * partition.max_nodes, f"{partition.name} {partition.max_nodes}x{sku.vcpus}")
-    compute = ctx.config.compute
-    for role, size, count in (
-        ("scheduler", compute.scheduler.vm_size, 1),
-        ("login", compute.login.vm_size, compute.login.count),
-        ("cyclecloud", compute.cyclecloud.vm_size, 1),
-    ):
+    for role, size, count in ctx.config.compute.service_vms():
         sku = ctx.catalog.sku(size)
         if sku is not None and count:
             add(sku.quota_family, sku.vcpus * count, f"{role} {count}x{sku.vcpus}")

@@ -97,7 +97,7 @@ class SubnetHasRoomForNodes(Rule[ConfigContext]):
         compute = ctx.config.compute
         subnets = ctx.config.network.vnet.subnets
         need_compute = sum(p.max_nodes for p in compute.partitions)
-        need_admin = 2 + compute.login.count  # scheduler + CycleCloud server + login nodes
+        need_admin = sum(count for _, _, count in compute.service_vms())
         for role, need, what in (
             ("compute", need_compute, "the partitions' max_nodes"),
             ("admin", need_admin, "scheduler, CycleCloud server and login nodes"),

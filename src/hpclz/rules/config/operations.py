@@ -196,12 +196,7 @@ class ServiceNodesNotAccelerated(Rule[ConfigContext]):
     fix = "Use a general-purpose size (Standard_D8as_v5, Standard_E8as_v5) for service nodes."
 
     def check(self, ctx: ConfigContext) -> Iterable[Finding]:
-        compute = ctx.config.compute
-        for role, size in (
-            ("scheduler", compute.scheduler.vm_size),
-            ("login", compute.login.vm_size),
-            ("cyclecloud", compute.cyclecloud.vm_size),
-        ):
+        for role, size, _ in ctx.config.compute.service_vms():
             sku = ctx.catalog.sku(size)
             if sku is not None and (sku.is_gpu or sku.rdma):
                 yield self.finding(ctx, ("compute", role, "vm_size"), f"{role} runs on {size}, a GPU/HPC size")
