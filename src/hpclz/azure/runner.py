@@ -103,8 +103,7 @@ class Runner:
     # ----- one deployment -----
     def _deploy(self, d: Deployment) -> Step:
         digest = d.template_hash()
-        previous = self.doc.deployments.get(d.name)
-        if previous and previous.status is DeploymentStatus.SUCCEEDED and previous.template_hash == digest:
+        if self.doc.applied(d.name, digest):
             self._emit(Event(d.name, Step.SKIPPED, "unchanged since the last deploy"))
             return Step.SKIPPED
         remote = self.arm.get_deployment(d)
@@ -112,6 +111,7 @@ class Runner:
         ours = remote is not None and (remote.get("tags") or {}).get(HASH_TAG) == digest
         if ours and (remote_state in ACTIVE or remote_state == "Succeeded"):
             self._emit(Event(d.name, Step.ATTACHED, f"found in ARM ({remote_state}); not submitting again"))
+            previous = self.doc.deployments.get(d.name)
             started = previous.started_at if previous else now()
         else:
             tags = {MANAGED_TAG: "true", HASH_TAG: digest}

@@ -40,11 +40,9 @@ def deploy(
 
         def confirm(the_plan: Any, doc: Any) -> bool:
             nonlocal progress
-            done = doc.deployments if doc else {}
             lines = []
             for d in the_plan.deployments:
-                rec = done.get(d.name)
-                same = rec is not None and rec.status.value == "succeeded" and rec.template_hash == d.template_hash()
+                same = doc is not None and doc.applied(d.name, d.template_hash())
                 lines.append(f"  {'unchanged' if same else 'apply':9} {d.name} ({d.component})")
             err.print("Deployments:\n" + "\n".join(lines), highlight=False)
             subscription = the_plan.subscription_id or os.environ.get("AZURE_SUBSCRIPTION_ID", "?")

@@ -13,7 +13,7 @@ from hpclz.plan.assignments import AssignmentKey, assignment_key, is_role_assign
 from hpclz.plan.changeset import Action, ChangeSet, PropertyChange, ResourceChange, StateRef, Verdict, worst
 from hpclz.plan.resources import DesiredResource, desired_resources, id_key, resource_label
 from hpclz.render.plan import DeploymentPlan
-from hpclz.state.model import DeploymentStatus, ResourceRecord, StateDocument
+from hpclz.state.model import ResourceRecord, StateDocument
 
 
 def diff_values(before: Any, after: Any, path: str = "") -> list[tuple[str, Action, Any, Any]]:
@@ -213,16 +213,7 @@ _TESTS = (_same_assignment, _maybe_same_assignment, _same_slot)
 
 def _unchanged_deployments(plan: DeploymentPlan, state: StateDocument) -> set[str]:
     """Deployments whose template and parameters hash as last applied: nothing in them can have changed."""
-    out = set()
-    for deployment in plan.deployments:
-        record = state.deployments.get(deployment.name)
-        if (
-            record
-            and record.status is DeploymentStatus.SUCCEEDED
-            and record.template_hash == deployment.template_hash()
-        ):
-            out.add(deployment.name)
-    return out
+    return {d.name for d in plan.deployments if state.applied(d.name, d.template_hash())}
 
 
 def create_change(d: DesiredResource) -> ResourceChange:

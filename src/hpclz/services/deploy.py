@@ -258,14 +258,7 @@ def _backend(loaded: LoadedConfig, arm: Any) -> Any:
 def _unchanged(loaded: LoadedConfig, plan: DeploymentPlan, arm: Any) -> set[str]:
     """Deployments the state says succeeded with the same template (read without the lock: a hint only)."""
     doc = _backend(loaded, arm).read()
-    done = doc.deployments if doc else {}
-    return {
-        d.name
-        for d in plan.deployments
-        if d.name in done
-        and done[d.name].status.value == "succeeded"
-        and done[d.name].template_hash == d.template_hash()
-    }
+    return {d.name for d in plan.deployments if doc is not None and doc.applied(d.name, d.template_hash())}
 
 
 def _failing(findings: list[Finding]) -> bool:

@@ -78,3 +78,10 @@ class StateDocument(BaseModel):
     )
     created_at: datetime = Field(default_factory=now)
     updated_at: datetime = Field(default_factory=now)
+
+    def applied(self, deployment: str, template_hash: str) -> bool:
+        """The deployment succeeded with this template hash: submitting it again would change nothing."""
+        record = self.deployments.get(deployment)
+        return (
+            record is not None and record.status is DeploymentStatus.SUCCEEDED and record.template_hash == template_hash
+        )
