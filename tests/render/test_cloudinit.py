@@ -144,6 +144,22 @@ def test_shared_file_systems_are_mounted_from_arm_lookups() -> None:
     assert cae.count("mount -t nfs") == 3 and "vers=3" in cae and "vers=4.1" in cae
 
 
+def test_an_existing_lustre_with_its_address_is_mounted_without_a_node_identity() -> None:
+    def existing(data: dict[str, Any]) -> None:
+        data["storage"]["lustre"] = {
+            "mode": "existing",
+            "resource_id": "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg-fs/providers/"
+            "Microsoft.StorageCache/amlFilesystems/shared",
+            "mgs_address": "10.9.0.4",
+            "mount_point": "/shared",
+        }
+        data["identity"].setdefault("managed_identities", {})["compute"] = False
+
+    compute = next(d for d in variant("energy", existing).deployments if d.component == "compute")
+    script = _scripts(compute.artifacts["cyclecloud/slurm-cluster.txt"])[1]
+    assert "addr=10.9.0.4" in script and "mount -t lustre" in script and "/shared" in script
+
+
 def test_node_and_bootstrap_scripts_are_valid_bash(preset_path: Path, tmp_path: Path) -> None:
     require(shutil.which("bash") is not None, "bash")
     artifacts = _artifacts(preset_path.stem)

@@ -48,9 +48,12 @@ def _relative_id(zone: Zone, type_: str, *names: str, area: str = "storage") -> 
 
 
 def _mounts(zone: Zone) -> list[dict[str, Any]]:
+    """What the nodes mount. The address of a file system hpclz creates exists only after deployment: nodes
+    look it up in ARM with the compute identity, so without that identity they cannot mount it."""
     storage = zone.config.storage
+    lookup = zone.config.identity.managed_identities.compute
     mounts: list[dict[str, Any]] = []
-    if zone.lustre_new:
+    if zone.lustre_new and lookup:
         mounts.append(
             {
                 "kind": "lustre",
@@ -71,7 +74,7 @@ def _mounts(zone: Zone) -> list[dict[str, Any]]:
                 "address": lustre.mgs_address,
             }
         )
-    if zone.netapp_new:
+    if zone.netapp_new and lookup:
         type_ = "Microsoft.NetApp/netAppAccounts/capacityPools/volumes"
         for volume in zone.netapp_new.volumes:
             version = "4.1" if volume.protocol == "NFSv4.1" else "3"
@@ -100,16 +103,20 @@ def _scratch(zone: Zone, partition: Partition) -> dict[str, str] | None:
     return None
 
 
-def node_script(zone: Zone, partition: Partition) -> Safe:
-    events = zone.config.maintenance.scheduled_events
-    relative_identity = _relative_id(
+def _compute_identity(zone: Zone) -> str:
+    """The nodes' identity, relative to the subscription: the machines read their subscription from IMDS."""
+    return _relative_id(
         zone, "Microsoft.ManagedIdentity/userAssignedIdentities", zone.identity_name("compute"), area="management"
     )
+
+
+def node_script(zone: Zone, partition: Partition, mounts: list[dict[str, Any]]) -> Safe:
+    events = zone.config.maintenance.scheduled_events
     return render_text(
         "cloud-init/node.sh.j2",
         p=partition,
-        mounts=_mounts(zone) if zone.config.identity.managed_identities.compute else [],
-        identity=relative_identity,
+        mounts=mounts,
+        identity=_compute_identity(zone),
         scratch=_scratch(zone, partition),
         versions=VERSIONS,
         events={"drain_on": sorted(events.drain_on), "requeue_jobs": events.requeue_jobs} if events.enabled else None,
@@ -127,9 +134,10 @@ def cluster_files(zone: Zone) -> dict[str, str]:
     config = zone.config
     partitions = config.compute.partitions
     has_default = any(p.default for p in partitions)
+    mounts = _mounts(zone)
     arrays = []
     for index, p in enumerate(partitions):
-        script = node_script(zone, p)
+        script = node_script(zone, p, mounts)
         if "'''" in script:
             raise HpclzError(f"compute.partitions[{p.name}]: node script contains ''' which CycleCloud cannot quote")
         arrays.append(
@@ -155,9 +163,7 @@ def cluster_files(zone: Zone) -> dict[str, str]:
         ),
         login_an=accelerated(zone, config.compute.login.vm_size),
     )
-    identity = "/subscriptions/@SUBSCRIPTION_ID@/" + _relative_id(
-        zone, "Microsoft.ManagedIdentity/userAssignedIdentities", zone.identity_name("compute"), area="management"
-    )
+    identity = "/subscriptions/@SUBSCRIPTION_ID@/" + _compute_identity(zone)
     parameters = {
         "Credentials": CREDENTIALS,
         "Region": zone.location,
