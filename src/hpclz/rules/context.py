@@ -52,8 +52,3 @@ class ConfigContext:
     def partitions(self) -> Iterator[tuple[int, Partition, Sku | None]]:
         for index, partition in enumerate(self.config.compute.partitions):
             yield index, partition, self.catalog.sku(partition.vm_size)
-
-    @staticmethod
-    def wants_gpu(partition: Partition) -> bool:
-        """A partition the user means for GPUs: it locks GPU clocks, which only makes sense on GPUs."""
-        return partition.gpu_clocks == "max"

@@ -59,7 +59,7 @@ class GpuPartitionHasGpus(Rule[ConfigContext]):
 
     def check(self, ctx: ConfigContext) -> Iterable[Finding]:
         for i, partition, sku in ctx.partitions():
-            if sku is not None and ctx.wants_gpu(partition) and not sku.is_gpu:
+            if sku is not None and partition.gpu_clocks == "max" and not sku.is_gpu:
                 yield self.finding(
                     ctx,
                     (*PARTS, i, "vm_size"),

@@ -103,11 +103,12 @@ class SubnetHasRoomForNodes(Rule[ConfigContext]):
             ("admin", need_admin, "scheduler, CycleCloud server and login nodes"),
         ):
             cidr = getattr(subnets, role).cidr
-            if _usable(cidr, ctx) < need:
+            usable = _usable(cidr, ctx)
+            if usable < need:
                 yield self.finding(
                     ctx,
                     (*SUBNETS, role, "cidr"),
-                    f"subnet {role} ({cidr}) has {_usable(cidr, ctx)} usable addresses "
+                    f"subnet {role} ({cidr}) has {usable} usable addresses "
                     f"({cidr.num_addresses} minus {_reserved(ctx)} Azure reserves) but {what} need {need}",
                 )
 
