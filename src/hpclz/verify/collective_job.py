@@ -19,7 +19,6 @@ import argparse
 import json
 import os
 import shlex
-import socket
 import sys
 import time
 from collections.abc import Sequence
@@ -264,9 +263,9 @@ def rank_main(argv: Sequence[str]) -> int:
     parser.add_argument("--timeout", type=float, default=300)
     args = parser.parse_args(argv)
     from hpclz.verify import nccl  # the one timed loop and busbw formula; standard library only until it runs
+    from hpclz.verify.probes.source import node_name
 
-    node = os.environ.get("SLURMD_NODENAME") or socket.gethostname().split(".")[0]
-    pause = throttle_s(node)
+    pause = throttle_s(node_name())
     run = nccl.run_allreduce(
         [int(s) for s in args.sizes.split(",")],
         args.backend,

@@ -159,14 +159,13 @@ def run_allreduce(
     import torch
     import torch.distributed as dist
 
+    env_rank, env_world, local = _env_rank()
     owned = not dist.is_initialized()
     if owned:
-        rank, world, local = _env_rank()
         _rendezvous()
         limit = datetime.timedelta(seconds=timeout_s) if timeout_s else None  # None: torch's default
-        dist.init_process_group(backend=backend, rank=rank, world_size=world, timeout=limit)
+        dist.init_process_group(backend=backend, rank=env_rank, world_size=env_world, timeout=limit)
     rank, world = dist.get_rank(), dist.get_world_size()
-    local = _env_rank()[2]
     device = torch.device("cuda", local) if backend == "nccl" else torch.device("cpu")
     if device.type == "cuda":
         torch.cuda.set_device(device)
