@@ -43,68 +43,82 @@ def alerts_enabled(zone: Zone) -> bool:
 def alerts(zone: Zone) -> dict[str, Any]:
     vm = resource_id_expr("Microsoft.Compute/virtualMachines", cyclecloud_vm(zone), group=zone.rg["compute"])
     items = [
-        {
-            "name": zone.names.name("metric_alert", "cc-cpu"),
-            "path": "monitoring.alerts (compute.cyclecloud)",
-            "description": "hpclz: the CycleCloud server's CPU stays above 90% (autoscaling slows down)",
-            "severity": 2,
-            "scope": vm,
-            "namespace": "Microsoft.Compute/virtualMachines",
-            "metric": "Percentage CPU",
-            "operator": "GreaterThan",
-            "threshold": 90,
-            "aggregation": "Average",
-        },
-        {
-            "name": zone.names.name("metric_alert", "cc-available"),
-            "path": "monitoring.alerts (compute.cyclecloud)",
-            "description": "hpclz: the CycleCloud server is unavailable (no node can start or stop)",
-            "severity": 1,
-            "scope": vm,
-            "namespace": "Microsoft.Compute/virtualMachines",
-            "metric": "VmAvailabilityMetric",
-            "operator": "LessThan",
-            "threshold": 1,
-            "aggregation": "Average",
-        },
+        _alert(
+            zone.names.name("metric_alert", "cc-cpu"),
+            "compute.cyclecloud",
+            "hpclz: the CycleCloud server's CPU stays above 90% (autoscaling slows down)",
+            severity=2,
+            scope=vm,
+            namespace="Microsoft.Compute/virtualMachines",
+            metric="Percentage CPU",
+            operator="GreaterThan",
+            threshold=90,
+        ),
+        _alert(
+            zone.names.name("metric_alert", "cc-available"),
+            "compute.cyclecloud",
+            "hpclz: the CycleCloud server is unavailable (no node can start or stop)",
+            severity=1,
+            scope=vm,
+            namespace="Microsoft.Compute/virtualMachines",
+            metric="VmAvailabilityMetric",
+            operator="LessThan",
+            threshold=1,
+        ),
     ]
     if zone.blob_new:
-        account = resource_id_expr(
-            "Microsoft.Storage/storageAccounts", zone.storage_account_name, group=zone.rg["storage"]
-        )
         items.append(
-            {
-                "name": zone.names.name("metric_alert", "st-available"),
-                "path": "monitoring.alerts (storage.blob)",
-                "description": "hpclz: checkpoint storage availability below 99% (checkpoints may fail)",
-                "severity": 1,
-                "scope": account,
-                "namespace": "Microsoft.Storage/storageAccounts",
-                "metric": "Availability",
-                "operator": "LessThan",
-                "threshold": 99,
-                "aggregation": "Average",
-            }
+            _alert(
+                zone.names.name("metric_alert", "st-available"),
+                "storage.blob",
+                "hpclz: checkpoint storage availability below 99% (checkpoints may fail)",
+                severity=1,
+                scope=resource_id_expr(
+                    "Microsoft.Storage/storageAccounts", zone.storage_account_name, group=zone.rg["storage"]
+                ),
+                namespace="Microsoft.Storage/storageAccounts",
+                metric="Availability",
+                operator="LessThan",
+                threshold=99,
+            )
         )
-    for item in items:
-        item["criteria"] = _criteria(item)
     group = resource_id_expr("Microsoft.Insights/actionGroups", zone.names.name("action_group"))
     return {"alerts": items, "action_group_id": group}
 
 
-def _criteria(alert: dict[str, Any]) -> str:
+def _alert(
+    name: str,
+    watches: str,
+    description: str,
+    *,
+    severity: int,
+    scope: str,
+    namespace: str,
+    metric: str,
+    operator: str,
+    threshold: int,
+) -> dict[str, Any]:
+    """One static-threshold metric alert on one resource; `watches` is the config section of that resource."""
     criteria = {
         "odata.type": "Microsoft.Azure.Monitor.SingleResourceMultipleMetricCriteria",
         "allOf": [
             {
                 "criterionType": "StaticThresholdCriterion",
-                "name": alert["metric"],
-                "metricName": alert["metric"],
-                "metricNamespace": alert["namespace"],
-                "operator": alert["operator"],
-                "threshold": alert["threshold"],
-                "timeAggregation": alert["aggregation"],
+                "name": metric,
+                "metricName": metric,
+                "metricNamespace": namespace,
+                "operator": operator,
+                "threshold": threshold,
+                "timeAggregation": "Average",
             }
         ],
     }
-    return expr(f"json({literal(json.dumps(criteria, sort_keys=True))})")
+    return {
+        "name": name,
+        "path": f"monitoring.alerts ({watches})",
+        "description": description,
+        "severity": severity,
+        "scope": scope,
+        "namespace": namespace,
+        "criteria": expr(f"json({literal(json.dumps(criteria, sort_keys=True))})"),
+    }
