@@ -71,6 +71,7 @@ class BlobContainer(StrictModel):
 class Lifecycle(StrictModel):
     """Move blobs to cheaper tiers as they age; empty means keep them hot."""
 
+    # In tier order: HPCLZ-COST-004 compares each step with the one declared before it.
     cool_after_days: int | None = Field(default=30, ge=1)
     cold_after_days: int | None = Field(default=None, ge=1)
     archive_after_days: int | None = Field(default=None, ge=1)

@@ -156,13 +156,13 @@ class ScheduledEventsDrain(Rule[ConfigContext]):
     def check(self, ctx: ConfigContext) -> Iterable[Finding]:
         events = ctx.config.maintenance.scheduled_events
         where = ("maintenance", "scheduled_events")
+        spot = any(p.priority == "spot" for p in ctx.config.compute.partitions)
         if not events.enabled:
-            if ctx.is_prod or any(p.priority == "spot" for p in ctx.config.compute.partitions):
+            if ctx.is_prod or spot:
                 yield self.finding(
                     ctx, (*where, "enabled"), "Scheduled Events are off: nodes die mid-job at maintenance"
                 )
             return
-        spot = any(p.priority == "spot" for p in ctx.config.compute.partitions)
         missing = [e for e in ("Reboot", "Redeploy", *(["Preempt"] if spot else [])) if e not in events.drain_on]
         if missing:
             yield self.finding(ctx, (*where, "drain_on"), f"nodes are not drained on {', '.join(missing)}")
@@ -234,17 +234,7 @@ class LifecycleOrder(Rule[ConfigContext]):
         blob = ctx.config.storage.blob
         if blob.mode != "new":
             return
-        life = blob.lifecycle
-        steps = [
-            (k, v)
-            for k, v in (
-                ("cool_after_days", life.cool_after_days),
-                ("cold_after_days", life.cold_after_days),
-                ("archive_after_days", life.archive_after_days),
-                ("delete_after_days", life.delete_after_days),
-            )
-            if v is not None
-        ]
+        steps = [(key, days) for key, days in blob.lifecycle if days is not None]
         for (prev, before), (key, after) in pairwise(steps):
             if after <= before:
                 yield self.finding(
