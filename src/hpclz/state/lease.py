@@ -26,7 +26,6 @@ class LeaseRenewer:
         check_lease_duration(duration_s)
         self._lease = lease
         self.interval_s = duration_s / 3
-        self.renewals = 0
         self.lost: str | None = None  # why the lease was lost, once it is
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="hpclz-state-lease", daemon=True)
@@ -48,10 +47,6 @@ class LeaseRenewer:
 
     def _run(self) -> None:
         while not self._stop.wait(self.interval_s):
-            try:
-                self._lease.renew()
-            except Exception as exc:  # any failure means we may no longer hold the lock: record it, stop
-                self.lost = getattr(exc, "error_code", None) or type(exc).__name__
+            if self.renew_now():  # any failure means we may no longer hold the lock: say so, stop
                 log.warning("state lock lease could not be renewed (%s); writes will be refused", self.lost)
                 return
-            self.renewals += 1
