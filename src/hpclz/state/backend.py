@@ -25,6 +25,8 @@ from hpclz.state.errors import StateConflictError, StateStorageError
 from hpclz.state.lockinfo import LockInfo
 from hpclz.state.model import STATE_SCHEMA_VERSION, StateDocument, now
 
+DEFAULT_KEEP = 20  # previous versions a backend keeps where storage has no versioning of its own
+
 
 class HistoryEntry(BaseModel):
     """One previous version of the state, newest first in `history()`."""

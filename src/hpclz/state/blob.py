@@ -17,12 +17,13 @@ from __future__ import annotations
 import base64
 import contextlib
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from pydantic import ValidationError
 
-from hpclz.state.backend import HistoryEntry, next_version, parse_state
+from hpclz.azure.clients import BLOB_RETRY_TOTAL
+from hpclz.state.backend import DEFAULT_KEEP, HistoryEntry, next_version, parse_state
 from hpclz.state.errors import StateConflictError, StateLockedError
 from hpclz.state.guard import SecretGuard
 from hpclz.state.lease import LeaseRenewer, check_lease_duration
@@ -30,8 +31,6 @@ from hpclz.state.lockinfo import LockInfo, locked_error_message, unlock_hint
 from hpclz.state.model import StateDocument
 
 DEFAULT_LEASE_S = 30
-DEFAULT_KEEP = 20
-DEFAULT_RETRIES = 3
 LOCK_META_KEY = "hpclzlock"  # base64 JSON: metadata values must be plain ASCII header values
 _UNREAD = object()
 
@@ -64,7 +63,7 @@ class BlobBackend:
         container: str,
         blob_name: str,
         credential: Any = None,
-        retry_total: int = DEFAULT_RETRIES,
+        retry_total: int = BLOB_RETRY_TOTAL,
         **options: Any,
     ) -> BlobBackend:
         from hpclz.azure.clients import blob_service_client
@@ -139,7 +138,7 @@ class BlobBackend:
     def _upload(self, data: bytes, new: StateDocument, etag: str | None) -> None:
         from hpclz.azure.storage import MatchConditions, ResourceExistsError, ResourceModifiedError
 
-        metadata = {"serial": str(new.serial), "lineage": new.lineage}
+        metadata = _metadata(new)
         try:
             with _storage_errors(f"write state {self.location}"):
                 if etag is None:
@@ -166,28 +165,22 @@ class BlobBackend:
             self._container.get_blob_client(self._history_name(stored.serial)).upload_blob(
                 stored.model_dump_json(indent=2).encode(),
                 overwrite=True,
-                metadata={"serial": str(stored.serial), "lineage": stored.lineage},
+                metadata=_metadata(stored),
             )
             for entry in self._archived()[self.keep :]:
                 self._container.delete_blob(entry.location)
 
     def _archived(self) -> list[HistoryEntry]:
-        prefix = f"{self.blob_name}.history/"
-        entries = []
-        for item in self._container.list_blobs(name_starts_with=prefix, include=["metadata"]):
-            entry = _entry(item, item.name)
-            if entry is not None:
-                entries.append(entry)
-        return sorted(entries, key=lambda e: e.serial, reverse=True)
+        items = self._container.list_blobs(name_starts_with=f"{self.blob_name}.history/", include=["metadata"])
+        return _newest_first(_entry(item, item.name) for item in items)
 
     def _versions(self) -> list[HistoryEntry]:
-        entries = []
-        for item in self._container.list_blobs(name_starts_with=self.blob_name, include=["versions", "metadata"]):
-            if item.name == self.blob_name and item.version_id and not item.is_current_version:
-                entry = _entry(item, item.version_id)
-                if entry is not None:
-                    entries.append(entry)
-        return sorted(entries, key=lambda e: e.serial, reverse=True)
+        items = self._container.list_blobs(name_starts_with=self.blob_name, include=["versions", "metadata"])
+        return _newest_first(
+            _entry(item, item.version_id)
+            for item in items
+            if item.name == self.blob_name and item.version_id and not item.is_current_version
+        )
 
     def history(self) -> list[HistoryEntry]:
         from hpclz.azure.storage import ResourceNotFoundError
@@ -285,6 +278,15 @@ def _decode(value: str | None) -> LockInfo | None:
         return LockInfo.model_validate_json(base64.b64decode(value))
     except (ValueError, ValidationError):
         return None
+
+
+def _metadata(doc: StateDocument) -> dict[str, str]:
+    """What `_entry` reads back to list a stored version without downloading it."""
+    return {"serial": str(doc.serial), "lineage": doc.lineage}
+
+
+def _newest_first(entries: Iterable[HistoryEntry | None]) -> list[HistoryEntry]:
+    return sorted((e for e in entries if e is not None), key=lambda e: e.serial, reverse=True)
 
 
 def _entry(item: Any, location: str) -> HistoryEntry | None:

@@ -17,13 +17,12 @@ from filelock import FileLock, Timeout
 from pydantic import ValidationError
 
 from hpclz.state.atomic import FILE_MODE, ensure_private_dir, write_atomic
-from hpclz.state.backend import HistoryEntry, next_version, parse_state
+from hpclz.state.backend import DEFAULT_KEEP, HistoryEntry, next_version, parse_state
 from hpclz.state.errors import StateConflictError, StateLockedError, StateStorageError
 from hpclz.state.guard import SecretGuard
 from hpclz.state.lockinfo import LockInfo, locked_error_message, unlock_hint
 from hpclz.state.model import StateDocument
 
-DEFAULT_KEEP = 20
 _UNREAD = object()  # `write` before any `read`: only the document's own serial and lineage are checked
 WRITE_MUTEX_TIMEOUT_S = 10.0
 
