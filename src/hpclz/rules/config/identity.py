@@ -13,7 +13,6 @@ from hpclz.rules.base import Rule
 from hpclz.rules.context import ConfigContext
 
 ZERO_GUID = "00000000-0000-0000-0000-000000000000"
-GROUP_ROLES = ("admins", "users", "readers")
 PRIVILEGED = {BuiltinRole.OWNER, BuiltinRole.USER_ACCESS_ADMINISTRATOR}
 
 
@@ -27,8 +26,8 @@ class NoPlaceholderPrincipal(Rule[ConfigContext]):
 
     def check(self, ctx: ConfigContext) -> Iterable[Finding]:
         identity = ctx.config.identity
-        for role in GROUP_ROLES:
-            for i, guid in enumerate(getattr(identity.groups, role)):
+        for role, guids in identity.groups:
+            for i, guid in enumerate(guids):
                 if guid == ZERO_GUID:
                     yield self.finding(
                         ctx, ("identity", "groups", role, i), f"identity.groups.{role} holds the placeholder GUID"
@@ -53,9 +52,8 @@ class PrincipalInOneRole(Rule[ConfigContext]):
 
     def check(self, ctx: ConfigContext) -> Iterable[Finding]:
         seen: dict[str, str] = {}
-        groups = ctx.config.identity.groups
-        for role in GROUP_ROLES:
-            for i, guid in enumerate(getattr(groups, role)):
+        for role, guids in ctx.config.identity.groups:
+            for i, guid in enumerate(guids):
                 if guid in seen:
                     yield self.finding(
                         ctx, ("identity", "groups", role, i), f"{guid} is in {role} and already in {seen[guid]}"
