@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from hpclz.arm.expressions import Call, Literal, walk
+from hpclz.arm.expressions import Call, Expr, ExpressionError, Literal, parse_template_string, walk
 from hpclz.arm.functions import returns_secrets
 from hpclz.arm.walk import iter_entries
 from hpclz.findings import Finding, Severity
@@ -67,10 +67,16 @@ def _leak(node: Any, ctx: TemplateContext) -> str | None:
         return None
     if returns_secrets(node.name):
         return f"returns {node.name}(), which yields keys or secrets"
-    if node.name.lower() == "parameters" and node.args:
+    secure = _secure_parameter(node, ctx)
+    return f"returns secure parameter {secure}" if secure is not None else None
+
+
+def _secure_parameter(node: Expr | None, ctx: TemplateContext) -> str | None:
+    """The secure parameter a `parameters('<name>')` call reads; None for any other node."""
+    if isinstance(node, Call) and node.name.lower() == "parameters" and node.args:
         first = node.args[0]
         if isinstance(first, Literal) and str(first.value).lower() in ctx.secure_parameters:
-            return f"returns secure parameter {first.value}"
+            return str(first.value)
     return None
 
 
@@ -99,17 +105,11 @@ class PasswordsSecure(Rule[TemplateContext]):
 def _from_secure_parameter(value: Any, ctx: TemplateContext) -> bool:
     if not isinstance(value, str):
         return False
-    for parsed in ctx.expressions:
-        if parsed.text == value and parsed.expr is not None:
-            expr = parsed.expr
-            return (
-                isinstance(expr, Call)
-                and expr.name.lower() == "parameters"
-                and len(expr.args) == 1
-                and isinstance(expr.args[0], Literal)
-                and str(expr.args[0].value).lower() in ctx.secure_parameters
-            )
-    return False
+    try:
+        expr = parse_template_string(value)
+    except ExpressionError:
+        return False
+    return isinstance(expr, Call) and len(expr.args) == 1 and _secure_parameter(expr, ctx) is not None
 
 
 def _shown(value: Any) -> str:
