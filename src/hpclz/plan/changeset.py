@@ -7,9 +7,12 @@ this model, so the printer, the JSON output and `--detailed-exitcode` never care
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
+
+if TYPE_CHECKING:
+    from hpclz.state.model import StateDocument
 
 
 class Action(StrEnum):
@@ -117,6 +120,10 @@ class StateRef(BaseModel):
 
     lineage: str
     serial: int
+
+    @classmethod
+    def of(cls, state: StateDocument | None) -> StateRef | None:
+        return None if state is None else cls(lineage=state.lineage, serial=state.serial)
 
 
 class ChangeSet(BaseModel):

@@ -103,7 +103,7 @@ def offline_changeset(plan: DeploymentPlan, state: StateDocument | None) -> Chan
     if state is None:
         changes.resources = [create_change(d) for d in desired]
         return changes
-    changes.state = StateRef(lineage=state.lineage, serial=state.serial)
+    changes.state = StateRef.of(state)
     unchanged = _unchanged_deployments(plan, state)
     matcher = _Matcher(state.resources)
     matches = matcher.match_all(desired)

@@ -58,10 +58,6 @@ def templates_fingerprint(root: Path | None = None) -> str:
     return digest.hexdigest()
 
 
-def _state_ref(state: StateDocument | None) -> StateRef | None:
-    return None if state is None else StateRef(lineage=state.lineage, serial=state.serial)
-
-
 def save_plan(
     path: str | Path, plan: DeploymentPlan, changes: ChangeSet, config: LandingZoneConfig, state: StateDocument | None
 ) -> SavedPlan:
@@ -69,7 +65,7 @@ def save_plan(
         config_hash=config_fingerprint(config),
         templates_hash=templates_fingerprint(),
         deployment_hashes={d.name: d.template_hash() for d in plan.deployments},
-        state=_state_ref(state),
+        state=StateRef.of(state),
         plan=plan,
         changes=changes.payload(),
     )
@@ -113,7 +109,7 @@ def stale_reasons(saved: SavedPlan, config: LandingZoneConfig, state: StateDocum
     tampered = [d.name for d in saved.plan.deployments if saved.deployment_hashes.get(d.name) != d.template_hash()]
     if tampered or set(saved.deployment_hashes) != {d.name for d in saved.plan.deployments}:
         reasons.append(f"the plan file was edited after it was saved ({', '.join(tampered) or 'deployments'})")
-    now = _state_ref(state)
+    now = StateRef.of(state)
     if saved.state != now:
         reasons.append(f"the state changed since the plan was made ({_describe(saved.state)} -> {_describe(now)})")
     return reasons

@@ -11,7 +11,7 @@ from pydantic import BaseModel, Field
 from hpclz.config.loader import LoadedConfig, load_config
 from hpclz.errors import ExitCode
 from hpclz.findings import Finding, Severity
-from hpclz.plan.changeset import ChangeSet
+from hpclz.plan.changeset import ChangeSet, StateRef
 from hpclz.plan.config_diff import config_changes
 from hpclz.plan.offline import create_change, offline_changeset
 from hpclz.plan.resources import deployment_resources
@@ -74,10 +74,7 @@ def plan(
 
 
 def attach_config_diff(changes: ChangeSet, loaded: LoadedConfig, state: StateDocument | None) -> None:
-    if state is not None:
-        from hpclz.plan.changeset import StateRef
-
-        changes.state = StateRef(lineage=state.lineage, serial=state.serial)
+    changes.state = StateRef.of(state)
     if state is None or not state.applied_config:
         changes.config_baseline = state is None
         return
