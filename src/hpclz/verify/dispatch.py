@@ -24,7 +24,7 @@ from pydantic import ValidationError
 from hpclz.verify.checks import outcomes
 from hpclz.verify.checks.outcomes import OutcomeSpec
 from hpclz.verify.model import CheckResult, NodeReport, Status
-from hpclz.verify.slurm import DRAIN_PREFIX, NodeInfo, SlurmClient
+from hpclz.verify.slurm import DRAIN_PREFIX, FINISHED_STATES, NodeInfo, SlurmClient
 
 MAX_NODES_PER_JOB = 100
 RESULT_PLACEHOLDER = "{result}"  # in a node command: the path where that node's report goes
@@ -37,9 +37,7 @@ RESULT_SUFFIXES = (".rc", ".stdout", ".stderr", ".report.json")
 NO_RESULT = outcomes.NO_RESULT.id
 UNREACHABLE = outcomes.UNREACHABLE.id
 NOT_TESTED = outcomes.NOT_TESTED.id
-JOB_NOT_RUN = (
-    outcomes.JOB_NOT_RUN.id
-)  # the job never ran the node command: a fault of the setup, never a reason to drain
+JOB_NOT_RUN = outcomes.JOB_NOT_RUN.id  # the job never ran the node command: a fault of the setup, never drained for
 
 
 @dataclass(frozen=True)
@@ -117,7 +115,6 @@ def fan_out(
     late = wait_for_jobs(
         client, list(jobs), start_within_s=plan.queue_wait_s, finish_within_s=plan.node_budget_s + GRACE_S
     )
-    client.cancel(list(late))
     reports = {}
     for job_id, (group, output) in jobs.items():
         why, check_id = _why_missing(late.get(job_id), plan, output)
@@ -141,9 +138,8 @@ def wait_for_jobs(
     client: SlurmClient, job_ids: list[str], *, start_within_s: float, finish_within_s: float
 ) -> dict[str, str]:
     """Poll until every job has finished. A job still pending after `start_within_s`, or running longer than
-    `finish_within_s` (from when it was first seen running), is given up on: returned with its last state."""
-    from hpclz.verify.slurm import FINISHED_STATES
-
+    `finish_within_s` (from when it was first seen running), is given up on: cancelled, and returned with its
+    last state."""
     submitted = time.monotonic()
     started: dict[str, float] = {}
     waiting = list(job_ids)
@@ -166,6 +162,7 @@ def wait_for_jobs(
         waiting = still
         if waiting:
             time.sleep(POLL_S)
+    client.cancel(list(late))
     return late
 
 
