@@ -106,17 +106,22 @@ class SlurmClient:
         return found
 
     def run(self, tool: str, *args: str, timeout: float | None = None) -> str:
-        cmd = [self.binary(tool), *args]
-        try:
-            done = subprocess.run(
-                cmd, env=self.env, capture_output=True, text=True, timeout=timeout or self.timeout_s, check=False
-            )
-        except subprocess.TimeoutExpired as exc:
-            raise SlurmError(f"{tool} did not answer within {exc.timeout:.0f} s: {' '.join(cmd)}") from None
+        done = self._exec(tool, args, self.env, timeout)
         if done.returncode != 0:
             said = (done.stderr or done.stdout).strip().splitlines()
             raise SlurmError(f"{tool} {' '.join(args[:3])} failed: {said[-1] if said else f'exit {done.returncode}'}")
         return done.stdout
+
+    def _exec(
+        self, tool: str, args: Sequence[str], env: dict[str, str], timeout: float | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        cmd = [self.binary(tool), *args]
+        try:
+            return subprocess.run(
+                cmd, env=env, capture_output=True, text=True, timeout=timeout or self.timeout_s, check=False
+            )
+        except subprocess.TimeoutExpired as exc:
+            raise SlurmError(f"{tool} did not answer within {exc.timeout:.0f} s: {' '.join(cmd)}") from None
 
     # -- nodes ---------------------------------------------------------------------------------------------
 
@@ -198,12 +203,7 @@ class SlurmClient:
             args.append(f"--reservation={reservation}")
         if exclusive:
             args.append("--exclusive")
-        job_env = {**self.env, **(env or {})}
-        cmd = [self.binary("sbatch"), *args, str(script)]
-        try:
-            done = subprocess.run(cmd, env=job_env, capture_output=True, text=True, timeout=self.timeout_s, check=False)
-        except subprocess.TimeoutExpired:
-            raise SlurmError(f"sbatch did not answer within {self.timeout_s:.0f} s") from None
+        done = self._exec("sbatch", [*args, str(script)], {**self.env, **(env or {})})
         if done.returncode != 0:
             raise SlurmError(f"sbatch refused job {job_name} on {','.join(nodes)}: {done.stderr.strip()}")
         return done.stdout.strip().split(";")[0]
