@@ -6,6 +6,7 @@ outside hpclz shows only with `--what-if`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from hpclz.plan import policies
@@ -19,35 +20,28 @@ from hpclz.state.model import ResourceRecord, StateDocument
 def diff_values(before: Any, after: Any, path: str = "") -> list[tuple[str, Action, Any, Any]]:
     """Property-level differences; lists of named objects (subnets, rules) are matched by name."""
     if isinstance(before, dict) and isinstance(after, dict):
-        out: list[tuple[str, Action, Any, Any]] = []
-        for key in [*before, *(k for k in after if k not in before)]:
-            sub = f"{path}.{key}" if path else str(key)
-            if key not in after:
-                out.append((sub, Action.DELETE, before[key], None))
-            elif key not in before:
-                out.append((sub, Action.CREATE, None, after[key]))
-            else:
-                out.extend(diff_values(before[key], after[key], sub))
-        return out
+        return _diff_keyed(before, after, lambda key: f"{path}.{key}" if path else str(key))
     if _named_list(before) and _named_list(after):
         old = {item["name"]: item for item in before}
         new = {item["name"]: item for item in after}
-        return _diff_named(old, new, path)
+        return _diff_keyed(old, new, lambda name: f"{path}[{name}]")
     if before != after:
         return [(path, Action.MODIFY, before, after)]
     return []
 
 
-def _diff_named(old: dict[str, Any], new: dict[str, Any], path: str) -> list[tuple[str, Action, Any, Any]]:
+def _diff_keyed(
+    old: dict[Any, Any], new: dict[Any, Any], path_of: Callable[[Any], str]
+) -> list[tuple[str, Action, Any, Any]]:
     out: list[tuple[str, Action, Any, Any]] = []
-    for name in [*old, *(n for n in new if n not in old)]:
-        sub = f"{path}[{name}]"
-        if name not in new:
-            out.append((sub, Action.DELETE, old[name], None))
-        elif name not in old:
-            out.append((sub, Action.CREATE, None, new[name]))
+    for key in [*old, *(k for k in new if k not in old)]:
+        sub = path_of(key)
+        if key not in new:
+            out.append((sub, Action.DELETE, old[key], None))
+        elif key not in old:
+            out.append((sub, Action.CREATE, None, new[key]))
         else:
-            out.extend(diff_values(old[name], new[name], sub))
+            out.extend(diff_values(old[key], new[key], sub))
     return out
 
 
