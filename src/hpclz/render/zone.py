@@ -87,9 +87,7 @@ class Zone:
                 continue
             label = role.replace("private_endpoints", "pe")
             name = spec.name or (BASTION_SUBNET if role == "bastion" else self.names.name("subnet", label))
-            nsg = (
-                self.names.name("network_security_group", role.replace("private_endpoints", "pe")) if spec.nsg else None
-            )
+            nsg = self.names.name("network_security_group", label) if spec.nsg else None
             nat = net.nat_gateway.enabled and role in NAT_ROLES
             routed = self.firewall_ip is not None and role != "bastion" and not spec.delegation
             path = f"network.vnet.subnets.{role}"

@@ -76,13 +76,11 @@ class TemplateContext:
 
     @property
     def parameters(self) -> dict[str, Any]:
-        params = self.template.get("parameters")
-        return params if isinstance(params, dict) else {}
+        return as_dict(self.template.get("parameters"))
 
     @property
     def variables(self) -> dict[str, Any]:
-        variables = self.template.get("variables")
-        return variables if isinstance(variables, dict) else {}
+        return as_dict(self.template.get("variables"))
 
     @cached_property
     def secure_parameters(self) -> frozenset[str]:
