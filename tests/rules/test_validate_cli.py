@@ -47,6 +47,21 @@ def test_unknown_suppressed_id_is_refused_with_its_line(run_cli, tmp_path: Path)
     assert cli.exit_code == ExitCode.USAGE and "HPCLZ-NOPE-001" in cli.stderr
 
 
+def test_render_plan_and_deploy_refuse_unknown_suppressions_too() -> None:
+    """They share check_config with validate, so a misspelt ID is refused there as well."""
+    from hpclz.config import load_config, load_config_text
+    from hpclz.errors import HpclzError
+    from hpclz.services.validate import check_config
+
+    with pytest.raises(HpclzError, match="--suppress HPCLZ-NOPE-001") as cli:
+        check_config(load_config(AI), ["HPCLZ-NOPE-001"])
+    assert cli.value.exit_code == ExitCode.USAGE
+    listed = load_config_text(Path(AI).read_text(encoding="utf-8") + "\nsuppress: [HPCLZ-MON-902]\n", "lz.yaml")
+    with pytest.raises(HpclzError, match="HPCLZ-MON-902") as config:
+        check_config(listed)
+    assert config.value.exit_code == ExitCode.CONFIG_INVALID
+
+
 def test_human_output_names_file_line_rule_path_and_fix(run_cli) -> None:  # type: ignore[no-untyped-def]
     out = run_cli("validate", AI, "--fail-level", "warning").stdout
     line = next(n for n, text in enumerate(Path(AI).read_text().splitlines(), 1) if "retention_days" in text)

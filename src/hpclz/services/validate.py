@@ -64,18 +64,17 @@ def refuse_unknown_suppressions(loaded: LoadedConfig, suppress: Iterable[str]) -
 
 
 def check_config(loaded: LoadedConfig, suppress: Iterable[str] = ()) -> tuple[list[Finding], list[Finding]]:
-    """Run every config rule; suppression comes from the config's `suppress:` list and the caller."""
-    silenced = [*loaded.config.suppress, *suppress]
-    return run_rules(CONFIG_RULES, ConfigContext(loaded), silenced)
+    """Run every config rule; suppression comes from the config's `suppress:` list and the caller, whose IDs
+    must all be known (render, plan and deploy check configs here too)."""
+    suppress = list(suppress)
+    refuse_unknown_suppressions(loaded, suppress)
+    return run_rules(CONFIG_RULES, ConfigContext(loaded), [*loaded.config.suppress, *suppress])
 
 
 def validate(
     path: str | Path, *, fail_level: Severity = Severity.ERROR, suppress: Iterable[str] = ()
 ) -> ValidateResult:
-    loaded = load_config(path)
-    suppress = list(suppress)
-    refuse_unknown_suppressions(loaded, suppress)
-    reported, suppressed = check_config(loaded, suppress)
+    reported, suppressed = check_config(load_config(path), suppress)
     return ValidateResult(
         file=str(path),
         fail_level=fail_level,
