@@ -39,24 +39,31 @@ def parameters_file(deployment: Deployment) -> dict[str, Any]:
     }
 
 
+def summary(deployment: Deployment) -> dict[str, Any]:
+    """What the manifest and `hpclz render --output json` both say of a deployment."""
+    return {
+        "name": deployment.name,
+        "component": deployment.component,
+        "scope": deployment.scope.value,
+        "resource_group": deployment.resource_group,
+        "depends_on": deployment.depends_on,
+        "resources": len(deployment.resources()),
+        "template_hash": deployment.template_hash(),
+    }
+
+
 def manifest(plan: DeploymentPlan) -> dict[str, Any]:
     entries = []
     for index, d in enumerate(plan.deployments, start=1):
         stem = file_stem(index, d)
         entries.append(
             {
+                **summary(d),
                 "order": index,
-                "name": d.name,
-                "component": d.component,
-                "scope": d.scope.value,
-                "resource_group": d.resource_group,
                 "location": d.location,
-                "depends_on": d.depends_on,
                 "template": f"{stem}.template.json",
                 "parameters": f"{stem}.parameters.json",
-                "template_hash": d.template_hash(),
                 "secure_parameters": d.secure_parameters,
-                "resources": len(d.resources()),
                 "artifacts": sorted(f"{ARTIFACTS}/{name}" for name in d.artifacts),
             }
         )

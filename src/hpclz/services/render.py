@@ -36,22 +36,13 @@ class RenderResult(BaseModel):
         return ExitCode.OK if self.ok else ExitCode.FAILED
 
     def payload(self) -> dict[str, Any]:
+        from hpclz.render.writer import summary
+
         return {
             "file": self.file,
             "out_dir": self.out_dir,
             "config_hash": self.plan.config_hash if self.plan else None,
-            "deployments": [
-                {
-                    "name": d.name,
-                    "component": d.component,
-                    "scope": d.scope.value,
-                    "resource_group": d.resource_group,
-                    "depends_on": d.depends_on,
-                    "resources": len(d.resources()),
-                    "template_hash": d.template_hash(),
-                }
-                for d in (self.plan.deployments if self.plan else [])
-            ],
+            "deployments": [summary(d) for d in (self.plan.deployments if self.plan else [])],
             "written": self.written,
             "gates": self.gates_run,
             "gates_not_run": self.gates_not_run,
