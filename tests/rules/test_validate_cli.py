@@ -47,6 +47,22 @@ def test_unknown_suppressed_id_is_refused_with_its_line(run_cli, tmp_path: Path)
     assert cli.exit_code == ExitCode.USAGE and "HPCLZ-NOPE-001" in cli.stderr
 
 
+def test_every_unknown_suppressed_id_is_a_located_json_error(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    path = tmp_path / "lz.yaml"
+    text = (
+        Path(AI).read_text(encoding="utf-8") + "\nsuppress:\n  - HPCLZ-MON-902\n  - HPCLZ-MON-002\n  - HPCLZ-NET-999\n"
+    )
+    path.write_text(text, encoding="utf-8")
+    result = run_cli("validate", str(path), "--output", "json")
+    assert result.exit_code == ExitCode.CONFIG_INVALID
+    errors = json.loads(result.stdout)["errors"]
+    lines = text.splitlines()
+    assert [(e["path"], e["line"], e["file"]) for e in errors] == [
+        ("suppress[0]", lines.index("  - HPCLZ-MON-902") + 1, str(path)),
+        ("suppress[2]", lines.index("  - HPCLZ-NET-999") + 1, str(path)),
+    ]
+
+
 def test_render_plan_and_deploy_refuse_unknown_suppressions_too() -> None:
     """They share check_config with validate, so a misspelt ID is refused there as well."""
     from hpclz.config import load_config, load_config_text

@@ -9,9 +9,9 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from hpclz.config.loader import LoadedConfig, load_config
-from hpclz.errors import ExitCode, HpclzError
+from hpclz.errors import ConfigError, ConfigProblem, ExitCode, HpclzError
 from hpclz.findings import Finding, Severity, count_by_severity
-from hpclz.rules.base import run_rules
+from hpclz.rules.base import DOCS_PAGE, run_rules
 from hpclz.rules.context import ConfigContext
 from hpclz.rules.registry import CONFIG_RULES, all_rules
 
@@ -51,16 +51,17 @@ def refuse_unknown_suppressions(loaded: LoadedConfig, suppress: Iterable[str]) -
     Every registered rule counts as known, live preflight rules included: a config may silence them for deploy.
     """
     known = {r.id for r in all_rules()}
+    problems = []
     for i, rule_id in enumerate(loaded.config.suppress):
         if rule_id.upper() not in known:
             pos = loaded.source.locate(("suppress", i))
-            raise HpclzError(
-                f"{loaded.file}:{pos.line}:{pos.column}: suppress[{i}]: unknown rule ID {rule_id!r} (see docs/rules.md)",
-                exit_code=ExitCode.CONFIG_INVALID,
-            )
+            message = f"unknown rule ID {rule_id!r} (see {DOCS_PAGE})"
+            problems.append(ConfigProblem(loaded.file, pos.line, pos.column, f"suppress[{i}]", message, "unknown_rule"))
+    if problems:
+        raise ConfigError(problems)
     for rule_id in suppress:
         if rule_id.upper() not in known:
-            raise HpclzError(f"--suppress {rule_id}: unknown rule ID (see docs/rules.md)", exit_code=ExitCode.USAGE)
+            raise HpclzError(f"--suppress {rule_id}: unknown rule ID (see {DOCS_PAGE})", exit_code=ExitCode.USAGE)
 
 
 def check_config(loaded: LoadedConfig, suppress: Iterable[str] = ()) -> tuple[list[Finding], list[Finding]]:
