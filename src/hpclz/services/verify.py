@@ -72,7 +72,9 @@ def verify(opts: VerifyOptions) -> VerifyOutcome:
     if opts.local:
         if opts.drain:
             raise HpclzError("--drain needs Slurm; it cannot be combined with --local", exit_code=ExitCode.USAGE)
-        report = _run_local(config, opts)
+        from hpclz.verify.local import run_local
+
+        report = run_local(config, nccl=opts.nccl)
         report.duration_s = round(time.monotonic() - started, 3)
         return VerifyOutcome(report=report)
     client = SlurmClient.from_env(opts.slurm_conf)
@@ -263,13 +265,13 @@ def collective_backend(sku: str | None, overrides: Mapping[str, float] | None = 
 
     overrides = overrides or {}
     thresholds = load_thresholds(sku, overrides) if sku else None
-    gpus = thresholds.get("gpu_count") if thresholds else None
-    if not gpus:
-        plan: dict[str, Any] = {"backend": "gloo"}
-        threshold = overrides.get(INTERNODE)
-    else:
+    plan: dict[str, Any]
+    if thresholds is not None and (gpus := thresholds.get("gpu_count")):
         plan = {"backend": "nccl", "ranks_per_node": int(gpus), "sizes": (1 << 30, 8 << 30), "iters": 20, "warmup": 5}
-        threshold = thresholds.get(INTERNODE) if thresholds else None
+        threshold = thresholds.get(INTERNODE)
+    else:
+        plan = {"backend": "gloo"}
+        threshold = overrides.get(INTERNODE)
     if threshold is not None:
         plan["threshold_busbw_gbps"] = float(threshold)
     return plan
@@ -288,12 +290,6 @@ def _judge_all(result: CollectiveResult) -> CollectiveResult:
     if result.status is Status.NOT_MEASURED and result.points:
         result.status = Status.PASS
     return result
-
-
-def _run_local(config: LandingZoneConfig, opts: VerifyOptions) -> VerifyReport:
-    from hpclz.verify.local import run_local
-
-    return run_local(config, nccl=opts.nccl)
 
 
 def write_artifacts(report: VerifyReport, *, junit: Path | None = None, plot: Path | None = None) -> None:

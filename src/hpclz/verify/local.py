@@ -20,19 +20,13 @@ from hpclz.verify.thresholds import known_skus, overrides_for
 
 
 def run_local(
-    config_or_sku: LandingZoneConfig | str | None,
-    nccl: bool = False,
-    fixtures: Path | None = None,
-    *,
-    sku: str | None = None,
-    perf: bool | None = None,
+    config_or_sku: LandingZoneConfig | str | None, nccl: bool = False, fixtures: Path | None = None
 ) -> VerifyReport:
-    """Verify this node. The SKU is `sku`, else a string argument, else $HPCLZ_VERIFY_SKU, else IMDS (or the
-    fixtures' vm-size.txt), else the config's only partition size with known thresholds; the config's
-    verify.thresholds apply."""
+    """Verify this node. The SKU is a string argument, else $HPCLZ_VERIFY_SKU, else IMDS (or the fixtures'
+    vm-size.txt), else the config's only partition size with known thresholds; the config's verify.thresholds
+    apply."""
     config = config_or_sku if isinstance(config_or_sku, LandingZoneConfig) else None
-    if isinstance(config_or_sku, str):
-        sku = sku or config_or_sku
+    sku = config_or_sku if isinstance(config_or_sku, str) else None
     if fixtures is None and os.environ.get(FIXTURES_ENV):
         fixtures = Path(os.environ[FIXTURES_ENV])
     if fixtures is not None and not fixtures.is_dir():
@@ -46,7 +40,7 @@ def run_local(
     raw = run_agent(
         fixtures=fixtures,
         sku=sku,
-        tier="perf" if (nccl if perf is None else perf) else "health",
+        tier="perf" if nccl else "health",
         with_nccl=nccl,
         overrides=overrides,
         timeout_s=timeout,
