@@ -26,15 +26,15 @@ def validate(
 ) -> None:
     """Check a config's shape, then every landing-zone rule."""
     with guarded("validate", output):
-        from hpclz.findings import count_by_severity
         from hpclz.services.validate import validate as run_validate
 
         result = run_validate(config, fail_level=fail_level, suppress=suppress)
+        payload = result.payload()
 
         def human(out: Console) -> None:
             for finding in result.findings:
                 _print_finding(out, finding)
-            counts = count_by_severity(result.findings)
+            counts = payload["counts"]
             summary = ", ".join(_count(counts[s], s) for s in ("error", "warning", "info"))
             if result.suppressed:
                 summary += f"; suppressed: {', '.join(result.suppressed)}"
@@ -42,7 +42,7 @@ def validate(
             verdict = "is valid" if result.ok else f"fails at --fail-level {result.fail_level.value}"
             out.print(f"{mark} {_esc(result.file)} {verdict} ({summary}; {result.rules_run} rules checked)")
 
-        finish("validate", output, result.exit_code, result.payload(), result.findings, human)
+        finish("validate", output, result.exit_code, payload, result.findings, human)
 
 
 def _count(n: int, severity: str) -> str:
