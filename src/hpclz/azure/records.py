@@ -21,6 +21,7 @@ from hpclz.plan.resources import (
     DesiredResource,
     deployment_resources,
     id_key,
+    parse_resource_id,
 )
 from hpclz.render.plan import DATA_BEARING_TYPES, DATA_TAG, Deployment
 from hpclz.state.model import ResourceRecord
@@ -47,14 +48,9 @@ def declared_types(template: dict[str, Any]) -> set[str]:
 
 
 def _type_of(resource_id: str) -> tuple[str, str]:
-    """(type, name) from a resource ID: providers/NS/t1/n1/t2/n2 -> NS/t1/t2, n2."""
-    parts = resource_id.strip("/").split("/")
-    lowered = [p.lower() for p in parts]
-    if "providers" not in lowered:
-        return "Microsoft.Resources/resourceGroups", parts[-1]
-    i = len(lowered) - 1 - lowered[::-1].index("providers")
-    namespace, rest = parts[i + 1], parts[i + 2 :]
-    return "/".join([namespace, *rest[0::2]]), rest[-1]
+    """(type, own name) from a resource ID: a child resource is recorded by its last name segment."""
+    rtype, name = parse_resource_id(resource_id)
+    return rtype, name.rsplit("/", 1)[-1]
 
 
 def _applied_ids(remote: dict[str, Any], operations: list[dict[str, Any]]) -> list[str]:

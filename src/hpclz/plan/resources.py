@@ -81,6 +81,23 @@ def resource_id(subscription: str, resource_group: str | None, rtype: str, name:
     return f"{scope}/providers/{namespace}/{tail}"
 
 
+_RESOURCE_GROUP = re.compile(r"^/subscriptions/[^/]+/resourceGroups/([^/]+)$", re.I)
+_PROVIDERS = re.compile(r"/providers/", re.I)
+
+
+def parse_resource_id(rid: str) -> tuple[str, str]:
+    """The type and name an ARM resource ID names (a child's name keeps its parents': `vnet/subnet`);
+    extension resources take their last provider part."""
+    match = _RESOURCE_GROUP.match(rid)
+    if match:
+        return "Microsoft.Resources/resourceGroups", match.group(1)
+    parts = _PROVIDERS.split(rid)
+    if len(parts) == 1:
+        return "", rid.rsplit("/", 1)[-1]
+    namespace, *rest = parts[-1].split("/")
+    return "/".join([namespace, *rest[0::2]]), "/".join(rest[1::2])
+
+
 def id_key(rid: str) -> str:
     """IDs compare case-insensitively and without the subscription, which offline plans may not know."""
     return re.sub(r"^/subscriptions/[^/]+", "", rid, flags=re.I).lower()

@@ -20,7 +20,7 @@ from hpclz.errors import ExitCode, HpclzError
 from hpclz.plan import policies
 from hpclz.plan.changeset import Action, ChangeSet, PropertyChange, ResourceChange, Verdict
 from hpclz.plan.offline import classify
-from hpclz.plan.resources import resource_label
+from hpclz.plan.resources import parse_resource_id, resource_label
 
 _SNAKE = {
     "resource_id": "resourceId",
@@ -108,20 +108,6 @@ SERVER_DEFAULTS: dict[str, tuple[str, ...]] = {
     "microsoft.keyvault/vaults": ("properties.vaultUri", "properties.accessPolicies"),
     "microsoft.operationalinsights/workspaces": ("properties.features*", "properties.workspaceCapping*"),
 }
-
-_RESOURCE_GROUP = re.compile(r"^/subscriptions/[^/]+/resourceGroups/([^/]+)$", re.I)
-
-
-def parse_resource_id(rid: str) -> tuple[str, str]:
-    """The type and name an ARM resource ID names; extension resources take their last provider part."""
-    match = _RESOURCE_GROUP.match(rid)
-    if match:
-        return "Microsoft.Resources/resourceGroups", match.group(1)
-    if "/providers/" not in rid:
-        return "", rid.rsplit("/", 1)[-1]
-    tail = rid.rsplit("/providers/", 1)[1].split("/")
-    namespace, rest = tail[0], tail[1:]
-    return "/".join([namespace, *rest[0::2]]), "/".join(rest[1::2])
 
 
 def _normalized(value: Any) -> Any:
