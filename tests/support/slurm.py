@@ -18,7 +18,7 @@ import socket
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -30,10 +30,11 @@ DAEMONS = ("munged", "slurmctld", "slurmd")
 MARKER = "HPCLZ_TEST_SLURM_HARNESS"  # set in every daemon's environment, so teardown finds its own strays
 START_TIMEOUT_S = 30.0
 ROOT_PREFIX = "hpclz-slurm-"
+MUNGE_SOCKET = Path("munge", "munge.socket.2")  # under the cluster's root
 
 
 def slurm_available() -> bool:
-    return all(shutil.which(d) or Path("/usr/sbin", d).exists() for d in DAEMONS) and shutil.which("sinfo") is not None
+    return all(Path(_binary(d)).exists() for d in DAEMONS) and shutil.which("sinfo") is not None
 
 
 def _binary(name: str) -> str:
@@ -67,16 +68,16 @@ class LocalSlurm:
 
     @property
     def munge_socket(self) -> Path:
-        return self.root / "munge" / "munge.socket.2"
+        return self.root / MUNGE_SOCKET
 
     @property
     def env(self) -> dict[str, str]:
-        # The marker rides into jobs too (sbatch exports the caller's environment), so teardown finds tasks.
-        return {**os.environ, "SLURM_CONF": str(self.conf), MARKER: str(self.root)}
+        return {**os.environ, **self.job_env}
 
     @property
     def job_env(self) -> dict[str, str]:
         """What a test puts in its own environment so hpclz's Slurm calls, and the jobs, find this cluster."""
+        # The marker rides into jobs too (sbatch exports the caller's environment), so teardown finds tasks.
         return {"SLURM_CONF": str(self.conf), MARKER: str(self.root)}
 
     def client(self, *args: str, timeout: float = 15.0) -> str:
@@ -114,14 +115,9 @@ class LocalSlurm:
                 self.client("scontrol", "update", f"NodeName={node}", "State=RESUME")
         self.wait_idle()
 
-    def log(self, name: str) -> str:
-        path = self.root / "log" / f"{name}.log"
-        return path.read_text(errors="replace") if path.exists() else ""
-
 
 def write_config(root: Path, nodes: list[str], ctld_port: int, node_ports: list[int]) -> Path:
     host = socket.gethostname()
-    munge_socket = root / "munge" / "munge.socket.2"
     node_lines = [
         f"NodeName={n} NodeHostname={host} NodeAddr=127.0.0.1 Port={p} CPUs=1 State=UNKNOWN"
         for n, p in zip(nodes, node_ports, strict=True)
@@ -137,7 +133,7 @@ def write_config(root: Path, nodes: list[str], ctld_port: int, node_ports: list[
                 "SlurmdUser=root",
                 "AuthType=auth/munge",
                 "CredType=cred/munge",
-                f"AuthInfo=socket={munge_socket}",
+                f"AuthInfo=socket={root / MUNGE_SOCKET}",
                 "ProctrackType=proctrack/linuxproc",
                 "TaskPlugin=task/none",
                 "SelectType=select/cons_tres",
@@ -208,7 +204,7 @@ def _munged_args(root: Path) -> list[str]:
         _binary("munged"),
         "-F",
         "--force",  # we run as root in a private folder; munged would otherwise refuse
-        f"--socket={m / 'munge.socket.2'}",
+        f"--socket={root / MUNGE_SOCKET}",
         f"--key-file={m / 'munge.key'}",
         f"--pid-file={m / 'munged.pid'}",
         f"--log-file={root / 'log' / 'munged.log'}",
@@ -229,10 +225,10 @@ def _answers(cluster: LocalSlurm) -> bool:
     return True
 
 
-def _wait_for(ready: object, what: str, cluster: LocalSlurm) -> None:
+def _wait_for(ready: Callable[[], bool], what: str, cluster: LocalSlurm) -> None:
     deadline = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < deadline:
-        if callable(ready) and ready():
+        if ready():
             return
         dead = [p.args for p in cluster.processes if p.poll() is not None]
         if dead:
@@ -252,10 +248,7 @@ def stop_cluster(cluster: LocalSlurm) -> None:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(timeout=5)
-    for pid in _marked_pids(str(cluster.root)):
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
-    shutil.rmtree(cluster.root, ignore_errors=True)
+    _kill_marked_and_remove(cluster.root)
 
 
 def reap_orphans() -> None:
@@ -266,10 +259,14 @@ def reap_orphans() -> None:
         except (OSError, ValueError):
             continue
         if not Path("/proc", str(owner)).exists():
-            for pid in _marked_pids(str(root)):
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGKILL)
-            shutil.rmtree(root, ignore_errors=True)
+            _kill_marked_and_remove(root)
+
+
+def _kill_marked_and_remove(root: Path) -> None:
+    for pid in _marked_pids(str(root)):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    shutil.rmtree(root, ignore_errors=True)
 
 
 def _marked_pids(root: str) -> list[int]:
