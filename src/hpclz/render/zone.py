@@ -28,8 +28,8 @@ BASTION_SUBNET = "AzureBastionSubnet"
 # The roles whose subnets host VMs: they get the NAT gateway for outbound traffic.
 NAT_ROLES = ("admin", "compute")
 SUBNET_ROLES = ("admin", "compute", "lustre", "netapp", "private_endpoints", "bastion")
-BLOB_DNS_ZONE = "privatelink.blob.core.windows.net"
-VAULT_DNS_ZONE = "privatelink.vaultcore.azure.net"
+# The private DNS zone of each private-link group ID hpclz creates endpoints for.
+PRIVATE_DNS_ZONES = {"blob": "privatelink.blob.core.windows.net", "vault": "privatelink.vaultcore.azure.net"}
 
 
 @dataclass(frozen=True)
@@ -151,13 +151,14 @@ class Zone:
             return []
         zones = []
         if self.storage_account_pe:
-            zones.append((BLOB_DNS_ZONE, "storage.blob.private_endpoint"))
+            zones.append((PRIVATE_DNS_ZONES["blob"], "storage.blob.private_endpoint"))
         if self.key_vault_new:
-            zones.append((VAULT_DNS_ZONE, "identity.key_vault"))
+            zones.append((PRIVATE_DNS_ZONES["vault"], "identity.key_vault"))
         return zones
 
-    def dns_zone_id(self, zone: str) -> str:
-        return resource_id_expr("Microsoft.Network/privateDnsZones", zone, group=self.rg["network"])
+    def dns_zone_id(self, group: str) -> str:
+        """The private DNS zone for endpoints of a private-link group ("blob", "vault")."""
+        return resource_id_expr("Microsoft.Network/privateDnsZones", PRIVATE_DNS_ZONES[group], group=self.rg["network"])
 
     # --- identity ------------------------------------------------------------------------------
     def identity_name(self, role: str) -> str:
