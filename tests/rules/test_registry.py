@@ -36,8 +36,7 @@ def test_registry_has_at_least_thirty_config_rules() -> None:
 @pytest.mark.parametrize("rule", CONFIG_RULES, ids=lambda r: r.id)
 def test_config_rule_metadata(rule: type) -> None:
     assert RULE_ID.match(rule.id), rule.id
-    area = rule.id.split("-")[1]
-    assert rule.__module__ == f"hpclz.rules.config.{AREA_MODULE[area]}", f"{rule.id} lives in {rule.__module__}"
+    assert rule.__module__ == f"hpclz.rules.config.{AREA_MODULE[rule.area()]}", f"{rule.id} lives in {rule.__module__}"
     assert isinstance(rule.severity, Severity)
     assert rule.title and "\n" not in rule.title and len(rule.title) <= 90
     assert rule.fix.strip(), f"{rule.id} has no fix hint"
