@@ -11,15 +11,20 @@ from pathlib import Path
 
 from hpclz.config import load_config
 from hpclz.render.build import build_plan
-from hpclz.render.writer import output_files
+from hpclz.render.plan import DeploymentPlan
+from hpclz.render.writer import output_files, write_plan
 
 REPO = Path(__file__).resolve().parents[2]
 GOLDEN = REPO / "tests" / "golden"
 PRESETS = sorted((REPO / "configs").glob("*.yaml"))
 
 
+def _plan(preset: Path) -> DeploymentPlan:
+    return build_plan(load_config(preset).config)
+
+
 def rendered(preset: Path) -> dict[str, str]:
-    return output_files(build_plan(load_config(preset).config))
+    return output_files(_plan(preset))
 
 
 def committed(preset: Path) -> dict[str, str]:
@@ -59,9 +64,5 @@ def regenerate() -> list[Path]:
     for preset in PRESETS:
         root = GOLDEN / preset.stem
         shutil.rmtree(root, ignore_errors=True)
-        for name, text in rendered(preset).items():
-            path = root / name
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text, encoding="utf-8", newline="\n")
-            written.append(path)
+        written += write_plan(_plan(preset), root)
     return written
