@@ -64,10 +64,6 @@ def describe(exc: Exception) -> ArmFailure:
     return ArmFailure(f"HTTP{status}" if status else type(exc).__name__, str(exc).splitlines()[0] if str(exc) else "")
 
 
-def is_not_found(exc: Exception) -> bool:
-    return getattr(exc, "status_code", None) == 404
-
-
 @contextmanager
 def azure_errors(doing: str) -> Iterator[None]:
     """Raise HpclzError(AZURE_ERROR) naming what hpclz was doing and what ARM said."""

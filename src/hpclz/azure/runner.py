@@ -52,7 +52,6 @@ class RunResult:
     failures: dict[str, ArmFailure] = field(default_factory=dict)
     blocked: dict[str, list[str]] = field(default_factory=dict)
     interrupted: bool = False
-    submitted: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -234,7 +233,6 @@ class Runner:
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
             result.failures = dict(self._failures)
-        result.submitted = [n for n, s in result.status.items() if s is Step.SUCCEEDED]
         return result
 
     def _guarded(self, d: Deployment) -> Step:
