@@ -60,7 +60,7 @@ def _netapp(zone: Zone) -> dict[str, Any] | None:
     netapp = zone.netapp_new
     if netapp is None:
         return None
-    clients = [v.cidr for v in zone.subnets if v.role in ("admin", "compute")]
+    clients = [v.cidr for v in zone.subnets if v.hosts_vms]
     volumes = [
         {
             "name": zone.netapp_volume(v),

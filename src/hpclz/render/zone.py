@@ -25,8 +25,9 @@ from hpclz.render.plan import DATA_TAG, MANAGED_TAG
 ZONE_TAG = "hpclz-zone"
 ENVIRONMENT_TAG = "hpclz-environment"
 BASTION_SUBNET = "AzureBastionSubnet"
-# The roles whose subnets host VMs: they get the NAT gateway for outbound traffic.
-NAT_ROLES = ("admin", "compute")
+# The roles whose subnets host VMs: they get the NAT gateway for outbound traffic, no default outbound access,
+# and mount the shared file systems.
+VM_ROLES = ("admin", "compute")
 SUBNET_ROLES = ("admin", "compute", "lustre", "netapp", "private_endpoints", "bastion")
 # The private DNS zone of each private-link group ID hpclz creates endpoints for.
 PRIVATE_DNS_ZONES = {"blob": "privatelink.blob.core.windows.net", "vault": "privatelink.vaultcore.azure.net"}
@@ -42,6 +43,10 @@ class SubnetView:
     nat: bool
     spec: Subnet
     route_table: bool = False  # the default route to the hub firewall (network.hub_peering.firewall_private_ip)
+
+    @property
+    def hosts_vms(self) -> bool:
+        return self.role in VM_ROLES
 
 
 class Zone:
@@ -88,7 +93,7 @@ class Zone:
             label = role.replace("private_endpoints", "pe")
             name = spec.name or (BASTION_SUBNET if role == "bastion" else self.names.name("subnet", label))
             nsg = self.names.name("network_security_group", label) if spec.nsg else None
-            nat = net.nat_gateway.enabled and role in NAT_ROLES
+            nat = net.nat_gateway.enabled and role in VM_ROLES
             routed = self.firewall_ip is not None and role != "bastion" and not spec.delegation
             path = f"network.vnet.subnets.{role}"
             views.append(SubnetView(role, name, str(spec.cidr), path, nsg, nat, spec, route_table=routed))
