@@ -22,7 +22,14 @@ from hpclz.verify.probes.source import Source
 GEMM_N = 8192
 COPY_BYTES = 1 << 30
 WARMUP, TIMED = 3, 20
-METRICS = ("gemm_bf16_tflops", "hbm_copy_tbps", "h2d_gbps", "d2h_gbps")
+# Work one timed call does, and the unit's scale: a figure is work / seconds / scale. GEMM counts 2 N^3 flops;
+# a device copy counts bytes read plus written, a host<->device copy the bytes moved.
+WORK = {
+    "gemm_bf16_tflops": (2 * GEMM_N**3, 1e12),
+    "hbm_copy_tbps": (2 * COPY_BYTES, 1e12),
+    "h2d_gbps": (COPY_BYTES, 1e9),
+    "d2h_gbps": (COPY_BYTES, 1e9),
+}
 
 
 def measure(source: Source) -> Reading:
@@ -87,15 +94,26 @@ def clocks_under_load(source: Source) -> Reading:
     return Reading(nvsmi.parse_csv(out.text)) if out.ok and out.text else Reading(None, out.why())
 
 
-def _timed(run: Callable[[], object], sync: Callable[[], object], clock: Callable[[], float]) -> float:
+def _timed(run: Callable[[], object], sync: Callable[[], object]) -> float:
     for _ in range(WARMUP):
         run()
     sync()
-    start = clock()
+    start = time.perf_counter()
     for _ in range(TIMED):
         run()
     sync()
-    return (clock() - start) / TIMED
+    return (time.perf_counter() - start) / TIMED
+
+
+def _time_into(
+    values: dict[str, list[float]], metric: str, run: Callable[[], object], sync: Callable[[], object]
+) -> None:
+    work, scale = WORK[metric]
+    values[metric].append(work / _timed(run, sync) / scale)
+
+
+def _readings(values: dict[str, list[float]], method: str) -> dict[str, Any]:
+    return {m: {"values": [round(v, 3) for v in vs], "method": method} for m, vs in values.items()}
 
 
 def _measure_torch() -> dict[str, Any] | str:
@@ -105,7 +123,7 @@ def _measure_torch() -> dict[str, Any] | str:
         return "torch not installed"
     if not torch.cuda.is_available():
         return f"no CUDA device (torch {torch.__version__})"
-    values: dict[str, list[float]] = {m: [] for m in METRICS}
+    values: dict[str, list[float]] = {m: [] for m in WORK}
     for index in range(torch.cuda.device_count()):
         dev = torch.device("cuda", index)
         with torch.cuda.device(dev):
@@ -115,23 +133,17 @@ def _measure_torch() -> dict[str, Any] | str:
 
             a = torch.randn(GEMM_N, GEMM_N, dtype=torch.bfloat16, device=dev)
             b = torch.randn(GEMM_N, GEMM_N, dtype=torch.bfloat16, device=dev)
-            seconds = _timed(partial(torch.matmul, a, b), sync, time.perf_counter)
-            values["gemm_bf16_tflops"].append(2 * GEMM_N**3 / seconds / 1e12)
+            _time_into(values, "gemm_bf16_tflops", partial(torch.matmul, a, b), sync)
             del a, b
             src = torch.empty(COPY_BYTES, dtype=torch.uint8, device=dev)
             dst = torch.empty_like(src)
-            seconds = _timed(partial(dst.copy_, src), sync, time.perf_counter)
-            values["hbm_copy_tbps"].append(2 * COPY_BYTES / seconds / 1e12)
+            _time_into(values, "hbm_copy_tbps", partial(dst.copy_, src), sync)
             host = torch.empty(COPY_BYTES, dtype=torch.uint8, pin_memory=True)
-            seconds = _timed(partial(dst.copy_, host, non_blocking=True), sync, time.perf_counter)
-            values["h2d_gbps"].append(COPY_BYTES / seconds / 1e9)
-            seconds = _timed(partial(host.copy_, dst, non_blocking=True), sync, time.perf_counter)
-            values["d2h_gbps"].append(COPY_BYTES / seconds / 1e9)
+            _time_into(values, "h2d_gbps", partial(dst.copy_, host, non_blocking=True), sync)
+            _time_into(values, "d2h_gbps", partial(host.copy_, dst, non_blocking=True), sync)
             del src, dst, host
             torch.cuda.empty_cache()
-    return {
-        m: {"values": [round(v, 3) for v in vs], "method": f"torch {torch.__version__}"} for m, vs in values.items()
-    }
+    return _readings(values, f"torch {torch.__version__}")
 
 
 def _measure_cupy() -> dict[str, Any] | str:
@@ -144,26 +156,19 @@ def _measure_cupy() -> dict[str, Any] | str:
     except cupy.cuda.runtime.CUDARuntimeError as exc:
         return f"no CUDA device ({exc})"
     # CuPy has no bfloat16: its GEMM figure is fp16, which the H200 baseline puts within 5 % of bf16.
-    values: dict[str, list[float]] = {m: [] for m in METRICS}
+    values: dict[str, list[float]] = {m: [] for m in WORK}
     for index in range(count):
         with cupy.cuda.Device(index) as device:
+            sync = device.synchronize
             a = cupy.random.random((GEMM_N, GEMM_N), dtype=cupy.float32).astype(cupy.float16)
-            seconds = _timed(partial(cupy.matmul, a, a), device.synchronize, time.perf_counter)
-            values["gemm_bf16_tflops"].append(2 * GEMM_N**3 / seconds / 1e12)
+            _time_into(values, "gemm_bf16_tflops", partial(cupy.matmul, a, a), sync)
             src = cupy.empty(COPY_BYTES, dtype=cupy.uint8)
             dst = cupy.empty_like(src)
-            seconds = _timed(partial(cupy.copyto, dst, src), device.synchronize, time.perf_counter)
-            values["hbm_copy_tbps"].append(2 * COPY_BYTES / seconds / 1e12)
+            _time_into(values, "hbm_copy_tbps", partial(cupy.copyto, dst, src), sync)
             host = cupy.cuda.alloc_pinned_memory(COPY_BYTES)
-            seconds = _timed(
-                partial(dst.data.copy_from_host, host.ptr, COPY_BYTES), device.synchronize, time.perf_counter
-            )
-            values["h2d_gbps"].append(COPY_BYTES / seconds / 1e9)
-            seconds = _timed(
-                partial(dst.data.copy_to_host, host.ptr, COPY_BYTES), device.synchronize, time.perf_counter
-            )
-            values["d2h_gbps"].append(COPY_BYTES / seconds / 1e9)
-    return {m: {"values": [round(v, 3) for v in vs], "method": f"CuPy {cupy.__version__}"} for m, vs in values.items()}
+            _time_into(values, "h2d_gbps", partial(dst.data.copy_from_host, host.ptr, COPY_BYTES), sync)
+            _time_into(values, "d2h_gbps", partial(dst.data.copy_to_host, host.ptr, COPY_BYTES), sync)
+    return _readings(values, f"CuPy {cupy.__version__}")
 
 
 _TESTS = {"host_to_device_memcpy_ce": "h2d_gbps", "device_to_host_memcpy_ce": "d2h_gbps"}
