@@ -25,8 +25,9 @@ from hpclz.config.storage import ExistingLustre
 from hpclz.errors import ExitCode, HpclzError
 from hpclz.render.arm import API_VERSIONS, resource_path
 from hpclz.render.engine import Safe, render_text
+from hpclz.render.plan import MANAGED_TAG
 from hpclz.render.writer import dumps
-from hpclz.render.zone import Zone
+from hpclz.render.zone import ZONE_TAG, Zone
 
 CUSTOM_DATA_LIMIT = 65535  # bytes before base64 (Microsoft.Compute osProfile.customData)
 USER_DATA_LIMIT = 65536  # base64 characters: "the size can't exceed 64 KB" (learn.microsoft.com, VM user data)
@@ -155,6 +156,7 @@ def cluster_files(zone: Zone) -> dict[str, str]:
         config=config,
         cc=config.compute.cyclecloud,
         cluster_name=cluster_name(zone),
+        node_tags={ZONE_TAG: config.metadata.name, MANAGED_TAG: "true"},
         arrays=arrays,
         scheduler_script=render_text("cloud-init/scheduler.sh.j2", versions=VERSIONS),
         scheduler_an=accelerated(zone, config.compute.scheduler.vm_size),
