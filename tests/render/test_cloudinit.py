@@ -28,10 +28,15 @@ def _artifacts(stem: str) -> dict[str, str]:
     return compute.artifacts
 
 
+def _unpacked(encoded: str) -> str:
+    """A boot payload as the VM reads it: base64, gzip-compressed when it outgrew its limit."""
+    raw = base64.b64decode(encoded)
+    return gzip.decompress(raw).decode() if raw[:2] == b"\x1f\x8b" else raw.decode()
+
+
 def _cloud_config(stem: str) -> dict[str, Any]:
     (vm,) = resources_of(preset_plan(stem), "Microsoft.Compute/virtualMachines")
-    raw = base64.b64decode(vm["properties"]["osProfile"]["customData"])
-    text = gzip.decompress(raw).decode() if raw[:2] == b"\x1f\x8b" else raw.decode()
+    text = _unpacked(vm["properties"]["osProfile"]["customData"])
     assert text == _artifacts(stem)["cloud-init/cyclecloud-server.yaml"]
     assert text.startswith("#cloud-config\n")
     return dict(YAML(typ="safe").load(text))
@@ -49,8 +54,7 @@ def _scripts(cluster: str) -> list[str]:
 
 def _user_data(stem: str) -> dict[str, Any]:
     (vm,) = resources_of(preset_plan(stem), "Microsoft.Compute/virtualMachines")
-    raw = base64.b64decode(vm["properties"]["userData"])
-    text = gzip.decompress(raw).decode() if raw[:2] == b"\x1f\x8b" else raw.decode()
+    text = _unpacked(vm["properties"]["userData"])
     assert text == _artifacts(stem)["cloud-init/cyclecloud-userdata.json"]
     return dict(json.loads(text))
 
