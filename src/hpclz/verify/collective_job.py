@@ -161,10 +161,8 @@ def run_all_nodes(
 
 
 def busbw(result: CollectiveResult) -> float | None:
-    """The bus bandwidth at the largest size, the one that reflects the links rather than latency."""
-    if not result.points:
-        return None
-    return max(result.points, key=lambda p: p.size_bytes).busbw_gbps
+    top = result.largest()
+    return top.busbw_gbps if top else None
 
 
 def analyse_pairs(results: list[CollectiveResult], threshold: float | None = None) -> dict[str, str]:

@@ -68,6 +68,10 @@ class CollectiveResult(BaseModel):
     status: Status = Status.NOT_MEASURED
     message: str = ""
 
+    def largest(self) -> BandwidthPoint | None:
+        """The point at the largest message size, the one that reflects the links rather than latency."""
+        return max(self.points, key=lambda p: p.size_bytes, default=None)
+
 
 class VerifyReport(BaseModel):
     landing_zone: str | None = None

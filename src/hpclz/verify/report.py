@@ -87,7 +87,7 @@ def collectives_table(report: VerifyReport) -> Table:
     for column in ("run", "nodes", "ranks", "backend", "largest size", "busbw GB/s", "threshold", "status"):
         table.add_column(column)
     for run in report.collectives:
-        top = max(run.points, key=lambda p: p.size_bytes) if run.points else None
+        top = run.largest()
         table.add_row(
             run.name,
             ",".join(run.nodes),
