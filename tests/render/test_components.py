@@ -45,6 +45,17 @@ def test_secret_values_never_reach_rendered_files(monkeypatch: pytest.MonkeyPatc
     assert "identity.key_vault.secrets.pricing-library-licence" in files["manifest.json"]
 
 
+def test_secrets_whose_parameter_names_collide_are_a_config_error() -> None:
+    # "a-b" and "aB" are different Key Vault secrets, but both would be passed as parameter secretAB (ARM
+    # compares parameter names without case), so one secret would silently be lost.
+    def edit(data: dict[str, Any]) -> None:
+        data["identity"]["key_vault"]["secrets"] = {"a-b": "one", "aB": "two", "other": "three"}
+
+    with pytest.raises(HpclzError, match=r"identity.key_vault.secrets: 'a-b' and 'aB'") as caught:
+        variant("finance", edit)
+    assert caught.value.exit_code == ExitCode.CONFIG_INVALID
+
+
 def test_storage_account_is_private_keyless_versioned_with_soft_delete_and_lifecycle() -> None:
     plan = preset_plan("ai-training")
     (account,) = resources_of(plan, "Microsoft.Storage/storageAccounts")

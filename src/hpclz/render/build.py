@@ -102,7 +102,7 @@ def _deployment(zone: Zone, component: Component, present: set[str]) -> Deployme
         f"arm/{component.name}/main.json.j2",
         schema=SUBSCRIPTION_TEMPLATE_SCHEMA if scope is Scope.SUBSCRIPTION else RG_TEMPLATE_SCHEMA,
         metadata={"hpclz": {"zone": zone.config.metadata.name, "component": component.name}},
-        secure_parameters=sorted(secure),
+        secure_parameters=sorted(secure.items()),
         **zone.template_globals(),
         **context,
     )

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from hpclz.errors import ExitCode, HpclzError
 from hpclz.render.arm import expr
 from hpclz.render.cloudinit import (
     accelerated,
@@ -38,11 +39,23 @@ def identity_secrets(zone: Zone) -> dict[str, str]:
     kv = zone.key_vault_new
     if kv is None:
         return {}
-    return {_secret_parameter(name): f"identity.key_vault.secrets.{name}" for name in sorted(kv.secrets)}
+    out: dict[str, str] = {}
+    seen: dict[str, str] = {}  # ARM compares parameter names without case
+    for name in sorted(kv.secrets):
+        parameter = _secret_parameter(name)
+        if parameter.lower() in seen:
+            raise HpclzError(
+                f"identity.key_vault.secrets: {seen[parameter.lower()]!r} and {name!r} both become template "
+                f"parameter {parameter}; rename one",
+                exit_code=ExitCode.CONFIG_INVALID,
+            )
+        seen[parameter.lower()] = name
+        out[parameter] = f"identity.key_vault.secrets.{name}"
+    return out
 
 
 def identity(zone: Zone) -> dict[str, Any]:
-    return {"secrets": sorted(identity_secrets(zone).items()), "assignments": assignments(zone, "management")}
+    return {"assignments": assignments(zone, "management")}
 
 
 def compute(zone: Zone) -> dict[str, Any]:
