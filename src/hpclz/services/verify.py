@@ -82,17 +82,14 @@ def verify(opts: VerifyOptions) -> VerifyOutcome:
     work = work.resolve()
     infos = _nodes(client, config, opts)
     chosen = select(infos.values(), drain=opts.drain)
-    reports = dict(chosen.skipped)
-    reports.update(_health(client, config, opts, chosen, infos, work))
+    health = _health(client, config, opts, chosen, infos, work)
+    tested = {n: health[n] for n in chosen.runnable + chosen.retest}  # in Slurm's order, as drained lists them
     report = VerifyReport(landing_zone=config.metadata.name)
     if opts.drain:
-        report.drained, report.resumed = settle(
-            client, {n: reports[n] for n in chosen.runnable + chosen.retest}, infos, chosen.retest
-        )
+        report.drained, report.resumed = settle(client, tested, infos, chosen.retest)
     if opts.nccl:
-        tested = {n: reports[n] for n in chosen.runnable + chosen.retest}
         _collectives(client, config, opts, tested, infos, report, work)
-        reports.update(tested)
+    reports = {**chosen.skipped, **tested}
     report.nodes = [reports[n] for n in sorted(reports)]
     report.bad_nodes = bad_nodes(report.nodes)
     report.duration_s = round(time.monotonic() - started, 3)
