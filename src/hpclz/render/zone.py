@@ -55,7 +55,6 @@ class Zone:
     def __init__(self, config: LandingZoneConfig):
         self.config = config
         self.names = NameBuilder(config)
-        self.api = API_VERSIONS
         self.location = config.metadata.location
 
     # --- resource groups and tags -------------------------------------------------------------
@@ -239,7 +238,7 @@ class Zone:
             "zone": self,
             "config": self.config,
             "names": self.names,
-            "api": self.api,
+            "api": API_VERSIONS,
             "rg": self.rg,
             "resource_id": resource_id_expr,
         }
