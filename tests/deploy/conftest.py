@@ -19,11 +19,8 @@ HPCLZ = [str(Path(sys.executable).parent / "hpclz")]
 
 @pytest.fixture
 def arm(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[ArmStandIn]:
-    with ArmStandIn(tmp_path / "standin") as standin:
-        for key, value in standin.env().items():
-            monkeypatch.setenv(key, value)
+    with ArmStandIn(tmp_path / "standin").in_environment(monkeypatch) as standin:
         yield standin
-        assert standin.bugs == [], f"the stand-in itself failed: {standin.bugs}"
 
 
 @pytest.fixture

@@ -102,9 +102,14 @@ class ArmStandIn:
         self.stop()
 
     @contextmanager
-    def serving(self) -> Iterator[ArmStandIn]:
+    def in_environment(self, monkeypatch: Any) -> Iterator[ArmStandIn]:
+        """Running, with hpclz pointed at it through the environment (a pytest MonkeyPatch); a failure of the
+        stand-in itself fails the test, so a broken stand-in never passes for an hpclz bug or success."""
         with self:
+            for key, value in self.env().items():
+                monkeypatch.setenv(key, value)
             yield self
+            assert self.bugs == [], f"the stand-in itself failed: {self.bugs}"
 
     # ----- routing -----
     def routes(self) -> list[tuple[str, str, Callable[..., tuple[int, dict[str, str], Any]]]]:
@@ -333,7 +338,7 @@ class ArmStandIn:
             return 200, {}, None
         return self._delete_later(latency, lambda: self.world.delete_resource(path))
 
-    def _delete_later(self, latency: float, delete: Callable[[], None]) -> tuple[int, dict[str, str], Any]:
+    def _delete_later(self, latency: float, delete: Callable[[], object]) -> tuple[int, dict[str, str], Any]:
         """ARM's asynchronous delete: 202 + Location, and the operation completes once the latency has passed."""
         finish_at = time.monotonic() + latency
 
