@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from rich.markup import escape
 
-from hpclz.plan.changeset import Action, ChangeSet, ConfigChange, Policy, PropertyChange, ResourceChange
+from hpclz.plan.changeset import Action, ChangeSet, ConfigChange, Policy, PropertyChange, ResourceChange, Verdict
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -47,8 +47,9 @@ def _symbol(action: Action) -> str:
     return f"[{style}]{mark:>3}[/]"
 
 
-def _cost(policy: Policy, reason: str, action_needed: str) -> str:
-    words = "; ".join(escape(p) for p in (reason, action_needed) if p)
+def _cost(verdict: Verdict) -> str:
+    policy = verdict.policy
+    words = "; ".join(escape(p) for p in (verdict.reason, verdict.action_needed) if p)
     if policy is Policy.REPLACE_DATA:
         return f"[bold red]DATA LOSS: {words}[/]"
     if policy is Policy.NOT_ALLOWED:
@@ -58,26 +59,22 @@ def _cost(policy: Policy, reason: str, action_needed: str) -> str:
     return f"[dim]{words}[/]"
 
 
-def config_line(change: ConfigChange) -> str:
+def _edit(change: ConfigChange | PropertyChange, removed_value: bool) -> str:
+    """`path: before -> after`; an addition shows its value, a removal its old one only if `removed_value`."""
     path = escape(change.path)
     if change.kind is Action.MODIFY:
-        body = f"{path}: {value(change.before)} -> {value(change.after)}"
-    elif change.kind is Action.CREATE:
-        body = f"{path}: {value(change.after)}"
-    else:
-        body = path
-    v = change.verdict
-    return f"{_symbol(change.kind)} {body}  ({_cost(v.policy, v.reason, v.action_needed)})"
+        return f"{path}: {value(change.before)} -> {value(change.after)}"
+    if change.kind is Action.CREATE:
+        return f"{path}: {value(change.after)}"
+    return f"{path}: {value(change.before)} -> null" if removed_value else path
+
+
+def config_line(change: ConfigChange) -> str:
+    return f"{_symbol(change.kind)} {_edit(change, removed_value=False)}  ({_cost(change.verdict)})"
 
 
 def property_line(change: PropertyChange, noise: bool = False) -> str:
-    path = escape(change.path)
-    if change.kind is Action.MODIFY:
-        body = f"{path}: {value(change.before)} -> {value(change.after)}"
-    elif change.kind is Action.CREATE:
-        body = f"{path}: {value(change.after)}"
-    else:
-        body = f"{path}: {value(change.before)} -> null"
+    body = _edit(change, removed_value=True)
     if noise:
         return f"      [dim]{_symbol(change.kind)} {body}  # noise: {escape(change.noise_reason)}[/]"
     note = "  [bold magenta]# forces replacement[/]" if change.forces_replacement else ""
@@ -101,7 +98,7 @@ def resource_lines(change: ResourceChange, show_noise: bool) -> list[str]:
         or v.action_needed
         or v.policy in (Policy.NOT_ALLOWED, Policy.DRAIN_PARTITION, Policy.RESTART_NODES)
     ):
-        lines.append(f"  # {_cost(v.policy, v.reason, v.action_needed)}")
+        lines.append(f"  # {_cost(v)}")
     lines.append(f"{_symbol(change.action)} {title}")
     lines.extend(property_line(p) for p in change.changes)
     if show_noise:
