@@ -94,6 +94,13 @@ def test_gloo_all_reduce_across_two_local_processes(tmp_path: Path) -> None:
     assert run.status is Status.WARN and "no busbw threshold" in run.message
 
 
+def test_a_failing_rank_is_reported_by_its_last_line(tmp_path: Path) -> None:
+    why = nccl.spawn_local(1, "gloo", [-1], tmp_path / "x.json", name="x", threshold=None, timeout_s=60)
+    assert why == (
+        "rank 0 exited 2: python -m hpclz.verify.nccl: error: bad message size '-1': use bytes or K/M/G, e.g. 16G"
+    )
+
+
 def test_each_iteration_hook_runs_once_per_timed_call_only(monkeypatch: pytest.MonkeyPatch) -> None:
     """The hook collective_job's throttle uses: inside the timed loop, never during warm-up."""
     from tests.support.slurm import free_ports

@@ -294,7 +294,7 @@ def spawn_local(
                 p.kill()
             return f"all-reduce ranks did not finish within {timeout_s:g} s"
         if proc.returncode:
-            failures.append(f"rank {r} exited {proc.returncode}: {text.strip().splitlines()[-1:] or ''}")
+            failures.append(f"rank {r} exited {proc.returncode}: {(text.strip().splitlines() or [''])[-1]}")
     return "; ".join(failures)
 
 
