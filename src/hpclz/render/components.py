@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from hpclz.errors import ExitCode, HpclzError
+from hpclz.naming import CYCLECLOUD_LABEL
 from hpclz.render.arm import expr
 from hpclz.render.cloudinit import (
     accelerated,
@@ -17,7 +18,6 @@ from hpclz.render.cloudinit import (
     user_data,
     user_data_document,
 )
-from hpclz.render.monitoring import cyclecloud_vm
 from hpclz.render.nsg import security_rules
 from hpclz.render.roles import assignments
 from hpclz.render.zone import SubnetView, Zone
@@ -65,9 +65,9 @@ def compute(zone: Zone) -> dict[str, Any]:
     publisher, offer, sku, version = zone.config.compute.cyclecloud.image.split(":")
     has_identity = zone.config.identity.managed_identities.scheduler
     server = {
-        "name": cyclecloud_vm(zone),
+        "name": zone.names.cyclecloud_vm(),
         "computer_name": f"{zone.config.metadata.name}-cyclecloud",
-        "nic": zone.names.name("network_interface", "cc"),
+        "nic": zone.names.name("network_interface", CYCLECLOUD_LABEL),
         "accelerated": accelerated(zone, zone.config.compute.cyclecloud.vm_size),
         "identity": expr(zone.identity_id("scheduler")) if has_identity else None,
         "image": {"publisher": publisher, "offer": offer, "sku": sku, "version": version},
@@ -90,4 +90,4 @@ def maintenance_enabled(zone: Zone) -> bool:
 
 
 def maintenance(zone: Zone) -> dict[str, Any]:
-    return {"mc_name": zone.names.name("maintenance_configuration"), "vm_name": cyclecloud_vm(zone)}
+    return {"mc_name": zone.names.name("maintenance_configuration"), "vm_name": zone.names.cyclecloud_vm()}

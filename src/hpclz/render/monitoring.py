@@ -12,10 +12,6 @@ from hpclz.render.roles import assignments
 from hpclz.render.zone import Zone
 
 
-def cyclecloud_vm(zone: Zone) -> str:
-    return zone.names.name("virtual_machine", "cc")
-
-
 def monitoring_enabled(zone: Zone) -> bool:
     return not isinstance(zone.config.monitoring, Disabled)
 
@@ -41,7 +37,7 @@ def alerts_enabled(zone: Zone) -> bool:
 
 
 def alerts(zone: Zone) -> dict[str, Any]:
-    vm = resource_id_expr("Microsoft.Compute/virtualMachines", cyclecloud_vm(zone), group=zone.rg["compute"])
+    vm = resource_id_expr("Microsoft.Compute/virtualMachines", zone.names.cyclecloud_vm(), group=zone.rg["compute"])
     items = [
         _alert(
             zone.names.name("metric_alert", "cc-cpu"),

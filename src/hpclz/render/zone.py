@@ -12,7 +12,7 @@ from functools import cached_property
 from typing import Any
 
 from hpclz.config.identity import Area, NewKeyVault
-from hpclz.config.network import ExistingVnet, Subnet
+from hpclz.config.network import SUBNET_ROLES, ExistingVnet, Subnet
 from hpclz.config.operations import NewMonitoring
 from hpclz.config.root import LandingZoneConfig
 from hpclz.config.storage import NetAppVolume, NewBlob, NewLustre, NewNetApp
@@ -28,7 +28,6 @@ BASTION_SUBNET = "AzureBastionSubnet"
 # The roles whose subnets host VMs: they get the NAT gateway for outbound traffic, no default outbound access,
 # and mount the shared file systems.
 VM_ROLES = ("admin", "compute")
-SUBNET_ROLES = ("admin", "compute", "lustre", "netapp", "private_endpoints", "bastion")
 # The private DNS zone of each private-link group ID hpclz creates endpoints for.
 PRIVATE_DNS_ZONES = {"blob": "privatelink.blob.core.windows.net", "vault": "privatelink.vaultcore.azure.net"}
 
@@ -89,9 +88,8 @@ class Zone:
             spec: Subnet | None = getattr(net.vnet.subnets, role)
             if spec is None:
                 continue
-            label = role.replace("private_endpoints", "pe")
-            name = spec.name or (BASTION_SUBNET if role == "bastion" else self.names.name("subnet", label))
-            nsg = self.names.name("network_security_group", label) if spec.nsg else None
+            name = spec.name or (BASTION_SUBNET if role == "bastion" else self.names.subnet(role))
+            nsg = self.names.network_security_group(role) if spec.nsg else None
             nat = net.nat_gateway.enabled and role in VM_ROLES
             routed = self.firewall_ip is not None and role != "bastion" and not spec.delegation
             path = f"network.vnet.subnets.{role}"
