@@ -97,8 +97,9 @@ def _mounts(zone: Zone) -> list[dict[str, Any]]:
 
 def _scratch(zone: Zone, partition: Partition) -> dict[str, str] | None:
     scratch = zone.config.storage.scratch
-    if scratch.source == "nvme" and partition.nvme_scratch and partition.nvme_scratch.enabled:
-        return {"source": "nvme", "path": scratch.path, "target": f"{partition.nvme_scratch.mount_point}/scratch"}
+    nvme = partition.active_nvme_scratch
+    if scratch.source == "nvme" and nvme:
+        return {"source": "nvme", "path": scratch.path, "target": f"{nvme.mount_point}/scratch"}
     if scratch.source == "lustre" and zone.lustre_new:
         return {"source": "lustre", "path": scratch.path, "target": f"{zone.lustre_new.mount_point}/scratch"}
     return None
