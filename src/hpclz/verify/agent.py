@@ -69,13 +69,13 @@ def run_agent(
     sku = sku or detect_sku(source)
     thresholds = load_thresholds(sku, overrides)
     facts = gather(source, thresholds, tier=tier, with_nccl=with_nccl)
-    tiers = {"health"} | ({"perf"} if tier == "perf" else set()) | ({"nccl"} if with_nccl else set())
-    outcomes = [spec.run(facts, thresholds).as_dict() for spec in checks_for(tiers)]
+    tiers = ["health", *(["perf"] if tier == "perf" else []), *(["nccl"] if with_nccl else [])]
+    outcomes = [spec.run(facts, thresholds).as_dict() for spec in checks_for(set(tiers))]
     report: dict[str, Any] = {
         "node": source.node,
         "sku": thresholds.sku,
         "hostname": socket.gethostname(),
-        "tier": "+".join(sorted(tiers, key=["health", "perf", "nccl"].index)),
+        "tier": "+".join(tiers),
         "duration_s": round(time.monotonic() - started, 3),
         "checks": outcomes,
     }
