@@ -150,8 +150,7 @@ class Destroyer:
             record = self.doc.deployments.get(name)
             target = (record.resource_group or "").lower() if record else ""
             if target in whole:
-                self._delete_group(target, gone)
-                continue
+                self._delete_group(target, gone)  # what the deployment made in other groups is deleted below
             for r in sorted(by_deployment[name], key=lambda x: -x.id.count("/")):
                 key, group = r.id.lower(), _group_of(r.id)
                 if key in kept or key in gone or (group in whole and r.type.lower() != GROUP_TYPE):
