@@ -72,7 +72,7 @@ class NsgRule(StrictModel):
     source_address_prefix: str = "VirtualNetwork"
     source_port_range: str = "*"
     destination_address_prefix: str = "VirtualNetwork"
-    destination_port_range: str = "*"
+    destination_port_range: str = Field(default="*", min_length=1, examples=["22", "27000-27010", "80,443"])
 
 
 class Bastion(StrictModel):

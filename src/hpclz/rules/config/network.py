@@ -9,10 +9,9 @@ from hpclz.config.network import NsgRule
 from hpclz.findings import Finding, Severity
 from hpclz.rules.base import Rule
 from hpclz.rules.context import ConfigContext
+from hpclz.rules.exposure import REMOTE_LOGIN_PORTS, covers, is_internet
 
 SUBNETS = ("network", "vnet", "subnets")
-INTERNET_SOURCES = {"*", "internet", "any", "0.0.0.0/0", "0.0.0.0", "::/0"}
-REMOTE_LOGIN_PORTS = {22: "SSH", 3389: "RDP"}
 
 
 def _reserved(ctx: ConfigContext) -> int:
@@ -196,33 +195,14 @@ class NetAppSubnetDelegated(Rule[ConfigContext]):
                 )
 
 
-def _ports(text: str) -> list[tuple[int, int]]:
-    spans = []
-    for part in text.replace(" ", "").split(","):
-        if part in ("*", ""):
-            spans.append((0, 65535))
-        elif "-" in part:
-            low, _, high = part.partition("-")
-            if low.isdecimal() and high.isdecimal():
-                spans.append((int(low), int(high)))
-        elif part.isdecimal():
-            spans.append((int(part), int(part)))
-    return spans
-
-
 def _from_internet(rule: NsgRule) -> bool:
-    return (
-        rule.direction == "Inbound"
-        and rule.access == "Allow"
-        and rule.source_address_prefix.lower() in INTERNET_SOURCES
-    )
+    return rule.direction == "Inbound" and rule.access == "Allow" and is_internet(rule.source_address_prefix)
 
 
 def _remote_login_ports(rule: NsgRule) -> list[tuple[int, str]]:
     if not _from_internet(rule) or rule.protocol == "Icmp":
         return []
-    spans = _ports(rule.destination_port_range)
-    return [(port, name) for port, name in REMOTE_LOGIN_PORTS.items() if any(lo <= port <= hi for lo, hi in spans)]
+    return [(port, name) for port, name in REMOTE_LOGIN_PORTS.items() if covers(rule.destination_port_range, port)]
 
 
 class NoInternetRemoteLogin(Rule[ConfigContext]):

@@ -8,10 +8,9 @@ from typing import Any
 from hpclz.arm.walk import JsonPath, as_dict, as_list
 from hpclz.findings import Finding, Severity
 from hpclz.rules.base import Rule
+from hpclz.rules.exposure import REMOTE_LOGIN_PORTS, covers, is_internet
 from hpclz.rules.template.context import TemplateContext
 
-ANYWHERE = frozenset({"*", "internet", "any", "0.0.0.0", "0.0.0.0/0", "::/0"})
-ADMIN_PORTS = {22: "SSH", 3389: "RDP"}
 NSG = "microsoft.network/networksecuritygroups"
 NSG_RULE = "microsoft.network/networksecuritygroups/securityrules"
 STORAGE = "microsoft.storage/storageaccounts"
@@ -60,21 +59,14 @@ def _exposed_ports(props: dict[str, Any]) -> list[str]:
         return []
     if str(props.get("protocol", "*")).lower() not in ("*", "tcp", "any"):
         return []
-    if not any(s.strip().lower() in ANYWHERE for s in _sources(props)):
+    if not any(is_internet(s) for s in _sources(props)):
         return []
     ranges = [props.get("destinationPortRange"), *as_list(props.get("destinationPortRanges"))]
-    return [label for port, label in ADMIN_PORTS.items() if any(_covers(r, port) for r in ranges if r is not None)]
-
-
-def _covers(port_range: object, port: int) -> bool:
-    text = str(port_range).strip()
-    if text == "*":
-        return True
-    low, _, high = text.partition("-")
-    try:
-        return int(low) <= port <= int(high or low)
-    except ValueError:
-        return False  # an expression: TPL rules cannot know its value offline
+    return [
+        label
+        for port, label in REMOTE_LOGIN_PORTS.items()
+        if any(covers(str(r), port) for r in ranges if r is not None)
+    ]
 
 
 class BlobPublicAccessDisabled(Rule[TemplateContext]):
