@@ -14,6 +14,7 @@ from hpclz.config.loader import LoadedConfig, load_config
 from hpclz.errors import ExitCode, HpclzError
 from hpclz.findings import Finding, Severity
 from hpclz.render.plan import DeploymentPlan
+from hpclz.state.backend import StateBackend
 from hpclz.state.model import StateDocument
 
 _ENV_REF = re.compile(r"^\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}$")
@@ -155,11 +156,12 @@ def deploy(
         AzureClients(resolve_subscription(metadata.resolved_subscription_id()), settings_from_env(metadata.cloud))
     )
     result.stage = "preflight"
-    result.findings += preflight(arm, loaded, plan, secrets, suppress, unchanged=_unchanged(loaded, plan, arm))
+    backend = _backend(loaded, arm)
+    result.findings += preflight(arm, loaded, plan, secrets, suppress, unchanged=_unchanged(plan, backend))
     if _failing(result.findings):
         result.exit_code = ExitCode.FAILED
         return result
-    return _apply(loaded, plan, plan_file, arm, secrets, result, confirm, on_event)
+    return _apply(loaded, plan, plan_file, arm, backend, secrets, result, confirm, on_event)
 
 
 def _apply(
@@ -167,6 +169,7 @@ def _apply(
     plan: DeploymentPlan,
     plan_file: Path | None,
     arm: Any,
+    backend: StateBackend,
     secrets: dict[str, dict[str, str]],
     result: DeployResult,
     confirm: Callable[[DeploymentPlan, StateDocument | None], bool],
@@ -176,7 +179,6 @@ def _apply(
     from hpclz.azure.runner import Runner
     from hpclz.state.factory import new_state
 
-    backend = _backend(loaded, arm)
     result.state_location = backend.location
     with backend.lock("deploy"):
         doc = backend.read()
@@ -247,7 +249,7 @@ def _apply(
     return result
 
 
-def _backend(loaded: LoadedConfig, arm: Any) -> Any:
+def _backend(loaded: LoadedConfig, arm: Any) -> StateBackend:
     """The config's state backend; a Blob one signs in with the same credential as ARM."""
     from hpclz.state.factory import open_backend
 
@@ -255,9 +257,9 @@ def _backend(loaded: LoadedConfig, arm: Any) -> Any:
     return open_backend(loaded.config, base_dir=file.parent, credential=arm.clients.credential, config_file=str(file))
 
 
-def _unchanged(loaded: LoadedConfig, plan: DeploymentPlan, arm: Any) -> set[str]:
+def _unchanged(plan: DeploymentPlan, backend: StateBackend) -> set[str]:
     """Deployments the state says succeeded with the same template (read without the lock: a hint only)."""
-    doc = _backend(loaded, arm).read()
+    doc = backend.read()
     return {d.name for d in plan.deployments if doc is not None and doc.applied(d.name, d.template_hash())}
 
 
