@@ -16,7 +16,7 @@ from hpclz.verify.model import CollectiveResult, NodeReport, VerifyReport
 from hpclz.verify.probes import detect_sku
 from hpclz.verify.probes.source import Source
 from hpclz.verify.report import bad_nodes
-from hpclz.verify.thresholds import known_skus, overrides_for
+from hpclz.verify.thresholds import canonical_sku, known_skus, overrides_for
 
 
 def run_local(
@@ -57,6 +57,6 @@ def run_local(
 def _sku_from_config(config: LandingZoneConfig | None) -> str | None:
     if config is None:
         return None
-    known = {s.lower() for s in known_skus()}
-    sizes = {p.vm_size for p in config.compute.partitions if p.vm_size.lower() in known}
+    known = known_skus()
+    sizes = {p.vm_size for p in config.compute.partitions if canonical_sku(p.vm_size, known)}
     return sizes.pop() if len(sizes) == 1 else None
