@@ -223,6 +223,10 @@ CASES: dict[str, list[Case]] = {
         Case("manufacturing", _set("storage.netapp.volumes.1.mount_point", "/shared/home/")),
         Case("ai-training", _set(f"{P}.0.nvme_scratch.mount_point", "/lustre")),
     ],
+    "HPCLZ-STO-012": [
+        Case("ai-training", _set("identity.managed_identities.compute", False)),
+        Case("manufacturing", _set("identity.managed_identities", {"scheduler": True, "compute": False})),
+    ],
     "HPCLZ-MON-001": [Case("ai-training", _set("monitoring", {"mode": "disabled"}))],
     "HPCLZ-MON-002": [Case("energy", _set("monitoring.retention_days", 30))],
     "HPCLZ-MON-003": [Case("finance", _set("monitoring.action_group.emails", []))],

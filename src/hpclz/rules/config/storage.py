@@ -283,6 +283,30 @@ class MountPointsDistinct(Rule[ConfigContext]):
             seen.setdefault(key, what)
 
 
+class NewFileSystemsNeedComputeIdentity(Rule[ConfigContext]):
+    """A Lustre or NetApp file system hpclz creates has its address only after deployment; nodes look it up in
+    ARM with the compute managed identity at boot. With that identity switched off, render cannot mount it and the
+    nodes come up without the shared file system."""
+
+    id = "HPCLZ-STO-012"
+    severity = Severity.WARNING
+    title = "New shared file system will not be mounted: compute identity is off"
+    fix = "Set identity.managed_identities.compute: true, or use mode: existing with the file system's address."
+
+    def check(self, ctx: ConfigContext) -> Iterable[Finding]:
+        if ctx.config.identity.managed_identities.compute:
+            return
+        storage = ctx.config.storage
+        for name, block, path in (("Lustre", storage.lustre, LUSTRE), ("NetApp", storage.netapp, NETAPP)):
+            if block.mode == "new":
+                yield self.finding(
+                    ctx,
+                    path,
+                    f"{name} is new but identity.managed_identities.compute is false: nodes cannot look up its "
+                    "address, so it is not mounted",
+                )
+
+
 STORAGE_RULES: tuple[type[Rule[ConfigContext]], ...] = (
     LustreCapacityValid,
     LustreHsmContainerExists,
@@ -295,4 +319,5 @@ STORAGE_RULES: tuple[type[Rule[ConfigContext]], ...] = (
     ScratchSourceAvailable,
     ProdCheckpointRedundancy,
     MountPointsDistinct,
+    NewFileSystemsNeedComputeIdentity,
 )
