@@ -11,7 +11,7 @@ from hpclz.config.loader import load_config
 from hpclz.errors import ExitCode, HpclzError
 from hpclz.state.backend import HistoryEntry, StateBackend
 from hpclz.state.factory import open_backend
-from hpclz.state.lockinfo import LockInfo
+from hpclz.state.lockinfo import LockInfo, locked_error_message
 from hpclz.state.model import StateDocument
 
 
@@ -43,15 +43,14 @@ class StateShowResult(BaseModel):
                 }
                 for d in (doc.deployments.values() if doc else [])
             ],
-            "resources": [r.model_dump(mode="json", include={"id", "type", "name", "deployment"}) for r in _res(doc)],
+            "resources": [
+                r.model_dump(mode="json", include={"id", "type", "name", "deployment"})
+                for r in (doc.resources if doc else [])
+            ],
             "outputs": doc.outputs if doc else {},
             "lock": self.lock.model_dump(mode="json") if self.lock else None,
             "history": [h.serial for h in self.history],
         }
-
-
-def _res(doc: StateDocument | None) -> list[Any]:
-    return list(doc.resources) if doc else []
 
 
 class UnlockResult(BaseModel):
@@ -94,7 +93,7 @@ def unlock_state(config_path: Path, *, force: bool, credential: Any = None) -> U
         if holder is None:
             return UnlockResult(location=backend.location, released=False, holder=None)
         raise HpclzError(
-            f"state {backend.location} is locked: {holder.describe()}; make sure that run is gone, "
+            f"{locked_error_message(backend.location, holder)}; make sure that run is gone, "
             f"then pass --force: hpclz state unlock {config_path} --force",
             exit_code=ExitCode.USAGE,
         )
