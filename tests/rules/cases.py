@@ -223,6 +223,10 @@ CASES: dict[str, list[Case]] = {
         Case("manufacturing", _set("storage.netapp.volumes.1.mount_point", "/shared/home/")),
         Case("ai-training", _set(f"{P}.0.nvme_scratch.mount_point", "/lustre")),
     ],
+    "HPCLZ-IDN-007": [
+        Case("finance", _set("identity.key_vault.secrets.Pricing-Library-Licence", "${env:OTHER}")),
+        Case("finance", _set("identity.key_vault.secrets.pricingLibraryLicence", "${env:OTHER}")),
+    ],
     "HPCLZ-STO-012": [
         Case("ai-training", _set("identity.managed_identities.compute", False)),
         Case("manufacturing", _set("identity.managed_identities", {"scheduler": True, "compute": False})),

@@ -82,6 +82,14 @@ class NewKeyVault(StrictModel):
     )
 
 
+def secret_parameter_name(secret: str) -> str:
+    """The secureString template parameter that carries a Key Vault secret (`licence-key` -> `secretLicenceKey`).
+
+    ARM compares parameter names and Key Vault compares secret names without case, so two secrets whose
+    parameter names differ only in case would collide (HPCLZ-IDN-007)."""
+    return "secret" + "".join(part[:1].upper() + part[1:] for part in secret.split("-") if part)
+
+
 class ExistingKeyVault(StrictModel):
     mode: Literal["existing"] = "existing"
     resource_id: ResourceId

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from hpclz.config.identity import secret_parameter_name
 from hpclz.errors import ExitCode, HpclzError
 from hpclz.naming import CYCLECLOUD_LABEL
 from hpclz.render.arm import expr
@@ -30,10 +31,6 @@ def network(zone: Zone) -> dict[str, Any]:
     return {"nsg_rules": nsg_rules, "assignments": assignments(zone, "network")}
 
 
-def _secret_parameter(name: str) -> str:
-    return "secret" + "".join(part[:1].upper() + part[1:] for part in name.split("-") if part)
-
-
 def identity_secrets(zone: Zone) -> dict[str, str]:
     """secureString parameter -> config path of its secret (Deployment.secure_parameters)."""
     kv = zone.key_vault_new
@@ -42,7 +39,7 @@ def identity_secrets(zone: Zone) -> dict[str, str]:
     out: dict[str, str] = {}
     seen: dict[str, str] = {}  # ARM compares parameter names without case
     for name in sorted(kv.secrets):
-        parameter = _secret_parameter(name)
+        parameter = secret_parameter_name(name)
         if parameter.lower() in seen:
             raise HpclzError(
                 f"identity.key_vault.secrets: {seen[parameter.lower()]!r} and {name!r} both become template "

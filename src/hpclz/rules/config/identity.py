@@ -7,7 +7,7 @@ import binascii
 import struct
 from collections.abc import Iterable
 
-from hpclz.config.identity import BuiltinRole
+from hpclz.config.identity import BuiltinRole, NewKeyVault, secret_parameter_name
 from hpclz.findings import Finding, Severity
 from hpclz.rules.base import Rule
 from hpclz.rules.context import ConfigContext
@@ -171,6 +171,33 @@ class CheckpointIdentity(Rule[ConfigContext]):
             )
 
 
+class SecretNamesDistinct(Rule[ConfigContext]):
+    """Key Vault secret names and ARM parameter names are compared without case, and each secret travels as a
+    secureString parameter named after it without hyphens: `db-key` and `dbKey` (or `Licence` and `licence`)
+    would overwrite each other."""
+
+    id = "HPCLZ-IDN-007"
+    severity = Severity.ERROR
+    title = "Two Key Vault secrets collide"
+    fix = "Rename one of the secrets so their names differ by more than case and hyphens."
+
+    def check(self, ctx: ConfigContext) -> Iterable[Finding]:
+        vault = ctx.config.identity.key_vault
+        if not isinstance(vault, NewKeyVault):
+            return
+        seen: dict[str, str] = {}
+        for name in vault.secrets:
+            key = secret_parameter_name(name).lower()
+            if key in seen:
+                yield self.finding(
+                    ctx,
+                    ("identity", "key_vault", "secrets", name),
+                    f"secret {name!r} collides with {seen[key]!r} (both become parameter "
+                    f"{secret_parameter_name(name)})",
+                )
+            seen.setdefault(key, name)
+
+
 IDENTITY_RULES: tuple[type[Rule[ConfigContext]], ...] = (
     NoPlaceholderPrincipal,
     PrincipalInOneRole,
@@ -178,4 +205,5 @@ IDENTITY_RULES: tuple[type[Rule[ConfigContext]], ...] = (
     SshKeyAccepted,
     ProdKeyVaultPurgeProtection,
     CheckpointIdentity,
+    SecretNamesDistinct,
 )
