@@ -177,6 +177,20 @@ def _jobs(cluster: LocalSlurm) -> dict[str, str]:
     return dict(line.split() for line in cluster.client("squeue", "-h", "-t", "all", "-o", "%i %P").splitlines())
 
 
+def test_a_node_just_resumed_is_tested_in_the_partition_asked_for(
+    cluster_env: LocalSlurm, run_cli: Callable[..., CliResult], tmp_path: Path
+) -> None:
+    """Right after a resume slurmctld shows the node `idle*` until its ping returns, so verify looks at it
+    again; that second look must keep the partition it was selected through (node1 is in the default too)."""
+    plant(tmp_path / "readings", {"node1": GOOD})
+    cluster_env.client("scontrol", "update", "NodeName=node1", "State=DOWN", "Reason=test")
+    cluster_env.client("scontrol", "update", "NodeName=node1", "State=RESUME")
+    jobs_before = _jobs(cluster_env)
+    result = _verify(run_cli, tmp_path, "--nodes", "node1")
+    assert result.exit_code == 0, result.stdout + result.stderr
+    assert {part for job, part in _jobs(cluster_env).items() if job not in jobs_before} == {"gpu"}
+
+
 def test_a_drained_node_is_resumed_once_it_passes_and_operator_drains_stay(
     cluster_env: LocalSlurm, run_cli: Callable[..., CliResult], tmp_path: Path
 ) -> None:

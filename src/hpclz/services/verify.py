@@ -14,7 +14,7 @@ import sys
 import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -126,13 +126,15 @@ def _nodes(client: SlurmClient, config: LandingZoneConfig, opts: VerifyOptions) 
 
 def _past_pings(client: SlurmClient, infos: dict[str, NodeInfo]) -> dict[str, NodeInfo]:
     """Give nodes marked `*` (no answer to the last ping) a moment: slurmctld marks every node it has just
-    resumed that way until its forced ping returns, about a second later. Those still silent are unreachable."""
+    resumed that way until its forced ping returns, about a second later. Those still silent are unreachable.
+    Only state and reason are refreshed: sinfo without -p lists every partition of a node, and the job must go
+    to the one the node was selected through."""
     deadline = time.monotonic() + PING_GRACE_S
     silent = [n for n, i in infos.items() if i.state.endswith("*") and not i.state.startswith("down")]
     while silent and time.monotonic() < deadline:
         time.sleep(0.25)
         fresh = {i.name: i for i in client.nodes(nodelist=",".join(silent))}
-        infos.update({n: fresh[n] for n in silent if n in fresh})
+        infos.update({n: replace(infos[n], state=fresh[n].state, reason=fresh[n].reason) for n in silent if n in fresh})
         silent = [n for n in silent if infos[n].state.endswith("*")]
     return infos
 
