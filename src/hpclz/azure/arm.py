@@ -5,7 +5,7 @@ Callers never see SDK models: SDK models are mappings with REST keys, turned int
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from hpclz.arm.api_versions import pinned_version
@@ -37,6 +37,16 @@ def deployment_body(deployment: Deployment, secure: Mapping[str, str], tags: Map
     return body
 
 
+def _unless_missing(get: Callable[[], Any]) -> dict[str, Any] | None:
+    """A GET's body as a plain dict; None where ARM answers 404."""
+    from azure.core.exceptions import ResourceNotFoundError
+
+    try:
+        return plain(get())
+    except ResourceNotFoundError:
+        return None
+
+
 class Arm:
     def __init__(self, clients: AzureClients):
         self.clients = clients
@@ -47,15 +57,10 @@ class Arm:
 
     # ----- deployments -----
     def get_deployment(self, d: Deployment) -> dict[str, Any] | None:
-        from azure.core.exceptions import ResourceNotFoundError
-
         ops = self.clients.deployments.deployments
-        try:
-            if d.scope is Scope.SUBSCRIPTION:
-                return plain(ops.get_at_subscription_scope(d.name))
-            return plain(ops.get(d.resource_group, d.name))
-        except ResourceNotFoundError:
-            return None
+        if d.scope is Scope.SUBSCRIPTION:
+            return _unless_missing(lambda: ops.get_at_subscription_scope(d.name))
+        return _unless_missing(lambda: ops.get(d.resource_group, d.name))
 
     def submit(self, d: Deployment, body: dict[str, Any]) -> dict[str, Any]:
         """Start a deployment and return ARM's first answer; hpclz polls it itself to show progress."""
@@ -98,12 +103,7 @@ class Arm:
 
     # ----- resource groups, resources, providers -----
     def get_group(self, name: str) -> dict[str, Any] | None:
-        from azure.core.exceptions import ResourceNotFoundError
-
-        try:
-            return plain(self.clients.resources.resource_groups.get(name))
-        except ResourceNotFoundError:
-            return None
+        return _unless_missing(lambda: self.clients.resources.resource_groups.get(name))
 
     def group_resources(self, name: str) -> list[dict[str, Any]]:
         return [plain(r) for r in self.clients.resources.resources.list_by_resource_group(name)]
@@ -112,12 +112,7 @@ class Arm:
         self.clients.resources.resource_groups.begin_delete(name).result()
 
     def get_resource(self, resource_id: str, api_version: str) -> dict[str, Any] | None:
-        from azure.core.exceptions import ResourceNotFoundError
-
-        try:
-            return plain(self.clients.resources.resources.get_by_id(resource_id, api_version=api_version))
-        except ResourceNotFoundError:
-            return None
+        return _unless_missing(lambda: self.clients.resources.resources.get_by_id(resource_id, api_version=api_version))
 
     def role_assignment(self, resource_id: str) -> dict[str, Any] | None:
         """An assignment's properties (roleDefinitionId, principalId, scope): what it grants, to whom, where."""
