@@ -68,5 +68,11 @@ def test_agent_arguments_round_trip_through_the_agent_parser() -> None:
     assert _overrides(args[1::2]) == {"gpu_count": 4.0, "nccl_allreduce_busbw_gbps": 450.0}
 
 
+def test_agent_arguments_carry_every_digit() -> None:
+    """Ten-digit MemTotal figures and fractional overrides reach the agent exactly, not rounded to 6 digits."""
+    overrides = {"mem_total_kb": 1909409116.0, "h2d_gbps": 47.123456789}
+    assert _overrides(agent_arguments(overrides)[1::2]) == overrides
+
+
 def test_known_skus_cover_the_gpu_presets() -> None:
     assert {"Standard_ND96isr_H100_v5", "Standard_ND96isr_H200_v5"} <= set(known_skus())

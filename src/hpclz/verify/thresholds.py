@@ -105,7 +105,9 @@ def agent_arguments(overrides: Mapping[str, float]) -> list[str]:
     """The `--set metric=value` flags that carry config overrides to a node agent."""
     args: list[str] = []
     for metric, value in sorted(overrides.items()):
-        args += ["--set", f"{metric}={value:g}"]
+        # repr round-trips a float exactly; :g would round a ten-digit MemTotal to six digits.
+        text = str(int(value)) if float(value).is_integer() else repr(float(value))
+        args += ["--set", f"{metric}={text}"]
     return args
 
 
