@@ -21,6 +21,7 @@ from hpclz.plan.resources import (
     DesiredResource,
     deployment_resources,
     id_key,
+    parent_key,
     parse_resource_id,
 )
 from hpclz.render.plan import DATA_BEARING_TYPES, DATA_TAG, Deployment
@@ -113,12 +114,6 @@ def _recordable(deployment: Deployment) -> Deployment:
     )
 
 
-def _slot(rid: str, name: str) -> str:
-    """Type and parent scope of a resource: where a name that is an ARM expression (`[guid(...)]`) can be
-    told apart from its siblings only by order, unless it is a role assignment whose meaning is known."""
-    return id_key(rid[: len(rid) - len(name) - 1])
-
-
 def returned_properties(remote: dict[str, Any], operations: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """Properties ARM gave back for a resource ID (lower): an `outputResources` entry's `properties`, or an
     operation's response content (present only when the deployment asked for `debugSetting`). ARM usually
@@ -192,7 +187,7 @@ def _same_slot(applied: _Applied, d: DesiredResource) -> bool:
     return (
         not is_role_assignment(d.type)
         and applied.type.lower() == d.type.lower()
-        and _slot(applied.id, applied.name) == _slot(d.id, d.name)
+        and parent_key(applied.id, applied.name) == parent_key(d.id, d.name)
     )
 
 

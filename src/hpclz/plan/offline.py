@@ -12,7 +12,7 @@ from typing import Any
 from hpclz.plan import policies
 from hpclz.plan.assignments import AssignmentKey, assignment_key, is_role_assignment, pair_in_passes
 from hpclz.plan.changeset import Action, ChangeSet, PropertyChange, ResourceChange, StateRef, Verdict, worst
-from hpclz.plan.resources import DesiredResource, desired_resources, id_key, resource_label
+from hpclz.plan.resources import DesiredResource, desired_resources, id_key, parent_key, resource_label
 from hpclz.render.plan import DeploymentPlan
 from hpclz.state.model import ResourceRecord, StateDocument
 
@@ -198,7 +198,7 @@ def _same_slot(d: DesiredResource, record: ResourceRecord) -> bool:
         not is_role_assignment(d.type)
         and record.type.lower() == d.type.lower()
         and record.deployment == d.deployment
-        and _parent(record.id) == id_key(d.id[: len(d.id) - len(d.name) - 1])  # the name may hold a "/"
+        and _parent(record.id) == parent_key(d.id, d.name)
     )
 
 

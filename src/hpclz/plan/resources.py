@@ -103,6 +103,12 @@ def id_key(rid: str) -> str:
     return re.sub(r"^/subscriptions/[^/]+", "", rid, flags=re.I).lower()
 
 
+def parent_key(rid: str, name: str) -> str:
+    """A resource's type and parent scope in `id_key` form: its ID less its name (which may hold a "/"). Where a
+    name is an ARM expression (`[guid(...)]`), siblings at one such slot can be told apart only by order."""
+    return id_key(rid[: len(rid) - len(name) - 1])
+
+
 def desired_resources(plan: DeploymentPlan) -> list[DesiredResource]:
     out: list[DesiredResource] = []
     for deployment in plan.deployments:
