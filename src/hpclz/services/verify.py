@@ -24,10 +24,20 @@ from hpclz.config.loader import load_config
 from hpclz.config.root import LandingZoneConfig
 from hpclz.errors import ExitCode, HpclzError
 from hpclz.verify import collective_job as coll
-from hpclz.verify.dispatch import GRACE_S, FanOut, Selection, drain_reason, fan_out, select, settle
+from hpclz.verify.dispatch import (
+    GRACE_S,
+    RESULT_PLACEHOLDER,
+    FanOut,
+    Selection,
+    drain_reason,
+    fan_out,
+    select,
+    settle,
+)
 from hpclz.verify.model import CollectiveResult, NodeReport, Status, VerifyReport
-from hpclz.verify.report import bad_nodes
+from hpclz.verify.report import bad_nodes, write_junit, write_plot
 from hpclz.verify.slurm import NodeInfo, SlurmClient, SlurmError
+from hpclz.verify.thresholds import agent_arguments, load_thresholds, overrides_for
 
 PING_GRACE_S = 5.0
 QUEUE_WAIT_S = 300  # how long a job may wait for its nodes (busy with user jobs) before they count as no result
@@ -150,9 +160,6 @@ def _partition_sku(config: LandingZoneConfig, partition: str | None) -> str | No
 
 def agent_command(config: LandingZoneConfig, python: str, sku: str | None, nccl: bool) -> list[str]:
     """`python -m hpclz.verify.agent` with the partition's SKU, the config's overrides and per-check timeout."""
-    from hpclz.verify.dispatch import RESULT_PLACEHOLDER
-    from hpclz.verify.thresholds import agent_arguments
-
     cmd = [python, "-m", "hpclz.verify.agent", "--json", RESULT_PLACEHOLDER, *agent_arguments(_overrides(config, sku))]
     cmd += ["--timeout", str(config.verify.check_timeout_seconds)]
     if sku:
@@ -260,8 +267,6 @@ def collective_backend(sku: str | None, overrides: Mapping[str, float] | None = 
     """NCCL with one rank per GPU where the SKU's GPU count is known, at the sizes that reach peak bandwidth
     (azurehpc's ring pairs use 8 GiB), judged against the SKU's inter-node busbw threshold; gloo over TCP, one
     rank per node, elsewhere, where an InfiniBand figure means nothing and only a config override applies."""
-    from hpclz.verify.thresholds import load_thresholds
-
     overrides = overrides or {}
     thresholds = load_thresholds(sku, overrides) if sku else None
     plan: dict[str, Any]
@@ -277,8 +282,6 @@ def collective_backend(sku: str | None, overrides: Mapping[str, float] | None = 
 
 
 def _overrides(config: LandingZoneConfig, sku: str | None) -> dict[str, float]:
-    from hpclz.verify.thresholds import overrides_for
-
     try:
         return overrides_for(config.verify.thresholds, sku)
     except ValueError as exc:
@@ -293,8 +296,6 @@ def _judge_all(result: CollectiveResult) -> CollectiveResult:
 
 def write_artifacts(report: VerifyReport, *, junit: Path | None = None, plot: Path | None = None) -> None:
     """JUnit for CI, and the bandwidth plot (HTML with inline SVG), through hpclz.verify.report."""
-    from hpclz.verify.report import write_junit, write_plot
-
     if junit is not None:
         write_junit(report, junit)
     if plot is not None:
