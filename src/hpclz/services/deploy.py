@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -15,9 +14,8 @@ from hpclz.errors import ExitCode, HpclzError
 from hpclz.findings import Finding, Severity
 from hpclz.render.plan import DeploymentPlan
 from hpclz.state.backend import StateBackend
+from hpclz.state.guard import ENV_REFERENCE
 from hpclz.state.model import StateDocument
-
-_ENV_REF = re.compile(r"^\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}$")
 
 
 class DeploymentOutcome(BaseModel):
@@ -69,7 +67,7 @@ def _secret_at(loaded: LoadedConfig, path: str) -> str:
                 f"{loaded.file}: {path}: secret not found in the config", exit_code=ExitCode.CONFIG_INVALID
             )
     value = node.get_secret_value() if isinstance(node, SecretStr) else str(node)
-    ref = _ENV_REF.match(value)
+    ref = ENV_REFERENCE.match(value)
     if ref:
         if ref.group(1) not in os.environ:
             raise HpclzError(

@@ -20,7 +20,7 @@ from hpclz.state.errors import SecretInStateError
 
 # Shorter values would match ordinary words and IDs; a secret that short is not worth guarding.
 MIN_SECRET_LENGTH = 6
-_PLACEHOLDER = re.compile(r"^\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}$")
+ENV_REFERENCE = re.compile(r"^\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}$")  # a secret written as `${env:NAME}`
 
 KNOWN_PATTERNS: dict[str, re.Pattern[str]] = {
     "storage account key in a connection string": re.compile(r"AccountKey=[A-Za-z0-9+/=]{20,}", re.I),
@@ -49,7 +49,7 @@ def config_secrets(model: BaseModel) -> dict[str, str]:
     found: dict[str, str] = {}
     for path, value in _walk(model, ""):
         raw = value.get_secret_value()
-        placeholder = _PLACEHOLDER.match(raw)
+        placeholder = ENV_REFERENCE.match(raw)
         if placeholder:
             raw = os.environ.get(placeholder.group(1), "")
         if len(raw) >= MIN_SECRET_LENGTH:
