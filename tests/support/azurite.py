@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO, require
+from tests.support.slurm import free_ports
 
 # Azurite's published development account (not a secret: it is in Microsoft's docs and every emulator).
 ACCOUNT = "devstoreaccount1"
@@ -48,12 +49,6 @@ def find_azurite() -> str | None:
     return shutil.which("azurite-blob") or (str(local) if local.exists() else None)
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def _wait_listening(process: subprocess.Popen[bytes], port: int, log: Path) -> None:
     deadline = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < deadline:
@@ -67,7 +62,7 @@ def _wait_listening(process: subprocess.Popen[bytes], port: int, log: Path) -> N
 
 
 def start_azurite(binary: str, workdir: Path) -> tuple[subprocess.Popen[bytes], Azurite]:
-    port = _free_port()
+    [port] = free_ports(1)
     log = workdir / "azurite.log"
     # --skipApiVersionCheck: azure-storage-blob sends a newer service version than Azurite knows.
     # No --location: with --inMemoryPersistence it makes Azurite exit. cwd keeps its debug files out of the repo.
