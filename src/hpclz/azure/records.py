@@ -10,10 +10,12 @@ from typing import Any
 
 from hpclz.plan.assignments import (
     AssignmentKey,
-    assignment_key,
     is_role_assignment,
+    key_of,
+    maybe_same,
     pair_in_passes,
     principal_key,
+    surely_same,
 )
 from hpclz.plan.resources import (
     NESTED_DEPLOYMENT,
@@ -139,7 +141,7 @@ class _Applied:
     returned: dict[str, Any]
 
     def key(self) -> AssignmentKey | None:
-        return assignment_key(self.id, {"properties": self.returned}) if is_role_assignment(self.type) else None
+        return key_of(self.type, self.id, {"properties": self.returned})
 
 
 def _identity_of(key: str | None) -> str | None:
@@ -166,21 +168,19 @@ class _Keys:
         self.principals = {k.lower(): v.lower() for k, v in principals.items()}
 
     def of(self, d: DesiredResource) -> AssignmentKey | None:
-        if not is_role_assignment(d.type):
+        key = key_of(d.type, d.id, d.body)
+        if key is None:
             return None
-        key = assignment_key(d.id, d.body)
         identity = _identity_of(key.principal)
         guid = self.principals.get(identity) if identity else None
         return dataclasses.replace(key, principal=f"guid:{guid}") if guid else key
 
     def same(self, applied: _Applied, d: DesiredResource) -> bool:
-        mine, theirs = applied.key(), self.of(d)
-        return mine is not None and theirs is not None and mine.same(theirs)
+        return surely_same(applied.key(), self.of(d))
 
     def compatible(self, applied: _Applied, d: DesiredResource) -> bool:
         """With no properties from ARM only the scope is known: the assignments at one scope pair in order."""
-        mine, theirs = applied.key(), self.of(d)
-        return mine is not None and theirs is not None and mine.compatible(theirs)
+        return maybe_same(applied.key(), self.of(d))
 
 
 def _same_slot(applied: _Applied, d: DesiredResource) -> bool:

@@ -67,6 +67,19 @@ def assignment_key(rid: str, body: dict[str, Any] | None) -> AssignmentKey:
     )
 
 
+def key_of(rtype: str, rid: str, body: dict[str, Any] | None) -> AssignmentKey | None:
+    """`assignment_key` for a role assignment; None for any other type."""
+    return assignment_key(rid, body) if is_role_assignment(rtype) else None
+
+
+def surely_same(a: AssignmentKey | None, b: AssignmentKey | None) -> bool:
+    return a is not None and b is not None and a.same(b)
+
+
+def maybe_same(a: AssignmentKey | None, b: AssignmentKey | None) -> bool:
+    return a is not None and b is not None and a.compatible(b)
+
+
 def scope_of(rid: str) -> str:
     """The assignment's scope (resource group, resource or subscription) as `id_key` spells IDs."""
     return id_key(_ASSIGNMENTS.split(rid, maxsplit=1)[0].rstrip("/"))

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from hpclz.plan import policies
-from hpclz.plan.assignments import AssignmentKey, assignment_key, is_role_assignment, pair_in_passes
+from hpclz.plan.assignments import is_role_assignment, key_of, maybe_same, pair_in_passes, surely_same
 from hpclz.plan.changeset import Action, ChangeSet, PropertyChange, ResourceChange, StateRef, Verdict, worst
 from hpclz.plan.resources import DesiredResource, desired_resources, id_key, parent_key, resource_label
 from hpclz.render.plan import DeploymentPlan
@@ -172,21 +172,13 @@ class _Matcher:
         return [r for r in self.records if id(r) not in self.used]
 
 
-def _key(d: DesiredResource | ResourceRecord) -> AssignmentKey | None:
-    if not is_role_assignment(d.type):
-        return None
-    return assignment_key(d.id, d.body if isinstance(d, DesiredResource) else d.properties)
-
-
 def _same_assignment(d: DesiredResource, record: ResourceRecord) -> bool:
-    mine, theirs = _key(d), _key(record)
-    return mine is not None and theirs is not None and mine.same(theirs)
+    return surely_same(key_of(d.type, d.id, d.body), key_of(record.type, record.id, record.properties))
 
 
 def _maybe_same_assignment(d: DesiredResource, record: ResourceRecord) -> bool:
     """The fallback for records that hold no body (deploy could not tell which rendered body was which)."""
-    mine, theirs = _key(d), _key(record)
-    return mine is not None and theirs is not None and mine.compatible(theirs)
+    return maybe_same(key_of(d.type, d.id, d.body), key_of(record.type, record.id, record.properties))
 
 
 def _parent(rid: str) -> str:
