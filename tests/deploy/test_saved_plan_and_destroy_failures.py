@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.deploy.conftest import state_of
 from tests.support.arm_standin import ArmStandIn, Fault
 
@@ -70,3 +72,30 @@ def test_destroy_after_a_failed_deploy_removes_what_it_created(arm: ArmStandIn, 
     result = run_cli("destroy", str(zone), "--yes", "--include-data")
     assert result.exit_code == 0, result.stdout + result.stderr
     assert arm.world.resources == {} and arm.world.groups == {}
+
+
+@pytest.mark.timeout(120)  # a regression re-reads the pipe and would block forever
+def test_saved_plan_is_read_once_so_what_was_preflighted_is_what_is_applied(
+    arm: ArmStandIn, zone: Path, run_cli
+) -> None:
+    """A named pipe yields its content to exactly one reader: a second read of the plan file (after preflight,
+    under the lock) would block on the empty pipe instead of applying the copy that was checked."""
+    import os
+    import threading
+
+    saved = zone.parent / "plan.json"
+    assert run_cli("plan", str(zone), "--out", str(saved)).exit_code in (0, 2)
+    content = saved.read_bytes()
+    pipe = zone.parent / "plan.fifo"
+    os.mkfifo(pipe)
+
+    def feed_once() -> None:
+        with open(pipe, "wb") as writer:
+            writer.write(content)
+
+    feeder = threading.Thread(target=feed_once, daemon=True)
+    feeder.start()
+    applied = run_cli("deploy", str(zone), "--yes", "--plan", str(pipe))
+    feeder.join(timeout=5)
+    assert applied.exit_code == 0, applied.stderr + applied.stdout
+    assert all(d["status"] == "succeeded" for d in state_of(zone)["deployments"].values())

@@ -123,8 +123,14 @@ def load_saved_plan(
     path: str | Path, config: LandingZoneConfig | LoadedConfig, state: StateDocument | None
 ) -> DeploymentPlan:
     """The DeploymentPlan saved at `path`, if it is still the plan for `config` and `state`; else HpclzError."""
+    return check_saved_plan(read_saved_plan(path), path, config, state)
+
+
+def check_saved_plan(
+    saved: SavedPlan, path: str | Path, config: LandingZoneConfig | LoadedConfig, state: StateDocument | None
+) -> DeploymentPlan:
+    """The plan of an already read `saved`, if it is still current; deploy checks the very copy it preflighted."""
     model = config.config if isinstance(config, LoadedConfig) else config
-    saved = read_saved_plan(path)
     reasons = stale_reasons(saved, model, state)
     if reasons:
         raise HpclzError(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field, SecretStr
 
@@ -16,6 +16,9 @@ from hpclz.render.plan import DeploymentPlan
 from hpclz.state.backend import StateBackend
 from hpclz.state.guard import ENV_REFERENCE
 from hpclz.state.model import StateDocument
+
+if TYPE_CHECKING:
+    from hpclz.plan.saved import SavedPlan
 
 
 class DeploymentOutcome(BaseModel):
@@ -44,15 +47,14 @@ class DeployResult(BaseModel):
         return self.model_dump(mode="json", exclude={"findings", "exit_code"})
 
 
-def render_plan(loaded: LoadedConfig, plan_file: Path | None) -> DeploymentPlan:
+def render_plan(loaded: LoadedConfig, saved: SavedPlan | None) -> DeploymentPlan:
     """The plan to preflight: rendered from the config, or the one saved by `hpclz plan --out` (`--plan`).
 
-    A saved plan is checked against the config and the state again under the lock (`_apply`).
+    A saved plan is read once: the copy preflighted here is the copy checked against the config and the
+    state under the lock (`_apply`) and applied, even if the file is replaced in between.
     """
-    if plan_file is not None:
-        from hpclz.plan.saved import read_saved_plan
-
-        return read_saved_plan(plan_file).plan
+    if saved is not None:
+        return saved.plan
     from hpclz.render.build import build_plan
 
     return build_plan(loaded.config)
@@ -141,7 +143,12 @@ def deploy(
     if _failing(result.findings):
         result.exit_code = ExitCode.FAILED
         return result
-    plan = render_plan(loaded, plan_file)
+    saved = None
+    if plan_file is not None:
+        from hpclz.plan.saved import read_saved_plan
+
+        saved = read_saved_plan(plan_file)
+    plan = render_plan(loaded, saved)
     secrets = resolve_secrets(loaded, plan)
 
     from hpclz.azure.arm import Arm
@@ -159,13 +166,23 @@ def deploy(
     if _failing(result.findings):
         result.exit_code = ExitCode.FAILED
         return result
-    return _apply(loaded, plan, plan_file, arm, backend, secrets, result, confirm, on_event)
+    return _apply(
+        loaded,
+        plan,
+        (plan_file, saved) if plan_file and saved else None,
+        arm,
+        backend,
+        secrets,
+        result,
+        confirm,
+        on_event,
+    )
 
 
 def _apply(
     loaded: LoadedConfig,
     plan: DeploymentPlan,
-    plan_file: Path | None,
+    saved_plan: tuple[Path, SavedPlan] | None,
     arm: Any,
     backend: StateBackend,
     secrets: dict[str, dict[str, str]],
@@ -187,10 +204,11 @@ def _apply(
                 f"not {arm.subscription_id}; set metadata.subscription_id or AZURE_SUBSCRIPTION_ID to match",
                 exit_code=ExitCode.USAGE,
             )
-        if plan_file is not None:
-            from hpclz.plan.saved import load_saved_plan
+        if saved_plan is not None:
+            from hpclz.plan.saved import check_saved_plan
 
-            plan = load_saved_plan(plan_file, loaded, doc)  # refuses a plan made against another config or state
+            path, saved = saved_plan
+            plan = check_saved_plan(saved, path, loaded, doc)  # refuses a plan made against another config or state
         result.stage = "confirm"
         if not confirm(plan, doc):
             result.exit_code = ExitCode.INTERRUPTED
