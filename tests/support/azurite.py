@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO, require
-from tests.support.slurm import free_ports
+from tests.support.local_http import free_ports
 
 # Azurite's published development account (not a secret: it is in Microsoft's docs and every emulator).
 ACCOUNT = "devstoreaccount1"

@@ -1,11 +1,24 @@
-"""A throwaway HTTP server on loopback for tests that fake a node-local service (Azure IMDS)."""
+"""Loopback helpers for tests: free ports, and a throwaway HTTP server that fakes a node-local service (IMDS)."""
 
 from __future__ import annotations
 
+import socket
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, HTTPServer
+
+
+def free_ports(count: int) -> list[int]:
+    """Ports free right now; held open together so the kernel cannot hand out the same one twice."""
+    socks = [socket.socket() for _ in range(count)]
+    try:
+        for s in socks:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
 
 
 @contextmanager

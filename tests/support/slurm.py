@@ -25,6 +25,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import require
+from tests.support.local_http import free_ports
 
 DAEMONS = ("munged", "slurmctld", "slurmd")
 MARKER = "HPCLZ_TEST_SLURM_HARNESS"  # set in every daemon's environment, so teardown finds its own strays
@@ -39,18 +40,6 @@ def slurm_available() -> bool:
 
 def _binary(name: str) -> str:
     return shutil.which(name) or str(Path("/usr/sbin", name))
-
-
-def free_ports(count: int) -> list[int]:
-    """Ports free right now; held open together so the kernel cannot hand out the same one twice."""
-    socks = [socket.socket() for _ in range(count)]
-    try:
-        for s in socks:
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
 
 
 @dataclass

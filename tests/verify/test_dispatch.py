@@ -31,7 +31,7 @@ from hpclz.verify.dispatch import (
 )
 from hpclz.verify.model import BandwidthPoint, CheckResult, CollectiveResult, NodeReport, Status
 from hpclz.verify.slurm import NodeInfo
-from tests.support.slurm import free_ports
+from tests.support.local_http import free_ports
 
 
 @given(st.integers(min_value=0, max_value=1000), st.integers(min_value=1, max_value=150))

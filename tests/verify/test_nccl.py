@@ -103,7 +103,7 @@ def test_a_failing_rank_is_reported_by_its_last_line(tmp_path: Path) -> None:
 
 def test_each_iteration_hook_runs_once_per_timed_call_only(monkeypatch: pytest.MonkeyPatch) -> None:
     """The hook collective_job's throttle uses: inside the timed loop, never during warm-up."""
-    from tests.support.slurm import free_ports
+    from tests.support.local_http import free_ports
 
     for key in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID"):
         monkeypatch.delenv(key, raising=False)
