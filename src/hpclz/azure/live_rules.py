@@ -38,9 +38,7 @@ class LiveContext:
         """(config path, VM size, node count at full scale, spot?) for every VM role."""
         compute = self.loaded.config.compute
         out: list[tuple[tuple[str | int, ...], str, int, bool]] = [
-            (("compute", "cyclecloud", "vm_size"), compute.cyclecloud.vm_size, 1, False),
-            (("compute", "scheduler", "vm_size"), compute.scheduler.vm_size, 1, False),
-            (("compute", "login", "vm_size"), compute.login.vm_size, compute.login.count, False),
+            (("compute", role, "vm_size"), size, count, False) for role, size, count in compute.service_vms()
         ]
         for i, p in enumerate(compute.partitions):
             out.append((("compute", "partitions", i, "vm_size"), p.vm_size, p.max_nodes, p.priority == "spot"))
