@@ -23,6 +23,7 @@ class OutputFormat(StrEnum):
     JSON = "json"
 
 
+SEVERITY_STYLES = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 OUTPUT_OPTION = typer.Option(OutputFormat.TEXT, "--output", "-o", help="text for people, json for scripts.")
 
 
@@ -87,12 +88,11 @@ def _report(command: str, output: OutputFormat, exc: HpclzError) -> NoReturn:
 def print_findings(out: Console, findings: list[Finding]) -> None:
     from rich.markup import escape
 
-    styles = {"error": "bold red", "warning": "yellow", "info": "cyan"}
     for f in findings:
         # Paths such as compute.partitions[gpu] would otherwise be eaten as rich markup.
         where = escape(f.location() or f.path)
         out.print(
-            f"{where}: [{styles[f.severity.value]}]{f.severity.value}[/] [bold]{f.rule_id}[/] {escape(f.message)}"
+            f"{where}: [{SEVERITY_STYLES[f.severity.value]}]{f.severity.value}[/] [bold]{f.rule_id}[/] {escape(f.message)}"
             + (f" [dim]({escape(f.path)})[/]" if f.path and f.line else "")
         )
         if f.fix:

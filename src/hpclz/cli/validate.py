@@ -5,15 +5,13 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from hpclz.cli.common import OUTPUT_OPTION, OutputFormat, finish, guarded
+from hpclz.cli.common import OUTPUT_OPTION, SEVERITY_STYLES, OutputFormat, finish, guarded
 from hpclz.severity import Severity
 
 if TYPE_CHECKING:
     from rich.console import Console
 
     from hpclz.findings import Finding
-
-STYLES = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 
 
 def validate(
@@ -47,7 +45,7 @@ def validate(
 
 def _count(n: int, severity: str) -> str:
     text = f"{n} {severity}{'s' if severity != 'info' and n != 1 else ''}"
-    return f"[{STYLES[severity]}]{text}[/]" if n else text
+    return f"[{SEVERITY_STYLES[severity]}]{text}[/]" if n else text
 
 
 def _esc(text: str) -> str:
@@ -59,7 +57,7 @@ def _esc(text: str) -> str:
 def _print_finding(out: Console, f: Finding) -> None:
     """Compiler-style first line (clickable file:line), then where in the config, what is wrong and the fix."""
     where = f.location() or "(config)"
-    style = STYLES[f.severity.value]
+    style = SEVERITY_STYLES[f.severity.value]
     out.print(f"{_esc(where)}: [{style}]{f.severity.value}[/] [bold]{f.rule_id}[/] {_esc(f.title)}")
     out.print(f"    {f'[dim]{_esc(f.path)}:[/] ' if f.path else ''}{_esc(f.message)}")
     if f.fix:
