@@ -18,13 +18,16 @@ def render(
     ),
     diagram: bool = typer.Option(False, "--diagram", help="Also write a topology picture (Mermaid, DOT, SVG)."),
     gates: bool = typer.Option(True, "--gates/--no-gates", help="Check the templates (ARM schemas, lint, checkov)."),
+    template_format: str = typer.Option(
+        "arm", "--format", help="arm: ARM JSON templates; bicep: main.bicep and one module per deployment."
+    ),
     output: OutputFormat = OUTPUT_OPTION,
 ) -> None:
     """Render ARM templates, parameters and a manifest for every deployment of the landing zone."""
     with guarded("render", output):
         from hpclz.services.render import render as run_render
 
-        result = run_render(config, out, diagram=diagram, gates=gates)
+        result = run_render(config, out, diagram=diagram, gates=gates, template_format=template_format)
 
         def human(console: Console) -> None:
             print_findings(console, result.findings)

@@ -10,11 +10,15 @@ from pydantic import BaseModel, Field
 from hpclz.config.base import Disabled
 from hpclz.config.loader import load_config
 from hpclz.config.root import LandingZoneConfig
-from hpclz.errors import ExitCode
+from hpclz.errors import ExitCode, HpclzError
 from hpclz.findings import Finding, Severity
 from hpclz.render.build import build_plan
 from hpclz.render.plan import DeploymentPlan
 from hpclz.services.validate import check_config
+
+
+# "bicep": main.bicep and one module per deployment, exported from the same ARM JSON (hpclz.render.bicep).
+TEMPLATE_FORMATS = ("arm", "bicep")
 
 
 class RenderResult(BaseModel):
@@ -50,10 +54,13 @@ class RenderResult(BaseModel):
         }
 
 
-def render(path: str | Path, out_dir: Path, *, diagram: bool = False, gates: bool = True) -> RenderResult:
+def render(
+    path: str | Path, out_dir: Path, *, diagram: bool = False, gates: bool = True, template_format: str = "arm"
+) -> RenderResult:
     from hpclz.render.diagram import diagram_files, render_images
     from hpclz.render.writer import write_plan
 
+    _checked_format(template_format)  # before anything is read or written
     loaded = load_config(path)
     reported, _ = check_config(loaded)
     # Info findings belong to `validate`; render shows only what needs attention.
@@ -64,7 +71,7 @@ def render(path: str | Path, out_dir: Path, *, diagram: bool = False, gates: boo
     plan = build_plan(loaded.config)
     gate_findings, gates_run, gates_not_run = _run_gates(plan) if gates else ([], [], {"all": "--no-gates"})
     extra = diagram_files(plan) if diagram else {}
-    written = write_plan(plan, out_dir, extra)
+    written = write_plan(plan, out_dir, extra, template_format)
     if diagram:
         written += render_images(out_dir)
     return RenderResult(
@@ -77,6 +84,14 @@ def render(path: str | Path, out_dir: Path, *, diagram: bool = False, gates: boo
         gates_not_run=gates_not_run,
         notes=not_rendered(loaded.config),
     )
+
+
+def _checked_format(template_format: str) -> str:
+    if template_format not in TEMPLATE_FORMATS:
+        raise HpclzError(
+            f"--format {template_format}: expected one of {', '.join(TEMPLATE_FORMATS)}", exit_code=ExitCode.USAGE
+        )
+    return template_format
 
 
 def _run_gates(plan: DeploymentPlan) -> tuple[list[Finding], list[str], dict[str, str]]:
