@@ -16,7 +16,6 @@ from hpclz.render.build import build_plan
 from hpclz.render.plan import DeploymentPlan
 from hpclz.services.validate import check_config
 
-
 # "bicep": main.bicep and one module per deployment, exported from the same ARM JSON (hpclz.render.bicep).
 TEMPLATE_FORMATS = ("arm", "bicep")
 
