@@ -23,13 +23,23 @@ def plan(
         False, "--detailed-exitcode", help="Exit 0 with no changes, 1 on error, 2 when changes are present."
     ),
     suppress: list[str] = typer.Option([], "--suppress", help="Rule ID to silence (repeatable)."),
+    hours: float | None = typer.Option(
+        None,
+        "--hours",
+        min=0,
+        max=730,
+        help="Hours a month each partition runs at max_nodes in the cost estimate (default: budget.partition_hours, "
+        "else 730).",
+    ),
     output: OutputFormat = OUTPUT_OPTION,
 ) -> None:
-    """Show what a deploy would change and what each change costs (drain, restart, data), like terraform plan."""
+    """Show what a deploy would change, its operational impact (drain, restart, data) and its monthly cost."""
     with guarded("plan", output):
         from hpclz.services.plan import plan as run_plan
 
-        result = run_plan(config, what_if=what_if, out=out, detailed_exitcode=detailed_exitcode, suppress=suppress)
+        result = run_plan(
+            config, what_if=what_if, out=out, detailed_exitcode=detailed_exitcode, suppress=suppress, hours=hours
+        )
 
         def human(console: Console) -> None:
             from hpclz.plan.printer import print_changeset
@@ -39,6 +49,10 @@ def plan(
                 console.print(f"[red]✗[/] {config} fails validation; fix the errors above, then plan again")
                 return
             print_changeset(console, result.changes, show_noise=show_noise, state_location=result.state_location)
+            if result.estimate is not None:
+                from hpclz.plan.money import print_estimate
+
+                print_estimate(console, result.estimate)
             if result.saved_to:
                 console.print(
                     f"Saved the plan to {result.saved_to}: apply it with `hpclz deploy {config} --plan {result.saved_to}`"

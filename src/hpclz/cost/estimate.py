@@ -48,6 +48,9 @@ class Estimate(BaseModel):
     partition_hours: float
     lines: list[CostLine] = Field(default_factory=list)
     budget_usd: float | None = None
+    delta_usd: float | None = Field(
+        default=None, description="Priced total minus the last applied config's (plan only; None without one)."
+    )
 
     def _sum(self, group: str | None = None) -> float:
         return round(sum(li.monthly_usd or 0.0 for li in self.lines if group in (None, li.group)), 2)
@@ -85,6 +88,15 @@ class Estimate(BaseModel):
         return body
 
 
+def with_delta(current: Estimate, applied: LandingZoneConfig | None) -> Estimate:
+    """`current` with the monthly change against the config last applied, priced with the same prices."""
+    if applied is None:
+        return current
+    before = estimate(applied, hours=current.partition_hours)
+    current.delta_usd = round(current.total_usd - before.total_usd, 2)
+    return current
+
+
 def _priced(line: CostLine, book: RegionPrices | None) -> CostLine:
     price = book.prices.get(line.meter or "") if book else None
     if price is None:
@@ -98,7 +110,12 @@ def _priced(line: CostLine, book: RegionPrices | None) -> CostLine:
 
 def _baseline(config: LandingZoneConfig) -> list[CostLine]:
     lines = [
-        CostLine(group="baseline", name=f"{role} VM {size}", meter=vm_meter(size), count=count)
+        CostLine(
+            group="baseline",
+            name=f"{role} VM {size}{f' x {count}' if count > 1 else ''}",
+            meter=vm_meter(size),
+            count=count,
+        )
         for role, size, count in config.compute.service_vms()
     ]
     network = config.network
@@ -112,7 +129,9 @@ def _baseline(config: LandingZoneConfig) -> list[CostLine]:
     if isinstance(storage.lustre, NewLustre):
         lines.append(_unmapped(f"Azure Managed Lustre {storage.lustre.sku}, {storage.lustre.capacity_tib} TiB"))
     if isinstance(storage.netapp, NewNetApp):
-        lines.append(_unmapped(f"Azure NetApp Files {storage.netapp.service_level}, {storage.netapp.pool_size_tib} TiB"))
+        lines.append(
+            _unmapped(f"Azure NetApp Files {storage.netapp.service_level}, {storage.netapp.pool_size_tib} TiB")
+        )
     if isinstance(storage.blob, NewBlob):
         lines.append(_unmapped(f"Blob storage {storage.blob.replication} (capacity and transactions)"))
     if isinstance(config.monitoring, NewMonitoring):

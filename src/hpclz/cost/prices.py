@@ -56,7 +56,11 @@ def meter_of(item: dict[str, Any]) -> str | None:
         if str(item.get("meterName", "")).endswith(("Expired", "Free")) or not item.get("armSkuName"):
             return None
         return vm_meter(str(item["armSkuName"]), spot=sku.endswith(" Spot"))
-    if service == "Azure Bastion" and item.get("meterName") == f"{sku} Gateway" and item.get("unitOfMeasure") == "1 Hour":
+    if (
+        service == "Azure Bastion"
+        and item.get("meterName") == f"{sku} Gateway"
+        and item.get("unitOfMeasure") == "1 Hour"
+    ):
         return bastion_meter(sku)
     return None
 

@@ -127,6 +127,23 @@ def next_steps(loaded: LoadedConfig, doc: StateDocument) -> list[str]:
     return steps
 
 
+def refuse_over_budget(loaded: LoadedConfig) -> None:
+    """Deploying past the budget is a decision, not an accident: it takes --over-budget."""
+    from hpclz.cost.estimate import estimate
+
+    budget = loaded.config.budget
+    if budget is None:
+        return
+    est = estimate(loaded.config)
+    if est.total_usd > budget.monthly_usd:
+        line = loaded.source.locate(("budget", "monthly_usd")).line
+        raise HpclzError(
+            f"{loaded.file}:{line}: budget.monthly_usd: estimated ${est.total_usd:,.2f}/month exceeds the "
+            f"${budget.monthly_usd:,.2f} budget; nothing was deployed",
+            hint="see `hpclz plan` for the lines; lower the estimate, raise the budget, or pass --over-budget",
+        )
+
+
 def deploy(
     path: str | Path,
     *,
@@ -134,6 +151,7 @@ def deploy(
     confirm: Callable[[DeploymentPlan, StateDocument | None], bool] = lambda plan, doc: True,
     on_event: Callable[[Any], None] = lambda e: None,
     suppress: Iterable[str] = (),
+    over_budget: bool = False,
 ) -> DeployResult:
     from hpclz.services.validate import check_config
 
@@ -143,6 +161,8 @@ def deploy(
     if _failing(result.findings):
         result.exit_code = ExitCode.FAILED
         return result
+    if not over_budget:
+        refuse_over_budget(loaded)
     saved = None
     if plan_file is not None:
         from hpclz.plan.saved import read_saved_plan

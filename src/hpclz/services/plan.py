@@ -9,6 +9,8 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from hpclz.config.loader import LoadedConfig, load_config
+from hpclz.config.root import LandingZoneConfig
+from hpclz.cost.estimate import Estimate, estimate, with_delta
 from hpclz.errors import ExitCode
 from hpclz.findings import Finding, Severity
 from hpclz.plan.changeset import ChangeSet, StateRef
@@ -27,6 +29,7 @@ class PlanResult(BaseModel):
     state_location: str = ""
     saved_to: str | None = None
     detailed_exitcode: bool = False
+    estimate: Estimate | None = Field(default=None, description="Monthly cost estimate (hpclz.cost).")
 
     @property
     def exit_code(self) -> ExitCode:
@@ -40,6 +43,8 @@ class PlanResult(BaseModel):
         body: dict[str, Any] = {"file": self.file, "state_location": self.state_location, "saved_to": self.saved_to}
         if self.changes is not None:
             body.update(self.changes.payload())
+        if self.estimate is not None:
+            body["cost_estimate"] = self.estimate.payload()
         return body
 
 
@@ -50,6 +55,7 @@ def plan(
     out: str | Path | None = None,
     detailed_exitcode: bool = False,
     suppress: list[str] | None = None,
+    hours: float | None = None,
 ) -> PlanResult:
     from hpclz.render.build import build_plan
     from hpclz.services.validate import check_config
@@ -67,10 +73,21 @@ def plan(
     changes = online_changeset(loaded, deployment_plan) if what_if else offline_changeset(deployment_plan, state)
     attach_config_diff(changes, loaded, state)
     result.changes = changes
+    result.estimate = with_delta(estimate(loaded.config, hours=hours), applied_config(state))
     if out is not None:
         save_plan(out, deployment_plan, changes, loaded.config, state)
         result.saved_to = str(out)
     return result
+
+
+def applied_config(state: StateDocument | None) -> LandingZoneConfig | None:
+    """The config of the last apply, as a model; None when there is none or it no longer validates."""
+    if state is None or not state.applied_config:
+        return None
+    try:
+        return LandingZoneConfig.model_validate(state.applied_config)
+    except ValueError:
+        return None  # an older schema: the estimate shows no delta rather than a wrong one
 
 
 def attach_config_diff(changes: ChangeSet, loaded: LoadedConfig, state: StateDocument | None) -> None:
