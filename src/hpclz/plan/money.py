@@ -11,7 +11,7 @@ from hpclz.cost.estimate import CostLine, Estimate
 if TYPE_CHECKING:
     from rich.console import Console
 
-WARN_SHARE = 0.8  # the budget rule's threshold (hpclz.rules.config.budget), repeated in words here
+from hpclz.rules.config.operations import BUDGET_WARN_SHARE as WARN_SHARE
 
 
 def usd(value: float) -> str:

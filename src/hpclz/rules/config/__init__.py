@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from hpclz.rules.base import Rule
-from hpclz.rules.config.budget import BUDGET_RULES
 from hpclz.rules.config.compute import COMPUTE_RULES
 from hpclz.rules.config.identity import IDENTITY_RULES
 from hpclz.rules.config.network import NETWORK_RULES
@@ -22,5 +21,4 @@ CONFIG_RULES: tuple[type[Rule[Any]], ...] = (
     *MONITORING_RULES,
     *MAINTENANCE_RULES,
     *COST_RULES,
-    *BUDGET_RULES,
 )
