@@ -104,3 +104,28 @@ def test_deploy_refuses_above_the_budget_before_touching_azure(run_cli, tmp_path
     # With the flag the budget no longer stops it: it goes on to Azure, which this test does not provide.
     forced = run_cli("deploy", str(config), "--yes", "--over-budget")
     assert "budget.monthly_usd" not in forced.stderr
+
+
+def test_plan_shows_the_monthly_delta_of_a_change_against_the_applied_state(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    from tests.plan.test_cli import apply, edit
+
+    config = tmp_path / "ai-training.yaml"
+    config.write_text(AI.read_text(encoding="utf-8"), encoding="utf-8")
+    apply(config)
+    edit(config, "max_nodes: 64", "max_nodes: 60")
+    result = run_cli("plan", str(config), "--hours", "10")
+    assert result.exit_code == 0, result.stderr
+    assert "compute.partitions[h100].max_nodes: 64 -> 60" in result.stdout
+    assert f"Change against the last apply: -${4 * 98.32 * 10:,.2f}/month" in result.stdout
+    body = json.loads(run_cli("plan", str(config), "--hours", "10", "-o", "json").stdout)
+    assert body["result"]["cost_estimate"]["delta_usd"] == round(-4 * 98.32 * 10, 2)
+
+
+def test_budget_rule_is_silent_with_room_to_spare() -> None:
+    from hpclz.config.loader import LoadedConfig
+    from hpclz.rules.config.operations import EstimateNearBudget
+    from hpclz.rules.context import ConfigContext
+
+    roomy = Case("ai-training", _set("budget", {"monthly_usd": 10_000_000}))
+    assert list(EstimateNearBudget().check(ConfigContext(load_case(roomy, "roomy")))) == []
+    assert isinstance(load_case(roomy, "roomy"), LoadedConfig)
