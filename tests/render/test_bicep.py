@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from hpclz.arm.checkov_gate import find_checkov, load_allowlist, parse_report
+from hpclz.arm.expressions import Call, Literal, parse_template_string, to_text
 from hpclz.config import load_config
 from hpclz.render.bicep import MAIN, bicep_files, module_path
 from hpclz.render.build import build_plan
@@ -137,13 +138,43 @@ def test_checkov_bicep_framework_scans_every_preset_clean(tmp_path: Path) -> Non
 
 @pytest.mark.skipif(shutil.which("bicep") is None, reason="Bicep CLI not on PATH (cannot be installed offline)")
 def test_bicep_cli_builds_modules_to_the_same_resources(exported: tuple[DeploymentPlan, Path]) -> None:
+    # Not run where this was written (no Bicep CLI offline): bicep build names child resources
+    # format('{0}/{1}', parent, child), so names are compared after folding such literal formats.
     plan, root = exported
     for index, d in enumerate(plan.deployments, start=1):
         source = root / module_path(index, d)
         subprocess.run(["bicep", "build", str(source)], check=True, capture_output=True, timeout=120)
         built = json.loads(source.with_suffix(".json").read_text(encoding="utf-8"))
-        names = {(r["type"].lower(), str(r["name"]).lower()) for r in _built_resources(built)}
-        assert names == {(t, str(n)) for t, n in arm_resources(d.template)}
+        names = {(r["type"].lower(), _name(r["name"])) for r in _built_resources(built)}
+        assert names == {(r["type"].lower(), _name(r["name"])) for r in _arm_top_level(d.template)}
+
+
+def _name(value: str) -> str:
+    parsed = parse_template_string(value)
+    if parsed is None:
+        return value.lower()
+    if isinstance(parsed, Call) and parsed.name.lower() == "format":
+        args = [a.value for a in parsed.args if isinstance(a, Literal)]
+        if len(args) == len(parsed.args):
+            return str(args[0]).format(*args[1:]).lower()
+    return to_text(parsed).lower()
+
+
+def _arm_top_level(template: dict[str, Any]) -> list[dict[str, Any]]:
+    """Nested children lifted to the top, with the full type and name bicep build gives them."""
+    out: list[dict[str, Any]] = []
+
+    def visit(resources: list[dict[str, Any]], parent: dict[str, Any] | None) -> None:
+        for r in resources:
+            flat = dict(r)
+            if parent is not None:
+                flat["type"] = f"{parent['type']}/{r['type']}"
+                flat["name"] = f"{parent['name']}/{r['name']}"
+            out.append(flat)
+            visit(list(r.get("resources", [])), flat)
+
+    visit(list(template.get("resources", [])), None)
+    return out
 
 
 def _built_resources(template: dict[str, Any]) -> list[dict[str, Any]]:
@@ -171,3 +202,16 @@ def test_unknown_format_is_a_usage_error_that_writes_nothing(run_cli, tmp_path: 
     result = run_cli("render", str(PRESETS[0]), "--out", str(tmp_path / "o"), "--format", "terraform")
     assert result.exit_code == 64 and "--format terraform" in result.stderr
     assert not (tmp_path / "o").exists()
+
+
+def test_the_build_comparison_folds_bicep_child_names() -> None:
+    # The shape bicep build writes for a child declared with `parent:` (Azure/azure-quickstart-templates
+    # storage-blob-container azuredeploy.json, tests/render/fixtures).
+    assert _name("[format('{0}/{1}', 'staccount', 'default')]") == "staccount/default"
+    assert _name("[guid('a', 'b')]") == "guid('a', 'b')" and _name("Plain") == "plain"
+    nested = {"resources": [{"type": "Microsoft.KeyVault/vaults", "name": "kv", "resources": [
+        {"type": "secrets", "name": "s"}]}]}  # fmt: skip
+    assert [(r["type"], r["name"]) for r in _arm_top_level(nested)] == [
+        ("Microsoft.KeyVault/vaults", "kv"),
+        ("Microsoft.KeyVault/vaults/secrets", "kv/s"),
+    ]
