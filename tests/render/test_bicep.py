@@ -21,7 +21,7 @@ from hpclz.arm.expressions import Call, Literal, parse_template_string, to_text
 from hpclz.config import load_config
 from hpclz.render.bicep import MAIN, bicep_files, module_path
 from hpclz.render.build import build_plan
-from hpclz.render.plan import DeploymentPlan, Scope
+from hpclz.render.model import DeploymentPlan, Scope
 from tests.conftest import require
 from tests.render.bicep_tree import BicepReader, arm_resources, arm_value, parse_bicep
 from tests.render.golden import PRESETS

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from hpclz.render.bicep.module import module_text
 from hpclz.render.bicep.syntax import INDENT, BicepExportError, string, value
-from hpclz.render.plan import Deployment, DeploymentPlan, Scope
+from hpclz.render.model import Deployment, DeploymentPlan, Scope
 
 __all__ = ["MAIN", "MODULES", "BicepExportError", "bicep_files", "module_path"]
 
