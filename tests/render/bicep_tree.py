@@ -63,33 +63,45 @@ def arm_value(value: Any) -> Any:
     return value
 
 
-def _ref(text: str) -> tuple[str, str]:
-    parsed = parse_template_string(text)
-    if parsed is None:
-        parts = text.strip("/").split("/")
-        return "/".join([parts[0], *parts[1::2]]).lower(), "/".join(parts[2::2]).lower()
-    args = [a.value for a in parsed.args]  # type: ignore[union-attr]
-    at = next(i for i, a in enumerate(args) if "/" in str(a))
-    return str(args[at]).lower(), "/".join(str(a) for a in args[at + 1 :]).lower()
+def segments(value: Any) -> tuple[str, ...]:
+    """A name as '/'-separated segments: literal text, format('{0}/{1}', ...) pieces, or a whole expression."""
+    if isinstance(value, str):
+        return tuple(value.lower().split("/"))
+    if isinstance(value, tuple) and value[:2] == ("call", "format") and isinstance(value[2], str):
+        out: list[str] = []
+        for piece in value[2].split("/"):
+            match = re.fullmatch(r"\{(\d+)\}", piece)
+            out.extend(segments(value[3 + int(match.group(1))]) if match else (piece.lower(),))
+        return tuple(out)
+    return (repr(value).lower(),)
+
+
+def _ref(text: str) -> tuple[str, tuple[str, ...]]:
+    value = arm_value(text)
+    if isinstance(value, str):
+        parts = value.strip("/").split("/")
+        return "/".join([parts[0], *parts[1::2]]).lower(), tuple(p.lower() for p in parts[2::2])
+    args = list(value[2:])
+    at = next(i for i, a in enumerate(args) if isinstance(a, str) and "." in a.split("/")[0] and "/" in a)
+    return str(args[at]).lower(), tuple(s for a in args[at + 1 :] for s in segments(a))
 
 
 def arm_resources(template: dict[str, Any]) -> dict[tuple[str, Any], dict[str, Any]]:
     out: dict[tuple[str, Any], dict[str, Any]] = {}
 
-    def visit(resources: list[dict[str, Any]], parent: tuple[str, str] | None) -> None:
+    def visit(resources: list[dict[str, Any]], parent: tuple[str, tuple[str, ...]] | None) -> None:
         for r in resources:
-            kind, name = str(r["type"]), r["name"]
+            kind, key = str(r["type"]), segments(arm_value(r["name"]))
             if parent is not None:
                 kind = kind if kind.lower().startswith(parent[0] + "/") else f"{parent[0]}/{kind}"
-                name = f"{parent[1]}/{name}"
-            key = (kind.lower(), arm_value(name).lower() if isinstance(arm_value(name), str) else arm_value(name))
-            out[key] = {
+                key = parent[1] + key
+            out[(kind.lower(), key)] = {
                 "api": r["apiVersion"],
                 "body": {k: arm_value(v) for k, v in r.items() if k not in _SKIPPED},
                 "depends": {_ref(d) for d in r.get("dependsOn", [])},
                 "scope": _ref(r["scope"]) if "scope" in r else None,
             }
-            visit(list(r.get("resources", [])), (kind.lower(), str(name).lower()))
+            visit(list(r.get("resources", [])), (kind.lower(), key))
 
     visit(list(template.get("resources", [])), None)
     return out
@@ -147,14 +159,14 @@ class BicepReader:
             raise AssertionError(f"exporter wrote an operator it should not: {op['type']}")
         return {_unescape(k[1:-1]) if k.startswith("'") else k: self.value(v) for k, v in node.items()}
 
-    def identity(self, symbol: str) -> tuple[str, Any]:
+    def identity(self, symbol: str) -> tuple[str, tuple[str, ...]]:
         resource = self.resources[symbol]
         config = resource["config"]
-        name = self.value(config["name"])
+        key = segments(self.value(config["name"]))
         parent = config.get("parent")
         if parent is not None:
-            name = f"{self.identity(parent)[1]}/{name}"
-        return resource["type"].lower(), name.lower() if isinstance(name, str) else name
+            key = self.identity(parent)[1] + key
+        return resource["type"].lower(), key
 
     def declared(self) -> dict[tuple[str, Any], dict[str, Any]]:
         out = {}

@@ -10,7 +10,7 @@ import pytest
 from hpclz.render.bicep import BicepExportError
 from hpclz.render.bicep.module import module_text, parameter
 from hpclz.render.bicep.syntax import template_string, value
-from tests.render.bicep_tree import BicepReader, parse_bicep
+from tests.render.bicep_tree import BicepReader, arm_resources, parse_bicep
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -57,7 +57,7 @@ def test_written_strings_read_back_through_an_independent_parser(tmp_path: Path)
     }
     path = tmp_path / "m.bicep"
     path.write_text(module_text(template, target_scope="resourceGroup"), encoding="utf-8")
-    body = BicepReader(parse_bicep(path)).declared()[("microsoft.network/publicipaddresses", "p")]["body"]
+    body = BicepReader(parse_bicep(path)).declared()[("microsoft.network/publicipaddresses", ("p",))]["body"]
     assert body["properties"] == {"note": tricky, "'quoted key'": 1}
 
 
@@ -76,12 +76,20 @@ def test_parameters_match_the_bicep_microsoft_wrote_for_the_same_template() -> N
     ]
 
 
-def test_dependencies_named_by_parameters_are_refused_not_guessed() -> None:
-    # Real templates name resources by parameter; hpclz templates always use literal names, so the exporter
-    # resolves dependsOn only by literal name and says so instead of writing a wrong dependency.
+def test_a_real_template_naming_resources_by_parameter_exports_equivalent_bicep(tmp_path: Path) -> None:
+    # Resources named by parameters and format('{0}/{1}', ...), dependsOn by resourceId over parameters: the
+    # shapes Bicep itself compiles to. The export must declare the same resources and dependencies.
     real = json.loads((FIXTURES / "quickstart-storage-blob-container.azuredeploy.json").read_text(encoding="utf-8"))
-    with pytest.raises(BicepExportError, match="cannot tell which resource"):
-        module_text(real, target_scope="resourceGroup")
+    path = tmp_path / "quickstart.bicep"
+    path.write_text(module_text(real, target_scope="resourceGroup"), encoding="utf-8")
+    assert BicepReader(parse_bicep(path)).declared() == arm_resources(real)
+    container = arm_resources(real)[
+        ("microsoft.storage/storageaccounts/blobservices/containers", ("('param', 'storageaccountname')", "default",
+                                                                        "('param', 'containername')"))
+    ]  # fmt: skip
+    assert container["depends"] == {
+        ("microsoft.storage/storageaccounts/blobservices", ("('param', 'storageaccountname')", "default"))
+    }
 
 
 @pytest.mark.parametrize(

@@ -15,8 +15,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hpclz.arm.api_versions import pinned_version
-from hpclz.arm.expressions import Call, Expr, Literal, parse_template_string
+from hpclz.arm.expressions import parse_template_string
 from hpclz.render.bicep import syntax
+from hpclz.render.bicep.names import Segments, name_segments, reference_of
 from hpclz.render.bicep.syntax import INDENT, BicepExportError
 
 # Keys written by the exporter itself rather than copied from the ARM resource.
@@ -30,11 +31,11 @@ _DECORATED |= {"minLength": "minLength", "maxLength": "maxLength"}
 
 @dataclass
 class Flat:
-    """A resource lifted out of any nesting, with the type and name ARM would give it at top level."""
+    """A resource lifted out of any nesting, with the type and name segments ARM gives it at top level."""
 
     body: dict[str, Any]
     type: str
-    name: str | None  # None when the name is an expression
+    key: Segments | None  # None when the name cannot be reduced to segments
     parent: Flat | None = None
     symbol: str = ""
 
@@ -42,11 +43,11 @@ class Flat:
 @dataclass
 class Module:
     resources: list[Flat] = field(default_factory=list)
-    existing: dict[tuple[str, str], tuple[str, str, str]] = field(default_factory=dict)  # -> symbol, type, name
+    existing: dict[tuple[str, Segments], tuple[str, str, str]] = field(default_factory=dict)  # symbol, type, name
     symbols: set[str] = field(default_factory=set)
 
-    def index(self) -> dict[tuple[str, str], str]:
-        found = {(r.type.lower(), r.name.lower()): r.symbol for r in self.resources if r.name is not None}
+    def index(self) -> dict[tuple[str, Segments], str]:
+        found = {(r.type.lower(), r.key): r.symbol for r in self.resources if r.key is not None}
         return found | {k: v[0] for k, v in self.existing.items()}
 
 
@@ -55,12 +56,11 @@ def flatten(resources: list[dict[str, Any]], parent: Flat | None = None) -> list
     for body in resources:
         if _UNSUPPORTED & body.keys():
             raise BicepExportError(f"{body.get('type')}: {sorted(_UNSUPPORTED & body.keys())} is not exported")
-        kind = str(body["type"])
-        name = body["name"] if isinstance(body["name"], str) and parse_template_string(body["name"]) is None else None
+        kind, key = str(body["type"]), name_segments(body["name"])
         if parent is not None:
             kind = kind if kind.lower().startswith(parent.type.lower() + "/") else f"{parent.type}/{kind}"
-            name = f"{parent.name}/{name}" if parent.name is not None and name is not None else None
-        flat = Flat(body=body, type=kind, name=name, parent=parent)
+            key = parent.key + key if parent.key is not None and key is not None else None
+        flat = Flat(body=body, type=kind, key=key, parent=parent)
         out.append(flat)
         out.extend(flatten(list(body.get("resources", [])), flat))
     return out
@@ -76,35 +76,20 @@ def _symbol(module: Module, base: str) -> str:
     return candidate
 
 
-def reference_of(expr: Expr | str) -> tuple[str, str]:
-    """(type, name) of a resource named by resourceId(...) or by a relative ID 'Ns/type/name[/type/name]'."""
-    if isinstance(expr, str):
-        parts = expr.strip("/").split("/")
-        if len(parts) < 3 or len(parts) % 2 == 0:
-            raise BicepExportError(f"{expr!r} is not a relative resource ID")
-        return "/".join([parts[0], *parts[1::2]]), "/".join(parts[2::2])
-    if isinstance(expr, Call) and expr.name.lower() == "resourceid":
-        texts = [a.value for a in expr.args if isinstance(a, Literal) and isinstance(a.value, str)]
-        if len(texts) == len(expr.args):
-            at = next((i for i, t in enumerate(texts) if "/" in t and t.split("/")[0].count(".")), None)
-            if at is not None and at <= 2:
-                return texts[at], "/".join(texts[at + 1 :])
-    raise BicepExportError(f"cannot tell which resource {expr!r} names")
-
-
 def _resolve(module: Module, target: str, *, declare: bool) -> str:
-    parsed = parse_template_string(target)
-    kind, name = reference_of(parsed if parsed is not None else target)
-    found = module.index().get((kind.lower(), name.lower()))
+    kind, key = reference_of(target)
+    found = module.index().get((kind.lower(), key))
     if found is not None:
         return found
     if not declare:
         raise BicepExportError(f"dependsOn {target!r} names no resource of this template")
     version = pinned_version(kind)
-    if version is None:
-        raise BicepExportError(f"{kind}: no pinned API version for an existing-resource reference")
+    parsed = parse_template_string(target)
+    if version is None or parsed is not None:
+        raise BicepExportError(f"scope {target!r}: only a relative ID of a type hpclz pins can become `existing`")
+    name = "/".join(target.strip("/").split("/")[2::2])
     symbol = _symbol(module, f"existing_{kind.split('/')[-1]}_{name}")
-    module.existing[(kind.lower(), name.lower())] = (symbol, kind, name)
+    module.existing[(kind.lower(), key)] = (symbol, kind, name)
     return symbol
 
 
@@ -156,7 +141,7 @@ def module_text(template: dict[str, Any], *, target_scope: str) -> str:
     module = Module(symbols={p.lower() for p in template.get("parameters", {})})
     module.resources = flatten(list(template.get("resources", [])))
     for flat in module.resources:
-        label = flat.name.split("/")[-1] if flat.name else "item"
+        label = flat.key[-1] if flat.key and re.fullmatch(r"[a-z0-9_.-]+", flat.key[-1]) else "item"
         flat.symbol = _symbol(module, f"{flat.type.split('/')[-1]}_{label}")
     out = [f"targetScope = '{target_scope}'", ""]
     for name, spec in template.get("parameters", {}).items():
