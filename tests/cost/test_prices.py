@@ -65,6 +65,8 @@ def test_a_later_price_replaces_an_earlier_one() -> None:
         ({"currencyCode": "EUR"}, None),
         ({"unitOfMeasure": "1/Month"}, None),
         ({"serviceName": "Azure Bastion", "skuName": "Standard", "meterName": "Standard Gateway"}, "bastion:Standard"),
+        ({"serviceName": "NAT Gateway", "productName": "NAT Gateway", "armRegionName": ""}, "nat-gateway"),
+        ({"serviceName": "NAT Gateway", "productName": "NAT Gateway", "unitOfMeasure": "1 GB"}, None),
     ],
 )
 def test_meter_filters(change: dict[str, Any], meter: str | None) -> None:

@@ -16,7 +16,7 @@ from hpclz.config.budget import HOURS_PER_MONTH
 from hpclz.config.operations import NewMonitoring
 from hpclz.config.root import LandingZoneConfig
 from hpclz.config.storage import NewBlob, NewLustre, NewNetApp
-from hpclz.cost.prices import CURRENCY, RegionPrices, bastion_meter, load_region, vm_meter
+from hpclz.cost.prices import CURRENCY, NAT_GATEWAY_METER, RegionPrices, bastion_meter, load_region, vm_meter
 
 UNKNOWN_OFFLINE = "price unknown offline"
 NOT_MAPPED = "not priced by hpclz yet"
@@ -123,7 +123,11 @@ def _baseline(config: LandingZoneConfig) -> list[CostLine]:
         tier = network.bastion.sku
         lines.append(CostLine(group="baseline", name=f"Bastion {tier}", meter=bastion_meter(tier)))
     if network.nat_gateway.enabled:
-        lines.append(_unmapped("NAT gateway (hourly + data processed)"))
+        lines.append(
+            CostLine(
+                group="baseline", name="NAT gateway (hourly; data processed not estimated)", meter=NAT_GATEWAY_METER
+            )
+        )
     # Billed by capacity or usage; only what hpclz creates ("new") is counted.
     storage = config.storage
     if isinstance(storage.lustre, NewLustre):

@@ -5,8 +5,10 @@ carry serviceName, armRegionName, armSkuName, skuName, meterName, productName, u
 currencyCode, retailPrice and effectiveStartDate. A VM's Linux pay-as-you-go price is the "Consumption" item
 with unit "1 Hour" whose productName does not end in "Windows" and whose skuName does not end in "Spot" or
 "Low Priority"; the "Spot" item is the spot price. Bastion is serviceName "Azure Bastion", skuName <tier>,
-meterName "<tier> Gateway". These are the filters infracost uses for the same API
-(infracost/infracost internal/resources/azure/linux_virtual_machine.go and bastion_host.go).
+meterName "<tier> Gateway". A NAT gateway's hourly price is serviceName and productName "NAT Gateway" with unit
+"1 Hour", priced globally rather than per region (its data-processed meter is per GB). These are the filters
+infracost uses for the same API (infracost/infracost internal/resources/azure/linux_virtual_machine.go,
+bastion_host.go, internal/providers/terraform/azure/nat_gateway.go).
 """
 
 from __future__ import annotations
@@ -45,6 +47,9 @@ def bastion_meter(tier: str) -> str:
     return f"bastion:{tier}"
 
 
+NAT_GATEWAY_METER = "nat-gateway"
+
+
 def meter_of(item: dict[str, Any]) -> str | None:
     """The hpclz meter a Retail Prices API item prices, or None when hpclz does not use it."""
     if item.get("type") != "Consumption" or item.get("currencyCode", CURRENCY) != CURRENCY:
@@ -56,12 +61,11 @@ def meter_of(item: dict[str, Any]) -> str | None:
         if str(item.get("meterName", "")).endswith(("Expired", "Free")) or not item.get("armSkuName"):
             return None
         return vm_meter(str(item["armSkuName"]), spot=sku.endswith(" Spot"))
-    if (
-        service == "Azure Bastion"
-        and item.get("meterName") == f"{sku} Gateway"
-        and item.get("unitOfMeasure") == "1 Hour"
-    ):
+    hourly = item.get("unitOfMeasure") == "1 Hour"
+    if service == "Azure Bastion" and item.get("meterName") == f"{sku} Gateway" and hourly:
         return bastion_meter(sku)
+    if service == "NAT Gateway" and item.get("productName") == "NAT Gateway" and hourly:
+        return NAT_GATEWAY_METER
     return None
 
 

@@ -51,6 +51,8 @@ def filters(config: LandingZoneConfig) -> list[str]:
     ]
     if config.network.bastion.enabled:
         out.append(f"serviceName eq 'Azure Bastion' and armRegionName eq {region}")
+    if config.network.nat_gateway.enabled:  # one global price, not per region (prices.py)
+        out.append("serviceName eq 'NAT Gateway' and productName eq 'NAT Gateway'")
     return out
 
 
