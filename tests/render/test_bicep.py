@@ -193,6 +193,10 @@ def test_render_format_bicep_writes_main_and_modules(run_cli, tmp_path: Path) ->
         Path(e["template"]).name for e in manifest["deployments"]
     )
     assert not list(out.glob("*.template.json"))
+    as_json = json.loads(
+        run_cli("render", preset, "--out", str(out), "--no-gates", "--format", "bicep", "-o", "json").stdout
+    )
+    assert as_json["result"]["format"] == "bicep" and any(w.endswith(MAIN) for w in as_json["result"]["written"])
     # Rendering ARM into the same folder replaces the Bicep instead of mixing the two.
     assert run_cli("render", preset, "--out", str(out), "--no-gates").exit_code == 0
     assert not (out / MAIN).exists() and not (out / "modules").exists() and list(out.glob("*.template.json"))

@@ -29,6 +29,7 @@ class RenderResult(BaseModel):
     gates_run: list[str] = Field(default_factory=list)
     gates_not_run: dict[str, str] = Field(default_factory=dict, description="gate -> why it did not run")
     notes: list[str] = Field(default_factory=list, description="Config the templates deliberately leave out, and why.")
+    template_format: str = Field(default="arm", description="arm (ARM JSON) or bicep (main.bicep and modules).")
 
     @property
     def ok(self) -> bool:
@@ -44,6 +45,7 @@ class RenderResult(BaseModel):
         return {
             "file": self.file,
             "out_dir": self.out_dir,
+            "format": self.template_format,
             "config_hash": self.plan.config_hash if self.plan else None,
             "deployments": [summary(d) for d in (self.plan.deployments if self.plan else [])],
             "written": self.written,
@@ -82,6 +84,7 @@ def render(
         gates_run=gates_run,
         gates_not_run=gates_not_run,
         notes=not_rendered(loaded.config),
+        template_format=template_format,
     )
 
 
