@@ -11,7 +11,6 @@ so an ARM expression tree is printed call for call; only parameters('x') becomes
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from typing import Any
 
 from hpclz.arm.expressions import Call, Expr, Index, Literal, Property, parse_template_string
@@ -19,9 +18,6 @@ from hpclz.arm.expressions import Call, Expr, Index, Literal, Property, parse_te
 IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 INDENT = "  "
 _ESCAPES = {"\\": "\\\\", "'": "\\'", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
-
-# Turns an ARM expression that names a resource (a dependsOn entry, say) into a Bicep symbol, or None.
-SymbolLookup = Callable[[Expr], str | None]
 
 
 class BicepExportError(ValueError):
