@@ -43,12 +43,15 @@ def estimate_lines(est: Estimate) -> list[str]:
         f"  Partitions (every node, {est.partition_hours:g} h/month):",
         *(_line(li) for li in est.lines if li.group == "partition"),
     ]
-    bound = "at least " if est.unpriced else ""
-    missing = f" ({est.unpriced} lines without a price)" if est.unpriced else ""
-    out.append(
-        f"  Total: {bound}{usd(est.total_usd)}/month = baseline {usd(est.baseline_usd)} + partitions "
-        f"{usd(est.partitions_usd)}{missing}"
-    )
+    if est.unpriced == len(est.lines):
+        out.append("  Total: unknown: no line has a price here; `hpclz prices refresh CONFIG` reads current ones")
+    else:
+        bound = "at least " if est.unpriced else ""
+        missing = f" ({est.unpriced} lines without a price)" if est.unpriced else ""
+        out.append(
+            f"  Total: {bound}{usd(est.total_usd)}/month = baseline {usd(est.baseline_usd)} + partitions "
+            f"{usd(est.partitions_usd)}{missing}"
+        )
     if est.delta_usd is not None:
         sign = "+" if est.delta_usd >= 0 else "-"
         out.append(f"  Change against the last apply: {sign}{usd(abs(est.delta_usd))}/month (priced lines)")
