@@ -79,8 +79,8 @@ def deploy(
                     out.print(f"  {step}", highlight=False, soft_wrap=True)
             elif result.stage in ("validate", "preflight"):
                 out.print(f"[red]✗[/] {result.stage} failed; nothing was deployed")
-            elif result.stage == "confirm":
-                out.print("nothing deployed")
+            elif result.cancelled:
+                out.print("cancelled: nothing deployed")
             else:
                 out.print(
                     f"[red]✗[/] deploy did not finish; fix the error and rerun `hpclz deploy {result.file}` to resume"

@@ -44,6 +44,9 @@ def destroy(
         result = run_destroy(config, include_data=include_data, confirm=confirm, on_event=on_event)
 
         def human(out: Console) -> None:
+            if result.cancelled:
+                out.print("cancelled: nothing deleted")
+                return
             if not result.outcomes:
                 out.print(f"nothing to destroy: the state of {result.file} lists no resources")
                 return

@@ -37,6 +37,7 @@ class DeployResult(BaseModel):
     outputs: dict[str, Any] = Field(default_factory=dict)
     next_steps: list[str] = Field(default_factory=list)
     state_location: str | None = None
+    cancelled: bool = Field(False, description="The person answered no at the confirmation: nothing was deployed.")
     exit_code: ExitCode = ExitCode.OK
 
     @property
@@ -211,7 +212,9 @@ def _apply(
             plan = check_saved_plan(saved, path, loaded, doc)  # refuses a plan made against another config or state
         result.stage = "confirm"
         if not confirm(plan, doc):
-            result.exit_code = ExitCode.INTERRUPTED
+            # A "no" is a decision, not an interruption: exit 1 (docs/exit-codes.md); Ctrl-C at the prompt is 130.
+            result.cancelled = True
+            result.exit_code = ExitCode.FAILED
             return result
         result.stage = "deploy"
         doc = doc or backend.write(new_state(loaded.config))

@@ -20,6 +20,7 @@ class DestroyResult(BaseModel):
     kept: list[str] = Field(default_factory=list)
     failed: list[str] = Field(default_factory=list)
     state_location: str | None = None
+    cancelled: bool = Field(False, description="The person answered no at the confirmation: nothing was deleted.")
     exit_code: ExitCode = ExitCode.OK
 
     def payload(self) -> dict[str, Any]:
@@ -68,7 +69,9 @@ def destroy(
         arm = Arm(AzureClients(subscription, settings, credential))
         check_access(arm)
         if not confirm(doc):
-            result.exit_code = ExitCode.INTERRUPTED
+            # A "no" is a decision, not an interruption: exit 1 (docs/exit-codes.md); Ctrl-C at the prompt is 130.
+            result.cancelled = True
+            result.exit_code = ExitCode.FAILED
             return result
         destroyer = Destroyer(arm, doc, reverse_order(loaded, doc), on_event)
         with azure_errors("destroy"):
