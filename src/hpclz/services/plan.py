@@ -6,13 +6,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from hpclz.config.loader import LoadedConfig, load_config
 from hpclz.config.root import LandingZoneConfig
 from hpclz.cost.estimate import Estimate, estimate, with_delta
 from hpclz.errors import ExitCode
 from hpclz.findings import Finding, Severity
+from hpclz.output import CommandResult, ResultBody
 from hpclz.plan.changeset import ChangeSet, StateRef
 from hpclz.plan.config_diff import config_changes
 from hpclz.plan.offline import create_change, offline_changeset
@@ -22,7 +23,7 @@ from hpclz.render.model import DeploymentPlan, Scope
 from hpclz.state.model import StateDocument
 
 
-class PlanResult(BaseModel):
+class PlanResult(ResultBody):
     file: str
     changes: ChangeSet | None = None
     findings: list[Finding] = Field(default_factory=list)
@@ -31,7 +32,6 @@ class PlanResult(BaseModel):
     detailed_exitcode: bool = False
     estimate: Estimate | None = Field(default=None, description="Monthly cost estimate (hpclz.cost).")
 
-    @property
     def exit_code(self) -> ExitCode:
         if self.changes is None or self.changes.blocked:
             return ExitCode.FAILED
@@ -39,7 +39,7 @@ class PlanResult(BaseModel):
             return ExitCode.CHANGES_PRESENT
         return ExitCode.OK
 
-    def payload(self) -> dict[str, Any]:
+    def json_body(self) -> dict[str, Any]:
         body: dict[str, Any] = {"file": self.file, "state_location": self.state_location, "saved_to": self.saved_to}
         if self.changes is not None:
             body.update(self.changes.payload())
@@ -55,6 +55,19 @@ def plan(
     out: str | Path | None = None,
     detailed_exitcode: bool = False,
     suppress: list[str] | None = None,
+    hours: float | None = None,
+) -> CommandResult[PlanResult]:
+    result = _plan(path, what_if=what_if, out=out, detailed_exitcode=detailed_exitcode, suppress=suppress, hours=hours)
+    return CommandResult(command="plan", payload=result, findings=result.findings, exit_code=result.exit_code())
+
+
+def _plan(
+    path: str | Path,
+    *,
+    what_if: bool,
+    out: str | Path | None,
+    detailed_exitcode: bool,
+    suppress: list[str] | None,
     hours: float | None = None,
 ) -> PlanResult:
     from hpclz.deploy.backends import open_backend

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from hpclz.config.loader import load_config
+from hpclz.output import CommandResult, ResultBody
 
 
-class RefreshResult(BaseModel):
+class RefreshResult(ResultBody):
     file: str
     region: str
     endpoint: str
@@ -21,11 +21,14 @@ class RefreshResult(BaseModel):
     missing: list[str] = Field(description="Meters the estimate needs that the API did not price.")
     notes: list[str] = Field(default_factory=list)
 
-    def payload(self) -> dict[str, Any]:
-        return self.model_dump(mode="json")
+
+def refresh_prices(
+    path: str | Path, *, endpoint: str | None = None, cache_dir: Path | None = None
+) -> CommandResult[RefreshResult]:
+    return CommandResult(command="prices refresh", payload=_refresh(path, endpoint, cache_dir))
 
 
-def refresh_prices(path: str | Path, *, endpoint: str | None = None, cache_dir: Path | None = None) -> RefreshResult:
+def _refresh(path: str | Path, endpoint: str | None, cache_dir: Path | None) -> RefreshResult:
     from hpclz.cost.retail import ENDPOINT, refresh
 
     loaded = load_config(path)

@@ -114,7 +114,7 @@ def resource_lines_quiet(change: ResourceChange) -> list[str]:
 
 def impacts(cs: ChangeSet) -> list[str]:
     """Operational impact, one line each: what the engineer must do or will lose before applying.
-    ("Impact", not "Cost": money is the estimate's word, hpclz.plan.money.)"""
+    ("Impact", not "Cost": money is the estimate's word, hpclz.cli.views.money.)"""
     out = []
     drains = sorted({c.verdict.action_needed for c in cs.config_changes if c.verdict.policy is Policy.DRAIN_PARTITION})
     out += [escape(d) for d in drains if d]
