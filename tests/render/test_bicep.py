@@ -114,6 +114,7 @@ def test_secret_values_never_reach_bicep(exported: tuple[DeploymentPlan, Path]) 
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(600)  # one checkov run over four presets: 10-20 s alone, longer on a loaded 2-core runner
 def test_checkov_bicep_framework_scans_every_preset_clean(tmp_path: Path) -> None:
     checkov = find_checkov()
     require(checkov is not None, "checkov (scripts/install-test-deps)")
