@@ -21,7 +21,7 @@ from typing import Any
 from hpclz import __version__
 from hpclz.catalog import load_catalog
 from hpclz.config.compute import Partition
-from hpclz.config.storage import ExistingLustre
+from hpclz.config.storage import ExistingLustre, ExistingShared
 from hpclz.errors import ExitCode, HpclzError
 from hpclz.render.arm import API_VERSIONS, resource_path
 from hpclz.render.engine import Safe, render_text
@@ -95,6 +95,37 @@ def _mounts(zone: Zone) -> list[dict[str, Any]]:
     return mounts
 
 
+# The mount the Azure Files NFS docs give, nconnect included:
+# https://learn.microsoft.com/en-us/azure/storage/files/storage-files-how-to-mount-nfs-shares
+AZURE_FILES_NFS_OPTIONS = "vers=4,minorversion=1,sec=sys,nconnect=4"
+
+
+def shared_mounts(zone: Zone) -> dict[str, str] | None:
+    """Where every node (scheduler, login, compute) mounts shared home and /sched, as CycleCloud mount
+    settings: an NFS address and export paths, none of which needs the deployment to have run."""
+    shared = zone.config.storage.shared
+    if isinstance(shared, ExistingShared):
+        return {
+            "address": shared.address,
+            "home_export": shared.home_export,
+            "sched_export": shared.sched_export,
+            "options": shared.options,
+            "mount_point": shared.mount_point,
+        }
+    files = zone.shared_files
+    if files is None:
+        return None
+    account = zone.shared_account_name
+    return {
+        # The private endpoint's record in privatelink.file.core.windows.net answers for this name inside the VNet.
+        "address": f"{account}.file.core.windows.net",
+        "home_export": f"/{account}/home",
+        "sched_export": f"/{account}/sched",
+        "options": AZURE_FILES_NFS_OPTIONS,
+        "mount_point": files.mount_point,
+    }
+
+
 def _scratch(zone: Zone, partition: Partition) -> dict[str, str] | None:
     scratch = zone.config.storage.scratch
     nvme = partition.active_nvme_scratch
@@ -165,6 +196,7 @@ def cluster_files(zone: Zone) -> dict[str, str]:
             (p.idle_shutdown_minutes * 60 for p in partitions if p.idle_shutdown_minutes), default=None
         ),
         login_an=accelerated(zone, config.compute.login.vm_size),
+        shared=shared_mounts(zone),
     )
     identity = "/subscriptions/@SUBSCRIPTION_ID@/" + _compute_identity(zone)
     parameters = {
