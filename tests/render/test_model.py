@@ -18,6 +18,7 @@ UNTAGGABLE = {
     "microsoft.keyvault/vaults/secrets",
     "microsoft.storage/storageaccounts/blobservices",
     "microsoft.storage/storageaccounts/blobservices/containers",
+    "microsoft.storage/storageaccounts/fileservices/shares",
     "microsoft.storage/storageaccounts/managementpolicies",
     "microsoft.network/privateendpoints/privatednszonegroups",
     "microsoft.network/virtualnetworks/virtualnetworkpeerings",

@@ -200,7 +200,7 @@ CASES: dict[str, list[Case]] = {
         Case("manufacturing", _set("storage.netapp.pool_size_tib", 4)),
         Case("manufacturing", _set("storage.netapp.pool_size_tib", 4096)),
     ],
-    "HPCLZ-STO-004": [Case("manufacturing", _set("storage.netapp.volumes.2.quota_gib", 204800))],
+    "HPCLZ-STO-004": [Case("manufacturing", _set("storage.netapp.volumes.1.quota_gib", 204800))],
     "HPCLZ-STO-005": [
         Case(
             "ai-training",
@@ -220,7 +220,7 @@ CASES: dict[str, list[Case]] = {
     ],
     "HPCLZ-STO-010": [Case("ai-training", _set("storage.blob.replication", "LRS"))],
     "HPCLZ-STO-011": [
-        Case("manufacturing", _set("storage.netapp.volumes.1.mount_point", "/shared/home/")),
+        Case("manufacturing", _set("storage.netapp.volumes.1.mount_point", "/anf/apps/")),
         Case("ai-training", _set(f"{P}.0.nvme_scratch.mount_point", "/lustre")),
     ],
     "HPCLZ-IDN-007": [
@@ -230,6 +230,17 @@ CASES: dict[str, list[Case]] = {
     "HPCLZ-STO-012": [
         Case("ai-training", _set("identity.managed_identities.compute", False)),
         Case("manufacturing", _set("identity.managed_identities", {"scheduler": True, "compute": False})),
+    ],
+    # 99 GiB: one under the premium minimum (learn.microsoft.com/azure/storage/files/understanding-billing).
+    "HPCLZ-STO-040": [
+        Case("energy", _set("storage.shared.sched_gib", 99)),
+        Case("finance", _set("storage.shared.home_gib", 50)),
+    ],
+    "HPCLZ-STO-041": [Case("ai-training", _set("network.vnet.subnets.private_endpoints", DELETE))],
+    "HPCLZ-STO-042": [
+        Case("manufacturing", _set("storage.netapp.volumes.0.mount_point", "/shared/apps")),
+        Case("energy", _set("storage.shared.mount_point", "/sched")),
+        Case("ai-training", _set("storage.shared.mount_point", "/scratch/home")),
     ],
     "HPCLZ-MON-001": [Case("ai-training", _set("monitoring", {"mode": "disabled"}))],
     "HPCLZ-MON-002": [Case("energy", _set("monitoring.retention_days", 30))],

@@ -10,6 +10,7 @@ from hpclz.rules.config.identity import IDENTITY_RULES
 from hpclz.rules.config.network import NETWORK_RULES
 from hpclz.rules.config.operations import COST_RULES, MAINTENANCE_RULES, MONITORING_RULES
 from hpclz.rules.config.organization import ORGANIZATION_RULES
+from hpclz.rules.config.shared import SHARED_RULES
 from hpclz.rules.config.storage import STORAGE_RULES
 
 CONFIG_RULES: tuple[type[Rule[Any]], ...] = (
@@ -18,6 +19,7 @@ CONFIG_RULES: tuple[type[Rule[Any]], ...] = (
     *NETWORK_RULES,
     *COMPUTE_RULES,
     *STORAGE_RULES,
+    *SHARED_RULES,
     *MONITORING_RULES,
     *MAINTENANCE_RULES,
     *COST_RULES,
