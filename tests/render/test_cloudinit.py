@@ -213,3 +213,40 @@ def test_shared_home_and_sched_are_cyclecloud_nfs_mounts_on_every_node() -> None
         # The options the Azure Files NFS mount docs give (storage-files-how-to-mount-nfs-shares).
         assert 'options = "vers=4,minorversion=1,sec=sys,nconnect=4"' in block
     assert "cyclecloud.exports.sched.disabled = true" in defaults
+
+
+def test_accounting_wires_slurmdbd_through_cluster_settings_and_never_renders_the_password() -> None:
+    """cyclecloud-slurm's slurm.accounting.{enabled,url,user,password} (Azure/cyclecloud-slurm templates/slurm.txt)."""
+
+    def edit(data: dict[str, Any]) -> None:
+        data["compute"]["accounting"] = {
+            "mode": "existing",
+            "url": "slurmdb-prod.mysql.database.azure.com",
+            "user": "slurmdbd",
+            "password_secret": "slurmdb-password",
+        }
+        data["identity"]["key_vault"]["secrets"]["slurmdb-password"] = "never-rendered-value"
+
+    plan = variant("finance", edit)
+    (compute,) = [d for d in plan.deployments if d.component == "compute"]
+    template = compute.artifacts["cyclecloud/slurm-cluster.txt"]
+    assert "slurm.accounting.enabled = true" in template
+    assert 'slurm.accounting.url = "slurmdb-prod.mysql.database.azure.com"' in template
+    assert 'slurm.accounting.user = "slurmdbd"' in template
+    assert "slurm.accounting.password = $AccountingPassword" in template
+    everything = json.dumps([d.template for d in plan.deployments]) + json.dumps(
+        [d.artifacts for d in plan.deployments]
+    )
+    assert "never-rendered-value" not in everything
+    (identity,) = [d for d in plan.deployments if d.component == "identity"]
+    roles = [
+        r["properties"]["description"]
+        for r in identity.template["resources"]
+        if r["type"] == "Microsoft.Authorization/roleAssignments"
+    ]
+    assert any("Key Vault Secrets User" in text and "scheduler" in text for text in roles), roles
+
+
+def test_accounting_is_off_unless_configured() -> None:
+    template = _artifacts("energy")["cyclecloud/slurm-cluster.txt"]
+    assert "slurm.accounting.enabled = false" in template and "AccountingPassword" not in template

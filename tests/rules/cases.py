@@ -71,6 +71,12 @@ def _all(*mutations: Mutation) -> Mutation:
 DELETE = object()
 SUBNETS = "network.vnet.subnets"
 P = "compute.partitions"
+ACCOUNTING = {
+    "mode": "existing",
+    "url": "slurmdb-prod.mysql.database.azure.com",
+    "user": "slurmdbd",
+    "password_secret": "slurmdb-password",
+}
 
 CASES: dict[str, list[Case]] = {
     "HPCLZ-ORG-001": [Case("ai-training", _set("organization.required_tags", ["owner", "costCenter", "project"]))],
@@ -241,6 +247,21 @@ CASES: dict[str, list[Case]] = {
         Case("manufacturing", _set("storage.netapp.volumes.0.mount_point", "/shared/apps")),
         Case("energy", _set("storage.shared.mount_point", "/sched")),
         Case("ai-training", _set("storage.shared.mount_point", "/scratch/home")),
+    ],
+    # A MySQL flexible server's host name form: <server>.mysql.database.azure.com (learn.microsoft.com/azure/mysql).
+    "HPCLZ-CMP-040": [
+        Case("finance", _set("compute.accounting", {**ACCOUNTING, "password_secret": "missing"})),
+        Case("energy", _set("compute.accounting", ACCOUNTING)),
+    ],
+    "HPCLZ-CMP-041": [
+        Case(
+            "ai-training",
+            _all(
+                _set("compute.accounting", ACCOUNTING),
+                _set("identity.key_vault.secrets", {"slurmdb-password": "${env:SLURMDB_PASSWORD}"}),
+                _set("identity.managed_identities.scheduler", False),
+            ),
+        )
     ],
     "HPCLZ-MON-001": [Case("ai-training", _set("monitoring", {"mode": "disabled"}))],
     "HPCLZ-MON-002": [Case("energy", _set("monitoring.retention_days", 30))],

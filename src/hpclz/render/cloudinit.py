@@ -20,7 +20,7 @@ from typing import Any
 
 from hpclz import __version__
 from hpclz.catalog import load_catalog
-from hpclz.config.compute import Partition
+from hpclz.config.compute import ExistingAccounting, Partition
 from hpclz.config.storage import ExistingLustre, ExistingShared
 from hpclz.errors import ExitCode, HpclzError
 from hpclz.render.arm import API_VERSIONS, resource_path
@@ -126,6 +126,25 @@ def shared_mounts(zone: Zone) -> dict[str, str] | None:
     }
 
 
+def accounting_secrets(zone: Zone) -> dict[str, dict[str, str]]:
+    """Cluster parameters hpclz-cluster-sync reads from Key Vault at import time, so that no rendered file,
+    template or state holds them: parameter name -> vault, secret name and the identity that may read it."""
+    accounting = zone.config.compute.accounting
+    if not isinstance(accounting, ExistingAccounting) or zone.key_vault_new is None:
+        return {}
+    identity = _relative_id(
+        zone, "Microsoft.ManagedIdentity/userAssignedIdentities", zone.identity_name("scheduler"), area="management"
+    )
+    return {
+        "AccountingPassword": {
+            "vault": zone.key_vault_name,
+            "secret": accounting.password_secret,
+            "identity": identity,
+            "path": "compute.accounting.password_secret",
+        }
+    }
+
+
 def _scratch(zone: Zone, partition: Partition) -> dict[str, str] | None:
     scratch = zone.config.storage.scratch
     nvme = partition.active_nvme_scratch
@@ -197,6 +216,7 @@ def cluster_files(zone: Zone) -> dict[str, str]:
         ),
         login_an=accelerated(zone, config.compute.login.vm_size),
         shared=shared_mounts(zone),
+        accounting=zone.config.compute.accounting if accounting_secrets(zone) else None,
     )
     identity = "/subscriptions/@SUBSCRIPTION_ID@/" + _compute_identity(zone)
     parameters = {
@@ -220,11 +240,15 @@ def cluster_files(zone: Zone) -> dict[str, str]:
         "RMStorageAccount": zone.storage_account_name if zone.blob_new else "",
         "RMStorageContainer": "cyclecloud",
     }
-    return {
+    files = {
         "slurm-cluster.txt": template,
         "slurm-params.json": json.dumps(parameters, indent=2, sort_keys=True) + "\n",
         "azure-account.json": json.dumps(account, indent=2, sort_keys=True) + "\n",
     }
+    secrets = accounting_secrets(zone)
+    if secrets:
+        files["secret-parameters.json"] = json.dumps(secrets, indent=2, sort_keys=True) + "\n"
+    return files
 
 
 def cluster_name(zone: Zone) -> str:
@@ -257,6 +281,8 @@ def user_data_document(zone: Zone, files: dict[str, str]) -> str:
         "parameters": files["slurm-params.json"],
         "account": files["azure-account.json"],
     }
+    if "secret-parameters.json" in files:
+        document["secret_parameters"] = files["secret-parameters.json"]
     return dumps(document)
 
 
