@@ -46,6 +46,15 @@ def test_destroy_keeps_data_then_include_data_removes_everything(arm: ArmStandIn
     left_types = {r["type"] for r in arm.world.resources.values()}
     assert "Microsoft.StorageCache/amlFilesystems" in left_types
     assert "Microsoft.Storage/storageAccounts" in left_types
+    # storage.shared: home directories and /sched are data, kept with their NFS shares.
+    kinds = {r.get("kind") for r in arm.world.resources.values() if r["type"] == "Microsoft.Storage/storageAccounts"}
+    assert "FileStorage" in kinds
+    shares = [
+        k
+        for k, r in arm.world.resources.items()
+        if r["type"] == "Microsoft.Storage/storageAccounts/fileServices/shares"
+    ]
+    assert sorted(k.rsplit("/", 1)[1] for k in shares) == ["home", "sched"]
     assert "Microsoft.ManagedIdentity/userAssignedIdentities" not in left_types
     assert "Microsoft.Network/bastionHosts" not in left_types
     assert "rg-aitrain-storage-prod-eus2" in arm.world.groups
