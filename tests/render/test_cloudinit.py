@@ -248,5 +248,5 @@ def test_accounting_wires_slurmdbd_through_cluster_settings_and_never_renders_th
 
 
 def test_accounting_is_off_unless_configured() -> None:
-    template = _artifacts("energy")["cyclecloud/slurm-cluster.txt"]
+    template = _artifacts("manufacturing")["cyclecloud/slurm-cluster.txt"]
     assert "slurm.accounting.enabled = false" in template and "AccountingPassword" not in template

@@ -84,9 +84,12 @@ class FakeVault(BaseHTTPRequestHandler):
         pass
 
 
-@pytest.fixture
-def vault() -> Iterator[str]:
+@pytest.fixture(autouse=True)
+def vault(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """Every run may read a secret: the finance preset keeps its accounting password in Key Vault."""
+    FakeVault.secrets = {f"{spec['vault']}/{spec['secret']}": "preset-password" for spec in _secret_specs()}
     with serve(FakeVault) as url:
+        monkeypatch.setenv("HPCLZ_VAULT_URL", url + "/{vault}")
         yield url
 
 
@@ -120,11 +123,13 @@ def _document(stem: str = "finance") -> str:
     return compute.artifacts["cloud-init/cyclecloud-userdata.json"]
 
 
-def _run(box: dict[str, Path], imds: str, document: str, vault: str = "") -> tuple[int, list[str]]:
+def _secret_specs(stem: str = "finance") -> list[dict[str, str]]:
+    return list(json.loads(json.loads(_document(stem)).get("secret_parameters") or "{}").values())
+
+
+def _run(box: dict[str, Path], imds: str, document: str) -> tuple[int, list[str]]:
     FakeImds.user_data = user_data(document)
     env = {**os.environ, "HPCLZ_IMDS_URL": imds, "PATH": f"{box['bin']}:{os.environ['PATH']}"}
-    if vault:
-        env["HPCLZ_VAULT_URL"] = vault + "/{vault}"
     args = ["--state", str(box["state"]), "--project", str(box["project"]), "--log", str(box["log"])]
     done = subprocess.run([sys.executable, str(SYNC), *args], env=env, capture_output=True, text=True, timeout=60)
     calls = box["calls"].read_text(encoding="utf-8").splitlines() if box["calls"].exists() else []
@@ -147,6 +152,7 @@ def test_first_run_applies_the_account_uploads_the_project_and_imports(box: dict
     assert (state / "slurm-cluster.txt").read_text(encoding="utf-8") == document["template"]
     parameters = json.loads((state / "slurm-params.json").read_text(encoding="utf-8"))
     assert parameters["NodeIdentities"].startswith(f"/subscriptions/{SUBSCRIPTION}/resourceGroups/")
+    assert parameters["AccountingPassword"] == "preset-password"  # read from the vault stand-in
     account = json.loads((state / "azure-account.json").read_text(encoding="utf-8"))
     assert account["AzureRMSubscriptionId"] == SUBSCRIPTION
     assert (state / "azure-account.json").stat().st_mode & 0o077 == 0
@@ -223,7 +229,7 @@ def test_the_accounting_password_is_read_from_key_vault_at_import(box: dict[str,
     spec = json.loads(document["secret_parameters"])["AccountingPassword"]
     FakeVault.secrets = {f"{spec['vault']}/slurmdb-password": "s3cret-from-vault"}
     FakeImds.token_queries = []
-    rc, calls = _run(box, imds, json.dumps(document), vault)
+    rc, calls = _run(box, imds, json.dumps(document))
     assert rc == 0 and calls[-1].endswith("start_cluster riskgrid-prod")
     params = box["state"] / "slurm-params.json"
     assert json.loads(params.read_text(encoding="utf-8"))["AccountingPassword"] == "s3cret-from-vault"
@@ -238,7 +244,7 @@ def test_a_missing_accounting_secret_stops_the_import_and_is_retried(
     box: dict[str, Path], imds: str, vault: str
 ) -> None:
     FakeVault.secrets = {}
-    rc, calls = _run(box, imds, _accounting_document(), vault)
+    rc, calls = _run(box, imds, _accounting_document())
     assert rc == 1
     assert not any("import_cluster" in c for c in calls)
     assert "HTTP Error 404" in box["log"].read_text(encoding="utf-8")

@@ -251,7 +251,7 @@ CASES: dict[str, list[Case]] = {
     # A MySQL flexible server's host name form: <server>.mysql.database.azure.com (learn.microsoft.com/azure/mysql).
     "HPCLZ-CMP-040": [
         Case("finance", _set("compute.accounting", {**ACCOUNTING, "password_secret": "missing"})),
-        Case("energy", _set("compute.accounting", ACCOUNTING)),
+        Case("energy", _set("identity.key_vault.secrets", {})),
     ],
     "HPCLZ-CMP-041": [
         Case(
