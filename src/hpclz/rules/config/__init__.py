@@ -5,13 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from hpclz.rules.base import Rule
-from hpclz.rules.config.accounting import ACCOUNTING_RULES
 from hpclz.rules.config.compute import COMPUTE_RULES
 from hpclz.rules.config.identity import IDENTITY_RULES
 from hpclz.rules.config.network import NETWORK_RULES
 from hpclz.rules.config.operations import COST_RULES, MAINTENANCE_RULES, MONITORING_RULES
 from hpclz.rules.config.organization import ORGANIZATION_RULES
-from hpclz.rules.config.shared import SHARED_RULES
 from hpclz.rules.config.storage import STORAGE_RULES
 
 CONFIG_RULES: tuple[type[Rule[Any]], ...] = (
@@ -19,9 +17,7 @@ CONFIG_RULES: tuple[type[Rule[Any]], ...] = (
     *IDENTITY_RULES,
     *NETWORK_RULES,
     *COMPUTE_RULES,
-    *ACCOUNTING_RULES,
     *STORAGE_RULES,
-    *SHARED_RULES,
     *MONITORING_RULES,
     *MAINTENANCE_RULES,
     *COST_RULES,
