@@ -92,7 +92,7 @@ def vault_secret(spec, subscription):
         }
     )
     token = json.loads(imds(IMDS + "/metadata/identity/oauth2/token?" + query))["access_token"]
-    url = VAULT_URL.format(vault=spec["vault"]) + "/secrets/" + spec["secret"] + "?api-version=" + VAULT_API
+    url = VAULT_URL.format(vault=spec["vault"]) + "/secrets/" + spec["name"] + "?api-version=" + VAULT_API
     request = urllib.request.Request(url, headers={"Authorization": "Bearer " + token})
     with urllib.request.urlopen(request, timeout=30) as response:
         return json.loads(response.read().decode())["value"]

@@ -223,7 +223,7 @@ def test_accounting_wires_slurmdbd_through_cluster_settings_and_never_renders_th
             "mode": "existing",
             "url": "slurmdb-prod.mysql.database.azure.com",
             "user": "slurmdbd",
-            "password_secret": "slurmdb-password",
+            "password_secret_name": "slurmdb-password",
         }
         data["identity"]["key_vault"]["secrets"]["slurmdb-password"] = "never-rendered-value"
 

@@ -87,7 +87,7 @@ class FakeVault(BaseHTTPRequestHandler):
 @pytest.fixture(autouse=True)
 def vault(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """Every run may read a secret: the finance preset keeps its accounting password in Key Vault."""
-    FakeVault.secrets = {f"{spec['vault']}/{spec['secret']}": "preset-password" for spec in _secret_specs()}
+    FakeVault.secrets = {f"{spec['vault']}/{spec['name']}": "preset-password" for spec in _secret_specs()}
     with serve(FakeVault) as url:
         monkeypatch.setenv("HPCLZ_VAULT_URL", url + "/{vault}")
         yield url
@@ -216,7 +216,7 @@ def _accounting_document() -> str:
             "mode": "existing",
             "url": "slurmdb-prod.mysql.database.azure.com",
             "user": "slurmdbd",
-            "password_secret": "slurmdb-password",
+            "password_secret_name": "slurmdb-password",
         }
         data["identity"]["key_vault"]["secrets"]["slurmdb-password"] = "${env:SLURMDB_PASSWORD}"
 

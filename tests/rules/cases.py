@@ -75,7 +75,7 @@ ACCOUNTING = {
     "mode": "existing",
     "url": "slurmdb-prod.mysql.database.azure.com",
     "user": "slurmdbd",
-    "password_secret": "slurmdb-password",
+    "password_secret_name": "slurmdb-password",
 }
 
 CASES: dict[str, list[Case]] = {
@@ -250,7 +250,7 @@ CASES: dict[str, list[Case]] = {
     ],
     # A MySQL flexible server's host name form: <server>.mysql.database.azure.com (learn.microsoft.com/azure/mysql).
     "HPCLZ-CMP-040": [
-        Case("finance", _set("compute.accounting", {**ACCOUNTING, "password_secret": "missing"})),
+        Case("finance", _set("compute.accounting", {**ACCOUNTING, "password_secret_name": "missing"})),
         Case("energy", _set("identity.key_vault.secrets", {})),
     ],
     "HPCLZ-CMP-041": [

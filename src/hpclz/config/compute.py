@@ -113,7 +113,7 @@ class ExistingAccounting(StrictModel):
         json_schema_extra=policy("restart_nodes"),
     )
     user: str = Field(pattern=r"^[A-Za-z0-9_.@-]{1,80}$", json_schema_extra=policy("restart_nodes"))
-    password_secret: str = Field(
+    password_secret_name: str = Field(
         pattern=r"^[0-9a-zA-Z-]{1,127}$",
         description="Name of the identity.key_vault.secrets entry that holds the database password.",
         json_schema_extra=policy("restart_nodes"),

@@ -138,9 +138,9 @@ def accounting_secrets(zone: Zone) -> dict[str, dict[str, str]]:
     return {
         "AccountingPassword": {
             "vault": zone.key_vault_name,
-            "secret": accounting.password_secret,
+            "name": accounting.password_secret_name,
             "identity": identity,
-            "path": "compute.accounting.password_secret",
+            "path": "compute.accounting.password_secret_name",
         }
     }
 

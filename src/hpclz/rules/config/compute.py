@@ -325,14 +325,14 @@ class AccountingPasswordInVault(Rule[ConfigContext]):
         if not isinstance(vault, NewKeyVault):
             yield self.finding(
                 ctx,
-                (*ACCOUNTING, "password_secret"),
+                (*ACCOUNTING, "password_secret_name"),
                 f"the password is read from the Key Vault hpclz creates, but identity.key_vault.mode is {vault.mode}",
             )
-        elif accounting.password_secret not in vault.secrets:
+        elif accounting.password_secret_name not in vault.secrets:
             yield self.finding(
                 ctx,
-                (*ACCOUNTING, "password_secret"),
-                f"secret {accounting.password_secret!r} is not among identity.key_vault.secrets",
+                (*ACCOUNTING, "password_secret_name"),
+                f"secret {accounting.password_secret_name!r} is not among identity.key_vault.secrets",
             )
 
 
