@@ -88,7 +88,18 @@ CYCLECLOUD_LABEL = "cc"
 
 
 def region_code(location: str) -> str:
-    return REGION_CODES.get(location, location[:6])
+    if location in REGION_CODES:
+        return REGION_CODES[location]
+    from hpclz.catalog import load_regions
+
+    regions = load_regions()
+    if regions.get(location) is None:
+        # A misspelt region is reported once (HPCLZ-ORG-005, did you mean ...); naming it after the region meant
+        # keeps that typo from reappearing as name-length errors on every resource.
+        close = regions.similar(location)
+        if close:
+            return region_code(close[0])
+    return location[:6]
 
 
 class NameBuilder:

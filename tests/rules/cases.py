@@ -77,6 +77,10 @@ CASES: dict[str, list[Case]] = {
     "HPCLZ-ORG-002": [Case("energy", _set("metadata.location", "westeurope"))],
     "HPCLZ-ORG-003": [Case("ai-training", _set("metadata.tags.team/name", "hpc"))],
     "HPCLZ-ORG-004": [Case("ai-training", _set("organization.resource_groups", {"compute": "rg compute"}))],
+    "HPCLZ-ORG-005": [
+        Case("ai-training", _set("metadata.location", "westeurpe")),
+        Case("energy", _set("organization.policies.allowed_locations", ["southcentralus", "atlantis"])),
+    ],
     "HPCLZ-IDN-001": [Case("ai-training", _set("identity.groups.readers", [ZERO]))],
     "HPCLZ-IDN-002": [Case("ai-training", _set("identity.groups.readers", ["53f5840a-6a69-4e27-ab39-b50a1723b1fb"]))],
     "HPCLZ-IDN-003": [

@@ -10,6 +10,15 @@ from hpclz.config.base import StrictModel, policy
 
 VM_SIZE_PATTERN = r"^Standard_[A-Za-z0-9_]+$"
 IMAGE_URN_PATTERN = r"^[A-Za-z0-9._-]+:[A-Za-z0-9._-]+:[A-Za-z0-9._-]+:[A-Za-z0-9._-]+$"
+# CycleCloud's ImageName takes a marketplace URN or the resource ID of a custom image, Azure Compute Gallery
+# image versions included (learn.microsoft.com/azure/cyclecloud/how-to/create-custom-image, ms.date 07/01/2025:
+# ".../providers/Microsoft.Compute/galleries/MyGallery/images/MyImage/versions/1.0.0"). A definition without
+# /versions/ deploys its latest version (learn.microsoft.com/azure/virtual-machines/vm-generalized-image-version).
+GALLERY_IMAGE_PATTERN = (
+    r"/subscriptions/[^/]+/resource[Gg]roups/[^/]+/providers/[Mm]icrosoft\.[Cc]ompute/"
+    r"(galleries/[^/]+/images/[^/]+(/versions/[^/]+)?|images/[^/]+)"
+)
+IMAGE_PATTERN = rf"^({IMAGE_URN_PATTERN[1:-1]}|{GALLERY_IMAGE_PATTERN})$"
 DEFAULT_HPC_IMAGE = "microsoft-dsvm:ubuntu-hpc:2204:latest"
 
 
@@ -27,7 +36,7 @@ class CycleCloud(StrictModel):
 
 class NodeRole(StrictModel):
     vm_size: str = Field(pattern=VM_SIZE_PATTERN, json_schema_extra=policy("replace"))
-    image: str = Field(default=DEFAULT_HPC_IMAGE, pattern=IMAGE_URN_PATTERN, json_schema_extra=policy("replace"))
+    image: str = Field(default=DEFAULT_HPC_IMAGE, pattern=IMAGE_PATTERN, json_schema_extra=policy("replace"))
 
 
 class LoginNodes(NodeRole):
@@ -69,7 +78,7 @@ class Partition(StrictModel):
         json_schema_extra=policy("drain_partition"),
     )
     image: str = Field(
-        default=DEFAULT_HPC_IMAGE, pattern=IMAGE_URN_PATTERN, json_schema_extra=policy("drain_partition")
+        default=DEFAULT_HPC_IMAGE, pattern=IMAGE_PATTERN, json_schema_extra=policy("drain_partition")
     )
     infiniband: bool = Field(default=False, json_schema_extra=policy("drain_partition"))
     gpu_clocks: Literal["default", "max"] = Field(

@@ -16,16 +16,22 @@ RESERVED_PARTITION_NAMES = {"default", "login", "scheduler"}
 
 def _unknown(ctx: ConfigContext, size: str) -> str:
     close = ctx.catalog.similar(size)
-    return f"{size} is not in hpclz's SKU catalog" + (f" (did you mean {' or '.join(close)}?)" if close else "")
+    hint = f"did you mean {' or '.join(close)}? " if close else ""
+    return f"{size} is not in hpclz's SKU catalog ({hint}Azure checks it live before deploy, HPCLZ-CMP-101)"
 
 
 class PartitionSizeKnown(Rule[ConfigContext]):
-    """Every other compute rule reasons from the catalog's facts; an unknown size is usually a typo."""
+    """Every other compute rule reasons from the catalog's facts; an unknown size is usually a typo. A warning, not
+    an error: Azure adds sizes faster than the catalog, and deploy checks the size against the live Resource SKUs
+    API (HPCLZ-CMP-101) before anything is created."""
 
     id = "HPCLZ-CMP-001"
-    severity = Severity.ERROR
+    severity = Severity.WARNING
     title = "Partition VM size is not in the SKU catalog"
-    fix = "Use a size from src/hpclz/catalog/skus.json (check spelling and version suffix), or suppress this rule."
+    fix = (
+        "Check the spelling and version suffix (az vm list-skus --location <region> --size <size>); "
+        "a size newer than hpclz's catalog is fine: deploy checks it live."
+    )
 
     def check(self, ctx: ConfigContext) -> Iterable[Finding]:
         for i, partition, sku in ctx.partitions():
@@ -36,10 +42,10 @@ class PartitionSizeKnown(Rule[ConfigContext]):
 
 
 class ServiceSizesKnown(Rule[ConfigContext]):
-    """The scheduler, login nodes and CycleCloud server must be real sizes too."""
+    """The scheduler, login nodes and CycleCloud server must be real sizes too; checked live at deploy like CMP-001."""
 
     id = "HPCLZ-CMP-002"
-    severity = Severity.ERROR
+    severity = Severity.WARNING
     title = "Scheduler, login or CycleCloud VM size is not in the SKU catalog"
     fix = "Use a general-purpose size such as Standard_D8as_v5 or Standard_E8as_v5."
 
