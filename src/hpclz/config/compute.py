@@ -77,9 +77,7 @@ class Partition(StrictModel):
         description="Spot only: USD/hour cap, -1 = pay up to on-demand.",
         json_schema_extra=policy("drain_partition"),
     )
-    image: str = Field(
-        default=DEFAULT_HPC_IMAGE, pattern=IMAGE_PATTERN, json_schema_extra=policy("drain_partition")
-    )
+    image: str = Field(default=DEFAULT_HPC_IMAGE, pattern=IMAGE_PATTERN, json_schema_extra=policy("drain_partition"))
     infiniband: bool = Field(default=False, json_schema_extra=policy("drain_partition"))
     gpu_clocks: Literal["default", "max"] = Field(
         default="default",

@@ -1,10 +1,11 @@
-"""Compute rules: VM sizes against the catalog, GPUs, InfiniBand, spot, Slurm partitions, quota, NVMe."""
+"""Compute rules: VM sizes against the catalog, GPUs, InfiniBand, spot, Slurm partitions, quota, NVMe, images."""
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
+from hpclz.config.source_map import PathPart
 from hpclz.findings import Finding, Severity
 from hpclz.rules.base import Rule
 from hpclz.rules.context import ConfigContext
@@ -306,6 +307,77 @@ class VerifyPartitionsExist(Rule[ConfigContext]):
                 )
 
 
+# learn.microsoft.com/azure/virtual-machines/sizes/gpu-accelerated/ndh100v5-series: "Due to increased GPU memory
+# I/O footprint, the ND H100 v5 requires the use of Generation 2 VMs and marketplace images." Other catalog sizes
+# are left out until their series page is read for the same statement.
+GEN2_ONLY_SIZES = frozenset({"Standard_ND96isr_H100_v5"})
+
+
+def is_custom_image(image: str) -> bool:
+    """A resource ID (gallery or managed image) rather than a marketplace URN."""
+    return image.startswith("/")
+
+
+def custom_images(ctx: ConfigContext) -> Iterator[tuple[tuple[PathPart, ...], str, str, str]]:
+    """(config path, who, VM size, image ID) for each node role that boots a custom image."""
+    compute = ctx.config.compute
+    for role in ("scheduler", "login"):
+        node = getattr(compute, role)
+        if is_custom_image(node.image):
+            yield ("compute", role, "image"), role, node.vm_size, node.image
+    for i, partition in enumerate(compute.partitions):
+        if is_custom_image(partition.image):
+            yield (
+                ("compute", "partitions", i, "image"),
+                f"partition {partition.name}",
+                partition.vm_size,
+                partition.image,
+            )
+
+
+class CustomImageGeneration(Rule[ConfigContext]):
+    """A size that boots only Generation 2 images fails to start from a Generation 1 image definition, and the
+    generation of a gallery image is fixed when its definition is created (hyperVGeneration), so hpclz cannot see
+    it offline: the owner of the image must confirm it."""
+
+    id = "HPCLZ-CMP-015"
+    severity = Severity.WARNING
+    title = "Custom image on a size that boots only Generation 2 images"
+    fix = (
+        "Check `az sig image-definition show ... --query hyperVGeneration` is V2 (or use a Gen2 marketplace "
+        "image such as microsoft-dsvm:ubuntu-hpc:2204:latest), then suppress this rule."
+    )
+
+    def check(self, ctx: ConfigContext) -> Iterable[Finding]:
+        for path, who, size, _ in custom_images(ctx):
+            if size in GEN2_ONLY_SIZES:
+                yield self.finding(
+                    ctx, path, f"{who}: {size} boots only Generation 2 images; the custom image must be Gen2"
+                )
+
+
+class CustomImageRegion(Rule[ConfigContext]):
+    """A VM is created only from a gallery image version replicated to its region
+    (learn.microsoft.com/azure/virtual-machines/shared-image-galleries: image versions are replicated to the
+    target regions you list), and from a managed image only in the image's own region
+    (learn.microsoft.com/azure/virtual-machines/capture-image-resource). Neither is visible offline; CycleCloud
+    fails the node at boot time, long after deploy, so the requirement is stated up front."""
+
+    id = "HPCLZ-CMP-016"
+    severity = Severity.INFO
+    title = "Custom image must be available in the landing zone's region"
+    fix = (
+        "Replicate the gallery image version to metadata.location (az sig image-version update "
+        "--add publishingProfile.targetRegions name=<region>), or copy the managed image there."
+    )
+
+    def check(self, ctx: ConfigContext) -> Iterable[Finding]:
+        region = ctx.config.metadata.location
+        for path, who, _, image in custom_images(ctx):
+            kind = "gallery image version" if "/galleries/" in image.lower() else "managed image"
+            yield self.finding(ctx, path, f"{who}: the {kind} must be in (replicated to) {region}")
+
+
 COMPUTE_RULES: tuple[type[Rule[ConfigContext]], ...] = (
     PartitionSizeKnown,
     ServiceSizesKnown,
@@ -321,4 +393,6 @@ COMPUTE_RULES: tuple[type[Rule[ConfigContext]], ...] = (
     QuotaFamilyUsed,
     NvmeScratchNeedsNvme,
     VerifyPartitionsExist,
+    CustomImageGeneration,
+    CustomImageRegion,
 )
