@@ -139,7 +139,9 @@ MANAGED = (
 
 @pytest.mark.parametrize("image", [GALLERY, MANAGED, GALLERY.rsplit("/versions/", 1)[0]])
 def test_custom_images_accepted_for_scheduler_login_and_partitions(image: str) -> None:
-    text = AI.replace("scheduler: {vm_size: Standard_D8as_v5}", f"scheduler: {{vm_size: Standard_D8as_v5, image: {image}}}")
+    text = AI.replace(
+        "scheduler: {vm_size: Standard_D8as_v5}", f"scheduler: {{vm_size: Standard_D8as_v5, image: {image}}}"
+    )
     text = text.replace("login: {vm_size: Standard_D16as_v5,", f"login: {{image: {image}, vm_size: Standard_D16as_v5,")
     text = text.replace("    - name: h100 ", f"    - image: {image}\n      name: h100 ", 1)
     compute = load_config_text(text).config.compute

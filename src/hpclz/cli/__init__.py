@@ -10,6 +10,7 @@ import typer
 from hpclz import __version__
 from hpclz.cli.deploy import deploy
 from hpclz.cli.destroy import destroy
+from hpclz.cli.explain import explain
 from hpclz.cli.init import init
 from hpclz.cli.plan import plan
 from hpclz.cli.render import render
@@ -23,7 +24,7 @@ app = typer.Typer(
     name="hpclz",
     help="Azure landing zones for HPC and AI training clusters: validate, render, plan, deploy, verify.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )
@@ -38,8 +39,14 @@ def _version(value: bool) -> None:
 @app.callback()
 def _root(
     version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Show the version."),
+    verbose: bool = typer.Option(
+        False, "--verbose", "-v", help="Log what hpclz and the Azure SDK do (sign-in attempts, requests) to stderr."
+    ),
 ) -> None:
     """Azure landing zones for HPC and AI training clusters."""
+    from hpclz.cli.common import set_verbose
+
+    set_verbose(verbose)
 
 
 app.command()(validate)
@@ -50,6 +57,7 @@ app.command()(destroy)
 app.command()(render)
 app.command()(plan)
 app.command()(verify)
+app.command()(explain)
 app.add_typer(state_app, name="state")
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -24,7 +25,64 @@ class OutputFormat(StrEnum):
 
 
 SEVERITY_STYLES = {"error": "bold red", "warning": "yellow", "info": "cyan"}
-OUTPUT_OPTION = typer.Option(OutputFormat.TEXT, "--output", "-o", help="text for people, json for scripts.")
+_VERBOSE = {"on": False}
+
+
+class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """Writes to whatever sys.stderr is when a record comes, so a replaced (captured) stderr still gets it."""
+
+    def __init__(self) -> None:
+        super().__init__(sys.stderr)
+        self.hpclz = True
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.stream = sys.stderr
+        super().emit(record)
+
+
+def set_verbose(on: bool) -> None:
+    """--verbose: log hpclz and the Azure SDK to stderr. Without it the SDK stays silent: its credential chain
+    logs every failed sign-in attempt as a warning, which buries hpclz's one-line error."""
+    _VERBOSE["on"] = on
+    azure = logging.getLogger("azure")
+    handler = next((h for h in logging.getLogger().handlers if getattr(h, "hpclz", False)), None)
+    if on:
+        if handler is None:
+            handler = _StderrHandler()
+            handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+            logging.getLogger().addHandler(handler)
+        logging.getLogger().setLevel(logging.DEBUG)
+        azure.propagate = True
+    else:
+        if handler is not None:
+            logging.getLogger().removeHandler(handler)
+        if not any(isinstance(h, logging.NullHandler) for h in azure.handlers):
+            azure.addHandler(logging.NullHandler())
+        azure.propagate = False
+
+
+def is_verbose() -> bool:
+    return _VERBOSE["on"]
+
+
+def shown(findings: list[Finding]) -> tuple[list[Finding], list[str]]:
+    """The findings text output prints, and the IDs of repeating reports it leaves to --verbose."""
+    if is_verbose():
+        return findings, []
+    from hpclz.rules.registry import all_rules
+
+    repeating = {rule.id for rule in all_rules() if rule.repeats}
+    hidden = sorted({f.rule_id for f in findings if f.rule_id in repeating})
+    return [f for f in findings if f.rule_id not in repeating], hidden
+
+
+def hidden_note(hidden: list[str]) -> str:
+    return f"{', '.join(hidden)} not shown: it reports the same on every run; --verbose shows it" if hidden else ""
+
+
+OUTPUT_OPTION = typer.Option(
+    OutputFormat.TEXT, "--output", "-o", metavar="text|json", help="text for people, json for scripts."
+)
 
 
 def console(stderr: bool = False) -> Console:
@@ -88,6 +146,7 @@ def _report(command: str, output: OutputFormat, exc: HpclzError) -> NoReturn:
 def print_findings(out: Console, findings: list[Finding]) -> None:
     from rich.markup import escape
 
+    findings, hidden = shown(findings)
     for f in findings:
         # Paths such as compute.partitions[gpu] would otherwise be eaten as rich markup.
         where = escape(f.location() or f.path)
@@ -97,3 +156,5 @@ def print_findings(out: Console, findings: list[Finding]) -> None:
         )
         if f.fix:
             out.print(f"    [dim]fix:[/] {escape(f.fix)}")
+    if hidden:
+        out.print(f"[dim]{escape(hidden_note(hidden))}[/]")

@@ -5,7 +5,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from hpclz.cli.common import OUTPUT_OPTION, SEVERITY_STYLES, OutputFormat, finish, guarded
+from hpclz.cli.common import OUTPUT_OPTION, SEVERITY_STYLES, OutputFormat, finish, guarded, hidden_note, shown
 from hpclz.severity import Severity
 
 if TYPE_CHECKING:
@@ -15,11 +15,14 @@ if TYPE_CHECKING:
 
 
 def validate(
-    config: Path = typer.Argument(..., help="Landing-zone config (YAML)."),
+    config: Path = typer.Argument(..., metavar="CONFIG", help="Landing-zone config (YAML)."),
     fail_level: Severity = typer.Option(
-        Severity.ERROR, "--fail-level", help="Exit non-zero on findings of this severity or worse."
+        Severity.ERROR,
+        "--fail-level",
+        metavar="error|warning|info",
+        help="Exit non-zero on findings of this severity or worse.",
     ),
-    suppress: list[str] = typer.Option([], "--suppress", help="Rule ID to silence (repeatable)."),
+    suppress: list[str] = typer.Option([], "--suppress", metavar="ID", help="Rule ID to silence (repeatable)."),
     output: OutputFormat = OUTPUT_OPTION,
 ) -> None:
     """Check a config's shape, then every landing-zone rule."""
@@ -30,8 +33,11 @@ def validate(
         payload = result.payload()
 
         def human(out: Console) -> None:
-            for finding in result.findings:
+            visible, hidden = shown(result.findings)
+            for finding in visible:
                 _print_finding(out, finding)
+            if hidden:
+                out.print(f"[dim]{_esc(hidden_note(hidden))}[/]")
             counts = payload["counts"]
             summary = ", ".join(_count(counts[s], s) for s in ("error", "warning", "info"))
             if result.suppressed:

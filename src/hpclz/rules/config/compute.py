@@ -220,6 +220,7 @@ class QuotaReport(Rule[ConfigContext]):
 
     id = "HPCLZ-CMP-010"
     severity = Severity.INFO
+    repeats = True
     title = "vCPUs needed per quota family"
     fix = "Make sure the subscription's quota covers these totals (az vm list-usage), and declare it in compute.quotas."
 
