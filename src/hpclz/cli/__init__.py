@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import Any
 
 import typer
 
@@ -61,11 +62,21 @@ app.command()(explain)
 app.add_typer(state_app, name="state")
 
 
+def _readable(command: Any) -> Any:
+    """An argument's metavar (CONFIG, ID) already says what it is; typer would add its Python type (`<str>`)."""
+    for param in getattr(command, "params", []):
+        if param.param_type_name == "argument" and param.metavar and hasattr(param, "display_type_rich"):
+            param.display_type_rich = lambda ctx: None
+    for sub in (getattr(command, "commands", None) or {}).values():
+        _readable(sub)
+    return command
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point: click's usage errors exit 64, not 2 (2 means "changes present" for plan)."""
     from typer._click import exceptions as click_errors
 
-    command = typer.main.get_command(app)
+    command = _readable(typer.main.get_command(app))
     try:
         result = command.main(args=argv if argv is not None else sys.argv[1:], prog_name="hpclz", standalone_mode=False)
     except click_errors.UsageError as exc:

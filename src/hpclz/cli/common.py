@@ -28,7 +28,7 @@ SEVERITY_STYLES = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 _VERBOSE = {"on": False}
 
 
-class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
+class _StderrHandler(logging.StreamHandler):
     """Writes to whatever sys.stderr is when a record comes, so a replaced (captured) stderr still gets it."""
 
     def __init__(self) -> None:
