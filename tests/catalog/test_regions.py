@@ -153,3 +153,14 @@ def test_gallery_without_an_image_is_refused_in_words() -> None:
     with pytest.raises(ConfigError) as caught:
         load_config_text(text, "zone.yaml")
     assert "or an Azure Compute Gallery image ID, like" in str(caught.value)
+
+
+def test_size_outside_the_catalog_warns_and_leaves_it_to_the_live_check(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    config = tmp_path / "zone.yaml"
+    # A size newer than the catalog: Azure's ND GB200 v6 (learn.microsoft.com/azure/virtual-machines/sizes/
+    # gpu-accelerated/nd-gb200-v6-series) is not in hpclz's catalog.
+    config.write_text(AI.replace("vm_size: Standard_ND96isr_H100_v5", "vm_size: Standard_ND128isr_NDR_GB200_v6", 1))
+    result = run_cli("validate", str(config))
+    assert result.exit_code == 0, result.stdout
+    assert "warning HPCLZ-CMP-001" in result.stdout
+    assert "Azure checks it live before deploy, HPCLZ-CMP-101" in result.stdout
