@@ -69,7 +69,7 @@ def shown(findings: list[Finding]) -> tuple[list[Finding], list[str]]:
     """The findings text output prints, and the IDs of repeating reports it leaves to --verbose."""
     if is_verbose():
         return findings, []
-    from hpclz.rules.registry import all_rules
+    from hpclz.registry import all_rules
 
     repeating = {rule.id for rule in all_rules() if rule.repeats}
     hidden = sorted({f.rule_id for f in findings if f.rule_id in repeating})

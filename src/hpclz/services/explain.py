@@ -19,7 +19,7 @@ class RuleDoc(BaseModel):
 
 
 def explain(rule_id: str) -> RuleDoc:
-    from hpclz.rules.registry import all_rules
+    from hpclz.registry import all_rules
 
     rules = {rule.id: rule for rule in all_rules()}
     rule = rules.get(rule_id.strip().upper())
@@ -37,6 +37,6 @@ def explain(rule_id: str) -> RuleDoc:
 
 
 def every_rule() -> list[RuleDoc]:
-    from hpclz.rules.registry import all_rules
+    from hpclz.registry import all_rules
 
     return [explain(rule.id) for rule in sorted(all_rules(), key=lambda r: r.id)]

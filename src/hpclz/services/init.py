@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hpclz.errors import ExitCode, HpclzError
-from hpclz.resources import preset_names, preset_path
+from hpclz.package_data import preset_names, preset_path
 
 SCHEMA_FILE = "hpclz.schema.json"
 # The presets point at docs/ of the checkout; a config written elsewhere must point at a file that exists there.
