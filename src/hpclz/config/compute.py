@@ -116,6 +116,18 @@ class Compute(StrictModel):
         description="Declared vCPU quota per quota family (e.g. standardNDSH100v5Family: 1024), for offline checks.",
     )
 
+    def custom_images(self) -> tuple[tuple[tuple[str | int, ...], str, str, str], ...]:
+        """(config path, who, VM size, image ID) of each node role that boots a custom image, not a marketplace URN."""
+        roles: list[tuple[tuple[str | int, ...], str, str, str]] = [
+            (("compute", role, "image"), role, node.vm_size, node.image)
+            for role, node in (("scheduler", self.scheduler), ("login", self.login))
+        ]
+        roles += [
+            (("compute", "partitions", i, "image"), f"partition {p.name}", p.vm_size, p.image)
+            for i, p in enumerate(self.partitions)
+        ]
+        return tuple(role for role in roles if role[3].startswith("/"))
+
     def service_vms(self) -> tuple[tuple[str, str, int], ...]:
         """(role, VM size, count) of the VMs that run the cluster rather than jobs; role is their key here."""
         return (

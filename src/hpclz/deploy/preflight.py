@@ -65,6 +65,12 @@ def gather(
         ctx.usages = arm.usages(plan.location)
     except AzureError as exc:
         ctx.unavailable["Compute usage API"] = describe(exc).one_line()
+    for _, _, _, image in loaded.config.compute.custom_images():
+        if image not in ctx.images:
+            try:
+                ctx.images[image] = arm.custom_image(image)
+            except AzureError as exc:
+                ctx.unavailable[f"custom image {image}"] = describe(exc).one_line()
     return ctx
 
 

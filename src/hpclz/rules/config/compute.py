@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 
-from hpclz.config.source_map import PathPart
 from hpclz.findings import Finding, Severity
 from hpclz.rules.base import Rule
 from hpclz.rules.context import ConfigContext
@@ -314,28 +313,6 @@ class VerifyPartitionsExist(Rule[ConfigContext]):
 GEN2_ONLY_SIZES = frozenset({"Standard_ND96isr_H100_v5"})
 
 
-def is_custom_image(image: str) -> bool:
-    """A resource ID (gallery or managed image) rather than a marketplace URN."""
-    return image.startswith("/")
-
-
-def custom_images(ctx: ConfigContext) -> Iterator[tuple[tuple[PathPart, ...], str, str, str]]:
-    """(config path, who, VM size, image ID) for each node role that boots a custom image."""
-    compute = ctx.config.compute
-    for role in ("scheduler", "login"):
-        node = getattr(compute, role)
-        if is_custom_image(node.image):
-            yield ("compute", role, "image"), role, node.vm_size, node.image
-    for i, partition in enumerate(compute.partitions):
-        if is_custom_image(partition.image):
-            yield (
-                ("compute", "partitions", i, "image"),
-                f"partition {partition.name}",
-                partition.vm_size,
-                partition.image,
-            )
-
-
 class CustomImageGeneration(Rule[ConfigContext]):
     """A size that boots only Generation 2 images fails to start from a Generation 1 image definition, and the
     generation of a gallery image is fixed when its definition is created (hyperVGeneration), so hpclz cannot see
@@ -350,7 +327,7 @@ class CustomImageGeneration(Rule[ConfigContext]):
     )
 
     def check(self, ctx: ConfigContext) -> Iterable[Finding]:
-        for path, who, size, _ in custom_images(ctx):
+        for path, who, size, _ in ctx.config.compute.custom_images():
             if size in GEN2_ONLY_SIZES:
                 yield self.finding(
                     ctx, path, f"{who}: {size} boots only Generation 2 images; the custom image must be Gen2"
@@ -374,7 +351,7 @@ class CustomImageRegion(Rule[ConfigContext]):
 
     def check(self, ctx: ConfigContext) -> Iterable[Finding]:
         region = ctx.config.metadata.location
-        for path, who, _, image in custom_images(ctx):
+        for path, who, _, image in ctx.config.compute.custom_images():
             kind = "gallery image version" if "/galleries/" in image.lower() else "managed image"
             yield self.finding(ctx, path, f"{who}: the {kind} must be in (replicated to) {region}")
 
