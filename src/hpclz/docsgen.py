@@ -102,7 +102,10 @@ def rules_reference() -> str:
 def exit_codes() -> str:
     meanings = {
         ExitCode.OK: "Success (for `plan --detailed-exitcode`: success and no changes).",
-        ExitCode.FAILED: "The command ran and found a problem: failing findings, a failed deployment.",
+        ExitCode.FAILED: (
+            "The command ran and found a problem: failing findings, a failed deployment; or the answer at a"
+            " `deploy`/`destroy` confirmation was no (prints `cancelled`, nothing changed)."
+        ),
         ExitCode.CHANGES_PRESENT: "`plan --detailed-exitcode` only: success, and changes are present.",
         ExitCode.CONFIG_INVALID: "The config could not be read or does not match the model.",
         ExitCode.STATE_LOCKED: "Another run holds the state lock.",
@@ -111,7 +114,9 @@ def exit_codes() -> str:
         ExitCode.NOT_MEASURED: "`verify --local`: nothing failed, but some checks could not be measured on this "
         "machine (no GPU driver, unknown SKU): not a pass.",
         ExitCode.USAGE: "Bad command-line usage (unknown option, missing argument).",
-        ExitCode.INTERRUPTED: "Interrupted (Ctrl-C); state is left resumable.",
+        ExitCode.INTERRUPTED: (
+            "Interrupted: Ctrl-C, or a confirmation prompt aborted (Ctrl-C or end of input); state is left resumable."
+        ),
     }
     lines = [HEADER, "# Exit codes\n\n| code | name | meaning |\n|---|---|---|\n"]
     for code in ExitCode:

@@ -88,26 +88,17 @@ CYCLECLOUD_LABEL = "cc"
 
 
 def region_code(location: str) -> str:
-    if location in REGION_CODES:
-        return REGION_CODES[location]
-    from hpclz.catalog import load_regions
-
-    regions = load_regions()
-    if regions.get(location) is None:
-        # A misspelt region is reported once (HPCLZ-ORG-005, did you mean ...); naming it after the region meant
-        # keeps that typo from reappearing as name-length errors on every resource.
-        close = regions.similar(location)
-        if close:
-            return region_code(close[0])
-    return location[:6]
+    return REGION_CODES.get(location, location[:6])
 
 
 class NameBuilder:
     """Names every resource of one landing zone the same way, so a name says what made it."""
 
-    def __init__(self, config: LandingZoneConfig):
+    def __init__(self, config: LandingZoneConfig, *, region: str | None = None):
+        """`region`: the region names are built for, when not metadata.location (rules pass the one a typo meant)."""
         self._meta = config.metadata
         self._naming = config.organization.naming
+        self._region = region or config.metadata.location
 
     def name(self, kind: str, *parts: str) -> str:
         rule = NAME_RULES[kind]
@@ -116,7 +107,7 @@ class NameBuilder:
         if self._naming.include_environment:
             words.append(self._meta.environment.value)
         if self._naming.include_region:
-            words.append(region_code(self._meta.location))
+            words.append(region_code(self._region))
         if rule.global_scope and self._naming.unique_suffix:
             words.append(self._naming.unique_suffix)
         text = sep.join(words)

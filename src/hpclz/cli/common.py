@@ -7,7 +7,7 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 import typer
 
@@ -16,7 +16,7 @@ from hpclz.errors import ConfigError, ExitCode, HpclzError
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from hpclz.findings import Finding
+    from hpclz.output import BodyT, CommandResult
 
 
 class OutputFormat(StrEnum):
@@ -24,11 +24,10 @@ class OutputFormat(StrEnum):
     JSON = "json"
 
 
-SEVERITY_STYLES = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 _VERBOSE = {"on": False}
 
 
-class _StderrHandler(logging.StreamHandler):
+class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
     """Writes to whatever sys.stderr is when a record comes, so a replaced (captured) stderr still gets it."""
 
     def __init__(self) -> None:
@@ -65,21 +64,6 @@ def is_verbose() -> bool:
     return _VERBOSE["on"]
 
 
-def shown(findings: list[Finding]) -> tuple[list[Finding], list[str]]:
-    """The findings text output prints, and the IDs of repeating reports it leaves to --verbose."""
-    if is_verbose():
-        return findings, []
-    from hpclz.registry import all_rules
-
-    repeating = {rule.id for rule in all_rules() if rule.repeats}
-    hidden = sorted({f.rule_id for f in findings if f.rule_id in repeating})
-    return [f for f in findings if f.rule_id not in repeating], hidden
-
-
-def hidden_note(hidden: list[str]) -> str:
-    return f"{', '.join(hidden)} not shown: it reports the same on every run; --verbose shows it" if hidden else ""
-
-
 OUTPUT_OPTION = typer.Option(
     OutputFormat.TEXT, "--output", "-o", metavar="text|json", help="text for people, json for scripts."
 )
@@ -92,27 +76,14 @@ def console(stderr: bool = False) -> Console:
 
 
 def finish(
-    command: str,
-    output: OutputFormat,
-    exit_code: ExitCode,
-    payload: dict[str, Any],
-    findings: list[Finding],
-    human: Callable[[Console], None],
+    result: CommandResult[BodyT], output: OutputFormat, view: Callable[[Console, CommandResult[BodyT]], None]
 ) -> NoReturn:
+    """Print a service's result, as the JSON envelope or through the command's view, and exit with its code."""
     if output is OutputFormat.JSON:
-        from hpclz.output import Envelope
-
-        envelope = Envelope(
-            command=command,
-            ok=exit_code in (ExitCode.OK, ExitCode.CHANGES_PRESENT),
-            exit_code=int(exit_code),
-            result=payload,
-            findings=findings,
-        )
-        sys.stdout.write(envelope.to_json() + "\n")
+        sys.stdout.write(result.envelope().to_json() + "\n")
     else:
-        human(console())
-    raise typer.Exit(int(exit_code))
+        view(console(), result)
+    raise typer.Exit(int(result.exit_code))
 
 
 @contextmanager
@@ -141,20 +112,3 @@ def _report(command: str, output: OutputFormat, exc: HpclzError) -> NoReturn:
         for line in lines:
             sys.stderr.write(f"error: {line}\n")
     raise typer.Exit(int(exc.exit_code))
-
-
-def print_findings(out: Console, findings: list[Finding]) -> None:
-    from rich.markup import escape
-
-    findings, hidden = shown(findings)
-    for f in findings:
-        # Paths such as compute.partitions[gpu] would otherwise be eaten as rich markup.
-        where = escape(f.location() or f.path)
-        out.print(
-            f"{where}: [{SEVERITY_STYLES[f.severity.value]}]{f.severity.value}[/] [bold]{f.rule_id}[/] {escape(f.message)}"
-            + (f" [dim]({escape(f.path)})[/]" if f.path and f.line else "")
-        )
-        if f.fix:
-            out.print(f"    [dim]fix:[/] {escape(f.fix)}")
-    if hidden:
-        out.print(f"[dim]{escape(hidden_note(hidden))}[/]")

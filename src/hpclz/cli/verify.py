@@ -1,16 +1,10 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import typer
 
 from hpclz.cli.common import OUTPUT_OPTION, OutputFormat, finish, guarded
-
-if TYPE_CHECKING:
-    from rich.console import Console
-
-    from hpclz.services.verify import VerifyOutcome
 
 
 def verify(
@@ -75,40 +69,8 @@ def verify(
         )
         if python:
             options.python = python
-        outcome = run_verify(options)
-        write_artifacts(outcome.report, junit=junit, plot=plot)
-        finish("verify", output, outcome.exit_code, outcome.payload(), [], lambda out: _human(out, outcome))
+        from hpclz.cli.views import verify as view
 
-
-def _human(out: Console, outcome: VerifyOutcome) -> None:
-    from hpclz.verify.dispatch import NOT_TESTED
-    from hpclz.verify.report import print_report
-
-    report = outcome.report
-    print_report(out, report)
-    if report.drained:
-        out.print(f"drained: {', '.join(report.drained)}")
-    if report.resumed:
-        out.print(f"resumed: {', '.join(report.resumed)}")
-    if outcome.outcome == "not_measured":
-        _not_measured(out, outcome)
-        return
-    untested = sum(1 for n in report.nodes if any(c.check_id == NOT_TESTED for c in n.checks))
-    passed = len(report.nodes) - len(report.bad_nodes) - untested
-    mark = "[red]✗[/]" if outcome.exit_code else "[green]✓[/]"
-    skipped = f", {untested} not tested" if untested else ""
-    out.print(f"{mark} {passed} of {len(report.nodes)} nodes passed{skipped} in {report.duration_s:.1f} s")
-    if outcome.work_dir:
-        out.print(f"[dim]per-node results: {outcome.work_dir}[/]")
-
-
-def _not_measured(out: Console, outcome: VerifyOutcome) -> None:
-    """Never "passed": on a machine without the GPU driver or a known SKU, silence is not health."""
-    from hpclz.verify.model import Status
-
-    checks = [c for n in outcome.report.nodes for c in n.checks]
-    missing = sum(1 for c in checks if c.status is Status.NOT_MEASURED)
-    out.print(
-        f"[yellow]?[/] not measured: {missing} of {len(checks)} checks could not be measured on this machine "
-        f"and none failed; this is not a pass (exit {int(outcome.exit_code)})"
-    )
+        result = run_verify(options)
+        write_artifacts(result.payload.report, junit=junit, plot=plot)
+        finish(result, output, view.show)

@@ -5,12 +5,11 @@ from __future__ import annotations
 import difflib
 import inspect
 
-from pydantic import BaseModel
-
 from hpclz.errors import ExitCode, HpclzError
+from hpclz.output import CommandResult, ResultBody
 
 
-class RuleDoc(BaseModel):
+class RuleDoc(ResultBody):
     id: str
     severity: str
     title: str
@@ -18,25 +17,34 @@ class RuleDoc(BaseModel):
     fix: str
 
 
-def explain(rule_id: str) -> RuleDoc:
-    from hpclz.registry import all_rules
+class RuleList(ResultBody):
+    rules: list[RuleDoc]
 
-    rules = {rule.id: rule for rule in all_rules()}
-    rule = rules.get(rule_id.strip().upper())
-    if rule is None:
-        close = difflib.get_close_matches(rule_id.strip().upper(), list(rules), n=1, cutoff=0.6)
-        hint = f"; did you mean {close[0]}?" if close else "; `hpclz explain --list` shows every rule"
-        raise HpclzError(f"no rule {rule_id!r}{hint}", exit_code=ExitCode.USAGE)
+
+def _doc(rule: type) -> RuleDoc:
     return RuleDoc(
-        id=rule.id,
-        severity=rule.severity.value,
-        title=rule.title,
+        id=rule.id,  # type: ignore[attr-defined]
+        severity=rule.severity.value,  # type: ignore[attr-defined]
+        title=rule.title,  # type: ignore[attr-defined]
         why=inspect.cleandoc(rule.__doc__ or ""),
-        fix=rule.fix,
+        fix=rule.fix,  # type: ignore[attr-defined]
     )
 
 
-def every_rule() -> list[RuleDoc]:
+def explain(rule_id: str) -> CommandResult[RuleDoc]:
     from hpclz.registry import all_rules
 
-    return [explain(rule.id) for rule in sorted(all_rules(), key=lambda r: r.id)]
+    rules = {rule.id: rule for rule in all_rules()}
+    wanted = rule_id.strip().upper()
+    if wanted not in rules:
+        close = difflib.get_close_matches(wanted, list(rules), n=1, cutoff=0.6)
+        hint = f"; did you mean {close[0]}?" if close else "; `hpclz explain --list` shows every rule"
+        raise HpclzError(f"no rule {rule_id!r}{hint}", exit_code=ExitCode.USAGE)
+    return CommandResult(command="explain", payload=_doc(rules[wanted]))
+
+
+def every_rule() -> CommandResult[RuleList]:
+    from hpclz.registry import all_rules
+
+    docs = [_doc(rule) for rule in sorted(all_rules(), key=lambda r: r.id)]
+    return CommandResult(command="explain", payload=RuleList(rules=docs))

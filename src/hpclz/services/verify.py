@@ -18,11 +18,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
-
 from hpclz.config.loader import load_config
 from hpclz.config.root import LandingZoneConfig
 from hpclz.errors import ExitCode, HpclzError
+from hpclz.output import CommandResult, ResultBody
 from hpclz.verify import collective_job as coll
 from hpclz.verify.dispatch import (
     GRACE_S,
@@ -60,7 +59,7 @@ class VerifyOptions:
     max_nodes_per_job: int = 100
 
 
-class VerifyOutcome(BaseModel):
+class VerifyOutcome(ResultBody):
     report: VerifyReport
     work_dir: str | None = None
     local: bool = False
@@ -74,11 +73,7 @@ class VerifyOutcome(BaseModel):
             return "not_measured"
         return "passed"
 
-    @property
-    def exit_code(self) -> ExitCode:
-        return {"failed": ExitCode.VERIFY_FAILED, "not_measured": ExitCode.NOT_MEASURED}.get(self.outcome, ExitCode.OK)
-
-    def payload(self) -> dict[str, Any]:
+    def json_body(self) -> dict[str, Any]:
         return {"work_dir": self.work_dir, "outcome": self.outcome, **self.report.model_dump(mode="json")}
 
 
@@ -86,7 +81,13 @@ def failed_anything(report: VerifyReport) -> bool:
     return bool(report.bad_nodes) or any(c.status is Status.FAIL for c in report.collectives)
 
 
-def verify(opts: VerifyOptions) -> VerifyOutcome:
+def verify(opts: VerifyOptions) -> CommandResult[VerifyOutcome]:
+    outcome = _verify(opts)
+    code = {"failed": ExitCode.VERIFY_FAILED, "not_measured": ExitCode.NOT_MEASURED}.get(outcome.outcome, ExitCode.OK)
+    return CommandResult(command="verify", payload=outcome, exit_code=code)
+
+
+def _verify(opts: VerifyOptions) -> VerifyOutcome:
     started = time.monotonic()
     config = load_config(opts.config).config
     if opts.local:
