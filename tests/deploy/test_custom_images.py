@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from hpclz.config import load_config_text
-from hpclz.deploy.live_rules import CustomImageUsable, LiveContext
+from hpclz.deploy.live_rules import CustomImageFitsNodes, CustomImageUsable, LiveContext
 from tests.conftest import REPO
 from tests.support.arm_standin import ArmStandIn
 
@@ -92,5 +92,36 @@ def test_deploy_stops_before_anything_when_the_version_is_not_in_the_region(
     assert "HPCLZ-CMP-105" in result.stdout and "not eastus2" in result.stdout
     assert "nothing was deployed" in result.stdout
     assert [r for r in arm.log if r.method == "PUT"] == []
-    asked = [r for r in arm.log if r.method == "GET" and r.path.lower() == image.lower()]
-    assert asked, "the image was never read from ARM"
+    asked = {r.path.lower() for r in arm.log if r.method == "GET"}
+    assert image.lower() in asked and image.rsplit("/versions/", 1)[0].lower() in asked  # version and definition
+
+
+# GalleryRP/stable/2023-07-03/examples/galleryExamples/GalleryImage_Get.json: the definition holds the generation.
+DEFINITION_BODY: dict[str, Any] = {
+    "name": "myGalleryImageName",
+    "location": "West US",
+    "properties": {"osType": "Windows", "osState": "Generalized", "hyperVGeneration": "V1"},
+}
+
+
+def _fit(definition: dict[str, Any]) -> list[str]:
+    text = (REPO / "configs" / "ai-training.yaml").read_text(encoding="utf-8")
+    text = text.replace("    - name: h100 ", f"    - image: {VERSION}\n      name: h100 ", 1)
+    loaded = load_config_text(text, "lz.yaml")
+    images = {VERSION: VERSION_BODY, VERSION.rsplit("/versions/", 1)[0]: definition}
+    return [f.message for f in CustomImageFitsNodes().check(LiveContext(loaded, "eastus", images=images))]
+
+
+def test_generation_1_definition_on_an_h100_partition_is_refused() -> None:
+    assert _fit(DEFINITION_BODY) == [
+        "partition h100: Standard_ND96isr_H100_v5 boots only Generation 2 images; this definition is V1"
+    ]
+    gen2 = copy.deepcopy(DEFINITION_BODY)
+    gen2["properties"]["hyperVGeneration"] = "V2"
+    assert _fit(gen2) == []
+
+
+def test_specialized_definition_is_refused() -> None:
+    specialized = copy.deepcopy(DEFINITION_BODY)
+    specialized["properties"].update(hyperVGeneration="V2", osState="Specialized")
+    assert _fit(specialized) == ["partition h100: the image is Specialized; CycleCloud nodes need Generalized"]

@@ -14,6 +14,7 @@ from hpclz.config.loader import LoadedConfig
 from hpclz.config.source_map import SourceMap
 from hpclz.findings import Finding, Severity
 from hpclz.rules.base import Rule
+from hpclz.rules.config.compute import GEN2_ONLY_SIZES
 
 
 @dataclass
@@ -199,6 +200,12 @@ def _region(name: object) -> str:
     return "".join(str(name).split()).lower()
 
 
+def gallery_definition(image_id: str) -> str | None:
+    """The image definition a gallery image version belongs to (its generation and OS state live there)."""
+    head, sep, _ = image_id.rpartition("/versions/")
+    return head if sep and "/galleries/" in image_id.lower() else None
+
+
 def image_regions(image_id: str, body: dict[str, Any]) -> list[str]:
     """Where VMs can be created from this image: a gallery version's target regions, else the image's location."""
     if "/versions/" in image_id.lower():
@@ -239,6 +246,29 @@ class CustomImageUsable(Rule[LiveContext]):
                 )
 
 
+class CustomImageFitsNodes(Rule[LiveContext]):
+    """Two properties of a gallery image definition decide whether its nodes boot as cluster nodes:
+    hyperVGeneration (a size that boots only Generation 2 images, such as ND H100 v5 per its series page,
+    cannot start from a V1 definition) and osState (CycleCloud needs a Generalized image: "Specialized images
+    ... lack the osProfile that CycleCloud needs", learn.microsoft.com/azure/cyclecloud/how-to/create-custom-image).
+    Both are in the definition ARM returns (GalleryRP/stable/2023-07-03 GalleryImage_Get.json:
+    "osState": "Generalized", "hyperVGeneration": "V1")."""
+
+    id = "HPCLZ-CMP-106"
+    severity = Severity.ERROR
+    title = "Custom image is Generation 1 on a Gen2-only size, or specialized"
+    fix = "Use a Generalized image definition with hyperVGeneration V2 (a definition's generation cannot change)."
+
+    def check(self, ctx: LiveContext) -> Iterable[Finding]:
+        for path, who, size, image in ctx.loaded.config.compute.custom_images():
+            definition = ctx.images.get(gallery_definition(image) or image) if "/galleries/" in image.lower() else None
+            props = (definition or {}).get("properties") or {}
+            if size in GEN2_ONLY_SIZES and props.get("hyperVGeneration") == "V1":
+                yield self.finding(ctx, path, f"{who}: {size} boots only Generation 2 images; this definition is V1")
+            if props.get("osState") == "Specialized":
+                yield self.finding(ctx, path, f"{who}: the image is Specialized; CycleCloud nodes need Generalized")
+
+
 LIVE_RULES: tuple[type[Rule[Any]], ...] = (
     ProviderNotRegistered,
     ArmValidationFailed,
@@ -247,4 +277,5 @@ LIVE_RULES: tuple[type[Rule[Any]], ...] = (
     QuotaShort,
     LiveFactsUnavailable,
     CustomImageUsable,
+    CustomImageFitsNodes,
 )
