@@ -315,22 +315,24 @@ GEN2_ONLY_SIZES = frozenset({"Standard_ND96isr_H100_v5"})
 
 class CustomImageGeneration(Rule[ConfigContext]):
     """A size that boots only Generation 2 images fails to start from a Generation 1 image definition, and the
-    generation of a gallery image is fixed when its definition is created (hyperVGeneration), so hpclz cannot see
-    it offline: the owner of the image must confirm it."""
+    generation of a gallery image is fixed when its definition is created (hyperVGeneration). Offline this is a
+    reminder; `hpclz deploy` reads the definition and refuses a V1 one (HPCLZ-CMP-106)."""
 
     id = "HPCLZ-CMP-015"
-    severity = Severity.WARNING
+    severity = Severity.INFO
     title = "Custom image on a size that boots only Generation 2 images"
     fix = (
         "Check `az sig image-definition show ... --query hyperVGeneration` is V2 (or use a Gen2 marketplace "
-        "image such as microsoft-dsvm:ubuntu-hpc:2204:latest), then suppress this rule."
+        "image such as microsoft-dsvm:ubuntu-hpc:2204:latest); deploy checks it (HPCLZ-CMP-106)."
     )
 
     def check(self, ctx: ConfigContext) -> Iterable[Finding]:
         for path, who, size, _ in ctx.config.compute.custom_images():
             if size in GEN2_ONLY_SIZES:
                 yield self.finding(
-                    ctx, path, f"{who}: {size} boots only Generation 2 images; the custom image must be Gen2"
+                    ctx,
+                    path,
+                    f"{who}: {size} boots only Generation 2 images; the custom image must be Gen2 (checked at deploy)",
                 )
 
 
@@ -339,7 +341,8 @@ class CustomImageRegion(Rule[ConfigContext]):
     (learn.microsoft.com/azure/virtual-machines/shared-image-galleries: image versions are replicated to the
     target regions you list), and from a managed image only in the image's own region
     (learn.microsoft.com/azure/virtual-machines/capture-image-resource). Neither is visible offline; CycleCloud
-    fails the node at boot time, long after deploy, so the requirement is stated up front."""
+    would fail the node only when it starts it, so the requirement is stated up front and `hpclz deploy` reads
+    the image to check it (HPCLZ-CMP-105)."""
 
     id = "HPCLZ-CMP-016"
     severity = Severity.INFO
