@@ -14,6 +14,7 @@ from hpclz.cli.destroy import destroy
 from hpclz.cli.explain import explain
 from hpclz.cli.init import init
 from hpclz.cli.plan import plan
+from hpclz.cli.prices import prices_app
 from hpclz.cli.render import render
 from hpclz.cli.schema import schema
 from hpclz.cli.state import state_app
@@ -60,6 +61,7 @@ app.command()(plan)
 app.command()(verify)
 app.command()(explain)
 app.add_typer(state_app, name="state")
+app.add_typer(prices_app, name="prices")
 
 
 def _readable(command: Any) -> Any:
