@@ -13,7 +13,7 @@ from hpclz.cli import main
 
 REPO = Path(__file__).resolve().parent.parent
 PRESETS = sorted((REPO / "configs").glob("*.yaml"))
-SHARED = REPO.parent / "shared"
+FIXTURES = REPO / "tests" / "fixtures"  # real captures and recordings, with their provenance READMEs
 IN_CI = os.environ.get("CI", "").lower() == "true"
 
 

@@ -1,4 +1,4 @@
-"""The API version pinned for each resource type hpclz renders (../shared/armschemas/README.md).
+"""The API version pinned for each resource type hpclz renders (hpclz/armschemas/README.md).
 
 Pinning keeps rendered templates, the schema gate and the ARM stand-in on one version per type; a test
 checks this table against the schemas' resourceIndex.json. Extend both together.
@@ -6,7 +6,8 @@ checks this table against the schemas' resourceIndex.json. Extend both together.
 
 from __future__ import annotations
 
-_PINNED: dict[str, tuple[str, ...]] = {
+# API version -> the types pinned at it; scripts/regen-armschemas reads this table to rebuild the subset.
+PINNED_BY_VERSION: dict[str, tuple[str, ...]] = {
     "2024-05-01": (
         "Microsoft.Network/virtualNetworks",
         "Microsoft.Network/virtualNetworks/subnets",
@@ -69,7 +70,7 @@ _PINNED: dict[str, tuple[str, ...]] = {
     ),
 }
 
-PINNED_API_VERSIONS: dict[str, str] = {t.lower(): version for version, types in _PINNED.items() for t in types}
+PINNED_API_VERSIONS: dict[str, str] = {t.lower(): version for version, types in PINNED_BY_VERSION.items() for t in types}
 
 
 def pinned_version(resource_type: str) -> str | None:
