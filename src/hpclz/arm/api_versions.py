@@ -60,9 +60,13 @@ PINNED_BY_VERSION: dict[str, tuple[str, ...]] = {
     "2023-07-01": ("Microsoft.KeyVault/vaults", "Microsoft.KeyVault/vaults/secrets"),
     "2023-01-31": ("Microsoft.ManagedIdentity/userAssignedIdentities",),
     "2022-04-01": ("Microsoft.Authorization/roleAssignments",),
+    # Latest GA versions at the schema snapshot (a1454431, 2026-08-16); diagnostic settings have no GA
+    # version newer than 2017, so the current one upstream is 2021-05-01-preview.
+    "2025-03-01": ("Microsoft.Authorization/policyAssignments",),
+    "2021-05-01-preview": ("Microsoft.Insights/diagnosticSettings",),
     "2023-09-01": ("Microsoft.OperationalInsights/workspaces",),
     "2023-01-01": ("Microsoft.Insights/actionGroups",),
-    "2024-03-11": ("Microsoft.Insights/dataCollectionRules",),
+    "2024-03-11": ("Microsoft.Insights/dataCollectionRules", "Microsoft.Insights/dataCollectionRuleAssociations"),
     "2018-03-01": ("Microsoft.Insights/metricAlerts",),
     "2023-04-01": (
         "Microsoft.Maintenance/maintenanceConfigurations",
@@ -70,7 +74,9 @@ PINNED_BY_VERSION: dict[str, tuple[str, ...]] = {
     ),
 }
 
-PINNED_API_VERSIONS: dict[str, str] = {t.lower(): version for version, types in PINNED_BY_VERSION.items() for t in types}
+PINNED_API_VERSIONS: dict[str, str] = {
+    t.lower(): version for version, types in PINNED_BY_VERSION.items() for t in types
+}
 
 
 def pinned_version(resource_type: str) -> str | None:
