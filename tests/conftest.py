@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,6 +16,8 @@ REPO = Path(__file__).resolve().parent.parent
 PRESETS = sorted((REPO / "configs").glob("*.yaml"))
 FIXTURES = REPO / "tests" / "fixtures"  # real captures and recordings, with their provenance READMEs
 IN_CI = os.environ.get("CI", "").lower() == "true"
+# Gate results are cached per template (hpclz.arm.gate_cache); tests keep theirs out of the user's ~/.cache.
+os.environ.setdefault("HPCLZ_CACHE_DIR", tempfile.mkdtemp(prefix="hpclz-test-gate-cache-"))
 
 
 def require(condition: bool, what: str) -> None:

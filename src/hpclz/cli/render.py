@@ -37,9 +37,10 @@ def render(
                 console.print(f"{index:2d}. {d.name} [dim]({where}, {len(d.resources())} resources{after})[/]")
             for note in result.notes:
                 console.print(f"[dim]note:[/] {note}")
-            gates_text = f"; gates passed: {', '.join(result.gates_run)}" if result.gates_run else ""
+            ran = [f"{g} (cached)" if g in result.gates_cached else g for g in result.gates_run]
+            gates_text = f"; gates passed: {', '.join(ran)}" if ran else ""
             if not result.ok:
-                gates_text = f"; gates run: {', '.join(result.gates_run)}"
+                gates_text = f"; gates run: {', '.join(ran)}"
             for gate, reason in sorted(result.gates_not_run.items()):
                 gates_text += f"; {gate} not run ({reason})"
             mark = "[green]✓[/]" if result.ok else "[red]✗[/]"

@@ -25,6 +25,9 @@ class RenderResult(BaseModel):
     findings: list[Finding] = Field(default_factory=list)
     gates_run: list[str] = Field(default_factory=list)
     gates_not_run: dict[str, str] = Field(default_factory=dict, description="gate -> why it did not run")
+    gates_cached: list[str] = Field(
+        default_factory=list, description="gates whose results all came from the gate cache (nothing re-scanned)"
+    )
     notes: list[str] = Field(default_factory=list, description="Config the templates deliberately leave out, and why.")
 
     @property
@@ -46,6 +49,7 @@ class RenderResult(BaseModel):
             "written": self.written,
             "gates": self.gates_run,
             "gates_not_run": self.gates_not_run,
+            "gates_cached": self.gates_cached,
             "notes": self.notes,
         }
 
@@ -62,7 +66,7 @@ def render(path: str | Path, out_dir: Path, *, diagram: bool = False, gates: boo
         # An invalid landing zone must not leave templates behind that someone could deploy.
         return RenderResult(file=str(path), out_dir=str(out_dir), plan=None, findings=findings)
     plan = build_plan(loaded.config)
-    gate_findings, gates_run, gates_not_run = _run_gates(plan) if gates else ([], [], {"all": "--no-gates"})
+    gated = _run_gates(plan) if gates else GatesRun(not_run={"all": "--no-gates"})
     extra = diagram_files(plan) if diagram else {}
     written = write_plan(plan, out_dir, extra)
     if diagram:
@@ -72,19 +76,31 @@ def render(path: str | Path, out_dir: Path, *, diagram: bool = False, gates: boo
         out_dir=str(out_dir),
         plan=plan,
         written=[str(p) for p in written],
-        findings=[*findings, *gate_findings],
-        gates_run=gates_run,
-        gates_not_run=gates_not_run,
+        findings=[*findings, *gated.findings],
+        gates_run=gated.ran,
+        gates_not_run=gated.not_run,
+        gates_cached=gated.cached,
         notes=not_rendered(loaded.config),
     )
 
 
-def _run_gates(plan: DeploymentPlan) -> tuple[list[Finding], list[str], dict[str, str]]:
+class GatesRun(BaseModel):
+    findings: list[Finding] = Field(default_factory=list)
+    ran: list[str] = Field(default_factory=list)
+    not_run: dict[str, str] = Field(default_factory=dict)
+    cached: list[str] = Field(default_factory=list)
+
+
+def _run_gates(plan: DeploymentPlan) -> GatesRun:
     from hpclz.arm.gates import check_plan
 
     report = check_plan(plan)
-    not_run = {gate.value: reason for gate, reason in report.not_run.items()}
-    return report.findings, [gate.value for gate in report.ran], not_run
+    return GatesRun(
+        findings=report.findings,
+        ran=[gate.value for gate in report.ran],
+        not_run={gate.value: reason for gate, reason in report.not_run.items()},
+        cached=[gate.value for gate, r in report.results.items() if r.ran and r.from_cache and not r.scanned],
+    )
 
 
 def not_rendered(config: LandingZoneConfig) -> list[str]:
