@@ -96,6 +96,18 @@ def test_another_checkov_version_misses(tmp_path: Path) -> None:
     assert _scan(TEMPLATES, allowlist, new).from_cache == [] and _starts(new) == 1
 
 
+def test_a_checkov_of_unknown_version_is_never_cached(tmp_path: Path) -> None:
+    """No metadata beside it and no answer to --version: a cached verdict could outlive an upgrade."""
+    script = tmp_path / "bare" / "checkov"
+    script.parent.mkdir()
+    script.write_text(FAKE.replace("#!/bin/sh\n", '#!/bin/sh\n[ "$1" = --version ] && exit 2\n', 1))
+    script.chmod(0o755)
+    allowlist = _allowlist(tmp_path)
+    _scan(TEMPLATES, allowlist, str(script))
+    assert _scan(TEMPLATES, allowlist, str(script)).from_cache == []
+    assert _starts(str(script)) == 2  # both scans started checkov (the failed --version probe is not counted)
+
+
 def test_an_unreadable_entry_is_a_miss_not_an_error(tmp_path: Path, own_cache: Path) -> None:
     checkov, allowlist = _checkov(tmp_path / "venv"), _allowlist(tmp_path)
     _scan(TEMPLATES, allowlist, checkov)

@@ -46,16 +46,25 @@ def enabled() -> bool:
     return os.environ.get(CACHE_SWITCH_ENV, "1").strip().lower() not in ("0", "false", "off", "no")
 
 
+# Where an installed checkov keeps its metadata, from the folder above its bin/: a virtual environment or
+# pipx (lib/...), Homebrew's formula (libexec/lib/...).
+_DIST_INFO = ("lib/python*/site-packages/checkov-*.dist-info", "libexec/lib/python*/site-packages/checkov-*.dist-info")
+
+
 @cache
-def checkov_version(executable: str) -> str:
-    """checkov's version from its installed metadata beside the executable (a virtual environment's bin/),
-    which costs nothing; asking `checkov --version` costs a full start-up (about 4 s), so it is the fallback."""
-    venv = Path(executable).resolve().parent.parent
-    found = sorted(venv.glob("lib/python*/site-packages/checkov-*.dist-info"))
+def checkov_version(executable: str) -> str | None:
+    """checkov's version from its installed metadata, which costs nothing; asking `checkov --version` costs a
+    full start-up (about 4 s), so it is the fallback. None when neither says: then nothing is cached."""
+    home = Path(executable).resolve().parent.parent
+    found = sorted(p for pattern in _DIST_INFO for p in home.glob(pattern))
     if found:
         return found[-1].name.removeprefix("checkov-").removesuffix(".dist-info")
-    done = subprocess.run([executable, "--version"], capture_output=True, text=True, timeout=120, check=False)
-    return done.stdout.strip() or f"unknown:{executable}"
+    try:
+        done = subprocess.run([executable, "--version"], capture_output=True, text=True, timeout=120, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    version = done.stdout.strip()
+    return version if done.returncode == 0 and version else None
 
 
 def allowlist_digest(allowlist: Allowlist) -> str:
@@ -86,9 +95,10 @@ def scan_with_cache(
     templates: Mapping[str, dict[str, Any]], allowlist: Allowlist, checkov: str, scan: Scan
 ) -> CachedScan:
     """`scan` only the templates without a cache entry, then store an entry for each of them."""
-    if not enabled():
+    version = checkov_version(checkov) if enabled() else None
+    if version is None:
         return CachedScan(scan(templates, allowlist, checkov), scanned=list(templates))
-    context = (allowlist_digest(allowlist), checkov_version(checkov))
+    context = (allowlist_digest(allowlist), version)
     keys = {name: template_key(template, *context) for name, template in templates.items()}
     found = {name: _read(key) for name, key in keys.items()}
     entries = {name: entry for name, entry in found.items() if entry is not None}
@@ -135,8 +145,12 @@ def _write(key: str, entry: dict[str, Any]) -> None:
     folder = cache_dir()
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile("w", dir=folder, suffix=".tmp", delete=False, encoding="utf-8") as handle:
-            json.dump(entry, handle)
-        os.replace(handle.name, folder / f"{key}.json")
+        handle, temp = tempfile.mkstemp(dir=folder, suffix=".tmp")
     except OSError:
         return
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            json.dump(entry, out)
+        os.replace(temp, folder / f"{key}.json")
+    except OSError:
+        Path(temp).unlink(missing_ok=True)
