@@ -102,7 +102,7 @@ def _render(env: Path, cwd: Path, extra_env: dict[str, str]) -> tuple[subprocess
 def test_installed_wheel_runs_schema_and_lint_gates_and_reports_checkov_not_run(
     installed: Path, tmp_path: Path
 ) -> None:
-    code = "from hpclz import resources, arm; print(arm.__file__); print(resources.templates_dir())"
+    code = "from hpclz import package_data, arm; print(arm.__file__); print(package_data.templates_dir())"
     where = subprocess.check_output([str(installed / "bin" / "python"), "-c", code], text=True, cwd=tmp_path)
     assert all(line.startswith(str(installed)) for line in where.splitlines()), where  # the wheel, not the checkout
     done, envelope = _render(installed, tmp_path, {"PATH": f"{installed / 'bin'}:/usr/bin:/bin"})

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from hpclz.arm import checkov_gate, gate_cache
-from hpclz.arm.gates import Gate, check_plan
+from hpclz.gates import Gate, check_plan
 from tests.arm.support import FIXTURES, deployment, load, plan_of
 from tests.conftest import require
 

@@ -13,7 +13,7 @@ from hpclz.config.root import LandingZoneConfig
 from hpclz.errors import ExitCode
 from hpclz.findings import Finding, Severity
 from hpclz.render.build import build_plan
-from hpclz.render.plan import DeploymentPlan
+from hpclz.render.model import DeploymentPlan
 from hpclz.services.validate import check_config
 
 
@@ -92,7 +92,7 @@ class GatesRun(BaseModel):
 
 
 def _run_gates(plan: DeploymentPlan) -> GatesRun:
-    from hpclz.arm.gates import check_plan
+    from hpclz.gates import check_plan
 
     report = check_plan(plan)
     return GatesRun(
