@@ -16,6 +16,8 @@ import pytest
 from hpclz.arm.checkov_gate import CHECKOV_ENV, find_checkov
 from tests.conftest import REPO, require
 
+pytestmark = pytest.mark.slow  # builds the wheel with pip
+
 
 @pytest.fixture(scope="module")
 def built_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:

@@ -151,6 +151,6 @@ def _write(key: str, entry: dict[str, Any]) -> None:
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as out:
             json.dump(entry, out)
-        os.replace(temp, folder / f"{key}.json")
+        Path(temp).replace(folder / f"{key}.json")
     except OSError:
         Path(temp).unlink(missing_ok=True)
