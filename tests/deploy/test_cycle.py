@@ -34,6 +34,10 @@ def test_deploy_writes_state_and_shows_next_steps(arm: ArmStandIn, zone: Path, r
     assert ids == set(arm.world.resources) | {g["id"].lower() for g in arm.world.groups.values()}
     data = {r["type"] for r in state["resources"] if r["data_bearing"]}
     assert "Microsoft.StorageCache/amlFilesystems" in data
+    # organization.policies: Allowed locations and one Require-a-tag assignment per required tag, in each group.
+    policies = [r for r in arm.world.resources.values() if r["type"] == "Microsoft.Authorization/policyAssignments"]
+    assert len(policies) == 5 * 3
+    assert {r["id"].split("/")[4] for r in policies} == {g["name"] for g in arm.world.groups.values()}
     assert all(r["api_version"] for r in state["resources"])
 
 

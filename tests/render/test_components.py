@@ -289,3 +289,50 @@ def test_shared_home_is_not_rendered_without_a_private_endpoints_subnet() -> Non
 
     plan = variant("ai-training", edit)
     assert [a for a in resources_of(plan, "Microsoft.Storage/storageAccounts") if a["kind"] == "FileStorage"] == []
+
+
+POLICY = "Microsoft.Authorization/policyAssignments"
+BUILTIN = "/providers/Microsoft.Authorization/policyDefinitions/"
+
+
+def test_policies_are_assigned_at_every_landing_zone_group() -> None:
+    """Built-in IDs as Azure/azure-policy defines them: General/AllowedLocations_Deny.json (e56962a6-...) and
+    Tags/RequireTag_Deny.json (871b6d14-...), whose parameters are listOfAllowedLocations and tagName."""
+    plan = preset_plan("energy")
+    groups = {}
+    for d in plan.deployments:
+        found = [r for r in d.template["resources"] if r["type"] == POLICY]
+        if found:
+            groups[d.resource_group] = {r["name"]: r["properties"] for r in found}
+    assert set(groups) == {d.resource_group for d in plan.deployments if d.resource_group}
+    assert len(groups) == 5  # network, management, storage, monitoring, compute
+    for assigned in groups.values():
+        assert (
+            assigned["hpclz-allowed-locations"]["policyDefinitionId"]
+            == BUILTIN + "e56962a6-4747-49cd-b67b-bf8b01975c4c"
+        )
+        assert assigned["hpclz-allowed-locations"]["parameters"] == {
+            "listOfAllowedLocations": {"value": ["southcentralus"]}
+        }
+        for tag in ("owner", "costCenter"):
+            props = assigned[f"hpclz-require-tag-{tag}"]
+            assert props["policyDefinitionId"] == BUILTIN + "871b6d14-10aa-478d-b590-94f262ecfa99"
+            assert props["parameters"] == {"tagName": {"value": tag}}
+        assert not any("storage-no-public" in name for name in assigned)
+
+
+def test_regulated_baseline_denies_public_storage_and_no_policies_means_no_assignments() -> None:
+    """Storage/StoragePublicNetworkAccess_AuditDeny.json (b2982f36-...) and
+    Storage/ASC_Storage_DisallowPublicBlobAccess_Audit.json (4fa4b6c0-...) take an `effect` parameter."""
+    finance = [r for d in preset_plan("finance").deployments for r in d.template["resources"] if r["type"] == POLICY]
+    regulated = {
+        r["properties"]["policyDefinitionId"].rsplit("/", 1)[1]: r["properties"]["parameters"]
+        for r in finance
+        if "storage-no-public" in r["name"]
+    }
+    assert regulated == {
+        "b2982f36-99f2-4db5-8eff-283140c09693": {"effect": {"value": "Deny"}},
+        "4fa4b6c0-31ca-4c0d-b10d-24b96f62a751": {"effect": {"value": "Deny"}},
+    }
+    manufacturing = preset_plan("manufacturing")
+    assert [r for d in manufacturing.deployments for r in d.template["resources"] if r["type"] == POLICY] == []
