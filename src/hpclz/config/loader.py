@@ -15,6 +15,7 @@ from ruamel.yaml.reader import ReaderError
 from hpclz.config.base import models_in
 from hpclz.config.bounds import MAX_CONFIG_BYTES, ReadRefused, first_breach, read_bounded
 from hpclz.config.root import LandingZoneConfig
+from hpclz.config.scan import string_problems
 from hpclz.config.source_map import Path, SourceMap, build, display_path
 from hpclz.errors import ConfigError, ConfigProblem, ExitCode, HpclzError
 
@@ -60,6 +61,9 @@ def load_config_text(text: str, file: str = "<config>") -> LoadedConfig:
         raise ConfigError(
             [ConfigProblem(file, 1, 1, "", "expected a mapping of sections at the top level", "not_a_mapping")]
         )
+    problems = string_problems(source)
+    if problems:
+        raise ConfigError(problems)
     try:
         config = LandingZoneConfig.model_validate(source.data)
     except ValidationError as exc:

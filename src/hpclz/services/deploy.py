@@ -13,8 +13,8 @@ from hpclz.config.loader import LoadedConfig, load_config
 from hpclz.errors import ExitCode, HpclzError
 from hpclz.findings import Finding, Severity
 from hpclz.render.plan import DeploymentPlan
+from hpclz.secretscan import ENV_REFERENCE
 from hpclz.state.backend import StateBackend
-from hpclz.state.guard import ENV_REFERENCE
 from hpclz.state.model import StateDocument
 
 if TYPE_CHECKING:
