@@ -127,8 +127,7 @@ def config_limits() -> str:
     lines += [f"| `{name}` | {value} | {what} |\n" for name, value, what in bounds.LIMITS]
     lines.append(
         "\nOnly regular files are read: a directory, FIFO, socket or device (`/dev/zero`) is refused before it "
-        "is opened. YAML tags other than the core schema's (`!!str`, `!!int`, `!!float`, `!!bool`, `!!null`, "
-        "`!!map`, `!!seq`) are refused.\n\n## Values\n\n"
+        "is opened. YAML tags other than `!!str`, `!!map` and `!!seq` are refused.\n\n## Values\n\n"
     )
     reserved = ", ".join(f"`{n}`" for n in sorted(constraints.RESERVED_ADMIN_USERNAMES))
     lines.append(f"- `identity.admin_username` may not be one Azure reserves: {reserved}.\n")

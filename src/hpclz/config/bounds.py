@@ -29,8 +29,9 @@ MAX_INTEGER_DIGITS = 100
 """Longest plain integer scalar, in digits: far below Python's own int/str limit of 4300 digits."""
 
 CORE_TAG_PREFIX = "tag:yaml.org,2002:"
-ALLOWED_TAGS = frozenset(CORE_TAG_PREFIX + name for name in ("str", "int", "float", "bool", "null", "map", "seq"))
-"""Only the YAML 1.2 core schema tags; anything else (`!!python/object/apply`, `!custom`) is refused."""
+ALLOWED_TAGS = frozenset(CORE_TAG_PREFIX + name for name in ("str", "map", "seq"))
+"""`!!str` (to keep `4711` a string) and the collection tags; anything else (`!!python/object/apply`, `!custom`,
+and `!!int`-style coercions a plain value already expresses) is refused."""
 
 LIMITS: tuple[tuple[str, int, str], ...] = (
     ("MAX_CONFIG_BYTES", MAX_CONFIG_BYTES, "file size in bytes"),

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ruamel.yaml.comments import CommentedMap, CommentedSeq
+from ruamel.yaml.comments import CommentedMap, CommentedSeq, TaggedScalar
 
 PathPart = str | int
 Path = tuple[PathPart, ...]
@@ -67,10 +67,9 @@ def _walk(node: Any, path: Path, source: SourceMap) -> Any:
         out: dict[Any, Any] = {}
         for key, value in node.items():
             here = (*path, key)
-            kline, kcol = node.lc.key(key)
-            source.keys[here] = Position(kline + 1, kcol + 1)
-            vline, vcol = node.lc.value(key)
-            source.values[here] = Position(vline + 1, vcol + 1)
+            key_at, value_at = _positions(node, key)
+            source.keys[here] = key_at
+            source.values[here] = value_at
             out[key] = _walk(value, here, source)
         return out
     if isinstance(node, CommentedSeq):
@@ -81,9 +80,21 @@ def _walk(node: Any, path: Path, source: SourceMap) -> Any:
             source.values[here] = Position(line + 1, col + 1)
             items.append(_walk(value, here, source))
         return items
+    if isinstance(node, TaggedScalar):  # `!!str 4711`, the only scalar tag hpclz.config.bounds lets through
+        return _join_surrogate_pairs(str(node.value))
     if isinstance(node, str):
         return _join_surrogate_pairs(str(node))
     return node
+
+
+def _positions(node: CommentedMap, key: Any) -> tuple[Position, Position]:
+    """Where a key and its value sit; a key merged in with `<<: *anchor` has no position of its own in this
+    mapping (ruamel raises KeyError), so it is placed at the mapping that merges it."""
+    try:
+        (kline, kcol), (vline, vcol) = node.lc.key(key), node.lc.value(key)
+    except (KeyError, TypeError):
+        kline, kcol = vline, vcol = node.lc.line, node.lc.col
+    return Position(kline + 1, kcol + 1), Position(vline + 1, vcol + 1)
 
 
 def _join_surrogate_pairs(text: str) -> str:
