@@ -19,6 +19,7 @@ def plan(
     ),
     show_noise: bool = typer.Option(False, "--show-noise", help="Also show what-if changes filtered as noise."),
     out: Path | None = typer.Option(None, "--out", help="Save the plan for `hpclz deploy --plan FILE`."),
+    force: bool = typer.Option(False, "--force", help="Overwrite an existing --out file (never the config)."),
     detailed_exitcode: bool = typer.Option(
         False, "--detailed-exitcode", help="Exit 0 with no changes, 1 on error, 2 when changes are present."
     ),
@@ -29,7 +30,9 @@ def plan(
     with guarded("plan", output):
         from hpclz.services.plan import plan as run_plan
 
-        result = run_plan(config, what_if=what_if, out=out, detailed_exitcode=detailed_exitcode, suppress=suppress)
+        result = run_plan(
+            config, what_if=what_if, out=out, force=force, detailed_exitcode=detailed_exitcode, suppress=suppress
+        )
 
         def human(console: Console) -> None:
             from hpclz.plan.printer import print_changeset

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from hpclz.errors import ExitCode, HpclzError
+from hpclz.outfile import check_out_file, write_out_file
 from hpclz.resources import preset_names, preset_path
 
 
@@ -13,7 +14,6 @@ def write_preset(preset: str, out: Path, *, force: bool = False) -> Path:
         raise HpclzError(
             f"unknown preset '{preset}'; choose one of: {', '.join(preset_names())}", exit_code=ExitCode.USAGE
         )
-    if out.exists() and not force:
-        raise HpclzError(f"{out} already exists; pass --force to overwrite it", exit_code=ExitCode.USAGE)
-    out.write_text(preset_path(preset).read_text(encoding="utf-8"), encoding="utf-8")
-    return out
+    target = check_out_file(out, force=force)
+    write_out_file(target, preset_path(preset).read_text(encoding="utf-8"), "starter config")
+    return target

@@ -11,6 +11,7 @@ from pydantic import BaseModel, Field
 from hpclz.config.loader import LoadedConfig, load_config
 from hpclz.errors import ExitCode
 from hpclz.findings import Finding, Severity
+from hpclz.outfile import check_out_file
 from hpclz.plan.changeset import ChangeSet, StateRef
 from hpclz.plan.config_diff import config_changes
 from hpclz.plan.offline import create_change, offline_changeset
@@ -48,6 +49,7 @@ def plan(
     *,
     what_if: bool = False,
     out: str | Path | None = None,
+    force: bool = False,
     detailed_exitcode: bool = False,
     suppress: list[str] | None = None,
 ) -> PlanResult:
@@ -55,6 +57,8 @@ def plan(
     from hpclz.services.validate import check_config
     from hpclz.state.factory import open_backend
 
+    if out is not None:  # before any work: a refused --out must not cost a what-if call
+        check_out_file(out, inputs=[path], force=force)
     loaded = load_config(path)
     result = PlanResult(file=str(path), detailed_exitcode=detailed_exitcode)
     result.findings, _ = check_config(loaded, suppress or [])
