@@ -40,9 +40,10 @@ def finish(
     payload: dict[str, Any],
     findings: list[Finding],
     human: Callable[[Console], None],
+    errors: list[dict[str, Any]] | None = None,
 ) -> NoReturn:
     if output is OutputFormat.JSON:
-        from hpclz.output import Envelope
+        from hpclz.output import Envelope, ErrorEntry
 
         envelope = Envelope(
             command=command,
@@ -50,6 +51,7 @@ def finish(
             exit_code=int(exit_code),
             result=payload,
             findings=findings,
+            errors=[ErrorEntry.model_validate(e) for e in errors or []],
         )
         sys.stdout.write(envelope.to_json() + "\n")
     else:

@@ -86,4 +86,4 @@ def deploy(
                     f"[red]✗[/] deploy did not finish; fix the error and rerun `hpclz deploy {result.file}` to resume"
                 )
 
-        finish("deploy", output, result.exit_code, result.payload(), result.findings, human)
+        finish("deploy", output, result.exit_code, result.payload(), result.findings, human, errors=result.errors())

@@ -26,6 +26,7 @@ class DeploymentOutcome(BaseModel):
     component: str
     status: str
     error: str | None = None
+    error_code: str | None = Field(default=None, description="The innermost ARM error code, when it failed.")
     blocked_by: list[str] = Field(default_factory=list)
 
 
@@ -45,6 +46,15 @@ class DeployResult(BaseModel):
 
     def payload(self) -> dict[str, Any]:
         return self.model_dump(mode="json", exclude={"findings", "exit_code"})
+
+    def errors(self) -> list[dict[str, Any]]:
+        """The envelope's `errors`: each failed deployment with its innermost ARM error, so a script need not
+        dig through `result` to learn why."""
+        return [
+            {"code": d.error_code or "DeploymentFailed", "message": f"{d.name}: {d.error}", "path": d.name}
+            for d in self.deployments
+            if d.error
+        ]
 
 
 def render_plan(loaded: LoadedConfig, saved: SavedPlan | None) -> DeploymentPlan:
@@ -254,6 +264,7 @@ def _apply(
                 component=d.component,
                 status=step.value if step else "not started",
                 error=failure.one_line() if failure else None,
+                error_code=failure.code if failure else None,
                 blocked_by=run.blocked.get(d.name, []),
             )
         )
