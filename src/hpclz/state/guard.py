@@ -102,6 +102,19 @@ class SecretGuard:
         return looks_like_secret(text)
 
 
+def masked(data: Any, path: str = "") -> Any:
+    """A copy of a JSON-able tree with every string the guard's patterns or credential-like names catch replaced
+    by `<masked: why>`: what `hpclz state show` prints when a secret was planted in the state by hand."""
+    if isinstance(data, str):
+        reason = looks_like_secret(data) or _secret_by_name(path, data)
+        return f"<masked: {reason}>" if reason else data
+    if isinstance(data, dict):
+        return {key: masked(value, f"{path}.{key}" if path else str(key)) for key, value in data.items()}
+    if isinstance(data, list):
+        return [masked(value, f"{path}[{index}]") for index, value in enumerate(data)]
+    return data
+
+
 def _secret_by_name(path: str, value: str) -> str | None:
     """An ARM output or property named like a credential (`primaryKey`, `adminPassword`) with a literal value.
 
