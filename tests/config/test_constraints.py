@@ -53,6 +53,13 @@ CASES = [
         "spot_max_price: false",
     ),
     (
+        "anchored-bool-as-int",
+        _edit("      max_nodes: 64\n      infiniband: true\n", "      max_nodes: &yes true\n      infiniband: *yes\n"),
+        "compute.partitions[hbv3].max_nodes",
+        "expected an integer, not a boolean",
+        "max_nodes: &yes true",
+    ),
+    (
         "bool-in-quota",
         _edit("standardHBv3Family: 7680", "standardHBv3Family: true"),
         "compute.quotas.standardHBv3Family",
@@ -152,7 +159,7 @@ CASES = [
     (
         "escape-in-key",
         _edit("workload: seismic", '"work\\x1bload": seismic'),
-        "metadata.tags.work\x1bload",
+        "metadata.tags.work\\x1bload",
         "the key holds control character U+001B",
         'load": seismic',
     ),

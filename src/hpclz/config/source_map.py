@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ruamel.yaml.comments import CommentedMap, CommentedSeq, TaggedScalar
+from ruamel.yaml.scalarbool import ScalarBoolean
 
 PathPart = str | int
 Path = tuple[PathPart, ...]
@@ -84,6 +85,18 @@ def _walk(node: Any, path: Path, source: SourceMap) -> Any:
         return _join_surrogate_pairs(str(node.value))
     if isinstance(node, str):
         return _join_surrogate_pairs(str(node))
+    return _plain_scalar(node)
+
+
+def _plain_scalar(node: Any) -> Any:
+    """ruamel keeps formatting in subclasses: an anchored `&x true` is a ScalarBoolean, which is an int, so
+    `max_nodes: *x` would pass as 1; `0x1F` or `1_000` is a ScalarInt. The model sees plain Python values."""
+    if isinstance(node, ScalarBoolean):
+        return bool(node)
+    if isinstance(node, int) and not isinstance(node, bool):
+        return int(node)
+    if isinstance(node, float):
+        return float(node)
     return node
 
 
