@@ -6,7 +6,7 @@ from pathlib import Path
 
 from hpclz.errors import ExitCode, HpclzError
 from hpclz.outfile import check_out_file, write_out_file
-from hpclz.resources import preset_names, preset_path
+from hpclz.package_data import preset_names, preset_path
 
 
 def write_preset(preset: str, out: Path, *, force: bool = False) -> Path:
