@@ -123,3 +123,32 @@ def test_state_folder_that_cannot_be_created_is_a_clear_error(run_cli: RunCli, c
 
     with pytest.raises(StateStorageError, match=r"cannot use state folder .*: File exists"), backend.lock("deploy"):
         pass
+
+
+def test_blob_state_of_another_landing_zone_is_refused(
+    run_cli: RunCli, blob_env: Any, config: LandingZoneConfig, config_file: Path
+) -> None:
+    import re
+    import uuid
+
+    container = f"t{uuid.uuid4().hex[:20]}"
+    text, edits = re.subn(
+        r"^state:\n  backend: local.*$",
+        f"state:\n  backend: azure_blob\n  account_url: https://sthpclzcli.blob.core.windows.net\n  container: {container}",
+        config_file.read_text(),
+        flags=re.M,
+    )
+    assert edits == 1
+    config_file.write_text(text)
+    from hpclz.config.loader import load_config
+
+    blob = load_config(config_file).config
+    foreign = blob.model_copy(update={"metadata": blob.metadata.model_copy(update={"name": "finance"})})
+    backend = open_backend(foreign, base_dir=config_file.parent)
+    backend.zone = None  # type: ignore[attr-defined]  # plant the foreign document where this zone's state lives
+    backend.blob_name = open_backend(blob, base_dir=config_file.parent).blob_name  # type: ignore[attr-defined]
+    with backend.lock("deploy"):
+        backend.write(sample_state(foreign))
+    result = run_cli("state", "show", str(config_file))
+    assert result.exit_code == ExitCode.FAILED
+    assert "belongs to landing zone finance-prod" in result.stderr and "not energy-prod" in result.stderr
