@@ -27,7 +27,7 @@ def check_out_file(out: str | Path, *, inputs: Iterable[str | Path] = (), force:
         raise HpclzError(f"{out} already exists; pass --force to overwrite it", exit_code=ExitCode.USAGE)
     if target.exists() and not target.is_file():
         raise HpclzError(f"{out}: --out exists and is not a regular file", exit_code=ExitCode.USAGE)
-    folder = target.parent if str(target.parent) else Path(".")
+    folder = target.parent if str(target.parent) else Path()
     if not folder.is_dir():
         raise HpclzError(f"{out}: folder {folder} does not exist", exit_code=ExitCode.USAGE)
     if not os.access(folder, os.W_OK | os.X_OK):
@@ -40,7 +40,7 @@ def write_out_file(out: Path, text: str, what: str) -> None:
     temp = out.with_name(f".{out.name}.tmp")
     try:
         temp.write_text(text, encoding="utf-8")
-        os.replace(temp, out)
+        temp.replace(out)
     except OSError as exc:
         temp.unlink(missing_ok=True)
         raise HpclzError(f"{out}: cannot write the {what}: {exc.strerror or exc}", exit_code=ExitCode.USAGE) from None
@@ -48,6 +48,6 @@ def write_out_file(out: Path, text: str, what: str) -> None:
 
 def _same_file(a: Path, b: Path) -> bool:
     try:
-        return a.exists() and b.exists() and os.path.samefile(a, b)
+        return a.exists() and b.exists() and a.samefile(b)
     except OSError:
         return a.resolve() == b.resolve()

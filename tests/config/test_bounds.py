@@ -86,7 +86,7 @@ def _refused(run_cli, path: str, fragment: str) -> None:  # type: ignore[no-unty
 
 @pytest.mark.parametrize("device", ["/dev/zero", "/dev/urandom", "/dev/null"])
 def test_devices_are_refused_before_reading(run_cli, device: str) -> None:  # type: ignore[no-untyped-def]
-    if not os.path.exists(device):
+    if not Path(device).exists():
         pytest.skip(f"{device} absent on this system")
     _refused(run_cli, device, "is not a regular file")
 

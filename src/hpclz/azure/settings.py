@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from pathlib import Path
 
 from hpclz.errors import ExitCode, HpclzError
 
@@ -89,7 +90,7 @@ def _ca_bundle(path: str | None) -> str | None:
         return None
     import ssl
 
-    if not os.path.isfile(path):
+    if not Path(path).is_file():
         raise HpclzError(f"HPCLZ_ARM_CA_BUNDLE={path!r} is not a file", exit_code=ExitCode.USAGE)
     try:
         ssl.create_default_context(cafile=path)

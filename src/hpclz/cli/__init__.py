@@ -4,12 +4,8 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import TYPE_CHECKING
 
 import typer
-
-if TYPE_CHECKING:
-    from typer._click.exceptions import ClickException
 
 from hpclz import __version__
 from hpclz.cli.deploy import deploy
@@ -58,17 +54,26 @@ app.add_typer(state_app, name="state")
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point: click's usage errors exit 64, not 2 (2 means "changes present" for plan)."""
-    from typer._click import exceptions as click_errors
+    """Entry point: click's usage errors exit 64, not 2 (2 means "changes present" for plan).
 
+    Ctrl-C, and an aborted prompt (click turns Ctrl-C or end of input at a prompt into typer.Abort), exit
+    130 as documented in docs/exit-codes.md. typer.Abort is a RuntimeError, so it is caught before the
+    catch-all that reports internal errors.
+    """
     command = typer.main.get_command(app)
     args = list(argv if argv is not None else sys.argv[1:])
     try:
         result = command.main(args=args, prog_name="hpclz", standalone_mode=False)
-    except click_errors.ClickException as exc:  # UsageError included
-        return _usage_error(exc, args)
+    except typer.TyperException as exc:  # click's UsageError, BadParameter, ... (typer vendors click)
+        if wants_json(args):
+            _envelope(_command_name(args), ExitCode.USAGE, "usage", exc.format_message())
+        _show_usage_error(exc)
+        return int(ExitCode.USAGE)
     except KeyboardInterrupt:
         sys.stderr.write("hpclz: interrupted\n")
+        return int(ExitCode.INTERRUPTED)
+    except typer.Abort:
+        sys.stderr.write("hpclz: aborted\n")
         return int(ExitCode.INTERRUPTED)
     except Exception as exc:
         if os.environ.get("HPCLZ_DEBUG"):
@@ -78,9 +83,6 @@ def main(argv: list[str] | None = None) -> int:
             _envelope(_command_name(args), ExitCode.FAILED, "internal_error", message)
         sys.stderr.write(f"hpclz: {message}\n")
         return int(ExitCode.FAILED)
-    except typer.Abort:
-        sys.stderr.write("hpclz: aborted\n")
-        return int(ExitCode.INTERRUPTED)
     return int(result) if isinstance(result, int) else 0
 
 
@@ -102,17 +104,19 @@ def _command_name(args: list[str]) -> str:
     return names[0] if names else "hpclz"
 
 
-def _usage_error(exc: ClickException, args: list[str]) -> int:
-    if wants_json(args):
-        _envelope(_command_name(args), ExitCode.USAGE, "usage", exc.format_message())
-    exc.show()
-    return int(ExitCode.USAGE)
-
-
 def _envelope(command: str, code: ExitCode, kind: str, message: str) -> None:
     from hpclz.output import Envelope, ErrorEntry
 
     sys.stdout.write(Envelope.for_error(command, code, [ErrorEntry(code=kind, message=message)]).to_json() + "\n")
+
+
+def _show_usage_error(exc: typer.TyperException) -> None:
+    """Click's own rendering (usage line, hint, message) where the error has one; its message otherwise."""
+    show = getattr(exc, "show", None)
+    if callable(show):
+        show()
+    else:
+        sys.stderr.write(f"Error: {exc.format_message()}\n")
 
 
 def run() -> None:

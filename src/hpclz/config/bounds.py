@@ -60,7 +60,7 @@ class ReadRefused(Exception):
 
 def read_bounded(path: str | os.PathLike[str]) -> str:
     """Read a regular file of at most MAX_CONFIG_BYTES; stat first, so a FIFO or device is never opened."""
-    info = os.stat(path)
+    info = Path(path).stat()
     if stat.S_ISDIR(info.st_mode):
         raise ReadRefused("is a directory, not a config file")
     if not stat.S_ISREG(info.st_mode):
