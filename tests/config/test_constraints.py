@@ -60,6 +60,13 @@ CASES = [
         "max_nodes: &yes true",
     ),
     (
+        "bool-as-budget",
+        BASE + "\nbudget: {monthly_usd: true}\n",
+        "budget.monthly_usd",
+        "expected a number, not a boolean",
+        "budget: {monthly_usd: true}",
+    ),
+    (
         "bool-in-quota",
         _edit("standardHBv3Family: 7680", "standardHBv3Family: true"),
         "compute.quotas.standardHBv3Family",
