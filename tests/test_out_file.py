@@ -60,6 +60,8 @@ def test_folder_or_missing_parent_is_a_usage_error(run_cli, zone: Path, command:
     folder = zone.parent / "a-folder"
     folder.mkdir()
     for out, fragment in ((folder, "--out is a folder"), (zone.parent / "no" / "such" / "x.json", "does not exist")):
+        if command == "init" and fragment == "does not exist":
+            continue  # init creates the folder for a new config (main: services/init.py)
         result = run_cli(*_commands(zone, out)[command], "--force")
         assert result.exit_code == 64
         assert fragment in result.stderr

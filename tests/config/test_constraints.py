@@ -216,7 +216,7 @@ CASES = [
         "http-state-url",
         _edit("  backend: local ", "  backend: azure_blob\n  account_url: http://sthpclz.blob.core.windows.net\n  #"),
         "state.account_url",
-        "should match pattern",
+        "an https:// storage account URL with no path",
         "account_url:",
     ),
 ]

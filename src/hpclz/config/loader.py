@@ -14,6 +14,7 @@ from ruamel.yaml.reader import ReaderError
 
 from hpclz.config.base import models_in
 from hpclz.config.bounds import MAX_CONFIG_BYTES, ReadRefused, first_breach, read_bounded
+from hpclz.config.patterns import plain
 from hpclz.config.root import LandingZoneConfig
 from hpclz.config.scan import string_problems
 from hpclz.config.source_map import Path, SourceMap, build, display_path
@@ -127,6 +128,8 @@ def _problem(error: Any, source: SourceMap) -> ConfigProblem:
         message = f"'{ctx.get('tag')}' is not a valid {field}; expected one of {ctx.get('expected_tags')}"
     elif kind == "missing":
         message = f"required key '{loc[-1]}' is missing"
+    elif kind == "string_pattern_mismatch":
+        message = f"{plain(str(error.get('ctx', {}).get('pattern', '')))} (got {error['input']!r})"
     else:
         message = error["msg"].removeprefix("Value error, ").removeprefix("Assertion failed, ")
         if "input" in error and not isinstance(error["input"], dict | list):

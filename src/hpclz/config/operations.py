@@ -71,14 +71,15 @@ class LocalState(StrictModel):
     path: str = Field(default=".hpclz", description="Folder for state, its lock and previous versions.")
 
 
+ACCOUNT_URL_PATTERN = r"^https://[A-Za-z0-9.-]+(:\d{1,5})?/?$"
+
+
 class AzureBlobState(StrictModel):
     backend: Literal["azure_blob"] = "azure_blob"
     # https only: the Azure SDK refuses a bearer token over plain http ("Bearer token authentication is not
     # permitted for non-TLS protected (non-https) URLs", azure-core BearerTokenCredentialPolicy), so an http
     # URL passed validate and failed later in plan. Azurite is reached by its connection string instead.
-    account_url: str = Field(
-        pattern=r"^https://[A-Za-z0-9.-]+(:\d{1,5})?/?$", examples=["https://sthpclzstate.blob.core.windows.net"]
-    )
+    account_url: str = Field(pattern=ACCOUNT_URL_PATTERN, examples=["https://sthpclzstate.blob.core.windows.net"])
     container: ContainerName = "hpclz-state"
     blob_name: str | None = Field(default=None, description="Defaults to <name>-<environment>.tfstate-like JSON name.")
 
