@@ -66,7 +66,7 @@ def test_rerunning_a_source_replaces_its_facts_and_keeps_the_others(tmp_path: Pa
     source = shipped()["_sources"]["crdb-module-westus2"]
     args = [sys.executable, str(SCRIPT), str(WESTUS2), "--source-id", "crdb-module-westus2", "--out", str(out)]
     subprocess.run(
-        args + ["--cite", source["cite"], "--captured", source["captured"], "--what", source["what"]], check=True
+        [*args, "--cite", source["cite"], "--captured", source["captured"], "--what", source["what"]], check=True
     )
     assert out.read_text("utf-8") == before
 
