@@ -49,7 +49,8 @@ def gather(source: Source, thresholds: Thresholds, *, tier: str, with_nccl: bool
             facts.clocks_under_load = perf.clocks_under_load(source)
         facts.dcgm = perf.dcgm_diag(source)
     if with_nccl:
-        facts.nccl = nccl.intranode(source, len(facts.nvsmi.gpus), thresholds.get("nccl_allreduce_busbw_gbps"))
+        size = int(thresholds.get("nccl_allreduce_bytes") or nccl.INTRANODE_SIZE)
+        facts.nccl = nccl.intranode(source, len(facts.nvsmi.gpus), thresholds.get("nccl_allreduce_busbw_gbps"), size)
     return facts
 
 

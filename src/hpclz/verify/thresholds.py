@@ -30,11 +30,13 @@ METRICS: dict[str, str] = {
     "mem_tolerance_pct": "allowed deviation of MemTotal, percent",
     "ecc_sram_corrected_max": "corrected SRAM ECC errors per GPU, at most",
     "ecc_dram_corrected_max": "corrected DRAM ECC errors per GPU, at most",
+    "remapped_rows_unc_max": "HBM rows remapped for uncorrectable errors per GPU, at most",
     "gemm_bf16_tflops": "bf16 GEMM 8192^3 per GPU, TFLOP/s, at least",
     "hbm_copy_tbps": "device-to-device copy per GPU (bytes read + written), TB/s, at least",
     "h2d_gbps": "pinned host-to-device copy per GPU, GB/s, at least",
     "d2h_gbps": "pinned device-to-host copy per GPU, GB/s, at least",
-    "nccl_allreduce_busbw_gbps": "intra-node all-reduce bus bandwidth at 16 GiB, GB/s, at least",
+    "nccl_allreduce_busbw_gbps": "intra-node all-reduce bus bandwidth at the SKU's message size, GB/s, at least",
+    "nccl_allreduce_bytes": "intra-node all-reduce message size, bytes (aznhc's per-SKU size; 16 GiB by default)",
     "internode_allreduce_busbw_gbps": "2-node (ring pair) NCCL all-reduce bus bandwidth at the largest size, GB/s, at least",
 }
 

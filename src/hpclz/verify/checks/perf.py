@@ -96,13 +96,23 @@ def host_device(facts: NodeFacts, t: Thresholds) -> Verdict:
     nhc_code="NHC2020",
 )
 def dcgm_diag(facts: NodeFacts, t: Thresholds) -> Verdict:
-    """`dcgmi diag -r 1` (seconds: deployment, persistence, page retirement, InfoROM) when DCGM is installed."""
+    """`dcgmi diag -r 1` (seconds: deployment, persistence, page retirement, InfoROM) when DCGM is installed.
+    A run that printed only a runtime_error fails (DCGM is there but could not diagnose the GPUs); one where every
+    test was skipped is not measured; a Warn result warns."""
     if facts.dcgm.value is None:
         return Verdict(NOT_MEASURED, f"not measured: {facts.dcgm.why}")
-    failures: list[str] = list(facts.dcgm.value)  # type: ignore[call-overload]
-    if failures:
-        return Verdict(FAIL, "; ".join(failures), len(failures), 0, "tests")
-    return Verdict(PASS, "all DCGM r1 tests passed", 0, 0, "tests")
+    found: dict[str, Any] = facts.dcgm.value  # type: ignore[assignment]
+    failed, warned, passed = found.get("failed") or [], found.get("warned") or [], found.get("passed", 0)
+    if found.get("runtime_error"):
+        return Verdict(FAIL, f"dcgmi diag could not run: {found['runtime_error']}", None, 0, "tests")
+    if failed:
+        return Verdict(FAIL, "; ".join(failed + warned), len(failed), 0, "tests")
+    if not passed:
+        return Verdict(NOT_MEASURED, f"not measured: every DCGM r1 test was skipped ({found.get('skipped', 0)})")
+    if warned:
+        return Verdict(WARN, "; ".join(warned), len(warned), 0, "tests")
+    skipped = f", {found.get('skipped')} skipped" if found.get("skipped") else ""
+    return Verdict(PASS, f"{passed} DCGM r1 results passed{skipped}", 0, 0, "tests")
 
 
 @check(
@@ -114,7 +124,8 @@ def dcgm_diag(facts: NodeFacts, t: Thresholds) -> Verdict:
 )
 def nccl_intranode(facts: NodeFacts, t: Thresholds) -> Verdict:
     """All-reduce across the node's GPUs at one large size (16 GiB, as aznhc check_nccl_allreduce), busbw =
-    2(n-1)/n x algbw, against the SKU threshold (431 GB/s on ND H200 v5, 460 on ND H100 v5)."""
+    2(n-1)/n x algbw, against the SKU threshold (431 GB/s on ND H200 v5, 460 on ND H100 v5). Wrong results fail
+    whatever the bandwidth, as aznhc fails any output line containing FAILED (azure_nccl_allreduce.nhc)."""
     if facts.nccl.value is None:
         return Verdict(NOT_MEASURED, f"not measured: {facts.nccl.why}")
     run: dict[str, Any] = facts.nccl.value  # type: ignore[assignment]
@@ -131,6 +142,8 @@ def nccl_intranode(facts: NodeFacts, t: Thresholds) -> Verdict:
     busbw = float(top["busbw_gbps"])
     threshold = t.get("nccl_allreduce_busbw_gbps")
     shown = f"busbw {busbw:.1f} GB/s at {top['size_bytes']} bytes over {run.get('ranks')} ranks ({run.get('backend')})"
+    if run.get("wrong") or "wrong results" in str(run.get("message", "")):
+        return Verdict(FAIL, f"{run.get('message', 'wrong results')} ({shown})", round(busbw, 3), threshold, "GB/s")
     if threshold is None:
         return Verdict(WARN, f"{shown}; no threshold for SKU {t.sku or 'unknown'}", round(busbw, 3), None, "GB/s")
     status = PASS if busbw >= threshold else FAIL

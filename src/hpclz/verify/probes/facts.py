@@ -34,6 +34,14 @@ class Gpu:
     remap_pending: bool | None = None
     remap_failure: bool | None = None
     remapped_uncorrectable: int | None = None
+    # Newer memory-health flags (nvidia-smi XML, driver 570+ / 590+); None where the driver does not print them.
+    sram_threshold_exceeded: bool | None = None
+    unrepairable_memory: bool | None = None
+    channel_repair_pending: bool | None = None
+    tpc_repair_pending: bool | None = None
+    # Pre-Ampere dynamic page retirement (retired_pages block): pages retired and whether more are pending.
+    retired_pages: int | None = None
+    retirement_pending: bool | None = None
     pcie_gen: int | None = None
     pcie_gen_max: int | None = None
     pcie_width: int | None = None
@@ -116,6 +124,6 @@ class NodeFacts:
     swap_kb: Reading = field(default_factory=Reading)  # int
     perf: Reading = field(default_factory=lambda: Reading(None, "perf tier not run"))  # dict[str, list[float]]
     clocks_under_load: Reading = field(default_factory=lambda: Reading(None, "perf tier not run"))  # list[Gpu]
-    dcgm: Reading = field(default_factory=lambda: Reading(None, "perf tier not run"))  # list[str] failures
+    dcgm: Reading = field(default_factory=lambda: Reading(None, "perf tier not run"))  # perf.dcgm_summary dict
     nccl: Reading = field(default_factory=lambda: Reading(None, "--nccl not requested"))  # dict (CollectiveResult)
     simulated: bool = False
