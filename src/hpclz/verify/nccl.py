@@ -90,8 +90,8 @@ def result(
 
 
 # Lines as launchers prefix them: Open MPI --tag-output "[1,0]<stdout>:" (optionally after a --timestamp-output
-# date, as in openucx/ucx#5626), srun --label "0: ".
-_PREFIX = re.compile(r"^(?:.*?\[\d+,\d+\]<std(?:out|err)>:\s?|\s*\d+:\s)")
+# date, as in openucx/ucx#5626), MPICH/Intel MPI -prepend-rank "[0] " (NVIDIA/nccl#1453), srun --label "0: ".
+_PREFIX = re.compile(r"^(?:.*?\[\d+,\d+\]<std(?:out|err)>:\s?|\[\d+\]\s|\s*\d+:\s)")
 # One number as nccl-tests prints it: getFloatStr falls back from %.2f to %.1f, %.0f and %.1e when a value does
 # not fit its column (NVIDIA/nccl-tests src/util.cu getFloatStr), so a 30 s time reads "3.0e+07".
 _NUM = r"-?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?"
@@ -113,7 +113,7 @@ def parse_all_reduce_perf(text: str) -> dict[str, Any]:
     """nccl-tests all_reduce_perf text output in the old ("error") and new ("#wrong") layouts, with or without
     launcher prefixes: out-of-place rows, rank count, wrong elements, the out-of-bounds verdict, footer average."""
     lines = [_PREFIX.sub("", line, count=1) for line in text.splitlines()]
-    counts = any("#wrong" in line for line in lines)
+    counts = not any(re.search(r"busbw\s+error\b", line) for line in lines)
     points = []
     wrong = 0
     for line in lines:
