@@ -229,14 +229,17 @@ def dcgm_summary(data: Any) -> dict[str, Any]:
         if kind in ("passed", "skipped"):
             summary[kind] += 1
             return
-        gpu = result.get("gpu_id", result.get("gpu_ids", result.get("entity_id")))
+        entity = result.get("gpu_id", result.get("gpu_ids", result.get("entity_id")))
+        where = f" {result.get('entity_group') or 'GPU'} {entity}" if entity not in (None, "") else ""
         detail = _words(result.get("warnings") or result.get("info") or "")
-        summary[kind].append(f"{test}{f' GPU {gpu}' if gpu not in (None, '') else ''}: {detail}".strip().rstrip(":"))
+        summary[kind].append(f"{test}{where}: {detail}".strip().rstrip(":"))
 
     def walk(node: Any) -> None:
         if isinstance(node, dict):
             if isinstance(node.get("runtime_error"), str) and summary["runtime_error"] is None:
                 summary["runtime_error"] = node["runtime_error"]
+            if str(node.get("Overall Result", "")).lower() == "fail":  # --iterations: a run that aborted
+                summary["failed"].append(f"Overall Result: {_words(node.get('warning') or 'Fail')}")
             results = node.get("results")
             if isinstance(results, list) and "name" in node:
                 for r in results:
