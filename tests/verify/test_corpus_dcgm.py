@@ -35,7 +35,10 @@ def test_4x_documents_follow_dcgms_own_schema(name: str) -> None:
 # document -> (status, words in the message)
 CASES = {
     "v2-r1-fail-inforom.json": (FAIL, "Inforom GPU 0,1: A corrupt InfoROM has been detected in GPU 1."),
-    "v3-r1-fail-row-remap.json": (FAIL, "Page Retirement/Row Remap GPU 3: GPU 3 had memory errors and row remappings are pending"),
+    "v3-r1-fail-row-remap.json": (
+        FAIL,
+        "Page Retirement/Row Remap GPU 3: GPU 3 had memory errors and row remappings are pending",
+    ),
     "v4-r1-fail-persistence.json": (FAIL, "Persistence Mode GPU 5: Persistence mode for GPU 5 is disabled."),
     "v4-r1-pass.json": (PASS, "80 DCGM r1 results passed"),
     "v4-r1-all-skipped.json": (NOT_MEASURED, "every DCGM r1 test was skipped (80)"),

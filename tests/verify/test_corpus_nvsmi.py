@@ -67,19 +67,28 @@ def test_every_capture_parses_and_its_healthy_gpu_passes_memory_checks(name: str
 MEMORY_FAULTS = {
     "sram uncorrectable, drivers up to 535": (
         "a100-sxm4-v12",
-        ("<sram_uncorrectable>0</sram_uncorrectable>\n                <dram_correctable>0", "<sram_uncorrectable>3</sram_uncorrectable>\n                <dram_correctable>0"),
+        (
+            "<sram_uncorrectable>0</sram_uncorrectable>\n                <dram_correctable>0",
+            "<sram_uncorrectable>3</sram_uncorrectable>\n                <dram_correctable>0",
+        ),
         "gpu_ecc",
         "3 uncorrectable ECC errors since reset",
     ),
     "pre-Ampere volatile double-bit": (
         "quadro-p400",
-        ("<total>N/A</total>\n                                </double_bit>", "<total>2</total>\n                                </double_bit>"),
+        (
+            "<total>N/A</total>\n                                </double_bit>",
+            "<total>2</total>\n                                </double_bit>",
+        ),
         "gpu_ecc",
         "2 uncorrectable ECC errors since reset",
     ),
     "SRAM threshold exceeded, 570": (
         "rtx-3060-v12",
-        ("<sram_threshold_exceeded>N/A</sram_threshold_exceeded>", "<sram_threshold_exceeded>Yes</sram_threshold_exceeded>"),
+        (
+            "<sram_threshold_exceeded>N/A</sram_threshold_exceeded>",
+            "<sram_threshold_exceeded>Yes</sram_threshold_exceeded>",
+        ),
         "gpu_ecc",
         "SRAM ECC error threshold exceeded",
     ),
@@ -125,7 +134,9 @@ def test_memory_health_fault_fails_naming_the_gpu(case: str) -> None:
 def test_remapped_rows_at_the_limit_and_a_small_pending_retirement_do_not_fail() -> None:
     at_limit = capture("a10g", ("<remapped_row_unc>0</remapped_row_unc>", "<remapped_row_unc>512</remapped_row_unc>"))
     assert judge("row_remap", at_limit).status == PASS
-    pending = capture("tesla-t4", ("<pending_blacklist>No</pending_blacklist>", "<pending_blacklist>Yes</pending_blacklist>"))
+    pending = capture(
+        "tesla-t4", ("<pending_blacklist>No</pending_blacklist>", "<pending_blacklist>Yes</pending_blacklist>")
+    )
     assert judge("gpu_ecc", pending).status == WARN
 
 
@@ -138,7 +149,7 @@ def test_pcie_on_an_unknown_size_is_not_judged_against_the_cards_maximum() -> No
 def test_pcie_width_below_the_sizes_fails() -> None:
     x16 = load_thresholds(None, {"pcie_gen": 3, "pcie_width": 16})
     verdict = judge("pcie_link", capture("tesla-t4"), x16)
-    assert verdict.status == FAIL and "GPU 0 (00000000:00:1E.0): PCIe Gen3 x8, expected Gen3 x16" == verdict.message
+    assert verdict.status == FAIL and verdict.message == "GPU 0 (00000000:00:1E.0): PCIe Gen3 x8, expected Gen3 x16"
 
 
 def test_pcie_generation_drop_warns_when_idle_and_fails_under_load() -> None:

@@ -106,7 +106,7 @@ def _wrong_count(cell: str, counts: bool) -> int:
     that the column was "error", the largest deviation (%5.0le, "2e-07"), which counts nothing."""
     if not counts or cell == "N/A":
         return 0
-    return int(round(float(cell)))
+    return round(float(cell))
 
 
 def parse_all_reduce_perf(text: str) -> dict[str, Any]:
@@ -123,7 +123,9 @@ def parse_all_reduce_perf(text: str) -> dict[str, Any]:
             points.append({"size_bytes": size, "time_us": time_us, "algbw_gbps": algbw, "busbw_gbps": bus})
             wrong += _wrong_count(m.group(9), counts)
     ranks = len([line for line in lines if re.match(r"^#\s+Rank\s+\d+", line)])
-    avg = next((re.search(r"#\s*Avg bus bandwidth\s*:\s*([\d.eE+-]+)", line) for line in lines if "Avg bus" in line), None)
+    avg = next(
+        (re.search(r"#\s*Avg bus bandwidth\s*:\s*([\d.eE+-]+)", line) for line in lines if "Avg bus" in line), None
+    )
     verdicts = [m for m in map(_OUT_OF_BOUNDS.search, lines) if m]
     failed_tests = sum(int(m.group(1)) for m in verdicts if m.group(2) == "FAILED")
     return {

@@ -167,7 +167,9 @@ def row_remap(facts: NodeFacts, t: Thresholds) -> Verdict:
         if g.remap_pending:
             fails.append(f"{g.label()}: row remap pending (reset the GPU)")
         if remap_max is not None and (g.remapped_uncorrectable or 0) > remap_max:
-            fails.append(f"{g.label()}: {g.remapped_uncorrectable} rows remapped for uncorrectable errors > {num(remap_max)}")
+            fails.append(
+                f"{g.label()}: {g.remapped_uncorrectable} rows remapped for uncorrectable errors > {num(remap_max)}"
+            )
         if g.unrepairable_memory:
             fails.append(f"{g.label()}: driver reports unrepairable memory")
         for flag, what in ((g.channel_repair_pending, "memory channel"), (g.tpc_repair_pending, "TPC")):

@@ -10,6 +10,7 @@ import csv
 import io
 import re
 import xml.etree.ElementTree as ET
+from typing import Any
 
 from hpclz.verify.probes.facts import CLOCK_REASON_BITS, Gpu
 
@@ -113,7 +114,7 @@ def _uncorrected(node: ET.Element, scope: str) -> int | None:
     )
 
 
-def _memory_health(node: ET.Element) -> dict[str, int | bool | None]:
+def _memory_health(node: ET.Element) -> dict[str, Any]:
     ecc, pages = "ecc_errors/", "retired_pages/"
     retired = _sum(
         integer(_text(node, pages + "multiple_single_bit_retirement/retired_count")),
