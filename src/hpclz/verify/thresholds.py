@@ -26,6 +26,7 @@ METRICS: dict[str, str] = {
     "nvme_count": "local NVMe namespaces",
     "cpu_sockets": "CPU sockets",
     "cpu_cores": "physical CPU cores",
+    "cpu_threads": "logical CPUs (hardware threads)",
     "mem_total_kb": "MemTotal, kB",
     "mem_tolerance_pct": "allowed deviation of MemTotal, percent",
     "ecc_sram_corrected_max": "corrected SRAM ECC errors per GPU, at most",
@@ -37,6 +38,9 @@ METRICS: dict[str, str] = {
     "d2h_gbps": "pinned device-to-host copy per GPU, GB/s, at least",
     "nccl_allreduce_busbw_gbps": "intra-node all-reduce bus bandwidth at the SKU's message size, GB/s, at least",
     "nccl_allreduce_bytes": "intra-node all-reduce message size, bytes (aznhc's per-SKU size; 16 GiB by default)",
+    "stream_mbps": "STREAM Copy, Scale, Add and Triad, MB/s, each at least",
+    "ib_write_bw_gbps": "ib_write_bw loopback per InfiniBand HCA, host memory, Gb/s, at least",
+    "ib_write_bw_gdr_gbps": "ib_write_bw loopback per InfiniBand HCA from GPU memory (GPUDirect RDMA), Gb/s, at least",
     "internode_allreduce_busbw_gbps": "2-node (ring pair) NCCL all-reduce bus bandwidth at the largest size, GB/s, at least",
 }
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hpclz.verify.checks.core import FAIL, NOT_MEASURED, PASS, WARN, Verdict, check, no_threshold, num
+from hpclz.verify.checks.core import FAIL, NOT_MEASURED, PASS, Verdict, check, no_threshold, num
 from hpclz.verify.probes.facts import CpuInfo, IbPort, NodeFacts
 from hpclz.verify.thresholds import Thresholds
 
@@ -62,18 +62,22 @@ def nvme_count(facts: NodeFacts, t: Thresholds) -> Verdict:
     "Fewer cores than the VM size has means a wrong size or a host fault: redeploy the VM.",
 )
 def cpu_shape(facts: NodeFacts, t: Thresholds) -> Verdict:
-    """Sockets and physical cores from /proc/cpuinfo (NHC check_hw_cpuinfo 2 96 96 on ND v4/v5)."""
-    sockets, cores = t.get("cpu_sockets"), t.get("cpu_cores")
-    if cores is None:
+    """Sockets, physical cores and hardware threads from /proc/cpuinfo, each where the size states it (NHC
+    check_hw_cpuinfo S C T: 2 96 96 on ND v4/v5; an Azure size page states only vCPUs, the threads)."""
+    wanted = {k: t.get(f"cpu_{k}") for k in ("sockets", "cores", "threads")}
+    if all(v is None for v in wanted.values()):
         return no_threshold(t, "cpu_cores")
     if facts.cpu.value is None:
         return Verdict(NOT_MEASURED, f"not measured: {facts.cpu.why}")
     cpu: CpuInfo = facts.cpu.value  # type: ignore[assignment]
-    shown = f"{cpu.sockets} sockets, {cpu.cores} cores"
-    if cpu.cores != cores or (sockets is not None and cpu.sockets != sockets):
-        want = f"{num(sockets or 0)} sockets, {num(cores)} cores"
-        return Verdict(FAIL, f"{shown}, expected {want}", cpu.cores, num(cores), "cores")
-    return Verdict(PASS, shown, cpu.cores, num(cores), "cores")
+    seen = {"sockets": cpu.sockets, "cores": cpu.cores, "threads": cpu.threads}
+    shown = ", ".join(f"{seen[k]} {k}" for k, v in wanted.items() if v is not None)
+    unit = "cores" if wanted["cores"] is not None else "threads"
+    goal = num(wanted[unit] or 0)
+    if any(v is not None and seen[k] != v for k, v in wanted.items()):
+        want = ", ".join(f"{num(v)} {k}" for k, v in wanted.items() if v is not None)
+        return Verdict(FAIL, f"{shown}, expected {want}", seen[unit], goal, unit)
+    return Verdict(PASS, shown, seen[unit], goal, unit)
 
 
 @check(
@@ -100,14 +104,14 @@ def memory(facts: NodeFacts, t: Thresholds) -> Verdict:
     "HPCLZ-VFY-015",
     "Swap is off",
     "Disable swap on GPU nodes (swapoff -a and remove it from /etc/fstab or the image): paging stalls every rank of a job.",
-    severity="warning",
 )
 def swap_off(facts: NodeFacts, t: Thresholds) -> Verdict:
-    """Swap configured on a node (NHC check_hw_swap 0 in every aznhc conf): one rank paging stalls the whole
-    collective, so HPC images run without swap. A warning: the node works, slowly when memory runs short."""
+    """Swap configured on a node fails, as aznhc's check_hw_swap 0kB 0kB 3% in every conf does (the 3 % is of the
+    swap found, so any swap is out of range; NHC scripts/lbnl_hw.nhc:213-240): one rank paging stalls the whole
+    collective, so HPC images run without swap."""
     if facts.swap_kb.value is None:
         return Verdict(NOT_MEASURED, f"not measured: {facts.swap_kb.why}")
     swap = int(facts.swap_kb.value)  # type: ignore[call-overload]
     if swap:
-        return Verdict(WARN, f"SwapTotal {swap} kB, expected 0", swap, 0, "kB")
+        return Verdict(FAIL, f"SwapTotal {swap} kB, expected 0", swap, 0, "kB")
     return Verdict(PASS, "no swap", 0, 0, "kB")
