@@ -31,7 +31,11 @@ FAULT_TABLE: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "ib-port-down": ("HPCLZ-VFY-011", "fail", ("mlx5_ib3 port 1: DOWN",)),
     "ib-rate-200": ("HPCLZ-VFY-011", "fail", ("mlx5_ib5 port 1: ACTIVE at 200 Gb/s, expected 400",)),
     "nvme-missing": ("HPCLZ-VFY-012", "fail", ("7 of 8 NVMe",)),
-    "cpu-cores-48": ("HPCLZ-VFY-013", "fail", ("1 sockets, 48 cores, 48 threads, expected 2 sockets, 96 cores, 96 threads",)),
+    "cpu-cores-48": (
+        "HPCLZ-VFY-013",
+        "fail",
+        ("1 sockets, 48 cores, 48 threads, expected 2 sockets, 96 cores, 96 threads",),
+    ),
     "mem-low": ("HPCLZ-VFY-014", "fail", ("954704558 kB vs 1909409116 kB", "-50.0%")),
     "swap-on": ("HPCLZ-VFY-015", "fail", ("SwapTotal 8388604 kB, expected 0",)),
     "gemm-slow": ("HPCLZ-VFY-020", "fail", ("GPU 4 (00000005:00:00.0)", "351.2 TFLOP/s < 712")),

@@ -71,6 +71,29 @@ def known_skus(data_file: Path = DATA_FILE) -> list[str]:
     return sorted(_data(data_file)["skus"])
 
 
+def required_metrics(sku: str, *, gpus: int, ib_ports: int, nvme: int, nvidia: bool = True) -> list[set[str]]:
+    """What a size's thresholds must hold for verify to judge every check aznhc runs on it; each set is satisfied
+    by any one of its metrics. The shape of every node (threads, memory); IB port state and a loopback ib_write_bw
+    where it has InfiniBand (from GPU memory or host memory: aznhc uses one or the other per size); its NVMe
+    disks; STREAM on the HB and HX sizes (aznhc check_cpu_stream); on NVIDIA sizes the GPU count, memory, PCIe
+    link and host<->device bandwidth, plus the all-reduce on multi-GPU sizes and NVLink on the 8-GPU ND sizes.
+    AMD GPUs are read by rocm-smi, which hpclz does not run, so they add no GPU metric."""
+    need = [{"cpu_threads"}, {"mem_total_kb"}, {"mem_tolerance_pct"}]
+    if ib_ports:
+        need += [{"ib_ports"}, {"ib_rate_gbps"}, {"ib_write_bw_gbps", "ib_write_bw_gdr_gbps"}]
+    if nvme:
+        need.append({"nvme_count"})
+    if sku.lower().removeprefix("standard_").startswith(("hb", "hx")):
+        need.append({"stream_mbps"})
+    if gpus and nvidia:
+        need += [{m} for m in ("gpu_count", "gpu_memory_mib_min", "pcie_gen", "pcie_width", "h2d_gbps", "d2h_gbps")]
+        if gpus > 1:
+            need.append({"nccl_allreduce_busbw_gbps"})
+        if gpus == 8:
+            need.append({"nvlink_links_per_gpu"})
+    return need
+
+
 def check_overrides(overrides: Mapping[str, float], where: str = "") -> None:
     """A misspelt metric would silently never apply: refuse it, naming where it came from."""
     for metric in overrides:
