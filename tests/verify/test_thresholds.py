@@ -8,13 +8,13 @@ import pytest
 
 from hpclz.verify.agent import _overrides
 from hpclz.verify.thresholds import (
-    required_metrics,
     DATA_FILE,
     METRICS,
     agent_arguments,
     known_skus,
     load_thresholds,
     overrides_for,
+    required_metrics,
 )
 from tests.conftest import require
 from tests.verify.helpers import REAL_H200
