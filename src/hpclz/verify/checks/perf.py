@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hpclz.verify.checks.core import FAIL, NOT_MEASURED, PASS, WARN, Verdict, check, num
+from hpclz.verify.checks.core import FAIL, NOT_MEASURED, PASS, WARN, Verdict, check, no_threshold, num
 from hpclz.verify.probes.facts import NodeFacts
 from hpclz.verify.thresholds import Thresholds
 
@@ -113,6 +113,66 @@ def dcgm_diag(facts: NodeFacts, t: Thresholds) -> Verdict:
         return Verdict(WARN, "; ".join(warned), len(warned), 0, "tests")
     skipped = f", {found.get('skipped')} skipped" if found.get("skipped") else ""
     return Verdict(PASS, f"{passed} DCGM r1 results passed{skipped}", 0, 0, "tests")
+
+
+@check(
+    "HPCLZ-VFY-024",
+    "CPU memory bandwidth (STREAM)",
+    "Low STREAM bandwidth on an HB or HX size points at a DIMM, NUMA or BIOS fault: redeploy the VM, and report it to "
+    "Azure if it stays low (aznhc NHC2001).",
+    tier="perf",
+    nhc_code="NHC2001",
+)
+def stream(facts: NodeFacts, t: Thresholds) -> Verdict:
+    """STREAM Copy, Scale, Add and Triad each reach the size's MB/s (aznhc check_cpu_stream: 665500 on HBv4 and
+    HX, 320000 on HBv3), and STREAM validated its arrays. On a size with a STREAM threshold a STREAM that could not
+    run fails: the size's memory bandwidth is what it is bought for."""
+    goal = t.get("stream_mbps")
+    if goal is None:
+        return no_threshold(t, "stream_mbps")
+    if facts.stream.value is None:
+        return Verdict(FAIL, f"could not measure: {facts.stream.why}", None, num(goal), "MB/s")
+    found: dict[str, Any] = facts.stream.value  # type: ignore[assignment]
+    rates: dict[str, float] = found["rates"]
+    low = [f"{k} {v:.1f} MB/s" for k, v in rates.items() if v < goal]
+    lowest = min(rates.values())
+    if not found.get("validated"):
+        return Verdict(FAIL, "STREAM did not validate its results", lowest, num(goal), "MB/s")
+    if low:
+        return Verdict(FAIL, f"{', '.join(low)} < {num(goal)} MB/s", lowest, num(goal), "MB/s")
+    return Verdict(PASS, f"slowest kernel {lowest:.1f} MB/s >= {num(goal)} MB/s", lowest, num(goal), "MB/s")
+
+
+@check(
+    "HPCLZ-VFY-025",
+    "InfiniBand loopback bandwidth per HCA (ib_write_bw)",
+    "A slow HCA loopback points at the HCA, its PCIe link or (GPUDirect) the GPU's: check HPCLZ-VFY-011 and HPCLZ-VFY-008, "
+    "reboot, then report the node (aznhc NHC2003).",
+    tier="perf",
+    nhc_code="NHC2003",
+)
+def ib_loopback(facts: NodeFacts, t: Thresholds) -> Verdict:
+    """ib_write_bw loopback on every InfiniBand HCA, 8 MiB messages: from GPU memory on GPU sizes (aznhc
+    check_ib_bw_gdr: 380 Gb/s ND H100 v5, 360 ND H200 v5, 180 ND A100 v4), from host memory on CPU sizes
+    (check_ib_bw_non_gdr: 390 HBv4/HX, 190 HBv3). An HCA that could not be measured fails."""
+    metric = "ib_write_bw_gdr_gbps" if t.get("ib_write_bw_gdr_gbps") is not None else "ib_write_bw_gbps"
+    goal = t.get(metric)
+    if goal is None:
+        return no_threshold(t, "ib_write_bw_gbps")
+    if facts.ib_bandwidth.value is None:
+        return Verdict(FAIL, f"could not measure: {facts.ib_bandwidth.why}", None, num(goal), "Gb/s")
+    found: dict[str, Any] = facts.ib_bandwidth.value  # type: ignore[assignment]
+    per_hca: dict[str, float | None] = found["gbps"]
+    fails = [f"{dev} {v:.1f} Gb/s < {num(goal)} Gb/s" for dev, v in per_hca.items() if v is not None and v < goal]
+    if found.get("why"):
+        fails.append(f"not measured: {found['why']}")
+    measured = [v for v in per_hca.values() if v is not None]
+    lowest = round(min(measured), 2) if measured else None
+    memory = "GPU memory" if found.get("gpu_memory") else "host memory"
+    if fails:
+        return Verdict(FAIL, "; ".join(fails) + f" ({memory})", lowest, num(goal), "Gb/s")
+    shown = f"{len(per_hca)} HCAs, slowest {lowest} Gb/s >= {num(goal)} Gb/s from {memory}"
+    return Verdict(PASS, shown, lowest, num(goal), "Gb/s")
 
 
 @check(

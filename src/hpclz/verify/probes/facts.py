@@ -125,5 +125,7 @@ class NodeFacts:
     perf: Reading = field(default_factory=lambda: Reading(None, "perf tier not run"))  # dict[str, list[float]]
     clocks_under_load: Reading = field(default_factory=lambda: Reading(None, "perf tier not run"))  # list[Gpu]
     dcgm: Reading = field(default_factory=lambda: Reading(None, "perf tier not run"))  # perf.dcgm_summary dict
+    stream: Reading = field(default_factory=lambda: Reading(None, "perf tier not run"))  # bench.parse_stream dict
+    ib_bandwidth: Reading = field(default_factory=lambda: Reading(None, "perf tier not run"))  # bench.read_ib_write_bw
     nccl: Reading = field(default_factory=lambda: Reading(None, "--nccl not requested"))  # dict (CollectiveResult)
     simulated: bool = False
