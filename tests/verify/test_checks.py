@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from hpclz.verify.checks import CHECKS
@@ -157,3 +159,15 @@ def test_the_real_single_gpu_capture_passes_the_gpu_checks_end_to_end() -> None:
     assert {cid: checks[cid]["status"] for cid in gpu_checks} == dict.fromkeys(gpu_checks, "pass")
     assert checks["HPCLZ-VFY-002"]["message"] == "1 GPU"
     assert checks["HPCLZ-VFY-006"]["status"] == "not_measured"  # no kernel log was captured
+
+
+def test_a_gpu_size_whose_benchmarks_cannot_run_fails_them(tmp_path: Path) -> None:
+    """Not measured is never passed where the node should have been measurable (no torch, no nccl-tests)."""
+    (tmp_path / "fixtures.base").write_text(str(GOOD))
+    (tmp_path / "perf.json").write_text("")
+    (tmp_path / "all_reduce_perf.txt").write_text("")
+    checks = by_id(agent(tmp_path))
+    for check_id in ("HPCLZ-VFY-020", "HPCLZ-VFY-021", "HPCLZ-VFY-022", "HPCLZ-VFY-030"):
+        assert checks[check_id]["status"] == "fail", checks[check_id]
+        assert checks[check_id]["message"].startswith("could not measure on a size that requires it: ")
+    assert checks["HPCLZ-VFY-023"]["status"] == "not_measured"  # DCGM is optional: aznhc runs none

@@ -13,9 +13,18 @@ from hpclz.verify.probes.facts import NodeFacts
 from hpclz.verify.thresholds import Thresholds
 
 
+def _unmeasured(facts: NodeFacts, t: Thresholds, metrics: tuple[str, ...], why: str) -> Verdict:
+    """Not measured is not passed: on a size with a threshold for it, and GPUs the driver lists, a benchmark that
+    could not run (no torch/CuPy, no nccl-tests) fails; elsewhere there was nothing to measure."""
+    goal = next((t.get(m) for m in metrics if t.get(m) is not None), None)
+    if goal is not None and facts.nvsmi.gpus:
+        return Verdict(FAIL, f"could not measure on a size that requires it: {why}", None, num(goal))
+    return Verdict(NOT_MEASURED, f"not measured: {why}")
+
+
 def _per_gpu(facts: NodeFacts, t: Thresholds, metrics: tuple[str, ...], unit: str) -> Verdict:
     if facts.perf.value is None:
-        return Verdict(NOT_MEASURED, f"not measured: {facts.perf.why}")
+        return _unmeasured(facts, t, metrics, facts.perf.why)
     perf: dict[str, Any] = facts.perf.value  # type: ignore[assignment]
     fails, notes, lowest, goal = [], [], None, None
     for metric in metrics:
@@ -43,7 +52,7 @@ def _per_gpu(facts: NodeFacts, t: Thresholds, metrics: tuple[str, ...], unit: st
     if fails:
         return Verdict(FAIL, "; ".join(fails + notes), measured, goal, unit)
     if lowest is None:
-        return Verdict(NOT_MEASURED, "not measured: " + "; ".join(notes))
+        return _unmeasured(facts, t, metrics, "; ".join(notes))
     if goal is None:
         return Verdict(WARN, "; ".join(notes), measured, None, unit)
     return Verdict(
@@ -187,7 +196,7 @@ def nccl_intranode(facts: NodeFacts, t: Thresholds) -> Verdict:
     2(n-1)/n x algbw, against the SKU threshold (431 GB/s on ND H200 v5, 460 on ND H100 v5). Wrong results fail
     whatever the bandwidth, as aznhc fails any output line containing FAILED (azure_nccl_allreduce.nhc)."""
     if facts.nccl.value is None:
-        return Verdict(NOT_MEASURED, f"not measured: {facts.nccl.why}")
+        return _unmeasured(facts, t, ("nccl_allreduce_busbw_gbps",), facts.nccl.why)
     run: dict[str, Any] = facts.nccl.value  # type: ignore[assignment]
     points = run.get("points") or []
     if not points:
