@@ -38,6 +38,11 @@ def verify(
     python: str | None = typer.Option(
         None, "--python", help="Python on the nodes that has hpclz (default: this one, by its full path)."
     ),
+    suppress: list[str] = typer.Option(
+        [],
+        "--suppress",
+        help="Verify check ID to report without failing or draining (repeatable); adds to the config's.",
+    ),
     output: OutputFormat = OUTPUT_OPTION,
 ) -> None:
     """Check every node through Slurm, name the failing ones and why; optionally drain them."""
@@ -55,12 +60,14 @@ def verify(
             slurm_conf=slurm_conf,
             work_dir=work_dir,
             node_budget_s=budget,
+            suppress=suppress,
         )
         if python:
             options.python = python
         outcome = run_verify(options)
         write_artifacts(outcome.report, junit=junit, plot=plot)
-        finish("verify", output, outcome.exit_code, outcome.payload(), [], lambda out: _human(out, outcome))
+        findings = outcome.findings
+        finish("verify", output, outcome.exit_code, outcome.payload(), findings, lambda out: _human(out, outcome))
 
 
 def _human(out: Console, outcome: VerifyOutcome) -> None:
