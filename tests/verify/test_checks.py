@@ -45,6 +45,8 @@ FAULT_TABLE: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "h2d-slow": ("HPCLZ-VFY-022", "fail", ("GPU 6 (00000007:00:00.0)", "h2d_gbps 24.8 GB/s < 48", "d2h_gbps 25.1")),
     "dcgm-fail": ("HPCLZ-VFY-023", "fail", ("Persistence Mode GPU 0", "currently disabled")),
     "nccl-slow": ("HPCLZ-VFY-030", "fail", ("busbw 152.4 GB/s", "8 ranks", "vs 431 GB/s")),
+    "ib-link-flapping": ("HPCLZ-VFY-016", "fail", ("ib6: 6 lost-carrier events in 24 h",)),
+    "an-port-down": ("HPCLZ-VFY-017", "fail", ("mlx5_an0 port 1: DOWN at 100 Gb/s, expected ACTIVE at 100",)),
     "ib-loopback-slow": ("HPCLZ-VFY-025", "fail", ("mlx5_ib2 212.3 Gb/s < 360 Gb/s (GPU memory)",)),
 }
 

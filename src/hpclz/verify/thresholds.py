@@ -23,6 +23,7 @@ METRICS: dict[str, str] = {
     "pcie_width": "PCIe lanes of each GPU's host link",
     "ib_ports": "InfiniBand ports that must be ACTIVE",
     "ib_rate_gbps": "rate of each InfiniBand port, Gb/s",
+    "an_rate_gbps": "rate of the accelerated-networking Ethernet port (mlx5_an0), Gb/s",
     "nvme_count": "local NVMe namespaces",
     "cpu_sockets": "CPU sockets",
     "cpu_cores": "physical CPU cores",

@@ -115,3 +115,55 @@ def swap_off(facts: NodeFacts, t: Thresholds) -> Verdict:
     if swap:
         return Verdict(FAIL, f"SwapTotal {swap} kB, expected 0", swap, 0, "kB")
     return Verdict(PASS, "no swap", 0, 0, "kB")
+
+
+# aznhc azure_ib_link_flapping.nhc: 5 or more lost-carrier events on one ib interface within 24 h (its defaults).
+FLAPS_LIMIT = 5
+
+
+@check(
+    "HPCLZ-VFY-016",
+    "InfiniBand link flapping",
+    "A link that keeps dropping needs its cable or HCA looked at: drain the node and report it to Azure with the "
+    "journal lines (aznhc NHC2005).",
+    nhc_code="NHC2005",
+)
+def ib_flapping(facts: NodeFacts, t: Thresholds) -> Verdict:
+    """Lost-carrier events per ib interface in the last 24 h, from systemd-networkd's journal lines (aznhc
+    check_ib_link_flapping: 5 or more on one interface fail). A flapping link passes ibstat between drops."""
+    if not t.get("ib_ports"):
+        return no_threshold(t, "ib_ports")
+    if facts.carrier_losses.value is None:
+        return Verdict(NOT_MEASURED, f"not measured: {facts.carrier_losses.why}")
+    counts: dict[str, int] = facts.carrier_losses.value  # type: ignore[assignment]
+    worst = max(counts.values(), default=0)
+    flapping = [f"{dev}: {n} lost-carrier events in 24 h" for dev, n in sorted(counts.items()) if n >= FLAPS_LIMIT]
+    if flapping:
+        return Verdict(FAIL, "; ".join(flapping), worst, FLAPS_LIMIT - 1, "events")
+    return Verdict(PASS, f"at most {worst} lost-carrier events per link in 24 h", worst, FLAPS_LIMIT - 1, "events")
+
+
+@check(
+    "HPCLZ-VFY-017",
+    "Accelerated networking port (mlx5_an0)",
+    "The VM's accelerated-networking NIC is down or slow: restart it (or the VM); report it if it stays so.",
+)
+def accelerated_networking(facts: NodeFacts, t: Thresholds) -> Verdict:
+    """The Ethernet port of the VM's accelerated networking (mlx5_an0) is ACTIVE at the size's rate: aznhc checks
+    `check_hw_ib 100 mlx5_an0:1` in its ND H200 v5 confs. It carries storage and the job's TCP traffic."""
+    rate = t.get("an_rate_gbps")
+    if rate is None:
+        return no_threshold(t, "an_rate_gbps")
+    if facts.ib_ports.value is None:
+        return Verdict(FAIL, f"no port reading: {facts.ib_ports.why}", None, num(rate), "Gb/s")
+    ports: list[IbPort] = [p for p in facts.ib_ports.value if p.device.startswith("mlx5_an")]  # type: ignore[attr-defined]
+    if not ports:
+        return Verdict(
+            FAIL, "no mlx5_an port: accelerated networking is off or its driver is missing", 0, num(rate), "Gb/s"
+        )
+    bad = [f"{p.device} port {p.port}: {p.state or '?'} at {num(p.rate_gbps or 0)} Gb/s" for p in ports
+           if not p.active or (p.rate_gbps or 0) < rate]  # fmt: skip
+    best = max(p.rate_gbps or 0 for p in ports)
+    if bad:
+        return Verdict(FAIL, "; ".join(bad) + f", expected ACTIVE at {num(rate)}", best, num(rate), "Gb/s")
+    return Verdict(PASS, f"{ports[0].device} ACTIVE at {num(best)} Gb/s", best, num(rate), "Gb/s")

@@ -118,6 +118,7 @@ class NodeFacts:
     xids: Reading = field(default_factory=Reading)  # list[XidEvent]
     nvlinks: Reading = field(default_factory=Reading)  # list[NvLink]
     ib_ports: Reading = field(default_factory=Reading)  # list[IbPort]
+    carrier_losses: Reading = field(default_factory=Reading)  # dict[ib interface, lost-carrier events in 24 h]
     nvme_count: Reading = field(default_factory=Reading)  # int
     cpu: Reading = field(default_factory=Reading)  # CpuInfo
     mem_total_kb: Reading = field(default_factory=Reading)  # int
