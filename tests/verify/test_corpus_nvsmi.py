@@ -7,6 +7,7 @@ that driver generation is read, not a layout hpclz invented.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -168,3 +169,21 @@ def test_corpus_files_are_listed_in_provenance() -> None:
     for path in sorted((FIXTURES / "corpus").rglob("*")):
         if path.is_file() and path.name != "PROVENANCE.md":
             assert str(Path(path).relative_to(FIXTURES / "corpus")) in listed, path
+
+
+@pytest.mark.parametrize("case", sorted(MEMORY_FAULTS))
+def test_the_agent_exits_6_naming_the_check_and_the_gpu(case: str, tmp_path: Path) -> None:
+    """The whole agent on a real capture with one fault: exit 6 (VERIFY_FAILED), the NHC line names both."""
+    from hpclz.verify.agent import main
+
+    name, edit, check, _ = MEMORY_FAULTS[case]
+    edits = [edit]
+    if name == "tesla-t4":
+        edits += [("<retired_count>0</retired_count>", "<retired_count>2</retired_count>")]
+        edits += [("<pending_blacklist>No</pending_blacklist>", "<pending_blacklist>Yes</pending_blacklist>")]
+    (tmp_path / "nvidia-smi-q.xml").write_text(capture(name, *edits))
+    assert main(["--fixtures", str(tmp_path), "--sku", "Standard_Unknown", "--json", str(tmp_path / "r.json")]) == 6
+    failed = [c for c in json.loads((tmp_path / "r.json").read_text())["checks"] if c["status"] == FAIL]
+    expected = {"gpu_ecc": "HPCLZ-VFY-004", "row_remap": "HPCLZ-VFY-005"}[check]
+    assert [c["check_id"] for c in failed] == [expected]
+    assert CAPTURES[name][2] in failed[0]["message"]
