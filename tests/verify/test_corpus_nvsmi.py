@@ -8,13 +8,14 @@ that driver generation is read, not a layout hpclz invented.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
 
 from hpclz.verify.checks import gpu as checks
 from hpclz.verify.checks.core import FAIL, NOT_MEASURED, PASS, WARN, Verdict
-from hpclz.verify.probes.facts import NodeFacts, NvidiaSmi, Reading
+from hpclz.verify.probes.facts import Gpu, NodeFacts, NvidiaSmi, Reading
 from hpclz.verify.probes.nvsmi import parse_xml
 from hpclz.verify.thresholds import Thresholds, load_thresholds
 from tests.verify.helpers import FIXTURES
@@ -187,3 +188,50 @@ def test_the_agent_exits_6_naming_the_check_and_the_gpu(case: str, tmp_path: Pat
     expected = {"gpu_ecc": "HPCLZ-VFY-004", "row_remap": "HPCLZ-VFY-005"}[check]
     assert [c["check_id"] for c in failed] == [expected]
     assert CAPTURES[name][2] in failed[0]["message"]
+
+
+def test_retirement_table_verdicts_match_aznhcs_own_test_data() -> None:
+    """aznhc's V100 test data (`nvidia-smi -q -d PAGE_RETIREMENT`, driver 535.86.10): its rule fails the GPUs with
+    62 or more retired pages and a pending blacklist (00000002, 06, 08); hpclz reads the same counters from the XML
+    and must agree. 00000004 has a pending page but a near-empty table: a warning. 00000001 is full-ish, nothing
+    pending: healthy for both."""
+    text = (FIXTURES / "corpus" / "aznhc" / "bad_nvsmi8_output.txt").read_text()
+    rows = re.findall(r"GPU (\S+)\n.*?Single Bit ECC\s*:\s*(\d+)\n.*?Double Bit ECC\s*:\s*(\d+)\n"
+                      r".*?Pending Page Blacklist\s*:\s*(\w+)", text, re.S)  # fmt: skip
+    gpus = [
+        Gpu(index=i, bus_id=bus, retired_pages=int(sbe) + int(dbe), retirement_pending=pending == "Yes")
+        for i, (bus, sbe, dbe, pending) in enumerate(rows)
+    ]
+    assert len(gpus) == 8
+    verdict = checks.gpu_ecc(NodeFacts(node="n1", sku=None, nvsmi=NvidiaSmi(True, gpus=gpus)), DEFAULTS)
+    full = re.findall(r"\((\S+)\): page retirement table full", verdict.message)
+    assert verdict.status == FAIL and full == ["00000002:00:00.0", "00000006:00:00.0", "00000008:00:00.0"]
+    assert "GPU 3 (00000004:00:00.0): page retirement pending (6 retired)" in verdict.message
+    assert "00000001:00:00.0" not in verdict.message
+
+
+@pytest.mark.parametrize(
+    ("name", "gpu", "status", "words"),
+    [
+        ("good_nvlink_status.txt", 7, PASS, "12 links up on every GPU"),
+        # aznhc's "all links are inactive" case: NVML prints no Link line at all for the GPU.
+        ("bad_nvlink_status.txt", 6, FAIL, "GPU 6 (00000007:00:00.0): 0 NVLinks, expected 12"),
+    ],
+)
+def test_nvlink_on_aznhcs_own_test_data(name: str, gpu: int, status: str, words: str) -> None:
+    from hpclz.verify.probes.nvlink import parse_nvlink_status
+
+    facts = NodeFacts(
+        node="n1", sku=None, nvsmi=NvidiaSmi(True, gpus=[Gpu(index=gpu, bus_id=f"0000000{gpu + 1}:00:00.0")])
+    )
+    facts.nvlinks = Reading(parse_nvlink_status((FIXTURES / "corpus" / "aznhc" / name).read_text()))
+    verdict = checks.nvlink(facts, load_thresholds("Standard_ND96amsr_A100_v4"))
+    assert verdict.status == status and words in verdict.message, verdict
+
+
+def test_lost_carrier_counts_on_aznhcs_flapping_test_data() -> None:
+    from hpclz.verify.probes.infiniband import count_lost_carrier
+
+    corpus = FIXTURES / "corpus" / "aznhc"
+    assert count_lost_carrier((corpus / "0flap_syslog").read_text()) == {}
+    assert count_lost_carrier((corpus / "1dev_6flap_syslog").read_text()) == {"ib6": 6}  # "Gained carrier" not counted
