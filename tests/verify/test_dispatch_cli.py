@@ -98,3 +98,21 @@ def test_suppress_on_the_command_line_and_unknown_ids(
     assert _local(run_cli, monkeypatch, CONFIG, "--suppress", "hpclz-vfy-006").exit_code == 0
     wrong = _local(run_cli, monkeypatch, CONFIG, "--suppress", "HPCLZ-VFY-606")
     assert wrong.exit_code == 64 and "--suppress HPCLZ-VFY-606: unknown rule ID" in wrong.stdout
+
+
+def test_a_machine_without_slurm_configuration_is_told_where_verify_runs(
+    run_cli: Callable[..., CliResult], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """From a workstation with Slurm's client but no slurm.conf, the real sinfo ends in "Could not establish a
+    configuration source"; the user gets one line saying where verify has to run instead."""
+    import shutil
+
+    from tests.conftest import require
+
+    require(shutil.which("sinfo") is not None and not Path("/etc/slurm/slurm.conf").exists(), "a bare Slurm client")
+    monkeypatch.delenv("SLURM_CONF", raising=False)
+    monkeypatch.delenv("HPCLZ_SLURM_BIN", raising=False)
+    result = run_cli("verify", str(CONFIG))
+    assert result.exit_code == 64
+    assert result.stderr.startswith("error: this machine has no Slurm configuration (sinfo: fatal: Could not establish")
+    assert result.stderr.count("\n") == 1 and "--slurm-conf" in result.stderr

@@ -82,6 +82,9 @@ class NodeInfo:
         return not self.base.startswith(NOT_SCHEDULABLE)
 
 
+# What a Slurm client prints with neither a slurm.conf nor a DNS SRV record to find slurmctld by (captured from
+# Debian's slurm-wlm 22.05.8 here: "sinfo: fatal: Could not establish a configuration source").
+NO_CONFIG = "Could not establish a configuration source"
 STATE_FLAGS = "*~#!%$@^-"
 # sinfo %T long state names of nodes that cannot take a new job now (same man page, NODE STATE CODES).
 NOT_SCHEDULABLE = (
@@ -132,7 +135,14 @@ class SlurmClient:
         done = self._exec(tool, args, self.env, timeout)
         if done.returncode != 0:
             said = (done.stderr or done.stdout).strip().splitlines()
-            raise SlurmError(f"{tool} {' '.join(args[:3])} failed: {said[-1] if said else f'exit {done.returncode}'}")
+            last = said[-1] if said else f"exit {done.returncode}"
+            if NO_CONFIG in last:
+                raise SlurmError(
+                    f"this machine has no Slurm configuration ({last}): run hpclz verify where Slurm's commands "
+                    "reach the cluster (its scheduler or a login node), or name a slurm.conf with --slurm-conf",
+                    exit_code=ExitCode.USAGE,
+                )
+            raise SlurmError(f"{tool} {' '.join(args[:3])} failed: {last}")
         return done.stdout
 
     def _exec(
