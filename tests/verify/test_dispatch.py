@@ -315,3 +315,14 @@ def test_non_responding_and_invalid_nodes_are_unreachable(state: str) -> None:
 def test_only_a_plain_idle_node_is_runnable() -> None:
     assert NodeInfo("n1", "idle").schedulable and NodeInfo("n1", "idle~").flags == "~"
     assert select([NodeInfo("n1", "idle")], drain=False).runnable == ["n1"]
+
+
+def test_states_captured_from_real_slurm_are_sorted_as_slurm_means_them() -> None:
+    text = (Path(__file__).parent / "fixtures" / "corpus" / "slurm" / "states.txt").read_text()
+    rows = [line.split("|") for line in text.splitlines() if line.startswith("node")]
+    infos = {name: NodeInfo(name, long, "" if reason == "none" else reason) for name, long, _short, reason in rows}
+    chosen = select(infos.values(), drain=False)
+    assert chosen.runnable == ["node4"]
+    assert chosen.skipped["node1"].checks[0].check_id == NOT_TESTED  # an operator's drain: not ours to judge
+    assert chosen.skipped["node2"].checks[0].check_id == UNREACHABLE
+    assert chosen.skipped["node3"].checks[0].message == "not tested: Slurm reports it reserved"
