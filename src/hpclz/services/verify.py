@@ -18,12 +18,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import Field
 
 from hpclz.config.loader import load_config
 from hpclz.config.root import LandingZoneConfig
 from hpclz.errors import ExitCode, HpclzError
 from hpclz.findings import Finding
+from hpclz.output import CommandResult, ResultBody
 from hpclz.rules.base import run_rules
 from hpclz.services.validate import refuse_unknown_suppressions
 from hpclz.verify import collective_job as coll
@@ -64,17 +65,14 @@ class VerifyOptions:
     suppress: list[str] = field(default_factory=list)  # with the config's `suppress:`; verify check IDs apply
 
 
-class VerifyOutcome(BaseModel):
+class VerifyOutcome(ResultBody):
     report: VerifyReport
     work_dir: str | None = None
-    findings: list[Finding] = []
-    suppressed: list[str] = []
+    findings: list[Finding] = Field(default_factory=list)
+    suppressed: list[str] = Field(default_factory=list)
 
-    @property
-    def exit_code(self) -> ExitCode:
-        return ExitCode.VERIFY_FAILED if failed_anything(self.report) else ExitCode.OK
-
-    def payload(self) -> dict[str, Any]:
+    def json_body(self) -> dict[str, Any]:
+        # The findings go to the envelope's own `findings`, not twice under `result`.
         return {"work_dir": self.work_dir, "suppressed": self.suppressed, **self.report.model_dump(mode="json")}
 
 
@@ -82,7 +80,13 @@ def failed_anything(report: VerifyReport) -> bool:
     return bool(report.bad_nodes) or any(c.status is Status.FAIL for c in report.collectives)
 
 
-def verify(opts: VerifyOptions) -> VerifyOutcome:
+def verify(opts: VerifyOptions) -> CommandResult[VerifyOutcome]:
+    outcome = _verify(opts)
+    code = ExitCode.VERIFY_FAILED if failed_anything(outcome.report) else ExitCode.OK
+    return CommandResult(command="verify", payload=outcome, findings=outcome.findings, exit_code=code)
+
+
+def _verify(opts: VerifyOptions) -> VerifyOutcome:
     started = time.monotonic()
     loaded = load_config(opts.config)
     config = loaded.config

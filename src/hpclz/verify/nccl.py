@@ -274,11 +274,13 @@ def _torch_intranode(node: str, gpus: int, threshold: float | None, size: int, w
         return Reading(None, f"all_reduce_perf unavailable ({why_not_tests}) and torch not installed")
     if not torch.cuda.is_available():
         return Reading(None, "no CUDA device")
-    if torch.cuda.device_count() < 2:
-        return Reading(None, f"{torch.cuda.device_count()} GPU: an all-reduce needs 2 or more")
+    # The GPUs nvidia-smi listed, as nccl-tests' -g gets them; CUDA may see fewer (CUDA_VISIBLE_DEVICES).
+    ranks = min(gpus, torch.cuda.device_count()) if gpus else torch.cuda.device_count()
+    if ranks < 2:
+        return Reading(None, f"{ranks} GPU: an all-reduce needs 2 or more")
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "allreduce.json"
-        launch = spawn_local(torch.cuda.device_count(), "nccl", [size], out, name="intranode", threshold=threshold)
+        launch = spawn_local(ranks, "nccl", [size], out, name="intranode", threshold=threshold)
         if launch:
             return Reading(None, launch)
         run = json.loads(out.read_text())
