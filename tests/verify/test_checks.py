@@ -173,3 +173,13 @@ def test_a_gpu_size_whose_benchmarks_cannot_run_fails_them(tmp_path: Path) -> No
         assert checks[check_id]["status"] == "fail", checks[check_id]
         assert checks[check_id]["message"].startswith("could not measure on a size that requires it: ")
     assert checks["HPCLZ-VFY-023"]["status"] == "not_measured"  # DCGM is optional: aznhc runs none
+
+
+def test_a_gpu_size_without_nvidia_smi_fails_and_a_cpu_size_does_not(tmp_path: Path) -> None:
+    (tmp_path / "fixtures.base").write_text(str(GOOD))
+    (tmp_path / "nvidia-smi-q.xml").write_text("")  # empty fixture: the tool is not installed
+    (tmp_path / "query-gpu.csv").write_text("")
+    on_gpu_size = by_id(agent(tmp_path, tier="health", with_nccl=False))["HPCLZ-VFY-001"]
+    assert on_gpu_size["status"] == "fail" and "not installed" in on_gpu_size["message"]
+    on_cpu_size = by_id(agent(tmp_path, sku="Standard_HB120rs_v3", tier="health", with_nccl=False))["HPCLZ-VFY-001"]
+    assert on_cpu_size["status"] == "not_measured" and "expects no GPU" in on_cpu_size["message"]
