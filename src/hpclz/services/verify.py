@@ -68,12 +68,23 @@ class VerifyOptions:
 class VerifyOutcome(ResultBody):
     report: VerifyReport
     work_dir: str | None = None
+    local: bool = False
     findings: list[Finding] = Field(default_factory=list)
     suppressed: list[str] = Field(default_factory=list)
 
+    @property
+    def outcome(self) -> str:
+        """passed, failed, or (--local only) not_measured: a machine that could not be measured has not passed."""
+        if failed_anything(self.report):
+            return "failed"
+        if self.local and any(node.status is Status.NOT_MEASURED for node in self.report.nodes):
+            return "not_measured"
+        return "passed"
+
     def json_body(self) -> dict[str, Any]:
         # The findings go to the envelope's own `findings`, not twice under `result`.
-        return {"work_dir": self.work_dir, "suppressed": self.suppressed, **self.report.model_dump(mode="json")}
+        body = {"work_dir": self.work_dir, "outcome": self.outcome, "suppressed": self.suppressed}
+        return {**body, **self.report.model_dump(mode="json")}
 
 
 def failed_anything(report: VerifyReport) -> bool:
@@ -82,7 +93,7 @@ def failed_anything(report: VerifyReport) -> bool:
 
 def verify(opts: VerifyOptions) -> CommandResult[VerifyOutcome]:
     outcome = _verify(opts)
-    code = ExitCode.VERIFY_FAILED if failed_anything(outcome.report) else ExitCode.OK
+    code = {"failed": ExitCode.VERIFY_FAILED, "not_measured": ExitCode.NOT_MEASURED}.get(outcome.outcome, ExitCode.OK)
     return CommandResult(command="verify", payload=outcome, findings=outcome.findings, exit_code=code)
 
 
@@ -102,7 +113,7 @@ def _verify(opts: VerifyOptions) -> VerifyOutcome:
             node.silence(silenced)
         report.bad_nodes = bad_nodes(report.nodes)
         report.duration_s = round(time.monotonic() - started, 3)
-        return judged(VerifyOutcome(report=report), silenced)
+        return judged(VerifyOutcome(report=report, local=True), silenced)
     client = SlurmClient.from_env(opts.slurm_conf)
     work = opts.work_dir or Path(".hpclz") / "verify" / time.strftime(f"%Y%m%dT%H%M%S-{os.getpid()}")
     work = work.resolve()
