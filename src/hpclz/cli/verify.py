@@ -52,6 +52,7 @@ def verify(
     suppress: list[str] = typer.Option(
         [],
         "--suppress",
+        metavar="ID",
         help="Verify check ID to report without failing or draining (repeatable); adds to the config's.",
     ),
     output: OutputFormat = OUTPUT_OPTION,
