@@ -8,6 +8,7 @@ import sys
 import typer
 
 from hpclz import __version__
+from hpclz.cli.checkpoints import checkpoints_app
 from hpclz.cli.deploy import deploy
 from hpclz.cli.destroy import destroy
 from hpclz.cli.init import init
@@ -51,6 +52,7 @@ app.command()(render)
 app.command()(plan)
 app.command()(verify)
 app.add_typer(state_app, name="state")
+app.add_typer(checkpoints_app, name="checkpoints")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import Field, SecretStr, field_validator
 
 from hpclz.config.base import ContainerName, Disabled, ResourceId, StrictModel, policy
 
+# The form hpclz.state.guard resolves; repeated here because config sits below state.
+ENV_REFERENCE = re.compile(r"^\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}$")
 MountPoint = Annotated[str, Field(pattern=r"^/[A-Za-z0-9_./-]*$")]
 
 
@@ -66,6 +69,29 @@ class BlobContainer(StrictModel):
     name: ContainerName
     purpose: Literal["checkpoints", "datasets", "general"] = "general"
     versioning: bool = Field(default=True, description="Blob versioning protects checkpoints from overwrite.")
+    immutable: bool = Field(
+        default=False,
+        description=(
+            "Version-level immutability (WORM) support on this container: blob versions under a time-based "
+            "retention policy can be neither overwritten nor deleted until it expires. Set only when the "
+            "container is created; needs versioning."
+        ),
+        json_schema_extra=policy("not_allowed"),
+    )
+    manifest_key: SecretStr | None = Field(
+        default=None,
+        description=(
+            "`${env:NAME}`: the HMAC-SHA256 key that signs the manifest `hpclz checkpoints manifest` writes, "
+            "so `hpclz checkpoints verify` detects a manifest edited to match tampered checkpoints."
+        ),
+    )
+
+    @field_validator("manifest_key")
+    @classmethod
+    def _key_is_a_reference(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None and not ENV_REFERENCE.match(value.get_secret_value()):
+            raise ValueError("write the key as ${env:NAME}: a signing key never sits in the config file")
+        return value
 
 
 class Lifecycle(StrictModel):
