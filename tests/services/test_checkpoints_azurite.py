@@ -138,3 +138,16 @@ def test_missing_signing_key_variable_is_a_usage_error(
     assert result.exit_code == 64
     assert f"environment variable {KEY_ENV} is not set" in result.stderr
     assert not list(checkpoints.list_blobs(name_starts_with="hpclz-manifest"))
+
+
+def test_sealing_with_retention_reports_a_service_that_cannot_hold_it(
+    tmp_path: Path, checkpoints: ContainerClient, run_cli: Callable[..., CliResult]
+) -> None:
+    """Azurite does not implement Set Blob Immutability Policy (it answers HTTP 501, "Current API is not implemented yet"): the seal
+    must fail loudly, naming the blob, rather than report checkpoints as retained when they are not."""
+    config = str(write_config(tmp_path, checkpoints.container_name, immutable=True, retention_days=30))
+    result = run_cli("checkpoints", "manifest", config, "--prefix", "run1")
+    assert result.exit_code == 5, result.stdout + result.stderr
+    assert f"cannot set the retention policy on {checkpoints.container_name}/run1/" in result.stderr
+    assert "HTTP 501 Current API is not implemented yet" in result.stderr
+    assert "Traceback" not in result.stderr + result.stdout

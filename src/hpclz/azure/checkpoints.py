@@ -11,6 +11,7 @@ import hashlib
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from hpclz.errors import ExitCode, HpclzError
@@ -27,6 +28,7 @@ class BlobDigest:
     name: str
     sha256: str
     size: int
+    version_id: str | None = None  # the version hashed, where the account keeps versions
 
 
 class CheckpointStore:
@@ -60,10 +62,22 @@ class CheckpointStore:
     def _digest(self, name: str) -> BlobDigest:
         sha, size = hashlib.sha256(), 0
         with _errors(f"read {self.name}/{name}"):
-            for chunk in self._container.download_blob(name).chunks():
+            download = self._container.download_blob(name)
+            for chunk in download.chunks():
                 sha.update(chunk)
                 size += len(chunk)
-        return BlobDigest(name=name, sha256=sha.hexdigest(), size=size)
+        version = getattr(download.properties, "version_id", None)
+        return BlobDigest(name=name, sha256=sha.hexdigest(), size=size, version_id=version)
+
+    def seal(self, name: str, version_id: str | None, *, until: datetime, locked: bool) -> None:
+        """A time-based retention policy on one blob version (Set Blob Immutability Policy, service version
+        2020-06-12+: learn.microsoft.com/rest/api/storageservices/set-blob-immutability-policy). The container
+        must have version-level immutability support; Azurite answers APINotImplemented."""
+        from azure.storage.blob import ImmutabilityPolicy
+
+        policy = ImmutabilityPolicy(expiry_time=until, policy_mode="Locked" if locked else "Unlocked")
+        with _errors(f"set the retention policy on {self.name}/{name}"):
+            self._container.get_blob_client(name, version_id=version_id).set_immutability_policy(policy)
 
     def read_text(self, name: str) -> str | None:
         from azure.core.exceptions import ResourceNotFoundError
@@ -77,11 +91,13 @@ class CheckpointStore:
                 return None
         return data.decode("utf-8")
 
-    def write_text(self, name: str, text: str) -> None:
-        """Overwriting keeps the previous manifest as a blob version where the account has versioning on,
-        and fails where version-level immutability protects it: both are the point."""
+    def write_text(self, name: str, text: str) -> str | None:
+        """Overwriting keeps the previous manifest as a blob version where the account has versioning on (sealed,
+        where it was sealed). Returns the new version's ID, if the account keeps versions."""
         with _errors(f"write {self.name}/{name}"):
-            self._container.upload_blob(name, text.encode("utf-8"), overwrite=True)
+            written = self._container.get_blob_client(name).upload_blob(text.encode("utf-8"), overwrite=True)
+        version: str | None = written.get("version_id")
+        return version
 
 
 @contextlib.contextmanager
@@ -97,5 +113,13 @@ def _errors(action: str) -> Iterator[None]:
     except ServiceRequestError as exc:
         raise CheckpointStorageError(f"cannot {action}: storage unreachable ({type(exc).__name__})") from None
     except HttpResponseError as exc:
-        code = getattr(exc, "error_code", None) or getattr(exc, "status_code", "error")
-        raise CheckpointStorageError(f"cannot {action}: {code}") from None
+        raise CheckpointStorageError(f"cannot {action}: {_describe(exc)}") from None
+
+
+def _describe(exc: Any) -> str:
+    """The service's error code; where the SDK could not parse one (a 501 from an emulator), status and reason."""
+    code = getattr(exc, "error_code", None)
+    if code:
+        return str(code)
+    reason = str(getattr(exc, "reason", "") or "").split(". ")[0]
+    return f"HTTP {getattr(exc, 'status_code', '?')} {reason}".strip()

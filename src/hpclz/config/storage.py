@@ -78,12 +78,31 @@ class BlobContainer(StrictModel):
         ),
         json_schema_extra=policy("not_allowed"),
     )
+    retention_days: int | None = Field(
+        default=None,
+        ge=1,
+        le=146000,
+        description=(
+            "Time-based retention `hpclz checkpoints manifest` sets on each blob version it seals and on the "
+            "manifest (needs immutable: true). Applies to versions sealed from then on; earlier ones keep theirs."
+        ),
+        json_schema_extra=policy("in_place"),
+    )
+    retention_locked: bool = Field(
+        default=False,
+        description=(
+            "Seal with locked policies: irreversible. A locked expiry can be extended but never shortened or "
+            "removed, so the versions and the container cannot be deleted until it passes."
+        ),
+        json_schema_extra=policy("in_place"),
+    )
     manifest_key: SecretStr | None = Field(
         default=None,
         description=(
             "`${env:NAME}`: the HMAC-SHA256 key that signs the manifest `hpclz checkpoints manifest` writes, "
             "so `hpclz checkpoints verify` detects a manifest edited to match tampered checkpoints."
         ),
+        json_schema_extra=policy("in_place"),
     )
 
     @field_validator("manifest_key")

@@ -7,7 +7,7 @@ exits 1 when a blob was modified, went missing or appeared, or when the manifest
 from __future__ import annotations
 
 import os
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal
 
@@ -39,6 +39,8 @@ class SealedContainer(ResultBody):
     manifest: str
     files: int
     signed: bool
+    retained_until: datetime | None = None  # None: no retention policy set (immutable or retention_days unset)
+    locked: bool = False
 
 
 class ManifestResult(ResultBody):
@@ -75,20 +77,40 @@ def write_manifest(
     sealed = []
     for spec in checkpoint_containers(config, container):
         store = CheckpointStore.connect(account_url=account_url, container=spec.name, credential=credential)
-        manifest = Manifest(
-            container=spec.name,
-            prefix=normalise_prefix(prefix),
-            created_at=datetime.now(UTC),
-            files=_digests(store, prefix),
-        )
-        key = signing_key(spec)
-        if key is not None:
-            manifest = manifest.signed(key)
-        name = manifest_blob(prefix)
-        store.write_text(name, manifest.to_text())
-        sealed.append(SealedContainer(container=spec.name, manifest=name, files=len(manifest.files), signed=bool(key)))
+        sealed.append(_seal(store, spec, prefix))
     return CommandResult(
         command="checkpoints manifest", payload=ManifestResult(account_url=account_url, containers=sealed)
+    )
+
+
+def _seal(store: CheckpointStore, spec: BlobContainer, prefix: str) -> SealedContainer:
+    """Hash, write the manifest, then put every hashed version and the manifest under the retention policy:
+    the versions exactly as hashed, so a blob overwritten meanwhile is caught by verify, not sealed unseen."""
+    key = signing_key(spec)
+    found = list(store.digests(normalise_prefix(prefix), skip=is_manifest))
+    manifest = Manifest(
+        container=spec.name,
+        prefix=normalise_prefix(prefix),
+        created_at=datetime.now(UTC),
+        files={d.name: ManifestEntry(sha256=d.sha256, size=d.size) for d in found},
+    )
+    if key is not None:
+        manifest = manifest.signed(key)
+    name = manifest_blob(prefix)
+    version = store.write_text(name, manifest.to_text())
+    until = None
+    if spec.immutable and spec.retention_days:
+        until = manifest.created_at + timedelta(days=spec.retention_days)
+        for digest in found:
+            store.seal(digest.name, digest.version_id, until=until, locked=spec.retention_locked)
+        store.seal(name, version, until=until, locked=spec.retention_locked)
+    return SealedContainer(
+        container=spec.name,
+        manifest=name,
+        files=len(found),
+        signed=key is not None,
+        retained_until=until,
+        locked=bool(until and spec.retention_locked),
     )
 
 

@@ -24,6 +24,10 @@ def show_manifest(out: Console, result: CommandResult[ManifestResult]) -> None:
     for sealed in result.payload.containers:
         signed = "signed" if sealed.signed else "unsigned"
         out.print(escape(f"{sealed.container}: sealed {sealed.files} blobs in {sealed.manifest} ({signed})"))
+        if sealed.retained_until is not None:
+            mode = "LOCKED, irreversible" if sealed.locked else "unlocked"
+            until = sealed.retained_until.strftime("%Y-%m-%d %H:%M UTC")
+            out.print(f"  blobs and manifest are immutable until {until} ({mode})")
 
 
 def show_verify(out: Console, result: CommandResult[VerifyResult]) -> None:
