@@ -13,6 +13,7 @@ from hpclz.cli.deploy import deploy
 from hpclz.cli.destroy import destroy
 from hpclz.cli.init import init
 from hpclz.cli.plan import plan
+from hpclz.cli.prices import prices_app
 from hpclz.cli.render import render
 from hpclz.cli.schema import schema
 from hpclz.cli.state import state_app
@@ -53,6 +54,7 @@ app.command()(plan)
 app.command()(verify)
 app.add_typer(state_app, name="state")
 app.add_typer(checkpoints_app, name="checkpoints")
+app.add_typer(prices_app, name="prices")
 
 
 def main(argv: list[str] | None = None) -> int:
