@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Literal
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import Field, SecretStr, model_validator
 
 from hpclz.config.base import ContainerName, Disabled, ResourceId, StrictModel, policy
 
@@ -105,12 +105,13 @@ class BlobContainer(StrictModel):
         json_schema_extra=policy("in_place"),
     )
 
-    @field_validator("manifest_key")
-    @classmethod
-    def _key_is_a_reference(cls, value: SecretStr | None) -> SecretStr | None:
-        if value is not None and not ENV_REFERENCE.match(value.get_secret_value()):
-            raise ValueError("write the key as ${env:NAME}: a signing key never sits in the config file")
-        return value
+    @model_validator(mode="after")
+    def _key_is_a_reference(self) -> BlobContainer:
+        # Checked on the container, not the field: a field error would echo the rejected value, here a secret.
+        key = self.manifest_key
+        if key is not None and not ENV_REFERENCE.match(key.get_secret_value()):
+            raise ValueError("manifest_key: write the key as ${env:NAME}; a signing key never sits in the config file")
+        return self
 
 
 class Lifecycle(StrictModel):
