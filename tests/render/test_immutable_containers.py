@@ -45,3 +45,27 @@ def test_the_pinned_schema_accepts_it_and_rejects_a_malformed_one() -> None:
     checkpoints["properties"]["immutableStorageWithVersioning"] = {"enabled": "yes"}
     problems = validate_template(broken, "resourceGroup")
     assert problems and any("immutableStorageWithVersioning" in p.message for p in problems), problems
+
+
+def blob_service(template: dict[str, Any]) -> dict[str, Any]:
+    found = iter_resources(template["resources"], ("resources",), into_deployments=False)
+    return next(r.resource for r in found if r.type == "Microsoft.Storage/storageAccounts/blobServices")
+
+
+def test_point_in_time_restore_rides_on_the_change_feed_and_stays_inside_soft_delete() -> None:
+    props = blob_service(storage_template("finance"))["properties"]
+    assert props["restorePolicy"] == {"enabled": True, "days": 14}
+    assert props["changeFeed"] == {"enabled": True}
+    assert props["isVersioningEnabled"] is True
+    assert props["restorePolicy"]["days"] < props["deleteRetentionPolicy"]["days"]
+    energy = blob_service(storage_template("energy"))["properties"]
+    assert "restorePolicy" not in energy and "changeFeed" not in energy
+
+
+def test_the_pinned_schema_bounds_the_restore_window() -> None:
+    """Microsoft.Storage 2023-05-01 RestorePolicyProperties.days: 1..365."""
+    require_schemas()
+    template = storage_template("finance")
+    assert validate_template(template, "resourceGroup") == []
+    blob_service(template)["properties"]["restorePolicy"]["days"] = 400
+    assert any("restorePolicy" in p.message for p in validate_template(template, "resourceGroup"))

@@ -228,6 +228,18 @@ CASES: dict[str, list[Case]] = {
         )
     ],
     "HPCLZ-STO-053": [Case("finance", _set("storage.blob.lifecycle.delete_after_days", 30))],
+    "HPCLZ-STO-054": [Case("ai-training", _set("storage.blob.point_in_time_restore_days", 14))],
+    "HPCLZ-STO-055": [
+        Case(
+            "finance",
+            _all(
+                _set("storage.blob.containers.0.versioning", False),
+                _set("storage.blob.containers.0.immutable", False),
+                _set("storage.blob.containers.0.retention_days", DELETE),
+                _set("storage.blob.containers.1.versioning", False),
+            ),
+        )
+    ],
     "HPCLZ-STO-007": [
         Case("ai-training", _set(f"{SUBNETS}.lustre", DELETE)),
         Case("manufacturing", _set(f"{SUBNETS}.netapp", DELETE)),

@@ -129,6 +129,16 @@ class NewBlob(StrictModel):
     replication: Literal["LRS", "ZRS", "GRS", "GZRS"] = Field(default="ZRS", json_schema_extra=policy("replace_data"))
     containers: list[BlobContainer] = Field(min_length=1)
     soft_delete_days: int = Field(default=14, ge=1, le=365)
+    point_in_time_restore_days: int | None = Field(
+        default=None,
+        ge=1,
+        le=364,
+        description=(
+            "Point-in-time restore: put the account's block blobs back as they were at any moment in the last N "
+            "days (turns on the change feed). Needs versioning and fewer days than soft_delete_days."
+        ),
+        json_schema_extra=policy("in_place"),
+    )
     lifecycle: Lifecycle = Field(default_factory=Lifecycle)
     private_endpoint: bool = True
     allow_public_access: bool = False
