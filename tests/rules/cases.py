@@ -240,6 +240,7 @@ CASES: dict[str, list[Case]] = {
             ),
         )
     ],
+    "HPCLZ-STO-056": [Case("finance", _set("storage.blob.containers.0.manifest_key", "s3cr3t-in-the-file"))],
     "HPCLZ-STO-007": [
         Case("ai-training", _set(f"{SUBNETS}.lustre", DELETE)),
         Case("manufacturing", _set(f"{SUBNETS}.netapp", DELETE)),

@@ -121,5 +121,8 @@ def _describe(exc: Any) -> str:
     code = getattr(exc, "error_code", None)
     if code:
         return str(code)
+    status = getattr(exc, "status_code", None)
+    if status is None:  # refused before any response, e.g. no credential could get a token
+        return f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
     reason = str(getattr(exc, "reason", "") or "").split(". ")[0]
-    return f"HTTP {getattr(exc, 'status_code', '?')} {reason}".strip()
+    return f"HTTP {status} {reason}".strip()

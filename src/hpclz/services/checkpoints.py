@@ -131,6 +131,7 @@ def verify_checkpoints(
 
 
 def _check(store: CheckpointStore, spec: BlobContainer, prefix: str) -> ContainerCheck:
+    key = signing_key(spec)  # a missing key variable is a usage error before any storage call
     name = manifest_blob(prefix)
     text = store.read_text(name)
     if text is None:
@@ -145,7 +146,7 @@ def _check(store: CheckpointStore, spec: BlobContainer, prefix: str) -> Containe
         container=spec.name,
         manifest=name,
         sealed_at=manifest.created_at,
-        signature=_signature(manifest, signing_key(spec)),
+        signature=_signature(manifest, key),
         matched=diff.matched,
         modified=diff.modified,
         missing=diff.missing,
@@ -200,7 +201,13 @@ def signing_key(spec: BlobContainer) -> bytes | None:
     if spec.manifest_key is None:
         return None
     match = ENV_REFERENCE.match(spec.manifest_key.get_secret_value())
-    variable = match.group(1) if match else ""
+    if match is None:
+        raise HpclzError(
+            f"storage.blob.containers[{spec.name}].manifest_key: write the key as ${{env:NAME}}, not in the file",
+            exit_code=ExitCode.CONFIG_INVALID,
+            hint="HPCLZ-STO-056",
+        )
+    variable = match.group(1)
     value = os.environ.get(variable)
     if not value:
         raise HpclzError(

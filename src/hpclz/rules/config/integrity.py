@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from hpclz.config.storage import ENV_REFERENCE
 from hpclz.findings import Finding, Severity
 from hpclz.rules.base import Rule
 from hpclz.rules.context import ConfigContext
@@ -151,6 +152,28 @@ class RestoreNeedsVersioning(Rule[ConfigContext]):
             )
 
 
+class ManifestKeyIsAReference(Rule[ConfigContext]):
+    """A signing key written into the config file travels with every copy of it (repositories, tickets, state
+    snapshots), so whoever can read the config can forge a manifest; only a `${env:NAME}` reference is taken."""
+
+    id = "HPCLZ-STO-056"
+    severity = Severity.ERROR
+    title = "Manifest signing key written into the config"
+    fix = "Write manifest_key: ${env:NAME} and put the key in that environment variable (from Key Vault or CI)."
+
+    def check(self, ctx: ConfigContext) -> Iterable[Finding]:
+        blob = ctx.config.storage.blob
+        if blob.mode == "disabled":
+            return
+        for i, container in enumerate(blob.containers):
+            key = container.manifest_key
+            if key is not None and not ENV_REFERENCE.match(key.get_secret_value()):
+                # The message never repeats the value: it is a secret.
+                yield self.finding(
+                    ctx, (*BLOB, "containers", i, "manifest_key"), f"container {container.name}: a literal key"
+                )
+
+
 INTEGRITY_RULES: tuple[type[Rule[ConfigContext]], ...] = (
     ImmutableNeedsVersioning,
     RetentionNeedsImmutability,
@@ -158,4 +181,5 @@ INTEGRITY_RULES: tuple[type[Rule[ConfigContext]], ...] = (
     LifecycleDeleteBeforeRetention,
     RestoreWithinSoftDelete,
     RestoreNeedsVersioning,
+    ManifestKeyIsAReference,
 )
