@@ -15,12 +15,17 @@ checkpoints_app = typer.Typer(
     rich_markup_mode=None,
 )
 
-CONFIG_ARGUMENT = typer.Argument(..., help="Landing-zone config (YAML): its storage.blob names the containers.")
+CONFIG_ARGUMENT = typer.Argument(
+    ..., metavar="CONFIG", help="Landing-zone config (YAML): its storage.blob names the containers."
+)
 PREFIX_OPTION = typer.Option(
-    "", "--prefix", help="Only blobs under this folder (e.g. run-42); the manifest sits in it."
+    "", "--prefix", metavar="FOLDER", help="Only blobs under this folder (e.g. run-42); the manifest sits in it."
 )
 CONTAINER_OPTION = typer.Option(
-    None, "--container", help="One container of storage.blob.containers (default: every purpose: checkpoints one)."
+    None,
+    "--container",
+    metavar="NAME",
+    help="One container of storage.blob.containers (default: every purpose: checkpoints one).",
 )
 
 
