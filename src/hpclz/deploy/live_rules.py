@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from hpclz.catalog import load_availability
 from hpclz.config.loader import LoadedConfig
 from hpclz.config.source_map import SourceMap
 from hpclz.findings import Finding, Severity
@@ -94,7 +95,9 @@ class ArmValidationFailed(Rule[LiveContext]):
 
 class SkuNotOffered(Rule[LiveContext]):
     """A VM size the region does not offer fails every node of its partition. Source: the Compute
-    resource SKUs API (learn.microsoft.com/rest/api/compute/resource-skus/list)."""
+    resource SKUs API (learn.microsoft.com/rest/api/compute/resource-skus/list). The fix names the regions
+    where published captures show the size (hpclz.catalog availability.json), a did-you-mean offline data
+    can give but never contradict: only Azure knows what this subscription may use."""
 
     id = "HPCLZ-CMP-101"
     severity = Severity.ERROR
@@ -106,7 +109,14 @@ class SkuNotOffered(Rule[LiveContext]):
             return
         for path, size, _count in ctx.vm_sizes():
             if ctx.sku(size) is None:
-                yield self.finding(ctx, path, f"{size} is not offered in {ctx.location}")
+                yield self.finding(ctx, path, f"{size} is not offered in {ctx.location}", fix=_elsewhere(size, ctx))
+
+
+def _elsewhere(size: str, ctx: LiveContext) -> str | None:
+    known = [r for r in load_availability().regions_offering(size) if r != ctx.location.lower()]
+    if not known:
+        return None
+    return f"Regions published captures show offering {size}: {', '.join(known)}; or pick another size."
 
 
 class SkuRestricted(Rule[LiveContext]):
