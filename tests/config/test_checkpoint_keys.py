@@ -50,3 +50,15 @@ def test_a_literal_key_fails_validate_at_its_line_but_is_never_echoed(
 def test_retention_stays_inside_what_azure_accepts(days: int) -> None:
     with pytest.raises(ConfigError, match="retention_days"):
         load_config_text(AI.replace("retention_days: 30", f"retention_days: {days}"), "lz.yaml")
+
+
+def test_a_malformed_reference_in_manifest_key_is_refused_like_a_vault_secrets() -> None:
+    with pytest.raises(ConfigError, match="malformed secret reference"):
+        load_config_text(AI.replace(KEY_LINE, "manifest_key: ${env:HPCLZ_MANIFEST_KEY}x"), "lz.yaml")
+
+
+def test_references_elsewhere_in_a_container_are_still_refused() -> None:
+    edited = AI.replace("- {name: datasets, purpose: datasets}", "- {name: datasets, purpose: '${env:P}'}")
+    assert edited != AI
+    with pytest.raises(ConfigError, match=r"resolved only in identity\.key_vault\.secrets"):
+        load_config_text(edited, "lz.yaml")

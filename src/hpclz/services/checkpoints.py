@@ -17,10 +17,11 @@ from hpclz.azure.checkpoints import CheckpointStore
 from hpclz.config.base import Disabled
 from hpclz.config.loader import load_config
 from hpclz.config.root import LandingZoneConfig
-from hpclz.config.storage import ENV_REFERENCE, BlobContainer, ExistingBlob
+from hpclz.config.storage import BlobContainer, ExistingBlob
 from hpclz.errors import ExitCode, HpclzError
 from hpclz.output import CommandResult, ResultBody
 from hpclz.render.zone import Zone
+from hpclz.secretscan import ENV_REFERENCE
 from hpclz.services.checkpoint_manifest import (
     Manifest,
     ManifestEntry,

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from hpclz.config.storage import ENV_REFERENCE
 from hpclz.findings import Finding, Severity
 from hpclz.rules.base import Rule
 from hpclz.rules.context import ConfigContext
+from hpclz.secretscan import ENV_REFERENCE
 
 BLOB = ("storage", "blob")
 
