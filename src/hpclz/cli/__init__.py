@@ -9,6 +9,7 @@ from typing import Any
 import typer
 
 from hpclz import __version__
+from hpclz.cli.checkpoints import checkpoints_app
 from hpclz.cli.deploy import deploy
 from hpclz.cli.destroy import destroy
 from hpclz.cli.explain import explain
@@ -61,6 +62,7 @@ app.command()(plan)
 app.command()(verify)
 app.command()(explain)
 app.add_typer(state_app, name="state")
+app.add_typer(checkpoints_app, name="checkpoints")
 app.add_typer(prices_app, name="prices")
 
 

@@ -18,6 +18,14 @@ from hpclz.errors import ConfigProblem
 from hpclz.secretscan import ENV_REFERENCE, REFERENCE_START, looks_like_secret
 
 SECRETS_PATH: Path = ("identity", "key_vault", "secrets")
+CONTAINERS_PATH: Path = ("storage", "blob", "containers")
+
+
+def _holds_secret(path: Path) -> bool:
+    """A Key Vault secret's value, or a blob container's checkpoint-manifest signing key (docs/checkpoints.md)."""
+    in_vault = len(path) == len(SECRETS_PATH) + 1 and path[:-1] == SECRETS_PATH
+    manifest_key = len(path) == len(CONTAINERS_PATH) + 2 and path[:3] == CONTAINERS_PATH and path[-1] == "manifest_key"
+    return in_vault or manifest_key
 
 
 def string_problems(source: SourceMap) -> list[ConfigProblem]:
@@ -38,10 +46,13 @@ def _problem(path: Path, text: str, is_key: bool) -> tuple[str | None, str]:
         return f"the {where} holds control character U+{ord(bad):04X}; write printable text only", "control_character"
     if is_key:
         return None, ""
-    is_secret = len(path) == len(SECRETS_PATH) + 1 and path[:-1] == SECRETS_PATH
+    is_secret = _holds_secret(path)
     if REFERENCE_START in text:
         if not is_secret:
-            return "`${...}` references are resolved only in identity.key_vault.secrets", "secret_reference"
+            return (
+                "`${...}` references are resolved only in identity.key_vault.secrets (and a container's manifest_key)",
+                "secret_reference",
+            )
         if not ENV_REFERENCE.match(text):
             return (
                 "malformed secret reference; write exactly ${env:NAME}, NAME of letters, digits and _",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, Field
+from pydantic import AfterValidator, Field, SecretStr
 
 from hpclz.config.base import ContainerName, Disabled, ResourceId, StrictModel, policy
 from hpclz.config.constraints import Integer, SafeMountPath, unique_by
@@ -70,6 +70,41 @@ class BlobContainer(StrictModel):
     name: ContainerName
     purpose: Literal["checkpoints", "datasets", "general"] = "general"
     versioning: bool = Field(default=True, description="Blob versioning protects checkpoints from overwrite.")
+    immutable: bool = Field(
+        default=False,
+        description=(
+            "Version-level immutability (WORM) support on this container: blob versions under a time-based "
+            "retention policy can be neither overwritten nor deleted until it expires. Set only when the "
+            "container is created; needs versioning."
+        ),
+        json_schema_extra=policy("not_allowed"),
+    )
+    retention_days: Integer | None = Field(
+        default=None,
+        ge=1,
+        le=146000,
+        description=(
+            "Time-based retention `hpclz checkpoints manifest` sets on each blob version it seals and on the "
+            "manifest (needs immutable: true). Applies to versions sealed from then on; earlier ones keep theirs."
+        ),
+        json_schema_extra=policy("in_place"),
+    )
+    retention_locked: bool = Field(
+        default=False,
+        description=(
+            "Seal with locked policies: irreversible. A locked expiry can be extended but never shortened or "
+            "removed, so the versions and the container cannot be deleted until it passes."
+        ),
+        json_schema_extra=policy("in_place"),
+    )
+    manifest_key: SecretStr | None = Field(
+        default=None,
+        description=(
+            "`${env:NAME}`: the HMAC-SHA256 key that signs the manifest `hpclz checkpoints manifest` writes, "
+            "so `hpclz checkpoints verify` detects a manifest edited to match tampered checkpoints."
+        ),
+        json_schema_extra=policy("in_place"),
+    )
 
 
 BlobContainers = Annotated[list[BlobContainer], AfterValidator(unique_by("name", "blob container"))]
@@ -90,6 +125,16 @@ class NewBlob(StrictModel):
     replication: Literal["LRS", "ZRS", "GRS", "GZRS"] = Field(default="ZRS", json_schema_extra=policy("replace_data"))
     containers: BlobContainers = Field(min_length=1)
     soft_delete_days: Integer = Field(default=14, ge=1, le=365)
+    point_in_time_restore_days: Integer | None = Field(
+        default=None,
+        ge=1,
+        le=364,
+        description=(
+            "Point-in-time restore: put the account's block blobs back as they were at any moment in the last N "
+            "days (turns on the change feed). Needs versioning and fewer days than soft_delete_days."
+        ),
+        json_schema_extra=policy("in_place"),
+    )
     lifecycle: Lifecycle = Field(default_factory=Lifecycle)
     private_endpoint: bool = True
     allow_public_access: bool = False
