@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from hpclz.config.base import ContainerName, Disabled, ResourceId, StrictModel, policy
+from hpclz.config.base import ContainerName, Disabled, Guid, ResourceId, StrictModel, policy
 
 MountPoint = Annotated[str, Field(pattern=r"^/[A-Za-z0-9_./-]*$")]
 
@@ -16,6 +16,11 @@ class LustreHsm(StrictModel):
 
     container: ContainerName
     import_prefix: str = "/"
+    resource_provider_object_id: Guid | None = Field(
+        default=None,
+        description="Object ID of the tenant's 'HPC Cache Resource Provider' service principal, which needs "
+        "Storage Account Contributor and Storage Blob Data Contributor on the HSM account before Lustre exists.",
+    )
 
 
 class NewLustre(StrictModel):
