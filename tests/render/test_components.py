@@ -61,7 +61,10 @@ def test_storage_account_is_private_keyless_versioned_with_soft_delete_and_lifec
     (account,) = resources_of(plan, "Microsoft.Storage/storageAccounts")
     props = account["properties"]
     assert props["minimumTlsVersion"] == "TLS1_2" and props["supportsHttpsTrafficOnly"] is True
-    assert props["allowBlobPublicAccess"] is False and props["allowSharedKeyAccess"] is False
+    # Key access stays on only for Managed Lustre HSM, which requires it (amlfs-prerequisites.md); finance has none.
+    assert props["allowBlobPublicAccess"] is False and props["allowSharedKeyAccess"] is True
+    (keyless,) = resources_of(preset_plan("finance"), "Microsoft.Storage/storageAccounts")
+    assert keyless["properties"]["allowSharedKeyAccess"] is False
     assert props["publicNetworkAccess"] == "Disabled"
     (blob,) = resources_of(plan, "Microsoft.Storage/storageAccounts/blobServices")
     assert blob["properties"]["isVersioningEnabled"] is True

@@ -21,6 +21,7 @@ ROLE_IDS: dict[BuiltinRole, str] = {
     BuiltinRole.VM_ADMIN_LOGIN: "1c0163c0-47e6-4577-8991-ea5c82e286e4",
     BuiltinRole.VM_USER_LOGIN: "fb879df8-f326-4884-b1cf-06f3ad86be52",
     BuiltinRole.VM_CONTRIBUTOR: "9980e02c-c2be-4d73-94e8-173b1dc7cf3c",
+    BuiltinRole.STORAGE_ACCOUNT_CONTRIBUTOR: "17d1049b-9a84-46fb-8f53-869881c3d3ab",
     BuiltinRole.STORAGE_BLOB_DATA_CONTRIBUTOR: "ba92f5b4-2d11-453d-a403-e96b0029c9fe",
     BuiltinRole.STORAGE_BLOB_DATA_READER: "2a2b9908-6ea1-4ae2-8e65-a410df84e7d1",
     BuiltinRole.KEY_VAULT_ADMINISTRATOR: "00482a5a-887f-4fb3-b363-3b7fe8e74483",
@@ -116,6 +117,7 @@ def assignments(zone: Zone, area: str) -> list[Assignment]:
         if identity.managed_identities.scheduler:
             # CycleCloud keeps its locker (the Slurm project it stages for nodes) in this account.
             out.append(_identity(zone, "scheduler", BuiltinRole.STORAGE_BLOB_DATA_CONTRIBUTOR, on=account))
+        out += lustre_hsm_assignments(zone)
     if area == "storage" and identity.managed_identities.compute:
         # Nodes look up the Lustre MGS and NetApp mount addresses at boot; Reader on those resources only.
         for mounted in _mounted(zone):
@@ -138,6 +140,21 @@ def assignments(zone: Zone, area: str) -> list[Assignment]:
                 )
             )
     return out
+
+
+def lustre_hsm_assignments(zone: Zone) -> list[Assignment]:
+    """The roles Managed Lustre's resource provider needs on the HSM account before the file system is created:
+    without them creation fails, and validation does not catch it
+    (MicrosoftDocs/azure-stack-docs@f1e86c5:azure-managed-lustre/amlfs-prerequisites.md)."""
+    lustre = zone.lustre_new
+    if lustre is None or lustre.hsm is None or lustre.hsm.resource_provider_object_id is None:
+        return []
+    principal = lustre.hsm.resource_provider_object_id
+    account = ("Microsoft.Storage/storageAccounts", zone.storage_account_name)
+    return [
+        _assignment(role, principal, "ServicePrincipal", "storage.lustre.hsm.resource_provider_object_id", on=account)
+        for role in (BuiltinRole.STORAGE_ACCOUNT_CONTRIBUTOR, BuiltinRole.STORAGE_BLOB_DATA_CONTRIBUTOR)
+    ]
 
 
 def _mounted(zone: Zone) -> list[tuple[str, ...]]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from hpclz.rules.base import Rule
+from hpclz.rules.template.azure_limits import AmlfsHsmPrerequisites, ArchiveTierAvailable, BastionNativeClientTunneling
 from hpclz.rules.template.checkov import AllowlistNotStale, CheckovChecksPass
 from hpclz.rules.template.custom_data import CustomDataWithoutSecrets
 from hpclz.rules.template.exposure import BlobPublicAccessDisabled, NoAdminPortsFromInternet
@@ -48,6 +49,9 @@ LINT_RULES: tuple[type[Rule[Any]], ...] = (
     CustomDataWithoutSecrets,
     NoAdminPortsFromInternet,
     BlobPublicAccessDisabled,
+    AmlfsHsmPrerequisites,
+    BastionNativeClientTunneling,
+    ArchiveTierAvailable,
 )
 CHECKOV_RULES: tuple[type[Rule[Any]], ...] = (CheckovChecksPass,)
 ALLOWLIST_RULES: tuple[type[Rule[Any]], ...] = (AllowlistNotStale,)
