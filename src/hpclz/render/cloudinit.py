@@ -34,8 +34,10 @@ USER_DATA_LIMIT = 65536  # base64 characters: "the size can't exceed 64 KB" (lea
 # Pinned so a node built next month matches one built today; change deliberately.
 VERSIONS = {"enroot": "3.5.0", "pyxis": "0.20.0", "hpclz": __version__}
 CREDENTIALS = "hpclz"
-# The only IB placement group size CycleCloud documents for one scale set.
-MAX_SCALESET = 300
+# A scale set in one placement group holds at most 100 VMs
+# (learn.microsoft.com/azure/virtual-machine-scale-sets/virtual-machine-scale-sets-placement-groups); the stock
+# cyclecloud-slurm template defaults HPCMaxScalesetSize to the same (Azure/cyclecloud-slurm@b26ab06:templates/slurm.txt).
+MAX_SCALESET = 100
 
 
 def accelerated(zone: Zone, vm_size: str) -> bool:
@@ -159,7 +161,10 @@ def cluster_files(zone: Zone) -> dict[str, str]:
         cluster_name=cluster_name(zone),
         node_tags={ZONE_TAG: config.metadata.name, MANAGED_TAG: "true"},
         arrays=arrays,
-        scheduler_script=render_text("cloud-init/scheduler.sh.j2", versions=VERSIONS),
+        scheduler_script=render_text(
+            "cloud-init/scheduler.sh.j2", versions=VERSIONS, mounts=mounts, identity=_compute_identity(zone)
+        ),
+        login_script=render_text("cloud-init/login.sh.j2", mounts=mounts, identity=_compute_identity(zone)),
         scheduler_an=accelerated(zone, config.compute.scheduler.vm_size),
         suspend_seconds=min(
             (p.idle_shutdown_minutes * 60 for p in partitions if p.idle_shutdown_minutes), default=None
