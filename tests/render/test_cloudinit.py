@@ -190,6 +190,20 @@ def test_an_infiniband_scale_set_stays_within_one_placement_group() -> None:
     assert sizes and max(sizes) == 100
 
 
+def test_bootstrap_turns_https_on_before_initializing_over_https() -> None:
+    """Finding 7 of issue 13: CycleCloud ships with HTTPS off; CCWS sets webServerEnableHttps and the SSL port in
+    cycle_server.properties and restarts before `cyclecloud initialize --url=https://localhost:443`
+    (Azure/cyclecloud-slurm-workspace@bc0fc1b:bicep/files-to-load/cyclecloud_install.py)."""
+    files = {f["path"]: f["content"] for f in _cloud_config("energy")["write_files"]}
+    lines = files["/opt/hpclz/bin/bootstrap-cyclecloud"].splitlines()
+
+    def first(fragment: str) -> int:
+        return next(i for i, line in enumerate(lines) if fragment in line and not line.startswith("#"))
+
+    assert first("webServerEnableHttps=true") < first("cycle_server start") < first("await_startup")
+    assert first("await_startup") < first("cyclecloud initialize --batch --url=https://localhost:443")
+
+
 def test_an_existing_lustre_with_its_address_is_mounted_without_a_node_identity() -> None:
     def existing(data: dict[str, Any]) -> None:
         data["storage"]["lustre"] = {
