@@ -7,6 +7,7 @@ with vermin. Shell: every rendered script is bash, checked by shellcheck (the De
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -41,9 +42,32 @@ def test_vermin_rejects_what_python_3_6_lacks(tmp_path: Path) -> None:
     assert checked.returncode != 0 and "capture_output" in checked.stdout
 
 
+def _embedded(script: str) -> list[str]:
+    """Bash helpers a script writes to disk through a quoted here-document, to be checked on their own."""
+    bodies = re.findall(r"<<'HPCLZ_EOF'\n(.*?)^HPCLZ_EOF$", script, flags=re.S | re.M)
+    return [body for body in bodies if body.startswith("#!/bin/bash")]
+
+
 def _rendered_scripts(stem: str) -> list[str]:
     files = {f["path"]: f["content"] for f in _cloud_config(stem)["write_files"]}
-    return [*_scripts(_artifacts(stem)["cyclecloud/slurm-cluster.txt"]), files["/opt/hpclz/bin/bootstrap-cyclecloud"]]
+    scripts = [
+        *_scripts(_artifacts(stem)["cyclecloud/slurm-cluster.txt"]),
+        files["/opt/hpclz/bin/bootstrap-cyclecloud"],
+    ]
+    return scripts + [helper for script in scripts for helper in _embedded(script)]
+
+
+def test_pyxis_builds_after_slurm_headers_and_is_loaded() -> None:
+    """Finding 13 of issue 13: cyclecloud-slurm installs slurm-smd-dev (spank.h) in its own cluster-init, after
+    CloudInit (Azure/cyclecloud-slurm@b26ab06:slurm/install/ubuntu.sh), and 3.0.x writes no plugstack include."""
+    helpers = [h for s in _rendered_scripts("ai-training") for h in [s] if "hpclz-pyxis: build" in s]
+    assert helpers, "no pyxis helper rendered"
+    lines = helpers[0].splitlines()
+    wait = next(i for i, line in enumerate(lines) if "/usr/include/slurm/spank.h ] && break" in line)
+    build = next(i for i, line in enumerate(lines) if line.strip().startswith("make -C /opt/hpclz/pyxis install"))
+    assert wait < build
+    assert "include /etc/slurm/plugstack.conf.d/*' >> /etc/slurm/plugstack.conf" in helpers[0]
+    assert "rev-parse HEAD)" in helpers[0] and "424563865a491f2d8f3c396a095d18db81f1fb07" in helpers[0]
 
 
 def _shellcheck(path: Path) -> subprocess.CompletedProcess[str]:

@@ -31,8 +31,14 @@ from hpclz.render.zone import ZONE_TAG, Zone
 
 CUSTOM_DATA_LIMIT = 65535  # bytes before base64 (Microsoft.Compute osProfile.customData)
 USER_DATA_LIMIT = 65536  # base64 characters: "the size can't exceed 64 KB" (learn.microsoft.com, VM user data)
-# Pinned so a node built next month matches one built today; change deliberately.
-VERSIONS = {"enroot": "3.5.0", "pyxis": "0.20.0", "hpclz": __version__}
+# Pinned so a node built next month matches one built today; change deliberately. pyxis is pinned to the commit
+# its tag names (NVIDIA/pyxis: git rev-parse v0.20.0^{commit}), which the node checks after cloning.
+VERSIONS = {
+    "enroot": "3.5.0",
+    "pyxis": "0.20.0",
+    "pyxis_commit": "424563865a491f2d8f3c396a095d18db81f1fb07",
+    "hpclz": __version__,
+}
 CREDENTIALS = "hpclz"
 # A scale set in one placement group holds at most 100 VMs
 # (learn.microsoft.com/azure/virtual-machine-scale-sets/virtual-machine-scale-sets-placement-groups); the stock
