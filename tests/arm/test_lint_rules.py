@@ -92,7 +92,7 @@ CASES: dict[str, tuple[str, list[str], list[str]]] = {
         ["sthpcbad01: allowBlobPublicAccess is True", "sthpcbad02: allowBlobPublicAccess is None"],
         [],
     ),
-    # The fixtures for 027-029 are what hpclz rendered for configs/energy.yaml before issue 13 (the templates a
+    # The fixtures for 027-033 are what hpclz rendered for the presets before issue 13 (the templates a
     # review against the Managed Lustre prerequisites, the Bastion native-client page and the access-tier
     # overview found undeployable), kept byte for byte.
     "HPCLZ-TPL-027": (
@@ -105,6 +105,12 @@ CASES: dict[str, tuple[str, list[str], list[str]]] = {
         ["resources[amlfs-energy-prod-scus].properties.hsm"],
     ),
     "HPCLZ-TPL-028": ("tpl-028-bastion.json", ["sku 'Standard', enableTunneling None"], []),
+    "HPCLZ-TPL-032": (
+        "tpl-032-vm-login.json",
+        ["VM login roles granted, but AADSSHLoginForLinux is missing and the identity is 'UserAssigned'"],
+        [],
+    ),
+    "HPCLZ-TPL-033": ("tpl-033-host-maintenance.json", ["a Host-scope configuration on an ordinary VM"], []),
     "HPCLZ-TPL-029": (
         "tpl-027-029-amlfs-hsm-archive.json",
         ["tiers to Archive on a standard_zrs account", "tiers to Archive with no prefixMatch filter"],

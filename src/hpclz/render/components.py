@@ -70,6 +70,12 @@ def compute(zone: Zone) -> dict[str, Any]:
         "image": {"publisher": publisher, "offer": offer, "sku": sku, "version": version},
         "custom_data": custom_data(cloud_config),
         "user_data": user_data(document),
+        # The VM login roles below mean nothing without the Entra ID SSH extension, which needs the VM's
+        # system-assigned identity (learn.microsoft.com/entra/identity/devices/howto-vm-sign-in-azure-ad-linux).
+        "entra_ssh": bool(zone.config.identity.groups.admins or zone.config.identity.groups.users),
+        # Guest patching on a user schedule needs the platform to orchestrate patches, with its own safety checks
+        # bypassed for the maintenance window (Microsoft.Compute LinuxVMGuestPatchAutomaticByPlatformSettings).
+        "scheduled_patching": maintenance_enabled(zone) and zone.config.maintenance.scope == "InGuestPatch",
     }
     artifacts = {f"cyclecloud/{name}": text for name, text in files.items()}
     artifacts["cloud-init/cyclecloud-server.yaml"] = cloud_config

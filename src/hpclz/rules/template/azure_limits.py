@@ -153,3 +153,71 @@ class ArchiveTierAvailable(Rule[TemplateContext]):
         filters = definition.get("filters")
         if not isinstance(filters, dict) or not filters.get("prefixMatch"):
             yield self.finding(ctx, where, f"{found.label}: tiers to Archive with no prefixMatch filter")
+
+
+VM = "microsoft.compute/virtualmachines"
+EXTENSION = "microsoft.compute/virtualmachines/extensions"
+# Virtual Machine Administrator Login and Virtual Machine User Login (built-in-roles).
+VM_LOGIN_ROLES = ("1c0163c0-47e6-4577-8991-ea5c82e286e4", "fb879df8-f326-4884-b1cf-06f3ad86be52")
+
+
+class VmLoginNeedsEntraExtension(Rule[TemplateContext]):
+    """The VM login roles only let Entra ID users in through the AADSSHLoginForLinux extension, which needs the
+    VM's system-assigned identity (learn.microsoft.com/entra/identity/devices/howto-vm-sign-in-azure-ad-linux)."""
+
+    id = "HPCLZ-TPL-032"
+    severity = Severity.ERROR
+    title = "VM login roles granted without the Entra ID SSH extension"
+    fix = "Add a Microsoft.Azure.ActiveDirectory/AADSSHLoginForLinux extension and a system-assigned identity."
+
+    def check(self, ctx: TemplateContext) -> Iterable[Finding]:
+        grants = any(
+            r.type.lower() == ROLE_ASSIGNMENT
+            and any(role in str(_props(r.resource).get("roleDefinitionId", "")) for role in VM_LOGIN_ROLES)
+            for r in ctx.resources
+        )
+        if not grants:
+            return
+        extension = any(
+            r.type.lower() == EXTENSION and _props(r.resource).get("type") == "AADSSHLoginForLinux"
+            for r in ctx.resources
+        )
+        for found in ctx.resources:
+            if found.type.lower() != VM:
+                continue
+            identity = found.resource.get("identity")
+            kind = str(identity.get("type", "")) if isinstance(identity, dict) else ""
+            if not extension or "SystemAssigned" not in kind:
+                yield self.finding(
+                    ctx,
+                    found.path,
+                    f"{found.label}: VM login roles granted, but AADSSHLoginForLinux "
+                    f"{'is installed' if extension else 'is missing'} and the identity is {kind or 'none'!r}",
+                )
+
+
+MAINTENANCE = "microsoft.maintenance/maintenanceconfigurations"
+ASSIGNMENT = "microsoft.maintenance/configurationassignments"
+
+
+class HostMaintenanceOnVm(Rule[TemplateContext]):
+    """Host scope is for isolated VMs, isolated scale sets and dedicated hosts; ordinary VMs take InGuestPatch
+    (learn.microsoft.com/azure/virtual-machines/maintenance-configurations, "Scopes")."""
+
+    id = "HPCLZ-TPL-033"
+    severity = Severity.ERROR
+    title = "Host-scope maintenance configuration assigned to a virtual machine"
+    fix = "Use maintenanceScope InGuestPatch for a VM (Host only for isolated sizes and dedicated hosts)."
+
+    def check(self, ctx: TemplateContext) -> Iterable[Finding]:
+        host = {
+            str(r.resource.get("name", ""))
+            for r in ctx.resources
+            if r.type.lower() == MAINTENANCE and _props(r.resource).get("maintenanceScope") == "Host"
+        }
+        for found in ctx.resources:
+            if found.type.lower() != ASSIGNMENT or "virtualMachines/" not in str(found.resource.get("scope", "")):
+                continue
+            configuration = str(_props(found.resource).get("maintenanceConfigurationId", ""))
+            if any(f"'{name}'" in configuration for name in host):
+                yield self.finding(ctx, found.path, f"{found.label}: a Host-scope configuration on an ordinary VM")
