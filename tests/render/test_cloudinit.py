@@ -253,3 +253,12 @@ def test_scheduler_gets_the_shortest_partition_idle_time() -> None:
     scheduler = cluster.split("[[nodearray")[0]
     assert "cyclecloud.cluster.autoscale.idle_time_after_jobs = 300" in scheduler
     assert "idle_time_after_jobs" not in _artifacts("ai-training")["cyclecloud/slurm-cluster.txt"]
+
+
+def test_locker_is_reached_with_a_managed_identity() -> None:
+    """Finding 10 of issue 13: with shared keys disabled the locker needs LockerAuthMode=ManagedIdentity and a
+    LockerIdentity, the fields CCWS's installer writes (Azure/cyclecloud-slurm-workspace@bc0fc1b:
+    bicep/files-to-load/cyclecloud_install.py)."""
+    account = json.loads(_artifacts("finance")["cyclecloud/azure-account.json"])
+    assert account["LockerAuthMode"] == "ManagedIdentity"
+    assert account["LockerIdentity"].endswith("/userAssignedIdentities/id-riskgrid-compute-prod-weu")

@@ -199,6 +199,12 @@ def cluster_files(zone: Zone) -> dict[str, str]:
         "RMStorageAccount": zone.storage_account_name if zone.blob_new else "",
         "RMStorageContainer": "cyclecloud",
     }
+    if config.identity.managed_identities.compute:
+        # The account disables shared keys, so the locker is reached with a managed identity, as CCWS's installer
+        # sets it (Azure/cyclecloud-slurm-workspace@bc0fc1b:bicep/files-to-load/cyclecloud_install.py): the nodes'
+        # identity, which holds a data role on the account.
+        account["LockerAuthMode"] = "ManagedIdentity"
+        account["LockerIdentity"] = identity
     return {
         "slurm-cluster.txt": template,
         "slurm-params.json": json.dumps(parameters, indent=2, sort_keys=True) + "\n",
