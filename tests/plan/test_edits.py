@@ -71,11 +71,11 @@ def remove_lustre(d: dict[str, Any]) -> None:
     d["storage"]["lustre"] = {"mode": "disabled"}
 
 
-def replication_zrs_to_gzrs(d: dict[str, Any]) -> None:
+def replication_grs_to_gzrs(d: dict[str, Any]) -> None:
     d["storage"]["blob"]["replication"] = "GZRS"
 
 
-def replication_zrs_to_lrs(d: dict[str, Any]) -> None:
+def replication_grs_to_lrs(d: dict[str, Any]) -> None:
     d["storage"]["blob"]["replication"] = "LRS"
 
 
@@ -163,13 +163,15 @@ TABLE: dict[str, Row] = {
         {"amlfs-energy-prod-scus": (Action.DELETE, Policy.REPLACE_DATA)},
         worst=Policy.REPLACE_DATA,
     ),
-    "replication ZRS -> GZRS": Row(
-        replication_zrs_to_gzrs,
+    # energy keeps its blobs GRS since issue 13 (Archive needs LRS/GRS/RA-GRS): GRS -> LRS drops the geo copy in
+    # place; GRS -> GZRS adds zone redundancy, a conversion.
+    "replication GRS -> LRS": Row(
+        replication_grs_to_lrs,
         [("storage.blob.replication", Action.MODIFY, Policy.IN_PLACE)],
         {"stenergyprodscus": (Action.MODIFY, Policy.IN_PLACE)},
     ),
-    "replication ZRS -> LRS": Row(
-        replication_zrs_to_lrs,
+    "replication GRS -> GZRS": Row(
+        replication_grs_to_gzrs,
         [("storage.blob.replication", Action.MODIFY, Policy.NOT_ALLOWED)],
         {"stenergyprodscus": (Action.MODIFY, Policy.NOT_ALLOWED)},
         action_needed="conversion",
