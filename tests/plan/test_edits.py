@@ -154,7 +154,7 @@ TABLE: dict[str, Row] = {
     "remove a blob container": Row(
         remove_container,
         [("storage.blob.containers[checkpoints]", Action.DELETE, Policy.REPLACE_DATA)],
-        {"stenergyprodscus/default/checkpoints": (Action.DELETE, Policy.REPLACE_DATA)},
+        {"stenergyprodscuseb80/default/checkpoints": (Action.DELETE, Policy.REPLACE_DATA)},
         worst=Policy.REPLACE_DATA,
     ),
     "remove Lustre": Row(
@@ -168,12 +168,12 @@ TABLE: dict[str, Row] = {
     "replication GRS -> LRS": Row(
         replication_grs_to_lrs,
         [("storage.blob.replication", Action.MODIFY, Policy.IN_PLACE)],
-        {"stenergyprodscus": (Action.MODIFY, Policy.IN_PLACE)},
+        {"stenergyprodscuseb80": (Action.MODIFY, Policy.IN_PLACE)},
     ),
     "replication GRS -> GZRS": Row(
         replication_grs_to_gzrs,
         [("storage.blob.replication", Action.MODIFY, Policy.NOT_ALLOWED)],
-        {"stenergyprodscus": (Action.MODIFY, Policy.NOT_ALLOWED)},
+        {"stenergyprodscuseb80": (Action.MODIFY, Policy.NOT_ALLOWED)},
         action_needed="conversion",
         worst=Policy.NOT_ALLOWED,
     ),
@@ -182,7 +182,7 @@ TABLE: dict[str, Row] = {
         [("metadata.tags.workload", Action.MODIFY, Policy.IN_PLACE)],
         {
             "vnet-energy-prod-scus": (Action.MODIFY, Policy.IN_PLACE),
-            "stenergyprodscus": (Action.MODIFY, Policy.IN_PLACE),
+            "stenergyprodscuseb80": (Action.MODIFY, Policy.IN_PLACE),
         },
     ),
     "rename the landing zone": Row(

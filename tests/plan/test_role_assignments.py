@@ -35,7 +35,7 @@ def reader_everywhere(group: str) -> set[str]:
 def user_roles(group: str) -> set[str]:
     return {
         f"Virtual Machine User Login -> group {group[:8]}… at rg-energy-compute-prod-scus",
-        f"Storage Blob Data Contributor -> group {group[:8]}… at stenergyprodscus",  # a resource scope
+        f"Storage Blob Data Contributor -> group {group[:8]}… at stenergyprodscuseb80",  # a resource scope
     }
 
 

@@ -12,6 +12,9 @@ from hpclz.arm.api_versions import pinned_version
 from hpclz.azure.clients import AzureClients
 from hpclz.render.plan import Deployment, Scope
 
+# Microsoft.Features is not in the pinned schema set: the api-version `az feature show` uses.
+FEATURES_API = "2021-07-01"
+
 ROLE_ASSIGNMENT_API = pinned_version("Microsoft.Authorization/roleAssignments") or "2022-04-01"
 IDENTITY_API = pinned_version("Microsoft.ManagedIdentity/userAssignedIdentities") or "2023-01-31"
 
@@ -131,6 +134,13 @@ class Arm:
 
     def provider_state(self, namespace: str) -> str:
         return str(plain(self.clients.resources.providers.get(namespace)).get("registrationState", "Unknown"))
+
+    def feature_state(self, namespace: str, feature: str) -> str:
+        """A preview feature's registration (`az feature show`): Microsoft.Features answers for every feature."""
+        resource_id = f"/subscriptions/{self.subscription_id}/providers/Microsoft.Features/providers/{namespace}/features/{feature}"
+        found = self.get_resource(resource_id, FEATURES_API)
+        properties = (found or {}).get("properties") or {}
+        return str(properties.get("state", "NotRegistered"))
 
     # ----- compute facts for live preflight -----
     def skus(self, location: str) -> list[dict[str, Any]]:

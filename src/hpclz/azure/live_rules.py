@@ -25,6 +25,7 @@ class LiveContext:
     skus: list[dict[str, Any]] | None = None  # None: the SKU API could not be read
     usages: list[dict[str, Any]] | None = None
     unavailable: dict[str, str] = field(default_factory=dict)  # which live API failed -> why
+    features: dict[str, str] = field(default_factory=dict)  # "Namespace/Feature" the templates need -> state
 
     @property
     def source(self) -> SourceMap | None:
@@ -180,6 +181,31 @@ class QuotaShort(Rule[LiveContext]):
                 )
 
 
+class FeatureNotRegistered(Rule[LiveContext]):
+    """`encryptionAtHost: true` on a VM or scale set fails until the subscription has registered the
+    Microsoft.Compute/EncryptionAtHost feature: `az feature register --namespace Microsoft.Compute --name
+    EncryptionAtHost`, wait for Registered, then re-register the provider (MicrosoftDocs/azure-compute-docs@055347c:
+    articles/virtual-machines/linux/disks-enable-host-based-encryption-cli.md)."""
+
+    id = "HPCLZ-CMP-105"
+    severity = Severity.ERROR
+    title = "A subscription feature the templates need is not registered"
+    fix = "az feature register --namespace <namespace> --name <feature>; wait for Registered; az provider register."
+
+    def check(self, ctx: LiveContext) -> Iterable[Finding]:
+        for name, state in sorted(ctx.features.items()):
+            if state == "Registered":
+                continue
+            namespace, feature = name.split("/", 1)
+            yield self.finding(
+                ctx,
+                ("compute", "cyclecloud", "vm_size"),
+                f"feature {name} is {state}; encryptionAtHost needs it Registered",
+                fix=f"az feature register --namespace {namespace} --name {feature}, wait for 'Registered', then "
+                f"az provider register --namespace {namespace}",
+            )
+
+
 class LiveFactsUnavailable(Rule[LiveContext]):
     """When a live API is unreachable or forbidden the check is skipped, and said so, rather than crash."""
 
@@ -199,5 +225,6 @@ LIVE_RULES: tuple[type[Rule[Any]], ...] = (
     SkuNotOffered,
     SkuRestricted,
     QuotaShort,
+    FeatureNotRegistered,
     LiveFactsUnavailable,
 )

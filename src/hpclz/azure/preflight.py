@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Collection, Iterable, Mapping
 
 from hpclz.azure.arm import Arm, deployment_body
@@ -57,6 +58,7 @@ def gather(
             arm.validate(d, deployment_body(d, secrets.get(d.name, {}), {}))
         except AzureError as exc:
             ctx.validation_errors[d.name] = describe(exc).one_line()
+    _features(arm, plan, ctx)
     try:
         ctx.skus = arm.skus(plan.location)
     except AzureError as exc:
@@ -66,6 +68,23 @@ def gather(
     except AzureError as exc:
         ctx.unavailable["Compute usage API"] = describe(exc).one_line()
     return ctx
+
+
+# Template property -> the subscription feature it needs (Microsoft.Compute, host-based encryption).
+FEATURES = {'"encryptionAtHost": true': "Microsoft.Compute/EncryptionAtHost"}
+
+
+def _features(arm: Arm, plan: DeploymentPlan, ctx: LiveContext) -> None:
+    from azure.core.exceptions import AzureError
+
+    rendered = " ".join(json.dumps(d.template) for d in plan.deployments)
+    for needle, name in FEATURES.items():
+        if needle not in rendered:
+            continue
+        try:
+            ctx.features[name] = arm.feature_state(*name.split("/", 1))
+        except AzureError as exc:
+            ctx.unavailable[f"feature registration of {name}"] = describe(exc).one_line()
 
 
 def preflight(

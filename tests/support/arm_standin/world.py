@@ -98,6 +98,7 @@ class World:
         self.deployments: dict[str, DeploymentRun] = {}
         self.async_ops: dict[str, Any] = {}
         self.unregistered: set[str] = set()
+        self.unregistered_features: set[str] = set()  # "namespace/feature", lower case
         self.registering: dict[str, int] = {}
         self.latency: dict[str, float] = {}
         self.group_delete_latency = 0.0
