@@ -16,7 +16,7 @@ from hpclz.arm.walk import iter_resources
 from hpclz.config import load_config_text
 from hpclz.config.root import LandingZoneConfig
 from hpclz.naming import NAME_RULES, NameBuilder, unique_suffix
-from hpclz.render.plan import DeploymentPlan
+from hpclz.render.model import DeploymentPlan
 from tests.render.conftest import preset_plan, preset_text
 
 KIND_BY_TYPE = {

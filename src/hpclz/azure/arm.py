@@ -10,7 +10,7 @@ from typing import Any
 
 from hpclz.arm.api_versions import pinned_version
 from hpclz.azure.clients import AzureClients
-from hpclz.render.plan import Deployment, Scope
+from hpclz.render.model import Deployment, Scope
 
 # Microsoft.Features is not in the pinned schema set: the api-version `az feature show` uses.
 FEATURES_API = "2021-07-01"

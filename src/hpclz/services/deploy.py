@@ -12,7 +12,7 @@ from pydantic import BaseModel, Field, SecretStr
 from hpclz.config.loader import LoadedConfig, load_config
 from hpclz.errors import ExitCode, HpclzError
 from hpclz.findings import Finding, Severity
-from hpclz.render.plan import DeploymentPlan
+from hpclz.render.model import DeploymentPlan
 from hpclz.state.backend import StateBackend
 from hpclz.state.guard import ENV_REFERENCE
 from hpclz.state.model import StateDocument
@@ -153,8 +153,8 @@ def deploy(
 
     from hpclz.azure.arm import Arm
     from hpclz.azure.clients import AzureClients, resolve_subscription
-    from hpclz.azure.preflight import preflight
     from hpclz.azure.settings import settings_from_env
+    from hpclz.deploy.preflight import preflight
 
     metadata = loaded.config.metadata
     arm = Arm(
@@ -191,7 +191,7 @@ def _apply(
     on_event: Callable[[Any], None],
 ) -> DeployResult:
     from hpclz.azure.errors import azure_errors
-    from hpclz.azure.runner import Runner
+    from hpclz.deploy.runner import Runner
     from hpclz.state.factory import new_state
 
     result.state_location = backend.location
@@ -267,7 +267,7 @@ def _apply(
 
 def _backend(loaded: LoadedConfig, arm: Any) -> StateBackend:
     """The config's state backend; a Blob one signs in with the same credential as ARM."""
-    from hpclz.state.factory import open_backend
+    from hpclz.deploy.backends import open_backend
 
     file = Path(loaded.file)
     return open_backend(loaded.config, base_dir=file.parent, credential=arm.clients.credential, config_file=str(file))

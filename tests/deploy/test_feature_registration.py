@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from hpclz.azure.live_rules import FeatureNotRegistered, LiveContext
 from hpclz.config.loader import load_config
+from hpclz.deploy.live_rules import FeatureNotRegistered, LiveContext
 from tests.conftest import REPO
 from tests.support.arm_standin import ArmStandIn
 

@@ -16,9 +16,9 @@ from enum import StrEnum
 from typing import Any, TypeVar
 
 from hpclz.azure.arm import Arm, deployment_body
-from hpclz.azure.errors import ArmFailure, describe, innermost
-from hpclz.azure.records import HASH_TAG, assignment_ids, outputs_of, referenced_identities, resource_records
-from hpclz.render.plan import MANAGED_TAG, Deployment, DeploymentPlan
+from hpclz.azure.errors import ArmFailure, describe, innermost, sdk_error
+from hpclz.deploy.records import HASH_TAG, assignment_ids, outputs_of, referenced_identities, resource_records
+from hpclz.render.model import MANAGED_TAG, Deployment, DeploymentPlan
 from hpclz.state.model import DeploymentRecord, DeploymentStatus, ResourceRecord, StateDocument, now
 
 _T = TypeVar("_T")
@@ -198,11 +198,9 @@ class Runner:
     @staticmethod
     def _quietly(get: Callable[[str], _T | None], resource_id: str) -> _T | None:
         """A read that fails leaves the deployment succeeded: its records fall back to pairing in ARM's order."""
-        from azure.core.exceptions import AzureError
-
         try:
             return get(resource_id)
-        except AzureError:
+        except sdk_error():
             return None
 
     # ----- the whole plan -----
@@ -244,9 +242,7 @@ class Runner:
             self._emit(Event(d.name, Step.INTERRUPTED, "left running in ARM; rerun deploy to re-attach"))
             return Step.INTERRUPTED
         except Exception as exc:  # an unreachable ARM or a refused call fails this deployment, not the others
-            from azure.core.exceptions import AzureError
-
-            if not isinstance(exc, AzureError):
+            if not isinstance(exc, sdk_error()):
                 raise
             failure = describe(exc)
             self._failures[d.name] = failure

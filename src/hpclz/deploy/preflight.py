@@ -6,12 +6,12 @@ import json
 from collections.abc import Collection, Iterable, Mapping
 
 from hpclz.azure.arm import Arm, deployment_body
-from hpclz.azure.errors import azure_errors, describe
-from hpclz.azure.live_rules import LIVE_RULES, LiveContext
-from hpclz.azure.records import declared_types
+from hpclz.azure.errors import azure_errors, describe, sdk_error
 from hpclz.config.loader import LoadedConfig
+from hpclz.deploy.live_rules import LIVE_RULES, LiveContext
+from hpclz.deploy.records import declared_types
 from hpclz.findings import Finding
-from hpclz.render.plan import DeploymentPlan, Scope
+from hpclz.render.model import DeploymentPlan, Scope
 from hpclz.rules.base import run_rules
 
 
@@ -33,7 +33,7 @@ def gather(
     secrets: Mapping[str, Mapping[str, str]],
     unchanged: Collection[str] = (),
 ) -> LiveContext:
-    from azure.core.exceptions import AzureError
+    AzureError = sdk_error()
 
     ctx = LiveContext(loaded=loaded, location=plan.location)
     for namespace in namespaces(plan):
@@ -75,7 +75,7 @@ FEATURES = {'"encryptionAtHost": true': "Microsoft.Compute/EncryptionAtHost"}
 
 
 def _features(arm: Arm, plan: DeploymentPlan, ctx: LiveContext) -> None:
-    from azure.core.exceptions import AzureError
+    AzureError = sdk_error()
 
     rendered = " ".join(json.dumps(d.template) for d in plan.deployments)
     for needle, name in FEATURES.items():
