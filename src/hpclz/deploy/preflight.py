@@ -9,6 +9,7 @@ from hpclz.azure.arm import Arm, deployment_body
 from hpclz.azure.errors import azure_errors, describe, sdk_error
 from hpclz.config.loader import LoadedConfig
 from hpclz.deploy.live_rules import LIVE_RULES, LiveContext
+from hpclz.deploy.new_groups import validate_in_new_groups
 from hpclz.deploy.records import declared_types
 from hpclz.findings import Finding
 from hpclz.render.model import DeploymentPlan, Scope
@@ -44,20 +45,7 @@ def gather(
             continue
         if state != "Registered":
             ctx.unregistered[namespace] = state
-    existing_groups: dict[str, bool] = {}
-    for d in (d for d in plan.deployments if d.name not in unchanged):
-        # Unchanged deployments are not submitted, so not validated either (a no-op deploy makes no POST).
-        # ARM validates a resource-group deployment only into a group that exists; groups this plan
-        # creates are validated by ARM again when their deployment is submitted.
-        if d.scope is Scope.RESOURCE_GROUP and d.resource_group:
-            if d.resource_group not in existing_groups:
-                existing_groups[d.resource_group] = arm.get_group(d.resource_group) is not None
-            if not existing_groups[d.resource_group]:
-                continue
-        try:
-            arm.validate(d, deployment_body(d, secrets.get(d.name, {}), {}))
-        except AzureError as exc:
-            ctx.validation_errors[d.name] = describe(exc).one_line()
+    _validate(arm, plan, secrets, unchanged, ctx)
     _features(arm, plan, ctx)
     try:
         ctx.skus = arm.skus(plan.location)
@@ -68,6 +56,36 @@ def gather(
     except AzureError as exc:
         ctx.unavailable["Compute usage API"] = describe(exc).one_line()
     return ctx
+
+
+def _validate(
+    arm: Arm,
+    plan: DeploymentPlan,
+    secrets: Mapping[str, Mapping[str, str]],
+    unchanged: Collection[str],
+    ctx: LiveContext,
+) -> None:
+    """ARM validate for every deployment that will be submitted (unchanged ones are not, so no POST for a no-op
+    deploy). Those whose group does not exist yet are validated together, nested under a subscription-scope
+    template that declares the groups (hpclz.deploy.new_groups): nothing is written before all have passed."""
+    AzureError = sdk_error()
+    existing_groups: dict[str, bool] = {}
+    in_new_groups = []
+    for d in (d for d in plan.deployments if d.name not in unchanged):
+        if d.scope is Scope.RESOURCE_GROUP and d.resource_group:
+            if d.resource_group not in existing_groups:
+                existing_groups[d.resource_group] = arm.get_group(d.resource_group) is not None
+            if not existing_groups[d.resource_group]:
+                in_new_groups.append(d)
+                continue
+        try:
+            arm.validate(d, deployment_body(d, secrets.get(d.name, {}), {}))
+        except AzureError as exc:
+            ctx.validation_errors[d.name] = describe(exc).one_line()
+    try:
+        validate_in_new_groups(arm, in_new_groups, secrets, plan.location)
+    except AzureError as exc:
+        ctx.validation_errors[", ".join(d.name for d in in_new_groups)] = describe(exc).one_line()
 
 
 # Template property -> the subscription feature it needs (Microsoft.Compute, host-based encryption).

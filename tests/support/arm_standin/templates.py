@@ -99,9 +99,12 @@ def _one(item: dict[str, Any], scope: Scope, parent: tuple[str, str] | None = No
     if parent and "/" not in rtype:  # a child declared inside its parent: type and name are relative to it
         rtype, name = f"{parent[0]}/{rtype}", f"{parent[1]}/{name}"
     skipped = ("copy", "condition", "dependsOn", "resources")
-    body = {k: evaluate(v, scope) for k, v in item.items() if k not in skipped}
     if rtype.lower() == "microsoft.resources/deployments":
+        # A nested template's own expressions belong to its scope, not to the outer template's.
+        body = {k: evaluate(v, scope) for k, v in item.items() if k not in (*skipped, "properties")}
         body["properties"] = item.get("properties", {})
+    else:
+        body = {k: evaluate(v, scope) for k, v in item.items() if k not in skipped}
     explicit_scope = body.get("scope") if isinstance(body.get("scope"), str) else None
     target_group = scope.resource_group
     if rtype.lower() == "microsoft.resources/deployments":
