@@ -135,6 +135,12 @@ class Arm:
     def provider_state(self, namespace: str) -> str:
         return str(plain(self.clients.resources.providers.get(namespace)).get("registrationState", "Unknown"))
 
+    def virtual_network(self, resource_id: str) -> dict[str, Any] | None:
+        """An existing VNet with its subnets (prefixes, delegations, NSGs) and peerings; None when absent."""
+        parts = resource_id.split("/")
+        group, name = parts[4], parts[-1]
+        return _unless_missing(lambda: self.clients.network.virtual_networks.get(group, name))
+
     def feature_state(self, namespace: str, feature: str) -> str:
         """A preview feature's registration (`az feature show`): Microsoft.Features answers for every feature."""
         resource_id = f"/subscriptions/{self.subscription_id}/providers/Microsoft.Features/providers/{namespace}/features/{feature}"

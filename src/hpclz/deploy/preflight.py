@@ -8,6 +8,7 @@ from collections.abc import Collection, Iterable, Mapping
 from hpclz.azure.arm import Arm, deployment_body
 from hpclz.azure.errors import azure_errors, describe, sdk_error
 from hpclz.config.loader import LoadedConfig
+from hpclz.config.network import ExistingVnet
 from hpclz.deploy.live_rules import LIVE_RULES, LiveContext
 from hpclz.deploy.new_groups import validate_in_new_groups
 from hpclz.deploy.records import declared_types
@@ -47,6 +48,7 @@ def gather(
             ctx.unregistered[namespace] = state
     _validate(arm, plan, secrets, unchanged, ctx)
     _features(arm, plan, ctx)
+    _existing_vnet(arm, loaded, ctx)
     try:
         ctx.skus = arm.skus(plan.location)
     except AzureError as exc:
@@ -103,6 +105,16 @@ def _features(arm: Arm, plan: DeploymentPlan, ctx: LiveContext) -> None:
             ctx.features[name] = arm.feature_state(*name.split("/", 1))
         except AzureError as exc:
             ctx.unavailable[f"feature registration of {name}"] = describe(exc).one_line()
+
+
+def _existing_vnet(arm: Arm, loaded: LoadedConfig, ctx: LiveContext) -> None:
+    vnet = loaded.config.network.vnet
+    if not isinstance(vnet, ExistingVnet):
+        return
+    try:
+        ctx.existing_vnet = arm.virtual_network(vnet.resource_id) or {}
+    except sdk_error() as exc:
+        ctx.unavailable[f"existing VNet {vnet.resource_id}"] = describe(exc).one_line()
 
 
 def preflight(
