@@ -13,6 +13,9 @@ from hpclz.config.identity import BuiltinRole
 from hpclz.render.arm import expr, literal, resource_id, resource_id_expr, resource_path, role_definition
 from hpclz.render.zone import Zone
 
+# CycleCloud's locker container (Azure/cyclecloud-slurm-workspace@bc0fc1b:bicep/files-to-load/cyclecloud_install.py).
+LOCKER_CONTAINER = "cyclecloud"
+
 ROLE_IDS: dict[BuiltinRole, str] = {
     BuiltinRole.OWNER: "8e3af657-a8ff-443c-a75c-2fe8c4bcb635",
     BuiltinRole.CONTRIBUTOR: "b24988ac-6180-42a0-ab88-20f7382dd24c",
@@ -112,9 +115,7 @@ def assignments(zone: Zone, area: str) -> list[Assignment]:
             out.append(_identity(zone, "scheduler", BuiltinRole.VM_CONTRIBUTOR))
     if area == "storage" and zone.blob_new:
         account = ("Microsoft.Storage/storageAccounts", zone.storage_account_name)
-        out += _groups(zone, "users", [BuiltinRole.STORAGE_BLOB_DATA_CONTRIBUTOR], on=account)
-        if identity.managed_identities.compute:
-            out.append(_identity(zone, "compute", BuiltinRole.STORAGE_BLOB_DATA_CONTRIBUTOR, on=account))
+        out += _data_containers(zone)
         if identity.managed_identities.scheduler:
             # CycleCloud keeps its locker (the Slurm project it stages for nodes) in this account.
             out.append(_identity(zone, "scheduler", BuiltinRole.STORAGE_BLOB_DATA_CONTRIBUTOR, on=account))
@@ -189,6 +190,28 @@ def cyclecloud_subscription_assignments(zone: Zone) -> list[Assignment]:
             description="hpclz: Reader for identity.managed_identities.scheduler (CycleCloud SKU and quota reads)",
         )
     ]
+
+
+def _data_containers(zone: Zone) -> list[Assignment]:
+    """Users and the nodes' identity write the data containers only, each scoped on its own (Azure RBAC scopes
+    blob data roles down to a container: learn.microsoft.com/azure/storage/blobs/assign-azure-role-data-access).
+    The CycleCloud locker in the same account holds the cluster-init that runs as root on every new node: the
+    nodes may read it (their locker identity) but only CycleCloud writes it."""
+    blob = zone.blob_new
+    if blob is None:
+        return []
+    type_ = "Microsoft.Storage/storageAccounts/blobServices/containers"
+    account = zone.storage_account_name
+    out: list[Assignment] = []
+    for container in blob.containers:
+        on = (type_, account, "default", container.name)
+        out += _groups(zone, "users", [BuiltinRole.STORAGE_BLOB_DATA_CONTRIBUTOR], on=on)
+        if zone.config.identity.managed_identities.compute:
+            out.append(_identity(zone, "compute", BuiltinRole.STORAGE_BLOB_DATA_CONTRIBUTOR, on=on))
+    if zone.config.identity.managed_identities.compute:
+        locker = (type_, account, "default", LOCKER_CONTAINER)
+        out.append(_identity(zone, "compute", BuiltinRole.STORAGE_BLOB_DATA_READER, on=locker))
+    return out
 
 
 def lustre_hsm_assignments(zone: Zone) -> list[Assignment]:

@@ -33,12 +33,11 @@ def resource_id(scope: Scope, rtype: str, name: str, explicit_scope: str | None 
     path = "/".join(f"{t}/{n}" for t, n in zip(types, names, strict=False))
     if explicit_scope:
         if not explicit_scope.startswith("/"):
-            # A relative scope ("Microsoft.KeyVault/vaults/kv1") names a resource in the deployment's group.
+            # A relative scope names a resource in the deployment's group, types and names interleaved as in a
+            # resource ID: "Microsoft.KeyVault/vaults/kv1", "Microsoft.Storage/storageAccounts/sa/blobServices/
+            # default/containers/c" (learn.microsoft.com/azure/azure-resource-manager/templates/scope-extension-resources).
             group = f"/subscriptions/{scope.subscription_id}/resourceGroups/{scope.resource_group}"
-            ns, *rest = explicit_scope.split("/")
-            half = len(rest) // 2
-            pairs = "/".join(f"{t}/{n}" for t, n in zip(rest[:half], rest[half:], strict=False))
-            explicit_scope = f"{group}/providers/{ns}/{pairs}"
+            explicit_scope = f"{group}/providers/{explicit_scope}"
         return f"{explicit_scope.rstrip('/')}/providers/{namespace}/{path}"
     if rtype.lower() == "microsoft.resources/resourcegroups":
         return f"/subscriptions/{scope.subscription_id}/resourceGroups/{name}"
