@@ -17,6 +17,7 @@ FEATURES_API = "2021-07-01"
 
 ROLE_ASSIGNMENT_API = pinned_version("Microsoft.Authorization/roleAssignments") or "2022-04-01"
 IDENTITY_API = pinned_version("Microsoft.ManagedIdentity/userAssignedIdentities") or "2023-01-31"
+KEY_VAULT_API = pinned_version("Microsoft.KeyVault/vaults") or "2023-07-01"
 
 
 def plain(value: Any) -> Any:
@@ -140,6 +141,11 @@ class Arm:
         parts = resource_id.split("/")
         group, name = parts[4], parts[-1]
         return _unless_missing(lambda: self.clients.network.virtual_networks.get(group, name))
+
+    def deleted_vault(self, location: str, name: str) -> dict[str, Any] | None:
+        """A soft-deleted vault holding `name` in `location` (Vaults - Get Deleted); None when there is none."""
+        resource_id = f"/subscriptions/{self.subscription_id}/providers/Microsoft.KeyVault/locations/{location}/deletedVaults/{name}"
+        return self.get_resource(resource_id, KEY_VAULT_API)
 
     def feature_state(self, namespace: str, feature: str) -> str:
         """A preview feature's registration (`az feature show`): Microsoft.Features answers for every feature."""

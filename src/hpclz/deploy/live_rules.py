@@ -29,6 +29,7 @@ class LiveContext:
     unavailable: dict[str, str] = field(default_factory=dict)  # which live API failed -> why
     features: dict[str, str] = field(default_factory=dict)  # "Namespace/Feature" the templates need -> state
     existing_vnet: dict[str, Any] | None = None  # network.vnet existing, as read; {}: absent; None: not read
+    deleted_vault: dict[str, Any] | None = None  # a soft-deleted vault holding the Key Vault's name, if any
 
     @property
     def source(self) -> SourceMap | None:
@@ -209,6 +210,34 @@ class FeatureNotRegistered(Rule[LiveContext]):
             )
 
 
+class SoftDeletedVaultHoldsName(Rule[LiveContext]):
+    """A soft-deleted vault keeps its name until its retention ends, and with purge protection it cannot be purged
+    before: creating a vault of that name fails (MicrosoftDocs/azure-security-docs@025b849:articles/key-vault/
+    general/soft-delete-overview.md). A destroy then redeploy of the same landing zone meets exactly this."""
+
+    id = "HPCLZ-IDN-101"
+    severity = Severity.ERROR
+    title = "A soft-deleted Key Vault holds the name the landing zone needs"
+    fix = "Recover it (az keyvault recover), purge it if purge protection is off, or set organization.naming.unique_suffix."
+
+    def check(self, ctx: LiveContext) -> Iterable[Finding]:
+        deleted = ctx.deleted_vault
+        if not deleted:
+            return
+        properties = deleted.get("properties") or {}
+        protected = bool(properties.get("purgeProtectionEnabled"))
+        name = deleted.get("name")
+        yield self.finding(
+            ctx,
+            ("identity", "key_vault"),
+            f"vault {name} was deleted on {properties.get('deletionDate')} and holds its name until "
+            f"{properties.get('scheduledPurgeDate')}"
+            + (" (purge protection: it cannot be purged)" if protected else ""),
+            fix=f"az keyvault recover --name {name}, or set organization.naming.unique_suffix to a new value"
+            + ("" if protected else f", or az keyvault purge --name {name}"),
+        )
+
+
 class LiveFactsUnavailable(Rule[LiveContext]):
     """When a live API is unreachable or forbidden the check is skipped, and said so, rather than crash."""
 
@@ -295,5 +324,6 @@ LIVE_RULES: tuple[type[Rule[Any]], ...] = (
     QuotaShort,
     FeatureNotRegistered,
     ExistingVnetMatches,
+    SoftDeletedVaultHoldsName,
     LiveFactsUnavailable,
 )

@@ -13,6 +13,7 @@ from hpclz.deploy.live_rules import LIVE_RULES, LiveContext
 from hpclz.deploy.new_groups import validate_in_new_groups
 from hpclz.deploy.records import declared_types
 from hpclz.findings import Finding
+from hpclz.naming import NameBuilder
 from hpclz.render.model import DeploymentPlan, Scope
 from hpclz.rules.base import run_rules
 
@@ -49,6 +50,7 @@ def gather(
     _validate(arm, plan, secrets, unchanged, ctx)
     _features(arm, plan, ctx)
     _existing_vnet(arm, loaded, ctx)
+    _deleted_vault(arm, loaded, plan, ctx)
     try:
         ctx.skus = arm.skus(plan.location)
     except AzureError as exc:
@@ -115,6 +117,16 @@ def _existing_vnet(arm: Arm, loaded: LoadedConfig, ctx: LiveContext) -> None:
         ctx.existing_vnet = arm.virtual_network(vnet.resource_id) or {}
     except sdk_error() as exc:
         ctx.unavailable[f"existing VNet {vnet.resource_id}"] = describe(exc).one_line()
+
+
+def _deleted_vault(arm: Arm, loaded: LoadedConfig, plan: DeploymentPlan, ctx: LiveContext) -> None:
+    if loaded.config.identity.key_vault.mode != "new":
+        return
+    name = NameBuilder(loaded.config).name("key_vault")
+    try:
+        ctx.deleted_vault = arm.deleted_vault(plan.location, name)
+    except sdk_error() as exc:
+        ctx.unavailable[f"deleted vaults named {name}"] = describe(exc).one_line()
 
 
 def preflight(
