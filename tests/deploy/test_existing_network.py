@@ -117,3 +117,59 @@ def test_preflight_reads_the_vnet_through_azure_mgmt_network(arm: ArmStandIn) ->
     assert any(
         "/providers/Microsoft.Network/virtualNetworks/vnet-spoke" in r.path for r in arm.log if r.method == "GET"
     )
+
+
+HUB_ID = f"/subscriptions/{SUB}/resourceGroups/rg-hub-weu/providers/Microsoft.Network/virtualNetworks/vnet-hub-weu"
+
+
+def _finance() -> LoadedConfig:
+    data = YAML(typ="safe").load((REPO / "configs" / "finance.yaml").read_text(encoding="utf-8"))
+    data["network"]["hub_peering"]["remote_vnet_id"] = HUB_ID
+    return load_config_text(json.dumps(data), "finance-hub.yaml")
+
+
+def _hub(gateway: bool) -> dict[str, Any]:
+    """A hub VNet as VirtualNetworks - Get returns it; with a gateway, GatewaySubnet's ipConfigurations name it."""
+    configs = [
+        {
+            "id": f"{HUB_ID.rsplit('/providers/', 1)[0]}/providers/Microsoft.Network/virtualNetworkGateways/vgw-hub/ipConfigurations/default"
+        }
+    ]
+    gateway_subnet = {"addressPrefix": "10.0.255.0/27", "ipConfigurations": configs if gateway else []}
+    return {
+        "name": "vnet-hub-weu",
+        "id": HUB_ID,
+        "type": "Microsoft.Network/virtualNetworks",
+        "location": "westeurope",
+        "properties": {
+            "addressSpace": {"addressPrefixes": ["10.0.0.0/16"]},
+            "subnets": [
+                {"name": "GatewaySubnet", "id": f"{HUB_ID}/subnets/GatewaySubnet", "properties": gateway_subnet},
+                {
+                    "name": "AzureFirewallSubnet",
+                    "id": f"{HUB_ID}/subnets/AzureFirewallSubnet",
+                    "properties": {"addressPrefix": "10.0.1.0/26"},
+                },
+            ],
+            "virtualNetworkPeerings": [],
+        },
+    }
+
+
+def test_hub_gateway_is_read_not_only_declared(arm: ArmStandIn) -> None:
+    """Finding 5 of issue 13: use_remote_gateways with no gateway in the hub."""
+    from hpclz.deploy.live_rules import HubHasNoGateway
+
+    loaded = _finance()
+    plan = build_plan(loaded.config)
+    live = Arm(AzureClients(arm.subscription_id))
+    arm.world.resources[HUB_ID.lower()] = _hub(gateway=False)
+    ctx = gather(live, loaded, plan, {})
+    assert [f.message for f in HubHasNoGateway().check(ctx)] == [
+        "the hub VNet's GatewaySubnet holds no virtual network gateway"
+    ]
+    arm.world.resources[HUB_ID.lower()] = _hub(gateway=True)
+    assert list(HubHasNoGateway().check(gather(live, loaded, plan, {}))) == []
+    del arm.world.resources[HUB_ID.lower()]
+    [missing] = HubHasNoGateway().check(gather(live, loaded, plan, {}))
+    assert "does not exist" in missing.message

@@ -18,6 +18,7 @@ FEATURES_API = "2021-07-01"
 ROLE_ASSIGNMENT_API = pinned_version("Microsoft.Authorization/roleAssignments") or "2022-04-01"
 IDENTITY_API = pinned_version("Microsoft.ManagedIdentity/userAssignedIdentities") or "2023-01-31"
 KEY_VAULT_API = pinned_version("Microsoft.KeyVault/vaults") or "2023-07-01"
+NETWORK_API = pinned_version("Microsoft.Network/virtualNetworks") or "2024-05-01"
 
 
 def plain(value: Any) -> Any:
@@ -137,9 +138,12 @@ class Arm:
         return str(plain(self.clients.resources.providers.get(namespace)).get("registrationState", "Unknown"))
 
     def virtual_network(self, resource_id: str) -> dict[str, Any] | None:
-        """An existing VNet with its subnets (prefixes, delegations, NSGs) and peerings; None when absent."""
+        """An existing VNet with its subnets (prefixes, delegations, NSGs) and peerings; None when absent. A VNet
+        in another subscription (a hub) is read by ID through the generic client with the Network API version."""
         parts = resource_id.split("/")
-        group, name = parts[4], parts[-1]
+        subscription, group, name = parts[2], parts[4], parts[-1]
+        if subscription.lower() != self.subscription_id.lower():
+            return self.get_resource(resource_id, NETWORK_API)
         return _unless_missing(lambda: self.clients.network.virtual_networks.get(group, name))
 
     def deleted_vault(self, location: str, name: str) -> dict[str, Any] | None:

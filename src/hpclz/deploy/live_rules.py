@@ -30,6 +30,7 @@ class LiveContext:
     features: dict[str, str] = field(default_factory=dict)  # "Namespace/Feature" the templates need -> state
     existing_vnet: dict[str, Any] | None = None  # network.vnet existing, as read; {}: absent; None: not read
     deleted_vault: dict[str, Any] | None = None  # a soft-deleted vault holding the Key Vault's name, if any
+    hub_vnet: dict[str, Any] | None = None  # network.hub_peering's remote VNet as read; {}: absent; None: not read
 
     @property
     def source(self) -> SourceMap | None:
@@ -210,6 +211,31 @@ class FeatureNotRegistered(Rule[LiveContext]):
             )
 
 
+class HubHasNoGateway(Rule[LiveContext]):
+    """`useRemoteGateways` needs a VPN or ExpressRoute gateway in the hub: a virtual network gateway sits in the
+    hub's GatewaySubnet, whose ipConfigurations then name it (learn.microsoft.com/azure/virtual-network/
+    virtual-network-peering-overview; subnet shape: azure-rest-api-specs Microsoft.Network VirtualNetworkGet
+    examples). The config's hub_gateway flag is only a declaration: this reads the hub."""
+
+    id = "HPCLZ-NET-102"
+    severity = Severity.ERROR
+    title = "The hub VNet has no gateway for use_remote_gateways"
+    fix = "Deploy the hub's VPN/ExpressRoute gateway first, or set network.hub_peering.use_remote_gateways: false."
+
+    def check(self, ctx: LiveContext) -> Iterable[Finding]:
+        peering = ctx.loaded.config.network.hub_peering
+        if peering is None or not peering.use_remote_gateways or ctx.hub_vnet is None:
+            return
+        where = ("network", "hub_peering", "use_remote_gateways")
+        if not ctx.hub_vnet:
+            yield self.finding(ctx, where, f"the hub VNet {peering.remote_vnet_id} does not exist")
+            return
+        gateway = _subnets(ctx.hub_vnet).get("gatewaysubnet")
+        configs = (gateway or {}).get("ipConfigurations") or []
+        if not any("/virtualnetworkgateways/" in str(c.get("id", "")).lower() for c in configs):
+            yield self.finding(ctx, where, "the hub VNet's GatewaySubnet holds no virtual network gateway")
+
+
 class SoftDeletedVaultHoldsName(Rule[LiveContext]):
     """A soft-deleted vault keeps its name until its retention ends, and with purge protection it cannot be purged
     before: creating a vault of that name fails (MicrosoftDocs/azure-security-docs@025b849:articles/key-vault/
@@ -324,6 +350,7 @@ LIVE_RULES: tuple[type[Rule[Any]], ...] = (
     QuotaShort,
     FeatureNotRegistered,
     ExistingVnetMatches,
+    HubHasNoGateway,
     SoftDeletedVaultHoldsName,
     LiveFactsUnavailable,
 )

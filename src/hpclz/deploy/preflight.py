@@ -110,13 +110,19 @@ def _features(arm: Arm, plan: DeploymentPlan, ctx: LiveContext) -> None:
 
 
 def _existing_vnet(arm: Arm, loaded: LoadedConfig, ctx: LiveContext) -> None:
-    vnet = loaded.config.network.vnet
-    if not isinstance(vnet, ExistingVnet):
-        return
-    try:
-        ctx.existing_vnet = arm.virtual_network(vnet.resource_id) or {}
-    except sdk_error() as exc:
-        ctx.unavailable[f"existing VNet {vnet.resource_id}"] = describe(exc).one_line()
+    """The VNets the config names but hpclz does not create: an existing spoke, and the hub it uses gateways of."""
+    network = loaded.config.network
+    if isinstance(network.vnet, ExistingVnet):
+        try:
+            ctx.existing_vnet = arm.virtual_network(network.vnet.resource_id) or {}
+        except sdk_error() as exc:
+            ctx.unavailable[f"existing VNet {network.vnet.resource_id}"] = describe(exc).one_line()
+    hub = network.hub_peering
+    if hub is not None and hub.use_remote_gateways:
+        try:
+            ctx.hub_vnet = arm.virtual_network(hub.remote_vnet_id) or {}
+        except sdk_error() as exc:
+            ctx.unavailable[f"hub VNet {hub.remote_vnet_id}"] = describe(exc).one_line()
 
 
 def _deleted_vault(arm: Arm, loaded: LoadedConfig, plan: DeploymentPlan, ctx: LiveContext) -> None:
