@@ -7,11 +7,11 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from hpclz.cli.common import OUTPUT_OPTION, OutputFormat, console, finish, guarded, print_findings
+from hpclz.cli.common import OUTPUT_OPTION, OutputFormat, console, finish, guarded
 from hpclz.errors import ExitCode, HpclzError
 
 if TYPE_CHECKING:
-    from rich.console import Console
+    from hpclz.render.model import DeploymentPlan
 
 
 def ask(question: str, yes: bool) -> bool:
@@ -33,18 +33,15 @@ def deploy(
     """Preflight against Azure, then deploy in dependency order with a locked, resumable state."""
     with guarded("deploy", output):
         from hpclz.cli.progress import Progress
+        from hpclz.cli.views import deploy as view
         from hpclz.services.deploy import deploy as run_deploy
 
         err = console(stderr=True)
         progress: Progress | None = None
 
-        def confirm(the_plan: Any, doc: Any) -> bool:
+        def confirm(the_plan: DeploymentPlan, unchanged: set[str]) -> bool:
             nonlocal progress
-            lines = []
-            for d in the_plan.deployments:
-                same = doc is not None and doc.applied(d.name, d.template_hash())
-                lines.append(f"  {'unchanged' if same else 'apply':9} {d.name} ({d.component})")
-            err.print("Deployments:\n" + "\n".join(lines), highlight=False)
+            view.show_plan(err, the_plan, unchanged)
             subscription = the_plan.subscription_id or os.environ.get("AZURE_SUBSCRIPTION_ID", "?")
             ok = ask(f"Deploy {config} to subscription {subscription}?", yes)
             if ok:
@@ -60,30 +57,4 @@ def deploy(
         finally:
             if progress is not None:
                 progress.__exit__(None, None, None)
-
-        def human(out: Console) -> None:
-            print_findings(out, result.findings)
-            for d in result.deployments:
-                if d.error:
-                    out.print(f"[red]✗[/] {d.name}: {d.error}")
-                elif d.blocked_by:
-                    out.print(f"[yellow]-[/] {d.name}: not started ({', '.join(d.blocked_by)} did not succeed)")
-            if result.ok:
-                out.print(f"[green]✓[/] deployed {result.file} (state: {result.state_location})")
-                if result.outputs:
-                    out.print("\n[bold]Outputs[/]")
-                    for key, value in sorted(result.outputs.items()):
-                        out.print(f"  {key} = {value}", highlight=False, soft_wrap=True)
-                out.print("\n[bold]Next steps[/]")
-                for step in result.next_steps:
-                    out.print(f"  {step}", highlight=False, soft_wrap=True)
-            elif result.stage in ("validate", "preflight"):
-                out.print(f"[red]✗[/] {result.stage} failed; nothing was deployed")
-            elif result.stage == "confirm":
-                out.print("nothing deployed")
-            else:
-                out.print(
-                    f"[red]✗[/] deploy did not finish; fix the error and rerun `hpclz deploy {result.file}` to resume"
-                )
-
-        finish("deploy", output, result.exit_code, result.payload(), result.findings, human)
+        finish(result, output, view.show)

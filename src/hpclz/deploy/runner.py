@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 from hpclz.azure.arm import Arm, deployment_body
 from hpclz.azure.errors import ArmFailure, describe, innermost, sdk_error
 from hpclz.deploy.records import HASH_TAG, assignment_ids, outputs_of, referenced_identities, resource_records
+from hpclz.plan.unchanged import deployment_unchanged
 from hpclz.render.model import MANAGED_TAG, Deployment, DeploymentPlan
 from hpclz.state.model import DeploymentRecord, DeploymentStatus, ResourceRecord, StateDocument, now
 
@@ -71,7 +72,7 @@ class Runner:
         save: Callable[[StateDocument], StateDocument],
         *,
         secrets: Mapping[str, Mapping[str, str]] | None = None,
-        on_event: Callable[[Event], None] = lambda e: None,
+        on_event: Callable[[Event], None] = lambda _e: None,
         poll_interval: float = 10.0,
         max_workers: int = 8,
     ):
@@ -102,7 +103,7 @@ class Runner:
     # ----- one deployment -----
     def _deploy(self, d: Deployment) -> Step:
         digest = d.template_hash()
-        if self.doc.applied(d.name, digest):
+        if deployment_unchanged(self.doc, d, digest):
             self._emit(Event(d.name, Step.SKIPPED, "unchanged since the last deploy"))
             return Step.SKIPPED
         remote = self.arm.get_deployment(d)

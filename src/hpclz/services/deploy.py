@@ -12,6 +12,8 @@ from pydantic import BaseModel, Field, SecretStr
 from hpclz.config.loader import LoadedConfig, load_config
 from hpclz.errors import ExitCode, HpclzError
 from hpclz.findings import Finding, Severity
+from hpclz.output import CommandResult, ResultBody
+from hpclz.plan.unchanged import unchanged_deployments
 from hpclz.render.model import DeploymentPlan
 from hpclz.state.backend import StateBackend
 from hpclz.state.guard import ENV_REFERENCE
@@ -29,7 +31,7 @@ class DeploymentOutcome(BaseModel):
     blocked_by: list[str] = Field(default_factory=list)
 
 
-class DeployResult(BaseModel):
+class DeployResult(ResultBody):
     file: str
     stage: str = Field(description="How far it got: validate, preflight, confirm, deploy.")
     findings: list[Finding] = Field(default_factory=list)
@@ -37,14 +39,10 @@ class DeployResult(BaseModel):
     outputs: dict[str, Any] = Field(default_factory=dict)
     next_steps: list[str] = Field(default_factory=list)
     state_location: str | None = None
-    exit_code: ExitCode = ExitCode.OK
+    cancelled: bool = Field(False, description="The person answered no at the confirmation: nothing was deployed.")
 
-    @property
-    def ok(self) -> bool:
-        return self.exit_code == ExitCode.OK
-
-    def payload(self) -> dict[str, Any]:
-        return self.model_dump(mode="json", exclude={"findings", "exit_code"})
+    def json_body(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", exclude={"findings"})
 
 
 def render_plan(loaded: LoadedConfig, saved: SavedPlan | None) -> DeploymentPlan:
@@ -131,18 +129,30 @@ def deploy(
     path: str | Path,
     *,
     plan_file: Path | None = None,
-    confirm: Callable[[DeploymentPlan, StateDocument | None], bool] = lambda plan, doc: True,
-    on_event: Callable[[Any], None] = lambda e: None,
+    confirm: Callable[[DeploymentPlan, set[str]], bool] = lambda _plan, _unchanged: True,
+    on_event: Callable[[Any], None] = lambda _e: None,
     suppress: Iterable[str] = (),
-) -> DeployResult:
+) -> CommandResult[DeployResult]:
+    """confirm gets the plan and the names of its deployments the state says are unchanged (skipped)."""
+    result = DeployResult(file=str(path), stage="validate")
+    code = _deploy(result, path, plan_file, confirm, on_event, suppress)
+    return CommandResult(command="deploy", payload=result, findings=result.findings, exit_code=code)
+
+
+def _deploy(
+    result: DeployResult,
+    path: str | Path,
+    plan_file: Path | None,
+    confirm: Callable[[DeploymentPlan, set[str]], bool],
+    on_event: Callable[[Any], None],
+    suppress: Iterable[str],
+) -> ExitCode:
     from hpclz.services.validate import check_config
 
     loaded = load_config(path)
-    result = DeployResult(file=str(path), stage="validate")
     result.findings, _ = check_config(loaded, suppress)
     if _failing(result.findings):
-        result.exit_code = ExitCode.FAILED
-        return result
+        return ExitCode.FAILED
     saved = None
     if plan_file is not None:
         from hpclz.plan.saved import read_saved_plan
@@ -164,8 +174,7 @@ def deploy(
     backend = _backend(loaded, arm)
     result.findings += preflight(arm, loaded, plan, secrets, suppress, unchanged=_unchanged(plan, backend))
     if _failing(result.findings):
-        result.exit_code = ExitCode.FAILED
-        return result
+        return ExitCode.FAILED
     return _apply(
         loaded,
         plan,
@@ -187,9 +196,9 @@ def _apply(
     backend: StateBackend,
     secrets: dict[str, dict[str, str]],
     result: DeployResult,
-    confirm: Callable[[DeploymentPlan, StateDocument | None], bool],
+    confirm: Callable[[DeploymentPlan, set[str]], bool],
     on_event: Callable[[Any], None],
-) -> DeployResult:
+) -> ExitCode:
     from hpclz.azure.errors import azure_errors
     from hpclz.deploy.runner import Runner
     from hpclz.state.factory import new_state
@@ -210,9 +219,10 @@ def _apply(
             path, saved = saved_plan
             plan = check_saved_plan(saved, path, loaded, doc)  # refuses a plan made against another config or state
         result.stage = "confirm"
-        if not confirm(plan, doc):
-            result.exit_code = ExitCode.INTERRUPTED
-            return result
+        if not confirm(plan, unchanged_deployments(plan, doc)):
+            # A "no" is a decision, not an interruption: exit 1 (docs/exit-codes.md); Ctrl-C at the prompt is 130.
+            result.cancelled = True
+            return ExitCode.FAILED
         result.stage = "deploy"
         doc = doc or backend.write(new_state(loaded.config))
         runner = Runner(
@@ -258,11 +268,10 @@ def _apply(
             )
         )
     result.outputs = dict(final.outputs)
-    if run.ok:
-        result.next_steps = next_steps(loaded, final)
-    else:
-        result.exit_code = ExitCode.INTERRUPTED if run.interrupted else ExitCode.AZURE_ERROR
-    return result
+    if not run.ok:
+        return ExitCode.INTERRUPTED if run.interrupted else ExitCode.AZURE_ERROR
+    result.next_steps = next_steps(loaded, final)
+    return ExitCode.OK
 
 
 def _backend(loaded: LoadedConfig, arm: Any) -> StateBackend:
@@ -275,8 +284,7 @@ def _backend(loaded: LoadedConfig, arm: Any) -> StateBackend:
 
 def _unchanged(plan: DeploymentPlan, backend: StateBackend) -> set[str]:
     """Deployments the state says succeeded with the same template (read without the lock: a hint only)."""
-    doc = backend.read()
-    return {d.name for d in plan.deployments if doc is not None and doc.applied(d.name, d.template_hash())}
+    return unchanged_deployments(plan, backend.read())
 
 
 def _failing(findings: list[Finding]) -> bool:

@@ -6,11 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from hpclz.config.loader import LoadedConfig, load_config
 from hpclz.errors import ExitCode
 from hpclz.findings import Finding, Severity
+from hpclz.output import CommandResult, ResultBody
 from hpclz.plan.changeset import ChangeSet, StateRef
 from hpclz.plan.config_diff import config_changes
 from hpclz.plan.offline import create_change, offline_changeset
@@ -20,7 +21,7 @@ from hpclz.render.model import DeploymentPlan, Scope
 from hpclz.state.model import StateDocument
 
 
-class PlanResult(BaseModel):
+class PlanResult(ResultBody):
     file: str
     changes: ChangeSet | None = None
     findings: list[Finding] = Field(default_factory=list)
@@ -28,7 +29,6 @@ class PlanResult(BaseModel):
     saved_to: str | None = None
     detailed_exitcode: bool = False
 
-    @property
     def exit_code(self) -> ExitCode:
         if self.changes is None or self.changes.blocked:
             return ExitCode.FAILED
@@ -36,7 +36,7 @@ class PlanResult(BaseModel):
             return ExitCode.CHANGES_PRESENT
         return ExitCode.OK
 
-    def payload(self) -> dict[str, Any]:
+    def json_body(self) -> dict[str, Any]:
         body: dict[str, Any] = {"file": self.file, "state_location": self.state_location, "saved_to": self.saved_to}
         if self.changes is not None:
             body.update(self.changes.payload())
@@ -50,6 +50,13 @@ def plan(
     out: str | Path | None = None,
     detailed_exitcode: bool = False,
     suppress: list[str] | None = None,
+) -> CommandResult[PlanResult]:
+    result = _plan(path, what_if=what_if, out=out, detailed_exitcode=detailed_exitcode, suppress=suppress)
+    return CommandResult(command="plan", payload=result, findings=result.findings, exit_code=result.exit_code())
+
+
+def _plan(
+    path: str | Path, *, what_if: bool, out: str | Path | None, detailed_exitcode: bool, suppress: list[str] | None
 ) -> PlanResult:
     from hpclz.deploy.backends import open_backend
     from hpclz.render.build import build_plan

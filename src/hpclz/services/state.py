@@ -5,24 +5,25 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from hpclz.config.loader import load_config
 from hpclz.deploy.backends import open_backend
 from hpclz.errors import ExitCode, HpclzError
+from hpclz.output import CommandResult, ResultBody
 from hpclz.state.backend import HistoryEntry, StateBackend
 from hpclz.state.lockinfo import LockInfo, locked_error_message
 from hpclz.state.model import StateDocument
 
 
-class StateShowResult(BaseModel):
+class StateShowResult(ResultBody):
     location: str
     backend: str
     state: StateDocument | None
     lock: LockInfo | None
     history: list[HistoryEntry] = Field(default_factory=list)
 
-    def payload(self) -> dict[str, Any]:
+    def json_body(self) -> dict[str, Any]:
         doc = self.state
         return {
             "location": self.location,
@@ -53,12 +54,12 @@ class StateShowResult(BaseModel):
         }
 
 
-class UnlockResult(BaseModel):
+class UnlockResult(ResultBody):
     location: str
     released: bool
     holder: LockInfo | None
 
-    def payload(self) -> dict[str, Any]:
+    def json_body(self) -> dict[str, Any]:
         return {
             "location": self.location,
             "released": self.released,
@@ -74,18 +75,23 @@ def _open(config_path: Path, credential: Any = None) -> tuple[StateBackend, str]
     return backend, loaded.config.state.backend
 
 
-def show_state(config_path: Path, *, credential: Any = None) -> StateShowResult:
+def show_state(config_path: Path, *, credential: Any = None) -> CommandResult[StateShowResult]:
     backend, kind = _open(config_path, credential)
-    return StateShowResult(
+    shown = StateShowResult(
         location=backend.location,
         backend=kind,
         state=backend.read(),
         lock=backend.lock_info(),
         history=backend.history(),
     )
+    return CommandResult(command="state show", payload=shown)
 
 
-def unlock_state(config_path: Path, *, force: bool, credential: Any = None) -> UnlockResult:
+def unlock_state(config_path: Path, *, force: bool, credential: Any = None) -> CommandResult[UnlockResult]:
+    return CommandResult(command="state unlock", payload=_unlock(config_path, force=force, credential=credential))
+
+
+def _unlock(config_path: Path, *, force: bool, credential: Any) -> UnlockResult:
     """Without --force only report: breaking a live run's lock can corrupt its deployment's state."""
     backend, _ = _open(config_path, credential)
     if not force:
