@@ -90,7 +90,7 @@ def test_global_names_get_a_deterministic_suffix_by_default() -> None:
     def none(data: dict[str, Any]) -> None:
         data["organization"]["naming"] = {"unique_suffix": ""}
 
-    assert unique_suffix(_config(lambda d: None)) == "eb80"
+    assert unique_suffix(_config(lambda _: None)) == "eb80"
     assert unique_suffix(_config(other_subscription)) not in ("", "eb80")
     assert NameBuilder(_config(explicit)).name("storage_account") == "stenergyprodscusx9"
     assert NameBuilder(_config(none)).name("storage_account") == "stenergyprodscus"
