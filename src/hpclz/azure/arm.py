@@ -19,6 +19,7 @@ ROLE_ASSIGNMENT_API = pinned_version("Microsoft.Authorization/roleAssignments") 
 IDENTITY_API = pinned_version("Microsoft.ManagedIdentity/userAssignedIdentities") or "2023-01-31"
 KEY_VAULT_API = pinned_version("Microsoft.KeyVault/vaults") or "2023-07-01"
 NETWORK_API = pinned_version("Microsoft.Network/virtualNetworks") or "2024-05-01"
+STORAGE_API = pinned_version("Microsoft.Storage/storageAccounts") or "2023-05-01"
 
 
 def plain(value: Any) -> Any:
@@ -150,6 +151,19 @@ class Arm:
         if subscription.lower() != self.subscription_id.lower():
             return self.get_resource(resource_id, NETWORK_API)
         return _unless_missing(lambda: self.clients.network.virtual_networks.get(group, name))
+
+    def name_available(self, namespace: str, resource_type: str, name: str, api_version: str) -> dict[str, Any]:
+        """checkNameAvailability of a provider with global names: {nameAvailable, reason, message}
+        (Storage Accounts - Check Name Availability; Vaults - Check Name Availability)."""
+        from azure.core.rest import HttpRequest
+
+        url = f"/subscriptions/{self.subscription_id}/providers/{namespace}/checkNameAvailability"
+        request = HttpRequest(
+            "POST", url, params={"api-version": api_version}, json={"name": name, "type": resource_type}
+        )
+        response = self.clients.resources.send_request(request)
+        response.raise_for_status()
+        return dict(response.json())
 
     def deleted_vault(self, location: str, name: str) -> dict[str, Any] | None:
         """A soft-deleted vault holding `name` in `location` (Vaults - Get Deleted); None when there is none."""

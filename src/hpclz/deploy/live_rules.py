@@ -31,6 +31,7 @@ class LiveContext:
     existing_vnet: dict[str, Any] | None = None  # network.vnet existing, as read; {}: absent; None: not read
     deleted_vault: dict[str, Any] | None = None  # a soft-deleted vault holding the Key Vault's name, if any
     hub_vnet: dict[str, Any] | None = None  # network.hub_peering's remote VNet as read; {}: absent; None: not read
+    names_taken: dict[str, str] = field(default_factory=dict)  # global name this zone would create -> ARM's reason
 
     @property
     def source(self) -> SourceMap | None:
@@ -236,6 +237,22 @@ class HubHasNoGateway(Rule[LiveContext]):
             yield self.finding(ctx, where, "the hub VNet's GatewaySubnet holds no virtual network gateway")
 
 
+class GlobalNameTaken(Rule[LiveContext]):
+    """Storage account and Key Vault names are unique across Azure: a name someone else holds fails the
+    deployment mid-way (StorageAccountAlreadyTaken, VaultAlreadyExists). Preflight asks the provider's
+    checkNameAvailability for each name the zone would create and does not own yet (Storage Accounts - Check Name
+    Availability, azure-rest-api-specs Microsoft.Storage example StorageAccountCheckNameAvailability.json)."""
+
+    id = "HPCLZ-STO-101"
+    severity = Severity.ERROR
+    title = "A storage account or Key Vault name the zone needs is taken"
+    fix = "Set organization.naming.unique_suffix to another value (or change metadata.name)."
+
+    def check(self, ctx: LiveContext) -> Iterable[Finding]:
+        for name, reason in sorted(ctx.names_taken.items()):
+            yield self.finding(ctx, ("organization", "naming", "unique_suffix"), f"{name}: {reason}")
+
+
 class SoftDeletedVaultHoldsName(Rule[LiveContext]):
     """A soft-deleted vault keeps its name until its retention ends, and with purge protection it cannot be purged
     before: creating a vault of that name fails (MicrosoftDocs/azure-security-docs@025b849:articles/key-vault/
@@ -351,6 +368,7 @@ LIVE_RULES: tuple[type[Rule[Any]], ...] = (
     FeatureNotRegistered,
     ExistingVnetMatches,
     HubHasNoGateway,
+    GlobalNameTaken,
     SoftDeletedVaultHoldsName,
     LiveFactsUnavailable,
 )

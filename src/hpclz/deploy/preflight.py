@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Collection, Iterable, Mapping
 
-from hpclz.azure.arm import Arm, deployment_body
+from hpclz.azure.arm import KEY_VAULT_API, STORAGE_API, Arm, deployment_body
 from hpclz.azure.errors import azure_errors, describe, sdk_error
 from hpclz.config.loader import LoadedConfig
 from hpclz.config.network import ExistingVnet
@@ -51,6 +51,7 @@ def gather(
     _features(arm, plan, ctx)
     _existing_vnet(arm, loaded, ctx)
     _deleted_vault(arm, loaded, plan, ctx)
+    _global_names(arm, plan, ctx)
     try:
         ctx.skus = arm.skus(plan.location)
     except AzureError as exc:
@@ -133,6 +134,34 @@ def _deleted_vault(arm: Arm, loaded: LoadedConfig, plan: DeploymentPlan, ctx: Li
         ctx.deleted_vault = arm.deleted_vault(plan.location, name)
     except sdk_error() as exc:
         ctx.unavailable[f"deleted vaults named {name}"] = describe(exc).one_line()
+
+
+# Types whose names are global, with the provider that answers checkNameAvailability for them.
+GLOBAL_NAMES = {
+    "Microsoft.Storage/storageAccounts": ("Microsoft.Storage", STORAGE_API),
+    "Microsoft.KeyVault/vaults": ("Microsoft.KeyVault", KEY_VAULT_API),
+}
+
+
+def _global_names(arm: Arm, plan: DeploymentPlan, ctx: LiveContext) -> None:
+    """Each storage account and vault the plan creates: fine when it already exists in its own group (a redeploy),
+    else the provider must call the name available."""
+    for d in plan.deployments:
+        for resource in d.resources():
+            kind, name = str(resource.get("type", "")), str(resource.get("name", ""))
+            if kind not in GLOBAL_NAMES or name.startswith("[") or not d.resource_group:
+                continue
+            namespace, api = GLOBAL_NAMES[kind]
+            own = f"/subscriptions/{arm.subscription_id}/resourceGroups/{d.resource_group}/providers/{kind}/{name}"
+            try:
+                if arm.get_resource(own, api) is not None:
+                    continue
+                answer = arm.name_available(namespace, kind, name, api)
+            except sdk_error() as exc:
+                ctx.unavailable[f"name availability of {name}"] = describe(exc).one_line()
+                continue
+            if not answer.get("nameAvailable", True):
+                ctx.names_taken[name] = f"{answer.get('reason')}: {answer.get('message')}"
 
 
 def preflight(
