@@ -268,4 +268,9 @@ CASES: dict[str, list[Case]] = {
         Case("finance", _set("storage.blob.replication", "GZRS")),
     ],
     "HPCLZ-STO-014": [Case("energy", _set("storage.lustre.hsm.resource_provider_object_id", DELETE))],
+    # ai-training's H100 partition alone is priced from the shipped snapshot (recorded eastus2 API answer).
+    "HPCLZ-COST-010": [
+        Case("ai-training", _set("budget", {"monthly_usd": 1_000_000})),
+        Case("ai-training", _set("budget", {"monthly_usd": 2_000_000, "partition_hours": 250})),
+    ],
 }

@@ -28,6 +28,9 @@ def deploy(
     yes: bool = typer.Option(False, "--yes", "-y", help="Deploy without asking for confirmation."),
     plan: Path | None = typer.Option(None, "--plan", help="Apply a plan saved by `hpclz plan --out FILE`."),
     suppress: list[str] = typer.Option([], "--suppress", help="Rule ID to silence (repeatable)."),
+    over_budget: bool = typer.Option(
+        False, "--over-budget", help="Deploy even when the cost estimate exceeds budget.monthly_usd."
+    ),
     output: OutputFormat = OUTPUT_OPTION,
 ) -> None:
     """Preflight against Azure, then deploy in dependency order with a locked, resumable state."""
@@ -53,7 +56,9 @@ def deploy(
                 progress(event)
 
         try:
-            result = run_deploy(config, plan_file=plan, confirm=confirm, on_event=on_event, suppress=suppress)
+            result = run_deploy(
+                config, plan_file=plan, confirm=confirm, on_event=on_event, suppress=suppress, over_budget=over_budget
+            )
         finally:
             if progress is not None:
                 progress.__exit__(None, None, None)

@@ -125,6 +125,23 @@ def next_steps(loaded: LoadedConfig, doc: StateDocument) -> list[str]:
     return steps
 
 
+def refuse_over_budget(loaded: LoadedConfig) -> None:
+    """Deploying past the budget is a decision, not an accident: it takes --over-budget."""
+    from hpclz.cost.estimate import estimate
+
+    budget = loaded.config.budget
+    if budget is None:
+        return
+    est = estimate(loaded.config)
+    if est.total_usd > budget.monthly_usd:
+        line = loaded.source.locate(("budget", "monthly_usd")).line
+        raise HpclzError(
+            f"{loaded.file}:{line}: budget.monthly_usd: estimated ${est.total_usd:,.2f}/month exceeds the "
+            f"${budget.monthly_usd:,.2f} budget; nothing was deployed",
+            hint="see `hpclz plan` for the lines; lower the estimate, raise the budget, or pass --over-budget",
+        )
+
+
 def deploy(
     path: str | Path,
     *,
@@ -132,10 +149,11 @@ def deploy(
     confirm: Callable[[DeploymentPlan, set[str]], bool] = lambda _plan, _unchanged: True,
     on_event: Callable[[Any], None] = lambda _e: None,
     suppress: Iterable[str] = (),
+    over_budget: bool = False,
 ) -> CommandResult[DeployResult]:
     """confirm gets the plan and the names of its deployments the state says are unchanged (skipped)."""
     result = DeployResult(file=str(path), stage="validate")
-    code = _deploy(result, path, plan_file, confirm, on_event, suppress)
+    code = _deploy(result, path, plan_file, confirm, on_event, suppress, over_budget)
     return CommandResult(command="deploy", payload=result, findings=result.findings, exit_code=code)
 
 
@@ -146,6 +164,7 @@ def _deploy(
     confirm: Callable[[DeploymentPlan, set[str]], bool],
     on_event: Callable[[Any], None],
     suppress: Iterable[str],
+    over_budget: bool = False,
 ) -> ExitCode:
     from hpclz.services.validate import check_config
 
@@ -153,6 +172,8 @@ def _deploy(
     result.findings, _ = check_config(loaded, suppress)
     if _failing(result.findings):
         return ExitCode.FAILED
+    if not over_budget:
+        refuse_over_budget(loaded)
     saved = None
     if plan_file is not None:
         from hpclz.plan.saved import read_saved_plan

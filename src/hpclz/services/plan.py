@@ -9,6 +9,8 @@ from typing import Any
 from pydantic import Field
 
 from hpclz.config.loader import LoadedConfig, load_config
+from hpclz.config.root import LandingZoneConfig
+from hpclz.cost.estimate import Estimate, estimate, with_delta
 from hpclz.errors import ExitCode
 from hpclz.findings import Finding, Severity
 from hpclz.output import CommandResult, ResultBody
@@ -28,6 +30,7 @@ class PlanResult(ResultBody):
     state_location: str = ""
     saved_to: str | None = None
     detailed_exitcode: bool = False
+    estimate: Estimate | None = Field(default=None, description="Monthly cost estimate (hpclz.cost).")
 
     def exit_code(self) -> ExitCode:
         if self.changes is None or self.changes.blocked:
@@ -40,6 +43,8 @@ class PlanResult(ResultBody):
         body: dict[str, Any] = {"file": self.file, "state_location": self.state_location, "saved_to": self.saved_to}
         if self.changes is not None:
             body.update(self.changes.payload())
+        if self.estimate is not None:
+            body["cost_estimate"] = self.estimate.payload()
         return body
 
 
@@ -50,13 +55,20 @@ def plan(
     out: str | Path | None = None,
     detailed_exitcode: bool = False,
     suppress: list[str] | None = None,
+    hours: float | None = None,
 ) -> CommandResult[PlanResult]:
-    result = _plan(path, what_if=what_if, out=out, detailed_exitcode=detailed_exitcode, suppress=suppress)
+    result = _plan(path, what_if=what_if, out=out, detailed_exitcode=detailed_exitcode, suppress=suppress, hours=hours)
     return CommandResult(command="plan", payload=result, findings=result.findings, exit_code=result.exit_code())
 
 
 def _plan(
-    path: str | Path, *, what_if: bool, out: str | Path | None, detailed_exitcode: bool, suppress: list[str] | None
+    path: str | Path,
+    *,
+    what_if: bool,
+    out: str | Path | None,
+    detailed_exitcode: bool,
+    suppress: list[str] | None,
+    hours: float | None = None,
 ) -> PlanResult:
     from hpclz.deploy.backends import open_backend
     from hpclz.render.build import build_plan
@@ -74,10 +86,21 @@ def _plan(
     changes = online_changeset(loaded, deployment_plan) if what_if else offline_changeset(deployment_plan, state)
     attach_config_diff(changes, loaded, state)
     result.changes = changes
+    result.estimate = with_delta(estimate(loaded.config, hours=hours), applied_config(state))
     if out is not None:
         save_plan(out, deployment_plan, changes, loaded.config, state)
         result.saved_to = str(out)
     return result
+
+
+def applied_config(state: StateDocument | None) -> LandingZoneConfig | None:
+    """The config of the last apply, as a model; None when there is none or it no longer validates."""
+    if state is None or not state.applied_config:
+        return None
+    try:
+        return LandingZoneConfig.model_validate(state.applied_config)
+    except ValueError:
+        return None  # an older schema: the estimate shows no delta rather than a wrong one
 
 
 def attach_config_diff(changes: ChangeSet, loaded: LoadedConfig, state: StateDocument | None) -> None:
