@@ -41,7 +41,7 @@ def test_config_rule_metadata(rule: type) -> None:
     assert rule.title and "\n" not in rule.title and len(rule.title) <= 90
     assert rule.fix.strip(), f"{rule.id} has no fix hint"
     assert inspect.getdoc(rule), f"{rule.id} has no docstring saying why it matters"
-    assert rule.docs().endswith(f"#{rule.id.lower()}")
+    assert rule.docs() == f"hpclz explain {rule.id}"
 
 
 def test_rules_reference_lists_every_rule_with_its_anchor() -> None:

@@ -111,6 +111,8 @@ def exit_codes() -> str:
         ExitCode.STATE_LOCKED: "Another run holds the state lock.",
         ExitCode.AZURE_ERROR: "Azure refused or failed a call (credentials, permissions, ARM errors).",
         ExitCode.VERIFY_FAILED: "`verify`: one or more nodes failed a check.",
+        ExitCode.NOT_MEASURED: "`verify --local`: nothing failed, but some checks could not be measured on this "
+        "machine (no GPU driver, unknown SKU): not a pass.",
         ExitCode.USAGE: "Bad command-line usage (unknown option, missing argument).",
         ExitCode.INTERRUPTED: (
             "Interrupted: Ctrl-C, or a confirmation prompt aborted (Ctrl-C or end of input); state is left resumable."

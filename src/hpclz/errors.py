@@ -15,6 +15,7 @@ class ExitCode(IntEnum):
     STATE_LOCKED = 4  # another run holds the state lock
     AZURE_ERROR = 5  # Azure refused or failed a call
     VERIFY_FAILED = 6  # one or more nodes failed verification
+    NOT_MEASURED = 7  # `verify --local`: no check failed, but some could not be measured on this machine
     USAGE = 64  # bad command-line usage (EX_USAGE); click's own 2 would clash with CHANGES_PRESENT
     INTERRUPTED = 130
 

@@ -39,7 +39,7 @@ def test_unregistered_encryption_at_host_stops_deploy_before_any_write(arm: ArmS
     arm.world.unregistered_features.add("microsoft.compute/encryptionathost")
     result = run_cli("deploy", str(zone), "--yes")
     assert result.exit_code == 1, result.stdout + result.stderr
-    assert "HPCLZ-CMP-105" in result.stdout and "Microsoft.Compute/EncryptionAtHost is NotRegistered" in result.stdout
+    assert "HPCLZ-CMP-107" in result.stdout and "Microsoft.Compute/EncryptionAtHost is NotRegistered" in result.stdout
     assert [r.path for r in arm.log if r.method == "PUT"] == []
     asked = [r.path for r in arm.log if r.method == "GET" and "/features/" in r.path]
     assert asked and all("Microsoft.Features/providers/Microsoft.Compute/features/EncryptionAtHost" in p for p in asked)

@@ -31,5 +31,5 @@ def test_any_tag_text_renders_to_the_same_tag(key: str, value: str) -> None:
 
 def test_unpinned_resource_type_is_refused() -> None:
     with pytest.raises(KeyError, match="no pinned API version"):
-        API_VERSIONS["Microsoft.Authorization/policyAssignments"]
+        API_VERSIONS["Microsoft.ContainerService/managedClusters"]
     assert API_VERSIONS["Microsoft.Network/virtualNetworks"] == "2024-05-01"

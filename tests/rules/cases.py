@@ -69,6 +69,12 @@ def _all(*mutations: Mutation) -> Mutation:
 
 
 DELETE = object()
+# Shapes from learn.microsoft.com/azure/cyclecloud/how-to/create-custom-image (ImageName examples).
+GALLERY_IMAGE = (
+    f"/subscriptions/{ZERO}/resourceGroups/MyResourceGroup/providers/Microsoft.Compute/galleries/MyGallery"
+    "/images/MyImage/versions/1.0.0"
+)
+MANAGED_IMAGE = f"/subscriptions/{ZERO}/resourceGroups/MyResourceGroup/providers/Microsoft.Compute/images/MyCustomImage"
 SUBNETS = "network.vnet.subnets"
 P = "compute.partitions"
 
@@ -77,6 +83,10 @@ CASES: dict[str, list[Case]] = {
     "HPCLZ-ORG-002": [Case("energy", _set("metadata.location", "westeurope"))],
     "HPCLZ-ORG-003": [Case("ai-training", _set("metadata.tags.team/name", "hpc"))],
     "HPCLZ-ORG-004": [Case("ai-training", _set("organization.resource_groups", {"compute": "rg compute"}))],
+    "HPCLZ-ORG-005": [
+        Case("ai-training", _set("metadata.location", "westeurpe")),
+        Case("energy", _set("organization.policies.allowed_locations", ["southcentralus", "atlantis"])),
+    ],
     "HPCLZ-IDN-001": [Case("ai-training", _set("identity.groups.readers", [ZERO]))],
     "HPCLZ-IDN-002": [Case("ai-training", _set("identity.groups.readers", ["53f5840a-6a69-4e27-ab39-b50a1723b1fb"]))],
     "HPCLZ-IDN-003": [
@@ -187,6 +197,11 @@ CASES: dict[str, list[Case]] = {
     "HPCLZ-CMP-012": [Case("ai-training", _set("compute.quotas.standardNDSH100V6Family", 96))],
     "HPCLZ-CMP-013": [Case("finance", _set(f"{P}.1.nvme_scratch", {"enabled": True}))],
     "HPCLZ-CMP-014": [Case("ai-training", _set("verify.partitions", ["h100", "a100"]))],
+    "HPCLZ-CMP-015": [Case("ai-training", _set(f"{P}.0.image", GALLERY_IMAGE))],
+    "HPCLZ-CMP-016": [
+        Case("ai-training", _set("compute.login.image", GALLERY_IMAGE)),
+        Case("energy", _set(f"{P}.0.image", MANAGED_IMAGE)),
+    ],
     "HPCLZ-STO-001": [
         Case("energy", _set("storage.lustre.capacity_tib", 50)),
         Case("energy", _set("storage.lustre.capacity_tib", 4)),
@@ -252,7 +267,7 @@ CASES: dict[str, list[Case]] = {
     "HPCLZ-COST-004": [Case("energy", _set("storage.blob.lifecycle.archive_after_days", 20))],
     # The triples cyclecloud-slurm really shipped (Azure/cyclecloud-slurm@b26ab06:project.ini lists 24.05.4-2 and
     # 23.11.10-2); 23.11.10-1 is the build the presets named before issue 13, which no release ships.
-    "HPCLZ-CMP-015": [
+    "HPCLZ-CMP-017": [
         Case("ai-training", _set("compute.cyclecloud.slurm_version", "23.11.10-1")),
         Case("energy", _set("compute.cyclecloud.slurm_project_version", "4.0.9")),
         Case("finance", _set("compute.cyclecloud.version", "8.6.0")),

@@ -104,7 +104,7 @@ def test_json_output_carries_every_finding_with_location(run_cli) -> None:  # ty
     assert envelope["ok"] is False and envelope["exit_code"] == ExitCode.FAILED
     mon = next(f for f in envelope["findings"] if f["rule_id"] == "HPCLZ-MON-002")
     assert mon["severity"] == "warning" and mon["line"] and mon["path"] == "monitoring.retention_days"
-    assert mon["docs"] == "docs/rules.md#hpclz-mon-002"
+    assert mon["docs"] == "hpclz explain HPCLZ-MON-002"
     assert envelope["result"]["counts"] == {"error": 0, "warning": 1, "info": 1}
 
 

@@ -143,7 +143,7 @@ def _facts_with(**gpu_fields: object) -> NodeFacts:
 
 
 def test_the_real_single_gpu_capture_passes_the_gpu_checks_end_to_end() -> None:
-    # shared/fixtures/gpu/h200 uses the agent's file names: one H200 in a VM without NVLink or InfiniBand.
+    # tests/fixtures/gpu/h200 uses the agent's file names: one H200 in a VM without NVLink or InfiniBand.
     one_gpu = {"gpu_count": 1, "nvlink_links_per_gpu": 0, "ib_ports": 0}
     checks = by_id(agent(REAL_H200, sku=H200, overrides=one_gpu, tier="health", with_nccl=False))
     gpu_checks = ("HPCLZ-VFY-001", "HPCLZ-VFY-002", "HPCLZ-VFY-003", "HPCLZ-VFY-004", "HPCLZ-VFY-005")

@@ -37,7 +37,7 @@ def test_h200_figures_match_aznhc_and_the_baseline() -> None:
         48,
     )
     bench = REAL_H200 / "baseline-bench.json"
-    require(bench.exists(), "shared/fixtures/gpu/h200/baseline-bench.json")
+    require(bench.exists(), "tests/fixtures/gpu/h200/baseline-bench.json")
     baseline = json.loads(bench.read_text())
     # A healthy H200 must pass: every perf threshold sits below what the captured node measured.
     assert t.get("gemm_bf16_tflops") == pytest.approx(0.9 * baseline["gemm_bfloat16_tflops"], rel=0.01)

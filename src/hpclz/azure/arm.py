@@ -22,6 +22,16 @@ NETWORK_API = pinned_version("Microsoft.Network/virtualNetworks") or "2024-05-01
 STORAGE_API = pinned_version("Microsoft.Storage/storageAccounts") or "2023-05-01"
 
 
+# Compute Gallery (GalleryRP) and managed images (ComputeRP) API versions, from azure-rest-api-specs
+# specification/compute/resource-manager/Microsoft.Compute/{GalleryRP/stable/2023-07-03,ComputeRP/stable/2024-03-01}.
+GALLERY_API = "2023-07-03"
+MANAGED_IMAGE_API = "2024-03-01"
+
+
+def image_api_version(resource_id: str) -> str:
+    return GALLERY_API if "/galleries/" in resource_id.lower() else MANAGED_IMAGE_API
+
+
 def plain(value: Any) -> Any:
     if isinstance(value, Mapping):
         return {str(k): plain(v) for k, v in value.items()}
@@ -178,6 +188,10 @@ class Arm:
         return str(properties.get("state", "NotRegistered"))
 
     # ----- compute facts for live preflight -----
+    def custom_image(self, resource_id: str) -> dict[str, Any] | None:
+        """A gallery image version or definition, or a managed image, as ARM returns it; None when not found."""
+        return self.get_resource(resource_id, image_api_version(resource_id))
+
     def skus(self, location: str) -> list[dict[str, Any]]:
         return [plain(s) for s in self.clients.compute.resource_skus.list(filter=f"location eq '{location}'")]
 

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import Any
 
 import typer
 
 from hpclz import __version__
 from hpclz.cli.deploy import deploy
 from hpclz.cli.destroy import destroy
+from hpclz.cli.explain import explain
 from hpclz.cli.init import init
 from hpclz.cli.plan import plan
 from hpclz.cli.prices import prices_app
@@ -24,7 +26,7 @@ app = typer.Typer(
     name="hpclz",
     help="Azure landing zones for HPC and AI training clusters: validate, render, plan, deploy, verify.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )
@@ -38,9 +40,15 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _root(
-    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Show the version."),
+    _version_flag: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Show the version."),
+    verbose: bool = typer.Option(
+        False, "--verbose", "-v", help="Log what hpclz and the Azure SDK do (sign-in attempts, requests) to stderr."
+    ),
 ) -> None:
     """Azure landing zones for HPC and AI training clusters."""
+    from hpclz.cli.common import set_verbose
+
+    set_verbose(verbose)
 
 
 app.command()(validate)
@@ -51,8 +59,19 @@ app.command()(destroy)
 app.command()(render)
 app.command()(plan)
 app.command()(verify)
+app.command()(explain)
 app.add_typer(state_app, name="state")
 app.add_typer(prices_app, name="prices")
+
+
+def _readable(command: Any) -> Any:
+    """An argument's metavar (CONFIG, ID) already says what it is; typer would add its Python type (`<str>`)."""
+    for param in getattr(command, "params", []):
+        if param.param_type_name == "argument" and param.metavar and hasattr(param, "display_type_rich"):
+            param.display_type_rich = lambda **_: None
+    for sub in (getattr(command, "commands", None) or {}).values():
+        _readable(sub)
+    return command
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -62,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     130 as documented in docs/exit-codes.md. typer.Abort is a RuntimeError, so it is caught before the
     catch-all that reports internal errors.
     """
-    command = typer.main.get_command(app)
+    command = _readable(typer.main.get_command(app))
     try:
         result = command.main(args=argv if argv is not None else sys.argv[1:], prog_name="hpclz", standalone_mode=False)
     except typer.TyperException as exc:  # click's UsageError, BadParameter, ... (typer vendors click)

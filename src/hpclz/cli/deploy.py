@@ -24,10 +24,12 @@ def ask(question: str, yes: bool) -> bool:
 
 
 def deploy(
-    config: Path = typer.Argument(..., help="Landing-zone config (YAML)."),
+    config: Path = typer.Argument(..., metavar="CONFIG", help="Landing-zone config (YAML)."),
     yes: bool = typer.Option(False, "--yes", "-y", help="Deploy without asking for confirmation."),
-    plan: Path | None = typer.Option(None, "--plan", help="Apply a plan saved by `hpclz plan --out FILE`."),
-    suppress: list[str] = typer.Option([], "--suppress", help="Rule ID to silence (repeatable)."),
+    plan: Path | None = typer.Option(
+        None, "--plan", metavar="FILE", help="Apply a plan saved by `hpclz plan --out FILE`."
+    ),
+    suppress: list[str] = typer.Option([], "--suppress", metavar="ID", help="Rule ID to silence (repeatable)."),
     over_budget: bool = typer.Option(
         False, "--over-budget", help="Deploy even when the cost estimate exceeds budget.monthly_usd."
     ),

@@ -8,19 +8,22 @@ from hpclz.cli.common import OUTPUT_OPTION, OutputFormat, finish, guarded
 
 
 def plan(
-    config: Path = typer.Argument(..., help="Landing-zone config (YAML)."),
+    config: Path = typer.Argument(..., metavar="CONFIG", help="Landing-zone config (YAML)."),
     what_if: bool = typer.Option(
         False, "--what-if", help="Ask Azure (ARM what-if) instead of comparing with the state offline."
     ),
     show_noise: bool = typer.Option(False, "--show-noise", help="Also show what-if changes filtered as noise."),
-    out: Path | None = typer.Option(None, "--out", help="Save the plan for `hpclz deploy --plan FILE`."),
+    out: Path | None = typer.Option(
+        None, "--out", metavar="FILE", help="Save the plan for `hpclz deploy --plan FILE`."
+    ),
     detailed_exitcode: bool = typer.Option(
         False, "--detailed-exitcode", help="Exit 0 with no changes, 1 on error, 2 when changes are present."
     ),
-    suppress: list[str] = typer.Option([], "--suppress", help="Rule ID to silence (repeatable)."),
+    suppress: list[str] = typer.Option([], "--suppress", metavar="ID", help="Rule ID to silence (repeatable)."),
     hours: float | None = typer.Option(
         None,
         "--hours",
+        metavar="N",
         min=0,
         max=730,
         help="Hours a month each partition runs at max_nodes in the cost estimate (default: budget.partition_hours, "

@@ -8,7 +8,9 @@ from hpclz.cli.common import OutputFormat, guarded
 
 
 def schema(
-    out: Path | None = typer.Option(None, "--out", help="Write to this file instead of standard output."),
+    out: Path | None = typer.Option(
+        None, "--out", metavar="FILE", help="Write to this file instead of standard output."
+    ),
 ) -> None:
     """Print the JSON Schema of the config (for yaml-language-server and editors)."""
     with guarded("schema", OutputFormat.TEXT):

@@ -10,6 +10,15 @@ from hpclz.config.base import StrictModel, policy
 
 VM_SIZE_PATTERN = r"^Standard_[A-Za-z0-9_]+$"
 IMAGE_URN_PATTERN = r"^[A-Za-z0-9._-]+:[A-Za-z0-9._-]+:[A-Za-z0-9._-]+:[A-Za-z0-9._-]+$"
+# CycleCloud's ImageName takes a marketplace URN or the resource ID of a custom image, Azure Compute Gallery
+# image versions included (learn.microsoft.com/azure/cyclecloud/how-to/create-custom-image, ms.date 07/01/2025:
+# ".../providers/Microsoft.Compute/galleries/MyGallery/images/MyImage/versions/1.0.0"). A definition without
+# /versions/ deploys its latest version (learn.microsoft.com/azure/virtual-machines/vm-generalized-image-version).
+GALLERY_IMAGE_PATTERN = (
+    r"/subscriptions/[^/]+/resource[Gg]roups/[^/]+/providers/[Mm]icrosoft\.[Cc]ompute/"
+    r"(galleries/[^/]+/images/[^/]+(/versions/[^/]+)?|images/[^/]+)"
+)
+IMAGE_PATTERN = rf"^({IMAGE_URN_PATTERN[1:-1]}|{GALLERY_IMAGE_PATTERN})$"
 DEFAULT_HPC_IMAGE = "microsoft-dsvm:ubuntu-hpc:2204:latest"
 
 
@@ -27,7 +36,7 @@ class CycleCloud(StrictModel):
 
 class NodeRole(StrictModel):
     vm_size: str = Field(pattern=VM_SIZE_PATTERN, json_schema_extra=policy("replace"))
-    image: str = Field(default=DEFAULT_HPC_IMAGE, pattern=IMAGE_URN_PATTERN, json_schema_extra=policy("replace"))
+    image: str = Field(default=DEFAULT_HPC_IMAGE, pattern=IMAGE_PATTERN, json_schema_extra=policy("replace"))
 
 
 class LoginNodes(NodeRole):
@@ -68,9 +77,7 @@ class Partition(StrictModel):
         description="Spot only: USD/hour cap, -1 = pay up to on-demand.",
         json_schema_extra=policy("drain_partition"),
     )
-    image: str = Field(
-        default=DEFAULT_HPC_IMAGE, pattern=IMAGE_URN_PATTERN, json_schema_extra=policy("drain_partition")
-    )
+    image: str = Field(default=DEFAULT_HPC_IMAGE, pattern=IMAGE_PATTERN, json_schema_extra=policy("drain_partition"))
     infiniband: bool = Field(default=False, json_schema_extra=policy("drain_partition"))
     gpu_clocks: Literal["default", "max"] = Field(
         default="default",
@@ -108,6 +115,18 @@ class Compute(StrictModel):
         default_factory=dict,
         description="Declared vCPU quota per quota family (e.g. standardNDSH100v5Family: 1024), for offline checks.",
     )
+
+    def custom_images(self) -> tuple[tuple[tuple[str | int, ...], str, str, str], ...]:
+        """(config path, who, VM size, image ID) of each node role that boots a custom image, not a marketplace URN."""
+        roles: list[tuple[tuple[str | int, ...], str, str, str]] = [
+            (("compute", role, "image"), role, node.vm_size, node.image)
+            for role, node in (("scheduler", self.scheduler), ("login", self.login))
+        ]
+        roles += [
+            (("compute", "partitions", i, "image"), f"partition {p.name}", p.vm_size, p.image)
+            for i, p in enumerate(self.partitions)
+        ]
+        return tuple(role for role in roles if role[3].startswith("/"))
 
     def service_vms(self) -> tuple[tuple[str, str, int], ...]:
         """(role, VM size, count) of the VMs that run the cluster rather than jobs; role is their key here."""

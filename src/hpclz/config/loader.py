@@ -12,6 +12,7 @@ from ruamel.yaml import YAML
 from ruamel.yaml.error import MarkedYAMLError
 
 from hpclz.config.base import models_in
+from hpclz.config.patterns import plain
 from hpclz.config.root import LandingZoneConfig
 from hpclz.config.source_map import Path, SourceMap, build, display_path
 from hpclz.errors import ConfigError, ConfigProblem, ExitCode, HpclzError
@@ -91,6 +92,8 @@ def _problem(error: Any, source: SourceMap) -> ConfigProblem:
         message = f"'{ctx.get('tag')}' is not a valid {field}; expected one of {ctx.get('expected_tags')}"
     elif kind == "missing":
         message = f"required key '{loc[-1]}' is missing"
+    elif kind == "string_pattern_mismatch":
+        message = f"{plain(str(error.get('ctx', {}).get('pattern', '')))} (got {error['input']!r})"
     else:
         message = error["msg"].removeprefix("Value error, ").removeprefix("Assertion failed, ")
         if "input" in error and not isinstance(error["input"], dict | list):

@@ -15,9 +15,9 @@ from hpclz.findings import Finding, Severity
 from hpclz.output import CommandResult, ResultBody
 from hpclz.plan.unchanged import unchanged_deployments
 from hpclz.render.model import DeploymentPlan
+from hpclz.services.next_steps import next_steps
 from hpclz.state.backend import StateBackend
 from hpclz.state.guard import ENV_REFERENCE
-from hpclz.state.model import StateDocument
 
 if TYPE_CHECKING:
     from hpclz.plan.saved import SavedPlan
@@ -81,48 +81,6 @@ def _secret_at(loaded: LoadedConfig, path: str) -> str:
 def resolve_secrets(loaded: LoadedConfig, plan: DeploymentPlan) -> dict[str, dict[str, str]]:
     """secureString values per deployment, read only now, held only in memory."""
     return {d.name: {p: _secret_at(loaded, path) for p, path in d.secure_parameters.items()} for d in plan.deployments}
-
-
-def _private_ip(doc: StateDocument, vm_name: str) -> str | None:
-    for nic in (r for r in doc.resources if r.type.lower() == "microsoft.network/networkinterfaces"):
-        if vm_name.removeprefix("vm-") not in nic.name:
-            continue
-        for config in nic.properties.get("ipConfigurations") or []:
-            address = (config.get("properties") or {}).get("privateIPAddress")
-            if isinstance(address, str) and not address.startswith("["):
-                return address
-    return None
-
-
-def next_steps(loaded: LoadedConfig, doc: StateDocument) -> list[str]:
-    """What users need next: where the scheduler is, how to reach it through Bastion, how to verify."""
-    config = loaded.config
-    steps: list[str] = []
-    for key, value in sorted(doc.outputs.items()):
-        if "scheduler" in key.lower() and any(w in key.lower() for w in ("ip", "address", "host")):
-            steps.append(f"Scheduler address: {value}")
-    vms = [r for r in doc.resources if r.type.lower() == "microsoft.compute/virtualmachines"]
-    # CycleCloud's server VM runs the Slurm scheduler; hpclz names it vm-<zone>-cc-... .
-    target = next((r for r in vms if "-cc-" in r.name or "sched" in r.name.lower()), vms[0] if vms else None)
-    if target is not None and not steps:
-        group = target.id.split("/")[4]
-        address = _private_ip(doc, target.name)
-        steps.append(
-            f"Scheduler address: {address}"
-            if address
-            else f"Scheduler address: az vm list-ip-addresses --resource-group {group} --name {target.name} -o table"
-        )
-    bastion = next((r for r in doc.resources if r.type.lower() == "microsoft.network/bastionhosts"), None)
-    if bastion is not None:
-        group = bastion.id.split("/")[4]
-        target_id = target.id if target else "<scheduler VM resource ID>"
-        steps.append(
-            "Connect through Bastion: az network bastion ssh "
-            f"--name {bastion.name} --resource-group {group} --target-resource-id {target_id} "
-            f"--auth-type ssh-key --username {config.identity.admin_username} --ssh-key ~/.ssh/id_ed25519"
-        )
-    steps.append(f"Verify the cluster: hpclz verify {loaded.file}")
-    return steps
 
 
 def refuse_over_budget(loaded: LoadedConfig) -> None:

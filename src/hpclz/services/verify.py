@@ -62,9 +62,19 @@ class VerifyOptions:
 class VerifyOutcome(ResultBody):
     report: VerifyReport
     work_dir: str | None = None
+    local: bool = False
+
+    @property
+    def outcome(self) -> str:
+        """passed, failed, or (--local only) not_measured: a machine that could not be measured has not passed."""
+        if failed_anything(self.report):
+            return "failed"
+        if self.local and any(node.status is Status.NOT_MEASURED for node in self.report.nodes):
+            return "not_measured"
+        return "passed"
 
     def json_body(self) -> dict[str, Any]:
-        return {"work_dir": self.work_dir, **self.report.model_dump(mode="json")}
+        return {"work_dir": self.work_dir, "outcome": self.outcome, **self.report.model_dump(mode="json")}
 
 
 def failed_anything(report: VerifyReport) -> bool:
@@ -73,7 +83,7 @@ def failed_anything(report: VerifyReport) -> bool:
 
 def verify(opts: VerifyOptions) -> CommandResult[VerifyOutcome]:
     outcome = _verify(opts)
-    code = ExitCode.VERIFY_FAILED if failed_anything(outcome.report) else ExitCode.OK
+    code = {"failed": ExitCode.VERIFY_FAILED, "not_measured": ExitCode.NOT_MEASURED}.get(outcome.outcome, ExitCode.OK)
     return CommandResult(command="verify", payload=outcome, exit_code=code)
 
 
@@ -87,7 +97,7 @@ def _verify(opts: VerifyOptions) -> VerifyOutcome:
 
         report = run_local(config, nccl=opts.nccl)
         report.duration_s = round(time.monotonic() - started, 3)
-        return VerifyOutcome(report=report)
+        return VerifyOutcome(report=report, local=True)
     client = SlurmClient.from_env(opts.slurm_conf)
     work = opts.work_dir or Path(".hpclz") / "verify" / time.strftime(f"%Y%m%dT%H%M%S-{os.getpid()}")
     work = work.resolve()

@@ -1,6 +1,6 @@
 """Performance tier readings per GPU: GEMM TFLOP/s, HBM copy TB/s, pinned host<->device GB/s, DCGM r1.
 
-Measured through torch (else CuPy) the way shared/fixtures/gpu/h200/baseline-bench.json was: mean of 20 timed
+Measured through torch (else CuPy) the way tests/fixtures/gpu/h200/baseline-bench.json was: mean of 20 timed
 runs after 3 warm-ups. nvbandwidth, when installed, replaces the host<->device figures (aznhc uses it).
 Without a CUDA device every metric is "not measured: <reason>". Standard library only, except torch/CuPy.
 """

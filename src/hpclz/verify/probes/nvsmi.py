@@ -1,6 +1,6 @@
 """Parsers for `nvidia-smi -q -x` and `nvidia-smi --query-gpu=... --format=csv`.
 
-Both are checked against the real H200 output in shared/fixtures/gpu/h200/. "N/A", "[N/A]" and
+Both are checked against the real H200 output in tests/fixtures/gpu/h200/. "N/A", "[N/A]" and
 "[Not Supported]" read as unknown (None), never as zero: a missing counter must not pass as healthy.
 """
 
