@@ -21,6 +21,7 @@ from hpclz.state.guard import ENV_REFERENCE
 
 if TYPE_CHECKING:
     from hpclz.plan.saved import SavedPlan
+    from hpclz.state.model import StateDocument
 
 
 class DeploymentOutcome(BaseModel):
