@@ -11,6 +11,7 @@ from tests.conftest import FIXTURES as REAL_FIXTURES
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 GOOD = FIXTURES / "h200-good"
 FAULTS = FIXTURES / "h200-faults"
+HBV3 = FIXTURES / "hbv3-good"
 REAL_H200 = REAL_FIXTURES / "gpu" / "h200"
 H200 = "Standard_ND96isr_H200_v5"
 

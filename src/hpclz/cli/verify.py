@@ -49,6 +49,12 @@ def verify(
         metavar="PATH",
         help="Python on the nodes that has hpclz (default: this one, by its full path).",
     ),
+    suppress: list[str] = typer.Option(
+        [],
+        "--suppress",
+        metavar="ID",
+        help="Verify check ID to report without failing or draining (repeatable); adds to the config's.",
+    ),
     output: OutputFormat = OUTPUT_OPTION,
 ) -> None:
     """Check every node through Slurm, name the failing ones and why; optionally drain them."""
@@ -66,6 +72,7 @@ def verify(
             slurm_conf=slurm_conf,
             work_dir=work_dir,
             node_budget_s=budget,
+            suppress=suppress,
         )
         if python:
             options.python = python
