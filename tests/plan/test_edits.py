@@ -172,7 +172,7 @@ TABLE: dict[str, Row] = {
     "make a container immutable (only at creation)": Row(
         make_checkpoints_immutable,
         [("storage.blob.containers[checkpoints].immutable", Action.MODIFY, Policy.NOT_ALLOWED)],
-        {"stenergyprodscus/default/checkpoints": (Action.MODIFY, Policy.NOT_ALLOWED)},
+        {"stenergyprodscuseb80/default/checkpoints": (Action.MODIFY, Policy.NOT_ALLOWED)},
         action_needed="copy the checkpoints to it",
         worst=Policy.NOT_ALLOWED,
     ),
