@@ -1,0 +1,156 @@
+"""`hpclz verify` from the machine that deployed: the same verify, run on the Slurm scheduler VM.
+
+The scheduler is a CycleCloud node, not a resource hpclz deployed, so it is found by the tags CycleCloud puts on
+its VMs (hpclz.azure.run_command) in the compute resource group the state recorded, or named with --scheduler.
+The script runs `python -m hpclz verify ... -o json` there through a managed Run Command; the JSON envelope comes
+back whole through a blob (no 4 KiB limit), and this machine rebuilds the report from it, so the table, JUnit,
+plot and exit code are those of a verify run on the scheduler.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import shlex
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from hpclz.config.loader import LoadedConfig
+from hpclz.config.operations import AzureBlobState
+from hpclz.errors import ExitCode, HpclzError
+from hpclz.verify.model import VerifyReport
+
+REPORT_CONTAINER = "hpclz-verify"
+CONFIG_ENV = "HPCLZ_VERIFY_CONFIG_B64"  # a protected parameter: never echoed back by ARM
+REMOTE_CONFIG = "$workdir/lz.yaml"
+CYCLECLOUD_SCHEDULER = "scheduler"  # the head node's name in cyclecloud-slurm's template (ccws facts)
+
+
+@dataclass
+class RemoteRequest:
+    """What the remote verify needs besides the config."""
+
+    verify_args: Sequence[str]  # passed through to `hpclz verify` on the scheduler
+    python: str = "python3"  # on the scheduler, with hpclz installed
+    scheduler: str | None = None  # a VM resource ID; found by tags when None
+    report_account: str | None = None  # blob account URL for the output; the blob state's account when None
+    timeout_s: int = 3600
+    progress: Callable[[str], None] = lambda _line: None
+
+
+@dataclass
+class RemoteResult:
+    report: VerifyReport
+    work_dir: str | None
+    scheduler: str
+
+
+def remote_script(python: str, args: Sequence[str]) -> str:
+    """The bash the Run Command runs: the config arrives base64-encoded in the environment, the envelope leaves
+    on stdout (the output blob). hpclz's exit status is kept: the envelope decides, the status explains."""
+    command = " ".join(shlex.quote(a) for a in [python, "-m", "hpclz", "verify"])
+    rest = " ".join(shlex.quote(a) for a in args)
+    return f"""#!/bin/bash
+workdir=$(mktemp -d /tmp/hpclz-verify.XXXXXX)
+printf '%s' "${CONFIG_ENV}" | base64 -d >"{REMOTE_CONFIG}"
+cd "$workdir" && {command} "{REMOTE_CONFIG}" {rest} -o json
+"""
+
+
+def run_remote(loaded: LoadedConfig, request: RemoteRequest, compute_group: str | None) -> RemoteResult:
+    from hpclz.azure.clients import AzureClients, resolve_subscription
+    from hpclz.azure.run_command import OutputBlobs, find_scheduler, run_script
+    from hpclz.azure.settings import settings_from_env
+
+    config = loaded.config
+    clients = AzureClients(
+        resolve_subscription(config.metadata.resolved_subscription_id()), settings_from_env(config.metadata.cloud)
+    )
+    vm_id = request.scheduler
+    if vm_id is None:
+        if compute_group is None:
+            raise HpclzError(
+                "no compute resource group in the state: deploy first, or name the VM with --scheduler",
+                exit_code=ExitCode.USAGE,
+            )
+        vm_id = find_scheduler(clients, compute_group, cluster_name(loaded), CYCLECLOUD_SCHEDULER)
+    request.progress(f"verify runs on {vm_id}")
+    account, connection = _report_storage(loaded, request)
+    blobs = OutputBlobs(account, REPORT_CONTAINER, connection, clients.credential)
+    config_b64 = base64.b64encode(Path(loaded.file).read_bytes()).decode()
+    outcome = run_script(
+        clients,
+        vm_id,
+        remote_script(request.python, request.verify_args),
+        blobs,
+        env={CONFIG_ENV: config_b64},
+        timeout_s=request.timeout_s,
+        progress=request.progress,
+    )
+    body = parse_envelope(outcome.stdout, outcome.stderr, outcome.state, outcome.exit_code)
+    return RemoteResult(report=_report(body), work_dir=body.get("work_dir"), scheduler=vm_id)
+
+
+def cluster_name(loaded: LoadedConfig) -> str:
+    from hpclz.render.cloudinit import cluster_name as rendered
+    from hpclz.render.zone import Zone
+
+    return rendered(Zone(loaded.config))
+
+
+def _report_storage(loaded: LoadedConfig, request: RemoteRequest) -> tuple[str, str | None]:
+    import os
+
+    from hpclz.azure.blob_state import CONNECTION_STRING_ENV
+
+    connection = os.environ.get(CONNECTION_STRING_ENV)
+    state = loaded.config.state
+    account = request.report_account or (state.account_url if isinstance(state, AzureBlobState) else None)
+    if account is None and connection is None:
+        raise HpclzError(
+            "verify on the scheduler needs a blob account for its report: the state is local",
+            exit_code=ExitCode.USAGE,
+            hint="pass --report-account https://ACCOUNT.blob.core.windows.net (the zone's storage account)",
+        )
+    return account or "", connection
+
+
+def parse_envelope(stdout: str, stderr: str, state: str, exit_code: int | None) -> dict[str, Any]:
+    """The remote run's `result`, or one error line saying what went wrong there (its own error line first)."""
+    try:
+        envelope = json.loads(stdout)
+    except json.JSONDecodeError:
+        tail = (stderr.strip().splitlines() or stdout.strip().splitlines() or [state])[-1]
+        raise HpclzError(
+            f"verify on the scheduler returned no report (run command {state}, exit {exit_code}): {tail}",
+            exit_code=ExitCode.AZURE_ERROR if exit_code is None else ExitCode.FAILED,
+        ) from None
+    if not isinstance(envelope, dict):
+        raise HpclzError("verify on the scheduler returned JSON that is not an hpclz envelope")
+    if envelope.get("errors") and not envelope.get("result"):
+        first = envelope["errors"][0]
+        code = _exit_code(envelope.get("exit_code"))
+        raise HpclzError(f"on the scheduler: {first.get('message', '?')}", exit_code=code)
+    result = envelope.get("result")
+    if not isinstance(result, dict):
+        raise HpclzError("verify on the scheduler returned an envelope without a result")
+    return result
+
+
+def _exit_code(value: Any) -> ExitCode:
+    try:
+        return ExitCode(int(value))
+    except (TypeError, ValueError):
+        return ExitCode.FAILED
+
+
+def _report(body: dict[str, Any]) -> VerifyReport:
+    fields = {k: v for k, v in body.items() if k in VerifyReport.model_fields}
+    try:
+        return VerifyReport.model_validate(fields)
+    except ValidationError as exc:
+        raise HpclzError(f"verify on the scheduler returned a report hpclz cannot read: {exc.errors()[0]}") from None
