@@ -31,6 +31,7 @@ CLUSTER_TAG = "ClusterName"
 NODE_TAG = "Name"
 FINISHED = {"succeeded", "failed", "timedout", "canceled"}
 SAS_HOURS = 4
+LATE_S = 300  # past its own timeoutInSeconds, the agent should have reported TimedOut: stop waiting then
 
 
 @dataclass(frozen=True)
@@ -141,7 +142,6 @@ def run_script(
     env: dict[str, str],
     timeout_s: int,
     progress: Callable[[str], None],
-    poll_s: float = 5.0,
 ) -> RunOutcome:
     """Create a managed run command on the VM, follow its instance view until it ends, read its blobs, delete it."""
     _sub, group, vm = split_vm_id(vm_id)
@@ -162,16 +162,16 @@ def run_script(
     with azure_errors(f"start the run command on {vm}"):
         commands.begin_create_or_update(group, vm, name, body).result()
     try:
-        view = _follow(commands, group, vm, name, progress, poll_s)
+        view = _follow(commands, (group, vm, name), progress, clients.settings.poll_interval, timeout_s + LATE_S)
     finally:
         with azure_errors(f"delete the run command {name} on {vm}"):
             commands.begin_delete(group, vm, name).result()
     return RunOutcome(
-        state=str(view.get("execution_state") or "Unknown"),
-        exit_code=view.get("exit_code"),
+        state=_text(view.execution_state),
+        exit_code=view.exit_code,
         stdout=blobs.read("stdout"),
         stderr=blobs.read("stderr"),
-        message=str(view.get("execution_message") or ""),
+        message=str(view.execution_message or ""),
     )
 
 
@@ -181,17 +181,29 @@ def _location(clients: AzureClients, group: str, vm: str) -> str:
 
 
 def _follow(
-    commands: Any, group: str, vm: str, name: str, progress: Callable[[str], None], poll_s: float
-) -> dict[str, Any]:
+    commands: Any, where: tuple[str, str, str], progress: Callable[[str], None], poll_s: float, limit_s: float
+) -> Any:
+    """The instance view once it reached a final state (attributes: the SDK's model, whatever its dict form)."""
+    group, vm, name = where
     last = None
-    while True:
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline:
         with azure_errors(f"read the run command {name} on {vm}"):
             found = commands.get_by_virtual_machine(group, vm, name, expand="instanceView")
-        view = found.instance_view.as_dict() if found.instance_view else {}
-        state = str(view.get("execution_state") or "Pending")
+        view = found.instance_view
+        state = _text(getattr(view, "execution_state", None)) or "Pending"
         if state != last:
             progress(f"run command on {vm}: {state}")
             last = state
         if state.lower() in FINISHED:
             return view
         time.sleep(poll_s)
+    raise HpclzError(
+        f"the run command on {vm} did not finish within {limit_s:.0f} s (last state: {last})",
+        exit_code=ExitCode.AZURE_ERROR,
+    )
+
+
+def _text(value: Any) -> str:
+    """An SDK enum's wire value (str() of one gives `ExecutionState.RUNNING`), or the string itself."""
+    return str(getattr(value, "value", value) or "")
