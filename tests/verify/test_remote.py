@@ -21,7 +21,7 @@ import pytest
 
 from hpclz.config.loader import load_config
 from hpclz.deploy.backends import open_backend
-from hpclz.state.model import DeploymentRecord, DeploymentStatus, StateDocument
+from hpclz.state.model import DeploymentRecord, DeploymentStatus, ResourceRecord, StateDocument
 from tests.conftest import REPO, CliResult
 from tests.support import slurm as harness
 from tests.support.arm_standin import ArmStandIn
@@ -44,7 +44,7 @@ def zone(tmp_path: Path) -> Path:
     return folder / "lz.yaml"
 
 
-def record_compute_group(config: Path, group: str = COMPUTE_RG) -> None:
+def record_compute_group(config: Path, group: str = COMPUTE_RG, resources: list[ResourceRecord] | None = None) -> None:
     """What `hpclz deploy` leaves in the state: the compute deployment and the group it went to."""
     loaded = load_config(config)
     backend = open_backend(loaded.config, base_dir=config.parent)
@@ -57,7 +57,12 @@ def record_compute_group(config: Path, group: str = COMPUTE_RG) -> None:
         template_hash="0" * 64,
         status=DeploymentStatus.SUCCEEDED,
     )
-    doc = StateDocument(landing_zone=meta.name, environment=meta.environment.value, deployments={"compute": record})
+    doc = StateDocument(
+        landing_zone=meta.name,
+        environment=meta.environment.value,
+        deployments={"compute": record},
+        resources=resources or [],
+    )
     with backend.lock("test"):
         backend.read()
         backend.write(doc)
@@ -151,3 +156,40 @@ def test_a_scheduler_option_that_is_not_a_vm_id_is_refused_before_azure_is_calle
     assert result.exit_code == 64
     assert "--scheduler aitrain-prod-scheduler: not a VM resource ID" in result.stderr
     assert scheduler_vm.writes() == []
+
+
+BASTION = "/subscriptions/00000000-0000-0000-0000-00000000c0de/resourceGroups/rg-aitrain-network-prod/providers/Microsoft.Network/bastionHosts/bas-aitrain-prod"
+
+
+def test_via_ssh_prints_the_bastion_command_for_the_tagged_scheduler_and_runs_nothing(
+    scheduler_vm: ArmStandIn, zone: Path, run_cli: Callable[..., CliResult]
+) -> None:
+    bastion = ResourceRecord(
+        id=BASTION,
+        type="Microsoft.Network/bastionHosts",
+        name="bas-aitrain-prod",
+        api_version="2024-05-01",
+        deployment="network",
+    )
+    record_compute_group(zone, resources=[bastion])
+    result = run_cli("verify", str(zone), "--via", "ssh", "--nccl")
+    assert result.exit_code == 64
+    [line] = [ln for ln in result.stderr.splitlines() if ln.startswith("error:")]
+    vm_id = next(vm["id"] for vm in scheduler_vm.compute.vms.values() if vm["name"] == f"{CLUSTER}-scheduler")
+    # The command Azure's Bastion native-client page gives (learn.microsoft.com/azure/bastion/connect-vm-native-client-linux).
+    assert (
+        f"az network bastion ssh --name bas-aitrain-prod --resource-group rg-aitrain-network-prod "
+        f"--target-resource-id {vm_id} --auth-type ssh-key --username "
+    ) in line
+    assert line.endswith("then on the scheduler: hpclz verify CONFIG --via slurm --nccl")
+    assert scheduler_vm.compute.scripts == [] and scheduler_vm.writes() == []
+
+
+def test_via_ssh_without_a_bastion_in_the_state_points_at_run_command(
+    scheduler_vm: ArmStandIn, zone: Path, run_cli: Callable[..., CliResult]
+) -> None:
+    record_compute_group(zone)
+    result = run_cli("verify", str(zone), "--via", "ssh")
+    assert result.exit_code == 64
+    assert "error: --via ssh: no Bastion host in the state" in result.stderr
+    assert "--via run-command" in result.stderr

@@ -63,21 +63,14 @@ cd "$workdir" && {command} "{REMOTE_CONFIG}" {rest} -o json
 
 def run_remote(loaded: LoadedConfig, request: RemoteRequest, compute_group: str | None) -> RemoteResult:
     from hpclz.azure.clients import AzureClients, resolve_subscription
-    from hpclz.azure.run_command import OutputBlobs, find_scheduler, run_script
+    from hpclz.azure.run_command import OutputBlobs, run_script
     from hpclz.azure.settings import settings_from_env
 
     config = loaded.config
     clients = AzureClients(
         resolve_subscription(config.metadata.resolved_subscription_id()), settings_from_env(config.metadata.cloud)
     )
-    vm_id = request.scheduler
-    if vm_id is None:
-        if compute_group is None:
-            raise HpclzError(
-                "no compute resource group in the state: deploy first, or name the VM with --scheduler",
-                exit_code=ExitCode.USAGE,
-            )
-        vm_id = find_scheduler(clients, compute_group, cluster_name(loaded), CYCLECLOUD_SCHEDULER)
+    vm_id = locate_scheduler(clients, loaded, request.scheduler, compute_group)
     request.progress(f"verify runs on {vm_id}")
     account, connection = _report_storage(loaded, request)
     blobs = OutputBlobs(account, REPORT_CONTAINER, connection, clients.credential)
@@ -93,6 +86,38 @@ def run_remote(loaded: LoadedConfig, request: RemoteRequest, compute_group: str 
     )
     body = parse_envelope(outcome.stdout, outcome.stderr, outcome.state, outcome.exit_code)
     return RemoteResult(report=_report(body), work_dir=body.get("work_dir"), scheduler=vm_id)
+
+
+def locate_scheduler(clients: Any, loaded: LoadedConfig, scheduler: str | None, compute_group: str | None) -> str:
+    """--scheduler as given (checked to be a VM ID), else the VM CycleCloud tagged as the cluster's scheduler."""
+    from hpclz.azure.run_command import find_scheduler, split_vm_id
+
+    if scheduler is not None:
+        split_vm_id(scheduler)
+        return scheduler
+    if compute_group is None:
+        raise HpclzError(
+            "no compute resource group in the state: deploy first, or name the VM with --scheduler",
+            exit_code=ExitCode.USAGE,
+        )
+    return find_scheduler(clients, compute_group, cluster_name(loaded), CYCLECLOUD_SCHEDULER)
+
+
+def bastion_command(loaded: LoadedConfig, vm_id: str, bastion_id: str | None) -> str:
+    """The `az network bastion ssh` line (native client: Standard SKU or higher; https://learn.microsoft.com/
+    azure/bastion/connect-vm-native-client-linux) to open a shell on the scheduler; hpclz does not run it."""
+    if bastion_id is None:
+        raise HpclzError(
+            "--via ssh: no Bastion host in the state (network.bastion.enabled false, or not deployed yet)",
+            exit_code=ExitCode.USAGE,
+            hint="use --via run-command, which needs no network path to the VM",
+        )
+    parts = bastion_id.strip("/").split("/")
+    user = loaded.config.identity.admin_username
+    return (
+        f"az network bastion ssh --name {parts[-1]} --resource-group {parts[3]} --target-resource-id {vm_id} "
+        f"--auth-type ssh-key --username {user} --ssh-key ~/.ssh/id_ed25519"
+    )
 
 
 def cluster_name(loaded: LoadedConfig) -> str:
