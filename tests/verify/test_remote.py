@@ -22,7 +22,7 @@ import pytest
 from hpclz.config.loader import load_config
 from hpclz.deploy.backends import open_backend
 from hpclz.state.model import DeploymentRecord, DeploymentStatus, ResourceRecord, StateDocument
-from tests.conftest import REPO, CliResult
+from tests.conftest import FIXTURES, REPO, CliResult
 from tests.support import slurm as harness
 from tests.support.arm_standin import ArmStandIn
 from tests.support.azurite import Azurite, azurite  # noqa: F401  (a fixture, used by name)
@@ -193,3 +193,39 @@ def test_via_ssh_without_a_bastion_in_the_state_points_at_run_command(
     assert result.exit_code == 64
     assert "error: --via ssh: no Bastion host in the state" in result.stderr
     assert "--via run-command" in result.stderr
+
+
+def test_the_standins_run_command_has_the_shape_of_the_specs_example() -> None:
+    example = json.loads((FIXTURES / "arm" / "runcommand_get_specexample.json").read_text())
+    from tests.support.arm_standin.run_commands import RunCommand
+
+    body = {"location": "eastus2", "properties": {"source": {"script": "true"}, "asyncExecution": True}}
+    served = RunCommand(id="/x/runCommands/n", name="n", location="eastus2", body=body).view(expand=True)
+    assert set(served) <= set(example) and served["type"] == example["type"]
+    assert set(served["properties"]) - {"instanceView"} <= set(example["properties"])
+
+
+@pytest.mark.parametrize(
+    ("stdout", "stderr", "message", "code"),
+    [
+        # What an older hpclz on the scheduler prints for an option it lacks (click's usage error, exit 64 there).
+        ("", "Error: No such option: --via\n", "returned no report (run command Failed, exit 64): Error: No such", 1),
+        (
+            '{"command": "verify", "ok": false, "exit_code": 64, "result": {}, "findings": [], '
+            '"errors": [{"code": "USAGE", "message": "Slurm\'s sinfo is not on PATH"}]}',
+            "",
+            "on the scheduler: Slurm's sinfo is not on PATH",
+            64,
+        ),
+    ],
+)
+def test_a_failed_remote_run_is_one_line_with_what_the_scheduler_said(
+    stdout: str, stderr: str, message: str, code: int
+) -> None:
+    from hpclz.errors import HpclzError
+    from hpclz.services.verify_remote import parse_envelope
+
+    with pytest.raises(HpclzError) as caught:
+        parse_envelope(stdout, stderr, "Failed", 64)
+    assert message in caught.value.message
+    assert int(caught.value.exit_code) == code
