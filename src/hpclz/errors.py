@@ -53,8 +53,8 @@ class ConfigProblem:
         self.file = file
         self.line = line
         self.column = column
-        self.path = path
-        self.message = message
+        self.path = printable(path)
+        self.message = printable(message)
         self.code = code
 
     def one_line(self) -> str:
@@ -70,3 +70,11 @@ class ConfigProblem:
             "column": self.column,
             "path": self.path,
         }
+
+
+def printable(text: str) -> str:
+    """Escape what a terminal would act on (newlines, ESC, bidi overrides): a problem is always one line, and a
+    key or value from the config must not be able to rewrite the user's screen."""
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in text)

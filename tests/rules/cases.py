@@ -223,6 +223,39 @@ CASES: dict[str, list[Case]] = {
         )
     ],
     "HPCLZ-STO-006": [Case("ai-training", _set("storage.blob.containers.1.versioning", False))],
+    "HPCLZ-STO-050": [Case("ai-training", _set("storage.blob.containers.1.versioning", False))],
+    "HPCLZ-STO-051": [
+        Case("ai-training", _set("storage.blob.containers.0.retention_days", 7)),
+        Case("finance", _set("storage.blob.containers.1.retention_locked", True)),
+    ],
+    "HPCLZ-STO-052": [
+        Case(
+            "finance",
+            _set(
+                "storage.blob",
+                {
+                    "mode": "existing",
+                    "resource_id": "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg-data"
+                    "/providers/Microsoft.Storage/storageAccounts/stcheckpoints",
+                    "containers": [{"name": "checkpoints", "purpose": "checkpoints", "immutable": True}],
+                },
+            ),
+        )
+    ],
+    "HPCLZ-STO-053": [Case("finance", _set("storage.blob.lifecycle.delete_after_days", 30))],
+    "HPCLZ-STO-054": [Case("ai-training", _set("storage.blob.point_in_time_restore_days", 14))],
+    "HPCLZ-STO-055": [
+        Case(
+            "finance",
+            _all(
+                _set("storage.blob.containers.0.versioning", False),
+                _set("storage.blob.containers.0.immutable", False),
+                _set("storage.blob.containers.0.retention_days", DELETE),
+                _set("storage.blob.containers.1.versioning", False),
+            ),
+        )
+    ],
+    "HPCLZ-STO-056": [Case("finance", _set("storage.blob.containers.0.manifest_key", "s3cr3t-in-the-file"))],
     "HPCLZ-STO-007": [
         Case("ai-training", _set(f"{SUBNETS}.lustre", DELETE)),
         Case("manufacturing", _set(f"{SUBNETS}.netapp", DELETE)),

@@ -9,6 +9,7 @@ from typing import Any
 import typer
 
 from hpclz import __version__
+from hpclz.cli.checkpoints import checkpoints_app
 from hpclz.cli.deploy import deploy
 from hpclz.cli.destroy import destroy
 from hpclz.cli.explain import explain
@@ -61,6 +62,7 @@ app.command()(plan)
 app.command()(verify)
 app.command()(explain)
 app.add_typer(state_app, name="state")
+app.add_typer(checkpoints_app, name="checkpoints")
 app.add_typer(prices_app, name="prices")
 
 
@@ -82,9 +84,12 @@ def main(argv: list[str] | None = None) -> int:
     catch-all that reports internal errors.
     """
     command = _readable(typer.main.get_command(app))
+    args = list(argv if argv is not None else sys.argv[1:])
     try:
-        result = command.main(args=argv if argv is not None else sys.argv[1:], prog_name="hpclz", standalone_mode=False)
+        result = command.main(args=args, prog_name="hpclz", standalone_mode=False)
     except typer.TyperException as exc:  # click's UsageError, BadParameter, ... (typer vendors click)
+        if wants_json(args):
+            _envelope(_command_name(args), ExitCode.USAGE, "usage", exc.format_message())
         _show_usage_error(exc)
         return int(ExitCode.USAGE)
     except KeyboardInterrupt:
@@ -96,9 +101,36 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:
         if os.environ.get("HPCLZ_DEBUG"):
             raise
-        sys.stderr.write(f"hpclz: internal error: {type(exc).__name__}: {exc} (HPCLZ_DEBUG=1 shows the traceback)\n")
+        message = f"internal error: {type(exc).__name__}: {exc} (HPCLZ_DEBUG=1 shows the traceback)"
+        if wants_json(args):
+            _envelope(_command_name(args), ExitCode.FAILED, "internal_error", message)
+        sys.stderr.write(f"hpclz: {message}\n")
         return int(ExitCode.FAILED)
     return int(result) if isinstance(result, int) else 0
+
+
+def wants_json(args: list[str]) -> bool:
+    """Did the command line ask for `--output json`? Read from the raw arguments, since a usage error means
+    click never got as far as parsing the option."""
+    for i, arg in enumerate(args):
+        if arg in ("-o", "--output") and i + 1 < len(args) and args[i + 1] == "json":
+            return True
+        if arg in ("--output=json", "-ojson"):
+            return True
+    return False
+
+
+def _command_name(args: list[str]) -> str:
+    names = [a for a in args if not a.startswith("-")][:2]
+    if names[:1] == ["state"]:
+        return " ".join(names)
+    return names[0] if names else "hpclz"
+
+
+def _envelope(command: str, code: ExitCode, kind: str, message: str) -> None:
+    from hpclz.output import Envelope, ErrorEntry
+
+    sys.stdout.write(Envelope.for_error(command, code, [ErrorEntry(code=kind, message=message)]).to_json() + "\n")
 
 
 def _show_usage_error(exc: typer.TyperException) -> None:

@@ -16,6 +16,7 @@ def plan(
     out: Path | None = typer.Option(
         None, "--out", metavar="FILE", help="Save the plan for `hpclz deploy --plan FILE`."
     ),
+    force: bool = typer.Option(False, "--force", help="Overwrite an existing --out file (never the config)."),
     detailed_exitcode: bool = typer.Option(
         False, "--detailed-exitcode", help="Exit 0 with no changes, 1 on error, 2 when changes are present."
     ),
@@ -37,6 +38,12 @@ def plan(
         from hpclz.services.plan import plan as run_plan
 
         result = run_plan(
-            config, what_if=what_if, out=out, detailed_exitcode=detailed_exitcode, suppress=suppress, hours=hours
+            config,
+            what_if=what_if,
+            out=out,
+            force=force,
+            detailed_exitcode=detailed_exitcode,
+            suppress=suppress,
+            hours=hours,
         )
         finish(result, output, lambda console, shown: view.show(console, shown, show_noise=show_noise))

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from hpclz.config.compute import IMAGE_PATTERN, IMAGE_URN_PATTERN, VM_SIZE_PATTERN
+from hpclz.config.operations import ACCOUNT_URL_PATTERN
 
 _SEMVER = "three numbers separated by dots, like 8.7.1"
 
 PLAIN: dict[str, str] = {
     r"^[A-Za-z0-9]{1,12}$": "1 to 12 letters or digits, like hpcalerts",
     r"^[^@\s]+@[^@\s]+\.[^@\s]+$": "an e-mail address, like ops@contoso.com",
-    r"^https?://": "a URL starting with https://, like https://sthpclzstate.blob.core.windows.net",
+    ACCOUNT_URL_PATTERN: "an https:// storage account URL with no path, like https://sthpclzstate.blob.core.windows.net",
     r"^[a-z0-9](-?[a-z0-9])+$": "lowercase letters, digits and single hyphens, like checkpoints-2024",
     r"^\d+\.\d+\.\d+$": _SEMVER,
     r"^\d+\.\d+\.\d+(-\d+)?$": "a version like 23.11.10 or 23.11.10-1",

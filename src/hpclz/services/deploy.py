@@ -12,12 +12,12 @@ from pydantic import BaseModel, Field, SecretStr
 from hpclz.config.loader import LoadedConfig, load_config
 from hpclz.errors import ExitCode, HpclzError
 from hpclz.findings import Finding, Severity
-from hpclz.output import CommandResult, ResultBody
+from hpclz.output import CommandResult, ErrorEntry, ResultBody
 from hpclz.plan.unchanged import unchanged_deployments
 from hpclz.render.model import DeploymentPlan
+from hpclz.secretscan import ENV_REFERENCE
 from hpclz.services.next_steps import next_steps
 from hpclz.state.backend import StateBackend
-from hpclz.state.guard import ENV_REFERENCE
 
 if TYPE_CHECKING:
     from hpclz.plan.saved import SavedPlan
@@ -28,6 +28,7 @@ class DeploymentOutcome(BaseModel):
     component: str
     status: str
     error: str | None = None
+    error_code: str | None = Field(default=None, description="The innermost ARM error code, when it failed.")
     blocked_by: list[str] = Field(default_factory=list)
 
 
@@ -43,6 +44,15 @@ class DeployResult(ResultBody):
 
     def json_body(self) -> dict[str, Any]:
         return self.model_dump(mode="json", exclude={"findings"})
+
+    def errors(self) -> list[ErrorEntry]:
+        """The envelope's `errors`: each failed deployment with its innermost ARM error, so a script need not
+        dig through `result` to learn why."""
+        return [
+            ErrorEntry(code=d.error_code or "DeploymentFailed", message=f"{d.name}: {d.error}", path=d.name)
+            for d in self.deployments
+            if d.error
+        ]
 
 
 def render_plan(loaded: LoadedConfig, saved: SavedPlan | None) -> DeploymentPlan:
@@ -112,7 +122,9 @@ def deploy(
     """confirm gets the plan and the names of its deployments the state says are unchanged (skipped)."""
     result = DeployResult(file=str(path), stage="validate")
     code = _deploy(result, path, plan_file, confirm, on_event, suppress, over_budget)
-    return CommandResult(command="deploy", payload=result, findings=result.findings, exit_code=code)
+    return CommandResult(
+        command="deploy", payload=result, findings=result.findings, errors=result.errors(), exit_code=code
+    )
 
 
 def _deploy(
@@ -243,6 +255,7 @@ def _apply(
                 component=d.component,
                 status=step.value if step else "not started",
                 error=failure.one_line() if failure else None,
+                error_code=failure.code if failure else None,
                 blocked_by=run.blocked.get(d.name, []),
             )
         )

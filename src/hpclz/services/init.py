@@ -25,6 +25,8 @@ def write_preset(preset: str, out: Path, *, force: bool = False) -> Written:
         raise HpclzError(
             f"unknown preset '{preset}'; choose one of: {', '.join(preset_names())}", exit_code=ExitCode.USAGE
         )
+    if out.is_dir():
+        raise HpclzError(f"{out}: --out is a folder; name a file", exit_code=ExitCode.USAGE)
     if out.exists() and not force:
         raise HpclzError(f"{out} already exists; pass --force to overwrite it", exit_code=ExitCode.USAGE)
     from hpclz.services.schema import config_schema_json

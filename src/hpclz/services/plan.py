@@ -13,6 +13,7 @@ from hpclz.config.root import LandingZoneConfig
 from hpclz.cost.estimate import Estimate, estimate, with_delta
 from hpclz.errors import ExitCode
 from hpclz.findings import Finding, Severity
+from hpclz.outfile import check_out_file
 from hpclz.output import CommandResult, ResultBody
 from hpclz.plan.changeset import ChangeSet, StateRef
 from hpclz.plan.config_diff import config_changes
@@ -53,10 +54,13 @@ def plan(
     *,
     what_if: bool = False,
     out: str | Path | None = None,
+    force: bool = False,
     detailed_exitcode: bool = False,
     suppress: list[str] | None = None,
     hours: float | None = None,
 ) -> CommandResult[PlanResult]:
+    if out is not None:  # before any work: a refused --out must not cost a what-if call
+        check_out_file(out, inputs=[path], force=force)
     result = _plan(path, what_if=what_if, out=out, detailed_exitcode=detailed_exitcode, suppress=suppress, hours=hours)
     return CommandResult(command="plan", payload=result, findings=result.findings, exit_code=result.exit_code())
 
