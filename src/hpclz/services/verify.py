@@ -160,6 +160,18 @@ def remote(opts: VerifyOptions) -> bool:
 
 
 def _verify_remote(opts: VerifyOptions, loaded: LoadedConfig) -> VerifyOutcome:
+    try:
+        return _run_remote(opts, loaded)
+    except HpclzError as exc:
+        if opts.via is None and opts.scheduler is None and exc.hint is None:  # say why Azure came into it
+            exc.hint = (
+                "no Slurm here (sinfo not on PATH), so verify went to the scheduler VM through Azure Run Command; "
+                "--slurm-conf FILE uses a Slurm here"
+            )
+        raise
+
+
+def _run_remote(opts: VerifyOptions, loaded: LoadedConfig) -> VerifyOutcome:
     from hpclz.services.verify_remote import RemoteRequest, run_remote
 
     if opts.work_dir is not None:
