@@ -108,7 +108,9 @@ def test_verify_from_the_deploying_machine_runs_on_the_tagged_scheduler_and_brin
 
     assert result.exit_code == 6, result.stderr  # a node failed, as a verify run on the scheduler exits
     assert f"virtualMachines/{CLUSTER}-scheduler" in result.stderr  # the tagged head node, not gpu-1 or "other"
-    assert "run command on aitrain-prod-scheduler: Succeeded" in result.stderr or "Failed" in result.stderr
+    # hpclz exited 6 there, so the run command ended Failed; the report, not that state, decides the outcome.
+    progress = [ln for ln in result.stderr.splitlines() if ln.startswith("run command on ")]
+    assert progress[-1] == f"run command on {CLUSTER}-scheduler: Failed"
     bad = [ln for ln in result.stdout.splitlines() if ln.startswith("bad node ")]
     assert bad == [
         "bad node node2: HPCLZ-VFY-006 Fatal Xid events in the kernel log: "
@@ -128,7 +130,7 @@ def test_remote_json_envelope_is_the_schedulers_report_and_an_explicit_scheduler
     scheduler_vm: ArmStandIn, zone: Path, run_cli: Callable[..., CliResult], tmp_path: Path
 ) -> None:
     plant(tmp_path / "readings", {"node1": GOOD, "node2": GOOD, "node3": GOOD, "node4": GOOD})
-    [vm_id] = [vm["id"] for vm in scheduler_vm.compute.vms.values() if vm["name"] == "other-scheduler"]
+    [vm_id] = [vm["id"] for vm in scheduler_vm.compute.vms(COMPUTE_RG) if vm["name"] == "other-scheduler"]
     result = _remote(run_cli, zone, "--scheduler", vm_id, "-o", "json")  # no state needed with --scheduler
     envelope = json.loads(result.stdout)
     assert result.exit_code == 0, result.stdout
@@ -136,6 +138,7 @@ def test_remote_json_envelope_is_the_schedulers_report_and_an_explicit_scheduler
     assert [n["node"] for n in envelope["result"]["nodes"]] == ["node1", "node2", "node3", "node4"]
     assert envelope["result"]["work_dir"].startswith("/tmp/hpclz-verify.")  # the scheduler's folder, not ours
     assert "virtualMachines/other-scheduler" in result.stderr
+    assert result.stderr.splitlines()[-1] == "run command on other-scheduler: Succeeded"
 
 
 def test_no_tagged_scheduler_is_one_line_naming_the_tags_and_the_way_out(
@@ -175,7 +178,7 @@ def test_via_ssh_prints_the_bastion_command_for_the_tagged_scheduler_and_runs_no
     result = run_cli("verify", str(zone), "--via", "ssh", "--nccl")
     assert result.exit_code == 64
     [line] = [ln for ln in result.stderr.splitlines() if ln.startswith("error:")]
-    vm_id = next(vm["id"] for vm in scheduler_vm.compute.vms.values() if vm["name"] == f"{CLUSTER}-scheduler")
+    vm_id = next(vm["id"] for vm in scheduler_vm.compute.vms(COMPUTE_RG) if vm["name"] == f"{CLUSTER}-scheduler")
     # The command Azure's Bastion native-client page gives (learn.microsoft.com/azure/bastion/connect-vm-native-client-linux).
     assert (
         f"az network bastion ssh --name bas-aitrain-prod --resource-group rg-aitrain-network-prod "

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import subprocess
 import threading
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from tests.support.arm_standin.world import ArmError
+from tests.support.arm_standin.world import ArmError, World
 
 VMS = r"/providers/microsoft\.compute/virtualmachines"
 OUTPUT_LIMIT = 4096  # the instance view's output/error: the last 4 KiB, like action Run Commands' output
@@ -63,23 +64,23 @@ class RunCommand:
 class VirtualMachines:
     """The VMs a test puts in a resource group (CycleCloud's, in production), and run commands on them."""
 
-    def __init__(self, subscription_id: str):
-        self.subscription_id = subscription_id
-        self.vms: dict[str, dict[str, Any]] = {}
+    def __init__(self, world: World):
+        self.world = world
+        self.subscription_id = world.subscription_id
         self.commands: dict[str, RunCommand] = {}
         self.vm_env: dict[str, str] = {}
         self.scripts: list[str] = []  # every script run, for tests to read what hpclz sent
 
     def add(self, rg: str, name: str, tags: dict[str, str], location: str = "eastus2") -> str:
         vm_id = f"/subscriptions/{self.subscription_id}/resourceGroups/{rg}/providers/Microsoft.Compute/virtualMachines/{name}"
-        self.vms[vm_id.lower()] = {
+        self.world.resources[vm_id.lower()] = {
             "id": vm_id,
             "name": name,
             "type": "Microsoft.Compute/virtualMachines",
             "location": location,
             "tags": tags,
             "properties": {
-                "vmId": f"{len(self.vms):08d}-0000-0000-0000-000000000000",
+                "vmId": str(uuid.uuid4()),
                 "provisioningState": "Succeeded",
             },
         }
@@ -89,8 +90,7 @@ class VirtualMachines:
         one = rg + VMS + r"/(?P<vm>[^/]+)"
         command = one + r"/runcommands/(?P<name>[^/]+)"
         return [
-            ("GET", rg + VMS, self._list),
-            ("GET", one, self._get_vm),
+            ("GET", rg + VMS, self._list),  # one VM, GET or DELETE: the stand-in's generic resource routes
             ("PUT", command, self._put_command),
             ("GET", command, self._get_command),
             ("DELETE", command, self._delete_command),
@@ -100,7 +100,7 @@ class VirtualMachines:
         prefix = (
             f"/subscriptions/{self.subscription_id}/resourcegroups/{rg}/providers/microsoft.compute/virtualmachines/"
         )
-        found = self.vms.get((prefix + vm).lower())
+        found = self.world.resources.get((prefix + vm).lower())
         if found is None:
             raise ArmError(
                 404,
@@ -110,11 +110,15 @@ class VirtualMachines:
         return found
 
     def _list(self, body: Any, path: str, sub: str, rg: str, **_: Any) -> tuple[int, dict[str, str], Any]:
-        prefix = f"/subscriptions/{sub}/resourcegroups/{rg}/".lower()
-        return 200, {}, {"value": [vm for key, vm in self.vms.items() if key.startswith(prefix)]}
+        return 200, {}, {"value": self.vms(rg)}
 
-    def _get_vm(self, body: Any, path: str, sub: str, rg: str, vm: str, **_: Any) -> tuple[int, dict[str, str], Any]:
-        return 200, {}, self._vm(rg, vm)
+    def vms(self, rg: str) -> list[dict[str, Any]]:
+        """Every VM in the group: those a test added and those a deployment created."""
+        return [
+            r
+            for r in self.world.resources_in(rg)
+            if str(r.get("type", "")).lower() == "microsoft.compute/virtualmachines"
+        ]
 
     def _put_command(
         self, body: Any, path: str, sub: str, rg: str, vm: str, name: str, **_: Any

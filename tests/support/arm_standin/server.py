@@ -54,7 +54,7 @@ class ArmStandIn:
         self._server: ThreadingHTTPServer | None = None
         self.operation_retry_after = 0
         self.bugs: list[str] = []
-        self.compute = VirtualMachines(subscription_id)
+        self.compute = VirtualMachines(self.world)
 
     @property
     def faults(self):  # type: ignore[no-untyped-def]
