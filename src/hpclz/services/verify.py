@@ -28,7 +28,6 @@ from hpclz.findings import Finding
 from hpclz.output import CommandResult, ResultBody
 from hpclz.rules.base import run_rules
 from hpclz.services.validate import refuse_unknown_suppressions
-from hpclz.state.model import StateDocument
 from hpclz.verify import collective_job as coll
 from hpclz.verify.dispatch import (
     GRACE_S,
@@ -45,7 +44,6 @@ from hpclz.verify.report import bad_nodes, write_junit, write_plot
 from hpclz.verify.slurm import NodeInfo, SlurmClient, SlurmError
 from hpclz.verify.thresholds import agent_arguments, load_thresholds, overrides_for
 
-BASTION_TYPE = "microsoft.network/bastionhosts"
 PING_GRACE_S = 5.0
 QUEUE_WAIT_S = 300  # how long a job may wait for its nodes (busy with user jobs) before they count as no result
 INTERNODE = "internode_allreduce_busbw_gbps"  # the ring pairs' threshold (hpclz.verify.thresholds)
@@ -172,7 +170,7 @@ def _verify_remote(opts: VerifyOptions, loaded: LoadedConfig) -> VerifyOutcome:
 
 
 def _run_remote(opts: VerifyOptions, loaded: LoadedConfig) -> VerifyOutcome:
-    from hpclz.services.verify_remote import RemoteRequest, run_remote
+    from hpclz.services.verify_remote import RemoteRequest, compute_group, run_remote
 
     if opts.work_dir is not None:
         raise HpclzError(
@@ -205,38 +203,9 @@ def remote_arguments(opts: VerifyOptions) -> list[str]:
 
 
 def _through_bastion(opts: VerifyOptions, loaded: LoadedConfig) -> None:
-    """--via ssh: say exactly how to reach the scheduler through Bastion; hpclz does not open the tunnel itself."""
-    from hpclz.azure.clients import AzureClients, resolve_subscription
-    from hpclz.azure.settings import settings_from_env
-    from hpclz.services.verify_remote import bastion_command, locate_scheduler
+    from hpclz.services.verify_remote import explain_ssh
 
-    doc = _state(loaded)
-    bastion = next((r.id for r in (doc.resources if doc else []) if r.type.lower() == BASTION_TYPE), None)
-    if opts.scheduler is not None:
-        vm_id = locate_scheduler(None, loaded, opts.scheduler, None)
-    else:
-        meta = loaded.config.metadata
-        clients = AzureClients(resolve_subscription(meta.resolved_subscription_id()), settings_from_env(meta.cloud))
-        vm_id = locate_scheduler(clients, loaded, None, compute_group(loaded))
-    command = bastion_command(loaded, vm_id, bastion)
-    raise HpclzError(
-        f"--via ssh is yours to run: {command}, then on the scheduler: "
-        f"hpclz verify CONFIG {' '.join(remote_arguments(opts))}",
-        exit_code=ExitCode.USAGE,
-    )
-
-
-def _state(loaded: LoadedConfig) -> StateDocument | None:
-    from hpclz.deploy.backends import open_backend
-
-    return open_backend(loaded.config, base_dir=Path(loaded.file).resolve().parent, config_file=loaded.file).read()
-
-
-def compute_group(loaded: LoadedConfig) -> str | None:
-    """The compute resource group the state recorded for the compute deployment."""
-    doc = _state(loaded)
-    records = doc.deployments.values() if doc else []
-    return next((r.resource_group for r in records if r.component == "compute" and r.resource_group), None)
+    explain_ssh(loaded, opts.scheduler, remote_arguments(opts))
 
 
 def judged(outcome: VerifyOutcome, silenced: set[str]) -> VerifyOutcome:

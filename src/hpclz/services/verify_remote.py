@@ -15,19 +15,23 @@ import shlex
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from pydantic import ValidationError
 
 from hpclz.config.loader import LoadedConfig
 from hpclz.config.operations import AzureBlobState
 from hpclz.errors import ExitCode, HpclzError
+from hpclz.state.model import StateDocument
 from hpclz.verify.model import VerifyReport
 
 REPORT_CONTAINER = "hpclz-verify"
 CONFIG_ENV = "HPCLZ_VERIFY_CONFIG_B64"  # a protected parameter: never echoed back by ARM
 REMOTE_CONFIG = "$workdir/lz.yaml"
-CYCLECLOUD_SCHEDULER = "scheduler"  # the head node's name in cyclecloud-slurm's template (ccws facts)
+# The head node's name in cyclecloud-slurm's cluster template (`[[node scheduler]]`, Azure/cyclecloud-slurm
+# templates/slurm.txt), which CycleCloud writes into the VM's `Name` tag.
+CYCLECLOUD_SCHEDULER = "scheduler"
+BASTION_TYPE = "microsoft.network/bastionhosts"
 
 
 @dataclass
@@ -62,14 +66,9 @@ cd "$workdir" && {command} "{REMOTE_CONFIG}" {rest} -o json
 
 
 def run_remote(loaded: LoadedConfig, request: RemoteRequest, compute_group: str | None) -> RemoteResult:
-    from hpclz.azure.clients import AzureClients, resolve_subscription
     from hpclz.azure.run_command import OutputBlobs, run_script
-    from hpclz.azure.settings import settings_from_env
 
-    config = loaded.config
-    clients = AzureClients(
-        resolve_subscription(config.metadata.resolved_subscription_id()), settings_from_env(config.metadata.cloud)
-    )
+    clients = _clients(loaded)
     vm_id = locate_scheduler(clients, loaded, request.scheduler, compute_group)
     request.progress(f"verify runs on {vm_id}")
     account, connection = _report_storage(loaded, request)
@@ -118,6 +117,40 @@ def bastion_command(loaded: LoadedConfig, vm_id: str, bastion_id: str | None) ->
         f"az network bastion ssh --name {parts[-1]} --resource-group {parts[3]} --target-resource-id {vm_id} "
         f"--auth-type ssh-key --username {user} --ssh-key ~/.ssh/id_ed25519"
     )
+
+
+def explain_ssh(loaded: LoadedConfig, scheduler: str | None, verify_args: Sequence[str]) -> NoReturn:
+    """--via ssh: say exactly how to reach the scheduler through Bastion; hpclz does not open the tunnel itself."""
+    doc = _state(loaded)
+    bastion = next((r.id for r in (doc.resources if doc else []) if r.type.lower() == BASTION_TYPE), None)
+    clients = None if scheduler is not None else _clients(loaded)
+    vm_id = locate_scheduler(clients, loaded, scheduler, None if scheduler is not None else compute_group(loaded))
+    raise HpclzError(
+        f"--via ssh is yours to run: {bastion_command(loaded, vm_id, bastion)}, then on the scheduler: "
+        f"hpclz verify CONFIG {' '.join(verify_args)}",
+        exit_code=ExitCode.USAGE,
+    )
+
+
+def _clients(loaded: LoadedConfig) -> Any:
+    from hpclz.azure.clients import AzureClients, resolve_subscription
+    from hpclz.azure.settings import settings_from_env
+
+    meta = loaded.config.metadata
+    return AzureClients(resolve_subscription(meta.resolved_subscription_id()), settings_from_env(meta.cloud))
+
+
+def _state(loaded: LoadedConfig) -> StateDocument | None:
+    from hpclz.deploy.backends import open_backend
+
+    return open_backend(loaded.config, base_dir=Path(loaded.file).resolve().parent, config_file=loaded.file).read()
+
+
+def compute_group(loaded: LoadedConfig) -> str | None:
+    """The compute resource group the state recorded for the compute deployment."""
+    doc = _state(loaded)
+    records = doc.deployments.values() if doc else []
+    return next((r.resource_group for r in records if r.component == "compute" and r.resource_group), None)
 
 
 def cluster_name(loaded: LoadedConfig) -> str:
