@@ -27,24 +27,38 @@ def deploy(
     config: Path = typer.Argument(..., help="Landing-zone config (YAML)."),
     yes: bool = typer.Option(False, "--yes", "-y", help="Deploy without asking for confirmation."),
     plan: Path | None = typer.Option(None, "--plan", help="Apply a plan saved by `hpclz plan --out FILE`."),
+    allow_data_loss: bool = typer.Option(
+        False, "--allow-data-loss", help="Apply changes the plan marks as replace or DATA LOSS."
+    ),
+    allow_disruption: bool = typer.Option(
+        False,
+        "--allow-disruption",
+        help="Apply changes that drain a partition or restart nodes (drain it through Slurm first, as plan says).",
+    ),
     suppress: list[str] = typer.Option([], "--suppress", help="Rule ID to silence (repeatable)."),
     output: OutputFormat = OUTPUT_OPTION,
 ) -> None:
-    """Preflight against Azure, then deploy in dependency order with a locked, resumable state."""
+    """Show the plan, then deploy exactly it: in dependency order, with a locked, resumable state.
+
+    Refused before any change: NOT ALLOWED changes (always), replacements and data loss without
+    --allow-data-loss, drains and restarts without --allow-disruption, another zone's state."""
     with guarded("deploy", output):
         from hpclz.cli.progress import Progress
+        from hpclz.plan.contract import Consent
+        from hpclz.plan.printer import print_changeset
         from hpclz.services.deploy import deploy as run_deploy
 
         err = console(stderr=True)
         progress: Progress | None = None
 
-        def confirm(the_plan: Any, doc: Any) -> bool:
+        def confirm(the_plan: Any, doc: Any, changes: Any) -> bool:
             nonlocal progress
+            print_changeset(err, changes)
             lines = []
             for d in the_plan.deployments:
                 same = doc is not None and doc.applied(d.name, d.template_hash())
                 lines.append(f"  {'unchanged' if same else 'apply':9} {d.name} ({d.component})")
-            err.print("Deployments:\n" + "\n".join(lines), highlight=False)
+            err.print("\nDeployments:\n" + "\n".join(lines), highlight=False)
             subscription = the_plan.subscription_id or os.environ.get("AZURE_SUBSCRIPTION_ID", "?")
             ok = ask(f"Deploy {config} to subscription {subscription}?", yes)
             if ok:
@@ -56,7 +70,14 @@ def deploy(
                 progress(event)
 
         try:
-            result = run_deploy(config, plan_file=plan, confirm=confirm, on_event=on_event, suppress=suppress)
+            result = run_deploy(
+                config,
+                plan_file=plan,
+                confirm=confirm,
+                on_event=on_event,
+                suppress=suppress,
+                consent=Consent(data_loss=allow_data_loss, disruption=allow_disruption),
+            )
         finally:
             if progress is not None:
                 progress.__exit__(None, None, None)

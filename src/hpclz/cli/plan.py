@@ -32,6 +32,8 @@ def plan(
         result = run_plan(config, what_if=what_if, out=out, detailed_exitcode=detailed_exitcode, suppress=suppress)
 
         def human(console: Console) -> None:
+            from rich.markup import escape
+
             from hpclz.plan.printer import print_changeset
 
             print_findings(console, [f for f in result.findings if f.severity is not Severity.INFO])
@@ -39,6 +41,8 @@ def plan(
                 console.print(f"[red]✗[/] {config} fails validation; fix the errors above, then plan again")
                 return
             print_changeset(console, result.changes, show_noise=show_noise, state_location=result.state_location)
+            if result.not_saved:
+                console.print(f"[red]✗[/] {escape(result.not_saved)}")
             if result.saved_to:
                 console.print(
                     f"Saved the plan to {result.saved_to}: apply it with `hpclz deploy {config} --plan {result.saved_to}`"

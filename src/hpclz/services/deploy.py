@@ -12,9 +12,12 @@ from pydantic import BaseModel, Field, SecretStr
 from hpclz.config.loader import LoadedConfig, load_config
 from hpclz.errors import ExitCode, HpclzError
 from hpclz.findings import Finding, Severity
+from hpclz.plan.changeset import ChangeSet
+from hpclz.plan.contract import Consent, changeset_for, refuse_unsafe
 from hpclz.render.plan import DeploymentPlan
 from hpclz.state.backend import StateBackend
-from hpclz.state.guard import ENV_REFERENCE
+from hpclz.state.guard import ENV_REFERENCE, SecretGuard
+from hpclz.state.identity import ZoneIdentity, refuse_foreign_state
 from hpclz.state.model import StateDocument
 
 if TYPE_CHECKING:
@@ -33,6 +36,7 @@ class DeployResult(BaseModel):
     file: str
     stage: str = Field(description="How far it got: validate, preflight, confirm, deploy.")
     findings: list[Finding] = Field(default_factory=list)
+    changes: ChangeSet | None = Field(default=None, description="The change set shown before confirming.")
     deployments: list[DeploymentOutcome] = Field(default_factory=list)
     outputs: dict[str, Any] = Field(default_factory=dict)
     next_steps: list[str] = Field(default_factory=list)
@@ -44,7 +48,9 @@ class DeployResult(BaseModel):
         return self.exit_code == ExitCode.OK
 
     def payload(self) -> dict[str, Any]:
-        return self.model_dump(mode="json", exclude={"findings", "exit_code"})
+        body = self.model_dump(mode="json", exclude={"findings", "exit_code", "changes"})
+        body["changes"] = self.changes.payload() if self.changes is not None else None
+        return body
 
 
 def render_plan(loaded: LoadedConfig, saved: SavedPlan | None) -> DeploymentPlan:
@@ -131,9 +137,10 @@ def deploy(
     path: str | Path,
     *,
     plan_file: Path | None = None,
-    confirm: Callable[[DeploymentPlan, StateDocument | None], bool] = lambda plan, doc: True,
+    confirm: Confirm = lambda plan, doc, changes: True,
     on_event: Callable[[Any], None] = lambda e: None,
     suppress: Iterable[str] = (),
+    consent: Consent = Consent(),
 ) -> DeployResult:
     from hpclz.services.validate import check_config
 
@@ -162,6 +169,8 @@ def deploy(
     )
     result.stage = "preflight"
     backend = _backend(loaded, arm)
+    # Everything that can refuse does so before preflight's first call; `_apply` checks again under the lock.
+    check_contract(loaded, plan, backend.read(), arm.subscription_id, backend.location, consent, secrets)
     result.findings += preflight(arm, loaded, plan, secrets, suppress, unchanged=_unchanged(plan, backend))
     if _failing(result.findings):
         result.exit_code = ExitCode.FAILED
@@ -176,7 +185,50 @@ def deploy(
         result,
         confirm,
         on_event,
+        consent,
     )
+
+
+Confirm = Callable[[DeploymentPlan, StateDocument | None, ChangeSet], bool]
+
+
+def check_contract(
+    loaded: LoadedConfig,
+    plan: DeploymentPlan,
+    doc: StateDocument | None,
+    subscription_id: str,
+    state_location: str,
+    consent: Consent,
+    secrets: dict[str, dict[str, str]],
+) -> ChangeSet:
+    """The change set deploy will apply, or HpclzError when any of it must not be applied: another zone's
+    state, a NOT ALLOWED change, data loss or disruption without consent, a secret where state would keep it."""
+    file = str(loaded.file)
+    # Another zone's (or subscription's) state would make deploy skip what never ran here, and merge two zones.
+    refuse_foreign_state(doc, ZoneIdentity.of_config(loaded.config, subscription_id), state_location, file)
+    changes = changeset_for(loaded, plan, doc)
+    refuse_unsafe(changes, consent, file)
+    refuse_secrets_in_bodies(loaded, plan, secrets)
+    return changes
+
+
+def refuse_secrets_in_bodies(loaded: LoadedConfig, plan: DeploymentPlan, secrets: dict[str, dict[str, str]]) -> None:
+    """State records each resource's rendered body: a secret in one (a tag value, a literal property) would be
+    refused by the state guard only after ARM had created it, so the same guard reads the bodies first."""
+    from hpclz.plan.resources import desired_resources
+    from hpclz.state.errors import SecretInStateError
+
+    guard = SecretGuard.for_config(loaded.config)
+    for deployment, values in secrets.items():
+        for name, value in values.items():
+            guard.add(f"{deployment} parameter {name}", value)
+    for resource in desired_resources(plan):
+        try:
+            guard.check(resource.body, f"for {resource.type} {resource.name}")
+        except SecretInStateError as exc:
+            raise HpclzError(
+                f"{loaded.file}: refusing to deploy, nothing was changed: {exc}", exit_code=ExitCode.CONFIG_INVALID
+            ) from None
 
 
 def _apply(
@@ -187,8 +239,9 @@ def _apply(
     backend: StateBackend,
     secrets: dict[str, dict[str, str]],
     result: DeployResult,
-    confirm: Callable[[DeploymentPlan, StateDocument | None], bool],
+    confirm: Confirm,
     on_event: Callable[[Any], None],
+    consent: Consent,
 ) -> DeployResult:
     from hpclz.azure.errors import azure_errors
     from hpclz.azure.runner import Runner
@@ -197,20 +250,16 @@ def _apply(
     result.state_location = backend.location
     with backend.lock("deploy"):
         doc = backend.read()
-        if doc is not None and doc.subscription_id and doc.subscription_id != arm.subscription_id:
-            # The state describes another subscription: trusting it here would skip deployments that never ran.
-            raise HpclzError(
-                f"{loaded.file}: the state at {backend.location} was deployed to subscription {doc.subscription_id}, "
-                f"not {arm.subscription_id}; set metadata.subscription_id or AZURE_SUBSCRIPTION_ID to match",
-                exit_code=ExitCode.USAGE,
-            )
         if saved_plan is not None:
             from hpclz.plan.saved import check_saved_plan
 
             path, saved = saved_plan
             plan = check_saved_plan(saved, path, loaded, doc)  # refuses a plan made against another config or state
+        result.changes = check_contract(
+            loaded, plan, doc, arm.subscription_id, backend.location, consent, secrets
+        )  # the very change set confirmed and applied
         result.stage = "confirm"
-        if not confirm(plan, doc):
+        if not confirm(plan, doc, result.changes):
             result.exit_code = ExitCode.INTERRUPTED
             return result
         result.stage = "deploy"
@@ -243,7 +292,11 @@ def _apply(
         if run.ok:
             from hpclz.plan.config_diff import config_snapshot  # the baseline of `hpclz plan`'s config diff
 
-            applied = {"config_hash": plan.config_hash, "applied_config": config_snapshot(loaded.config)}
+            applied = {
+                "config_hash": plan.config_hash,
+                "applied_config": config_snapshot(loaded.config),
+                "location": plan.location,
+            }
             final = backend.write(final.model_copy(update=applied))
     for d in plan.deployments:
         step = run.status.get(d.name)

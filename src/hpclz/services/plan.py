@@ -11,13 +11,13 @@ from pydantic import BaseModel, Field
 from hpclz.config.loader import LoadedConfig, load_config
 from hpclz.errors import ExitCode
 from hpclz.findings import Finding, Severity
-from hpclz.plan.changeset import ChangeSet, StateRef
-from hpclz.plan.config_diff import config_changes
-from hpclz.plan.offline import create_change, offline_changeset
+from hpclz.plan.changeset import ChangeSet
+from hpclz.plan.contract import attach_config_diff, changeset_for
+from hpclz.plan.offline import create_change
 from hpclz.plan.resources import deployment_resources
 from hpclz.plan.saved import save_plan
 from hpclz.render.plan import DeploymentPlan, Scope
-from hpclz.state.model import StateDocument
+from hpclz.state.identity import ZoneIdentity, refuse_foreign_state
 
 
 class PlanResult(BaseModel):
@@ -26,6 +26,7 @@ class PlanResult(BaseModel):
     findings: list[Finding] = Field(default_factory=list)
     state_location: str = ""
     saved_to: str | None = None
+    not_saved: str | None = Field(default=None, description="Why `--out` wrote no plan file.")
     detailed_exitcode: bool = False
 
     @property
@@ -37,7 +38,12 @@ class PlanResult(BaseModel):
         return ExitCode.OK
 
     def payload(self) -> dict[str, Any]:
-        body: dict[str, Any] = {"file": self.file, "state_location": self.state_location, "saved_to": self.saved_to}
+        body: dict[str, Any] = {
+            "file": self.file,
+            "state_location": self.state_location,
+            "saved_to": self.saved_to,
+            "not_saved": self.not_saved,
+        }
         if self.changes is not None:
             body.update(self.changes.payload())
         return body
@@ -64,21 +70,21 @@ def plan(
     backend = open_backend(loaded.config, base_dir=Path(path).resolve().parent, config_file=str(path))
     result.state_location = backend.location
     state = backend.read()
-    changes = online_changeset(loaded, deployment_plan) if what_if else offline_changeset(deployment_plan, state)
-    attach_config_diff(changes, loaded, state)
+    # The region is compared by the config diff (NOT ALLOWED), which says more than a refusal would.
+    refuse_foreign_state(state, ZoneIdentity.of_config(loaded.config), backend.location, str(path), check_location=False)
+    if what_if:
+        changes = online_changeset(loaded, deployment_plan)
+        attach_config_diff(changes, loaded, state)
+    else:
+        changes = changeset_for(loaded, deployment_plan, state)
     result.changes = changes
-    if out is not None:
+    if out is not None and changes.blocked:
+        # A saved plan is a promise that deploy can apply it; one with a NOT ALLOWED change cannot be kept.
+        result.not_saved = f"not saved to {out}: it holds changes that are not allowed ({', '.join(changes.blocked)})"
+    elif out is not None:
         save_plan(out, deployment_plan, changes, loaded.config, state)
         result.saved_to = str(out)
     return result
-
-
-def attach_config_diff(changes: ChangeSet, loaded: LoadedConfig, state: StateDocument | None) -> None:
-    changes.state = StateRef.of(state)
-    if state is None or not state.applied_config:
-        changes.config_baseline = state is None
-        return
-    changes.config_changes = config_changes(state.applied_config, loaded.config)
 
 
 def online_changeset(loaded: LoadedConfig, deployment_plan: DeploymentPlan) -> ChangeSet:

@@ -67,6 +67,7 @@ class StateDocument(BaseModel):
     landing_zone: str
     environment: str
     subscription_id: str | None = None
+    location: str | None = Field(default=None, description="The zone's region (hpclz.state.identity).")
     config_hash: str = ""
     deployments: dict[str, DeploymentRecord] = Field(default_factory=dict)
     resources: list[ResourceRecord] = Field(default_factory=list)

@@ -1,0 +1,86 @@
+"""The plan is the contract: deploy computes the change set exactly as `hpclz plan` does and refuses,
+before its first write, whatever the plan marks as unsafe unless the engineer said so explicitly.
+
+| plan says                         | deploy                                                   |
+|-----------------------------------|----------------------------------------------------------|
+| NOT ALLOWED                       | refused, always (also with --yes, also from a saved plan) |
+| replace, or DATA LOSS             | refused without --allow-data-loss                        |
+| drain partition / restart nodes   | refused without --allow-disruption (drain first)         |
+| in place, create, delete (no data)| applied after the confirmation                           |
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hpclz.config.loader import LoadedConfig
+from hpclz.errors import ExitCode, HpclzError
+from hpclz.plan.changeset import Action, ChangeSet, Policy, StateRef
+from hpclz.plan.config_diff import config_changes
+from hpclz.plan.offline import offline_changeset
+from hpclz.render.plan import DeploymentPlan
+from hpclz.state.model import StateDocument
+
+DISRUPTIVE = (Policy.DRAIN_PARTITION, Policy.RESTART_NODES)
+
+
+@dataclass(frozen=True)
+class Consent:
+    """What the engineer allowed on the command line, beyond an in-place change."""
+
+    data_loss: bool = False
+    disruption: bool = False
+
+
+def changeset_for(loaded: LoadedConfig, plan: DeploymentPlan, state: StateDocument | None) -> ChangeSet:
+    """The offline change set with its config-level diff: what `hpclz plan` prints and deploy applies."""
+    changes = offline_changeset(plan, state)
+    attach_config_diff(changes, loaded, state)
+    return changes
+
+
+def attach_config_diff(changes: ChangeSet, loaded: LoadedConfig, state: StateDocument | None) -> None:
+    changes.state = StateRef.of(state)
+    if state is None or not state.applied_config:
+        changes.config_baseline = state is None
+        return
+    changes.config_changes = config_changes(state.applied_config, loaded.config)
+
+
+def replacements(changes: ChangeSet) -> list[str]:
+    """Resources deleted and created again (their data with them, where they hold any)."""
+    found = [c.path for c in changes.config_changes if c.verdict.policy in (Policy.REPLACE, Policy.REPLACE_DATA)]
+    found += [f"{r.type} {r.name}" for r in changes.changed_resources if r.action is Action.REPLACE]
+    return found
+
+
+def disruptions(changes: ChangeSet) -> list[str]:
+    """What the engineer must do before a drain or restart change, one line each."""
+    verdicts = [c.verdict for c in changes.config_changes] + [r.verdict for r in changes.changed_resources]
+    needed = {v.action_needed or v.reason for v in verdicts if v.policy in DISRUPTIVE}
+    return sorted(n for n in needed if n)
+
+
+def refusals(changes: ChangeSet, consent: Consent) -> list[str]:
+    """Why this change set must not be applied as allowed; empty when it may."""
+    reasons = []
+    if changes.blocked:
+        reasons.append(f"NOT ALLOWED: {', '.join(changes.blocked)}")
+    risky = sorted(set(changes.data_loss) | set(replacements(changes)))
+    if risky and not consent.data_loss:
+        reasons.append(f"replaces or deletes data ({', '.join(risky)}): pass --allow-data-loss once it is safe")
+    if disruptions(changes) and not consent.disruption and not changes.blocked:
+        reasons.append(
+            f"disrupts running nodes ({'; '.join(disruptions(changes))}): do that first, then pass --allow-disruption"
+        )
+    return reasons
+
+
+def refuse_unsafe(changes: ChangeSet, consent: Consent, file: str) -> None:
+    reasons = refusals(changes, consent)
+    if reasons:
+        raise HpclzError(
+            f"{file}: refusing to deploy, nothing was changed: {'; '.join(reasons)}",
+            exit_code=ExitCode.FAILED,
+            hint=f"`hpclz plan {file}` shows each change and what it costs",
+        )
