@@ -9,7 +9,7 @@ operation as it changes. State is written after each submit (RUNNING + ARM id) a
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -74,6 +74,8 @@ class Runner:
         on_event: Callable[[Event], None] = lambda e: None,
         poll_interval: float = 10.0,
         max_workers: int = 8,
+        deletes: Collection[str] = (),
+        before_submit: Callable[[Deployment], ArmFailure | None] = lambda d: None,
     ):
         self.arm = arm
         self.plan = plan
@@ -85,6 +87,9 @@ class Runner:
         self._workers = max_workers
         self._doc_lock = threading.Lock()
         self.stop = threading.Event()
+        # Lower-cased IDs the change set deletes: their records stay in state (pending_delete) until deleted.
+        self._deletes = {i.lower() for i in deletes}
+        self._before_submit = before_submit
 
     # ----- state -----
     def _record(self, record: DeploymentRecord, resources: list[Any] | None = None) -> None:
@@ -92,8 +97,14 @@ class Runner:
             doc = self.doc.model_copy(deep=True)
             doc.deployments[record.name] = record
             if resources is not None:
+                new = {r.id.lower() for r in resources}
                 kept = [r for r in doc.resources if r.deployment != record.name]
-                doc.resources = kept + resources
+                pending = [
+                    r.model_copy(update={"pending_delete": True})
+                    for r in doc.resources
+                    if r.deployment == record.name and r.id.lower() in self._deletes and r.id.lower() not in new
+                ]
+                doc.resources = kept + pending + resources
                 doc.outputs = {k: v for k, v in doc.outputs.items() if not k.startswith(f"{record.component}.")}
                 doc.outputs.update({f"{record.component}.{k}": v for k, v in record.outputs.items()})
             doc.updated_at = now()
@@ -113,6 +124,11 @@ class Runner:
             previous = self.doc.deployments.get(d.name)
             started = previous.started_at if previous else now()
         else:
+            refused = self._before_submit(d)  # replacements: the old resource goes before the new one is made
+            if refused is not None:
+                self._failures[d.name] = refused
+                self._emit(Event(d.name, Step.FAILED, refused.one_line()))
+                return Step.FAILED
             tags = {MANAGED_TAG: "true", HASH_TAG: digest}
             remote = self.arm.submit(d, deployment_body(d, self._secrets.get(d.name, {}), tags))
             started = now()

@@ -114,7 +114,10 @@ def offline_changeset(plan: DeploymentPlan, state: StateDocument | None) -> Chan
             change = resource_change(d.type, d.name, record.id, d.deployment, data, before, after)
             change.label = resource_label(d.type, d.name, d.id, d.body)
             changes.resources.append(change)
-    changes.resources.extend(_delete(r) for r in matcher.unmatched() if r.deployment not in unchanged)
+    # A record marked pending_delete is still in Azure whatever its deployment's hash says.
+    changes.resources.extend(
+        _delete(r) for r in matcher.unmatched() if r.deployment not in unchanged or r.pending_delete
+    )
     return changes
 
 

@@ -62,7 +62,9 @@ def save_plan(
     path: str | Path, plan: DeploymentPlan, changes: ChangeSet, config: LandingZoneConfig, state: StateDocument | None
 ) -> SavedPlan:
     if changes.blocked:
-        raise HpclzError(f"{path}: a plan with changes that are not allowed cannot be saved: {', '.join(changes.blocked)}")
+        raise HpclzError(
+            f"{path}: a plan with changes that are not allowed cannot be saved: {', '.join(changes.blocked)}"
+        )
     saved = SavedPlan(
         config_hash=config_fingerprint(config),
         templates_hash=templates_fingerprint(),

@@ -21,6 +21,7 @@ from hpclz.state.identity import ZoneIdentity, refuse_foreign_state
 from hpclz.state.model import StateDocument
 
 if TYPE_CHECKING:
+    from hpclz.azure.prune import Removals
     from hpclz.plan.saved import SavedPlan
 
 
@@ -40,6 +41,9 @@ class DeployResult(BaseModel):
     deployments: list[DeploymentOutcome] = Field(default_factory=list)
     outputs: dict[str, Any] = Field(default_factory=dict)
     next_steps: list[str] = Field(default_factory=list)
+    removed: list[dict[str, Any]] = Field(
+        default_factory=list, description="Deletes carried out for the change set: id, type, action, reason."
+    )
     state_location: str | None = None
     exit_code: ExitCode = ExitCode.OK
 
@@ -243,7 +247,9 @@ def _apply(
     on_event: Callable[[Any], None],
     consent: Consent,
 ) -> DeployResult:
+    from hpclz.azure.destroy import outcome_dict
     from hpclz.azure.errors import azure_errors
+    from hpclz.azure.prune import failures
     from hpclz.azure.runner import Runner
     from hpclz.state.factory import new_state
 
@@ -264,6 +270,7 @@ def _apply(
             return result
         result.stage = "deploy"
         doc = doc or backend.write(new_state(loaded.config))
+        removals = _removals(arm, plan, doc, result.changes)
         runner = Runner(
             arm,
             plan,
@@ -272,6 +279,8 @@ def _apply(
             secrets=secrets,
             on_event=on_event,
             poll_interval=arm.clients.settings.poll_interval,
+            deletes=removals.deletes,
+            before_submit=removals.before_submit,
         )
         try:
             with azure_errors("deploy"):
@@ -290,14 +299,10 @@ def _apply(
             ) from None
         final = runner.doc
         if run.ok:
-            from hpclz.plan.config_diff import config_snapshot  # the baseline of `hpclz plan`'s config diff
-
-            applied = {
-                "config_hash": plan.config_hash,
-                "applied_config": config_snapshot(loaded.config),
-                "location": plan.location,
-            }
-            final = backend.write(final.model_copy(update=applied))
+            final = _after_run(loaded, plan, backend, removals, final)
+        result.removed = [outcome_dict(o) for o in removals.outcomes]
+        if failures(removals.outcomes):
+            result.exit_code = ExitCode.AZURE_ERROR
     for d in plan.deployments:
         step = run.status.get(d.name)
         failure = run.failures.get(d.name)
@@ -311,11 +316,44 @@ def _apply(
             )
         )
     result.outputs = dict(final.outputs)
-    if run.ok:
+    if run.ok and result.exit_code is ExitCode.OK:
         result.next_steps = next_steps(loaded, final)
-    else:
+    elif not run.ok:
         result.exit_code = ExitCode.INTERRUPTED if run.interrupted else ExitCode.AZURE_ERROR
     return result
+
+
+def _removals(arm: Any, plan: DeploymentPlan, doc: StateDocument, changes: ChangeSet | None) -> Removals:
+    from hpclz.azure.prune import Removals
+    from hpclz.plan.changeset import Action
+
+    resources = changes.changed_resources if changes is not None else []
+    return Removals(
+        arm,
+        plan,
+        doc,
+        deletes=[r.id for r in resources if r.action is Action.DELETE],
+        replaces=[r.id for r in resources if r.action is Action.REPLACE],
+    )
+
+
+def _after_run(
+    loaded: LoadedConfig, plan: DeploymentPlan, backend: StateBackend, removals: Removals, doc: StateDocument
+) -> StateDocument:
+    """Deletes after every create and update; then the applied config, unless nothing at all changed (a no-op
+    deploy leaves the state, its serial included, as it was, so saved plans stay current)."""
+    from hpclz.plan.config_diff import config_snapshot  # the baseline of `hpclz plan`'s config diff
+
+    final = removals.after_run(doc)
+    applied = {
+        "config_hash": plan.config_hash,
+        "applied_config": config_snapshot(loaded.config),
+        "location": plan.location,
+    }
+    updated = final.model_copy(update=applied)
+    if updated.model_dump(exclude={"updated_at"}) == doc.model_dump(exclude={"updated_at"}) and final is doc:
+        return doc
+    return backend.write(updated)
 
 
 def _backend(loaded: LoadedConfig, arm: Any) -> StateBackend:

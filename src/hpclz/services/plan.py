@@ -71,7 +71,9 @@ def plan(
     result.state_location = backend.location
     state = backend.read()
     # The region is compared by the config diff (NOT ALLOWED), which says more than a refusal would.
-    refuse_foreign_state(state, ZoneIdentity.of_config(loaded.config), backend.location, str(path), check_location=False)
+    refuse_foreign_state(
+        state, ZoneIdentity.of_config(loaded.config), backend.location, str(path), check_location=False
+    )
     if what_if:
         changes = online_changeset(loaded, deployment_plan)
         attach_config_diff(changes, loaded, state)

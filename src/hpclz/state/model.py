@@ -35,6 +35,11 @@ class ResourceRecord(BaseModel):
     api_version: str
     deployment: str = Field(description="Name of the deployment that created it.")
     data_bearing: bool = Field(default=False, description="Holds user data (kept by destroy unless --include-data).")
+    pending_delete: bool = Field(
+        default=False,
+        description="The config no longer asks for it and ARM's incremental mode left it in place: deploy deletes "
+        "it after its creates and updates, and the record leaves state only then.",
+    )
     properties: dict[str, Any] = Field(
         default_factory=dict,
         description=(
