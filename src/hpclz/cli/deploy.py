@@ -83,7 +83,13 @@ def deploy(
                 progress.__exit__(None, None, None)
 
         def human(out: Console) -> None:
+            from rich.markup import escape
+
             print_findings(out, result.findings)
+            for removed in result.removed:
+                mark = "[red]-[/]" if removed["action"] in ("deleted", "already gone") else "[red]✗[/]"
+                why = f" ({removed['reason']})" if removed["reason"] else ""
+                out.print(f"{mark} {escape(removed['type'])} {escape(removed['id'])}: {removed['action']}{escape(why)}")
             for d in result.deployments:
                 if d.error:
                     out.print(f"[red]✗[/] {d.name}: {d.error}")
@@ -98,6 +104,10 @@ def deploy(
                 out.print("\n[bold]Next steps[/]")
                 for step in result.next_steps:
                     out.print(f"  {step}", highlight=False, soft_wrap=True)
+            elif result.removed and result.stage == "deploy" and all(d.status != "failed" for d in result.deployments):
+                out.print(
+                    f"[red]✗[/] some deletes did not happen; they stay in state: rerun `hpclz deploy {result.file}`"
+                )
             elif result.stage in ("validate", "preflight"):
                 out.print(f"[red]✗[/] {result.stage} failed; nothing was deployed")
             elif result.stage == "confirm":

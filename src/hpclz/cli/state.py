@@ -1,4 +1,4 @@
-"""`hpclz state show|unlock`."""
+"""`hpclz state show|unlock|forget`."""
 
 from __future__ import annotations
 
@@ -54,6 +54,29 @@ def unlock(
                 out.print(f"released the lock on {result.location}; it was {result.holder.describe()}")
 
         finish("state unlock", output, ExitCode.OK, result.payload(), [], human)
+
+
+@state_app.command()
+def forget(
+    config: Path = CONFIG_ARGUMENT,
+    address: str = typer.Argument(
+        ..., help="Full resource ID, or Type/name (e.g. Microsoft.Network/privateEndpoints/pep-x)."
+    ),
+    output: OutputFormat = OUTPUT_OPTION,
+) -> None:
+    """Remove one resource from state and leave it in Azure: hpclz stops managing (and deleting) it."""
+    with guarded("state forget", output):
+        from hpclz.services.state import forget_state
+
+        result = forget_state(config, address)
+
+        def human(out: Console) -> None:
+            from rich.markup import escape
+
+            for rid in result.forgotten:
+                out.print(f"forgot {escape(rid)} (left in Azure); state serial {result.serial}")
+
+        finish("state forget", output, ExitCode.OK, result.payload(), [], human)
 
 
 def _print_show(out: Console, result: StateShowResult) -> None:
