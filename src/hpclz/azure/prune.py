@@ -117,6 +117,8 @@ class Removals:
     def after_run(self, doc: StateDocument) -> StateDocument:
         """Delete what the config no longer asks for; the returned state keeps only what is still in Azure."""
         pending = [r for r in doc.resources if r.id.lower() in self.deletes]  # only what the plan showed
+        if not pending:
+            return doc
         outcomes, gone = delete_records(self.arm, doc, pending, dependants_first(self.plan, doc))
         self.outcomes += outcomes
         return without(doc, gone, self.plan)

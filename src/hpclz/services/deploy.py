@@ -351,7 +351,7 @@ def _after_run(
         "location": plan.location,
     }
     updated = final.model_copy(update=applied)
-    if updated.model_dump(exclude={"updated_at"}) == doc.model_dump(exclude={"updated_at"}) and final is doc:
+    if updated.model_dump(exclude={"updated_at"}) == doc.model_dump(exclude={"updated_at"}):
         return doc
     return backend.write(updated)
 

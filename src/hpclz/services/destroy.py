@@ -51,6 +51,7 @@ def destroy(
     from hpclz.azure.preflight import check_access
     from hpclz.azure.settings import settings_from_env
     from hpclz.state.factory import open_backend
+    from hpclz.state.identity import ZoneIdentity, refuse_foreign_state
 
     loaded = load_config(path)
     result = DestroyResult(file=str(path), include_data=include_data)
@@ -61,6 +62,8 @@ def destroy(
     result.state_location = backend.location
     with backend.lock("destroy"):
         doc = backend.read()
+        # Destroy deletes every ID the state lists: another zone's state would tear that zone down.
+        refuse_foreign_state(doc, ZoneIdentity.of_config(loaded.config), backend.location, str(path))
         if doc is None or not doc.resources:
             return result
         # The state knows where hpclz deployed: deleting in another subscription would miss it all.
