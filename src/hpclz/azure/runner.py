@@ -9,6 +9,7 @@ operation as it changes. State is written after each submit (RUNNING + ARM id) a
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Collection, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
@@ -17,7 +18,15 @@ from typing import Any, TypeVar
 
 from hpclz.azure.arm import Arm, deployment_body
 from hpclz.azure.errors import ArmFailure, describe, innermost
-from hpclz.azure.records import HASH_TAG, assignment_ids, outputs_of, referenced_identities, resource_records
+from hpclz.azure.records import (
+    HASH_TAG,
+    assignment_ids,
+    declared_types,
+    outputs_of,
+    referenced_identities,
+    resource_records,
+)
+from hpclz.azure.waiting import WaitCancelled, deployment_budget
 from hpclz.render.plan import MANAGED_TAG, Deployment, DeploymentPlan
 from hpclz.state.model import DeploymentRecord, DeploymentStatus, ResourceRecord, StateDocument, now
 
@@ -34,6 +43,7 @@ class Step(StrEnum):
     FAILED = "failed"
     BLOCKED = "blocked"  # not started: something it depends on failed
     INTERRUPTED = "interrupted"
+    WAITING = "waiting"  # throttled or retrying: a bounded wait, counted down
 
 
 @dataclass(frozen=True)
@@ -60,6 +70,12 @@ class RunResult:
 
 class _Interrupted(Exception):
     pass
+
+
+class _TimedOut(Exception):
+    def __init__(self, failure: ArmFailure):
+        super().__init__(failure.message)
+        self.failure = failure
 
 
 class Runner:
@@ -150,6 +166,9 @@ class Runner:
 
     def _follow(self, d: Deployment) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         seen: dict[str, str] = {}
+        settings = getattr(getattr(self.arm, "clients", None), "settings", None)
+        budget, slowest = deployment_budget(declared_types(d.template), getattr(settings, "deploy_timeout", None))
+        deadline = time.monotonic() + budget
         while True:
             remote = self.arm.get_deployment(d) or {}
             operations = self.arm.operations(d)
@@ -164,6 +183,15 @@ class Runner:
                     )
             if _state(remote) not in ACTIVE:
                 return remote, operations
+            if time.monotonic() > deadline:
+                raise _TimedOut(
+                    ArmFailure(
+                        "DeploymentTimeout",
+                        f"still {_state(remote)} after {budget / 60:g} min, longer than {slowest} should take; "
+                        "hpclz stopped waiting but ARM carries on: rerun deploy to re-attach, or cancel it in Azure",
+                        (remote or {}).get("id"),
+                    )
+                )
             if self.stop.wait(self._poll):
                 raise _Interrupted
 
@@ -243,8 +271,12 @@ class Runner:
                     if result.status[name] is Step.INTERRUPTED:
                         result.interrupted = True
         except BaseException:
-            # Ctrl-C or a failed state write: stop polling; what ARM runs stays recorded as RUNNING in state.
+            # Ctrl-C or a failed state write: stop polling and any wait between retries at once; what ARM
+            # runs stays recorded as RUNNING in state.
             self.stop.set()
+            clients = getattr(self.arm, "clients", None)
+            if clients is not None:
+                clients.cancel.set()
             raise
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
@@ -256,9 +288,13 @@ class Runner:
             return Step.INTERRUPTED
         try:
             return self._deploy(d)
-        except _Interrupted:
+        except (_Interrupted, WaitCancelled):
             self._emit(Event(d.name, Step.INTERRUPTED, "left running in ARM; rerun deploy to re-attach"))
             return Step.INTERRUPTED
+        except _TimedOut as timeout:
+            self._failures[d.name] = timeout.failure
+            self._emit(Event(d.name, Step.FAILED, timeout.failure.one_line()))
+            return Step.FAILED
         except Exception as exc:  # an unreachable ARM or a refused call fails this deployment, not the others
             from azure.core.exceptions import AzureError
 

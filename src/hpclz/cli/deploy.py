@@ -68,6 +68,8 @@ def deploy(
         def on_event(event: Any) -> None:
             if progress is not None:
                 progress(event)
+            elif str(event.step) == "waiting":  # a throttled preflight call: say why nothing moves
+                err.print(f"{event.deployment}: {event.message}", highlight=False)
 
         try:
             result = run_deploy(

@@ -172,6 +172,7 @@ def deploy(
         AzureClients(resolve_subscription(metadata.resolved_subscription_id()), settings_from_env(metadata.cloud))
     )
     result.stage = "preflight"
+    _announce_waits(arm, on_event)
     backend = _backend(loaded, arm)
     # Everything that can refuse does so before preflight's first call; `_apply` checks again under the lock.
     check_contract(loaded, plan, backend.read(), arm.subscription_id, backend.location, consent, secrets)
@@ -321,6 +322,13 @@ def _apply(
     elif not run.ok:
         result.exit_code = ExitCode.INTERRUPTED if run.interrupted else ExitCode.AZURE_ERROR
     return result
+
+
+def _announce_waits(arm: Any, on_event: Callable[[Any], None]) -> None:
+    """Every wait between retries (a throttled call's Retry-After, a backoff) is shown, counting down."""
+    from hpclz.azure.runner import Event, Step
+
+    arm.clients.on_wait = lambda message: on_event(Event("ARM", Step.WAITING, message))
 
 
 def _removals(arm: Any, plan: DeploymentPlan, doc: StateDocument, changes: ChangeSet | None) -> Removals:
