@@ -56,7 +56,7 @@ def largest_preset() -> Path:
 
 
 def modelled(plan, latency: dict[str, float]) -> dict[str, float]:  # type: ignore[no-untyped-def]
-    from hpclz.azure.records import _declared
+    from hpclz.deploy.records import _declared
 
     return {
         d.name: sum(latency.get(str(r.get("type", "")).lower(), latency["*"]) for r in _declared(d.template))

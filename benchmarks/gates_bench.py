@@ -18,8 +18,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from hpclz.arm import checkov_gate, schema_gate
-from hpclz.arm.gates import check_plan
 from hpclz.config.loader import load_config
+from hpclz.gates import check_plan
 from hpclz.render.build import build_plan
 from hpclz.rules.template.context import TemplateContext
 

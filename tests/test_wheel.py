@@ -40,8 +40,8 @@ def test_wheel_ships_templates_presets_and_allowlist(unpacked_wheel: Path) -> No
 def test_installed_wheel_renders_a_preset_from_its_own_data(unpacked_wheel: Path, tmp_path: Path) -> None:
     """Run from outside the checkout with only the wheel on the path: init and render must find their data."""
     code = (
-        "import sys; from hpclz import resources; from hpclz.cli import main;"
-        "print(resources.templates_dir());"
+        "import sys; from hpclz import package_data; from hpclz.cli import main;"
+        "print(package_data.templates_dir());"
         "sys.exit(main(['init', '--preset', 'energy', '--out', 'zone.yaml']) or"
         " main(['render', 'zone.yaml', '--out', 'out', '--no-gates']))"
     )

@@ -82,7 +82,7 @@ def config_reference() -> str:
 
 
 def rules_reference() -> str:
-    from hpclz.rules.registry import all_rules
+    from hpclz.registry import all_rules
 
     lines = [HEADER, "# Rule reference\n\n"]
     lines.append("Every rule hpclz runs, by ID. Silence one with `--suppress ID` or the config's `suppress:` list.\n\n")

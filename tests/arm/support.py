@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from hpclz.arm.schema_gate import schemas_available
-from hpclz.render.plan import Deployment, DeploymentPlan, Scope
+from hpclz.render.model import Deployment, DeploymentPlan, Scope
 from hpclz.rules.template.context import TemplateContext
 from tests.conftest import require
 

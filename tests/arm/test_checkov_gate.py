@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from hpclz.arm import checkov_gate
-from hpclz.arm.gates import Gate, GateReport, check_plan
 from hpclz.errors import HpclzError
+from hpclz.gates import Gate, GateReport, check_plan
 from tests.arm.support import FIXTURES, deployment, load, plan_of
 from tests.conftest import require
 

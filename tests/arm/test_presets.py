@@ -9,10 +9,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from hpclz.arm import checkov_gate
-from hpclz.arm.gates import Gate, GateReport, check_plan
 from hpclz.config.loader import load_config
+from hpclz.gates import Gate, GateReport, check_plan
 from hpclz.render.build import build_plan
-from hpclz.render.plan import DeploymentPlan
+from hpclz.render.model import DeploymentPlan
 from tests.arm.support import require_schemas
 from tests.conftest import PRESETS, require
 

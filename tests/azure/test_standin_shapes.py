@@ -9,7 +9,7 @@ import pytest
 
 from hpclz.azure.arm import Arm, deployment_body
 from hpclz.azure.clients import AzureClients
-from hpclz.render.plan import Deployment
+from hpclz.render.model import Deployment
 from tests.conftest import SHARED, require
 from tests.support.arm_standin import ArmStandIn
 

@@ -6,8 +6,8 @@ import io
 
 from rich.console import Console
 
-from hpclz.azure.runner import Event, Step
 from hpclz.cli.progress import Progress
+from hpclz.deploy.runner import Event, Step
 
 EVENTS = [
     Event("net", Step.SUBMITTED, "network -> rg-net"),

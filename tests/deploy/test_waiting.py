@@ -12,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from hpclz.azure.waiting import BoundedRetryPolicy, WaitCancelled, deployment_budget
+from hpclz.azure.errors import WaitCancelled
+from hpclz.azure.waiting import BoundedRetryPolicy
+from hpclz.deploy.timeouts import deployment_budget
 from tests.deploy.conftest import HPCLZ, state_of
 from tests.support.arm_standin import ArmStandIn, Fault
 

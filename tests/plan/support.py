@@ -13,7 +13,7 @@ from hpclz.plan.config_diff import config_snapshot
 from hpclz.plan.policies import is_data_bearing
 from hpclz.plan.resources import SUBSCRIPTION_PLACEHOLDER, desired_resources
 from hpclz.render.build import build_plan
-from hpclz.render.plan import DeploymentPlan
+from hpclz.render.model import DeploymentPlan
 from hpclz.state.model import DeploymentRecord, DeploymentStatus, ResourceRecord, StateDocument
 from tests.conftest import REPO
 
@@ -38,7 +38,7 @@ def applied_state(
     serial: int = 3,
 ) -> StateDocument:
     """What a successful apply of `plan` records. properties_only: the shape states written before
-    hpclz.azure.records kept whole bodies still have (only each resource's `properties`, real IDs and
+    hpclz.deploy.records kept whole bodies still have (only each resource's `properties`, real IDs and
     names, role assignments named by GUID)."""
     plan = plan or build_plan(config)
     records = []

@@ -8,7 +8,7 @@ from hpclz.plan.changeset import Action, Policy
 from hpclz.plan.offline import diff_values, offline_changeset
 from hpclz.plan.resources import desired_resources
 from hpclz.render.build import build_plan
-from hpclz.render.plan import Deployment, DeploymentPlan, Scope
+from hpclz.render.model import Deployment, DeploymentPlan, Scope
 from tests.plan.support import applied_state, edited, preset
 
 
@@ -115,7 +115,7 @@ def test_named_lists_match_by_name_not_index() -> None:
 
 
 def test_state_with_only_properties_and_guid_named_role_assignments() -> None:
-    """The shape hpclz.azure.records writes: nothing spurious, real edits still seen."""
+    """The shape hpclz.deploy.records writes: nothing spurious, real edits still seen."""
     base = preset("energy")
     state = applied_state(base, properties_only=True)
     assert not offline_changeset(build_plan(base), state).changed_resources

@@ -12,7 +12,7 @@ from ruamel.yaml import YAML
 
 from hpclz.config import load_config_text
 from hpclz.render.build import build_plan
-from hpclz.render.plan import DeploymentPlan
+from hpclz.render.model import DeploymentPlan
 from tests.conftest import PRESETS
 
 

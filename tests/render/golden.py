@@ -11,7 +11,7 @@ from pathlib import Path
 
 from hpclz.config import load_config
 from hpclz.render.build import build_plan
-from hpclz.render.plan import DeploymentPlan
+from hpclz.render.model import DeploymentPlan
 from hpclz.render.writer import output_files, write_plan
 
 REPO = Path(__file__).resolve().parents[2]

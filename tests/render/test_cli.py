@@ -7,8 +7,8 @@ import shutil
 from pathlib import Path
 
 from hpclz.arm.checkov_gate import find_checkov
-from hpclz.arm.gates import check_plan
-from hpclz.render.plan import DeploymentPlan
+from hpclz.gates import check_plan
+from hpclz.render.model import DeploymentPlan
 from tests.conftest import REPO, require
 
 ENERGY = str(REPO / "configs" / "energy.yaml")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from hpclz.arm.walk import iter_resources
 from hpclz.naming import NAME_RULES
-from hpclz.render.plan import DeploymentPlan
+from hpclz.render.model import DeploymentPlan
 
 KIND_BY_TYPE = {
     "Microsoft.Resources/resourceGroups": "resource_group",

@@ -8,7 +8,7 @@ import pytest
 
 from hpclz.config import load_config
 from hpclz.findings import Finding
-from hpclz.rules.registry import CONFIG_RULES
+from hpclz.registry import CONFIG_RULES
 from hpclz.services.validate import check_config
 from tests.rules.cases import CASES, Case, load_case
 

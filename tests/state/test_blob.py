@@ -7,10 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from hpclz.azure.blob_state import CONNECTION_STRING_ENV, BlobBackend
 from hpclz.config.root import LandingZoneConfig
-from hpclz.state.blob import BlobBackend
+from hpclz.deploy.backends import open_backend
 from hpclz.state.errors import StateConflictError, StateLockedError, StateStorageError
-from hpclz.state.factory import CONNECTION_STRING_ENV, new_state, open_backend
+from hpclz.state.factory import new_state
 from hpclz.state.guard import SecretGuard
 from tests.state.conftest import UNREACHED_ACCOUNT, blob_config
 from tests.support.azurite import Azurite

@@ -8,8 +8,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from hpclz.config.root import LandingZoneConfig
+from hpclz.deploy.backends import open_backend
 from hpclz.errors import ExitCode
-from hpclz.state.factory import open_backend
 from tests.conftest import CliResult
 from tests.state.conftest import sample_state
 from tests.support.azurite import Azurite

@@ -14,9 +14,10 @@ from pathlib import Path
 import pytest
 
 from hpclz.config.root import LandingZoneConfig
+from hpclz.deploy.backends import open_backend
 from hpclz.errors import ExitCode
 from hpclz.state.errors import StateLockedError, StateStorageError
-from hpclz.state.factory import new_state, open_backend
+from hpclz.state.factory import new_state
 from hpclz.state.local import LocalBackend
 from tests.conftest import REPO, CliResult
 from tests.state.conftest import sample_state
@@ -27,7 +28,7 @@ HOLDER = textwrap.dedent(
     import sys
     from pathlib import Path
     from hpclz.config.loader import load_config
-    from hpclz.state.factory import open_backend
+    from hpclz.deploy.backends import open_backend
     config_file = Path(sys.argv[1])
     backend = open_backend(load_config(config_file).config, base_dir=config_file.parent)
     with backend.lock(sys.argv[2]):
@@ -42,7 +43,7 @@ DIES_MID_WRITE = textwrap.dedent(
     import os, sys
     from pathlib import Path
     from hpclz.config.loader import load_config
-    from hpclz.state.factory import open_backend
+    from hpclz.deploy.backends import open_backend
     config_file = Path(sys.argv[1])
     backend = open_backend(load_config(config_file).config, base_dir=config_file.parent)
     doc = backend.read()

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from hpclz.findings import Severity
+from hpclz.registry import VERIFY_RULES, all_rules
 from hpclz.rules.base import RULE_ID, Rule, run_rules
-from hpclz.rules.registry import VERIFY_RULES, all_rules
 from hpclz.verify.agent import gather
 from hpclz.verify.checks.outcomes import OUTCOMES
 from hpclz.verify.checks.rules import NodeContext, OutcomeRule, VerifyRule

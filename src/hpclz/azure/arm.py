@@ -10,7 +10,7 @@ from typing import Any
 
 from hpclz.arm.api_versions import pinned_version
 from hpclz.azure.clients import AzureClients
-from hpclz.render.plan import Deployment, Scope
+from hpclz.render.model import Deployment, Scope
 
 ROLE_ASSIGNMENT_API = pinned_version("Microsoft.Authorization/roleAssignments") or "2022-04-01"
 IDENTITY_API = pinned_version("Microsoft.ManagedIdentity/userAssignedIdentities") or "2023-01-31"

@@ -1,4 +1,4 @@
-"""What the Azure Blob state backend (hpclz.state.blob) needs from the storage SDK, so only hpclz.azure names it.
+"""What the Azure Blob state backend (hpclz.azure.blob_state) needs from the storage SDK, so only hpclz.azure names it.
 
 Import this module inside the functions that need it: importing it loads azure.core.
 """

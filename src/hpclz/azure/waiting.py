@@ -5,8 +5,7 @@ once when the run is stopped (Ctrl-C).
   https://learn.microsoft.com/azure/azure-resource-manager/management/request-limits-and-throttling);
   azure-core sleeps whatever the header says, so one `Retry-After: 3600` froze a deploy for an hour.
   The wait is capped (HPCLZ_RETRY_AFTER_CAP, 120 s by default) and counted down.
-- Long-running deployments: each resource type gets a time budget; a deployment still running past the
-  longest budget of its types stops being followed (ARM carries on; rerun deploy to re-attach).
+- Long-running deployments: see hpclz.deploy.timeouts.
 """
 
 from __future__ import annotations
@@ -14,40 +13,15 @@ from __future__ import annotations
 import math
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any
 
 from azure.core.pipeline.policies import RetryPolicy
 
+from hpclz.azure.errors import WaitCancelled
+
 RETRY_AFTER_CAP = 120.0
 COUNTDOWN_EVERY = 10.0  # seconds between countdown messages, so a log is not flooded
-
-# Budgets, generous on purpose: past them something is wrong, not slow. Managed Lustre and NetApp take
-# the longest to provision; VMs with extensions and Bastion next (Bastion is documented as taking about
-# 10 minutes: https://learn.microsoft.com/azure/bastion/quickstart-host-portal).
-TIMEOUT_MINUTES: dict[str, float] = {
-    "microsoft.storagecache/amlfilesystems": 120,
-    "microsoft.netapp/netappaccounts/capacitypools/volumes": 60,
-    "microsoft.network/bastionhosts": 45,
-    "microsoft.compute/virtualmachines": 45,
-    "microsoft.network/virtualnetworkgateways": 90,
-}
-DEFAULT_TIMEOUT_MINUTES = 30.0
-
-
-class WaitCancelled(Exception):
-    """The run was stopped while hpclz waited on Azure."""
-
-
-def deployment_budget(types: Iterable[str], override_seconds: float | None = None) -> tuple[float, str]:
-    """Seconds to follow a deployment, and the resource type that sets it."""
-    if override_seconds is not None:
-        return override_seconds, "HPCLZ_DEPLOY_TIMEOUT"
-    budgets = {t: TIMEOUT_MINUTES.get(t.lower(), DEFAULT_TIMEOUT_MINUTES) for t in types} or {
-        "": DEFAULT_TIMEOUT_MINUTES
-    }
-    slowest = max(budgets, key=lambda t: budgets[t])
-    return budgets[slowest] * 60, slowest or "any resource"
 
 
 class BoundedRetryPolicy(RetryPolicy):

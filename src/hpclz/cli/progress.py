@@ -22,7 +22,7 @@ STYLE = {
 
 
 class Progress:
-    """Feed it runner events (`hpclz.azure.runner.Event`); use as a context manager around the run."""
+    """Feed it runner events (`hpclz.deploy.runner.Event`); use as a context manager around the run."""
 
     def __init__(self, out: Console, names: list[str], live: bool | None = None):
         self.out = out

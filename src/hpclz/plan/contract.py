@@ -18,7 +18,7 @@ from hpclz.errors import ExitCode, HpclzError
 from hpclz.plan.changeset import Action, ChangeSet, Policy, StateRef
 from hpclz.plan.config_diff import config_changes
 from hpclz.plan.offline import offline_changeset
-from hpclz.render.plan import DeploymentPlan
+from hpclz.render.model import DeploymentPlan
 from hpclz.state.model import StateDocument
 
 DISRUPTIVE = (Policy.DRAIN_PARTITION, Policy.RESTART_NODES)

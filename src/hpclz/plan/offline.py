@@ -13,7 +13,7 @@ from hpclz.plan import policies
 from hpclz.plan.assignments import is_role_assignment, key_of, maybe_same, pair_in_passes, surely_same
 from hpclz.plan.changeset import Action, ChangeSet, PropertyChange, ResourceChange, StateRef, Verdict, worst
 from hpclz.plan.resources import DesiredResource, desired_resources, id_key, parent_key, resource_label
-from hpclz.render.plan import DeploymentPlan
+from hpclz.render.model import DeploymentPlan
 from hpclz.state.model import ResourceRecord, StateDocument
 
 

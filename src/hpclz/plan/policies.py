@@ -16,7 +16,7 @@ from ipaddress import ip_network
 from typing import Any
 
 from hpclz.plan.changeset import Policy, Verdict
-from hpclz.render.plan import DATA_BEARING_TYPES
+from hpclz.render.model import DATA_BEARING_TYPES
 
 Evaluate = Callable[[Any, Any, Any], Verdict]  # (before, after, context: the whole new resource body or config)
 

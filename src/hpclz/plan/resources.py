@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from hpclz.render.plan import Deployment, DeploymentPlan, Scope
+from hpclz.render.model import Deployment, DeploymentPlan, Scope
 
 STRUCTURAL_KEYS = frozenset(
     {"type", "name", "apiVersion", "dependsOn", "comments", "condition", "copy", "resources", "metadata", "scope"}

@@ -21,10 +21,10 @@ from hpclz import __version__
 from hpclz.config.loader import LoadedConfig
 from hpclz.config.root import LandingZoneConfig
 from hpclz.errors import HpclzError
+from hpclz.package_data import templates_dir
 from hpclz.plan.changeset import ChangeSet, StateRef
 from hpclz.plan.config_diff import config_snapshot
-from hpclz.render.plan import DeploymentPlan, canonical_json
-from hpclz.resources import templates_dir
+from hpclz.render.model import DeploymentPlan, canonical_json
 from hpclz.state.model import StateDocument
 
 FORMAT: Literal["hpclz-plan"] = "hpclz-plan"

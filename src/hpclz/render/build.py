@@ -15,7 +15,7 @@ from hpclz.config.root import LandingZoneConfig
 from hpclz.render import components, monitoring, storage
 from hpclz.render.arm import RG_TEMPLATE_SCHEMA, SUBSCRIPTION_TEMPLATE_SCHEMA
 from hpclz.render.engine import render_json
-from hpclz.render.plan import Deployment, DeploymentPlan, Scope, canonical_json
+from hpclz.render.model import Deployment, DeploymentPlan, Scope, canonical_json
 from hpclz.render.zone import Zone
 
 

@@ -25,7 +25,7 @@ from hpclz.config.storage import ExistingLustre
 from hpclz.errors import ExitCode, HpclzError
 from hpclz.render.arm import API_VERSIONS, resource_path
 from hpclz.render.engine import Safe, render_text
-from hpclz.render.plan import MANAGED_TAG
+from hpclz.render.model import MANAGED_TAG
 from hpclz.render.writer import dumps
 from hpclz.render.zone import ZONE_TAG, Zone
 

@@ -10,7 +10,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from hpclz.render.plan import DeploymentPlan
+from hpclz.render.model import DeploymentPlan
 
 DIAGRAM_STEM = "diagram"
 IMAGE_FORMATS = ("svg", "png")

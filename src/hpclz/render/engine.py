@@ -18,7 +18,7 @@ from typing import Any
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, TemplateError
 
 from hpclz.errors import ExitCode, HpclzError
-from hpclz.resources import templates_dir
+from hpclz.package_data import templates_dir
 
 
 class Safe(str):

@@ -15,7 +15,7 @@ from hpclz.arm.locator import pretty_json
 from hpclz.errors import ExitCode, HpclzError
 from hpclz.render.arm import PARAMETERS_SCHEMA
 from hpclz.render.diagram import DIAGRAM_FILES
-from hpclz.render.plan import Deployment, DeploymentPlan
+from hpclz.render.model import Deployment, DeploymentPlan
 
 MANIFEST = "manifest.json"
 ARTIFACTS = "artifacts"

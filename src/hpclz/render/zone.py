@@ -20,7 +20,7 @@ from hpclz.errors import ExitCode, HpclzError
 from hpclz.naming import NameBuilder
 from hpclz.render.arm import API_VERSIONS, expr, resource_id, resource_id_expr
 from hpclz.render.engine import Safe
-from hpclz.render.plan import DATA_TAG, MANAGED_TAG
+from hpclz.render.model import DATA_TAG, MANAGED_TAG
 
 ZONE_TAG = "hpclz-zone"
 ENVIRONMENT_TAG = "hpclz-environment"

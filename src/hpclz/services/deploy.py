@@ -14,14 +14,14 @@ from hpclz.errors import ExitCode, HpclzError
 from hpclz.findings import Finding, Severity
 from hpclz.plan.changeset import ChangeSet
 from hpclz.plan.contract import Consent, changeset_for, refuse_unsafe
-from hpclz.render.plan import DeploymentPlan
+from hpclz.render.model import DeploymentPlan
 from hpclz.state.backend import StateBackend
 from hpclz.state.guard import ENV_REFERENCE, SecretGuard
 from hpclz.state.identity import ZoneIdentity, refuse_foreign_state
 from hpclz.state.model import StateDocument
 
 if TYPE_CHECKING:
-    from hpclz.azure.prune import Removals
+    from hpclz.deploy.prune import Removals
     from hpclz.plan.saved import SavedPlan
 
 
@@ -164,8 +164,8 @@ def deploy(
 
     from hpclz.azure.arm import Arm
     from hpclz.azure.clients import AzureClients, resolve_subscription
-    from hpclz.azure.preflight import preflight
     from hpclz.azure.settings import settings_from_env
+    from hpclz.deploy.preflight import preflight
 
     metadata = loaded.config.metadata
     arm = Arm(
@@ -248,10 +248,10 @@ def _apply(
     on_event: Callable[[Any], None],
     consent: Consent,
 ) -> DeployResult:
-    from hpclz.azure.destroy import outcome_dict
     from hpclz.azure.errors import azure_errors
-    from hpclz.azure.prune import failures
-    from hpclz.azure.runner import Runner
+    from hpclz.deploy.destroy import outcome_dict
+    from hpclz.deploy.prune import failures
+    from hpclz.deploy.runner import Runner
     from hpclz.state.factory import new_state
 
     result.state_location = backend.location
@@ -326,13 +326,13 @@ def _apply(
 
 def _announce_waits(arm: Any, on_event: Callable[[Any], None]) -> None:
     """Every wait between retries (a throttled call's Retry-After, a backoff) is shown, counting down."""
-    from hpclz.azure.runner import Event, Step
+    from hpclz.deploy.runner import Event, Step
 
     arm.clients.on_wait = lambda message: on_event(Event("ARM", Step.WAITING, message))
 
 
 def _removals(arm: Any, plan: DeploymentPlan, doc: StateDocument, changes: ChangeSet | None) -> Removals:
-    from hpclz.azure.prune import Removals
+    from hpclz.deploy.prune import Removals
     from hpclz.plan.changeset import Action
 
     resources = changes.changed_resources if changes is not None else []
@@ -366,7 +366,7 @@ def _after_run(
 
 def _backend(loaded: LoadedConfig, arm: Any) -> StateBackend:
     """The config's state backend; a Blob one signs in with the same credential as ARM."""
-    from hpclz.state.factory import open_backend
+    from hpclz.deploy.backends import open_backend
 
     file = Path(loaded.file)
     return open_backend(loaded.config, base_dir=file.parent, credential=arm.clients.credential, config_file=str(file))

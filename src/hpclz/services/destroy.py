@@ -46,11 +46,11 @@ def destroy(
 ) -> DestroyResult:
     from hpclz.azure.arm import Arm
     from hpclz.azure.clients import AzureClients, make_credential, resolve_subscription
-    from hpclz.azure.destroy import Action, Destroyer, outcome_dict
     from hpclz.azure.errors import azure_errors
-    from hpclz.azure.preflight import check_access
     from hpclz.azure.settings import settings_from_env
-    from hpclz.state.factory import open_backend
+    from hpclz.deploy.backends import open_backend
+    from hpclz.deploy.destroy import Action, Destroyer, outcome_dict
+    from hpclz.deploy.preflight import check_access
     from hpclz.state.identity import ZoneIdentity, refuse_foreign_state
 
     loaded = load_config(path)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from hpclz.errors import ExitCode, HpclzError
-from hpclz.resources import preset_names, preset_path
+from hpclz.package_data import preset_names, preset_path
 
 
 def write_preset(preset: str, out: Path, *, force: bool = False) -> Path:

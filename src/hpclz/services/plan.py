@@ -16,7 +16,7 @@ from hpclz.plan.contract import attach_config_diff, changeset_for
 from hpclz.plan.offline import create_change
 from hpclz.plan.resources import deployment_resources
 from hpclz.plan.saved import save_plan
-from hpclz.render.plan import DeploymentPlan, Scope
+from hpclz.render.model import DeploymentPlan, Scope
 from hpclz.state.identity import ZoneIdentity, refuse_foreign_state
 
 
@@ -57,9 +57,9 @@ def plan(
     detailed_exitcode: bool = False,
     suppress: list[str] | None = None,
 ) -> PlanResult:
+    from hpclz.deploy.backends import open_backend
     from hpclz.render.build import build_plan
     from hpclz.services.validate import check_config
-    from hpclz.state.factory import open_backend
 
     loaded = load_config(path)
     result = PlanResult(file=str(path), detailed_exitcode=detailed_exitcode)

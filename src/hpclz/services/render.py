@@ -13,7 +13,7 @@ from hpclz.config.root import LandingZoneConfig
 from hpclz.errors import ExitCode
 from hpclz.findings import Finding, Severity
 from hpclz.render.build import build_plan
-from hpclz.render.plan import DeploymentPlan
+from hpclz.render.model import DeploymentPlan
 from hpclz.services.validate import check_config
 
 
@@ -80,7 +80,7 @@ def render(path: str | Path, out_dir: Path, *, diagram: bool = False, gates: boo
 
 
 def _run_gates(plan: DeploymentPlan) -> tuple[list[Finding], list[str], dict[str, str]]:
-    from hpclz.arm.gates import check_plan
+    from hpclz.gates import check_plan
 
     report = check_plan(plan)
     not_run = {gate.value: reason for gate, reason in report.not_run.items()}

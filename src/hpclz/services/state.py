@@ -8,9 +8,9 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from hpclz.config.loader import load_config
+from hpclz.deploy.backends import open_backend
 from hpclz.errors import ExitCode, HpclzError
 from hpclz.state.backend import HistoryEntry, StateBackend
-from hpclz.state.factory import open_backend
 from hpclz.state.lockinfo import LockInfo, locked_error_message
 from hpclz.state.model import StateDocument
 

@@ -11,9 +11,9 @@ from pydantic import BaseModel, Field
 from hpclz.config.loader import LoadedConfig, load_config
 from hpclz.errors import ConfigError, ConfigProblem, ExitCode, HpclzError
 from hpclz.findings import Finding, Severity, count_by_severity
+from hpclz.registry import CONFIG_RULES, all_rules
 from hpclz.rules.base import DOCS_PAGE, run_rules
 from hpclz.rules.context import ConfigContext
-from hpclz.rules.registry import CONFIG_RULES, all_rules
 
 
 class ValidateResult(BaseModel):

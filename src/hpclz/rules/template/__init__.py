@@ -1,6 +1,6 @@
 """Template lint rules (HPCLZ-TPL-NNN), in the spirit of arm-ttk. TEMPLATE_RULES lists every one.
 
-The three gates of hpclz.arm.gates run their own slice: SCHEMA_RULES (official ARM schemas), LINT_RULES
+The three gates of hpclz.gates run their own slice: SCHEMA_RULES (official ARM schemas), LINT_RULES
 (expressions, resources, secrets, exposure) and CHECKOV_RULES (checkov and its allowlist).
 """
 

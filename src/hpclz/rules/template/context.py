@@ -14,7 +14,7 @@ from hpclz.config.source_map import SourceMap
 if TYPE_CHECKING:
     from hpclz.arm.checkov_gate import CheckovFailure
     from hpclz.arm.schema_gate import SchemaProblem
-    from hpclz.render.plan import Deployment
+    from hpclz.render.model import Deployment
 
 SECURE_TYPES = frozenset({"securestring", "secureobject"})
 

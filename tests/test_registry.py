@@ -9,8 +9,8 @@ import pytest
 
 from hpclz.docsgen import rules_reference
 from hpclz.findings import Severity
+from hpclz.registry import CONFIG_RULES, all_rules
 from hpclz.rules.base import RULE_ID
-from hpclz.rules.registry import CONFIG_RULES, all_rules
 
 AREA_MODULE = {
     "ORG": "organization",

@@ -9,7 +9,7 @@ from typing import Any
 from hpclz.arm.api_versions import pinned_version
 from hpclz.arm.walk import iter_resources
 from hpclz.config.root import LandingZoneConfig
-from hpclz.render.plan import DeploymentPlan, Scope
+from hpclz.render.model import DeploymentPlan, Scope
 from tests.render.conftest import preset_plan
 
 # Types whose schema has no `tags` (they cannot carry them; their parent does).

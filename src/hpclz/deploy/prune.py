@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from hpclz.azure.arm import Arm
-from hpclz.azure.destroy import Action, Destroyer, Outcome
 from hpclz.azure.errors import ArmFailure
-from hpclz.render.plan import Deployment, DeploymentPlan
+from hpclz.deploy.destroy import Action, Destroyer, Outcome
+from hpclz.render.model import Deployment, DeploymentPlan
 from hpclz.state.model import ResourceRecord, StateDocument
 
 SETTLED = (Action.DELETED, Action.GONE)

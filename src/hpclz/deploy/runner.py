@@ -17,8 +17,8 @@ from enum import StrEnum
 from typing import Any, TypeVar
 
 from hpclz.azure.arm import Arm, deployment_body
-from hpclz.azure.errors import ArmFailure, describe, innermost
-from hpclz.azure.records import (
+from hpclz.azure.errors import ArmFailure, WaitCancelled, describe, innermost, sdk_error
+from hpclz.deploy.records import (
     HASH_TAG,
     assignment_ids,
     declared_types,
@@ -26,8 +26,8 @@ from hpclz.azure.records import (
     referenced_identities,
     resource_records,
 )
-from hpclz.azure.waiting import WaitCancelled, deployment_budget
-from hpclz.render.plan import MANAGED_TAG, Deployment, DeploymentPlan
+from hpclz.deploy.timeouts import deployment_budget
+from hpclz.render.model import MANAGED_TAG, Deployment, DeploymentPlan
 from hpclz.state.model import DeploymentRecord, DeploymentStatus, ResourceRecord, StateDocument, now
 
 _T = TypeVar("_T")
@@ -242,11 +242,9 @@ class Runner:
     @staticmethod
     def _quietly(get: Callable[[str], _T | None], resource_id: str) -> _T | None:
         """A read that fails leaves the deployment succeeded: its records fall back to pairing in ARM's order."""
-        from azure.core.exceptions import AzureError
-
         try:
             return get(resource_id)
-        except AzureError:
+        except sdk_error():
             return None
 
     # ----- the whole plan -----
@@ -296,9 +294,7 @@ class Runner:
             self._emit(Event(d.name, Step.FAILED, timeout.failure.one_line()))
             return Step.FAILED
         except Exception as exc:  # an unreachable ARM or a refused call fails this deployment, not the others
-            from azure.core.exceptions import AzureError
-
-            if not isinstance(exc, AzureError):
+            if not isinstance(exc, sdk_error()):
                 raise
             failure = describe(exc)
             self._failures[d.name] = failure

@@ -16,13 +16,14 @@ from pydantic import BaseModel, Field
 
 from hpclz.arm import checkov_gate, schema_gate
 from hpclz.findings import Finding, Severity, count_by_severity, worst_severity
+from hpclz.render.writer import file_stem
 from hpclz.rules.base import Rule, run_rules
 from hpclz.rules.template import ALLOWLIST_RULES, CHECKOV_RULES, LINT_RULES, SCHEMA_RULES
 from hpclz.rules.template.checkov import AllowlistContext
 from hpclz.rules.template.context import TemplateContext
 
 if TYPE_CHECKING:
-    from hpclz.render.plan import DeploymentPlan
+    from hpclz.render.model import DeploymentPlan
 
 
 class Gate(StrEnum):
@@ -71,8 +72,6 @@ class GateReport(BaseModel):
 
 def template_files(plan: DeploymentPlan) -> list[str]:
     """The names `hpclz render` writes each template as, so findings and checkov point at those files."""
-    from hpclz.render.writer import file_stem  # render calls the gates; importing it late avoids a cycle
-
     return [f"{file_stem(index, d)}.template.json" for index, d in enumerate(plan.deployments, start=1)]
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from hpclz.azure.arm import Arm
 from hpclz.azure.errors import describe
-from hpclz.render.plan import DATA_BEARING_TYPES, DATA_TAG, MANAGED_TAG
+from hpclz.render.model import DATA_BEARING_TYPES, DATA_TAG, MANAGED_TAG
 from hpclz.state.model import ResourceRecord, StateDocument, now
 
 GROUP_TYPE = "microsoft.resources/resourcegroups"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from hpclz.azure.arm import Arm
 from hpclz.azure.clients import AzureClients
-from hpclz.azure.destroy import Action, Destroyer
-from hpclz.render.plan import MANAGED_TAG
+from hpclz.deploy.destroy import Action, Destroyer
+from hpclz.render.model import MANAGED_TAG
 from hpclz.state.model import DeploymentRecord, DeploymentStatus, ResourceRecord, StateDocument
 from tests.support.arm_standin import ArmStandIn
 

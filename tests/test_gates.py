@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from hpclz.arm import schema_gate
-from hpclz.arm.gates import Gate, check_plan, template_files
 from hpclz.errors import HpclzError
 from hpclz.findings import Severity
+from hpclz.gates import Gate, check_plan, template_files
 from tests.arm.support import deployment, good_deployment, load, plan_of, require_schemas
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hpclz.azure.live_rules import LIVE_RULES
+from hpclz.deploy.live_rules import LIVE_RULES
 from hpclz.rules.base import Rule
 from hpclz.rules.config import CONFIG_RULES
 from hpclz.rules.template import TEMPLATE_RULES

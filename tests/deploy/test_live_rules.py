@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from hpclz.azure.live_rules import (
+from hpclz.config.loader import load_config
+from hpclz.deploy.live_rules import (
     LIVE_RULES,
     ArmValidationFailed,
     LiveContext,
@@ -16,7 +17,6 @@ from hpclz.azure.live_rules import (
     SkuNotOffered,
     SkuRestricted,
 )
-from hpclz.config.loader import load_config
 from hpclz.rules.base import RULE_ID, Rule
 from tests.conftest import REPO
 from tests.support.arm_standin.catalog import default_skus, default_usages, sku, usage

@@ -8,8 +8,9 @@
   copied to `<blob>.history/<serial>.json` before each overwrite (Azurite has no versioning).
 - Auth: HPCLZ_STATE_CONNECTION_STRING when set, else `credential` or the Azure adapter's credential.
 
-The storage SDK is reached only through hpclz.azure (clients.blob_service_client, hpclz.azure.storage),
-imported when this backend is opened, so other commands never load it.
+This backend implements hpclz.state.backend.StateBackend inside the Azure adapter, so the state package
+never imports Azure. The storage SDK (clients.blob_service_client, hpclz.azure.storage) is imported when
+this backend is opened, so other commands never load it.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from hpclz.state.lease import LeaseRenewer, check_lease_duration
 from hpclz.state.lockinfo import LockInfo, locked_error_message, unlock_hint
 from hpclz.state.model import StateDocument
 
+CONNECTION_STRING_ENV = "HPCLZ_STATE_CONNECTION_STRING"
 DEFAULT_LEASE_S = 30
 LOCK_META_KEY = "hpclzlock"  # base64 JSON: metadata values must be plain ASCII header values
 _UNREAD = object()
@@ -67,7 +69,6 @@ class BlobBackend:
         **options: Any,
     ) -> BlobBackend:
         from hpclz.azure.clients import blob_service_client
-        from hpclz.state.factory import CONNECTION_STRING_ENV
 
         service = blob_service_client(
             account_url,

@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping
 
 from hpclz.azure.arm import Arm, deployment_body
-from hpclz.azure.errors import azure_errors, describe
-from hpclz.azure.live_rules import LIVE_RULES, LiveContext
-from hpclz.azure.records import declared_types
+from hpclz.azure.errors import azure_errors, describe, sdk_error
 from hpclz.config.loader import LoadedConfig
+from hpclz.deploy.live_rules import LIVE_RULES, LiveContext
+from hpclz.deploy.records import declared_types
 from hpclz.findings import Finding
-from hpclz.render.plan import DeploymentPlan, Scope
+from hpclz.render.model import DeploymentPlan, Scope
 from hpclz.rules.base import run_rules
 
 
@@ -32,7 +32,7 @@ def gather(
     secrets: Mapping[str, Mapping[str, str]],
     unchanged: Collection[str] = (),
 ) -> LiveContext:
-    from azure.core.exceptions import AzureError
+    AzureError = sdk_error()
 
     ctx = LiveContext(loaded=loaded, location=plan.location)
     for namespace in namespaces(plan):

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from hpclz.azure.destroy import kept_set
-from hpclz.azure.records import outputs_of, resource_records
-from hpclz.render.plan import Deployment
+from hpclz.deploy.destroy import kept_set
+from hpclz.deploy.records import outputs_of, resource_records
+from hpclz.render.model import Deployment
 from hpclz.state.model import ResourceRecord
 
 RG = "/subscriptions/s/resourceGroups/rg"

@@ -26,7 +26,7 @@ from hpclz.plan.resources import (
     parent_key,
     parse_resource_id,
 )
-from hpclz.render.plan import DATA_BEARING_TYPES, DATA_TAG, Deployment
+from hpclz.render.model import DATA_BEARING_TYPES, DATA_TAG, Deployment
 from hpclz.state.model import ResourceRecord
 
 HASH_TAG = "hpclz-template-hash"
