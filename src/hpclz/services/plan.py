@@ -92,12 +92,16 @@ def plan(
 def online_changeset(loaded: LoadedConfig, deployment_plan: DeploymentPlan) -> ChangeSet:
     """ARM what-if per deployment; a deployment whose resource group does not exist yet is all creates
     (what-if cannot run into a missing group, and everything in it is new anyway)."""
-    from hpclz.azure.arm import Arm
+    from hpclz.azure.arm import Arm, deployment_body
     from hpclz.azure.clients import AzureClients, resolve_subscription
     from hpclz.azure.errors import azure_errors
     from hpclz.azure.settings import settings_from_env
     from hpclz.plan.whatif import whatif_changeset
+    from hpclz.services.deploy import resolve_secrets
 
+    # ARM validates a what-if like a deployment: secureString parameters must have values. They go to
+    # ARM in the request only; ARM never echoes them in the result, and nothing here prints them.
+    secrets = resolve_secrets(loaded, deployment_plan)
     metadata = loaded.config.metadata
     subscription = resolve_subscription(metadata.resolved_subscription_id())
     arm = Arm(AzureClients(subscription, settings_from_env(metadata.cloud)))
@@ -108,7 +112,7 @@ def online_changeset(loaded: LoadedConfig, deployment_plan: DeploymentPlan) -> C
             if d.scope is Scope.RESOURCE_GROUP and d.resource_group and arm.get_group(d.resource_group) is None:
                 missing.append(d)
             else:
-                results[d.name] = arm.what_if(d)
+                results[d.name] = arm.what_if(d, deployment_body(d, secrets.get(d.name, {}), {}))
     changes = whatif_changeset(
         results, landing_zone=deployment_plan.landing_zone, environment=deployment_plan.environment
     )
