@@ -339,3 +339,52 @@ def test_no_op_deploy_leaves_state_untouched(arm: ArmStandIn, energy: Path, run_
     after = state_of(energy)
     # The same serial: plans saved before the no-op deploy stay current.
     assert {k: v for k, v in after.items() if after.get(k) != before.get(k)} == {}
+
+
+SECRETS = (
+    "    purge_protection: true\n",
+    "    purge_protection: true\n    secrets:\n      licence-key: ${env:LICENCE_KEY}\n      api-token: ${env:API_TOKEN}\n",
+)
+
+
+def test_secret_rotated_is_planned_and_applied_without_reaching_state(
+    arm: ArmStandIn, energy: Path, run_cli: Callable, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LICENCE_KEY", "licence-v1-0a9f3c")
+    monkeypatch.setenv("API_TOKEN", "token-v1-77b2e1")
+    edit(energy, (SECRETS,))
+    assert run_cli("deploy", str(energy), "--yes").exit_code == 0
+    assert_plan_clean(run_cli, energy)
+
+    monkeypatch.setenv("LICENCE_KEY", "licence-v2-5d1e08")  # rotated outside the config, as a vault would be
+    plan = run_cli("plan", str(energy), "--detailed-exitcode")
+    assert plan.exit_code == 2, plan.stdout
+    assert "identity.key_vault.secrets.licence-key" in plan.stdout and "(sensitive, rotated)" in plan.stdout
+    assert "api-token" not in plan.stdout  # unchanged secrets are not listed
+
+    start = len(arm.log)
+    assert run_cli("deploy", str(energy), "--yes").exit_code == 0
+    assert [r.path.rsplit("/", 1)[-1] for r in arm.log[start:] if r.method == "PUT"] == ["hpclz-energy-prod-identity"]
+    sent = next(r for k, r in arm.world.deployments.items() if k.endswith("-identity")).body
+    assert "licence-v2-5d1e08" in {v["value"] for v in sent["properties"]["parameters"].values()}
+    assert_plan_clean(run_cli, energy)
+    files = [p for p in energy.parent.rglob("*") if p.is_file() and p != energy]
+    for value in ("licence-v1-0a9f3c", "licence-v2-5d1e08", "token-v1-77b2e1"):
+        assert not any(value.encode() in p.read_bytes() for p in files), value
+
+
+def test_secret_removed_is_deleted_from_the_vault(
+    arm: ArmStandIn, energy: Path, run_cli: Callable, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LICENCE_KEY", "licence-v1-0a9f3c")
+    monkeypatch.setenv("API_TOKEN", "token-v1-77b2e1")
+    edit(energy, (SECRETS,))
+    assert run_cli("deploy", str(energy), "--yes").exit_code == 0
+    edit(energy, (("      api-token: ${env:API_TOKEN}\n", ""),))
+    plan = run_cli("plan", str(energy))
+    assert "1 to destroy" in plan.stdout, plan.stdout
+    assert run_cli("deploy", str(energy), "--yes").exit_code == 0
+    assert not any(k.endswith("/secrets/api-token") for k in arm.world.resources)
+    assert any(k.endswith("/secrets/licence-key") for k in arm.world.resources)
+    assert_plan_clean(run_cli, energy)
+    assert_inventory_is_state(arm, energy)

@@ -92,6 +92,7 @@ class Runner:
         max_workers: int = 8,
         deletes: Collection[str] = (),
         before_submit: Callable[[Deployment], ArmFailure | None] = lambda d: None,
+        resubmit: Collection[str] = (),
     ):
         self.arm = arm
         self.plan = plan
@@ -106,6 +107,7 @@ class Runner:
         # Lower-cased IDs the change set deletes: their records stay in state (pending_delete) until deleted.
         self._deletes = {i.lower() for i in deletes}
         self._before_submit = before_submit
+        self._resubmit = set(resubmit)  # a rotated secret: same template, new value
 
     # ----- state -----
     def _record(self, record: DeploymentRecord, resources: list[Any] | None = None) -> None:
@@ -129,13 +131,14 @@ class Runner:
     # ----- one deployment -----
     def _deploy(self, d: Deployment) -> Step:
         digest = d.template_hash()
-        if self.doc.applied(d.name, digest):
+        if self.doc.applied(d.name, digest) and d.name not in self._resubmit:
             self._emit(Event(d.name, Step.SKIPPED, "unchanged since the last deploy"))
             return Step.SKIPPED
         remote = self.arm.get_deployment(d)
         remote_state = _state(remote)
         ours = remote is not None and (remote.get("tags") or {}).get(HASH_TAG) == digest
-        if ours and (remote_state in ACTIVE or remote_state == "Succeeded"):
+        adoptable = remote_state in ACTIVE or (remote_state == "Succeeded" and d.name not in self._resubmit)
+        if ours and adoptable:
             self._emit(Event(d.name, Step.ATTACHED, f"found in ARM ({remote_state}); not submitting again"))
             previous = self.doc.deployments.get(d.name)
             started = previous.started_at if previous else now()

@@ -142,6 +142,10 @@ class ChangeSet(BaseModel):
     unsupported: list[str] = Field(
         default_factory=list, description="Resources ARM what-if could not evaluate (Unsupported), with reasons."
     )
+    resubmit: list[str] = Field(
+        default_factory=list,
+        description="Deployments to submit again although their template is unchanged (a rotated secret).",
+    )
 
     @property
     def summary(self) -> Summary:

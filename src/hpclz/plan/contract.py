@@ -11,14 +11,16 @@ before its first write, whatever the plan marks as unsafe unless the engineer sa
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from hpclz.config.loader import LoadedConfig
 from hpclz.errors import ExitCode, HpclzError
-from hpclz.plan.changeset import Action, ChangeSet, Policy, StateRef
+from hpclz.plan.changeset import Action, ChangeSet, ConfigChange, Policy, StateRef, Verdict
 from hpclz.plan.config_diff import config_changes
 from hpclz.plan.offline import offline_changeset
 from hpclz.render.model import DeploymentPlan
+from hpclz.state.fingerprint import same_value
 from hpclz.state.model import StateDocument
 
 DISRUPTIVE = (Policy.DRAIN_PARTITION, Policy.RESTART_NODES)
@@ -32,11 +34,46 @@ class Consent:
     disruption: bool = False
 
 
-def changeset_for(loaded: LoadedConfig, plan: DeploymentPlan, state: StateDocument | None) -> ChangeSet:
-    """The offline change set with its config-level diff: what `hpclz plan` prints and deploy applies."""
+def changeset_for(
+    loaded: LoadedConfig,
+    plan: DeploymentPlan,
+    state: StateDocument | None,
+    secrets: Mapping[str, Mapping[str, str]] | None = None,
+) -> ChangeSet:
+    """The offline change set with its config-level diff: what `hpclz plan` prints and deploy applies.
+    `secrets`: the secure parameter values that could be resolved, to tell rotated ones."""
     changes = offline_changeset(plan, state)
     attach_config_diff(changes, loaded, state)
+    if state is not None and secrets:
+        attach_rotations(changes, plan, state, secrets)
     return changes
+
+
+ROTATED = Verdict(
+    policy=Policy.IN_PLACE,
+    reason="the new value is written to Key Vault as a new version of the secret",
+    source="https://learn.microsoft.com/azure/key-vault/secrets/about-secrets",
+)
+
+
+def attach_rotations(
+    changes: ChangeSet, plan: DeploymentPlan, state: StateDocument, secrets: Mapping[str, Mapping[str, str]]
+) -> None:
+    """A secret whose value no longer matches its fingerprint in state is a change: its deployment is
+    submitted again although its template is the same (secret values are not part of the template hash)."""
+    for d in plan.deployments:
+        for parameter, path in sorted(d.secure_parameters.items()):
+            value = secrets.get(d.name, {}).get(parameter)
+            recorded = state.secret_fingerprints.get(f"{d.name}/{parameter}")
+            if value is None or recorded is None or same_value(recorded, value) is not False:
+                continue
+            changes.config_changes.append(
+                ConfigChange(
+                    path=path, kind=Action.MODIFY, before="(sensitive)", after="(sensitive, rotated)", verdict=ROTATED
+                )
+            )
+            if d.name not in changes.resubmit:
+                changes.resubmit.append(d.name)
 
 
 def attach_config_diff(changes: ChangeSet, loaded: LoadedConfig, state: StateDocument | None) -> None:

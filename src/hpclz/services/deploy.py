@@ -16,6 +16,7 @@ from hpclz.plan.changeset import ChangeSet
 from hpclz.plan.contract import Consent, changeset_for, refuse_unsafe
 from hpclz.render.model import DeploymentPlan
 from hpclz.state.backend import StateBackend
+from hpclz.state.fingerprint import SecretFingerprint, fingerprint, same_value
 from hpclz.state.guard import ENV_REFERENCE, SecretGuard
 from hpclz.state.identity import ZoneIdentity, refuse_foreign_state
 from hpclz.state.model import StateDocument
@@ -93,6 +94,32 @@ def _secret_at(loaded: LoadedConfig, path: str) -> str:
 def resolve_secrets(loaded: LoadedConfig, plan: DeploymentPlan) -> dict[str, dict[str, str]]:
     """secureString values per deployment, read only now, held only in memory."""
     return {d.name: {p: _secret_at(loaded, path) for p, path in d.secure_parameters.items()} for d in plan.deployments}
+
+
+def available_secrets(loaded: LoadedConfig, plan: DeploymentPlan) -> dict[str, dict[str, str]]:
+    """The secret values that can be read now (plan runs without them; an unset `${env:...}` is skipped)."""
+    found: dict[str, dict[str, str]] = {}
+    for d in plan.deployments:
+        for parameter, path in d.secure_parameters.items():
+            try:
+                found.setdefault(d.name, {})[parameter] = _secret_at(loaded, path)
+            except HpclzError:
+                continue
+    return found
+
+
+def new_fingerprints(
+    doc: StateDocument, plan: DeploymentPlan, secrets: dict[str, dict[str, str]]
+) -> dict[str, SecretFingerprint]:
+    """Fingerprints of the secrets just deployed: an unchanged value keeps its old one (a no-op deploy
+    must not rewrite state), a new or rotated value gets a new salt."""
+    out: dict[str, SecretFingerprint] = {}
+    for d in plan.deployments:
+        for parameter, value in sorted(secrets.get(d.name, {}).items()):
+            key = f"{d.name}/{parameter}"
+            recorded = doc.secret_fingerprints.get(key)
+            out[key] = recorded if recorded and same_value(recorded, value) else fingerprint(value)
+    return out
 
 
 def _private_ip(doc: StateDocument, vm_name: str) -> str | None:
@@ -211,7 +238,7 @@ def check_contract(
     file = str(loaded.file)
     # Another zone's (or subscription's) state would make deploy skip what never ran here, and merge two zones.
     refuse_foreign_state(doc, ZoneIdentity.of_config(loaded.config, subscription_id), state_location, file)
-    changes = changeset_for(loaded, plan, doc)
+    changes = changeset_for(loaded, plan, doc, secrets)
     refuse_unsafe(changes, consent, file)
     refuse_secrets_in_bodies(loaded, plan, secrets)
     return changes
@@ -281,6 +308,7 @@ def _apply(
             on_event=on_event,
             poll_interval=arm.clients.settings.poll_interval,
             deletes=removals.deletes,
+            resubmit=result.changes.resubmit if result.changes else (),
             before_submit=removals.before_submit,
         )
         try:
@@ -300,7 +328,7 @@ def _apply(
             ) from None
         final = runner.doc
         if run.ok:
-            final = _after_run(loaded, plan, backend, removals, final)
+            final = _after_run(loaded, plan, backend, removals, final, secrets)
         result.removed = [outcome_dict(o) for o in removals.outcomes]
         if failures(removals.outcomes):
             result.exit_code = ExitCode.AZURE_ERROR
@@ -346,7 +374,12 @@ def _removals(arm: Any, plan: DeploymentPlan, doc: StateDocument, changes: Chang
 
 
 def _after_run(
-    loaded: LoadedConfig, plan: DeploymentPlan, backend: StateBackend, removals: Removals, doc: StateDocument
+    loaded: LoadedConfig,
+    plan: DeploymentPlan,
+    backend: StateBackend,
+    removals: Removals,
+    doc: StateDocument,
+    secrets: dict[str, dict[str, str]],
 ) -> StateDocument:
     """Deletes after every create and update; then the applied config, unless nothing at all changed (a no-op
     deploy leaves the state, its serial included, as it was, so saved plans stay current)."""
@@ -357,6 +390,7 @@ def _after_run(
         "config_hash": plan.config_hash,
         "applied_config": config_snapshot(loaded.config),
         "location": plan.location,
+        "secret_fingerprints": new_fingerprints(final, plan, secrets),
     }
     updated = final.model_copy(update=applied)
     if updated.model_dump(exclude={"updated_at"}) == doc.model_dump(exclude={"updated_at"}):

@@ -78,7 +78,9 @@ def plan(
         changes = online_changeset(loaded, deployment_plan)
         attach_config_diff(changes, loaded, state)
     else:
-        changes = changeset_for(loaded, deployment_plan, state)
+        from hpclz.services.deploy import available_secrets
+
+        changes = changeset_for(loaded, deployment_plan, state, available_secrets(loaded, deployment_plan))
     result.changes = changes
     if out is not None and changes.blocked:
         # A saved plan is a promise that deploy can apply it; one with a NOT ALLOWED change cannot be kept.

@@ -13,6 +13,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from hpclz import __version__
+from hpclz.state.fingerprint import SecretFingerprint
 
 STATE_SCHEMA_VERSION = 1
 
@@ -81,6 +82,11 @@ class StateDocument(BaseModel):
         default_factory=dict,
         description="The config as last applied, plain data with secrets redacted "
         "(hpclz.plan.config_diff.config_snapshot): the baseline of `hpclz plan`'s config-level diff.",
+    )
+    secret_fingerprints: dict[str, SecretFingerprint] = Field(
+        default_factory=dict,
+        description="'<deployment>/<parameter>' -> salted scrypt fingerprint of the secret deployed there: "
+        "tells a rotated value without holding it (hpclz.state.fingerprint).",
     )
     created_at: datetime = Field(default_factory=now)
     updated_at: datetime = Field(default_factory=now)
