@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from hpclz.plan import policies
+from hpclz.plan import decode, policies
 from hpclz.plan.assignments import is_role_assignment, key_of, maybe_same, pair_in_passes, surely_same
 from hpclz.plan.changeset import Action, ChangeSet, PropertyChange, ResourceChange, StateRef, Verdict, worst
 from hpclz.plan.resources import DesiredResource, desired_resources, id_key, parent_key, resource_label
@@ -56,16 +56,10 @@ def resource_change(
     rtype: str, name: str, rid: str, deployment: str, data_bearing: bool, before: Any, after: Any
 ) -> ResourceChange:
     """Classify one resource that exists on both sides: no change, in-place modify, or replace."""
-    changes = [
-        PropertyChange(
-            path=path,
-            kind=kind,
-            before=old,
-            after=new,
-            verdict=policies.property_verdict(rtype, path, old, new, data_bearing, after),
-        )
-        for path, kind, old, new in diff_values(before, after)
-    ]
+    changes = []
+    for path, kind, old, new in diff_values(before, after):
+        verdict = policies.property_verdict(rtype, path, old, new, data_bearing, after)
+        changes += _readable(path, kind, old, new, verdict)
     return classify(
         ResourceChange(
             id=rid,
@@ -77,6 +71,23 @@ def resource_change(
             changes=changes,
         )
     )
+
+
+def _readable(path: str, kind: Action, old: Any, new: Any, verdict: Verdict) -> list[PropertyChange]:
+    """One property change; an encoded userData/customData becomes the changes inside it, same verdict."""
+    inner = decode.readable(path, old, new) if kind is Action.MODIFY and decode.is_encoded(path) else None
+    if not inner:
+        return [PropertyChange(path=path, kind=kind, before=old, after=new, verdict=verdict)]
+    return [
+        PropertyChange(
+            path=sub,
+            kind=Action.CREATE if was is None else Action.DELETE if now is None else Action.MODIFY,
+            before=was,
+            after=now,
+            verdict=verdict,
+        )
+        for sub, was, now in inner
+    ]
 
 
 def classify(change: ResourceChange) -> ResourceChange:

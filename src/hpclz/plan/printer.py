@@ -38,8 +38,21 @@ MAX_VALUE = 100
 
 
 def value(v: Any) -> str:
+    """A value on one line, whole: a plan that cuts values hides the very change it shows."""
     text = json.dumps(v, sort_keys=True, ensure_ascii=False) if not isinstance(v, str) else json.dumps(v)
-    return escape(text if len(text) <= MAX_VALUE else text[: MAX_VALUE - 3] + "...")
+    return escape(text)
+
+
+def _long(v: Any) -> bool:
+    """Shown over several lines: text with line breaks (scripts), nested values too wide for one line."""
+    if isinstance(v, str):
+        return "\n" in v
+    return isinstance(v, dict | list) and len(json.dumps(v, ensure_ascii=False)) > MAX_VALUE
+
+
+def _block(v: Any, mark: str, style: str, pad: str) -> str:
+    text = v if isinstance(v, str) else json.dumps(v, indent=2, sort_keys=True, ensure_ascii=False)
+    return "".join(f"\n{pad}[{style}]{mark} {escape(line)}[/]" for line in text.splitlines() or [""])
 
 
 def _symbol(action: Action) -> str:
@@ -59,9 +72,19 @@ def _cost(verdict: Verdict) -> str:
     return f"[dim]{words}[/]"
 
 
-def _edit(change: ConfigChange | PropertyChange, removed_value: bool) -> str:
-    """`path: before -> after`; an addition shows its value, a removal its old one only if `removed_value`."""
+def _edit(change: ConfigChange | PropertyChange, removed_value: bool, pad: str = "      ") -> str:
+    """`path: before -> after`; an addition shows its value, a removal its old one only if `removed_value`.
+    Long values go below the path, line by line, `-` before and `+` after."""
     path = escape(change.path)
+    show_before = change.kind is Action.MODIFY or (change.kind is Action.DELETE and removed_value)
+    show_after = change.kind in (Action.MODIFY, Action.CREATE)
+    if (show_before and _long(change.before)) or (show_after and _long(change.after)):
+        body = f"{path}:"
+        if show_before:
+            body += _block(change.before, "-", "red", pad)
+        if show_after:
+            body += _block(change.after, "+", "green", pad)
+        return body
     if change.kind is Action.MODIFY:
         return f"{path}: {value(change.before)} -> {value(change.after)}"
     if change.kind is Action.CREATE:
@@ -74,7 +97,7 @@ def config_line(change: ConfigChange) -> str:
 
 
 def property_line(change: PropertyChange, noise: bool = False) -> str:
-    body = _edit(change, removed_value=True)
+    body = _edit(change, removed_value=True, pad=" " * 12)
     if noise:
         return f"      [dim]{_symbol(change.kind)} {body}  # noise: {escape(change.noise_reason)}[/]"
     note = "  [bold magenta]# forces replacement[/]" if change.forces_replacement else ""
