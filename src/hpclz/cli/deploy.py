@@ -56,7 +56,7 @@ def deploy(
             print_changeset(err, changes)
             lines = []
             for d in the_plan.deployments:
-                same = doc is not None and doc.applied(d.name, d.template_hash())
+                same = doc is not None and doc.applied(d.name, d.template_hash(), d.resource_group)
                 lines.append(f"  {'unchanged' if same else 'apply':9} {d.name} ({d.component})")
             err.print("\nDeployments:\n" + "\n".join(lines), highlight=False)
             subscription = the_plan.subscription_id or os.environ.get("AZURE_SUBSCRIPTION_ID", "?")

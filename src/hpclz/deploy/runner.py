@@ -131,7 +131,7 @@ class Runner:
     # ----- one deployment -----
     def _deploy(self, d: Deployment) -> Step:
         digest = d.template_hash()
-        if self.doc.applied(d.name, digest) and d.name not in self._resubmit:
+        if self.doc.applied(d.name, digest, d.resource_group) and d.name not in self._resubmit:
             self._emit(Event(d.name, Step.SKIPPED, "unchanged since the last deploy"))
             return Step.SKIPPED
         remote = self.arm.get_deployment(d)

@@ -160,7 +160,8 @@ class _Matcher:
     def __init__(self, records: list[ResourceRecord]):
         self.records = records
         self.by_id = {id_key(r.id): r for r in records}
-        self.by_name = {(r.type.lower(), r.name.lower(), r.deployment): r for r in records}
+        # By name only within one resource group: a private DNS zone has the same name in every group.
+        self.by_name = {(r.type.lower(), r.name.lower(), r.deployment, _group(r.id)): r for r in records}
         self.used: set[int] = set()
 
     def _take(self, record: ResourceRecord | None) -> ResourceRecord | None:
@@ -172,7 +173,9 @@ class _Matcher:
     def match_all(self, desired: list[DesiredResource]) -> dict[int, ResourceRecord]:
         found: dict[int, ResourceRecord] = {}
         for d in desired:
-            record = self.by_id.get(id_key(d.id)) or self.by_name.get((d.type.lower(), d.name.lower(), d.deployment))
+            record = self.by_id.get(id_key(d.id)) or self.by_name.get(
+                (d.type.lower(), d.name.lower(), d.deployment, _group(d.id))
+            )
             taken = self._take(record)
             if taken is not None:
                 found[id(d)] = taken
@@ -184,6 +187,11 @@ class _Matcher:
 
     def unmatched(self) -> list[ResourceRecord]:
         return [r for r in self.records if id(r) not in self.used]
+
+
+def _group(rid: str) -> str:
+    parts = id_key(rid).split("/")
+    return parts[2] if len(parts) > 2 and parts[1] == "resourcegroups" else ""
 
 
 def _same_assignment(d: DesiredResource, record: ResourceRecord) -> bool:
@@ -213,7 +221,7 @@ _TESTS = (_same_assignment, _maybe_same_assignment, _same_slot)
 
 def _unchanged_deployments(plan: DeploymentPlan, state: StateDocument) -> set[str]:
     """Deployments whose template and parameters hash as last applied: nothing in them can have changed."""
-    return {d.name for d in plan.deployments if state.applied(d.name, d.template_hash())}
+    return {d.name for d in plan.deployments if state.applied(d.name, d.template_hash(), d.resource_group)}
 
 
 def create_change(d: DesiredResource) -> ResourceChange:

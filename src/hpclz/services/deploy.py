@@ -409,7 +409,9 @@ def _backend(loaded: LoadedConfig, arm: Any) -> StateBackend:
 def _unchanged(plan: DeploymentPlan, backend: StateBackend) -> set[str]:
     """Deployments the state says succeeded with the same template (read without the lock: a hint only)."""
     doc = backend.read()
-    return {d.name for d in plan.deployments if doc is not None and doc.applied(d.name, d.template_hash())}
+    return {
+        d.name for d in plan.deployments if doc is not None and doc.applied(d.name, d.template_hash(), d.resource_group)
+    }
 
 
 def _failing(findings: list[Finding]) -> bool:

@@ -91,9 +91,14 @@ class StateDocument(BaseModel):
     created_at: datetime = Field(default_factory=now)
     updated_at: datetime = Field(default_factory=now)
 
-    def applied(self, deployment: str, template_hash: str) -> bool:
-        """The deployment succeeded with this template hash: submitting it again would change nothing."""
+    def applied(self, deployment: str, template_hash: str, resource_group: str | None = None) -> bool:
+        """The deployment succeeded with this template hash (into `resource_group`, when one is given): submitting
+        it again would change nothing. The hash leaves the group out, so a deployment moved to another group
+        is compared by the recorded group too."""
         record = self.deployments.get(deployment)
         return (
-            record is not None and record.status is DeploymentStatus.SUCCEEDED and record.template_hash == template_hash
+            record is not None
+            and record.status is DeploymentStatus.SUCCEEDED
+            and record.template_hash == template_hash
+            and (resource_group is None or (record.resource_group or "").lower() == resource_group.lower())
         )
