@@ -388,3 +388,58 @@ def test_secret_removed_is_deleted_from_the_vault(
     assert any(k.endswith("/secrets/licence-key") for k in arm.world.resources)
     assert_plan_clean(run_cli, energy)
     assert_inventory_is_state(arm, energy)
+
+
+def _drift(arm: ArmStandIn) -> tuple[str, str]:
+    """What an operator does in the portal: opens the storage account to the Internet, deletes Bastion."""
+    account = next(k for k, r in arm.world.resources.items() if r["type"] == "Microsoft.Storage/storageAccounts")
+    arm.world.resources[account]["properties"]["publicNetworkAccess"] = "Enabled"
+    bastion = next(k for k, r in arm.world.resources.items() if r["type"] == "Microsoft.Network/bastionHosts")
+    del arm.world.resources[bastion]
+    return account, bastion
+
+
+def test_out_of_band_drift_is_shown_by_refresh_and_put_back_by_deploy(
+    arm: ArmStandIn, energy: Path, run_cli: Callable
+) -> None:
+    assert run_cli("deploy", str(energy), "--yes").exit_code == 0
+    account, bastion = _drift(arm)
+
+    offline = run_cli("plan", str(energy), "--detailed-exitcode")
+    assert offline.exit_code == 0 and "Azure was not read" in offline.stdout  # it says it did not look
+
+    refreshed = run_cli("plan", str(energy), "--refresh", "--detailed-exitcode")
+    assert refreshed.exit_code == 2, refreshed.stdout + refreshed.stderr
+    assert "Changed outside hpclz" in refreshed.stdout
+    assert 'properties.publicNetworkAccess: "Enabled" -> "Disabled"' in refreshed.stdout
+    assert "+ Microsoft.Network/bastionHosts bas-energy-prod-scus" in refreshed.stdout
+    only = run_cli("plan", str(energy), "--refresh-only")
+    assert "Changed outside hpclz" in only.stdout and "Plan: 0 to add, 0 to change" in only.stdout
+
+    start = len(arm.log)
+    fixed = run_cli("deploy", str(energy), "--yes", "--refresh")
+    assert fixed.exit_code == 0, fixed.stdout + fixed.stderr
+    assert sorted(r.path.rsplit("/", 1)[-1] for r in arm.log[start:] if r.method == "PUT") == [
+        "hpclz-energy-prod-network",
+        "hpclz-energy-prod-storage",
+    ]
+    assert arm.world.resources[account]["properties"]["publicNetworkAccess"] == "Disabled"
+    assert bastion in arm.world.resources
+    clean = run_cli("plan", str(energy), "--refresh", "--detailed-exitcode")
+    assert clean.exit_code == 0, clean.stdout
+    assert_inventory_is_state(arm, energy)
+
+
+def test_plan_destroy_shows_what_destroy_deletes(arm: ArmStandIn, energy: Path, run_cli: Callable) -> None:
+    assert run_cli("deploy", str(energy), "--yes").exit_code == 0
+    keeping = run_cli("plan", str(energy), "--destroy", "-o", "json")
+    body = json.loads(keeping.stdout)["result"]
+    deleted = {r["type"] for r in body["resources"] if r["action"] == "delete"}
+    assert "Microsoft.Network/bastionHosts" in deleted
+    assert "Microsoft.StorageCache/amlFilesystems" not in deleted  # destroy keeps data unless --include-data
+    everything = json.loads(run_cli("plan", str(energy), "--destroy", "--include-data", "-o", "json").stdout)["result"]
+    assert everything["summary"]["destroy"] == len(state_of(energy)["resources"])
+    destroyed = run_cli("destroy", str(energy), "--yes")
+    assert destroyed.exit_code == 0
+    left = {r["id"].lower() for r in state_of(energy)["resources"]}
+    assert {r["id"].lower() for r in body["resources"] if r["action"] == "delete"}.isdisjoint(left)

@@ -35,6 +35,9 @@ def deploy(
         "--allow-disruption",
         help="Apply changes that drain a partition or restart nodes (drain it through Slurm first, as plan says).",
     ),
+    refresh: bool = typer.Option(
+        False, "--refresh", help="Read the recorded resources back first and put back what changed outside hpclz."
+    ),
     suppress: list[str] = typer.Option([], "--suppress", help="Rule ID to silence (repeatable)."),
     output: OutputFormat = OUTPUT_OPTION,
 ) -> None:
@@ -79,6 +82,7 @@ def deploy(
                 on_event=on_event,
                 suppress=suppress,
                 consent=Consent(data_loss=allow_data_loss, disruption=allow_disruption),
+                refresh=refresh,
             )
         finally:
             if progress is not None:

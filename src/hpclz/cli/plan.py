@@ -22,6 +22,14 @@ def plan(
     detailed_exitcode: bool = typer.Option(
         False, "--detailed-exitcode", help="Exit 0 with no changes, 1 on error, 2 when changes are present."
     ),
+    refresh: bool = typer.Option(
+        False, "--refresh", help="Read the recorded resources back from Azure and show what changed outside hpclz."
+    ),
+    refresh_only: bool = typer.Option(False, "--refresh-only", help="Show only what changed outside hpclz."),
+    destroy: bool = typer.Option(False, "--destroy", help="Show what `hpclz destroy` would delete."),
+    include_data: bool = typer.Option(
+        False, "--include-data", help="With --destroy: as `hpclz destroy --include-data` (data-bearing resources too)."
+    ),
     suppress: list[str] = typer.Option([], "--suppress", help="Rule ID to silence (repeatable)."),
     output: OutputFormat = OUTPUT_OPTION,
 ) -> None:
@@ -29,7 +37,17 @@ def plan(
     with guarded("plan", output):
         from hpclz.services.plan import plan as run_plan
 
-        result = run_plan(config, what_if=what_if, out=out, detailed_exitcode=detailed_exitcode, suppress=suppress)
+        result = run_plan(
+            config,
+            what_if=what_if,
+            out=out,
+            detailed_exitcode=detailed_exitcode,
+            suppress=suppress,
+            refresh=refresh,
+            refresh_only=refresh_only,
+            destroy=destroy,
+            include_data=include_data,
+        )
 
         def human(console: Console) -> None:
             from rich.markup import escape

@@ -127,7 +127,7 @@ def offline_changeset(plan: DeploymentPlan, state: StateDocument | None) -> Chan
             changes.resources.append(change)
     # A record marked pending_delete is still in Azure whatever its deployment's hash says.
     changes.resources.extend(
-        _delete(r) for r in matcher.unmatched() if r.deployment not in unchanged or r.pending_delete
+        delete_change(r) for r in matcher.unmatched() if r.deployment not in unchanged or r.pending_delete
     )
     return changes
 
@@ -250,7 +250,7 @@ def _same(d: DesiredResource, record: ResourceRecord | None) -> ResourceChange:
     )
 
 
-def _delete(record: ResourceRecord) -> ResourceChange:
+def delete_change(record: ResourceRecord) -> ResourceChange:
     data = record.data_bearing or policies.is_data_bearing(record.type)
     return ResourceChange(
         id=record.id,

@@ -165,11 +165,20 @@ def print_changeset(out: Console, cs: ChangeSet, *, show_noise: bool = False, st
             out.print(config_line(edit))
     elif cs.state and not cs.config_baseline:
         out.print("\n[dim]The state holds no applied config, so config-level changes cannot be listed.[/]")
+    if cs.drift:
+        out.print("\n[bold]Changed outside hpclz[/] (found by reading Azure back; deploy puts it back):\n")
+        for drifted in cs.drift:
+            lines = resource_lines(drifted, show_noise)
+            out.print("\n".join(lines) + ("\n" if len(lines) > 1 else ""))
     changed = cs.changed_resources
-    if not changed and not cs.config_changes:
+    if not changed and not cs.config_changes and not cs.drift:
         out.print("\n[green]No changes.[/] The landing zone matches the configuration.")
+    if cs.mode == "offline" and not cs.refreshed and cs.state is not None:
+        out.print("[dim]Compared with the state only; Azure was not read (--refresh reads it for drift).[/]")
     if changed:
         out.print("\n" + LEGEND + "\n\nhpclz will perform the following actions:\n")
+        if cs.mode == "what-if":
+            out.print("[dim](as ARM's what-if reports them: changes made outside hpclz are listed here too)[/]\n")
         for resource in changed:
             lines = resource_lines(resource, show_noise)
             out.print("\n".join(lines) + ("\n" if len(lines) > 1 else ""))

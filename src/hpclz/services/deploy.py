@@ -172,6 +172,7 @@ def deploy(
     on_event: Callable[[Any], None] = lambda e: None,
     suppress: Iterable[str] = (),
     consent: Consent = Consent(),
+    refresh: bool = False,
 ) -> DeployResult:
     from hpclz.services.validate import check_config
 
@@ -218,6 +219,7 @@ def deploy(
         confirm,
         on_event,
         consent,
+        refresh or bool(saved and saved.changes.get("refreshed")),
     )
 
 
@@ -232,6 +234,7 @@ def check_contract(
     state_location: str,
     consent: Consent,
     secrets: dict[str, dict[str, str]],
+    live: dict[str, Any] | None = None,
 ) -> ChangeSet:
     """The change set deploy will apply, or HpclzError when any of it must not be applied: another zone's
     state, a NOT ALLOWED change, data loss or disruption without consent, a secret where state would keep it."""
@@ -239,6 +242,10 @@ def check_contract(
     # Another zone's (or subscription's) state would make deploy skip what never ran here, and merge two zones.
     refuse_foreign_state(doc, ZoneIdentity.of_config(loaded.config, subscription_id), state_location, file)
     changes = changeset_for(loaded, plan, doc, secrets)
+    if live is not None:
+        from hpclz.deploy.refresh import attach_drift
+
+        attach_drift(changes, doc, live)
     refuse_unsafe(changes, consent, file)
     refuse_secrets_in_bodies(loaded, plan, secrets)
     return changes
@@ -274,6 +281,7 @@ def _apply(
     confirm: Confirm,
     on_event: Callable[[Any], None],
     consent: Consent,
+    refresh: bool = False,
 ) -> DeployResult:
     from hpclz.azure.errors import azure_errors
     from hpclz.deploy.destroy import outcome_dict
@@ -289,9 +297,16 @@ def _apply(
 
             path, saved = saved_plan
             plan = check_saved_plan(saved, path, loaded, doc)  # refuses a plan made against another config or state
+        live = None
+        if refresh and doc is not None:
+            from hpclz.deploy.refresh import read_back
+
+            with azure_errors("reading the recorded resources back from Azure"):
+                live = read_back(arm, doc)
+        # The very change set confirmed and applied.
         result.changes = check_contract(
-            loaded, plan, doc, arm.subscription_id, backend.location, consent, secrets
-        )  # the very change set confirmed and applied
+            loaded, plan, doc, arm.subscription_id, backend.location, consent, secrets, live
+        )
         result.stage = "confirm"
         if not confirm(plan, doc, result.changes):
             result.exit_code = ExitCode.INTERRUPTED

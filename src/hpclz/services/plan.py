@@ -56,6 +56,10 @@ def plan(
     out: str | Path | None = None,
     detailed_exitcode: bool = False,
     suppress: list[str] | None = None,
+    refresh: bool = False,
+    refresh_only: bool = False,
+    destroy: bool = False,
+    include_data: bool = False,
 ) -> PlanResult:
     from hpclz.deploy.backends import open_backend
     from hpclz.render.build import build_plan
@@ -74,6 +78,10 @@ def plan(
     refuse_foreign_state(
         state, ZoneIdentity.of_config(loaded.config), backend.location, str(path), check_location=False
     )
+    if destroy:
+        result.changes = destroy_changeset(deployment_plan, state, include_data)
+        result.not_saved = "not saved: a destroy plan is applied with `hpclz destroy`" if out is not None else None
+        return result
     if what_if:
         changes = online_changeset(loaded, deployment_plan)
         attach_config_diff(changes, loaded, state)
@@ -81,14 +89,58 @@ def plan(
         from hpclz.services.deploy import available_secrets
 
         changes = changeset_for(loaded, deployment_plan, state, available_secrets(loaded, deployment_plan))
+    if refresh or refresh_only:
+        refresh_changeset(loaded, changes, state, only=refresh_only)
     result.changes = changes
-    if out is not None and changes.blocked:
+    if out is not None and refresh_only:
+        result.not_saved = "not saved: a --refresh-only plan changes nothing"
+    elif out is not None and changes.blocked:
         # A saved plan is a promise that deploy can apply it; one with a NOT ALLOWED change cannot be kept.
         result.not_saved = f"not saved to {out}: it holds changes that are not allowed ({', '.join(changes.blocked)})"
     elif out is not None:
         save_plan(out, deployment_plan, changes, loaded.config, state)
         result.saved_to = str(out)
     return result
+
+
+def refresh_changeset(loaded: LoadedConfig, changes: ChangeSet, state: Any, *, only: bool = False) -> None:
+    """Read the recorded resources back from Azure and add what drifted (`only`: nothing but the drift)."""
+    from hpclz.azure.errors import azure_errors
+    from hpclz.deploy.refresh import attach_drift, read_back
+
+    if state is None:
+        changes.refreshed = True
+        return
+    with azure_errors("reading the recorded resources back from Azure"):
+        live = read_back(_arm(loaded), state)
+    if only:
+        changes.resources, changes.config_changes, changes.resubmit = [], [], []
+    attach_drift(changes, state, live)
+
+
+def destroy_changeset(plan: DeploymentPlan, state: Any, include_data: bool) -> ChangeSet:
+    """What `hpclz destroy` would delete: every recorded resource, less the data it keeps (and what that
+    data stands on) unless include_data."""
+    from hpclz.deploy.destroy import kept_set
+    from hpclz.plan.offline import delete_change
+
+    changes = ChangeSet(mode="destroy", landing_zone=plan.landing_zone, environment=plan.environment)
+    if state is None:
+        return changes
+    kept = kept_set(state.resources, include_data)
+    changes.resources = [delete_change(r) for r in state.resources if r.id.lower() not in kept]
+    return changes
+
+
+def _arm(loaded: LoadedConfig) -> Any:
+    from hpclz.azure.arm import Arm
+    from hpclz.azure.clients import AzureClients, resolve_subscription
+    from hpclz.azure.settings import settings_from_env
+
+    metadata = loaded.config.metadata
+    return Arm(
+        AzureClients(resolve_subscription(metadata.resolved_subscription_id()), settings_from_env(metadata.cloud))
+    )
 
 
 def online_changeset(loaded: LoadedConfig, deployment_plan: DeploymentPlan) -> ChangeSet:
