@@ -443,3 +443,38 @@ def test_plan_destroy_shows_what_destroy_deletes(arm: ArmStandIn, energy: Path, 
     assert destroyed.exit_code == 0
     left = {r["id"].lower() for r in state_of(energy)["resources"]}
     assert {r["id"].lower() for r in body["resources"] if r["action"] == "delete"}.isdisjoint(left)
+
+
+def test_replace_deletes_and_recreates_one_resource(arm: ArmStandIn, energy: Path, run_cli: Callable) -> None:
+    assert run_cli("deploy", str(energy), "--yes").exit_code == 0
+    address = "Microsoft.Network/bastionHosts/bas-energy-prod-scus"
+    plan = run_cli("plan", str(energy), "--replace", address)
+    assert "-/+ Microsoft.Network/bastionHosts bas-energy-prod-scus" in plan.stdout, plan.stdout
+    start = len(arm.log)
+    done = run_cli("deploy", str(energy), "--yes", "--replace", address)  # asked for by name: no extra flag
+    assert done.exit_code == 0, done.stdout + done.stderr
+    made = [(r.method, r.path.rsplit("/", 1)[-1]) for r in arm.log[start:] if r.method in ("PUT", "DELETE")]
+    assert made == [("DELETE", "bas-energy-prod-scus"), ("PUT", "hpclz-energy-prod-network")]
+    assert_plan_clean(run_cli, energy)
+    assert_inventory_is_state(arm, energy)
+
+    lustre = "Microsoft.StorageCache/amlFilesystems/amlfs-energy-prod-scus"
+    refused = run_cli("deploy", str(energy), "--yes", "--replace", lustre)
+    assert refused.exit_code == 1 and "--allow-data-loss" in refused.stderr  # data still needs its own consent
+
+
+def test_target_applies_one_deployment_and_leaves_the_rest_planned(
+    arm: ArmStandIn, energy: Path, run_cli: Callable
+) -> None:
+    assert run_cli("deploy", str(energy), "--yes").exit_code == 0
+    edit(energy, (("workload: seismic", "workload: seismic-v2"),))
+    start = len(arm.log)
+    done = run_cli("deploy", str(energy), "--yes", "--target", "Microsoft.Network/bastionHosts/bas-energy-prod-scus")
+    assert done.exit_code == 0, done.stdout + done.stderr
+    applied = {r.path.rsplit("/", 1)[-1] for r in arm.log[start:] if r.method == "PUT"}
+    assert "hpclz-energy-prod-network" in applied and "hpclz-energy-prod-storage" not in applied
+    rest = run_cli("plan", str(energy), "--detailed-exitcode")
+    assert rest.exit_code == 2 and "metadata.tags.workload" in rest.stdout  # the baseline stayed
+    assert "Microsoft.Network/bastionHosts" not in rest.stdout.split("hpclz will perform")[-1]
+    assert run_cli("deploy", str(energy), "--yes").exit_code == 0
+    assert_plan_clean(run_cli, energy)

@@ -38,6 +38,12 @@ def deploy(
     refresh: bool = typer.Option(
         False, "--refresh", help="Read the recorded resources back first and put back what changed outside hpclz."
     ),
+    replace: list[str] = typer.Option(
+        [], "--replace", help="Resource ID (or Type/name) to delete and create again (repeatable)."
+    ),
+    target: list[str] = typer.Option(
+        [], "--target", help="Apply only the deployment holding this resource, and what it depends on (repeatable)."
+    ),
     suppress: list[str] = typer.Option([], "--suppress", help="Rule ID to silence (repeatable)."),
     output: OutputFormat = OUTPUT_OPTION,
 ) -> None:
@@ -83,6 +89,8 @@ def deploy(
                 suppress=suppress,
                 consent=Consent(data_loss=allow_data_loss, disruption=allow_disruption),
                 refresh=refresh,
+                replace=replace,
+                target=target,
             )
         finally:
             if progress is not None:

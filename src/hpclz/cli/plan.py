@@ -30,6 +30,12 @@ def plan(
     include_data: bool = typer.Option(
         False, "--include-data", help="With --destroy: as `hpclz destroy --include-data` (data-bearing resources too)."
     ),
+    replace: list[str] = typer.Option(
+        [], "--replace", help="Resource ID (or Type/name) to delete and create again (repeatable)."
+    ),
+    target: list[str] = typer.Option(
+        [], "--target", help="Only the deployment holding this resource, and what it depends on (repeatable)."
+    ),
     suppress: list[str] = typer.Option([], "--suppress", help="Rule ID to silence (repeatable)."),
     output: OutputFormat = OUTPUT_OPTION,
 ) -> None:
@@ -47,6 +53,8 @@ def plan(
             refresh_only=refresh_only,
             destroy=destroy,
             include_data=include_data,
+            replace=replace,
+            target=target,
         )
 
         def human(console: Console) -> None:

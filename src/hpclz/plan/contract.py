@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from hpclz.config.loader import LoadedConfig
 from hpclz.errors import ExitCode, HpclzError
-from hpclz.plan.changeset import Action, ChangeSet, ConfigChange, Policy, StateRef, Verdict
+from hpclz.plan.changeset import Action, ChangeSet, ConfigChange, Policy, ResourceChange, StateRef, Verdict
 from hpclz.plan.config_diff import config_changes
 from hpclz.plan.offline import offline_changeset
 from hpclz.render.model import DeploymentPlan
@@ -32,6 +32,7 @@ class Consent:
 
     data_loss: bool = False
     disruption: bool = False
+    replace: frozenset[str] = frozenset()  # lower-cased IDs asked for with --replace: consent for those alone
 
 
 def changeset_for(
@@ -91,6 +92,58 @@ def replacements(changes: ChangeSet) -> list[str]:
     return found
 
 
+def matching(changes: ChangeSet, address: str) -> list[ResourceChange]:
+    """The resources an ADDRESS names: a full resource ID, or `Type/name` (case-insensitive)."""
+    wanted = address.strip().lower()
+    by_id = [r for r in changes.resources if r.id.lower() == wanted]
+    return by_id or [r for r in changes.resources if f"{r.type}/{r.name}".lower() == wanted]
+
+
+def _one(changes: ChangeSet, address: str, flag: str) -> ResourceChange:
+    found = matching(changes, address)
+    if len(found) != 1:
+        what = "no resource" if not found else f"{len(found)} resources"
+        raise HpclzError(
+            f"{flag} {address}: {what} of this landing zone match; give the full resource ID (`hpclz plan -o json`)",
+            exit_code=ExitCode.USAGE,
+        )
+    return found[0]
+
+
+def force_replacements(changes: ChangeSet, addresses: list[str]) -> None:
+    """`--replace ADDRESS`: the resource is deleted and created again although nothing in it changed."""
+    for address in addresses:
+        resource = _one(changes, address, "--replace")
+        if resource.action is Action.CREATE:
+            continue  # not there yet: creating it is all a replacement could do
+        resource.action = Action.REPLACE
+        resource.verdict = Verdict(
+            policy=Policy.REPLACE_DATA if resource.data_bearing else Policy.REPLACE,
+            reason="replacement asked for with --replace",
+        )
+        if resource.deployment not in changes.resubmit:
+            changes.resubmit.append(resource.deployment)
+
+
+def targeted(changes: ChangeSet, plan: DeploymentPlan, addresses: list[str]) -> DeploymentPlan:
+    """`--target ADDRESS`: only the deployments holding those resources, and what they depend on; the change
+    set keeps only their resources (other changes wait for a later, untargeted deploy)."""
+    wanted = {_one(changes, a, "--target").deployment for a in addresses}
+    by_name = {d.name: d for d in plan.deployments}
+    todo = list(wanted)
+    while todo:
+        current = by_name.get(todo.pop())
+        for dependency in current.depends_on if current else []:
+            if dependency not in wanted:
+                wanted.add(dependency)
+                todo.append(dependency)
+    changes.resources = [r for r in changes.resources if r.deployment in wanted]
+    changes.drift = [r for r in changes.drift if r.deployment in wanted]
+    changes.resubmit = [n for n in changes.resubmit if n in wanted]
+    changes.config_changes = []  # a config diff cannot be cut to some deployments: the resources say it
+    return plan.model_copy(update={"deployments": [d for d in plan.deployments if d.name in wanted]})
+
+
 def disruptions(changes: ChangeSet) -> list[str]:
     """What the engineer must do before a drain or restart change, one line each."""
     verdicts = [c.verdict for c in changes.config_changes] + [r.verdict for r in changes.changed_resources]
@@ -103,7 +156,8 @@ def refusals(changes: ChangeSet, consent: Consent) -> list[str]:
     reasons = []
     if changes.blocked:
         reasons.append(f"NOT ALLOWED: {', '.join(changes.blocked)}")
-    risky = sorted(set(changes.data_loss) | set(replacements(changes)))
+    asked = {f"{r.type} {r.name}" for r in changes.resources if r.id.lower() in consent.replace and not r.data_bearing}
+    risky = sorted((set(changes.data_loss) | set(replacements(changes))) - asked)
     if risky and not consent.data_loss:
         reasons.append(f"replaces or deletes data ({', '.join(risky)}): pass --allow-data-loss once it is safe")
     if disruptions(changes) and not consent.disruption and not changes.blocked:

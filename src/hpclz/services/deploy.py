@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -13,7 +15,7 @@ from hpclz.config.loader import LoadedConfig, load_config
 from hpclz.errors import ExitCode, HpclzError
 from hpclz.findings import Finding, Severity
 from hpclz.plan.changeset import ChangeSet
-from hpclz.plan.contract import Consent, changeset_for, refuse_unsafe
+from hpclz.plan.contract import Consent, changeset_for, force_replacements, matching, refuse_unsafe, targeted
 from hpclz.render.model import DeploymentPlan
 from hpclz.state.backend import StateBackend
 from hpclz.state.fingerprint import SecretFingerprint, fingerprint, same_value
@@ -113,7 +115,8 @@ def new_fingerprints(
 ) -> dict[str, SecretFingerprint]:
     """Fingerprints of the secrets just deployed: an unchanged value keeps its old one (a no-op deploy
     must not rewrite state), a new or rotated value gets a new salt."""
-    out: dict[str, SecretFingerprint] = {}
+    planned = {d.name for d in plan.deployments}
+    out = {k: v for k, v in doc.secret_fingerprints.items() if k.split("/", 1)[0] not in planned}
     for d in plan.deployments:
         for parameter, value in sorted(secrets.get(d.name, {}).items()):
             key = f"{d.name}/{parameter}"
@@ -173,6 +176,8 @@ def deploy(
     suppress: Iterable[str] = (),
     consent: Consent = Consent(),
     refresh: bool = False,
+    replace: list[str] | None = None,
+    target: list[str] | None = None,
 ) -> DeployResult:
     from hpclz.services.validate import check_config
 
@@ -203,7 +208,8 @@ def deploy(
     _announce_waits(arm, on_event)
     backend = _backend(loaded, arm)
     # Everything that can refuse does so before preflight's first call; `_apply` checks again under the lock.
-    check_contract(loaded, plan, backend.read(), arm.subscription_id, backend.location, consent, secrets)
+    scope = Scope(replace or [], target or [])
+    check_contract(loaded, plan, backend.read(), arm.subscription_id, backend.location, consent, secrets, scope=scope)
     result.findings += preflight(arm, loaded, plan, secrets, suppress, unchanged=_unchanged(plan, backend))
     if _failing(result.findings):
         result.exit_code = ExitCode.FAILED
@@ -220,10 +226,19 @@ def deploy(
         on_event,
         consent,
         refresh or bool(saved and saved.changes.get("refreshed")),
+        scope,
     )
 
 
 Confirm = Callable[[DeploymentPlan, StateDocument | None, ChangeSet], bool]
+
+
+@dataclass(frozen=True)
+class Scope:
+    """`--replace` and `--target` addresses: full resource IDs or `Type/name`."""
+
+    replace: list[str] = field(default_factory=list)
+    target: list[str] = field(default_factory=list)
 
 
 def check_contract(
@@ -235,6 +250,7 @@ def check_contract(
     consent: Consent,
     secrets: dict[str, dict[str, str]],
     live: dict[str, Any] | None = None,
+    scope: Scope | None = None,
 ) -> ChangeSet:
     """The change set deploy will apply, or HpclzError when any of it must not be applied: another zone's
     state, a NOT ALLOWED change, data loss or disruption without consent, a secret where state would keep it."""
@@ -246,7 +262,10 @@ def check_contract(
         from hpclz.deploy.refresh import attach_drift
 
         attach_drift(changes, doc, live)
-    refuse_unsafe(changes, consent, file)
+    scope = scope or Scope()
+    force_replacements(changes, scope.replace)
+    asked = frozenset(r.id.lower() for a in scope.replace for r in matching(changes, a))
+    refuse_unsafe(changes, dataclasses.replace(consent, replace=asked), file)  # on the whole set, targeted or not
     refuse_secrets_in_bodies(loaded, plan, secrets)
     return changes
 
@@ -282,6 +301,7 @@ def _apply(
     on_event: Callable[[Any], None],
     consent: Consent,
     refresh: bool = False,
+    scope: Scope | None = None,
 ) -> DeployResult:
     from hpclz.azure.errors import azure_errors
     from hpclz.deploy.destroy import outcome_dict
@@ -305,8 +325,10 @@ def _apply(
                 live = read_back(arm, doc)
         # The very change set confirmed and applied.
         result.changes = check_contract(
-            loaded, plan, doc, arm.subscription_id, backend.location, consent, secrets, live
+            loaded, plan, doc, arm.subscription_id, backend.location, consent, secrets, live, scope
         )
+        if scope and scope.target:
+            plan = targeted(result.changes, plan, scope.target)
         result.stage = "confirm"
         if not confirm(plan, doc, result.changes):
             result.exit_code = ExitCode.INTERRUPTED
@@ -343,7 +365,7 @@ def _apply(
             ) from None
         final = runner.doc
         if run.ok:
-            final = _after_run(loaded, plan, backend, removals, final, secrets)
+            final = _after_run(loaded, plan, backend, removals, final, secrets, bool(scope and scope.target))
         result.removed = [outcome_dict(o) for o in removals.outcomes]
         if failures(removals.outcomes):
             result.exit_code = ExitCode.AZURE_ERROR
@@ -395,18 +417,19 @@ def _after_run(
     removals: Removals,
     doc: StateDocument,
     secrets: dict[str, dict[str, str]],
+    partial: bool = False,
 ) -> StateDocument:
     """Deletes after every create and update; then the applied config, unless nothing at all changed (a no-op
-    deploy leaves the state, its serial included, as it was, so saved plans stay current)."""
+    deploy leaves the state, its serial included, as it was, so saved plans stay current). A `--target`ed
+    deploy applied part of the config only: the applied config stays the baseline it was."""
     from hpclz.plan.config_diff import config_snapshot  # the baseline of `hpclz plan`'s config diff
 
     final = removals.after_run(doc)
-    applied = {
-        "config_hash": plan.config_hash,
-        "applied_config": config_snapshot(loaded.config),
-        "location": plan.location,
-        "secret_fingerprints": new_fingerprints(final, plan, secrets),
-    }
+    applied: dict[str, Any] = {"secret_fingerprints": new_fingerprints(final, plan, secrets)}
+    if not partial:
+        applied.update(
+            config_hash=plan.config_hash, applied_config=config_snapshot(loaded.config), location=plan.location
+        )
     updated = final.model_copy(update=applied)
     if updated.model_dump(exclude={"updated_at"}) == doc.model_dump(exclude={"updated_at"}):
         return doc

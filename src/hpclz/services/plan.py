@@ -12,7 +12,7 @@ from hpclz.config.loader import LoadedConfig, load_config
 from hpclz.errors import ExitCode
 from hpclz.findings import Finding, Severity
 from hpclz.plan.changeset import ChangeSet
-from hpclz.plan.contract import attach_config_diff, changeset_for
+from hpclz.plan.contract import attach_config_diff, changeset_for, force_replacements, targeted
 from hpclz.plan.offline import create_change
 from hpclz.plan.resources import deployment_resources
 from hpclz.plan.saved import save_plan
@@ -60,6 +60,8 @@ def plan(
     refresh_only: bool = False,
     destroy: bool = False,
     include_data: bool = False,
+    replace: list[str] | None = None,
+    target: list[str] | None = None,
 ) -> PlanResult:
     from hpclz.deploy.backends import open_backend
     from hpclz.render.build import build_plan
@@ -91,9 +93,14 @@ def plan(
         changes = changeset_for(loaded, deployment_plan, state, available_secrets(loaded, deployment_plan))
     if refresh or refresh_only:
         refresh_changeset(loaded, changes, state, only=refresh_only)
+    force_replacements(changes, replace or [])
+    if target:
+        targeted(changes, deployment_plan, target)
     result.changes = changes
     if out is not None and refresh_only:
         result.not_saved = "not saved: a --refresh-only plan changes nothing"
+    elif out is not None and (replace or target):
+        result.not_saved = "not saved: pass the same --replace/--target to `hpclz deploy` instead"
     elif out is not None and changes.blocked:
         # A saved plan is a promise that deploy can apply it; one with a NOT ALLOWED change cannot be kept.
         result.not_saved = f"not saved to {out}: it holds changes that are not allowed ({', '.join(changes.blocked)})"
