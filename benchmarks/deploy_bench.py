@@ -104,7 +104,7 @@ def main() -> int:
         total = time.perf_counter() - started
         arm_side = {run.name: (run.began, run.ended or run.began) for run in arm.world.deployments.values()}
     if not result.ok:
-        print(f"deploy failed: {[d.error for d in result.deployments if d.error]}")
+        print(f"deploy failed: {[d.error for d in result.payload.deployments if d.error]}")
         return 1
     first = min(t for t, step, _ in marks if step == "submitted")
     last = max(t for t, step, _ in marks if step == "succeeded")

@@ -48,3 +48,22 @@ def run_cli(capsys: pytest.CaptureFixture[str]) -> Callable[..., CliResult]:
 @pytest.fixture(params=[p.stem for p in PRESETS])
 def preset_path(request: pytest.FixtureRequest) -> Path:
     return REPO / "configs" / f"{request.param}.yaml"
+
+
+# A test that requests one of these fixtures needs that real component: it gets the marker, so
+# `-m "not slurm"` (or azurite, checkov) selects by what a test really uses, with no list to keep up.
+COMPONENT_FIXTURES = {
+    "azurite": "azurite",
+    "blob_env": "azurite",
+    "slurm_cluster": "slurm",
+    "clean_slurm": "slurm",
+    "scanned": "checkov",
+}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        for fixture in getattr(item, "fixturenames", ()):
+            marker = COMPONENT_FIXTURES.get(fixture)
+            if marker:
+                item.add_marker(marker)

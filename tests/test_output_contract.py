@@ -37,3 +37,39 @@ def test_error_envelope_has_the_fixed_keys(run_cli, tmp_path: Path) -> None:  # 
         assert set(error) == ERROR_KEYS
         assert error["file"] == str(bad) and error["line"] >= 1
     assert result.stderr == ""
+
+
+def test_every_command_service_returns_one_command_result() -> None:
+    """One result type for every command: the CLI's printers (views, envelope) take nothing else."""
+    import inspect
+
+    from hpclz.services import deploy, destroy, plan, render, state, validate, verify
+
+    services = [
+        deploy.deploy,
+        destroy.destroy,
+        plan.plan,
+        render.render,
+        state.show_state,
+        state.unlock_state,
+        validate.validate,
+        verify.verify,
+    ]
+    for service in services:
+        annotation = inspect.signature(service).return_annotation
+        assert str(annotation).startswith("CommandResult["), f"{service.__module__}.{service.__name__}: {annotation}"
+
+
+def test_changes_present_is_a_success_in_the_envelope() -> None:
+    """terraform's detailed exit code 2 means success with changes: `ok` must say so, 1 must not."""
+    from hpclz.errors import ExitCode
+    from hpclz.output import CommandResult, ResultBody
+
+    class Body(ResultBody):
+        file: str = "lz.yaml"
+
+    changed = CommandResult(command="plan", payload=Body(), exit_code=ExitCode.CHANGES_PRESENT).envelope()
+    failed = CommandResult(command="plan", payload=Body(), exit_code=ExitCode.FAILED).envelope()
+    assert (changed.ok, changed.exit_code, changed.result) == (True, 2, {"file": "lz.yaml"})
+    assert (failed.ok, failed.exit_code) == (False, 1)
+    assert tuple(changed.model_dump()) == ENVELOPE_KEYS

@@ -102,14 +102,19 @@ def rules_reference() -> str:
 def exit_codes() -> str:
     meanings = {
         ExitCode.OK: "Success (for `plan --detailed-exitcode`: success and no changes).",
-        ExitCode.FAILED: "The command ran and found a problem: failing findings, a failed deployment.",
+        ExitCode.FAILED: (
+            "The command ran and found a problem: failing findings, a failed deployment; or the answer at a"
+            " `deploy`/`destroy` confirmation was no (prints `cancelled`, nothing changed)."
+        ),
         ExitCode.CHANGES_PRESENT: "`plan --detailed-exitcode` only: success, and changes are present.",
         ExitCode.CONFIG_INVALID: "The config could not be read or does not match the model.",
         ExitCode.STATE_LOCKED: "Another run holds the state lock.",
         ExitCode.AZURE_ERROR: "Azure refused or failed a call (credentials, permissions, ARM errors).",
         ExitCode.VERIFY_FAILED: "`verify`: one or more nodes failed a check.",
         ExitCode.USAGE: "Bad command-line usage (unknown option, missing argument).",
-        ExitCode.INTERRUPTED: "Interrupted (Ctrl-C); state is left resumable.",
+        ExitCode.INTERRUPTED: (
+            "Interrupted: Ctrl-C, or a confirmation prompt aborted (Ctrl-C or end of input); state is left resumable."
+        ),
     }
     lines = [HEADER, "# Exit codes\n\n| code | name | meaning |\n|---|---|---|\n"]
     for code in ExitCode:

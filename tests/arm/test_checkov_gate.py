@@ -22,6 +22,7 @@ def scanned() -> GateReport:
     return check_plan(plan, schema=False, lint=False, allowlist=FIXTURES / "allowlist-test.yaml")
 
 
+@pytest.mark.slow  # the module's one real scan runs here first
 def test_insecure_template_fails_checkov(scanned: GateReport) -> None:
     assert scanned.ran == [Gate.CHECKOV]
     failed = [f for f in scanned.results[Gate.CHECKOV].findings if f.rule_id == "HPCLZ-TPL-030"]

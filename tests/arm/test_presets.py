@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from hpclz.arm import checkov_gate
 from hpclz.config.loader import load_config
 from hpclz.gates import Gate, GateReport, check_plan
@@ -38,6 +40,8 @@ def test_schema_and_lint_gates_pass_on_the_preset(preset_path: Path) -> None:
     assert report.findings == [], _explain(report)
 
 
+@pytest.mark.checkov
+@pytest.mark.slow
 def test_checkov_passes_on_every_preset() -> None:
     """One checkov scan over all presets' templates together: checkov's start-up dominates its cost."""
     require(checkov_gate.find_checkov() is not None, "checkov")

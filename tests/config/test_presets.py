@@ -22,7 +22,7 @@ def test_preset_loads_into_the_model(preset_path: Path) -> None:
 
 def test_preset_validates_without_errors(preset_path: Path) -> None:
     result = validate(preset_path, fail_level=Severity.ERROR)
-    assert result.ok, [f"{f.rule_id} {f.message}" for f in result.failing]
+    assert result.ok, [f"{f.rule_id} {f.message}" for f in result.payload.failing]
 
 
 def test_preset_cli_exit_code_is_zero(run_cli, preset_path: Path) -> None:  # type: ignore[no-untyped-def]

@@ -10,8 +10,12 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.deploy.conftest import HPCLZ
 from tests.support.arm_standin import ArmStandIn
+
+pytestmark = pytest.mark.slow  # each test waits on a deployment the stand-in holds running for seconds
 
 STORAGE = "hpclz-aitrain-prod-storage"
 SLOW_TYPE = "microsoft.storagecache/amlfilesystems"

@@ -90,7 +90,7 @@ def test_saved_plan_is_read_once_so_what_was_preflighted_is_what_is_applied(
     os.mkfifo(pipe)
 
     def feed_once() -> None:
-        with open(pipe, "wb") as writer:
+        with Path(pipe).open("wb") as writer:
             writer.write(content)
 
     feeder = threading.Thread(target=feed_once, daemon=True)

@@ -96,5 +96,5 @@ def test_static_ids_of_the_calls_render_writes() -> None:
 def test_stricter_passes_pair_first_and_weaker_ones_take_the_rest_in_order() -> None:
     lefts = ["a1", "b1", "c1"]
     rights = ["c2", "x2", "a2"]
-    pairs = pair_in_passes(lefts, rights, [lambda left, right: left[0] == right[0], lambda left, right: True])
+    pairs = pair_in_passes(lefts, rights, [lambda left, right: left[0] == right[0], lambda _left, _right: True])
     assert pairs == [("a1", "a2"), ("c1", "c2"), ("b1", "x2")]

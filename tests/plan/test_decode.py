@@ -9,12 +9,12 @@ from typing import Any
 
 from rich.console import Console
 
+from hpclz.cli.views.changeset import print_changeset, property_line
 from hpclz.config.loader import LoadedConfig
 from hpclz.config.source_map import SourceMap
 from hpclz.plan.changeset import Action, PropertyChange
 from hpclz.plan.contract import changeset_for
 from hpclz.plan.decode import cluster_template, decode_text, readable
-from hpclz.plan.printer import print_changeset, property_line
 from hpclz.render.build import build_plan
 from tests.plan.support import applied_state, edited, preset
 

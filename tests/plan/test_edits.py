@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 from rich.console import Console
 
+from hpclz.cli.views.changeset import print_changeset
 from hpclz.plan.changeset import Action, ChangeSet, Policy, worst
 from hpclz.plan.config_diff import config_changes
 from hpclz.plan.offline import offline_changeset
-from hpclz.plan.printer import print_changeset
 from hpclz.render.build import build_plan
 from tests.plan.support import applied_state, edited, preset
 

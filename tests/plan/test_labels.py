@@ -6,10 +6,10 @@ from typing import Any
 
 from rich.console import Console
 
+from hpclz.cli.views.changeset import print_changeset
 from hpclz.plan.changeset import Action, ChangeSet
 from hpclz.plan.config_diff import config_changes
 from hpclz.plan.offline import offline_changeset
-from hpclz.plan.printer import print_changeset
 from hpclz.plan.resources import desired_resources, resource_label
 from hpclz.plan.whatif import whatif_changeset
 from hpclz.render.build import build_plan

@@ -7,9 +7,9 @@ from typing import Any
 
 from rich.console import Console
 
+from hpclz.cli.views.changeset import print_changeset
 from hpclz.plan.config_diff import config_changes, config_snapshot
 from hpclz.plan.offline import offline_changeset
-from hpclz.plan.printer import print_changeset
 from hpclz.plan.saved import save_plan
 from hpclz.plan.whatif import whatif_changeset
 from hpclz.render.build import build_plan

@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 from rich.console import Console
 
+from hpclz.cli.views.changeset import print_changeset
 from hpclz.config.root import LandingZoneConfig
 from hpclz.plan.changeset import Action, ChangeSet
 from hpclz.plan.config_diff import config_changes
 from hpclz.plan.offline import offline_changeset
-from hpclz.plan.printer import print_changeset
 from hpclz.render.build import build_plan
 from hpclz.state.model import StateDocument
 from tests.plan.support import applied_state, edited, preset

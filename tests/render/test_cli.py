@@ -6,6 +6,8 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
+
 from hpclz.arm.checkov_gate import find_checkov
 from hpclz.gates import check_plan
 from hpclz.render.model import DeploymentPlan
@@ -82,6 +84,8 @@ def test_presets_pass_the_schema_and_lint_gates(plan: DeploymentPlan) -> None:
     assert {g.value for g in report.ran} == {"schema", "lint"}
 
 
+@pytest.mark.checkov
+@pytest.mark.slow
 def test_render_runs_all_gates_including_checkov(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     require(find_checkov() is not None, "checkov")
     result = run_cli("render", str(REPO / "configs" / "ai-training.yaml"), "--out", str(tmp_path / "o"), "-o", "json")

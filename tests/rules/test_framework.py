@@ -19,7 +19,7 @@ class Crashes(Rule[ConfigContext]):
     title = "Crashes"
     fix = "None."
 
-    def check(self, ctx: ConfigContext) -> Iterable[Finding]:
+    def check(self, _ctx: ConfigContext) -> Iterable[Finding]:
         raise KeyError("boom")
 
 

@@ -59,7 +59,7 @@ def blob_config(config: LandingZoneConfig) -> LandingZoneConfig:
     return config.model_copy(update={"state": state})
 
 
-@pytest.fixture(params=["local", "azure_blob"])
+@pytest.fixture(params=["local", pytest.param("azure_blob", marks=pytest.mark.azurite)])
 def open_state(request: pytest.FixtureRequest, config: LandingZoneConfig, config_file: Path) -> OpenBackend:
     """Opens a new backend instance (a separate writer) on the same storage each time it is called."""
     if request.param == "azure_blob":

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -13,7 +14,7 @@ import pytest
 def _in_own_folder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     # Not monkeypatch.chdir: requesting monkeypatch here would make it outlive fixtures such as clean_slurm,
     # whose teardown needs the PATH a test may have patched back.
-    previous = os.getcwd()
+    previous = Path.cwd()
     os.chdir(tmp_path_factory.mktemp("cwd"))
     yield
     os.chdir(previous)

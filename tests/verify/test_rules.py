@@ -63,16 +63,16 @@ Case = Callable[[Path], NodeReport]
 OUTCOME_CASES: dict[str, tuple[Case, Case]] = {
     "HPCLZ-VFY-900": (lambda tmp: read_node(tmp, "n1", 60), healthy),
     "HPCLZ-VFY-901": (
-        lambda tmp: select([NodeInfo("n1", "down*", "Not responding")], drain=True).skipped["n1"],
+        lambda _tmp: select([NodeInfo("n1", "down*", "Not responding")], drain=True).skipped["n1"],
         lambda tmp: select([NodeInfo("n1", "idle")], drain=True).skipped.get("n1") or healthy(tmp),
     ),
     "HPCLZ-VFY-902": (
-        lambda tmp: select([NodeInfo("n1", "allocated")], drain=True).skipped["n1"],
+        lambda _tmp: select([NodeInfo("n1", "allocated")], drain=True).skipped["n1"],
         lambda tmp: select([NodeInfo("n1", "idle")], drain=True).skipped.get("n1") or healthy(tmp),
     ),
     "HPCLZ-VFY-903": (_job_not_run, healthy),
     "HPCLZ-VFY-910": (
-        lambda tmp: _pairs(slow_n1=True)["n1"],
+        lambda _tmp: _pairs(slow_n1=True)["n1"],
         lambda tmp: _pairs(slow_n1=False).get("n1") or healthy(tmp),
     ),
 }

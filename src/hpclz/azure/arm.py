@@ -6,7 +6,7 @@ Callers never see SDK models: SDK models are mappings with REST keys, turned int
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, cast
 
 from hpclz.arm.api_versions import pinned_version
 from hpclz.azure.clients import AzureClients
@@ -22,6 +22,11 @@ def plain(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [plain(v) for v in value]
     return value
+
+
+def plain_dict(value: Any) -> dict[str, Any]:
+    """An ARM answer (an SDK model, itself a mapping) as a plain dict: every ARM body is a JSON object."""
+    return cast(dict[str, Any], plain(value))
 
 
 def deployment_body(deployment: Deployment, secure: Mapping[str, str], tags: Mapping[str, str]) -> dict[str, Any]:
@@ -42,7 +47,7 @@ def _unless_missing(get: Callable[[], Any]) -> dict[str, Any] | None:
     from azure.core.exceptions import ResourceNotFoundError
 
     try:
-        return plain(get())
+        return plain_dict(get())
     except ResourceNotFoundError:
         return None
 
@@ -69,19 +74,19 @@ class Arm:
             poller = ops.begin_create_or_update_at_subscription_scope(d.name, body, polling=False)
         else:
             poller = ops.begin_create_or_update(d.resource_group, d.name, body, polling=False)
-        return plain(poller.result())
+        return plain_dict(poller.result())
 
     def operations(self, d: Deployment) -> list[dict[str, Any]]:
         ops = self.clients.deployments.deployment_operations
         if d.scope is Scope.SUBSCRIPTION:
-            return [plain(o) for o in ops.list_at_subscription_scope(d.name)]
-        return [plain(o) for o in ops.list(d.resource_group, d.name)]
+            return [plain_dict(o) for o in ops.list_at_subscription_scope(d.name)]
+        return [plain_dict(o) for o in ops.list(d.resource_group, d.name)]
 
     def validate(self, d: Deployment, body: dict[str, Any]) -> dict[str, Any]:
         ops = self.clients.deployments.deployments
         if d.scope is Scope.SUBSCRIPTION:
-            return plain(ops.begin_validate_at_subscription_scope(d.name, body).result())
-        return plain(ops.begin_validate(d.resource_group, d.name, body).result())
+            return plain_dict(ops.begin_validate_at_subscription_scope(d.name, body).result())
+        return plain_dict(ops.begin_validate(d.resource_group, d.name, body).result())
 
     def what_if(self, d: Deployment, body: dict[str, Any] | None = None) -> dict[str, Any]:
         """ARM's what-if for one deployment: the raw result ({status, properties: {changes: [...]}})."""
@@ -91,8 +96,8 @@ class Arm:
         request.pop("tags", None)
         if d.scope is Scope.SUBSCRIPTION:
             request["location"] = d.location
-            return plain(ops.begin_what_if_at_subscription_scope(d.name, request).result())
-        return plain(ops.begin_what_if(d.resource_group, d.name, request).result())
+            return plain_dict(ops.begin_what_if_at_subscription_scope(d.name, request).result())
+        return plain_dict(ops.begin_what_if(d.resource_group, d.name, request).result())
 
     def cancel(self, d: Deployment) -> None:
         ops = self.clients.deployments.deployments

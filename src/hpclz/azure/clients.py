@@ -44,7 +44,7 @@ class AzureClients:
         self.credential = credential or make_credential(self.settings)
         # Set to stop every wait between retries at once (Ctrl-C); on_wait hears the countdown.
         self.cancel = threading.Event()
-        self.on_wait: Callable[[str], None] = lambda message: None
+        self.on_wait: Callable[[str], None] = lambda _message: None
 
     def _options(self) -> dict[str, Any]:
         from hpclz.azure.waiting import BoundedRetryPolicy

@@ -24,7 +24,7 @@ RETRY_AFTER_CAP = 120.0
 COUNTDOWN_EVERY = 10.0  # seconds between countdown messages, so a log is not flooded
 
 
-class BoundedRetryPolicy(RetryPolicy):
+class BoundedRetryPolicy(RetryPolicy[Any, Any]):
     """azure-core's retry policy with a capped, visible and cancellable wait between attempts."""
 
     def __init__(
@@ -40,7 +40,7 @@ class BoundedRetryPolicy(RetryPolicy):
         self._on_wait = on_wait
         self._cap = cap
 
-    def _sleep_for_retry(self, response: Any, transport: Any) -> bool:
+    def _sleep_for_retry(self, response: Any, _transport: Any) -> bool:
         asked = self.get_retry_after(response)
         if not asked:
             return False
@@ -50,7 +50,7 @@ class BoundedRetryPolicy(RetryPolicy):
         self._wait(capped, f"ARM answered {status}{note}")
         return True
 
-    def _sleep_backoff(self, settings: Any, transport: Any) -> None:
+    def _sleep_backoff(self, settings: Any, _transport: Any) -> None:
         backoff = self.get_backoff_time(settings)
         if backoff > 0:
             self._wait(backoff, "retrying a failed request")

@@ -54,30 +54,39 @@ app.add_typer(state_app, name="state")
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point: click's usage errors exit 64, not 2 (2 means "changes present" for plan)."""
-    from typer._click import exceptions as click_errors
+    """Entry point: click's usage errors exit 64, not 2 (2 means "changes present" for plan).
 
+    Ctrl-C, and an aborted prompt (click turns Ctrl-C or end of input at a prompt into typer.Abort), exit
+    130 as documented in docs/exit-codes.md. typer.Abort is a RuntimeError, so it is caught before the
+    catch-all that reports internal errors.
+    """
     command = typer.main.get_command(app)
     try:
         result = command.main(args=argv if argv is not None else sys.argv[1:], prog_name="hpclz", standalone_mode=False)
-    except click_errors.UsageError as exc:
-        exc.show()
-        return int(ExitCode.USAGE)
-    except click_errors.ClickException as exc:
-        exc.show()
+    except typer.TyperException as exc:  # click's UsageError, BadParameter, ... (typer vendors click)
+        _show_usage_error(exc)
         return int(ExitCode.USAGE)
     except KeyboardInterrupt:
         sys.stderr.write("hpclz: interrupted\n")
+        return int(ExitCode.INTERRUPTED)
+    except typer.Abort:
+        sys.stderr.write("hpclz: aborted\n")
         return int(ExitCode.INTERRUPTED)
     except Exception as exc:
         if os.environ.get("HPCLZ_DEBUG"):
             raise
         sys.stderr.write(f"hpclz: internal error: {type(exc).__name__}: {exc} (HPCLZ_DEBUG=1 shows the traceback)\n")
         return int(ExitCode.FAILED)
-    except typer.Abort:
-        sys.stderr.write("hpclz: aborted\n")
-        return int(ExitCode.INTERRUPTED)
     return int(result) if isinstance(result, int) else 0
+
+
+def _show_usage_error(exc: typer.TyperException) -> None:
+    """Click's own rendering (usage line, hint, message) where the error has one; its message otherwise."""
+    show = getattr(exc, "show", None)
+    if callable(show):
+        show()
+    else:
+        sys.stderr.write(f"Error: {exc.format_message()}\n")
 
 
 def run() -> None:

@@ -6,7 +6,7 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 import typer
 
@@ -15,7 +15,7 @@ from hpclz.errors import ConfigError, ExitCode, HpclzError
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from hpclz.findings import Finding
+    from hpclz.output import BodyT, CommandResult
 
 
 class OutputFormat(StrEnum):
@@ -23,7 +23,6 @@ class OutputFormat(StrEnum):
     JSON = "json"
 
 
-SEVERITY_STYLES = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 OUTPUT_OPTION = typer.Option(OutputFormat.TEXT, "--output", "-o", help="text for people, json for scripts.")
 
 
@@ -34,27 +33,14 @@ def console(stderr: bool = False) -> Console:
 
 
 def finish(
-    command: str,
-    output: OutputFormat,
-    exit_code: ExitCode,
-    payload: dict[str, Any],
-    findings: list[Finding],
-    human: Callable[[Console], None],
+    result: CommandResult[BodyT], output: OutputFormat, view: Callable[[Console, CommandResult[BodyT]], None]
 ) -> NoReturn:
+    """Print a service's result, as the JSON envelope or through the command's view, and exit with its code."""
     if output is OutputFormat.JSON:
-        from hpclz.output import Envelope
-
-        envelope = Envelope(
-            command=command,
-            ok=exit_code in (ExitCode.OK, ExitCode.CHANGES_PRESENT),
-            exit_code=int(exit_code),
-            result=payload,
-            findings=findings,
-        )
-        sys.stdout.write(envelope.to_json() + "\n")
+        sys.stdout.write(result.envelope().to_json() + "\n")
     else:
-        human(console())
-    raise typer.Exit(int(exit_code))
+        view(console(), result)
+    raise typer.Exit(int(result.exit_code))
 
 
 @contextmanager
@@ -83,17 +69,3 @@ def _report(command: str, output: OutputFormat, exc: HpclzError) -> NoReturn:
         for line in lines:
             sys.stderr.write(f"error: {line}\n")
     raise typer.Exit(int(exc.exit_code))
-
-
-def print_findings(out: Console, findings: list[Finding]) -> None:
-    from rich.markup import escape
-
-    for f in findings:
-        # Paths such as compute.partitions[gpu] would otherwise be eaten as rich markup.
-        where = escape(f.location() or f.path)
-        out.print(
-            f"{where}: [{SEVERITY_STYLES[f.severity.value]}]{f.severity.value}[/] [bold]{f.rule_id}[/] {escape(f.message)}"
-            + (f" [dim]({escape(f.path)})[/]" if f.path and f.line else "")
-        )
-        if f.fix:
-            out.print(f"    [dim]fix:[/] {escape(f.fix)}")

@@ -7,11 +7,12 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from hpclz.cli.common import OUTPUT_OPTION, OutputFormat, console, finish, guarded, print_findings
+from hpclz.cli.common import OUTPUT_OPTION, OutputFormat, console, finish, guarded
 from hpclz.errors import ExitCode, HpclzError
 
 if TYPE_CHECKING:
-    from rich.console import Console
+    from hpclz.plan.changeset import ChangeSet
+    from hpclz.render.model import DeploymentPlan
 
 
 def ask(question: str, yes: bool) -> bool:
@@ -53,21 +54,17 @@ def deploy(
     --allow-data-loss, drains and restarts without --allow-disruption, another zone's state."""
     with guarded("deploy", output):
         from hpclz.cli.progress import Progress
+        from hpclz.cli.views import deploy as view
         from hpclz.plan.contract import Consent
-        from hpclz.plan.printer import print_changeset
         from hpclz.services.deploy import deploy as run_deploy
+        from hpclz.services.deploy_contract import Contract, Scope
 
         err = console(stderr=True)
         progress: Progress | None = None
 
-        def confirm(the_plan: Any, doc: Any, changes: Any) -> bool:
+        def confirm(the_plan: DeploymentPlan, unchanged: set[str], changes: ChangeSet) -> bool:
             nonlocal progress
-            print_changeset(err, changes)
-            lines = []
-            for d in the_plan.deployments:
-                same = doc is not None and doc.applied(d.name, d.template_hash(), d.resource_group)
-                lines.append(f"  {'unchanged' if same else 'apply':9} {d.name} ({d.component})")
-            err.print("\nDeployments:\n" + "\n".join(lines), highlight=False)
+            view.show_plan(err, the_plan, unchanged, changes)
             subscription = the_plan.subscription_id or os.environ.get("AZURE_SUBSCRIPTION_ID", "?")
             ok = ask(f"Deploy {config} to subscription {subscription}?", yes)
             if ok:
@@ -80,55 +77,16 @@ def deploy(
             elif str(event.step) == "waiting":  # a throttled preflight call: say why nothing moves
                 err.print(f"{event.deployment}: {event.message}", highlight=False)
 
+        contract = Contract(
+            consent=Consent(data_loss=allow_data_loss, disruption=allow_disruption),
+            scope=Scope(replace=replace, target=target),
+            refresh=refresh,
+        )
         try:
             result = run_deploy(
-                config,
-                plan_file=plan,
-                confirm=confirm,
-                on_event=on_event,
-                suppress=suppress,
-                consent=Consent(data_loss=allow_data_loss, disruption=allow_disruption),
-                refresh=refresh,
-                replace=replace,
-                target=target,
+                config, plan_file=plan, confirm=confirm, on_event=on_event, suppress=suppress, contract=contract
             )
         finally:
             if progress is not None:
                 progress.__exit__(None, None, None)
-
-        def human(out: Console) -> None:
-            from rich.markup import escape
-
-            print_findings(out, result.findings)
-            for removed in result.removed:
-                mark = "[red]-[/]" if removed["action"] in ("deleted", "already gone") else "[red]✗[/]"
-                why = f" ({removed['reason']})" if removed["reason"] else ""
-                out.print(f"{mark} {escape(removed['type'])} {escape(removed['id'])}: {removed['action']}{escape(why)}")
-            for d in result.deployments:
-                if d.error:
-                    out.print(f"[red]✗[/] {d.name}: {d.error}")
-                elif d.blocked_by:
-                    out.print(f"[yellow]-[/] {d.name}: not started ({', '.join(d.blocked_by)} did not succeed)")
-            if result.ok:
-                out.print(f"[green]✓[/] deployed {result.file} (state: {result.state_location})")
-                if result.outputs:
-                    out.print("\n[bold]Outputs[/]")
-                    for key, value in sorted(result.outputs.items()):
-                        out.print(f"  {key} = {value}", highlight=False, soft_wrap=True)
-                out.print("\n[bold]Next steps[/]")
-                for step in result.next_steps:
-                    out.print(f"  {step}", highlight=False, soft_wrap=True)
-            elif result.removed and result.stage == "deploy" and all(d.status != "failed" for d in result.deployments):
-                out.print(
-                    f"[red]✗[/] some deletes did not happen; they stay in state: rerun `hpclz deploy {result.file}`"
-                )
-            elif result.stage in ("validate", "preflight"):
-                out.print(f"[red]✗[/] {result.stage} failed; nothing was deployed")
-            elif result.stage == "confirm":
-                out.print("nothing deployed")
-            else:
-                out.print(
-                    f"[red]✗[/] deploy did not finish; fix the error and rerun `hpclz deploy {result.file}` to resume"
-                )
-
-        finish("deploy", output, result.exit_code, result.payload(), result.findings, human)
+        finish(result, output, view.show)

@@ -1,15 +1,10 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import typer
 
-from hpclz.cli.common import OUTPUT_OPTION, OutputFormat, finish, guarded, print_findings
-from hpclz.severity import Severity
-
-if TYPE_CHECKING:
-    from rich.console import Console
+from hpclz.cli.common import OUTPUT_OPTION, OutputFormat, finish, guarded
 
 
 def plan(
@@ -41,6 +36,7 @@ def plan(
 ) -> None:
     """Show what a deploy would change and what each change costs (drain, restart, data), like terraform plan."""
     with guarded("plan", output):
+        from hpclz.cli.views import plan as view
         from hpclz.services.plan import plan as run_plan
 
         result = run_plan(
@@ -56,22 +52,4 @@ def plan(
             replace=replace,
             target=target,
         )
-
-        def human(console: Console) -> None:
-            from rich.markup import escape
-
-            from hpclz.plan.printer import print_changeset
-
-            print_findings(console, [f for f in result.findings if f.severity is not Severity.INFO])
-            if result.changes is None:
-                console.print(f"[red]✗[/] {config} fails validation; fix the errors above, then plan again")
-                return
-            print_changeset(console, result.changes, show_noise=show_noise, state_location=result.state_location)
-            if result.not_saved:
-                console.print(f"[red]✗[/] {escape(result.not_saved)}")
-            if result.saved_to:
-                console.print(
-                    f"Saved the plan to {result.saved_to}: apply it with `hpclz deploy {config} --plan {result.saved_to}`"
-                )
-
-        finish("plan", output, result.exit_code, result.payload(), result.findings, human)
+        finish(result, output, lambda console, shown: view.show(console, shown, show_noise=show_noise))

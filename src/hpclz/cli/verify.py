@@ -1,16 +1,10 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import typer
 
 from hpclz.cli.common import OUTPUT_OPTION, OutputFormat, finish, guarded
-
-if TYPE_CHECKING:
-    from rich.console import Console
-
-    from hpclz.services.verify import VerifyOutcome
 
 
 def verify(
@@ -58,25 +52,8 @@ def verify(
         )
         if python:
             options.python = python
-        outcome = run_verify(options)
-        write_artifacts(outcome.report, junit=junit, plot=plot)
-        finish("verify", output, outcome.exit_code, outcome.payload(), [], lambda out: _human(out, outcome))
+        from hpclz.cli.views import verify as view
 
-
-def _human(out: Console, outcome: VerifyOutcome) -> None:
-    from hpclz.verify.dispatch import NOT_TESTED
-    from hpclz.verify.report import print_report
-
-    report = outcome.report
-    print_report(out, report)
-    if report.drained:
-        out.print(f"drained: {', '.join(report.drained)}")
-    if report.resumed:
-        out.print(f"resumed: {', '.join(report.resumed)}")
-    untested = sum(1 for n in report.nodes if any(c.check_id == NOT_TESTED for c in n.checks))
-    passed = len(report.nodes) - len(report.bad_nodes) - untested
-    mark = "[red]✗[/]" if outcome.exit_code else "[green]✓[/]"
-    skipped = f", {untested} not tested" if untested else ""
-    out.print(f"{mark} {passed} of {len(report.nodes)} nodes passed{skipped} in {report.duration_s:.1f} s")
-    if outcome.work_dir:
-        out.print(f"[dim]per-node results: {outcome.work_dir}[/]")
+        result = run_verify(options)
+        write_artifacts(result.payload.report, junit=junit, plot=plot)
+        finish(result, output, view.show)

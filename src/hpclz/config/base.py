@@ -8,7 +8,7 @@ import typing
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
-from pydantic.json_schema import JsonDict
+from pydantic.config import JsonDict
 
 UPDATE_POLICY = "update_policy"
 

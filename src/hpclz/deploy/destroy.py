@@ -78,7 +78,7 @@ def kept_set(resources: list[ResourceRecord], include_data: bool) -> dict[str, s
 
 class Destroyer:
     def __init__(
-        self, arm: Arm, doc: StateDocument, order: list[str], on_event: Callable[[Outcome], None] = lambda o: None
+        self, arm: Arm, doc: StateDocument, order: list[str], on_event: Callable[[Outcome], None] = lambda _o: None
     ):
         self.arm = arm
         self.doc = doc

@@ -35,7 +35,7 @@ def delete_records(
     doc: StateDocument,
     records: Iterable[ResourceRecord],
     order: list[str],
-    on_outcome: Callable[[Outcome], None] = lambda o: None,
+    on_outcome: Callable[[Outcome], None] = lambda _o: None,
 ) -> tuple[list[Outcome], set[str]]:
     """Delete `records` (consent was given before: data-bearing ones too). Returns the outcomes and the
     lower-cased IDs that are gone from Azure, which alone may leave state."""

@@ -27,6 +27,7 @@ from hpclz.deploy.records import (
     resource_records,
 )
 from hpclz.deploy.timeouts import deployment_budget
+from hpclz.plan.unchanged import deployment_unchanged
 from hpclz.render.model import MANAGED_TAG, Deployment, DeploymentPlan
 from hpclz.state.model import DeploymentRecord, DeploymentStatus, ResourceRecord, StateDocument, now
 
@@ -87,11 +88,11 @@ class Runner:
         save: Callable[[StateDocument], StateDocument],
         *,
         secrets: Mapping[str, Mapping[str, str]] | None = None,
-        on_event: Callable[[Event], None] = lambda e: None,
+        on_event: Callable[[Event], None] = lambda _e: None,
         poll_interval: float = 10.0,
         max_workers: int = 8,
         deletes: Collection[str] = (),
-        before_submit: Callable[[Deployment], ArmFailure | None] = lambda d: None,
+        before_submit: Callable[[Deployment], ArmFailure | None] = lambda _d: None,
         resubmit: Collection[str] = (),
     ):
         self.arm = arm
@@ -131,7 +132,7 @@ class Runner:
     # ----- one deployment -----
     def _deploy(self, d: Deployment) -> Step:
         digest = d.template_hash()
-        if self.doc.applied(d.name, digest, d.resource_group) and d.name not in self._resubmit:
+        if deployment_unchanged(self.doc, d, digest) and d.name not in self._resubmit:
             self._emit(Event(d.name, Step.SKIPPED, "unchanged since the last deploy"))
             return Step.SKIPPED
         remote = self.arm.get_deployment(d)

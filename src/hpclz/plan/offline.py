@@ -13,6 +13,7 @@ from hpclz.plan import decode, policies
 from hpclz.plan.assignments import is_role_assignment, key_of, maybe_same, pair_in_passes, surely_same
 from hpclz.plan.changeset import Action, ChangeSet, PropertyChange, ResourceChange, StateRef, Verdict, worst
 from hpclz.plan.resources import DesiredResource, desired_resources, id_key, parent_key, resource_label
+from hpclz.plan.unchanged import unchanged_deployments
 from hpclz.render.model import DeploymentPlan
 from hpclz.state.model import ResourceRecord, StateDocument
 
@@ -109,7 +110,7 @@ def offline_changeset(plan: DeploymentPlan, state: StateDocument | None) -> Chan
         changes.resources = [create_change(d) for d in desired]
         return changes
     changes.state = StateRef.of(state)
-    unchanged = _unchanged_deployments(plan, state)
+    unchanged = unchanged_deployments(plan, state)
     matcher = _Matcher(state.resources)
     matches = matcher.match_all(desired)
     for d in desired:
@@ -217,11 +218,6 @@ def _same_slot(d: DesiredResource, record: ResourceRecord) -> bool:
 
 
 _TESTS = (_same_assignment, _maybe_same_assignment, _same_slot)
-
-
-def _unchanged_deployments(plan: DeploymentPlan, state: StateDocument) -> set[str]:
-    """Deployments whose template and parameters hash as last applied: nothing in them can have changed."""
-    return {d.name for d in plan.deployments if state.applied(d.name, d.template_hash(), d.resource_group)}
 
 
 def create_change(d: DesiredResource) -> ResourceChange:

@@ -79,7 +79,7 @@ def address_space_verdict(before: Any, after: Any, context: Any = None) -> Verdi
     )
 
 
-def _subnet_prefix(before: Any, after: Any, context: Any = None) -> Verdict:
+def _subnet_prefix(_before: Any, _after: Any, _context: Any = None) -> Verdict:
     # Not a replacement: the VNet holds every subnet, and ARM refuses to delete one while anything uses it
     # (InUseSubnetCannotBeDeleted), so deploy can neither update nor replace its way through.
     return _v(
@@ -96,7 +96,7 @@ def _subnet_prefix(before: Any, after: Any, context: Any = None) -> Verdict:
 _SAME_ZONE_FAMILY = ({"LRS", "GRS", "RAGRS"}, {"ZRS", "GZRS", "RAGZRS"})
 
 
-def storage_sku_verdict(before: Any, after: Any, context: Any = None) -> Verdict:
+def storage_sku_verdict(before: Any, after: Any, _context: Any = None) -> Verdict:
     source = f"{DOCS}/storage/common/redundancy-migration"
     old_tier, _, old_rep = str(before).partition("_")
     new_tier, _, new_rep = str(after).partition("_")
@@ -117,7 +117,7 @@ def storage_sku_verdict(before: Any, after: Any, context: Any = None) -> Verdict
     )
 
 
-def _storage_kind(before: Any, after: Any, context: Any = None) -> Verdict:
+def _storage_kind(before: Any, after: Any, _context: Any = None) -> Verdict:
     source = f"{DOCS}/storage/common/storage-account-upgrade"
     if str(after) == "StorageV2" and str(before) in ("Storage", "BlobStorage"):
         return _v(Policy.IN_PLACE, f"{before} upgrades to StorageV2 in place (one way)", source=source)
@@ -132,7 +132,7 @@ def _storage_kind(before: Any, after: Any, context: Any = None) -> Verdict:
 _BASTION_TIERS = ["Basic", "Standard", "Premium"]
 
 
-def bastion_sku_verdict(before: Any, after: Any, context: Any = None) -> Verdict:
+def bastion_sku_verdict(before: Any, after: Any, _context: Any = None) -> Verdict:
     source = f"{DOCS}/bastion/upgrade-sku"
     tiers = {tier: rank for rank, tier in enumerate(_BASTION_TIERS)}
     if tiers.get(str(after), -1) > tiers.get(str(before), len(tiers)):
@@ -145,7 +145,7 @@ def bastion_sku_verdict(before: Any, after: Any, context: Any = None) -> Verdict
     )
 
 
-def purge_protection_verdict(before: Any, after: Any, context: Any = None) -> Verdict:
+def purge_protection_verdict(before: Any, after: Any, _context: Any = None) -> Verdict:
     if before is True and after is not True:
         return _v(
             Policy.NOT_ALLOWED,
@@ -375,7 +375,7 @@ def is_data_bearing(resource_type: str) -> bool:
     return resource_type.lower() in DATA_BEARING_TYPES
 
 
-def delete_verdict(resource_type: str, data_bearing: bool) -> Verdict:
+def delete_verdict(_resource_type: str, data_bearing: bool) -> Verdict:
     if data_bearing:
         return _v(
             Policy.REPLACE_DATA,

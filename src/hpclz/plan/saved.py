@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -77,7 +76,7 @@ def save_plan(
     temp = target.with_name(f".{target.name}.tmp")
     try:
         temp.write_text(saved.model_dump_json(indent=1) + "\n", encoding="utf-8")
-        os.replace(temp, target)
+        temp.replace(target)
     except OSError as exc:
         raise HpclzError(f"{path}: cannot write the plan: {exc.strerror or exc}") from None
     return saved

@@ -26,9 +26,9 @@ class Component:
     name: str
     area: str | None  # resource group area; None = subscription scope
     depends_on: tuple[str, ...]
-    enabled: Callable[[Zone], bool] = lambda zone: True
-    context: Callable[[Zone], dict[str, Any]] = field(default=lambda zone: {})
-    secure: Callable[[Zone], dict[str, str]] = field(default=lambda zone: {})
+    enabled: Callable[[Zone], bool] = lambda _zone: True
+    context: Callable[[Zone], dict[str, Any]] = field(default=lambda _zone: {})
+    secure: Callable[[Zone], dict[str, str]] = field(default=lambda _zone: {})
 
 
 COMPONENTS: tuple[Component, ...] = (

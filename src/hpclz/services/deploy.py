@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -14,18 +13,20 @@ from pydantic import BaseModel, Field, SecretStr
 from hpclz.config.loader import LoadedConfig, load_config
 from hpclz.errors import ExitCode, HpclzError
 from hpclz.findings import Finding, Severity
+from hpclz.output import CommandResult, ResultBody
 from hpclz.plan.changeset import ChangeSet
-from hpclz.plan.contract import Consent, changeset_for, force_replacements, matching, refuse_unsafe, targeted
+from hpclz.plan.unchanged import unchanged_deployments
 from hpclz.render.model import DeploymentPlan
+from hpclz.services.deploy_contract import Contract, after_run, announce_waits, check_contract, removals_for
 from hpclz.state.backend import StateBackend
-from hpclz.state.fingerprint import SecretFingerprint, fingerprint, same_value
-from hpclz.state.guard import ENV_REFERENCE, SecretGuard
-from hpclz.state.identity import ZoneIdentity, refuse_foreign_state
+from hpclz.state.guard import ENV_REFERENCE
 from hpclz.state.model import StateDocument
 
 if TYPE_CHECKING:
-    from hpclz.deploy.prune import Removals
+    from hpclz.deploy.runner import Runner, RunResult
     from hpclz.plan.saved import SavedPlan
+
+Confirm = Callable[[DeploymentPlan, set[str], ChangeSet], bool]
 
 
 class DeploymentOutcome(BaseModel):
@@ -36,26 +37,22 @@ class DeploymentOutcome(BaseModel):
     blocked_by: list[str] = Field(default_factory=list)
 
 
-class DeployResult(BaseModel):
+class DeployResult(ResultBody):
     file: str
     stage: str = Field(description="How far it got: validate, preflight, confirm, deploy.")
     findings: list[Finding] = Field(default_factory=list)
-    changes: ChangeSet | None = Field(default=None, description="The change set shown before confirming.")
     deployments: list[DeploymentOutcome] = Field(default_factory=list)
     outputs: dict[str, Any] = Field(default_factory=dict)
     next_steps: list[str] = Field(default_factory=list)
+    state_location: str | None = None
+    cancelled: bool = Field(False, description="The person answered no at the confirmation: nothing was deployed.")
+    changes: ChangeSet | None = Field(default=None, description="The change set shown before confirming.")
     removed: list[dict[str, Any]] = Field(
         default_factory=list, description="Deletes carried out for the change set: id, type, action, reason."
     )
-    state_location: str | None = None
-    exit_code: ExitCode = ExitCode.OK
 
-    @property
-    def ok(self) -> bool:
-        return self.exit_code == ExitCode.OK
-
-    def payload(self) -> dict[str, Any]:
-        body = self.model_dump(mode="json", exclude={"findings", "exit_code", "changes"})
+    def json_body(self) -> dict[str, Any]:
+        body = self.model_dump(mode="json", exclude={"findings", "changes"})
         body["changes"] = self.changes.payload() if self.changes is not None else None
         return body
 
@@ -110,21 +107,6 @@ def available_secrets(loaded: LoadedConfig, plan: DeploymentPlan) -> dict[str, d
     return found
 
 
-def new_fingerprints(
-    doc: StateDocument, plan: DeploymentPlan, secrets: dict[str, dict[str, str]]
-) -> dict[str, SecretFingerprint]:
-    """Fingerprints of the secrets just deployed: an unchanged value keeps its old one (a no-op deploy
-    must not rewrite state), a new or rotated value gets a new salt."""
-    planned = {d.name for d in plan.deployments}
-    out = {k: v for k, v in doc.secret_fingerprints.items() if k.split("/", 1)[0] not in planned}
-    for d in plan.deployments:
-        for parameter, value in sorted(secrets.get(d.name, {}).items()):
-            key = f"{d.name}/{parameter}"
-            recorded = doc.secret_fingerprints.get(key)
-            out[key] = recorded if recorded and same_value(recorded, value) else fingerprint(value)
-    return out
-
-
 def _private_ip(doc: StateDocument, vm_name: str) -> str | None:
     for nic in (r for r in doc.resources if r.type.lower() == "microsoft.network/networkinterfaces"):
         if vm_name.removeprefix("vm-") not in nic.name:
@@ -171,22 +153,34 @@ def deploy(
     path: str | Path,
     *,
     plan_file: Path | None = None,
-    confirm: Confirm = lambda plan, doc, changes: True,
-    on_event: Callable[[Any], None] = lambda e: None,
+    confirm: Confirm = lambda _plan, _unchanged, _changes: True,
+    on_event: Callable[[Any], None] = lambda _e: None,
     suppress: Iterable[str] = (),
-    consent: Consent = Consent(),
-    refresh: bool = False,
-    replace: list[str] | None = None,
-    target: list[str] | None = None,
-) -> DeployResult:
+    contract: Contract = Contract(),
+) -> CommandResult[DeployResult]:
+    """confirm gets the plan, the names of its deployments the state says are unchanged (skipped), and the
+    change set deploy will apply, computed as `hpclz plan` computes it. `contract`: consent flags, --replace
+    and --target, --refresh."""
+    result = DeployResult(file=str(path), stage="validate")
+    code = _deploy(result, path, plan_file, confirm, on_event, suppress, contract)
+    return CommandResult(command="deploy", payload=result, findings=result.findings, exit_code=code)
+
+
+def _deploy(
+    result: DeployResult,
+    path: str | Path,
+    plan_file: Path | None,
+    confirm: Confirm,
+    on_event: Callable[[Any], None],
+    suppress: Iterable[str],
+    contract: Contract,
+) -> ExitCode:
     from hpclz.services.validate import check_config
 
     loaded = load_config(path)
-    result = DeployResult(file=str(path), stage="validate")
     result.findings, _ = check_config(loaded, suppress)
     if _failing(result.findings):
-        result.exit_code = ExitCode.FAILED
-        return result
+        return ExitCode.FAILED
     saved = None
     if plan_file is not None:
         from hpclz.plan.saved import read_saved_plan
@@ -205,15 +199,13 @@ def deploy(
         AzureClients(resolve_subscription(metadata.resolved_subscription_id()), settings_from_env(metadata.cloud))
     )
     result.stage = "preflight"
-    _announce_waits(arm, on_event)
+    announce_waits(arm, on_event)
     backend = _backend(loaded, arm)
     # Everything that can refuse does so before preflight's first call; `_apply` checks again under the lock.
-    scope = Scope(replace or [], target or [])
-    check_contract(loaded, plan, backend.read(), arm.subscription_id, backend.location, consent, secrets, scope=scope)
+    check_contract(loaded, plan, backend.read(), (arm.subscription_id, backend.location), contract, secrets)
     result.findings += preflight(arm, loaded, plan, secrets, suppress, unchanged=_unchanged(plan, backend))
     if _failing(result.findings):
-        result.exit_code = ExitCode.FAILED
-        return result
+        return ExitCode.FAILED
     return _apply(
         loaded,
         plan,
@@ -224,69 +216,8 @@ def deploy(
         result,
         confirm,
         on_event,
-        consent,
-        refresh or bool(saved and saved.changes.get("refreshed")),
-        scope,
+        dataclasses.replace(contract, refresh=contract.refresh or bool(saved and saved.changes.get("refreshed"))),
     )
-
-
-Confirm = Callable[[DeploymentPlan, StateDocument | None, ChangeSet], bool]
-
-
-@dataclass(frozen=True)
-class Scope:
-    """`--replace` and `--target` addresses: full resource IDs or `Type/name`."""
-
-    replace: list[str] = field(default_factory=list)
-    target: list[str] = field(default_factory=list)
-
-
-def check_contract(
-    loaded: LoadedConfig,
-    plan: DeploymentPlan,
-    doc: StateDocument | None,
-    subscription_id: str,
-    state_location: str,
-    consent: Consent,
-    secrets: dict[str, dict[str, str]],
-    live: dict[str, Any] | None = None,
-    scope: Scope | None = None,
-) -> ChangeSet:
-    """The change set deploy will apply, or HpclzError when any of it must not be applied: another zone's
-    state, a NOT ALLOWED change, data loss or disruption without consent, a secret where state would keep it."""
-    file = str(loaded.file)
-    # Another zone's (or subscription's) state would make deploy skip what never ran here, and merge two zones.
-    refuse_foreign_state(doc, ZoneIdentity.of_config(loaded.config, subscription_id), state_location, file)
-    changes = changeset_for(loaded, plan, doc, secrets)
-    if live is not None:
-        from hpclz.deploy.refresh import attach_drift
-
-        attach_drift(changes, doc, live)
-    scope = scope or Scope()
-    force_replacements(changes, scope.replace)
-    asked = frozenset(r.id.lower() for a in scope.replace for r in matching(changes, a))
-    refuse_unsafe(changes, dataclasses.replace(consent, replace=asked), file)  # on the whole set, targeted or not
-    refuse_secrets_in_bodies(loaded, plan, secrets)
-    return changes
-
-
-def refuse_secrets_in_bodies(loaded: LoadedConfig, plan: DeploymentPlan, secrets: dict[str, dict[str, str]]) -> None:
-    """State records each resource's rendered body: a secret in one (a tag value, a literal property) would be
-    refused by the state guard only after ARM had created it, so the same guard reads the bodies first."""
-    from hpclz.plan.resources import desired_resources
-    from hpclz.state.errors import SecretInStateError
-
-    guard = SecretGuard.for_config(loaded.config)
-    for deployment, values in secrets.items():
-        for name, value in values.items():
-            guard.add(f"{deployment} parameter {name}", value)
-    for resource in desired_resources(plan):
-        try:
-            guard.check(resource.body, f"for {resource.type} {resource.name}")
-        except SecretInStateError as exc:
-            raise HpclzError(
-                f"{loaded.file}: refusing to deploy, nothing was changed: {exc}", exit_code=ExitCode.CONFIG_INVALID
-            ) from None
 
 
 def _apply(
@@ -299,76 +230,115 @@ def _apply(
     result: DeployResult,
     confirm: Confirm,
     on_event: Callable[[Any], None],
-    consent: Consent,
-    refresh: bool = False,
-    scope: Scope | None = None,
-) -> DeployResult:
-    from hpclz.azure.errors import azure_errors
+    contract: Contract,
+) -> ExitCode:
     from hpclz.deploy.destroy import outcome_dict
     from hpclz.deploy.prune import failures
-    from hpclz.deploy.runner import Runner
     from hpclz.state.factory import new_state
 
     result.state_location = backend.location
     with backend.lock("deploy"):
         doc = backend.read()
-        if saved_plan is not None:
-            from hpclz.plan.saved import check_saved_plan
-
-            path, saved = saved_plan
-            plan = check_saved_plan(saved, path, loaded, doc)  # refuses a plan made against another config or state
-        live = None
-        if refresh and doc is not None:
-            from hpclz.deploy.refresh import read_back
-
-            with azure_errors("reading the recorded resources back from Azure"):
-                live = read_back(arm, doc)
-        # The very change set confirmed and applied.
-        result.changes = check_contract(
-            loaded, plan, doc, arm.subscription_id, backend.location, consent, secrets, live, scope
-        )
-        if scope and scope.target:
-            plan = targeted(result.changes, plan, scope.target)
+        plan, result.changes = _locked_changes(loaded, plan, saved_plan, arm, backend, doc, secrets, contract)
         result.stage = "confirm"
-        if not confirm(plan, doc, result.changes):
-            result.exit_code = ExitCode.INTERRUPTED
-            return result
+        if not confirm(plan, unchanged_deployments(plan, doc), result.changes):
+            # A "no" is a decision, not an interruption: exit 1 (docs/exit-codes.md); Ctrl-C at the prompt is 130.
+            result.cancelled = True
+            return ExitCode.FAILED
         result.stage = "deploy"
         doc = doc or backend.write(new_state(loaded.config))
-        removals = _removals(arm, plan, doc, result.changes)
-        runner = Runner(
-            arm,
-            plan,
-            doc,
-            backend.write,
-            secrets=secrets,
-            on_event=on_event,
-            poll_interval=arm.clients.settings.poll_interval,
-            deletes=removals.deletes,
-            resubmit=result.changes.resubmit if result.changes else (),
-            before_submit=removals.before_submit,
-        )
-        try:
-            with azure_errors("deploy"):
-                run = runner.run()
-        except KeyboardInterrupt:
-            running = sorted(n for n, r in runner.doc.deployments.items() if r.status.value == "running")
-            raise HpclzError(
-                "interrupted; the state lock is released and "
-                + (
-                    f"{', '.join(running)} still running in Azure (recorded in state)"
-                    if running
-                    else "nothing is running"
-                )
-                + f"; rerun `hpclz deploy {loaded.file}` to resume",
-                exit_code=ExitCode.INTERRUPTED,
-            ) from None
+        removals = removals_for(arm, plan, doc, result.changes)
+        runner = _runner(arm, plan, doc, backend, secrets, on_event, removals, result.changes)
+        run = _run(runner, loaded)
         final = runner.doc
         if run.ok:
-            final = _after_run(loaded, plan, backend, removals, final, secrets, bool(scope and scope.target))
-        result.removed = [outcome_dict(o) for o in removals.outcomes]
-        if failures(removals.outcomes):
-            result.exit_code = ExitCode.AZURE_ERROR
+            final = after_run(loaded, plan, backend, removals, final, secrets, partial=bool(contract.scope.target))
+    result.removed = [outcome_dict(o) for o in removals.outcomes]
+    _report(result, plan, run, final)
+    if not run.ok:
+        return ExitCode.INTERRUPTED if run.interrupted else ExitCode.AZURE_ERROR
+    if failures(removals.outcomes):
+        return ExitCode.AZURE_ERROR  # the deletes that did not happen stay in state: a rerun tries again
+    result.next_steps = next_steps(loaded, final)
+    return ExitCode.OK
+
+
+def _locked_changes(
+    loaded: LoadedConfig,
+    plan: DeploymentPlan,
+    saved_plan: tuple[Path, SavedPlan] | None,
+    arm: Any,
+    backend: StateBackend,
+    doc: StateDocument | None,
+    secrets: dict[str, dict[str, str]],
+    contract: Contract,
+) -> tuple[DeploymentPlan, ChangeSet]:
+    """Under the lock: the plan to apply (a saved one only if still current) and its change set, refused
+    when any of it must not be applied; with --target, the targeted part of the plan."""
+    from hpclz.azure.errors import azure_errors
+    from hpclz.plan.contract import targeted
+
+    if saved_plan is not None:
+        from hpclz.plan.saved import check_saved_plan
+
+        path, saved = saved_plan
+        plan = check_saved_plan(saved, path, loaded, doc)  # refuses a plan made against another config or state
+    live = None
+    if contract.refresh and doc is not None:
+        from hpclz.deploy.refresh import read_back
+
+        with azure_errors("reading the recorded resources back from Azure"):
+            live = read_back(arm, doc)
+    where = (arm.subscription_id, backend.location)
+    changes = check_contract(loaded, plan, doc, where, contract, secrets, live)  # the very set confirmed, applied
+    if contract.scope.target:
+        plan = targeted(changes, plan, contract.scope.target)
+    return plan, changes
+
+
+def _runner(
+    arm: Any,
+    plan: DeploymentPlan,
+    doc: StateDocument,
+    backend: StateBackend,
+    secrets: dict[str, dict[str, str]],
+    on_event: Callable[[Any], None],
+    removals: Any,
+    changes: ChangeSet,
+) -> Runner:
+    from hpclz.deploy.runner import Runner
+
+    return Runner(
+        arm,
+        plan,
+        doc,
+        backend.write,
+        secrets=secrets,
+        on_event=on_event,
+        poll_interval=arm.clients.settings.poll_interval,
+        deletes=removals.deletes,
+        before_submit=removals.before_submit,
+        resubmit=changes.resubmit,
+    )
+
+
+def _run(runner: Runner, loaded: LoadedConfig) -> RunResult:
+    from hpclz.azure.errors import azure_errors
+
+    try:
+        with azure_errors("deploy"):
+            return runner.run()
+    except KeyboardInterrupt:
+        running = sorted(n for n, r in runner.doc.deployments.items() if r.status.value == "running")
+        raise HpclzError(
+            "interrupted; the state lock is released and "
+            + (f"{', '.join(running)} still running in Azure (recorded in state)" if running else "nothing is running")
+            + f"; rerun `hpclz deploy {loaded.file}` to resume",
+            exit_code=ExitCode.INTERRUPTED,
+        ) from None
+
+
+def _report(result: DeployResult, plan: DeploymentPlan, run: RunResult, final: StateDocument) -> None:
     for d in plan.deployments:
         step = run.status.get(d.name)
         failure = run.failures.get(d.name)
@@ -382,58 +352,6 @@ def _apply(
             )
         )
     result.outputs = dict(final.outputs)
-    if run.ok and result.exit_code is ExitCode.OK:
-        result.next_steps = next_steps(loaded, final)
-    elif not run.ok:
-        result.exit_code = ExitCode.INTERRUPTED if run.interrupted else ExitCode.AZURE_ERROR
-    return result
-
-
-def _announce_waits(arm: Any, on_event: Callable[[Any], None]) -> None:
-    """Every wait between retries (a throttled call's Retry-After, a backoff) is shown, counting down."""
-    from hpclz.deploy.runner import Event, Step
-
-    arm.clients.on_wait = lambda message: on_event(Event("ARM", Step.WAITING, message))
-
-
-def _removals(arm: Any, plan: DeploymentPlan, doc: StateDocument, changes: ChangeSet | None) -> Removals:
-    from hpclz.deploy.prune import Removals
-    from hpclz.plan.changeset import Action
-
-    resources = changes.changed_resources if changes is not None else []
-    return Removals(
-        arm,
-        plan,
-        doc,
-        deletes=[r.id for r in resources if r.action is Action.DELETE],
-        replaces=[r.id for r in resources if r.action is Action.REPLACE],
-    )
-
-
-def _after_run(
-    loaded: LoadedConfig,
-    plan: DeploymentPlan,
-    backend: StateBackend,
-    removals: Removals,
-    doc: StateDocument,
-    secrets: dict[str, dict[str, str]],
-    partial: bool = False,
-) -> StateDocument:
-    """Deletes after every create and update; then the applied config, unless nothing at all changed (a no-op
-    deploy leaves the state, its serial included, as it was, so saved plans stay current). A `--target`ed
-    deploy applied part of the config only: the applied config stays the baseline it was."""
-    from hpclz.plan.config_diff import config_snapshot  # the baseline of `hpclz plan`'s config diff
-
-    final = removals.after_run(doc)
-    applied: dict[str, Any] = {"secret_fingerprints": new_fingerprints(final, plan, secrets)}
-    if not partial:
-        applied.update(
-            config_hash=plan.config_hash, applied_config=config_snapshot(loaded.config), location=plan.location
-        )
-    updated = final.model_copy(update=applied)
-    if updated.model_dump(exclude={"updated_at"}) == doc.model_dump(exclude={"updated_at"}):
-        return doc
-    return backend.write(updated)
 
 
 def _backend(loaded: LoadedConfig, arm: Any) -> StateBackend:
@@ -446,10 +364,7 @@ def _backend(loaded: LoadedConfig, arm: Any) -> StateBackend:
 
 def _unchanged(plan: DeploymentPlan, backend: StateBackend) -> set[str]:
     """Deployments the state says succeeded with the same template (read without the lock: a hint only)."""
-    doc = backend.read()
-    return {
-        d.name for d in plan.deployments if doc is not None and doc.applied(d.name, d.template_hash(), d.resource_group)
-    }
+    return unchanged_deployments(plan, backend.read())
 
 
 def _failing(findings: list[Finding]) -> bool:

@@ -3,14 +3,16 @@ and say what an apply would do and cost. Optionally save the plan for `hpclz dep
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from hpclz.config.loader import LoadedConfig, load_config
 from hpclz.errors import ExitCode
 from hpclz.findings import Finding, Severity
+from hpclz.output import CommandResult, ResultBody
 from hpclz.plan.changeset import ChangeSet
 from hpclz.plan.contract import attach_config_diff, changeset_for, force_replacements, targeted
 from hpclz.plan.offline import create_change
@@ -18,9 +20,10 @@ from hpclz.plan.resources import deployment_resources
 from hpclz.plan.saved import save_plan
 from hpclz.render.model import DeploymentPlan, Scope
 from hpclz.state.identity import ZoneIdentity, refuse_foreign_state
+from hpclz.state.model import StateDocument
 
 
-class PlanResult(BaseModel):
+class PlanResult(ResultBody):
     file: str
     changes: ChangeSet | None = None
     findings: list[Finding] = Field(default_factory=list)
@@ -29,7 +32,6 @@ class PlanResult(BaseModel):
     not_saved: str | None = Field(default=None, description="Why `--out` wrote no plan file.")
     detailed_exitcode: bool = False
 
-    @property
     def exit_code(self) -> ExitCode:
         if self.changes is None or self.changes.blocked:
             return ExitCode.FAILED
@@ -37,7 +39,7 @@ class PlanResult(BaseModel):
             return ExitCode.CHANGES_PRESENT
         return ExitCode.OK
 
-    def payload(self) -> dict[str, Any]:
+    def json_body(self) -> dict[str, Any]:
         body: dict[str, Any] = {
             "file": self.file,
             "state_location": self.state_location,
@@ -49,27 +51,34 @@ class PlanResult(BaseModel):
         return body
 
 
-def plan(
-    path: str | Path,
-    *,
-    what_if: bool = False,
-    out: str | Path | None = None,
-    detailed_exitcode: bool = False,
-    suppress: list[str] | None = None,
-    refresh: bool = False,
-    refresh_only: bool = False,
-    destroy: bool = False,
-    include_data: bool = False,
-    replace: list[str] | None = None,
-    target: list[str] | None = None,
-) -> PlanResult:
+@dataclass(frozen=True)
+class PlanOptions:
+    what_if: bool = False
+    out: str | Path | None = None
+    detailed_exitcode: bool = False
+    suppress: list[str] = field(default_factory=list)
+    refresh: bool = False
+    refresh_only: bool = False
+    destroy: bool = False
+    include_data: bool = False
+    replace: list[str] = field(default_factory=list)
+    target: list[str] = field(default_factory=list)
+
+
+def plan(path: str | Path, **options: Any) -> CommandResult[PlanResult]:
+    """`options`: the fields of PlanOptions (what_if, out, detailed_exitcode, suppress, refresh, ...)."""
+    result = _plan(path, PlanOptions(**{k: v for k, v in options.items() if v is not None}))
+    return CommandResult(command="plan", payload=result, findings=result.findings, exit_code=result.exit_code())
+
+
+def _plan(path: str | Path, options: PlanOptions) -> PlanResult:
     from hpclz.deploy.backends import open_backend
     from hpclz.render.build import build_plan
     from hpclz.services.validate import check_config
 
     loaded = load_config(path)
-    result = PlanResult(file=str(path), detailed_exitcode=detailed_exitcode)
-    result.findings, _ = check_config(loaded, suppress or [])
+    result = PlanResult(file=str(path), detailed_exitcode=options.detailed_exitcode)
+    result.findings, _ = check_config(loaded, options.suppress)
     if any(f.severity is Severity.ERROR for f in result.findings):
         return result  # a config that fails validation has no plan worth showing
     deployment_plan = build_plan(loaded.config)
@@ -80,34 +89,55 @@ def plan(
     refuse_foreign_state(
         state, ZoneIdentity.of_config(loaded.config), backend.location, str(path), check_location=False
     )
-    if destroy:
-        result.changes = destroy_changeset(deployment_plan, state, include_data)
-        result.not_saved = "not saved: a destroy plan is applied with `hpclz destroy`" if out is not None else None
+    if options.destroy:
+        result.changes = destroy_changeset(deployment_plan, state, options.include_data)
+        result.not_saved = "not saved: a destroy plan is applied with `hpclz destroy`" if options.out else None
         return result
-    if what_if:
+    result.changes = _changes(loaded, deployment_plan, state, options)
+    _save(result, options, deployment_plan, loaded, state)
+    return result
+
+
+def _changes(
+    loaded: LoadedConfig, deployment_plan: DeploymentPlan, state: StateDocument | None, options: PlanOptions
+) -> ChangeSet:
+    if options.what_if:
         changes = online_changeset(loaded, deployment_plan)
         attach_config_diff(changes, loaded, state)
     else:
         from hpclz.services.deploy import available_secrets
 
         changes = changeset_for(loaded, deployment_plan, state, available_secrets(loaded, deployment_plan))
-    if refresh or refresh_only:
-        refresh_changeset(loaded, changes, state, only=refresh_only)
-    force_replacements(changes, replace or [])
-    if target:
-        targeted(changes, deployment_plan, target)
-    result.changes = changes
-    if out is not None and refresh_only:
+    if options.refresh or options.refresh_only:
+        refresh_changeset(loaded, changes, state, only=options.refresh_only)
+    force_replacements(changes, options.replace)
+    if options.target:
+        targeted(changes, deployment_plan, options.target)
+    return changes
+
+
+def _save(
+    result: PlanResult,
+    options: PlanOptions,
+    deployment_plan: DeploymentPlan,
+    loaded: LoadedConfig,
+    state: StateDocument | None,
+) -> None:
+    """Write the plan for `deploy --plan`, unless it could never be applied as it stands."""
+    changes = result.changes
+    if options.out is None or changes is None:
+        return
+    if options.refresh_only:
         result.not_saved = "not saved: a --refresh-only plan changes nothing"
-    elif out is not None and (replace or target):
+    elif options.replace or options.target:
         result.not_saved = "not saved: pass the same --replace/--target to `hpclz deploy` instead"
-    elif out is not None and changes.blocked:
+    elif changes.blocked:
         # A saved plan is a promise that deploy can apply it; one with a NOT ALLOWED change cannot be kept.
-        result.not_saved = f"not saved to {out}: it holds changes that are not allowed ({', '.join(changes.blocked)})"
-    elif out is not None:
-        save_plan(out, deployment_plan, changes, loaded.config, state)
-        result.saved_to = str(out)
-    return result
+        blocked = ", ".join(changes.blocked)
+        result.not_saved = f"not saved to {options.out}: it holds changes that are not allowed ({blocked})"
+    else:
+        save_plan(options.out, deployment_plan, changes, loaded.config, state)
+        result.saved_to = str(options.out)
 
 
 def refresh_changeset(loaded: LoadedConfig, changes: ChangeSet, state: Any, *, only: bool = False) -> None:

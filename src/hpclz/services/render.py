@@ -5,19 +5,20 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from hpclz.config.base import Disabled
 from hpclz.config.loader import load_config
 from hpclz.config.root import LandingZoneConfig
 from hpclz.errors import ExitCode
 from hpclz.findings import Finding, Severity
+from hpclz.output import CommandResult, ResultBody
 from hpclz.render.build import build_plan
 from hpclz.render.model import DeploymentPlan
 from hpclz.services.validate import check_config
 
 
-class RenderResult(BaseModel):
+class RenderResult(ResultBody):
     file: str
     out_dir: str
     plan: DeploymentPlan | None = Field(description="None when config rules found errors and nothing was rendered.")
@@ -31,11 +32,7 @@ class RenderResult(BaseModel):
     def ok(self) -> bool:
         return not any(f.severity is Severity.ERROR for f in self.findings)
 
-    @property
-    def exit_code(self) -> ExitCode:
-        return ExitCode.OK if self.ok else ExitCode.FAILED
-
-    def payload(self) -> dict[str, Any]:
+    def json_body(self) -> dict[str, Any]:
         from hpclz.render.writer import summary
 
         return {
@@ -50,7 +47,15 @@ class RenderResult(BaseModel):
         }
 
 
-def render(path: str | Path, out_dir: Path, *, diagram: bool = False, gates: bool = True) -> RenderResult:
+def render(
+    path: str | Path, out_dir: Path, *, diagram: bool = False, gates: bool = True
+) -> CommandResult[RenderResult]:
+    result = _render(path, out_dir, diagram=diagram, gates=gates)
+    code = ExitCode.OK if result.ok else ExitCode.FAILED
+    return CommandResult(command="render", payload=result, findings=result.findings, exit_code=code)
+
+
+def _render(path: str | Path, out_dir: Path, *, diagram: bool, gates: bool) -> RenderResult:
     from hpclz.render.diagram import diagram_files, render_images
     from hpclz.render.writer import write_plan
 

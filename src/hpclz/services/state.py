@@ -5,24 +5,25 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from hpclz.config.loader import load_config
 from hpclz.deploy.backends import open_backend
 from hpclz.errors import ExitCode, HpclzError
+from hpclz.output import CommandResult, ResultBody
 from hpclz.state.backend import HistoryEntry, StateBackend
 from hpclz.state.lockinfo import LockInfo, locked_error_message
 from hpclz.state.model import StateDocument
 
 
-class StateShowResult(BaseModel):
+class StateShowResult(ResultBody):
     location: str
     backend: str
     state: StateDocument | None
     lock: LockInfo | None
     history: list[HistoryEntry] = Field(default_factory=list)
 
-    def payload(self) -> dict[str, Any]:
+    def json_body(self) -> dict[str, Any]:
         doc = self.state
         return {
             "location": self.location,
@@ -53,12 +54,12 @@ class StateShowResult(BaseModel):
         }
 
 
-class UnlockResult(BaseModel):
+class UnlockResult(ResultBody):
     location: str
     released: bool
     holder: LockInfo | None
 
-    def payload(self) -> dict[str, Any]:
+    def json_body(self) -> dict[str, Any]:
         return {
             "location": self.location,
             "released": self.released,
@@ -74,18 +75,23 @@ def _open(config_path: Path, credential: Any = None) -> tuple[StateBackend, str]
     return backend, loaded.config.state.backend
 
 
-def show_state(config_path: Path, *, credential: Any = None) -> StateShowResult:
+def show_state(config_path: Path, *, credential: Any = None) -> CommandResult[StateShowResult]:
     backend, kind = _open(config_path, credential)
-    return StateShowResult(
+    shown = StateShowResult(
         location=backend.location,
         backend=kind,
         state=backend.read(),
         lock=backend.lock_info(),
         history=backend.history(),
     )
+    return CommandResult(command="state show", payload=shown)
 
 
-def unlock_state(config_path: Path, *, force: bool, credential: Any = None) -> UnlockResult:
+def unlock_state(config_path: Path, *, force: bool, credential: Any = None) -> CommandResult[UnlockResult]:
+    return CommandResult(command="state unlock", payload=_unlock(config_path, force=force, credential=credential))
+
+
+def _unlock(config_path: Path, *, force: bool, credential: Any) -> UnlockResult:
     """Without --force only report: breaking a live run's lock can corrupt its deployment's state."""
     backend, _ = _open(config_path, credential)
     if not force:
@@ -101,13 +107,10 @@ def unlock_state(config_path: Path, *, force: bool, credential: Any = None) -> U
     return UnlockResult(location=backend.location, released=holder is not None, holder=holder)
 
 
-class ForgetResult(BaseModel):
+class ForgetResult(ResultBody):
     location: str
     forgotten: list[str] = Field(description="Resource IDs removed from state (Azure is not touched).")
     serial: int
-
-    def payload(self) -> dict[str, Any]:
-        return {"location": self.location, "forgotten": self.forgotten, "serial": self.serial}
 
 
 def matching_records(doc: StateDocument, address: str) -> list[Any]:
@@ -117,7 +120,7 @@ def matching_records(doc: StateDocument, address: str) -> list[Any]:
     return by_id or [r for r in doc.resources if f"{r.type}/{r.name}".lower() == wanted]
 
 
-def forget_state(config_path: Path, address: str, *, credential: Any = None) -> ForgetResult:
+def forget_state(config_path: Path, address: str, *, credential: Any = None) -> CommandResult[ForgetResult]:
     """Remove one resource from state, leaving it in Azure (terraform's `state rm`): hpclz stops managing
     it. Its deployment is no longer taken as applied, so the next plan shows what it would do again."""
     from hpclz.state.identity import ZoneIdentity, refuse_foreign_state
@@ -146,4 +149,5 @@ def forget_state(config_path: Path, address: str, *, credential: Any = None) -> 
         updated.resources = [r for r in updated.resources if r.id != record.id]
         updated.deployments.pop(record.deployment, None)
         written = backend.write(updated)
-    return ForgetResult(location=backend.location, forgotten=[record.id], serial=written.serial)
+    forgotten = ForgetResult(location=backend.location, forgotten=[record.id], serial=written.serial)
+    return CommandResult(command="state forget", payload=forgotten)

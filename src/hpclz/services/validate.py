@@ -6,17 +6,18 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from hpclz.config.loader import LoadedConfig, load_config
 from hpclz.errors import ConfigError, ConfigProblem, ExitCode, HpclzError
 from hpclz.findings import Finding, Severity, count_by_severity
+from hpclz.output import CommandResult, ResultBody
 from hpclz.registry import CONFIG_RULES, all_rules
 from hpclz.rules.base import DOCS_PAGE, run_rules
 from hpclz.rules.context import ConfigContext
 
 
-class ValidateResult(BaseModel):
+class ValidateResult(ResultBody):
     file: str
     fail_level: Severity
     findings: list[Finding] = Field(default_factory=list)
@@ -31,11 +32,7 @@ class ValidateResult(BaseModel):
     def ok(self) -> bool:
         return not self.failing
 
-    @property
-    def exit_code(self) -> ExitCode:
-        return ExitCode.OK if self.ok else ExitCode.FAILED
-
-    def payload(self) -> dict[str, Any]:
+    def json_body(self) -> dict[str, Any]:
         return {
             "file": self.file,
             "fail_level": self.fail_level.value,
@@ -74,12 +71,14 @@ def check_config(loaded: LoadedConfig, suppress: Iterable[str] = ()) -> tuple[li
 
 def validate(
     path: str | Path, *, fail_level: Severity = Severity.ERROR, suppress: Iterable[str] = ()
-) -> ValidateResult:
+) -> CommandResult[ValidateResult]:
     reported, suppressed = check_config(load_config(path), suppress)
-    return ValidateResult(
+    result = ValidateResult(
         file=str(path),
         fail_level=fail_level,
         findings=reported,
         suppressed=sorted({f.rule_id for f in suppressed}),
         rules_run=len(CONFIG_RULES),
     )
+    code = ExitCode.OK if result.ok else ExitCode.FAILED
+    return CommandResult(command="validate", payload=result, findings=reported, exit_code=code)

@@ -18,11 +18,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
-
 from hpclz.config.loader import load_config
 from hpclz.config.root import LandingZoneConfig
 from hpclz.errors import ExitCode, HpclzError
+from hpclz.output import CommandResult, ResultBody
 from hpclz.verify import collective_job as coll
 from hpclz.verify.dispatch import (
     GRACE_S,
@@ -60,15 +59,11 @@ class VerifyOptions:
     max_nodes_per_job: int = 100
 
 
-class VerifyOutcome(BaseModel):
+class VerifyOutcome(ResultBody):
     report: VerifyReport
     work_dir: str | None = None
 
-    @property
-    def exit_code(self) -> ExitCode:
-        return ExitCode.VERIFY_FAILED if failed_anything(self.report) else ExitCode.OK
-
-    def payload(self) -> dict[str, Any]:
+    def json_body(self) -> dict[str, Any]:
         return {"work_dir": self.work_dir, **self.report.model_dump(mode="json")}
 
 
@@ -76,7 +71,13 @@ def failed_anything(report: VerifyReport) -> bool:
     return bool(report.bad_nodes) or any(c.status is Status.FAIL for c in report.collectives)
 
 
-def verify(opts: VerifyOptions) -> VerifyOutcome:
+def verify(opts: VerifyOptions) -> CommandResult[VerifyOutcome]:
+    outcome = _verify(opts)
+    code = ExitCode.VERIFY_FAILED if failed_anything(outcome.report) else ExitCode.OK
+    return CommandResult(command="verify", payload=outcome, exit_code=code)
+
+
+def _verify(opts: VerifyOptions) -> VerifyOutcome:
     started = time.monotonic()
     config = load_config(opts.config).config
     if opts.local:

@@ -15,22 +15,23 @@ TEMP_PREFIX = ".tmp-"
 def ensure_private_dir(path: Path) -> Path:
     """Create `path` (and parents) and make it 0700: state names every resource of a landing zone."""
     path.mkdir(parents=True, exist_ok=True, mode=DIR_MODE)
-    os.chmod(path, DIR_MODE)  # mkdir's mode is filtered by the umask, and the folder may already exist
+    path.chmod(DIR_MODE)  # mkdir's mode is filtered by the umask, and the folder may already exist
     return path
 
 
 def write_atomic(path: Path, data: bytes) -> None:
     """Temp file in the same folder, fsync, rename over `path`, fsync the folder (so the rename survives a crash)."""
-    fd, temp = tempfile.mkstemp(prefix=TEMP_PREFIX, dir=path.parent)  # mkstemp creates it 0600
+    fd, name = tempfile.mkstemp(prefix=TEMP_PREFIX, dir=path.parent)  # mkstemp creates it 0600
+    temp = Path(name)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
-        os.replace(temp, path)
+        temp.replace(path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
-            os.unlink(temp)
+            temp.unlink()
         raise
     fsync_dir(path.parent)
 

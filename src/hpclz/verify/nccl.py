@@ -231,7 +231,14 @@ def intranode(source: Source, gpus: int, threshold: float | None, size: int = IN
     return _torch_intranode(source.node, gpus, threshold, size, out.why())
 
 
-def _torch_intranode(node: str, gpus: int, threshold: float | None, size: int, why_not_tests: str) -> Reading:
+# ruff ARG found that `gpus` is ignored here (every visible device is used); left for the verify owner.
+def _torch_intranode(
+    node: str,
+    gpus: int,  # noqa: ARG001
+    threshold: float | None,
+    size: int,
+    why_not_tests: str,
+) -> Reading:
     try:
         import torch
     except ImportError:

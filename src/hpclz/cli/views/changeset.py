@@ -159,34 +159,16 @@ def print_changeset(out: Console, cs: ChangeSet, *, show_noise: bool = False, st
         else f"no state{f' at {escape(state_location)}' if state_location else ''}: everything is new"
     )
     out.print(f"[bold]hpclz plan[/] {escape(cs.landing_zone)}-{escape(cs.environment)} ({cs.mode}, against {against})")
-    if cs.config_changes:
-        out.print("\nConfig changes since the last apply:")
-        for edit in cs.config_changes:
-            out.print(config_line(edit))
-    elif cs.state and not cs.config_baseline:
-        out.print("\n[dim]The state holds no applied config, so config-level changes cannot be listed.[/]")
-    if cs.drift:
-        out.print("\n[bold]Changed outside hpclz[/] (found by reading Azure back; deploy puts it back):\n")
-        for drifted in cs.drift:
-            lines = resource_lines(drifted, show_noise)
-            out.print("\n".join(lines) + ("\n" if len(lines) > 1 else ""))
+    _config_section(out, cs)
+    _drift_section(out, cs, show_noise)
     changed = cs.changed_resources
     if not changed and not cs.config_changes and not cs.drift:
         out.print("\n[green]No changes.[/] The landing zone matches the configuration.")
     if cs.mode == "offline" and not cs.refreshed and cs.state is not None:
         out.print("[dim]Compared with the state only; Azure was not read (--refresh reads it for drift).[/]")
-    if changed:
-        out.print("\n" + LEGEND + "\n\nhpclz will perform the following actions:\n")
-        if cs.mode == "what-if":
-            out.print("[dim](as ARM's what-if reports them: changes made outside hpclz are listed here too)[/]\n")
-        for resource in changed:
-            lines = resource_lines(resource, show_noise)
-            out.print("\n".join(lines) + ("\n" if len(lines) > 1 else ""))
+    _actions_section(out, cs, show_noise)
     if show_noise:
-        for quiet in cs.resources:
-            if quiet.action is Action.NO_CHANGE and quiet.noise:
-                out.print("\n".join(resource_lines_quiet(quiet)))
-        out.print("\n".join(f"  [dim]* ignored by what-if: {escape(rid)}[/]" for rid in cs.ignored))
+        _noise_section(out, cs)
     for item in cs.unsupported:
         out.print(f"[yellow]! what-if could not evaluate {escape(item)}[/]")
     out.print(f"[bold]{cs.summary.line()}[/]")
@@ -196,3 +178,42 @@ def print_changeset(out: Console, cs: ChangeSet, *, show_noise: bool = False, st
         hint = "" if show_noise else " (--show-noise shows them)"
         source = "" if cs.mode == "offline" else "what-if "
         out.print(f"[dim]{cs.noise_count} {source}changes filtered as noise{hint}.[/]")
+
+
+def _config_section(out: Console, cs: ChangeSet) -> None:
+    if cs.config_changes:
+        out.print("\nConfig changes since the last apply:")
+        for edit in cs.config_changes:
+            out.print(config_line(edit))
+    elif cs.state and not cs.config_baseline:
+        out.print("\n[dim]The state holds no applied config, so config-level changes cannot be listed.[/]")
+
+
+def _print_resources(out: Console, resources: list[ResourceChange], show_noise: bool) -> None:
+    for resource in resources:
+        lines = resource_lines(resource, show_noise)
+        out.print("\n".join(lines) + ("\n" if len(lines) > 1 else ""))
+
+
+def _drift_section(out: Console, cs: ChangeSet, show_noise: bool) -> None:
+    """Found by `--refresh`: apart from the actions, as terraform shows "changed outside of Terraform"."""
+    if cs.drift:
+        out.print("\n[bold]Changed outside hpclz[/] (found by reading Azure back; deploy puts it back):\n")
+        _print_resources(out, cs.drift, show_noise)
+
+
+def _actions_section(out: Console, cs: ChangeSet, show_noise: bool) -> None:
+    changed = cs.changed_resources
+    if not changed:
+        return
+    out.print("\n" + LEGEND + "\n\nhpclz will perform the following actions:\n")
+    if cs.mode == "what-if":
+        out.print("[dim](as ARM's what-if reports them: changes made outside hpclz are listed here too)[/]\n")
+    _print_resources(out, changed, show_noise)
+
+
+def _noise_section(out: Console, cs: ChangeSet) -> None:
+    for quiet in cs.resources:
+        if quiet.action is Action.NO_CHANGE and quiet.noise:
+            out.print("\n".join(resource_lines_quiet(quiet)))
+    out.print("\n".join(f"  [dim]* ignored by what-if: {escape(rid)}[/]" for rid in cs.ignored))

@@ -1,0 +1,46 @@
+"""`hpclz destroy` for people: the confirmation's list, each deletion as it happens, and the tally."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from hpclz.output import CommandResult
+    from hpclz.services.destroy import DestroyResult
+    from hpclz.state.model import StateDocument
+
+STYLE = {"deleted": "green", "kept": "cyan", "already gone": "dim", "left alone": "yellow", "failed": "bold red"}
+
+
+def show_state(err: Console, doc: StateDocument, include_data: bool) -> None:
+    """Before the question: how much state lists, and what happens to each data-bearing resource."""
+    data = [r for r in doc.resources if r.data_bearing]
+    err.print(f"{len(doc.resources)} resources recorded in state, {len(data)} data-bearing:", highlight=False)
+    for r in data:
+        err.print(f"  {'DELETE' if include_data else 'keep'} {r.type} {r.name}", highlight=False)
+
+
+def show_outcome(err: Console, outcome: Any) -> None:
+    """One line per resource as the destroyer reaches it (hpclz.deploy.destroy.Outcome)."""
+    style = STYLE.get(outcome.action.value, "")
+    reason = f" ({outcome.reason})" if outcome.reason else ""
+    err.print(f"[{style}]{outcome.action.value}[/] {outcome.type} {outcome.id.rsplit('/', 1)[-1]}{reason}")
+
+
+def show(out: Console, result: CommandResult[DestroyResult]) -> None:
+    body = result.payload
+    if body.cancelled:
+        out.print("cancelled: nothing deleted")
+        return
+    if not body.outcomes:
+        out.print(f"nothing to destroy: the state of {body.file} lists no resources")
+        return
+    deleted = sum(1 for o in body.outcomes if o["action"] == "deleted")
+    out.print(f"{deleted} deleted, {len(body.kept)} kept, {len(body.failed)} failed")
+    for o in body.outcomes:
+        if o["action"] == "failed":
+            out.print(f"[red]✗[/] {o['id']}: {o['reason']}")
+    if body.kept:
+        out.print("Kept (data): rerun with --include-data to delete them too.")

@@ -1,0 +1,32 @@
+"""`hpclz plan` for people: findings that need attention, then the change set (hpclz.cli.views.changeset)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from hpclz.cli.views.changeset import print_changeset
+from hpclz.cli.views.findings import print_findings
+from hpclz.severity import Severity
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from hpclz.output import CommandResult
+    from hpclz.services.plan import PlanResult
+
+
+def show(console: Console, result: CommandResult[PlanResult], *, show_noise: bool) -> None:
+    body = result.payload
+    print_findings(console, [f for f in result.findings if f.severity is not Severity.INFO])
+    if body.changes is None:
+        console.print(f"[red]✗[/] {body.file} fails validation; fix the errors above, then plan again")
+        return
+    print_changeset(console, body.changes, show_noise=show_noise, state_location=body.state_location)
+    if body.not_saved:
+        from rich.markup import escape
+
+        console.print(f"[red]✗[/] {escape(body.not_saved)}")
+    if body.saved_to:
+        console.print(
+            f"Saved the plan to {body.saved_to}: apply it with `hpclz deploy {body.file} --plan {body.saved_to}`"
+        )

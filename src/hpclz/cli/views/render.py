@@ -1,0 +1,34 @@
+"""`hpclz render` for people: the deployments in order, notes, and which gates ran."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from hpclz.cli.views.findings import print_findings
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from hpclz.output import CommandResult
+    from hpclz.services.render import RenderResult
+
+
+def show(console: Console, result: CommandResult[RenderResult]) -> None:
+    body = result.payload
+    print_findings(console, result.findings)
+    if body.plan is None or not body.written:
+        console.print(f"[red]✗[/] {body.file} has errors; nothing was rendered")
+        return
+    for index, d in enumerate(body.plan.deployments, start=1):
+        where = d.resource_group or "subscription"
+        after = f" after {', '.join(d.depends_on)}" if d.depends_on else ""
+        console.print(f"{index:2d}. {d.name} [dim]({where}, {len(d.resources())} resources{after})[/]")
+    for note in body.notes:
+        console.print(f"[dim]note:[/] {note}")
+    gates_text = f"; gates passed: {', '.join(body.gates_run)}" if body.gates_run else ""
+    if not result.ok:
+        gates_text = f"; gates run: {', '.join(body.gates_run)}"
+    for gate, reason in sorted(body.gates_not_run.items()):
+        gates_text += f"; {gate} not run ({reason})"
+    mark = "[green]✓[/]" if result.ok else "[red]✗[/]"
+    console.print(f"{mark} wrote {len(body.written)} files to {body.out_dir}{gates_text}")
