@@ -208,7 +208,12 @@ def _actions_section(out: Console, cs: ChangeSet, show_noise: bool) -> None:
         return
     out.print("\n" + LEGEND + "\n\nhpclz will perform the following actions:\n")
     if cs.mode == "what-if":
-        out.print("[dim](as ARM's what-if reports them: changes made outside hpclz are listed here too)[/]\n")
+        # What-if compares the templates with Azure as it is, so drift shows here too; deploy submits only
+        # changed templates, and puts drift back only when it reads Azure (--refresh).
+        out.print(
+            "[dim](ARM what-if: changes made outside hpclz are listed too; `hpclz deploy` puts those back only"
+            " with --refresh)[/]\n"
+        )
     _print_resources(out, changed, show_noise)
 
 
