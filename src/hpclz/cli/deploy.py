@@ -24,6 +24,20 @@ def ask(question: str, yes: bool) -> bool:
     return typer.confirm(question, default=False, err=True)
 
 
+def typed_consent(reasons: list[str], zone: str) -> bool:
+    """Instead of --allow-data-loss / --allow-disruption at a terminal: the person types the zone's name."""
+    from rich.markup import escape
+
+    console(stderr=True).print(f"[bold red]This deploy needs consent:[/] {escape('; '.join(reasons))}")
+    typed = typer.prompt(
+        f"Type the zone name ({zone}) to apply it anyway, anything else to stop",
+        default="",
+        show_default=False,
+        err=True,
+    )
+    return str(typed).strip() == zone
+
+
 def deploy(
     config: Path = typer.Argument(..., help="Landing-zone config (YAML)."),
     yes: bool = typer.Option(False, "--yes", "-y", help="Deploy without asking for confirmation."),
@@ -81,6 +95,7 @@ def deploy(
             consent=Consent(data_loss=allow_data_loss, disruption=allow_disruption),
             scope=Scope(replace=replace, target=target),
             refresh=refresh,
+            ask=typed_consent if not yes and sys.stdin.isatty() else None,
         )
         try:
             result = run_deploy(

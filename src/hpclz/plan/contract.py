@@ -11,7 +11,7 @@ before its first write, whatever the plan marks as unsafe unless the engineer sa
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from hpclz.config.loader import LoadedConfig
@@ -167,11 +167,27 @@ def refusals(changes: ChangeSet, consent: Consent) -> list[str]:
     return reasons
 
 
-def refuse_unsafe(changes: ChangeSet, consent: Consent, file: str) -> None:
+def refuse_unsafe(
+    changes: ChangeSet,
+    consent: Consent,
+    file: str,
+    ask: Callable[[list[str], str], bool] | None = None,
+    defer: bool = False,
+) -> None:
+    """Raise unless the change set may be applied. A refusal a flag could lift may instead be lifted by a person
+    who types the zone's name when `ask`ed (never a NOT ALLOWED one); `defer`: an early check that leaves those
+    to the check that asks."""
     reasons = refusals(changes, consent)
-    if reasons:
-        raise HpclzError(
-            f"{file}: refusing to deploy, nothing was changed: {'; '.join(reasons)}",
-            exit_code=ExitCode.FAILED,
-            hint=f"`hpclz plan {file}` shows each change and what it costs",
-        )
+    if not reasons:
+        return
+    if not changes.blocked and (defer or (ask is not None and ask(reasons, zone_name(changes)))):
+        return
+    raise HpclzError(
+        f"{file}: refusing to deploy, nothing was changed: {'; '.join(reasons)}",
+        exit_code=ExitCode.FAILED,
+        hint=f"`hpclz plan {file}` shows each change and what it costs",
+    )
+
+
+def zone_name(changes: ChangeSet) -> str:
+    return f"{changes.landing_zone}-{changes.environment}"

@@ -202,7 +202,7 @@ def _deploy(
     announce_waits(arm, on_event)
     backend = _backend(loaded, arm)
     # Everything that can refuse does so before preflight's first call; `_apply` checks again under the lock.
-    check_contract(loaded, plan, backend.read(), (arm.subscription_id, backend.location), contract, secrets)
+    check_contract(loaded, plan, backend.read(), (arm.subscription_id, backend.location), contract, secrets, early=True)
     result.findings += preflight(arm, loaded, plan, secrets, suppress, unchanged=_unchanged(plan, backend))
     if _failing(result.findings):
         return ExitCode.FAILED

@@ -41,6 +41,8 @@ class Contract:
     consent: Consent = field(default_factory=Consent)
     scope: Scope = field(default_factory=Scope)
     refresh: bool = False
+    # Interactive consent instead of a flag: shown the reasons and the zone name, True when a person typed it.
+    ask: Callable[[list[str], str], bool] | None = None
 
 
 def check_contract(
@@ -51,6 +53,7 @@ def check_contract(
     contract: Contract,
     secrets: Secrets,
     live: dict[str, Any] | None = None,
+    early: bool = False,
 ) -> ChangeSet:
     """The change set deploy will apply, or HpclzError when any of it must not be applied: another zone's
     state, a NOT ALLOWED change, data loss or disruption without consent, a secret where state would keep it.
@@ -67,7 +70,11 @@ def check_contract(
     force_replacements(changes, contract.scope.replace)
     asked = frozenset(r.id.lower() for a in contract.scope.replace for r in matching(changes, a))
     # On the whole change set, targeted or not.
-    refuse_unsafe(changes, dataclasses.replace(contract.consent, replace=asked), file)
+    consent = dataclasses.replace(contract.consent, replace=asked)
+    if early:  # before preflight: a person is asked once, under the lock, not here
+        refuse_unsafe(changes, consent, file, defer=contract.ask is not None)
+    else:
+        refuse_unsafe(changes, consent, file, ask=contract.ask)
     refuse_secrets_in_bodies(loaded, plan, secrets)
     return changes
 
