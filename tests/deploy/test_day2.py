@@ -509,3 +509,15 @@ def test_typing_the_zone_name_is_consent_but_never_for_not_allowed(arm: ArmStand
     with pytest.raises(HpclzError, match="NOT ALLOWED"):
         deploy(energy, contract=Contract(ask=lambda reasons, _zone: bool(never.extend(reasons)) or True))
     assert never == []
+
+
+def test_a_missing_secret_value_is_refused_before_any_write(
+    arm: ArmStandIn, energy: Path, run_cli: Callable, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("LICENCE_KEY", raising=False)
+    monkeypatch.setenv("API_TOKEN", "token-v1-77b2e1")
+    edit(energy, (SECRETS,))
+    refused = run_cli("deploy", str(energy), "--yes")
+    assert refused.exit_code == 3, refused.stdout + refused.stderr
+    assert "identity.key_vault.secrets.licence-key: environment variable LICENCE_KEY is not set" in refused.stderr
+    assert writes_since(arm, 0) == [] and arm.world.groups == {}
