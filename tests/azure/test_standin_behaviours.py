@@ -187,3 +187,12 @@ def test_storage_kind_upgrades_one_way_only(adapter: Arm) -> None:
     assert run(adapter, deployment("st", account("Storage")))["properties"]["provisioningState"] == "Succeeded"
     assert run(adapter, deployment("st", account("StorageV2")))["properties"]["provisioningState"] == "Succeeded"
     assert inner_code(run(adapter, deployment("st", account("BlobStorage")))) == "PropertyChangeNotAllowed"
+
+
+def test_an_address_range_cannot_go_while_a_subnet_uses_it(adapter: Arm) -> None:
+    assert run(adapter, deployment("net", vnet("10.0.0.0/24")))["properties"]["provisioningState"] == "Succeeded"
+    shrunk = vnet("10.0.0.0/24")
+    shrunk["properties"]["addressSpace"]["addressPrefixes"] = ["10.1.0.0/16"]
+    failed = run(adapter, deployment("net", shrunk))
+    assert inner_code(failed) == "NetcfgSubnetRangeOutsideVnet"
+    assert "Subnet 'admin' is not valid because its IP address range is outside" in str(failed["properties"]["error"])

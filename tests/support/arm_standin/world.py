@@ -281,11 +281,15 @@ class World:
     def _refusal(self, resource: PlannedResource) -> behaviours.Refusal | None:
         """What ARM refuses of this PUT: a global name taken, an immutable property changed, a subnet in use."""
         name = resource.name.split("/")[-1]
+        body = _late(resource)
+        if resource.type.lower() == behaviours.VNET:
+            outside = behaviours.subnets_outside({**body, "name": name})
+            if outside is not None:
+                return outside
         with self.lock:
             existing = self.resources.get(resource.id.lower())
             if existing is None:
                 return behaviours.name_conflict(self.names, resource.type, name)
-            body = _late(resource)
             refusal = behaviours.immutable_change(resource.type, name, existing, body)
             if refusal is None and resource.type.lower() == behaviours.VNET:
                 others = [r for k, r in self.resources.items() if k != resource.id.lower()]
