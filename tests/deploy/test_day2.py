@@ -116,6 +116,22 @@ ROWS = [
         refused_without="NOT ALLOWED",
     ),
     Row(
+        "renumber the address space and its subnets",
+        (
+            ("address_space: [10.20.0.0/16]", "address_space: [10.30.0.0/16]"),
+            ("admin: {cidr: 10.20.0.0/24}", "admin: {cidr: 10.30.0.0/24}"),
+            ("cidr: 10.20.1.0/26}", "cidr: 10.30.1.0/26}"),
+            ("private_endpoints: {cidr: 10.20.1.64/26}", "private_endpoints: {cidr: 10.30.1.64/26}"),
+            ("lustre: {cidr: 10.20.2.0/24}", "lustre: {cidr: 10.30.2.0/24}"),
+            ("compute: {cidr: 10.20.16.0/20}", "compute: {cidr: 10.30.16.0/20}"),
+        ),
+        "subnets in use cannot change range (InUseSubnetCannotBeUpdated), nor can a range in use go "
+        "(NetcfgSubnetRangeOutsideVnet): a new network is a new landing zone",
+        "NOT ALLOWED",
+        applied=False,
+        refused_without="NOT ALLOWED",
+    ),
+    Row(
         "rename the storage resource group",
         (
             (
