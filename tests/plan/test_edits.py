@@ -293,7 +293,7 @@ def test_printed_plan_tells_the_cost() -> None:
         'compute.partitions[gpu].vm_size: "Standard_ND96isr_H100_v5" -> "Standard_ND96isr_H200_v5"  '
         "(replace nodes; drain partition gpu first)"
     ) in text
-    assert "Cost: drain partition gpu first" in text
+    assert "Impact: drain partition gpu first" in text
     assert "~ Microsoft.Compute/virtualMachines vm-energy-cc-prod-scus" in text
     assert "NOT ALLOWED" not in text
-    assert "Cost: after the re-import, run `azslurm scale` on the Slurm scheduler" in text
+    assert "Impact: after the re-import, run `azslurm scale` on the Slurm scheduler" in text

@@ -250,4 +250,9 @@ CASES: dict[str, list[Case]] = {
     "HPCLZ-COST-002": [Case("ai-training", _set("compute.login.vm_size", "Standard_NC24ads_A100_v4"))],
     "HPCLZ-COST-003": [Case("ai-training", _set(f"{P}.0.spot_max_price", 3.5))],
     "HPCLZ-COST-004": [Case("energy", _set("storage.blob.lifecycle.archive_after_days", 20))],
+    # ai-training's H100 partition alone is priced from the shipped snapshot (recorded eastus2 API answer).
+    "HPCLZ-COST-010": [
+        Case("ai-training", _set("budget", {"monthly_usd": 1_000_000})),
+        Case("ai-training", _set("budget", {"monthly_usd": 2_000_000, "partition_hours": 250})),
+    ],
 }

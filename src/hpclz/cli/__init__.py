@@ -12,6 +12,7 @@ from hpclz.cli.deploy import deploy
 from hpclz.cli.destroy import destroy
 from hpclz.cli.init import init
 from hpclz.cli.plan import plan
+from hpclz.cli.prices import prices_app
 from hpclz.cli.render import render
 from hpclz.cli.schema import schema
 from hpclz.cli.state import state_app
@@ -51,6 +52,7 @@ app.command()(render)
 app.command()(plan)
 app.command()(verify)
 app.add_typer(state_app, name="state")
+app.add_typer(prices_app, name="prices")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -60,6 +60,9 @@ def deploy(
         [], "--target", help="Apply only the deployment holding this resource, and what it depends on (repeatable)."
     ),
     suppress: list[str] = typer.Option([], "--suppress", help="Rule ID to silence (repeatable)."),
+    over_budget: bool = typer.Option(
+        False, "--over-budget", help="Deploy even when the cost estimate exceeds budget.monthly_usd."
+    ),
     output: OutputFormat = OUTPUT_OPTION,
 ) -> None:
     """Show the plan, then deploy exactly it: in dependency order, with a locked, resumable state.
@@ -99,7 +102,13 @@ def deploy(
         )
         try:
             result = run_deploy(
-                config, plan_file=plan, confirm=confirm, on_event=on_event, suppress=suppress, contract=contract
+                config,
+                plan_file=plan,
+                confirm=confirm,
+                on_event=on_event,
+                suppress=suppress,
+                contract=contract,
+                over_budget=over_budget,
             )
         finally:
             if progress is not None:

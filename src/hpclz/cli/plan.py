@@ -32,9 +32,17 @@ def plan(
         [], "--target", help="Only the deployment holding this resource, and what it depends on (repeatable)."
     ),
     suppress: list[str] = typer.Option([], "--suppress", help="Rule ID to silence (repeatable)."),
+    hours: float | None = typer.Option(
+        None,
+        "--hours",
+        min=0,
+        max=730,
+        help="Hours a month each partition runs at max_nodes in the cost estimate (default: budget.partition_hours, "
+        "else 730).",
+    ),
     output: OutputFormat = OUTPUT_OPTION,
 ) -> None:
-    """Show what a deploy would change and what each change costs (drain, restart, data), like terraform plan."""
+    """Show what a deploy would change, its operational impact (drain, restart, data) and its monthly cost."""
     with guarded("plan", output):
         from hpclz.cli.views import plan as view
         from hpclz.services.plan import plan as run_plan
@@ -51,5 +59,6 @@ def plan(
             include_data=include_data,
             replace=replace,
             target=target,
+            hours=hours,
         )
         finish(result, output, lambda console, shown: view.show(console, shown, show_noise=show_noise))

@@ -14,6 +14,9 @@ def render(
     ),
     diagram: bool = typer.Option(False, "--diagram", help="Also write a topology picture (Mermaid, DOT, SVG)."),
     gates: bool = typer.Option(True, "--gates/--no-gates", help="Check the templates (ARM schemas, lint, checkov)."),
+    template_format: str = typer.Option(
+        "arm", "--format", help="arm: ARM JSON templates; bicep: main.bicep and one module per deployment."
+    ),
     output: OutputFormat = OUTPUT_OPTION,
 ) -> None:
     """Render ARM templates, parameters and a manifest for every deployment of the landing zone."""
@@ -21,4 +24,5 @@ def render(
         from hpclz.cli.views import render as view
         from hpclz.services.render import render as run_render
 
-        finish(run_render(config, out, diagram=diagram, gates=gates), output, view.show)
+        result = run_render(config, out, diagram=diagram, gates=gates, template_format=template_format)
+        finish(result, output, view.show)

@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import Field
 
 from hpclz.config.base import StrictModel
+from hpclz.config.budget import Budget
 from hpclz.config.compute import Compute
 from hpclz.config.identity import Identity
 from hpclz.config.metadata import Metadata
@@ -30,6 +31,9 @@ class LandingZoneConfig(StrictModel):
     maintenance: Maintenance = Field(default_factory=Maintenance)
     state: StateBackend = Field(default_factory=LocalState)
     verify: Verify = Field(default_factory=Verify)
+    budget: Budget | None = Field(
+        default=None, description="Monthly spending ceiling; `hpclz plan` shows the estimate against it."
+    )
     suppress: list[str] = Field(
         default_factory=list,
         description="Rule IDs to silence for this config (e.g. HPCLZ-CMP-005), each a deliberate choice.",

@@ -18,6 +18,8 @@ from hpclz.render.diagram import DIAGRAM_FILES
 from hpclz.render.model import Deployment, DeploymentPlan
 
 MANIFEST = "manifest.json"
+BICEP_MAIN = "main.bicep"  # hpclz.render.bicep.MAIN, named here so clearing a folder needs no exporter import
+BICEP_MODULES = "modules"
 ARTIFACTS = "artifacts"
 
 
@@ -52,22 +54,28 @@ def summary(deployment: Deployment) -> dict[str, Any]:
     }
 
 
-def manifest(plan: DeploymentPlan) -> dict[str, Any]:
+def manifest(plan: DeploymentPlan, template_format: str = "arm") -> dict[str, Any]:
+    from hpclz.render.bicep import MAIN, module_path
+
     entries = []
     for index, d in enumerate(plan.deployments, start=1):
         stem = file_stem(index, d)
+        bicep = template_format == "bicep"
         entries.append(
             {
                 **summary(d),
                 "order": index,
                 "location": d.location,
-                "template": f"{stem}.template.json",
-                "parameters": f"{stem}.parameters.json",
+                "template": module_path(index, d) if bicep else f"{stem}.template.json",
+                "parameters": MAIN if bicep else f"{stem}.parameters.json",
                 "secure_parameters": d.secure_parameters,
                 "artifacts": sorted(f"{ARTIFACTS}/{name}" for name in d.artifacts),
             }
         )
+    # ARM manifests stay as they were; a Bicep folder says so, since its "template" entries are modules.
+    shape = {"format": template_format} if template_format != "arm" else {}
     return {
+        **shape,
         "landing_zone": plan.landing_zone,
         "environment": plan.environment,
         "location": plan.location,
@@ -78,20 +86,27 @@ def manifest(plan: DeploymentPlan) -> dict[str, Any]:
     }
 
 
-def output_files(plan: DeploymentPlan) -> dict[str, str]:
-    """Relative path -> content of every file `write_plan` writes."""
-    files = {MANIFEST: dumps(manifest(plan))}
+def output_files(plan: DeploymentPlan, template_format: str = "arm") -> dict[str, str]:
+    """Relative path -> content of every file `write_plan` writes: ARM JSON, or Bicep (main.bicep + modules)."""
+    files = {MANIFEST: dumps(manifest(plan, template_format))}
+    if template_format == "bicep":
+        from hpclz.render.bicep import bicep_files
+
+        files.update(bicep_files(plan))
     for index, d in enumerate(plan.deployments, start=1):
         stem = file_stem(index, d)
-        files[f"{stem}.template.json"] = dumps(d.template)
-        files[f"{stem}.parameters.json"] = dumps(parameters_file(d))
+        if template_format != "bicep":
+            files[f"{stem}.template.json"] = dumps(d.template)
+            files[f"{stem}.parameters.json"] = dumps(parameters_file(d))
         for name, text in d.artifacts.items():
             files[f"{ARTIFACTS}/{name}"] = text
     return files
 
 
-def write_plan(plan: DeploymentPlan, out_dir: Path, extra: dict[str, str] | None = None) -> list[Path]:
-    files = {**output_files(plan), **(extra or {})}
+def write_plan(
+    plan: DeploymentPlan, out_dir: Path, extra: dict[str, str] | None = None, template_format: str = "arm"
+) -> list[Path]:
+    files = {**output_files(plan, template_format), **(extra or {})}
     _clear_previous(out_dir)
     written = []
     for relative, text in sorted(files.items()):
@@ -128,4 +143,6 @@ def _clear_previous(out_dir: Path) -> None:
     for name in DIAGRAM_FILES:
         (out_dir / name).unlink(missing_ok=True)
     shutil.rmtree(out_dir / ARTIFACTS, ignore_errors=True)
+    (out_dir / BICEP_MAIN).unlink(missing_ok=True)
+    shutil.rmtree(out_dir / BICEP_MODULES, ignore_errors=True)
     previous.unlink()

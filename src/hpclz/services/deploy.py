@@ -149,6 +149,23 @@ def next_steps(loaded: LoadedConfig, doc: StateDocument) -> list[str]:
     return steps
 
 
+def refuse_over_budget(loaded: LoadedConfig) -> None:
+    """Deploying past the budget is a decision, not an accident: it takes --over-budget."""
+    from hpclz.cost.estimate import estimate
+
+    budget = loaded.config.budget
+    if budget is None:
+        return
+    est = estimate(loaded.config)
+    if est.total_usd > budget.monthly_usd:
+        line = loaded.source.locate(("budget", "monthly_usd")).line
+        raise HpclzError(
+            f"{loaded.file}:{line}: budget.monthly_usd: estimated ${est.total_usd:,.2f}/month exceeds the "
+            f"${budget.monthly_usd:,.2f} budget; nothing was deployed",
+            hint="see `hpclz plan` for the lines; lower the estimate, raise the budget, or pass --over-budget",
+        )
+
+
 def deploy(
     path: str | Path,
     *,
@@ -157,12 +174,13 @@ def deploy(
     on_event: Callable[[Any], None] = lambda _e: None,
     suppress: Iterable[str] = (),
     contract: Contract = Contract(),
+    over_budget: bool = False,
 ) -> CommandResult[DeployResult]:
     """confirm gets the plan, the names of its deployments the state says are unchanged (skipped), and the
     change set deploy will apply, computed as `hpclz plan` computes it. `contract`: consent flags, --replace
     and --target, --refresh."""
     result = DeployResult(file=str(path), stage="validate")
-    code = _deploy(result, path, plan_file, confirm, on_event, suppress, contract)
+    code = _deploy(result, path, plan_file, confirm, on_event, suppress, contract, over_budget)
     return CommandResult(command="deploy", payload=result, findings=result.findings, exit_code=code)
 
 
@@ -174,6 +192,7 @@ def _deploy(
     on_event: Callable[[Any], None],
     suppress: Iterable[str],
     contract: Contract,
+    over_budget: bool = False,
 ) -> ExitCode:
     from hpclz.services.validate import check_config
 
@@ -181,6 +200,8 @@ def _deploy(
     result.findings, _ = check_config(loaded, suppress)
     if _failing(result.findings):
         return ExitCode.FAILED
+    if not over_budget:
+        refuse_over_budget(loaded)
     saved = None
     if plan_file is not None:
         from hpclz.plan.saved import read_saved_plan

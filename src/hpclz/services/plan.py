@@ -10,6 +10,8 @@ from typing import Any
 from pydantic import Field
 
 from hpclz.config.loader import LoadedConfig, load_config
+from hpclz.config.root import LandingZoneConfig
+from hpclz.cost.estimate import Estimate, estimate, with_delta
 from hpclz.errors import ExitCode
 from hpclz.findings import Finding, Severity
 from hpclz.output import CommandResult, ResultBody
@@ -31,6 +33,7 @@ class PlanResult(ResultBody):
     saved_to: str | None = None
     not_saved: str | None = Field(default=None, description="Why `--out` wrote no plan file.")
     detailed_exitcode: bool = False
+    estimate: Estimate | None = Field(default=None, description="Monthly cost estimate (hpclz.cost).")
 
     def exit_code(self) -> ExitCode:
         if self.changes is None or self.changes.blocked:
@@ -48,6 +51,8 @@ class PlanResult(ResultBody):
         }
         if self.changes is not None:
             body.update(self.changes.payload())
+        if self.estimate is not None:
+            body["cost_estimate"] = self.estimate.payload()
         return body
 
 
@@ -63,6 +68,7 @@ class PlanOptions:
     include_data: bool = False
     replace: list[str] = field(default_factory=list)
     target: list[str] = field(default_factory=list)
+    hours: float | None = None  # monthly hours for the cost estimate (hpclz.cost); None: its default
 
 
 def plan(path: str | Path, **options: Any) -> CommandResult[PlanResult]:
@@ -94,6 +100,7 @@ def _plan(path: str | Path, options: PlanOptions) -> PlanResult:
         result.not_saved = "not saved: a destroy plan is applied with `hpclz destroy`" if options.out else None
         return result
     result.changes = _changes(loaded, deployment_plan, state, options)
+    result.estimate = with_delta(estimate(loaded.config, hours=options.hours), applied_config(state))
     _save(result, options, deployment_plan, loaded, state)
     return result
 
@@ -138,6 +145,16 @@ def _save(
     else:
         save_plan(options.out, deployment_plan, changes, loaded.config, state)
         result.saved_to = str(options.out)
+
+
+def applied_config(state: StateDocument | None) -> LandingZoneConfig | None:
+    """The config of the last apply, as a model; None when there is none or it no longer validates."""
+    if state is None or not state.applied_config:
+        return None
+    try:
+        return LandingZoneConfig.model_validate(state.applied_config)
+    except ValueError:
+        return None  # an older schema: the estimate shows no delta rather than a wrong one
 
 
 def refresh_changeset(loaded: LoadedConfig, changes: ChangeSet, state: Any, *, only: bool = False) -> None:

@@ -10,12 +10,15 @@ from pydantic import Field
 from hpclz.config.base import Disabled
 from hpclz.config.loader import load_config
 from hpclz.config.root import LandingZoneConfig
-from hpclz.errors import ExitCode
+from hpclz.errors import ExitCode, HpclzError
 from hpclz.findings import Finding, Severity
 from hpclz.output import CommandResult, ResultBody
 from hpclz.render.build import build_plan
 from hpclz.render.model import DeploymentPlan
 from hpclz.services.validate import check_config
+
+# "bicep": main.bicep and one module per deployment, exported from the same ARM JSON (hpclz.render.bicep).
+TEMPLATE_FORMATS = ("arm", "bicep")
 
 
 class RenderResult(ResultBody):
@@ -27,6 +30,7 @@ class RenderResult(ResultBody):
     gates_run: list[str] = Field(default_factory=list)
     gates_not_run: dict[str, str] = Field(default_factory=dict, description="gate -> why it did not run")
     notes: list[str] = Field(default_factory=list, description="Config the templates deliberately leave out, and why.")
+    template_format: str = Field(default="arm", description="arm (ARM JSON) or bicep (main.bicep and modules).")
 
     @property
     def ok(self) -> bool:
@@ -38,6 +42,7 @@ class RenderResult(ResultBody):
         return {
             "file": self.file,
             "out_dir": self.out_dir,
+            "format": self.template_format,
             "config_hash": self.plan.config_hash if self.plan else None,
             "deployments": [summary(d) for d in (self.plan.deployments if self.plan else [])],
             "written": self.written,
@@ -48,17 +53,18 @@ class RenderResult(ResultBody):
 
 
 def render(
-    path: str | Path, out_dir: Path, *, diagram: bool = False, gates: bool = True
+    path: str | Path, out_dir: Path, *, diagram: bool = False, gates: bool = True, template_format: str = "arm"
 ) -> CommandResult[RenderResult]:
-    result = _render(path, out_dir, diagram=diagram, gates=gates)
+    result = _render(path, out_dir, diagram=diagram, gates=gates, template_format=template_format)
     code = ExitCode.OK if result.ok else ExitCode.FAILED
     return CommandResult(command="render", payload=result, findings=result.findings, exit_code=code)
 
 
-def _render(path: str | Path, out_dir: Path, *, diagram: bool, gates: bool) -> RenderResult:
+def _render(path: str | Path, out_dir: Path, *, diagram: bool, gates: bool, template_format: str) -> RenderResult:
     from hpclz.render.diagram import diagram_files, render_images
     from hpclz.render.writer import write_plan
 
+    _checked_format(template_format)  # before anything is read or written
     loaded = load_config(path)
     reported, _ = check_config(loaded)
     # Info findings belong to `validate`; render shows only what needs attention.
@@ -69,7 +75,7 @@ def _render(path: str | Path, out_dir: Path, *, diagram: bool, gates: bool) -> R
     plan = build_plan(loaded.config)
     gate_findings, gates_run, gates_not_run = _run_gates(plan) if gates else ([], [], {"all": "--no-gates"})
     extra = diagram_files(plan) if diagram else {}
-    written = write_plan(plan, out_dir, extra)
+    written = write_plan(plan, out_dir, extra, template_format)
     if diagram:
         written += render_images(out_dir)
     return RenderResult(
@@ -81,7 +87,16 @@ def _render(path: str | Path, out_dir: Path, *, diagram: bool, gates: bool) -> R
         gates_run=gates_run,
         gates_not_run=gates_not_run,
         notes=not_rendered(loaded.config),
+        template_format=template_format,
     )
+
+
+def _checked_format(template_format: str) -> str:
+    if template_format not in TEMPLATE_FORMATS:
+        raise HpclzError(
+            f"--format {template_format}: expected one of {', '.join(TEMPLATE_FORMATS)}", exit_code=ExitCode.USAGE
+        )
+    return template_format
 
 
 def _run_gates(plan: DeploymentPlan) -> tuple[list[Finding], list[str], dict[str, str]]:

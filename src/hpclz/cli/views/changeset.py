@@ -135,8 +135,9 @@ def resource_lines_quiet(change: ResourceChange) -> list[str]:
     return [f"{_symbol(Action.NO_CHANGE)} {title}", *(property_line(p, noise=True) for p in change.noise)]
 
 
-def costs(cs: ChangeSet) -> list[str]:
-    """The bill, one line each: what the engineer must do or will lose before applying."""
+def impacts(cs: ChangeSet) -> list[str]:
+    """Operational impact, one line each: what the engineer must do or will lose before applying.
+    ("Impact", not "Cost": money is the estimate's word, hpclz.cli.views.money.)"""
     out = []
     drains = sorted({c.verdict.action_needed for c in cs.config_changes if c.verdict.policy is Policy.DRAIN_PARTITION})
     out += [escape(d) for d in drains if d]
@@ -172,8 +173,8 @@ def print_changeset(out: Console, cs: ChangeSet, *, show_noise: bool = False, st
     for item in cs.unsupported:
         out.print(f"[yellow]! what-if could not evaluate {escape(item)}[/]")
     out.print(f"[bold]{cs.summary.line()}[/]")
-    for line in costs(cs):
-        out.print(f"Cost: {line}")
+    for line in impacts(cs):
+        out.print(f"Impact: {line}")
     if cs.noise_count:
         hint = "" if show_noise else " (--show-noise shows them)"
         source = "" if cs.mode == "offline" else "what-if "

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 from hpclz.cli.views.changeset import print_changeset
 from hpclz.cli.views.findings import print_findings
+from hpclz.cli.views.money import print_estimate
 from hpclz.severity import Severity
 
 if TYPE_CHECKING:
@@ -22,6 +23,8 @@ def show(console: Console, result: CommandResult[PlanResult], *, show_noise: boo
         console.print(f"[red]✗[/] {body.file} fails validation; fix the errors above, then plan again")
         return
     print_changeset(console, body.changes, show_noise=show_noise, state_location=body.state_location)
+    if body.estimate is not None:
+        print_estimate(console, body.estimate)
     if body.not_saved:
         from rich.markup import escape
 

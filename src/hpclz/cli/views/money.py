@@ -1,0 +1,66 @@
+"""The monthly estimate as text for `hpclz plan`: baseline lines, partition lines, totals, delta, budget."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from rich.markup import escape
+
+from hpclz.cost.estimate import CostLine, Estimate
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+from hpclz.rules.config.operations import BUDGET_WARN_SHARE as WARN_SHARE
+
+
+def usd(value: float) -> str:
+    return f"${value:,.2f}"
+
+
+def _line(li: CostLine) -> str:
+    name = escape(li.name)
+    if li.unit_usd is None or li.monthly_usd is None:
+        return f"    {name}: [yellow]{escape(li.note)}[/]"
+    if li.group == "partition":
+        spot = " spot" if li.spot else ""
+        return (
+            f"    {name}: {usd(li.unit_usd)}/node-hour{spot}; at max_nodes for {li.hours:g} h = "
+            f"{usd(li.monthly_usd)}/month"
+        )
+    units = f"{li.count} x " if li.count != 1 else ""
+    return f"    {name}: {units}{usd(li.unit_usd)}/h x {li.hours:g} h = {usd(li.monthly_usd)}/month"
+
+
+def estimate_lines(est: Estimate) -> list[str]:
+    origin = {"cache": "refreshed", "snapshot": "shipped snapshot", "none": "no prices for this region"}
+    as_of = f" of {est.prices_as_of}" if est.prices_as_of else ""
+    out = [
+        f"\n[bold]Estimated monthly cost[/] ({est.currency} retail list prices, {escape(est.region)}, "
+        f"{origin.get(est.prices_from, est.prices_from)}{as_of}):",
+        "  Idle baseline (always on, 730 h/month):",
+        *(_line(li) for li in est.lines if li.group == "baseline"),
+        f"  Partitions (every node, {est.partition_hours:g} h/month):",
+        *(_line(li) for li in est.lines if li.group == "partition"),
+    ]
+    if est.unpriced == len(est.lines):
+        out.append("  Total: unknown: no line has a price here; `hpclz prices refresh CONFIG` reads current ones")
+    else:
+        bound = "at least " if est.unpriced else ""
+        missing = f" ({est.unpriced} lines without a price)" if est.unpriced else ""
+        out.append(
+            f"  Total: {bound}{usd(est.total_usd)}/month = baseline {usd(est.baseline_usd)} + partitions "
+            f"{usd(est.partitions_usd)}{missing}"
+        )
+    if est.delta_usd is not None:
+        sign = "+" if est.delta_usd >= 0 else "-"
+        out.append(f"  Change against the last apply: {sign}{usd(abs(est.delta_usd))}/month (priced lines)")
+    share = est.budget_share
+    if share is not None and est.budget_usd is not None:
+        style = "red" if share > 1 else "yellow" if share > WARN_SHARE else "green"
+        out.append(f"  Budget: {usd(est.budget_usd)}/month; this estimate is [{style}]{share:.0%}[/] of it")
+    return out
+
+
+def print_estimate(out: Console, est: Estimate) -> None:
+    out.print("\n".join(estimate_lines(est)), highlight=False)

@@ -1,0 +1,177 @@
+"""The monthly estimate of a landing zone: an idle baseline, then each partition at max_nodes.
+
+Fixed-hourly services are priced at 730 hours a month (Azure's pricing-calculator month). A line whose meter
+hpclz maps but whose price is in neither the refreshed cache nor the shipped snapshot says "price unknown
+offline"; a service billed by capacity or usage that hpclz does not map to a meter yet says so too. Neither
+is ever given a guessed figure, and totals count only priced lines (`unpriced` says how many are missing).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from hpclz.config.budget import HOURS_PER_MONTH
+from hpclz.config.operations import NewMonitoring
+from hpclz.config.root import LandingZoneConfig
+from hpclz.config.storage import NewBlob, NewLustre, NewNetApp
+from hpclz.cost.prices import CURRENCY, NAT_GATEWAY_METER, RegionPrices, bastion_meter, load_region, vm_meter
+
+UNKNOWN_OFFLINE = "price unknown offline"
+NOT_MAPPED = "not priced by hpclz yet"
+
+
+class CostLine(BaseModel):
+    group: Literal["baseline", "partition"]
+    name: str = Field(description="What the line is, e.g. 'scheduler VM Standard_D8as_v5' or 'partition gpu'.")
+    meter: str | None = Field(default=None, description="hpclz meter key (vm:<size>, vm-spot:<size>, bastion:<tier>).")
+    count: int = 1
+    hours: float = Field(default=HOURS_PER_MONTH, description="Hours a month each unit runs in this estimate.")
+    unit_usd: float | None = Field(default=None, description="Price per unit-hour (a node-hour for partitions).")
+    monthly_usd: float | None = None
+    spot: bool = False
+    note: str = Field(default="", description="Why a line has no price, or what it leaves out.")
+    source: str | None = None
+    as_of: str | None = None
+
+    @property
+    def priced(self) -> bool:
+        return self.monthly_usd is not None
+
+
+class Estimate(BaseModel):
+    currency: str = CURRENCY
+    region: str
+    prices_from: str = Field(description="cache (hpclz prices refresh), snapshot (shipped), or none.")
+    prices_as_of: str | None = None
+    partition_hours: float
+    lines: list[CostLine] = Field(default_factory=list)
+    budget_usd: float | None = None
+    delta_usd: float | None = Field(
+        default=None, description="Priced total minus the last applied config's (plan only; None without one)."
+    )
+
+    def _sum(self, group: str | None = None) -> float:
+        return round(sum(li.monthly_usd or 0.0 for li in self.lines if group in (None, li.group)), 2)
+
+    @property
+    def baseline_usd(self) -> float:
+        return self._sum("baseline")
+
+    @property
+    def partitions_usd(self) -> float:
+        return self._sum("partition")
+
+    @property
+    def total_usd(self) -> float:
+        return self._sum()
+
+    @property
+    def unpriced(self) -> int:
+        return sum(1 for li in self.lines if not li.priced)
+
+    @property
+    def budget_share(self) -> float | None:
+        """Priced total over the budget (1.0 = all of it); a lower bound while lines are unpriced."""
+        return None if not self.budget_usd else self.total_usd / self.budget_usd
+
+    def payload(self) -> dict[str, object]:
+        body = self.model_dump(mode="json")
+        body.update(
+            baseline_usd=self.baseline_usd,
+            partitions_usd=self.partitions_usd,
+            total_usd=self.total_usd,
+            unpriced_lines=self.unpriced,
+            budget_share=self.budget_share,
+        )
+        return body
+
+
+def with_delta(current: Estimate, applied: LandingZoneConfig | None) -> Estimate:
+    """`current` with the monthly change against the config last applied, priced with the same prices."""
+    if applied is None:
+        return current
+    before = estimate(applied, hours=current.partition_hours)
+    current.delta_usd = round(current.total_usd - before.total_usd, 2)
+    return current
+
+
+def _priced(line: CostLine, book: RegionPrices | None) -> CostLine:
+    price = book.prices.get(line.meter or "") if book else None
+    if price is None:
+        line.note = line.note or UNKNOWN_OFFLINE
+        return line
+    line.unit_usd = price.usd
+    line.monthly_usd = round(price.usd * line.count * line.hours, 2)
+    line.source, line.as_of = price.source, book.as_of if book else None
+    return line
+
+
+def _baseline(config: LandingZoneConfig) -> list[CostLine]:
+    lines = [
+        CostLine(
+            group="baseline",
+            name=f"{role} VM {size}{f' x {count}' if count > 1 else ''}",
+            meter=vm_meter(size),
+            count=count,
+        )
+        for role, size, count in config.compute.service_vms()
+    ]
+    network = config.network
+    if network.bastion.enabled:
+        tier = network.bastion.sku
+        lines.append(CostLine(group="baseline", name=f"Bastion {tier}", meter=bastion_meter(tier)))
+    if network.nat_gateway.enabled:
+        lines.append(
+            CostLine(
+                group="baseline", name="NAT gateway (hourly; data processed not estimated)", meter=NAT_GATEWAY_METER
+            )
+        )
+    # Billed by capacity or usage; only what hpclz creates ("new") is counted.
+    storage = config.storage
+    if isinstance(storage.lustre, NewLustre):
+        lines.append(_unmapped(f"Azure Managed Lustre {storage.lustre.sku}, {storage.lustre.capacity_tib} TiB"))
+    if isinstance(storage.netapp, NewNetApp):
+        lines.append(
+            _unmapped(f"Azure NetApp Files {storage.netapp.service_level}, {storage.netapp.pool_size_tib} TiB")
+        )
+    if isinstance(storage.blob, NewBlob):
+        lines.append(_unmapped(f"Blob storage {storage.blob.replication} (capacity and transactions)"))
+    if isinstance(config.monitoring, NewMonitoring):
+        lines.append(_unmapped("Log Analytics (data ingested)"))
+    return lines
+
+
+def _unmapped(name: str) -> CostLine:
+    return CostLine(group="baseline", name=name, note=NOT_MAPPED)
+
+
+def estimate(config: LandingZoneConfig, *, hours: float | None = None, book: RegionPrices | None = None) -> Estimate:
+    """The monthly estimate of `config`; `hours` (default: budget.partition_hours, else 730) is how long each
+    partition runs at max_nodes. `book` defaults to the region's cached or shipped prices."""
+    region = config.metadata.location
+    book = book if book is not None else load_region(region)
+    budget = config.budget
+    partition_hours = hours if hours is not None else (budget.partition_hours if budget else HOURS_PER_MONTH)
+    lines = _baseline(config)
+    for p in config.compute.partitions:
+        spot = p.priority == "spot"
+        lines.append(
+            CostLine(
+                group="partition",
+                name=f"partition {p.name}: {p.max_nodes} x {p.vm_size}{' (spot)' if spot else ''}",
+                meter=vm_meter(p.vm_size, spot=spot),
+                count=p.max_nodes,
+                hours=partition_hours,
+                spot=spot,
+            )
+        )
+    return Estimate(
+        region=region,
+        prices_from=book.origin if book else "none",
+        prices_as_of=book.as_of if book else None,
+        partition_hours=partition_hours,
+        lines=[_priced(li, book) if li.meter else li for li in lines],
+        budget_usd=budget.monthly_usd if budget else None,
+    )

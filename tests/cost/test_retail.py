@@ -1,0 +1,109 @@
+"""`hpclz prices refresh` against a local server answering in the Retail Prices API's documented shape
+(learn.microsoft.com/rest/api/cost-management/retail-prices/azure-retail-prices: Items, NextPageLink, Count),
+with the recorded eastus2 answer split over two pages."""
+
+from __future__ import annotations
+
+import json
+import urllib.parse
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+
+from tests.conftest import REPO
+from tests.cost.test_prices import recorded
+from tests.support.local_http import serve
+
+AI = str(REPO / "configs" / "ai-training.yaml")
+PATH = "/api/retail/prices"
+
+
+class RetailApi(BaseHTTPRequestHandler):
+    """Answers VM queries in two pages (the second reached only through NextPageLink), others with no items."""
+
+    seen: ClassVar[list[dict[str, list[str]]]] = []
+    next_host: ClassVar[str | None] = None  # where NextPageLink points; None: this server
+    status: ClassVar[int] = 200
+
+    def do_GET(self) -> None:
+        url = urllib.parse.urlsplit(self.path)
+        query = urllib.parse.parse_qs(url.query)
+        type(self).seen.append(query)
+        if self.status != 200:
+            self.send_error(self.status)
+            return
+        items = recorded()
+        odata = query.get("$filter", [""])[0]
+        if "Virtual Machines" not in odata:
+            body: dict[str, Any] = {"Items": [], "NextPageLink": None, "Count": 0}
+        elif "$skip" in query:
+            body = {"Items": items[8:], "NextPageLink": None, "Count": len(items) - 8}
+        else:
+            host = self.next_host or f"http://{self.headers['Host']}"
+            follow = f"{host}{PATH}?{urllib.parse.urlencode({'$filter': odata, '$skip': 8})}"
+            body = {"Items": items[:8], "NextPageLink": follow, "Count": 8}
+        data = json.dumps({"BillingCurrency": "USD", "CustomerEntityId": "Default", **body}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def api(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    RetailApi.seen, RetailApi.next_host, RetailApi.status = [], None, 200
+    with serve(RetailApi) as base:
+        yield base + PATH
+
+
+def test_refresh_follows_next_page_links_and_caches_the_region(run_cli, api: str, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    result = run_cli("prices", "refresh", AI, "--endpoint", api, "--cache-dir", str(tmp_path), "-o", "json")
+    assert result.exit_code == 0, result.stderr
+    body = json.loads(result.stdout)["result"]
+    vm_queries = [q for q in RetailApi.seen if "Virtual Machines" in q["$filter"][0]]
+    assert len(vm_queries) == 2 and vm_queries[1]["$skip"] == ["8"]  # page two came from NextPageLink
+    odata = vm_queries[0]["$filter"][0]
+    assert "armRegionName eq 'eastus2'" in odata and "armSkuName eq 'Standard_ND96isr_H100_v5'" in odata
+    assert any(q["$filter"][0].startswith("serviceName eq 'Azure Bastion'") for q in RetailApi.seen)
+    assert body["items_read"] == 16
+    assert body["meters"]["vm:Standard_ND96isr_H100_v5"] == 98.32
+    assert any(
+        q["$filter"][0] == "serviceName eq 'NAT Gateway' and productName eq 'NAT Gateway'" for q in RetailApi.seen
+    )
+    assert {"bastion:Standard", "nat-gateway", "vm:Standard_D8as_v5"} <= set(body["missing"])
+    cached = json.loads((tmp_path / "eastus2.json").read_text(encoding="utf-8"))
+    assert cached["prices"]["vm-spot:Standard_ND96isr_H100_v5"]["usd"] == 18.169536
+    assert cached["as_of"] and api in cached["prices"]["vm:Standard_ND96isr_H100_v5"]["source"]
+
+
+def test_plan_uses_the_refreshed_cache(run_cli, api: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("HPCLZ_PRICES_DIR", str(tmp_path / "prices"))
+    monkeypatch.chdir(tmp_path)
+    assert run_cli("prices", "refresh", AI, "--endpoint", api).exit_code == 0
+    result = run_cli("plan", AI, "-o", "json")
+    estimate = json.loads(result.stdout)["result"]["cost_estimate"]
+    assert estimate["prices_from"] == "cache"
+    h100 = next(li for li in estimate["lines"] if "h100" in li["name"])
+    assert h100["unit_usd"] == 98.32 and api in h100["source"]
+
+
+def test_a_next_page_on_another_host_is_not_followed(run_cli, api: str, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    RetailApi.next_host = "http://attacker.invalid"
+    result = run_cli("prices", "refresh", AI, "--endpoint", api, "--cache-dir", str(tmp_path))
+    assert result.exit_code == 1 and "refusing to follow it" in result.stderr
+    assert not (tmp_path / "eastus2.json").exists()
+
+
+def test_an_http_error_is_one_line_and_writes_nothing(run_cli, api: str, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    RetailApi.status = 503
+    result = run_cli("prices", "refresh", AI, "--endpoint", api, "--cache-dir", str(tmp_path))
+    assert result.exit_code == 5 and "answered HTTP 503" in result.stderr
+    assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "eastus2.json").exists()
