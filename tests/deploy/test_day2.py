@@ -537,3 +537,29 @@ def test_a_missing_secret_value_is_refused_before_any_write(
     assert refused.exit_code == 3, refused.stdout + refused.stderr
     assert "identity.key_vault.secrets.licence-key: environment variable LICENCE_KEY is not set" in refused.stderr
     assert writes_since(arm, 0) == [] and arm.world.groups == {}
+
+
+def test_security_rules_changed_or_added_in_the_portal_are_drift(
+    arm: ArmStandIn, energy: Path, run_cli: Callable
+) -> None:
+    assert run_cli("deploy", str(energy), "--yes").exit_code == 0
+    nsg = next(
+        r
+        for r in arm.world.resources.values()
+        if r["type"] == "Microsoft.Network/networkSecurityGroups" and r["properties"].get("securityRules")
+    )
+    rule = nsg["properties"]["securityRules"][0]
+    was = rule["properties"]["access"]
+    rule["properties"]["access"] = "Allow" if was == "Deny" else "Deny"
+    opened = {"name": "portal-ssh", "properties": {"priority": 100, "access": "Allow", "destinationPortRange": "22"}}
+    nsg["properties"]["securityRules"].append(opened)
+
+    plan = run_cli("plan", str(energy), "--refresh", "--detailed-exitcode")
+    assert plan.exit_code == 2, plan.stdout + plan.stderr
+    assert f"properties.securityRules[{rule['name']}].properties.access" in plan.stdout
+    assert "properties.securityRules[portal-ssh]" in plan.stdout
+
+    assert run_cli("deploy", str(energy), "--yes", "--refresh").exit_code == 0
+    rules = {r["name"]: r for r in arm.world.resources[nsg["id"].lower()]["properties"]["securityRules"]}
+    assert "portal-ssh" not in rules and rules[rule["name"]]["properties"]["access"] == was
+    assert run_cli("plan", str(energy), "--refresh", "--detailed-exitcode").exit_code == 0

@@ -33,6 +33,10 @@ RECREATE = Verdict(
 )
 
 
+# diff_values compares the template (before) with Azure (after); deploy undoes Azure's side.
+_PUT_BACK_KIND = {Action.MODIFY: Action.MODIFY, Action.DELETE: Action.CREATE, Action.CREATE: Action.DELETE}
+
+
 def literal(value: Any) -> bool:
     return not (isinstance(value, str) and value.startswith("[") and not value.startswith("[["))
 
@@ -45,14 +49,43 @@ def projection(recorded: Any, live: Any) -> tuple[Any, Any]:
             k: projection(v, live_map.get(k)) for k, v in recorded.items() if k not in NOT_CONFIG and _has_literal(v)
         }
         return {k: p[0] for k, p in pairs.items()}, {k: p[1] for k, p in pairs.items() if k in live_map}
+    if _named(recorded):
+        return _named_projection(recorded, live)
     if isinstance(recorded, list) and not all(literal(x) and not isinstance(x, dict | list) for x in recorded):
         return None, None  # lists of objects with expressions inside: not compared offline
     return recorded, live
 
 
+def _named(items: Any) -> bool:
+    """A list of objects each named by a literal (security rules, subnets): compared item by item."""
+    return (
+        isinstance(items, list)
+        and bool(items)
+        and all(isinstance(x, dict) and isinstance(x.get("name"), str) and literal(x["name"]) for x in items)
+    )
+
+
+def _named_projection(recorded: list[dict[str, Any]], live: Any) -> tuple[Any, Any]:
+    """Items matched by name. An item Azure has and the template does not declare is kept too: a PUT
+    reapplies the whole list, so deploy would remove it (incremental mode reapplies every property of a
+    resource it deploys; it does not merge arrays)."""
+    found = {str(x.get("name")): x for x in live if isinstance(x, dict)} if isinstance(live, list) else {}
+    wanted, present = [], []
+    for item in recorded:
+        mine, theirs = projection(item, found.get(item["name"]))
+        wanted.append({**mine, "name": item["name"]})
+        if item["name"] in found:
+            present.append({**theirs, "name": item["name"]})
+    declared = {item["name"] for item in recorded}
+    present += [{"name": name} for name in found if name not in declared]
+    return wanted, present
+
+
 def _has_literal(value: Any) -> bool:
     if isinstance(value, dict):
         return any(_has_literal(v) for v in value.values())
+    if _named(value):
+        return True
     if isinstance(value, list):
         return all(literal(x) and not isinstance(x, dict | list) for x in value)
     return literal(value)
@@ -77,11 +110,11 @@ def drift_of(record: ResourceRecord, live: dict[str, Any] | None) -> ResourceCha
     body = record.properties if "properties" in record.properties else {"properties": record.properties}
     before, after = projection(body, live)
     # Shown as Azure has it now -> what deploy puts back. A key Azure does not return (write-only ones such
-    # as customData) is not compared.
+    # as customData) is not compared; a named item (a security rule) missing or extra is.
     changes = [
-        PropertyChange(path=path, kind=Action.MODIFY, before=now, after=wanted, verdict=PUT_BACK)
+        PropertyChange(path=path, kind=_PUT_BACK_KIND[kind], before=now, after=wanted, verdict=PUT_BACK)
         for path, kind, wanted, now in diff_values(before, after)
-        if kind is Action.MODIFY
+        if kind is Action.MODIFY or path.endswith("]")
     ]
     if not changes:
         return None
