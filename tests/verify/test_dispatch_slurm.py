@@ -156,7 +156,10 @@ def test_verify_nccl_finds_the_planted_bad_nodes_says_why_drains_them_and_report
         == "drained hpclz: HPCLZ-VFY-006 Xid 79 (GPU has fallen off the bus) on GPU 2 (00000003:00:00.0)"
     )
     assert reasons["node2"].startswith("drained hpclz: HPCLZ-VFY-910 slow in every ring pair with it: ")
-    assert reasons["node1"] == reasons["node3"] == "idle none"
+    # Not drained and no reason. "planned" is idle too: the backfill scheduler has earmarked the node for a job
+    # still pending (Slurm 22.05+ node state PLANNED, https://slurm.schedmd.com/sinfo.html#SECTION_NODE-STATE-CODES),
+    # which happens on a loaded host while the previous test's jobs drain out of the queue.
+    assert {reasons["node1"], reasons["node3"]} <= {"idle none", "planned none"}
 
     # For CI: JUnit with a failing case per fault and per slow pair.
     suites = {s.get("name"): s for s in ET.parse(junit).getroot().iter("testsuite")}
