@@ -8,6 +8,7 @@ together, as tests/arm/test_presets.py runs it (checkov's start-up dominates, so
 
 from __future__ import annotations
 
+import os
 import statistics
 import sys
 import time
@@ -17,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from hpclz.arm import checkov_gate, schema_gate
+from hpclz.arm import checkov_gate, gate_cache, schema_gate
 from hpclz.config.loader import load_config
 from hpclz.gates import check_plan
 from hpclz.render.build import build_plan
@@ -54,6 +55,7 @@ def main(rounds: int) -> None:
         return
     first = next(iter(plans.values()))
     combined = first.model_copy(update={"deployments": [d for plan in plans.values() for d in plan.deployments]})
+    os.environ[gate_cache.CACHE_SWITCH_ENV] = "0"  # the scan itself; gate_cache_bench.py measures the cache
     start = time.perf_counter()
     report = check_plan(combined, schema=False, lint=False)
     print(

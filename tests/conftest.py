@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,8 +16,12 @@ from hpclz.cli import main
 
 REPO = Path(__file__).resolve().parent.parent
 PRESETS = sorted((REPO / "configs").glob("*.yaml"))
-SHARED = REPO.parent / "shared"
+FIXTURES = REPO / "tests" / "fixtures"  # real captures and recordings, with their provenance READMEs
 IN_CI = os.environ.get("CI", "").lower() == "true"
+# Gate results are cached per template (hpclz.arm.gate_cache); tests keep theirs out of the user's ~/.cache.
+if "HPCLZ_CACHE_DIR" not in os.environ:
+    os.environ["HPCLZ_CACHE_DIR"] = tempfile.mkdtemp(prefix="hpclz-test-gate-cache-")
+    atexit.register(shutil.rmtree, os.environ["HPCLZ_CACHE_DIR"], ignore_errors=True)
 
 
 def require(condition: bool, what: str) -> None:

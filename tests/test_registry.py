@@ -12,15 +12,16 @@ from hpclz.findings import Severity
 from hpclz.registry import CONFIG_RULES, all_rules
 from hpclz.rules.base import RULE_ID
 
-AREA_MODULE = {
-    "ORG": "organization",
-    "IDN": "identity",
-    "NET": "network",
-    "CMP": "compute",
-    "STO": "storage",
-    "MON": "operations",
-    "MNT": "operations",
-    "COST": "operations",
+# An area's rules live in its module; storage's checkpoint-integrity rules have one of their own.
+AREA_MODULE: dict[str, tuple[str, ...]] = {
+    "ORG": ("organization",),
+    "IDN": ("identity",),
+    "NET": ("network",),
+    "CMP": ("compute",),
+    "STO": ("storage", "integrity"),
+    "MON": ("operations",),
+    "MNT": ("operations",),
+    "COST": ("operations",),
 }
 
 
@@ -36,12 +37,13 @@ def test_registry_has_at_least_thirty_config_rules() -> None:
 @pytest.mark.parametrize("rule", CONFIG_RULES, ids=lambda r: r.id)
 def test_config_rule_metadata(rule: type) -> None:
     assert RULE_ID.match(rule.id), rule.id
-    assert rule.__module__ == f"hpclz.rules.config.{AREA_MODULE[rule.area()]}", f"{rule.id} lives in {rule.__module__}"
+    modules = {f"hpclz.rules.config.{name}" for name in AREA_MODULE[rule.area()]}
+    assert rule.__module__ in modules, f"{rule.id} lives in {rule.__module__}"
     assert isinstance(rule.severity, Severity)
     assert rule.title and "\n" not in rule.title and len(rule.title) <= 90
     assert rule.fix.strip(), f"{rule.id} has no fix hint"
     assert inspect.getdoc(rule), f"{rule.id} has no docstring saying why it matters"
-    assert rule.docs().endswith(f"#{rule.id.lower()}")
+    assert rule.docs() == f"hpclz explain {rule.id}"
 
 
 def test_rules_reference_lists_every_rule_with_its_anchor() -> None:

@@ -1,22 +1,26 @@
-"""The wheel carries what an installed hpclz needs: templates, presets and the checkov allowlist."""
+"""The wheel carries what an installed hpclz needs, and an install of it renders a preset with its gates."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
+import sysconfig
+import venv
 import zipfile
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO
+from hpclz.arm.checkov_gate import CHECKOV_ENV, find_checkov
+from tests.conftest import REPO, require
 
 pytestmark = pytest.mark.slow  # builds the wheel with pip
 
 
 @pytest.fixture(scope="module")
-def unpacked_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def built_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("wheel")
     subprocess.run(
         [sys.executable, "-m", "pip", "wheel", str(REPO), "--no-deps", "--no-build-isolation", "-q", "-w", str(out)],
@@ -24,31 +28,98 @@ def unpacked_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
         capture_output=True,
     )
     [wheel] = out.glob("hpclz-*.whl")
-    target = out / "site"
-    with zipfile.ZipFile(wheel) as archive:
+    return wheel
+
+
+@pytest.fixture(scope="module")
+def unpacked_wheel(built_wheel: Path) -> Path:
+    target = built_wheel.parent / "site"
+    with zipfile.ZipFile(built_wheel) as archive:
         archive.extractall(target)
     return target
 
 
-def test_wheel_ships_templates_presets_and_allowlist(unpacked_wheel: Path) -> None:
+@pytest.fixture(scope="module")
+def installed(built_wheel: Path) -> Path:
+    """A fresh virtual environment with the wheel installed by pip, offline. Its dependencies are not downloaded
+    again: a .pth line appends this environment's site-packages after the new one's, so hpclz itself can only
+    come from the wheel (a .pth-added folder's own .pth files, such as the editable install's, are not read)."""
+    env = built_wheel.parent / "venv"
+    venv.EnvBuilder(with_pip=False).create(env)
+    python = env / "bin" / "python"
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "--python",
+            str(python),
+            "install",
+            "-q",
+            "--no-index",
+            "--no-deps",
+            str(built_wheel),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    site = Path(
+        subprocess.check_output(
+            [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], text=True
+        ).strip()
+    )
+    (site / "zz-hpclz-test-deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    return env
+
+
+def test_wheel_ships_templates_presets_allowlist_and_schemas(unpacked_wheel: Path) -> None:
     data = unpacked_wheel / "hpclz" / "_data"
     assert {p.name for p in (data / "configs").glob("*.yaml")} == {p.name for p in (REPO / "configs").glob("*.yaml")}
     shipped = {p.relative_to(data / "templates") for p in (data / "templates").rglob("*") if p.is_file()}
     in_repo = {p.relative_to(REPO / "templates") for p in (REPO / "templates").rglob("*") if p.is_file()}
     assert shipped == in_repo
     assert (data / "checkov-allowlist.yaml").is_file()
+    schemas = unpacked_wheel / "hpclz" / "armschemas"
+    packaged = REPO / "src" / "hpclz" / "armschemas"
+    assert {p.relative_to(schemas) for p in schemas.rglob("*.json")} == {
+        p.relative_to(packaged) for p in packaged.rglob("*.json")
+    }
+    assert (schemas / "README.md").is_file()
 
 
-def test_installed_wheel_renders_a_preset_from_its_own_data(unpacked_wheel: Path, tmp_path: Path) -> None:
-    """Run from outside the checkout with only the wheel on the path: init and render must find their data."""
-    code = (
-        "import sys; from hpclz import package_data; from hpclz.cli import main;"
-        "print(package_data.templates_dir());"
-        "sys.exit(main(['init', '--preset', 'energy', '--out', 'zone.yaml']) or"
-        " main(['render', 'zone.yaml', '--out', 'out', '--no-gates']))"
+def _render(env: Path, cwd: Path, extra_env: dict[str, str]) -> tuple[subprocess.CompletedProcess[str], dict]:
+    """`hpclz init` then a gated `hpclz render`, run from outside the checkout by the installed console script."""
+    hpclz = str(env / "bin" / "hpclz")
+    clean = {k: v for k, v in os.environ.items() if k not in (CHECKOV_ENV, "PYTHONPATH", "VIRTUAL_ENV")}
+    full = {**clean, **extra_env}
+    subprocess.run(
+        [hpclz, "init", "--preset", "energy", "--out", "zone.yaml"], cwd=cwd, env=full, check=True, capture_output=True
     )
-    env = {**os.environ, "PYTHONPATH": str(unpacked_wheel)}
-    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True)
+    done = subprocess.run(
+        [hpclz, "render", "zone.yaml", "--out", "out", "-o", "json"], cwd=cwd, env=full, capture_output=True, text=True
+    )
+    return done, json.loads(done.stdout or "{}")
+
+
+def test_installed_wheel_runs_schema_and_lint_gates_and_reports_checkov_not_run(
+    installed: Path, tmp_path: Path
+) -> None:
+    code = "from hpclz import package_data, arm; print(arm.__file__); print(package_data.templates_dir())"
+    where = subprocess.check_output([str(installed / "bin" / "python"), "-c", code], text=True, cwd=tmp_path)
+    assert all(line.startswith(str(installed)) for line in where.splitlines()), where  # the wheel, not the checkout
+    done, envelope = _render(installed, tmp_path, {"PATH": f"{installed / 'bin'}:/usr/bin:/bin"})
     assert done.returncode == 0, done.stderr + done.stdout
-    assert done.stdout.splitlines()[0] == str(unpacked_wheel / "hpclz" / "_data" / "templates")
-    assert (tmp_path / "out" / "manifest.json").is_file()
+    result = envelope["result"]
+    assert result["gates"] == ["schema", "lint"]
+    assert "pipx install checkov" in result["gates_not_run"]["checkov"]
+    assert envelope["ok"] is True and (tmp_path / "out" / "manifest.json").is_file()
+
+
+@pytest.mark.checkov
+def test_installed_wheel_runs_checkov_when_it_is_installed(installed: Path, tmp_path: Path) -> None:
+    checkov = find_checkov()
+    require(checkov is not None, "checkov")
+    assert checkov is not None
+    done, envelope = _render(installed, tmp_path, {CHECKOV_ENV: checkov})
+    assert done.returncode == 0, done.stderr + done.stdout
+    assert envelope["result"]["gates"] == ["schema", "lint", "checkov"]

@@ -8,7 +8,7 @@
 #   nhc.txt                        the --nhc line and exit status
 #   full.json                      `hpclz verify --local --nccl -o json` (health + perf + intra-node all-reduce), or the
 #                                  agent's own JSON when the CLI's dependencies are not installed on the machine
-#   compare.json                   each perf figure next to shared/fixtures/gpu/h200/baseline-bench.json (ratio)
+#   compare.json                   each perf figure next to tests/fixtures/gpu/h200/baseline-bench.json (ratio)
 #   allreduce-<n>.json             torch.distributed NCCL all-reduce over the machine's n GPUs (n >= 2 only)
 #   nvidia-smi-q.xml               this machine's reading, to grow the parser fixtures
 # The agent is standard-library only, so PYTHONPATH=src is enough for the health tier; perf needs torch with CUDA.
@@ -67,7 +67,7 @@ fi
 import json, sys
 from pathlib import Path
 out = Path(sys.argv[1])
-base = json.loads(Path("../shared/fixtures/gpu/h200/baseline-bench.json").read_text()) if Path("../shared/fixtures/gpu/h200/baseline-bench.json").exists() else {}
+base = json.loads(Path("tests/fixtures/gpu/h200/baseline-bench.json").read_text())
 pairs = {"gemm_bf16_tflops": "gemm_bfloat16_tflops", "hbm_copy_tbps": "hbm_copy_tbps_rw", "h2d_gbps": "h2d_gbps", "d2h_gbps": "d2h_gbps"}
 full = json.loads((out / "full.json").read_text() or "{}")
 node = (full.get("result", {}).get("nodes") or [full])[0]

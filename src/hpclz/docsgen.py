@@ -116,6 +116,8 @@ def exit_codes() -> str:
             " time budget, or a delete the plan showed did not happen (it stays in state)."
         ),
         ExitCode.VERIFY_FAILED: "`verify`: one or more nodes failed a check.",
+        ExitCode.NOT_MEASURED: "`verify --local`: nothing failed, but some checks could not be measured on this "
+        "machine (no GPU driver, unknown SKU): not a pass.",
         ExitCode.USAGE: (
             "Bad command-line usage (unknown option, missing argument), or a state that belongs to another"
             " landing zone, environment, subscription or region (docs/state.md)."
@@ -130,6 +132,38 @@ def exit_codes() -> str:
     return "".join(lines)
 
 
+def config_limits() -> str:
+    from hpclz.config import bounds, constraints
+    from hpclz.config.timezones import WINDOWS_TO_IANA
+
+    lines = [HEADER, "# Config limits\n\n", "What the loader and the model refuse, with each limit's value. "]
+    lines.append("Every refusal is one located line (`file:line:col: path: message`) and exit code 3.\n\n")
+    lines.append("## Reading (hpclz.config.bounds)\n\n| limit | value | what it bounds |\n|---|---|---|\n")
+    lines += [f"| `{name}` | {value} | {what} |\n" for name, value, what in bounds.LIMITS]
+    lines.append(
+        "\nOnly regular files are read: a directory, FIFO, socket or device (`/dev/zero`) is refused before it "
+        "is opened. YAML tags other than `!!str`, `!!map` and `!!seq` are refused.\n\n## Values\n\n"
+    )
+    reserved = ", ".join(f"`{n}`" for n in sorted(constraints.RESERVED_ADMIN_USERNAMES))
+    lines.append(f"- `identity.admin_username` may not be one Azure reserves: {reserved}.\n")
+    lines.append(
+        "- Mount points and scratch paths: no `.` or `..` components; not "
+        + ", ".join(f"`{d}`" for d in constraints.SYSTEM_DIRECTORIES)
+        + "; not on or under "
+        + ", ".join(f"`{d}`" for d in constraints.SYSTEM_TREES)
+        + ".\n"
+    )
+    lines.append(
+        "- Integers and numbers are never booleans; blob containers, NetApp volumes and NSG rules have unique "
+        "names (partitions: HPCLZ-CMP-008).\n"
+        "- No string holds a control character; `${...}` appears only in identity.key_vault.secrets, exactly as "
+        "`${env:NAME}`; no value outside those secrets looks like a credential (hpclz.secretscan).\n"
+        f"- `maintenance.window.time_zone` is one of the {len(WINDOWS_TO_IANA)} Windows time zone IDs Azure "
+        "Maintenance takes (CLDR windowsZones.xml): " + ", ".join(f"`{z}`" for z in sorted(WINDOWS_TO_IANA)) + ".\n"
+    )
+    return "".join(lines)
+
+
 def generated_files() -> dict[str, str]:
     from hpclz.services.schema import config_schema_json
 
@@ -137,6 +171,7 @@ def generated_files() -> dict[str, str]:
         "docs/config-reference.md": config_reference(),
         "docs/rules.md": rules_reference(),
         "docs/exit-codes.md": exit_codes(),
+        "docs/config-limits.md": config_limits(),
         "docs/hpclz.schema.json": config_schema_json() + "\n",
     }
 

@@ -15,6 +15,7 @@ class ExitCode(IntEnum):
     STATE_LOCKED = 4  # another run holds the state lock
     AZURE_ERROR = 5  # Azure refused or failed a call
     VERIFY_FAILED = 6  # one or more nodes failed verification
+    NOT_MEASURED = 7  # `verify --local`: no check failed, but some could not be measured on this machine
     USAGE = 64  # bad command-line usage (EX_USAGE); click's own 2 would clash with CHANGES_PRESENT
     INTERRUPTED = 130
 
@@ -52,8 +53,8 @@ class ConfigProblem:
         self.file = file
         self.line = line
         self.column = column
-        self.path = path
-        self.message = message
+        self.path = printable(path)
+        self.message = printable(message)
         self.code = code
 
     def one_line(self) -> str:
@@ -69,3 +70,11 @@ class ConfigProblem:
             "column": self.column,
             "path": self.path,
         }
+
+
+def printable(text: str) -> str:
+    """Escape what a terminal would act on (newlines, ESC, bidi overrides): a problem is always one line, and a
+    key or value from the config must not be able to rewrite the user's screen."""
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in text)

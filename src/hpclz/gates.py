@@ -1,8 +1,9 @@
 """The three gates a rendered plan passes before it may be deployed: ARM schemas, template lint, checkov.
 
 `hpclz render` calls check_plan; each gate's findings are kept apart so a user sees which gate failed.
-A gate that cannot run says why: the schema gate raises (the schemas ship beside the repository, so a
-missing folder is a broken checkout), checkov is optional and is reported "not run".
+A gate that cannot run says why: the schema gate raises (the schemas ship inside the package, so a missing
+folder is a broken install), checkov is optional for users and is reported "not run" with how to install it.
+checkov's results are cached per template (hpclz.arm.gate_cache): an unchanged template is not scanned again.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
-from hpclz.arm import checkov_gate, schema_gate
+from hpclz.arm import checkov_gate, gate_cache, schema_gate
 from hpclz.findings import Finding, Severity, count_by_severity, worst_severity
 from hpclz.render.writer import file_stem
 from hpclz.rules.base import Rule, run_rules
@@ -38,6 +39,8 @@ class GateResult(BaseModel):
     not_run_reason: str | None = None
     findings: list[Finding] = Field(default_factory=list)
     suppressed: list[Finding] = Field(default_factory=list)
+    from_cache: list[str] = Field(default_factory=list, description="templates whose results came from the cache")
+    scanned: list[str] = Field(default_factory=list, description="templates the gate's tool actually scanned")
 
     @property
     def counts(self) -> dict[str, int]:
@@ -115,9 +118,11 @@ def _checkov_gate(contexts: list[TemplateContext], allowlist_path: Path | None, 
         return _skipped(Gate.CHECKOV, "the plan has no templates")  # an empty scan would call every skip stale
     executable = checkov_gate.find_checkov()
     if executable is None:
-        return _skipped(Gate.CHECKOV, f"checkov not installed (set {checkov_gate.CHECKOV_ENV} or put it on PATH)")
+        return _skipped(Gate.CHECKOV, checkov_gate.NOT_INSTALLED)
     allowlist = checkov_gate.load_allowlist(allowlist_path)
-    run = checkov_gate.run_checkov({c.file or c.deployment: c.template for c in contexts}, allowlist, executable)
+    templates = {c.file or c.deployment: c.template for c in contexts}
+    scanned = gate_cache.scan_with_cache(templates, allowlist, executable, checkov_gate.run_checkov)
+    run = scanned.run
     unparsed = {Path(p).name for p in run.parsing_errors}
     for ctx in contexts:
         ctx.checkov_failures = [f for f in run.failures if f.file == ctx.file]
@@ -127,4 +132,5 @@ def _checkov_gate(contexts: list[TemplateContext], allowlist_path: Path | None, 
     stale = _run_gate(Gate.CHECKOV, ALLOWLIST_RULES, [stale_ctx], suppress)
     result.findings.extend(stale.findings)
     result.suppressed.extend(stale.suppressed)
+    result.from_cache, result.scanned = scanned.from_cache, scanned.scanned
     return result

@@ -94,9 +94,11 @@ def region_code(location: str) -> str:
 class NameBuilder:
     """Names every resource of one landing zone the same way, so a name says what made it."""
 
-    def __init__(self, config: LandingZoneConfig):
+    def __init__(self, config: LandingZoneConfig, *, region: str | None = None):
+        """`region`: the region names are built for, when not metadata.location (rules pass the one a typo meant)."""
         self._meta = config.metadata
         self._naming = config.organization.naming
+        self._region = region or config.metadata.location
 
     def name(self, kind: str, *parts: str) -> str:
         rule = NAME_RULES[kind]
@@ -105,7 +107,7 @@ class NameBuilder:
         if self._naming.include_environment:
             words.append(self._meta.environment.value)
         if self._naming.include_region:
-            words.append(region_code(self._meta.location))
+            words.append(region_code(self._region))
         if rule.global_scope and self._naming.unique_suffix:
             words.append(self._naming.unique_suffix)
         text = sep.join(words)

@@ -62,4 +62,4 @@ def plan_of(*deployments: Deployment) -> DeploymentPlan:
 
 
 def require_schemas() -> None:
-    require(schemas_available(), "the official ARM schemas (../shared/armschemas or $HPCLZ_ARM_SCHEMAS)")
+    require(schemas_available(), "the packaged ARM schemas (src/hpclz/armschemas or $HPCLZ_ARM_SCHEMAS)")

@@ -1,4 +1,4 @@
-"""The schema gate against the official ARM schemas (../shared/armschemas), offline."""
+"""The schema gate against the official ARM schemas packaged in src/hpclz/armschemas, offline."""
 
 from __future__ import annotations
 

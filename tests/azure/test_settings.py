@@ -71,3 +71,31 @@ def test_config_accepts_only_known_clouds() -> None:
     assert Metadata(name="zone", environment="dev", location="usgovvirginia", cloud="usgov").cloud == "usgov"
     with pytest.raises(ValidationError):
         Metadata(name="zone", environment="dev", location="eastus", cloud="mars")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("content", "fragment"),
+    [
+        (None, "is not a file"),
+        ("not a certificate\n", "holds no usable PEM certificates"),
+        ("-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n", "holds no usable PEM certificates"),
+    ],
+    ids=["missing", "plain-text", "truncated-pem"],
+)
+def test_bad_ca_bundle_is_a_usage_error(monkeypatch: pytest.MonkeyPatch, tmp_path, content, fragment) -> None:  # type: ignore[no-untyped-def]
+    bundle = tmp_path / "ca.pem"
+    if content is not None:
+        bundle.write_text(content)
+    monkeypatch.setenv("HPCLZ_ARM_ENDPOINT", "https://127.0.0.1:1")
+    monkeypatch.setenv("HPCLZ_ARM_CA_BUNDLE", str(bundle))
+    with pytest.raises(HpclzError) as caught:
+        settings_from_env()
+    assert caught.value.exit_code == ExitCode.USAGE and fragment in str(caught.value)
+
+
+def test_a_real_ca_bundle_is_accepted(monkeypatch: pytest.MonkeyPatch) -> None:
+    import certifi
+
+    monkeypatch.setenv("HPCLZ_ARM_ENDPOINT", "https://127.0.0.1:1")
+    monkeypatch.setenv("HPCLZ_ARM_CA_BUNDLE", certifi.where())
+    assert settings_from_env().ca_bundle == certifi.where()

@@ -1,4 +1,4 @@
-"""The stand-in answers the real SDK clients as the recorded ARM exchanges in shared/fixtures/arm do."""
+"""The stand-in answers the real SDK clients as the recorded ARM exchanges in tests/fixtures/arm do."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from hpclz.azure.arm import Arm, deployment_body
 from hpclz.azure.clients import AzureClients
 from hpclz.render.model import Deployment
-from tests.conftest import SHARED, require
+from tests.conftest import FIXTURES, require
 from tests.support.arm_standin import ArmStandIn
 
 GROUP = Deployment(
@@ -72,11 +72,11 @@ def adapter(arm: ArmStandIn) -> Arm:
 
 
 def test_recorded_fixtures_are_present() -> None:
-    require((SHARED / "fixtures" / "arm" / "deployment_lro_sequence.json").is_file(), "shared ARM fixtures")
+    require((FIXTURES / "arm" / "deployment_lro_sequence.json").is_file(), "recorded ARM fixtures")
 
 
 def test_put_deployment_is_201_with_async_operation_then_outputs(arm: ArmStandIn, adapter: Arm) -> None:
-    recorded = json.loads((SHARED / "fixtures" / "arm" / "deployment_lro_sequence.json").read_text())
+    recorded = json.loads((FIXTURES / "arm" / "deployment_lro_sequence.json").read_text())
     put = next(i for i in recorded["interactions"] if i["request"]["method"] == "PUT")
     first = adapter.submit(VNET, deployment_body(VNET, {}, {}))
     assert put["response"]["status"] == 201 and arm.log[-1].status == 201

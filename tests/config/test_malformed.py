@@ -118,7 +118,7 @@ CASES = [
         "bad-name-pattern",
         _edit("name: energy ", "name: Energy-Zone "),
         "metadata.name",
-        "should match pattern",
+        "expected 2 to 12 lowercase letters or digits starting with a letter, like energy (got 'Energy-Zone')",
         "name: Energy-Zone",
     ),
 ]

@@ -13,10 +13,18 @@ from tests.support.arm_standin import ArmStandIn
 def test_deploy_writes_state_and_shows_next_steps(arm: ArmStandIn, zone: Path, run_cli) -> None:
     result = run_cli("deploy", str(zone), "--yes")
     assert result.exit_code == 0, result.stderr + result.stdout
-    assert "Next steps" in result.stdout
-    assert "az network bastion ssh --name bas-aitrain-prod-eus2" in result.stdout
-    assert f"hpclz verify {zone}" in result.stdout
-    assert "Scheduler address: az vm list-ip-addresses --resource-group rg-aitrain-compute-prod-eus2" in result.stdout
+    steps = result.stdout.split("Next steps", 1)[1]
+    server = next(r["id"] for r in arm.world.resources.values() if r["type"] == "Microsoft.Compute/virtualMachines")
+    bastion = (
+        f"--name bas-aitrain-prod-eus2 --resource-group rg-aitrain-network-prod-eus2 --target-resource-id {server}"
+    )
+    # Commands as az network bastion documents them (learn.microsoft.com/cli/azure/network/bastion) and as
+    # Azure/cyclecloud-slurm-workspace util/tunnel_thru_bastion.sh and ssh_thru_bastion.sh run them.
+    assert f"az network bastion tunnel {bastion} --resource-port 443 --port 8443" in steps
+    assert "https://localhost:8443" in steps
+    assert f"az network bastion ssh {bastion} --auth-type ssh-key --username hpcadmin" in steps
+    assert "cyclecloud connect login-1 -c aitrain-prod" in steps
+    assert "cyclecloud connect scheduler -c aitrain-prod" in steps and f"hpclz verify {zone.name}" in steps
     state = state_of(zone)
     assert all(d["status"] == "succeeded" for d in state["deployments"].values())
     assert {d["name"].lower() for d in state["deployments"].values()} == {

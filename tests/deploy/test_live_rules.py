@@ -62,6 +62,22 @@ def test_sku_not_offered_points_at_the_partition() -> None:
     assert finding.path.startswith("compute.partitions") and finding.path.endswith("vm_size")
 
 
+def test_sku_not_offered_names_regions_where_published_captures_show_the_size() -> None:
+    # availability.json: the azhpc-toolkit sample output lists Standard_ND96isr_H100_v5 in westeurope and eastus2
+    # (tests/fixtures/skus/azhpc-toolkit-how-to.md); the region Azure just refused is not suggested back.
+    offered = [s for s in default_skus(LOCATION) if s["name"] != "Standard_ND96isr_H100_v5"]
+    [finding] = run(SkuNotOffered, ctx(skus=offered))
+    assert finding.fix == (
+        "Regions published captures show offering Standard_ND96isr_H100_v5: westeurope; or pick another size."
+    )
+
+
+def test_sku_not_offered_keeps_the_generic_fix_where_no_capture_shows_the_size_elsewhere() -> None:
+    offered = [s for s in default_skus(LOCATION) if s["name"] != "Standard_ND96isr_H200_v5"]
+    [finding] = run(SkuNotOffered, ctx(skus=offered))
+    assert finding.fix == SkuNotOffered.fix
+
+
 def test_sku_not_offered_is_silent_when_the_sku_api_was_unreadable() -> None:
     assert run(SkuNotOffered, ctx(skus=None)) == []
 

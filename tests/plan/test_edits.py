@@ -67,6 +67,18 @@ def remove_container(d: dict[str, Any]) -> None:
     d["storage"]["blob"]["containers"] = [c for c in d["storage"]["blob"]["containers"] if c["name"] != "checkpoints"]
 
 
+def _checkpoints(d: dict[str, Any]) -> dict[str, Any]:
+    return next(c for c in d["storage"]["blob"]["containers"] if c["name"] == "checkpoints")
+
+
+def make_checkpoints_immutable(d: dict[str, Any]) -> None:
+    _checkpoints(d)["immutable"] = True
+
+
+def set_retention(d: dict[str, Any]) -> None:
+    _checkpoints(d)["retention_days"] = 7
+
+
 def remove_lustre(d: dict[str, Any]) -> None:
     d["storage"]["lustre"] = {"mode": "disabled"}
 
@@ -156,6 +168,18 @@ TABLE: dict[str, Row] = {
         [("storage.blob.containers[checkpoints]", Action.DELETE, Policy.REPLACE_DATA)],
         {"stenergyprodscus/default/checkpoints": (Action.DELETE, Policy.REPLACE_DATA)},
         worst=Policy.REPLACE_DATA,
+    ),
+    "make a container immutable (only at creation)": Row(
+        make_checkpoints_immutable,
+        [("storage.blob.containers[checkpoints].immutable", Action.MODIFY, Policy.NOT_ALLOWED)],
+        {"stenergyprodscus/default/checkpoints": (Action.MODIFY, Policy.NOT_ALLOWED)},
+        action_needed="copy the checkpoints to it",
+        worst=Policy.NOT_ALLOWED,
+    ),
+    "set a seal retention (reaches later seals only)": Row(
+        set_retention,
+        [("storage.blob.containers[checkpoints].retention_days", Action.CREATE, Policy.IN_PLACE)],
+        action_needed="a locked one cannot be shortened",
     ),
     "remove Lustre": Row(
         remove_lustre,

@@ -10,14 +10,14 @@ import pytest
 from hpclz.errors import ExitCode, HpclzError
 from hpclz.plan.changeset import Action, Policy
 from hpclz.plan.whatif import parse_resource_id, whatif_changeset
-from tests.conftest import SHARED, require
+from tests.conftest import FIXTURES, require
 
-FIXTURES = SHARED / "fixtures" / "arm"
+RECORDED = FIXTURES / "arm"
 RG = "/subscriptions/s/resourceGroups/rg/providers"
 
 
 def recorded(name: str) -> dict[str, Any]:
-    path = FIXTURES / f"{name}.json"
+    path = RECORDED / f"{name}.json"
     require(path.exists(), f"recorded what-if body {path}")
     return json.loads(path.read_text())
 

@@ -92,6 +92,9 @@ def test_render_runs_all_gates_including_checkov(run_cli, tmp_path: Path) -> Non
     envelope = json.loads(result.stdout)
     assert envelope["result"]["gates"] == ["schema", "lint", "checkov"], envelope["result"]["gates_not_run"]
     assert envelope["ok"] is True, [f["message"] for f in envelope["findings"]]
+    # The same templates again: checkov's verdict comes from the gate cache, and the user is told so.
+    again = run_cli("render", str(REPO / "configs" / "ai-training.yaml"), "--out", str(tmp_path / "p"))
+    assert again.exit_code == 0 and "gates passed: schema, lint, checkov (cached)" in again.stdout
 
 
 def test_config_rule_errors_render_nothing(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

@@ -69,6 +69,12 @@ def _all(*mutations: Mutation) -> Mutation:
 
 
 DELETE = object()
+# Shapes from learn.microsoft.com/azure/cyclecloud/how-to/create-custom-image (ImageName examples).
+GALLERY_IMAGE = (
+    f"/subscriptions/{ZERO}/resourceGroups/MyResourceGroup/providers/Microsoft.Compute/galleries/MyGallery"
+    "/images/MyImage/versions/1.0.0"
+)
+MANAGED_IMAGE = f"/subscriptions/{ZERO}/resourceGroups/MyResourceGroup/providers/Microsoft.Compute/images/MyCustomImage"
 SUBNETS = "network.vnet.subnets"
 P = "compute.partitions"
 
@@ -77,6 +83,10 @@ CASES: dict[str, list[Case]] = {
     "HPCLZ-ORG-002": [Case("energy", _set("metadata.location", "westeurope"))],
     "HPCLZ-ORG-003": [Case("ai-training", _set("metadata.tags.team/name", "hpc"))],
     "HPCLZ-ORG-004": [Case("ai-training", _set("organization.resource_groups", {"compute": "rg compute"}))],
+    "HPCLZ-ORG-005": [
+        Case("ai-training", _set("metadata.location", "westeurpe")),
+        Case("energy", _set("organization.policies.allowed_locations", ["southcentralus", "atlantis"])),
+    ],
     "HPCLZ-IDN-001": [Case("ai-training", _set("identity.groups.readers", [ZERO]))],
     "HPCLZ-IDN-002": [Case("ai-training", _set("identity.groups.readers", ["53f5840a-6a69-4e27-ab39-b50a1723b1fb"]))],
     "HPCLZ-IDN-003": [
@@ -187,6 +197,11 @@ CASES: dict[str, list[Case]] = {
     "HPCLZ-CMP-012": [Case("ai-training", _set("compute.quotas.standardNDSH100V6Family", 96))],
     "HPCLZ-CMP-013": [Case("finance", _set(f"{P}.1.nvme_scratch", {"enabled": True}))],
     "HPCLZ-CMP-014": [Case("ai-training", _set("verify.partitions", ["h100", "a100"]))],
+    "HPCLZ-CMP-015": [Case("ai-training", _set(f"{P}.0.image", GALLERY_IMAGE))],
+    "HPCLZ-CMP-016": [
+        Case("ai-training", _set("compute.login.image", GALLERY_IMAGE)),
+        Case("energy", _set(f"{P}.0.image", MANAGED_IMAGE)),
+    ],
     "HPCLZ-STO-001": [
         Case("energy", _set("storage.lustre.capacity_tib", 50)),
         Case("energy", _set("storage.lustre.capacity_tib", 4)),
@@ -208,6 +223,39 @@ CASES: dict[str, list[Case]] = {
         )
     ],
     "HPCLZ-STO-006": [Case("ai-training", _set("storage.blob.containers.1.versioning", False))],
+    "HPCLZ-STO-050": [Case("ai-training", _set("storage.blob.containers.1.versioning", False))],
+    "HPCLZ-STO-051": [
+        Case("ai-training", _set("storage.blob.containers.0.retention_days", 7)),
+        Case("finance", _set("storage.blob.containers.1.retention_locked", True)),
+    ],
+    "HPCLZ-STO-052": [
+        Case(
+            "finance",
+            _set(
+                "storage.blob",
+                {
+                    "mode": "existing",
+                    "resource_id": "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg-data"
+                    "/providers/Microsoft.Storage/storageAccounts/stcheckpoints",
+                    "containers": [{"name": "checkpoints", "purpose": "checkpoints", "immutable": True}],
+                },
+            ),
+        )
+    ],
+    "HPCLZ-STO-053": [Case("finance", _set("storage.blob.lifecycle.delete_after_days", 30))],
+    "HPCLZ-STO-054": [Case("ai-training", _set("storage.blob.point_in_time_restore_days", 14))],
+    "HPCLZ-STO-055": [
+        Case(
+            "finance",
+            _all(
+                _set("storage.blob.containers.0.versioning", False),
+                _set("storage.blob.containers.0.immutable", False),
+                _set("storage.blob.containers.0.retention_days", DELETE),
+                _set("storage.blob.containers.1.versioning", False),
+            ),
+        )
+    ],
+    "HPCLZ-STO-056": [Case("finance", _set("storage.blob.containers.0.manifest_key", "s3cr3t-in-the-file"))],
     "HPCLZ-STO-007": [
         Case("ai-training", _set(f"{SUBNETS}.lustre", DELETE)),
         Case("manufacturing", _set(f"{SUBNETS}.netapp", DELETE)),

@@ -80,7 +80,9 @@ def test_render_plan_and_deploy_refuse_unknown_suppressions_too() -> None:
 
 def test_human_output_names_file_line_rule_path_and_fix(run_cli) -> None:  # type: ignore[no-untyped-def]
     out = run_cli("validate", AI, "--fail-level", "warning").stdout
-    line = next(n for n, text in enumerate(Path(AI).read_text().splitlines(), 1) if "retention_days" in text)
+    line = next(
+        n for n, text in enumerate(Path(AI).read_text().splitlines(), 1) if text.startswith("  retention_days")
+    )  # monitoring.retention_days
     assert f"ai-training.yaml:{line}:3: warning HPCLZ-MON-002 Production log retention under 90 days" in out
     assert "monitoring.retention_days: logs are kept 30 days" in out
     assert "fix: Raise monitoring.retention_days" in out
@@ -104,7 +106,7 @@ def test_json_output_carries_every_finding_with_location(run_cli) -> None:  # ty
     assert envelope["ok"] is False and envelope["exit_code"] == ExitCode.FAILED
     mon = next(f for f in envelope["findings"] if f["rule_id"] == "HPCLZ-MON-002")
     assert mon["severity"] == "warning" and mon["line"] and mon["path"] == "monitoring.retention_days"
-    assert mon["docs"] == "docs/rules.md#hpclz-mon-002"
+    assert mon["docs"] == "hpclz explain HPCLZ-MON-002"
     assert envelope["result"]["counts"] == {"error": 0, "warning": 1, "info": 1}
 
 

@@ -2,7 +2,7 @@
 
 Use the `azurite` fixture (session scope): it yields the account's connection string and blob
 endpoint, and stops the emulator afterwards. Under CI=true a missing azurite-blob fails the run.
-Flags and pitfalls: ../shared/docs/local-services.md.
+Flags and pitfalls: docs/local-services.md.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Everything lives in one private folder (config, munge key and socket, state, spool, logs, pids) and on
 free ports, so two test sessions on one machine do not meet. Facts and pitfalls this relies on:
-../shared/docs/local-services.md (Slurm section).
+docs/local-services.md (Slurm section).
 
 Use the session fixture `slurm_cluster` (import it into a test module). The cluster is started once per
 test process however many modules import the fixture, and torn down at the end, strays included.

@@ -6,12 +6,13 @@ from pathlib import Path
 from typing import Any
 
 from hpclz.verify.agent import run_agent
-from tests.conftest import SHARED
+from tests.conftest import FIXTURES as REAL_FIXTURES
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 GOOD = FIXTURES / "h200-good"
 FAULTS = FIXTURES / "h200-faults"
-REAL_H200 = SHARED / "fixtures" / "gpu" / "h200"
+HBV3 = FIXTURES / "hbv3-good"
+REAL_H200 = REAL_FIXTURES / "gpu" / "h200"
 H200 = "Standard_ND96isr_H200_v5"
 
 

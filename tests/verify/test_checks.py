@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from hpclz.verify.checks import CHECKS
@@ -31,14 +33,21 @@ FAULT_TABLE: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "ib-port-down": ("HPCLZ-VFY-011", "fail", ("mlx5_ib3 port 1: DOWN",)),
     "ib-rate-200": ("HPCLZ-VFY-011", "fail", ("mlx5_ib5 port 1: ACTIVE at 200 Gb/s, expected 400",)),
     "nvme-missing": ("HPCLZ-VFY-012", "fail", ("7 of 8 NVMe",)),
-    "cpu-cores-48": ("HPCLZ-VFY-013", "fail", ("1 sockets, 48 cores, expected 2 sockets, 96 cores",)),
+    "cpu-cores-48": (
+        "HPCLZ-VFY-013",
+        "fail",
+        ("1 sockets, 48 cores, 48 threads, expected 2 sockets, 96 cores, 96 threads",),
+    ),
     "mem-low": ("HPCLZ-VFY-014", "fail", ("954704558 kB vs 1909409116 kB", "-50.0%")),
-    "swap-on": ("HPCLZ-VFY-015", "warn", ("SwapTotal 8388604 kB, expected 0",)),
+    "swap-on": ("HPCLZ-VFY-015", "fail", ("SwapTotal 8388604 kB, expected 0",)),
     "gemm-slow": ("HPCLZ-VFY-020", "fail", ("GPU 4 (00000005:00:00.0)", "351.2 TFLOP/s < 712")),
     "hbm-slow": ("HPCLZ-VFY-021", "fail", ("GPU 2 (00000003:00:00.0)", "2.91 TB/s < 3.83")),
     "h2d-slow": ("HPCLZ-VFY-022", "fail", ("GPU 6 (00000007:00:00.0)", "h2d_gbps 24.8 GB/s < 48", "d2h_gbps 25.1")),
     "dcgm-fail": ("HPCLZ-VFY-023", "fail", ("Persistence Mode GPU 0", "currently disabled")),
     "nccl-slow": ("HPCLZ-VFY-030", "fail", ("busbw 152.4 GB/s", "8 ranks", "vs 431 GB/s")),
+    "ib-link-flapping": ("HPCLZ-VFY-016", "fail", ("ib6: 6 lost-carrier events in 24 h",)),
+    "an-port-down": ("HPCLZ-VFY-017", "fail", ("mlx5_an0 port 1: DOWN at 100 Gb/s, expected ACTIVE at 100",)),
+    "ib-loopback-slow": ("HPCLZ-VFY-025", "fail", ("mlx5_ib2 212.3 Gb/s < 360 Gb/s (GPU memory)",)),
 }
 
 
@@ -46,8 +55,9 @@ def test_the_good_h200_node_passes_every_check() -> None:
     report = agent(GOOD)
     statuses = {c["check_id"]: c["status"] for c in report["checks"]}
     assert statuses.pop("HPCLZ-VFY-023") == "not_measured"  # the captured node has no DCGM
+    assert statuses.pop("HPCLZ-VFY-024") == "not_measured"  # aznhc runs STREAM on HB/HX sizes only
     assert set(statuses.values()) == {"pass"}, statuses
-    assert statuses.keys() | {"HPCLZ-VFY-023"} == {spec.id for spec in CHECKS}
+    assert statuses.keys() | {"HPCLZ-VFY-023", "HPCLZ-VFY-024"} == {spec.id for spec in CHECKS}
     assert report["sku"] == H200 and report["tier"] == "health+perf+nccl"
     assert "non-fatal Xid 13 ignored" in by_id(report)["HPCLZ-VFY-006"]["message"]
 
@@ -143,7 +153,7 @@ def _facts_with(**gpu_fields: object) -> NodeFacts:
 
 
 def test_the_real_single_gpu_capture_passes_the_gpu_checks_end_to_end() -> None:
-    # shared/fixtures/gpu/h200 uses the agent's file names: one H200 in a VM without NVLink or InfiniBand.
+    # tests/fixtures/gpu/h200 uses the agent's file names: one H200 in a VM without NVLink or InfiniBand.
     one_gpu = {"gpu_count": 1, "nvlink_links_per_gpu": 0, "ib_ports": 0}
     checks = by_id(agent(REAL_H200, sku=H200, overrides=one_gpu, tier="health", with_nccl=False))
     gpu_checks = ("HPCLZ-VFY-001", "HPCLZ-VFY-002", "HPCLZ-VFY-003", "HPCLZ-VFY-004", "HPCLZ-VFY-005")
@@ -151,3 +161,25 @@ def test_the_real_single_gpu_capture_passes_the_gpu_checks_end_to_end() -> None:
     assert {cid: checks[cid]["status"] for cid in gpu_checks} == dict.fromkeys(gpu_checks, "pass")
     assert checks["HPCLZ-VFY-002"]["message"] == "1 GPU"
     assert checks["HPCLZ-VFY-006"]["status"] == "not_measured"  # no kernel log was captured
+
+
+def test_a_gpu_size_whose_benchmarks_cannot_run_fails_them(tmp_path: Path) -> None:
+    """Not measured is never passed where the node should have been measurable (no torch, no nccl-tests)."""
+    (tmp_path / "fixtures.base").write_text(str(GOOD))
+    (tmp_path / "perf.json").write_text("")
+    (tmp_path / "all_reduce_perf.txt").write_text("")
+    checks = by_id(agent(tmp_path))
+    for check_id in ("HPCLZ-VFY-020", "HPCLZ-VFY-021", "HPCLZ-VFY-022", "HPCLZ-VFY-030"):
+        assert checks[check_id]["status"] == "fail", checks[check_id]
+        assert checks[check_id]["message"].startswith("could not measure on a size that requires it: ")
+    assert checks["HPCLZ-VFY-023"]["status"] == "not_measured"  # DCGM is optional: aznhc runs none
+
+
+def test_a_gpu_size_without_nvidia_smi_fails_and_a_cpu_size_does_not(tmp_path: Path) -> None:
+    (tmp_path / "fixtures.base").write_text(str(GOOD))
+    (tmp_path / "nvidia-smi-q.xml").write_text("")  # empty fixture: the tool is not installed
+    (tmp_path / "query-gpu.csv").write_text("")
+    on_gpu_size = by_id(agent(tmp_path, tier="health", with_nccl=False))["HPCLZ-VFY-001"]
+    assert on_gpu_size["status"] == "fail" and "not installed" in on_gpu_size["message"]
+    on_cpu_size = by_id(agent(tmp_path, sku="Standard_HB120rs_v3", tier="health", with_nccl=False))["HPCLZ-VFY-001"]
+    assert on_cpu_size["status"] == "not_measured" and "expects no GPU" in on_cpu_size["message"]

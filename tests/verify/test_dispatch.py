@@ -273,3 +273,56 @@ def test_throttle_knob_sleeps_inside_the_timed_loop_of_the_named_node(
     assert result["points"][0]["time_us"] >= 0.2e6  # each timed iteration slept 0.2 s first
     monkeypatch.setenv("SLURMD_NODENAME", "gpu001")
     assert throttle_for("gpu001") == 0.0 and throttle_for("gpu042") == 0.2
+
+
+# sinfo(1) NODE STATE CODES (SchedMD/slurm doc/man/man1/sinfo.1 at 002434c5): the flag characters and the long
+# state names %T prints. Only a plain idle node may be handed a verify job now.
+NOT_NOW = {
+    "idle~": "powered off",
+    "idle#": "being powered up",
+    "idle!": "pending power down",
+    "idle%": "being powered down",
+    "idle$": "in a maintenance reservation",
+    "idle@": "pending reboot",
+    "idle^": "reboot issued",
+    "powered_down": "POWERED_DOWN",
+    "powering_down": "POWERING_DOWN",
+    "powering_up": "POWERING_UP",
+    "reboot_issued": "REBOOT_ISSUED",
+    "reboot_requested": "REBOOT_REQUESTED",
+    "maint": "MAINT",
+    "reserved": "RESERVED",
+}
+
+
+@pytest.mark.parametrize("state", sorted(NOT_NOW))
+def test_powered_down_rebooting_and_reserved_nodes_are_not_tested(state: str) -> None:
+    skipped = select([NodeInfo("n1", state)], drain=False).skipped["n1"]
+    assert skipped.checks[0].check_id == NOT_TESTED and skipped.status is Status.NOT_MEASURED
+    assert f"Slurm reports it {state}" in skipped.checks[0].message
+
+
+@pytest.mark.parametrize("state", ["idle-", "mixed-", "planned"])
+def test_nodes_planned_by_backfill_count_as_busy(state: str) -> None:
+    assert "busy running jobs" in select([NodeInfo("n1", state)], drain=False).skipped["n1"].checks[0].message
+
+
+@pytest.mark.parametrize("state", ["idle*", "drained*", "down", "inval", "fail"])
+def test_non_responding_and_invalid_nodes_are_unreachable(state: str) -> None:
+    assert select([NodeInfo("n1", state)], drain=False).skipped["n1"].checks[0].check_id == UNREACHABLE
+
+
+def test_only_a_plain_idle_node_is_runnable() -> None:
+    assert NodeInfo("n1", "idle").schedulable and NodeInfo("n1", "idle~").flags == "~"
+    assert select([NodeInfo("n1", "idle")], drain=False).runnable == ["n1"]
+
+
+def test_states_captured_from_real_slurm_are_sorted_as_slurm_means_them() -> None:
+    text = (Path(__file__).parent / "fixtures" / "corpus" / "slurm" / "states.txt").read_text()
+    rows = [line.split("|") for line in text.splitlines() if line.startswith("node")]
+    infos = {name: NodeInfo(name, long, "" if reason == "none" else reason) for name, long, _short, reason in rows}
+    chosen = select(infos.values(), drain=False)
+    assert chosen.runnable == ["node4"]
+    assert chosen.skipped["node1"].checks[0].check_id == NOT_TESTED  # an operator's drain: not ours to judge
+    assert chosen.skipped["node2"].checks[0].check_id == UNREACHABLE
+    assert chosen.skipped["node3"].checks[0].message == "not tested: Slurm reports it reserved"

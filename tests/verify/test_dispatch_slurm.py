@@ -234,3 +234,18 @@ def test_unknown_partition_and_foreign_nodes_are_usage_errors(
     foreign = run_cli("verify", str(CONFIG), "-p", "debug", "--nodes", "node[4-5]", "--slurm-conf", conf)
     assert foreign.exit_code == 64
     assert foreign.stderr == "error: --nodes node[4-5]: not in partition(s) debug: node5\n"
+
+
+def test_a_suppressed_check_drains_nothing_and_is_reported_suppressed(
+    cluster_env: LocalSlurm, run_cli: Callable[..., CliResult], tmp_path: Path
+) -> None:
+    plant(tmp_path / "readings", {"node1": GOOD, "node2": XID79})
+    result = json.loads(
+        _verify(
+            run_cli, tmp_path, "--nodes", "node[1-2]", "--drain", "--suppress", "HPCLZ-VFY-006", "-o", "json"
+        ).stdout
+    )
+    assert result["exit_code"] == 0 and result["result"]["drained"] == [] and result["result"]["bad_nodes"] == {}
+    assert result["result"]["suppressed"] == ["HPCLZ-VFY-006"]
+    states = dict(ln.split("|", 1) for ln in cluster_env.client("sinfo", "-h", "-N", "-o", "%N|%T").splitlines())
+    assert states["node2"] == "idle"

@@ -22,15 +22,17 @@ from hpclz.verify.checks.rules import NodeContext, OutcomeRule, VerifyRule
 from hpclz.verify.collective_job import analyse_pairs, pair_failures
 from hpclz.verify.dispatch import FanOut, _why_missing, read_node, select
 from hpclz.verify.model import BandwidthPoint, CollectiveResult, NodeReport
+from hpclz.verify.probes import detect_sku
 from hpclz.verify.probes.source import Source
 from hpclz.verify.slurm import NodeInfo
 from hpclz.verify.thresholds import load_thresholds
-from tests.verify.helpers import FAULTS, GOOD, H200, agent
+from tests.verify.helpers import FAULTS, GOOD, H200, HBV3, agent
 from tests.verify.test_checks import FAULT_TABLE
 
 FAILING = {check_id: FAULTS / fault for fault, (check_id, _, _) in FAULT_TABLE.items()}
 FAILING["HPCLZ-VFY-001"] = FAULTS / "nvsmi-hung"
-PASSING = {rule.id: GOOD for rule in VERIFY_RULES} | {"HPCLZ-VFY-023": FAULTS / "dcgm-pass"}
+FAILING["HPCLZ-VFY-024"] = HBV3 / ".." / "hbv3-faults" / "stream-slow"
+PASSING = {rule.id: GOOD for rule in VERIFY_RULES} | {"HPCLZ-VFY-023": FAULTS / "dcgm-pass", "HPCLZ-VFY-024": HBV3}
 NODE_RULES = [r for r in VERIFY_RULES if issubclass(r, VerifyRule)]
 OUTCOME_RULES = [r for r in VERIFY_RULES if issubclass(r, OutcomeRule)]
 
@@ -79,7 +81,7 @@ OUTCOME_CASES: dict[str, tuple[Case, Case]] = {
 
 
 def context(fixtures: Path) -> NodeContext:
-    thresholds = load_thresholds(H200)
+    thresholds = load_thresholds(detect_sku(Source(fixtures, node="n1")) or H200)
     return NodeContext(gather(Source(fixtures, node="n1"), thresholds, tier="perf", with_nccl=True), thresholds)
 
 

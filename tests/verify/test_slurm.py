@@ -91,3 +91,22 @@ def test_binaries_and_conf_come_from_the_environment(
     client = SlurmClient.from_env()
     assert client.bin_dir == sinfo.parent and client.conf == clean_slurm.conf
     assert len(client.nodes(partition="debug")) == 4
+
+
+def test_a_node_in_a_maintenance_reservation_is_not_schedulable(client: SlurmClient) -> None:
+    # Slurm 22.05 here shows the node "idle" for a few seconds, then "maint" (scontrol: IDLE+MAINTENANCE+RESERVED),
+    # as corpus/slurm/maint-reservation.txt records.
+    import getpass
+    import time
+
+    client.run(
+        "scontrol", "create", "reservation", "ReservationName=hpclz-maint", "StartTime=now", "Duration=5",
+        f"Users={getpass.getuser()}", "Nodes=node4", "Flags=MAINT",
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 20
+        while (info := {n.name: n for n in client.nodes()}["node4"]).state == "idle" and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert info.state == "maint" and not info.schedulable and not info.unreachable
+    finally:
+        client.run("scontrol", "delete", "ReservationName=hpclz-maint")

@@ -14,6 +14,7 @@ from hpclz.verify.thresholds import (
     known_skus,
     load_thresholds,
     overrides_for,
+    required_metrics,
 )
 from tests.conftest import require
 from tests.verify.helpers import REAL_H200
@@ -37,7 +38,7 @@ def test_h200_figures_match_aznhc_and_the_baseline() -> None:
         48,
     )
     bench = REAL_H200 / "baseline-bench.json"
-    require(bench.exists(), "shared/fixtures/gpu/h200/baseline-bench.json")
+    require(bench.exists(), "tests/fixtures/gpu/h200/baseline-bench.json")
     baseline = json.loads(bench.read_text())
     # A healthy H200 must pass: every perf threshold sits below what the captured node measured.
     assert t.get("gemm_bf16_tflops") == pytest.approx(0.9 * baseline["gemm_bfloat16_tflops"], rel=0.01)
@@ -76,3 +77,44 @@ def test_agent_arguments_carry_every_digit() -> None:
 
 def test_known_skus_cover_the_gpu_presets() -> None:
     assert {"Standard_ND96isr_H100_v5", "Standard_ND96isr_H200_v5"} <= set(known_skus())
+
+
+def _sizes_verify_judges() -> set[str]:
+    """Every preset's partition sizes, and every HPC or GPU size in the catalog."""
+    from hpclz.catalog import load_catalog
+    from hpclz.config.loader import load_config
+    from tests.conftest import PRESETS
+
+    sizes = {p.vm_size for preset in PRESETS for p in load_config(preset).config.compute.partitions}
+    catalog = load_catalog()
+    sizes |= {name for name, sku in catalog.skus.items() if sku.is_gpu or sku.rdma}
+    return sizes
+
+
+def _missing(size: str) -> list[str]:
+    from hpclz.catalog import load_catalog
+
+    sku = load_catalog().sku(size)
+    assert sku is not None, f"{size} is not in the catalog"
+    t = load_thresholds(size)
+    need = required_metrics(
+        size,
+        gpus=sku.gpu_count,
+        ib_ports=sku.infiniband.ports if sku.infiniband else 0,
+        nvme=sku.nvme_disks,
+        nvidia="NVIDIA" in (sku.gpu_model or ""),
+    )
+    return ["/".join(sorted(choice)) for choice in need if not any(t.get(m) is not None for m in choice)]
+
+
+def test_every_preset_and_catalog_hpc_or_gpu_size_has_complete_sourced_thresholds() -> None:
+    sizes = _sizes_verify_judges()
+    assert {"Standard_HB176rs_v4", "Standard_HX176rs", "Standard_HB120rs_v3", "Standard_F72s_v2"} <= sizes
+    missing = {size: gaps for size in sorted(sizes) if (gaps := _missing(size))}
+    assert missing == {}
+
+
+def test_a_size_without_thresholds_is_reported_incomplete() -> None:
+    assert _missing("Standard_D8as_v5") == ["cpu_threads", "mem_total_kb"]  # the tolerance has a default
+    hbv4 = required_metrics("Standard_HB176rs_v4", gpus=0, ib_ports=1, nvme=2)
+    assert {"stream_mbps"} in hbv4 and {"ib_write_bw_gbps", "ib_write_bw_gdr_gbps"} in hbv4

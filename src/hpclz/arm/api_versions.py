@@ -1,4 +1,4 @@
-"""The API version pinned for each resource type hpclz renders (../shared/armschemas/README.md).
+"""The API version pinned for each resource type hpclz renders (hpclz/armschemas/README.md).
 
 Pinning keeps rendered templates, the schema gate and the ARM stand-in on one version per type; a test
 checks this table against the schemas' resourceIndex.json. Extend both together.
@@ -6,7 +6,8 @@ checks this table against the schemas' resourceIndex.json. Extend both together.
 
 from __future__ import annotations
 
-_PINNED: dict[str, tuple[str, ...]] = {
+# API version -> the types pinned at it; scripts/regen-armschemas reads this table to rebuild the subset.
+PINNED_BY_VERSION: dict[str, tuple[str, ...]] = {
     "2024-05-01": (
         "Microsoft.Network/virtualNetworks",
         "Microsoft.Network/virtualNetworks/subnets",
@@ -59,9 +60,13 @@ _PINNED: dict[str, tuple[str, ...]] = {
     "2023-07-01": ("Microsoft.KeyVault/vaults", "Microsoft.KeyVault/vaults/secrets"),
     "2023-01-31": ("Microsoft.ManagedIdentity/userAssignedIdentities",),
     "2022-04-01": ("Microsoft.Authorization/roleAssignments",),
+    # Latest GA versions at the schema snapshot (a1454431, 2026-08-16); diagnostic settings have no GA
+    # version newer than 2017, so the current one upstream is 2021-05-01-preview.
+    "2025-03-01": ("Microsoft.Authorization/policyAssignments",),
+    "2021-05-01-preview": ("Microsoft.Insights/diagnosticSettings",),
     "2023-09-01": ("Microsoft.OperationalInsights/workspaces",),
     "2023-01-01": ("Microsoft.Insights/actionGroups",),
-    "2024-03-11": ("Microsoft.Insights/dataCollectionRules",),
+    "2024-03-11": ("Microsoft.Insights/dataCollectionRules", "Microsoft.Insights/dataCollectionRuleAssociations"),
     "2018-03-01": ("Microsoft.Insights/metricAlerts",),
     "2023-04-01": (
         "Microsoft.Maintenance/maintenanceConfigurations",
@@ -69,7 +74,9 @@ _PINNED: dict[str, tuple[str, ...]] = {
     ),
 }
 
-PINNED_API_VERSIONS: dict[str, str] = {t.lower(): version for version, types in _PINNED.items() for t in types}
+PINNED_API_VERSIONS: dict[str, str] = {
+    t.lower(): version for version, types in PINNED_BY_VERSION.items() for t in types
+}
 
 
 def pinned_version(resource_type: str) -> str | None:

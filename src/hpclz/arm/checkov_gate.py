@@ -30,6 +30,8 @@ CHECKOV_ENV = "HPCLZ_CHECKOV"
 REPO_ROOT = Path(__file__).resolve().parents[3]
 ALLOWLIST_NAME = "checkov-allowlist.yaml"
 CHECK_ID = re.compile(r"^CKV2?_[A-Z0-9]+_\d+$")
+# checkov pins libraries hpclz must not share, so users install it on its own (pipx or a separate venv).
+NOT_INSTALLED = f"checkov not installed: `pipx install checkov` (or set {CHECKOV_ENV} to its executable)"
 TIMEOUT_S = 300  # a plan scans in 10-20 s; minutes mean a check is stuck (see CKV_AZURE_45 in the allowlist)
 
 
@@ -112,6 +114,7 @@ class CheckovFailure:
 class CheckovRun:
     failures: list[CheckovFailure] = field(default_factory=list)
     still_failing_allowlisted: set[str] = field(default_factory=set)
+    still_failing_by_file: dict[str, set[str]] = field(default_factory=dict)  # per template, for the gate cache
     parsing_errors: list[str] = field(default_factory=list)
     resource_count: int = 0
     version: str | None = None
@@ -129,7 +132,9 @@ def run_checkov(templates: Mapping[str, dict[str, Any]], allowlist: Allowlist, c
         try:
             run = parse_report(_finish(main))
             if probe is not None:
-                run.still_failing_allowlisted = {f.check_id for f in parse_report(_finish(probe)).failures}
+                for failure in parse_report(_finish(probe)).failures:
+                    run.still_failing_allowlisted.add(failure.check_id)
+                    run.still_failing_by_file.setdefault(failure.file, set()).add(failure.check_id)
         finally:
             for process in (main, probe):
                 if process is not None and process.poll() is None:

@@ -1,6 +1,7 @@
 """Validate rendered ARM templates against the official ARM JSON schemas, offline.
 
-The schemas (a subset of Azure/azure-resource-manager-schemas, see ../shared/armschemas/README.md) are
+The schemas (a subset of Azure/azure-resource-manager-schemas, see hpclz/armschemas/README.md) ship in the
+package, so an installed wheel runs this gate; scripts/regen-armschemas rebuilds them. They are
 registered under their public URLs in a referencing.Registry that refuses the network, so every $ref
 resolves locally. Validating a whole template through the envelope's resources `oneOf` gives errors
 that say nothing useful, so the envelope is checked with `resources` relaxed and each resource on its
@@ -34,8 +35,8 @@ RESOURCE_BASE = BASE_URL + "common/definitions.json#/definitions/resourceBase"
 
 
 def default_schemas_dir() -> Path:
-    """<repo>/../shared/armschemas: the shared folder is a sibling of the clone, in CI too."""
-    return Path(__file__).resolve().parents[3].parent / "shared" / "armschemas"
+    """The subset packaged with hpclz (src/hpclz/armschemas, package data in the wheel)."""
+    return Path(__file__).resolve().parents[1] / "armschemas"
 
 
 def schemas_dir() -> Path:
@@ -65,7 +66,7 @@ class SchemaSet:
             raise HpclzError(
                 f"no ARM schemas under {root / 'schemas'}",
                 exit_code=ExitCode.FAILED,
-                hint=f"set {SCHEMAS_ENV} to the armschemas folder of the shared checkout",
+                hint=f"set {SCHEMAS_ENV} to a folder built by scripts/regen-armschemas",
             )
         resources = []
         for file in files:
@@ -105,7 +106,7 @@ def load_schemas() -> SchemaSet:
         raise HpclzError(
             f"ARM schemas not found at {root}",
             exit_code=ExitCode.FAILED,
-            hint=f"check out the shared folder beside the repository or set {SCHEMAS_ENV}",
+            hint=f"reinstall hpclz (the schemas ship in the package) or set {SCHEMAS_ENV}",
         )
     return _load(str(root.resolve()))
 

@@ -16,6 +16,16 @@ ROLE_ASSIGNMENT_API = pinned_version("Microsoft.Authorization/roleAssignments") 
 IDENTITY_API = pinned_version("Microsoft.ManagedIdentity/userAssignedIdentities") or "2023-01-31"
 
 
+# Compute Gallery (GalleryRP) and managed images (ComputeRP) API versions, from azure-rest-api-specs
+# specification/compute/resource-manager/Microsoft.Compute/{GalleryRP/stable/2023-07-03,ComputeRP/stable/2024-03-01}.
+GALLERY_API = "2023-07-03"
+MANAGED_IMAGE_API = "2024-03-01"
+
+
+def image_api_version(resource_id: str) -> str:
+    return GALLERY_API if "/galleries/" in resource_id.lower() else MANAGED_IMAGE_API
+
+
 def plain(value: Any) -> Any:
     if isinstance(value, Mapping):
         return {str(k): plain(v) for k, v in value.items()}
@@ -138,6 +148,10 @@ class Arm:
         return str(plain(self.clients.resources.providers.get(namespace)).get("registrationState", "Unknown"))
 
     # ----- compute facts for live preflight -----
+    def custom_image(self, resource_id: str) -> dict[str, Any] | None:
+        """A gallery image version or definition, or a managed image, as ARM returns it; None when not found."""
+        return self.get_resource(resource_id, image_api_version(resource_id))
+
     def skus(self, location: str) -> list[dict[str, Any]]:
         return [plain(s) for s in self.clients.compute.resource_skus.list(filter=f"location eq '{location}'")]
 

@@ -24,7 +24,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from hpclz.azure.clients import BLOB_RETRY_TOTAL
-from hpclz.state.backend import DEFAULT_KEEP, HistoryEntry, next_version, parse_state
+from hpclz.state.backend import DEFAULT_KEEP, HistoryEntry, check_owner, next_version, parse_state
 from hpclz.state.errors import StateConflictError, StateLockedError
 from hpclz.state.guard import SecretGuard
 from hpclz.state.lease import LeaseRenewer, check_lease_duration
@@ -47,8 +47,10 @@ class BlobBackend:
         lease_seconds: int = DEFAULT_LEASE_S,
         keep: int = DEFAULT_KEEP,
         config_file: str | None = None,
+        zone: str | None = None,
     ):
         self._container = container
+        self.zone = zone  # `<name>-<environment>` the state must belong to; None skips the check
         self.blob_name = blob_name
         self.guard = guard
         self.lease_seconds = lease_seconds
@@ -95,6 +97,8 @@ class BlobBackend:
 
     def read(self) -> StateDocument | None:
         doc, etag, _ = self._download()
+        if doc is not None and self.zone is not None:
+            check_owner(doc, self.zone, self.location)
         self._read_etag = etag
         return doc
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -45,6 +46,37 @@ def innermost(error: dict[str, Any] | None, target: str | None = None) -> ArmFai
     return ArmFailure(str(error.get("code") or "Unknown"), message, target)
 
 
+# DefaultAzureCredential's chain, in the words a user knows (learn.microsoft.com/python/api/azure-identity/
+# azure.identity.defaultazurecredential). Its failure message lists each as "\t<Name>: <why>" after
+# "Attempted credentials:" (real output: github.com/Azure/azure-cli/issues/31648,
+# github.com/dask/dask-cloudprovider/issues/340).
+CREDENTIAL_NAMES = {
+    "EnvironmentCredential": "environment variables",
+    "WorkloadIdentityCredential": "workload identity",
+    "ManagedIdentityCredential": "managed identity",
+    "SharedTokenCacheCredential": "shared token cache",
+    "VisualStudioCodeCredential": "VS Code",
+    "AzureCliCredential": "Azure CLI",
+    "AzurePowerShellCredential": "Azure PowerShell",
+    "AzureDeveloperCliCredential": "Azure Developer CLI",
+    "InteractiveBrowserCredential": "browser sign-in",
+}
+_ATTEMPT = re.compile(r"^\s*-?\s*(\w+Credential):", re.M)
+SIGN_IN_HINT = (
+    "sign in with `az login` (then `az account set --subscription <id>`), or set AZURE_TENANT_ID, "
+    "AZURE_CLIENT_ID and AZURE_CLIENT_SECRET for a service principal; `hpclz --verbose ...` shows each attempt"
+)
+
+
+def sign_in_failure(message: str) -> str | None:
+    """One line for a credential chain that produced no token; None when `message` is not such a failure."""
+    if "Attempted credentials" not in message and "failed to retrieve a token" not in message:
+        return None
+    tried = [CREDENTIAL_NAMES.get(name, name) for name in _ATTEMPT.findall(message.split("credentials", 1)[-1])]
+    what = f" (tried {', '.join(dict.fromkeys(tried))})" if tried else ""
+    return f"Azure sign-in failed{what}: {SIGN_IN_HINT}"
+
+
 def _body(exc: Any) -> dict[str, Any] | None:
     response = getattr(exc, "response", None)
     if response is None:
@@ -83,6 +115,9 @@ def azure_errors(doing: str) -> Iterator[None]:
     try:
         yield
     except ClientAuthenticationError as exc:
+        no_token = sign_in_failure(str(exc.message or exc))
+        if no_token:
+            raise HpclzError(f"{doing}: {no_token}", exit_code=ExitCode.AZURE_ERROR) from None
         raise HpclzError(
             f"{doing}: Azure rejected the credentials: {describe(exc).one_line()}",
             exit_code=ExitCode.AZURE_ERROR,

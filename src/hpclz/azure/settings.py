@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from pathlib import Path
 
 from hpclz.errors import ExitCode, HpclzError
 
@@ -76,7 +77,7 @@ def settings_from_env(configured_cloud: str | None = None) -> AzureSettings:
     return AzureSettings(
         cloud=cloud,
         arm_endpoint=endpoint,
-        ca_bundle=os.environ.get("HPCLZ_ARM_CA_BUNDLE") or None,
+        ca_bundle=_ca_bundle(os.environ.get("HPCLZ_ARM_CA_BUNDLE") or None),
         static_token=token or None,
         poll_interval=_number("HPCLZ_POLL_INTERVAL", 10.0),
         retry_total=int(_number("HPCLZ_RETRY_TOTAL", 6)),
@@ -84,3 +85,21 @@ def settings_from_env(configured_cloud: str | None = None) -> AzureSettings:
         retry_after_cap=_number("HPCLZ_RETRY_AFTER_CAP", 120.0),
         deploy_timeout=_number("HPCLZ_DEPLOY_TIMEOUT", 0.0) or None,
     )
+
+
+def _ca_bundle(path: str | None) -> str | None:
+    """Load the bundle the way the TLS layer will, so a wrong path or a file of no certificates is one usage
+    error here instead of an SSL exception from deep inside the first request."""
+    if path is None:
+        return None
+    import ssl
+
+    if not Path(path).is_file():
+        raise HpclzError(f"HPCLZ_ARM_CA_BUNDLE={path!r} is not a file", exit_code=ExitCode.USAGE)
+    try:
+        ssl.create_default_context(cafile=path)
+    except (ssl.SSLError, OSError, ValueError) as exc:
+        raise HpclzError(
+            f"HPCLZ_ARM_CA_BUNDLE={path!r} holds no usable PEM certificates ({exc})", exit_code=ExitCode.USAGE
+        ) from None
+    return path

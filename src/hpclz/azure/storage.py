@@ -19,6 +19,7 @@ from azure.core.exceptions import (
     ServiceRequestError,
 )
 
+from hpclz.azure.errors import sign_in_failure
 from hpclz.state.errors import StateStorageError
 
 __all__ = [
@@ -49,7 +50,8 @@ def storage_errors(action: str) -> Iterator[None]:
     except (ResourceNotFoundError, ResourceExistsError, ResourceModifiedError):
         raise
     except ClientAuthenticationError as exc:
-        raise StateStorageError(f"cannot {action}: access denied ({_code(exc)})") from None
+        no_token = sign_in_failure(str(exc.message or exc))
+        raise StateStorageError(f"cannot {action}: {no_token or f'access denied ({_code(exc)})'}") from None
     except ServiceRequestError as exc:
         raise StateStorageError(f"cannot {action}: storage unreachable ({type(exc).__name__})") from None
     except HttpResponseError as exc:

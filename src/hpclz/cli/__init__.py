@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import Any
 
 import typer
 
 from hpclz import __version__
+from hpclz.cli.checkpoints import checkpoints_app
 from hpclz.cli.deploy import deploy
 from hpclz.cli.destroy import destroy
+from hpclz.cli.explain import explain
 from hpclz.cli.init import init
 from hpclz.cli.plan import plan
 from hpclz.cli.prices import prices_app
@@ -24,7 +27,7 @@ app = typer.Typer(
     name="hpclz",
     help="Azure landing zones for HPC and AI training clusters: validate, render, plan, deploy, verify.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )
@@ -38,9 +41,15 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _root(
-    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Show the version."),
+    _version_flag: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Show the version."),
+    verbose: bool = typer.Option(
+        False, "--verbose", "-v", help="Log what hpclz and the Azure SDK do (sign-in attempts, requests) to stderr."
+    ),
 ) -> None:
     """Azure landing zones for HPC and AI training clusters."""
+    from hpclz.cli.common import set_verbose
+
+    set_verbose(verbose)
 
 
 app.command()(validate)
@@ -51,8 +60,20 @@ app.command()(destroy)
 app.command()(render)
 app.command()(plan)
 app.command()(verify)
+app.command()(explain)
 app.add_typer(state_app, name="state")
+app.add_typer(checkpoints_app, name="checkpoints")
 app.add_typer(prices_app, name="prices")
+
+
+def _readable(command: Any) -> Any:
+    """An argument's metavar (CONFIG, ID) already says what it is; typer would add its Python type (`<str>`)."""
+    for param in getattr(command, "params", []):
+        if param.param_type_name == "argument" and param.metavar and hasattr(param, "display_type_rich"):
+            param.display_type_rich = lambda **_: None
+    for sub in (getattr(command, "commands", None) or {}).values():
+        _readable(sub)
+    return command
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -62,10 +83,13 @@ def main(argv: list[str] | None = None) -> int:
     130 as documented in docs/exit-codes.md. typer.Abort is a RuntimeError, so it is caught before the
     catch-all that reports internal errors.
     """
-    command = typer.main.get_command(app)
+    command = _readable(typer.main.get_command(app))
+    args = list(argv if argv is not None else sys.argv[1:])
     try:
-        result = command.main(args=argv if argv is not None else sys.argv[1:], prog_name="hpclz", standalone_mode=False)
+        result = command.main(args=args, prog_name="hpclz", standalone_mode=False)
     except typer.TyperException as exc:  # click's UsageError, BadParameter, ... (typer vendors click)
+        if wants_json(args):
+            _envelope(_command_name(args), ExitCode.USAGE, "usage", exc.format_message())
         _show_usage_error(exc)
         return int(ExitCode.USAGE)
     except KeyboardInterrupt:
@@ -77,9 +101,36 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:
         if os.environ.get("HPCLZ_DEBUG"):
             raise
-        sys.stderr.write(f"hpclz: internal error: {type(exc).__name__}: {exc} (HPCLZ_DEBUG=1 shows the traceback)\n")
+        message = f"internal error: {type(exc).__name__}: {exc} (HPCLZ_DEBUG=1 shows the traceback)"
+        if wants_json(args):
+            _envelope(_command_name(args), ExitCode.FAILED, "internal_error", message)
+        sys.stderr.write(f"hpclz: {message}\n")
         return int(ExitCode.FAILED)
     return int(result) if isinstance(result, int) else 0
+
+
+def wants_json(args: list[str]) -> bool:
+    """Did the command line ask for `--output json`? Read from the raw arguments, since a usage error means
+    click never got as far as parsing the option."""
+    for i, arg in enumerate(args):
+        if arg in ("-o", "--output") and i + 1 < len(args) and args[i + 1] == "json":
+            return True
+        if arg in ("--output=json", "-ojson"):
+            return True
+    return False
+
+
+def _command_name(args: list[str]) -> str:
+    names = [a for a in args if not a.startswith("-")][:2]
+    if names[:1] == ["state"]:
+        return " ".join(names)
+    return names[0] if names else "hpclz"
+
+
+def _envelope(command: str, code: ExitCode, kind: str, message: str) -> None:
+    from hpclz.output import Envelope, ErrorEntry
+
+    sys.stdout.write(Envelope.for_error(command, code, [ErrorEntry(code=kind, message=message)]).to_json() + "\n")
 
 
 def _show_usage_error(exc: typer.TyperException) -> None:

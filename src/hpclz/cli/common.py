@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -23,7 +24,49 @@ class OutputFormat(StrEnum):
     JSON = "json"
 
 
-OUTPUT_OPTION = typer.Option(OutputFormat.TEXT, "--output", "-o", help="text for people, json for scripts.")
+_VERBOSE = {"on": False}
+
+
+class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """Writes to whatever sys.stderr is when a record comes, so a replaced (captured) stderr still gets it."""
+
+    def __init__(self) -> None:
+        super().__init__(sys.stderr)
+        self.hpclz = True
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.stream = sys.stderr
+        super().emit(record)
+
+
+def set_verbose(on: bool) -> None:
+    """--verbose: log hpclz and the Azure SDK to stderr. Without it the SDK stays silent: its credential chain
+    logs every failed sign-in attempt as a warning, which buries hpclz's one-line error."""
+    _VERBOSE["on"] = on
+    azure = logging.getLogger("azure")
+    handler = next((h for h in logging.getLogger().handlers if getattr(h, "hpclz", False)), None)
+    if on:
+        if handler is None:
+            handler = _StderrHandler()
+            handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+            logging.getLogger().addHandler(handler)
+        logging.getLogger().setLevel(logging.DEBUG)
+        azure.propagate = True
+    else:
+        if handler is not None:
+            logging.getLogger().removeHandler(handler)
+        if not any(isinstance(h, logging.NullHandler) for h in azure.handlers):
+            azure.addHandler(logging.NullHandler())
+        azure.propagate = False
+
+
+def is_verbose() -> bool:
+    return _VERBOSE["on"]
+
+
+OUTPUT_OPTION = typer.Option(
+    OutputFormat.TEXT, "--output", "-o", metavar="text|json", help="text for people, json for scripts."
+)
 
 
 def console(stderr: bool = False) -> Console:

@@ -39,9 +39,11 @@ def typed_consent(reasons: list[str], zone: str) -> bool:
 
 
 def deploy(
-    config: Path = typer.Argument(..., help="Landing-zone config (YAML)."),
+    config: Path = typer.Argument(..., metavar="CONFIG", help="Landing-zone config (YAML)."),
     yes: bool = typer.Option(False, "--yes", "-y", help="Deploy without asking for confirmation."),
-    plan: Path | None = typer.Option(None, "--plan", help="Apply a plan saved by `hpclz plan --out FILE`."),
+    plan: Path | None = typer.Option(
+        None, "--plan", metavar="FILE", help="Apply a plan saved by `hpclz plan --out FILE`."
+    ),
     allow_data_loss: bool = typer.Option(
         False, "--allow-data-loss", help="Apply changes the plan marks as replace or DATA LOSS."
     ),
@@ -59,7 +61,7 @@ def deploy(
     target: list[str] = typer.Option(
         [], "--target", help="Apply only the deployment holding this resource, and what it depends on (repeatable)."
     ),
-    suppress: list[str] = typer.Option([], "--suppress", help="Rule ID to silence (repeatable)."),
+    suppress: list[str] = typer.Option([], "--suppress", metavar="ID", help="Rule ID to silence (repeatable)."),
     over_budget: bool = typer.Option(
         False, "--over-budget", help="Deploy even when the cost estimate exceeds budget.monthly_usd."
     ),

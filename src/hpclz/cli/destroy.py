@@ -12,7 +12,7 @@ if TYPE_CHECKING:
 
 
 def destroy(
-    config: Path = typer.Argument(..., help="Landing-zone config (YAML)."),
+    config: Path = typer.Argument(..., metavar="CONFIG", help="Landing-zone config (YAML)."),
     yes: bool = typer.Option(False, "--yes", "-y", help="Delete without asking for confirmation."),
     include_data: bool = typer.Option(
         False, "--include-data", help="Also delete data-bearing resources (Lustre, NetApp volumes, checkpoint storage)."

@@ -8,8 +8,10 @@ from hpclz.cli.common import OutputFormat, guarded
 
 
 def init(
-    preset: str = typer.Option("ai-training", "--preset", "-p", help="energy, finance, manufacturing or ai-training."),
-    out: Path = typer.Option(Path("hpclz.yaml"), "--out", help="Where to write the starter config."),
+    preset: str = typer.Option(
+        "ai-training", "--preset", "-p", metavar="NAME", help="energy, finance, manufacturing or ai-training."
+    ),
+    out: Path = typer.Option(Path("hpclz.yaml"), "--out", metavar="FILE", help="Where to write the starter config."),
     force: bool = typer.Option(False, "--force", help="Overwrite an existing file."),
 ) -> None:
     """Write a starter config from a sector preset."""
@@ -17,4 +19,7 @@ def init(
         from hpclz.services.init import write_preset
 
         written = write_preset(preset, out, force=force)
-        typer.echo(f"wrote {written} from preset '{preset}'; next: hpclz validate {written}")
+        typer.echo(
+            f"wrote {written.config} from preset '{preset}' and {written.schema} (editor completion); "
+            f"next: hpclz validate {written.config}"
+        )

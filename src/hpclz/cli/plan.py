@@ -8,12 +8,15 @@ from hpclz.cli.common import OUTPUT_OPTION, OutputFormat, finish, guarded
 
 
 def plan(
-    config: Path = typer.Argument(..., help="Landing-zone config (YAML)."),
+    config: Path = typer.Argument(..., metavar="CONFIG", help="Landing-zone config (YAML)."),
     what_if: bool = typer.Option(
         False, "--what-if", help="Ask Azure (ARM what-if) instead of comparing with the state offline."
     ),
     show_noise: bool = typer.Option(False, "--show-noise", help="Also show what-if changes filtered as noise."),
-    out: Path | None = typer.Option(None, "--out", help="Save the plan for `hpclz deploy --plan FILE`."),
+    out: Path | None = typer.Option(
+        None, "--out", metavar="FILE", help="Save the plan for `hpclz deploy --plan FILE`."
+    ),
+    force: bool = typer.Option(False, "--force", help="Overwrite an existing --out file (never the config)."),
     detailed_exitcode: bool = typer.Option(
         False, "--detailed-exitcode", help="Exit 0 with no changes, 1 on error, 2 when changes are present."
     ),
@@ -31,10 +34,11 @@ def plan(
     target: list[str] = typer.Option(
         [], "--target", help="Only the deployment holding this resource, and what it depends on (repeatable)."
     ),
-    suppress: list[str] = typer.Option([], "--suppress", help="Rule ID to silence (repeatable)."),
+    suppress: list[str] = typer.Option([], "--suppress", metavar="ID", help="Rule ID to silence (repeatable)."),
     hours: float | None = typer.Option(
         None,
         "--hours",
+        metavar="N",
         min=0,
         max=730,
         help="Hours a month each partition runs at max_nodes in the cost estimate (default: budget.partition_hours, "
@@ -51,6 +55,7 @@ def plan(
             config,
             what_if=what_if,
             out=out,
+            force=force,
             detailed_exitcode=detailed_exitcode,
             suppress=suppress,
             refresh=refresh,

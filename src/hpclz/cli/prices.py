@@ -18,12 +18,21 @@ prices_app = typer.Typer(
 
 @prices_app.command()
 def refresh(
-    config: Path = typer.Argument(..., help="Landing-zone config (YAML): its region and VM sizes are priced."),
+    config: Path = typer.Argument(
+        ..., metavar="CONFIG", help="Landing-zone config (YAML): its region and VM sizes are priced."
+    ),
     endpoint: str | None = typer.Option(
-        None, "--endpoint", envvar="HPCLZ_PRICES_ENDPOINT", help="Retail Prices API URL (default: prices.azure.com)."
+        None,
+        "--endpoint",
+        envvar="HPCLZ_PRICES_ENDPOINT",
+        metavar="URL",
+        help="Retail Prices API URL (default: prices.azure.com).",
     ),
     cache_dir: Path | None = typer.Option(
-        None, "--cache-dir", help="Price cache folder (default: $HPCLZ_PRICES_DIR, else ~/.cache/hpclz/prices)."
+        None,
+        "--cache-dir",
+        metavar="DIR",
+        help="Price cache folder (default: $HPCLZ_PRICES_DIR, else ~/.cache/hpclz/prices).",
     ),
     output: OutputFormat = OUTPUT_OPTION,
 ) -> None:

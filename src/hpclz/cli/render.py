@@ -8,14 +8,17 @@ from hpclz.cli.common import OUTPUT_OPTION, OutputFormat, finish, guarded
 
 
 def render(
-    config: Path = typer.Argument(..., help="Landing-zone config (YAML)."),
+    config: Path = typer.Argument(..., metavar="CONFIG", help="Landing-zone config (YAML)."),
     out: Path = typer.Option(
-        Path("rendered"), "--out", "--out-dir", "-d", help="Folder for templates and the manifest."
+        Path("rendered"), "--out", "--out-dir", "-d", metavar="DIR", help="Folder for templates and the manifest."
     ),
     diagram: bool = typer.Option(False, "--diagram", help="Also write a topology picture (Mermaid, DOT, SVG)."),
     gates: bool = typer.Option(True, "--gates/--no-gates", help="Check the templates (ARM schemas, lint, checkov)."),
     template_format: str = typer.Option(
-        "arm", "--format", help="arm: ARM JSON templates; bicep: main.bicep and one module per deployment."
+        "arm",
+        "--format",
+        metavar="arm|bicep",
+        help="arm: ARM JSON templates; bicep: main.bicep and one module per deployment.",
     ),
     output: OutputFormat = OUTPUT_OPTION,
 ) -> None:

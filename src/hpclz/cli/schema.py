@@ -8,15 +8,17 @@ from hpclz.cli.common import OutputFormat, guarded
 
 
 def schema(
-    out: Path | None = typer.Option(None, "--out", help="Write to this file instead of standard output."),
+    out: Path | None = typer.Option(
+        None, "--out", metavar="FILE", help="Write to this file instead of standard output."
+    ),
+    force: bool = typer.Option(False, "--force", help="Overwrite an existing --out file."),
 ) -> None:
     """Print the JSON Schema of the config (for yaml-language-server and editors)."""
     with guarded("schema", OutputFormat.TEXT):
-        from hpclz.services.schema import config_schema_json
+        from hpclz.services.schema import config_schema_json, write_config_schema
 
-        text = config_schema_json()
         if out is None:
-            typer.echo(text)
+            typer.echo(config_schema_json())
         else:
-            out.write_text(text + "\n", encoding="utf-8")
+            write_config_schema(out, force=force)
             typer.echo(f"wrote {out}  (add `# yaml-language-server: $schema={out}` to the top of your config)")

@@ -15,7 +15,9 @@ state_app = typer.Typer(
     rich_markup_mode=None,
 )
 
-CONFIG_ARGUMENT = typer.Argument(..., help="Landing-zone config (YAML); its state: section says where the state is.")
+CONFIG_ARGUMENT = typer.Argument(
+    ..., metavar="CONFIG", help="Landing-zone config (YAML); its state: section says where the state is."
+)
 
 
 @state_app.command()

@@ -9,11 +9,14 @@ from hpclz.severity import Severity
 
 
 def validate(
-    config: Path = typer.Argument(..., help="Landing-zone config (YAML)."),
+    config: Path = typer.Argument(..., metavar="CONFIG", help="Landing-zone config (YAML)."),
     fail_level: Severity = typer.Option(
-        Severity.ERROR, "--fail-level", help="Exit non-zero on findings of this severity or worse."
+        Severity.ERROR,
+        "--fail-level",
+        metavar="error|warning|info",
+        help="Exit non-zero on findings of this severity or worse.",
     ),
-    suppress: list[str] = typer.Option([], "--suppress", help="Rule ID to silence (repeatable)."),
+    suppress: list[str] = typer.Option([], "--suppress", metavar="ID", help="Rule ID to silence (repeatable)."),
     output: OutputFormat = OUTPUT_OPTION,
 ) -> None:
     """Check a config's shape, then every landing-zone rule."""

@@ -8,29 +8,52 @@ from hpclz.cli.common import OUTPUT_OPTION, OutputFormat, finish, guarded
 
 
 def verify(
-    config: Path = typer.Argument(..., help="Landing-zone config (YAML)."),
-    partition: str | None = typer.Option(None, "--partition", "-p", help="Slurm partition (default: the config's)."),
-    nodes: str | None = typer.Option(None, "--nodes", "-w", help="Only these nodes, a Slurm hostlist: gpu[001-016]."),
+    config: Path = typer.Argument(..., metavar="CONFIG", help="Landing-zone config (YAML)."),
+    partition: str | None = typer.Option(
+        None, "--partition", "-p", metavar="NAME", help="Slurm partition (default: the config's)."
+    ),
+    nodes: str | None = typer.Option(
+        None, "--nodes", "-w", metavar="HOSTLIST", help="Only these nodes, a Slurm hostlist: gpu[001-016]."
+    ),
     nccl: bool = typer.Option(False, "--nccl", help="Also run all-reduce: ring pairs of nodes, then all nodes."),
     drain: bool = typer.Option(
         False, "--drain", help="Drain failing nodes (reason 'hpclz: ...'); resume nodes hpclz drained that now pass."
     ),
-    junit: Path | None = typer.Option(None, "--junit", help="Write a JUnit XML report here, for CI."),
+    junit: Path | None = typer.Option(None, "--junit", metavar="FILE", help="Write a JUnit XML report here, for CI."),
     plot: Path | None = typer.Option(
-        None, "--plot", help="Write the bandwidth plot here (HTML with inline SVG; a PNG too if matplotlib is there)."
+        None,
+        "--plot",
+        metavar="FILE",
+        help="Write the bandwidth plot here (HTML with inline SVG; a PNG too if matplotlib is there).",
     ),
     local: bool = typer.Option(False, "--local", help="Check this machine only, without Slurm."),
-    slurm_conf: Path | None = typer.Option(None, "--slurm-conf", help="slurm.conf to use (default: $SLURM_CONF)."),
+    slurm_conf: Path | None = typer.Option(
+        None, "--slurm-conf", metavar="FILE", help="slurm.conf to use (default: $SLURM_CONF)."
+    ),
     budget: int | None = typer.Option(
-        None, "--budget", min=10, help="Seconds each node may take (default: twice verify.check_timeout_seconds)."
+        None,
+        "--budget",
+        min=10,
+        metavar="SECONDS",
+        help="Seconds each node may take (default: twice verify.check_timeout_seconds).",
     ),
     work_dir: Path | None = typer.Option(
         None,
         "--work-dir",
+        metavar="DIR",
         help="Folder for job scripts and per-node results, shared with the nodes (default: ./.hpclz/verify/<time>).",
     ),
     python: str | None = typer.Option(
-        None, "--python", help="Python on the nodes that has hpclz (default: this one, by its full path)."
+        None,
+        "--python",
+        metavar="PATH",
+        help="Python on the nodes that has hpclz (default: this one, by its full path).",
+    ),
+    suppress: list[str] = typer.Option(
+        [],
+        "--suppress",
+        metavar="ID",
+        help="Verify check ID to report without failing or draining (repeatable); adds to the config's.",
     ),
     output: OutputFormat = OUTPUT_OPTION,
 ) -> None:
@@ -49,6 +72,7 @@ def verify(
             slurm_conf=slurm_conf,
             work_dir=work_dir,
             node_budget_s=budget,
+            suppress=suppress,
         )
         if python:
             options.python = python

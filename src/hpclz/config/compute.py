@@ -7,9 +7,19 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from hpclz.config.base import StrictModel, policy
+from hpclz.config.constraints import Integer, Number, SafeMountPath
 
 VM_SIZE_PATTERN = r"^Standard_[A-Za-z0-9_]+$"
 IMAGE_URN_PATTERN = r"^[A-Za-z0-9._-]+:[A-Za-z0-9._-]+:[A-Za-z0-9._-]+:[A-Za-z0-9._-]+$"
+# CycleCloud's ImageName takes a marketplace URN or the resource ID of a custom image, Azure Compute Gallery
+# image versions included (learn.microsoft.com/azure/cyclecloud/how-to/create-custom-image, ms.date 07/01/2025:
+# ".../providers/Microsoft.Compute/galleries/MyGallery/images/MyImage/versions/1.0.0"). A definition without
+# /versions/ deploys its latest version (learn.microsoft.com/azure/virtual-machines/vm-generalized-image-version).
+GALLERY_IMAGE_PATTERN = (
+    r"/subscriptions/[^/]+/resource[Gg]roups/[^/]+/providers/[Mm]icrosoft\.[Cc]ompute/"
+    r"(galleries/[^/]+/images/[^/]+(/versions/[^/]+)?|images/[^/]+)"
+)
+IMAGE_PATTERN = rf"^({IMAGE_URN_PATTERN[1:-1]}|{GALLERY_IMAGE_PATTERN})$"
 DEFAULT_HPC_IMAGE = "microsoft-dsvm:ubuntu-hpc:2204:latest"
 
 
@@ -27,18 +37,18 @@ class CycleCloud(StrictModel):
 
 class NodeRole(StrictModel):
     vm_size: str = Field(pattern=VM_SIZE_PATTERN, json_schema_extra=policy("replace"))
-    image: str = Field(default=DEFAULT_HPC_IMAGE, pattern=IMAGE_URN_PATTERN, json_schema_extra=policy("replace"))
+    image: str = Field(default=DEFAULT_HPC_IMAGE, pattern=IMAGE_PATTERN, json_schema_extra=policy("replace"))
 
 
 class LoginNodes(NodeRole):
-    count: int = Field(default=1, ge=0, le=10)
+    count: Integer = Field(default=1, ge=0, le=10)
 
 
 class NvmeScratch(StrictModel):
     """Local NVMe disks striped as RAID0 and mounted for job scratch (lost on deallocation)."""
 
     enabled: bool = True
-    mount_point: str = Field(default="/mnt/nvme", pattern=r"^/[A-Za-z0-9_./-]*$")
+    mount_point: SafeMountPath = Field(default="/mnt/nvme", pattern=r"^/[A-Za-z0-9_./-]*$")
     filesystem: Literal["xfs", "ext4"] = "xfs"
 
 
@@ -56,21 +66,19 @@ class Partition(StrictModel):
         json_schema_extra=policy("not_allowed"),
     )
     vm_size: str = Field(pattern=VM_SIZE_PATTERN, json_schema_extra=policy("drain_partition"))
-    max_nodes: int = Field(ge=1, le=10000, json_schema_extra=policy("in_place"))
+    max_nodes: Integer = Field(ge=1, le=10000, json_schema_extra=policy("in_place"))
     priority: Literal["regular", "spot"] = Field(default="regular", json_schema_extra=policy("drain_partition"))
     eviction_policy: Literal["delete", "deallocate"] | None = Field(
         default=None,
         description="Spot only: what Azure does with an evicted node.",
         json_schema_extra=policy("drain_partition"),
     )
-    spot_max_price: float = Field(
+    spot_max_price: Number = Field(
         default=-1,
         description="Spot only: USD/hour cap, -1 = pay up to on-demand.",
         json_schema_extra=policy("drain_partition"),
     )
-    image: str = Field(
-        default=DEFAULT_HPC_IMAGE, pattern=IMAGE_URN_PATTERN, json_schema_extra=policy("drain_partition")
-    )
+    image: str = Field(default=DEFAULT_HPC_IMAGE, pattern=IMAGE_PATTERN, json_schema_extra=policy("drain_partition"))
     infiniband: bool = Field(default=False, json_schema_extra=policy("drain_partition"))
     gpu_clocks: Literal["default", "max"] = Field(
         default="default",
@@ -80,7 +88,7 @@ class Partition(StrictModel):
     # Node settings applied at boot: running nodes keep the old ones until the partition is drained.
     nvme_scratch: NvmeScratch | None = Field(default=None, json_schema_extra=policy("drain_partition"))
     containers: Containers = Field(default_factory=Containers, json_schema_extra=policy("drain_partition"))
-    idle_shutdown_minutes: int | None = Field(
+    idle_shutdown_minutes: Integer | None = Field(
         default=None, ge=1, le=1440, description="Slurm SuspendTime: stop idle nodes after this long."
     )
     default: bool = False
@@ -103,11 +111,23 @@ class Compute(StrictModel):
     cyclecloud: CycleCloud = Field(default_factory=CycleCloud)
     scheduler: NodeRole = Field(default_factory=lambda: NodeRole(vm_size="Standard_D8as_v5"))
     login: LoginNodes = Field(default_factory=lambda: LoginNodes(vm_size="Standard_D8as_v5"))
-    partitions: list[Partition] = Field(min_length=1)
-    quotas: dict[str, int] = Field(
+    partitions: list[Partition] = Field(min_length=1)  # duplicate names: HPCLZ-CMP-008, located on the copy
+    quotas: dict[str, Integer] = Field(
         default_factory=dict,
         description="Declared vCPU quota per quota family (e.g. standardNDSH100v5Family: 1024), for offline checks.",
     )
+
+    def custom_images(self) -> tuple[tuple[tuple[str | int, ...], str, str, str], ...]:
+        """(config path, who, VM size, image ID) of each node role that boots a custom image, not a marketplace URN."""
+        roles: list[tuple[tuple[str | int, ...], str, str, str]] = [
+            (("compute", role, "image"), role, node.vm_size, node.image)
+            for role, node in (("scheduler", self.scheduler), ("login", self.login))
+        ]
+        roles += [
+            (("compute", "partitions", i, "image"), f"partition {p.name}", p.vm_size, p.image)
+            for i, p in enumerate(self.partitions)
+        ]
+        return tuple(role for role in roles if role[3].startswith("/"))
 
     def service_vms(self) -> tuple[tuple[str, str, int], ...]:
         """(role, VM size, count) of the VMs that run the cluster rather than jobs; role is their key here."""

@@ -8,6 +8,7 @@ from typing import Annotated, Literal
 from pydantic import Field, SecretStr
 
 from hpclz.config.base import Disabled, Guid, ResourceId, StrictModel, policy
+from hpclz.config.constraints import AdminUsername, Integer
 
 
 class BuiltinRole(StrEnum):
@@ -71,7 +72,7 @@ class ManagedIdentities(StrictModel):
 class NewKeyVault(StrictModel):
     mode: Literal["new"] = "new"
     sku: Literal["standard", "premium"] = "standard"
-    soft_delete_retention_days: int = Field(default=90, ge=7, le=90)
+    soft_delete_retention_days: Integer = Field(default=90, ge=7, le=90)
     purge_protection: bool = Field(default=True, json_schema_extra=policy("not_allowed"))
     secrets: dict[Annotated[str, Field(pattern=r"^[0-9a-zA-Z-]{1,127}$")], SecretStr] = Field(
         default_factory=dict,
@@ -103,7 +104,7 @@ class Identity(StrictModel):
     extra_role_assignments: list[ExtraRoleAssignment] = Field(default_factory=list)
     managed_identities: ManagedIdentities = Field(default_factory=ManagedIdentities)
     key_vault: KeyVault = Field(default_factory=NewKeyVault)
-    admin_username: str = Field(
+    admin_username: AdminUsername = Field(
         default="hpcadmin", pattern=r"^[a-z_][a-z0-9_-]{0,31}$", json_schema_extra=policy("replace")
     )
     ssh_public_key: str = Field(

@@ -9,10 +9,14 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 from ruamel.yaml import YAML
-from ruamel.yaml.error import MarkedYAMLError
+from ruamel.yaml.error import MarkedYAMLError, YAMLError
+from ruamel.yaml.reader import ReaderError
 
 from hpclz.config.base import models_in
+from hpclz.config.bounds import MAX_CONFIG_BYTES, ReadRefused, first_breach, read_bounded
+from hpclz.config.patterns import plain
 from hpclz.config.root import LandingZoneConfig
+from hpclz.config.scan import string_problems
 from hpclz.config.source_map import Path, SourceMap, build, display_path
 from hpclz.errors import ConfigError, ConfigProblem, ExitCode, HpclzError
 
@@ -30,37 +34,70 @@ class LoadedConfig:
 def load_config(path: str | FsPath) -> LoadedConfig:
     file = str(path)
     try:
-        text = FsPath(path).read_text(encoding="utf-8")
+        text = read_bounded(path)
     except FileNotFoundError:
         raise HpclzError(f"{file}: config file not found", exit_code=ExitCode.CONFIG_INVALID) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise HpclzError(f"{file}: cannot read config: {exc}", exit_code=ExitCode.CONFIG_INVALID) from None
+    except ReadRefused as exc:
+        raise HpclzError(f"{file}: {exc}", exit_code=ExitCode.CONFIG_INVALID) from None
+    except UnicodeDecodeError as exc:
+        raise HpclzError(
+            f"{file}: not UTF-8 text (byte {exc.start} is {exc.object[exc.start : exc.start + 1]!r})",
+            exit_code=ExitCode.CONFIG_INVALID,
+        ) from None
+    except OSError as exc:
+        raise HpclzError(
+            f"{file}: cannot read config: {exc.strerror or exc}", exit_code=ExitCode.CONFIG_INVALID
+        ) from None
     return load_config_text(text, file)
 
 
 def load_config_text(text: str, file: str = "<config>") -> LoadedConfig:
-    yaml = YAML(typ="rt")
-    try:
-        document = yaml.load(text)
-    except MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
-        problem = " ".join(str(exc.problem or exc.context or "invalid YAML").split())
-        raise ConfigError([ConfigProblem(file, line, col, "", f"invalid YAML: {problem}", "yaml_syntax")]) from None
-    source = build(file, document)
+    source = build(file, _parse(text, file))
+    document = source.data
     if document is None:
         raise ConfigError(
             [ConfigProblem(file, 1, 1, "", "the file is empty; expected a mapping (see `hpclz init`)", "empty")]
         )
-    if not isinstance(source.data, dict):
+    if not isinstance(document, dict):
         raise ConfigError(
             [ConfigProblem(file, 1, 1, "", "expected a mapping of sections at the top level", "not_a_mapping")]
         )
+    problems = string_problems(source)
+    if problems:
+        raise ConfigError(problems)
     try:
         config = LandingZoneConfig.model_validate(source.data)
     except ValidationError as exc:
         raise ConfigError([_problem(error, source) for error in _without_typo_echoes(exc.errors())]) from None
     return LoadedConfig(config=config, source=source)
+
+
+def _parse(text: str, file: str) -> Any:
+    """The YAML document, after its events have been checked against the bounds in hpclz.config.bounds."""
+    if len(text) > MAX_CONFIG_BYTES:
+        raise ConfigError([ConfigProblem(file, 1, 1, "", f"larger than {MAX_CONFIG_BYTES} bytes", "too_large")])
+    yaml = YAML(typ="rt")
+    try:
+        breach = first_breach(yaml.parse(text))
+        if breach:
+            raise ConfigError([ConfigProblem(file, breach.line, breach.column, "", breach.message, breach.code)])
+        return yaml.load(text)
+    except MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
+        problem = " ".join(str(exc.problem or exc.context or "invalid YAML").split())
+        raise ConfigError([ConfigProblem(file, line, col, "", f"invalid YAML: {problem}", "yaml_syntax")]) from None
+    except ReaderError as exc:  # a character YAML does not allow (NUL, other C0 controls)
+        line, col = _position(text, exc.position)
+        problem = f"invalid YAML: character U+{_codepoint(exc.character):04X} is not allowed in a YAML file"
+        raise ConfigError([ConfigProblem(file, line, col, "", problem, "yaml_character")]) from None
+    except YAMLError as exc:
+        raise ConfigError([ConfigProblem(file, 1, 1, "", f"invalid YAML: {exc}", "yaml_syntax")]) from None
+
+
+def _position(text: str, offset: int) -> tuple[int, int]:
+    before = text[:offset]
+    return before.count("\n") + 1, offset - (before.rfind("\n") + 1) + 1
 
 
 def _without_typo_echoes(errors: list[Any]) -> list[Any]:
@@ -91,6 +128,8 @@ def _problem(error: Any, source: SourceMap) -> ConfigProblem:
         message = f"'{ctx.get('tag')}' is not a valid {field}; expected one of {ctx.get('expected_tags')}"
     elif kind == "missing":
         message = f"required key '{loc[-1]}' is missing"
+    elif kind == "string_pattern_mismatch":
+        message = f"{plain(str(error.get('ctx', {}).get('pattern', '')))} (got {error['input']!r})"
     else:
         message = error["msg"].removeprefix("Value error, ").removeprefix("Assertion failed, ")
         if "input" in error and not isinstance(error["input"], dict | list):
@@ -167,3 +206,7 @@ def _tag_of(cls: type[BaseModel]) -> str | None:
         if field is not None and isinstance(field.default, str):
             return field.default
     return None
+
+
+def _codepoint(character: int | str) -> int:
+    return character if isinstance(character, int) else ord(character[:1] or "\0")

@@ -5,9 +5,10 @@ from __future__ import annotations
 from ipaddress import IPv4Address, IPv4Network
 from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import AfterValidator, Field
 
 from hpclz.config.base import ResourceId, StrictModel, policy
+from hpclz.config.constraints import Integer, unique_by
 
 
 class Subnet(StrictModel):
@@ -67,7 +68,7 @@ class NsgRule(StrictModel):
 
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,79}$")
     subnet: Literal["admin", "compute", "lustre", "netapp", "private_endpoints"]
-    priority: int = Field(ge=100, le=4096)
+    priority: Integer = Field(ge=100, le=4096)
     direction: Literal["Inbound", "Outbound"] = "Inbound"
     access: Literal["Allow", "Deny"] = "Allow"
     protocol: Literal["Tcp", "Udp", "Icmp", "*"] = "Tcp"
@@ -84,7 +85,7 @@ class Bastion(StrictModel):
 
 class NatGateway(StrictModel):
     enabled: bool = Field(default=True, description="Outbound Internet for nodes without public IPs.")
-    idle_timeout_minutes: int = Field(default=4, ge=4, le=120)
+    idle_timeout_minutes: Integer = Field(default=4, ge=4, le=120)
 
 
 class HubPeering(StrictModel):
@@ -102,7 +103,7 @@ class HubPeering(StrictModel):
 
 class Network(StrictModel):
     vnet: Vnet
-    nsg_rules: list[NsgRule] = Field(default_factory=list)
+    nsg_rules: Annotated[list[NsgRule], AfterValidator(unique_by("name", "NSG rule"))] = Field(default_factory=list)
     bastion: Bastion = Field(default_factory=Bastion)
     nat_gateway: NatGateway = Field(default_factory=NatGateway)
     private_dns_zones: bool = Field(

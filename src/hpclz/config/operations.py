@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import AfterValidator, Field
 
 from hpclz.config.base import ContainerName, Disabled, ResourceId, StrictModel
+from hpclz.config.constraints import Integer, Number
+from hpclz.config.timezones import check_maintenance_time_zone
 
 
 class ActionGroup(StrictModel):
@@ -16,7 +18,7 @@ class ActionGroup(StrictModel):
 
 class NewMonitoring(StrictModel):
     mode: Literal["new"] = "new"
-    retention_days: int = Field(default=30, ge=30, le=730)
+    retention_days: Integer = Field(default=30, ge=30, le=730)
     diagnostic_settings: bool = Field(default=True, description="Send resource logs and metrics to the workspace.")
     action_group: ActionGroup = Field(default_factory=ActionGroup)
     alerts: bool = Field(default=True, description="Metric alerts on scheduler CPU and storage availability.")
@@ -40,7 +42,9 @@ class MaintenanceWindow(StrictModel):
         description="First window start, 'YYYY-MM-DD hh:mm' in time_zone.",
     )
     duration: str = Field(default="05:00", pattern=r"^\d{2}:[0-5]\d$", description="hh:mm")
-    time_zone: str = "UTC"
+    time_zone: Annotated[str, AfterValidator(check_maintenance_time_zone)] = Field(
+        default="UTC", description="A Windows time zone ID, as Azure Maintenance takes it (e.g. Pacific Standard Time)."
+    )
     recur_every: str = Field(default="1Week Saturday", examples=["1Week Saturday", "1Day", "1Month Third Sunday"])
 
 
@@ -67,9 +71,15 @@ class LocalState(StrictModel):
     path: str = Field(default=".hpclz", description="Folder for state, its lock and previous versions.")
 
 
+ACCOUNT_URL_PATTERN = r"^https://[A-Za-z0-9.-]+(:\d{1,5})?/?$"
+
+
 class AzureBlobState(StrictModel):
     backend: Literal["azure_blob"] = "azure_blob"
-    account_url: str = Field(pattern=r"^https?://", examples=["https://sthpclzstate.blob.core.windows.net"])
+    # https only: the Azure SDK refuses a bearer token over plain http ("Bearer token authentication is not
+    # permitted for non-TLS protected (non-https) URLs", azure-core BearerTokenCredentialPolicy), so an http
+    # URL passed validate and failed later in plan. Azurite is reached by its connection string instead.
+    account_url: str = Field(pattern=ACCOUNT_URL_PATTERN, examples=["https://sthpclzstate.blob.core.windows.net"])
     container: ContainerName = "hpclz-state"
     blob_name: str | None = Field(default=None, description="Defaults to <name>-<environment>.tfstate-like JSON name.")
 
@@ -80,9 +90,9 @@ StateBackend = Annotated[LocalState | AzureBlobState, Field(discriminator="backe
 class Verify(StrictModel):
     """Overrides for `hpclz verify`: thresholds per SKU and metric, and time budgets."""
 
-    thresholds: dict[str, dict[str, float]] = Field(
+    thresholds: dict[str, dict[str, Number]] = Field(
         default_factory=dict,
         examples=[{"Standard_ND96isr_H100_v5": {"nccl_allreduce_busbw_gbps": 450}}],
     )
     partitions: list[str] = Field(default_factory=list, description="Partitions to verify; empty = all GPU ones.")
-    check_timeout_seconds: int = Field(default=300, ge=10, le=3600)
+    check_timeout_seconds: Integer = Field(default=300, ge=10, le=3600)

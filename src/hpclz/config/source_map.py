@@ -6,7 +6,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ruamel.yaml.comments import CommentedMap, CommentedSeq
+from ruamel.yaml.comments import CommentedMap, CommentedSeq, TaggedScalar
+from ruamel.yaml.scalarbool import ScalarBoolean
 
 PathPart = str | int
 Path = tuple[PathPart, ...]
@@ -67,10 +68,9 @@ def _walk(node: Any, path: Path, source: SourceMap) -> Any:
         out: dict[Any, Any] = {}
         for key, value in node.items():
             here = (*path, key)
-            kline, kcol = node.lc.key(key)
-            source.keys[here] = Position(kline + 1, kcol + 1)
-            vline, vcol = node.lc.value(key)
-            source.values[here] = Position(vline + 1, vcol + 1)
+            key_at, value_at = _positions(node, key)
+            source.keys[here] = key_at
+            source.values[here] = value_at
             out[key] = _walk(value, here, source)
         return out
     if isinstance(node, CommentedSeq):
@@ -81,9 +81,33 @@ def _walk(node: Any, path: Path, source: SourceMap) -> Any:
             source.values[here] = Position(line + 1, col + 1)
             items.append(_walk(value, here, source))
         return items
+    if isinstance(node, TaggedScalar):  # `!!str 4711`, the only scalar tag hpclz.config.bounds lets through
+        return _join_surrogate_pairs(str(node.value))
     if isinstance(node, str):
         return _join_surrogate_pairs(str(node))
+    return _plain_scalar(node)
+
+
+def _plain_scalar(node: Any) -> Any:
+    """ruamel keeps formatting in subclasses: an anchored `&x true` is a ScalarBoolean, which is an int, so
+    `max_nodes: *x` would pass as 1; `0x1F` or `1_000` is a ScalarInt. The model sees plain Python values."""
+    if isinstance(node, ScalarBoolean):
+        return bool(node)
+    if isinstance(node, int) and not isinstance(node, bool):
+        return int(node)
+    if isinstance(node, float):
+        return float(node)
     return node
+
+
+def _positions(node: CommentedMap, key: Any) -> tuple[Position, Position]:
+    """Where a key and its value sit; a key merged in with `<<: *anchor` has no position of its own in this
+    mapping (ruamel raises KeyError), so it is placed at the mapping that merges it."""
+    try:
+        (kline, kcol), (vline, vcol) = node.lc.key(key), node.lc.value(key)
+    except (KeyError, TypeError):
+        kline, kcol = vline, vcol = node.lc.line, node.lc.col
+    return Position(kline + 1, kcol + 1), Position(vline + 1, vcol + 1)
 
 
 def _join_surrogate_pairs(text: str) -> str:

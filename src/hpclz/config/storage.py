@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import AfterValidator, Field, SecretStr
 
 from hpclz.config.base import ContainerName, Disabled, ResourceId, StrictModel, policy
+from hpclz.config.constraints import Integer, SafeMountPath, unique_by
 
-MountPoint = Annotated[str, Field(pattern=r"^/[A-Za-z0-9_./-]*$")]
+MountPoint = Annotated[SafeMountPath, Field(pattern=r"^/[A-Za-z0-9_./-]*$")]
 
 
 class LustreHsm(StrictModel):
@@ -26,7 +27,7 @@ class NewLustre(StrictModel):
         "AMLFS-Durable-Premium-250",
         "AMLFS-Durable-Premium-500",
     ] = Field(default="AMLFS-Durable-Premium-250", json_schema_extra=policy("replace_data"))
-    capacity_tib: int = Field(ge=4, json_schema_extra=policy("replace_data"))
+    capacity_tib: Integer = Field(ge=4, json_schema_extra=policy("replace_data"))
     mount_point: MountPoint = "/lustre"
     hsm: LustreHsm | None = None
     maintenance_day: Literal["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"] = "Sunday"
@@ -42,9 +43,12 @@ class ExistingLustre(StrictModel):
 
 class NetAppVolume(StrictModel):
     name: str = Field(pattern=r"^[a-zA-Z][a-zA-Z0-9-]{0,39}$")
-    quota_gib: int = Field(ge=50, json_schema_extra=policy("in_place"))
+    quota_gib: Integer = Field(ge=50, json_schema_extra=policy("in_place"))
     protocol: Literal["NFSv3", "NFSv4.1"] = Field(default="NFSv4.1", json_schema_extra=policy("replace_data"))
     mount_point: MountPoint
+
+
+NetAppVolumes = Annotated[list[NetAppVolume], AfterValidator(unique_by("name", "NetApp volume"))]
 
 
 class NewNetApp(StrictModel):
@@ -52,37 +56,85 @@ class NewNetApp(StrictModel):
     service_level: Literal["Standard", "Premium", "Ultra"] = Field(
         default="Premium", json_schema_extra=policy("in_place")
     )
-    pool_size_tib: int = Field(ge=1, json_schema_extra=policy("in_place"))
-    volumes: list[NetAppVolume] = Field(min_length=1)
+    pool_size_tib: Integer = Field(ge=1, json_schema_extra=policy("in_place"))
+    volumes: NetAppVolumes = Field(min_length=1)
 
 
 class ExistingNetApp(StrictModel):
     mode: Literal["existing"] = "existing"
     account_resource_id: ResourceId
-    volumes: list[NetAppVolume] = Field(min_length=1)
+    volumes: NetAppVolumes = Field(min_length=1)
 
 
 class BlobContainer(StrictModel):
     name: ContainerName
     purpose: Literal["checkpoints", "datasets", "general"] = "general"
     versioning: bool = Field(default=True, description="Blob versioning protects checkpoints from overwrite.")
+    immutable: bool = Field(
+        default=False,
+        description=(
+            "Version-level immutability (WORM) support on this container: blob versions under a time-based "
+            "retention policy can be neither overwritten nor deleted until it expires. Set only when the "
+            "container is created; needs versioning."
+        ),
+        json_schema_extra=policy("not_allowed"),
+    )
+    retention_days: Integer | None = Field(
+        default=None,
+        ge=1,
+        le=146000,
+        description=(
+            "Time-based retention `hpclz checkpoints manifest` sets on each blob version it seals and on the "
+            "manifest (needs immutable: true). Applies to versions sealed from then on; earlier ones keep theirs."
+        ),
+        json_schema_extra=policy("in_place"),
+    )
+    retention_locked: bool = Field(
+        default=False,
+        description=(
+            "Seal with locked policies: irreversible. A locked expiry can be extended but never shortened or "
+            "removed, so the versions and the container cannot be deleted until it passes."
+        ),
+        json_schema_extra=policy("in_place"),
+    )
+    manifest_key: SecretStr | None = Field(
+        default=None,
+        description=(
+            "`${env:NAME}`: the HMAC-SHA256 key that signs the manifest `hpclz checkpoints manifest` writes, "
+            "so `hpclz checkpoints verify` detects a manifest edited to match tampered checkpoints."
+        ),
+        json_schema_extra=policy("in_place"),
+    )
+
+
+BlobContainers = Annotated[list[BlobContainer], AfterValidator(unique_by("name", "blob container"))]
 
 
 class Lifecycle(StrictModel):
     """Move blobs to cheaper tiers as they age; empty means keep them hot."""
 
     # In tier order: HPCLZ-COST-004 compares each step with the one declared before it.
-    cool_after_days: int | None = Field(default=30, ge=1)
-    cold_after_days: int | None = Field(default=None, ge=1)
-    archive_after_days: int | None = Field(default=None, ge=1)
-    delete_after_days: int | None = Field(default=None, ge=1)
+    cool_after_days: Integer | None = Field(default=30, ge=1)
+    cold_after_days: Integer | None = Field(default=None, ge=1)
+    archive_after_days: Integer | None = Field(default=None, ge=1)
+    delete_after_days: Integer | None = Field(default=None, ge=1)
 
 
 class NewBlob(StrictModel):
     mode: Literal["new"] = "new"
     replication: Literal["LRS", "ZRS", "GRS", "GZRS"] = Field(default="ZRS", json_schema_extra=policy("replace_data"))
-    containers: list[BlobContainer] = Field(min_length=1)
-    soft_delete_days: int = Field(default=14, ge=1, le=365)
+    containers: BlobContainers = Field(min_length=1)
+    soft_delete_days: Integer = Field(default=14, ge=1, le=365)
+    point_in_time_restore_days: Integer | None = Field(
+        default=None,
+        ge=1,
+        le=364,
+        description=(
+            "Point-in-time restore: put the account's block blobs back as they were at any moment in the last N "
+            "days (turns on the change feed). Needs versioning and fewer days than soft_delete_days."
+        ),
+        json_schema_extra=policy("in_place"),
+    )
     lifecycle: Lifecycle = Field(default_factory=Lifecycle)
     private_endpoint: bool = True
     allow_public_access: bool = False
@@ -92,7 +144,7 @@ class NewBlob(StrictModel):
 class ExistingBlob(StrictModel):
     mode: Literal["existing"] = "existing"
     resource_id: ResourceId
-    containers: list[BlobContainer] = Field(min_length=1)
+    containers: BlobContainers = Field(min_length=1)
 
 
 Lustre = Annotated[NewLustre | ExistingLustre | Disabled, Field(discriminator="mode")]

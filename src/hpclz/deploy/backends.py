@@ -45,5 +45,6 @@ def open_backend(
             credential=credential,
             guard=guard,
             config_file=config_file,
+            zone=zone_key(config),
         )
     raise AssertionError(f"unhandled state backend {type(settings).__name__}")  # the config union is closed

@@ -1,6 +1,8 @@
 """Delete what hpclz created: recorded in state and tagged hpclz-managed, in reverse dependency order.
 
-Data-bearing resources (Lustre, NetApp volumes, checkpoint storage) are kept unless asked, and with
+Data-bearing resources (Lustre, NetApp volumes, checkpoint storage) are kept unless asked (immutable checkpoint
+containers among them: even when asked, Azure refuses while a sealed version's retention runs, and the failure
+says so), and with
 them everything they stand on: their parents, their resource group, and the resources their recorded
 properties reference (a Lustre file system keeps its subnet, hence the VNet). A resource group is
 deleted whole only when it holds nothing kept and nothing hpclz did not create.
@@ -49,6 +51,27 @@ def _references(text: str, r: ResourceRecord) -> bool:
     """Rendered properties name what they use as resourceId('<rg>', '<type>', '<name>', ...) or a full ID."""
     lowered = text.lower()
     return (r.type.lower() in lowered and f"'{r.name.lower()}'" in lowered) or r.id.lower() in lowered
+
+
+# Azure refuses to delete a blob version whose time-based retention has not expired, and so the container, account
+# and group that hold it; a locked retention cannot even be shortened to let it go
+# (learn.microsoft.com/azure/storage/blobs/immutable-version-level-worm-policies).
+WORM_NOTE = (
+    "holds immutable container {names}: blob versions sealed by `hpclz checkpoints manifest` cannot be deleted "
+    "before their retention expires; run destroy --include-data again after that"
+)
+
+
+def is_immutable(r: ResourceRecord) -> bool:
+    """A container recorded with version-level immutability (the body, or only its properties in older states)."""
+    body = r.properties.get("properties", r.properties)
+    worm = body.get("immutableStorageWithVersioning") if isinstance(body, dict) else None
+    return isinstance(worm, dict) and worm.get("enabled") is True
+
+
+def worm_note(records: list[ResourceRecord]) -> str:
+    names = sorted(r.name.rsplit("/", 1)[-1] for r in records if is_immutable(r))
+    return " (" + WORM_NOTE.format(names=", ".join(names)) + ")" if names else ""
 
 
 def kept_set(resources: list[ResourceRecord], include_data: bool) -> dict[str, str]:
@@ -172,7 +195,8 @@ class Destroyer:
         try:
             self.arm.delete_group(group_record.name)
         except Exception as exc:  # reported, and the rest carries on
-            self._note(Outcome(group_record.id, group_record.type, Action.FAILED, describe(exc).one_line()))
+            reason = describe(exc).one_line() + worm_note(records)
+            self._note(Outcome(group_record.id, group_record.type, Action.FAILED, reason))
             gone.add(group_record.id.lower())  # tried once; its resources stay recorded below
             return
         for r in records:
@@ -195,7 +219,12 @@ class Destroyer:
                 return
             self.arm.delete_resource(r.id, r.api_version)
         except Exception as exc:  # reported, and the rest carries on
-            self._note(Outcome(r.id, r.type, Action.FAILED, describe(exc).one_line()))
+            held = [
+                x
+                for x in self.doc.resources
+                if x.id.lower() == r.id.lower() or x.id.lower().startswith(r.id.lower() + "/")
+            ]
+            self._note(Outcome(r.id, r.type, Action.FAILED, describe(exc).one_line() + worm_note(held)))
             return
         gone.add(r.id.lower())
         self._note(Outcome(r.id, r.type, Action.DELETED))

@@ -7,7 +7,7 @@ from collections.abc import Collection, Iterable, Mapping
 from hpclz.azure.arm import Arm, deployment_body
 from hpclz.azure.errors import azure_errors, describe, sdk_error
 from hpclz.config.loader import LoadedConfig
-from hpclz.deploy.live_rules import LIVE_RULES, LiveContext
+from hpclz.deploy.live_rules import LIVE_RULES, LiveContext, gallery_definition
 from hpclz.deploy.records import declared_types
 from hpclz.findings import Finding
 from hpclz.render.model import DeploymentPlan, Scope
@@ -65,6 +65,13 @@ def gather(
         ctx.usages = arm.usages(plan.location)
     except AzureError as exc:
         ctx.unavailable["Compute usage API"] = describe(exc).one_line()
+    for _, _, _, image in loaded.config.compute.custom_images():
+        for resource_id in dict.fromkeys((image, gallery_definition(image))):
+            if resource_id and resource_id not in ctx.images:
+                try:
+                    ctx.images[resource_id] = arm.custom_image(resource_id)
+                except AzureError as exc:
+                    ctx.unavailable[f"custom image {resource_id}"] = describe(exc).one_line()
     return ctx
 
 

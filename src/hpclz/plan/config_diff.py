@@ -65,12 +65,25 @@ NOT_ALLOWED_WAYS: dict[str, str] = {
     "network.vnet": _NEW_LZ,
     "organization.": "resource names and groups would all change: " + _NEW_LZ,
     "compute.partitions[*].name": "add a partition with the new name, move jobs, then remove the old one",
+    "storage.blob.containers[*].immutable": (
+        "add a container with the new setting, copy the checkpoints to it (AzCopy), then remove the old one"
+    ),
     "network.vnet.subnets": "add a subnet with the new setting, move the delegated service (NetApp, Lustre) to it",
 }
 
 IN_PLACE_REASONS: dict[str, str] = {
     "metadata.tags.*": "tags update in place on every resource",
     "compute.partitions[*].max_nodes": "CycleCloud changes the nodearray limit in place; running nodes stay",
+    # Retention is set per blob version when `hpclz checkpoints manifest` seals it, never on the container, so
+    # a new value reaches only later seals. A locked expiry can be extended but never shortened or removed
+    # (learn.microsoft.com/azure/storage/blobs/immutable-version-level-worm-policies).
+    "storage.blob.containers[*].retention_days": (
+        "later seals use the new retention; versions already sealed keep theirs (a locked one cannot be shortened)"
+    ),
+    "storage.blob.containers[*].manifest_key": "manifests signed with the old key fail verify until sealed again",
+    "storage.blob.containers[*].retention_locked": (
+        "later seals use the new mode; versions already sealed locked stay locked until they expire"
+    ),
 }
 
 HPCLZ_ONLY = ("suppress", "verify.", "state.")

@@ -256,6 +256,18 @@ RESOURCE_RULES: dict[str, list[PropertyRule]] = {
             ),
         ),
     ],
+    "microsoft.storage/storageaccounts/blobservices/containers": [
+        PropertyRule(
+            "properties.immutableStorageWithVersioning*",
+            _v(
+                Policy.NOT_ALLOWED,
+                "version-level immutability is set when a container is created; ARM cannot add or remove it later",
+                "add a container with the new setting and copy the blobs to it (AzCopy)",
+                "Azure REST spec, Microsoft.Storage 2023-05-01 ContainerProperties.immutableStorageWithVersioning: "
+                "'can only be set to true at the container creation time'",
+            ),
+        ),
+    ],
     "microsoft.keyvault/vaults": [
         PropertyRule("properties.enablePurgeProtection", purge_protection_verdict),
         PropertyRule(

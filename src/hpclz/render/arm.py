@@ -1,6 +1,6 @@
 """Pinned API versions and the few ARM expressions templates need, built as text.
 
-API versions come from hpclz.arm.api_versions, the pinned schema subset (../shared/armschemas/README.md):
+API versions come from hpclz.arm.api_versions, the pinned schema subset (hpclz/armschemas/README.md):
 the schema gate knows no other. Expressions stay within what ARM must resolve at deploy time.
 """
 

@@ -85,13 +85,22 @@ def storage(zone: Zone) -> dict[str, Any]:
     containers = []
     if zone.blob_new:
         containers = [
-            {"name": c.name, "purpose": c.purpose, "path": f"storage.blob.containers[{c.name}]"}
+            {
+                "name": c.name,
+                "purpose": c.purpose,
+                "path": f"storage.blob.containers[{c.name}]",
+                "immutable": c.immutable,
+            }
             for c in zone.blob_new.containers
         ]
         # CycleCloud's locker: where it stages the Slurm project for the nodes.
-        containers.append({"name": "cyclecloud", "purpose": "general", "path": "compute.cyclecloud"})
+        containers.append(
+            {"name": "cyclecloud", "purpose": "general", "path": "compute.cyclecloud", "immutable": False}
+        )
     if lustre and lustre["hsm"]:
-        containers.append({"name": lustre["hsm"]["logging"], "purpose": "general", "path": "storage.lustre.hsm"})
+        containers.append(
+            {"name": lustre["hsm"]["logging"], "purpose": "general", "path": "storage.lustre.hsm", "immutable": False}
+        )
     return {
         "containers": containers,
         "lifecycle_rules": _lifecycle_rules(zone),

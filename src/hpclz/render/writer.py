@@ -111,8 +111,11 @@ def write_plan(
     written = []
     for relative, text in sorted(files.items()):
         path = out_dir / relative
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8", newline="\n")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8", newline="\n")
+        except OSError as exc:
+            raise HpclzError(f"{path}: cannot write: {exc.strerror or exc}", exit_code=ExitCode.USAGE) from None
         written.append(path)
     return written
 

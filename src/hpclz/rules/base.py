@@ -15,7 +15,8 @@ from hpclz.config.source_map import PathPart, SourceMap, display_path
 from hpclz.findings import Finding, Severity
 
 RULE_ID = re.compile(r"^HPCLZ-(ORG|IDN|NET|CMP|STO|MON|MNT|COST|TPL|VFY)-\d{3}$")
-DOCS_PAGE = "docs/rules.md"
+# docs/rules.md exists only in a checkout; `hpclz explain` reads the same text from the installed package.
+EXPLAIN_COMMAND = "hpclz explain"
 
 
 class Located(Protocol):
@@ -33,6 +34,9 @@ class Rule(ABC, Generic[Ctx]):
     severity: ClassVar[Severity]
     title: ClassVar[str]
     fix: ClassVar[str]
+    # A finding that says the same thing on every run (a report, not a problem): text output shows it only
+    # with --verbose; JSON output always carries it.
+    repeats: ClassVar[bool] = False
 
     @classmethod
     def area(cls) -> str:
@@ -40,7 +44,7 @@ class Rule(ABC, Generic[Ctx]):
 
     @classmethod
     def docs(cls) -> str:
-        return f"{DOCS_PAGE}#{cls.id.lower()}"
+        return f"{EXPLAIN_COMMAND} {cls.id}"
 
     @abstractmethod
     def check(self, ctx: Ctx) -> Iterable[Finding]:

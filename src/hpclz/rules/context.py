@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from hpclz.catalog import Catalog, Sku, load_catalog
+from hpclz.catalog import Catalog, Sku, load_catalog, load_regions
 from hpclz.config.compute import Partition
 from hpclz.config.loader import LoadedConfig
 from hpclz.config.network import SUBNET_ROLES, Subnet
@@ -21,7 +21,7 @@ class ConfigContext:
     catalog: Catalog = field(init=False)
 
     def __post_init__(self) -> None:
-        self.names = NameBuilder(self.loaded.config)
+        self.names = NameBuilder(self.loaded.config, region=_meant_region(self.loaded.config.metadata.location))
         self.catalog = load_catalog()
 
     @property
@@ -52,3 +52,13 @@ class ConfigContext:
     def partitions(self) -> Iterator[tuple[int, Partition, Sku | None]]:
         for index, partition in enumerate(self.config.compute.partitions):
             yield index, partition, self.catalog.sku(partition.vm_size)
+
+
+def _meant_region(location: str) -> str:
+    """A misspelt region is reported once (HPCLZ-ORG-005, did you mean ...); the name rules check the names of
+    the region it most likely meant, so the typo does not reappear as name-length errors on every resource."""
+    regions = load_regions()
+    if regions.get(location) is not None:
+        return location
+    close = regions.similar(location)
+    return close[0] if close else location

@@ -1,7 +1,7 @@
 """What "open to the Internet" means in an NSG rule, shared by the config rules and the template lint.
 
 `*`, `Internet`, `Any`, `0.0.0.0`, `0.0.0.0/0` and `::/0` all mean the whole Internet as a source prefix;
-checkov matches only some of these spellings (../shared/docs/local-services.md).
+checkov matches only some of these spellings (docs/local-services.md).
 """
 
 from __future__ import annotations

@@ -13,13 +13,14 @@ from pydantic import BaseModel, Field, SecretStr
 from hpclz.config.loader import LoadedConfig, load_config
 from hpclz.errors import ExitCode, HpclzError
 from hpclz.findings import Finding, Severity
-from hpclz.output import CommandResult, ResultBody
+from hpclz.output import CommandResult, ErrorEntry, ResultBody
 from hpclz.plan.changeset import ChangeSet
 from hpclz.plan.unchanged import unchanged_deployments
 from hpclz.render.model import DeploymentPlan
+from hpclz.secretscan import ENV_REFERENCE
 from hpclz.services.deploy_contract import Contract, after_run, announce_waits, check_contract, removals_for
+from hpclz.services.next_steps import next_steps
 from hpclz.state.backend import StateBackend
-from hpclz.state.guard import ENV_REFERENCE
 from hpclz.state.model import StateDocument
 
 if TYPE_CHECKING:
@@ -34,6 +35,7 @@ class DeploymentOutcome(BaseModel):
     component: str
     status: str
     error: str | None = None
+    error_code: str | None = Field(default=None, description="The innermost ARM error code, when it failed.")
     blocked_by: list[str] = Field(default_factory=list)
 
 
@@ -55,6 +57,15 @@ class DeployResult(ResultBody):
         body = self.model_dump(mode="json", exclude={"findings", "changes"})
         body["changes"] = self.changes.payload() if self.changes is not None else None
         return body
+
+    def errors(self) -> list[ErrorEntry]:
+        """The envelope's `errors`: each failed deployment with its innermost ARM error, so a script need not
+        dig through `result` to learn why."""
+        return [
+            ErrorEntry(code=d.error_code or "DeploymentFailed", message=f"{d.name}: {d.error}", path=d.name)
+            for d in self.deployments
+            if d.error
+        ]
 
 
 def render_plan(loaded: LoadedConfig, saved: SavedPlan | None) -> DeploymentPlan:
@@ -107,48 +118,6 @@ def available_secrets(loaded: LoadedConfig, plan: DeploymentPlan) -> dict[str, d
     return found
 
 
-def _private_ip(doc: StateDocument, vm_name: str) -> str | None:
-    for nic in (r for r in doc.resources if r.type.lower() == "microsoft.network/networkinterfaces"):
-        if vm_name.removeprefix("vm-") not in nic.name:
-            continue
-        for config in nic.properties.get("ipConfigurations") or []:
-            address = (config.get("properties") or {}).get("privateIPAddress")
-            if isinstance(address, str) and not address.startswith("["):
-                return address
-    return None
-
-
-def next_steps(loaded: LoadedConfig, doc: StateDocument) -> list[str]:
-    """What users need next: where the scheduler is, how to reach it through Bastion, how to verify."""
-    config = loaded.config
-    steps: list[str] = []
-    for key, value in sorted(doc.outputs.items()):
-        if "scheduler" in key.lower() and any(w in key.lower() for w in ("ip", "address", "host")):
-            steps.append(f"Scheduler address: {value}")
-    vms = [r for r in doc.resources if r.type.lower() == "microsoft.compute/virtualmachines"]
-    # CycleCloud's server VM runs the Slurm scheduler; hpclz names it vm-<zone>-cc-... .
-    target = next((r for r in vms if "-cc-" in r.name or "sched" in r.name.lower()), vms[0] if vms else None)
-    if target is not None and not steps:
-        group = target.id.split("/")[4]
-        address = _private_ip(doc, target.name)
-        steps.append(
-            f"Scheduler address: {address}"
-            if address
-            else f"Scheduler address: az vm list-ip-addresses --resource-group {group} --name {target.name} -o table"
-        )
-    bastion = next((r for r in doc.resources if r.type.lower() == "microsoft.network/bastionhosts"), None)
-    if bastion is not None:
-        group = bastion.id.split("/")[4]
-        target_id = target.id if target else "<scheduler VM resource ID>"
-        steps.append(
-            "Connect through Bastion: az network bastion ssh "
-            f"--name {bastion.name} --resource-group {group} --target-resource-id {target_id} "
-            f"--auth-type ssh-key --username {config.identity.admin_username} --ssh-key ~/.ssh/id_ed25519"
-        )
-    steps.append(f"Verify the cluster: hpclz verify {loaded.file}")
-    return steps
-
-
 def refuse_over_budget(loaded: LoadedConfig) -> None:
     """Deploying past the budget is a decision, not an accident: it takes --over-budget."""
     from hpclz.cost.estimate import estimate
@@ -181,7 +150,9 @@ def deploy(
     and --target, --refresh."""
     result = DeployResult(file=str(path), stage="validate")
     code = _deploy(result, path, plan_file, confirm, on_event, suppress, contract, over_budget)
-    return CommandResult(command="deploy", payload=result, findings=result.findings, exit_code=code)
+    return CommandResult(
+        command="deploy", payload=result, findings=result.findings, errors=result.errors(), exit_code=code
+    )
 
 
 def _deploy(
@@ -369,6 +340,7 @@ def _report(result: DeployResult, plan: DeploymentPlan, run: RunResult, final: S
                 component=d.component,
                 status=step.value if step else "not started",
                 error=failure.one_line() if failure else None,
+                error_code=failure.code if failure else None,
                 blocked_by=run.blocked.get(d.name, []),
             )
         )

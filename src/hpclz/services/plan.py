@@ -14,6 +14,7 @@ from hpclz.config.root import LandingZoneConfig
 from hpclz.cost.estimate import Estimate, estimate, with_delta
 from hpclz.errors import ExitCode
 from hpclz.findings import Finding, Severity
+from hpclz.outfile import check_out_file
 from hpclz.output import CommandResult, ResultBody
 from hpclz.plan.changeset import ChangeSet
 from hpclz.plan.contract import attach_config_diff, changeset_for, force_replacements, targeted
@@ -60,6 +61,7 @@ class PlanResult(ResultBody):
 class PlanOptions:
     what_if: bool = False
     out: str | Path | None = None
+    force: bool = False  # --out may overwrite a file that is not a saved plan (hpclz.outfile)
     detailed_exitcode: bool = False
     suppress: list[str] = field(default_factory=list)
     refresh: bool = False
@@ -73,7 +75,10 @@ class PlanOptions:
 
 def plan(path: str | Path, **options: Any) -> CommandResult[PlanResult]:
     """`options`: the fields of PlanOptions (what_if, out, detailed_exitcode, suppress, refresh, ...)."""
-    result = _plan(path, PlanOptions(**{k: v for k, v in options.items() if v is not None}))
+    chosen = PlanOptions(**{k: v for k, v in options.items() if v is not None})
+    if chosen.out is not None:  # before any work: a refused --out must not cost a what-if call
+        check_out_file(chosen.out, inputs=[path], force=chosen.force)
+    result = _plan(path, chosen)
     return CommandResult(command="plan", payload=result, findings=result.findings, exit_code=result.exit_code())
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field
+from pydantic import BaseModel, Field
 
 from hpclz.config.base import Disabled
 from hpclz.config.loader import load_config
@@ -29,6 +29,9 @@ class RenderResult(ResultBody):
     findings: list[Finding] = Field(default_factory=list)
     gates_run: list[str] = Field(default_factory=list)
     gates_not_run: dict[str, str] = Field(default_factory=dict, description="gate -> why it did not run")
+    gates_cached: list[str] = Field(
+        default_factory=list, description="gates whose results all came from the gate cache (nothing re-scanned)"
+    )
     notes: list[str] = Field(default_factory=list, description="Config the templates deliberately leave out, and why.")
     template_format: str = Field(default="arm", description="arm (ARM JSON) or bicep (main.bicep and modules).")
 
@@ -48,6 +51,7 @@ class RenderResult(ResultBody):
             "written": self.written,
             "gates": self.gates_run,
             "gates_not_run": self.gates_not_run,
+            "gates_cached": self.gates_cached,
             "notes": self.notes,
         }
 
@@ -73,7 +77,7 @@ def _render(path: str | Path, out_dir: Path, *, diagram: bool, gates: bool, temp
         # An invalid landing zone must not leave templates behind that someone could deploy.
         return RenderResult(file=str(path), out_dir=str(out_dir), plan=None, findings=findings)
     plan = build_plan(loaded.config)
-    gate_findings, gates_run, gates_not_run = _run_gates(plan) if gates else ([], [], {"all": "--no-gates"})
+    gated = _run_gates(plan) if gates else GatesRun(not_run={"all": "--no-gates"})
     extra = diagram_files(plan) if diagram else {}
     written = write_plan(plan, out_dir, extra, template_format)
     if diagram:
@@ -83,9 +87,10 @@ def _render(path: str | Path, out_dir: Path, *, diagram: bool, gates: bool, temp
         out_dir=str(out_dir),
         plan=plan,
         written=[str(p) for p in written],
-        findings=[*findings, *gate_findings],
-        gates_run=gates_run,
-        gates_not_run=gates_not_run,
+        findings=[*findings, *gated.findings],
+        gates_run=gated.ran,
+        gates_not_run=gated.not_run,
+        gates_cached=gated.cached,
         notes=not_rendered(loaded.config),
         template_format=template_format,
     )
@@ -99,27 +104,40 @@ def _checked_format(template_format: str) -> str:
     return template_format
 
 
-def _run_gates(plan: DeploymentPlan) -> tuple[list[Finding], list[str], dict[str, str]]:
+class GatesRun(BaseModel):
+    findings: list[Finding] = Field(default_factory=list)
+    ran: list[str] = Field(default_factory=list)
+    not_run: dict[str, str] = Field(default_factory=dict)
+    cached: list[str] = Field(default_factory=list)
+
+
+def _run_gates(plan: DeploymentPlan) -> GatesRun:
     from hpclz.gates import check_plan
 
     report = check_plan(plan)
-    not_run = {gate.value: reason for gate, reason in report.not_run.items()}
-    return report.findings, [gate.value for gate in report.ran], not_run
+    return GatesRun(
+        findings=report.findings,
+        ran=[gate.value for gate in report.ran],
+        not_run={gate.value: reason for gate, reason in report.not_run.items()},
+        cached=[gate.value for gate, r in report.results.items() if r.ran and r.from_cache and not r.scanned],
+    )
 
 
 def not_rendered(config: LandingZoneConfig) -> list[str]:
-    """Settings the pinned ARM schema subset cannot express yet: said out loud instead of dropped silently."""
+    """Settings hpclz does not render yet: said out loud instead of dropped silently. Their schemas are pinned
+    (policyAssignments@2025-03-01, diagnosticSettings@2021-05-01-preview, dataCollectionRuleAssociations@2024-03-11
+    in hpclz/armschemas); the templates that emit them are still to be written."""
     notes = []
     policies = config.organization.policies
     if policies.allowed_locations or policies.require_tags:
         notes.append(
-            "organization.policies is not rendered: Microsoft.Authorization/policyAssignments is not in the "
-            "pinned ARM schema subset; assign the policies outside hpclz for now"
+            "organization.policies is not rendered: hpclz does not emit Microsoft.Authorization/policyAssignments "
+            "yet; assign the policies outside hpclz for now"
         )
     monitoring = config.monitoring
     if not isinstance(monitoring, Disabled) and monitoring.diagnostic_settings:
         notes.append(
             "monitoring.diagnostic_settings renders a data collection rule only: Microsoft.Insights/diagnosticSettings "
-            "and dataCollectionRuleAssociations are not in the pinned ARM schema subset"
+            "and dataCollectionRuleAssociations are not emitted yet"
         )
     return notes

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 from hpclz.config.root import LandingZoneConfig
+from hpclz.outfile import check_out_file, write_out_file
 
 SCHEMA_ID = "https://hpclz.dev/schema/config-v1.json"
 
@@ -17,3 +19,9 @@ def config_schema() -> dict[str, Any]:
 
 def config_schema_json() -> str:
     return json.dumps(config_schema(), indent=2, sort_keys=True)
+
+
+def write_config_schema(out: Path, *, force: bool = False) -> Path:
+    target = check_out_file(out, force=force)
+    write_out_file(target, config_schema_json() + "\n", "schema")
+    return target

@@ -12,6 +12,7 @@ from hpclz.deploy.backends import open_backend
 from hpclz.errors import ExitCode, HpclzError
 from hpclz.output import CommandResult, ResultBody
 from hpclz.state.backend import HistoryEntry, StateBackend
+from hpclz.state.guard import masked
 from hpclz.state.lockinfo import LockInfo, locked_error_message
 from hpclz.state.model import StateDocument
 
@@ -77,10 +78,11 @@ def _open(config_path: Path, credential: Any = None) -> tuple[StateBackend, str]
 
 def show_state(config_path: Path, *, credential: Any = None) -> CommandResult[StateShowResult]:
     backend, kind = _open(config_path, credential)
+    doc = backend.read()
     shown = StateShowResult(
         location=backend.location,
         backend=kind,
-        state=backend.read(),
+        state=StateDocument.model_validate(masked(doc.model_dump(mode="json"))) if doc else None,
         lock=backend.lock_info(),
         history=backend.history(),
     )

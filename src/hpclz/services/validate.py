@@ -13,7 +13,7 @@ from hpclz.errors import ConfigError, ConfigProblem, ExitCode, HpclzError
 from hpclz.findings import Finding, Severity, count_by_severity
 from hpclz.output import CommandResult, ResultBody
 from hpclz.registry import CONFIG_RULES, all_rules
-from hpclz.rules.base import DOCS_PAGE, run_rules
+from hpclz.rules.base import run_rules
 from hpclz.rules.context import ConfigContext
 
 
@@ -52,13 +52,16 @@ def refuse_unknown_suppressions(loaded: LoadedConfig, suppress: Iterable[str]) -
     for i, rule_id in enumerate(loaded.config.suppress):
         if rule_id.upper() not in known:
             pos = loaded.source.locate(("suppress", i))
-            message = f"unknown rule ID {rule_id!r} (see {DOCS_PAGE})"
+            message = f"unknown rule ID {rule_id!r} (hpclz explain --list shows every rule)"
             problems.append(ConfigProblem(loaded.file, pos.line, pos.column, f"suppress[{i}]", message, "unknown_rule"))
     if problems:
         raise ConfigError(problems)
     for rule_id in suppress:
         if rule_id.upper() not in known:
-            raise HpclzError(f"--suppress {rule_id}: unknown rule ID (see {DOCS_PAGE})", exit_code=ExitCode.USAGE)
+            raise HpclzError(
+                f"--suppress {rule_id}: unknown rule ID (hpclz explain --list shows every rule)",
+                exit_code=ExitCode.USAGE,
+            )
 
 
 def check_config(loaded: LoadedConfig, suppress: Iterable[str] = ()) -> tuple[list[Finding], list[Finding]]:

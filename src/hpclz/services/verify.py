@@ -18,10 +18,15 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from pydantic import Field
+
 from hpclz.config.loader import load_config
 from hpclz.config.root import LandingZoneConfig
 from hpclz.errors import ExitCode, HpclzError
+from hpclz.findings import Finding
 from hpclz.output import CommandResult, ResultBody
+from hpclz.rules.base import run_rules
+from hpclz.services.validate import refuse_unknown_suppressions
 from hpclz.verify import collective_job as coll
 from hpclz.verify.dispatch import (
     GRACE_S,
@@ -57,14 +62,29 @@ class VerifyOptions:
     python: str = field(default_factory=lambda: sys.executable)  # the interpreter the nodes run, by full path
     node_budget_s: int | None = None
     max_nodes_per_job: int = 100
+    suppress: list[str] = field(default_factory=list)  # with the config's `suppress:`; verify check IDs apply
 
 
 class VerifyOutcome(ResultBody):
     report: VerifyReport
     work_dir: str | None = None
+    local: bool = False
+    findings: list[Finding] = Field(default_factory=list)
+    suppressed: list[str] = Field(default_factory=list)
+
+    @property
+    def outcome(self) -> str:
+        """passed, failed, or (--local only) not_measured: a machine that could not be measured has not passed."""
+        if failed_anything(self.report):
+            return "failed"
+        if self.local and any(node.status is Status.NOT_MEASURED for node in self.report.nodes):
+            return "not_measured"
+        return "passed"
 
     def json_body(self) -> dict[str, Any]:
-        return {"work_dir": self.work_dir, **self.report.model_dump(mode="json")}
+        # The findings go to the envelope's own `findings`, not twice under `result`.
+        body = {"work_dir": self.work_dir, "outcome": self.outcome, "suppressed": self.suppressed}
+        return {**body, **self.report.model_dump(mode="json")}
 
 
 def failed_anything(report: VerifyReport) -> bool:
@@ -73,27 +93,35 @@ def failed_anything(report: VerifyReport) -> bool:
 
 def verify(opts: VerifyOptions) -> CommandResult[VerifyOutcome]:
     outcome = _verify(opts)
-    code = ExitCode.VERIFY_FAILED if failed_anything(outcome.report) else ExitCode.OK
-    return CommandResult(command="verify", payload=outcome, exit_code=code)
+    code = {"failed": ExitCode.VERIFY_FAILED, "not_measured": ExitCode.NOT_MEASURED}.get(outcome.outcome, ExitCode.OK)
+    return CommandResult(command="verify", payload=outcome, findings=outcome.findings, exit_code=code)
 
 
 def _verify(opts: VerifyOptions) -> VerifyOutcome:
     started = time.monotonic()
-    config = load_config(opts.config).config
+    loaded = load_config(opts.config)
+    config = loaded.config
+    refuse_unknown_suppressions(loaded, opts.suppress)
+    silenced = {i.upper() for i in [*config.suppress, *opts.suppress]}
     if opts.local:
         if opts.drain:
             raise HpclzError("--drain needs Slurm; it cannot be combined with --local", exit_code=ExitCode.USAGE)
         from hpclz.verify.local import run_local
 
         report = run_local(config, nccl=opts.nccl)
+        for node in report.nodes:
+            node.silence(silenced)
+        report.bad_nodes = bad_nodes(report.nodes)
         report.duration_s = round(time.monotonic() - started, 3)
-        return VerifyOutcome(report=report)
+        return judged(VerifyOutcome(report=report, local=True), silenced)
     client = SlurmClient.from_env(opts.slurm_conf)
     work = opts.work_dir or Path(".hpclz") / "verify" / time.strftime(f"%Y%m%dT%H%M%S-{os.getpid()}")
     work = work.resolve()
     infos = _nodes(client, config, opts)
     chosen = select(infos.values(), drain=opts.drain)
     health = _health(client, config, opts, chosen, infos, work)
+    for node in [*health.values(), *chosen.skipped.values()]:
+        node.silence(silenced)  # before draining: a silenced check drains nothing
     tested = {n: health[n] for n in chosen.runnable + chosen.retest}  # in Slurm's order, as drained lists them
     report = VerifyReport(landing_zone=config.metadata.name)
     if opts.drain:
@@ -102,9 +130,26 @@ def _verify(opts: VerifyOptions) -> VerifyOutcome:
         _collectives(client, config, opts, tested, infos, report, work)
     reports = {**chosen.skipped, **tested}
     report.nodes = [reports[n] for n in sorted(reports)]
+    for node in report.nodes:
+        node.silence(silenced)  # ring-pair outcomes are added after the first pass
     report.bad_nodes = bad_nodes(report.nodes)
     report.duration_s = round(time.monotonic() - started, 3)
-    return VerifyOutcome(report=report, work_dir=str(work))
+    return judged(VerifyOutcome(report=report, work_dir=str(work)), silenced)
+
+
+def judged(outcome: VerifyOutcome, silenced: set[str]) -> VerifyOutcome:
+    """Every node's results as findings of the verify rules (hpclz.verify.checks.VERIFY_RULES), for the `-o json`
+    envelope, split by the same suppression the config and --suppress give validate."""
+    from hpclz.verify.checks import VERIFY_RULES
+    from hpclz.verify.checks.rules import NodeContext
+
+    suppressed: set[str] = set()
+    for node in outcome.report.nodes:
+        reported, silent = run_rules(VERIFY_RULES, NodeContext(report=node), silenced)
+        outcome.findings += reported
+        suppressed |= {f.rule_id for f in silent}
+    outcome.suppressed = sorted(suppressed)
+    return outcome
 
 
 def _nodes(client: SlurmClient, config: LandingZoneConfig, opts: VerifyOptions) -> dict[str, NodeInfo]:

@@ -97,6 +97,17 @@ def next_version(stored: StateDocument | None, doc: StateDocument, where: str) -
     return doc.model_copy(update={"serial": base + 1, "updated_at": now(), "hpclz_version": __version__}, deep=True)
 
 
+def check_owner(doc: StateDocument, zone: str, where: str) -> None:
+    """A state file copied from another landing zone (or environment) must not be planned or destroyed
+    against this one: its resources are someone else's."""
+    owner = f"{doc.landing_zone}-{doc.environment}"
+    if owner != zone:
+        raise StateStorageError(
+            f"state {where} belongs to landing zone {owner} (lineage {doc.lineage}), not {zone}; "
+            "refusing to use another landing zone's state"
+        )
+
+
 def parse_state(raw: bytes, where: str) -> StateDocument:
     """Parse stored state; refuse one written by a newer hpclz rather than drop fields it does not know."""
     import json

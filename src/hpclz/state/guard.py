@@ -16,19 +16,13 @@ from typing import Any
 
 from pydantic import BaseModel, SecretStr
 
+from hpclz.secretscan import ENV_REFERENCE, KNOWN_PATTERNS, looks_like_secret
 from hpclz.state.errors import SecretInStateError
+
+__all__ = ["ENV_REFERENCE", "KNOWN_PATTERNS", "SecretGuard", "config_secrets"]
 
 # Shorter values would match ordinary words and IDs; a secret that short is not worth guarding.
 MIN_SECRET_LENGTH = 6
-ENV_REFERENCE = re.compile(r"^\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}$")  # a secret written as `${env:NAME}`
-
-KNOWN_PATTERNS: dict[str, re.Pattern[str]] = {
-    "storage account key in a connection string": re.compile(r"AccountKey=[A-Za-z0-9+/=]{20,}", re.I),
-    "shared access signature": re.compile(r"[?&;]sig=[A-Za-z0-9%+/=]{20,}|SharedAccessSignature=", re.I),
-    "private key": re.compile(r"-----BEGIN (?:RSA |EC |DSA |OPENSSH |ENCRYPTED )?PRIVATE KEY-----"),
-    "Entra ID client secret": re.compile(r"(?<![A-Za-z0-9_~.-])[A-Za-z0-9_~.-]{3}\dQ~[A-Za-z0-9_~.-]{31,34}"),
-    "GitHub token": re.compile(r"\bgh[pousr]_[A-Za-z0-9]{36,}\b"),
-}
 
 
 # Whole-name suffixes only: `keyVaultSecretName` or `passwordExpiryDays` are about secrets, not secrets.
@@ -105,10 +99,20 @@ class SecretGuard:
         for label, value in self._secrets.items():
             if value in text or json.dumps(value)[1:-1] in text:
                 return f"the value of {label}"
-        for label, pattern in KNOWN_PATTERNS.items():
-            if pattern.search(text):
-                return label
-        return None
+        return looks_like_secret(text)
+
+
+def masked(data: Any, path: str = "") -> Any:
+    """A copy of a JSON-able tree with every string the guard's patterns or credential-like names catch replaced
+    by `<masked: why>`: what `hpclz state show` prints when a secret was planted in the state by hand."""
+    if isinstance(data, str):
+        reason = looks_like_secret(data) or _secret_by_name(path, data)
+        return f"<masked: {reason}>" if reason else data
+    if isinstance(data, dict):
+        return {key: masked(value, f"{path}.{key}" if path else str(key)) for key, value in data.items()}
+    if isinstance(data, list):
+        return [masked(value, f"{path}[{index}]") for index, value in enumerate(data)]
+    return data
 
 
 def _secret_by_name(path: str, value: str) -> str | None:

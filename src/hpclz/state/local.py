@@ -17,7 +17,7 @@ from filelock import FileLock, Timeout
 from pydantic import ValidationError
 
 from hpclz.state.atomic import FILE_MODE, ensure_private_dir, write_atomic
-from hpclz.state.backend import DEFAULT_KEEP, HistoryEntry, next_version, parse_state
+from hpclz.state.backend import DEFAULT_KEEP, HistoryEntry, check_owner, next_version, parse_state
 from hpclz.state.errors import StateConflictError, StateLockedError, StateStorageError
 from hpclz.state.guard import SecretGuard
 from hpclz.state.lockinfo import LockInfo, locked_error_message, unlock_hint
@@ -67,11 +67,16 @@ class LocalBackend:
         return self.root / "lock.json"
 
     def _ensure_dirs(self) -> None:
-        ensure_private_dir(self.state_dir)
-        ensure_private_dir(self.root)
+        try:
+            ensure_private_dir(self.state_dir)
+            ensure_private_dir(self.root)
+        except OSError as exc:  # a read-only or foreign-owned folder: the user's to fix, not a crash
+            raise StateStorageError(f"cannot use state folder {self.root}: {exc.strerror or exc}") from None
 
     def read(self) -> StateDocument | None:
         doc = _load(self.state_file)
+        if doc is not None:
+            check_owner(doc, self.root.name, self.location)
         self._read_serial = doc.serial if doc else None
         return doc
 
@@ -158,10 +163,12 @@ class LocalBackend:
         flock = FileLock(str(self._lock_file), timeout=0, mode=FILE_MODE, thread_local=False)
         try:
             flock.acquire()
-        except Timeout:
+        except Timeout:  # an OSError too: caught first
             raise StateLockedError(
                 locked_error_message(self.location, self._recorded_info()), hint=unlock_hint(self._config_file)
             ) from None
+        except OSError as exc:
+            raise StateStorageError(f"cannot lock state {self.location}: {exc.strerror or exc}") from None
         info = LockInfo.for_operation(operation)
         try:
             write_atomic(self._info_file, info.model_dump_json(indent=2).encode())
@@ -175,13 +182,36 @@ class LocalBackend:
             flock.release()
 
     def lock_info(self) -> LockInfo | None:
+        self._check_info_shape()
+        return self._holder()
+
+    def _holder(self) -> LockInfo | None:
         if not self._lock_file.exists() or not self._is_held():
             return None
         return self._recorded_info() or LockInfo(who="unknown", operation="unknown", pid=0)
 
+    def _check_info_shape(self) -> None:
+        """A lock record nobody could have written (hand-edited, truncated, another tool's) is refused by name
+        rather than read as "unknown holder", so a person looks at it before breaking or trusting the lock."""
+        try:
+            raw = self._info_file.read_bytes()
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            raise StateStorageError(f"cannot read lock record {self._info_file}: {exc.strerror or exc}") from None
+        try:
+            LockInfo.model_validate_json(raw)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            field = ".".join(str(p) for p in first["loc"]) or "<document>"
+            raise StateStorageError(
+                f"lock record {self._info_file} is not an hpclz lock record: {field}: {first['msg']}",
+                hint=unlock_hint(self._config_file),
+            ) from None
+
     def force_unlock(self) -> LockInfo | None:
         """Remove the lock file and its info: the next run locks a fresh file, whatever the old holder does."""
-        holder = self.lock_info()
+        holder = self._holder()
         self._lock_file.unlink(missing_ok=True)
         self._info_file.unlink(missing_ok=True)
         return holder

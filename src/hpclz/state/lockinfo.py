@@ -8,7 +8,7 @@ import socket
 import uuid
 from datetime import datetime
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from hpclz import __version__
 from hpclz.state.model import now
@@ -23,10 +23,12 @@ def _who() -> str:
 
 
 class LockInfo(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
     id: str = Field(default_factory=lambda: str(uuid.uuid4()))
     who: str = Field(default_factory=_who, description="user@host of the holder.")
     operation: str = Field(description="What the holder is doing: deploy, destroy, ...")
-    pid: int = Field(default_factory=os.getpid)
+    pid: int = Field(default_factory=os.getpid, ge=0, strict=True)
     created: datetime = Field(default_factory=now)
     hpclz_version: str = __version__
 

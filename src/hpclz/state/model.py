@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from hpclz import __version__
 from hpclz.state.fingerprint import SecretFingerprint
@@ -29,7 +29,14 @@ class DeploymentStatus(StrEnum):
     CANCELED = "canceled"
 
 
-class ResourceRecord(BaseModel):
+class Record(BaseModel):
+    """State is read back and trusted by plan and destroy: a key this hpclz does not know means the file was
+    edited by hand or written by another tool, and guessing what it meant could delete the wrong resource."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class ResourceRecord(Record):
     id: str = Field(description="Full Azure resource ID.")
     type: str = Field(description="e.g. Microsoft.Network/virtualNetworks")
     name: str
@@ -50,7 +57,7 @@ class ResourceRecord(BaseModel):
     )
 
 
-class DeploymentRecord(BaseModel):
+class DeploymentRecord(Record):
     name: str
     component: str
     scope: str
@@ -65,10 +72,14 @@ class DeploymentRecord(BaseModel):
     error: str | None = None
 
 
-class StateDocument(BaseModel):
-    schema_version: int = STATE_SCHEMA_VERSION
-    lineage: str = Field(default_factory=lambda: str(uuid.uuid4()))
-    serial: int = 0
+class StateDocument(Record):
+    schema_version: int = Field(default=STATE_SCHEMA_VERSION, ge=1, le=STATE_SCHEMA_VERSION)
+    lineage: str = Field(
+        default_factory=lambda: str(uuid.uuid4()),
+        pattern=r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$",
+        description="A UUID made when the state is first written; every later version keeps it.",
+    )
+    serial: int = Field(default=0, ge=0, strict=True)
     hpclz_version: str = __version__
     landing_zone: str
     environment: str

@@ -29,7 +29,7 @@ from hpclz.errors import ExitCode
 from hpclz.verify import nccl, perf
 from hpclz.verify.checks import checks_for
 from hpclz.verify.checks.core import FAIL
-from hpclz.verify.probes import collect_facts, detect_sku
+from hpclz.verify.probes import bench, collect_facts, detect_sku
 from hpclz.verify.probes.facts import NodeFacts
 from hpclz.verify.probes.source import DEFAULT_TIMEOUT_S, Source
 from hpclz.verify.thresholds import Thresholds, load_thresholds
@@ -48,9 +48,22 @@ def gather(source: Source, thresholds: Thresholds, *, tier: str, with_nccl: bool
         if facts.nvsmi.responsive:
             facts.clocks_under_load = perf.clocks_under_load(source)
         facts.dcgm = perf.dcgm_diag(source)
+        _cpu_and_fabric_benchmarks(source, thresholds, facts)
     if with_nccl:
-        facts.nccl = nccl.intranode(source, len(facts.nvsmi.gpus), thresholds.get("nccl_allreduce_busbw_gbps"))
+        size = int(thresholds.get("nccl_allreduce_bytes") or nccl.INTRANODE_SIZE)
+        facts.nccl = nccl.intranode(source, len(facts.nvsmi.gpus), thresholds.get("nccl_allreduce_busbw_gbps"), size)
     return facts
+
+
+def _cpu_and_fabric_benchmarks(source: Source, thresholds: Thresholds, facts: NodeFacts) -> None:
+    """STREAM and the ib_write_bw loopbacks, only on sizes whose thresholds ask for them (minutes on HB sizes)."""
+    if thresholds.get("stream_mbps") is not None:
+        facts.stream = bench.read_stream(source)
+    gdr = thresholds.get("ib_write_bw_gdr_gbps") is not None
+    if gdr or thresholds.get("ib_write_bw_gbps") is not None:
+        ports = facts.ib_ports.value or []
+        devices = sorted({p.device for p in ports if p.link_layer.lower() == "infiniband"})  # type: ignore[attr-defined]
+        facts.ib_bandwidth = bench.read_ib_write_bw(source, devices, gpu_memory=gdr)
 
 
 def run_agent(

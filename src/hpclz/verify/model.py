@@ -31,6 +31,11 @@ class CheckResult(BaseModel):
     nhc_code: str | None = Field(default=None, description="The aznhc / NHC check this mirrors, where one exists.")
     fix: str = ""
     duration_s: float = 0.0
+    suppressed: bool = Field(
+        default=False,
+        description="Silenced by the config's suppress list or --suppress: still reported, but it fails, drains "
+        "and counts nothing.",
+    )
 
 
 class NodeReport(BaseModel):
@@ -43,10 +48,15 @@ class NodeReport(BaseModel):
 
     @property
     def status(self) -> Status:
-        return max((c.status for c in self.checks), key=lambda s: s.rank, default=Status.PASS)
+        counted = (c.status for c in self.checks if not c.suppressed)
+        return max(counted, key=lambda s: s.rank, default=Status.PASS)
 
     def failures(self) -> list[CheckResult]:
-        return [c for c in self.checks if c.status is Status.FAIL]
+        return [c for c in self.checks if c.status is Status.FAIL and not c.suppressed]
+
+    def silence(self, check_ids: set[str]) -> None:
+        for check in self.checks:
+            check.suppressed = check.suppressed or check.check_id.upper() in check_ids
 
 
 class BandwidthPoint(BaseModel):

@@ -89,25 +89,50 @@ def result(
     }
 
 
-_ROW = re.compile(r"^\s*(\d+)\s+(\d+)\s+([a-z0-9_]+)\s+([a-z]+)\s+(-?\d+\s+)?([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+(\S+)")
+# Lines as launchers prefix them: Open MPI --tag-output "[1,0]<stdout>:" (optionally after a --timestamp-output
+# date, as in openucx/ucx#5626), MPICH/Intel MPI -prepend-rank "[0] " (NVIDIA/nccl#1453), srun --label "0: ".
+_PREFIX = re.compile(r"^(?:.*?\[\d+,\d+\]<std(?:out|err)>:\s?|\[\d+\]\s|\s*\d+:\s)")
+# One number as nccl-tests prints it: getFloatStr falls back from %.2f to %.1f, %.0f and %.1e when a value does
+# not fit its column (NVIDIA/nccl-tests src/util.cu getFloatStr), so a 30 s time reads "3.0e+07".
+_NUM = r"-?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?"
+_ROW = re.compile(
+    rf"^\s*(\d+)\s+(\d+)\s+([a-z0-9_]+)\s+([a-z]+)\s+(?:(-?\d+)\s+)?({_NUM})\s+({_NUM})\s+({_NUM})\s+({_NUM}|N/A)(?:\s|$)"
+)
+_OUT_OF_BOUNDS = re.compile(r"Out of bounds values\s*:\s*(\d+)\s+(OK|FAILED)")
+
+
+def _wrong_count(cell: str, counts: bool) -> int:
+    """The #wrong cell: a count printed with %g since nccl-tests 51af557 (2022-08, "Resync with NCCL 2.13"; 1234567 reads "1.23457e+06"); before
+    that the column was "error", the largest deviation (%5.0le, "2e-07"), which counts nothing."""
+    if not counts or cell == "N/A":
+        return 0
+    return round(float(cell))
 
 
 def parse_all_reduce_perf(text: str) -> dict[str, Any]:
-    """nccl-tests all_reduce_perf text output: out-of-place rows, rank count, wrong-value count, footer average."""
+    """nccl-tests all_reduce_perf text output in the old ("error") and new ("#wrong") layouts, with or without
+    launcher prefixes: out-of-place rows, rank count, wrong elements, the out-of-bounds verdict, footer average."""
+    lines = [_PREFIX.sub("", line, count=1) for line in text.splitlines()]
+    counts = not any(re.search(r"busbw\s+error\b", line) for line in lines)
     points = []
     wrong = 0
-    for line in text.splitlines():
+    for line in lines:
         m = _ROW.match(line)
         if m:
             size, time_us, algbw, bus = int(m.group(1)), float(m.group(6)), float(m.group(7)), float(m.group(8))
             points.append({"size_bytes": size, "time_us": time_us, "algbw_gbps": algbw, "busbw_gbps": bus})
-            wrong += int(m.group(9)) if m.group(9).isdigit() else 0
-    ranks = len(re.findall(r"^#\s+Rank\s+\d+", text, re.MULTILINE))
-    avg = re.search(r"#\s*Avg bus bandwidth\s*:\s*([\d.]+)", text)
+            wrong += _wrong_count(m.group(9), counts)
+    ranks = len([line for line in lines if re.match(r"^#\s+Rank\s+\d+", line)])
+    avg = next(
+        (re.search(r"#\s*Avg bus bandwidth\s*:\s*([\d.eE+-]+)", line) for line in lines if "Avg bus" in line), None
+    )
+    verdicts = [m for m in map(_OUT_OF_BOUNDS.search, lines) if m]
+    failed_tests = sum(int(m.group(1)) for m in verdicts if m.group(2) == "FAILED")
     return {
         "points": points,
         "ranks": ranks,
-        "wrong": wrong + len(re.findall(r"\bFAILED\b", text)),
+        "wrong": wrong,
+        "out_of_bounds": failed_tests,
         "avg_busbw_gbps": float(avg.group(1)) if avg else None,
     }
 
@@ -219,11 +244,12 @@ def intranode(source: Source, gpus: int, threshold: float | None, size: int = IN
     )
     if out.ok and out.text:
         parsed = parse_all_reduce_perf(out.text)
-        note = f"{parsed['wrong']} wrong results" if parsed["wrong"] else ""
+        note = wrong_results(parsed)
         run = result(
             "intranode", [source.node], "nccl-tests", parsed["ranks"] or gpus, parsed["points"], threshold, note
         )
-        if parsed["wrong"]:
+        run["wrong"] = parsed["wrong"] or parsed["out_of_bounds"]
+        if note:
             run["status"] = "fail"
         return Reading(run)
     if source.simulated:
@@ -231,25 +257,30 @@ def intranode(source: Source, gpus: int, threshold: float | None, size: int = IN
     return _torch_intranode(source.node, gpus, threshold, size, out.why())
 
 
-# ruff ARG found that `gpus` is ignored here (every visible device is used); left for the verify owner.
-def _torch_intranode(
-    node: str,
-    gpus: int,  # noqa: ARG001
-    threshold: float | None,
-    size: int,
-    why_not_tests: str,
-) -> Reading:
+def wrong_results(parsed: dict[str, Any]) -> str:
+    """Why the output is wrong whatever its bandwidth: nccl-tests checked the data (-c 1) and found bad values."""
+    parts = []
+    if parsed["wrong"]:
+        parts.append(f"{parsed['wrong']} wrong elements")
+    if parsed["out_of_bounds"]:
+        parts.append(f"Out of bounds values : {parsed['out_of_bounds']} FAILED")
+    return "wrong results: " + ", ".join(parts) if parts else ""
+
+
+def _torch_intranode(node: str, gpus: int, threshold: float | None, size: int, why_not_tests: str) -> Reading:
     try:
         import torch
     except ImportError:
         return Reading(None, f"all_reduce_perf unavailable ({why_not_tests}) and torch not installed")
     if not torch.cuda.is_available():
         return Reading(None, "no CUDA device")
-    if torch.cuda.device_count() < 2:
-        return Reading(None, f"{torch.cuda.device_count()} GPU: an all-reduce needs 2 or more")
+    # The GPUs nvidia-smi listed, as nccl-tests' -g gets them; CUDA may see fewer (CUDA_VISIBLE_DEVICES).
+    ranks = min(gpus, torch.cuda.device_count()) if gpus else torch.cuda.device_count()
+    if ranks < 2:
+        return Reading(None, f"{ranks} GPU: an all-reduce needs 2 or more")
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "allreduce.json"
-        launch = spawn_local(torch.cuda.device_count(), "nccl", [size], out, name="intranode", threshold=threshold)
+        launch = spawn_local(ranks, "nccl", [size], out, name="intranode", threshold=threshold)
         if launch:
             return Reading(None, launch)
         run = json.loads(out.read_text())

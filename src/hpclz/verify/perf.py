@@ -1,6 +1,6 @@
 """Performance tier readings per GPU: GEMM TFLOP/s, HBM copy TB/s, pinned host<->device GB/s, DCGM r1.
 
-Measured through torch (else CuPy) the way shared/fixtures/gpu/h200/baseline-bench.json was: mean of 20 timed
+Measured through torch (else CuPy) the way tests/fixtures/gpu/h200/baseline-bench.json was: mean of 20 timed
 runs after 3 warm-ups. nvbandwidth, when installed, replaces the host<->device figures (aznhc uses it).
 Without a CUDA device every metric is "not measured: <reason>". Standard library only, except torch/CuPy.
 """
@@ -191,15 +191,15 @@ def parse_nvbandwidth(text: str) -> dict[str, list[float]]:
 
 
 def dcgm_diag(source: Source) -> Reading:
-    """Failed tests of `dcgmi diag -r 1 --json`, or why DCGM did not run."""
+    """What `dcgmi diag -r 1 --json` found (dcgm_summary), or why DCGM did not run."""
     out = source.command("dcgmi-diag.json", ["dcgmi", "diag", "-r", "1", "--json"], 180)
     if out.text is None:
         return Reading(None, f"dcgmi: {out.why()}")
     try:
-        data = json.loads(out.text)
+        data = json.loads(out.text[out.text.find("{") :] if "{" in out.text else out.text)
     except json.JSONDecodeError:
         return Reading(None, f"dcgmi printed no JSON (exit status {out.rc})")
-    return Reading(dcgm_failures(data))
+    return Reading(dcgm_summary(data))
 
 
 def _words(info: Any) -> str:
@@ -213,19 +213,38 @@ def _words(info: Any) -> str:
     return str(info)
 
 
-def dcgm_failures(data: Any) -> list[str]:
-    """Walk DCGM's JSON (the 3.x test_categories and the 4.x tests layout both hold name + results)."""
-    failures: list[str] = []
+# Result statuses: dcgmi prints "Pass", "Skip", "Fail" (and "Warn" where the version shows it); nvvs's own JSON
+# says PASS|FAIL|WARN|SKIPPED (NVIDIA/DCGM dcgmi/Diag.cpp, nvvs/src/JsonOutput.cpp; aznhc-facts.md §6).
+_DCGM_STATUS = {"pass": "passed", "fail": "failed", "warn": "warned", "warning": "warned", "skip": "skipped",
+                "skipped": "skipped", "not run": "skipped"}  # fmt: skip
+
+
+def dcgm_summary(data: Any) -> dict[str, Any]:
+    """Count DCGM's results by status in every layout (2.x/3.x test_categories, 4.x tests) and keep its
+    top-level runtime_error: a diag that could not run, or skipped everything, has passed nothing."""
+    summary: dict[str, Any] = {"passed": 0, "skipped": 0, "failed": [], "warned": [], "runtime_error": None}
+
+    def record(test: str, result: dict[str, Any]) -> None:
+        kind = _DCGM_STATUS.get(str(result.get("status", "")).strip().lower(), "failed")
+        if kind in ("passed", "skipped"):
+            summary[kind] += 1
+            return
+        entity = result.get("gpu_id", result.get("gpu_ids", result.get("entity_id")))
+        where = f" {result.get('entity_group') or 'GPU'} {entity}" if entity not in (None, "") else ""
+        detail = _words(result.get("warnings") or result.get("info") or "")
+        summary[kind].append(f"{test}{where}: {detail}".strip().rstrip(":"))
 
     def walk(node: Any) -> None:
         if isinstance(node, dict):
+            if isinstance(node.get("runtime_error"), str) and summary["runtime_error"] is None:
+                summary["runtime_error"] = node["runtime_error"]
+            if str(node.get("Overall Result", "")).lower() == "fail":  # --iterations: a run that aborted
+                summary["failed"].append(f"Overall Result: {_words(node.get('warning') or 'Fail')}")
             results = node.get("results")
             if isinstance(results, list) and "name" in node:
                 for r in results:
-                    if isinstance(r, dict) and str(r.get("status", "")).lower() == "fail":
-                        gpu = r.get("gpu_id", r.get("entity_id"))
-                        detail = _words(r.get("warnings") or r.get("info") or "")
-                        failures.append(f"{node['name']}{f' GPU {gpu}' if gpu is not None else ''}: {detail}".strip())
+                    if isinstance(r, dict):
+                        record(str(node["name"]), r)
             for value in node.values():
                 walk(value)
         elif isinstance(node, list):
@@ -233,4 +252,10 @@ def dcgm_failures(data: Any) -> list[str]:
                 walk(value)
 
     walk(data)
-    return failures
+    return summary
+
+
+def dcgm_failures(data: Any) -> list[str]:
+    """The failed tests alone, "<test> GPU <n>: <message>"."""
+    failed: list[str] = dcgm_summary(data)["failed"]
+    return failed

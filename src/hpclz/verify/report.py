@@ -73,7 +73,7 @@ def node_table(report: VerifyReport, *, everything: bool = False) -> Table:
                     node.node,
                     check.check_id,
                     check.title,
-                    f"[{STYLE[check.status]}]{check.status.value}[/]",
+                    f"[{STYLE[check.status]}]{check.status.value}[/]" + (" (suppressed)" if check.suppressed else ""),
                     measured_vs_threshold(check),
                     check.message,
                 )

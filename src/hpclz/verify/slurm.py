@@ -53,17 +53,43 @@ class NodeInfo:
         return self.state.startswith("drain") and self.reason.startswith(DRAIN_PREFIX)
 
     @property
+    def flags(self) -> str:
+        """The state's trailing flag characters (sinfo(1) NODE STATE CODES, SchedMD/slurm doc/man/man1/sinfo.1):
+        * not responding, ~ powered off, # powering up, ! pending power down, % powering down,
+        $ maintenance reservation, @ pending reboot, ^ reboot issued, - planned by the backfill scheduler."""
+        return self.state[len(self.state.rstrip(STATE_FLAGS)) :]
+
+    @property
+    def base(self) -> str:
+        return self.state.rstrip(STATE_FLAGS).lower()
+
+    @property
     def unreachable(self) -> bool:
         # A trailing * means slurmctld lost contact; down nodes cannot run a job whatever the reason.
-        return self.state.endswith("*") or self.state.startswith(("down", "fail", "future", "unk"))
+        return "*" in self.flags or self.base.startswith(("down", "fail", "future", "unk", "inval"))
 
     @property
     def busy(self) -> bool:
-        return self.state.startswith(("alloc", "mix", "comp"))
+        # A node planned by backfill ("-") is held for a higher-priority job, as good as allocated.
+        return self.base.startswith(("alloc", "mix", "comp", "planned")) or "-" in self.flags
 
     @property
     def schedulable(self) -> bool:
-        return not self.unreachable and not self.state.startswith(("drain", "maint", "reserved"))
+        """Idle and powered: a powered-off, powering, rebooting or maintenance-reserved node would hold the
+        verify job until it came up (or never run it), so it is reported as not tested instead."""
+        if self.unreachable or set(self.flags) & set("~#!%$@^"):
+            return False
+        return not self.base.startswith(NOT_SCHEDULABLE)
+
+
+# What a Slurm client prints with neither a slurm.conf nor a DNS SRV record to find slurmctld by (captured from
+# Debian's slurm-wlm 22.05.8 here: "sinfo: fatal: Could not establish a configuration source").
+NO_CONFIG = "Could not establish a configuration source"
+STATE_FLAGS = "*~#!%$@^-"
+# sinfo %T long state names of nodes that cannot take a new job now (same man page, NODE STATE CODES).
+NOT_SCHEDULABLE = (
+    "drain", "maint", "reserved", "resv", "power", "reboot", "npc", "perfctrs",
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -109,7 +135,14 @@ class SlurmClient:
         done = self._exec(tool, args, self.env, timeout)
         if done.returncode != 0:
             said = (done.stderr or done.stdout).strip().splitlines()
-            raise SlurmError(f"{tool} {' '.join(args[:3])} failed: {said[-1] if said else f'exit {done.returncode}'}")
+            last = said[-1] if said else f"exit {done.returncode}"
+            if NO_CONFIG in last:
+                raise SlurmError(
+                    f"this machine has no Slurm configuration ({last}): run hpclz verify where Slurm's commands "
+                    "reach the cluster (its scheduler or a login node), or name a slurm.conf with --slurm-conf",
+                    exit_code=ExitCode.USAGE,
+                )
+            raise SlurmError(f"{tool} {' '.join(args[:3])} failed: {last}")
         return done.stdout
 
     def _exec(

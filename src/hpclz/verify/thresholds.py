@@ -23,18 +23,25 @@ METRICS: dict[str, str] = {
     "pcie_width": "PCIe lanes of each GPU's host link",
     "ib_ports": "InfiniBand ports that must be ACTIVE",
     "ib_rate_gbps": "rate of each InfiniBand port, Gb/s",
+    "an_rate_gbps": "rate of the accelerated-networking Ethernet port (mlx5_an0), Gb/s",
     "nvme_count": "local NVMe namespaces",
     "cpu_sockets": "CPU sockets",
     "cpu_cores": "physical CPU cores",
+    "cpu_threads": "logical CPUs (hardware threads)",
     "mem_total_kb": "MemTotal, kB",
     "mem_tolerance_pct": "allowed deviation of MemTotal, percent",
     "ecc_sram_corrected_max": "corrected SRAM ECC errors per GPU, at most",
     "ecc_dram_corrected_max": "corrected DRAM ECC errors per GPU, at most",
+    "remapped_rows_unc_max": "HBM rows remapped for uncorrectable errors per GPU, at most",
     "gemm_bf16_tflops": "bf16 GEMM 8192^3 per GPU, TFLOP/s, at least",
     "hbm_copy_tbps": "device-to-device copy per GPU (bytes read + written), TB/s, at least",
     "h2d_gbps": "pinned host-to-device copy per GPU, GB/s, at least",
     "d2h_gbps": "pinned device-to-host copy per GPU, GB/s, at least",
-    "nccl_allreduce_busbw_gbps": "intra-node all-reduce bus bandwidth at 16 GiB, GB/s, at least",
+    "nccl_allreduce_busbw_gbps": "intra-node all-reduce bus bandwidth at the SKU's message size, GB/s, at least",
+    "nccl_allreduce_bytes": "intra-node all-reduce message size, bytes (aznhc's per-SKU size; 16 GiB by default)",
+    "stream_mbps": "STREAM Copy, Scale, Add and Triad, MB/s, each at least",
+    "ib_write_bw_gbps": "ib_write_bw loopback per InfiniBand HCA, host memory, Gb/s, at least",
+    "ib_write_bw_gdr_gbps": "ib_write_bw loopback per InfiniBand HCA from GPU memory (GPUDirect RDMA), Gb/s, at least",
     "internode_allreduce_busbw_gbps": "2-node (ring pair) NCCL all-reduce bus bandwidth at the largest size, GB/s, at least",
 }
 
@@ -63,6 +70,29 @@ def canonical_sku(sku: str, known: list[str]) -> str | None:
 
 def known_skus(data_file: Path = DATA_FILE) -> list[str]:
     return sorted(_data(data_file)["skus"])
+
+
+def required_metrics(sku: str, *, gpus: int, ib_ports: int, nvme: int, nvidia: bool = True) -> list[set[str]]:
+    """What a size's thresholds must hold for verify to judge every check aznhc runs on it; each set is satisfied
+    by any one of its metrics. The shape of every node (threads, memory); IB port state and a loopback ib_write_bw
+    where it has InfiniBand (from GPU memory or host memory: aznhc uses one or the other per size); its NVMe
+    disks; STREAM on the HB and HX sizes (aznhc check_cpu_stream); on NVIDIA sizes the GPU count, memory, PCIe
+    link and host<->device bandwidth, plus the all-reduce on multi-GPU sizes and NVLink on the 8-GPU ND sizes.
+    AMD GPUs are read by rocm-smi, which hpclz does not run, so they add no GPU metric."""
+    need = [{"cpu_threads"}, {"mem_total_kb"}, {"mem_tolerance_pct"}]
+    if ib_ports:
+        need += [{"ib_ports"}, {"ib_rate_gbps"}, {"ib_write_bw_gbps", "ib_write_bw_gdr_gbps"}]
+    if nvme:
+        need.append({"nvme_count"})
+    if sku.lower().removeprefix("standard_").startswith(("hb", "hx")):
+        need.append({"stream_mbps"})
+    if gpus and nvidia:
+        need += [{m} for m in ("gpu_count", "gpu_memory_mib_min", "pcie_gen", "pcie_width", "h2d_gbps", "d2h_gbps")]
+        if gpus > 1:
+            need.append({"nccl_allreduce_busbw_gbps"})
+        if gpus == 8:
+            need.append({"nvlink_links_per_gpu"})
+    return need
 
 
 def check_overrides(overrides: Mapping[str, float], where: str = "") -> None:

@@ -1,6 +1,6 @@
 """A local HTTPS server speaking the part of the ARM REST API hpclz calls.
 
-Shapes follow the recorded exchanges in shared/fixtures/arm/: PUT deployment -> 201 +
+Shapes follow the recorded exchanges in tests/fixtures/arm/: PUT deployment -> 201 +
 Azure-AsyncOperation -> operation status -> GET; what-if and resource-group delete -> 202 + Location.
 Drive it with the real azure-mgmt-* clients; inject faults through `standin.faults`.
 """

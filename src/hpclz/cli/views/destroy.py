@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from hpclz.deploy.destroy import is_immutable
+
 if TYPE_CHECKING:
     from rich.console import Console
 
@@ -20,6 +22,13 @@ def show_state(err: Console, doc: StateDocument, include_data: bool) -> None:
     err.print(f"{len(doc.resources)} resources recorded in state, {len(data)} data-bearing:", highlight=False)
     for r in data:
         err.print(f"  {'DELETE' if include_data else 'keep'} {r.type} {r.name}", highlight=False)
+    worm = [r.name for r in data if is_immutable(r)]
+    if include_data and worm:
+        err.print(
+            f"  immutable (WORM): {', '.join(worm)}: Azure refuses to delete blob versions whose retention has not "
+            "expired (a locked one cannot be shortened); they, their account and group stay until it has",
+            highlight=False,
+        )
 
 
 def show_outcome(err: Console, outcome: Any) -> None:

@@ -14,7 +14,25 @@ if TYPE_CHECKING:
 SEVERITY_STYLES = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 
 
+def shown(findings: list[Finding]) -> tuple[list[Finding], list[str]]:
+    """The findings text output prints, and the IDs of repeating reports (Rule.repeats) it leaves to --verbose."""
+    from hpclz.cli.common import is_verbose
+
+    if is_verbose():
+        return findings, []
+    from hpclz.registry import all_rules
+
+    repeating = {rule.id for rule in all_rules() if rule.repeats}
+    hidden = sorted({f.rule_id for f in findings if f.rule_id in repeating})
+    return [f for f in findings if f.rule_id not in repeating], hidden
+
+
+def hidden_note(hidden: list[str]) -> str:
+    return f"{', '.join(hidden)} not shown: it reports the same on every run; --verbose shows it" if hidden else ""
+
+
 def print_findings(out: Console, findings: list[Finding]) -> None:
+    findings, hidden = shown(findings)
     for f in findings:
         # Paths such as compute.partitions[gpu] would otherwise be eaten as rich markup.
         where = escape(f.location() or f.path)
@@ -24,3 +42,5 @@ def print_findings(out: Console, findings: list[Finding]) -> None:
         )
         if f.fix:
             out.print(f"    [dim]fix:[/] {escape(f.fix)}")
+    if hidden:
+        out.print(f"[dim]{escape(hidden_note(hidden))}[/]")

@@ -25,9 +25,10 @@ def show(console: Console, result: CommandResult[RenderResult]) -> None:
         console.print(f"{index:2d}. {d.name} [dim]({where}, {len(d.resources())} resources{after})[/]")
     for note in body.notes:
         console.print(f"[dim]note:[/] {note}")
-    gates_text = f"; gates passed: {', '.join(body.gates_run)}" if body.gates_run else ""
+    ran = [f"{g} (cached)" if g in body.gates_cached else g for g in body.gates_run]
+    gates_text = f"; gates passed: {', '.join(ran)}" if ran else ""
     if not result.ok:
-        gates_text = f"; gates run: {', '.join(body.gates_run)}"
+        gates_text = f"; gates run: {', '.join(ran)}"
     for gate, reason in sorted(body.gates_not_run.items()):
         gates_text += f"; {gate} not run ({reason})"
     mark = "[green]✓[/]" if result.ok else "[red]✗[/]"

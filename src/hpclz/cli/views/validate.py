@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from rich.markup import escape
 
-from hpclz.cli.views.findings import SEVERITY_STYLES
+from hpclz.cli.views.findings import SEVERITY_STYLES, hidden_note, shown
 from hpclz.findings import count_by_severity
 
 if TYPE_CHECKING:
@@ -19,8 +19,11 @@ if TYPE_CHECKING:
 
 def show(out: Console, result: CommandResult[ValidateResult]) -> None:
     body = result.payload
-    for finding in result.findings:
+    visible, hidden = shown(result.findings)
+    for finding in visible:
         _print_finding(out, finding)
+    if hidden:
+        out.print(f"[dim]{escape(hidden_note(hidden))}[/]")
     counts = count_by_severity(result.findings)
     summary = ", ".join(_count(counts[s], s) for s in ("error", "warning", "info"))
     if body.suppressed:

@@ -7,6 +7,7 @@ from typing import Any
 from hpclz.rules.base import Rule
 from hpclz.rules.config.compute import COMPUTE_RULES
 from hpclz.rules.config.identity import IDENTITY_RULES
+from hpclz.rules.config.integrity import INTEGRITY_RULES
 from hpclz.rules.config.network import NETWORK_RULES
 from hpclz.rules.config.operations import COST_RULES, MAINTENANCE_RULES, MONITORING_RULES
 from hpclz.rules.config.organization import ORGANIZATION_RULES
@@ -18,6 +19,7 @@ CONFIG_RULES: tuple[type[Rule[Any]], ...] = (
     *NETWORK_RULES,
     *COMPUTE_RULES,
     *STORAGE_RULES,
+    *INTEGRITY_RULES,
     *MONITORING_RULES,
     *MAINTENANCE_RULES,
     *COST_RULES,

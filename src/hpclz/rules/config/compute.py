@@ -1,4 +1,4 @@
-"""Compute rules: VM sizes against the catalog, GPUs, InfiniBand, spot, Slurm partitions, quota, NVMe."""
+"""Compute rules: VM sizes against the catalog, GPUs, InfiniBand, spot, Slurm partitions, quota, NVMe, images."""
 
 from __future__ import annotations
 
@@ -16,16 +16,22 @@ RESERVED_PARTITION_NAMES = {"default", "login", "scheduler"}
 
 def _unknown(ctx: ConfigContext, size: str) -> str:
     close = ctx.catalog.similar(size)
-    return f"{size} is not in hpclz's SKU catalog" + (f" (did you mean {' or '.join(close)}?)" if close else "")
+    hint = f"did you mean {' or '.join(close)}? " if close else ""
+    return f"{size} is not in hpclz's SKU catalog ({hint}Azure checks it live before deploy, HPCLZ-CMP-101)"
 
 
 class PartitionSizeKnown(Rule[ConfigContext]):
-    """Every other compute rule reasons from the catalog's facts; an unknown size is usually a typo."""
+    """Every other compute rule reasons from the catalog's facts; an unknown size is usually a typo. A warning, not
+    an error: Azure adds sizes faster than the catalog, and deploy checks the size against the live Resource SKUs
+    API (HPCLZ-CMP-101) before anything is created."""
 
     id = "HPCLZ-CMP-001"
-    severity = Severity.ERROR
+    severity = Severity.WARNING
     title = "Partition VM size is not in the SKU catalog"
-    fix = "Use a size from src/hpclz/catalog/skus.json (check spelling and version suffix), or suppress this rule."
+    fix = (
+        "Check the spelling and version suffix (az vm list-skus --location <region> --size <size>); "
+        "a size newer than hpclz's catalog is fine: deploy checks it live."
+    )
 
     def check(self, ctx: ConfigContext) -> Iterable[Finding]:
         for i, partition, sku in ctx.partitions():
@@ -36,10 +42,10 @@ class PartitionSizeKnown(Rule[ConfigContext]):
 
 
 class ServiceSizesKnown(Rule[ConfigContext]):
-    """The scheduler, login nodes and CycleCloud server must be real sizes too."""
+    """The scheduler, login nodes and CycleCloud server must be real sizes too; checked live at deploy like CMP-001."""
 
     id = "HPCLZ-CMP-002"
-    severity = Severity.ERROR
+    severity = Severity.WARNING
     title = "Scheduler, login or CycleCloud VM size is not in the SKU catalog"
     fix = "Use a general-purpose size such as Standard_D8as_v5 or Standard_E8as_v5."
 
@@ -213,6 +219,7 @@ class QuotaReport(Rule[ConfigContext]):
 
     id = "HPCLZ-CMP-010"
     severity = Severity.INFO
+    repeats = True
     title = "vCPUs needed per quota family"
     fix = "Make sure the subscription's quota covers these totals (az vm list-usage), and declare it in compute.quotas."
 
@@ -300,6 +307,58 @@ class VerifyPartitionsExist(Rule[ConfigContext]):
                 )
 
 
+# learn.microsoft.com/azure/virtual-machines/sizes/gpu-accelerated/ndh100v5-series: "Due to increased GPU memory
+# I/O footprint, the ND H100 v5 requires the use of Generation 2 VMs and marketplace images." Other catalog sizes
+# are left out until their series page is read for the same statement.
+GEN2_ONLY_SIZES = frozenset({"Standard_ND96isr_H100_v5"})
+
+
+class CustomImageGeneration(Rule[ConfigContext]):
+    """A size that boots only Generation 2 images fails to start from a Generation 1 image definition, and the
+    generation of a gallery image is fixed when its definition is created (hyperVGeneration). Offline this is a
+    reminder; `hpclz deploy` reads the definition and refuses a V1 one (HPCLZ-CMP-106)."""
+
+    id = "HPCLZ-CMP-015"
+    severity = Severity.INFO
+    title = "Custom image on a size that boots only Generation 2 images"
+    fix = (
+        "Check `az sig image-definition show ... --query hyperVGeneration` is V2 (or use a Gen2 marketplace "
+        "image such as microsoft-dsvm:ubuntu-hpc:2204:latest); deploy checks it (HPCLZ-CMP-106)."
+    )
+
+    def check(self, ctx: ConfigContext) -> Iterable[Finding]:
+        for path, who, size, _ in ctx.config.compute.custom_images():
+            if size in GEN2_ONLY_SIZES:
+                yield self.finding(
+                    ctx,
+                    path,
+                    f"{who}: {size} boots only Generation 2 images; the custom image must be Gen2 (checked at deploy)",
+                )
+
+
+class CustomImageRegion(Rule[ConfigContext]):
+    """A VM is created only from a gallery image version replicated to its region
+    (learn.microsoft.com/azure/virtual-machines/shared-image-galleries: image versions are replicated to the
+    target regions you list), and from a managed image only in the image's own region
+    (learn.microsoft.com/azure/virtual-machines/capture-image-resource). Neither is visible offline; CycleCloud
+    would fail the node only when it starts it, so the requirement is stated up front and `hpclz deploy` reads
+    the image to check it (HPCLZ-CMP-105)."""
+
+    id = "HPCLZ-CMP-016"
+    severity = Severity.INFO
+    title = "Custom image must be available in the landing zone's region"
+    fix = (
+        "Replicate the gallery image version to metadata.location (az sig image-version update "
+        "--add publishingProfile.targetRegions name=<region>), or copy the managed image there."
+    )
+
+    def check(self, ctx: ConfigContext) -> Iterable[Finding]:
+        region = ctx.config.metadata.location
+        for path, who, _, image in ctx.config.compute.custom_images():
+            kind = "gallery image version" if "/galleries/" in image.lower() else "managed image"
+            yield self.finding(ctx, path, f"{who}: the {kind} must be in (replicated to) {region}")
+
+
 COMPUTE_RULES: tuple[type[Rule[ConfigContext]], ...] = (
     PartitionSizeKnown,
     ServiceSizesKnown,
@@ -315,4 +374,6 @@ COMPUTE_RULES: tuple[type[Rule[ConfigContext]], ...] = (
     QuotaFamilyUsed,
     NvmeScratchNeedsNvme,
     VerifyPartitionsExist,
+    CustomImageGeneration,
+    CustomImageRegion,
 )

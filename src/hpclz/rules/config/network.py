@@ -148,8 +148,10 @@ class LustreSubnetSize(Rule[ConfigContext]):
     Source: learn.microsoft.com/azure/azure-managed-lustre/amlfs-prerequisites#network-size-requirements"""
 
     id = "HPCLZ-NET-006"
-    severity = Severity.WARNING
-    title = "Lustre subnet smaller than Azure recommends for the file system"
+    # An error, not a warning: the file system cannot be created in a subnet without the addresses it needs,
+    # and a subnet cannot be resized while Lustre sits in it, so deploying would fail or strand the design.
+    severity = Severity.ERROR
+    title = "Lustre subnet smaller than Azure requires for the file system"
     fix = "Widen network.vnet.subnets.lustre to the recommended prefix for storage.lustre.capacity_tib."
 
     def check(self, ctx: ConfigContext) -> Iterable[Finding]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
+from hpclz.catalog import load_regions
 from hpclz.config.identity import Area
 from hpclz.config.source_map import PathPart
 from hpclz.findings import Finding, Severity
@@ -113,9 +114,38 @@ class ResourceNamesValid(Rule[ConfigContext]):
                 yield self.finding(ctx, path, f"the {kind.replace('_', ' ')} name {name!r} {problem}")
 
 
+class RegionKnown(Rule[ConfigContext]):
+    """A misspelt region fails only at deployment, after a long wait (ARM: LocationNotAvailableForResourceType /
+    InvalidLocation). The shipped catalog (src/hpclz/catalog/regions.json, dated, with its sources) lists the
+    public-cloud regions from the Subscriptions - List Locations API and the region-pair page; sovereign clouds
+    are not listed, so they are not checked."""
+
+    id = "HPCLZ-ORG-005"
+    severity = Severity.ERROR
+    title = "Region is not in hpclz's region catalog"
+    fix = (
+        "Use the region's name as `az account list-locations -o table` prints it (e.g. westeurope); "
+        "for a region newer than the catalog, suppress this rule."
+    )
+
+    def check(self, ctx: ConfigContext) -> Iterable[Finding]:
+        if ctx.config.metadata.cloud != "public":
+            return
+        regions = load_regions()
+        places: list[tuple[tuple[PathPart, ...], str]] = [(("metadata", "location"), ctx.config.metadata.location)]
+        allowed = ctx.config.organization.policies.allowed_locations
+        places += [(("organization", "policies", "allowed_locations", i), name) for i, name in enumerate(allowed)]
+        for path, name in places:
+            if regions.get(name) is None:
+                close = regions.similar(name)
+                hint = f", did you mean {' or '.join(close)}?" if close else f" (catalog of {regions.retrieved})"
+                yield self.finding(ctx, path, f"unknown region '{name}'{hint}")
+
+
 ORGANIZATION_RULES: tuple[type[Rule[ConfigContext]], ...] = (
     RequiredTagsPresent,
     LocationAllowed,
     TagKeysValid,
     ResourceNamesValid,
+    RegionKnown,
 )

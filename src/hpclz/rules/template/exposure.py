@@ -72,7 +72,7 @@ def _exposed_ports(props: dict[str, Any]) -> list[str]:
 class BlobPublicAccessDisabled(Rule[TemplateContext]):
     """Storage accounts must set allowBlobPublicAccess to false, literally: checkpoints, datasets and job output
     must never be anonymously readable. No checkov ARM check looks at this property (see
-    ../shared/docs/local-services.md), nor does arm-ttk; Azure Policy "Storage account public access should be
+    docs/local-services.md), nor does arm-ttk; Azure Policy "Storage account public access should be
     disallowed" is the source."""
 
     id = "HPCLZ-TPL-025"

@@ -170,7 +170,7 @@ def _derived_location(value: str) -> bool:
 
 class ApiVersionPinned(Rule[TemplateContext]):
     """Every resource uses the apiVersion hpclz pins for its type (hpclz.arm.api_versions, the versions of the
-    schema subset in ../shared/armschemas). In the spirit of arm-ttk "apiVersions Should Be Recent": one reviewed
+    schema subset in hpclz/armschemas). In the spirit of arm-ttk "apiVersions Should Be Recent": one reviewed
     version per type, literal, so schema checks, the ARM stand-in and production agree."""
 
     id = "HPCLZ-TPL-016"

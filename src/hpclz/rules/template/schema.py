@@ -30,13 +30,13 @@ class ResourceMatchesSchema(Rule[TemplateContext]):
 
 class ResourceTypeKnown(Rule[TemplateContext]):
     """A type@apiVersion with no schema cannot be checked and, unless Azure knows it, fails at deployment.
-    hpclz pins one apiVersion per type (the schema subset in ../shared/armschemas): extend the subset and
+    hpclz pins one apiVersion per type (the schema subset in hpclz/armschemas): extend the subset and
     the pinned table together to add a type."""
 
     id = "HPCLZ-TPL-002"
     severity = Severity.ERROR
     title = "Resource type or apiVersion unknown to the ARM schemas"
-    fix = "Use a pinned type@apiVersion (docs: ../shared/armschemas/README.md) or add its schema to the subset."
+    fix = "Use a pinned type@apiVersion (docs: hpclz/armschemas/README.md) or add its schema to the subset."
 
     def check(self, ctx: TemplateContext) -> Iterable[Finding]:
         for problem in ctx.schema_problems:

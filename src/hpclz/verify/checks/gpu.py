@@ -135,10 +135,13 @@ def gpu_ecc(facts: NodeFacts, t: Thresholds) -> Verdict:
             fails.append(f"{g.label()}: {g.ecc_sram_uncorrected} uncorrectable SRAM ECC errors (expected 0)")
         elif g.ecc_aggregate_uncorrected and not g.ecc_volatile_uncorrected:
             warns.append(f"{g.label()}: {g.ecc_aggregate_uncorrected} uncorrectable DRAM errors in its lifetime")
+        if g.sram_threshold_exceeded:
+            fails.append(f"{g.label()}: SRAM ECC error threshold exceeded (sram_threshold_exceeded)")
         if sram_max is not None and (g.ecc_sram_corrected or 0) > sram_max:
             fails.append(f"{g.label()}: {g.ecc_sram_corrected} corrected SRAM errors > {num(sram_max)}")
         if dram_max is not None and (g.ecc_dram_corrected or 0) > dram_max:
             fails.append(f"{g.label()}: {g.ecc_dram_corrected} corrected DRAM errors > {num(dram_max)}")
+        _retired_pages(g, fails, warns)
 
     return _verdict(*_gpu_issues(facts, judge), ok="no uncorrectable ECC errors", unit="GPUs")
 
@@ -156,16 +159,41 @@ def row_remap(facts: NodeFacts, t: Thresholds) -> Verdict:
     if silent:
         return silent
 
+    remap_max = t.get("remapped_rows_unc_max")
+
     def judge(g: Gpu, fails: list[str], warns: list[str]) -> None:
         if g.remap_failure:
             fails.append(f"{g.label()}: row remapping FAILED (no spare rows)")
         if g.remap_pending:
             fails.append(f"{g.label()}: row remap pending (reset the GPU)")
+        if remap_max is not None and (g.remapped_uncorrectable or 0) > remap_max:
+            fails.append(
+                f"{g.label()}: {g.remapped_uncorrectable} rows remapped for uncorrectable errors > {num(remap_max)}"
+            )
+        if g.unrepairable_memory:
+            fails.append(f"{g.label()}: driver reports unrepairable memory")
+        for flag, what in ((g.channel_repair_pending, "memory channel"), (g.tpc_repair_pending, "TPC")):
+            if flag:
+                fails.append(f"{g.label()}: {what} repair pending (reset the GPU)")
 
     spent = sum(g.remapped_uncorrectable or 0 for g in facts.nvsmi.gpus)
-    # Rows already remapped for uncorrectable errors are healthy history (spares exist for them): report, never fail.
+    # Rows remapped for uncorrectable errors are history while spares last; beyond aznhc's 512 the GPU is worn out.
     ok = "no pending or failed row remap" + (f" ({spent} rows remapped for uncorrectable errors)" if spent else "")
     return _verdict(*_gpu_issues(facts, judge), ok=ok, unit="GPUs")
+
+
+# aznhc check_SDBE_ecc (customTests/azure_gpu_ecc.nhc:100-157, the V100 path): a retirement table of 62 or more
+# single+double bit pages with a retirement still pending is full (NHC2018).
+RETIRED_PAGES_FULL = 62
+
+
+def _retired_pages(g: Gpu, fails: list[str], warns: list[str]) -> None:
+    if not g.retirement_pending:
+        return
+    if (g.retired_pages or 0) >= RETIRED_PAGES_FULL:
+        fails.append(f"{g.label()}: page retirement table full ({g.retired_pages} pages) with a retirement pending")
+    else:
+        warns.append(f"{g.label()}: page retirement pending ({g.retired_pages or 0} retired): reload the driver")
 
 
 @check(
@@ -233,26 +261,34 @@ def nvlink(facts: NodeFacts, t: Thresholds) -> Verdict:
     "A downtrained link (lower generation or fewer lanes) halves host bandwidth: reboot; if it persists, report the node.",
 )
 def pcie_link(facts: NodeFacts, t: Thresholds) -> Verdict:
-    """Each GPU's host link runs at the SKU's PCIe generation and width. Idle GPUs may lower the generation to
-    save power, so a low generation on an idle GPU only warns; fewer lanes always fail."""
+    """Each GPU's host link runs at the SKU's PCIe generation and width. Idle GPUs lower the generation to save
+    power (telegraf's A10G capture, driver 515: Gen1 of Gen4 while idle), so a low generation on an idle GPU only
+    warns, and the perf tier re-reads the link while every GPU runs GEMMs: a low generation there fails. Fewer
+    lanes always fail. Without a SKU threshold nothing is judged: a card's own maximum is not the slot's (the same
+    captures show healthy T4 and A10G cards at x8 of x16)."""
     silent = _silent(facts)
     if silent:
         return silent
     want_gen, want_width = t.get("pcie_gen"), t.get("pcie_width")
+    if want_gen is None or want_width is None:
+        seen = ", ".join(sorted({f"Gen{g.pcie_gen} x{g.pcie_width}" for g in facts.nvsmi.gpus}))
+        return Verdict(NOT_MEASURED, f"not judged: no PCIe threshold for SKU {t.sku or 'unknown'} (links: {seen})")
+    loaded = {g.bus_id: g for g in facts.clocks_under_load.value or []}  # type: ignore[attr-defined]
+    expected = f"expected Gen{num(want_gen)} x{num(want_width)}"
 
     def judge(g: Gpu, fails: list[str], warns: list[str]) -> None:
-        gen_goal = want_gen or g.pcie_gen_max
-        width_goal = want_width or g.pcie_width_max
         if g.pcie_gen is None or g.pcie_width is None:
             warns.append(f"{g.label()}: PCIe link not reported")
             return
-        shown = f"{g.label()}: PCIe Gen{g.pcie_gen} x{g.pcie_width}, expected Gen{num(gen_goal or 0)} x{num(width_goal or 0)}"
-        if width_goal and g.pcie_width < width_goal:
+        shown = f"{g.label()}: PCIe Gen{g.pcie_gen} x{g.pcie_width}, {expected}"
+        busy = loaded.get(g.bus_id)
+        if g.pcie_width < want_width:
             fails.append(shown)
-        elif gen_goal and g.pcie_gen < gen_goal:
-            (warns if "gpu_idle" in g.clock_reasons else fails).append(
-                shown + (" (GPU idle: re-check under load)" if "gpu_idle" in g.clock_reasons else "")
-            )
+        elif busy is not None and busy.pcie_gen is not None and busy.pcie_gen < want_gen:
+            fails.append(f"{g.label()}: PCIe Gen{busy.pcie_gen} under GEMM load, {expected}")
+        elif g.pcie_gen < want_gen and busy is None:
+            idle = "gpu_idle" in g.clock_reasons
+            (warns if idle else fails).append(shown + (" (GPU idle: re-check under load)" if idle else ""))
 
     return _verdict(*_gpu_issues(facts, judge), ok="every GPU link at full generation and width", unit="GPUs")
 

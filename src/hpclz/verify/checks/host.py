@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hpclz.verify.checks.core import FAIL, NOT_MEASURED, PASS, WARN, Verdict, check, no_threshold, num
+from hpclz.verify.checks.core import FAIL, NOT_MEASURED, PASS, Verdict, check, no_threshold, num
 from hpclz.verify.probes.facts import CpuInfo, IbPort, NodeFacts
 from hpclz.verify.thresholds import Thresholds
 
@@ -62,18 +62,22 @@ def nvme_count(facts: NodeFacts, t: Thresholds) -> Verdict:
     "Fewer cores than the VM size has means a wrong size or a host fault: redeploy the VM.",
 )
 def cpu_shape(facts: NodeFacts, t: Thresholds) -> Verdict:
-    """Sockets and physical cores from /proc/cpuinfo (NHC check_hw_cpuinfo 2 96 96 on ND v4/v5)."""
-    sockets, cores = t.get("cpu_sockets"), t.get("cpu_cores")
-    if cores is None:
+    """Sockets, physical cores and hardware threads from /proc/cpuinfo, each where the size states it (NHC
+    check_hw_cpuinfo S C T: 2 96 96 on ND v4/v5; an Azure size page states only vCPUs, the threads)."""
+    wanted = {k: t.get(f"cpu_{k}") for k in ("sockets", "cores", "threads")}
+    if all(v is None for v in wanted.values()):
         return no_threshold(t, "cpu_cores")
     if facts.cpu.value is None:
         return Verdict(NOT_MEASURED, f"not measured: {facts.cpu.why}")
     cpu: CpuInfo = facts.cpu.value  # type: ignore[assignment]
-    shown = f"{cpu.sockets} sockets, {cpu.cores} cores"
-    if cpu.cores != cores or (sockets is not None and cpu.sockets != sockets):
-        want = f"{num(sockets or 0)} sockets, {num(cores)} cores"
-        return Verdict(FAIL, f"{shown}, expected {want}", cpu.cores, num(cores), "cores")
-    return Verdict(PASS, shown, cpu.cores, num(cores), "cores")
+    seen = {"sockets": cpu.sockets, "cores": cpu.cores, "threads": cpu.threads}
+    shown = ", ".join(f"{seen[k]} {k}" for k, v in wanted.items() if v is not None)
+    unit = "cores" if wanted["cores"] is not None else "threads"
+    goal = num(wanted[unit] or 0)
+    if any(v is not None and seen[k] != v for k, v in wanted.items()):
+        want = ", ".join(f"{num(v)} {k}" for k, v in wanted.items() if v is not None)
+        return Verdict(FAIL, f"{shown}, expected {want}", seen[unit], goal, unit)
+    return Verdict(PASS, shown, seen[unit], goal, unit)
 
 
 @check(
@@ -100,14 +104,66 @@ def memory(facts: NodeFacts, t: Thresholds) -> Verdict:
     "HPCLZ-VFY-015",
     "Swap is off",
     "Disable swap on GPU nodes (swapoff -a and remove it from /etc/fstab or the image): paging stalls every rank of a job.",
-    severity="warning",
 )
 def swap_off(facts: NodeFacts, t: Thresholds) -> Verdict:
-    """Swap configured on a node (NHC check_hw_swap 0 in every aznhc conf): one rank paging stalls the whole
-    collective, so HPC images run without swap. A warning: the node works, slowly when memory runs short."""
+    """Swap configured on a node fails, as aznhc's check_hw_swap 0kB 0kB 3% in every conf does (the 3 % is of the
+    swap found, so any swap is out of range; NHC scripts/lbnl_hw.nhc:213-240): one rank paging stalls the whole
+    collective, so HPC images run without swap."""
     if facts.swap_kb.value is None:
         return Verdict(NOT_MEASURED, f"not measured: {facts.swap_kb.why}")
     swap = int(facts.swap_kb.value)  # type: ignore[call-overload]
     if swap:
-        return Verdict(WARN, f"SwapTotal {swap} kB, expected 0", swap, 0, "kB")
+        return Verdict(FAIL, f"SwapTotal {swap} kB, expected 0", swap, 0, "kB")
     return Verdict(PASS, "no swap", 0, 0, "kB")
+
+
+# aznhc azure_ib_link_flapping.nhc: 5 or more lost-carrier events on one ib interface within 24 h (its defaults).
+FLAPS_LIMIT = 5
+
+
+@check(
+    "HPCLZ-VFY-016",
+    "InfiniBand link flapping",
+    "A link that keeps dropping needs its cable or HCA looked at: drain the node and report it to Azure with the "
+    "journal lines (aznhc NHC2005).",
+    nhc_code="NHC2005",
+)
+def ib_flapping(facts: NodeFacts, t: Thresholds) -> Verdict:
+    """Lost-carrier events per ib interface in the last 24 h, from systemd-networkd's journal lines (aznhc
+    check_ib_link_flapping: 5 or more on one interface fail). A flapping link passes ibstat between drops."""
+    if not t.get("ib_ports"):
+        return no_threshold(t, "ib_ports")
+    if facts.carrier_losses.value is None:
+        return Verdict(NOT_MEASURED, f"not measured: {facts.carrier_losses.why}")
+    counts: dict[str, int] = facts.carrier_losses.value  # type: ignore[assignment]
+    worst = max(counts.values(), default=0)
+    flapping = [f"{dev}: {n} lost-carrier events in 24 h" for dev, n in sorted(counts.items()) if n >= FLAPS_LIMIT]
+    if flapping:
+        return Verdict(FAIL, "; ".join(flapping), worst, FLAPS_LIMIT - 1, "events")
+    return Verdict(PASS, f"at most {worst} lost-carrier events per link in 24 h", worst, FLAPS_LIMIT - 1, "events")
+
+
+@check(
+    "HPCLZ-VFY-017",
+    "Accelerated networking port (mlx5_an0)",
+    "The VM's accelerated-networking NIC is down or slow: restart it (or the VM); report it if it stays so.",
+)
+def accelerated_networking(facts: NodeFacts, t: Thresholds) -> Verdict:
+    """The Ethernet port of the VM's accelerated networking (mlx5_an0) is ACTIVE at the size's rate: aznhc checks
+    `check_hw_ib 100 mlx5_an0:1` in its ND H200 v5 confs. It carries storage and the job's TCP traffic."""
+    rate = t.get("an_rate_gbps")
+    if rate is None:
+        return no_threshold(t, "an_rate_gbps")
+    if facts.ib_ports.value is None:
+        return Verdict(FAIL, f"no port reading: {facts.ib_ports.why}", None, num(rate), "Gb/s")
+    ports: list[IbPort] = [p for p in facts.ib_ports.value if p.device.startswith("mlx5_an")]  # type: ignore[attr-defined]
+    if not ports:
+        return Verdict(
+            FAIL, "no mlx5_an port: accelerated networking is off or its driver is missing", 0, num(rate), "Gb/s"
+        )
+    bad = [f"{p.device} port {p.port}: {p.state or '?'} at {num(p.rate_gbps or 0)} Gb/s" for p in ports
+           if not p.active or (p.rate_gbps or 0) < rate]  # fmt: skip
+    best = max(p.rate_gbps or 0 for p in ports)
+    if bad:
+        return Verdict(FAIL, "; ".join(bad) + f", expected ACTIVE at {num(rate)}", best, num(rate), "Gb/s")
+    return Verdict(PASS, f"{ports[0].device} ACTIVE at {num(best)} Gb/s", best, num(rate), "Gb/s")

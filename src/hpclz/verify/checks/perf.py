@@ -8,14 +8,23 @@ from __future__ import annotations
 
 from typing import Any
 
-from hpclz.verify.checks.core import FAIL, NOT_MEASURED, PASS, WARN, Verdict, check, num
+from hpclz.verify.checks.core import FAIL, NOT_MEASURED, PASS, WARN, Verdict, check, no_threshold, num
 from hpclz.verify.probes.facts import NodeFacts
 from hpclz.verify.thresholds import Thresholds
 
 
+def _unmeasured(facts: NodeFacts, t: Thresholds, metrics: tuple[str, ...], why: str) -> Verdict:
+    """Not measured is not passed: on a size with a threshold for it, and GPUs the driver lists, a benchmark that
+    could not run (no torch/CuPy, no nccl-tests) fails; elsewhere there was nothing to measure."""
+    goal = next((t.get(m) for m in metrics if t.get(m) is not None), None)
+    if goal is not None and facts.nvsmi.gpus:
+        return Verdict(FAIL, f"could not measure on a size that requires it: {why}", None, num(goal))
+    return Verdict(NOT_MEASURED, f"not measured: {why}")
+
+
 def _per_gpu(facts: NodeFacts, t: Thresholds, metrics: tuple[str, ...], unit: str) -> Verdict:
     if facts.perf.value is None:
-        return Verdict(NOT_MEASURED, f"not measured: {facts.perf.why}")
+        return _unmeasured(facts, t, metrics, facts.perf.why)
     perf: dict[str, Any] = facts.perf.value  # type: ignore[assignment]
     fails, notes, lowest, goal = [], [], None, None
     for metric in metrics:
@@ -43,7 +52,7 @@ def _per_gpu(facts: NodeFacts, t: Thresholds, metrics: tuple[str, ...], unit: st
     if fails:
         return Verdict(FAIL, "; ".join(fails + notes), measured, goal, unit)
     if lowest is None:
-        return Verdict(NOT_MEASURED, "not measured: " + "; ".join(notes))
+        return _unmeasured(facts, t, metrics, "; ".join(notes))
     if goal is None:
         return Verdict(WARN, "; ".join(notes), measured, None, unit)
     return Verdict(
@@ -96,13 +105,83 @@ def host_device(facts: NodeFacts, t: Thresholds) -> Verdict:
     nhc_code="NHC2020",
 )
 def dcgm_diag(facts: NodeFacts, t: Thresholds) -> Verdict:
-    """`dcgmi diag -r 1` (seconds: deployment, persistence, page retirement, InfoROM) when DCGM is installed."""
+    """`dcgmi diag -r 1` (seconds: deployment, persistence, page retirement, InfoROM) when DCGM is installed.
+    A run that printed only a runtime_error fails (DCGM is there but could not diagnose the GPUs); one where every
+    test was skipped is not measured; a Warn result warns."""
     if facts.dcgm.value is None:
         return Verdict(NOT_MEASURED, f"not measured: {facts.dcgm.why}")
-    failures: list[str] = list(facts.dcgm.value)  # type: ignore[call-overload]
-    if failures:
-        return Verdict(FAIL, "; ".join(failures), len(failures), 0, "tests")
-    return Verdict(PASS, "all DCGM r1 tests passed", 0, 0, "tests")
+    found: dict[str, Any] = facts.dcgm.value  # type: ignore[assignment]
+    failed, warned, passed = found.get("failed") or [], found.get("warned") or [], found.get("passed", 0)
+    if found.get("runtime_error"):
+        return Verdict(FAIL, f"dcgmi diag could not run: {found['runtime_error']}", None, 0, "tests")
+    if failed:
+        return Verdict(FAIL, "; ".join(failed + warned), len(failed), 0, "tests")
+    if not passed:
+        return Verdict(NOT_MEASURED, f"not measured: every DCGM r1 test was skipped ({found.get('skipped', 0)})")
+    if warned:
+        return Verdict(WARN, "; ".join(warned), len(warned), 0, "tests")
+    skipped = f", {found.get('skipped')} skipped" if found.get("skipped") else ""
+    return Verdict(PASS, f"{passed} DCGM r1 results passed{skipped}", 0, 0, "tests")
+
+
+@check(
+    "HPCLZ-VFY-024",
+    "CPU memory bandwidth (STREAM)",
+    "Low STREAM bandwidth on an HB or HX size points at a DIMM, NUMA or BIOS fault: redeploy the VM, and report it to "
+    "Azure if it stays low (aznhc NHC2001).",
+    tier="perf",
+    nhc_code="NHC2001",
+)
+def stream(facts: NodeFacts, t: Thresholds) -> Verdict:
+    """STREAM Copy, Scale, Add and Triad each reach the size's MB/s (aznhc check_cpu_stream: 665500 on HBv4 and
+    HX, 320000 on HBv3), and STREAM validated its arrays. On a size with a STREAM threshold a STREAM that could not
+    run fails: the size's memory bandwidth is what it is bought for."""
+    goal = t.get("stream_mbps")
+    if goal is None:
+        return no_threshold(t, "stream_mbps")
+    if facts.stream.value is None:
+        return Verdict(FAIL, f"could not measure: {facts.stream.why}", None, num(goal), "MB/s")
+    found: dict[str, Any] = facts.stream.value  # type: ignore[assignment]
+    rates: dict[str, float] = found["rates"]
+    low = [f"{k} {v:.1f} MB/s" for k, v in rates.items() if v < goal]
+    lowest = min(rates.values())
+    if not found.get("validated"):
+        return Verdict(FAIL, "STREAM did not validate its results", lowest, num(goal), "MB/s")
+    if low:
+        return Verdict(FAIL, f"{', '.join(low)} < {num(goal)} MB/s", lowest, num(goal), "MB/s")
+    return Verdict(PASS, f"slowest kernel {lowest:.1f} MB/s >= {num(goal)} MB/s", lowest, num(goal), "MB/s")
+
+
+@check(
+    "HPCLZ-VFY-025",
+    "InfiniBand loopback bandwidth per HCA (ib_write_bw)",
+    "A slow HCA loopback points at the HCA, its PCIe link or (GPUDirect) the GPU's: check HPCLZ-VFY-011 and HPCLZ-VFY-008, "
+    "reboot, then report the node (aznhc NHC2003).",
+    tier="perf",
+    nhc_code="NHC2003",
+)
+def ib_loopback(facts: NodeFacts, t: Thresholds) -> Verdict:
+    """ib_write_bw loopback on every InfiniBand HCA, 8 MiB messages: from GPU memory on GPU sizes (aznhc
+    check_ib_bw_gdr: 380 Gb/s ND H100 v5, 360 ND H200 v5, 180 ND A100 v4), from host memory on CPU sizes
+    (check_ib_bw_non_gdr: 390 HBv4/HX, 190 HBv3). An HCA that could not be measured fails."""
+    metric = "ib_write_bw_gdr_gbps" if t.get("ib_write_bw_gdr_gbps") is not None else "ib_write_bw_gbps"
+    goal = t.get(metric)
+    if goal is None:
+        return no_threshold(t, "ib_write_bw_gbps")
+    if facts.ib_bandwidth.value is None:
+        return Verdict(FAIL, f"could not measure: {facts.ib_bandwidth.why}", None, num(goal), "Gb/s")
+    found: dict[str, Any] = facts.ib_bandwidth.value  # type: ignore[assignment]
+    per_hca: dict[str, float | None] = found["gbps"]
+    fails = [f"{dev} {v:.1f} Gb/s < {num(goal)} Gb/s" for dev, v in per_hca.items() if v is not None and v < goal]
+    if found.get("why"):
+        fails.append(f"not measured: {found['why']}")
+    measured = [v for v in per_hca.values() if v is not None]
+    lowest = round(min(measured), 2) if measured else None
+    memory = "GPU memory" if found.get("gpu_memory") else "host memory"
+    if fails:
+        return Verdict(FAIL, "; ".join(fails) + f" ({memory})", lowest, num(goal), "Gb/s")
+    shown = f"{len(per_hca)} HCAs, slowest {lowest} Gb/s >= {num(goal)} Gb/s from {memory}"
+    return Verdict(PASS, shown, lowest, num(goal), "Gb/s")
 
 
 @check(
@@ -114,9 +193,10 @@ def dcgm_diag(facts: NodeFacts, t: Thresholds) -> Verdict:
 )
 def nccl_intranode(facts: NodeFacts, t: Thresholds) -> Verdict:
     """All-reduce across the node's GPUs at one large size (16 GiB, as aznhc check_nccl_allreduce), busbw =
-    2(n-1)/n x algbw, against the SKU threshold (431 GB/s on ND H200 v5, 460 on ND H100 v5)."""
+    2(n-1)/n x algbw, against the SKU threshold (431 GB/s on ND H200 v5, 460 on ND H100 v5). Wrong results fail
+    whatever the bandwidth, as aznhc fails any output line containing FAILED (azure_nccl_allreduce.nhc)."""
     if facts.nccl.value is None:
-        return Verdict(NOT_MEASURED, f"not measured: {facts.nccl.why}")
+        return _unmeasured(facts, t, ("nccl_allreduce_busbw_gbps",), facts.nccl.why)
     run: dict[str, Any] = facts.nccl.value  # type: ignore[assignment]
     points = run.get("points") or []
     if not points:
@@ -131,6 +211,8 @@ def nccl_intranode(facts: NodeFacts, t: Thresholds) -> Verdict:
     busbw = float(top["busbw_gbps"])
     threshold = t.get("nccl_allreduce_busbw_gbps")
     shown = f"busbw {busbw:.1f} GB/s at {top['size_bytes']} bytes over {run.get('ranks')} ranks ({run.get('backend')})"
+    if run.get("wrong") or "wrong results" in str(run.get("message", "")):
+        return Verdict(FAIL, f"{run.get('message', 'wrong results')} ({shown})", round(busbw, 3), threshold, "GB/s")
     if threshold is None:
         return Verdict(WARN, f"{shown}; no threshold for SKU {t.sku or 'unknown'}", round(busbw, 3), None, "GB/s")
     status = PASS if busbw >= threshold else FAIL

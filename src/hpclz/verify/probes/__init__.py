@@ -20,7 +20,10 @@ reads captured outputs instead of running anything (lookup rules: hpclz.verify.p
 | perf.json             | perf tier readings: {"gemm_bf16_tflops": [per GPU], "hbm_copy_tbps": [...], "h2d_gbps": [...], "d2h_gbps": [...]} |
 | nvbandwidth.txt       | `nvbandwidth -t host_to_device_memcpy_ce device_to_host_memcpy_ce` |
 | dcgmi-diag.json       | `dcgmi diag -r 1 --json`                                      |
-| all_reduce_perf.txt   | nccl-tests `all_reduce_perf -b 16G -e 16G -g <gpus>`          |
+| all_reduce_perf.txt   | nccl-tests `all_reduce_perf -b 16G -e 16G -g <gpus>` (the SKU's size) |
+| carrier-24h.txt       | `journalctl --since -24h -g "lost carrier"` (IB link flapping)  |
+| stream.txt            | STREAM (`stream` on PATH)                                     |
+| ib_write_bw-<hca>.txt | the client side of an `ib_write_bw` loopback on that HCA      |
 
 A zero-byte file means the tool is missing; a `sys/` folder plays /sys for sysfs readers.
 """
@@ -93,6 +96,16 @@ def read_ib(source: Source) -> Reading:
     return _reading(out, infiniband.parse_ibstat)
 
 
+def read_carrier_losses(source: Source) -> Reading:
+    """Lost-carrier events per ib interface in the last 24 h (systemd-networkd's journal lines)."""
+    argv = ["journalctl", "--since", "-24h", "--no-pager", "-o", "short", "-g", "lost carrier"]
+    out = source.command("carrier-24h.txt", argv)
+    if out.text is None:
+        return Reading(None, out.why())
+    # journalctl -g exits 1 when nothing matched: no line, no flap.
+    return Reading(infiniband.count_lost_carrier(out.text or ""))
+
+
 def read_nvme(source: Source) -> Reading:
     if source.simulated:
         return _reading(source.file("nvme-devices.txt", ""), host.count_nvme)
@@ -126,6 +139,7 @@ def collect_facts(source: Source, sku: str | None, want_nvlink: bool = True) -> 
         xids=read_xids(source),
         nvlinks=links,
         ib_ports=read_ib(source),
+        carrier_losses=read_carrier_losses(source),
         nvme_count=read_nvme(source),
         cpu=_reading(source.file("cpuinfo.txt", "/proc/cpuinfo"), host.parse_cpuinfo),
         mem_total_kb=_reading(meminfo, host.parse_meminfo_kb),

@@ -34,6 +34,14 @@ class Gpu:
     remap_pending: bool | None = None
     remap_failure: bool | None = None
     remapped_uncorrectable: int | None = None
+    # Newer memory-health flags (nvidia-smi XML, driver 570+ / 590+); None where the driver does not print them.
+    sram_threshold_exceeded: bool | None = None
+    unrepairable_memory: bool | None = None
+    channel_repair_pending: bool | None = None
+    tpc_repair_pending: bool | None = None
+    # Pre-Ampere dynamic page retirement (retired_pages block): pages retired and whether more are pending.
+    retired_pages: int | None = None
+    retirement_pending: bool | None = None
     pcie_gen: int | None = None
     pcie_gen_max: int | None = None
     pcie_width: int | None = None
@@ -110,12 +118,15 @@ class NodeFacts:
     xids: Reading = field(default_factory=Reading)  # list[XidEvent]
     nvlinks: Reading = field(default_factory=Reading)  # list[NvLink]
     ib_ports: Reading = field(default_factory=Reading)  # list[IbPort]
+    carrier_losses: Reading = field(default_factory=Reading)  # dict[ib interface, lost-carrier events in 24 h]
     nvme_count: Reading = field(default_factory=Reading)  # int
     cpu: Reading = field(default_factory=Reading)  # CpuInfo
     mem_total_kb: Reading = field(default_factory=Reading)  # int
     swap_kb: Reading = field(default_factory=Reading)  # int
     perf: Reading = field(default_factory=lambda: Reading(None, "perf tier not run"))  # dict[str, list[float]]
     clocks_under_load: Reading = field(default_factory=lambda: Reading(None, "perf tier not run"))  # list[Gpu]
-    dcgm: Reading = field(default_factory=lambda: Reading(None, "perf tier not run"))  # list[str] failures
+    dcgm: Reading = field(default_factory=lambda: Reading(None, "perf tier not run"))  # perf.dcgm_summary dict
+    stream: Reading = field(default_factory=lambda: Reading(None, "perf tier not run"))  # bench.parse_stream dict
+    ib_bandwidth: Reading = field(default_factory=lambda: Reading(None, "perf tier not run"))  # bench.read_ib_write_bw
     nccl: Reading = field(default_factory=lambda: Reading(None, "--nccl not requested"))  # dict (CollectiveResult)
     simulated: bool = False

@@ -74,3 +74,15 @@ def _read(path: Path) -> str:
 def _float(text: str | None) -> float | None:
     m = re.match(r"\s*([\d.]+)", text or "")
     return float(m.group(1)) if m else None
+
+
+# systemd-networkd logs "<ifname>: lost carrier" each time a link drops (aznhc's test data:
+# test/data/1dev_6flap_syslog); aznhc counts them per ib interface over 24 h (azure_ib_link_flapping.nhc).
+_LOST_CARRIER = re.compile(r"\b(ib\d+): [Ll]ost carrier")
+
+
+def count_lost_carrier(text: str) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for m in _LOST_CARRIER.finditer(text):
+        counts[m.group(1)] = counts.get(m.group(1), 0) + 1
+    return counts

@@ -1,6 +1,6 @@
 """Parsers for `nvidia-smi -q -x` and `nvidia-smi --query-gpu=... --format=csv`.
 
-Both are checked against the real H200 output in shared/fixtures/gpu/h200/. "N/A", "[N/A]" and
+Both are checked against the real H200 output in tests/fixtures/gpu/h200/. "N/A", "[N/A]" and
 "[Not Supported]" read as unknown (None), never as zero: a missing counter must not pass as healthy.
 """
 
@@ -10,6 +10,7 @@ import csv
 import io
 import re
 import xml.etree.ElementTree as ET
+from typing import Any
 
 from hpclz.verify.probes.facts import CLOCK_REASON_BITS, Gpu
 
@@ -70,45 +71,74 @@ def _sum(*values: int | None) -> int | None:
 def parse_xml(text: str) -> tuple[list[Gpu], str]:
     """GPUs in the order nvidia-smi lists them (its index order) and the driver version."""
     root = ET.fromstring(_strip_doctype(text))
-    gpus = []
-    for index, node in enumerate(root.findall("gpu")):
-        reasons = {
-            child.tag.removeprefix("clocks_event_reason_").removeprefix("clocks_throttle_reason_")
-            for child in _reason_nodes(node)
-            if yes_no(child.text)
-        }
-        ecc = "ecc_errors/"
-        gpus.append(
-            Gpu(
-                index=index,
-                bus_id=normalize_bus_id(_text(node, "pci/pci_bus_id") or node.get("id") or ""),
-                name=_text(node, "product_name") or "",
-                memory_total_mib=integer(_text(node, "fb_memory_usage/total")),
-                persistence_mode=yes_no(_text(node, "persistence_mode")),
-                ecc_enabled=yes_no(_text(node, "ecc_mode/current_ecc")),
-                ecc_volatile_uncorrected=_sum(*(integer(_text(node, f"{ecc}volatile/{k}")) for k in _UNCORRECTED)),
-                ecc_aggregate_uncorrected=_sum(*(integer(_text(node, f"{ecc}aggregate/{k}")) for k in _UNCORRECTED)),
-                ecc_sram_uncorrected=_sum(
-                    integer(_text(node, f"{ecc}aggregate/sram_uncorrectable_parity")),
-                    integer(_text(node, f"{ecc}aggregate/sram_uncorrectable_secded")),
-                ),
-                ecc_sram_corrected=integer(_text(node, f"{ecc}aggregate/sram_correctable")),
-                ecc_dram_corrected=integer(_text(node, f"{ecc}aggregate/dram_correctable")),
-                remap_pending=yes_no(_text(node, "remapped_rows/remapped_row_pending")),
-                remap_failure=yes_no(_text(node, "remapped_rows/remapped_row_failure")),
-                remapped_uncorrectable=integer(_text(node, "remapped_rows/remapped_row_unc")),
-                pcie_gen=integer(_text(node, "pci/pci_gpu_link_info/pcie_gen/current_link_gen")),
-                pcie_gen_max=integer(_text(node, "pci/pci_gpu_link_info/pcie_gen/max_link_gen")),
-                pcie_width=integer(_text(node, "pci/pci_gpu_link_info/link_widths/current_link_width")),
-                pcie_width_max=integer(_text(node, "pci/pci_gpu_link_info/link_widths/max_link_width")),
-                clock_reasons=reasons,
-                utilization_pct=number(_text(node, "utilization/gpu_util")),
-            )
-        )
+    gpus = [_xml_gpu(index, node) for index, node in enumerate(root.findall("gpu"))]
     return gpus, _text(root, "driver_version") or ""
 
 
-_UNCORRECTED = ("sram_uncorrectable_parity", "sram_uncorrectable_secded", "dram_uncorrectable")
+def _xml_gpu(index: int, node: ET.Element) -> Gpu:
+    reasons = {
+        child.tag.removeprefix("clocks_event_reason_").removeprefix("clocks_throttle_reason_")
+        for child in _reason_nodes(node)
+        if yes_no(child.text)
+    }
+    link = "pci/pci_gpu_link_info/"
+    return Gpu(
+        index=index,
+        bus_id=normalize_bus_id(_text(node, "pci/pci_bus_id") or node.get("id") or ""),
+        name=_text(node, "product_name") or "",
+        memory_total_mib=integer(_text(node, "fb_memory_usage/total")),
+        persistence_mode=yes_no(_text(node, "persistence_mode")),
+        ecc_enabled=yes_no(_text(node, "ecc_mode/current_ecc")),
+        pcie_gen=integer(_text(node, link + "pcie_gen/current_link_gen")),
+        pcie_gen_max=integer(_text(node, link + "pcie_gen/max_link_gen")),
+        pcie_width=integer(_text(node, link + "link_widths/current_link_width")),
+        pcie_width_max=integer(_text(node, link + "link_widths/max_link_width")),
+        clock_reasons=reasons,
+        utilization_pct=number(_text(node, "utilization/gpu_util")),
+        **_memory_health(node),
+    )
+
+
+# Three layouts of <ecc_errors> across drivers (aznhc-facts.md §7, from telegraf's real captures):
+# - up to Volta/Pascal (418.43, 525): {volatile,aggregate}/{single_bit,double_bit}/total;
+# - 515-536 (T4, A10G, A100): {volatile,aggregate}/{sram,dram}_{correctable,uncorrectable};
+# - 570+: sram_uncorrectable split into _parity and _secded, plus aggregate/sram_threshold_exceeded; 590+ adds
+#   channel_repair_pending, tpc_repair_pending and unrepairable_memory directly under <ecc_errors>.
+_SRAM_UNCORRECTED = ("sram_uncorrectable", "sram_uncorrectable_parity", "sram_uncorrectable_secded")
+
+
+def _uncorrected(node: ET.Element, scope: str) -> int | None:
+    ecc = f"ecc_errors/{scope}/"
+    return _sum(
+        *(integer(_text(node, ecc + k)) for k in (*_SRAM_UNCORRECTED, "dram_uncorrectable", "double_bit/total"))
+    )
+
+
+def _memory_health(node: ET.Element) -> dict[str, Any]:
+    ecc, pages = "ecc_errors/", "retired_pages/"
+    retired = _sum(
+        integer(_text(node, pages + "multiple_single_bit_retirement/retired_count")),
+        integer(_text(node, pages + "double_bit_retirement/retired_count")),
+    )
+    # 418.43 has only pending_retirement; later drivers print pending_blacklist too (the "Pending Page Blacklist"
+    # aznhc's V100 check reads). Either one pending means the page is retired at the next driver reload.
+    pending = [yes_no(_text(node, pages + tag)) for tag in ("pending_blacklist", "pending_retirement")]
+    return {
+        "ecc_volatile_uncorrected": _uncorrected(node, "volatile"),
+        "ecc_aggregate_uncorrected": _uncorrected(node, "aggregate"),
+        "ecc_sram_uncorrected": _sum(*(integer(_text(node, ecc + "aggregate/" + k)) for k in _SRAM_UNCORRECTED)),
+        "ecc_sram_corrected": integer(_text(node, ecc + "aggregate/sram_correctable")),
+        "ecc_dram_corrected": integer(_text(node, ecc + "aggregate/dram_correctable")),
+        "sram_threshold_exceeded": yes_no(_text(node, ecc + "aggregate/sram_threshold_exceeded")),
+        "unrepairable_memory": yes_no(_text(node, ecc + "unrepairable_memory")),
+        "channel_repair_pending": yes_no(_text(node, ecc + "channel_repair_pending")),
+        "tpc_repair_pending": yes_no(_text(node, ecc + "tpc_repair_pending")),
+        "remap_pending": yes_no(_text(node, "remapped_rows/remapped_row_pending")),
+        "remap_failure": yes_no(_text(node, "remapped_rows/remapped_row_failure")),
+        "remapped_uncorrectable": integer(_text(node, "remapped_rows/remapped_row_unc")),
+        "retired_pages": retired,
+        "retirement_pending": True if True in pending else (False if False in pending else None),
+    }
 
 
 def _reason_nodes(gpu: ET.Element) -> list[ET.Element]:

@@ -1,0 +1,53 @@
+"""Where a command may write its `--out` file: never over an input, over another file only with --force.
+
+`hpclz plan lz.yaml --out lz.yaml` silently replaced the config with a saved plan; a directory or an
+unwritable folder as `--out` escaped as an internal error. Every writer checks here first.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+from hpclz.errors import ExitCode, HpclzError
+
+
+def check_out_file(out: str | Path, *, inputs: Iterable[str | Path] = (), force: bool = False) -> Path:
+    """Refuse an `--out` that would overwrite an input, a folder, or an existing file without --force."""
+    target = Path(out)
+    for source in inputs:
+        if _same_file(target, Path(source)):
+            raise HpclzError(
+                f"{out}: --out names an input file of this command; refusing to overwrite it", exit_code=ExitCode.USAGE
+            )
+    if target.is_dir():
+        raise HpclzError(f"{out}: --out is a folder; name a file", exit_code=ExitCode.USAGE)
+    if target.exists() and not force:
+        raise HpclzError(f"{out} already exists; pass --force to overwrite it", exit_code=ExitCode.USAGE)
+    if target.exists() and not target.is_file():
+        raise HpclzError(f"{out}: --out exists and is not a regular file", exit_code=ExitCode.USAGE)
+    folder = target.parent if str(target.parent) else Path()
+    if not folder.is_dir():
+        raise HpclzError(f"{out}: folder {folder} does not exist", exit_code=ExitCode.USAGE)
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise HpclzError(f"{out}: cannot write in folder {folder} (permission denied)", exit_code=ExitCode.USAGE)
+    return target
+
+
+def write_out_file(out: Path, text: str, what: str) -> None:
+    """Write through a temporary file beside the target, so a failed write never leaves half a file."""
+    temp = out.with_name(f".{out.name}.tmp")
+    try:
+        temp.write_text(text, encoding="utf-8")
+        temp.replace(out)
+    except OSError as exc:
+        temp.unlink(missing_ok=True)
+        raise HpclzError(f"{out}: cannot write the {what}: {exc.strerror or exc}", exit_code=ExitCode.USAGE) from None
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return a.exists() and b.exists() and a.samefile(b)
+    except OSError:
+        return a.resolve() == b.resolve()

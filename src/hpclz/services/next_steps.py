@@ -1,0 +1,88 @@
+"""What to do after a deploy, in commands that work against what was just deployed.
+
+ARM creates one VM, the CycleCloud server; the Slurm scheduler and login nodes are CycleCloud nodes it starts
+(templates/cyclecloud/slurm-cluster.txt.j2: `[[node scheduler]]`, `[[nodearray login]]`), so they are reached
+from the server with `cyclecloud connect <node> -c <cluster>` (learn.microsoft.com/azure/cyclecloud/cli,
+"cyclecloud connect: Connects to a running instance in the cluster ... a node name, a hostname, or an IP").
+The server is reached through Bastion with `az network bastion ssh` / `az network bastion tunnel`
+(learn.microsoft.com/cli/azure/network/bastion, the `bastion` extension; the same commands as
+Azure/cyclecloud-slurm-workspace util/ssh_thru_bastion.sh and util/tunnel_thru_bastion.sh). Both need Bastion's
+native client support: Standard or Premium SKU with tunneling enabled (learn.microsoft.com/azure/bastion/native-client).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hpclz.config.loader import LoadedConfig
+from hpclz.state.model import StateDocument
+
+# The server's web UI listens on HTTPS 443 (cloud-init: `cyclecloud initialize --url=https://localhost`);
+# a local port above 1024 needs no root on the user's machine.
+UI_PORT = 443
+LOCAL_UI_PORT = 8443
+
+
+def _of_type(doc: StateDocument, kind: str) -> list[tuple[str, str]]:
+    """(name, resource ID) of each resource of one type in the state."""
+    return [(r.name, r.id) for r in doc.resources if r.type.lower() == kind]
+
+
+def _private_ip(doc: StateDocument, vm_name: str) -> str | None:
+    for nic in (r for r in doc.resources if r.type.lower() == "microsoft.network/networkinterfaces"):
+        if vm_name.removeprefix("vm-") not in nic.name:
+            continue
+        for config in nic.properties.get("ipConfigurations") or []:
+            address = (config.get("properties") or {}).get("privateIPAddress")
+            if isinstance(address, str) and not address.startswith("["):
+                return address
+    return None
+
+
+def _server(doc: StateDocument) -> tuple[str, str] | None:
+    vms = _of_type(doc, "microsoft.compute/virtualmachines")
+    # hpclz names the CycleCloud server vm-<zone>-cc-... (NameBuilder.cyclecloud_vm).
+    return next((vm for vm in vms if "-cc-" in vm[0]), vms[0] if vms else None)
+
+
+def _through_bastion(loaded: LoadedConfig, doc: StateDocument, server_id: str) -> list[str]:
+    bastions = _of_type(doc, "microsoft.network/bastionhosts")
+    if not bastions:
+        return []
+    name, bastion_id = bastions[0]
+    where = f"--name {name} --resource-group {bastion_id.split('/')[4]} --target-resource-id {server_id}"
+    user = loaded.config.identity.admin_username
+    steps = [
+        f"CycleCloud UI: az network bastion tunnel {where} --resource-port {UI_PORT} --port {LOCAL_UI_PORT}, "
+        f"then open https://localhost:{LOCAL_UI_PORT} (user {user})",
+        f"CycleCloud server shell: az network bastion ssh {where} --auth-type ssh-key --username {user} "
+        "--ssh-key <your private key>",
+    ]
+    if loaded.config.network.bastion.sku == "Basic":
+        steps.append("Bastion Basic has no native client support: set network.bastion.sku: Standard for these")
+    return steps
+
+
+def next_steps(loaded: LoadedConfig, doc: StateDocument) -> list[str]:
+    """How to reach the CycleCloud UI and the cluster's nodes, and where `hpclz verify` runs."""
+    from hpclz.render.cloudinit import cluster_name
+    from hpclz.render.zone import Zone
+
+    server = _server(doc)
+    if server is None:
+        return []
+    name, server_id = server
+    address = _private_ip(doc, name)
+    steps = [f"CycleCloud server: {name}" + (f" ({address})" if address else "")]
+    steps += _through_bastion(loaded, doc, server_id) or [
+        f"No Bastion: reach {address or name} over your own network (hub peering or VPN), UI at https://{address or name}"
+    ]
+    cluster = cluster_name(Zone(loaded.config))
+    config = Path(loaded.file).name
+    if loaded.config.compute.login.count:
+        steps.append(f"Login node, from the CycleCloud server: cyclecloud connect login-1 -c {cluster}")
+    steps.append(
+        f"Verify, on the scheduler (from the CycleCloud server: cyclecloud connect scheduler -c {cluster}), "
+        f"with a copy of {config}: hpclz verify {config}"
+    )
+    return steps
