@@ -56,10 +56,13 @@ def deploy(
         False, "--refresh", help="Read the recorded resources back first and put back what changed outside hpclz."
     ),
     replace: list[str] = typer.Option(
-        [], "--replace", help="Resource ID (or Type/name) to delete and create again (repeatable)."
+        [], "--replace", metavar="ADDRESS", help="Resource ID (or Type/name) to delete and create again (repeatable)."
     ),
     target: list[str] = typer.Option(
-        [], "--target", help="Apply only the deployment holding this resource, and what it depends on (repeatable)."
+        [],
+        "--target",
+        metavar="ADDRESS",
+        help="Apply only the deployment holding this resource, and what it depends on (repeatable).",
     ),
     suppress: list[str] = typer.Option([], "--suppress", metavar="ID", help="Rule ID to silence (repeatable)."),
     over_budget: bool = typer.Option(

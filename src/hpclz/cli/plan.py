@@ -29,10 +29,13 @@ def plan(
         False, "--include-data", help="With --destroy: as `hpclz destroy --include-data` (data-bearing resources too)."
     ),
     replace: list[str] = typer.Option(
-        [], "--replace", help="Resource ID (or Type/name) to delete and create again (repeatable)."
+        [], "--replace", metavar="ADDRESS", help="Resource ID (or Type/name) to delete and create again (repeatable)."
     ),
     target: list[str] = typer.Option(
-        [], "--target", help="Only the deployment holding this resource, and what it depends on (repeatable)."
+        [],
+        "--target",
+        metavar="ADDRESS",
+        help="Only the deployment holding this resource, and what it depends on (repeatable).",
     ),
     suppress: list[str] = typer.Option([], "--suppress", metavar="ID", help="Rule ID to silence (repeatable)."),
     hours: float | None = typer.Option(

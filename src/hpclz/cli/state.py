@@ -48,7 +48,7 @@ def unlock(
 def forget(
     config: Path = CONFIG_ARGUMENT,
     address: str = typer.Argument(
-        ..., help="Full resource ID, or Type/name (e.g. Microsoft.Network/privateEndpoints/pep-x)."
+        ..., metavar="ADDRESS", help="Full resource ID, or Type/name (e.g. Microsoft.Network/privateEndpoints/pep-x)."
     ),
     output: OutputFormat = OUTPUT_OPTION,
 ) -> None:
