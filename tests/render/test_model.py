@@ -15,9 +15,11 @@ from tests.render.conftest import preset_plan
 # Types whose schema has no `tags` (they cannot carry them; their parent does).
 UNTAGGABLE = {
     "microsoft.authorization/roleassignments",
+    "microsoft.authorization/policyassignments",
     "microsoft.keyvault/vaults/secrets",
     "microsoft.storage/storageaccounts/blobservices",
     "microsoft.storage/storageaccounts/blobservices/containers",
+    "microsoft.storage/storageaccounts/fileservices/shares",
     "microsoft.storage/storageaccounts/managementpolicies",
     "microsoft.network/privateendpoints/privatednszonegroups",
     "microsoft.network/virtualnetworks/virtualnetworkpeerings",

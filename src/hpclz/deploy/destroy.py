@@ -23,7 +23,13 @@ from hpclz.state.model import ResourceRecord, StateDocument, now
 
 GROUP_TYPE = "microsoft.resources/resourcegroups"
 # Types ARM gives no tags: being recorded in state is their proof of ownership.
-UNTAGGABLE = frozenset({"microsoft.authorization/roleassignments", "microsoft.authorization/locks"})
+UNTAGGABLE = frozenset(
+    {
+        "microsoft.authorization/roleassignments",
+        "microsoft.authorization/policyassignments",
+        "microsoft.authorization/locks",
+    }
+)
 
 
 class Action(StrEnum):

@@ -16,6 +16,7 @@ UNTAGGED_TYPES = frozenset(
     {
         # These types take no tags at all (their schemas have no `tags` property) ...
         "microsoft.authorization/roleassignments",
+        "microsoft.authorization/policyassignments",
         "microsoft.maintenance/configurationassignments",
         # ... and a nested deployment is a record of an operation, not a billed resource.
         "microsoft.resources/deployments",
