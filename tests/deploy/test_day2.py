@@ -201,7 +201,9 @@ ROWS = [
 
 
 @pytest.fixture
-def energy(tmp_path: Path) -> Path:
+def energy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    # The preset keeps the Slurm accounting password in Key Vault, read from the environment at deploy time.
+    monkeypatch.setenv("SLURMDB_PASSWORD", "slurmdb-Test-4b1d9e")
     folder = tmp_path / "zone"
     folder.mkdir()
     target = folder / "lz.yaml"
@@ -360,8 +362,9 @@ def test_no_op_deploy_leaves_state_untouched(arm: ArmStandIn, energy: Path, run_
 
 
 SECRETS = (
-    "    purge_protection: true\n",
-    "    purge_protection: true\n    secrets:\n      licence-key: ${env:LICENCE_KEY}\n      api-token: ${env:API_TOKEN}\n",
+    "      slurmdb-password: ${env:SLURMDB_PASSWORD}   # resolved at deploy time\n",
+    "      slurmdb-password: ${env:SLURMDB_PASSWORD}   # resolved at deploy time\n"
+    "      licence-key: ${env:LICENCE_KEY}\n      api-token: ${env:API_TOKEN}\n",
 )
 
 
