@@ -3,32 +3,12 @@ the real SDK clients: each case names the behaviour's source."""
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
-import pytest
-
 from hpclz.azure.arm import Arm, deployment_body
-from hpclz.azure.clients import AzureClients
 from hpclz.render.model import Deployment
 from tests.support.arm_standin import ArmStandIn
-
-GROUP = Deployment(
-    name="org",
-    component="organization",
-    scope="subscription",
-    location="eastus2",
-    template={
-        "resources": [
-            {
-                "type": "Microsoft.Resources/resourceGroups",
-                "apiVersion": "2022-09-01",
-                "name": "rg1",
-                "location": "eastus2",
-            }
-        ]
-    },
-)
+from tests.support.standin_deployments import finished
 
 
 def deployment(name: str, *resources: dict[str, Any]) -> Deployment:
@@ -44,12 +24,7 @@ def deployment(name: str, *resources: dict[str, Any]) -> Deployment:
 
 def run(arm: Arm, d: Deployment) -> dict[str, Any]:
     arm.submit(d, deployment_body(d, {}, {}))
-    for _ in range(500):
-        remote = arm.get_deployment(d) or {}
-        if remote.get("properties", {}).get("provisioningState") not in ("Accepted", "Running"):
-            return remote
-        time.sleep(0.02)
-    raise AssertionError("deployment never finished")
+    return finished(arm, d)
 
 
 def inner_code(remote: dict[str, Any]) -> str:
@@ -96,13 +71,6 @@ NIC = {
         ]
     },
 }
-
-
-@pytest.fixture
-def adapter(arm: ArmStandIn) -> Arm:
-    adapter = Arm(AzureClients(arm.subscription_id))
-    assert run(adapter, GROUP)["properties"]["provisioningState"] == "Succeeded"
-    return adapter
 
 
 def test_lustre_capacity_cannot_change_in_place(adapter: Arm) -> None:

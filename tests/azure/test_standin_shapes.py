@@ -3,32 +3,15 @@
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 
 from hpclz.azure.arm import Arm, deployment_body
-from hpclz.azure.clients import AzureClients
 from hpclz.render.model import Deployment
 from tests.conftest import FIXTURES, require
 from tests.support.arm_standin import ArmStandIn
+from tests.support.standin_deployments import GROUP, finished
 
-GROUP = Deployment(
-    name="org",
-    component="organization",
-    scope="subscription",
-    location="eastus2",
-    template={
-        "resources": [
-            {
-                "type": "Microsoft.Resources/resourceGroups",
-                "apiVersion": "2022-09-01",
-                "name": "rg1",
-                "location": "eastus2",
-            }
-        ]
-    },
-)
 VNET = Deployment(
     name="net",
     component="network",
@@ -54,23 +37,6 @@ VNET = Deployment(
 )
 
 
-def _wait(arm: Arm, d: Deployment) -> dict:
-    for _ in range(200):
-        remote = arm.get_deployment(d) or {}
-        if remote.get("properties", {}).get("provisioningState") not in ("Accepted", "Running"):
-            return remote
-        time.sleep(0.02)
-    raise AssertionError("deployment never finished")
-
-
-@pytest.fixture
-def adapter(arm: ArmStandIn) -> Arm:
-    adapter = Arm(AzureClients(arm.subscription_id))
-    adapter.submit(GROUP, deployment_body(GROUP, {}, {}))
-    _wait(adapter, GROUP)
-    return adapter
-
-
 def test_recorded_fixtures_are_present() -> None:
     require((FIXTURES / "arm" / "deployment_lro_sequence.json").is_file(), "recorded ARM fixtures")
 
@@ -81,7 +47,7 @@ def test_put_deployment_is_201_with_async_operation_then_outputs(arm: ArmStandIn
     first = adapter.submit(VNET, deployment_body(VNET, {}, {}))
     assert put["response"]["status"] == 201 and arm.log[-1].status == 201
     assert first["properties"]["provisioningState"] == put["response"]["body"]["properties"]["provisioningState"]
-    done = _wait(adapter, VNET)
+    done = finished(adapter, VNET)
     assert set(put["response"]["body"]["properties"]) - {"providers", "duration"} <= set(done["properties"])
     vnet_id = (
         f"/subscriptions/{arm.subscription_id}/resourceGroups/rg1/providers/Microsoft.Network/virtualNetworks/vnet1"
@@ -95,7 +61,7 @@ def test_what_if_goes_create_then_nochange_then_modify(arm: ArmStandIn, adapter:
     assert adapter.what_if(VNET)["properties"]["changes"][0]["changeType"] == "Create"
     assert any(r.status == 202 and r.path.endswith("/whatIf") for r in arm.log)
     adapter.submit(VNET, deployment_body(VNET, {}, {}))
-    _wait(adapter, VNET)
+    finished(adapter, VNET)
     assert adapter.what_if(VNET)["properties"]["changes"][0]["changeType"] == "NoChange"
     changed = VNET.model_copy(update={"parameters": {"cidr": "10.9.0.0/16"}})
     [change] = adapter.what_if(changed)["properties"]["changes"]
@@ -143,7 +109,7 @@ def test_sdk_poller_follows_azure_async_operation_to_the_result(arm: ArmStandIn,
 
 def test_what_if_marks_resources_outside_the_template_ignore(arm: ArmStandIn, adapter: Arm) -> None:
     adapter.submit(VNET, deployment_body(VNET, {}, {}))
-    _wait(adapter, VNET)
+    finished(adapter, VNET)
     other = VNET.model_copy(update={"name": "net2", "parameters": {"cidr": "10.1.0.0/16", "n": "vnet2"}})
     kinds = sorted(c["changeType"] for c in adapter.what_if(other)["properties"]["changes"])
     assert kinds == ["Create", "Ignore"]
