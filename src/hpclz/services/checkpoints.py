@@ -7,9 +7,10 @@ exits 1 when a blob was modified, went missing or appeared, or when the manifest
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import Field
 
@@ -33,6 +34,7 @@ from hpclz.services.checkpoint_manifest import (
 )
 
 Signature = Literal["valid", "invalid", "unsigned", "not-checked"]
+Done = TypeVar("Done")
 
 
 class SealedContainer(ResultBody):
@@ -73,15 +75,28 @@ class VerifyResult(ResultBody):
 def write_manifest(
     config_path: Path, *, prefix: str = "", container: str | None = None, credential: Any = None
 ) -> CommandResult[ManifestResult]:
-    config = load_config(config_path).config
-    account_url = checkpoint_account_url(config)
-    sealed = []
-    for spec in checkpoint_containers(config, container):
-        store = CheckpointStore.connect(account_url=account_url, container=spec.name, credential=credential)
-        sealed.append(_seal(store, spec, prefix))
+    account_url, sealed = _per_container(
+        config_path, container, credential, lambda store, spec: _seal(store, spec, prefix)
+    )
     return CommandResult(
         command="checkpoints manifest", payload=ManifestResult(account_url=account_url, containers=sealed)
     )
+
+
+def _per_container(
+    config_path: Path,
+    only: str | None,
+    credential: Any,
+    action: Callable[[CheckpointStore, BlobContainer], Done],
+) -> tuple[str, list[Done]]:
+    """The account URL, and `action` done on each checkpoint container in turn (connected one at a time)."""
+    config = load_config(config_path).config
+    account_url = checkpoint_account_url(config)
+    done = []
+    for spec in checkpoint_containers(config, only):
+        store = CheckpointStore.connect(account_url=account_url, container=spec.name, credential=credential)
+        done.append(action(store, spec))
+    return account_url, done
 
 
 def _seal(store: CheckpointStore, spec: BlobContainer, prefix: str) -> SealedContainer:
@@ -118,12 +133,9 @@ def _seal(store: CheckpointStore, spec: BlobContainer, prefix: str) -> SealedCon
 def verify_checkpoints(
     config_path: Path, *, prefix: str = "", container: str | None = None, credential: Any = None
 ) -> CommandResult[VerifyResult]:
-    config = load_config(config_path).config
-    account_url = checkpoint_account_url(config)
-    checks = []
-    for spec in checkpoint_containers(config, container):
-        store = CheckpointStore.connect(account_url=account_url, container=spec.name, credential=credential)
-        checks.append(_check(store, spec, prefix))
+    account_url, checks = _per_container(
+        config_path, container, credential, lambda store, spec: _check(store, spec, prefix)
+    )
     result = VerifyResult(account_url=account_url, containers=checks)
     failed = not all(c.ok for c in checks)
     return CommandResult(
