@@ -279,6 +279,8 @@ CASES: dict[str, list[Case]] = {
         Case("ai-training", _set("identity.managed_identities.compute", False)),
         Case("manufacturing", _set("identity.managed_identities", {"scheduler": True, "compute": False})),
     ],
+    "HPCLZ-SEC-001": [Case("finance", _set("defender", DELETE)), Case("ai-training", _set("defender.plans", []))],
+    "HPCLZ-SEC-002": [Case("finance", _set("defender.plans", ["StorageAccounts", "KeyVaults"]))],
     "HPCLZ-MON-001": [Case("ai-training", _set("monitoring", {"mode": "disabled"}))],
     "HPCLZ-MON-002": [Case("energy", _set("monitoring.retention_days", 30))],
     "HPCLZ-MON-003": [Case("finance", _set("monitoring.action_group.emails", []))],

@@ -68,6 +68,9 @@ PINNED_BY_VERSION: dict[str, tuple[str, ...]] = {
     "2023-01-01": ("Microsoft.Insights/actionGroups",),
     "2024-03-11": ("Microsoft.Insights/dataCollectionRules", "Microsoft.Insights/dataCollectionRuleAssociations"),
     "2018-03-01": ("Microsoft.Insights/metricAlerts",),
+    # Defender for Cloud plans (learn.microsoft.com/azure/templates/microsoft.security/2024-01-01/pricings):
+    # the version that carries subPlan, enforce and extensions.
+    "2024-01-01": ("Microsoft.Security/pricings",),
     "2023-04-01": (
         "Microsoft.Maintenance/maintenanceConfigurations",
         "Microsoft.Maintenance/configurationAssignments",

@@ -64,6 +64,8 @@ COMPONENTS: tuple[Component, ...] = (
         enabled=monitoring.alerts_enabled,
         context=monitoring.alerts,
     ),
+    # Last, so adding it leaves every other deployment's order alone; it depends on nothing in the zone.
+    Component("defender", None, (), enabled=components.defender_enabled, context=components.defender),
 )
 
 
