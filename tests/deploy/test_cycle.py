@@ -64,7 +64,10 @@ def test_destroy_keeps_data_then_include_data_removes_everything(arm: ArmStandIn
 
     gone = run_cli("destroy", str(zone), "--yes", "--include-data")
     assert gone.exit_code == 0, gone.stderr
-    assert arm.world.resources == {} and arm.world.groups == {}
+    # Only the subscription's Defender plans stay on: resetting them to Free would change the whole subscription.
+    assert {r["type"] for r in arm.world.resources.values()} == {"Microsoft.Security/pricings"}
+    assert arm.world.groups == {}
+    assert "left on Microsoft.Security/pricings VirtualMachines" in gone.stderr
     assert state_of(zone)["resources"] == []
 
 

@@ -36,7 +36,9 @@ def test_organization_deploys_first_at_subscription_scope(plan: DeploymentPlan) 
     first = plan.deployments[0]
     assert first.component == "organization" and first.scope is Scope.SUBSCRIPTION
     assert {r["type"] for r in first.resources()} == {"Microsoft.Resources/resourceGroups"}
-    assert all(d.scope is Scope.RESOURCE_GROUP and d.resource_group for d in plan.deployments[1:])
+    # Defender's pricings are the one other subscription-scope deployment: they live on no resource group.
+    rest = [d for d in plan.deployments[1:] if d.component != "defender"]
+    assert all(d.scope is Scope.RESOURCE_GROUP and d.resource_group for d in rest)
 
 
 def test_dependencies_point_backwards_and_form_waves(plan: DeploymentPlan) -> None:

@@ -17,6 +17,7 @@ UNTAGGED_TYPES = frozenset(
         # These types take no tags at all (their schemas have no `tags` property) ...
         "microsoft.authorization/roleassignments",
         "microsoft.maintenance/configurationassignments",
+        "microsoft.security/pricings",  # schemas/2024-01-01/Microsoft.Security.json: no tags
         # ... and a nested deployment is a record of an operation, not a billed resource.
         "microsoft.resources/deployments",
     }
