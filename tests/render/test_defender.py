@@ -23,7 +23,7 @@ def _defender(preset: str) -> list[Any]:
 def test_finance_turns_on_the_four_plans_at_subscription_scope() -> None:
     (deployment,) = _defender("finance")
     assert deployment.scope is Scope.SUBSCRIPTION and deployment.resource_group is None
-    assert deployment.depends_on == []
+    assert deployment.depends_on == ["hpclz-riskgrid-prod-organization"]
     body = {r["name"]: r["properties"] for r in deployment.template["resources"] if r["type"] == PRICINGS}
     assert set(body) == {"VirtualMachines", "StorageAccounts", "KeyVaults", "Arm"}
     assert all(p["pricingTier"] == "Standard" and p["enforce"] == "False" for p in body.values())

@@ -14,6 +14,8 @@ from tests.render.conftest import preset_plan
 
 # Types whose schema has no `tags` (they cannot carry them; their parent does).
 UNTAGGABLE = {
+    "microsoft.security/pricings",  # its schema has no tags (2024-01-01/Microsoft.Security.json)
+    "microsoft.insights/diagnosticsettings",  # nor has this one (2021-05-01-preview/Microsoft.Insights.json)
     "microsoft.authorization/roleassignments",
     "microsoft.keyvault/vaults/secrets",
     "microsoft.storage/storageaccounts/blobservices",

@@ -64,7 +64,10 @@ PINNED_BY_VERSION: dict[str, tuple[str, ...]] = {
     # version newer than 2017, so the current one upstream is 2021-05-01-preview.
     "2025-03-01": ("Microsoft.Authorization/policyAssignments",),
     "2021-05-01-preview": ("Microsoft.Insights/diagnosticSettings",),
-    "2023-09-01": ("Microsoft.OperationalInsights/workspaces",),
+    "2023-09-01": (
+        "Microsoft.OperationalInsights/workspaces",
+        "Microsoft.OperationalInsights/workspaces/savedSearches",
+    ),
     "2023-01-01": ("Microsoft.Insights/actionGroups",),
     "2024-03-11": ("Microsoft.Insights/dataCollectionRules", "Microsoft.Insights/dataCollectionRuleAssociations"),
     "2018-03-01": ("Microsoft.Insights/metricAlerts",),

@@ -137,7 +137,8 @@ def not_rendered(config: LandingZoneConfig) -> list[str]:
     monitoring = config.monitoring
     if not isinstance(monitoring, Disabled) and monitoring.diagnostic_settings:
         notes.append(
-            "monitoring.diagnostic_settings renders a data collection rule only: Microsoft.Insights/diagnosticSettings "
-            "and dataCollectionRuleAssociations are not emitted yet"
+            "monitoring.diagnostic_settings renders the VMs' data collection rule without an association: "
+            "dataCollectionRuleAssociations are not emitted yet (the audit deployment sends activity, Key Vault "
+            "and blob logs)"
         )
     return notes
