@@ -24,7 +24,14 @@ from hpclz.state.model import ResourceRecord, StateDocument, now
 
 GROUP_TYPE = "microsoft.resources/resourcegroups"
 # Types ARM gives no tags: being recorded in state is their proof of ownership.
-UNTAGGABLE = frozenset({"microsoft.authorization/roleassignments", "microsoft.authorization/locks"})
+UNTAGGABLE = frozenset(
+    {
+        "microsoft.authorization/roleassignments",
+        "microsoft.authorization/locks",
+        # The audit deployment's settings; the activity log's outlives every group, so destroy must delete it.
+        "microsoft.insights/diagnosticsettings",
+    }
+)
 
 
 class Action(StrEnum):
