@@ -25,11 +25,23 @@ def _delta(before: Any, after: Any, path: str = "") -> list[dict[str, Any]]:
     return []
 
 
+def _expanded(planned: list[PlannedResource]) -> list[PlannedResource]:
+    """A nested deployment shows as the resources its template declares, as ARM's what-if reports it
+    (learn.microsoft.com/azure/azure-resource-manager/templates/deploy-what-if: nested templates are evaluated)."""
+    out: list[PlannedResource] = []
+    for resource in planned:
+        if resource.type.lower() == "microsoft.resources/deployments":
+            out.extend(_expanded(resource.nested))
+        else:
+            out.append(resource)
+    return out
+
+
 def what_if_changes(world: World, planned: list[PlannedResource], group: str | None = None) -> list[dict[str, Any]]:
     """Create / Modify / NoChange per declared resource; in a group, what the template omits is Ignore
     (incremental mode leaves it alone)."""
     changes = []
-    for resource in planned:
+    for resource in _expanded(planned):
         after = {"id": resource.id, "type": resource.type, "name": resource.name, "apiVersion": resource.api_version}
         after.update({k: resource.body[k] for k in COMPARED if k in resource.body})
         existing = world.lookup(resource.id)
@@ -55,7 +67,7 @@ def what_if_changes(world: World, planned: list[PlannedResource], group: str | N
         if delta:
             change["delta"] = delta
         changes.append(change)
-    declared = {r.id.lower() for r in planned}
+    declared = {r.id.lower() for r in _expanded(planned)}
     if group is not None:
         for existing in world.resources_in(group):
             if existing["id"].lower() not in declared and str(existing["type"]).count("/") == 1:
