@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from hpclz.config import load_config
+from hpclz.plan import policies
+from hpclz.plan.changeset import Policy
 from hpclz.render.build import build_plan
 from hpclz.render.model import Deployment, Scope
 from tests.arm.test_schema_gate import schema_findings
@@ -72,3 +74,8 @@ def test_a_category_of_the_wrong_type_fails_the_pinned_schema() -> None:
     assert schema_findings(template, scope="subscription")
     template["resources"] = [activity]
     assert schema_findings(template, scope="subscription") == []
+
+
+def test_moving_the_logs_to_another_workspace_is_in_place() -> None:
+    verdict = policies.property_verdict(DIAG, "properties.workspaceId", "/a", "/b", False)
+    assert verdict.policy is Policy.IN_PLACE and "old workspace" in verdict.reason

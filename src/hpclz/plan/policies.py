@@ -292,6 +292,17 @@ RESOURCE_RULES: dict[str, list[PropertyRule]] = {
             ),
         ),
     ],
+    "microsoft.insights/diagnosticsettings": [
+        PropertyRule(
+            "properties.workspaceId",
+            _v(
+                Policy.IN_PLACE,
+                "the setting updates in place; logs already sent stay in the old workspace",
+                "",
+                f"{DOCS}/azure-monitor/essentials/diagnostic-settings",
+            ),
+        ),
+    ],
     "microsoft.security/pricings": [
         PropertyRule(
             "properties*",
