@@ -19,6 +19,7 @@ import os
 import subprocess
 import sys
 import time
+import urllib.parse
 import urllib.request
 
 # HPCLZ_IMDS_URL points the script at a local stand-in in tests; on Azure it is always the link-local address.
@@ -26,6 +27,10 @@ IMDS = os.environ.get("HPCLZ_IMDS_URL", "http://169.254.169.254")
 USER_DATA_URL = IMDS + "/metadata/instance/compute/userData?api-version=2021-01-01&format=text"
 SUBSCRIPTION_URL = IMDS + "/metadata/instance/compute/subscriptionId?api-version=2021-02-01&format=text"
 PLACEHOLDER = "@SUBSCRIPTION_ID@"
+# Key Vault's data plane; HPCLZ_VAULT_URL ("http://host:port/{vault}") points it at a local stand-in in tests.
+VAULT_URL = os.environ.get("HPCLZ_VAULT_URL", "https://{vault}.vault.azure.net")
+# Get Secret, latest version: https://learn.microsoft.com/en-us/rest/api/keyvault/secrets/get-secret/get-secret
+VAULT_API = "7.4"
 
 
 def log(line, log_file):
@@ -76,6 +81,32 @@ def cyclecloud(args, log_file, cwd=None):
     return done.returncode
 
 
+def vault_secret(spec, subscription):
+    """One secret's value, read with the managed identity the spec names (token audience https://vault.azure.net,
+    https://learn.microsoft.com/en-us/entra/identity/managed-identities-azure-resources/how-to-use-vm-token)."""
+    query = urllib.parse.urlencode(
+        {
+            "api-version": "2018-02-01",
+            "resource": "https://vault.azure.net",
+            "mi_res_id": "/subscriptions/" + subscription + "/" + spec["identity"],
+        }
+    )
+    token = json.loads(imds(IMDS + "/metadata/identity/oauth2/token?" + query))["access_token"]
+    url = VAULT_URL.format(vault=spec["vault"]) + "/secrets/" + spec["name"] + "?api-version=" + VAULT_API
+    request = urllib.request.Request(url, headers={"Authorization": "Bearer " + token})
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return json.loads(response.read().decode())["value"]
+
+
+def cluster_parameters(document, subscription):
+    """The cluster parameters, with each secret parameter read from Key Vault; never logged."""
+    parameters = json.loads(document["parameters"].replace(PLACEHOLDER, subscription))
+    secrets = json.loads(document.get("secret_parameters") or "{}")
+    for name, spec in sorted(secrets.items()):
+        parameters[name] = vault_secret(spec, subscription)
+    return json.dumps(parameters, indent=2, sort_keys=True) + "\n"
+
+
 def apply_account(document, subscription, state, project, log_file):
     account = document["account"].replace(PLACEHOLDER, subscription)
     digest = hashlib.sha256(account.encode()).hexdigest()
@@ -106,7 +137,8 @@ def sync(state, project, log_file):
     template = os.path.join(state, "slurm-cluster.txt")
     parameters = os.path.join(state, "slurm-params.json")
     write(template, document["template"])
-    write(parameters, document["parameters"].replace(PLACEHOLDER, subscription))
+    # Owner-only: the parameters may hold a secret read from Key Vault.
+    write(parameters, cluster_parameters(document, subscription), 0o600)
     cluster = document["cluster"]
     if cyclecloud(["import_cluster", cluster, "-f", template, "-p", parameters, "--force"], log_file) != 0:
         raise RuntimeError("import_cluster " + cluster + " failed")

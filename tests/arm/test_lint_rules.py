@@ -92,6 +92,13 @@ CASES: dict[str, tuple[str, list[str], list[str]]] = {
         ["sthpcbad01: allowBlobPublicAccess is True", "sthpcbad02: allowBlobPublicAccess is None"],
         [],
     ),
+    # Secure transfer may be off only on a private NFS FileStorage account
+    # (learn.microsoft.com/azure/storage/common/storage-require-secure-transfer): sthpcnfsprivate passes.
+    "HPCLZ-TPL-040": (
+        "tpl-040-http-storage.json",
+        ["sthpchttp01: supportsHttpsTrafficOnly is False", "sthpcnfspublic: supportsHttpsTrafficOnly is False"],
+        [],
+    ),
 }
 RULES = {rule.id: rule for rule in TEMPLATE_RULES}
 # Parameter names the deployment passes, for the rule that compares them with the template's declarations.

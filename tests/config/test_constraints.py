@@ -31,9 +31,8 @@ def _edit(old: str, new: str, text: str = BASE) -> str:
 
 
 def _with_vault_secret(value: str) -> str:
-    return _edit(
-        "    purge_protection: true\n", f"    purge_protection: true\n    secrets:\n      licence-key: '{value}'\n"
-    )
+    # The energy preset's vault already stores the accounting password: the secret joins that block.
+    return _edit("    secrets:\n", f"    secrets:\n      licence-key: '{value}'\n")
 
 
 CASES = [

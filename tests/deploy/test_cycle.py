@@ -34,6 +34,10 @@ def test_deploy_writes_state_and_shows_next_steps(arm: ArmStandIn, zone: Path, r
     assert ids == set(arm.world.resources) | {g["id"].lower() for g in arm.world.groups.values()}
     data = {r["type"] for r in state["resources"] if r["data_bearing"]}
     assert "Microsoft.StorageCache/amlFilesystems" in data
+    # organization.policies: Allowed locations and one Require-a-tag assignment per required tag, in each group.
+    policies = [r for r in arm.world.resources.values() if r["type"] == "Microsoft.Authorization/policyAssignments"]
+    assert len(policies) == 5 * 3
+    assert {r["id"].split("/")[4] for r in policies} == {g["name"] for g in arm.world.groups.values()}
     assert all(r["api_version"] for r in state["resources"])
 
 
@@ -55,6 +59,15 @@ def test_destroy_keeps_data_then_include_data_removes_everything(arm: ArmStandIn
     left_types = {r["type"] for r in arm.world.resources.values()}
     assert "Microsoft.StorageCache/amlFilesystems" in left_types
     assert "Microsoft.Storage/storageAccounts" in left_types
+    # storage.shared: home directories and /sched are data, kept with their NFS shares.
+    kinds = {r.get("kind") for r in arm.world.resources.values() if r["type"] == "Microsoft.Storage/storageAccounts"}
+    assert "FileStorage" in kinds
+    shares = [
+        k
+        for k, r in arm.world.resources.items()
+        if r["type"] == "Microsoft.Storage/storageAccounts/fileServices/shares"
+    ]
+    assert sorted(k.rsplit("/", 1)[1] for k in shares) == ["home", "sched"]
     assert "Microsoft.ManagedIdentity/userAssignedIdentities" not in left_types
     assert "Microsoft.Network/bastionHosts" not in left_types
     assert "rg-aitrain-storage-prod-eus2" in arm.world.groups

@@ -101,7 +101,7 @@ def test_destroy_right_after_kill_9_keeps_unrecorded_data_and_removes_the_rest(
 
     kept = run_cli("destroy", str(zone), "--yes")
     assert kept.exit_code == 0, kept.stdout + kept.stderr
-    assert "rg-aitrain-storage-prod-eus2 (holds unrecorded data" in kept.stderr
+    assert "rg-aitrain-storage-prod-eus2 (holds unrecorded data" in kept.stderr, kept.stderr
     assert any(r["type"] == "Microsoft.StorageCache/amlFilesystems" for r in arm.world.resources.values())
 
     gone = run_cli("destroy", str(zone), "--yes", "--include-data")

@@ -91,6 +91,10 @@ def replication_zrs_to_lrs(d: dict[str, Any]) -> None:
     d["storage"]["blob"]["replication"] = "LRS"
 
 
+def grow_shared_home(d: dict[str, Any]) -> None:
+    d["storage"]["shared"]["home_gib"] = 2048
+
+
 def edit_tags(d: dict[str, Any]) -> None:
     d["metadata"]["tags"]["workload"] = "seismic-fwi"
 
@@ -198,6 +202,12 @@ TABLE: dict[str, Row] = {
         {"stenergyprodscus": (Action.MODIFY, Policy.NOT_ALLOWED)},
         action_needed="conversion",
         worst=Policy.NOT_ALLOWED,
+    ),
+    # A premium share's provisioned size can grow in place (shareQuota), the share and its data stay.
+    "grow the shared home share": Row(
+        grow_shared_home,
+        [("storage.shared.home_gib", Action.MODIFY, Policy.IN_PLACE)],
+        {"stenergynfsprodscus/default/home": (Action.MODIFY, Policy.IN_PLACE)},
     ),
     "edit tags": Row(
         edit_tags,

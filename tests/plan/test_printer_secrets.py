@@ -62,7 +62,7 @@ def test_noise_is_counted_and_shown_on_request() -> None:
 
 def _with_secret(value: str) -> Any:
     def add(data: dict[str, Any]) -> None:
-        data["identity"]["key_vault"]["secrets"] = {"licence-key": value}
+        data["identity"]["key_vault"].setdefault("secrets", {})["licence-key"] = value
 
     return edited(preset("energy"), add)
 

@@ -145,7 +145,7 @@ def test_shared_file_systems_are_mounted_from_arm_lookups() -> None:
     energy = _scripts(_artifacts("energy")["cyclecloud/slurm-cluster.txt"])[1]
     assert "mount -t lustre" in energy and "properties.clientInfo.mgsAddress" in energy
     cae = _scripts(_artifacts("manufacturing")["cyclecloud/slurm-cluster.txt"])[1]
-    assert cae.count("mount -t nfs") == 3 and "vers=3" in cae and "vers=4.1" in cae
+    assert cae.count("mount -t nfs") == 2 and "vers=3" in cae and "vers=4.1" in cae
 
 
 def test_an_existing_lustre_with_its_address_is_mounted_without_a_node_identity() -> None:
@@ -197,3 +197,56 @@ def test_scheduler_gets_the_shortest_partition_idle_time() -> None:
     scheduler = cluster.split("[[nodearray")[0]
     assert "cyclecloud.cluster.autoscale.idle_time_after_jobs = 300" in scheduler
     assert "idle_time_after_jobs" not in _artifacts("ai-training")["cyclecloud/slurm-cluster.txt"]
+
+
+def test_shared_home_and_sched_are_cyclecloud_nfs_mounts_on_every_node() -> None:
+    """Mounts in [[node defaults]] reach the scheduler, login and every partition; the stock cyclecloud-slurm
+    template declares /shared and /sched the same way (Azure/cyclecloud-slurm templates/slurm.txt)."""
+    template = _artifacts("energy")["cyclecloud/slurm-cluster.txt"]
+    defaults = template.split("[[node scheduler]]")[0]
+    account = "stenergynfsprodscus"
+    for name, mount, share in (("nfs_shared", "/shared", "home"), ("nfs_sched", "/sched", "sched")):
+        block = defaults.split(f"[[[configuration cyclecloud.mounts.{name}]]]")[1].split("\n\n")[0]
+        assert f'mountpoint = "{mount}"' in block
+        assert f'export_path = "/{account}/{share}"' in block
+        assert f'address = "{account}.file.core.windows.net"' in block
+        # The options the Azure Files NFS mount docs give (storage-files-how-to-mount-nfs-shares).
+        assert 'options = "vers=4,minorversion=1,sec=sys,nconnect=4"' in block
+    assert "cyclecloud.exports.sched.disabled = true" in defaults
+
+
+def test_accounting_wires_slurmdbd_through_cluster_settings_and_never_renders_the_password() -> None:
+    """cyclecloud-slurm's slurm.accounting.{enabled,url,user,password} (Azure/cyclecloud-slurm templates/slurm.txt)."""
+
+    def edit(data: dict[str, Any]) -> None:
+        data["compute"]["accounting"] = {
+            "mode": "existing",
+            "url": "slurmdb-prod.mysql.database.azure.com",
+            "user": "slurmdbd",
+            "password_secret_name": "slurmdb-password",
+        }
+        data["identity"]["key_vault"]["secrets"]["slurmdb-password"] = "never-rendered-value"
+
+    plan = variant("finance", edit)
+    (compute,) = [d for d in plan.deployments if d.component == "compute"]
+    template = compute.artifacts["cyclecloud/slurm-cluster.txt"]
+    assert "slurm.accounting.enabled = true" in template
+    assert 'slurm.accounting.url = "slurmdb-prod.mysql.database.azure.com"' in template
+    assert 'slurm.accounting.user = "slurmdbd"' in template
+    assert "slurm.accounting.password = $AccountingPassword" in template
+    everything = json.dumps([d.template for d in plan.deployments]) + json.dumps(
+        [d.artifacts for d in plan.deployments]
+    )
+    assert "never-rendered-value" not in everything
+    (identity,) = [d for d in plan.deployments if d.component == "identity"]
+    roles = [
+        r["properties"]["description"]
+        for r in identity.template["resources"]
+        if r["type"] == "Microsoft.Authorization/roleAssignments"
+    ]
+    assert any("Key Vault Secrets User" in text and "scheduler" in text for text in roles), roles
+
+
+def test_accounting_is_off_unless_configured() -> None:
+    template = _artifacts("manufacturing")["cyclecloud/slurm-cluster.txt"]
+    assert "slurm.accounting.enabled = false" in template and "AccountingPassword" not in template

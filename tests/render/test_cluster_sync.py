@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 import pytest
 
 from hpclz.render.cloudinit import user_data
-from tests.render.conftest import preset_plan
+from tests.render.conftest import preset_plan, variant
 from tests.support.local_http import serve
 
 SYNC = Path(__file__).resolve().parents[2] / "templates" / "cloud-init" / "cluster_sync.py"
@@ -24,6 +24,7 @@ SUBSCRIPTION = "00000000-0000-0000-0000-0000000000aa"
 
 class FakeImds(BaseHTTPRequestHandler):
     user_data: ClassVar[str] = ""
+    token_queries: ClassVar[list[str]] = []
 
     def do_GET(self) -> None:
         assert self.headers["Metadata"] == "true"
@@ -31,6 +32,9 @@ class FakeImds(BaseHTTPRequestHandler):
             body = self.user_data
         elif "/compute/subscriptionId" in self.path:
             body = SUBSCRIPTION
+        elif self.path.startswith("/metadata/identity/oauth2/token?"):
+            FakeImds.token_queries.append(self.path)
+            body = json.dumps({"access_token": "vault-token", "token_type": "Bearer"})
         else:
             self.send_response(404)
             self.end_headers()
@@ -41,6 +45,52 @@ class FakeImds(BaseHTTPRequestHandler):
 
     def log_message(self, *args: Any) -> None:
         pass
+
+
+class FakeVault(BaseHTTPRequestHandler):
+    """Key Vault's Get Secret: the answer's shape and the SecretNotFound error as the REST reference documents them
+    (https://learn.microsoft.com/en-us/rest/api/keyvault/secrets/get-secret/get-secret)."""
+
+    secrets: ClassVar[dict[str, str]] = {}
+
+    def do_GET(self) -> None:
+        assert self.headers["Authorization"] == "Bearer vault-token"
+        vault, _, name = self.path.split("?")[0].strip("/").split("/")
+        value = self.secrets.get(f"{vault}/{name}")
+        if value is None:
+            status, body = (
+                404,
+                {
+                    "error": {
+                        "code": "SecretNotFound",
+                        "message": f"A secret with (name/id) {name} was not found in this key vault.",
+                    }
+                },
+            )
+        else:
+            status, body = (
+                200,
+                {
+                    "value": value,
+                    "id": f"https://{vault}.vault.azure.net/secrets/{name}/4387e9f3d6e14c459867679a90fd0f79",
+                    "attributes": {"enabled": True},
+                },
+            )
+        self.send_response(status)
+        self.end_headers()
+        self.wfile.write(json.dumps(body).encode())
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture(autouse=True)
+def vault(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """Every run may read a secret: the finance preset keeps its accounting password in Key Vault."""
+    FakeVault.secrets = {f"{spec['vault']}/{spec['name']}": "preset-password" for spec in _secret_specs()}
+    with serve(FakeVault) as url:
+        monkeypatch.setenv("HPCLZ_VAULT_URL", url + "/{vault}")
+        yield url
 
 
 @pytest.fixture
@@ -73,6 +123,10 @@ def _document(stem: str = "finance") -> str:
     return compute.artifacts["cloud-init/cyclecloud-userdata.json"]
 
 
+def _secret_specs(stem: str = "finance") -> list[dict[str, str]]:
+    return list(json.loads(json.loads(_document(stem)).get("secret_parameters") or "{}").values())
+
+
 def _run(box: dict[str, Path], imds: str, document: str) -> tuple[int, list[str]]:
     FakeImds.user_data = user_data(document)
     env = {**os.environ, "HPCLZ_IMDS_URL": imds, "PATH": f"{box['bin']}:{os.environ['PATH']}"}
@@ -98,6 +152,7 @@ def test_first_run_applies_the_account_uploads_the_project_and_imports(box: dict
     assert (state / "slurm-cluster.txt").read_text(encoding="utf-8") == document["template"]
     parameters = json.loads((state / "slurm-params.json").read_text(encoding="utf-8"))
     assert parameters["NodeIdentities"].startswith(f"/subscriptions/{SUBSCRIPTION}/resourceGroups/")
+    assert parameters["AccountingPassword"] == "preset-password"  # read from the vault stand-in
     account = json.loads((state / "azure-account.json").read_text(encoding="utf-8"))
     assert account["AzureRMSubscriptionId"] == SUBSCRIPTION
     assert (state / "azure-account.json").stat().st_mode & 0o077 == 0
@@ -153,3 +208,43 @@ def test_user_data_that_is_not_an_hpclz_cluster_is_refused(box: dict[str, Path],
     assert done.returncode == 1
     assert "not an hpclz cluster definition" in box["log"].read_text(encoding="utf-8")
     assert not box["calls"].exists()
+
+
+def _accounting_document() -> str:
+    def edit(data: dict[str, Any]) -> None:
+        data["compute"]["accounting"] = {
+            "mode": "existing",
+            "url": "slurmdb-prod.mysql.database.azure.com",
+            "user": "slurmdbd",
+            "password_secret_name": "slurmdb-password",
+        }
+        data["identity"]["key_vault"]["secrets"]["slurmdb-password"] = "${env:SLURMDB_PASSWORD}"
+
+    (compute,) = [d for d in variant("finance", edit).deployments if d.component == "compute"]
+    return compute.artifacts["cloud-init/cyclecloud-userdata.json"]
+
+
+def test_the_accounting_password_is_read_from_key_vault_at_import(box: dict[str, Path], imds: str, vault: str) -> None:
+    document = json.loads(_accounting_document())
+    spec = json.loads(document["secret_parameters"])["AccountingPassword"]
+    FakeVault.secrets = {f"{spec['vault']}/slurmdb-password": "s3cret-from-vault"}
+    FakeImds.token_queries = []
+    rc, calls = _run(box, imds, json.dumps(document))
+    assert rc == 0 and calls[-1].endswith("start_cluster riskgrid-prod")
+    params = box["state"] / "slurm-params.json"
+    assert json.loads(params.read_text(encoding="utf-8"))["AccountingPassword"] == "s3cret-from-vault"
+    assert params.stat().st_mode & 0o077 == 0
+    assert "s3cret-from-vault" not in box["log"].read_text(encoding="utf-8")
+    (query,) = FakeImds.token_queries
+    assert "resource=https%3A%2F%2Fvault.azure.net" in query
+    assert f"mi_res_id=%2Fsubscriptions%2F{SUBSCRIPTION}%2FresourceGroups%2F" in query
+
+
+def test_a_missing_accounting_secret_stops_the_import_and_is_retried(
+    box: dict[str, Path], imds: str, vault: str
+) -> None:
+    FakeVault.secrets = {}
+    rc, calls = _run(box, imds, _accounting_document())
+    assert rc == 1
+    assert not any("import_cluster" in c for c in calls)
+    assert "HTTP Error 404" in box["log"].read_text(encoding="utf-8")

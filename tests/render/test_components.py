@@ -58,7 +58,7 @@ def test_secrets_whose_parameter_names_collide_are_a_config_error() -> None:
 
 def test_storage_account_is_private_keyless_versioned_with_soft_delete_and_lifecycle() -> None:
     plan = preset_plan("ai-training")
-    (account,) = resources_of(plan, "Microsoft.Storage/storageAccounts")
+    (account,) = [a for a in resources_of(plan, "Microsoft.Storage/storageAccounts") if a["kind"] == "StorageV2"]
     props = account["properties"]
     assert props["minimumTlsVersion"] == "TLS1_2" and props["supportsHttpsTrafficOnly"] is True
     assert props["allowBlobPublicAccess"] is False and props["allowSharedKeyAccess"] is False
@@ -95,10 +95,10 @@ def test_lustre_hsm_without_a_new_blob_account_is_a_config_error() -> None:
 def test_netapp_volumes_land_in_the_delegated_subnet() -> None:
     plan = preset_plan("manufacturing")
     volumes = resources_of(plan, "Microsoft.NetApp/netAppAccounts/capacityPools/volumes")
-    assert sorted(v["properties"]["creationToken"] for v in volumes) == ["apps", "home", "results"]
+    assert sorted(v["properties"]["creationToken"] for v in volumes) == ["apps", "results"]
     assert all("snet-cae-netapp" in v["properties"]["subnetId"] for v in volumes)
-    home = next(v for v in volumes if v["properties"]["creationToken"] == "home")
-    assert home["properties"]["usageThreshold"] == 2048 * 1024**3
+    results = next(v for v in volumes if v["properties"]["creationToken"] == "results")
+    assert results["properties"]["usageThreshold"] == 4096 * 1024**3
     (vnet,) = resources_of(plan, "Microsoft.Network/virtualNetworks")
     netapp = next(s for s in vnet["properties"]["subnets"] if "netapp" in s["name"])
     assert netapp["properties"]["delegations"][0]["properties"]["serviceName"] == "Microsoft.NetApp/volumes"
@@ -244,3 +244,95 @@ def test_alert_criteria_is_an_arm_json_expression() -> None:
     assert text.startswith("[json('") and text.endswith("')]")
     criteria = json.loads(text[len("[json('") : -len("')]")].replace("''", "'"))
     assert criteria["allOf"][0]["metricName"] == "Percentage CPU"
+
+
+def test_shared_home_is_a_private_nfs_premium_account_with_home_and_sched_shares() -> None:
+    """NFS shares need a premium FileStorage account with secure transfer off and network-only access
+    (learn.microsoft.com/azure/storage/files/files-nfs-protocol); hpclz reaches it through a private endpoint."""
+    plan = preset_plan("energy")
+    (account,) = [a for a in resources_of(plan, "Microsoft.Storage/storageAccounts") if a["kind"] == "FileStorage"]
+    assert account["sku"]["name"] == "Premium_ZRS" and account["tags"]["hpclz-data"] == "true"
+    props = account["properties"]
+    assert props["supportsHttpsTrafficOnly"] is False and props["publicNetworkAccess"] == "Disabled"
+    assert props["networkAcls"]["defaultAction"] == "Deny" and props["allowSharedKeyAccess"] is False
+    shares = {
+        s["name"]: s["properties"] for s in resources_of(plan, "Microsoft.Storage/storageAccounts/fileServices/shares")
+    }
+    assert shares == {
+        f"{account['name']}/default/home": {
+            "enabledProtocols": "NFS",
+            "rootSquash": "NoRootSquash",
+            "shareQuota": 1024,
+        },
+        f"{account['name']}/default/sched": {
+            "enabledProtocols": "NFS",
+            "rootSquash": "NoRootSquash",
+            "shareQuota": 100,
+        },
+    }
+    endpoints = resources_of(plan, "Microsoft.Network/privateEndpoints")
+    (file_pe,) = [
+        e
+        for e in endpoints
+        if e["properties"]["privateLinkServiceConnections"][0]["properties"]["groupIds"] == ["file"]
+    ]
+    assert file_pe["properties"]["privateLinkServiceConnections"][0]["properties"]["privateLinkServiceId"].endswith(
+        f"'{account['name']}')]"
+    )
+    zones = [z["name"] for z in resources_of(plan, "Microsoft.Network/privateDnsZones")]
+    assert "privatelink.file.core.windows.net" in zones
+
+
+def test_shared_home_is_not_rendered_without_a_private_endpoints_subnet() -> None:
+    def edit(data: dict[str, Any]) -> None:
+        del data["network"]["vnet"]["subnets"]["private_endpoints"]
+
+    plan = variant("ai-training", edit)
+    assert [a for a in resources_of(plan, "Microsoft.Storage/storageAccounts") if a["kind"] == "FileStorage"] == []
+
+
+POLICY = "Microsoft.Authorization/policyAssignments"
+BUILTIN = "/providers/Microsoft.Authorization/policyDefinitions/"
+
+
+def test_policies_are_assigned_at_every_landing_zone_group() -> None:
+    """Built-in IDs as Azure/azure-policy defines them: General/AllowedLocations_Deny.json (e56962a6-...) and
+    Tags/RequireTag_Deny.json (871b6d14-...), whose parameters are listOfAllowedLocations and tagName."""
+    plan = preset_plan("energy")
+    groups = {}
+    for d in plan.deployments:
+        found = [r for r in d.template["resources"] if r["type"] == POLICY]
+        if found:
+            groups[d.resource_group] = {r["name"]: r["properties"] for r in found}
+    assert set(groups) == {d.resource_group for d in plan.deployments if d.resource_group}
+    assert len(groups) == 5  # network, management, storage, monitoring, compute
+    for assigned in groups.values():
+        assert (
+            assigned["hpclz-allowed-locations"]["policyDefinitionId"]
+            == BUILTIN + "e56962a6-4747-49cd-b67b-bf8b01975c4c"
+        )
+        assert assigned["hpclz-allowed-locations"]["parameters"] == {
+            "listOfAllowedLocations": {"value": ["southcentralus"]}
+        }
+        for tag in ("owner", "costCenter"):
+            props = assigned[f"hpclz-require-tag-{tag}"]
+            assert props["policyDefinitionId"] == BUILTIN + "871b6d14-10aa-478d-b590-94f262ecfa99"
+            assert props["parameters"] == {"tagName": {"value": tag}}
+        assert not any("storage-no-public" in name for name in assigned)
+
+
+def test_regulated_baseline_denies_public_storage_and_no_policies_means_no_assignments() -> None:
+    """Storage/StoragePublicNetworkAccess_AuditDeny.json (b2982f36-...) and
+    Storage/ASC_Storage_DisallowPublicBlobAccess_Audit.json (4fa4b6c0-...) take an `effect` parameter."""
+    finance = [r for d in preset_plan("finance").deployments for r in d.template["resources"] if r["type"] == POLICY]
+    regulated = {
+        r["properties"]["policyDefinitionId"].rsplit("/", 1)[1]: r["properties"]["parameters"]
+        for r in finance
+        if "storage-no-public" in r["name"]
+    }
+    assert regulated == {
+        "b2982f36-99f2-4db5-8eff-283140c09693": {"effect": {"value": "Deny"}},
+        "4fa4b6c0-31ca-4c0d-b10d-24b96f62a751": {"effect": {"value": "Deny"}},
+    }
+    manufacturing = preset_plan("manufacturing")
+    assert [r for d in manufacturing.deployments for r in d.template["resources"] if r["type"] == POLICY] == []

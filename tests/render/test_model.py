@@ -18,9 +18,11 @@ UNTAGGABLE = {
     "microsoft.insights/diagnosticsettings",  # nor has this one (2021-05-01-preview/Microsoft.Insights.json)
     "microsoft.operationalinsights/workspaces/savedsearches",  # nor this (2023-09-01/Microsoft.OperationalInsights.json)
     "microsoft.authorization/roleassignments",
+    "microsoft.authorization/policyassignments",
     "microsoft.keyvault/vaults/secrets",
     "microsoft.storage/storageaccounts/blobservices",
     "microsoft.storage/storageaccounts/blobservices/containers",
+    "microsoft.storage/storageaccounts/fileservices/shares",
     "microsoft.storage/storageaccounts/managementpolicies",
     "microsoft.network/privateendpoints/privatednszonegroups",
     "microsoft.network/virtualnetworks/virtualnetworkpeerings",

@@ -77,6 +77,12 @@ GALLERY_IMAGE = (
 MANAGED_IMAGE = f"/subscriptions/{ZERO}/resourceGroups/MyResourceGroup/providers/Microsoft.Compute/images/MyCustomImage"
 SUBNETS = "network.vnet.subnets"
 P = "compute.partitions"
+ACCOUNTING = {
+    "mode": "existing",
+    "url": "slurmdb-prod.mysql.database.azure.com",
+    "user": "slurmdbd",
+    "password_secret_name": "slurmdb-password",
+}
 
 CASES: dict[str, list[Case]] = {
     "HPCLZ-ORG-001": [Case("ai-training", _set("organization.required_tags", ["owner", "costCenter", "project"]))],
@@ -215,7 +221,7 @@ CASES: dict[str, list[Case]] = {
         Case("manufacturing", _set("storage.netapp.pool_size_tib", 4)),
         Case("manufacturing", _set("storage.netapp.pool_size_tib", 4096)),
     ],
-    "HPCLZ-STO-004": [Case("manufacturing", _set("storage.netapp.volumes.2.quota_gib", 204800))],
+    "HPCLZ-STO-004": [Case("manufacturing", _set("storage.netapp.volumes.1.quota_gib", 204800))],
     "HPCLZ-STO-005": [
         Case(
             "ai-training",
@@ -268,7 +274,7 @@ CASES: dict[str, list[Case]] = {
     ],
     "HPCLZ-STO-010": [Case("ai-training", _set("storage.blob.replication", "LRS"))],
     "HPCLZ-STO-011": [
-        Case("manufacturing", _set("storage.netapp.volumes.1.mount_point", "/shared/home/")),
+        Case("manufacturing", _set("storage.netapp.volumes.1.mount_point", "/anf/apps/")),
         Case("ai-training", _set(f"{P}.0.nvme_scratch.mount_point", "/lustre")),
     ],
     "HPCLZ-IDN-007": [
@@ -278,6 +284,32 @@ CASES: dict[str, list[Case]] = {
     "HPCLZ-STO-012": [
         Case("ai-training", _set("identity.managed_identities.compute", False)),
         Case("manufacturing", _set("identity.managed_identities", {"scheduler": True, "compute": False})),
+    ],
+    # 99 GiB: one under the premium minimum (learn.microsoft.com/azure/storage/files/understanding-billing).
+    "HPCLZ-STO-040": [
+        Case("energy", _set("storage.shared.sched_gib", 99)),
+        Case("finance", _set("storage.shared.home_gib", 50)),
+    ],
+    "HPCLZ-STO-041": [Case("ai-training", _set("network.vnet.subnets.private_endpoints", DELETE))],
+    "HPCLZ-STO-042": [
+        Case("manufacturing", _set("storage.netapp.volumes.0.mount_point", "/shared/apps")),
+        Case("energy", _set("storage.shared.mount_point", "/sched")),
+        Case("ai-training", _set("storage.shared.mount_point", "/scratch/home")),
+    ],
+    # A MySQL flexible server's host name form: <server>.mysql.database.azure.com (learn.microsoft.com/azure/mysql).
+    "HPCLZ-CMP-040": [
+        Case("finance", _set("compute.accounting", {**ACCOUNTING, "password_secret_name": "missing"})),
+        Case("energy", _set("identity.key_vault.secrets", {})),
+    ],
+    "HPCLZ-CMP-041": [
+        Case(
+            "ai-training",
+            _all(
+                _set("compute.accounting", ACCOUNTING),
+                _set("identity.key_vault.secrets", {"slurmdb-password": "${env:SLURMDB_PASSWORD}"}),
+                _set("identity.managed_identities.scheduler", False),
+            ),
+        )
     ],
     "HPCLZ-SEC-001": [Case("finance", _set("defender", DELETE)), Case("ai-training", _set("defender.plans", []))],
     "HPCLZ-SEC-002": [Case("finance", _set("defender.plans", ["StorageAccounts", "KeyVaults"]))],

@@ -114,3 +114,16 @@ def test_outputs_named_like_credentials_must_hold_references(outputs: dict[str, 
             SecretGuard().check(document, "here")
     else:
         SecretGuard().check(document, "here")
+
+
+def test_a_masked_config_secret_under_a_credential_name_is_no_secret(config: LandingZoneConfig) -> None:
+    """The applied config keeps identity.key_vault.secrets masked as pydantic dumps a SecretStr; a secret named
+    like a credential (the energy preset's slurmdb-password) must not stop state from being written, while a
+    literal under the same name still does."""
+    vault = NewKeyVault(secrets={"slurmdb-password": SecretStr("${env:SLURMDB_PASSWORD}")})
+    dumped = vault.model_dump(mode="json")
+    assert dumped["secrets"] == {"slurmdb-password": "**********"}
+    guard = SecretGuard.for_config(config)
+    guard.check({"applied_config": {"identity": {"key_vault": dumped}}}, "here")
+    with pytest.raises(SecretInStateError, match="credential-like name 'slurmdb-password'"):
+        guard.check({"applied_config": {"secrets": {"slurmdb-password": "hunter2-literal"}}}, "here")

@@ -107,11 +107,39 @@ class Partition(StrictModel):
         return self
 
 
+class ExistingAccounting(StrictModel):
+    """Slurm accounting (slurmdbd) on a MySQL server hpclz does not manage, as CCWS offers it: CCWS's UI
+    "only supports job accounting in existing MySQL instances" (Azure/cyclecloud-slurm-workspace
+    uidefinitions/createUiDefinition.json). cyclecloud-slurm reads slurm.accounting.{enabled,url,user,password}
+    (Azure/cyclecloud-slurm templates/slurm.txt). The password never appears in a rendered file: the CycleCloud
+    server reads it from the landing zone's Key Vault with the scheduler identity when it imports the cluster."""
+
+    mode: Literal["existing"] = "existing"
+    url: str = Field(
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9.-]*$",
+        description="The MySQL server's host name or private IP (slurm.accounting.url).",
+        json_schema_extra=policy("restart_nodes"),
+    )
+    user: str = Field(pattern=r"^[A-Za-z0-9_.@-]{1,80}$", json_schema_extra=policy("restart_nodes"))
+    password_secret_name: str = Field(
+        pattern=r"^[0-9a-zA-Z-]{1,127}$",
+        description="Name of the identity.key_vault.secrets entry that holds the database password.",
+        json_schema_extra=policy("restart_nodes"),
+    )
+
+
+class NoAccounting(StrictModel):
+    mode: Literal["disabled"] = "disabled"
+
+
 class Compute(StrictModel):
     cyclecloud: CycleCloud = Field(default_factory=CycleCloud)
     scheduler: NodeRole = Field(default_factory=lambda: NodeRole(vm_size="Standard_D8as_v5"))
     login: LoginNodes = Field(default_factory=lambda: LoginNodes(vm_size="Standard_D8as_v5"))
     partitions: list[Partition] = Field(min_length=1)  # duplicate names: HPCLZ-CMP-008, located on the copy
+    accounting: ExistingAccounting | NoAccounting = Field(
+        default_factory=NoAccounting, discriminator="mode", description="Slurm accounting (sacct, fair-share)."
+    )
     quotas: dict[str, Integer] = Field(
         default_factory=dict,
         description="Declared vCPU quota per quota family (e.g. standardNDSH100v5Family: 1024), for offline checks.",

@@ -36,6 +36,10 @@ class PolicyAssignments(StrictModel):
 
     allowed_locations: list[AzureRegion] = Field(default_factory=list)
     require_tags: bool = Field(default=False, description="Deny resources without the required tags.")
+    regulated_baseline: bool = Field(
+        default=False,
+        description="Deny storage accounts with public network access or anonymous blob access (built-in policies).",
+    )
 
 
 class Organization(StrictModel):

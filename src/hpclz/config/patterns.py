@@ -34,6 +34,9 @@ PLAIN: dict[str, str] = {
     "like snet-compute",
     r"^[a-z][a-z0-9_-]{0,14}$": "up to 15 lowercase letters, digits, _ or - starting with a letter, like gpu",
     r"^[0-9a-zA-Z-]{1,127}$": "a Key Vault secret name: 1 to 127 letters, digits or hyphens, like cc-admin-password",
+    r"^[A-Za-z0-9][A-Za-z0-9.-]*$": "a host name or IP address, like slurmdb.mysql.database.azure.com or 10.1.2.4",
+    r"^[A-Za-z0-9_.@-]{1,80}$": "a database user name: up to 80 letters, digits, _ . @ or -, like slurmdbd",
+    r"^[A-Za-z0-9_=,.-]+$": "NFS mount options separated by commas, like rw,hard,vers=3,nconnect=8",
 }
 
 

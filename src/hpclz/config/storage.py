@@ -1,4 +1,4 @@
-"""Storage: Managed Lustre, NetApp Files, Blob for checkpoints and datasets, scratch."""
+"""Storage: Managed Lustre, NetApp Files, Blob for checkpoints and datasets, scratch, shared home."""
 
 from __future__ import annotations
 
@@ -147,9 +147,43 @@ class ExistingBlob(StrictModel):
     containers: BlobContainers = Field(min_length=1)
 
 
+class AzureFilesShared(StrictModel):
+    """Shared home and scheduler state on Azure Files NFS 4.1 shares of a premium (FileStorage) account.
+
+    NFS shares exist only on premium FileStorage accounts, in LRS or ZRS
+    (https://learn.microsoft.com/en-us/azure/storage/files/files-nfs-protocol#support-for-azure-storage-features).
+    """
+
+    mode: Literal["azure_files"] = "azure_files"
+    replication: Literal["LRS", "ZRS"] = Field(default="ZRS", json_schema_extra=policy("replace_data"))
+    home_gib: int = Field(default=1024, ge=1, le=102400, json_schema_extra=policy("in_place"))
+    sched_gib: int = Field(default=100, ge=1, le=102400, json_schema_extra=policy("in_place"))
+    mount_point: MountPoint = Field(
+        default="/shared",
+        description="Where home directories live (CycleCloud keeps users' homes in <mount_point>/home).",
+        json_schema_extra=policy("restart_nodes"),
+    )
+
+
+class ExistingShared(StrictModel):
+    """An NFS server hpclz does not manage (an existing Azure NetApp Files volume, an NFS appliance)."""
+
+    mode: Literal["existing"] = "existing"
+    address: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9.-]*$", json_schema_extra=policy("restart_nodes"))
+    home_export: MountPoint = Field(json_schema_extra=policy("restart_nodes"))
+    sched_export: MountPoint = Field(json_schema_extra=policy("restart_nodes"))
+    # CCWS's NFS mount options (Azure/cyclecloud-slurm-workspace bicep/ccw.bicep).
+    options: str = Field(
+        default="rw,hard,rsize=262144,wsize=262144,vers=3,tcp,_netdev,nconnect=8",
+        pattern=r"^[A-Za-z0-9_=,.-]+$",
+    )
+    mount_point: MountPoint = Field(default="/shared", json_schema_extra=policy("restart_nodes"))
+
+
 Lustre = Annotated[NewLustre | ExistingLustre | Disabled, Field(discriminator="mode")]
 NetApp = Annotated[NewNetApp | ExistingNetApp | Disabled, Field(discriminator="mode")]
 Blob = Annotated[NewBlob | ExistingBlob | Disabled, Field(discriminator="mode")]
+Shared = Annotated[AzureFilesShared | ExistingShared | Disabled, Field(discriminator="mode")]
 
 
 class Scratch(StrictModel):
@@ -164,3 +198,7 @@ class Storage(StrictModel):
     netapp: NetApp = Field(default_factory=Disabled)
     blob: Blob = Field(default_factory=Disabled)
     scratch: Scratch = Field(default_factory=Scratch)
+    shared: Shared = Field(
+        default_factory=Disabled,
+        description="Shared home and /sched for scheduler, login and compute nodes (off: both stay on the scheduler).",
+    )

@@ -27,6 +27,7 @@ GROUP_TYPE = "microsoft.resources/resourcegroups"
 UNTAGGABLE = frozenset(
     {
         "microsoft.authorization/roleassignments",
+        "microsoft.authorization/policyassignments",
         "microsoft.authorization/locks",
         # The audit deployment's settings; the activity log's outlives every group, so destroy must delete it.
         "microsoft.insights/diagnosticsettings",

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hpclz.config.root import LandingZoneConfig
-from hpclz.render import audit, components, monitoring, storage
+from hpclz.render import audit, components, monitoring, policy, storage
 from hpclz.render.arm import RG_TEMPLATE_SCHEMA, SUBSCRIPTION_TEMPLATE_SCHEMA
 from hpclz.render.engine import render_json
 from hpclz.render.model import Deployment, DeploymentPlan, Scope, canonical_json
@@ -114,6 +114,7 @@ def _deployment(zone: Zone, component: Component, present: set[str]) -> Deployme
         schema=SUBSCRIPTION_TEMPLATE_SCHEMA if scope is Scope.SUBSCRIPTION else RG_TEMPLATE_SCHEMA,
         metadata={"hpclz": {"zone": zone.config.metadata.name, "component": component.name}},
         secure_parameters=sorted(secure.items()),
+        policies=policy.assignments(zone, component.name),
         **zone.template_globals(),
         **context,
     )

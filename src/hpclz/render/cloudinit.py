@@ -20,8 +20,8 @@ from typing import Any
 
 from hpclz import __version__
 from hpclz.catalog import load_catalog
-from hpclz.config.compute import Partition
-from hpclz.config.storage import ExistingLustre
+from hpclz.config.compute import ExistingAccounting, Partition
+from hpclz.config.storage import ExistingLustre, ExistingShared
 from hpclz.errors import ExitCode, HpclzError
 from hpclz.render.arm import API_VERSIONS, resource_path
 from hpclz.render.engine import Safe, render_text
@@ -95,6 +95,56 @@ def _mounts(zone: Zone) -> list[dict[str, Any]]:
     return mounts
 
 
+# The mount the Azure Files NFS docs give, nconnect included:
+# https://learn.microsoft.com/en-us/azure/storage/files/storage-files-how-to-mount-nfs-shares
+AZURE_FILES_NFS_OPTIONS = "vers=4,minorversion=1,sec=sys,nconnect=4"
+
+
+def shared_mounts(zone: Zone) -> dict[str, str] | None:
+    """Where every node (scheduler, login, compute) mounts shared home and /sched, as CycleCloud mount
+    settings: an NFS address and export paths, none of which needs the deployment to have run."""
+    shared = zone.config.storage.shared
+    if isinstance(shared, ExistingShared):
+        return {
+            "address": shared.address,
+            "home_export": shared.home_export,
+            "sched_export": shared.sched_export,
+            "options": shared.options,
+            "mount_point": shared.mount_point,
+        }
+    files = zone.shared_files
+    if files is None:
+        return None
+    account = zone.shared_account_name
+    return {
+        # The private endpoint's record in privatelink.file.core.windows.net answers for this name inside the VNet.
+        "address": f"{account}.file.core.windows.net",
+        "home_export": f"/{account}/home",
+        "sched_export": f"/{account}/sched",
+        "options": AZURE_FILES_NFS_OPTIONS,
+        "mount_point": files.mount_point,
+    }
+
+
+def accounting_secrets(zone: Zone) -> dict[str, dict[str, str]]:
+    """Cluster parameters hpclz-cluster-sync reads from Key Vault at import time, so that no rendered file,
+    template or state holds them: parameter name -> vault, secret name and the identity that may read it."""
+    accounting = zone.config.compute.accounting
+    if not isinstance(accounting, ExistingAccounting) or zone.key_vault_new is None:
+        return {}
+    identity = _relative_id(
+        zone, "Microsoft.ManagedIdentity/userAssignedIdentities", zone.identity_name("scheduler"), area="management"
+    )
+    return {
+        "AccountingPassword": {
+            "vault": zone.key_vault_name,
+            "name": accounting.password_secret_name,
+            "identity": identity,
+            "path": "compute.accounting.password_secret_name",
+        }
+    }
+
+
 def _scratch(zone: Zone, partition: Partition) -> dict[str, str] | None:
     scratch = zone.config.storage.scratch
     nvme = partition.active_nvme_scratch
@@ -165,6 +215,8 @@ def cluster_files(zone: Zone) -> dict[str, str]:
             (p.idle_shutdown_minutes * 60 for p in partitions if p.idle_shutdown_minutes), default=None
         ),
         login_an=accelerated(zone, config.compute.login.vm_size),
+        shared=shared_mounts(zone),
+        accounting=zone.config.compute.accounting if accounting_secrets(zone) else None,
     )
     identity = "/subscriptions/@SUBSCRIPTION_ID@/" + _compute_identity(zone)
     parameters = {
@@ -188,11 +240,15 @@ def cluster_files(zone: Zone) -> dict[str, str]:
         "RMStorageAccount": zone.storage_account_name if zone.blob_new else "",
         "RMStorageContainer": "cyclecloud",
     }
-    return {
+    files = {
         "slurm-cluster.txt": template,
         "slurm-params.json": json.dumps(parameters, indent=2, sort_keys=True) + "\n",
         "azure-account.json": json.dumps(account, indent=2, sort_keys=True) + "\n",
     }
+    secrets = accounting_secrets(zone)
+    if secrets:
+        files["secret-parameters.json"] = json.dumps(secrets, indent=2, sort_keys=True) + "\n"
+    return files
 
 
 def cluster_name(zone: Zone) -> str:
@@ -225,6 +281,8 @@ def user_data_document(zone: Zone, files: dict[str, str]) -> str:
         "parameters": files["slurm-params.json"],
         "account": files["azure-account.json"],
     }
+    if "secret-parameters.json" in files:
+        document["secret_parameters"] = files["secret-parameters.json"]
     return dumps(document)
 
 

@@ -30,6 +30,7 @@ DATA_BEARING_TYPES = frozenset(
         "Microsoft.NetApp/netAppAccounts/capacityPools/volumes",
         "Microsoft.Storage/storageAccounts",
         "Microsoft.Storage/storageAccounts/blobServices/containers",
+        "Microsoft.Storage/storageAccounts/fileServices/shares",
     )
 )
 

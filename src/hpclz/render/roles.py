@@ -126,6 +126,15 @@ def assignments(zone: Zone, area: str) -> list[Assignment]:
         )
         vault = ("Microsoft.KeyVault/vaults", zone.key_vault_name)
         out.append(_identity(zone, "compute", BuiltinRole.KEY_VAULT_SECRETS_USER, on=vault, after=(compute_identity,)))
+    if area == "management" and zone.key_vault_new and _reads_accounting_secret(zone):
+        # The CycleCloud server (scheduler identity) reads the accounting password when it imports the cluster.
+        scheduler_identity = resource_id_expr(
+            "Microsoft.ManagedIdentity/userAssignedIdentities", zone.identity_name("scheduler")
+        )
+        vault = ("Microsoft.KeyVault/vaults", zone.key_vault_name)
+        out.append(
+            _identity(zone, "scheduler", BuiltinRole.KEY_VAULT_SECRETS_USER, on=vault, after=(scheduler_identity,))
+        )
     for index, extra in enumerate(identity.extra_role_assignments):
         if extra.area.value == area:
             out.append(
@@ -150,3 +159,7 @@ def _mounted(zone: Zone) -> list[tuple[str, ...]]:
             volume_type = "Microsoft.NetApp/netAppAccounts/capacityPools/volumes"
             out.append((volume_type, zone.netapp_account, zone.netapp_pool, zone.netapp_volume(volume)))
     return out
+
+
+def _reads_accounting_secret(zone: Zone) -> bool:
+    return zone.config.compute.accounting.mode == "existing" and zone.config.identity.managed_identities.scheduler

@@ -1,4 +1,4 @@
-"""Storage template context: blob lifecycle rules, Managed Lustre with HSM, NetApp pool and volumes."""
+"""Storage template context: blob lifecycle rules, Managed Lustre with HSM, NetApp pool and volumes, shared NFS."""
 
 from __future__ import annotations
 
@@ -80,6 +80,17 @@ def _netapp(zone: Zone) -> dict[str, Any] | None:
     }
 
 
+def _shared(zone: Zone) -> dict[str, Any] | None:
+    files = zone.shared_files
+    if files is None:
+        return None
+    shares = [
+        {"name": "home", "quota": files.home_gib, "path": "storage.shared.home_gib"},
+        {"name": "sched", "quota": files.sched_gib, "path": "storage.shared.sched_gib"},
+    ]
+    return {"account": zone.shared_account_name, "spec": files, "shares": shares}
+
+
 def storage(zone: Zone) -> dict[str, Any]:
     lustre = _lustre(zone)
     containers = []
@@ -106,5 +117,6 @@ def storage(zone: Zone) -> dict[str, Any]:
         "lifecycle_rules": _lifecycle_rules(zone),
         "lustre": lustre,
         "netapp": _netapp(zone),
+        "shared": _shared(zone),
         "assignments": assignments(zone, "storage"),
     }

@@ -15,7 +15,7 @@ from hpclz.config.identity import Area, NewKeyVault
 from hpclz.config.network import SUBNET_ROLES, ExistingVnet, Subnet
 from hpclz.config.operations import NewMonitoring
 from hpclz.config.root import LandingZoneConfig
-from hpclz.config.storage import NetAppVolume, NewBlob, NewLustre, NewNetApp
+from hpclz.config.storage import AzureFilesShared, NetAppVolume, NewBlob, NewLustre, NewNetApp
 from hpclz.errors import ExitCode, HpclzError
 from hpclz.naming import NameBuilder
 from hpclz.render.arm import API_VERSIONS, expr, resource_id, resource_id_expr
@@ -29,7 +29,12 @@ BASTION_SUBNET = "AzureBastionSubnet"
 # and mount the shared file systems.
 VM_ROLES = ("admin", "compute")
 # The private DNS zone of each private-link group ID hpclz creates endpoints for.
-PRIVATE_DNS_ZONES = {"blob": "privatelink.blob.core.windows.net", "vault": "privatelink.vaultcore.azure.net"}
+# Azure Files' zone: https://learn.microsoft.com/en-us/azure/private-link/private-endpoint-dns#storage
+PRIVATE_DNS_ZONES = {
+    "blob": "privatelink.blob.core.windows.net",
+    "file": "privatelink.file.core.windows.net",
+    "vault": "privatelink.vaultcore.azure.net",
+}
 
 
 @dataclass(frozen=True)
@@ -154,6 +159,8 @@ class Zone:
         zones = []
         if self.storage_account_pe:
             zones.append((PRIVATE_DNS_ZONES["blob"], "storage.blob.private_endpoint"))
+        if self.shared_files:
+            zones.append((PRIVATE_DNS_ZONES["file"], "storage.shared"))
         if self.key_vault_new:
             zones.append((PRIVATE_DNS_ZONES["vault"], "identity.key_vault"))
         return zones
@@ -224,6 +231,19 @@ class Zone:
 
     def netapp_volume(self, volume: NetAppVolume) -> str:
         return self.names.name("netapp_volume", volume.name)
+
+    @property
+    def shared_files(self) -> AzureFilesShared | None:
+        """The Azure Files NFS account for shared home and /sched; it needs the private-endpoints subnet
+        (HPCLZ-STO-041 says so when it is missing)."""
+        shared = self.config.storage.shared
+        if isinstance(shared, AzureFilesShared) and self.has_subnet("private_endpoints"):
+            return shared
+        return None
+
+    @cached_property
+    def shared_account_name(self) -> str:
+        return self.names.name("storage_account", "nfs")
 
     # --- monitoring ----------------------------------------------------------------------------
     @property

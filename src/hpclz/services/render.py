@@ -125,15 +125,9 @@ def _run_gates(plan: DeploymentPlan) -> GatesRun:
 
 def not_rendered(config: LandingZoneConfig) -> list[str]:
     """Settings hpclz does not render yet: said out loud instead of dropped silently. Their schemas are pinned
-    (policyAssignments@2025-03-01, diagnosticSettings@2021-05-01-preview, dataCollectionRuleAssociations@2024-03-11
-    in hpclz/armschemas); the templates that emit them are still to be written."""
+    (diagnosticSettings@2021-05-01-preview, dataCollectionRuleAssociations@2024-03-11 in hpclz/armschemas); the
+    templates that emit them are still to be written."""
     notes = []
-    policies = config.organization.policies
-    if policies.allowed_locations or policies.require_tags:
-        notes.append(
-            "organization.policies is not rendered: hpclz does not emit Microsoft.Authorization/policyAssignments "
-            "yet; assign the policies outside hpclz for now"
-        )
     monitoring = config.monitoring
     if not isinstance(monitoring, Disabled) and monitoring.diagnostic_settings:
         notes.append(

@@ -31,6 +31,7 @@ SECRET_NAME = re.compile(
     r"|^key[12])$",
     re.I,
 )
+SECRET_MASK = str(SecretStr("x"))
 _REFERENCE_PREFIXES = ("https://", "@Microsoft.KeyVault(", "${env:")
 
 
@@ -123,6 +124,8 @@ def _secret_by_name(path: str, value: str) -> str | None:
     """
     name = path.rsplit(".", 1)[-1]
     if not SECRET_NAME.search(name) or len(value) < MIN_SECRET_LENGTH or value.startswith(_REFERENCE_PREFIXES):
+        return None
+    if value == SECRET_MASK:  # what a SecretStr dumps as: the config's secrets, already masked
         return None
     if value.startswith("[") and not value.startswith("[["):  # an ARM expression, resolved by ARM (`[[` escapes)
         return None

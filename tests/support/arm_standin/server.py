@@ -312,11 +312,15 @@ class ArmStandIn:
     def _list_group_resources(self, body: Any, path: str, sub: str, rg: str) -> tuple[int, dict[str, str], Any]:
         if self.world.group(rg) is None:
             raise ArmError(404, "ResourceGroupNotFound", f"Resource group '{rg}' could not be found.")
-        # Like ARM, list only top-level resources: no child (blobServices) or extension (roleAssignments) ones.
+        # Like ARM, list only top-level resources: no child (blobServices) or extension (roleAssignments) ones,
+        # including extension resources assigned at the group itself (Resources - List By Resource Group lists
+        # tracked resources; role and policy assignments are read through Microsoft.Authorization instead).
         items = [
             {k: r[k] for k in ("id", "name", "type", "location", "tags") if k in r}
             for r in self.world.resources_in(rg)
-            if str(r["type"]).count("/") == 1 and r["id"].lower().count("/providers/") == 1
+            if str(r["type"]).count("/") == 1
+            and r["id"].lower().count("/providers/") == 1
+            and not str(r["type"]).lower().startswith("microsoft.authorization/")
         ]
         return 200, {}, {"value": items}
 

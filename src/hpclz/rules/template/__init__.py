@@ -11,7 +11,7 @@ from typing import Any
 from hpclz.rules.base import Rule
 from hpclz.rules.template.checkov import AllowlistNotStale, CheckovChecksPass
 from hpclz.rules.template.custom_data import CustomDataWithoutSecrets
-from hpclz.rules.template.exposure import BlobPublicAccessDisabled, NoAdminPortsFromInternet
+from hpclz.rules.template.exposure import BlobPublicAccessDisabled, HttpsOnlyUnlessPrivateNfs, NoAdminPortsFromInternet
 from hpclz.rules.template.expressions import DeclarationsUsed, ExpressionParses, FunctionsExist, ReferencesDeclared
 from hpclz.rules.template.resources import (
     ApiVersionPinned,
@@ -48,6 +48,7 @@ LINT_RULES: tuple[type[Rule[Any]], ...] = (
     CustomDataWithoutSecrets,
     NoAdminPortsFromInternet,
     BlobPublicAccessDisabled,
+    HttpsOnlyUnlessPrivateNfs,
 )
 CHECKOV_RULES: tuple[type[Rule[Any]], ...] = (CheckovChecksPass,)
 ALLOWLIST_RULES: tuple[type[Rule[Any]], ...] = (AllowlistNotStale,)

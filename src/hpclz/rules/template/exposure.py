@@ -90,3 +90,45 @@ class BlobPublicAccessDisabled(Rule[TemplateContext]):
                 yield self.finding(
                     ctx, (*found.path, "properties"), f"{found.label}: allowBlobPublicAccess is {value!r}, not false"
                 )
+
+
+class HttpsOnlyUnlessPrivateNfs(Rule[TemplateContext]):
+    """Storage accounts must require secure transfer (supportsHttpsTrafficOnly true). The one exception Azure
+    documents is an account serving NFS Azure file shares, which cannot use TLS and must then be reachable only
+    from the network: "we recommend requiring secure transfer for all storage accounts, except where NFS Azure
+    file shares are used with network-level security"
+    (https://learn.microsoft.com/en-us/azure/storage/common/storage-require-secure-transfer,
+    https://learn.microsoft.com/en-us/azure/storage/files/files-nfs-protocol#security-and-networking).
+    checkov's CKV_AZURE_3 cannot tell that case apart, so the allowlist skips it and this rule keeps the check
+    for every other account."""
+
+    id = "HPCLZ-TPL-040"
+    severity = Severity.ERROR
+    title = "Storage account accepts plain HTTP outside the private NFS case"
+    fix = (
+        "Set properties.supportsHttpsTrafficOnly to true; only a FileStorage account with publicNetworkAccess "
+        "Disabled and networkAcls defaultAction Deny may turn it off for NFS."
+    )
+
+    def check(self, ctx: TemplateContext) -> Iterable[Finding]:
+        for found in ctx.resources:
+            if found.type.lower() != STORAGE:
+                continue
+            properties = as_dict(found.resource.get("properties"))
+            if properties.get("supportsHttpsTrafficOnly", True) is True or _private_nfs(found.resource, properties):
+                continue
+            yield self.finding(
+                ctx,
+                (*found.path, "properties"),
+                f"{found.label}: supportsHttpsTrafficOnly is {properties.get('supportsHttpsTrafficOnly')!r} "
+                "on an account that is not a private NFS file account",
+            )
+
+
+def _private_nfs(resource: dict[str, Any], properties: dict[str, Any]) -> bool:
+    acls = as_dict(properties.get("networkAcls"))
+    return (
+        str(resource.get("kind")) == "FileStorage"
+        and properties.get("publicNetworkAccess") == "Disabled"
+        and acls.get("defaultAction") == "Deny"
+    )

@@ -16,6 +16,7 @@ UNTAGGED_TYPES = frozenset(
     {
         # These types take no tags at all (their schemas have no `tags` property) ...
         "microsoft.authorization/roleassignments",
+        "microsoft.authorization/policyassignments",
         "microsoft.maintenance/configurationassignments",
         "microsoft.security/pricings",  # schemas/2024-01-01/Microsoft.Security.json: no tags
         "microsoft.insights/diagnosticsettings",  # schemas/2021-05-01-preview/Microsoft.Insights.json: no tags
