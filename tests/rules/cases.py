@@ -319,7 +319,7 @@ CASES: dict[str, list[Case]] = {
     "HPCLZ-MON-004": [Case("energy", _set("monitoring.diagnostic_settings", False))],
     "HPCLZ-MON-005": [
         Case("finance", _set("monitoring.diagnostic_settings", False)),
-        Case("manufacturing", _set("monitoring", {"mode": "disabled"})),
+        Case("ai-training", _set("monitoring", {"mode": "disabled"})),
     ],
     "HPCLZ-MNT-001": [Case("ai-training", _set("maintenance.window", DELETE))],
     "HPCLZ-MNT-002": [
