@@ -6,6 +6,7 @@ Limits: learn.microsoft.com/azure/azure-resource-manager/management/resource-nam
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass
 
@@ -91,11 +92,25 @@ def region_code(location: str) -> str:
     return REGION_CODES.get(location, location[:6])
 
 
+def unique_suffix(config: LandingZoneConfig) -> str:
+    """Storage account and Key Vault names are global across Azure: without a suffix, two landing zones of the
+    same name (or a colleague's test copy) collide, and ARM answers StorageAccountAlreadyTaken / VaultAlreadyExists.
+    Derived from the config alone, so rendering stays offline and deterministic; the subscription takes part only
+    when metadata.subscription_id names it."""
+    naming = config.organization.naming
+    if naming.unique_suffix is not None:
+        return naming.unique_suffix
+    meta = config.metadata
+    seed = "/".join([meta.subscription_id or "", meta.name, meta.environment.value, meta.location])
+    return hashlib.sha256(seed.encode()).hexdigest()[:4]
+
+
 class NameBuilder:
     """Names every resource of one landing zone the same way, so a name says what made it."""
 
     def __init__(self, config: LandingZoneConfig, *, region: str | None = None):
         """`region`: the region names are built for, when not metadata.location (rules pass the one a typo meant)."""
+        self._config = config
         self._meta = config.metadata
         self._naming = config.organization.naming
         self._region = region or config.metadata.location
@@ -108,8 +123,9 @@ class NameBuilder:
             words.append(self._meta.environment.value)
         if self._naming.include_region:
             words.append(region_code(self._region))
-        if rule.global_scope and self._naming.unique_suffix:
-            words.append(self._naming.unique_suffix)
+        suffix = unique_suffix(self._config)
+        if rule.global_scope and suffix:
+            words.append(suffix)
         text = sep.join(words)
         return re.sub(r"[^a-z0-9]", "", text.lower()) if rule.compact else text
 

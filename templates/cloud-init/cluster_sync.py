@@ -75,7 +75,10 @@ def write(path, text, mode=0o644):
 
 def cyclecloud(args, log_file, cwd=None):
     log("running: cyclecloud " + " ".join(args), log_file)
-    done = subprocess.run(["cyclecloud", *args], cwd=cwd, capture_output=True, text=True)
+    # stdout/stderr pipes, not capture_output: /usr/bin/python3 on AlmaLinux 8 is 3.6 (vermin checks it in CI).
+    done = subprocess.run(
+        ["cyclecloud", *args], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True
+    )
     for line in (done.stdout + done.stderr).splitlines():
         log("  " + line, log_file)
     return done.returncode

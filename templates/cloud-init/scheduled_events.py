@@ -34,7 +34,13 @@ def drain(node, event):
 
 
 def requeue(node):
-    jobs = subprocess.run(["squeue", "-h", "-w", node, "-o", "%i"], capture_output=True, text=True, check=True)
+    jobs = subprocess.run(
+        ["squeue", "-h", "-w", node, "-o", "%i"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        universal_newlines=True,
+        check=True,
+    )
     for job in jobs.stdout.split():
         subprocess.run(["scontrol", "requeue", job], check=False)
 

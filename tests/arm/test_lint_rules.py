@@ -99,6 +99,30 @@ CASES: dict[str, tuple[str, list[str], list[str]]] = {
         ["sthpchttp01: supportsHttpsTrafficOnly is False", "sthpcnfspublic: supportsHttpsTrafficOnly is False"],
         [],
     ),
+    # The fixtures for 027-033 are what hpclz rendered for the presets before issue 13 (the templates a
+    # review against the Managed Lustre prerequisites, the Bastion native-client page and the access-tier
+    # overview found undeployable), kept byte for byte.
+    "HPCLZ-TPL-027": (
+        "tpl-027-029-amlfs-hsm-archive.json",
+        [
+            "HSM without one principal holding Storage Account Contributor and Storage Blob Data Contributor",
+            "HSM account has allowSharedKeyAccess false",
+            "does not depend on its HSM logging container",
+        ],
+        ["resources[amlfs-energy-prod-scus].properties.hsm"],
+    ),
+    "HPCLZ-TPL-028": ("tpl-028-bastion.json", ["sku 'Standard', enableTunneling None"], []),
+    "HPCLZ-TPL-032": (
+        "tpl-032-vm-login.json",
+        ["VM login roles granted, but AADSSHLoginForLinux is missing and the identity is 'UserAssigned'"],
+        [],
+    ),
+    "HPCLZ-TPL-033": ("tpl-033-host-maintenance.json", ["a Host-scope configuration on an ordinary VM"], []),
+    "HPCLZ-TPL-029": (
+        "tpl-027-029-amlfs-hsm-archive.json",
+        ["tiers to Archive on a standard_zrs account", "tiers to Archive with no prefixMatch filter"],
+        [],
+    ),
 }
 RULES = {rule.id: rule for rule in TEMPLATE_RULES}
 # Parameter names the deployment passes, for the rule that compares them with the template's declarations.

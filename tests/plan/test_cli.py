@@ -74,7 +74,9 @@ def test_detailed_exitcode(run_cli: Run, config: Path) -> None:
 
 def test_blocked_change_fails_and_usage_errors_are_64(run_cli: Run, config: Path) -> None:
     apply(config)
-    edit(config, "replication: ZRS", "replication: LRS")
+    # GRS -> ZRS adds zone redundancy (a conversion, not a PUT); ZRS has no Archive tier, so archiving stops too.
+    edit(config, "replication: GRS", "replication: ZRS")
+    edit(config, "archive_after_days: 180", "cold_after_days: 180")
     result = run_cli("plan", str(config), "--detailed-exitcode")
     assert result.exit_code == 1
     assert "NOT ALLOWED" in result.stdout

@@ -83,11 +83,11 @@ def remove_lustre(d: dict[str, Any]) -> None:
     d["storage"]["lustre"] = {"mode": "disabled"}
 
 
-def replication_zrs_to_gzrs(d: dict[str, Any]) -> None:
+def replication_grs_to_gzrs(d: dict[str, Any]) -> None:
     d["storage"]["blob"]["replication"] = "GZRS"
 
 
-def replication_zrs_to_lrs(d: dict[str, Any]) -> None:
+def replication_grs_to_lrs(d: dict[str, Any]) -> None:
     d["storage"]["blob"]["replication"] = "LRS"
 
 
@@ -170,13 +170,13 @@ TABLE: dict[str, Row] = {
     "remove a blob container": Row(
         remove_container,
         [("storage.blob.containers[checkpoints]", Action.DELETE, Policy.REPLACE_DATA)],
-        {"stenergyprodscus/default/checkpoints": (Action.DELETE, Policy.REPLACE_DATA)},
+        {"stenergyprodscuseb80/default/checkpoints": (Action.DELETE, Policy.REPLACE_DATA)},
         worst=Policy.REPLACE_DATA,
     ),
     "make a container immutable (only at creation)": Row(
         make_checkpoints_immutable,
         [("storage.blob.containers[checkpoints].immutable", Action.MODIFY, Policy.NOT_ALLOWED)],
-        {"stenergyprodscus/default/checkpoints": (Action.MODIFY, Policy.NOT_ALLOWED)},
+        {"stenergyprodscuseb80/default/checkpoints": (Action.MODIFY, Policy.NOT_ALLOWED)},
         action_needed="copy the checkpoints to it",
         worst=Policy.NOT_ALLOWED,
     ),
@@ -191,15 +191,17 @@ TABLE: dict[str, Row] = {
         {"amlfs-energy-prod-scus": (Action.DELETE, Policy.REPLACE_DATA)},
         worst=Policy.REPLACE_DATA,
     ),
-    "replication ZRS -> GZRS": Row(
-        replication_zrs_to_gzrs,
+    # energy keeps its blobs GRS since issue 13 (Archive needs LRS/GRS/RA-GRS): GRS -> LRS drops the geo copy in
+    # place; GRS -> GZRS adds zone redundancy, a conversion.
+    "replication GRS -> LRS": Row(
+        replication_grs_to_lrs,
         [("storage.blob.replication", Action.MODIFY, Policy.IN_PLACE)],
-        {"stenergyprodscus": (Action.MODIFY, Policy.IN_PLACE)},
+        {"stenergyprodscuseb80": (Action.MODIFY, Policy.IN_PLACE)},
     ),
-    "replication ZRS -> LRS": Row(
-        replication_zrs_to_lrs,
+    "replication GRS -> GZRS": Row(
+        replication_grs_to_gzrs,
         [("storage.blob.replication", Action.MODIFY, Policy.NOT_ALLOWED)],
-        {"stenergyprodscus": (Action.MODIFY, Policy.NOT_ALLOWED)},
+        {"stenergyprodscuseb80": (Action.MODIFY, Policy.NOT_ALLOWED)},
         action_needed="conversion",
         worst=Policy.NOT_ALLOWED,
     ),
@@ -207,14 +209,14 @@ TABLE: dict[str, Row] = {
     "grow the shared home share": Row(
         grow_shared_home,
         [("storage.shared.home_gib", Action.MODIFY, Policy.IN_PLACE)],
-        {"stenergynfsprodscus/default/home": (Action.MODIFY, Policy.IN_PLACE)},
+        {"stenergynfsprodscuseb80/default/home": (Action.MODIFY, Policy.IN_PLACE)},
     ),
     "edit tags": Row(
         edit_tags,
         [("metadata.tags.workload", Action.MODIFY, Policy.IN_PLACE)],
         {
             "vnet-energy-prod-scus": (Action.MODIFY, Policy.IN_PLACE),
-            "stenergyprodscus": (Action.MODIFY, Policy.IN_PLACE),
+            "stenergyprodscuseb80": (Action.MODIFY, Policy.IN_PLACE),
         },
     ),
     "rename the landing zone": Row(

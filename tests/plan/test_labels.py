@@ -53,7 +53,8 @@ def test_every_rendered_role_assignment_gets_a_label_from_its_properties() -> No
     assert (
         "Virtual Machine Contributor -> identity id-energy-scheduler-prod-scus at rg-energy-compute-prod-scus" in labels
     )
-    assert "Storage Blob Data Contributor -> identity id-energy-compute-prod-scus at stenergyprodscus" in labels
+    assert "Storage Blob Data Contributor -> identity id-energy-compute-prod-scus at checkpoints" in labels
+    assert "Storage Blob Data Reader -> identity id-energy-compute-prod-scus at cyclecloud" in labels
     assert not any(label.startswith("[") for label in labels)
 
 

@@ -88,6 +88,10 @@ def _ref(text: str) -> tuple[str, tuple[str, ...]]:
 
 def arm_resources(template: dict[str, Any]) -> dict[tuple[str, Any], dict[str, Any]]:
     out: dict[tuple[str, Any], dict[str, Any]] = {}
+    # ARM's dependsOn also takes a resource's own name (a role assignment's `[guid(...)]`).
+    by_name = {
+        r["name"]: (str(r["type"]).lower(), segments(arm_value(r["name"]))) for r in template.get("resources", [])
+    }
 
     def visit(resources: list[dict[str, Any]], parent: tuple[str, tuple[str, ...]] | None) -> None:
         for r in resources:
@@ -98,7 +102,7 @@ def arm_resources(template: dict[str, Any]) -> dict[tuple[str, Any], dict[str, A
             out[(kind.lower(), key)] = {
                 "api": r["apiVersion"],
                 "body": {k: arm_value(v) for k, v in r.items() if k not in _SKIPPED},
-                "depends": {_ref(d) for d in r.get("dependsOn", [])},
+                "depends": {by_name.get(d) or _ref(d) for d in r.get("dependsOn", [])},
                 "scope": _ref(r["scope"]) if "scope" in r else None,
             }
             visit(list(r.get("resources", [])), (kind.lower(), key))

@@ -52,6 +52,11 @@ def _scripts(cluster: str) -> list[str]:
     return re.findall(r"CloudInit = '''(.*?)'''", cluster, flags=re.S)
 
 
+def _node_scripts(cluster: str) -> list[str]:
+    """The partitions' scripts, without the scheduler's and the login nodes'."""
+    return [s for s in _scripts(cluster) if "hpclz node setup for Slurm partition" in s]
+
+
 def _user_data(stem: str) -> dict[str, Any]:
     (vm,) = resources_of(preset_plan(stem), "Microsoft.Compute/virtualMachines")
     text = _unpacked(vm["properties"]["userData"])
@@ -129,7 +134,7 @@ def test_gpu_partitions_lock_clocks_and_build_nvme_scratch() -> None:
 
 
 def test_nodes_watch_scheduled_events_and_drain_with_an_hpclz_reason() -> None:
-    script = _scripts(_artifacts("ai-training")["cyclecloud/slurm-cluster.txt"])[1]
+    script = _node_scripts(_artifacts("ai-training")["cyclecloud/slurm-cluster.txt"])[0]
     assert "metadata/scheduledevents?api-version=2020-07-01" in script
     assert '"drain_on": ["Preempt", "Reboot", "Redeploy", "Terminate"]' in script
     watcher = (TEMPLATES / "scheduled_events.py").read_text(encoding="utf-8")
@@ -142,10 +147,71 @@ def test_scheduler_installs_hpclz_for_verify() -> None:
 
 
 def test_shared_file_systems_are_mounted_from_arm_lookups() -> None:
-    energy = _scripts(_artifacts("energy")["cyclecloud/slurm-cluster.txt"])[1]
+    energy = _node_scripts(_artifacts("energy")["cyclecloud/slurm-cluster.txt"])[0]
     assert "mount -t lustre" in energy and "properties.clientInfo.mgsAddress" in energy
-    cae = _scripts(_artifacts("manufacturing")["cyclecloud/slurm-cluster.txt"])[1]
+    # Two NetApp volumes (apps, results); home is the shared NFS account, mounted by CycleCloud instead.
+    cae = _node_scripts(_artifacts("manufacturing")["cyclecloud/slurm-cluster.txt"])[0]
     assert cae.count("mount -t nfs") == 2 and "vers=3" in cae and "vers=4.1" in cae
+
+
+def test_scheduler_and_login_nodes_mount_what_the_jobs_mount() -> None:
+    """Finding 12 of issue 13: users on the login node and slurmctld's prolog see the same /lustre as the jobs."""
+    cluster = _artifacts("energy")["cyclecloud/slurm-cluster.txt"]
+    scheduler, login = _scripts(cluster)[:2]
+    assert "hpclz on the Slurm scheduler node" in scheduler and "hpclz on the Slurm login nodes" in login
+    for script in (scheduler, login):
+        assert "mount -t lustre" in script and "properties.clientInfo.mgsAddress" in script
+
+
+def test_cluster_follows_the_stock_cyclecloud_slurm_template() -> None:
+    """Azure/cyclecloud-slurm@b26ab06:templates/slurm.txt (3.0.11) with NodeNameIsHostname and the built-in /sched
+    and /shared at their defaults: node names are host names, and the scheduler exports both volumes."""
+
+    def no_shared_home(data: dict[str, Any]) -> None:
+        data["storage"]["shared"] = {"mode": "disabled"}
+
+    compute = next(d for d in variant("ai-training", no_shared_home).deployments if d.component == "compute")
+    cluster = compute.artifacts["cyclecloud/slurm-cluster.txt"]
+    assert "cyclecloud.hosts.standalone_dns.enabled = false" in cluster
+    assert "cyclecloud.hosts.simple_vpc_dns.enabled = false" in cluster
+    arrays = _nodearrays(cluster)
+    assert all("slurm.use_nodename_as_hostname = true" in text for text in arrays.values())
+    for volume, size in (("sched", 30), ("shared", 100)):
+        assert f"[[[volume {volume}]]]\n        Size = {size}" in cluster
+        assert f"[[[configuration cyclecloud.exports.builtin{volume}]]]\n        export_path = /{volume}" in cluster
+    assert "[[[cluster-init cyclecloud/slurm:default:3.0.11]]]" in cluster
+    # With storage.shared (every preset) the scheduler keeps no volumes of its own: it mounts the NFS shares too.
+    with_share = _artifacts("ai-training")["cyclecloud/slurm-cluster.txt"]
+    assert "[[[volume sched]]]" not in with_share and "cyclecloud.mounts.nfs_sched.disabled" not in with_share
+    assert "[[[cluster-init cyclecloud/slurm:default:3.0.11]]]" in with_share
+
+
+def test_an_infiniband_scale_set_stays_within_one_placement_group() -> None:
+    """Finding 15 of issue 13: a placement group holds at most 100 VMs
+    (learn.microsoft.com/azure/virtual-machine-scale-sets/virtual-machine-scale-sets-placement-groups)."""
+
+    def grow(data: dict[str, Any]) -> None:
+        data["compute"]["partitions"][0]["max_nodes"] = 300
+        data["compute"].setdefault("quotas", {})
+
+    compute = next(d for d in variant("ai-training", grow).deployments if d.component == "compute")
+    arrays = _nodearrays(compute.artifacts["cyclecloud/slurm-cluster.txt"])
+    sizes = [int(m) for text in arrays.values() for m in re.findall(r"Azure.MaxScalesetSize = (\d+)", text)]
+    assert sizes and max(sizes) == 100
+
+
+def test_bootstrap_turns_https_on_before_initializing_over_https() -> None:
+    """Finding 7 of issue 13: CycleCloud ships with HTTPS off; CCWS sets webServerEnableHttps and the SSL port in
+    cycle_server.properties and restarts before `cyclecloud initialize --url=https://localhost:443`
+    (Azure/cyclecloud-slurm-workspace@bc0fc1b:bicep/files-to-load/cyclecloud_install.py)."""
+    files = {f["path"]: f["content"] for f in _cloud_config("energy")["write_files"]}
+    lines = files["/opt/hpclz/bin/bootstrap-cyclecloud"].splitlines()
+
+    def first(fragment: str) -> int:
+        return next(i for i, line in enumerate(lines) if fragment in line and not line.startswith("#"))
+
+    assert first("webServerEnableHttps=true") < first("cycle_server start") < first("await_startup")
+    assert first("await_startup") < first("cyclecloud initialize --batch --url=https://localhost:443")
 
 
 def test_an_existing_lustre_with_its_address_is_mounted_without_a_node_identity() -> None:
@@ -160,7 +226,7 @@ def test_an_existing_lustre_with_its_address_is_mounted_without_a_node_identity(
         data["identity"].setdefault("managed_identities", {})["compute"] = False
 
     compute = next(d for d in variant("energy", existing).deployments if d.component == "compute")
-    script = _scripts(compute.artifacts["cyclecloud/slurm-cluster.txt"])[1]
+    script = _node_scripts(compute.artifacts["cyclecloud/slurm-cluster.txt"])[0]
     assert "addr=10.9.0.4" in script and "mount -t lustre" in script and "/shared" in script
 
 
@@ -204,7 +270,7 @@ def test_shared_home_and_sched_are_cyclecloud_nfs_mounts_on_every_node() -> None
     template declares /shared and /sched the same way (Azure/cyclecloud-slurm templates/slurm.txt)."""
     template = _artifacts("energy")["cyclecloud/slurm-cluster.txt"]
     defaults = template.split("[[node scheduler]]")[0]
-    account = "stenergynfsprodscus"
+    account = "stenergynfsprodscuseb80"  # global name: it carries the zone's unique suffix too
     for name, mount, share in (("nfs_shared", "/shared", "home"), ("nfs_sched", "/sched", "sched")):
         block = defaults.split(f"[[[configuration cyclecloud.mounts.{name}]]]")[1].split("\n\n")[0]
         assert f'mountpoint = "{mount}"' in block
@@ -250,3 +316,12 @@ def test_accounting_wires_slurmdbd_through_cluster_settings_and_never_renders_th
 def test_accounting_is_off_unless_configured() -> None:
     template = _artifacts("manufacturing")["cyclecloud/slurm-cluster.txt"]
     assert "slurm.accounting.enabled = false" in template and "AccountingPassword" not in template
+
+
+def test_locker_is_reached_with_a_managed_identity() -> None:
+    """Finding 10 of issue 13: with shared keys disabled the locker needs LockerAuthMode=ManagedIdentity and a
+    LockerIdentity, the fields CCWS's installer writes (Azure/cyclecloud-slurm-workspace@bc0fc1b:
+    bicep/files-to-load/cyclecloud_install.py)."""
+    account = json.loads(_artifacts("finance")["cyclecloud/azure-account.json"])
+    assert account["LockerAuthMode"] == "ManagedIdentity"
+    assert account["LockerIdentity"].endswith("/userAssignedIdentities/id-riskgrid-compute-prod-weu")

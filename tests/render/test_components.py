@@ -61,7 +61,12 @@ def test_storage_account_is_private_keyless_versioned_with_soft_delete_and_lifec
     (account,) = [a for a in resources_of(plan, "Microsoft.Storage/storageAccounts") if a["kind"] == "StorageV2"]
     props = account["properties"]
     assert props["minimumTlsVersion"] == "TLS1_2" and props["supportsHttpsTrafficOnly"] is True
-    assert props["allowBlobPublicAccess"] is False and props["allowSharedKeyAccess"] is False
+    # Key access stays on only for Managed Lustre HSM, which requires it (amlfs-prerequisites.md); finance has none.
+    assert props["allowBlobPublicAccess"] is False and props["allowSharedKeyAccess"] is True
+    (keyless,) = [
+        a for a in resources_of(preset_plan("finance"), "Microsoft.Storage/storageAccounts") if a["kind"] == "StorageV2"
+    ]
+    assert keyless["properties"]["allowSharedKeyAccess"] is False
     assert props["publicNetworkAccess"] == "Disabled"
     (blob,) = resources_of(plan, "Microsoft.Storage/storageAccounts/blobServices")
     assert blob["properties"]["isVersioningEnabled"] is True
@@ -336,3 +341,31 @@ def test_regulated_baseline_denies_public_storage_and_no_policies_means_no_assig
     }
     manufacturing = preset_plan("manufacturing")
     assert [r for d in manufacturing.deployments for r in d.template["resources"] if r["type"] == POLICY] == []
+
+
+def test_cyclecloud_identity_holds_what_the_orchestrator_role_lists() -> None:
+    """Finding 9 of issue 13. The "CycleCloud Orchestrator Role" (learn.microsoft.com/azure/cyclecloud/how-to/
+    managed-identities) lists subnets/join/action, userAssignedIdentities/*/assign/action and subscription-level
+    SKU, usage and rate-card reads; Virtual Machine Contributor on the compute group alone has none of them there."""
+    plan = preset_plan("energy")
+    scheduler_roles = [
+        a
+        for a in resources_of(plan, "Microsoft.Authorization/roleAssignments")
+        if "identity.managed_identities.scheduler" in a["properties"]["description"]
+    ]
+    by_role = {a["properties"]["roleDefinitionId"].split("'")[-2]: a for a in scheduler_roles}
+    vm_contributor, operator, reader = (
+        "9980e02c-c2be-4d73-94e8-173b1dc7cf3c",
+        "f1a07417-d97a-45cb-824c-7a7467783830",
+        "acdd72a7-3385-48ef-bd42-f606fba81ae7",
+    )
+    assert {vm_contributor, operator, reader} <= set(by_role)
+    assert by_role[operator]["scope"].startswith("Microsoft.ManagedIdentity/userAssignedIdentities/")
+    assert by_role[reader]["name"].startswith("[guid(subscription().id")
+    nested = {d["name"]: d for d in resources_of(plan, "Microsoft.Resources/deployments")}
+    network = next(d for name, d in nested.items() if name.endswith("-network-roles"))
+    assert network["resourceGroup"] == "rg-energy-network-prod-scus"
+    (join,) = network["properties"]["template"]["resources"]
+    assert join["scope"].startswith("Microsoft.Network/virtualNetworks/")
+    subscription = next(d for name, d in nested.items() if name.endswith("-subscription-roles"))
+    assert "resourceGroup" not in subscription and subscription["location"] == "southcentralus"

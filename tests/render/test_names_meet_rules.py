@@ -6,9 +6,18 @@ cannot drift apart unnoticed.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
+from typing import Any
+
+from ruamel.yaml import YAML
+
 from hpclz.arm.walk import iter_resources
-from hpclz.naming import NAME_RULES
+from hpclz.config import load_config_text
+from hpclz.config.root import LandingZoneConfig
+from hpclz.naming import NAME_RULES, NameBuilder, unique_suffix
 from hpclz.render.model import DeploymentPlan
+from tests.render.conftest import preset_plan, preset_text
 
 KIND_BY_TYPE = {
     "Microsoft.Resources/resourceGroups": "resource_group",
@@ -52,3 +61,36 @@ def test_every_rendered_name_meets_its_type_rules(plan: DeploymentPlan) -> None:
 def test_the_check_catches_a_bad_name() -> None:
     assert NAME_RULES["storage_account"].problems("st-energy-prod-scus")
     assert NAME_RULES["key_vault"].problems("kv-a-very-long-landing-zone-name-prod")
+
+
+def _config(edit: Callable[[dict[str, Any]], None]) -> LandingZoneConfig:
+    data = YAML(typ="safe").load(preset_text("energy"))
+    edit(data)
+    return load_config_text(json.dumps(data), "energy-variant.yaml").config
+
+
+def test_global_names_get_a_deterministic_suffix_by_default() -> None:
+    """Finding 4 of issue 13: storage account and Key Vault names are global (learn.microsoft.com/azure/
+    azure-resource-manager/management/resource-name-rules); energy sets no suffix, and still gets one."""
+    energy = preset_plan("energy")
+    accounts = [
+        r["name"]
+        for d in energy.deployments
+        for r in d.template.get("resources", [])
+        if r.get("type") == "Microsoft.Storage/storageAccounts"
+    ]
+    assert accounts == ["stenergyprodscuseb80", "stenergynfsprodscuseb80"]  # data account, shared-home NFS account
+
+    def other_subscription(data: dict[str, Any]) -> None:
+        data["metadata"]["subscription_id"] = "11111111-2222-4333-8444-555555555555"
+
+    def explicit(data: dict[str, Any]) -> None:
+        data["organization"]["naming"] = {"unique_suffix": "x9"}
+
+    def none(data: dict[str, Any]) -> None:
+        data["organization"]["naming"] = {"unique_suffix": ""}
+
+    assert unique_suffix(_config(lambda _: None)) == "eb80"
+    assert unique_suffix(_config(other_subscription)) not in ("", "eb80")
+    assert NameBuilder(_config(explicit)).name("storage_account") == "stenergyprodscusx9"
+    assert NameBuilder(_config(none)).name("storage_account") == "stenergyprodscus"

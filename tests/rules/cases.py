@@ -323,7 +323,7 @@ CASES: dict[str, list[Case]] = {
     ],
     "HPCLZ-MNT-001": [Case("ai-training", _set("maintenance.window", DELETE))],
     "HPCLZ-MNT-002": [
-        Case("ai-training", _set("maintenance.window.duration", "01:30")),
+        Case("ai-training", _set("maintenance.window.duration", "01:00")),
         Case("energy", _all(_set("maintenance.scope", "InGuestPatch"), _set("maintenance.window.duration", "04:00"))),
         Case("finance", _all(_set("maintenance.scope", "OSImage"), _set("maintenance.window.duration", "04:59"))),
     ],
@@ -336,6 +336,24 @@ CASES: dict[str, list[Case]] = {
     "HPCLZ-COST-002": [Case("ai-training", _set("compute.login.vm_size", "Standard_NC24ads_A100_v4"))],
     "HPCLZ-COST-003": [Case("ai-training", _set(f"{P}.0.spot_max_price", 3.5))],
     "HPCLZ-COST-004": [Case("energy", _set("storage.blob.lifecycle.archive_after_days", 20))],
+    # The triples cyclecloud-slurm really shipped (Azure/cyclecloud-slurm@b26ab06:project.ini lists 24.05.4-2 and
+    # 23.11.10-2); 23.11.10-1 is the build the presets named before issue 13, which no release ships.
+    "HPCLZ-CMP-017": [
+        Case("ai-training", _set("compute.cyclecloud.slurm_version", "23.11.10-1")),
+        Case("energy", _set("compute.cyclecloud.slurm_project_version", "4.0.9")),
+        Case("finance", _set("compute.cyclecloud.version", "8.6.0")),
+    ],
+    # Host scope on the CycleCloud server (learn.microsoft.com/azure/virtual-machines/maintenance-configurations).
+    "HPCLZ-MNT-005": [
+        Case("ai-training", _all(_set("maintenance.scope", "Host"), _set("maintenance.window.duration", "06:00")))
+    ],
+    "HPCLZ-NET-012": [Case("finance", _set("network.hub_peering.hub_gateway", False))],
+    # ZRS with Archive: access-tiers-overview.md lists LRS, GRS and RA-GRS only.
+    "HPCLZ-STO-013": [
+        Case("energy", _set("storage.blob.replication", "ZRS")),
+        Case("finance", _set("storage.blob.replication", "GZRS")),
+    ],
+    "HPCLZ-STO-014": [Case("energy", _set("storage.lustre.hsm.resource_provider_object_id", DELETE))],
     # ai-training's H100 partition alone is priced from the shipped snapshot (recorded eastus2 API answer).
     "HPCLZ-COST-010": [
         Case("ai-training", _set("budget", {"monthly_usd": 1_000_000})),

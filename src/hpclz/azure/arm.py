@@ -12,8 +12,14 @@ from hpclz.arm.api_versions import pinned_version
 from hpclz.azure.clients import AzureClients
 from hpclz.render.model import Deployment, Scope
 
+# Microsoft.Features is not in the pinned schema set: the api-version `az feature show` uses.
+FEATURES_API = "2021-07-01"
+
 ROLE_ASSIGNMENT_API = pinned_version("Microsoft.Authorization/roleAssignments") or "2022-04-01"
 IDENTITY_API = pinned_version("Microsoft.ManagedIdentity/userAssignedIdentities") or "2023-01-31"
+KEY_VAULT_API = pinned_version("Microsoft.KeyVault/vaults") or "2023-07-01"
+NETWORK_API = pinned_version("Microsoft.Network/virtualNetworks") or "2024-05-01"
+STORAGE_API = pinned_version("Microsoft.Storage/storageAccounts") or "2023-05-01"
 
 
 # Compute Gallery (GalleryRP) and managed images (ComputeRP) API versions, from azure-rest-api-specs
@@ -146,6 +152,40 @@ class Arm:
 
     def provider_state(self, namespace: str) -> str:
         return str(plain(self.clients.resources.providers.get(namespace)).get("registrationState", "Unknown"))
+
+    def virtual_network(self, resource_id: str) -> dict[str, Any] | None:
+        """An existing VNet with its subnets (prefixes, delegations, NSGs) and peerings; None when absent. A VNet
+        in another subscription (a hub) is read by ID through the generic client with the Network API version."""
+        parts = resource_id.split("/")
+        subscription, group, name = parts[2], parts[4], parts[-1]
+        if subscription.lower() != self.subscription_id.lower():
+            return self.get_resource(resource_id, NETWORK_API)
+        return _unless_missing(lambda: self.clients.network.virtual_networks.get(group, name))
+
+    def name_available(self, namespace: str, resource_type: str, name: str, api_version: str) -> dict[str, Any]:
+        """checkNameAvailability of a provider with global names: {nameAvailable, reason, message}
+        (Storage Accounts - Check Name Availability; Vaults - Check Name Availability)."""
+        from azure.core.rest import HttpRequest
+
+        url = f"/subscriptions/{self.subscription_id}/providers/{namespace}/checkNameAvailability"
+        request = HttpRequest(
+            "POST", url, params={"api-version": api_version}, json={"name": name, "type": resource_type}
+        )
+        response = self.clients.resources.send_request(request)
+        response.raise_for_status()
+        return dict(response.json())
+
+    def deleted_vault(self, location: str, name: str) -> dict[str, Any] | None:
+        """A soft-deleted vault holding `name` in `location` (Vaults - Get Deleted); None when there is none."""
+        resource_id = f"/subscriptions/{self.subscription_id}/providers/Microsoft.KeyVault/locations/{location}/deletedVaults/{name}"
+        return self.get_resource(resource_id, KEY_VAULT_API)
+
+    def feature_state(self, namespace: str, feature: str) -> str:
+        """A preview feature's registration (`az feature show`): Microsoft.Features answers for every feature."""
+        resource_id = f"/subscriptions/{self.subscription_id}/providers/Microsoft.Features/providers/{namespace}/features/{feature}"
+        found = self.get_resource(resource_id, FEATURES_API)
+        properties = (found or {}).get("properties") or {}
+        return str(properties.get("state", "NotRegistered"))
 
     # ----- compute facts for live preflight -----
     def custom_image(self, resource_id: str) -> dict[str, Any] | None:

@@ -67,6 +67,12 @@ class AzureClients:
         return ResourceManagementClient(self.credential, self.subscription_id, **self._options())
 
     @cached_property
+    def network(self) -> Any:
+        from azure.mgmt.network import NetworkManagementClient
+
+        return NetworkManagementClient(self.credential, self.subscription_id, **self._options())
+
+    @cached_property
     def compute(self) -> Any:
         from azure.mgmt.compute import ComputeManagementClient
 

@@ -30,7 +30,7 @@ class CycleCloud(StrictModel):
     slurm_project_version: str = Field(
         default="3.0.11", pattern=r"^\d+\.\d+\.\d+$", json_schema_extra=policy("replace")
     )
-    slurm_version: str = Field(default="23.11.10-1", pattern=r"^\d+\.\d+\.\d+(-\d+)?$")
+    slurm_version: str = Field(default="23.11.10-2", pattern=r"^\d+\.\d+\.\d+(-\d+)?$")
     vm_size: str = Field(default="Standard_D4as_v5", pattern=VM_SIZE_PATTERN, json_schema_extra=policy("replace"))
     image: str = Field(default="almalinux:almalinux-x86_64:8-gen2:latest", pattern=IMAGE_URN_PATTERN)
 

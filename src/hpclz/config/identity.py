@@ -21,6 +21,8 @@ class BuiltinRole(StrEnum):
     VM_ADMIN_LOGIN = "Virtual Machine Administrator Login"
     VM_USER_LOGIN = "Virtual Machine User Login"
     VM_CONTRIBUTOR = "Virtual Machine Contributor"
+    MANAGED_IDENTITY_OPERATOR = "Managed Identity Operator"
+    STORAGE_ACCOUNT_CONTRIBUTOR = "Storage Account Contributor"
     STORAGE_BLOB_DATA_CONTRIBUTOR = "Storage Blob Data Contributor"
     STORAGE_BLOB_DATA_READER = "Storage Blob Data Reader"
     KEY_VAULT_ADMINISTRATOR = "Key Vault Administrator"

@@ -90,6 +90,11 @@ class HubPeering(StrictModel):
     remote_vnet_id: ResourceId
     remote_address_space: list[IPv4Network] = Field(min_length=1)
     use_remote_gateways: bool = False
+    hub_gateway: bool = Field(
+        default=False,
+        description="The hub has a VPN or ExpressRoute gateway and allows gateway transit on its side of the "
+        "peering; use_remote_gateways needs it (HPCLZ-NET-012).",
+    )
     allow_forwarded_traffic: bool = True
     firewall_private_ip: IPv4Address | None = Field(
         default=None,

@@ -62,7 +62,8 @@ class ScheduledEvents(StrictModel):
 
 class Maintenance(StrictModel):
     window: MaintenanceWindow | None = None
-    scope: Literal["Host", "OSImage", "Extension", "InGuestPatch", "Resource"] = "Host"
+    # Host scope is for isolated sizes and dedicated hosts; the one VM hpclz assigns (CycleCloud) is patched in guest.
+    scope: Literal["Host", "OSImage", "Extension", "InGuestPatch", "Resource"] = "InGuestPatch"
     scheduled_events: ScheduledEvents = Field(default_factory=ScheduledEvents)
 
 

@@ -23,10 +23,12 @@ class Naming(StrictModel):
     include_region: bool = Field(default=True, json_schema_extra=policy("not_allowed"))
     include_environment: bool = Field(default=True, json_schema_extra=policy("not_allowed"))
     separator: str = Field(default="-", pattern=r"^[-_]?$", json_schema_extra=policy("not_allowed"))
-    unique_suffix: str = Field(
-        default="",
+    unique_suffix: str | None = Field(
+        default=None,
         pattern=r"^[a-z0-9]{0,6}$",
-        description="Appended to globally unique names (storage accounts, Key Vault) to avoid collisions.",
+        description="Appended to globally unique names (storage accounts, Key Vault) to avoid collisions. "
+        "Unset: 4 hex characters of SHA-256 over metadata.subscription_id (when set), name, environment and "
+        "location, so two landing zones never collide yet a re-render names the same resources. '' turns it off.",
         json_schema_extra=policy("not_allowed"),
     )
 

@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field, SecretStr
 
-from hpclz.config.base import ContainerName, Disabled, ResourceId, StrictModel, policy
+from hpclz.config.base import ContainerName, Disabled, Guid, ResourceId, StrictModel, policy
 from hpclz.config.constraints import Integer, SafeMountPath, unique_by
 
 MountPoint = Annotated[SafeMountPath, Field(pattern=r"^/[A-Za-z0-9_./-]*$")]
@@ -17,6 +17,11 @@ class LustreHsm(StrictModel):
 
     container: ContainerName
     import_prefix: str = "/"
+    resource_provider_object_id: Guid | None = Field(
+        default=None,
+        description="Object ID of the tenant's 'HPC Cache Resource Provider' service principal, which needs "
+        "Storage Account Contributor and Storage Blob Data Contributor on the HSM account before Lustre exists.",
+    )
 
 
 class NewLustre(StrictModel):

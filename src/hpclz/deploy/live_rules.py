@@ -6,14 +6,16 @@ The adapter gathers the facts into a LiveContext; the rules only compare them wi
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from hpclz.catalog import load_availability
 from hpclz.config.loader import LoadedConfig
+from hpclz.config.network import SUBNET_ROLES, ExistingVnet
 from hpclz.config.source_map import SourceMap
 from hpclz.findings import Finding, Severity
+from hpclz.naming import NameBuilder
 from hpclz.rules.base import Rule
 from hpclz.rules.config.compute import GEN2_ONLY_SIZES
 
@@ -27,6 +29,11 @@ class LiveContext:
     skus: list[dict[str, Any]] | None = None  # None: the SKU API could not be read
     usages: list[dict[str, Any]] | None = None
     unavailable: dict[str, str] = field(default_factory=dict)  # which live API failed -> why
+    features: dict[str, str] = field(default_factory=dict)  # "Namespace/Feature" the templates need -> state
+    existing_vnet: dict[str, Any] | None = None  # network.vnet existing, as read; {}: absent; None: not read
+    deleted_vault: dict[str, Any] | None = None  # a soft-deleted vault holding the Key Vault's name, if any
+    hub_vnet: dict[str, Any] | None = None  # network.hub_peering's remote VNet as read; {}: absent; None: not read
+    names_taken: dict[str, str] = field(default_factory=dict)  # global name this zone would create -> ARM's reason
     images: dict[str, dict[str, Any] | None] = field(default_factory=dict)  # custom image ID -> ARM body, None: 404
 
     @property
@@ -192,6 +199,100 @@ class QuotaShort(Rule[LiveContext]):
                 )
 
 
+class FeatureNotRegistered(Rule[LiveContext]):
+    """`encryptionAtHost: true` on a VM or scale set fails until the subscription has registered the
+    Microsoft.Compute/EncryptionAtHost feature: `az feature register --namespace Microsoft.Compute --name
+    EncryptionAtHost`, wait for Registered, then re-register the provider (MicrosoftDocs/azure-compute-docs@055347c:
+    articles/virtual-machines/linux/disks-enable-host-based-encryption-cli.md)."""
+
+    id = "HPCLZ-CMP-107"
+    severity = Severity.ERROR
+    title = "A subscription feature the templates need is not registered"
+    fix = "az feature register --namespace <namespace> --name <feature>; wait for Registered; az provider register."
+
+    def check(self, ctx: LiveContext) -> Iterable[Finding]:
+        for name, state in sorted(ctx.features.items()):
+            if state == "Registered":
+                continue
+            namespace, feature = name.split("/", 1)
+            yield self.finding(
+                ctx,
+                ("compute", "cyclecloud", "vm_size"),
+                f"feature {name} is {state}; encryptionAtHost needs it Registered",
+                fix=f"az feature register --namespace {namespace} --name {feature}, wait for 'Registered', then "
+                f"az provider register --namespace {namespace}",
+            )
+
+
+class HubHasNoGateway(Rule[LiveContext]):
+    """`useRemoteGateways` needs a VPN or ExpressRoute gateway in the hub: a virtual network gateway sits in the
+    hub's GatewaySubnet, whose ipConfigurations then name it (learn.microsoft.com/azure/virtual-network/
+    virtual-network-peering-overview; subnet shape: azure-rest-api-specs Microsoft.Network VirtualNetworkGet
+    examples). The config's hub_gateway flag is only a declaration: this reads the hub."""
+
+    id = "HPCLZ-NET-102"
+    severity = Severity.ERROR
+    title = "The hub VNet has no gateway for use_remote_gateways"
+    fix = "Deploy the hub's VPN/ExpressRoute gateway first, or set network.hub_peering.use_remote_gateways: false."
+
+    def check(self, ctx: LiveContext) -> Iterable[Finding]:
+        peering = ctx.loaded.config.network.hub_peering
+        if peering is None or not peering.use_remote_gateways or ctx.hub_vnet is None:
+            return
+        where = ("network", "hub_peering", "use_remote_gateways")
+        if not ctx.hub_vnet:
+            yield self.finding(ctx, where, f"the hub VNet {peering.remote_vnet_id} does not exist")
+            return
+        gateway = _subnets(ctx.hub_vnet).get("gatewaysubnet")
+        configs = (gateway or {}).get("ipConfigurations") or []
+        if not any("/virtualnetworkgateways/" in str(c.get("id", "")).lower() for c in configs):
+            yield self.finding(ctx, where, "the hub VNet's GatewaySubnet holds no virtual network gateway")
+
+
+class GlobalNameTaken(Rule[LiveContext]):
+    """Storage account and Key Vault names are unique across Azure: a name someone else holds fails the
+    deployment mid-way (StorageAccountAlreadyTaken, VaultAlreadyExists). Preflight asks the provider's
+    checkNameAvailability for each name the zone would create and does not own yet (Storage Accounts - Check Name
+    Availability, azure-rest-api-specs Microsoft.Storage example StorageAccountCheckNameAvailability.json)."""
+
+    id = "HPCLZ-STO-101"
+    severity = Severity.ERROR
+    title = "A storage account or Key Vault name the zone needs is taken"
+    fix = "Set organization.naming.unique_suffix to another value (or change metadata.name)."
+
+    def check(self, ctx: LiveContext) -> Iterable[Finding]:
+        for name, reason in sorted(ctx.names_taken.items()):
+            yield self.finding(ctx, ("organization", "naming", "unique_suffix"), f"{name}: {reason}")
+
+
+class SoftDeletedVaultHoldsName(Rule[LiveContext]):
+    """A soft-deleted vault keeps its name until its retention ends, and with purge protection it cannot be purged
+    before: creating a vault of that name fails (MicrosoftDocs/azure-security-docs@025b849:articles/key-vault/
+    general/soft-delete-overview.md). A destroy then redeploy of the same landing zone meets exactly this."""
+
+    id = "HPCLZ-IDN-101"
+    severity = Severity.ERROR
+    title = "A soft-deleted Key Vault holds the name the landing zone needs"
+    fix = "Recover it (az keyvault recover), purge it if purge protection is off, or set organization.naming.unique_suffix."
+
+    def check(self, ctx: LiveContext) -> Iterable[Finding]:
+        deleted = ctx.deleted_vault
+        if not deleted:
+            return
+        properties = deleted.get("properties") or {}
+        protected = bool(properties.get("purgeProtectionEnabled"))
+        name = deleted.get("name")
+        yield self.finding(
+            ctx,
+            ("identity", "key_vault"),
+            f"vault {name} was deleted on {properties.get('deletionDate')} and holds its name until "
+            f"{properties.get('scheduledPurgeDate')}"
+            + (" (purge protection: it cannot be purged)" if protected else ""),
+            fix=f"az keyvault recover --name {name}, or set organization.naming.unique_suffix to a new value"
+            + ("" if protected else f", or az keyvault purge --name {name}"),
+        )
+
+
 class LiveFactsUnavailable(Rule[LiveContext]):
     """When a live API is unreachable or forbidden the check is skipped, and said so, rather than crash."""
 
@@ -203,6 +304,71 @@ class LiveFactsUnavailable(Rule[LiveContext]):
     def check(self, ctx: LiveContext) -> Iterable[Finding]:
         for api, why in sorted(ctx.unavailable.items()):
             yield self.finding(ctx, ("metadata", "location"), f"{api} unavailable: {why}")
+
+
+# network.vnet.mode: existing -- hpclz creates nothing in a VNet it does not own but NSGs, so every subnet the
+# config names must already be there, with its prefix and its delegation (read through azure-mgmt-network).
+VNET = ("network", "vnet")
+
+
+def _subnets(vnet: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    listed = (vnet.get("properties") or {}).get("subnets") or []
+    return {str(s.get("name", "")).lower(): s.get("properties") or {} for s in listed}
+
+
+class ExistingVnetMatches(Rule[LiveContext]):
+    """An `existing` VNet is read before anything is deployed: a missing subnet, another prefix or a missing
+    delegation would otherwise fail mid-deployment (InvalidResourceReference, SubnetMissingRequiredDelegation)
+    or, worse, deploy NSG rules for addresses the subnet does not have."""
+
+    id = "HPCLZ-NET-101"
+    severity = Severity.ERROR
+    title = "The existing VNet does not match what the config declares"
+    fix = "Correct network.vnet (resource_id, address_space, subnets) to what Azure has, or change the VNet."
+
+    def check(self, ctx: LiveContext) -> Iterable[Finding]:
+        vnet_config = ctx.loaded.config.network.vnet
+        if not isinstance(vnet_config, ExistingVnet) or ctx.existing_vnet is None:
+            return
+        if not ctx.existing_vnet:
+            yield self.finding(ctx, (*VNET, "resource_id"), f"{vnet_config.resource_id} does not exist")
+            return
+        yield from self._address_space(ctx, vnet_config)
+        yield from self._subnets(ctx, vnet_config)
+
+    def _address_space(self, ctx: LiveContext, config: ExistingVnet) -> Iterator[Finding]:
+        actual = ((ctx.existing_vnet or {}).get("properties") or {}).get("addressSpace") or {}
+        prefixes = set(actual.get("addressPrefixes") or [])
+        for index, space in enumerate(config.address_space):
+            if str(space) not in prefixes:
+                yield self.finding(
+                    ctx,
+                    (*VNET, "address_space", index),
+                    f"{space} is not an address prefix of the VNet (it has {', '.join(sorted(prefixes)) or 'none'})",
+                )
+
+    def _subnets(self, ctx: LiveContext, config: ExistingVnet) -> Iterator[Finding]:
+        actual = _subnets(ctx.existing_vnet or {})
+        names = NameBuilder(ctx.loaded.config)
+        for role in SUBNET_ROLES:
+            subnet = getattr(config.subnets, role)
+            if subnet is None:
+                continue
+            name = subnet.name or names.subnet(role)
+            where = (*VNET, "subnets", role)
+            found = actual.get(name.lower())
+            if found is None:
+                yield self.finding(ctx, (*where, "name"), f"subnet {name} is not in the VNet")
+                continue
+            if found.get("addressPrefix") != str(subnet.cidr):
+                yield self.finding(
+                    ctx, (*where, "cidr"), f"subnet {name} is {found.get('addressPrefix')}, not {subnet.cidr}"
+                )
+            services = {str((d.get("properties") or {}).get("serviceName")) for d in found.get("delegations") or []}
+            if subnet.delegation and subnet.delegation not in services:
+                yield self.finding(
+                    ctx, (*where, "delegation"), f"subnet {name} is not delegated to {subnet.delegation}"
+                )
 
 
 def _region(name: object) -> str:
@@ -285,6 +451,11 @@ LIVE_RULES: tuple[type[Rule[Any]], ...] = (
     SkuNotOffered,
     SkuRestricted,
     QuotaShort,
+    FeatureNotRegistered,
+    ExistingVnetMatches,
+    HubHasNoGateway,
+    GlobalNameTaken,
+    SoftDeletedVaultHoldsName,
     LiveFactsUnavailable,
     CustomImageUsable,
     CustomImageFitsNodes,

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Collection, Iterable, Mapping
 
-from hpclz.azure.arm import Arm, deployment_body
+from hpclz.azure.arm import KEY_VAULT_API, STORAGE_API, Arm, deployment_body
 from hpclz.azure.errors import azure_errors, describe, sdk_error
 from hpclz.config.loader import LoadedConfig
+from hpclz.config.network import ExistingVnet
 from hpclz.deploy.live_rules import LIVE_RULES, LiveContext, gallery_definition
+from hpclz.deploy.new_groups import validate_in_new_groups
 from hpclz.deploy.records import declared_types
 from hpclz.findings import Finding
+from hpclz.naming import NameBuilder
 from hpclz.render.model import DeploymentPlan, Scope
 from hpclz.rules.base import run_rules
 
@@ -43,20 +47,11 @@ def gather(
             continue
         if state != "Registered":
             ctx.unregistered[namespace] = state
-    existing_groups: dict[str, bool] = {}
-    for d in (d for d in plan.deployments if d.name not in unchanged):
-        # Unchanged deployments are not submitted, so not validated either (a no-op deploy makes no POST).
-        # ARM validates a resource-group deployment only into a group that exists; groups this plan
-        # creates are validated by ARM again when their deployment is submitted.
-        if d.scope is Scope.RESOURCE_GROUP and d.resource_group:
-            if d.resource_group not in existing_groups:
-                existing_groups[d.resource_group] = arm.get_group(d.resource_group) is not None
-            if not existing_groups[d.resource_group]:
-                continue
-        try:
-            arm.validate(d, deployment_body(d, secrets.get(d.name, {}), {}))
-        except AzureError as exc:
-            ctx.validation_errors[d.name] = describe(exc).one_line()
+    _validate(arm, plan, secrets, unchanged, ctx)
+    _features(arm, plan, ctx)
+    _existing_vnet(arm, loaded, ctx)
+    _deleted_vault(arm, loaded, plan, ctx)
+    _global_names(arm, plan, ctx)
     try:
         ctx.skus = arm.skus(plan.location)
     except AzureError as exc:
@@ -73,6 +68,107 @@ def gather(
                 except AzureError as exc:
                     ctx.unavailable[f"custom image {resource_id}"] = describe(exc).one_line()
     return ctx
+
+
+def _validate(
+    arm: Arm,
+    plan: DeploymentPlan,
+    secrets: Mapping[str, Mapping[str, str]],
+    unchanged: Collection[str],
+    ctx: LiveContext,
+) -> None:
+    """ARM validate for every deployment that will be submitted (unchanged ones are not, so no POST for a no-op
+    deploy). Those whose group does not exist yet are validated together, nested under a subscription-scope
+    template that declares the groups (hpclz.deploy.new_groups): nothing is written before all have passed."""
+    AzureError = sdk_error()
+    existing_groups: dict[str, bool] = {}
+    in_new_groups = []
+    for d in (d for d in plan.deployments if d.name not in unchanged):
+        if d.scope is Scope.RESOURCE_GROUP and d.resource_group:
+            if d.resource_group not in existing_groups:
+                existing_groups[d.resource_group] = arm.get_group(d.resource_group) is not None
+            if not existing_groups[d.resource_group]:
+                in_new_groups.append(d)
+                continue
+        try:
+            arm.validate(d, deployment_body(d, secrets.get(d.name, {}), {}))
+        except AzureError as exc:
+            ctx.validation_errors[d.name] = describe(exc).one_line()
+    try:
+        validate_in_new_groups(arm, in_new_groups, secrets, plan.location)
+    except AzureError as exc:
+        ctx.validation_errors[", ".join(d.name for d in in_new_groups)] = describe(exc).one_line()
+
+
+# Template property -> the subscription feature it needs (Microsoft.Compute, host-based encryption).
+FEATURES = {'"encryptionAtHost": true': "Microsoft.Compute/EncryptionAtHost"}
+
+
+def _features(arm: Arm, plan: DeploymentPlan, ctx: LiveContext) -> None:
+    AzureError = sdk_error()
+
+    rendered = " ".join(json.dumps(d.template) for d in plan.deployments)
+    for needle, name in FEATURES.items():
+        if needle not in rendered:
+            continue
+        try:
+            ctx.features[name] = arm.feature_state(*name.split("/", 1))
+        except AzureError as exc:
+            ctx.unavailable[f"feature registration of {name}"] = describe(exc).one_line()
+
+
+def _existing_vnet(arm: Arm, loaded: LoadedConfig, ctx: LiveContext) -> None:
+    """The VNets the config names but hpclz does not create: an existing spoke, and the hub it uses gateways of."""
+    network = loaded.config.network
+    if isinstance(network.vnet, ExistingVnet):
+        try:
+            ctx.existing_vnet = arm.virtual_network(network.vnet.resource_id) or {}
+        except sdk_error() as exc:
+            ctx.unavailable[f"existing VNet {network.vnet.resource_id}"] = describe(exc).one_line()
+    hub = network.hub_peering
+    if hub is not None and hub.use_remote_gateways:
+        try:
+            ctx.hub_vnet = arm.virtual_network(hub.remote_vnet_id) or {}
+        except sdk_error() as exc:
+            ctx.unavailable[f"hub VNet {hub.remote_vnet_id}"] = describe(exc).one_line()
+
+
+def _deleted_vault(arm: Arm, loaded: LoadedConfig, plan: DeploymentPlan, ctx: LiveContext) -> None:
+    if loaded.config.identity.key_vault.mode != "new":
+        return
+    name = NameBuilder(loaded.config).name("key_vault")
+    try:
+        ctx.deleted_vault = arm.deleted_vault(plan.location, name)
+    except sdk_error() as exc:
+        ctx.unavailable[f"deleted vaults named {name}"] = describe(exc).one_line()
+
+
+# Types whose names are global, with the provider that answers checkNameAvailability for them.
+GLOBAL_NAMES = {
+    "Microsoft.Storage/storageAccounts": ("Microsoft.Storage", STORAGE_API),
+    "Microsoft.KeyVault/vaults": ("Microsoft.KeyVault", KEY_VAULT_API),
+}
+
+
+def _global_names(arm: Arm, plan: DeploymentPlan, ctx: LiveContext) -> None:
+    """Each storage account and vault the plan creates: fine when it already exists in its own group (a redeploy),
+    else the provider must call the name available."""
+    for d in plan.deployments:
+        for resource in d.resources():
+            kind, name = str(resource.get("type", "")), str(resource.get("name", ""))
+            if kind not in GLOBAL_NAMES or name.startswith("[") or not d.resource_group:
+                continue
+            namespace, api = GLOBAL_NAMES[kind]
+            own = f"/subscriptions/{arm.subscription_id}/resourceGroups/{d.resource_group}/providers/{kind}/{name}"
+            try:
+                if arm.get_resource(own, api) is not None:
+                    continue
+                answer = arm.name_available(namespace, kind, name, api)
+            except sdk_error() as exc:
+                ctx.unavailable[f"name availability of {name}"] = describe(exc).one_line()
+                continue
+            if not answer.get("nameAvailable", True):
+                ctx.names_taken[name] = f"{answer.get('reason')}: {answer.get('message')}"
 
 
 def preflight(

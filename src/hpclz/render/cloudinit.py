@@ -31,11 +31,19 @@ from hpclz.render.zone import ZONE_TAG, Zone
 
 CUSTOM_DATA_LIMIT = 65535  # bytes before base64 (Microsoft.Compute osProfile.customData)
 USER_DATA_LIMIT = 65536  # base64 characters: "the size can't exceed 64 KB" (learn.microsoft.com, VM user data)
-# Pinned so a node built next month matches one built today; change deliberately.
-VERSIONS = {"enroot": "3.5.0", "pyxis": "0.20.0", "hpclz": __version__}
+# Pinned so a node built next month matches one built today; change deliberately. pyxis is pinned to the commit
+# its tag names (NVIDIA/pyxis: git rev-parse v0.20.0^{commit}), which the node checks after cloning.
+VERSIONS = {
+    "enroot": "3.5.0",
+    "pyxis": "0.20.0",
+    "pyxis_commit": "424563865a491f2d8f3c396a095d18db81f1fb07",
+    "hpclz": __version__,
+}
 CREDENTIALS = "hpclz"
-# The only IB placement group size CycleCloud documents for one scale set.
-MAX_SCALESET = 300
+# A scale set in one placement group holds at most 100 VMs
+# (learn.microsoft.com/azure/virtual-machine-scale-sets/virtual-machine-scale-sets-placement-groups); the stock
+# cyclecloud-slurm template defaults HPCMaxScalesetSize to the same (Azure/cyclecloud-slurm@b26ab06:templates/slurm.txt).
+MAX_SCALESET = 100
 
 
 def accelerated(zone: Zone, vm_size: str) -> bool:
@@ -209,7 +217,10 @@ def cluster_files(zone: Zone) -> dict[str, str]:
         cluster_name=cluster_name(zone),
         node_tags={ZONE_TAG: config.metadata.name, MANAGED_TAG: "true"},
         arrays=arrays,
-        scheduler_script=render_text("cloud-init/scheduler.sh.j2", versions=VERSIONS),
+        scheduler_script=render_text(
+            "cloud-init/scheduler.sh.j2", versions=VERSIONS, mounts=mounts, identity=_compute_identity(zone)
+        ),
+        login_script=render_text("cloud-init/login.sh.j2", mounts=mounts, identity=_compute_identity(zone)),
         scheduler_an=accelerated(zone, config.compute.scheduler.vm_size),
         suspend_seconds=min(
             (p.idle_shutdown_minutes * 60 for p in partitions if p.idle_shutdown_minutes), default=None
@@ -240,6 +251,12 @@ def cluster_files(zone: Zone) -> dict[str, str]:
         "RMStorageAccount": zone.storage_account_name if zone.blob_new else "",
         "RMStorageContainer": "cyclecloud",
     }
+    if config.identity.managed_identities.compute:
+        # The account disables shared keys, so the locker is reached with a managed identity, as CCWS's installer
+        # sets it (Azure/cyclecloud-slurm-workspace@bc0fc1b:bicep/files-to-load/cyclecloud_install.py): the nodes'
+        # identity, which holds a data role on the account.
+        account["LockerAuthMode"] = "ManagedIdentity"
+        account["LockerIdentity"] = identity
     files = {
         "slurm-cluster.txt": template,
         "slurm-params.json": json.dumps(parameters, indent=2, sort_keys=True) + "\n",

@@ -10,7 +10,7 @@ from typing import Any
 from hpclz.config.identity import secret_parameter_name
 from hpclz.errors import ExitCode, HpclzError
 from hpclz.naming import CYCLECLOUD_LABEL
-from hpclz.render.arm import expr
+from hpclz.render.arm import RG_TEMPLATE_SCHEMA, SUBSCRIPTION_TEMPLATE_SCHEMA, expr
 from hpclz.render.cloudinit import (
     accelerated,
     cluster_files,
@@ -20,7 +20,11 @@ from hpclz.render.cloudinit import (
     user_data_document,
 )
 from hpclz.render.nsg import security_rules
-from hpclz.render.roles import assignments
+from hpclz.render.roles import (
+    assignments,
+    cyclecloud_network_assignments,
+    cyclecloud_subscription_assignments,
+)
 from hpclz.render.zone import SubnetView, Zone
 
 
@@ -70,6 +74,12 @@ def compute(zone: Zone) -> dict[str, Any]:
         "image": {"publisher": publisher, "offer": offer, "sku": sku, "version": version},
         "custom_data": custom_data(cloud_config),
         "user_data": user_data(document),
+        # The VM login roles below mean nothing without the Entra ID SSH extension, which needs the VM's
+        # system-assigned identity (learn.microsoft.com/entra/identity/devices/howto-vm-sign-in-azure-ad-linux).
+        "entra_ssh": bool(zone.config.identity.groups.admins or zone.config.identity.groups.users),
+        # Guest patching on a user schedule needs the platform to orchestrate patches, with its own safety checks
+        # bypassed for the maintenance window (Microsoft.Compute LinuxVMGuestPatchAutomaticByPlatformSettings).
+        "scheduled_patching": maintenance_enabled(zone) and zone.config.maintenance.scope == "InGuestPatch",
     }
     artifacts = {f"cyclecloud/{name}": text for name, text in files.items()}
     artifacts["cloud-init/cyclecloud-server.yaml"] = cloud_config
@@ -77,9 +87,39 @@ def compute(zone: Zone) -> dict[str, Any]:
     return {
         "server": server,
         "assignments": assignments(zone, "compute"),
+        "nested_assignments": _cyclecloud_scopes(zone),
         "artifacts": artifacts,
         "parameters": {"cycleCloudVmSize": zone.config.compute.cyclecloud.vm_size},
     }
+
+
+def _cyclecloud_scopes(zone: Zone) -> list[dict[str, Any]]:
+    """CycleCloud's roles outside the compute group: subnet join on the VNet, reads at subscription scope."""
+    prefix = zone.names.name("virtual_machine", "cc")
+    out: list[dict[str, Any]] = []
+    network = cyclecloud_network_assignments(zone)
+    if network:
+        out.append(
+            {
+                "name": f"{prefix}-network-roles",
+                "group": zone.rg["network"],
+                "path": "identity.managed_identities.scheduler",
+                "schema": RG_TEMPLATE_SCHEMA,
+                "assignments": network,
+            }
+        )
+    subscription = cyclecloud_subscription_assignments(zone)
+    if subscription:
+        out.append(
+            {
+                "name": f"{prefix}-subscription-roles",
+                "group": None,
+                "path": "identity.managed_identities.scheduler",
+                "schema": SUBSCRIPTION_TEMPLATE_SCHEMA,
+                "assignments": subscription,
+            }
+        )
+    return out
 
 
 def maintenance_enabled(zone: Zone) -> bool:

@@ -13,6 +13,9 @@ from hpclz.config.identity import BuiltinRole
 from hpclz.render.arm import expr, literal, resource_id, resource_id_expr, resource_path, role_definition
 from hpclz.render.zone import Zone
 
+# CycleCloud's locker container (Azure/cyclecloud-slurm-workspace@bc0fc1b:bicep/files-to-load/cyclecloud_install.py).
+LOCKER_CONTAINER = "cyclecloud"
+
 ROLE_IDS: dict[BuiltinRole, str] = {
     BuiltinRole.OWNER: "8e3af657-a8ff-443c-a75c-2fe8c4bcb635",
     BuiltinRole.CONTRIBUTOR: "b24988ac-6180-42a0-ab88-20f7382dd24c",
@@ -21,6 +24,8 @@ ROLE_IDS: dict[BuiltinRole, str] = {
     BuiltinRole.VM_ADMIN_LOGIN: "1c0163c0-47e6-4577-8991-ea5c82e286e4",
     BuiltinRole.VM_USER_LOGIN: "fb879df8-f326-4884-b1cf-06f3ad86be52",
     BuiltinRole.VM_CONTRIBUTOR: "9980e02c-c2be-4d73-94e8-173b1dc7cf3c",
+    BuiltinRole.MANAGED_IDENTITY_OPERATOR: "f1a07417-d97a-45cb-824c-7a7467783830",
+    BuiltinRole.STORAGE_ACCOUNT_CONTRIBUTOR: "17d1049b-9a84-46fb-8f53-869881c3d3ab",
     BuiltinRole.STORAGE_BLOB_DATA_CONTRIBUTOR: "ba92f5b4-2d11-453d-a403-e96b0029c9fe",
     BuiltinRole.STORAGE_BLOB_DATA_READER: "2a2b9908-6ea1-4ae2-8e65-a410df84e7d1",
     BuiltinRole.KEY_VAULT_ADMINISTRATOR: "00482a5a-887f-4fb3-b363-3b7fe8e74483",
@@ -110,16 +115,17 @@ def assignments(zone: Zone, area: str) -> list[Assignment]:
             out.append(_identity(zone, "scheduler", BuiltinRole.VM_CONTRIBUTOR))
     if area == "storage" and zone.blob_new:
         account = ("Microsoft.Storage/storageAccounts", zone.storage_account_name)
-        out += _groups(zone, "users", [BuiltinRole.STORAGE_BLOB_DATA_CONTRIBUTOR], on=account)
-        if identity.managed_identities.compute:
-            out.append(_identity(zone, "compute", BuiltinRole.STORAGE_BLOB_DATA_CONTRIBUTOR, on=account))
+        out += _data_containers(zone)
         if identity.managed_identities.scheduler:
             # CycleCloud keeps its locker (the Slurm project it stages for nodes) in this account.
             out.append(_identity(zone, "scheduler", BuiltinRole.STORAGE_BLOB_DATA_CONTRIBUTOR, on=account))
+        out += lustre_hsm_assignments(zone)
     if area == "storage" and identity.managed_identities.compute:
         # Nodes look up the Lustre MGS and NetApp mount addresses at boot; Reader on those resources only.
         for mounted in _mounted(zone):
             out.append(_identity(zone, "compute", BuiltinRole.READER, on=mounted))
+    if area == "management" and identity.managed_identities.scheduler and identity.managed_identities.compute:
+        out.append(_cyclecloud_assigns_node_identity(zone))
     if area == "management" and zone.key_vault_new and identity.managed_identities.compute:
         compute_identity = resource_id_expr(
             "Microsoft.ManagedIdentity/userAssignedIdentities", zone.identity_name("compute")
@@ -147,6 +153,89 @@ def assignments(zone: Zone, area: str) -> list[Assignment]:
                 )
             )
     return out
+
+
+def _cyclecloud_assigns_node_identity(zone: Zone) -> Assignment:
+    """CycleCloud attaches the nodes' identity to the scale sets it creates, which needs
+    Microsoft.ManagedIdentity/userAssignedIdentities/*/assign/action on that identity (the "CycleCloud Orchestrator
+    Role", learn.microsoft.com/azure/cyclecloud/how-to/managed-identities): Managed Identity Operator on it only."""
+    type_ = "Microsoft.ManagedIdentity/userAssignedIdentities"
+    both = tuple(resource_id_expr(type_, zone.identity_name(role)) for role in ("scheduler", "compute"))
+    return _identity(
+        zone,
+        "scheduler",
+        BuiltinRole.MANAGED_IDENTITY_OPERATOR,
+        on=(type_, zone.identity_name("compute")),
+        after=both[:1],
+    )
+
+
+def cyclecloud_network_assignments(zone: Zone) -> list[Assignment]:
+    """CycleCloud puts node NICs in the landing zone's subnets: Microsoft.Network/virtualNetworks/subnets/join/action
+    and VNet reads (Orchestrator Role, learn.microsoft.com/azure/cyclecloud/how-to/managed-identities). Virtual
+    Machine Contributor holds both; scoped to the VNet, it grants nothing else there. Deployed into the network
+    group from the compute deployment, after the scheduler identity exists."""
+    if not zone.config.identity.managed_identities.scheduler or zone.existing_vnet is not None:
+        return []
+    vnet = ("Microsoft.Network/virtualNetworks", zone.vnet_name)
+    return [_identity(zone, "scheduler", BuiltinRole.VM_CONTRIBUTOR, on=vnet)]
+
+
+def cyclecloud_subscription_assignments(zone: Zone) -> list[Assignment]:
+    """CycleCloud lists VM sizes, quotas (Microsoft.Compute/skus/read, locations/usages/read) and prices at
+    subscription scope; without them it never fills Azure.MachineType (Azure/cyclecloud-slurm-workspace#345).
+    Reader on the subscription is the built-in that holds these reads and no write."""
+    if not zone.config.identity.managed_identities.scheduler:
+        return []
+    role_id = ROLE_IDS[BuiltinRole.READER]
+    key = zone.identity_id("scheduler")
+    return [
+        Assignment(
+            name=expr(f"guid(subscription().id, {key}, {literal(role_id)})"),
+            role_definition_id=expr(role_definition(role_id)),
+            principal_id=zone.identity_principal("scheduler"),
+            principal_type="ServicePrincipal",
+            path="identity.managed_identities.scheduler",
+            description="hpclz: Reader for identity.managed_identities.scheduler (CycleCloud SKU and quota reads)",
+        )
+    ]
+
+
+def _data_containers(zone: Zone) -> list[Assignment]:
+    """Users and the nodes' identity write the data containers only, each scoped on its own (Azure RBAC scopes
+    blob data roles down to a container: learn.microsoft.com/azure/storage/blobs/assign-azure-role-data-access).
+    The CycleCloud locker in the same account holds the cluster-init that runs as root on every new node: the
+    nodes may read it (their locker identity) but only CycleCloud writes it."""
+    blob = zone.blob_new
+    if blob is None:
+        return []
+    type_ = "Microsoft.Storage/storageAccounts/blobServices/containers"
+    account = zone.storage_account_name
+    out: list[Assignment] = []
+    for container in blob.containers:
+        on = (type_, account, "default", container.name)
+        out += _groups(zone, "users", [BuiltinRole.STORAGE_BLOB_DATA_CONTRIBUTOR], on=on)
+        if zone.config.identity.managed_identities.compute:
+            out.append(_identity(zone, "compute", BuiltinRole.STORAGE_BLOB_DATA_CONTRIBUTOR, on=on))
+    if zone.config.identity.managed_identities.compute:
+        locker = (type_, account, "default", LOCKER_CONTAINER)
+        out.append(_identity(zone, "compute", BuiltinRole.STORAGE_BLOB_DATA_READER, on=locker))
+    return out
+
+
+def lustre_hsm_assignments(zone: Zone) -> list[Assignment]:
+    """The roles Managed Lustre's resource provider needs on the HSM account before the file system is created:
+    without them creation fails, and validation does not catch it
+    (MicrosoftDocs/azure-stack-docs@f1e86c5:azure-managed-lustre/amlfs-prerequisites.md)."""
+    lustre = zone.lustre_new
+    if lustre is None or lustre.hsm is None or lustre.hsm.resource_provider_object_id is None:
+        return []
+    principal = lustre.hsm.resource_provider_object_id
+    account = ("Microsoft.Storage/storageAccounts", zone.storage_account_name)
+    return [
+        _assignment(role, principal, "ServicePrincipal", "storage.lustre.hsm.resource_provider_object_id", on=account)
+        for role in (BuiltinRole.STORAGE_ACCOUNT_CONTRIBUTOR, BuiltinRole.STORAGE_BLOB_DATA_CONTRIBUTOR)
+    ]
 
 
 def _mounted(zone: Zone) -> list[tuple[str, ...]]:

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from hpclz.errors import ExitCode, HpclzError
-from hpclz.render.roles import assignments
+from hpclz.render.arm import resource_id_expr
+from hpclz.render.roles import assignments, lustre_hsm_assignments
 from hpclz.render.zone import Zone
 
 TIB = 1024**4
@@ -13,6 +14,9 @@ GIB = 1024**3
 
 
 def _lifecycle_rules(zone: Zone) -> list[dict[str, Any]]:
+    """Tier only the data containers declared in storage.blob.containers, by prefix: never the CycleCloud locker
+    (cluster-init the nodes run at boot) nor the Lustre HSM containers, which Lustre must read back at any time
+    (an archived blob needs hours of rehydration first)."""
     blob = zone.blob_new
     if blob is None:
         return []
@@ -32,8 +36,17 @@ def _lifecycle_rules(zone: Zone) -> list[dict[str, Any]]:
         actions["version"] = {"delete": {"daysAfterCreationGreaterThan": life.delete_after_days}}
         actions["snapshot"] = {"delete": {"daysAfterCreationGreaterThan": life.delete_after_days}}
     rule = {"enabled": True, "name": "hpclz-lifecycle", "type": "Lifecycle"}
-    rule["definition"] = {"actions": actions, "filters": {"blobTypes": ["blockBlob"]}}
+    tiered = sorted(c.name for c in blob.containers if c.name not in _hsm_containers(zone))
+    if not tiered:
+        return []
+    filters = {"blobTypes": ["blockBlob"], "prefixMatch": [f"{name}/" for name in tiered]}
+    rule["definition"] = {"actions": actions, "filters": filters}
     return [rule]
+
+
+def _hsm_containers(zone: Zone) -> set[str]:
+    lustre = zone.lustre_new
+    return {lustre.hsm.container} if lustre is not None and lustre.hsm is not None else set()
 
 
 def _lustre(zone: Zone) -> dict[str, Any] | None:
@@ -48,12 +61,26 @@ def _lustre(zone: Zone) -> dict[str, Any] | None:
                 "(storage.blob.mode: new)",
                 exit_code=ExitCode.CONFIG_INVALID,
             )
+        logging = lustre.hsm.container[:58] + "-logs"
         hsm = {
             "container": lustre.hsm.container,
-            "logging": lustre.hsm.container[:58] + "-logs",
+            "logging": logging,
             "import_prefix": lustre.hsm.import_prefix,
+            "depends_on": _hsm_depends_on(zone, lustre.hsm.container, logging),
         }
     return {"name": zone.lustre_name, "spec": lustre, "hsm": hsm}
+
+
+def _hsm_depends_on(zone: Zone, container: str, logging: str) -> list[str]:
+    """Everything Lustre reads at creation: both containers, the account's private DNS record (it reaches the
+    account through the endpoint), and the resource provider's roles, which must exist before creation
+    (MicrosoftDocs/azure-stack-docs@f1e86c5:azure-managed-lustre/amlfs-prerequisites.md)."""
+    type_ = "Microsoft.Storage/storageAccounts/blobServices/containers"
+    out = [resource_id_expr(type_, zone.storage_account_name, "default", c) for c in (container, logging)]
+    if zone.storage_account_pe and zone.dns_zones:
+        endpoint = zone.names.name("private_endpoint", "blob")
+        out.append(resource_id_expr("Microsoft.Network/privateEndpoints/privateDnsZoneGroups", endpoint, "default"))
+    return out + [a.name for a in lustre_hsm_assignments(zone)]
 
 
 def _netapp(zone: Zone) -> dict[str, Any] | None:

@@ -21,6 +21,7 @@ from hpclz.state.backend import StateBackend
 
 if TYPE_CHECKING:
     from hpclz.plan.saved import SavedPlan
+    from hpclz.state.model import StateDocument
 
 
 class DeploymentOutcome(BaseModel):
@@ -163,6 +164,9 @@ def _deploy(
     )
     result.stage = "preflight"
     backend = _backend(loaded, arm)
+    # Before preflight too: the live checks would otherwise judge another subscription's zone (its global names
+    # all "taken" by the zone the state describes) instead of naming the real mistake.
+    _same_subscription(loaded, backend, backend.read(), arm)
     result.findings += preflight(arm, loaded, plan, secrets, suppress, unchanged=_unchanged(plan, backend))
     if _failing(result.findings):
         return ExitCode.FAILED
@@ -197,13 +201,7 @@ def _apply(
     result.state_location = backend.location
     with backend.lock("deploy"):
         doc = backend.read()
-        if doc is not None and doc.subscription_id and doc.subscription_id != arm.subscription_id:
-            # The state describes another subscription: trusting it here would skip deployments that never ran.
-            raise HpclzError(
-                f"{loaded.file}: the state at {backend.location} was deployed to subscription {doc.subscription_id}, "
-                f"not {arm.subscription_id}; set metadata.subscription_id or AZURE_SUBSCRIPTION_ID to match",
-                exit_code=ExitCode.USAGE,
-            )
+        _same_subscription(loaded, backend, doc, arm)
         if saved_plan is not None:
             from hpclz.plan.saved import check_saved_plan
 
@@ -272,6 +270,16 @@ def _backend(loaded: LoadedConfig, arm: Any) -> StateBackend:
 
     file = Path(loaded.file)
     return open_backend(loaded.config, base_dir=file.parent, credential=arm.clients.credential, config_file=str(file))
+
+
+def _same_subscription(loaded: LoadedConfig, backend: StateBackend, doc: StateDocument | None, arm: Any) -> None:
+    if doc is not None and doc.subscription_id and doc.subscription_id != arm.subscription_id:
+        # The state describes another subscription: trusting it here would skip deployments that never ran.
+        raise HpclzError(
+            f"{loaded.file}: the state at {backend.location} was deployed to subscription {doc.subscription_id}, "
+            f"not {arm.subscription_id}; set metadata.subscription_id or AZURE_SUBSCRIPTION_ID to match",
+            exit_code=ExitCode.USAGE,
+        )
 
 
 def _unchanged(plan: DeploymentPlan, backend: StateBackend) -> set[str]:

@@ -24,6 +24,8 @@ from urllib.parse import parse_qs, urlsplit
 
 from tests.support.arm_standin.catalog import default_skus, default_usages
 from tests.support.arm_standin.certs import make_certificate
+from tests.support.arm_standin.features import FEATURE, feature_body
+from tests.support.arm_standin.names import CHECK_NAME, name_answer
 from tests.support.arm_standin.whatif import what_if_changes
 from tests.support.arm_standin.world import ArmError, DeploymentRun, World
 
@@ -115,6 +117,8 @@ class ArmStandIn:
     def routes(self) -> list[tuple[str, str, Callable[..., tuple[int, dict[str, str], Any]]]]:
         return (
             [
+                ("GET", SUB + FEATURE, self._feature),
+                ("POST", SUB + CHECK_NAME, self._check_name),
                 ("GET", SUB + r"/providers/microsoft\.compute/skus", self._skus),
                 ("GET", SUB + r"/providers/microsoft\.compute/locations/(?P<loc>[^/]+)/usages", self._usages),
                 ("GET", SUB + r"/providers/(?P<ns>[^/]+)", self._provider),
@@ -379,6 +383,12 @@ class ArmStandIn:
                 "resourceTypes": [],
             },
         )
+
+    def _check_name(self, body: Any, path: str, sub: str, ns: str) -> tuple[int, dict[str, str], Any]:
+        return 200, {}, name_answer(self.world.resources, self.world.taken_names, body or {})
+
+    def _feature(self, body: Any, path: str, sub: str, ns: str, feature: str) -> tuple[int, dict[str, str], Any]:
+        return 200, {}, feature_body(self.world.unregistered_features, sub, ns, feature)
 
     def _register(self, body: Any, path: str, sub: str, ns: str) -> tuple[int, dict[str, str], Any]:
         self.world.registering[ns.lower()] = 1

@@ -33,12 +33,11 @@ def resource_id(scope: Scope, rtype: str, name: str, explicit_scope: str | None 
     path = "/".join(f"{t}/{n}" for t, n in zip(types, names, strict=False))
     if explicit_scope:
         if not explicit_scope.startswith("/"):
-            # A relative scope ("Microsoft.KeyVault/vaults/kv1") names a resource in the deployment's group.
+            # A relative scope names a resource in the deployment's group, types and names interleaved as in a
+            # resource ID: "Microsoft.KeyVault/vaults/kv1", "Microsoft.Storage/storageAccounts/sa/blobServices/
+            # default/containers/c" (learn.microsoft.com/azure/azure-resource-manager/templates/scope-extension-resources).
             group = f"/subscriptions/{scope.subscription_id}/resourceGroups/{scope.resource_group}"
-            ns, *rest = explicit_scope.split("/")
-            half = len(rest) // 2
-            pairs = "/".join(f"{t}/{n}" for t, n in zip(rest[:half], rest[half:], strict=False))
-            explicit_scope = f"{group}/providers/{ns}/{pairs}"
+            explicit_scope = f"{group}/providers/{explicit_scope}"
         return f"{explicit_scope.rstrip('/')}/providers/{namespace}/{path}"
     if rtype.lower() == "microsoft.resources/resourcegroups":
         return f"/subscriptions/{scope.subscription_id}/resourceGroups/{name}"
@@ -99,9 +98,12 @@ def _one(item: dict[str, Any], scope: Scope, parent: tuple[str, str] | None = No
     if parent and "/" not in rtype:  # a child declared inside its parent: type and name are relative to it
         rtype, name = f"{parent[0]}/{rtype}", f"{parent[1]}/{name}"
     skipped = ("copy", "condition", "dependsOn", "resources")
-    body = {k: evaluate(v, scope) for k, v in item.items() if k not in skipped}
     if rtype.lower() == "microsoft.resources/deployments":
+        # A nested template's own expressions belong to its scope, not to the outer template's.
+        body = {k: evaluate(v, scope) for k, v in item.items() if k not in (*skipped, "properties")}
         body["properties"] = item.get("properties", {})
+    else:
+        body = {k: evaluate(v, scope) for k, v in item.items() if k not in skipped}
     explicit_scope = body.get("scope") if isinstance(body.get("scope"), str) else None
     target_group = scope.resource_group
     if rtype.lower() == "microsoft.resources/deployments":

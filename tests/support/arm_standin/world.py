@@ -98,6 +98,8 @@ class World:
         self.deployments: dict[str, DeploymentRun] = {}
         self.async_ops: dict[str, Any] = {}
         self.unregistered: set[str] = set()
+        self.unregistered_features: set[str] = set()  # "namespace/feature", lower case
+        self.taken_names: set[str] = set()  # global names held outside this subscription, lower case
         self.registering: dict[str, int] = {}
         self.latency: dict[str, float] = {}
         self.group_delete_latency = 0.0

@@ -77,6 +77,10 @@ def _symbol(module: Module, base: str) -> str:
 
 
 def _resolve(module: Module, target: str, *, declare: bool) -> str:
+    # ARM's dependsOn also takes a resource's own name (a role assignment's `[guid(...)]`): the same resource.
+    named = [r.symbol for r in module.resources if not declare and r.body.get("name") == target]
+    if len(named) == 1:
+        return named[0]
     kind, key = reference_of(target)
     found = module.index().get((kind.lower(), key))
     if found is not None:

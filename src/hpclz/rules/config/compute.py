@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 
+from hpclz.catalog.versions import SUPPORTED_CLUSTER_VERSIONS, describe_supported
 from hpclz.config.compute import ExistingAccounting
 from hpclz.config.identity import NewKeyVault
 from hpclz.findings import Finding, Severity
@@ -362,6 +363,41 @@ class AccountingNeedsSchedulerIdentity(Rule[ConfigContext]):
             )
 
 
+class SupportedClusterVersions(Rule[ConfigContext]):
+    """CycleCloud, cyclecloud-slurm and Slurm ship as a strict triple: an unlisted Slurm build leaves the nodes
+    without Slurm (Azure/cyclecloud-slurm-workspace#141 and #346; Azure/cyclecloud-slurm@b26ab06:project.ini)."""
+
+    id = "HPCLZ-CMP-017"
+    severity = Severity.ERROR
+    title = "CycleCloud, cyclecloud-slurm and Slurm versions are not a supported triple"
+    fix = "Use compute.cyclecloud {version: 8.7.1, slurm_project_version: 3.0.11, slurm_version: 23.11.10-2}."
+
+    def check(self, ctx: ConfigContext) -> Iterable[Finding]:
+        cc = ctx.config.compute.cyclecloud
+        where = ("compute", "cyclecloud")
+        projects = SUPPORTED_CLUSTER_VERSIONS.get(cc.version)
+        if projects is None:
+            yield self.finding(
+                ctx, (*where, "version"), f"CycleCloud {cc.version} is not one hpclz supports ({describe_supported()})"
+            )
+            return
+        builds = projects.get(cc.slurm_project_version)
+        if builds is None:
+            yield self.finding(
+                ctx,
+                (*where, "slurm_project_version"),
+                f"cyclecloud-slurm {cc.slurm_project_version} is not supported with CycleCloud {cc.version} "
+                f"({describe_supported()})",
+            )
+        elif cc.slurm_version not in builds:
+            yield self.finding(
+                ctx,
+                (*where, "slurm_version"),
+                f"cyclecloud-slurm {cc.slurm_project_version} ships Slurm {' and '.join(builds)}, "
+                f"not {cc.slurm_version}",
+            )
+
+
 # learn.microsoft.com/azure/virtual-machines/sizes/gpu-accelerated/ndh100v5-series: "Due to increased GPU memory
 # I/O footprint, the ND H100 v5 requires the use of Generation 2 VMs and marketplace images." Other catalog sizes
 # are left out until their series page is read for the same statement.
@@ -429,6 +465,7 @@ COMPUTE_RULES: tuple[type[Rule[ConfigContext]], ...] = (
     QuotaFamilyUsed,
     NvmeScratchNeedsNvme,
     VerifyPartitionsExist,
+    SupportedClusterVersions,
     CustomImageGeneration,
     CustomImageRegion,
     AccountingPasswordInVault,

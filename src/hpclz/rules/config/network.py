@@ -298,6 +298,27 @@ class OutboundPath(Rule[ConfigContext]):
             )
 
 
+class RemoteGatewaysNeedHubGateway(Rule[ConfigContext]):
+    """`useRemoteGateways` on the spoke side fails unless the hub VNet has a VPN or ExpressRoute gateway and its
+    side of the peering allows gateway transit (learn.microsoft.com/azure/virtual-network/
+    virtual-network-peering-overview, "Gateways and on-premises connectivity")."""
+
+    id = "HPCLZ-NET-012"
+    severity = Severity.ERROR
+    title = "Spoke peering uses the hub's gateway, but no hub gateway is declared"
+    fix = "Set network.hub_peering.hub_gateway: true once the hub has a gateway with gateway transit, or drop "
+    "use_remote_gateways."
+
+    def check(self, ctx: ConfigContext) -> Iterable[Finding]:
+        peering = ctx.config.network.hub_peering
+        if peering is not None and peering.use_remote_gateways and not peering.hub_gateway:
+            yield self.finding(
+                ctx,
+                ("network", "hub_peering", "use_remote_gateways"),
+                "use_remote_gateways: true needs a VPN or ExpressRoute gateway on the hub (hub_gateway is false)",
+            )
+
+
 NETWORK_RULES: tuple[type[Rule[ConfigContext]], ...] = (
     SubnetInsideVnet,
     SubnetsDoNotOverlap,
@@ -310,4 +331,5 @@ NETWORK_RULES: tuple[type[Rule[ConfigContext]], ...] = (
     NoInternetInboundToNodes,
     PrivateWayIn,
     OutboundPath,
+    RemoteGatewaysNeedHubGateway,
 )

@@ -269,11 +269,36 @@ MONITORING_RULES: tuple[type[Rule[ConfigContext]], ...] = (
     ProdDiagnostics,
     CheckpointReadsUnlogged,
 )
+
+
+class HostScopeOnOrdinaryVm(Rule[ConfigContext]):
+    """A Host-scope maintenance configuration applies to isolated VMs, isolated scale sets and dedicated hosts
+    only; an ordinary VM is patched in guest (InGuestPatch) and a scale set by OS image
+    (learn.microsoft.com/azure/virtual-machines/maintenance-configurations, "Scopes"). hpclz assigns the
+    configuration to the CycleCloud server, which is never on a dedicated host."""
+
+    id = "HPCLZ-MNT-005"
+    severity = Severity.ERROR
+    title = "Host-scope maintenance configuration assigned to an ordinary VM"
+    fix = "Set maintenance.scope: InGuestPatch (window 1h30 to 3h55) for the CycleCloud server."
+
+    def check(self, ctx: ConfigContext) -> Iterable[Finding]:
+        maintenance = ctx.config.maintenance
+        if maintenance.window is not None and maintenance.scope == "Host":
+            size = ctx.config.compute.cyclecloud.vm_size
+            yield self.finding(
+                ctx,
+                ("maintenance", "scope"),
+                f"scope Host is for isolated sizes and dedicated hosts; the CycleCloud server ({size}) is neither",
+            )
+
+
 MAINTENANCE_RULES: tuple[type[Rule[ConfigContext]], ...] = (
     ProdMaintenanceWindow,
     MaintenanceDuration,
     MaintenanceStartValid,
     ScheduledEventsDrain,
+    HostScopeOnOrdinaryVm,
 )
 BUDGET_WARN_SHARE = 0.8
 

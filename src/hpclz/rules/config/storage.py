@@ -390,6 +390,53 @@ def _other_mounts(ctx: ConfigContext) -> Iterator[tuple[str, str]]:
         yield storage.scratch.path, "scratch"
 
 
+# Archive is offered on LRS, GRS and RA-GRS accounts only
+# (MicrosoftDocs/azure-docs@0089f18:articles/storage/blobs/access-tiers-overview.md).
+ARCHIVE_REDUNDANCY = {"LRS", "GRS"}
+
+
+class ArchiveTierRedundancy(Rule[ConfigContext]):
+    """The Archive tier exists on LRS, GRS and RA-GRS accounts only
+    (MicrosoftDocs/azure-docs@0089f18:articles/storage/blobs/access-tiers-overview.md): a lifecycle rule that
+    tiers to Archive on a ZRS or GZRS account fails for every blob it matches."""
+
+    id = "HPCLZ-STO-013"
+    severity = Severity.ERROR
+    title = "Lifecycle tiers to Archive on an account whose redundancy has no Archive tier"
+    fix = "Set storage.blob.replication to GRS (or LRS), or drop lifecycle.archive_after_days."
+
+    def check(self, ctx: ConfigContext) -> Iterable[Finding]:
+        blob = ctx.config.storage.blob
+        if blob.mode == "new" and blob.lifecycle.archive_after_days and blob.replication not in ARCHIVE_REDUNDANCY:
+            yield self.finding(
+                ctx,
+                ("storage", "blob", "lifecycle", "archive_after_days"),
+                f"Archive is not available on {blob.replication} accounts (only LRS, GRS, RA-GRS)",
+            )
+
+
+class LustreHsmPrincipal(Rule[ConfigContext]):
+    """Managed Lustre with HSM needs Storage Account Contributor and Storage Blob Data Contributor on the
+    account for the "HPC Cache Resource Provider" service principal before the file system is created, or
+    creation fails and validation does not catch it
+    (MicrosoftDocs/azure-stack-docs@f1e86c5:azure-managed-lustre/amlfs-prerequisites.md). That principal's
+    object ID differs per tenant: `az ad sp list --display-name "HPC Cache Resource Provider" --query [].id`."""
+
+    id = "HPCLZ-STO-014"
+    severity = Severity.ERROR
+    title = "Managed Lustre HSM without the HPC Cache Resource Provider's object ID"
+    fix = "Set storage.lustre.hsm.resource_provider_object_id to the tenant's HPC Cache Resource Provider ID."
+
+    def check(self, ctx: ConfigContext) -> Iterable[Finding]:
+        lustre = ctx.config.storage.lustre
+        if lustre.mode == "new" and lustre.hsm is not None and lustre.hsm.resource_provider_object_id is None:
+            yield self.finding(
+                ctx,
+                ("storage", "lustre", "hsm"),
+                "the HSM roles cannot be granted: the HPC Cache Resource Provider's object ID is not set",
+            )
+
+
 STORAGE_RULES: tuple[type[Rule[ConfigContext]], ...] = (
     LustreCapacityValid,
     LustreHsmContainerExists,
@@ -406,4 +453,6 @@ STORAGE_RULES: tuple[type[Rule[ConfigContext]], ...] = (
     SharedShareSize,
     SharedNeedsPrivateEndpoint,
     SharedMountHidesNothing,
+    ArchiveTierRedundancy,
+    LustreHsmPrincipal,
 )

@@ -9,6 +9,13 @@ from __future__ import annotations
 from typing import Any
 
 from hpclz.rules.base import Rule
+from hpclz.rules.template.azure_limits import (
+    AmlfsHsmPrerequisites,
+    ArchiveTierAvailable,
+    BastionNativeClientTunneling,
+    HostMaintenanceOnVm,
+    VmLoginNeedsEntraExtension,
+)
 from hpclz.rules.template.checkov import AllowlistNotStale, CheckovChecksPass
 from hpclz.rules.template.custom_data import CustomDataWithoutSecrets
 from hpclz.rules.template.exposure import BlobPublicAccessDisabled, HttpsOnlyUnlessPrivateNfs, NoAdminPortsFromInternet
@@ -49,6 +56,11 @@ LINT_RULES: tuple[type[Rule[Any]], ...] = (
     NoAdminPortsFromInternet,
     BlobPublicAccessDisabled,
     HttpsOnlyUnlessPrivateNfs,
+    AmlfsHsmPrerequisites,
+    BastionNativeClientTunneling,
+    ArchiveTierAvailable,
+    VmLoginNeedsEntraExtension,
+    HostMaintenanceOnVm,
 )
 CHECKOV_RULES: tuple[type[Rule[Any]], ...] = (CheckovChecksPass,)
 ALLOWLIST_RULES: tuple[type[Rule[Any]], ...] = (AllowlistNotStale,)

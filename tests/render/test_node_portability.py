@@ -1,0 +1,95 @@
+"""Everything hpclz runs on a node is checked for the oldest interpreter and shell of the images it runs on.
+
+Python: `/usr/bin/python3` on the AlmaLinux 8 CycleCloud image is 3.6 (AlmaLinux 8 ships platform-python 3.6;
+cluster_sync.py runs there), and the partitions may use AlmaLinux 8 HPC images too, so every helper targets 3.6
+with vermin. Shell: every rendered script is bash, checked by shellcheck (the Debian package).
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import PRESETS, require
+from tests.render.test_cloudinit import TEMPLATES, _artifacts, _cloud_config, _scripts
+
+HELPERS = sorted(TEMPLATES.glob("*.py"))
+VERMIN = Path(sys.executable).with_name("vermin")
+
+
+def _vermin(*paths: Path) -> subprocess.CompletedProcess[str]:
+    require(VERMIN.exists(), "vermin (the dev extra)")
+    args = [str(VERMIN), "-t=3.6-", "--violations", "--no-tips", "-q", *map(str, paths)]
+    return subprocess.run(args, capture_output=True, text=True, check=False)
+
+
+def test_node_helpers_run_on_python_3_6() -> None:
+    assert HELPERS, TEMPLATES
+    checked = _vermin(*HELPERS)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+def test_vermin_rejects_what_python_3_6_lacks(tmp_path: Path) -> None:
+    """The check can fail: the exact call the cluster-sync script made before issue 13 (finding 8)."""
+    script = tmp_path / "old_sync.py"
+    script.write_text('import subprocess\nsubprocess.run(["true"], capture_output=True, text=True)\n')
+    checked = _vermin(script)
+    assert checked.returncode != 0 and "capture_output" in checked.stdout
+
+
+def _embedded(script: str) -> list[str]:
+    """Bash helpers a script writes to disk through a quoted here-document, to be checked on their own."""
+    bodies = re.findall(r"<<'HPCLZ_EOF'\n(.*?)^HPCLZ_EOF$", script, flags=re.S | re.M)
+    return [body for body in bodies if body.startswith("#!/bin/bash")]
+
+
+def _rendered_scripts(stem: str) -> list[str]:
+    files = {f["path"]: f["content"] for f in _cloud_config(stem)["write_files"]}
+    scripts = [
+        *_scripts(_artifacts(stem)["cyclecloud/slurm-cluster.txt"]),
+        files["/opt/hpclz/bin/bootstrap-cyclecloud"],
+    ]
+    return scripts + [helper for script in scripts for helper in _embedded(script)]
+
+
+def test_pyxis_builds_after_slurm_headers_and_is_loaded() -> None:
+    """Finding 13 of issue 13: cyclecloud-slurm installs slurm-smd-dev (spank.h) in its own cluster-init, after
+    CloudInit (Azure/cyclecloud-slurm@b26ab06:slurm/install/ubuntu.sh), and 3.0.x writes no plugstack include."""
+    helpers = [h for s in _rendered_scripts("ai-training") for h in [s] if "hpclz-pyxis: build" in s]
+    assert helpers, "no pyxis helper rendered"
+    lines = helpers[0].splitlines()
+    wait = next(i for i, line in enumerate(lines) if "/usr/include/slurm/spank.h ] && break" in line)
+    build = next(i for i, line in enumerate(lines) if line.strip().startswith("make -C /opt/hpclz/pyxis install"))
+    assert wait < build
+    assert "include /etc/slurm/plugstack.conf.d/*' >> /etc/slurm/plugstack.conf" in helpers[0]
+    assert "rev-parse HEAD)" in helpers[0] and "424563865a491f2d8f3c396a095d18db81f1fb07" in helpers[0]
+
+
+def _shellcheck(path: Path) -> subprocess.CompletedProcess[str]:
+    require(shutil.which("shellcheck") is not None, "shellcheck (Debian package)")
+    return subprocess.run(
+        ["shellcheck", "--shell=bash", "--severity=warning", "--format=gcc", str(path)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize("preset", PRESETS, ids=lambda p: p.stem)
+def test_rendered_shell_scripts_pass_shellcheck(preset: Path, tmp_path: Path) -> None:
+    for index, text in enumerate(_rendered_scripts(preset.stem)):
+        path = tmp_path / f"script{index}.sh"
+        path.write_text(text, encoding="utf-8")
+        checked = _shellcheck(path)
+        assert checked.returncode == 0, f"{preset.stem} script {index}:\n{checked.stdout}"
+
+
+def test_shellcheck_rejects_an_unquoted_expansion(tmp_path: Path) -> None:
+    path = tmp_path / "bad.sh"
+    path.write_text("#!/bin/bash\nfor f in $(ls /tmp); do rm $f; done\n")
+    assert _shellcheck(path).returncode != 0
