@@ -103,17 +103,25 @@ def exit_codes() -> str:
     meanings = {
         ExitCode.OK: "Success (for `plan --detailed-exitcode`: success and no changes).",
         ExitCode.FAILED: (
-            "The command ran and found a problem: failing findings, a failed deployment; or the answer at a"
-            " `deploy`/`destroy` confirmation was no (prints `cancelled`, nothing changed)."
+            "The command ran and found a problem: failing findings, a failed deployment; `plan` with a NOT ALLOWED"
+            " change; `deploy` refusing what the plan marks unsafe (NOT ALLOWED, data loss or disruption without"
+            " its flag: nothing changed); or the answer at a `deploy`/`destroy` confirmation was no (prints"
+            " `cancelled`, nothing changed)."
         ),
         ExitCode.CHANGES_PRESENT: "`plan --detailed-exitcode` only: success, and changes are present.",
         ExitCode.CONFIG_INVALID: "The config could not be read or does not match the model.",
         ExitCode.STATE_LOCKED: "Another run holds the state lock.",
-        ExitCode.AZURE_ERROR: "Azure refused or failed a call (credentials, permissions, ARM errors).",
+        ExitCode.AZURE_ERROR: (
+            "Azure refused or failed a call (credentials, permissions, ARM errors), a deployment ran past its"
+            " time budget, or a delete the plan showed did not happen (it stays in state)."
+        ),
         ExitCode.VERIFY_FAILED: "`verify`: one or more nodes failed a check.",
         ExitCode.NOT_MEASURED: "`verify --local`: nothing failed, but some checks could not be measured on this "
         "machine (no GPU driver, unknown SKU): not a pass.",
-        ExitCode.USAGE: "Bad command-line usage (unknown option, missing argument).",
+        ExitCode.USAGE: (
+            "Bad command-line usage (unknown option, missing argument), or a state that belongs to another"
+            " landing zone, environment, subscription or region (docs/state.md)."
+        ),
         ExitCode.INTERRUPTED: (
             "Interrupted: Ctrl-C, or a confirmation prompt aborted (Ctrl-C or end of input); state is left resumable."
         ),

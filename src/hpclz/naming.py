@@ -123,11 +123,17 @@ class NameBuilder:
             words.append(self._meta.environment.value)
         if self._naming.include_region:
             words.append(region_code(self._region))
-        suffix = unique_suffix(self._config)
-        if rule.global_scope and suffix:
-            words.append(suffix)
+        suffix = unique_suffix(self._config) if rule.global_scope else ""
         text = sep.join(words)
-        return re.sub(r"[^a-z0-9]", "", text.lower()) if rule.compact else text
+        if rule.compact:
+            text = re.sub(r"[^a-z0-9]", "", text.lower())
+        if not suffix:
+            return text
+        if self._naming.unique_suffix is None:
+            # A suffix hpclz derived must not be what breaks the length limit: the readable part gives way, and the
+            # suffix keeps the name unique (a 12-character metadata.name would otherwise overflow a Key Vault's 24).
+            text = text[: rule.max_length - len(sep) - len(suffix)].rstrip(sep or "-")
+        return f"{text}{sep}{suffix}"
 
     def resource_group(self, area: str, override: str | None = None) -> str:
         return override or self.name("resource_group", area)

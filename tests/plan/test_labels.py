@@ -115,3 +115,17 @@ def test_other_resources_and_unknown_roles_fall_back_to_what_is_known() -> None:
     custom = {"roleDefinitionId": "/providers/roleDefinitions/11111111-2222-4333-8444-555555555555", "principalId": "p"}
     assert resource_label(ROLE_TYPE, "abc", rid, custom) == "role 11111111… -> p at subscription"
     assert resource_label(ROLE_TYPE, "abc", rid, {"properties": {}}) == "abc"
+
+
+def test_child_resources_are_labelled_by_their_full_name() -> None:
+    """Every private endpoint has a DNS zone group named `default`: the label names its parent too."""
+    rid = (
+        "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Network/privateEndpoints/pep-blob"
+        "/privateDnsZoneGroups/default"
+    )
+    label = resource_label("Microsoft.Network/privateEndpoints/privateDnsZoneGroups", "default", rid, None)
+    assert label == "pep-blob/default"
+    top = "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/vnet1"
+    assert resource_label("Microsoft.Network/virtualNetworks", "vnet1", top, None) == "vnet1"
+    expression = "[resourceId('Microsoft.Network/privateEndpoints/privateDnsZoneGroups', 'a', 'b')]"
+    assert resource_label("Microsoft.Network/privateEndpoints/privateDnsZoneGroups", "b", expression, None) == "b"

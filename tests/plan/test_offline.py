@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from hpclz.plan.changeset import Action, Policy
@@ -133,3 +134,23 @@ def test_a_deployment_applied_with_the_same_hash_is_unchanged_without_diffing() 
     for record in state.resources:
         record.properties = {"properties": {"recorded": "differently"}}  # would diff if compared
     assert not offline_changeset(build_plan(base), state).changed_resources
+
+
+def test_a_deployment_moved_to_another_group_is_neither_applied_nor_matched_by_name() -> None:
+    """The template hash leaves the group out, and a private DNS zone is named the same in every group
+    (privatelink.blob.core.windows.net): a zone recorded in another group is a delete plus a create."""
+    config = preset("energy")
+    plan = build_plan(config)
+    state = applied_state(config, plan)
+    network = next(d for d in plan.deployments if d.component == "network")
+    assert network.resource_group
+    moved = state.model_copy(deep=True)
+    moved.deployments[network.name].resource_group = "rg-elsewhere"
+    for record in moved.resources:
+        if record.deployment == network.name:
+            record.id = re.sub(re.escape(network.resource_group), "rg-elsewhere", record.id, flags=re.I)
+    changes = offline_changeset(plan, moved)
+    zones = [r for r in changes.resources if r.type == "Microsoft.Network/privateDnsZones"]
+    assert {r.action for r in zones} == {Action.CREATE, Action.DELETE}
+    assert all("rg-elsewhere" in r.id for r in zones if r.action is Action.DELETE)
+    assert offline_changeset(plan, state).has_changes is False  # unmoved, the same state is clean

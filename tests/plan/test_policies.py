@@ -57,7 +57,7 @@ CASES: list[tuple[str, str, Any, Any, bool, Policy]] = [
         "x",
         "y",
         False,
-        Policy.REPLACE,
+        Policy.NOT_ALLOWED,
     ),
     ("Microsoft.Network/virtualNetworks", "location", "eastus", "westus", False, Policy.REPLACE),
     ("Microsoft.StorageCache/amlFilesystems", "location", "eastus", "westus", True, Policy.REPLACE_DATA),

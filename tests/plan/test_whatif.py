@@ -187,3 +187,23 @@ def test_failed_what_if_is_an_azure_error() -> None:
 )
 def test_parse_resource_id(rid: str, expected: tuple[str, str]) -> None:
     assert parse_resource_id(rid) == expected
+
+
+def test_an_ignore_from_one_deployment_never_hides_anothers_modify() -> None:
+    """Two hpclz deployments into one group: each what-if reports the other's resources as Ignore."""
+    real = recorded("whatif_modify_recorded")  # a real Modify of a storage account's sku
+    (modify,) = real["properties"]["changes"] if "properties" in real else real["changes"]
+    ignore = {"resourceId": modify["resourceId"], "changeType": "Ignore"}
+    first = {"status": "Succeeded", "properties": {"changes": [ignore]}}
+    for order in ({"a": first, "b": real}, {"b": real, "a": first}):
+        changes = whatif_changeset(order, landing_zone="t", environment="dev")
+        (change,) = changes.resources
+        assert change.action is Action.MODIFY and change.deployment == "b"
+        assert changes.ignored == []
+
+
+def test_a_resource_only_ignored_stays_ignored_once() -> None:
+    rid = f"{RG}/Microsoft.Network/natGateways/ng"
+    body = {"status": "Succeeded", "properties": {"changes": [{"resourceId": rid, "changeType": "Ignore"}]}}
+    changes = whatif_changeset({"a": body, "b": body}, landing_zone="t", environment="dev")
+    assert changes.ignored == [rid] and changes.resources == []

@@ -104,3 +104,20 @@ def test_deploy_applies_a_saved_plan_once_then_refuses_it_as_stale(arm: ArmStand
     zone.write_text(zone.read_text().replace("owner: ", "owner: new-", 1))
     edited = run_cli("deploy", str(zone), "--plan", str(fresh), "--yes")
     assert edited.exit_code == 1 and "the config changed since the plan was made" in edited.stderr
+
+
+def test_what_if_sends_secure_parameters_and_never_prints_them(arm: ArmStandIn, zone: Path, run_cli: Run) -> None:
+    # ARM refuses a what-if whose secureString parameters have no value ("The value for the template
+    # parameter '...' is not provided."), exactly as it refuses the deployment itself.
+    secret = "wi-S3cret-value-5521"
+    text = zone.read_text().replace(
+        "  key_vault: {mode: new}", f"  key_vault:\n    mode: new\n    secrets:\n      api-token: {secret}"
+    )
+    assert text != zone.read_text()
+    zone.write_text(text)
+    assert run_cli("deploy", str(zone), "--yes").exit_code == 0
+    result = run_cli("plan", str(zone), "--what-if", "--detailed-exitcode")
+    assert result.exit_code == 0, result.stdout + result.stderr
+    assert secret not in result.stdout + result.stderr
+    sent = [r for r in arm.log if r.method == "POST" and r.path.lower().endswith("/whatif")]
+    assert sent, "no what-if request reached ARM"

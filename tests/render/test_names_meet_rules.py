@@ -94,3 +94,20 @@ def test_global_names_get_a_deterministic_suffix_by_default() -> None:
     assert unique_suffix(_config(other_subscription)) not in ("", "eb80")
     assert NameBuilder(_config(explicit)).name("storage_account") == "stenergyprodscusx9"
     assert NameBuilder(_config(none)).name("storage_account") == "stenergyprodscus"
+
+
+def test_a_derived_suffix_never_pushes_a_global_name_past_its_limit() -> None:
+    """metadata.name allows 12 characters, but kv-<name>-prod-scus-<suffix> would be 30: the readable part gives way
+    and the derived suffix stays (Key Vault and storage account names are 3-24 characters, learn.microsoft.com/azure/
+    azure-resource-manager/management/resource-name-rules)."""
+
+    def long_name(data: dict[str, Any]) -> None:
+        data["metadata"]["name"] = "seismicdata1"
+
+    config = _config(long_name)
+    suffix = unique_suffix(config)
+    for kind in ("key_vault", "storage_account"):
+        name = NameBuilder(config).name(kind, "nfs")
+        assert len(name) <= 24 and name.endswith(suffix), name
+        assert NAME_RULES[kind].problems(name) == [], name
+    assert NameBuilder(config).name("key_vault") == f"kv-seismicdata1-pro-{suffix}"

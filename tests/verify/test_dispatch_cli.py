@@ -28,7 +28,22 @@ def test_no_slurm_client_on_path_says_so(
     monkeypatch.setenv("PATH", str(tmp_path))
     monkeypatch.delenv("SLURM_CONF", raising=False)
     monkeypatch.delenv("HPCLZ_SLURM_BIN", raising=False)
+    monkeypatch.delenv("AZURE_SUBSCRIPTION_ID", raising=False)
     result = run_cli("verify", str(CONFIG), "-o", "json")
+    envelope = json.loads(result.stdout)
+    # Without Slurm here, verify goes to the scheduler through Azure (tests/verify/test_remote.py); without a
+    # subscription it cannot, and says both why Azure came into it and what to do instead.
+    assert result.exit_code == 64 and envelope["exit_code"] == 64
+    assert envelope["errors"][0]["message"].startswith("no Azure subscription")
+
+
+def test_via_slurm_without_a_slurm_client_says_so(
+    run_cli: Callable[..., CliResult], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.delenv("SLURM_CONF", raising=False)
+    monkeypatch.delenv("HPCLZ_SLURM_BIN", raising=False)
+    result = run_cli("verify", str(CONFIG), "--via", "slurm", "-o", "json")
     envelope = json.loads(result.stdout)
     assert result.exit_code == 1 and envelope["exit_code"] == 1
     assert envelope["errors"][0]["message"].startswith("Slurm's sinfo is not on PATH")

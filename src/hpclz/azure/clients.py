@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import threading
 import time
+from collections.abc import Callable
 from functools import cached_property
 from typing import Any
 
@@ -40,14 +42,25 @@ class AzureClients:
         self.subscription_id = subscription_id
         self.settings = settings or settings_from_env()
         self.credential = credential or make_credential(self.settings)
+        # Set to stop every wait between retries at once (Ctrl-C); on_wait hears the countdown.
+        self.cancel = threading.Event()
+        self.on_wait: Callable[[str], None] = lambda _message: None
 
     def _options(self) -> dict[str, Any]:
+        from hpclz.azure.waiting import BoundedRetryPolicy
+
         s = self.settings
+        retry = BoundedRetryPolicy(
+            cancel=self.cancel,
+            on_wait=lambda message: self.on_wait(message),
+            cap=s.retry_after_cap,
+            retry_total=s.retry_total,
+            retry_backoff_factor=s.retry_backoff,
+        )
         options: dict[str, Any] = {
             "base_url": s.arm_endpoint,
             "credential_scopes": [s.cloud.scope],
-            "retry_total": s.retry_total,
-            "retry_backoff_factor": s.retry_backoff,
+            "retry_policy": retry,
             "polling_interval": s.poll_interval,
         }
         if s.ca_bundle:

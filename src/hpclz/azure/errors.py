@@ -96,6 +96,10 @@ def describe(exc: Exception) -> ArmFailure:
     return ArmFailure(f"HTTP{status}" if status else type(exc).__name__, str(exc).splitlines()[0] if str(exc) else "")
 
 
+class WaitCancelled(Exception):
+    """The run was stopped (Ctrl-C) while hpclz waited between retries of an Azure call."""
+
+
 def sdk_error() -> type[Exception]:
     """azure-core's base error, for callers outside the adapter that catch it (they must not import the SDK)."""
     from azure.core.exceptions import AzureError

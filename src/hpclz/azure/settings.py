@@ -40,6 +40,8 @@ class AzureSettings:
     poll_interval: float
     retry_total: int
     retry_backoff: float
+    retry_after_cap: float = 120.0
+    deploy_timeout: float | None = None  # seconds; None: per resource type (hpclz.azure.waiting)
 
     @property
     def custom_endpoint(self) -> bool:
@@ -80,6 +82,8 @@ def settings_from_env(configured_cloud: str | None = None) -> AzureSettings:
         poll_interval=_number("HPCLZ_POLL_INTERVAL", 10.0),
         retry_total=int(_number("HPCLZ_RETRY_TOTAL", 6)),
         retry_backoff=_number("HPCLZ_RETRY_BACKOFF", 0.8),
+        retry_after_cap=_number("HPCLZ_RETRY_AFTER_CAP", 120.0),
+        deploy_timeout=_number("HPCLZ_DEPLOY_TIMEOUT", 0.0) or None,
     )
 
 

@@ -20,6 +20,23 @@ def plan(
     detailed_exitcode: bool = typer.Option(
         False, "--detailed-exitcode", help="Exit 0 with no changes, 1 on error, 2 when changes are present."
     ),
+    refresh: bool = typer.Option(
+        False, "--refresh", help="Read the recorded resources back from Azure and show what changed outside hpclz."
+    ),
+    refresh_only: bool = typer.Option(False, "--refresh-only", help="Show only what changed outside hpclz."),
+    destroy: bool = typer.Option(False, "--destroy", help="Show what `hpclz destroy` would delete."),
+    include_data: bool = typer.Option(
+        False, "--include-data", help="With --destroy: as `hpclz destroy --include-data` (data-bearing resources too)."
+    ),
+    replace: list[str] = typer.Option(
+        [], "--replace", metavar="ADDRESS", help="Resource ID (or Type/name) to delete and create again (repeatable)."
+    ),
+    target: list[str] = typer.Option(
+        [],
+        "--target",
+        metavar="ADDRESS",
+        help="Only the deployment holding this resource, and what it depends on (repeatable).",
+    ),
     suppress: list[str] = typer.Option([], "--suppress", metavar="ID", help="Rule ID to silence (repeatable)."),
     hours: float | None = typer.Option(
         None,
@@ -44,6 +61,12 @@ def plan(
             force=force,
             detailed_exitcode=detailed_exitcode,
             suppress=suppress,
+            refresh=refresh,
+            refresh_only=refresh_only,
+            destroy=destroy,
+            include_data=include_data,
+            replace=replace,
+            target=target,
             hours=hours,
         )
         finish(result, output, lambda console, shown: view.show(console, shown, show_noise=show_noise))

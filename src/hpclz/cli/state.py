@@ -1,4 +1,4 @@
-"""`hpclz state show|unlock`."""
+"""`hpclz state show|unlock|forget`."""
 
 from __future__ import annotations
 
@@ -42,3 +42,19 @@ def unlock(
         from hpclz.services.state import unlock_state
 
         finish(unlock_state(config, force=force), output, view.show_unlock)
+
+
+@state_app.command()
+def forget(
+    config: Path = CONFIG_ARGUMENT,
+    address: str = typer.Argument(
+        ..., metavar="ADDRESS", help="Full resource ID, or Type/name (e.g. Microsoft.Network/privateEndpoints/pep-x)."
+    ),
+    output: OutputFormat = OUTPUT_OPTION,
+) -> None:
+    """Remove one resource from state and leave it in Azure: hpclz stops managing (and deleting) it."""
+    with guarded("state forget", output):
+        from hpclz.cli.views import state as view
+        from hpclz.services.state import forget_state
+
+        finish(forget_state(config, address), output, view.show_forget)

@@ -1,10 +1,17 @@
 from __future__ import annotations
 
+from enum import StrEnum
 from pathlib import Path
 
 import typer
 
 from hpclz.cli.common import OUTPUT_OPTION, OutputFormat, finish, guarded
+
+
+class Via(StrEnum):
+    slurm = "slurm"
+    run_command = "run-command"
+    ssh = "ssh"
 
 
 def verify(
@@ -55,6 +62,24 @@ def verify(
         metavar="ID",
         help="Verify check ID to report without failing or draining (repeatable); adds to the config's.",
     ),
+    via: Via | None = typer.Option(
+        None,
+        "--via",
+        help="slurm: through this machine's Slurm. run-command: on the scheduler VM through Azure Run Command "
+        "(the default where this machine has no Slurm). ssh: print the Bastion command to run it there yourself.",
+    ),
+    scheduler: str | None = typer.Option(
+        None,
+        "--scheduler",
+        metavar="VM_RESOURCE_ID",
+        help="The scheduler VM (default: the VM CycleCloud tagged as the cluster's scheduler).",
+    ),
+    report_account: str | None = typer.Option(
+        None,
+        "--report-account",
+        metavar="URL",
+        help="Blob account the scheduler writes its report to (default: the state's account).",
+    ),
     output: OutputFormat = OUTPUT_OPTION,
 ) -> None:
     """Check every node through Slurm, name the failing ones and why; optionally drain them."""
@@ -73,9 +98,14 @@ def verify(
             work_dir=work_dir,
             node_budget_s=budget,
             suppress=suppress,
+            via=via.value if via else None,
+            scheduler=scheduler,
+            report_account=report_account,
+            progress=lambda line: typer.echo(line, err=True),
         )
         if python:
             options.python = python
+            options.remote_python = python
         from hpclz.cli.views import verify as view
 
         result = run_verify(options)

@@ -18,7 +18,9 @@ class Subnet(StrictModel):
         description="Subnet name; empty means the naming convention (snet-<name>-<role>).",
         json_schema_extra=policy("replace"),
     )
-    cidr: IPv4Network = Field(json_schema_extra=policy("replace"))
+    # ARM refuses a new range while the subnet holds anything (InUseSubnetCannotBeUpdated), and a landing
+    # zone's subnets always hold something: https://learn.microsoft.com/azure/virtual-network/virtual-network-manage-subnet
+    cidr: IPv4Network = Field(json_schema_extra=policy("not_allowed"))
     nsg: bool = Field(default=True, description="Attach a network security group that denies Internet inbound.")
     delegation: str | None = Field(
         default=None, examples=["Microsoft.NetApp/volumes"], json_schema_extra=policy("not_allowed")

@@ -9,15 +9,24 @@ operation as it changes. State is written after each submit (RUNNING + ARM id) a
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping
+import time
+from collections.abc import Callable, Collection, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, TypeVar
 
 from hpclz.azure.arm import Arm, deployment_body
-from hpclz.azure.errors import ArmFailure, describe, innermost, sdk_error
-from hpclz.deploy.records import HASH_TAG, assignment_ids, outputs_of, referenced_identities, resource_records
+from hpclz.azure.errors import ArmFailure, WaitCancelled, describe, innermost, sdk_error
+from hpclz.deploy.records import (
+    HASH_TAG,
+    assignment_ids,
+    declared_types,
+    outputs_of,
+    referenced_identities,
+    resource_records,
+)
+from hpclz.deploy.timeouts import deployment_budget
 from hpclz.plan.unchanged import deployment_unchanged
 from hpclz.render.model import MANAGED_TAG, Deployment, DeploymentPlan
 from hpclz.state.model import DeploymentRecord, DeploymentStatus, ResourceRecord, StateDocument, now
@@ -35,6 +44,7 @@ class Step(StrEnum):
     FAILED = "failed"
     BLOCKED = "blocked"  # not started: something it depends on failed
     INTERRUPTED = "interrupted"
+    WAITING = "waiting"  # throttled or retrying: a bounded wait, counted down
 
 
 @dataclass(frozen=True)
@@ -63,6 +73,12 @@ class _Interrupted(Exception):
     pass
 
 
+class _TimedOut(Exception):
+    def __init__(self, failure: ArmFailure):
+        super().__init__(failure.message)
+        self.failure = failure
+
+
 class Runner:
     def __init__(
         self,
@@ -75,6 +91,9 @@ class Runner:
         on_event: Callable[[Event], None] = lambda _e: None,
         poll_interval: float = 10.0,
         max_workers: int = 8,
+        deletes: Collection[str] = (),
+        before_submit: Callable[[Deployment], ArmFailure | None] = lambda _d: None,
+        resubmit: Collection[str] = (),
     ):
         self.arm = arm
         self.plan = plan
@@ -86,6 +105,10 @@ class Runner:
         self._workers = max_workers
         self._doc_lock = threading.Lock()
         self.stop = threading.Event()
+        # Lower-cased IDs the change set deletes: their records stay in state (pending_delete) until deleted.
+        self._deletes = {i.lower() for i in deletes}
+        self._before_submit = before_submit
+        self._resubmit = set(resubmit)  # a rotated secret: same template, new value
 
     # ----- state -----
     def _record(self, record: DeploymentRecord, resources: list[Any] | None = None) -> None:
@@ -93,8 +116,14 @@ class Runner:
             doc = self.doc.model_copy(deep=True)
             doc.deployments[record.name] = record
             if resources is not None:
+                new = {r.id.lower() for r in resources}
                 kept = [r for r in doc.resources if r.deployment != record.name]
-                doc.resources = kept + resources
+                pending = [
+                    r.model_copy(update={"pending_delete": True})
+                    for r in doc.resources
+                    if r.deployment == record.name and r.id.lower() in self._deletes and r.id.lower() not in new
+                ]
+                doc.resources = kept + pending + resources
                 doc.outputs = {k: v for k, v in doc.outputs.items() if not k.startswith(f"{record.component}.")}
                 doc.outputs.update({f"{record.component}.{k}": v for k, v in record.outputs.items()})
             doc.updated_at = now()
@@ -103,17 +132,23 @@ class Runner:
     # ----- one deployment -----
     def _deploy(self, d: Deployment) -> Step:
         digest = d.template_hash()
-        if deployment_unchanged(self.doc, d, digest):
+        if deployment_unchanged(self.doc, d, digest) and d.name not in self._resubmit:
             self._emit(Event(d.name, Step.SKIPPED, "unchanged since the last deploy"))
             return Step.SKIPPED
         remote = self.arm.get_deployment(d)
         remote_state = _state(remote)
         ours = remote is not None and (remote.get("tags") or {}).get(HASH_TAG) == digest
-        if ours and (remote_state in ACTIVE or remote_state == "Succeeded"):
+        adoptable = remote_state in ACTIVE or (remote_state == "Succeeded" and d.name not in self._resubmit)
+        if ours and adoptable:
             self._emit(Event(d.name, Step.ATTACHED, f"found in ARM ({remote_state}); not submitting again"))
             previous = self.doc.deployments.get(d.name)
             started = previous.started_at if previous else now()
         else:
+            refused = self._before_submit(d)  # replacements: the old resource goes before the new one is made
+            if refused is not None:
+                self._failures[d.name] = refused
+                self._emit(Event(d.name, Step.FAILED, refused.one_line()))
+                return Step.FAILED
             tags = {MANAGED_TAG: "true", HASH_TAG: digest}
             remote = self.arm.submit(d, deployment_body(d, self._secrets.get(d.name, {}), tags))
             started = now()
@@ -135,6 +170,9 @@ class Runner:
 
     def _follow(self, d: Deployment) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         seen: dict[str, str] = {}
+        settings = getattr(getattr(self.arm, "clients", None), "settings", None)
+        budget, slowest = deployment_budget(declared_types(d.template), getattr(settings, "deploy_timeout", None))
+        deadline = time.monotonic() + budget
         while True:
             remote = self.arm.get_deployment(d) or {}
             operations = self.arm.operations(d)
@@ -149,6 +187,15 @@ class Runner:
                     )
             if _state(remote) not in ACTIVE:
                 return remote, operations
+            if time.monotonic() > deadline:
+                raise _TimedOut(
+                    ArmFailure(
+                        "DeploymentTimeout",
+                        f"still {_state(remote)} after {budget / 60:g} min, longer than {slowest} should take; "
+                        "hpclz stopped waiting but ARM carries on: rerun deploy to re-attach, or cancel it in Azure",
+                        (remote or {}).get("id"),
+                    )
+                )
             if self.stop.wait(self._poll):
                 raise _Interrupted
 
@@ -226,8 +273,12 @@ class Runner:
                     if result.status[name] is Step.INTERRUPTED:
                         result.interrupted = True
         except BaseException:
-            # Ctrl-C or a failed state write: stop polling; what ARM runs stays recorded as RUNNING in state.
+            # Ctrl-C or a failed state write: stop polling and any wait between retries at once; what ARM
+            # runs stays recorded as RUNNING in state.
             self.stop.set()
+            clients = getattr(self.arm, "clients", None)
+            if clients is not None:
+                clients.cancel.set()
             raise
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
@@ -239,9 +290,13 @@ class Runner:
             return Step.INTERRUPTED
         try:
             return self._deploy(d)
-        except _Interrupted:
+        except (_Interrupted, WaitCancelled):
             self._emit(Event(d.name, Step.INTERRUPTED, "left running in ARM; rerun deploy to re-attach"))
             return Step.INTERRUPTED
+        except _TimedOut as timeout:
+            self._failures[d.name] = timeout.failure
+            self._emit(Event(d.name, Step.FAILED, timeout.failure.one_line()))
+            return Step.FAILED
         except Exception as exc:  # an unreachable ARM or a refused call fails this deployment, not the others
             if not isinstance(exc, sdk_error()):
                 raise

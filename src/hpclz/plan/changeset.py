@@ -142,6 +142,14 @@ class ChangeSet(BaseModel):
     unsupported: list[str] = Field(
         default_factory=list, description="Resources ARM what-if could not evaluate (Unsupported), with reasons."
     )
+    refreshed: bool = Field(default=False, description="Azure was read back (--refresh): drift is known.")
+    drift: list[ResourceChange] = Field(
+        default_factory=list, description="Recorded resources changed or deleted outside hpclz (--refresh)."
+    )
+    resubmit: list[str] = Field(
+        default_factory=list,
+        description="Deployments to submit again although their template is unchanged (a rotated secret).",
+    )
 
     @property
     def summary(self) -> Summary:
@@ -163,7 +171,7 @@ class ChangeSet(BaseModel):
 
     @property
     def has_changes(self) -> bool:
-        return bool(self.changed_resources or self.config_changes)
+        return bool(self.changed_resources or self.config_changes or self.drift)
 
     @property
     def noise_count(self) -> int:

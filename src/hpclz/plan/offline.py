@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from hpclz.plan import policies
+from hpclz.plan import decode, policies
 from hpclz.plan.assignments import is_role_assignment, key_of, maybe_same, pair_in_passes, surely_same
 from hpclz.plan.changeset import Action, ChangeSet, PropertyChange, ResourceChange, StateRef, Verdict, worst
 from hpclz.plan.resources import DesiredResource, desired_resources, id_key, parent_key, resource_label
@@ -57,16 +57,10 @@ def resource_change(
     rtype: str, name: str, rid: str, deployment: str, data_bearing: bool, before: Any, after: Any
 ) -> ResourceChange:
     """Classify one resource that exists on both sides: no change, in-place modify, or replace."""
-    changes = [
-        PropertyChange(
-            path=path,
-            kind=kind,
-            before=old,
-            after=new,
-            verdict=policies.property_verdict(rtype, path, old, new, data_bearing, after),
-        )
-        for path, kind, old, new in diff_values(before, after)
-    ]
+    changes = []
+    for path, kind, old, new in diff_values(before, after):
+        verdict = policies.property_verdict(rtype, path, old, new, data_bearing, after)
+        changes += _readable(path, kind, old, new, verdict)
     return classify(
         ResourceChange(
             id=rid,
@@ -78,6 +72,23 @@ def resource_change(
             changes=changes,
         )
     )
+
+
+def _readable(path: str, kind: Action, old: Any, new: Any, verdict: Verdict) -> list[PropertyChange]:
+    """One property change; an encoded userData/customData becomes the changes inside it, same verdict."""
+    inner = decode.readable(path, old, new) if kind is Action.MODIFY and decode.is_encoded(path) else None
+    if not inner:
+        return [PropertyChange(path=path, kind=kind, before=old, after=new, verdict=verdict)]
+    return [
+        PropertyChange(
+            path=sub,
+            kind=Action.CREATE if was is None else Action.DELETE if now is None else Action.MODIFY,
+            before=was,
+            after=now,
+            verdict=verdict,
+        )
+        for sub, was, now in inner
+    ]
 
 
 def classify(change: ResourceChange) -> ResourceChange:
@@ -115,7 +126,10 @@ def offline_changeset(plan: DeploymentPlan, state: StateDocument | None) -> Chan
             change = resource_change(d.type, d.name, record.id, d.deployment, data, before, after)
             change.label = resource_label(d.type, d.name, d.id, d.body)
             changes.resources.append(change)
-    changes.resources.extend(_delete(r) for r in matcher.unmatched() if r.deployment not in unchanged)
+    # A record marked pending_delete is still in Azure whatever its deployment's hash says.
+    changes.resources.extend(
+        delete_change(r) for r in matcher.unmatched() if r.deployment not in unchanged or r.pending_delete
+    )
     return changes
 
 
@@ -147,7 +161,8 @@ class _Matcher:
     def __init__(self, records: list[ResourceRecord]):
         self.records = records
         self.by_id = {id_key(r.id): r for r in records}
-        self.by_name = {(r.type.lower(), r.name.lower(), r.deployment): r for r in records}
+        # By name only within one resource group: a private DNS zone has the same name in every group.
+        self.by_name = {(r.type.lower(), r.name.lower(), r.deployment, _group(r.id)): r for r in records}
         self.used: set[int] = set()
 
     def _take(self, record: ResourceRecord | None) -> ResourceRecord | None:
@@ -159,7 +174,9 @@ class _Matcher:
     def match_all(self, desired: list[DesiredResource]) -> dict[int, ResourceRecord]:
         found: dict[int, ResourceRecord] = {}
         for d in desired:
-            record = self.by_id.get(id_key(d.id)) or self.by_name.get((d.type.lower(), d.name.lower(), d.deployment))
+            record = self.by_id.get(id_key(d.id)) or self.by_name.get(
+                (d.type.lower(), d.name.lower(), d.deployment, _group(d.id))
+            )
             taken = self._take(record)
             if taken is not None:
                 found[id(d)] = taken
@@ -171,6 +188,11 @@ class _Matcher:
 
     def unmatched(self) -> list[ResourceRecord]:
         return [r for r in self.records if id(r) not in self.used]
+
+
+def _group(rid: str) -> str:
+    parts = id_key(rid).split("/")
+    return parts[2] if len(parts) > 2 and parts[1] == "resourcegroups" else ""
 
 
 def _same_assignment(d: DesiredResource, record: ResourceRecord) -> bool:
@@ -224,7 +246,7 @@ def _same(d: DesiredResource, record: ResourceRecord | None) -> ResourceChange:
     )
 
 
-def _delete(record: ResourceRecord) -> ResourceChange:
+def delete_change(record: ResourceRecord) -> ResourceChange:
     data = record.data_bearing or policies.is_data_bearing(record.type)
     return ResourceChange(
         id=record.id,

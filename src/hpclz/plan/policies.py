@@ -80,11 +80,13 @@ def address_space_verdict(before: Any, after: Any, context: Any = None) -> Verdi
 
 
 def _subnet_prefix(_before: Any, _after: Any, _context: Any = None) -> Verdict:
+    # Not a replacement: the VNet holds every subnet, and ARM refuses to delete one while anything uses it
+    # (InUseSubnetCannotBeDeleted), so deploy can neither update nor replace its way through.
     return _v(
-        Policy.REPLACE,
-        "a subnet's prefix cannot change while NICs use it (ARM: InUseSubnetCannotBeUpdated); "
-        "every VM in the subnet is deleted and recreated",
-        "drain and deallocate every node in the subnet first, or add a new subnet next to it",
+        Policy.NOT_ALLOWED,
+        "a subnet's prefix cannot change while NICs, private endpoints or delegated services use it "
+        "(ARM: InUseSubnetCannotBeUpdated)",
+        "add a subnet with the new range next to it, move the resources, then remove the old subnet",
         f"{DOCS}/virtual-network/virtual-network-manage-subnet#change-subnet-settings",
     )
 

@@ -169,12 +169,24 @@ def resource_label(rtype: str, name: str, rid: str, body: dict[str, Any] | None)
     Role assignments are named `[guid(...)]` in templates and by a GUID in Azure, so they are labelled from
     their properties instead: `Reader -> group dde85349… at rg-energy-network-prod-scus`.
     """
-    if rtype.lower() != ROLE_ASSIGNMENT or not isinstance(body, dict):
+    if rtype.lower() != ROLE_ASSIGNMENT:
+        return _full_name(rtype, name, rid)
+    if not isinstance(body, dict):
         return name
     props = body.get("properties", body)
     if not isinstance(props, dict) or "roleDefinitionId" not in props:
         return name
     return f"{_role_name(str(props['roleDefinitionId']))} -> {_principal(props)} at {_scope_name(rid)}"
+
+
+def _full_name(rtype: str, name: str, rid: str) -> str:
+    """A child resource by its full name (`pep-energy-blob-prod-scus/default`), not its last segment, which
+    many children share; taken from the ID, whose name segments follow each type segment."""
+    if rtype.count("/") < 2 or "[" in rid or "/providers/" not in rid:
+        return name
+    segments = rid.rsplit("/providers/", 1)[1].split("/")[1:]  # after the namespace: type, name, type, name...
+    names = segments[1::2]
+    return "/".join(names) if len(names) == rtype.count("/") else name
 
 
 def _role_name(definition: str) -> str:

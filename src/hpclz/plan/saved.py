@@ -60,6 +60,10 @@ def templates_fingerprint(root: Path | None = None) -> str:
 def save_plan(
     path: str | Path, plan: DeploymentPlan, changes: ChangeSet, config: LandingZoneConfig, state: StateDocument | None
 ) -> SavedPlan:
+    if changes.blocked:
+        raise HpclzError(
+            f"{path}: a plan with changes that are not allowed cannot be saved: {', '.join(changes.blocked)}"
+        )
     saved = SavedPlan(
         config_hash=config_fingerprint(config),
         templates_hash=templates_fingerprint(),

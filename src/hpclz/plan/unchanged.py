@@ -13,7 +13,10 @@ from hpclz.state.model import StateDocument
 
 def deployment_unchanged(state: StateDocument | None, deployment: Deployment, digest: str | None = None) -> bool:
     """digest: the deployment's template hash when the caller already has it (hashing serializes the template)."""
-    return state is not None and state.applied(deployment.name, digest or deployment.template_hash())
+    # The template hash leaves the resource group out: a deployment moved to another group is not unchanged.
+    return state is not None and state.applied(
+        deployment.name, digest or deployment.template_hash(), deployment.resource_group
+    )
 
 
 def unchanged_deployments(plan: DeploymentPlan, state: StateDocument | None) -> set[str]:

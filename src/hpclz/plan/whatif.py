@@ -133,23 +133,33 @@ def changes_of(body: dict[str, Any]) -> list[dict[str, Any]]:
     return list(changes) if isinstance(changes, list) else []
 
 
+# How much a what-if change type says about a resource, least first. One resource group can hold several
+# hpclz deployments: each reports the others' resources as Ignore (in scope, not in its template), so
+# the change type that says most wins, and an Ignore never hides another deployment's Modify.
+# Change types: https://learn.microsoft.com/rest/api/resources/deployments/what-if (WhatIfChange.changeType).
+_RANK = {"Ignore": 0, "NoChange": 1, "Unsupported": 2, "Deploy": 3, "Modify": 4, "Delete": 5, "Create": 5}
+
+
 def whatif_changeset(results: dict[str, dict[str, Any]], *, landing_zone: str, environment: str) -> ChangeSet:
-    """`results`: deployment name -> its what-if body. Resources in several deployments are listed once."""
+    """`results`: deployment name -> its what-if body. A resource several deployments report is merged by
+    its ID into the change that says most about it."""
     changeset = ChangeSet(mode="what-if", landing_zone=landing_zone, environment=environment)
-    seen: set[str] = set()
+    best: dict[str, tuple[str, dict[str, Any]]] = {}
     for deployment, body in results.items():
         for raw in changes_of(body):
-            rid = str(raw.get("resourceId", ""))
-            if rid.lower() in seen:
-                continue
-            seen.add(rid.lower())
-            kind = str(raw.get("changeType", ""))
-            if kind == "Ignore":
-                changeset.ignored.append(rid)
-            elif kind == "Unsupported":
-                changeset.unsupported.append(f"{rid}: {raw.get('unsupportedReason', 'no reason given')}")
-            else:
-                changeset.resources.append(map_change(raw, deployment))
+            key = str(raw.get("resourceId", "")).lower()
+            rank = _RANK.get(str(raw.get("changeType", "")), 1)
+            if key not in best or rank > _RANK.get(str(best[key][1].get("changeType", "")), 1):
+                best[key] = (deployment, raw)
+    for deployment, raw in best.values():
+        rid = str(raw.get("resourceId", ""))
+        kind = str(raw.get("changeType", ""))
+        if kind == "Ignore":
+            changeset.ignored.append(rid)
+        elif kind == "Unsupported":
+            changeset.unsupported.append(f"{rid}: {raw.get('unsupportedReason', 'no reason given')}")
+        else:
+            changeset.resources.append(map_change(raw, deployment))
     return changeset
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -13,15 +14,20 @@ from hpclz.config.loader import LoadedConfig, load_config
 from hpclz.errors import ExitCode, HpclzError
 from hpclz.findings import Finding, Severity
 from hpclz.output import CommandResult, ErrorEntry, ResultBody
+from hpclz.plan.changeset import ChangeSet
 from hpclz.plan.unchanged import unchanged_deployments
 from hpclz.render.model import DeploymentPlan
 from hpclz.secretscan import ENV_REFERENCE
+from hpclz.services.deploy_contract import Contract, after_run, announce_waits, check_contract, removals_for
 from hpclz.services.next_steps import next_steps
 from hpclz.state.backend import StateBackend
+from hpclz.state.model import StateDocument
 
 if TYPE_CHECKING:
+    from hpclz.deploy.runner import Runner, RunResult
     from hpclz.plan.saved import SavedPlan
-    from hpclz.state.model import StateDocument
+
+Confirm = Callable[[DeploymentPlan, set[str], ChangeSet], bool]
 
 
 class DeploymentOutcome(BaseModel):
@@ -42,9 +48,15 @@ class DeployResult(ResultBody):
     next_steps: list[str] = Field(default_factory=list)
     state_location: str | None = None
     cancelled: bool = Field(False, description="The person answered no at the confirmation: nothing was deployed.")
+    changes: ChangeSet | None = Field(default=None, description="The change set shown before confirming.")
+    removed: list[dict[str, Any]] = Field(
+        default_factory=list, description="Deletes carried out for the change set: id, type, action, reason."
+    )
 
     def json_body(self) -> dict[str, Any]:
-        return self.model_dump(mode="json", exclude={"findings"})
+        body = self.model_dump(mode="json", exclude={"findings", "changes"})
+        body["changes"] = self.changes.payload() if self.changes is not None else None
+        return body
 
     def errors(self) -> list[ErrorEntry]:
         """The envelope's `errors`: each failed deployment with its innermost ARM error, so a script need not
@@ -94,6 +106,18 @@ def resolve_secrets(loaded: LoadedConfig, plan: DeploymentPlan) -> dict[str, dic
     return {d.name: {p: _secret_at(loaded, path) for p, path in d.secure_parameters.items()} for d in plan.deployments}
 
 
+def available_secrets(loaded: LoadedConfig, plan: DeploymentPlan) -> dict[str, dict[str, str]]:
+    """The secret values that can be read now (plan runs without them; an unset `${env:...}` is skipped)."""
+    found: dict[str, dict[str, str]] = {}
+    for d in plan.deployments:
+        for parameter, path in d.secure_parameters.items():
+            try:
+                found.setdefault(d.name, {})[parameter] = _secret_at(loaded, path)
+            except HpclzError:
+                continue
+    return found
+
+
 def refuse_over_budget(loaded: LoadedConfig) -> None:
     """Deploying past the budget is a decision, not an accident: it takes --over-budget."""
     from hpclz.cost.estimate import estimate
@@ -115,14 +139,17 @@ def deploy(
     path: str | Path,
     *,
     plan_file: Path | None = None,
-    confirm: Callable[[DeploymentPlan, set[str]], bool] = lambda _plan, _unchanged: True,
+    confirm: Confirm = lambda _plan, _unchanged, _changes: True,
     on_event: Callable[[Any], None] = lambda _e: None,
     suppress: Iterable[str] = (),
+    contract: Contract = Contract(),
     over_budget: bool = False,
 ) -> CommandResult[DeployResult]:
-    """confirm gets the plan and the names of its deployments the state says are unchanged (skipped)."""
+    """confirm gets the plan, the names of its deployments the state says are unchanged (skipped), and the
+    change set deploy will apply, computed as `hpclz plan` computes it. `contract`: consent flags, --replace
+    and --target, --refresh."""
     result = DeployResult(file=str(path), stage="validate")
-    code = _deploy(result, path, plan_file, confirm, on_event, suppress, over_budget)
+    code = _deploy(result, path, plan_file, confirm, on_event, suppress, contract, over_budget)
     return CommandResult(
         command="deploy", payload=result, findings=result.findings, errors=result.errors(), exit_code=code
     )
@@ -132,9 +159,10 @@ def _deploy(
     result: DeployResult,
     path: str | Path,
     plan_file: Path | None,
-    confirm: Callable[[DeploymentPlan, set[str]], bool],
+    confirm: Confirm,
     on_event: Callable[[Any], None],
     suppress: Iterable[str],
+    contract: Contract,
     over_budget: bool = False,
 ) -> ExitCode:
     from hpclz.services.validate import check_config
@@ -163,10 +191,13 @@ def _deploy(
         AzureClients(resolve_subscription(metadata.resolved_subscription_id()), settings_from_env(metadata.cloud))
     )
     result.stage = "preflight"
+    announce_waits(arm, on_event)
     backend = _backend(loaded, arm)
     # Before preflight too: the live checks would otherwise judge another subscription's zone (its global names
     # all "taken" by the zone the state describes) instead of naming the real mistake.
     _same_subscription(loaded, backend, backend.read(), arm)
+    # Everything that can refuse does so before preflight's first call; `_apply` checks again under the lock.
+    check_contract(loaded, plan, backend.read(), (arm.subscription_id, backend.location), contract, secrets, early=True)
     result.findings += preflight(arm, loaded, plan, secrets, suppress, unchanged=_unchanged(plan, backend))
     if _failing(result.findings):
         return ExitCode.FAILED
@@ -180,6 +211,7 @@ def _deploy(
         result,
         confirm,
         on_event,
+        dataclasses.replace(contract, refresh=contract.refresh or bool(saved and saved.changes.get("refreshed"))),
     )
 
 
@@ -191,59 +223,118 @@ def _apply(
     backend: StateBackend,
     secrets: dict[str, dict[str, str]],
     result: DeployResult,
-    confirm: Callable[[DeploymentPlan, set[str]], bool],
+    confirm: Confirm,
     on_event: Callable[[Any], None],
+    contract: Contract,
 ) -> ExitCode:
-    from hpclz.azure.errors import azure_errors
-    from hpclz.deploy.runner import Runner
+    from hpclz.deploy.destroy import outcome_dict
+    from hpclz.deploy.prune import failures
     from hpclz.state.factory import new_state
 
     result.state_location = backend.location
     with backend.lock("deploy"):
         doc = backend.read()
         _same_subscription(loaded, backend, doc, arm)
-        if saved_plan is not None:
-            from hpclz.plan.saved import check_saved_plan
-
-            path, saved = saved_plan
-            plan = check_saved_plan(saved, path, loaded, doc)  # refuses a plan made against another config or state
+        plan, result.changes = _locked_changes(loaded, plan, saved_plan, arm, backend, doc, secrets, contract)
         result.stage = "confirm"
-        if not confirm(plan, unchanged_deployments(plan, doc)):
+        if not confirm(plan, unchanged_deployments(plan, doc), result.changes):
             # A "no" is a decision, not an interruption: exit 1 (docs/exit-codes.md); Ctrl-C at the prompt is 130.
             result.cancelled = True
             return ExitCode.FAILED
         result.stage = "deploy"
         doc = doc or backend.write(new_state(loaded.config))
-        runner = Runner(
-            arm,
-            plan,
-            doc,
-            backend.write,
-            secrets=secrets,
-            on_event=on_event,
-            poll_interval=arm.clients.settings.poll_interval,
-        )
-        try:
-            with azure_errors("deploy"):
-                run = runner.run()
-        except KeyboardInterrupt:
-            running = sorted(n for n, r in runner.doc.deployments.items() if r.status.value == "running")
-            raise HpclzError(
-                "interrupted; the state lock is released and "
-                + (
-                    f"{', '.join(running)} still running in Azure (recorded in state)"
-                    if running
-                    else "nothing is running"
-                )
-                + f"; rerun `hpclz deploy {loaded.file}` to resume",
-                exit_code=ExitCode.INTERRUPTED,
-            ) from None
+        removals = removals_for(arm, plan, doc, result.changes)
+        runner = _runner(arm, plan, doc, backend, secrets, on_event, removals, result.changes)
+        run = _run(runner, loaded)
         final = runner.doc
         if run.ok:
-            from hpclz.plan.config_diff import config_snapshot  # the baseline of `hpclz plan`'s config diff
+            final = after_run(loaded, plan, backend, removals, final, secrets, partial=bool(contract.scope.target))
+    result.removed = [outcome_dict(o) for o in removals.outcomes]
+    _report(result, plan, run, final)
+    if not run.ok:
+        return ExitCode.INTERRUPTED if run.interrupted else ExitCode.AZURE_ERROR
+    if failures(removals.outcomes):
+        return ExitCode.AZURE_ERROR  # the deletes that did not happen stay in state: a rerun tries again
+    result.next_steps = next_steps(loaded, final)
+    return ExitCode.OK
 
-            applied = {"config_hash": plan.config_hash, "applied_config": config_snapshot(loaded.config)}
-            final = backend.write(final.model_copy(update=applied))
+
+def _locked_changes(
+    loaded: LoadedConfig,
+    plan: DeploymentPlan,
+    saved_plan: tuple[Path, SavedPlan] | None,
+    arm: Any,
+    backend: StateBackend,
+    doc: StateDocument | None,
+    secrets: dict[str, dict[str, str]],
+    contract: Contract,
+) -> tuple[DeploymentPlan, ChangeSet]:
+    """Under the lock: the plan to apply (a saved one only if still current) and its change set, refused
+    when any of it must not be applied; with --target, the targeted part of the plan."""
+    from hpclz.azure.errors import azure_errors
+    from hpclz.plan.contract import targeted
+
+    if saved_plan is not None:
+        from hpclz.plan.saved import check_saved_plan
+
+        path, saved = saved_plan
+        plan = check_saved_plan(saved, path, loaded, doc)  # refuses a plan made against another config or state
+    live = None
+    if contract.refresh and doc is not None:
+        from hpclz.deploy.refresh import read_back
+
+        with azure_errors("reading the recorded resources back from Azure"):
+            live = read_back(arm, doc)
+    where = (arm.subscription_id, backend.location)
+    changes = check_contract(loaded, plan, doc, where, contract, secrets, live)  # the very set confirmed, applied
+    if contract.scope.target:
+        plan = targeted(changes, plan, contract.scope.target)
+    return plan, changes
+
+
+def _runner(
+    arm: Any,
+    plan: DeploymentPlan,
+    doc: StateDocument,
+    backend: StateBackend,
+    secrets: dict[str, dict[str, str]],
+    on_event: Callable[[Any], None],
+    removals: Any,
+    changes: ChangeSet,
+) -> Runner:
+    from hpclz.deploy.runner import Runner
+
+    return Runner(
+        arm,
+        plan,
+        doc,
+        backend.write,
+        secrets=secrets,
+        on_event=on_event,
+        poll_interval=arm.clients.settings.poll_interval,
+        deletes=removals.deletes,
+        before_submit=removals.before_submit,
+        resubmit=changes.resubmit,
+    )
+
+
+def _run(runner: Runner, loaded: LoadedConfig) -> RunResult:
+    from hpclz.azure.errors import azure_errors
+
+    try:
+        with azure_errors("deploy"):
+            return runner.run()
+    except KeyboardInterrupt:
+        running = sorted(n for n, r in runner.doc.deployments.items() if r.status.value == "running")
+        raise HpclzError(
+            "interrupted; the state lock is released and "
+            + (f"{', '.join(running)} still running in Azure (recorded in state)" if running else "nothing is running")
+            + f"; rerun `hpclz deploy {loaded.file}` to resume",
+            exit_code=ExitCode.INTERRUPTED,
+        ) from None
+
+
+def _report(result: DeployResult, plan: DeploymentPlan, run: RunResult, final: StateDocument) -> None:
     for d in plan.deployments:
         step = run.status.get(d.name)
         failure = run.failures.get(d.name)
@@ -258,10 +349,6 @@ def _apply(
             )
         )
     result.outputs = dict(final.outputs)
-    if not run.ok:
-        return ExitCode.INTERRUPTED if run.interrupted else ExitCode.AZURE_ERROR
-    result.next_steps = next_steps(loaded, final)
-    return ExitCode.OK
 
 
 def _backend(loaded: LoadedConfig, arm: Any) -> StateBackend:

@@ -60,6 +60,7 @@ def _destroy(
     from hpclz.deploy.backends import open_backend
     from hpclz.deploy.destroy import Action, Destroyer, outcome_dict
     from hpclz.deploy.preflight import check_access
+    from hpclz.state.identity import ZoneIdentity, refuse_foreign_state
 
     loaded = load_config(path)
     include_data = result.include_data
@@ -70,6 +71,8 @@ def _destroy(
     result.state_location = backend.location
     with backend.lock("destroy"):
         doc = backend.read()
+        # Destroy deletes every ID the state lists: another zone's state would tear that zone down.
+        refuse_foreign_state(doc, ZoneIdentity.of_config(loaded.config), backend.location, str(path))
         if doc is None or not doc.resources:
             return ExitCode.OK
         # The state knows where hpclz deployed: deleting in another subscription would miss it all.

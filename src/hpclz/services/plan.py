@@ -3,6 +3,7 @@ and say what an apply would do and cost. Optionally save the plan for `hpclz dep
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -15,12 +16,13 @@ from hpclz.errors import ExitCode
 from hpclz.findings import Finding, Severity
 from hpclz.outfile import check_out_file
 from hpclz.output import CommandResult, ResultBody
-from hpclz.plan.changeset import ChangeSet, StateRef
-from hpclz.plan.config_diff import config_changes
-from hpclz.plan.offline import create_change, offline_changeset
+from hpclz.plan.changeset import ChangeSet
+from hpclz.plan.contract import attach_config_diff, changeset_for, force_replacements, targeted
+from hpclz.plan.offline import create_change
 from hpclz.plan.resources import deployment_resources
 from hpclz.plan.saved import save_plan
 from hpclz.render.model import DeploymentPlan, Scope
+from hpclz.state.identity import ZoneIdentity, refuse_foreign_state
 from hpclz.state.model import StateDocument
 
 
@@ -30,6 +32,7 @@ class PlanResult(ResultBody):
     findings: list[Finding] = Field(default_factory=list)
     state_location: str = ""
     saved_to: str | None = None
+    not_saved: str | None = Field(default=None, description="Why `--out` wrote no plan file.")
     detailed_exitcode: bool = False
     estimate: Estimate | None = Field(default=None, description="Monthly cost estimate (hpclz.cost).")
 
@@ -41,7 +44,12 @@ class PlanResult(ResultBody):
         return ExitCode.OK
 
     def json_body(self) -> dict[str, Any]:
-        body: dict[str, Any] = {"file": self.file, "state_location": self.state_location, "saved_to": self.saved_to}
+        body: dict[str, Any] = {
+            "file": self.file,
+            "state_location": self.state_location,
+            "saved_to": self.saved_to,
+            "not_saved": self.not_saved,
+        }
         if self.changes is not None:
             body.update(self.changes.payload())
         if self.estimate is not None:
@@ -49,52 +57,99 @@ class PlanResult(ResultBody):
         return body
 
 
-def plan(
-    path: str | Path,
-    *,
-    what_if: bool = False,
-    out: str | Path | None = None,
-    force: bool = False,
-    detailed_exitcode: bool = False,
-    suppress: list[str] | None = None,
-    hours: float | None = None,
-) -> CommandResult[PlanResult]:
-    if out is not None:  # before any work: a refused --out must not cost a what-if call
-        check_out_file(out, inputs=[path], force=force)
-    result = _plan(path, what_if=what_if, out=out, detailed_exitcode=detailed_exitcode, suppress=suppress, hours=hours)
+@dataclass(frozen=True)
+class PlanOptions:
+    what_if: bool = False
+    out: str | Path | None = None
+    force: bool = False  # --out may overwrite a file that is not a saved plan (hpclz.outfile)
+    detailed_exitcode: bool = False
+    suppress: list[str] = field(default_factory=list)
+    refresh: bool = False
+    refresh_only: bool = False
+    destroy: bool = False
+    include_data: bool = False
+    replace: list[str] = field(default_factory=list)
+    target: list[str] = field(default_factory=list)
+    hours: float | None = None  # monthly hours for the cost estimate (hpclz.cost); None: its default
+
+
+def plan(path: str | Path, **options: Any) -> CommandResult[PlanResult]:
+    """`options`: the fields of PlanOptions (what_if, out, detailed_exitcode, suppress, refresh, ...)."""
+    chosen = PlanOptions(**{k: v for k, v in options.items() if v is not None})
+    if chosen.out is not None:  # before any work: a refused --out must not cost a what-if call
+        check_out_file(chosen.out, inputs=[path], force=chosen.force)
+    result = _plan(path, chosen)
     return CommandResult(command="plan", payload=result, findings=result.findings, exit_code=result.exit_code())
 
 
-def _plan(
-    path: str | Path,
-    *,
-    what_if: bool,
-    out: str | Path | None,
-    detailed_exitcode: bool,
-    suppress: list[str] | None,
-    hours: float | None = None,
-) -> PlanResult:
+def _plan(path: str | Path, options: PlanOptions) -> PlanResult:
     from hpclz.deploy.backends import open_backend
     from hpclz.render.build import build_plan
     from hpclz.services.validate import check_config
 
     loaded = load_config(path)
-    result = PlanResult(file=str(path), detailed_exitcode=detailed_exitcode)
-    result.findings, _ = check_config(loaded, suppress or [])
+    result = PlanResult(file=str(path), detailed_exitcode=options.detailed_exitcode)
+    result.findings, _ = check_config(loaded, options.suppress)
     if any(f.severity is Severity.ERROR for f in result.findings):
         return result  # a config that fails validation has no plan worth showing
     deployment_plan = build_plan(loaded.config)
     backend = open_backend(loaded.config, base_dir=Path(path).resolve().parent, config_file=str(path))
     result.state_location = backend.location
     state = backend.read()
-    changes = online_changeset(loaded, deployment_plan) if what_if else offline_changeset(deployment_plan, state)
-    attach_config_diff(changes, loaded, state)
-    result.changes = changes
-    result.estimate = with_delta(estimate(loaded.config, hours=hours), applied_config(state))
-    if out is not None:
-        save_plan(out, deployment_plan, changes, loaded.config, state)
-        result.saved_to = str(out)
+    # The region is compared by the config diff (NOT ALLOWED), which says more than a refusal would.
+    refuse_foreign_state(
+        state, ZoneIdentity.of_config(loaded.config), backend.location, str(path), check_location=False
+    )
+    if options.destroy:
+        result.changes = destroy_changeset(deployment_plan, state, options.include_data)
+        result.not_saved = "not saved: a destroy plan is applied with `hpclz destroy`" if options.out else None
+        return result
+    result.changes = _changes(loaded, deployment_plan, state, options)
+    result.estimate = with_delta(estimate(loaded.config, hours=options.hours), applied_config(state))
+    _save(result, options, deployment_plan, loaded, state)
     return result
+
+
+def _changes(
+    loaded: LoadedConfig, deployment_plan: DeploymentPlan, state: StateDocument | None, options: PlanOptions
+) -> ChangeSet:
+    if options.what_if:
+        changes = online_changeset(loaded, deployment_plan)
+        attach_config_diff(changes, loaded, state)
+    else:
+        from hpclz.services.deploy import available_secrets
+
+        changes = changeset_for(loaded, deployment_plan, state, available_secrets(loaded, deployment_plan))
+    if options.refresh or options.refresh_only:
+        refresh_changeset(loaded, changes, state, only=options.refresh_only)
+    force_replacements(changes, options.replace)
+    if options.target:
+        targeted(changes, deployment_plan, options.target)
+    return changes
+
+
+def _save(
+    result: PlanResult,
+    options: PlanOptions,
+    deployment_plan: DeploymentPlan,
+    loaded: LoadedConfig,
+    state: StateDocument | None,
+) -> None:
+    """Write the plan for `deploy --plan`, unless it could never be applied as it stands."""
+    changes = result.changes
+    if options.out is None or changes is None:
+        return
+    if options.refresh_only:
+        result.not_saved = "not saved: a --refresh-only plan changes nothing"
+    elif options.replace or options.target:
+        result.not_saved = "not saved: pass the same --replace/--target to `hpclz deploy` instead"
+    elif changes.blocked:
+        # A saved plan is a promise that deploy can apply it; one with a NOT ALLOWED change cannot be kept.
+        blocked = ", ".join(changes.blocked)
+        result.not_saved = f"not saved to {options.out}: it holds changes that are not allowed ({blocked})"
+    else:
+        save_plan(options.out, deployment_plan, changes, loaded.config, state)
+        result.saved_to = str(options.out)
 
 
 def applied_config(state: StateDocument | None) -> LandingZoneConfig | None:
@@ -107,23 +162,59 @@ def applied_config(state: StateDocument | None) -> LandingZoneConfig | None:
         return None  # an older schema: the estimate shows no delta rather than a wrong one
 
 
-def attach_config_diff(changes: ChangeSet, loaded: LoadedConfig, state: StateDocument | None) -> None:
-    changes.state = StateRef.of(state)
-    if state is None or not state.applied_config:
-        changes.config_baseline = state is None
+def refresh_changeset(loaded: LoadedConfig, changes: ChangeSet, state: Any, *, only: bool = False) -> None:
+    """Read the recorded resources back from Azure and add what drifted (`only`: nothing but the drift)."""
+    from hpclz.azure.errors import azure_errors
+    from hpclz.deploy.refresh import attach_drift, read_back
+
+    if state is None:
+        changes.refreshed = True
         return
-    changes.config_changes = config_changes(state.applied_config, loaded.config)
+    with azure_errors("reading the recorded resources back from Azure"):
+        live = read_back(_arm(loaded), state)
+    if only:
+        changes.resources, changes.config_changes, changes.resubmit = [], [], []
+    attach_drift(changes, state, live)
+
+
+def destroy_changeset(plan: DeploymentPlan, state: Any, include_data: bool) -> ChangeSet:
+    """What `hpclz destroy` would delete: every recorded resource, less the data it keeps (and what that
+    data stands on) unless include_data."""
+    from hpclz.deploy.destroy import kept_set
+    from hpclz.plan.offline import delete_change
+
+    changes = ChangeSet(mode="destroy", landing_zone=plan.landing_zone, environment=plan.environment)
+    if state is None:
+        return changes
+    kept = kept_set(state.resources, include_data)
+    changes.resources = [delete_change(r) for r in state.resources if r.id.lower() not in kept]
+    return changes
+
+
+def _arm(loaded: LoadedConfig) -> Any:
+    from hpclz.azure.arm import Arm
+    from hpclz.azure.clients import AzureClients, resolve_subscription
+    from hpclz.azure.settings import settings_from_env
+
+    metadata = loaded.config.metadata
+    return Arm(
+        AzureClients(resolve_subscription(metadata.resolved_subscription_id()), settings_from_env(metadata.cloud))
+    )
 
 
 def online_changeset(loaded: LoadedConfig, deployment_plan: DeploymentPlan) -> ChangeSet:
     """ARM what-if per deployment; a deployment whose resource group does not exist yet is all creates
     (what-if cannot run into a missing group, and everything in it is new anyway)."""
-    from hpclz.azure.arm import Arm
+    from hpclz.azure.arm import Arm, deployment_body
     from hpclz.azure.clients import AzureClients, resolve_subscription
     from hpclz.azure.errors import azure_errors
     from hpclz.azure.settings import settings_from_env
     from hpclz.plan.whatif import whatif_changeset
+    from hpclz.services.deploy import resolve_secrets
 
+    # ARM validates a what-if like a deployment: secureString parameters must have values. They go to
+    # ARM in the request only; ARM never echoes them in the result, and nothing here prints them.
+    secrets = resolve_secrets(loaded, deployment_plan)
     metadata = loaded.config.metadata
     subscription = resolve_subscription(metadata.resolved_subscription_id())
     arm = Arm(AzureClients(subscription, settings_from_env(metadata.cloud)))
@@ -134,7 +225,7 @@ def online_changeset(loaded: LoadedConfig, deployment_plan: DeploymentPlan) -> C
             if d.scope is Scope.RESOURCE_GROUP and d.resource_group and arm.get_group(d.resource_group) is None:
                 missing.append(d)
             else:
-                results[d.name] = arm.what_if(d)
+                results[d.name] = arm.what_if(d, deployment_body(d, secrets.get(d.name, {}), {}))
     changes = whatif_changeset(
         results, landing_zone=deployment_plan.landing_zone, environment=deployment_plan.environment
     )

@@ -107,3 +107,49 @@ def _unlock(config_path: Path, *, force: bool, credential: Any) -> UnlockResult:
         )
     holder = backend.force_unlock()
     return UnlockResult(location=backend.location, released=holder is not None, holder=holder)
+
+
+class ForgetResult(ResultBody):
+    location: str
+    forgotten: list[str] = Field(description="Resource IDs removed from state (Azure is not touched).")
+    serial: int
+
+
+def matching_records(doc: StateDocument, address: str) -> list[Any]:
+    """Records an ADDRESS names: a full resource ID, or `Type/name` as plan prints it (case-insensitive)."""
+    wanted = address.strip().lower()
+    by_id = [r for r in doc.resources if r.id.lower() == wanted]
+    return by_id or [r for r in doc.resources if f"{r.type}/{r.name}".lower() == wanted]
+
+
+def forget_state(config_path: Path, address: str, *, credential: Any = None) -> CommandResult[ForgetResult]:
+    """Remove one resource from state, leaving it in Azure (terraform's `state rm`): hpclz stops managing
+    it. Its deployment is no longer taken as applied, so the next plan shows what it would do again."""
+    from hpclz.state.identity import ZoneIdentity, refuse_foreign_state
+
+    loaded = load_config(config_path)
+    backend = open_backend(
+        loaded.config, base_dir=config_path.resolve().parent, credential=credential, config_file=str(config_path)
+    )
+    with backend.lock("state forget"):
+        doc = backend.read()
+        if doc is None:
+            raise HpclzError(
+                f"{config_path}: no state at {backend.location}: nothing to forget", exit_code=ExitCode.USAGE
+            )
+        refuse_foreign_state(doc, ZoneIdentity.of_config(loaded.config), backend.location, str(config_path))
+        found = matching_records(doc, address)
+        if len(found) != 1:
+            what = "no resource" if not found else f"{len(found)} resources"
+            raise HpclzError(
+                f"{config_path}: {what} in state match {address!r}; give the full resource ID "
+                f"(`hpclz state show {config_path}` lists them)",
+                exit_code=ExitCode.USAGE,
+            )
+        record = found[0]
+        updated = doc.model_copy(deep=True)
+        updated.resources = [r for r in updated.resources if r.id != record.id]
+        updated.deployments.pop(record.deployment, None)
+        written = backend.write(updated)
+    forgotten = ForgetResult(location=backend.location, forgotten=[record.id], serial=written.serial)
+    return CommandResult(command="state forget", payload=forgotten)

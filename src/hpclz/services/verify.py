@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -20,7 +21,7 @@ from typing import Any
 
 from pydantic import Field
 
-from hpclz.config.loader import load_config
+from hpclz.config.loader import LoadedConfig, load_config
 from hpclz.config.root import LandingZoneConfig
 from hpclz.errors import ExitCode, HpclzError
 from hpclz.findings import Finding
@@ -63,6 +64,11 @@ class VerifyOptions:
     node_budget_s: int | None = None
     max_nodes_per_job: int = 100
     suppress: list[str] = field(default_factory=list)  # with the config's `suppress:`; verify check IDs apply
+    via: str | None = None  # "slurm" here, "run-command" on the scheduler VM; None: here when Slurm is, else there
+    scheduler: str | None = None  # the scheduler VM's resource ID (found by CycleCloud's tags when None)
+    report_account: str | None = None  # blob account for the remote run's output (default: the blob state's)
+    remote_python: str = "python3"  # the scheduler's interpreter with hpclz, for --via run-command
+    progress: Callable[[str], None] = field(default=lambda _line: None)
 
 
 class VerifyOutcome(ResultBody):
@@ -114,6 +120,10 @@ def _verify(opts: VerifyOptions) -> VerifyOutcome:
         report.bad_nodes = bad_nodes(report.nodes)
         report.duration_s = round(time.monotonic() - started, 3)
         return judged(VerifyOutcome(report=report, local=True), silenced)
+    if opts.via == "ssh":
+        _through_bastion(opts, loaded)
+    if remote(opts):
+        return judged(_verify_remote(opts, loaded), silenced)
     client = SlurmClient.from_env(opts.slurm_conf)
     work = opts.work_dir or Path(".hpclz") / "verify" / time.strftime(f"%Y%m%dT%H%M%S-{os.getpid()}")
     work = work.resolve()
@@ -135,6 +145,67 @@ def _verify(opts: VerifyOptions) -> VerifyOutcome:
     report.bad_nodes = bad_nodes(report.nodes)
     report.duration_s = round(time.monotonic() - started, 3)
     return judged(VerifyOutcome(report=report, work_dir=str(work)), silenced)
+
+
+def remote(opts: VerifyOptions) -> bool:
+    """On the scheduler when asked, or when this machine has no Slurm to talk to (where `hpclz deploy` ran)."""
+    if opts.via is not None:
+        return opts.via == "run-command"
+    if opts.scheduler is not None:
+        return True
+    here = opts.slurm_conf or os.environ.get("SLURM_CONF") or os.environ.get("HPCLZ_SLURM_BIN")
+    return not here and shutil.which("sinfo") is None
+
+
+def _verify_remote(opts: VerifyOptions, loaded: LoadedConfig) -> VerifyOutcome:
+    try:
+        return _run_remote(opts, loaded)
+    except HpclzError as exc:
+        if opts.via is None and opts.scheduler is None and exc.hint is None:  # say why Azure came into it
+            exc.hint = (
+                "no Slurm here (sinfo not on PATH), so verify went to the scheduler VM through Azure Run Command; "
+                "--slurm-conf FILE uses a Slurm here"
+            )
+        raise
+
+
+def _run_remote(opts: VerifyOptions, loaded: LoadedConfig) -> VerifyOutcome:
+    from hpclz.services.verify_remote import RemoteRequest, compute_group, run_remote
+
+    if opts.work_dir is not None:
+        raise HpclzError(
+            "--work-dir is a folder on the scheduler's side; it cannot be combined with --via run-command",
+            exit_code=ExitCode.USAGE,
+        )
+    request = RemoteRequest(
+        verify_args=remote_arguments(opts),
+        python=opts.remote_python,
+        scheduler=opts.scheduler,
+        report_account=opts.report_account,
+        progress=opts.progress,
+    )
+    done = run_remote(loaded, request, compute_group(loaded))
+    return VerifyOutcome(report=done.report, work_dir=done.work_dir)
+
+
+def remote_arguments(opts: VerifyOptions) -> list[str]:
+    """The options that mean the same on the scheduler; the run there is always through its Slurm."""
+    args = ["--via", "slurm"]
+    if opts.remote_python != "python3":  # the nodes run the scheduler's interpreter unless told otherwise
+        args += ["--python", opts.remote_python]
+    for flag, value in (("--partition", opts.partition), ("--nodes", opts.nodes), ("--budget", opts.node_budget_s)):
+        if value is not None:
+            args += [flag, str(value)]
+    args += [f"--{name}" for name, on in (("nccl", opts.nccl), ("drain", opts.drain)) if on]
+    for rule in opts.suppress:
+        args += ["--suppress", rule]
+    return args
+
+
+def _through_bastion(opts: VerifyOptions, loaded: LoadedConfig) -> None:
+    from hpclz.services.verify_remote import explain_ssh
+
+    explain_ssh(loaded, opts.scheduler, remote_arguments(opts))
 
 
 def judged(outcome: VerifyOutcome, silenced: set[str]) -> VerifyOutcome:

@@ -26,4 +26,5 @@ def new_state(config: LandingZoneConfig) -> StateDocument:
         landing_zone=meta.name,
         environment=meta.environment.value,
         subscription_id=meta.resolved_subscription_id(),
+        location=str(meta.location),
     )

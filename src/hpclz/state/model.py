@@ -13,6 +13,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from hpclz import __version__
+from hpclz.state.fingerprint import SecretFingerprint
 
 STATE_SCHEMA_VERSION = 1
 
@@ -42,6 +43,11 @@ class ResourceRecord(Record):
     api_version: str
     deployment: str = Field(description="Name of the deployment that created it.")
     data_bearing: bool = Field(default=False, description="Holds user data (kept by destroy unless --include-data).")
+    pending_delete: bool = Field(
+        default=False,
+        description="The config no longer asks for it and ARM's incremental mode left it in place: deploy deletes "
+        "it after its creates and updates, and the record leaves state only then.",
+    )
     properties: dict[str, Any] = Field(
         default_factory=dict,
         description=(
@@ -78,6 +84,7 @@ class StateDocument(Record):
     landing_zone: str
     environment: str
     subscription_id: str | None = None
+    location: str | None = Field(default=None, description="The zone's region (hpclz.state.identity).")
     config_hash: str = ""
     deployments: dict[str, DeploymentRecord] = Field(default_factory=dict)
     resources: list[ResourceRecord] = Field(default_factory=list)
@@ -87,12 +94,22 @@ class StateDocument(Record):
         description="The config as last applied, plain data with secrets redacted "
         "(hpclz.plan.config_diff.config_snapshot): the baseline of `hpclz plan`'s config-level diff.",
     )
+    secret_fingerprints: dict[str, SecretFingerprint] = Field(
+        default_factory=dict,
+        description="'<deployment>/<parameter>' -> salted scrypt fingerprint of the secret deployed there: "
+        "tells a rotated value without holding it (hpclz.state.fingerprint).",
+    )
     created_at: datetime = Field(default_factory=now)
     updated_at: datetime = Field(default_factory=now)
 
-    def applied(self, deployment: str, template_hash: str) -> bool:
-        """The deployment succeeded with this template hash: submitting it again would change nothing."""
+    def applied(self, deployment: str, template_hash: str, resource_group: str | None = None) -> bool:
+        """The deployment succeeded with this template hash (into `resource_group`, when one is given): submitting
+        it again would change nothing. The hash leaves the group out, so a deployment moved to another group
+        is compared by the recorded group too."""
         record = self.deployments.get(deployment)
         return (
-            record is not None and record.status is DeploymentStatus.SUCCEEDED and record.template_hash == template_hash
+            record is not None
+            and record.status is DeploymentStatus.SUCCEEDED
+            and record.template_hash == template_hash
+            and (resource_group is None or (record.resource_group or "").lower() == resource_group.lower())
         )

@@ -26,6 +26,7 @@ from tests.support.arm_standin.catalog import default_skus, default_usages
 from tests.support.arm_standin.certs import make_certificate
 from tests.support.arm_standin.features import FEATURE, feature_body
 from tests.support.arm_standin.names import CHECK_NAME, name_answer
+from tests.support.arm_standin.run_commands import VirtualMachines
 from tests.support.arm_standin.whatif import what_if_changes
 from tests.support.arm_standin.world import ArmError, DeploymentRun, World
 
@@ -55,6 +56,7 @@ class ArmStandIn:
         self._server: ThreadingHTTPServer | None = None
         self.operation_retry_after = 0
         self.bugs: list[str] = []
+        self.compute = VirtualMachines(self.world)
 
     @property
     def faults(self):  # type: ignore[no-untyped-def]
@@ -141,6 +143,7 @@ class ArmStandIn:
                     ("HEAD", prefix + DEPLOYMENTS, self._head_deployment),
                 )
             ]
+            + self.compute.routes(RG)
             + [
                 ("GET", RG + r"/resources", self._list_group_resources),
                 ("PUT", RG, self._put_group),
@@ -165,7 +168,7 @@ class ArmStandIn:
                     raise ArmError(
                         404, "SubscriptionNotFound", f"The subscription '{groups['sub']}' could not be found."
                     )
-                if fn == self._skus:
+                if fn == self._skus or getattr(fn, "wants_query", False):
                     groups["query"] = query  # type: ignore[assignment]
                 return fn(body=body, path=path, **groups)
         raise ArmError(404, "NoRegisteredProviderFound", f"No route for {method} {path}")

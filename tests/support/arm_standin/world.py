@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from tests.support.arm_standin import behaviours
 from tests.support.arm_standin.expressions import ExpressionError, Scope, evaluate
 from tests.support.arm_standin.faults import Faults
 from tests.support.arm_standin.templates import PlannedResource, TemplateError, expand
@@ -106,6 +107,7 @@ class World:
         self.skus: list[dict[str, Any]] | None = None  # None: the default catalog for the asked location
         self.usages: dict[str, list[dict[str, Any]]] = {}
         self.faults = Faults()
+        self.names = behaviours.GlobalNames()
         # How a finished deployment lists its outputResources; a test may shuffle them, as real ARM may.
         self.output_order: Callable[[list[str]], list[str]] = list
 
@@ -135,6 +137,7 @@ class World:
     def delete_group(self, name: str) -> None:
         with self.lock:
             for resource in self.resources_in(name):
+                behaviours.soft_delete(self.names, resource)
                 self.resources.pop(resource["id"].lower(), None)
             self.groups.pop(name.lower(), None)
 
@@ -148,6 +151,8 @@ class World:
             children = [k for k in self.resources if k.startswith(key + "/")]
             for child in children:
                 del self.resources[child]
+            if key in self.resources:
+                behaviours.soft_delete(self.names, self.resources[key])
             return self.resources.pop(key, None) is not None
 
     def lookup(self, rid: str) -> dict[str, Any] | None:
@@ -259,6 +264,9 @@ class World:
                 fault_code = fault_message = ""
         else:
             fault_code, fault_message = (fault.code, fault.message) if fault else ("", "")
+        if not fault_code:
+            refusal = self._refusal(resource)
+            fault_code, fault_message = (refusal.code, refusal.message) if refusal else ("", "")
         if fault_code:
             inner = {"code": fault_code, "message": fault_message}
             op["properties"].update(provisioningState="Failed", statusCode="BadRequest", statusMessage={"error": inner})
@@ -271,6 +279,24 @@ class World:
         self._store(resource)
         op["properties"].update(provisioningState="Succeeded", statusCode="Created", timestamp=_now())
         return None
+
+    def _refusal(self, resource: PlannedResource) -> behaviours.Refusal | None:
+        """What ARM refuses of this PUT: a global name taken, an immutable property changed, a subnet in use."""
+        name = resource.name.split("/")[-1]
+        body = _late(resource)
+        if resource.type.lower() == behaviours.VNET:
+            outside = behaviours.subnets_outside({**body, "name": name})
+            if outside is not None:
+                return outside
+        with self.lock:
+            existing = self.resources.get(resource.id.lower())
+            if existing is None:
+                return behaviours.name_conflict(self.names, resource.type, name)
+            refusal = behaviours.immutable_change(resource.type, name, existing, body)
+            if refusal is None and resource.type.lower() == behaviours.VNET:
+                others = [r for k, r in self.resources.items() if k != resource.id.lower()]
+                refusal = behaviours.subnets_in_use(existing, body, others)
+            return refusal
 
     def _store(self, resource: PlannedResource) -> None:
         body = _late(resource)

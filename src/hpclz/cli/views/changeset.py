@@ -38,8 +38,21 @@ MAX_VALUE = 100
 
 
 def value(v: Any) -> str:
+    """A value on one line, whole: a plan that cuts values hides the very change it shows."""
     text = json.dumps(v, sort_keys=True, ensure_ascii=False) if not isinstance(v, str) else json.dumps(v)
-    return escape(text if len(text) <= MAX_VALUE else text[: MAX_VALUE - 3] + "...")
+    return escape(text)
+
+
+def _long(v: Any) -> bool:
+    """Shown over several lines: text with line breaks (scripts), nested values too wide for one line."""
+    if isinstance(v, str):
+        return "\n" in v
+    return isinstance(v, dict | list) and len(json.dumps(v, ensure_ascii=False)) > MAX_VALUE
+
+
+def _block(v: Any, mark: str, style: str, pad: str) -> str:
+    text = v if isinstance(v, str) else json.dumps(v, indent=2, sort_keys=True, ensure_ascii=False)
+    return "".join(f"\n{pad}[{style}]{mark} {escape(line)}[/]" for line in text.splitlines() or [""])
 
 
 def _symbol(action: Action) -> str:
@@ -59,9 +72,19 @@ def _cost(verdict: Verdict) -> str:
     return f"[dim]{words}[/]"
 
 
-def _edit(change: ConfigChange | PropertyChange, removed_value: bool) -> str:
-    """`path: before -> after`; an addition shows its value, a removal its old one only if `removed_value`."""
+def _edit(change: ConfigChange | PropertyChange, removed_value: bool, pad: str = "      ") -> str:
+    """`path: before -> after`; an addition shows its value, a removal its old one only if `removed_value`.
+    Long values go below the path, line by line, `-` before and `+` after."""
     path = escape(change.path)
+    show_before = change.kind is Action.MODIFY or (change.kind is Action.DELETE and removed_value)
+    show_after = change.kind in (Action.MODIFY, Action.CREATE)
+    if (show_before and _long(change.before)) or (show_after and _long(change.after)):
+        body = f"{path}:"
+        if show_before:
+            body += _block(change.before, "-", "red", pad)
+        if show_after:
+            body += _block(change.after, "+", "green", pad)
+        return body
     if change.kind is Action.MODIFY:
         return f"{path}: {value(change.before)} -> {value(change.after)}"
     if change.kind is Action.CREATE:
@@ -74,7 +97,7 @@ def config_line(change: ConfigChange) -> str:
 
 
 def property_line(change: PropertyChange, noise: bool = False) -> str:
-    body = _edit(change, removed_value=True)
+    body = _edit(change, removed_value=True, pad=" " * 12)
     if noise:
         return f"      [dim]{_symbol(change.kind)} {body}  # noise: {escape(change.noise_reason)}[/]"
     note = "  [bold magenta]# forces replacement[/]" if change.forces_replacement else ""
@@ -137,25 +160,16 @@ def print_changeset(out: Console, cs: ChangeSet, *, show_noise: bool = False, st
         else f"no state{f' at {escape(state_location)}' if state_location else ''}: everything is new"
     )
     out.print(f"[bold]hpclz plan[/] {escape(cs.landing_zone)}-{escape(cs.environment)} ({cs.mode}, against {against})")
-    if cs.config_changes:
-        out.print("\nConfig changes since the last apply:")
-        for edit in cs.config_changes:
-            out.print(config_line(edit))
-    elif cs.state and not cs.config_baseline:
-        out.print("\n[dim]The state holds no applied config, so config-level changes cannot be listed.[/]")
+    _config_section(out, cs)
+    _drift_section(out, cs, show_noise)
     changed = cs.changed_resources
-    if not changed and not cs.config_changes:
+    if not changed and not cs.config_changes and not cs.drift:
         out.print("\n[green]No changes.[/] The landing zone matches the configuration.")
-    if changed:
-        out.print("\n" + LEGEND + "\n\nhpclz will perform the following actions:\n")
-        for resource in changed:
-            lines = resource_lines(resource, show_noise)
-            out.print("\n".join(lines) + ("\n" if len(lines) > 1 else ""))
+    if cs.mode == "offline" and not cs.refreshed and cs.state is not None:
+        out.print("[dim]Compared with the state only; Azure was not read (--refresh reads it for drift).[/]")
+    _actions_section(out, cs, show_noise)
     if show_noise:
-        for quiet in cs.resources:
-            if quiet.action is Action.NO_CHANGE and quiet.noise:
-                out.print("\n".join(resource_lines_quiet(quiet)))
-        out.print("\n".join(f"  [dim]* ignored by what-if: {escape(rid)}[/]" for rid in cs.ignored))
+        _noise_section(out, cs)
     for item in cs.unsupported:
         out.print(f"[yellow]! what-if could not evaluate {escape(item)}[/]")
     out.print(f"[bold]{cs.summary.line()}[/]")
@@ -165,3 +179,47 @@ def print_changeset(out: Console, cs: ChangeSet, *, show_noise: bool = False, st
         hint = "" if show_noise else " (--show-noise shows them)"
         source = "" if cs.mode == "offline" else "what-if "
         out.print(f"[dim]{cs.noise_count} {source}changes filtered as noise{hint}.[/]")
+
+
+def _config_section(out: Console, cs: ChangeSet) -> None:
+    if cs.config_changes:
+        out.print("\nConfig changes since the last apply:")
+        for edit in cs.config_changes:
+            out.print(config_line(edit))
+    elif cs.state and not cs.config_baseline:
+        out.print("\n[dim]The state holds no applied config, so config-level changes cannot be listed.[/]")
+
+
+def _print_resources(out: Console, resources: list[ResourceChange], show_noise: bool) -> None:
+    for resource in resources:
+        lines = resource_lines(resource, show_noise)
+        out.print("\n".join(lines) + ("\n" if len(lines) > 1 else ""))
+
+
+def _drift_section(out: Console, cs: ChangeSet, show_noise: bool) -> None:
+    """Found by `--refresh`: apart from the actions, as terraform shows "changed outside of Terraform"."""
+    if cs.drift:
+        out.print("\n[bold]Changed outside hpclz[/] (found by reading Azure back; deploy puts it back):\n")
+        _print_resources(out, cs.drift, show_noise)
+
+
+def _actions_section(out: Console, cs: ChangeSet, show_noise: bool) -> None:
+    changed = cs.changed_resources
+    if not changed:
+        return
+    out.print("\n" + LEGEND + "\n\nhpclz will perform the following actions:\n")
+    if cs.mode == "what-if":
+        # What-if compares the templates with Azure as it is, so drift shows here too; deploy submits only
+        # changed templates, and puts drift back only when it reads Azure (--refresh).
+        out.print(
+            "[dim](ARM what-if: changes made outside hpclz are listed too; `hpclz deploy` puts those back only"
+            " with --refresh)[/]\n"
+        )
+    _print_resources(out, changed, show_noise)
+
+
+def _noise_section(out: Console, cs: ChangeSet) -> None:
+    for quiet in cs.resources:
+        if quiet.action is Action.NO_CHANGE and quiet.noise:
+            out.print("\n".join(resource_lines_quiet(quiet)))
+    out.print("\n".join(f"  [dim]* ignored by what-if: {escape(rid)}[/]" for rid in cs.ignored))

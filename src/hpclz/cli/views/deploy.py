@@ -10,21 +10,34 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from hpclz.output import CommandResult
+    from hpclz.plan.changeset import ChangeSet
     from hpclz.render.model import DeploymentPlan
     from hpclz.services.deploy import DeployResult
 
 
-def show_plan(err: Console, plan: DeploymentPlan, unchanged: set[str]) -> None:
-    """Before the question: each deployment, and whether deploy would apply or skip it."""
+def show_plan(err: Console, plan: DeploymentPlan, unchanged: set[str], changes: ChangeSet) -> None:
+    """Before the question: the change set exactly as `hpclz plan` prints it, then each deployment and
+    whether deploy applies or skips it."""
+    from hpclz.cli.views.changeset import print_changeset
+
+    print_changeset(err, changes)
+    again = set(changes.resubmit)
     lines = [
-        f"  {'unchanged' if d.name in unchanged else 'apply':9} {d.name} ({d.component})" for d in plan.deployments
+        f"  {'unchanged' if d.name in unchanged and d.name not in again else 'apply':9} {d.name} ({d.component})"
+        for d in plan.deployments
     ]
-    err.print("Deployments:\n" + "\n".join(lines), highlight=False)
+    err.print("\nDeployments:\n" + "\n".join(lines), highlight=False)
 
 
 def show(out: Console, result: CommandResult[DeployResult]) -> None:
+    from rich.markup import escape
+
     body = result.payload
     print_findings(out, result.findings)
+    for removed in body.removed:
+        mark = "[red]-[/]" if removed["action"] in ("deleted", "already gone") else "[red]✗[/]"
+        why = f" ({removed['reason']})" if removed["reason"] else ""
+        out.print(f"{mark} {escape(removed['type'])} {escape(removed['id'])}: {removed['action']}{escape(why)}")
     for d in body.deployments:
         if d.error:
             out.print(f"[red]✗[/] {d.name}: {d.error}")
@@ -36,6 +49,8 @@ def show(out: Console, result: CommandResult[DeployResult]) -> None:
         out.print(f"[red]✗[/] {body.stage} failed; nothing was deployed")
     elif body.cancelled:
         out.print("cancelled: nothing deployed")
+    elif body.removed and all(d.status != "failed" for d in body.deployments):
+        out.print(f"[red]✗[/] some deletes did not happen; they stay in state: rerun `hpclz deploy {body.file}`")
     else:
         out.print(f"[red]✗[/] deploy did not finish; fix the error and rerun `hpclz deploy {body.file}` to resume")
 

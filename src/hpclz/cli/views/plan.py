@@ -25,6 +25,10 @@ def show(console: Console, result: CommandResult[PlanResult], *, show_noise: boo
     print_changeset(console, body.changes, show_noise=show_noise, state_location=body.state_location)
     if body.estimate is not None:
         print_estimate(console, body.estimate)
+    if body.not_saved:
+        from rich.markup import escape
+
+        console.print(f"[red]✗[/] {escape(body.not_saved)}")
     if body.saved_to:
         console.print(
             f"Saved the plan to {body.saved_to}: apply it with `hpclz deploy {body.file} --plan {body.saved_to}`"

@@ -1,4 +1,4 @@
-"""`hpclz state show|unlock` for people."""
+"""`hpclz state show|unlock|forget` for people."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from hpclz.output import CommandResult
-    from hpclz.services.state import StateShowResult, UnlockResult
+    from hpclz.services.state import ForgetResult, StateShowResult, UnlockResult
 
 
 def show_unlock(out: Console, result: CommandResult[UnlockResult]) -> None:
@@ -42,3 +42,9 @@ def show(out: Console, command: CommandResult[StateShowResult]) -> None:
         out.print("outputs:")
         for key, value in doc.outputs.items():
             out.print(escape(f"  {key} = {value}"))
+
+
+def show_forget(out: Console, command: CommandResult[ForgetResult]) -> None:
+    result = command.payload
+    for rid in result.forgotten:
+        out.print(f"forgot {escape(rid)} (left in Azure); state serial {result.serial}")

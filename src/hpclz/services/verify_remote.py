@@ -1,0 +1,214 @@
+"""`hpclz verify` from the machine that deployed: the same verify, run on the Slurm scheduler VM.
+
+The scheduler is a CycleCloud node, not a resource hpclz deployed, so it is found by the tags CycleCloud puts on
+its VMs (hpclz.azure.run_command) in the compute resource group the state recorded, or named with --scheduler.
+The script runs `python -m hpclz verify ... -o json` there through a managed Run Command; the JSON envelope comes
+back whole through a blob (no 4 KiB limit), and this machine rebuilds the report from it, so the table, JUnit,
+plot and exit code are those of a verify run on the scheduler.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import shlex
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NoReturn
+
+from pydantic import ValidationError
+
+from hpclz.config.loader import LoadedConfig
+from hpclz.config.operations import AzureBlobState
+from hpclz.errors import ExitCode, HpclzError
+from hpclz.state.model import StateDocument
+from hpclz.verify.model import VerifyReport
+
+REPORT_CONTAINER = "hpclz-verify"
+CONFIG_ENV = "HPCLZ_VERIFY_CONFIG_B64"  # a protected parameter: never echoed back by ARM
+REMOTE_CONFIG = "$workdir/lz.yaml"
+# The head node's name in cyclecloud-slurm's cluster template (`[[node scheduler]]`, Azure/cyclecloud-slurm
+# templates/slurm.txt), which CycleCloud writes into the VM's `Name` tag.
+CYCLECLOUD_SCHEDULER = "scheduler"
+BASTION_TYPE = "microsoft.network/bastionhosts"
+
+
+@dataclass
+class RemoteRequest:
+    """What the remote verify needs besides the config."""
+
+    verify_args: Sequence[str]  # passed through to `hpclz verify` on the scheduler
+    python: str = "python3"  # on the scheduler, with hpclz installed
+    scheduler: str | None = None  # a VM resource ID; found by tags when None
+    report_account: str | None = None  # blob account URL for the output; the blob state's account when None
+    timeout_s: int = 3600
+    progress: Callable[[str], None] = lambda _line: None
+
+
+@dataclass
+class RemoteResult:
+    report: VerifyReport
+    work_dir: str | None
+    scheduler: str
+
+
+def remote_script(python: str, args: Sequence[str]) -> str:
+    """The bash the Run Command runs: the config arrives base64-encoded in the environment, the envelope leaves
+    on stdout (the output blob). hpclz's exit status is kept: the envelope decides, the status explains."""
+    command = " ".join(shlex.quote(a) for a in [python, "-m", "hpclz", "verify"])
+    rest = " ".join(shlex.quote(a) for a in args)
+    return f"""#!/bin/bash
+workdir=$(mktemp -d /tmp/hpclz-verify.XXXXXX)
+printf '%s' "${CONFIG_ENV}" | base64 -d >"{REMOTE_CONFIG}"
+cd "$workdir" && {command} "{REMOTE_CONFIG}" {rest} -o json
+"""
+
+
+def run_remote(loaded: LoadedConfig, request: RemoteRequest, compute_group: str | None) -> RemoteResult:
+    from hpclz.azure.run_command import OutputBlobs, run_script
+
+    clients = _clients(loaded)
+    vm_id = locate_scheduler(clients, loaded, request.scheduler, compute_group)
+    request.progress(f"verify runs on {vm_id}")
+    account, connection = _report_storage(loaded, request)
+    blobs = OutputBlobs(account, REPORT_CONTAINER, connection, clients.credential)
+    config_b64 = base64.b64encode(Path(loaded.file).read_bytes()).decode()
+    outcome = run_script(
+        clients,
+        vm_id,
+        remote_script(request.python, request.verify_args),
+        blobs,
+        env={CONFIG_ENV: config_b64},
+        timeout_s=request.timeout_s,
+        progress=request.progress,
+    )
+    body = parse_envelope(outcome.stdout, outcome.stderr, outcome.state, outcome.exit_code)
+    return RemoteResult(report=_report(body), work_dir=body.get("work_dir"), scheduler=vm_id)
+
+
+def locate_scheduler(clients: Any, loaded: LoadedConfig, scheduler: str | None, compute_group: str | None) -> str:
+    """--scheduler as given (checked to be a VM ID), else the VM CycleCloud tagged as the cluster's scheduler."""
+    from hpclz.azure.run_command import find_scheduler, split_vm_id
+
+    if scheduler is not None:
+        split_vm_id(scheduler)
+        return scheduler
+    if compute_group is None:
+        raise HpclzError(
+            "no compute resource group in the state: deploy first, or name the VM with --scheduler",
+            exit_code=ExitCode.USAGE,
+        )
+    return find_scheduler(clients, compute_group, cluster_name(loaded), CYCLECLOUD_SCHEDULER)
+
+
+def bastion_command(loaded: LoadedConfig, vm_id: str, bastion_id: str | None) -> str:
+    """The `az network bastion ssh` line (native client: Standard SKU or higher; https://learn.microsoft.com/
+    azure/bastion/connect-vm-native-client-linux) to open a shell on the scheduler; hpclz does not run it."""
+    if bastion_id is None:
+        raise HpclzError(
+            "--via ssh: no Bastion host in the state (network.bastion.enabled false, or not deployed yet)",
+            exit_code=ExitCode.USAGE,
+            hint="use --via run-command, which needs no network path to the VM",
+        )
+    parts = bastion_id.strip("/").split("/")
+    user = loaded.config.identity.admin_username
+    return (
+        f"az network bastion ssh --name {parts[-1]} --resource-group {parts[3]} --target-resource-id {vm_id} "
+        f"--auth-type ssh-key --username {user} --ssh-key ~/.ssh/id_ed25519"
+    )
+
+
+def explain_ssh(loaded: LoadedConfig, scheduler: str | None, verify_args: Sequence[str]) -> NoReturn:
+    """--via ssh: say exactly how to reach the scheduler through Bastion; hpclz does not open the tunnel itself."""
+    doc = _state(loaded)
+    bastion = next((r.id for r in (doc.resources if doc else []) if r.type.lower() == BASTION_TYPE), None)
+    clients = None if scheduler is not None else _clients(loaded)
+    vm_id = locate_scheduler(clients, loaded, scheduler, None if scheduler is not None else compute_group(loaded))
+    raise HpclzError(
+        f"--via ssh is yours to run: {bastion_command(loaded, vm_id, bastion)}, then on the scheduler: "
+        f"hpclz verify CONFIG {' '.join(verify_args)}",
+        exit_code=ExitCode.USAGE,
+    )
+
+
+def _clients(loaded: LoadedConfig) -> Any:
+    from hpclz.azure.clients import AzureClients, resolve_subscription
+    from hpclz.azure.settings import settings_from_env
+
+    meta = loaded.config.metadata
+    return AzureClients(resolve_subscription(meta.resolved_subscription_id()), settings_from_env(meta.cloud))
+
+
+def _state(loaded: LoadedConfig) -> StateDocument | None:
+    from hpclz.deploy.backends import open_backend
+
+    return open_backend(loaded.config, base_dir=Path(loaded.file).resolve().parent, config_file=loaded.file).read()
+
+
+def compute_group(loaded: LoadedConfig) -> str | None:
+    """The compute resource group the state recorded for the compute deployment."""
+    doc = _state(loaded)
+    records = doc.deployments.values() if doc else []
+    return next((r.resource_group for r in records if r.component == "compute" and r.resource_group), None)
+
+
+def cluster_name(loaded: LoadedConfig) -> str:
+    from hpclz.render.cloudinit import cluster_name as rendered
+    from hpclz.render.zone import Zone
+
+    return rendered(Zone(loaded.config))
+
+
+def _report_storage(loaded: LoadedConfig, request: RemoteRequest) -> tuple[str, str | None]:
+    import os
+
+    from hpclz.azure.blob_state import CONNECTION_STRING_ENV
+
+    connection = os.environ.get(CONNECTION_STRING_ENV)
+    state = loaded.config.state
+    account = request.report_account or (state.account_url if isinstance(state, AzureBlobState) else None)
+    if account is None and connection is None:
+        raise HpclzError(
+            "verify on the scheduler needs a blob account for its report: the state is local",
+            exit_code=ExitCode.USAGE,
+            hint="pass --report-account https://ACCOUNT.blob.core.windows.net (the zone's storage account)",
+        )
+    return account or "", connection
+
+
+def parse_envelope(stdout: str, stderr: str, state: str, exit_code: int | None) -> dict[str, Any]:
+    """The remote run's `result`, or one error line saying what went wrong there (its own error line first)."""
+    try:
+        envelope = json.loads(stdout)
+    except json.JSONDecodeError:
+        tail = (stderr.strip().splitlines() or stdout.strip().splitlines() or [state])[-1]
+        raise HpclzError(
+            f"verify on the scheduler returned no report (run command {state}, exit {exit_code}): {tail}",
+            exit_code=ExitCode.AZURE_ERROR if exit_code is None else ExitCode.FAILED,
+        ) from None
+    if not isinstance(envelope, dict):
+        raise HpclzError("verify on the scheduler returned JSON that is not an hpclz envelope")
+    if envelope.get("errors") and not envelope.get("result"):
+        first = envelope["errors"][0]
+        code = _exit_code(envelope.get("exit_code"))
+        raise HpclzError(f"on the scheduler: {first.get('message', '?')}", exit_code=code)
+    result = envelope.get("result")
+    if not isinstance(result, dict):
+        raise HpclzError("verify on the scheduler returned an envelope without a result")
+    return result
+
+
+def _exit_code(value: Any) -> ExitCode:
+    try:
+        return ExitCode(int(value))
+    except (TypeError, ValueError):
+        return ExitCode.FAILED
+
+
+def _report(body: dict[str, Any]) -> VerifyReport:
+    fields = {k: v for k, v in body.items() if k in VerifyReport.model_fields}
+    try:
+        return VerifyReport.model_validate(fields)
+    except ValidationError as exc:
+        raise HpclzError(f"verify on the scheduler returned a report hpclz cannot read: {exc.errors()[0]}") from None

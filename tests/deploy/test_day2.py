@@ -1,0 +1,590 @@
+"""The day-2 table, end to end: the energy preset deployed to the ARM stand-in, then one edit at a time
+(plan, deploy, plan again), as a terraform user would try it.
+
+Each row says what Azure does with the edit (and where that is documented), the verdict plan must give,
+and what deploy must do: apply it (after which plan is clean and the stand-in holds exactly what state
+records), or refuse it before its first write.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from hpclz.errors import HpclzError
+from tests.conftest import REPO
+from tests.deploy.conftest import state_of
+from tests.support.arm_standin import ArmStandIn
+
+pytestmark = pytest.mark.slow
+
+PARTITION_HBV3 = (
+    "    - name: hbv3\n      vm_size: Standard_HB120rs_v3\n      max_nodes: 64\n"
+    "      infiniband: true\n      idle_shutdown_minutes: 15\n"
+)
+
+
+@dataclass(frozen=True)
+class Row:
+    """One day-2 edit. `edits`: (old, new) text replacements in the energy preset."""
+
+    name: str
+    edits: tuple[tuple[str, str], ...]
+    azure: str  # what Azure does with it, and the source
+    plan_says: str  # a phrase plan must print
+    applied: bool  # deploy applies it (True) or refuses it before any write (False)
+    flags: tuple[str, ...] = ()  # deploy flags the row needs to be applied
+    refused_without: str = ""  # deploy's refusal without `flags`
+    refused_code: int = 1
+    writes: tuple[str, ...] = field(default=())  # write methods deploy must make, in order of first use
+
+
+ROWS = [
+    Row(
+        "add a partition",
+        (("  quotas:", "    - {name: small, vm_size: Standard_HB176rs_v4, max_nodes: 2}\n  quotas:"),),
+        "the cluster definition travels in the CycleCloud VM's userData, which ARM updates in place "
+        "(https://learn.microsoft.com/azure/virtual-machines/user-data)",
+        "compute.partitions[small]",
+        applied=True,
+        writes=("PUT",),
+    ),
+    Row(
+        "grow a partition",
+        (("max_nodes: 128", "max_nodes: 130"),),
+        "CycleCloud changes a nodearray's limit in place; running nodes stay",
+        "compute.partitions[hbv4].max_nodes: 128 -> 130",
+        applied=True,
+        writes=("PUT",),
+    ),
+    Row(
+        "resize a partition",
+        (("vm_size: Standard_ND96isr_H100_v5", "vm_size: Standard_ND96isr_H200_v5"),),
+        "a nodearray's VM size applies to nodes started after the change: running nodes must be drained",
+        "compute.partitions[gpu].vm_size",
+        applied=True,
+        flags=("--allow-disruption",),
+        refused_without="--allow-disruption",
+        writes=("PUT",),
+    ),
+    Row(
+        "remove a partition",
+        ((PARTITION_HBV3, ""),),
+        "the nodearray and its nodes go: jobs on it must finish first",
+        "drain partition hbv3",
+        applied=True,
+        flags=("--allow-disruption",),
+        refused_without="--allow-disruption",
+        writes=("PUT",),
+    ),
+    Row(
+        "add an NSG rule",
+        (
+            (
+                "  bastion: {enabled: true",
+                "  nsg_rules:\n    - {name: flexlm, subnet: compute, priority: 300, destination_port_range: "
+                '"27000-27010"}\n  bastion: {enabled: true',
+            ),
+        ),
+        "security rules are updated in place on the NSG "
+        "(https://learn.microsoft.com/azure/virtual-network/manage-network-security-group)",
+        "network.nsg_rules[flexlm]",
+        applied=True,
+        writes=("PUT",),
+    ),
+    Row(
+        "add an address range",
+        (("address_space: [10.20.0.0/16]", "address_space: [10.20.0.0/16, 10.21.0.0/16]"),),
+        "a VNet's address space grows in place "
+        "(https://learn.microsoft.com/azure/virtual-network/manage-virtual-network#add-or-remove-an-address-range)",
+        "network.vnet.address_space",
+        applied=True,
+        writes=("PUT",),
+    ),
+    Row(
+        "renumber a subnet in use",
+        (("admin: {cidr: 10.20.0.0/24}", "admin: {cidr: 10.20.3.0/24}"),),
+        "a subnet's range cannot change while it holds resources: InUseSubnetCannotBeUpdated "
+        "(https://learn.microsoft.com/azure/virtual-network/virtual-network-manage-subnet#change-subnet-settings)",
+        "NOT ALLOWED",
+        applied=False,
+        refused_without="NOT ALLOWED",
+    ),
+    Row(
+        "renumber the address space and its subnets",
+        (
+            ("address_space: [10.20.0.0/16]", "address_space: [10.30.0.0/16]"),
+            ("admin: {cidr: 10.20.0.0/24}", "admin: {cidr: 10.30.0.0/24}"),
+            ("cidr: 10.20.1.0/26}", "cidr: 10.30.1.0/26}"),
+            ("private_endpoints: {cidr: 10.20.1.64/26}", "private_endpoints: {cidr: 10.30.1.64/26}"),
+            ("lustre: {cidr: 10.20.2.0/24}", "lustre: {cidr: 10.30.2.0/24}"),
+            ("compute: {cidr: 10.20.16.0/20}", "compute: {cidr: 10.30.16.0/20}"),
+        ),
+        "subnets in use cannot change range (InUseSubnetCannotBeUpdated), nor can a range in use go "
+        "(NetcfgSubnetRangeOutsideVnet): a new network is a new landing zone",
+        "NOT ALLOWED",
+        applied=False,
+        refused_without="NOT ALLOWED",
+    ),
+    Row(
+        "rename the storage resource group",
+        (
+            (
+                "  required_tags: [owner, costCenter]",
+                "  resource_groups: {storage: rg-seismic-data}\n  required_tags: [owner, costCenter]",
+            ),
+        ),
+        "a resource cannot be renamed into another group in place; moving one is a separate operation "
+        "(https://learn.microsoft.com/azure/azure-resource-manager/management/move-resource-group-and-subscription)",
+        "NOT ALLOWED",
+        applied=False,
+        refused_without="NOT ALLOWED",
+    ),
+    Row(
+        "change the region",
+        (
+            ("location: southcentralus     #", "location: eastus     #"),
+            ("allowed_locations: [southcentralus]", "allowed_locations: [southcentralus, eastus]"),
+        ),
+        "a resource's location is fixed at creation; a region change is a new landing zone "
+        "(https://learn.microsoft.com/azure/azure-resource-manager/management/move-support-resources)",
+        "NOT ALLOWED",
+        applied=False,
+        refused_without="a region cannot change in place",
+        refused_code=64,  # the state's recorded region names another zone: refused as a foreign state
+    ),
+    Row(
+        "grow Lustre",
+        (("capacity_tib: 48", "capacity_tib: 96"),),
+        "Managed Lustre's capacity is fixed at creation "
+        "(https://learn.microsoft.com/azure/azure-managed-lustre/create-file-system-portal); the stand-in refuses "
+        "the in-place PUT with PropertyChangeNotAllowed, so only delete-then-create works",
+        "DATA LOSS",
+        applied=True,
+        flags=("--allow-data-loss",),
+        refused_without="--allow-data-loss",
+        writes=("DELETE", "PUT"),
+    ),
+    Row(
+        "turn the blob private endpoint off",
+        (("private_endpoint: true", "private_endpoint: false"),),
+        "ARM's incremental mode leaves resources a template omits in place "
+        "(https://learn.microsoft.com/azure/azure-resource-manager/templates/deployment-modes#incremental-mode): "
+        "hpclz deletes them itself",
+        "4 to destroy",
+        applied=True,
+        writes=("PUT", "DELETE"),
+    ),
+    Row(
+        "change a tag",
+        (("workload: seismic", "workload: seismic-v2"),),
+        "tags update in place (https://learn.microsoft.com/azure/azure-resource-manager/management/tag-resources)",
+        "metadata.tags.workload",
+        applied=True,
+        writes=("PUT",),
+    ),
+    Row(
+        "upgrade CycleCloud",
+        (("    version: 8.7.1", "    version: 8.7.2"),),
+        "the CycleCloud version is installed once by the server VM's customData, which cannot change after "
+        "the VM is created (https://learn.microsoft.com/azure/virtual-machines/custom-data); 8.7.2 is also outside "
+        "the one supported CycleCloud/cyclecloud-slurm/Slurm triple, so validation refuses it first",
+        "HPCLZ-CMP-017",
+        applied=False,
+        refused_without="HPCLZ-CMP-017",
+    ),
+]
+
+
+@pytest.fixture
+def energy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    # The preset keeps the Slurm accounting password in Key Vault, read from the environment at deploy time.
+    monkeypatch.setenv("SLURMDB_PASSWORD", "slurmdb-Test-4b1d9e")
+    folder = tmp_path / "zone"
+    folder.mkdir()
+    target = folder / "lz.yaml"
+    shutil.copy(REPO / "configs" / "energy.yaml", target)
+    return target
+
+
+def edit(config: Path, edits: tuple[tuple[str, str], ...]) -> None:
+    text = config.read_text()
+    for old, new in edits:
+        assert old in text, f"the preset no longer holds {old!r}"
+        text = text.replace(old, new)
+    config.write_text(text)
+
+
+def writes_since(arm: ArmStandIn, start: int) -> list[str]:
+    """Write calls to ARM, without POST validate/what-if (they change nothing)."""
+    return [r.method for r in arm.log[start:] if r.method in ("PUT", "DELETE", "PATCH")]
+
+
+def assert_inventory_is_state(arm: ArmStandIn, config: Path) -> None:
+    recorded = {r["id"].lower() for r in state_of(config)["resources"]}
+    present = set(arm.world.resources) | {g["id"].lower() for g in arm.world.groups.values()}
+    assert present == recorded, (
+        f"in Azure, not in state: {sorted(present - recorded)}; in state, not in Azure: {sorted(recorded - present)}"
+    )
+
+
+def assert_plan_clean(run_cli: Callable, config: Path) -> None:
+    again = run_cli("plan", str(config), "--detailed-exitcode")
+    assert again.exit_code == 0, again.stdout + again.stderr
+    assert "No changes." in again.stdout
+
+
+@pytest.mark.parametrize("row", ROWS, ids=[r.name for r in ROWS])
+def test_day2_row(row: Row, arm: ArmStandIn, energy: Path, run_cli: Callable) -> None:
+    assert run_cli("deploy", str(energy), "--yes").exit_code == 0
+    edit(energy, row.edits)
+
+    plan = run_cli("plan", str(energy))
+    assert row.plan_says in plan.stdout, plan.stdout + plan.stderr
+    assert plan.exit_code == (0 if row.applied else 1), plan.stdout
+
+    serial = state_of(energy)["serial"]
+    if row.refused_without:
+        start = len(arm.log)
+        refused = run_cli("deploy", str(energy), "--yes")
+        assert refused.exit_code == row.refused_code, refused.stdout + refused.stderr
+        assert row.refused_without in refused.stderr + refused.stdout  # validation findings print on stdout
+        assert writes_since(arm, start) == []
+        assert state_of(energy)["serial"] == serial
+    if not row.applied:
+        # Neither flag gets a NOT ALLOWED change through.
+        start = len(arm.log)
+        forced = run_cli("deploy", str(energy), "--yes", "--allow-data-loss", "--allow-disruption")
+        assert forced.exit_code == row.refused_code, forced.stderr
+        assert row.refused_without in forced.stderr + forced.stdout, forced.stderr
+        assert writes_since(arm, start) == []
+        assert_inventory_is_state(arm, energy)
+        return
+
+    start = len(arm.log)
+    applied = run_cli("deploy", str(energy), "--yes", *row.flags)
+    assert applied.exit_code == 0, applied.stdout + applied.stderr
+    made = writes_since(arm, start)
+    assert list(dict.fromkeys(made)) == list(row.writes), made
+    assert "hpclz will perform the following actions" in applied.stderr  # the plan shown before applying
+    assert_plan_clean(run_cli, energy)
+    assert_inventory_is_state(arm, energy)
+
+
+def test_private_endpoint_off_deletes_dependants_first_then_on_again(
+    arm: ArmStandIn, energy: Path, run_cli: Callable
+) -> None:
+    assert run_cli("deploy", str(energy), "--yes").exit_code == 0
+    edit(energy, (("private_endpoint: true", "private_endpoint: false"),))
+    start = len(arm.log)
+    assert run_cli("deploy", str(energy), "--yes").exit_code == 0
+    deleted = [r.path.lower() for r in arm.log[start:] if r.method == "DELETE"]
+    endpoint = next(i for i, p in enumerate(deleted) if p.endswith("/privateendpoints/pep-energy-blob-prod-scus"))
+    zone = next(i for i, p in enumerate(deleted) if p.endswith("/privatednszones/privatelink.blob.core.windows.net"))
+    assert endpoint < zone, deleted  # the endpoint's DNS registration depends on the zone: it goes first
+    assert not any("pep-energy-blob" in k for k in arm.world.resources)
+
+    edit(energy, (("private_endpoint: false", "private_endpoint: true"),))
+    assert run_cli("deploy", str(energy), "--yes").exit_code == 0
+    assert any(k.endswith("/privateendpoints/pep-energy-blob-prod-scus") for k in arm.world.resources)
+    assert_plan_clean(run_cli, energy)
+    assert_inventory_is_state(arm, energy)
+
+
+def test_another_zones_state_is_refused_before_any_write(arm: ArmStandIn, energy: Path, run_cli: Callable) -> None:
+    assert run_cli("deploy", str(energy), "--yes").exit_code == 0
+    state_file = next((energy.parent / ".hpclz").rglob("state.json"))
+    other = energy.parent / "other.yaml"
+    other.write_text(energy.read_text().replace("name: energy ", "name: seismic "))
+    # Point the other zone's local state at the energy zone's file, as a copied `state:` block would.
+    (energy.parent / ".hpclz" / "seismic-prod").mkdir()
+    shutil.copy(state_file, energy.parent / ".hpclz" / "seismic-prod" / "state.json")
+    start = len(arm.log)
+    for command in (("plan",), ("deploy", "--yes"), ("destroy", "--yes")):
+        refused = run_cli(*command[:1], str(other), *command[1:])
+        # The local backend refuses a document outside its zone's folder when it reads it (exit 1); the
+        # identity check (hpclz.state.identity, exit 64) refuses it wherever it is stored (a Blob name).
+        assert refused.exit_code in (1, 64), (command, refused.stdout, refused.stderr)
+        assert "energy" in refused.stderr and "seismic" in refused.stderr and "landing zone" in refused.stderr
+    assert writes_since(arm, start) == []
+
+
+def test_secret_in_a_tag_is_refused_before_any_write(arm: ArmStandIn, energy: Path, run_cli: Callable) -> None:
+    # A storage connection string pasted into a tag: the shape of a real one, with a made-up key.
+    key = "Zm9vYmFyYmF6cXV4cXV1eGNvcmdlZ3JhdWx0Z2FycGx5d2FsZG8="
+    edit(energy, (("workload: seismic", f'workload: "AccountName=st1;AccountKey={key}"'),))
+    refused = run_cli("deploy", str(energy), "--yes")
+    assert refused.exit_code == 3, refused.stdout + refused.stderr
+    assert "storage account key in a connection string" in refused.stderr and key not in refused.stderr
+    assert writes_since(arm, 0) == [] and arm.world.groups == {}
+
+
+def test_saved_plan_with_a_not_allowed_change_is_not_saved(arm: ArmStandIn, energy: Path, run_cli: Callable) -> None:
+    assert run_cli("deploy", str(energy), "--yes").exit_code == 0
+    edit(energy, (("admin: {cidr: 10.20.0.0/24}", "admin: {cidr: 10.20.3.0/24}"),))
+    saved = energy.parent / "plan.json"
+    result = run_cli("plan", str(energy), "--out", str(saved), "-o", "json")
+    assert result.exit_code == 1
+    body = json.loads(result.stdout)["result"]
+    assert body["saved_to"] is None and "not allowed" in body["not_saved"]
+    assert not saved.exists()
+
+
+def test_saved_plan_is_held_to_the_same_contract(arm: ArmStandIn, energy: Path, run_cli: Callable) -> None:
+    assert run_cli("deploy", str(energy), "--yes").exit_code == 0
+    edit(energy, (("capacity_tib: 48", "capacity_tib: 96"),))
+    saved = energy.parent / "plan.json"
+    assert run_cli("plan", str(energy), "--out", str(saved)).exit_code == 0
+    start = len(arm.log)
+    refused = run_cli("deploy", str(energy), "--plan", str(saved), "--yes")
+    assert refused.exit_code == 1 and "--allow-data-loss" in refused.stderr
+    assert writes_since(arm, start) == []
+    applied = run_cli("deploy", str(energy), "--plan", str(saved), "--yes", "--allow-data-loss")
+    assert applied.exit_code == 0, applied.stderr
+    assert (
+        arm.world.resources[
+            next(k for k in arm.world.resources if k.endswith("amlfilesystems/amlfs-energy-prod-scus"))
+        ]["properties"]["storageCapacityTiB"]
+        == 96
+    )
+
+
+def test_no_op_deploy_leaves_state_untouched(arm: ArmStandIn, energy: Path, run_cli: Callable) -> None:
+    assert run_cli("deploy", str(energy), "--yes").exit_code == 0
+    before = state_of(energy)
+    assert run_cli("deploy", str(energy), "--yes").exit_code == 0
+    after = state_of(energy)
+    # The same serial: plans saved before the no-op deploy stay current.
+    assert {k: v for k, v in after.items() if after.get(k) != before.get(k)} == {}
+
+
+SECRETS = (
+    "      slurmdb-password: ${env:SLURMDB_PASSWORD}   # resolved at deploy time\n",
+    "      slurmdb-password: ${env:SLURMDB_PASSWORD}   # resolved at deploy time\n"
+    "      licence-key: ${env:LICENCE_KEY}\n      api-token: ${env:API_TOKEN}\n",
+)
+
+
+def test_secret_rotated_is_planned_and_applied_without_reaching_state(
+    arm: ArmStandIn, energy: Path, run_cli: Callable, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LICENCE_KEY", "licence-v1-0a9f3c")
+    monkeypatch.setenv("API_TOKEN", "token-v1-77b2e1")
+    edit(energy, (SECRETS,))
+    assert run_cli("deploy", str(energy), "--yes").exit_code == 0
+    assert_plan_clean(run_cli, energy)
+
+    monkeypatch.setenv("LICENCE_KEY", "licence-v2-5d1e08")  # rotated outside the config, as a vault would be
+    plan = run_cli("plan", str(energy), "--detailed-exitcode")
+    assert plan.exit_code == 2, plan.stdout
+    assert "identity.key_vault.secrets.licence-key" in plan.stdout and "(sensitive, rotated)" in plan.stdout
+    assert "api-token" not in plan.stdout  # unchanged secrets are not listed
+
+    start = len(arm.log)
+    assert run_cli("deploy", str(energy), "--yes").exit_code == 0
+    assert [r.path.rsplit("/", 1)[-1] for r in arm.log[start:] if r.method == "PUT"] == ["hpclz-energy-prod-identity"]
+    sent = next(r for k, r in arm.world.deployments.items() if k.endswith("-identity")).body
+    assert "licence-v2-5d1e08" in {v["value"] for v in sent["properties"]["parameters"].values()}
+    assert_plan_clean(run_cli, energy)
+    files = [p for p in energy.parent.rglob("*") if p.is_file() and p != energy]
+    for value in ("licence-v1-0a9f3c", "licence-v2-5d1e08", "token-v1-77b2e1"):
+        assert not any(value.encode() in p.read_bytes() for p in files), value
+
+
+def test_secret_removed_is_deleted_from_the_vault(
+    arm: ArmStandIn, energy: Path, run_cli: Callable, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LICENCE_KEY", "licence-v1-0a9f3c")
+    monkeypatch.setenv("API_TOKEN", "token-v1-77b2e1")
+    edit(energy, (SECRETS,))
+    assert run_cli("deploy", str(energy), "--yes").exit_code == 0
+    edit(energy, (("      api-token: ${env:API_TOKEN}\n", ""),))
+    plan = run_cli("plan", str(energy))
+    assert "1 to destroy" in plan.stdout, plan.stdout
+    assert run_cli("deploy", str(energy), "--yes").exit_code == 0
+    assert not any(k.endswith("/secrets/api-token") for k in arm.world.resources)
+    assert any(k.endswith("/secrets/licence-key") for k in arm.world.resources)
+    assert_plan_clean(run_cli, energy)
+    assert_inventory_is_state(arm, energy)
+
+
+def _drift(arm: ArmStandIn) -> tuple[str, str]:
+    """What an operator does in the portal: opens the storage account to the Internet, deletes Bastion."""
+    account = next(k for k, r in arm.world.resources.items() if r["type"] == "Microsoft.Storage/storageAccounts")
+    arm.world.resources[account]["properties"]["publicNetworkAccess"] = "Enabled"
+    bastion = next(k for k, r in arm.world.resources.items() if r["type"] == "Microsoft.Network/bastionHosts")
+    del arm.world.resources[bastion]
+    return account, bastion
+
+
+def test_out_of_band_drift_is_shown_by_refresh_and_put_back_by_deploy(
+    arm: ArmStandIn, energy: Path, run_cli: Callable
+) -> None:
+    assert run_cli("deploy", str(energy), "--yes").exit_code == 0
+    account, bastion = _drift(arm)
+
+    offline = run_cli("plan", str(energy), "--detailed-exitcode")
+    assert offline.exit_code == 0 and "Azure was not read" in offline.stdout  # it says it did not look
+
+    refreshed = run_cli("plan", str(energy), "--refresh", "--detailed-exitcode")
+    assert refreshed.exit_code == 2, refreshed.stdout + refreshed.stderr
+    assert "Changed outside hpclz" in refreshed.stdout
+    assert 'properties.publicNetworkAccess: "Enabled" -> "Disabled"' in refreshed.stdout
+    assert "+ Microsoft.Network/bastionHosts bas-energy-prod-scus" in refreshed.stdout
+    only = run_cli("plan", str(energy), "--refresh-only")
+    assert "Changed outside hpclz" in only.stdout and "Plan: 0 to add, 0 to change" in only.stdout
+
+    start = len(arm.log)
+    fixed = run_cli("deploy", str(energy), "--yes", "--refresh")
+    assert fixed.exit_code == 0, fixed.stdout + fixed.stderr
+    assert sorted(r.path.rsplit("/", 1)[-1] for r in arm.log[start:] if r.method == "PUT") == [
+        "hpclz-energy-prod-network",
+        "hpclz-energy-prod-storage",
+    ]
+    assert arm.world.resources[account]["properties"]["publicNetworkAccess"] == "Disabled"
+    assert bastion in arm.world.resources
+    clean = run_cli("plan", str(energy), "--refresh", "--detailed-exitcode")
+    assert clean.exit_code == 0, clean.stdout
+    assert_inventory_is_state(arm, energy)
+
+
+def test_plan_destroy_shows_what_destroy_deletes(arm: ArmStandIn, energy: Path, run_cli: Callable) -> None:
+    assert run_cli("deploy", str(energy), "--yes").exit_code == 0
+    keeping = run_cli("plan", str(energy), "--destroy", "-o", "json")
+    body = json.loads(keeping.stdout)["result"]
+    deleted = {r["type"] for r in body["resources"] if r["action"] == "delete"}
+    assert "Microsoft.Network/bastionHosts" in deleted
+    assert "Microsoft.StorageCache/amlFilesystems" not in deleted  # destroy keeps data unless --include-data
+    everything = json.loads(run_cli("plan", str(energy), "--destroy", "--include-data", "-o", "json").stdout)["result"]
+    assert everything["summary"]["destroy"] == len(state_of(energy)["resources"])
+    destroyed = run_cli("destroy", str(energy), "--yes")
+    assert destroyed.exit_code == 0
+    left = {r["id"].lower() for r in state_of(energy)["resources"]}
+    assert {r["id"].lower() for r in body["resources"] if r["action"] == "delete"}.isdisjoint(left)
+
+
+def test_replace_deletes_and_recreates_one_resource(arm: ArmStandIn, energy: Path, run_cli: Callable) -> None:
+    assert run_cli("deploy", str(energy), "--yes").exit_code == 0
+    address = "Microsoft.Network/bastionHosts/bas-energy-prod-scus"
+    plan = run_cli("plan", str(energy), "--replace", address)
+    assert "-/+ Microsoft.Network/bastionHosts bas-energy-prod-scus" in plan.stdout, plan.stdout
+    start = len(arm.log)
+    done = run_cli("deploy", str(energy), "--yes", "--replace", address)  # asked for by name: no extra flag
+    assert done.exit_code == 0, done.stdout + done.stderr
+    made = [(r.method, r.path.rsplit("/", 1)[-1]) for r in arm.log[start:] if r.method in ("PUT", "DELETE")]
+    assert made == [("DELETE", "bas-energy-prod-scus"), ("PUT", "hpclz-energy-prod-network")]
+    assert_plan_clean(run_cli, energy)
+    assert_inventory_is_state(arm, energy)
+
+    lustre = "Microsoft.StorageCache/amlFilesystems/amlfs-energy-prod-scus"
+    refused = run_cli("deploy", str(energy), "--yes", "--replace", lustre)
+    assert refused.exit_code == 1 and "--allow-data-loss" in refused.stderr  # data still needs its own consent
+
+
+def test_target_applies_one_deployment_and_leaves_the_rest_planned(
+    arm: ArmStandIn, energy: Path, run_cli: Callable
+) -> None:
+    assert run_cli("deploy", str(energy), "--yes").exit_code == 0
+    edit(energy, (("workload: seismic", "workload: seismic-v2"),))
+    start = len(arm.log)
+    done = run_cli("deploy", str(energy), "--yes", "--target", "Microsoft.Network/bastionHosts/bas-energy-prod-scus")
+    assert done.exit_code == 0, done.stdout + done.stderr
+    applied = {r.path.rsplit("/", 1)[-1] for r in arm.log[start:] if r.method == "PUT"}
+    assert "hpclz-energy-prod-network" in applied and "hpclz-energy-prod-storage" not in applied
+    rest = run_cli("plan", str(energy), "--detailed-exitcode")
+    assert rest.exit_code == 2 and "metadata.tags.workload" in rest.stdout  # the baseline stayed
+    assert "Microsoft.Network/bastionHosts" not in rest.stdout.split("hpclz will perform")[-1]
+    assert run_cli("deploy", str(energy), "--yes").exit_code == 0
+    assert_plan_clean(run_cli, energy)
+
+
+def test_typing_the_zone_name_is_consent_but_never_for_not_allowed(arm: ArmStandIn, energy: Path) -> None:
+    """The prompt's alternative to --allow-data-loss (what `hpclz deploy` asks at a terminal without --yes)."""
+    from hpclz.services.deploy import deploy
+    from hpclz.services.deploy_contract import Contract
+
+    assert deploy(energy).exit_code == 0
+    edit(energy, (("capacity_tib: 48", "capacity_tib: 96"),))
+    asked: list[tuple[list[str], str]] = []
+
+    def wrong_name(reasons: list[str], zone: str) -> bool:
+        asked.append((reasons, zone))
+        return False
+
+    start = len(arm.log)
+    with pytest.raises(HpclzError, match="--allow-data-loss"):
+        deploy(energy, contract=Contract(ask=wrong_name))
+    assert writes_since(arm, start) == [] and asked[0][1] == "energy-prod"
+    assert "replaces or deletes data" in asked[0][0][0]
+    assert len(asked) == 1  # asked once, under the lock, not again before preflight
+
+    assert deploy(energy, contract=Contract(ask=lambda _reasons, zone: zone == "energy-prod")).exit_code == 0
+    assert writes_since(arm, start) == ["DELETE", "PUT"]
+
+    edit(energy, (("admin: {cidr: 10.20.0.0/24}", "admin: {cidr: 10.20.3.0/24}"),))
+    never: list[str] = []
+    with pytest.raises(HpclzError, match="NOT ALLOWED"):
+        deploy(energy, contract=Contract(ask=lambda reasons, _zone: bool(never.extend(reasons)) or True))
+    assert never == []
+
+
+def test_a_missing_secret_value_is_refused_before_any_write(
+    arm: ArmStandIn, energy: Path, run_cli: Callable, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("LICENCE_KEY", raising=False)
+    monkeypatch.setenv("API_TOKEN", "token-v1-77b2e1")
+    edit(energy, (SECRETS,))
+    refused = run_cli("deploy", str(energy), "--yes")
+    assert refused.exit_code == 3, refused.stdout + refused.stderr
+    assert "identity.key_vault.secrets.licence-key: environment variable LICENCE_KEY is not set" in refused.stderr
+    assert writes_since(arm, 0) == [] and arm.world.groups == {}
+
+
+def test_security_rules_changed_or_added_in_the_portal_are_drift(
+    arm: ArmStandIn, energy: Path, run_cli: Callable
+) -> None:
+    assert run_cli("deploy", str(energy), "--yes").exit_code == 0
+    nsg = next(
+        r
+        for r in arm.world.resources.values()
+        if r["type"] == "Microsoft.Network/networkSecurityGroups" and r["properties"].get("securityRules")
+    )
+    rule = nsg["properties"]["securityRules"][0]
+    was = rule["properties"]["access"]
+    rule["properties"]["access"] = "Allow" if was == "Deny" else "Deny"
+    opened = {"name": "portal-ssh", "properties": {"priority": 100, "access": "Allow", "destinationPortRange": "22"}}
+    nsg["properties"]["securityRules"].append(opened)
+
+    plan = run_cli("plan", str(energy), "--refresh", "--detailed-exitcode")
+    assert plan.exit_code == 2, plan.stdout + plan.stderr
+    assert f"properties.securityRules[{rule['name']}].properties.access" in plan.stdout
+    assert "properties.securityRules[portal-ssh]" in plan.stdout
+
+    assert run_cli("deploy", str(energy), "--yes", "--refresh").exit_code == 0
+    rules = {r["name"]: r for r in arm.world.resources[nsg["id"].lower()]["properties"]["securityRules"]}
+    assert "portal-ssh" not in rules and rules[rule["name"]]["properties"]["access"] == was
+    assert run_cli("plan", str(energy), "--refresh", "--detailed-exitcode").exit_code == 0
+
+
+def test_a_state_of_another_zone_under_a_shared_blob_name_is_refused_by_identity() -> None:
+    """Where no folder tells zones apart (a Blob state whose blob_name two configs share), the document's
+    own identity does: zone, environment, subscription and region are compared before anything is used."""
+    from hpclz.state.identity import ZoneIdentity, identity_mismatches, refuse_foreign_state
+    from hpclz.state.model import StateDocument
+
+    doc = StateDocument(landing_zone="energy", environment="prod", subscription_id="sub-a", location="southcentralus")
+    wanted = ZoneIdentity("seismic", "prod", "sub-b", "eastus")
+    assert identity_mismatches(doc, wanted) == [
+        "it belongs to landing zone 'energy', not 'seismic'",
+        "it was deployed to subscription sub-a, not sub-b",
+        "it was deployed to southcentralus, not eastus (a region cannot change in place)",
+    ]
+    assert identity_mismatches(doc, ZoneIdentity("energy", "prod", None, None)) == []  # unknown: not compared
+    with pytest.raises(HpclzError, match="refusing the state at blob") as refused:
+        refuse_foreign_state(doc, wanted, "blob", "lz.yaml")
+    assert refused.value.exit_code == 64

@@ -1,0 +1,136 @@
+"""Where the stand-in refuses what real ARM refuses, so a deploy that would fail in Azure fails here too.
+
+Each behaviour names its source. ARM itself deploys in incremental mode: resources a template omits are
+left untouched (https://learn.microsoft.com/azure/azure-resource-manager/templates/deployment-modes
+#incremental-mode); `World` never deletes what a deployment leaves out, so hpclz must delete it itself.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from ipaddress import ip_network
+from typing import Any
+
+AMLFS = "microsoft.storagecache/amlfilesystems"
+VNET = "microsoft.network/virtualnetworks"
+VAULT = "microsoft.keyvault/vaults"
+STORAGE = "microsoft.storage/storageaccounts"
+
+# Properties a provider fixes at creation. Managed Lustre: the azurerm provider marks sku_name,
+# storage_capacity_in_tb and subnet_id ForceNew (hashicorp/terraform-provider-azurerm,
+# azurerm_managed_lustre_file_system), and Microsoft's docs say capacity and throughput cannot change after
+# creation (https://learn.microsoft.com/azure/azure-managed-lustre/create-file-system-portal). Managed
+# Lustre's own error code for such a PUT was not captured; PropertyChangeNotAllowed is the code ARM
+# providers (Compute, for one) return for a changed immutable property, so the stand-in uses it.
+IMMUTABLE: dict[str, tuple[str, ...]] = {
+    AMLFS: ("sku.name", "properties.storageCapacityTiB", "properties.filesystemSubnet"),
+    # A storage account's kind changes only Storage/BlobStorage -> StorageV2 (a one-way upgrade):
+    # https://learn.microsoft.com/azure/storage/common/storage-account-upgrade
+    STORAGE: ("kind",),
+}
+UPGRADES = {(STORAGE, "kind"): {("Storage", "StorageV2"), ("BlobStorage", "StorageV2")}}
+
+
+@dataclass
+class Refusal:
+    code: str
+    message: str
+
+
+@dataclass
+class GlobalNames:
+    """Names that are global across Azure (storage accounts, vaults) and vaults in soft-deleted state."""
+
+    taken: set[tuple[str, str]] = field(default_factory=set)  # (type, name) held by someone else's subscription
+    deleted_vaults: dict[str, bool] = field(default_factory=dict)  # name -> purge protection on
+
+
+def _get(body: dict[str, Any], path: str) -> Any:
+    node: Any = body
+    for part in path.split("."):
+        node = node.get(part) if isinstance(node, dict) else None
+    return node
+
+
+def immutable_change(rtype: str, name: str, old: dict[str, Any], new: dict[str, Any]) -> Refusal | None:
+    for path in IMMUTABLE.get(rtype.lower(), ()):
+        before, after = _get(old, path), _get(new, path)
+        upgrade = (before, after) in UPGRADES.get((rtype.lower(), path), set())
+        if after is None or before == after or upgrade:
+            continue
+        return Refusal(
+            "PropertyChangeNotAllowed",
+            f"Changing property '{path.rsplit('.', 1)[-1]}' is not allowed for resource '{name}'.",
+        )
+    return None
+
+
+def subnets_in_use(old: dict[str, Any], new: dict[str, Any], others: list[dict[str, Any]]) -> Refusal | None:
+    """A VNet PUT that changes or drops a subnet something sits in: a subnet's range changes only while it
+    holds no resources (https://learn.microsoft.com/azure/virtual-network/virtual-network-manage-subnet
+    #change-subnet-settings). The codes are the network provider's InUseSubnetCannotBeUpdated and
+    InUseSubnetCannotBeDeleted, which deployment scripts in public repositories catch by name."""
+    before = {s["name"]: s.get("properties") or {} for s in (old.get("properties") or {}).get("subnets") or []}
+    after = {s["name"]: s.get("properties") or {} for s in (new.get("properties") or {}).get("subnets") or []}
+    users = json.dumps(others).lower()
+    for subnet, props in before.items():
+        subnet_id = f"{old['id']}/subnets/{subnet}".lower()
+        if subnet_id not in users:
+            continue
+        if subnet not in after:
+            return Refusal(
+                "InUseSubnetCannotBeDeleted",
+                f"Subnet {subnet} is in use and cannot be deleted. In order to delete the subnet, delete all the "
+                "resources within the subnet.",
+            )
+        if after[subnet].get("addressPrefix") != props.get("addressPrefix"):
+            return Refusal("InUseSubnetCannotBeUpdated", f"Subnet {subnet} is in use and cannot be updated.")
+    return None
+
+
+def subnets_outside(new: dict[str, Any]) -> Refusal | None:
+    """A VNet whose subnets do not all fit its address space, as after removing a range still in use. The code
+    and message are the network provider's, as `az network vnet subnet create` prints them (captured in public
+    repositories): "(NetcfgSubnetRangeOutsideVnet) Subnet 'subnet-alb' is not valid because its IP address range
+    is outside the IP address range of virtual network 'aks-vnet-34152116'."."""
+    props = new.get("properties") or {}
+    try:
+        spaces = [ip_network(p) for p in (props.get("addressSpace") or {}).get("addressPrefixes") or []]
+        for subnet in props.get("subnets") or []:
+            prefix = (subnet.get("properties") or {}).get("addressPrefix")
+            if prefix and spaces and not any(ip_network(prefix).subnet_of(s) for s in spaces):
+                return Refusal(
+                    "NetcfgSubnetRangeOutsideVnet",
+                    f"Subnet '{subnet['name']}' is not valid because its IP address range is outside the IP address "
+                    f"range of virtual network '{new.get('name')}'.",
+                )
+    except (ValueError, TypeError):
+        return None  # an unresolved value: ARM would have refused the template first
+    return None
+
+
+def name_conflict(names: GlobalNames, rtype: str, name: str) -> Refusal | None:
+    """Global names. StorageAccountAlreadyTaken: https://learn.microsoft.com/azure/azure-resource-manager/
+    troubleshooting/error-storage-account-name. A soft-deleted vault keeps its name for its retention period
+    (https://learn.microsoft.com/azure/key-vault/general/soft-delete-overview); creating one with that name
+    fails with ConflictError "A vault with the same name already exists in deleted state", as users report it."""
+    key = (rtype.lower(), name.lower())
+    if key in names.taken and key[0] == STORAGE:
+        return Refusal("StorageAccountAlreadyTaken", f"The storage account named {name} is already taken.")
+    if key in names.taken and key[0] == VAULT:  # the code as users report it; the message is ours
+        return Refusal("VaultAlreadyExists", f"The vault name '{name}' is already in use.")
+    if key[0] == VAULT and name.lower() in names.deleted_vaults:
+        return Refusal(
+            "ConflictError",
+            "A vault with the same name already exists in deleted state. You need to either recover or purge "
+            "existing key vault.",
+        )
+    return None
+
+
+def soft_delete(names: GlobalNames, resource: dict[str, Any]) -> None:
+    """Deleting a vault with soft delete on (always on since 2020) keeps its name reserved."""
+    if str(resource.get("type", "")).lower() == VAULT:
+        props = resource.get("properties") or {}
+        names.deleted_vaults[str(resource["name"]).lower()] = bool(props.get("enablePurgeProtection"))

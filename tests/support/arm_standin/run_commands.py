@@ -1,0 +1,194 @@
+"""VMs and managed Run Commands for the ARM stand-in: the script really runs, here, and its streams go to blobs.
+
+Paths and shapes: azure-rest-api-specs, specification/compute/resource-manager/Microsoft.Compute/ComputeRP/stable/
+2024-07-01/examples/runCommandExamples/VirtualMachineRunCommand_{CreateOrUpdate,Get,Delete}.json
+(PUT/GET/DELETE .../virtualMachines/{vm}/runCommands/{name}; `$expand=instanceView` adds
+`properties.instanceView` with executionState, exitCode, output, error, startTime, endTime). As on a Linux VM,
+parameters and protected parameters reach the script as environment variables, and protected ones are never
+returned (learn.microsoft.com/azure/virtual-machines/linux/run-command-managed). The VM's own environment
+(`vm_env`) stands in for the scheduler: in tests, the local Slurm harness's client settings.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import threading
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from tests.support.arm_standin.world import ArmError, World
+
+VMS = r"/providers/microsoft\.compute/virtualmachines"
+OUTPUT_LIMIT = 4096  # the instance view's output/error: the last 4 KiB, like action Run Commands' output
+
+
+@dataclass
+class RunCommand:
+    id: str
+    name: str
+    location: str
+    body: dict[str, Any]
+    state: str = "Pending"
+    exit_code: int | None = None
+    stdout: str = ""
+    stderr: str = ""
+    start: str | None = None
+    end: str | None = None
+    done: threading.Event = field(default_factory=threading.Event)
+
+    def view(self, expand: bool) -> dict[str, Any]:
+        props = {k: v for k, v in self.body.get("properties", {}).items() if k != "protectedParameters"}
+        props["provisioningState"] = "Succeeded"
+        if expand:
+            props["instanceView"] = {
+                "executionState": self.state,
+                "executionMessage": "",
+                "exitCode": self.exit_code,
+                "output": self.stdout[-OUTPUT_LIMIT:],
+                "error": self.stderr[-OUTPUT_LIMIT:],
+                "startTime": self.start,
+                "endTime": self.end,
+            }
+        return {
+            "name": self.name,
+            "id": self.id,
+            "type": "Microsoft.Compute/virtualMachines/runCommands",
+            "location": self.location,
+            "properties": props,
+        }
+
+
+class VirtualMachines:
+    """The VMs a test puts in a resource group (CycleCloud's, in production), and run commands on them."""
+
+    def __init__(self, world: World):
+        self.world = world
+        self.subscription_id = world.subscription_id
+        self.commands: dict[str, RunCommand] = {}
+        self.vm_env: dict[str, str] = {}
+        self.scripts: list[str] = []  # every script run, for tests to read what hpclz sent
+
+    def add(self, rg: str, name: str, tags: dict[str, str], location: str = "eastus2") -> str:
+        vm_id = f"/subscriptions/{self.subscription_id}/resourceGroups/{rg}/providers/Microsoft.Compute/virtualMachines/{name}"
+        self.world.resources[vm_id.lower()] = {
+            "id": vm_id,
+            "name": name,
+            "type": "Microsoft.Compute/virtualMachines",
+            "location": location,
+            "tags": tags,
+            "properties": {
+                "vmId": str(uuid.uuid4()),
+                "provisioningState": "Succeeded",
+            },
+        }
+        return vm_id
+
+    def routes(self, rg: str) -> list[tuple[str, str, Callable[..., tuple[int, dict[str, str], Any]]]]:
+        one = rg + VMS + r"/(?P<vm>[^/]+)"
+        command = one + r"/runcommands/(?P<name>[^/]+)"
+        return [
+            ("GET", rg + VMS, self._list),  # one VM, GET or DELETE: the stand-in's generic resource routes
+            ("PUT", command, self._put_command),
+            ("GET", command, self._get_command),
+            ("DELETE", command, self._delete_command),
+        ]
+
+    def _vm(self, rg: str, vm: str) -> dict[str, Any]:
+        prefix = (
+            f"/subscriptions/{self.subscription_id}/resourcegroups/{rg}/providers/microsoft.compute/virtualmachines/"
+        )
+        found = self.world.resources.get((prefix + vm).lower())
+        if found is None:
+            raise ArmError(
+                404,
+                "ResourceNotFound",
+                f"The Resource 'Microsoft.Compute/virtualMachines/{vm}' under resource group '{rg}' was not found.",
+            )
+        return found
+
+    def _list(self, body: Any, path: str, sub: str, rg: str, **_: Any) -> tuple[int, dict[str, str], Any]:
+        return 200, {}, {"value": self.vms(rg)}
+
+    def vms(self, rg: str) -> list[dict[str, Any]]:
+        """Every VM in the group: those a test added and those a deployment created."""
+        return [
+            r
+            for r in self.world.resources_in(rg)
+            if str(r.get("type", "")).lower() == "microsoft.compute/virtualmachines"
+        ]
+
+    def _put_command(
+        self, body: Any, path: str, sub: str, rg: str, vm: str, name: str, **_: Any
+    ) -> tuple[int, dict[str, str], Any]:
+        host = self._vm(rg, vm)
+        key = path.lower()
+        if key in self.commands and not self.commands[key].done.is_set():
+            raise ArmError(409, "Conflict", f"Run command {name} is still running.")
+        run = RunCommand(
+            id=host["id"] + f"/runCommands/{name}", name=name, location=body.get("location", ""), body=body
+        )
+        self.commands[key] = run
+        threading.Thread(target=self._execute, args=(run,), daemon=True).start()
+        if not body.get("properties", {}).get("asyncExecution"):
+            run.done.wait()
+        return 201, {}, run.view(expand=False)
+
+    def _get_command(
+        self, body: Any, path: str, sub: str, rg: str, vm: str, name: str, query: dict[str, list[str]], **_: Any
+    ) -> tuple[int, dict[str, str], Any]:
+        run = self.commands.get(path.lower())
+        if run is None:
+            raise ArmError(404, "ResourceNotFound", f"Run command {name} was not found.")
+        return 200, {}, run.view(expand="instanceView" in query.get("$expand", []))
+
+    _get_command.wants_query = True  # type: ignore[attr-defined]
+
+    def _delete_command(
+        self, body: Any, path: str, sub: str, rg: str, vm: str, name: str, **_: Any
+    ) -> tuple[int, dict[str, str], Any]:
+        run = self.commands.pop(path.lower(), None)
+        return (200 if run else 204), {}, None
+
+    def _execute(self, run: RunCommand) -> None:
+        props = run.body.get("properties", {})
+        params = [*props.get("parameters", []), *props.get("protectedParameters", [])]
+        env = {**self.vm_env, **{p["name"]: p["value"] for p in params}}
+        script = props.get("source", {}).get("script", "")
+        self.scripts.append(script)
+        run.state, run.start = "Running", _now()
+        try:
+            done = subprocess.run(
+                ["bash", "-c", script],
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=props.get("timeoutInSeconds") or 5400,
+            )
+            run.stdout, run.stderr, run.exit_code = done.stdout, done.stderr, done.returncode
+            final = "Succeeded" if done.returncode == 0 else "Failed"
+        except subprocess.TimeoutExpired:
+            final = "TimedOut"
+        for uri, text in ((props.get("outputBlobUri"), run.stdout), (props.get("errorBlobUri"), run.stderr)):
+            if uri and text:
+                _append(uri, text)
+        run.end = _now()
+        run.state = final  # only once the blobs hold everything: a client reads them when it sees this
+        run.done.set()
+
+
+def _append(uri: str, text: str) -> None:
+    """What the Run Command agent does with a SAS URI: create an append blob and append the stream to it."""
+    from azure.storage.blob import BlobClient
+
+    blob = BlobClient.from_blob_url(uri)
+    blob.create_append_blob()
+    data = text.encode()
+    for start in range(0, len(data), 4 << 20):  # an append block holds at most 4 MiB
+        blob.append_block(data[start : start + (4 << 20)])
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat()
