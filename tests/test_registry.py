@@ -19,6 +19,7 @@ AREA_MODULE: dict[str, tuple[str, ...]] = {
     "NET": ("network",),
     "CMP": ("compute",),
     "STO": ("storage", "integrity"),
+    "SEC": ("security",),
     "MON": ("operations",),
     "MNT": ("operations",),
     "COST": ("operations",),

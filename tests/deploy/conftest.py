@@ -45,3 +45,8 @@ def state_of(config: Path) -> dict:
     files = list((config.parent / ".hpclz").rglob("state.json"))
     assert files, "no state file written"
     return json.loads(files[0].read_text())
+
+
+def left_after_destroy(arm: ArmStandIn) -> list[str]:
+    """What destroy left in the stand-in, less the Defender plans that it leaves on by design (docs/defender.md)."""
+    return [k for k, r in arm.world.resources.items() if r["type"] != "Microsoft.Security/pricings"]

@@ -55,6 +55,7 @@ def test_destroy_keeps_data_then_include_data_removes_everything(arm: ArmStandIn
     assert run_cli("deploy", str(zone), "--yes").exit_code == 0
     kept = run_cli("destroy", str(zone), "--yes")
     assert kept.exit_code == 0, kept.stderr
+    assert "left on Microsoft.Security/pricings VirtualMachines" in kept.stderr
     left_types = {r["type"] for r in arm.world.resources.values()}
     assert "Microsoft.StorageCache/amlFilesystems" in left_types
     assert "Microsoft.Storage/storageAccounts" in left_types
@@ -77,7 +78,9 @@ def test_destroy_keeps_data_then_include_data_removes_everything(arm: ArmStandIn
 
     gone = run_cli("destroy", str(zone), "--yes", "--include-data")
     assert gone.exit_code == 0, gone.stderr
-    assert arm.world.resources == {} and arm.world.groups == {}
+    # Only the subscription's Defender plans stay on: resetting them to Free would change the whole subscription.
+    assert {r["type"] for r in arm.world.resources.values()} == {"Microsoft.Security/pricings"}
+    assert arm.world.groups == {}
     assert state_of(zone)["resources"] == []
 
 
@@ -93,7 +96,9 @@ def test_destroy_leaves_what_hpclz_did_not_create(arm: ArmStandIn, zone: Path, r
     result = run_cli("destroy", str(zone), "--yes", "--include-data")
     assert result.exit_code == 0, result.stderr
     assert "holds 1 resources hpclz did not create" in result.stderr
-    assert list(arm.world.resources) == [foreign.lower()]
+    # Besides the foreign disk, only the subscription's Defender plans stay (docs/defender.md).
+    left = [k for k, r in arm.world.resources.items() if r["type"] != "Microsoft.Security/pricings"]
+    assert left == [foreign.lower()]
 
 
 def test_destroy_without_yes_in_a_script_is_refused(arm: ArmStandIn, zone: Path, run_cli) -> None:

@@ -55,3 +55,34 @@ def test_a_deployment_whose_group_goes_whole_still_deletes_what_it_made_in_anoth
     ]
     assert arm.world.group("rg-net") is None and arm.world.group("rg-hub") is not None
     assert elsewhere.id.lower() not in arm.world.resources
+
+
+def test_defender_plans_are_left_on_and_forgotten(arm: ArmStandIn) -> None:
+    """Resetting a subscription pricing to Free would change Defender for every workload in the subscription
+    (learn.microsoft.com/azure/defender-for-cloud/tutorial-enable-servers-plan): destroy never does it."""
+    rid = f"/subscriptions/{arm.subscription_id}/providers/Microsoft.Security/pricings/VirtualMachines"
+    body = {"pricingTier": "Standard", "subPlan": "P2"}
+    arm.world.resources[rid.lower()] = {
+        "id": rid,
+        "name": "VirtualMachines",
+        "type": "Microsoft.Security/pricings",
+        "properties": body,
+    }
+    pricing = ResourceRecord(
+        id=rid,
+        type="Microsoft.Security/pricings",
+        name="VirtualMachines",
+        api_version="2024-01-01",
+        deployment="lz-defender",
+    )
+    doc = StateDocument(landing_zone="lz", environment="prod", resources=[pricing])
+
+    destroyer = Destroyer(Arm(AzureClients(arm.subscription_id)), doc, ["lz-defender"])
+    remaining = destroyer.run(include_data=True)
+
+    (outcome,) = destroyer.outcomes
+    assert outcome.action is Action.RELEASED
+    assert "az security pricing create -n VirtualMachines --tier free" in outcome.reason
+    assert remaining.resources == []
+    assert arm.world.resources[rid.lower()]["properties"] == body
+    assert not [r for r in arm.log if r.method == "DELETE"]

@@ -14,6 +14,9 @@ from tests.render.conftest import preset_plan
 
 # Types whose schema has no `tags` (they cannot carry them; their parent does).
 UNTAGGABLE = {
+    "microsoft.security/pricings",  # its schema has no tags (2024-01-01/Microsoft.Security.json)
+    "microsoft.insights/diagnosticsettings",  # nor has this one (2021-05-01-preview/Microsoft.Insights.json)
+    "microsoft.operationalinsights/workspaces/savedsearches",  # nor this (2023-09-01/Microsoft.OperationalInsights.json)
     "microsoft.authorization/roleassignments",
     "microsoft.authorization/policyassignments",
     "microsoft.keyvault/vaults/secrets",
@@ -38,7 +41,9 @@ def test_organization_deploys_first_at_subscription_scope(plan: DeploymentPlan) 
     first = plan.deployments[0]
     assert first.component == "organization" and first.scope is Scope.SUBSCRIPTION
     assert {r["type"] for r in first.resources()} == {"Microsoft.Resources/resourceGroups"}
-    assert all(d.scope is Scope.RESOURCE_GROUP and d.resource_group for d in plan.deployments[1:])
+    # Defender pricings and the activity log setting live on no resource group (audit nests the rest).
+    rest = [d for d in plan.deployments[1:] if d.component not in ("defender", "audit")]
+    assert all(d.scope is Scope.RESOURCE_GROUP and d.resource_group for d in rest)
 
 
 def test_dependencies_point_backwards_and_form_waves(plan: DeploymentPlan) -> None:

@@ -311,10 +311,16 @@ CASES: dict[str, list[Case]] = {
             ),
         )
     ],
+    "HPCLZ-SEC-001": [Case("finance", _set("defender", DELETE)), Case("ai-training", _set("defender.plans", []))],
+    "HPCLZ-SEC-002": [Case("finance", _set("defender.plans", ["StorageAccounts", "KeyVaults"]))],
     "HPCLZ-MON-001": [Case("ai-training", _set("monitoring", {"mode": "disabled"}))],
     "HPCLZ-MON-002": [Case("energy", _set("monitoring.retention_days", 30))],
     "HPCLZ-MON-003": [Case("finance", _set("monitoring.action_group.emails", []))],
     "HPCLZ-MON-004": [Case("energy", _set("monitoring.diagnostic_settings", False))],
+    "HPCLZ-MON-005": [
+        Case("finance", _set("monitoring.diagnostic_settings", False)),
+        Case("ai-training", _set("monitoring", {"mode": "disabled"})),
+    ],
     "HPCLZ-MNT-001": [Case("ai-training", _set("maintenance.window", DELETE))],
     "HPCLZ-MNT-002": [
         Case("ai-training", _set("maintenance.window.duration", "01:00")),

@@ -64,10 +64,16 @@ PINNED_BY_VERSION: dict[str, tuple[str, ...]] = {
     # version newer than 2017, so the current one upstream is 2021-05-01-preview.
     "2025-03-01": ("Microsoft.Authorization/policyAssignments",),
     "2021-05-01-preview": ("Microsoft.Insights/diagnosticSettings",),
-    "2023-09-01": ("Microsoft.OperationalInsights/workspaces",),
+    "2023-09-01": (
+        "Microsoft.OperationalInsights/workspaces",
+        "Microsoft.OperationalInsights/workspaces/savedSearches",
+    ),
     "2023-01-01": ("Microsoft.Insights/actionGroups",),
     "2024-03-11": ("Microsoft.Insights/dataCollectionRules", "Microsoft.Insights/dataCollectionRuleAssociations"),
     "2018-03-01": ("Microsoft.Insights/metricAlerts",),
+    # Defender for Cloud plans (learn.microsoft.com/azure/templates/microsoft.security/2024-01-01/pricings):
+    # the version that carries subPlan, enforce and extensions.
+    "2024-01-01": ("Microsoft.Security/pricings",),
     "2023-04-01": (
         "Microsoft.Maintenance/maintenanceConfigurations",
         "Microsoft.Maintenance/configurationAssignments",

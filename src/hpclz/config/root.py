@@ -14,6 +14,7 @@ from hpclz.config.metadata import Metadata
 from hpclz.config.network import Network
 from hpclz.config.operations import LocalState, Maintenance, Monitoring, NewMonitoring, StateBackend, Verify
 from hpclz.config.organization import Organization
+from hpclz.config.security import Defender
 from hpclz.config.storage import Storage
 
 
@@ -31,6 +32,9 @@ class LandingZoneConfig(StrictModel):
     maintenance: Maintenance = Field(default_factory=Maintenance)
     state: StateBackend = Field(default_factory=LocalState)
     verify: Verify = Field(default_factory=Verify)
+    defender: Defender = Field(
+        default_factory=Defender, description="Microsoft Defender for Cloud plans, set at subscription scope (opt-in)."
+    )
     budget: Budget | None = Field(
         default=None, description="Monthly spending ceiling; `hpclz plan` shows the estimate against it."
     )

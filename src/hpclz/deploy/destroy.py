@@ -18,6 +18,7 @@ from typing import Any
 
 from hpclz.azure.arm import Arm
 from hpclz.azure.errors import describe
+from hpclz.plan.policies import is_subscription_wide
 from hpclz.render.model import DATA_BEARING_TYPES, DATA_TAG, MANAGED_TAG
 from hpclz.state.model import ResourceRecord, StateDocument, now
 
@@ -28,6 +29,8 @@ UNTAGGABLE = frozenset(
         "microsoft.authorization/roleassignments",
         "microsoft.authorization/policyassignments",
         "microsoft.authorization/locks",
+        # The audit deployment's settings; the activity log's outlives every group, so destroy must delete it.
+        "microsoft.insights/diagnosticsettings",
     }
 )
 
@@ -37,6 +40,7 @@ class Action(StrEnum):
     KEPT = "kept"
     GONE = "already gone"
     LEFT = "left alone"  # not tagged hpclz-managed, or holds what hpclz did not create
+    RELEASED = "left on"  # a subscription-wide setting: no longer managed, not reset (plan.policies)
     FAILED = "failed"
 
 
@@ -65,6 +69,12 @@ def _references(text: str, r: ResourceRecord) -> bool:
 WORM_NOTE = (
     "holds immutable container {names}: blob versions sealed by `hpclz checkpoints manifest` cannot be deleted "
     "before their retention expires; run destroy --include-data again after that"
+)
+
+
+RELEASED_NOTE = (
+    "Defender plan {name} stays on for the whole subscription; to turn it off: "
+    "az security pricing create -n {name} --tier free"
 )
 
 
@@ -212,6 +222,11 @@ class Destroyer:
         )
 
     def _delete_resource(self, r: ResourceRecord, gone: set[str]) -> None:
+        if is_subscription_wide(r.type):
+            # Resetting a Defender plan to Free would change the subscription for every workload in it.
+            gone.add(r.id.lower())
+            self._note(Outcome(r.id, r.type, Action.RELEASED, RELEASED_NOTE.format(name=r.name)))
+            return
         try:
             current = self.arm.get_resource(r.id, r.api_version)
             if current is None:

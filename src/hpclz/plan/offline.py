@@ -229,7 +229,7 @@ def create_change(d: DesiredResource) -> ResourceChange:
         deployment=d.deployment,
         action=Action.CREATE,
         data_bearing=policies.is_data_bearing(d.type),
-        verdict=policies.create_verdict(),
+        verdict=policies.create_verdict(d.type),
     )
 
 

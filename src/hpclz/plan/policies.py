@@ -156,6 +156,20 @@ def purge_protection_verdict(before: Any, after: Any, _context: Any = None) -> V
     return _v(Policy.IN_PLACE, "purge protection can be turned on in place")
 
 
+# Defender for Cloud pricings are set on the subscription, not in a resource group: a plan turned on applies to every
+# VM, storage account and Key Vault of the subscription ("plans ... are enabled at the subscription level",
+# learn.microsoft.com/azure/defender-for-cloud/tutorial-enable-servers-plan). ARM has no delete for a
+# subscription pricing (only resource-level ones, learn.microsoft.com/rest/api/defenderforcloud/pricings/delete):
+# turning a plan off is a PUT of the Free tier, which would change the subscription for everyone else too, so
+# hpclz never does it by itself.
+SUBSCRIPTION_WIDE_TYPES = frozenset({"microsoft.security/pricings"})
+DEFENDER_SOURCE = "learn.microsoft.com/azure/defender-for-cloud/tutorial-enable-servers-plan"
+_WHOLE_SUBSCRIPTION = (
+    "changes the WHOLE subscription: every VM, storage account and Key Vault in it, not only this landing zone's, "
+    "gets the Defender plan and its charge"
+)
+
+
 _REPLACE_VM = "the VM is deleted and recreated with a new OS disk"
 
 RESOURCE_RULES: dict[str, list[PropertyRule]] = {
@@ -280,6 +294,23 @@ RESOURCE_RULES: dict[str, list[PropertyRule]] = {
             ),
         ),
     ],
+    "microsoft.insights/diagnosticsettings": [
+        PropertyRule(
+            "properties.workspaceId",
+            _v(
+                Policy.IN_PLACE,
+                "the setting updates in place; logs already sent stay in the old workspace",
+                "",
+                f"{DOCS}/azure-monitor/essentials/diagnostic-settings",
+            ),
+        ),
+    ],
+    "microsoft.security/pricings": [
+        PropertyRule(
+            "properties*",
+            _v(Policy.IN_PLACE, _WHOLE_SUBSCRIPTION, "agree it with the subscription's owner", DEFENDER_SOURCE),
+        ),
+    ],
     "microsoft.network/bastionhosts": [PropertyRule("sku.name", bastion_sku_verdict)],
     "microsoft.network/publicipaddresses": [
         PropertyRule("sku*", _v(Policy.REPLACE, "a public IP's SKU is fixed at creation; the address changes")),
@@ -387,7 +418,19 @@ def is_data_bearing(resource_type: str) -> bool:
     return resource_type.lower() in DATA_BEARING_TYPES
 
 
-def delete_verdict(_resource_type: str, data_bearing: bool) -> Verdict:
+def is_subscription_wide(resource_type: str) -> bool:
+    return resource_type.lower() in SUBSCRIPTION_WIDE_TYPES
+
+
+def delete_verdict(resource_type: str, data_bearing: bool) -> Verdict:
+    if is_subscription_wide(resource_type):
+        return _v(
+            Policy.IN_PLACE,
+            "hpclz stops managing this Defender plan and leaves it on for the subscription",
+            "to turn it off, set the Free tier yourself (az security pricing create -n <plan> --tier free): "
+            "that too changes the whole subscription",
+            DEFENDER_SOURCE,
+        )
     if data_bearing:
         return _v(
             Policy.REPLACE_DATA,
@@ -397,5 +440,12 @@ def delete_verdict(_resource_type: str, data_bearing: bool) -> Verdict:
     return _v(Policy.REPLACE, "the resource is deleted")
 
 
-def create_verdict() -> Verdict:
+def create_verdict(resource_type: str = "") -> Verdict:
+    if is_subscription_wide(resource_type):
+        return _v(
+            Policy.IN_PLACE,
+            _WHOLE_SUBSCRIPTION,
+            "agree it with the subscription's owner; destroy leaves it on",
+            DEFENDER_SOURCE,
+        )
     return _v(Policy.IN_PLACE, "a new resource; nothing existing is touched")

@@ -179,7 +179,7 @@ def map_change(raw: dict[str, Any], deployment: str) -> ResourceChange:
         data_bearing=data,
     )
     if kind == "Create":
-        return base.model_copy(update={"action": Action.CREATE, "verdict": policies.create_verdict()})
+        return base.model_copy(update={"action": Action.CREATE, "verdict": policies.create_verdict(rtype)})
     if kind == "Delete":
         return base.model_copy(update={"action": Action.DELETE, "verdict": policies.delete_verdict(rtype, data)})
     if kind == "NoChange":

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hpclz.config.root import LandingZoneConfig
-from hpclz.render import components, monitoring, policy, storage
+from hpclz.render import audit, components, monitoring, policy, storage
 from hpclz.render.arm import RG_TEMPLATE_SCHEMA, SUBSCRIPTION_TEMPLATE_SCHEMA
 from hpclz.render.engine import render_json
 from hpclz.render.model import Deployment, DeploymentPlan, Scope, canonical_json
@@ -64,6 +64,17 @@ COMPONENTS: tuple[Component, ...] = (
         enabled=monitoring.alerts_enabled,
         context=monitoring.alerts,
     ),
+    # After everything it watches; late in the list so adding it leaves the other deployments' order alone.
+    Component(
+        "audit",
+        None,
+        ("organization", "identity", "storage", "monitoring"),
+        enabled=audit.audit_enabled,
+        context=audit.audit,
+    ),
+    # Last, so adding it leaves every other deployment's order alone. It uses nothing of the zone; after
+    # organization only so that the first wave stays the resource groups alone.
+    Component("defender", None, ("organization",), enabled=components.defender_enabled, context=components.defender),
 )
 
 

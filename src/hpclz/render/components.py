@@ -128,3 +128,21 @@ def maintenance_enabled(zone: Zone) -> bool:
 
 def maintenance(zone: Zone) -> dict[str, Any]:
     return {"mc_name": zone.names.name("maintenance_configuration"), "vm_name": zone.names.cyclecloud_vm()}
+
+
+# Sub-plan per pricing name (learn.microsoft.com/rest/api/defenderforcloud/pricings/update). StorageAccounts takes
+# DefenderForStorageV2, the per-storage-account plan: the classic per-transaction plan (no sub-plan) has no malware
+# scanning and takes no new subscriptions (learn.microsoft.com/azure/defender-for-cloud/defender-for-storage-classic).
+# KeyVaults and Arm have no sub-plan here: "When not specified, full plan is applied" (the 2024-01-01 schema).
+STORAGE_SUB_PLAN = "DefenderForStorageV2"
+
+
+def defender_enabled(zone: Zone) -> bool:
+    return bool(zone.config.defender.plans)
+
+
+def defender(zone: Zone) -> dict[str, Any]:
+    settings = zone.config.defender
+    sub_plans = {"VirtualMachines": settings.servers_sub_plan, "StorageAccounts": STORAGE_SUB_PLAN}
+    plans = [{"name": name, "sub_plan": sub_plans.get(name)} for name in sorted(set(settings.plans))]
+    return {"plans": plans, "enforce": "True" if settings.enforce else "False"}

@@ -125,13 +125,14 @@ def _run_gates(plan: DeploymentPlan) -> GatesRun:
 
 def not_rendered(config: LandingZoneConfig) -> list[str]:
     """Settings hpclz does not render yet: said out loud instead of dropped silently. Their schemas are pinned
-    (diagnosticSettings@2021-05-01-preview, dataCollectionRuleAssociations@2024-03-11 in hpclz/armschemas); the
-    templates that emit them are still to be written."""
+    (dataCollectionRuleAssociations@2024-03-11 in hpclz/armschemas); the templates that emit them are still to be
+    written."""
     notes = []
     monitoring = config.monitoring
     if not isinstance(monitoring, Disabled) and monitoring.diagnostic_settings:
         notes.append(
-            "monitoring.diagnostic_settings renders a data collection rule only: Microsoft.Insights/diagnosticSettings "
-            "and dataCollectionRuleAssociations are not emitted yet"
+            "monitoring.diagnostic_settings renders the VMs' data collection rule without an association: "
+            "dataCollectionRuleAssociations are not emitted yet (the audit deployment sends activity, Key Vault "
+            "and blob logs)"
         )
     return notes

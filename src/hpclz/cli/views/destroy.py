@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from hpclz.deploy.destroy import is_immutable
+from hpclz.plan.policies import is_subscription_wide
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -13,7 +14,14 @@ if TYPE_CHECKING:
     from hpclz.services.destroy import DestroyResult
     from hpclz.state.model import StateDocument
 
-STYLE = {"deleted": "green", "kept": "cyan", "already gone": "dim", "left alone": "yellow", "failed": "bold red"}
+STYLE = {
+    "deleted": "green",
+    "kept": "cyan",
+    "already gone": "dim",
+    "left alone": "yellow",
+    "left on": "yellow",
+    "failed": "bold red",
+}
 
 
 def show_state(err: Console, doc: StateDocument, include_data: bool) -> None:
@@ -22,6 +30,9 @@ def show_state(err: Console, doc: StateDocument, include_data: bool) -> None:
     err.print(f"{len(doc.resources)} resources recorded in state, {len(data)} data-bearing:", highlight=False)
     for r in data:
         err.print(f"  {'DELETE' if include_data else 'keep'} {r.type} {r.name}", highlight=False)
+    for r in doc.resources:
+        if is_subscription_wide(r.type):
+            err.print(f"  leave on, for the whole subscription: {r.type} {r.name}", highlight=False)
     worm = [r.name for r in data if is_immutable(r)]
     if include_data and worm:
         err.print(

@@ -243,11 +243,31 @@ class LifecycleOrder(Rule[ConfigContext]):
                 )
 
 
+class CheckpointReadsUnlogged(Rule[ConfigContext]):
+    """Checkpoints are the model: without the blob service's StorageRead logs in the workspace nobody can answer
+    "who read the checkpoints" (the audit deployment's saved search reads StorageBlobLogs, learn.microsoft.com/
+    azure/storage/blobs/monitor-blob-storage-reference#resource-logs)."""
+
+    id = "HPCLZ-MON-005"
+    severity = Severity.WARNING
+    title = "Checkpoint reads are not logged"
+    fix = "Set monitoring.mode: new (or existing) with monitoring.diagnostic_settings: true."
+
+    def check(self, ctx: ConfigContext) -> Iterable[Finding]:
+        blob = ctx.config.storage.blob
+        if blob.mode != "new" or not any(c.purpose == "checkpoints" for c in blob.containers):
+            return
+        monitoring = ctx.config.monitoring
+        if monitoring.mode == "disabled" or not monitoring.diagnostic_settings:
+            yield self.finding(ctx, ("monitoring",), "reads of the checkpoint containers reach no log")
+
+
 MONITORING_RULES: tuple[type[Rule[ConfigContext]], ...] = (
     ProdMonitoring,
     ProdLogRetention,
     ProdAlertRecipients,
     ProdDiagnostics,
+    CheckpointReadsUnlogged,
 )
 
 

@@ -18,6 +18,8 @@ UNTAGGED_TYPES = frozenset(
         "microsoft.authorization/roleassignments",
         "microsoft.authorization/policyassignments",
         "microsoft.maintenance/configurationassignments",
+        "microsoft.security/pricings",  # schemas/2024-01-01/Microsoft.Security.json: no tags
+        "microsoft.insights/diagnosticsettings",  # schemas/2021-05-01-preview/Microsoft.Insights.json: no tags
         # ... and a nested deployment is a record of an operation, not a billed resource.
         "microsoft.resources/deployments",
     }
