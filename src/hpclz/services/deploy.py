@@ -193,10 +193,8 @@ def _deploy(
     result.stage = "preflight"
     announce_waits(arm, on_event)
     backend = _backend(loaded, arm)
-    # Before preflight too: the live checks would otherwise judge another subscription's zone (its global names
-    # all "taken" by the zone the state describes) instead of naming the real mistake.
-    _same_subscription(loaded, backend, backend.read(), arm)
-    # Everything that can refuse does so before preflight's first call; `_apply` checks again under the lock.
+    # Everything that can refuse does so before preflight's first call, another subscription's state included (the
+    # live checks would otherwise judge its global names all "taken"); `_apply` checks again under the lock.
     check_contract(loaded, plan, backend.read(), (arm.subscription_id, backend.location), contract, secrets, early=True)
     result.findings += preflight(arm, loaded, plan, secrets, suppress, unchanged=_unchanged(plan, backend))
     if _failing(result.findings):
@@ -234,7 +232,6 @@ def _apply(
     result.state_location = backend.location
     with backend.lock("deploy"):
         doc = backend.read()
-        _same_subscription(loaded, backend, doc, arm)
         plan, result.changes = _locked_changes(loaded, plan, saved_plan, arm, backend, doc, secrets, contract)
         result.stage = "confirm"
         if not confirm(plan, unchanged_deployments(plan, doc), result.changes):
@@ -357,16 +354,6 @@ def _backend(loaded: LoadedConfig, arm: Any) -> StateBackend:
 
     file = Path(loaded.file)
     return open_backend(loaded.config, base_dir=file.parent, credential=arm.clients.credential, config_file=str(file))
-
-
-def _same_subscription(loaded: LoadedConfig, backend: StateBackend, doc: StateDocument | None, arm: Any) -> None:
-    if doc is not None and doc.subscription_id and doc.subscription_id != arm.subscription_id:
-        # The state describes another subscription: trusting it here would skip deployments that never ran.
-        raise HpclzError(
-            f"{loaded.file}: the state at {backend.location} was deployed to subscription {doc.subscription_id}, "
-            f"not {arm.subscription_id}; set metadata.subscription_id or AZURE_SUBSCRIPTION_ID to match",
-            exit_code=ExitCode.USAGE,
-        )
 
 
 def _unchanged(plan: DeploymentPlan, backend: StateBackend) -> set[str]:
