@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import PRESETS, require
+from tests.render.downloads import unpinned_downloads
 from tests.render.test_cloudinit import TEMPLATES, _artifacts, _cloud_config, _scripts
 
 HELPERS = sorted(TEMPLATES.glob("*.py"))
@@ -93,3 +94,59 @@ def test_shellcheck_rejects_an_unquoted_expansion(tmp_path: Path) -> None:
     path = tmp_path / "bad.sh"
     path.write_text("#!/bin/bash\nfor f in $(ls /tmp); do rm $f; done\n")
     assert _shellcheck(path).returncode != 0
+
+
+def _node_scripts_of(stem: str) -> list[str]:
+    """What runs on the cluster's nodes (scheduler, login, partitions), helpers they write included."""
+    scripts = _scripts(_artifacts(stem)["cyclecloud/slurm-cluster.txt"])
+    return scripts + [helper for script in scripts for helper in _embedded(script)]
+
+
+@pytest.mark.parametrize("preset", PRESETS, ids=lambda p: p.stem)
+def test_every_download_in_a_node_script_is_pinned(preset: Path) -> None:
+    """Finding 21 of issue 13: enroot and pyxis are cloned at the commits their tags name (NVIDIA/enroot v3.5.0 =
+    c7dc4a6b66e817af5ceb7d5315850696067b3f80, NVIDIA/pyxis v0.20.0 = 424563865a491f2d8f3c396a095d18db81f1fb07, both
+    `git rev-parse <tag>^{commit}`), and hpclz comes from the locker as a file checked against its SHA-256."""
+    problems = [line for script in _node_scripts_of(preset.stem) for line in unpinned_downloads(script)]
+    assert problems == []
+
+
+def test_enroot_is_built_at_the_commit_its_release_tag_names() -> None:
+    scripts = [s for s in _node_scripts_of("ai-training") if "install_containers()" in s]
+    assert scripts, "ai-training renders no container install"
+    assert "ENROOT_COMMIT=c7dc4a6b66e817af5ceb7d5315850696067b3f80" in scripts[0]
+    assert "releases/download" not in scripts[0]
+
+
+# The node script's container install before finding 21 was fixed: release packages fetched unchecked.
+UNPINNED_ENROOT = """#!/bin/bash
+ENROOT_VERSION=3.5.0
+arch=$(dpkg --print-architecture)
+base="https://github.com/NVIDIA/enroot/releases/download/v${ENROOT_VERSION}"
+curl -fsSLO "$base/enroot_${ENROOT_VERSION}-1_${arch}.deb"
+apt-get install -y ./enroot_"${ENROOT_VERSION}"-1_"${arch}".deb
+"""
+
+
+@pytest.mark.parametrize(
+    "script",
+    [
+        UNPINNED_ENROOT,
+        "#!/bin/bash\n/opt/hpclz/venv/bin/pip install 'hpclz==0.1.0'\n",
+        "#!/bin/bash\ngit clone --depth 1 --branch v0.20.0 https://github.com/NVIDIA/pyxis /opt/pyxis\n",
+        "#!/bin/bash\ndnf install -y https://github.com/NVIDIA/enroot/releases/download/v3.5.0/enroot-3.5.0-1.el8.x86_64.rpm\n",
+        # A digest that is assigned but never compared is no pin.
+        "#!/bin/bash\nSUM=" + "a" * 64 + "\ncurl -fsSL -o /tmp/x.deb https://example.invalid/x.deb\n",
+    ],
+    ids=["enroot-deb", "pip-index", "clone-unchecked", "rpm-url", "digest-unused"],
+)
+def test_the_download_check_finds_an_unpinned_download(script: str) -> None:
+    assert unpinned_downloads(script)
+
+
+def test_the_download_check_accepts_a_verified_file() -> None:
+    script = (
+        "#!/bin/bash\nSUM=" + "a" * 64 + "\ncurl -fsSL -o /tmp/x.deb https://example.invalid/x.deb\n"
+        'actual=$(sha256sum /tmp/x.deb | cut -d" " -f1)\n[ "$actual" = "$SUM" ] || exit 1\n'
+    )
+    assert unpinned_downloads(script) == []

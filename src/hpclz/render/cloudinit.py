@@ -31,10 +31,12 @@ from hpclz.render.zone import ZONE_TAG, Zone
 
 CUSTOM_DATA_LIMIT = 65535  # bytes before base64 (Microsoft.Compute osProfile.customData)
 USER_DATA_LIMIT = 65536  # base64 characters: "the size can't exceed 64 KB" (learn.microsoft.com, VM user data)
-# Pinned so a node built next month matches one built today; change deliberately. pyxis is pinned to the commit
-# its tag names (NVIDIA/pyxis: git rev-parse v0.20.0^{commit}), which the node checks after cloning.
+# Pinned so a node built next month matches one built today; change deliberately. enroot and pyxis are pinned to
+# the commits their tags name (git rev-parse v3.5.0^{commit} in NVIDIA/enroot, v0.20.0^{commit} in NVIDIA/pyxis),
+# which the node checks after cloning: NVIDIA publishes no SHA-256 for enroot's release packages.
 VERSIONS = {
     "enroot": "3.5.0",
+    "enroot_commit": "c7dc4a6b66e817af5ceb7d5315850696067b3f80",
     "pyxis": "0.20.0",
     "pyxis_commit": "424563865a491f2d8f3c396a095d18db81f1fb07",
     "hpclz": __version__,

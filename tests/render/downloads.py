@@ -1,0 +1,99 @@
+"""Finds boot-time downloads in a shell script that nothing pins (issue 13, finding 21).
+
+A download is pinned when the script checks what arrived before using it:
+- `git clone ... <dir>`: the script reads `git -C <dir> rev-parse HEAD` and compares it with a 40-hex commit
+  assigned in the same script;
+- `curl`/`wget` to a file: the script runs `sha256sum` on that file and compares it with a 64-hex digest
+  assigned in the same script (or `sha256sum -c`);
+- `pip install`: every argument is a local file the script verified with `sha256sum` as above; a requirement
+  name (`hpclz==0.1.0`) is a package-index download and never pinned here.
+Packages installed by name with apt-get/dnf come from the image's signed repositories and are not downloads in
+this sense.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+
+COMMIT = re.compile(r"^\s*(?:export\s+)?(\w+)=['\"]?([0-9a-f]{40})['\"]?\s*$", re.M)
+DIGEST = re.compile(r"^\s*(?:export\s+)?(\w+)=['\"]?([0-9a-f]{64})['\"]?\s*$", re.M)
+
+
+def _words(line: str) -> list[str]:
+    try:
+        return shlex.split(line, comments=True)
+    except ValueError:
+        return line.split()
+
+
+def _assigned(pattern: re.Pattern[str], script: str) -> set[str]:
+    return {name for name, _value in pattern.findall(script)}
+
+
+def _compared(script: str, actual_of: str, pinned: set[str]) -> bool:
+    """`actual=$(<actual_of>)` followed by a comparison of $actual with one of the pinned variables."""
+    for match in re.finditer(r"(\w+)=\$\(([^)]*)\)", script):
+        variable, command = match.groups()
+        if actual_of not in command:
+            continue
+        for name in pinned:
+            if re.search(rf'"\${variable}" = "\${name}"|"\${name}" = "\${variable}"', script):
+                return True
+    return False
+
+
+def _file_verified(script: str, path: str) -> bool:
+    digests = _assigned(DIGEST, script)
+    quoted = re.escape(path)
+    if re.search(rf"sha256sum\s+(?:--strict\s+)?-c\b.*{quoted}|{quoted}.*\|\s*sha256sum\s+(?:--strict\s+)?-c", script):
+        return True
+    return any(_compared(script, f"sha256sum {candidate}", digests) for candidate in (path, f'"{path}"'))
+
+
+def _clone_target(words: list[str]) -> str | None:
+    args = [w for w in words[words.index("clone") + 1 :] if not w.startswith("-")]
+    # `--branch X` takes a value: drop it from the positional arguments.
+    for option in ("--branch", "-b", "--depth"):
+        if option in words:
+            value = words[words.index(option) + 1]
+            if value in args:
+                args.remove(value)
+    return args[1] if len(args) > 1 else None
+
+
+def _curl_target(words: list[str]) -> str | None:
+    for option in ("-o", "--output", "-O"):
+        if option in words:
+            return words[words.index(option) + 1] if option != "-O" else words[-1].rsplit("/", 1)[-1]
+    for word in words:
+        if word.startswith("-") and not word.startswith("--") and "o" in word[1:] and word[-1] == "o":
+            return words[words.index(word) + 1]
+    return None
+
+
+def unpinned_downloads(script: str) -> list[str]:
+    """Each download line of `script` that nothing in it verifies, as the line itself."""
+    problems = []
+    commits = _assigned(COMMIT, script)
+    for line in script.splitlines():
+        words = _words(line)
+        if not words:
+            continue
+        text = " ".join(words)
+        if "git" in words and "clone" in words:
+            target = _clone_target(words)
+            if target is None or not _compared(script, f"git -C {target} rev-parse HEAD", commits):
+                problems.append(line.strip())
+        elif words[0] in ("curl", "wget") or re.search(r"\$\((?:curl|wget)\b", line):
+            target = _curl_target(words)
+            if target is None or not _file_verified(script, target):
+                problems.append(line.strip())
+        elif re.search(r"\bpip3?\s+install\b", text):
+            after = text.split("install", 1)[1].split()
+            packages = [w for w in after if not w.startswith("-")]
+            if not packages or not all(p.startswith("/") and _file_verified(script, p) for p in packages):
+                problems.append(line.strip())
+        elif re.search(r"\b(?:dnf|yum|rpm|apt-get|apt)\b.*\binstall\b.*https?://", text):
+            problems.append(line.strip())
+    return problems
