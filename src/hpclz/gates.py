@@ -90,6 +90,8 @@ def check_plan(
     silenced = list(suppress)
     files = template_files(plan)
     contexts = [TemplateContext.from_deployment(d, file=f) for d, f in zip(plan.deployments, files, strict=True)]
+    for context in contexts:
+        context.plan_templates = {d.name: d.template for d in plan.deployments if d.name != context.deployment}
     report = GateReport()
     report.results[Gate.SCHEMA] = _skipped(Gate.SCHEMA)
     if schema:

@@ -118,6 +118,19 @@ CASES: dict[str, tuple[str, list[str], list[str]]] = {
         [],
     ),
     "HPCLZ-TPL-033": ("tpl-033-host-maintenance.json", ["a Host-scope configuration on an ordinary VM"], []),
+    # finance's storage template before issue 13's finding 19 was fixed: the locker beside the data containers.
+    "HPCLZ-TPL-041": (
+        "tpl-041-locker-with-data.json",
+        ["the locker shares this account with data (checkpoints, market-data)"],
+        [],
+    ),
+    # finance's compute template before the fix (login nodes inherit the compute identity), with the identity
+    # deployment's Key Vault Secrets User grant to that identity added, as gates see it from the plan.
+    "HPCLZ-TPL-042": (
+        "tpl-042-login-data-identity.json",
+        ["the login nodes carry id-riskgrid-compute-prod-weu, which holds Key Vault Secrets User"],
+        [],
+    ),
     "HPCLZ-TPL-029": (
         "tpl-027-029-amlfs-hsm-archive.json",
         ["tiers to Archive on a standard_zrs account", "tiers to Archive with no prefixMatch filter"],
@@ -262,3 +275,44 @@ def test_parameter_value_in_range_and_allowed_passes() -> None:
 def test_bool_is_not_an_int_parameter() -> None:
     (finding,) = run(RULES["HPCLZ-TPL-019"], load("bad/tpl-019-parameter-values.json"), values={"nodeCount": True})
     assert "expected int, got bool" in finding.message
+
+
+def test_a_group_that_may_write_the_locker_container_fails() -> None:
+    """Finding 19 of issue 13: whoever writes the locker writes the cluster-init every new node runs as root."""
+    template = load("bad/tpl-041-locker-with-data.json")
+    account = next(r for r in template["resources"] if r["type"] == "Microsoft.Storage/storageAccounts")
+    template["resources"] = [r for r in template["resources"] if r["type"] != "Microsoft.Storage/storageAccounts"]
+    template["resources"].append({**account, "name": "stlocker"})
+    template["resources"].append(
+        {
+            "type": "Microsoft.Storage/storageAccounts/blobServices/containers",
+            "apiVersion": "2023-05-01",
+            "name": "stlocker/default/cyclecloud",
+            "properties": {},
+        }
+    )
+    grant = {
+        "type": "Microsoft.Authorization/roleAssignments",
+        "apiVersion": "2022-04-01",
+        "name": "[guid('locker-users')]",
+        "scope": "Microsoft.Storage/storageAccounts/stlocker/blobServices/default/containers/cyclecloud",
+        "properties": {
+            "roleDefinitionId": "[subscriptionResourceId('Microsoft.Authorization/roleDefinitions', "
+            "'ba92f5b4-2d11-453d-a403-e96b0029c9fe')]",
+            "principalId": "11111111-2222-4333-8444-555555555555",
+            "principalType": "Group",
+        },
+    }
+    template["resources"].append(grant)
+    messages = [f.message for f in run(RULES["HPCLZ-TPL-041"], template)]
+    assert any("Storage Blob Data Contributor for 11111111-2222-4333-8444-555555555555" in m for m in messages)
+    # The same grant on the wheel container is allowed: each node checks that blob's SHA-256.
+    grant["scope"] = grant["scope"].replace("/cyclecloud", "/hpclz")
+    assert not any("11111111" in f.message for f in run(RULES["HPCLZ-TPL-041"], template))
+
+
+def test_login_nodes_without_the_plan_see_no_data_role() -> None:
+    """Without the identity deployment's grant, the compute template alone shows no data role on that identity."""
+    template = load("bad/tpl-042-login-data-identity.json")
+    template["resources"] = [r for r in template["resources"] if r["type"] != "Microsoft.Authorization/roleAssignments"]
+    assert run(RULES["HPCLZ-TPL-042"], template) == []

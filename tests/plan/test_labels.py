@@ -54,7 +54,7 @@ def test_every_rendered_role_assignment_gets_a_label_from_its_properties() -> No
         "Virtual Machine Contributor -> identity id-energy-scheduler-prod-scus at rg-energy-compute-prod-scus" in labels
     )
     assert "Storage Blob Data Contributor -> identity id-energy-compute-prod-scus at checkpoints" in labels
-    assert "Storage Blob Data Reader -> identity id-energy-compute-prod-scus at cyclecloud" in labels
+    assert "Storage Blob Data Reader -> identity id-energy-locker-prod-scus at stenergyccprodscuseb80" in labels
     assert not any(label.startswith("[") for label in labels)
 
 

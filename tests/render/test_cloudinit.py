@@ -324,4 +324,4 @@ def test_locker_is_reached_with_a_managed_identity() -> None:
     bicep/files-to-load/cyclecloud_install.py)."""
     account = json.loads(_artifacts("finance")["cyclecloud/azure-account.json"])
     assert account["LockerAuthMode"] == "ManagedIdentity"
-    assert account["LockerIdentity"].endswith("/userAssignedIdentities/id-riskgrid-compute-prod-weu")
+    assert account["LockerIdentity"].endswith("/userAssignedIdentities/id-riskgrid-locker-prod-weu")

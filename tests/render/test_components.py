@@ -58,17 +58,19 @@ def test_secrets_whose_parameter_names_collide_are_a_config_error() -> None:
 
 def test_storage_account_is_private_keyless_versioned_with_soft_delete_and_lifecycle() -> None:
     plan = preset_plan("ai-training")
-    (account,) = [a for a in resources_of(plan, "Microsoft.Storage/storageAccounts") if a["kind"] == "StorageV2"]
+    data = "hpclz: storage.blob"  # not CycleCloud's locker (compute.cyclecloud) nor the NFS account
+    (account,) = [a for a in resources_of(plan, "Microsoft.Storage/storageAccounts") if a["comments"] == data]
     props = account["properties"]
     assert props["minimumTlsVersion"] == "TLS1_2" and props["supportsHttpsTrafficOnly"] is True
     # Key access stays on only for Managed Lustre HSM, which requires it (amlfs-prerequisites.md); finance has none.
     assert props["allowBlobPublicAccess"] is False and props["allowSharedKeyAccess"] is True
     (keyless,) = [
-        a for a in resources_of(preset_plan("finance"), "Microsoft.Storage/storageAccounts") if a["kind"] == "StorageV2"
+        a for a in resources_of(preset_plan("finance"), "Microsoft.Storage/storageAccounts") if a["comments"] == data
     ]
     assert keyless["properties"]["allowSharedKeyAccess"] is False
     assert props["publicNetworkAccess"] == "Disabled"
-    (blob,) = resources_of(plan, "Microsoft.Storage/storageAccounts/blobServices")
+    blobs = resources_of(plan, "Microsoft.Storage/storageAccounts/blobServices")
+    (blob,) = [b for b in blobs if b["comments"] == "hpclz: storage.blob.soft_delete_days"]
     assert blob["properties"]["isVersioningEnabled"] is True
     assert blob["properties"]["deleteRetentionPolicy"] == {"enabled": True, "days": 14}
     assert blob["properties"]["containerDeleteRetentionPolicy"]["enabled"] is True

@@ -79,7 +79,8 @@ def test_global_names_get_a_deterministic_suffix_by_default() -> None:
         for r in d.template.get("resources", [])
         if r.get("type") == "Microsoft.Storage/storageAccounts"
     ]
-    assert accounts == ["stenergyprodscuseb80", "stenergynfsprodscuseb80"]  # data account, shared-home NFS account
+    # data account, CycleCloud's locker, shared-home NFS account
+    assert accounts == ["stenergyprodscuseb80", "stenergyccprodscuseb80", "stenergynfsprodscuseb80"]
 
     def other_subscription(data: dict[str, Any]) -> None:
         data["metadata"]["subscription_id"] = "11111111-2222-4333-8444-555555555555"

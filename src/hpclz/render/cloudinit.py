@@ -26,8 +26,9 @@ from hpclz.errors import ExitCode, HpclzError
 from hpclz.render.arm import API_VERSIONS, resource_path
 from hpclz.render.engine import Safe, render_text
 from hpclz.render.model import MANAGED_TAG
+from hpclz.render.roles import LOCKER_CONTAINER, node_identities
 from hpclz.render.writer import dumps
-from hpclz.render.zone import ZONE_TAG, Zone
+from hpclz.render.zone import LOCKER_IDENTITY, ZONE_TAG, Zone
 
 CUSTOM_DATA_LIMIT = 65535  # bytes before base64 (Microsoft.Compute osProfile.customData)
 USER_DATA_LIMIT = 65536  # base64 characters: "the size can't exceed 64 KB" (learn.microsoft.com, VM user data)
@@ -165,11 +166,21 @@ def _scratch(zone: Zone, partition: Partition) -> dict[str, str] | None:
     return None
 
 
-def _compute_identity(zone: Zone) -> str:
-    """The nodes' identity, relative to the subscription: the machines read their subscription from IMDS."""
+def _node_identity(zone: Zone, role: str) -> str:
+    """A node identity, relative to the subscription: the machines read their subscription from IMDS."""
     return _relative_id(
-        zone, "Microsoft.ManagedIdentity/userAssignedIdentities", zone.identity_name("compute"), area="management"
+        zone, "Microsoft.ManagedIdentity/userAssignedIdentities", zone.identity_name(role), area="management"
     )
+
+
+def _compute_identity(zone: Zone) -> str:
+    return _node_identity(zone, "compute")
+
+
+def _identity_list(zone: Zone, roles: list[str]) -> str:
+    """CycleCloud's Azure.Identities: "a comma-separated list of Managed Identity Resource ID strings"
+    (learn.microsoft.com/azure/cyclecloud/how-to/managed-identities, "Assigning Roles to Cluster VMs")."""
+    return ",".join("/subscriptions/@SUBSCRIPTION_ID@/" + _node_identity(zone, role) for role in roles)
 
 
 def node_script(zone: Zone, partition: Partition, mounts: list[dict[str, Any]]) -> Safe:
@@ -222,7 +233,10 @@ def cluster_files(zone: Zone) -> dict[str, str]:
         scheduler_script=render_text(
             "cloud-init/scheduler.sh.j2", versions=VERSIONS, mounts=mounts, identity=_compute_identity(zone)
         ),
-        login_script=render_text("cloud-init/login.sh.j2", mounts=mounts, identity=_compute_identity(zone)),
+        # Login nodes, where any user logs in, carry only the locker identity: no data role, no secret to read.
+        login_script=render_text(
+            "cloud-init/login.sh.j2", mounts=mounts, identity=_node_identity(zone, LOCKER_IDENTITY)
+        ),
         scheduler_an=accelerated(zone, config.compute.scheduler.vm_size),
         suspend_seconds=min(
             (p.idle_shutdown_minutes * 60 for p in partitions if p.idle_shutdown_minutes), default=None
@@ -231,13 +245,13 @@ def cluster_files(zone: Zone) -> dict[str, str]:
         shared=shared_mounts(zone),
         accounting=zone.config.compute.accounting if accounting_secrets(zone) else None,
     )
-    identity = "/subscriptions/@SUBSCRIPTION_ID@/" + _compute_identity(zone)
     parameters = {
         "Credentials": CREDENTIALS,
         "Region": zone.location,
         "ComputeSubnetId": _subnet_for_cyclecloud(zone, "compute"),
         "AdminSubnetId": _subnet_for_cyclecloud(zone, "admin"),
-        "NodeIdentities": identity if config.identity.managed_identities.compute else "",
+        "NodeIdentities": _identity_list(zone, node_identities(zone)),
+        "LoginIdentities": _identity_list(zone, [LOCKER_IDENTITY]),
     }
     account = {
         "Name": CREDENTIALS,
@@ -250,15 +264,14 @@ def cluster_files(zone: Zone) -> dict[str, str]:
         "Location": zone.location,
         "DefaultAccount": True,
         "AcceptMarketplaceTerms": True,
-        "RMStorageAccount": zone.storage_account_name if zone.blob_new else "",
-        "RMStorageContainer": "cyclecloud",
+        "RMStorageAccount": zone.locker_account_name,
+        "RMStorageContainer": LOCKER_CONTAINER,
+        # The locker account refuses shared keys, so the nodes reach it with a managed identity, as CCWS's
+        # installer sets it (Azure/cyclecloud-slurm-workspace@bc0fc1b:bicep/files-to-load/cyclecloud_install.py):
+        # the locker identity, which reads the locker and holds no data role.
+        "LockerAuthMode": "ManagedIdentity",
+        "LockerIdentity": _identity_list(zone, [LOCKER_IDENTITY]),
     }
-    if config.identity.managed_identities.compute:
-        # The account disables shared keys, so the locker is reached with a managed identity, as CCWS's installer
-        # sets it (Azure/cyclecloud-slurm-workspace@bc0fc1b:bicep/files-to-load/cyclecloud_install.py): the nodes'
-        # identity, which holds a data role on the account.
-        account["LockerAuthMode"] = "ManagedIdentity"
-        account["LockerIdentity"] = identity
     files = {
         "slurm-cluster.txt": template,
         "slurm-params.json": json.dumps(parameters, indent=2, sort_keys=True) + "\n",

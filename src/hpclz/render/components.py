@@ -24,6 +24,7 @@ from hpclz.render.roles import (
     assignments,
     cyclecloud_network_assignments,
     cyclecloud_subscription_assignments,
+    identity_path,
 )
 from hpclz.render.zone import SubnetView, Zone
 
@@ -56,7 +57,7 @@ def identity_secrets(zone: Zone) -> dict[str, str]:
 
 
 def identity(zone: Zone) -> dict[str, Any]:
-    return {"assignments": assignments(zone, "management")}
+    return {"assignments": assignments(zone, "management"), "identity_path": identity_path}
 
 
 def compute(zone: Zone) -> dict[str, Any]:

@@ -11,10 +11,12 @@ from dataclasses import dataclass, field
 
 from hpclz.config.identity import BuiltinRole
 from hpclz.render.arm import expr, literal, resource_id, resource_id_expr, resource_path, role_definition
-from hpclz.render.zone import Zone
+from hpclz.render.zone import LOCKER_IDENTITY, Zone
 
 # CycleCloud's locker container (Azure/cyclecloud-slurm-workspace@bc0fc1b:bicep/files-to-load/cyclecloud_install.py).
 LOCKER_CONTAINER = "cyclecloud"
+# Beside it in the locker account: the hpclz wheel `hpclz deploy` uploads for the scheduler (issue 13, finding 18).
+WHEEL_CONTAINER = "hpclz"
 
 ROLE_IDS: dict[BuiltinRole, str] = {
     BuiltinRole.OWNER: "8e3af657-a8ff-443c-a75c-2fe8c4bcb635",
@@ -89,6 +91,11 @@ def _groups(zone: Zone, attr: str, roles: list[BuiltinRole], on: tuple[str, ...]
     return out
 
 
+def identity_path(role_name: str) -> str:
+    """The config item an identity comes from: the locker identity exists because the CycleCloud server does."""
+    return "compute.cyclecloud" if role_name == LOCKER_IDENTITY else f"identity.managed_identities.{role_name}"
+
+
 def _identity(
     zone: Zone, role_name: str, role: BuiltinRole, on: tuple[str, ...] = (), after: tuple[str, ...] = ()
 ) -> Assignment:
@@ -96,7 +103,7 @@ def _identity(
         role,
         zone.identity_principal(role_name),
         "ServicePrincipal",
-        f"identity.managed_identities.{role_name}",
+        identity_path(role_name),
         identity_key=zone.identity_id(role_name),
         on=on,
         after=after,
@@ -114,18 +121,18 @@ def assignments(zone: Zone, area: str) -> list[Assignment]:
             # CycleCloud creates and deletes the node scale sets: VM Contributor on this group only.
             out.append(_identity(zone, "scheduler", BuiltinRole.VM_CONTRIBUTOR))
     if area == "storage" and zone.blob_new:
-        account = ("Microsoft.Storage/storageAccounts", zone.storage_account_name)
         out += _data_containers(zone)
-        if identity.managed_identities.scheduler:
-            # CycleCloud keeps its locker (the Slurm project it stages for nodes) in this account.
-            out.append(_identity(zone, "scheduler", BuiltinRole.STORAGE_BLOB_DATA_CONTRIBUTOR, on=account))
         out += lustre_hsm_assignments(zone)
-    if area == "storage" and identity.managed_identities.compute:
-        # Nodes look up the Lustre MGS and NetApp mount addresses at boot; Reader on those resources only.
+    if area == "storage":
+        out += locker_assignments(zone)
+        # Nodes look up the Lustre MGS and NetApp mount addresses at boot; Reader on those resources only. Login
+        # nodes do it with the locker identity, as they carry no other (no data role where users log in).
         for mounted in _mounted(zone):
-            out.append(_identity(zone, "compute", BuiltinRole.READER, on=mounted))
-    if area == "management" and identity.managed_identities.scheduler and identity.managed_identities.compute:
-        out.append(_cyclecloud_assigns_node_identity(zone))
+            if identity.managed_identities.compute:
+                out.append(_identity(zone, "compute", BuiltinRole.READER, on=mounted))
+            out.append(_identity(zone, LOCKER_IDENTITY, BuiltinRole.READER, on=mounted))
+    if area == "management" and identity.managed_identities.scheduler:
+        out += [_cyclecloud_assigns_node_identity(zone, who) for who in node_identities(zone)]
     if area == "management" and zone.key_vault_new and identity.managed_identities.compute:
         compute_identity = resource_id_expr(
             "Microsoft.ManagedIdentity/userAssignedIdentities", zone.identity_name("compute")
@@ -155,19 +162,41 @@ def assignments(zone: Zone, area: str) -> list[Assignment]:
     return out
 
 
-def _cyclecloud_assigns_node_identity(zone: Zone) -> Assignment:
-    """CycleCloud attaches the nodes' identity to the scale sets it creates, which needs
-    Microsoft.ManagedIdentity/userAssignedIdentities/*/assign/action on that identity (the "CycleCloud Orchestrator
+def node_identities(zone: Zone) -> list[str]:
+    """The identities CycleCloud attaches to the nodes it creates: the locker identity on every node, the compute
+    identity (data roles) on the scheduler and the partitions only."""
+    return [LOCKER_IDENTITY, *(["compute"] if zone.config.identity.managed_identities.compute else [])]
+
+
+def _cyclecloud_assigns_node_identity(zone: Zone, who: str) -> Assignment:
+    """CycleCloud attaches the nodes' identities to the scale sets it creates, which needs
+    Microsoft.ManagedIdentity/userAssignedIdentities/*/assign/action on each (the "CycleCloud Orchestrator
     Role", learn.microsoft.com/azure/cyclecloud/how-to/managed-identities): Managed Identity Operator on it only."""
     type_ = "Microsoft.ManagedIdentity/userAssignedIdentities"
-    both = tuple(resource_id_expr(type_, zone.identity_name(role)) for role in ("scheduler", "compute"))
     return _identity(
         zone,
         "scheduler",
         BuiltinRole.MANAGED_IDENTITY_OPERATOR,
-        on=(type_, zone.identity_name("compute")),
-        after=both[:1],
+        on=(type_, zone.identity_name(who)),
+        after=(resource_id_expr(type_, zone.identity_name("scheduler")),),
     )
+
+
+def locker_assignments(zone: Zone) -> list[Assignment]:
+    """Who holds what on the locker account. Only CycleCloud's identity writes it (CycleCloud uploads the Slurm
+    project there: Storage Blob Data Contributor, as CCWS grants its server, ccws-facts from
+    Azure/cyclecloud-slurm-workspace@bc0fc1b:bicep/ccw.bicep); the locker identity on the nodes reads it (Storage
+    Blob Data Reader on the account, as CCWS's miRoleAssignments.bicep grants ccwLockerManagedIdentity); the admins
+    may write the wheel container only, which `hpclz deploy` fills and whose blob each node checks by SHA-256
+    before using it. Users and the compute identity get nothing here."""
+    account = ("Microsoft.Storage/storageAccounts", zone.locker_account_name)
+    wheels = ("Microsoft.Storage/storageAccounts/blobServices/containers", zone.locker_account_name, "default")
+    out = []
+    if zone.config.identity.managed_identities.scheduler:
+        out.append(_identity(zone, "scheduler", BuiltinRole.STORAGE_BLOB_DATA_CONTRIBUTOR, on=account))
+    out.append(_identity(zone, LOCKER_IDENTITY, BuiltinRole.STORAGE_BLOB_DATA_READER, on=account))
+    out += _groups(zone, "admins", [BuiltinRole.STORAGE_BLOB_DATA_CONTRIBUTOR], on=(*wheels, WHEEL_CONTAINER))
+    return out
 
 
 def cyclecloud_network_assignments(zone: Zone) -> list[Assignment]:
@@ -204,8 +233,7 @@ def cyclecloud_subscription_assignments(zone: Zone) -> list[Assignment]:
 def _data_containers(zone: Zone) -> list[Assignment]:
     """Users and the nodes' identity write the data containers only, each scoped on its own (Azure RBAC scopes
     blob data roles down to a container: learn.microsoft.com/azure/storage/blobs/assign-azure-role-data-access).
-    The CycleCloud locker in the same account holds the cluster-init that runs as root on every new node: the
-    nodes may read it (their locker identity) but only CycleCloud writes it."""
+    The CycleCloud locker is not here: it has an account of its own (locker_assignments)."""
     blob = zone.blob_new
     if blob is None:
         return []
@@ -217,9 +245,6 @@ def _data_containers(zone: Zone) -> list[Assignment]:
         out += _groups(zone, "users", [BuiltinRole.STORAGE_BLOB_DATA_CONTRIBUTOR], on=on)
         if zone.config.identity.managed_identities.compute:
             out.append(_identity(zone, "compute", BuiltinRole.STORAGE_BLOB_DATA_CONTRIBUTOR, on=on))
-    if zone.config.identity.managed_identities.compute:
-        locker = (type_, account, "default", LOCKER_CONTAINER)
-        out.append(_identity(zone, "compute", BuiltinRole.STORAGE_BLOB_DATA_READER, on=locker))
     return out
 
 

@@ -6,7 +6,7 @@ from typing import Any
 
 from hpclz.errors import ExitCode, HpclzError
 from hpclz.render.arm import resource_id_expr
-from hpclz.render.roles import assignments, lustre_hsm_assignments
+from hpclz.render.roles import LOCKER_CONTAINER, WHEEL_CONTAINER, assignments, lustre_hsm_assignments
 from hpclz.render.zone import Zone
 
 TIB = 1024**4
@@ -118,6 +118,20 @@ def _shared(zone: Zone) -> dict[str, Any] | None:
     return {"account": zone.shared_account_name, "spec": files, "shares": shares}
 
 
+def locker(zone: Zone) -> dict[str, Any]:
+    """CycleCloud's locker account: the container CycleCloud stages the Slurm project in (LOCKER_CONTAINER, as
+    CCWS's installer names it: Azure/cyclecloud-slurm-workspace@bc0fc1b:bicep/files-to-load/cyclecloud_install.py)
+    and the one `hpclz deploy` uploads its own wheel to for the scheduler (WHEEL_CONTAINER)."""
+    return {
+        "account": zone.locker_account_name,
+        "private_endpoint": zone.locker_pe,
+        "containers": [
+            {"name": LOCKER_CONTAINER, "purpose": "cluster-init"},
+            {"name": WHEEL_CONTAINER, "purpose": "hpclz wheel"},
+        ],
+    }
+
+
 def storage(zone: Zone) -> dict[str, Any]:
     lustre = _lustre(zone)
     containers = []
@@ -131,16 +145,13 @@ def storage(zone: Zone) -> dict[str, Any]:
             }
             for c in zone.blob_new.containers
         ]
-        # CycleCloud's locker: where it stages the Slurm project for the nodes.
-        containers.append(
-            {"name": "cyclecloud", "purpose": "general", "path": "compute.cyclecloud", "immutable": False}
-        )
     if lustre and lustre["hsm"]:
         containers.append(
             {"name": lustre["hsm"]["logging"], "purpose": "general", "path": "storage.lustre.hsm", "immutable": False}
         )
     return {
         "containers": containers,
+        "locker": locker(zone),
         "lifecycle_rules": _lifecycle_rules(zone),
         "lustre": lustre,
         "netapp": _netapp(zone),

@@ -17,12 +17,16 @@ from hpclz.config.operations import NewMonitoring
 from hpclz.config.root import LandingZoneConfig
 from hpclz.config.storage import AzureFilesShared, NetAppVolume, NewBlob, NewLustre, NewNetApp
 from hpclz.errors import ExitCode, HpclzError
-from hpclz.naming import NameBuilder
+from hpclz.naming import CYCLECLOUD_LABEL, NameBuilder
 from hpclz.render.arm import API_VERSIONS, expr, resource_id, resource_id_expr
 from hpclz.render.engine import Safe
 from hpclz.render.model import DATA_TAG, MANAGED_TAG
 
 ZONE_TAG = "hpclz-zone"
+# The identity every CycleCloud node boots with (CCWS's ccwLockerManagedIdentity): it reads the locker and looks up
+# the shared file systems' addresses, and holds no data role. Not a config switch: without it no node can read
+# cluster-init from a locker that refuses shared keys.
+LOCKER_IDENTITY = "locker"
 ENVIRONMENT_TAG = "hpclz-environment"
 BASTION_SUBNET = "AzureBastionSubnet"
 # The roles whose subnets host VMs: they get the NAT gateway for outbound traffic, no default outbound access,
@@ -159,6 +163,8 @@ class Zone:
         zones = []
         if self.storage_account_pe:
             zones.append((PRIVATE_DNS_ZONES["blob"], "storage.blob.private_endpoint"))
+        elif self.locker_pe:
+            zones.append((PRIVATE_DNS_ZONES["blob"], "compute.cyclecloud"))
         if self.shared_files:
             zones.append((PRIVATE_DNS_ZONES["file"], "storage.shared"))
         if self.key_vault_new:
@@ -170,6 +176,12 @@ class Zone:
         return resource_id_expr("Microsoft.Network/privateDnsZones", PRIVATE_DNS_ZONES[group], group=self.rg["network"])
 
     # --- identity ------------------------------------------------------------------------------
+    @property
+    def identities(self) -> list[str]:
+        """The user-assigned identities this zone creates: the configured ones and the nodes' locker identity."""
+        mi = self.config.identity.managed_identities
+        return [role for role in ("scheduler", "compute") if getattr(mi, role)] + [LOCKER_IDENTITY]
+
     def identity_name(self, role: str) -> str:
         return self.names.name("managed_identity", role)
 
@@ -206,6 +218,17 @@ class Zone:
     @cached_property
     def storage_account_name(self) -> str:
         return self.names.name("storage_account")
+
+    @cached_property
+    def locker_account_name(self) -> str:
+        """CycleCloud's locker has an account of its own, as in CCWS (Azure/cyclecloud-slurm-workspace@bc0fc1b:
+        bicep/storage.bicep): whoever may write the cluster-init nodes run as root must not be whoever writes data."""
+        return self.names.name("storage_account", CYCLECLOUD_LABEL)
+
+    @property
+    def locker_pe(self) -> bool:
+        """The locker is reached through a private endpoint wherever the VNet has a subnet for them."""
+        return self.has_subnet("private_endpoints")
 
     @property
     def lustre_new(self) -> NewLustre | None:

@@ -85,6 +85,8 @@ def planned_names(ctx: ConfigContext) -> Iterator[tuple[str, str, tuple[PathPart
     for who in ("scheduler", "compute"):
         if getattr(config.identity.managed_identities, who):
             yield "managed_identity", names.name("managed_identity", who), ("identity", "managed_identities", who)
+    # The nodes' locker identity exists whenever the CycleCloud server does (render.roles, LOCKER_IDENTITY).
+    yield "managed_identity", names.name("managed_identity", "locker"), ("compute", "cyclecloud")
     if config.monitoring.mode == "new":
         yield "log_analytics", names.name("log_analytics"), ("monitoring",)
     if config.storage.lustre.mode == "new":

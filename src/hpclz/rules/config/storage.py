@@ -7,7 +7,7 @@ from pathlib import PurePosixPath
 
 from hpclz.config.storage import AzureFilesShared
 from hpclz.findings import Finding, Severity
-from hpclz.naming import NAME_RULES
+from hpclz.naming import CYCLECLOUD_LABEL, NAME_RULES
 from hpclz.rules.base import Rule
 from hpclz.rules.context import ConfigContext
 
@@ -140,13 +140,16 @@ class GlobalNamesValid(Rule[ConfigContext]):
     fix = "Shorten metadata.name or organization.naming.unique_suffix, or set naming.include_region: false."
 
     def check(self, ctx: ConfigContext) -> Iterable[Finding]:
-        wanted = []
+        # The CycleCloud locker's account is always created (compute.cyclecloud), with a part of its own.
+        wanted: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = [
+            ("storage_account", ("compute", "cyclecloud"), (CYCLECLOUD_LABEL,))
+        ]
         if ctx.config.storage.blob.mode == "new":
-            wanted.append(("storage_account", ("storage", "blob")))
+            wanted.append(("storage_account", ("storage", "blob"), ()))
         if ctx.config.identity.key_vault.mode == "new":
-            wanted.append(("key_vault", ("identity", "key_vault")))
-        for kind, path in wanted:
-            name = ctx.names.name(kind)
+            wanted.append(("key_vault", ("identity", "key_vault"), ()))
+        for kind, path, parts in wanted:
+            name = ctx.names.name(kind, *parts)
             for problem in NAME_RULES[kind].problems(name):
                 yield self.finding(
                     ctx,

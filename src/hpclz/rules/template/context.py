@@ -40,6 +40,9 @@ class TemplateContext:
     file: str | None = None
     checkov_failures: list[CheckovFailure] = field(default_factory=list)  # this template's, when checkov ran
     checkov_unparsed: bool = False  # checkov could not parse the file, so none of its checks ran on it
+    # The other templates of the same plan, by deployment name, for rules that need what another deployment grants
+    # (HPCLZ-TPL-042); empty when a template is checked alone.
+    plan_templates: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @classmethod
     def from_deployment(cls, deployment: Deployment, file: str | None = None) -> TemplateContext:
