@@ -16,6 +16,7 @@ import gzip
 import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -27,6 +28,14 @@ IMDS = os.environ.get("HPCLZ_IMDS_URL", "http://169.254.169.254")
 USER_DATA_URL = IMDS + "/metadata/instance/compute/userData?api-version=2021-01-01&format=text"
 SUBSCRIPTION_URL = IMDS + "/metadata/instance/compute/subscriptionId?api-version=2021-02-01&format=text"
 PLACEHOLDER = "@SUBSCRIPTION_ID@"
+# The hpclz wheel the scheduler installs: `hpclz deploy` uploads it to the locker and sets this VM's hpclz-wheel tag to
+# "<sha256>/<file name>", read here from the metadata service's tagsList
+# (learn.microsoft.com/azure/virtual-machines/instance-metadata-service); the scheduler checks the file against it.
+TAGS_URL = IMDS + "/metadata/instance/compute/tagsList?api-version=2021-02-01"
+WHEEL_TAG = "hpclz-wheel"
+WHEEL = re.compile(r"^([0-9a-f]{64})/(hpclz-[A-Za-z0-9_.]+-py3-none-any\.whl)$")
+WHEEL_SHA256 = "@HPCLZ_WHEEL_SHA256@"
+WHEEL_FILE = "@HPCLZ_WHEEL_FILE@"
 # Key Vault's data plane; HPCLZ_VAULT_URL ("http://host:port/{vault}") points it at a local stand-in in tests.
 VAULT_URL = os.environ.get("HPCLZ_VAULT_URL", "https://{vault}.vault.azure.net")
 # Get Secret, latest version: https://learn.microsoft.com/en-us/rest/api/keyvault/secrets/get-secret/get-secret
@@ -101,6 +110,28 @@ def vault_secret(spec, subscription):
         return json.loads(response.read().decode())["value"]
 
 
+def wheel_tag(log_file):
+    """The VM's hpclz-wheel tag as (sha256, file name); None, and the scheduler refuses to install, when it is
+    missing or malformed."""
+    try:
+        tags = json.loads(imds(TAGS_URL))
+    except (OSError, ValueError) as exc:
+        log("no tags from the metadata service: " + str(exc), log_file)
+        return None
+    value = next((str(t.get("value", "")) for t in tags if t.get("name") == WHEEL_TAG), "")
+    match = WHEEL.match(value)
+    if not match:
+        log("tag " + WHEEL_TAG + " is " + (repr(value) if value else "not set") + ": no hpclz wheel to install", log_file)
+        return None
+    return match.group(1), match.group(2)
+
+
+def with_wheel(template, wheel):
+    if wheel is None:
+        return template
+    return template.replace(WHEEL_SHA256, wheel[0]).replace(WHEEL_FILE, wheel[1])
+
+
 def cluster_parameters(document, subscription):
     """The cluster parameters, with each secret parameter read from Key Vault; never logged."""
     parameters = json.loads(document["parameters"].replace(PLACEHOLDER, subscription))
@@ -128,7 +159,9 @@ def apply_account(document, subscription, state, project, log_file):
 
 def sync(state, project, log_file):
     user_data = imds(USER_DATA_URL)
-    digest = hashlib.sha256(user_data.encode()).hexdigest()
+    wheel = wheel_tag(log_file)
+    # A new wheel with the same userData is a change too: the scheduler must get its digest.
+    digest = hashlib.sha256((user_data + "\n" + "/".join(wheel or ())).encode()).hexdigest()
     applied = read(os.path.join(state, "userdata.sha256"))
     if digest == applied:
         log("userData unchanged (sha256 " + digest[:12] + "): nothing to do", log_file)
@@ -139,7 +172,7 @@ def sync(state, project, log_file):
     apply_account(document, subscription, state, project, log_file)
     template = os.path.join(state, "slurm-cluster.txt")
     parameters = os.path.join(state, "slurm-params.json")
-    write(template, document["template"])
+    write(template, with_wheel(document["template"], wheel))
     # Owner-only: the parameters may hold a secret read from Key Vault.
     write(parameters, cluster_parameters(document, subscription), 0o600)
     cluster = document["cluster"]

@@ -3,8 +3,10 @@
 A download is pinned when the script checks what arrived before using it:
 - `git clone ... <dir>`: the script reads `git -C <dir> rev-parse HEAD` and compares it with a 40-hex commit
   assigned in the same script;
-- `curl`/`wget` to a file: the script runs `sha256sum` on that file and compares it with a 64-hex digest
-  assigned in the same script (or `sha256sum -c`);
+- `curl`/`wget`/`hpclz-locker-get` to a file: the script runs `sha256sum` on that file and compares it with a
+  64-hex digest assigned in the same script (or `sha256sum -c`); the one digest not written by render is
+  `@HPCLZ_WHEEL_SHA256@`, which hpclz-cluster-sync replaces with the 64-hex value of the CycleCloud VM's
+  hpclz-wheel tag before the script reaches a node (it refuses any other shape);
 - `pip install`: every argument is a local file the script verified with `sha256sum` as above; a requirement
   name (`hpclz==0.1.0`) is a package-index download and never pinned here.
 Packages installed by name with apt-get/dnf come from the image's signed repositories and are not downloads in
@@ -17,7 +19,7 @@ import re
 import shlex
 
 COMMIT = re.compile(r"^\s*(?:export\s+)?(\w+)=['\"]?([0-9a-f]{40})['\"]?\s*$", re.M)
-DIGEST = re.compile(r"^\s*(?:export\s+)?(\w+)=['\"]?([0-9a-f]{64})['\"]?\s*$", re.M)
+DIGEST = re.compile(r"^\s*(?:export\s+)?(\w+)=['\"]?([0-9a-f]{64}|@HPCLZ_WHEEL_SHA256@)['\"]?\s*$", re.M)
 
 
 def _words(line: str) -> list[str]:
@@ -38,7 +40,7 @@ def _compared(script: str, actual_of: str, pinned: set[str]) -> bool:
         if actual_of not in command:
             continue
         for name in pinned:
-            if re.search(rf'"\${variable}" = "\${name}"|"\${name}" = "\${variable}"', script):
+            if re.search(rf'"\${variable}" !?==? "\${name}"|"\${name}" !?==? "\${variable}"', script):
                 return True
     return False
 
@@ -73,7 +75,9 @@ def _curl_target(words: list[str]) -> str | None:
 
 
 def unpinned_downloads(script: str) -> list[str]:
-    """Each download line of `script` that nothing in it verifies, as the line itself."""
+    """Each download line of `script` that nothing in it verifies, as the line itself. The files a script writes
+    through here-documents are not its own lines: bash helpers among them are checked on their own."""
+    script = re.sub(r"<<'(\w+)'\n.*?^\1$", "", script, flags=re.S | re.M)
     problems = []
     commits = _assigned(COMMIT, script)
     for line in script.splitlines():
@@ -85,6 +89,9 @@ def unpinned_downloads(script: str) -> list[str]:
             target = _clone_target(words)
             if target is None or not _compared(script, f"git -C {target} rev-parse HEAD", commits):
                 problems.append(line.strip())
+        elif words[0].endswith("hpclz-locker-get"):
+            if not _file_verified(script, words[-1]):
+                problems.append(line.strip())
         elif words[0] in ("curl", "wget") or re.search(r"\$\((?:curl|wget)\b", line):
             target = _curl_target(words)
             if target is None or not _file_verified(script, target):
@@ -92,7 +99,7 @@ def unpinned_downloads(script: str) -> list[str]:
         elif re.search(r"\bpip3?\s+install\b", text):
             after = text.split("install", 1)[1].split()
             packages = [w for w in after if not w.startswith("-")]
-            if not packages or not all(p.startswith("/") and _file_verified(script, p) for p in packages):
+            if not packages or not all(_file_verified(script, p) for p in packages):
                 problems.append(line.strip())
         elif re.search(r"\b(?:dnf|yum|rpm|apt-get|apt)\b.*\binstall\b.*https?://", text):
             problems.append(line.strip())

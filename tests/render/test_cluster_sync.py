@@ -25,11 +25,16 @@ SUBSCRIPTION = "00000000-0000-0000-0000-0000000000aa"
 class FakeImds(BaseHTTPRequestHandler):
     user_data: ClassVar[str] = ""
     token_queries: ClassVar[list[str]] = []
+    # compute/tagsList as IMDS answers it: a JSON array of name/value objects
+    # (learn.microsoft.com/azure/virtual-machines/instance-metadata-service, "tagsList").
+    tags: ClassVar[list[dict[str, str]]] = []
 
     def do_GET(self) -> None:
         assert self.headers["Metadata"] == "true"
         if self.path.startswith("/metadata/instance/compute/userData?api-version=2021-01-01&format=text"):
             body = self.user_data
+        elif self.path.startswith("/metadata/instance/compute/tagsList?api-version=2021-02-01"):
+            body = json.dumps(self.tags)
         elif "/compute/subscriptionId" in self.path:
             body = SUBSCRIPTION
         elif self.path.startswith("/metadata/identity/oauth2/token?"):
@@ -95,6 +100,7 @@ def vault(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
 
 @pytest.fixture
 def imds() -> Iterator[str]:
+    FakeImds.tags = []
     with serve(FakeImds) as url:
         yield url
 
@@ -248,3 +254,38 @@ def test_a_missing_accounting_secret_stops_the_import_and_is_retried(
     assert rc == 1
     assert not any("import_cluster" in c for c in calls)
     assert "HTTP Error 404" in box["log"].read_text(encoding="utf-8")
+
+
+DIGEST = "0" * 63 + "1"
+
+
+def _scheduler_wheel_lines(box: dict[str, Path]) -> list[str]:
+    template = (box["state"] / "slurm-cluster.txt").read_text(encoding="utf-8")
+    return [line for line in template.splitlines() if line.startswith(("WHEEL_SHA256=", "WHEEL_FILE="))]
+
+
+def test_the_wheel_tag_gives_the_scheduler_its_digest(box: dict[str, Path], imds: str) -> None:
+    """Issue 13, finding 18: `hpclz deploy` tags the CycleCloud VM with the wheel it put in the locker."""
+    FakeImds.tags = [
+        {"name": "hpclz-zone", "value": "riskgrid"},
+        {"name": "hpclz-wheel", "value": f"{DIGEST}/hpclz-0.1.0-py3-none-any.whl"},
+    ]
+    rc, _ = _run(box, imds, _document())
+    assert rc == 0
+    assert _scheduler_wheel_lines(box) == [f"WHEEL_SHA256={DIGEST}", "WHEEL_FILE=hpclz-0.1.0-py3-none-any.whl"]
+    # A new wheel alone, same userData: the cluster is imported again with the new digest.
+    FakeImds.tags = [{"name": "hpclz-wheel", "value": f"{'2' * 64}/hpclz-0.1.0-py3-none-any.whl"}]
+    rc, calls = _run(box, imds, _document())
+    assert rc == 0 and any("import_cluster" in call for call in calls)
+    assert _scheduler_wheel_lines(box)[0] == "WHEEL_SHA256=" + "2" * 64
+
+
+@pytest.mark.parametrize("value", ["", "not-a-digest/hpclz-0.1.0-py3-none-any.whl", f"{DIGEST}/../../etc/passwd"])
+def test_a_missing_or_malformed_wheel_tag_leaves_the_scheduler_without_a_digest(
+    box: dict[str, Path], imds: str, value: str
+) -> None:
+    FakeImds.tags = [{"name": "hpclz-wheel", "value": value}] if value else []
+    rc, _ = _run(box, imds, _document())
+    assert rc == 0  # the cluster still comes up; its scheduler refuses to install hpclz (test_install_wheel)
+    assert _scheduler_wheel_lines(box) == ["WHEEL_SHA256=@HPCLZ_WHEEL_SHA256@", "WHEEL_FILE=@HPCLZ_WHEEL_FILE@"]
+    assert "no hpclz wheel to install" in box["log"].read_text(encoding="utf-8")

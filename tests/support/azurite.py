@@ -7,6 +7,7 @@ Flags and pitfalls: docs/local-services.md.
 
 from __future__ import annotations
 
+import atexit
 import shutil
 import socket
 import subprocess
@@ -101,3 +102,30 @@ def azurite() -> Iterator[Azurite]:
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
+
+
+_shared: Azurite | None = None
+
+
+def shared_azurite() -> Azurite:
+    """One Azurite for the whole test process, started on first use and stopped at exit: for harnesses (the ARM
+    stand-in's deploys upload hpclz's wheel to the locker) that are not pytest fixtures themselves."""
+    global _shared
+    if _shared is None:
+        binary = find_azurite()
+        require(binary is not None, "Azurite (azurite-blob on PATH or in .tools/node_modules/.bin)")
+        assert binary is not None
+        workdir = tempfile.TemporaryDirectory(prefix="hpclz-azurite-")
+        process, _shared = start_azurite(binary, Path(workdir.name))
+
+        def stop() -> None:
+            process.terminate()
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+            workdir.cleanup()
+
+        atexit.register(stop)
+    return _shared

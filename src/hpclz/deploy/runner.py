@@ -107,7 +107,7 @@ class Runner:
         self.stop = threading.Event()
         # Lower-cased IDs the change set deletes: their records stay in state (pending_delete) until deleted.
         self._deletes = {i.lower() for i in deletes}
-        self._before_submit = before_submit
+        self.before_submit = before_submit  # a caller may wrap it (deploy's wheel upload goes first)
         self._resubmit = set(resubmit)  # a rotated secret: same template, new value
 
     # ----- state -----
@@ -144,7 +144,7 @@ class Runner:
             previous = self.doc.deployments.get(d.name)
             started = previous.started_at if previous else now()
         else:
-            refused = self._before_submit(d)  # replacements: the old resource goes before the new one is made
+            refused = self.before_submit(d)  # replacements: the old resource goes before the new one is made
             if refused is not None:
                 self._failures[d.name] = refused
                 self._emit(Event(d.name, Step.FAILED, refused.one_line()))

@@ -18,7 +18,6 @@ import gzip
 import json
 from typing import Any
 
-from hpclz import __version__
 from hpclz.catalog import load_catalog
 from hpclz.config.compute import ExistingAccounting, Partition
 from hpclz.config.storage import ExistingLustre, ExistingShared
@@ -26,7 +25,7 @@ from hpclz.errors import ExitCode, HpclzError
 from hpclz.render.arm import API_VERSIONS, resource_path
 from hpclz.render.engine import Safe, render_text
 from hpclz.render.model import MANAGED_TAG
-from hpclz.render.roles import LOCKER_CONTAINER, node_identities
+from hpclz.render.roles import LOCKER_CONTAINER, WHEEL_CONTAINER, node_identities
 from hpclz.render.writer import dumps
 from hpclz.render.zone import LOCKER_IDENTITY, ZONE_TAG, Zone
 
@@ -40,9 +39,11 @@ VERSIONS = {
     "enroot_commit": "c7dc4a6b66e817af5ceb7d5315850696067b3f80",
     "pyxis": "0.20.0",
     "pyxis_commit": "424563865a491f2d8f3c396a095d18db81f1fb07",
-    "hpclz": __version__,
 }
 CREDENTIALS = "hpclz"
+# The CycleCloud VM's tag that carries "<sha256>/<file name>" of the hpclz wheel in the locker (hpclz-cluster-sync).
+WHEEL_TAG = "hpclz-wheel"
+WHEEL_PARAMETER = "hpclzWheel"
 # A scale set in one placement group holds at most 100 VMs
 # (learn.microsoft.com/azure/virtual-machine-scale-sets/virtual-machine-scale-sets-placement-groups); the stock
 # cyclecloud-slurm template defaults HPCMaxScalesetSize to the same (Azure/cyclecloud-slurm@b26ab06:templates/slurm.txt).
@@ -231,7 +232,15 @@ def cluster_files(zone: Zone) -> dict[str, str]:
         node_tags={ZONE_TAG: config.metadata.name, MANAGED_TAG: "true"},
         arrays=arrays,
         scheduler_script=render_text(
-            "cloud-init/scheduler.sh.j2", versions=VERSIONS, mounts=mounts, identity=_compute_identity(zone)
+            "cloud-init/scheduler.sh.j2",
+            versions=VERSIONS,
+            mounts=mounts,
+            identity=_compute_identity(zone),
+            locker={
+                "identity": _node_identity(zone, LOCKER_IDENTITY),
+                "account": zone.locker_account_name,
+                "container": WHEEL_CONTAINER,
+            },
         ),
         # Login nodes, where any user logs in, carry only the locker identity: no data role, no secret to read.
         login_script=render_text(

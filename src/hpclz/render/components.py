@@ -12,6 +12,7 @@ from hpclz.errors import ExitCode, HpclzError
 from hpclz.naming import CYCLECLOUD_LABEL
 from hpclz.render.arm import RG_TEMPLATE_SCHEMA, SUBSCRIPTION_TEMPLATE_SCHEMA, expr
 from hpclz.render.cloudinit import (
+    WHEEL_TAG,
     accelerated,
     cluster_files,
     custom_data,
@@ -75,6 +76,7 @@ def compute(zone: Zone) -> dict[str, Any]:
         "image": {"publisher": publisher, "offer": offer, "sku": sku, "version": version},
         "custom_data": custom_data(cloud_config),
         "user_data": user_data(document),
+        "tags": {**zone.tags(), WHEEL_TAG: "[parameters('hpclzWheel')]"},
         # The VM login roles below mean nothing without the Entra ID SSH extension, which needs the VM's
         # system-assigned identity (learn.microsoft.com/entra/identity/devices/howto-vm-sign-in-azure-ad-linux).
         "entra_ssh": bool(zone.config.identity.groups.admins or zone.config.identity.groups.users),

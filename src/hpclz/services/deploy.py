@@ -25,6 +25,7 @@ from hpclz.state.model import StateDocument
 
 if TYPE_CHECKING:
     from hpclz.deploy.runner import Runner, RunResult
+    from hpclz.deploy.wheel import Wheel
     from hpclz.plan.saved import SavedPlan
 
 Confirm = Callable[[DeploymentPlan, set[str], ChangeSet], bool]
@@ -180,6 +181,9 @@ def _deploy(
         saved = read_saved_plan(plan_file)
     plan = render_plan(loaded, saved)
     secrets = resolve_secrets(loaded, plan)
+    from hpclz.services.deploy_wheel import prepare
+
+    wheel = prepare(plan)  # the scheduler's hpclz, found or built before anything is asked or changed
 
     from hpclz.azure.arm import Arm
     from hpclz.azure.clients import AzureClients, resolve_subscription
@@ -210,6 +214,7 @@ def _deploy(
         confirm,
         on_event,
         dataclasses.replace(contract, refresh=contract.refresh or bool(saved and saved.changes.get("refreshed"))),
+        wheel,
     )
 
 
@@ -224,15 +229,19 @@ def _apply(
     confirm: Confirm,
     on_event: Callable[[Any], None],
     contract: Contract,
+    wheel: Wheel | None = None,
 ) -> ExitCode:
     from hpclz.deploy.destroy import outcome_dict
     from hpclz.deploy.prune import failures
+    from hpclz.render.zone import Zone
+    from hpclz.services.deploy_wheel import resubmit_for_wheel, uploading, with_wheel
     from hpclz.state.factory import new_state
 
     result.state_location = backend.location
     with backend.lock("deploy"):
         doc = backend.read()
         plan, result.changes = _locked_changes(loaded, plan, saved_plan, arm, backend, doc, secrets, contract)
+        resubmit_for_wheel(result.changes, plan, doc, wheel)
         result.stage = "confirm"
         if not confirm(plan, unchanged_deployments(plan, doc), result.changes):
             # A "no" is a decision, not an interruption: exit 1 (docs/exit-codes.md); Ctrl-C at the prompt is 130.
@@ -241,7 +250,8 @@ def _apply(
         result.stage = "deploy"
         doc = doc or backend.write(new_state(loaded.config))
         removals = removals_for(arm, plan, doc, result.changes)
-        runner = _runner(arm, plan, doc, backend, secrets, on_event, removals, result.changes)
+        runner = _runner(arm, plan, doc, backend, with_wheel(plan, secrets, wheel), on_event, removals, result.changes)
+        runner.before_submit = uploading(plan, Zone(loaded.config).locker_account_name, wheel, runner.before_submit)
         run = _run(runner, loaded)
         final = runner.doc
         if run.ok:

@@ -29,6 +29,7 @@ from tests.support.arm_standin.names import CHECK_NAME, name_answer
 from tests.support.arm_standin.run_commands import VirtualMachines
 from tests.support.arm_standin.whatif import what_if_changes
 from tests.support.arm_standin.world import ArmError, DeploymentRun, World
+from tests.support.locker import locker_env
 
 SUB = r"/subscriptions/(?P<sub>[^/]+)"
 RG = SUB + r"/resourcegroups/(?P<rg>[^/]+)"
@@ -79,6 +80,8 @@ class ArmStandIn:
             "HPCLZ_POLL_INTERVAL": str(poll_interval),
             "HPCLZ_RETRY_BACKOFF": "0.01",
             "AZURE_SUBSCRIPTION_ID": self.subscription_id,
+            # Deploy uploads hpclz's wheel to CycleCloud's locker before the compute deployment: Azurite stands in.
+            **locker_env(),
         }
 
     def writes(self) -> list[LoggedRequest]:
