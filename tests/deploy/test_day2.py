@@ -176,7 +176,8 @@ ROWS = [
         "ARM's incremental mode leaves resources a template omits in place "
         "(https://learn.microsoft.com/azure/azure-resource-manager/templates/deployment-modes#incremental-mode): "
         "hpclz deletes them itself",
-        "4 to destroy",
+        # The endpoint and its zone group; the privatelink.blob zone and its VNet link stay for CycleCloud's locker.
+        "2 to destroy",
         applied=True,
         writes=("PUT", "DELETE"),
     ),
@@ -285,9 +286,12 @@ def test_private_endpoint_off_deletes_dependants_first_then_on_again(
     assert run_cli("deploy", str(energy), "--yes").exit_code == 0
     deleted = [r.path.lower() for r in arm.log[start:] if r.method == "DELETE"]
     endpoint = next(i for i, p in enumerate(deleted) if p.endswith("/privateendpoints/pep-energy-blob-prod-scus"))
-    zone = next(i for i, p in enumerate(deleted) if p.endswith("/privatednszones/privatelink.blob.core.windows.net"))
-    assert endpoint < zone, deleted  # the endpoint's DNS registration depends on the zone: it goes first
+    group = next(i for i, p in enumerate(deleted) if p.endswith("/pep-energy-blob-prod-scus/privatednszonegroups/default"))
+    assert group < endpoint, deleted  # the endpoint's DNS registration depends on the endpoint: it goes first
     assert not any("pep-energy-blob" in k for k in arm.world.resources)
+    # The privatelink.blob zone stays: CycleCloud's locker account still answers through its own endpoint there.
+    assert not any(p.endswith("/privatednszones/privatelink.blob.core.windows.net") for p in deleted)
+    assert any(k.endswith("/privateendpoints/pep-energy-locker-prod-scus") for k in arm.world.resources)
 
     edit(energy, (("private_endpoint: false", "private_endpoint: true"),))
     assert run_cli("deploy", str(energy), "--yes").exit_code == 0
