@@ -44,7 +44,8 @@ def test_state_holds_whole_bodies_and_child_resources(arm: ArmStandIn, zone: Pat
     assert account["properties"]["location"] == "eastus2" and account["properties"]["tags"]["owner"] == "ml-platform"
     assert "properties" in account["properties"] and account["properties"]["kind"]
     containers = {r["name"]: r for r in records if r["type"] == CONTAINER}
-    assert set(containers) == {"datasets", "checkpoints", "cyclecloud", "datasets-logs"}
+    # The data account's containers, and CycleCloud's locker and the hpclz wheel in the locker account.
+    assert set(containers) == {"datasets", "checkpoints", "datasets-logs", "cyclecloud", "hpclz"}
     assert all(r["data_bearing"] and r["api_version"] and "properties" in r["properties"] for r in containers.values())
     zone_groups = [r for r in records if r["type"] == "Microsoft.Network/privateEndpoints/privateDnsZoneGroups"]
     assert zone_groups and all(r["properties"]["properties"]["privateDnsZoneConfigs"] for r in zone_groups)
@@ -63,7 +64,7 @@ def test_replication_edit_is_a_storage_modify_and_containers_stay(arm: ArmStandI
     assert [(r.type, r.action) for r in moved] == [(ACCOUNT, Action.MODIFY)]
     assert [(c.path, c.before, c.after) for c in moved[0].changes] == [("sku.name", "Standard_ZRS", "Standard_LRS")]
     containers = [r for r in changes if r.type == CONTAINER]
-    assert len(containers) == 4 and {r.action for r in containers} == {Action.NO_CHANGE}
+    assert len(containers) == 5 and {r.action for r in containers} == {Action.NO_CHANGE}
 
 
 def test_tag_edit_modifies_tags_and_leaves_containers_alone(arm: ArmStandIn, zone: Path, run_cli) -> None:

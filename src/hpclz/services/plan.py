@@ -211,10 +211,12 @@ def online_changeset(loaded: LoadedConfig, deployment_plan: DeploymentPlan) -> C
     from hpclz.azure.settings import settings_from_env
     from hpclz.plan.whatif import whatif_changeset
     from hpclz.services.deploy import resolve_secrets
+    from hpclz.services.deploy_wheel import prepare, with_wheel
 
     # ARM validates a what-if like a deployment: secureString parameters must have values. They go to
-    # ARM in the request only; ARM never echoes them in the result, and nothing here prints them.
-    secrets = resolve_secrets(loaded, deployment_plan)
+    # ARM in the request only; ARM never echoes them in the result, and nothing here prints them. The hpclz wheel
+    # deploy would pass goes too, so an unchanged wheel is no change (the CycleCloud VM's hpclz-wheel tag).
+    secrets = with_wheel(deployment_plan, resolve_secrets(loaded, deployment_plan), prepare(deployment_plan))
     metadata = loaded.config.metadata
     subscription = resolve_subscription(metadata.resolved_subscription_id())
     arm = Arm(AzureClients(subscription, settings_from_env(metadata.cloud)))
