@@ -286,7 +286,9 @@ def test_private_endpoint_off_deletes_dependants_first_then_on_again(
     assert run_cli("deploy", str(energy), "--yes").exit_code == 0
     deleted = [r.path.lower() for r in arm.log[start:] if r.method == "DELETE"]
     endpoint = next(i for i, p in enumerate(deleted) if p.endswith("/privateendpoints/pep-energy-blob-prod-scus"))
-    group = next(i for i, p in enumerate(deleted) if p.endswith("/pep-energy-blob-prod-scus/privatednszonegroups/default"))
+    group = next(
+        i for i, p in enumerate(deleted) if p.endswith("/pep-energy-blob-prod-scus/privatednszonegroups/default")
+    )
     assert group < endpoint, deleted  # the endpoint's DNS registration depends on the endpoint: it goes first
     assert not any("pep-energy-blob" in k for k in arm.world.resources)
     # The privatelink.blob zone stays: CycleCloud's locker account still answers through its own endpoint there.
