@@ -61,11 +61,13 @@ VOLATILE_DBE = (
         (
             ("<pending_retirement>No</pending_retirement>", "<pending_retirement>Yes</pending_retirement>"),
             "gpu_ecc",
-            "pending",
+            WARN,
+            "page retirement pending (0 retired): reload the driver",
         ),
         (
             ("<current_link_width>16x</current_link_width>", "<current_link_width>8x</current_link_width>"),
             "pcie_link",
+            FAIL,
             "x8",
         ),
     ],
