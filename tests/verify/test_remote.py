@@ -314,3 +314,11 @@ def test_the_time_limit_follows_the_partitions_sizes_and_nccl_and_stops_at_a_day
     assert health < one < nccl
     huge = Workload(node_budget_s=600, collective_budget_s=3600, queue_wait_s=300, partition_nodes=[10000], nccl=True)
     assert time_limit_s(huge) == RUN_COMMAND_CEILING_S == 86400
+
+
+def test_a_relative_work_dir_for_the_scheduler_is_refused_before_azure_is_called(
+    zone: Path, run_cli: Callable[..., CliResult]
+) -> None:
+    result = run_cli("verify", str(zone), "--via", "run-command", "--work-dir", "runs")
+    assert result.exit_code == 64
+    assert "error: --work-dir runs: with --via run-command it is a folder on the scheduler" in result.stderr

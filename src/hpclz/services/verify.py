@@ -173,6 +173,11 @@ def _verify_remote(opts: VerifyOptions, loaded: LoadedConfig) -> VerifyOutcome:
 def _run_remote(opts: VerifyOptions, loaded: LoadedConfig) -> VerifyOutcome:
     from hpclz.services.verify_remote import RemoteRequest, compute_group, run_remote
 
+    if opts.work_dir is not None and not opts.work_dir.is_absolute():
+        raise HpclzError(
+            f"--work-dir {opts.work_dir}: with --via run-command it is a folder on the scheduler: give an absolute path",
+            exit_code=ExitCode.USAGE,
+        )
     request = RemoteRequest(
         verify_args=remote_arguments(opts),
         python=opts.remote_python,
