@@ -160,7 +160,7 @@ def run_remote(loaded: LoadedConfig, request: RemoteRequest, compute_group: str 
         raise HpclzError(
             f"verify on the scheduler did not finish within its time limit of {request.timeout_s} s",
             exit_code=ExitCode.AZURE_ERROR,
-            hint="a larger --budget or fewer nodes (--partition, --nodes) shortens it; --time-limit SECONDS sets it",
+            hint="--time-limit SECONDS allows longer; fewer nodes (--partition, --nodes) need less time",
         )
     body = parse_envelope(outcome.stdout, outcome.stderr, outcome.state, outcome.exit_code)
     return RemoteResult(report=_report(body), work_dir=body.get("work_dir"), scheduler=vm_id)
