@@ -23,6 +23,8 @@ def test_deploy_writes_state_and_shows_next_steps(arm: ArmStandIn, zone: Path, r
     assert f"az network bastion tunnel {bastion} --resource-port 443 --port 8443" in steps
     assert "https://localhost:8443" in steps
     assert f"az network bastion ssh {bastion} --auth-type ssh-key --username hpcadmin" in steps
+    # identity.groups sign in with Entra ID (MicrosoftDocs/azure-docs:articles/bastion/connect-vm-native-client-linux.md).
+    assert f"with your Entra ID account: az network bastion ssh {bastion} --auth-type AAD" in steps
     assert "cyclecloud connect login-1 -c aitrain-prod" in steps
     assert "cyclecloud connect scheduler -c aitrain-prod" in steps and f"hpclz verify {zone.name}" in steps
     state = state_of(zone)

@@ -277,6 +277,8 @@ CASES: dict[str, list[Case]] = {
         Case("manufacturing", _set("storage.netapp.volumes.1.mount_point", "/anf/apps/")),
         Case("ai-training", _set(f"{P}.0.nvme_scratch.mount_point", "/lustre")),
     ],
+    # ai-training grants VM login roles to its admins and users groups; with Entra ID login off nobody gets in.
+    "HPCLZ-IDN-008": [Case("ai-training", _set("identity.entra_login", False))],
     "HPCLZ-IDN-007": [
         Case("finance", _set("identity.key_vault.secrets.Pricing-Library-Licence", "${env:OTHER}")),
         Case("finance", _set("identity.key_vault.secrets.pricingLibraryLicence", "${env:OTHER}")),

@@ -106,6 +106,15 @@ class Identity(StrictModel):
     extra_role_assignments: list[ExtraRoleAssignment] = Field(default_factory=list)
     managed_identities: ManagedIdentities = Field(default_factory=ManagedIdentities)
     key_vault: KeyVault = Field(default_factory=NewKeyVault)
+    entra_login: bool = Field(
+        default=True,
+        description=(
+            "Microsoft Entra ID SSH login on the CycleCloud server (the AADSSHLoginForLinux extension) for "
+            "identity.groups, through the VM login roles; off, no VM login role is granted. CycleCloud's nodes "
+            "(scheduler, login, partitions) are reached through CycleCloud's own user management."
+        ),
+        json_schema_extra=policy("in_place"),
+    )
     admin_username: AdminUsername = Field(
         default="hpcadmin", pattern=r"^[a-z_][a-z0-9_-]{0,31}$", json_schema_extra=policy("replace")
     )

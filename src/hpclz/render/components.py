@@ -25,6 +25,7 @@ from hpclz.render.roles import (
     assignments,
     cyclecloud_network_assignments,
     cyclecloud_subscription_assignments,
+    entra_login,
     identity_path,
 )
 from hpclz.render.zone import SubnetView, Zone
@@ -79,7 +80,7 @@ def compute(zone: Zone) -> dict[str, Any]:
         "tags": {**zone.tags(), WHEEL_TAG: "[parameters('hpclzWheel')]"},
         # The VM login roles below mean nothing without the Entra ID SSH extension, which needs the VM's
         # system-assigned identity (learn.microsoft.com/entra/identity/devices/howto-vm-sign-in-azure-ad-linux).
-        "entra_ssh": bool(zone.config.identity.groups.admins or zone.config.identity.groups.users),
+        "entra_ssh": entra_login(zone),
         # Guest patching on a user schedule needs the platform to orchestrate patches, with its own safety checks
         # bypassed for the maintenance window (Microsoft.Compute LinuxVMGuestPatchAutomaticByPlatformSettings).
         "scheduled_patching": maintenance_enabled(zone) and zone.config.maintenance.scope == "InGuestPatch",

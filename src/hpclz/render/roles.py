@@ -115,8 +115,10 @@ def assignments(zone: Zone, area: str) -> list[Assignment]:
     identity = zone.config.identity
     out = _groups(zone, "readers", [BuiltinRole.READER])
     if area == "compute":
-        out += _groups(zone, "admins", [BuiltinRole.VM_ADMIN_LOGIN, BuiltinRole.CONTRIBUTOR])
-        out += _groups(zone, "users", [BuiltinRole.VM_USER_LOGIN])
+        # The VM login roles mean something only with Entra ID SSH login (identity.entra_login, HPCLZ-IDN-008).
+        login = identity.entra_login
+        out += _groups(zone, "admins", [*([BuiltinRole.VM_ADMIN_LOGIN] if login else []), BuiltinRole.CONTRIBUTOR])
+        out += _groups(zone, "users", [BuiltinRole.VM_USER_LOGIN] if login else [])
         if identity.managed_identities.scheduler:
             # CycleCloud creates and deletes the node scale sets: VM Contributor on this group only.
             out.append(_identity(zone, "scheduler", BuiltinRole.VM_CONTRIBUTOR))
@@ -160,6 +162,12 @@ def assignments(zone: Zone, area: str) -> list[Assignment]:
                 )
             )
     return out
+
+
+def entra_login(zone: Zone) -> bool:
+    """Whether the CycleCloud server gets the Entra ID SSH extension: asked for, and someone to sign in."""
+    groups = zone.config.identity.groups
+    return zone.config.identity.entra_login and bool(groups.admins or groups.users)
 
 
 def node_identities(zone: Zone) -> list[str]:

@@ -58,9 +58,22 @@ def _through_bastion(loaded: LoadedConfig, doc: StateDocument, server_id: str) -
         f"CycleCloud server shell: az network bastion ssh {where} --auth-type ssh-key --username {user} "
         "--ssh-key <your private key>",
     ]
+    if _entra(loaded):
+        # Bastion's native client signs in with Entra ID when the VM has the Entra ID login extension
+        # (MicrosoftDocs/azure-docs:articles/bastion/connect-vm-native-client-linux.md, "Microsoft Entra authentication").
+        steps.append(
+            f"CycleCloud server shell with your Entra ID account: az network bastion ssh {where} --auth-type AAD"
+        )
     if loaded.config.network.bastion.sku == "Basic":
         steps.append("Bastion Basic has no native client support: set network.bastion.sku: Standard for these")
     return steps
+
+
+def _entra(loaded: LoadedConfig) -> bool:
+    from hpclz.render.roles import entra_login
+    from hpclz.render.zone import Zone
+
+    return entra_login(Zone(loaded.config))
 
 
 def next_steps(loaded: LoadedConfig, doc: StateDocument) -> list[str]:
@@ -77,6 +90,11 @@ def next_steps(loaded: LoadedConfig, doc: StateDocument) -> list[str]:
     steps += _through_bastion(loaded, doc, server_id) or [
         f"No Bastion: reach {address or name} over your own network (hub peering or VPN), UI at https://{address or name}"
     ]
+    if _entra(loaded) and not _of_type(doc, "microsoft.network/bastionhosts"):
+        # `az ssh vm` with the VM's private IP, from a machine that reaches the VNet (the `ssh` CLI extension;
+        # MicrosoftDocs/entra-docs:docs/identity/devices/howto-vm-sign-in-azure-ad-linux.md).
+        target = f"--ip {address}" if address else f"--resource-group {server_id.split('/')[4]} --name {name}"
+        steps.append(f"CycleCloud server shell with your Entra ID account: az ssh vm {target}")
     cluster = cluster_name(Zone(loaded.config))
     config = Path(loaded.file).name
     if loaded.config.compute.login.count:

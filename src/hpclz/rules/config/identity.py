@@ -198,6 +198,35 @@ class SecretNamesDistinct(Rule[ConfigContext]):
             seen.setdefault(key, name)
 
 
+class GroupsNeedEntraLogin(Rule[ConfigContext]):
+    """identity.groups reach the cluster through the VM login roles, which let nobody in without Microsoft Entra ID
+    SSH login: the AADSSHLoginForLinux extension and a system-assigned identity on the VM
+    (learn.microsoft.com/entra/identity/devices/howto-vm-sign-in-azure-ad-linux). With identity.entra_login off,
+    render grants no VM login role, so the groups' members cannot sign in with their Entra ID accounts. Either
+    way CycleCloud's own nodes are reached through CycleCloud's user management, which creates local accounts for
+    CycleCloud users (learn.microsoft.com/azure/cyclecloud/how-to/user-access): CycleCloud creates their scale
+    sets itself, and its cluster templates install no VM extension on them."""
+
+    id = "HPCLZ-IDN-008"
+    severity = Severity.WARNING
+    title = "Entra ID groups are set but Entra ID login is off"
+    fix = "Set identity.entra_login: true, or remove identity.groups.admins and identity.groups.users."
+
+    def check(self, ctx: ConfigContext) -> Iterable[Finding]:
+        identity = ctx.config.identity
+        if identity.entra_login:
+            return
+        for role in ("admins", "users"):
+            groups = getattr(identity.groups, role)
+            if groups:
+                yield self.finding(
+                    ctx,
+                    ("identity", "entra_login"),
+                    f"identity.groups.{role} names {len(groups)} group(s), but entra_login is false: "
+                    "their members cannot sign in with Entra ID",
+                )
+
+
 IDENTITY_RULES: tuple[type[Rule[ConfigContext]], ...] = (
     NoPlaceholderPrincipal,
     PrincipalInOneRole,
@@ -206,4 +235,5 @@ IDENTITY_RULES: tuple[type[Rule[ConfigContext]], ...] = (
     ProdKeyVaultPurgeProtection,
     CheckpointIdentity,
     SecretNamesDistinct,
+    GroupsNeedEntraLogin,
 )
