@@ -21,7 +21,11 @@ def _server_only(path: str):  # type: ignore[no-untyped-def]
     nic = {"ipConfigurations": [{"properties": {"privateIPAddress": "10.60.1.4"}}]}
     doc.resources = [
         ResourceRecord(
-            id=VM, type="Microsoft.Compute/virtualMachines", name="vm-riskgrid-cc-prod-weu", api_version="x", deployment="c"
+            id=VM,
+            type="Microsoft.Compute/virtualMachines",
+            name="vm-riskgrid-cc-prod-weu",
+            api_version="x",
+            deployment="c",
         ),
         ResourceRecord(
             id=VM.replace("virtualMachines/vm-", "networkInterfaces/nic-"),
