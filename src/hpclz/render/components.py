@@ -12,6 +12,7 @@ from hpclz.errors import ExitCode, HpclzError
 from hpclz.naming import CYCLECLOUD_LABEL
 from hpclz.render.arm import RG_TEMPLATE_SCHEMA, SUBSCRIPTION_TEMPLATE_SCHEMA, expr
 from hpclz.render.cloudinit import (
+    WHEEL_PARAMETER,
     WHEEL_TAG,
     accelerated,
     cluster_files,
@@ -77,7 +78,9 @@ def compute(zone: Zone) -> dict[str, Any]:
         "image": {"publisher": publisher, "offer": offer, "sku": sku, "version": version},
         "custom_data": custom_data(cloud_config),
         "user_data": user_data(document),
-        "tags": {**zone.tags(), WHEEL_TAG: "[parameters('hpclzWheel')]"},
+        # string(...), not a bare reference: offline plans resolve `[parameters('x')]` to its default, and this value
+        # is known only at deploy time (hpclz.services.deploy_wheel), so drift must not compare it.
+        "tags": {**zone.tags(), WHEEL_TAG: f"[string(parameters('{WHEEL_PARAMETER}'))]"},
         # The VM login roles below mean nothing without the Entra ID SSH extension, which needs the VM's
         # system-assigned identity (learn.microsoft.com/entra/identity/devices/howto-vm-sign-in-azure-ad-linux).
         "entra_ssh": entra_login(zone),
