@@ -142,8 +142,11 @@ def test_nodes_watch_scheduled_events_and_drain_with_an_hpclz_reason() -> None:
 
 
 def test_scheduler_installs_hpclz_for_verify() -> None:
+    """From the wheel in the locker, checked by its SHA-256, never from a package index (issue 13, finding 18)."""
     scheduler = _scripts(_artifacts("energy")["cyclecloud/slurm-cluster.txt"])[0]
-    assert "pip install hpclz==" in scheduler
+    assert "\n/opt/hpclz/bin/hpclz-install-wheel\n" in scheduler
+    assert "hpclz==" not in scheduler
+    assert "/userAssignedIdentities/id-energy-locker-prod-scus stenergyccprodscuseb80 hpclz" in scheduler
 
 
 def test_shared_file_systems_are_mounted_from_arm_lookups() -> None:
