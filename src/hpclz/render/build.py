@@ -49,7 +49,13 @@ COMPONENTS: tuple[Component, ...] = (
         enabled=monitoring.monitoring_enabled,
         context=monitoring.monitoring,
     ),
-    Component("compute", "compute", ("organization", "network", "identity", "storage"), context=components.compute),
+    # After monitoring: the CycleCloud server's data collection rule association names the rule.
+    Component(
+        "compute",
+        "compute",
+        ("organization", "network", "identity", "storage", "monitoring"),
+        context=components.compute,
+    ),
     Component(
         "maintenance",
         "compute",
