@@ -178,7 +178,7 @@ def node_script(zone: Zone, partition: Partition, mounts: list[dict[str, Any]]) 
         p=partition,
         mounts=mounts,
         identity=_compute_identity(zone),
-        metrics=node_metrics(zone, _compute_identity(zone)),
+        metrics=node_metrics(zone, _compute_identity(zone), partition.vm_size),
         scratch=_scratch(zone, partition),
         versions=VERSIONS,
         events={"drain_on": sorted(events.drain_on), "requeue_jobs": events.requeue_jobs} if events.enabled else None,

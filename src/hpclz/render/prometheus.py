@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from hpclz.catalog import load_catalog
 from hpclz.render.arm import API_VERSIONS, resource_id_expr
 from hpclz.render.engine import Safe
 from hpclz.render.zone import Zone
@@ -88,9 +89,10 @@ def resources(zone: Zone) -> dict[str, Any] | None:
     }
 
 
-def node_metrics(zone: Zone, identity: str) -> dict[str, Any] | None:
+def node_metrics(zone: Zone, identity: str, vm_size: str | None = None) -> dict[str, Any] | None:
     """What a node script needs to install the exporters and find the remote-write URL: the rule and endpoint
-    relative to the subscription (the node reads its subscription from IMDS), looked up with `identity`."""
+    relative to the subscription (the node reads its subscription from IMDS), looked up with `identity`. The DCGM
+    exporter only for a size the SKU catalog knows has GPUs (a size it does not know gets it too, checked at boot)."""
     prom = zone.prometheus
     if prom is None or not zone.config.identity.managed_identities.compute:
         return None
@@ -103,10 +105,17 @@ def node_metrics(zone: Zone, identity: str) -> dict[str, Any] | None:
         "api": API_VERSIONS[RULE_TYPE],
         "cluster": f"{zone.config.metadata.name}-{zone.config.metadata.environment.value}",
         "exporters": EXPORTERS,
-        "dcgm_image": DCGM_EXPORTER_IMAGE if prom.gpu_exporter else None,
+        "dcgm_image": DCGM_EXPORTER_IMAGE if prom.gpu_exporter and _has_gpus(vm_size) else None,
         # Constant text from this module, inside a quoted here-document: nothing in it comes from the config.
         "dcgm_counters": Safe("\n".join(", ".join(row) for row in DCGM_COUNTERS)),
     }
+
+
+def _has_gpus(vm_size: str | None) -> bool:
+    if vm_size is None:
+        return False
+    sku = load_catalog().sku(vm_size)
+    return sku is None or sku.is_gpu
 
 
 # Alert rules on the nodes' metrics. Compute nodes come and go with autoscaling, so "stopped reporting" means
