@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from hpclz.catalog import load_catalog
-from hpclz.render.arm import API_VERSIONS, resource_id_expr
+from hpclz.render.arm import resource_id_expr
 from hpclz.render.engine import Safe
 from hpclz.render.zone import Zone
 
@@ -102,7 +102,6 @@ def node_metrics(zone: Zone, identity: str, vm_size: str | None = None) -> dict[
         "identity": identity,
         "rule": f"{group}/{RULE_TYPE}/{found['rule'][1]}",
         "endpoint": f"{group}/{ENDPOINT_TYPE}/{found['endpoint'][1]}",
-        "api": API_VERSIONS[RULE_TYPE],
         "cluster": f"{zone.config.metadata.name}-{zone.config.metadata.environment.value}",
         "exporters": EXPORTERS,
         "dcgm_image": DCGM_EXPORTER_IMAGE if prom.gpu_exporter and _has_gpus(vm_size) else None,

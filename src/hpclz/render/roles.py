@@ -144,6 +144,11 @@ def assignments(zone: Zone, area: str) -> list[Assignment]:
         out.append(
             _identity(zone, "scheduler", BuiltinRole.KEY_VAULT_SECRETS_USER, on=vault, after=(scheduler_identity,))
         )
+    if area == "management" and zone.prometheus is not None and identity.managed_identities.compute:
+        # The nodes read their own identity's client ID, which Prometheus signs its remote writes in with
+        # (templates/cloud-init/prometheus_url.py).
+        own = ("Microsoft.ManagedIdentity/userAssignedIdentities", zone.identity_name("compute"))
+        out.append(_identity(zone, "compute", BuiltinRole.READER, on=own))
     for index, extra in enumerate(identity.extra_role_assignments):
         if extra.area.value == area:
             out.append(
