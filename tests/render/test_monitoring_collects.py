@@ -355,3 +355,20 @@ def test_helper_reads_at_the_pinned_api_versions() -> None:
     text = HELPER.read_text(encoding="utf-8")
     assert f'DATA_COLLECTION_API = "{pinned_version("Microsoft.Insights/dataCollectionRules")}"' in text
     assert f'IDENTITY_API = "{pinned_version("Microsoft.ManagedIdentity/userAssignedIdentities")}"' in text
+
+
+# --- dashboards ---------------------------------------------------------------------------------------------------
+
+
+def test_node_and_gpu_dashboards_read_what_the_nodes_export() -> None:
+    (monitoring,) = [d for d in preset_plan("ai-training").deployments if d.component == "monitoring"]
+    nodes = json.loads(monitoring.artifacts["grafana/hpclz-nodes.json"])
+    gpus = json.loads(monitoring.artifacts["grafana/hpclz-gpus.json"])
+    exported = {row[0] for row in prometheus.DCGM_COUNTERS}
+    exprs = [t["expr"] for p in gpus["panels"] for t in p["targets"]]
+    assert {m for e in exprs for m in re.findall(r"DCGM_FI_[A-Z_]+", e)} <= exported
+    assert any("DCGM_FI_DEV_XID_ERRORS" in e for e in exprs) and any("ECC_DBE" in e for e in exprs)
+    assert any('up{job="node"' in t["expr"] for p in nodes["panels"] for t in p["targets"])
+    assert {v["name"] for v in nodes["templating"]["list"]} == {"datasource", "cluster", "instance"}
+    (no_grafana,) = [d for d in preset_plan("finance").deployments if d.component == "monitoring"]
+    assert not any(name.startswith("grafana/") for name in no_grafana.artifacts)

@@ -9,6 +9,7 @@ from hpclz.config.base import Disabled
 from hpclz.config.operations import ExistingMonitoring
 from hpclz.render import prometheus
 from hpclz.render.arm import expr, literal, resource_id_expr
+from hpclz.render.dashboards import dashboards
 from hpclz.render.roles import assignments, prometheus_assignments
 from hpclz.render.zone import Zone
 
@@ -31,6 +32,7 @@ def monitoring(zone: Zone) -> dict[str, Any]:
         "action_group": zone.names.name("action_group"),
         "prometheus": prometheus.resources(zone),
         "assignments": assignments(zone, "monitoring") + prometheus_assignments(zone, prometheus.ids(zone)),
+        "artifacts": dashboards(zone),
     }
 
 
