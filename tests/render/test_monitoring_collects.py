@@ -157,6 +157,9 @@ def test_prometheus_roles_follow_ccws() -> None:
         if "userAssignedIdentities/id-aitrain-compute" in str(r.get("scope"))
     ]
     assert len(own) == 1, "the nodes read their own client ID"
+    # The publisher assignment reads the nodes' identity's principal: monitoring deploys after identity.
+    (deployment,) = [d for d in preset_plan("ai-training").deployments if d.component == "monitoring"]
+    assert "hpclz-aitrain-prod-identity" in deployment.depends_on
 
 
 def test_presets_without_prometheus_render_none_of_it() -> None:
@@ -231,7 +234,7 @@ def test_cpu_nodes_scheduler_and_login_get_node_exporter_only() -> None:
 
 def test_checksums_are_checked_before_anything_is_unpacked() -> None:
     helper = (TEMPLATES / "metrics.sh.j2").read_text(encoding="utf-8")
-    body = helper[helper.index("install() {") :]
+    body = helper[helper.index("fetch_release() {") :]
     assert body.index("sha256sum -c") < body.index("tar -xzf")
 
 

@@ -42,10 +42,11 @@ COMPONENTS: tuple[Component, ...] = (
         secure=components.identity_secrets,
     ),
     Component("storage", "storage", ("organization", "network", "identity"), context=storage.storage),
+    # After identity: managed Prometheus grants the nodes' identity roles on its rule (reference() to its principal).
     Component(
         "monitoring",
         "monitoring",
-        ("organization",),
+        ("organization", "identity"),
         enabled=monitoring.monitoring_enabled,
         context=monitoring.monitoring,
     ),
