@@ -25,6 +25,7 @@ from hpclz.errors import ExitCode, HpclzError
 from hpclz.render.arm import API_VERSIONS, resource_path
 from hpclz.render.engine import Safe, render_text
 from hpclz.render.model import MANAGED_TAG
+from hpclz.render.prometheus import node_metrics
 from hpclz.render.roles import LOCKER_CONTAINER, WHEEL_CONTAINER, node_identities
 from hpclz.render.writer import dumps
 from hpclz.render.zone import LOCKER_IDENTITY, ZONE_TAG, Zone
@@ -191,6 +192,7 @@ def node_script(zone: Zone, partition: Partition, mounts: list[dict[str, Any]]) 
         p=partition,
         mounts=mounts,
         identity=_compute_identity(zone),
+        metrics=node_metrics(zone, _compute_identity(zone), partition.vm_size),
         scratch=_scratch(zone, partition),
         versions=VERSIONS,
         events={"drain_on": sorted(events.drain_on), "requeue_jobs": events.requeue_jobs} if events.enabled else None,
@@ -236,15 +238,20 @@ def cluster_files(zone: Zone) -> dict[str, str]:
             versions=VERSIONS,
             mounts=mounts,
             identity=_compute_identity(zone),
+            metrics=node_metrics(zone, _compute_identity(zone)),
             locker={
                 "identity": _node_identity(zone, LOCKER_IDENTITY),
                 "account": zone.locker_account_name,
                 "container": WHEEL_CONTAINER,
             },
         ),
-        # Login nodes, where any user logs in, carry only the locker identity: no data role, no secret to read.
+        # Login nodes, where any user logs in, carry only the locker identity: no data role, no secret to read. It
+        # also signs their metrics in, as CCWS's locker identity does (Monitoring Metrics Publisher on the rule).
         login_script=render_text(
-            "cloud-init/login.sh.j2", mounts=mounts, identity=_node_identity(zone, LOCKER_IDENTITY)
+            "cloud-init/login.sh.j2",
+            mounts=mounts,
+            identity=_node_identity(zone, LOCKER_IDENTITY),
+            metrics=node_metrics(zone, _node_identity(zone, LOCKER_IDENTITY)),
         ),
         scheduler_an=accelerated(zone, config.compute.scheduler.vm_size),
         suspend_seconds=min(

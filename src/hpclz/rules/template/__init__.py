@@ -21,6 +21,7 @@ from hpclz.rules.template.custom_data import CustomDataWithoutSecrets
 from hpclz.rules.template.exposure import BlobPublicAccessDisabled, HttpsOnlyUnlessPrivateNfs, NoAdminPortsFromInternet
 from hpclz.rules.template.expressions import DeclarationsUsed, ExpressionParses, FunctionsExist, ReferencesDeclared
 from hpclz.rules.template.locker import LockerAccountHoldsNoData, LoginNodesCarryNoDataIdentity
+from hpclz.rules.template.monitoring import VmMonitored
 from hpclz.rules.template.resources import (
     ApiVersionPinned,
     DependsOnExists,
@@ -64,6 +65,7 @@ LINT_RULES: tuple[type[Rule[Any]], ...] = (
     HostMaintenanceOnVm,
     LockerAccountHoldsNoData,
     LoginNodesCarryNoDataIdentity,
+    VmMonitored,
 )
 CHECKOV_RULES: tuple[type[Rule[Any]], ...] = (CheckovChecksPass,)
 ALLOWLIST_RULES: tuple[type[Rule[Any]], ...] = (AllowlistNotStale,)
