@@ -142,9 +142,13 @@ def test_prometheus_roles_follow_ccws() -> None:
     """Monitoring Metrics Publisher for the nodes' identity on the rule (miMonitoringRoleAssignments.bicep),
     Monitoring Data Reader for Grafana on the workspace and Grafana Admin for the admins (managedMonitoring.bicep)."""
     monitoring = _template("ai-training", "monitoring")
-    (publisher,) = _roles(monitoring, BuiltinRole.MONITORING_METRICS_PUBLISHER)
-    assert publisher["scope"].startswith("Microsoft.Insights/dataCollectionRules/dcr-")
-    assert "id-aitrain-compute" in publisher["properties"]["principalId"]
+    # The compute identity (scheduler, partitions) and the locker identity, the only one the login nodes carry.
+    publishers = _roles(monitoring, BuiltinRole.MONITORING_METRICS_PUBLISHER)
+    assert all(p["scope"].startswith("Microsoft.Insights/dataCollectionRules/dcr-") for p in publishers)
+    assert sorted(p["properties"]["principalId"].split("'")[5] for p in publishers) == [
+        "id-aitrain-compute-prod-eus2",
+        "id-aitrain-locker-prod-eus2",
+    ]
     (reader,) = _roles(monitoring, BuiltinRole.MONITORING_DATA_READER)
     assert reader["scope"].startswith("Microsoft.Monitor/accounts/")
     assert "'full').identity.principalId" in reader["properties"]["principalId"]
@@ -154,9 +158,9 @@ def test_prometheus_roles_follow_ccws() -> None:
     own = [
         r
         for r in _roles(identity, BuiltinRole.READER)
-        if "userAssignedIdentities/id-aitrain-compute" in str(r.get("scope"))
+        if "userAssignedIdentities/id-aitrain-" in str(r.get("scope"))
     ]
-    assert len(own) == 1, "the nodes read their own client ID"
+    assert len(own) == 2, "the nodes read their own client ID (compute identity; locker identity on login nodes)"
     # The publisher assignment reads the nodes' identity's principal: monitoring deploys after identity.
     (deployment,) = [d for d in preset_plan("ai-training").deployments if d.component == "monitoring"]
     assert "hpclz-aitrain-prod-identity" in deployment.depends_on

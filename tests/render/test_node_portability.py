@@ -115,7 +115,7 @@ def test_enroot_is_built_at_the_commit_its_release_tag_names() -> None:
     scripts = [s for s in _node_scripts_of("ai-training") if "install_containers()" in s]
     assert scripts, "ai-training renders no container install"
     assert "ENROOT_COMMIT=c7dc4a6b66e817af5ceb7d5315850696067b3f80" in scripts[0]
-    assert "releases/download" not in scripts[0]
+    assert "NVIDIA/enroot/releases/download" not in scripts[0]
 
 
 # The node script's container install before finding 21 was fixed: release packages fetched unchecked.
