@@ -428,19 +428,22 @@ def test_out_of_band_drift_is_shown_by_refresh_and_put_back_by_deploy(
     assert run_cli("deploy", str(energy), "--yes").exit_code == 0
     account, bastion = _drift(arm)
 
-    offline = run_cli("plan", str(energy), "--detailed-exitcode")
+    offline = run_cli("plan", str(energy), "--detailed-exitcode", "--refresh=false")
     assert offline.exit_code == 0 and "Azure was not read" in offline.stdout  # it says it did not look
 
-    refreshed = run_cli("plan", str(energy), "--refresh", "--detailed-exitcode")
+    refreshed = run_cli("plan", str(energy), "--detailed-exitcode")  # refresh is the default, as in terraform
     assert refreshed.exit_code == 2, refreshed.stdout + refreshed.stderr
+    assert run_cli("plan", str(energy), "--refresh", "--detailed-exitcode").stdout == refreshed.stdout
     assert "Changed outside hpclz" in refreshed.stdout
     assert 'properties.publicNetworkAccess: "Enabled" -> "Disabled"' in refreshed.stdout
     assert "+ Microsoft.Network/bastionHosts bas-energy-prod-scus" in refreshed.stdout
     only = run_cli("plan", str(energy), "--refresh-only")
     assert "Changed outside hpclz" in only.stdout and "Plan: 0 to add, 0 to change" in only.stdout
 
+    trusting = run_cli("deploy", str(energy), "--yes", "--refresh=false")  # trusts the state: nothing to do
+    assert trusting.exit_code == 0 and arm.world.resources[account]["properties"]["publicNetworkAccess"] == "Enabled"
     start = len(arm.log)
-    fixed = run_cli("deploy", str(energy), "--yes", "--refresh")
+    fixed = run_cli("deploy", str(energy), "--yes")  # deploy refreshes by default too
     assert fixed.exit_code == 0, fixed.stdout + fixed.stderr
     assert sorted(r.path.rsplit("/", 1)[-1] for r in arm.log[start:] if r.method == "PUT") == [
         "hpclz-energy-prod-network",
@@ -448,7 +451,7 @@ def test_out_of_band_drift_is_shown_by_refresh_and_put_back_by_deploy(
     ]
     assert arm.world.resources[account]["properties"]["publicNetworkAccess"] == "Disabled"
     assert bastion in arm.world.resources
-    clean = run_cli("plan", str(energy), "--refresh", "--detailed-exitcode")
+    clean = run_cli("plan", str(energy), "--detailed-exitcode")
     assert clean.exit_code == 0, clean.stdout
     assert_inventory_is_state(arm, energy)
 

@@ -53,7 +53,16 @@ def deploy(
         help="Apply changes that drain a partition or restart nodes (drain it through Slurm first, as plan says).",
     ),
     refresh: bool = typer.Option(
-        False, "--refresh", help="Read the recorded resources back first and put back what changed outside hpclz."
+        True,
+        "--refresh/--no-refresh",
+        help="Read the recorded resources back first and put back what changed outside hpclz (the default); "
+        "--refresh=false trusts the state.",
+        show_default=False,
+    ),
+    refresh_only: bool = typer.Option(
+        False,
+        "--refresh-only",
+        help="Only record in state what changed outside hpclz (after asking); nothing is written to Azure.",
     ),
     replace: list[str] = typer.Option(
         [], "--replace", metavar="ADDRESS", help="Resource ID (or Type/name) to delete and create again (repeatable)."
