@@ -82,9 +82,7 @@ def test_refresh_only_takes_no_plan_replace_or_target(arm: ArmStandIn, energy: P
     assert result.exit_code == 64 and "--refresh-only writes nothing to Azure" in result.stderr
 
 
-def test_refresh_only_before_any_deploy_has_nothing_to_read(
-    arm: ArmStandIn, energy: Path, run_cli: Callable
-) -> None:
+def test_refresh_only_before_any_deploy_has_nothing_to_read(arm: ArmStandIn, energy: Path, run_cli: Callable) -> None:
     start = len(arm.log)
     result = run_cli("deploy", str(energy), "--refresh-only", "--yes")
     assert result.exit_code == 0, result.stdout + result.stderr
