@@ -161,8 +161,18 @@ ROWS = [
     Row(
         "grow Lustre",
         (("capacity_tib: 48", "capacity_tib: 96"),),
-        "Managed Lustre's capacity is fixed at creation "
-        "(https://learn.microsoft.com/azure/azure-managed-lustre/create-file-system-portal); the stand-in refuses "
+        "Managed Lustre grows in place only through an expansion job (az amlfs expansion create, "
+        "https://learn.microsoft.com/cli/azure/amlfs/expansion), not a new storageCapacityTiB in its own PUT; "
+        "hpclz creates no expansion jobs, so it refuses rather than replace a file system Azure can grow",
+        "az amlfs expansion create",
+        applied=False,
+        refused_without="NOT ALLOWED",
+    ),
+    Row(
+        "shrink Lustre",
+        (("capacity_tib: 48", "capacity_tib: 32"),),
+        "Managed Lustre cannot shrink (an expansion job's new capacity must exceed the current one, "
+        "https://learn.microsoft.com/javascript/api/@azure/arm-storagecache/expansionjob); the stand-in refuses "
         "the in-place PUT with PropertyChangeNotAllowed, so only delete-then-create works",
         "DATA LOSS",
         applied=True,
@@ -337,7 +347,7 @@ def test_saved_plan_with_a_not_allowed_change_is_not_saved(arm: ArmStandIn, ener
 
 def test_saved_plan_is_held_to_the_same_contract(arm: ArmStandIn, energy: Path, run_cli: Callable) -> None:
     assert run_cli("deploy", str(energy), "--yes").exit_code == 0
-    edit(energy, (("capacity_tib: 48", "capacity_tib: 96"),))
+    edit(energy, (("capacity_tib: 48", "capacity_tib: 32"),))
     saved = energy.parent / "plan.json"
     assert run_cli("plan", str(energy), "--out", str(saved)).exit_code == 0
     start = len(arm.log)
@@ -350,7 +360,7 @@ def test_saved_plan_is_held_to_the_same_contract(arm: ArmStandIn, energy: Path, 
         arm.world.resources[
             next(k for k in arm.world.resources if k.endswith("amlfilesystems/amlfs-energy-prod-scus"))
         ]["properties"]["storageCapacityTiB"]
-        == 96
+        == 32
     )
 
 
@@ -512,7 +522,7 @@ def test_typing_the_zone_name_is_consent_but_never_for_not_allowed(arm: ArmStand
     from hpclz.services.deploy_contract import Contract
 
     assert deploy(energy).exit_code == 0
-    edit(energy, (("capacity_tib: 48", "capacity_tib: 96"),))
+    edit(energy, (("capacity_tib: 48", "capacity_tib: 32"),))
     asked: list[tuple[list[str], str]] = []
 
     def wrong_name(reasons: list[str], zone: str) -> bool:

@@ -87,7 +87,7 @@ def test_blocked_change_fails_and_usage_errors_are_64(run_cli: Run, config: Path
 
 def test_json_envelope(run_cli: Run, config: Path) -> None:
     apply(config)
-    edit(config, "capacity_tib: 48", "capacity_tib: 96")
+    edit(config, "capacity_tib: 48", "capacity_tib: 32")  # Lustre cannot shrink: a new, empty file system
     result = run_cli("plan", str(config), "-o", "json", "--detailed-exitcode", "--refresh=false")
     envelope = json.loads(result.stdout)
     assert tuple(envelope) == ENVELOPE_KEYS
@@ -101,7 +101,7 @@ def test_json_envelope(run_cli: Run, config: Path) -> None:
     assert "storage.lustre.capacity_tib" in body["data_loss"]
     (change,) = body["config_changes"]
     assert change["path"] == "storage.lustre.capacity_tib"
-    assert (change["before"], change["after"], change["verdict"]["policy"]) == (48, 96, "replace_data")
+    assert (change["before"], change["after"], change["verdict"]["policy"]) == (48, 32, "replace_data")
     (lustre,) = [r for r in body["resources"] if r["action"] != "no_change"]
     assert lustre["action"] == "replace" and lustre["changes"][0]["path"] == "properties.storageCapacityTiB"
 

@@ -123,15 +123,15 @@ def test_real_changes_survive_the_filter() -> None:
     assert len(change.noise) == 1
 
 
-def test_lustre_capacity_in_what_if_is_a_replacement_with_data_loss() -> None:
+def test_lustre_shrunk_in_what_if_is_a_replacement_with_data_loss() -> None:
     changes = mapped(
         {
             "resourceId": f"{RG}/Microsoft.StorageCache/amlFilesystems/amlfs",
             "changeType": "Modify",
             "before": {"properties": {"storageCapacityTiB": 48}},
-            "after": {"properties": {"storageCapacityTiB": 96}},
+            "after": {"properties": {"storageCapacityTiB": 32}},
             "delta": [
-                {"path": "properties.storageCapacityTiB", "propertyChangeType": "Modify", "before": 48, "after": 96}
+                {"path": "properties.storageCapacityTiB", "propertyChangeType": "Modify", "before": 48, "after": 32}
             ],
         },
         {
