@@ -87,3 +87,24 @@ def test_refresh_only_before_any_deploy_has_nothing_to_read(arm: ArmStandIn, ene
     result = run_cli("deploy", str(energy), "--refresh-only", "--yes")
     assert result.exit_code == 0, result.stdout + result.stderr
     assert arm.log[start:] == [] and not list((energy.parent / ".hpclz").rglob("state.json"))
+
+
+def test_answering_no_records_nothing(arm: ArmStandIn, energy: Path, run_cli: Callable) -> None:
+    from hpclz.services.deploy import deploy
+    from hpclz.services.deploy_contract import Contract
+
+    assert run_cli("deploy", str(energy), "--yes").exit_code == 0
+    _drift(arm)
+    before = state_of(energy)
+    shown = []
+    result = deploy(
+        energy,
+        confirm=lambda _plan, _unchanged, changes: bool(shown.append(changes)),
+        contract=Contract(refresh_only=True),
+    )
+    assert result.exit_code == 1 and result.payload.cancelled
+    assert sorted(r.type for r in shown[0].drift) == [
+        "Microsoft.Network/bastionHosts",
+        "Microsoft.Storage/storageAccounts",
+    ]
+    assert state_of(energy) == before
