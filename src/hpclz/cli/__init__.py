@@ -84,9 +84,9 @@ def main(argv: list[str] | None = None) -> int:
     catch-all that reports internal errors.
     """
     command = _readable(typer.main.get_command(app))
-    args = terraform_booleans(list(argv if argv is not None else sys.argv[1:]))
+    args = list(argv if argv is not None else sys.argv[1:])
     try:
-        result = command.main(args=args, prog_name="hpclz", standalone_mode=False)
+        result = command.main(args=terraform_booleans(args), prog_name="hpclz", standalone_mode=False)
     except typer.TyperException as exc:  # click's UsageError, BadParameter, ... (typer vendors click)
         if wants_json(args):
             _envelope(_command_name(args), ExitCode.USAGE, "usage", exc.format_message())
@@ -122,7 +122,9 @@ def terraform_booleans(args: list[str]) -> list[str]:
         if arg == "--":
             return out + args[i:]
         name, equals, value = arg.partition("=")
-        if equals and name in BOOLEAN_FLAGS and value.lower() in TRUE_WORDS:
+        if equals and name in BOOLEAN_FLAGS:
+            if value.lower() not in TRUE_WORDS:
+                raise typer.BadParameter(f"{arg}: {name} takes true or false")
             arg = name if TRUE_WORDS[value.lower()] else f"--no-{name[2:]}"
         out.append(arg)
     return out
