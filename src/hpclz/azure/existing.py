@@ -1,0 +1,60 @@
+"""Reads of what an `existing` config block names and hpclz does not own: network security groups, the hub's
+gateways, a Managed Lustre file system, a Key Vault and its secrets (names only, never values).
+
+Network reads go through azure-mgmt-network when the resource is in the deploying subscription (the client is
+bound to one subscription); anything else is read by ID with the provider's pinned API version. Every answer is
+a plain dict in the REST shape; None means ARM answered 404.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hpclz.arm.api_versions import pinned_version
+from hpclz.azure.arm import KEY_VAULT_API, NETWORK_API, Arm, _unless_missing, plain_dict
+
+LUSTRE_API = pinned_version("Microsoft.StorageCache/amlFilesystems") or "2024-03-01"
+SECRET_API = pinned_version("Microsoft.KeyVault/vaults/secrets") or KEY_VAULT_API
+
+
+def _parts(resource_id: str) -> tuple[str, str, str]:
+    """(subscription, resource group, name) of an ARM resource ID."""
+    parts = resource_id.strip("/").split("/")
+    return parts[1], parts[3], parts[-1]
+
+
+def _local(arm: Arm, resource_id: str) -> bool:
+    return _parts(resource_id)[0].lower() == arm.subscription_id.lower()
+
+
+def network_security_group(arm: Arm, resource_id: str) -> dict[str, Any] | None:
+    """An NSG with its own and its default security rules (Network Security Groups - Get)."""
+    if not _local(arm, resource_id):
+        return arm.get_resource(resource_id, NETWORK_API)
+    _, group, name = _parts(resource_id)
+    return _unless_missing(lambda: arm.clients.network.network_security_groups.get(group, name))
+
+
+def virtual_network_gateways(arm: Arm, vnet_id: str) -> list[dict[str, Any]] | None:
+    """The VPN/ExpressRoute gateways in a VNet's resource group (Virtual Network Gateways - List); None when the
+    group is in another subscription, where the network client cannot list (the VNet's own read still answers)."""
+    if not _local(arm, vnet_id):
+        return None
+    _, group, _ = _parts(vnet_id)
+    return [plain_dict(g) for g in arm.clients.network.virtual_network_gateways.list(group)]
+
+
+def lustre_file_system(arm: Arm, resource_id: str) -> dict[str, Any] | None:
+    """An Azure Managed Lustre file system (amlFilesystems - Get): sku, capacity, subnet, clientInfo, hsm, health."""
+    return arm.get_resource(resource_id, LUSTRE_API)
+
+
+def key_vault(arm: Arm, resource_id: str) -> dict[str, Any] | None:
+    """A vault's management-plane properties (Vaults - Get): RBAC mode, soft delete, purge protection."""
+    return arm.get_resource(resource_id, KEY_VAULT_API)
+
+
+def secret_exists(arm: Arm, vault_id: str, name: str) -> bool:
+    """Whether a vault holds a secret of that name. The management plane's Secrets - Get answers with the
+    secret's attributes and URIs, never its value, so nothing secret reaches hpclz."""
+    return arm.get_resource(f"{vault_id.rstrip('/')}/secrets/{name}", SECRET_API) is not None

@@ -1,0 +1,124 @@
+"""Live rules for an existing Managed Lustre file system and an existing Key Vault: what the rendered templates and
+node scripts assume of them, checked against what Azure returns before anything is deployed."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from hpclz.config.identity import ExistingKeyVault
+from hpclz.config.network import ExistingVnet
+from hpclz.config.storage import ExistingLustre
+from hpclz.deploy.live_context import LiveContext
+from hpclz.deploy.live_reads import referenced_secrets
+from hpclz.findings import Finding, Severity
+from hpclz.rules.base import Rule
+
+LUSTRE = ("storage", "lustre")
+VAULT = ("identity", "key_vault")
+# The nodes mount "<mgs_address>@tcp:/lustrefs" (templates/cloud-init/_mounts.sh.j2): Managed Lustre's file
+# system name, as its clientInfo.mountCommand shows it (azure-rest-api-specs Microsoft.StorageCache 2024-03-01
+# examples/amlFilesystems_Get.json: "mount -t lustre 10.0.0.4@tcp:/lustrefs /lustre/lustrefs").
+FSNAME = "lustrefs"
+_MOUNT_SOURCE = re.compile(r"@tcp:/(?P<fsname>[^\s/]+)")
+
+
+def _vnet_of(subnet_id: str) -> str:
+    return subnet_id.lower().split("/subnets/")[0]
+
+
+def _reachable_vnets(ctx: LiveContext) -> set[str]:
+    """VNet IDs (lower case) the nodes reach: an existing VNet and its peers, or the hub a new VNet peers with."""
+    network = ctx.loaded.config.network
+    found: set[str] = set()
+    if isinstance(network.vnet, ExistingVnet):
+        found.add(network.vnet.resource_id.lower())
+        for peering in ((ctx.existing_vnet or {}).get("properties") or {}).get("virtualNetworkPeerings") or []:
+            remote = ((peering.get("properties") or {}).get("remoteVirtualNetwork") or {}).get("id")
+            if remote:
+                found.add(str(remote).lower())
+    if network.hub_peering is not None:
+        found.add(network.hub_peering.remote_vnet_id.lower())
+    return found
+
+
+class ExistingLustreMatches(Rule[LiveContext]):
+    """storage.lustre.mode: existing is mounted by address at boot on every node; a file system that is gone, not
+    Available, at another MGS address, under another file system name or in a VNet the nodes cannot reach fails
+    every mount. Fields: amlFilesystems - Get (health.state, clientInfo.mgsAddress, clientInfo.mountCommand,
+    filesystemSubnet), azure-rest-api-specs Microsoft.StorageCache 2024-03-01 examples/amlFilesystems_Get.json."""
+
+    id = "HPCLZ-STO-102"
+    severity = Severity.ERROR
+    title = "The existing Lustre file system is not what the config declares"
+    fix = "Correct storage.lustre (resource_id, mgs_address) to the file system's values in Azure."
+
+    def check(self, ctx: LiveContext) -> Iterable[Finding]:
+        lustre = ctx.loaded.config.storage.lustre
+        if not isinstance(lustre, ExistingLustre) or ctx.existing_lustre is None:
+            return
+        found = ctx.existing_lustre
+        if not found:
+            yield self.finding(ctx, (*LUSTRE, "resource_id"), f"{lustre.resource_id} does not exist")
+            return
+        props: dict[str, Any] = found.get("properties") or {}
+        health = (props.get("health") or {}).get("state")
+        if health != "Available":
+            yield self.finding(ctx, (*LUSTRE, "resource_id"), f"the file system's health is {health}, not Available")
+        yield from self._client(ctx, lustre, props.get("clientInfo") or {})
+        subnet = str(props.get("filesystemSubnet") or "")
+        if subnet and _vnet_of(subnet) not in _reachable_vnets(ctx):
+            yield self.finding(
+                ctx,
+                (*LUSTRE, "resource_id"),
+                f"the file system sits in {_vnet_of(subnet)}, which the zone's VNet is not peered with",
+            )
+
+    def _client(self, ctx: LiveContext, lustre: ExistingLustre, client: dict[str, Any]) -> Iterator[Finding]:
+        address = client.get("mgsAddress")
+        if address and address != lustre.mgs_address:
+            yield self.finding(
+                ctx, (*LUSTRE, "mgs_address"), f"the file system's MGS address is {address}, not {lustre.mgs_address}"
+            )
+        named = _MOUNT_SOURCE.search(str(client.get("mountCommand") or ""))
+        if named and named.group("fsname") != FSNAME:
+            yield self.finding(
+                ctx,
+                (*LUSTRE, "resource_id"),
+                f"the file system is named {named.group('fsname')}; the nodes mount {FSNAME}",
+            )
+
+
+class ExistingVaultUnfit(Rule[LiveContext]):
+    """identity.key_vault.mode: existing holds secrets hpclz reads with role assignments (Key Vault Secrets User),
+    which a vault grants only in RBAC mode (enableRbacAuthorization; access-policy vaults ignore roles on data,
+    learn.microsoft.com/azure/key-vault/general/rbac-guide); soft delete protects them from a mistaken delete
+    (learn.microsoft.com/azure/key-vault/general/soft-delete-overview); and every secret the config names must be
+    there. Secrets are read through the management plane (Secrets - Get), which returns names and URIs, never
+    values. Vault shape: azure-rest-api-specs Microsoft.KeyVault 2023-07-01 examples/getVault.json."""
+
+    id = "HPCLZ-IDN-102"
+    severity = Severity.ERROR
+    title = "The existing Key Vault cannot serve the cluster's secrets"
+    fix = "Use a vault in RBAC mode with soft delete on, holding every secret the config names."
+
+    def check(self, ctx: LiveContext) -> Iterable[Finding]:
+        vault = ctx.loaded.config.identity.key_vault
+        if not isinstance(vault, ExistingKeyVault) or ctx.existing_vault is None:
+            return
+        if not ctx.existing_vault:
+            yield self.finding(ctx, (*VAULT, "resource_id"), f"{vault.resource_id} does not exist")
+            return
+        props = ctx.existing_vault.get("properties") or {}
+        if props.get("enableRbacAuthorization") is not True:
+            yield self.finding(
+                ctx,
+                (*VAULT, "resource_id"),
+                "the vault uses access policies, so hpclz's role assignments grant nothing",
+            )
+        if props.get("enableSoftDelete") is False:
+            yield self.finding(ctx, (*VAULT, "resource_id"), "the vault has soft delete off")
+        for name, path in referenced_secrets(ctx).items():
+            if ctx.vault_secrets.get(name) is False:
+                yield self.finding(ctx, path, f"the vault holds no secret named {name}")

@@ -1,0 +1,78 @@
+"""Preflight reads of what `existing` blocks name: the NSGs on an existing VNet's subnets, the hub's gateways,
+an existing Managed Lustre file system and an existing Key Vault with the secrets the config expects in it.
+
+Each read that fails is recorded in `ctx.unavailable` (HPCLZ-CMP-106 reports it) instead of stopping preflight.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
+from typing import Any
+
+from hpclz.azure import existing
+from hpclz.azure.arm import Arm
+from hpclz.azure.errors import describe, sdk_error
+from hpclz.config.identity import ExistingKeyVault
+from hpclz.config.storage import ExistingLustre
+from hpclz.deploy.live_context import LiveContext
+
+
+def _read(ctx: LiveContext, what: str, read: Callable[[], Any]) -> Any:
+    try:
+        return read()
+    except sdk_error() as exc:
+        ctx.unavailable[what] = describe(exc).one_line()
+        return None
+
+
+def subnet_nsg_ids(vnet: dict[str, Any]) -> list[str]:
+    """The NSGs attached to the VNet's subnets, as VirtualNetworks - Get names them (subnets[].networkSecurityGroup)."""
+    ids = []
+    for subnet in (vnet.get("properties") or {}).get("subnets") or []:
+        nsg = ((subnet.get("properties") or {}).get("networkSecurityGroup") or {}).get("id")
+        if nsg and str(nsg).lower() not in ids:
+            ids.append(str(nsg).lower())
+    return ids
+
+
+def referenced_secrets(ctx: LiveContext) -> dict[str, tuple[str, ...]]:
+    """Secrets the config expects in an existing vault, each with the config path that names it: the Slurm
+    accounting database password."""
+    accounting = ctx.loaded.config.compute.accounting
+    name = getattr(accounting, "password_secret_name", None)
+    return {name: ("compute", "accounting", "password_secret_name")} if name else {}
+
+
+def read_existing(arm: Arm, ctx: LiveContext) -> None:
+    config = ctx.loaded.config
+    for nsg_id in subnet_nsg_ids(ctx.existing_vnet or {}):
+        body = _read(ctx, f"network security group {nsg_id}", partial(existing.network_security_group, arm, nsg_id))
+        ctx.nsgs[nsg_id] = body or {}
+    hub = config.network.hub_peering
+    if hub is not None and hub.use_remote_gateways and ctx.hub_vnet:
+        what = f"gateways beside {hub.remote_vnet_id}"
+        ctx.hub_gateways = _read(ctx, what, lambda: existing.virtual_network_gateways(arm, hub.remote_vnet_id))
+    lustre = config.storage.lustre
+    if isinstance(lustre, ExistingLustre):
+        what = f"existing Lustre {lustre.resource_id}"
+        body = _read(ctx, what, lambda: existing.lustre_file_system(arm, lustre.resource_id))
+        if what not in ctx.unavailable:
+            ctx.existing_lustre = body or {}
+    vault = config.identity.key_vault
+    if isinstance(vault, ExistingKeyVault):
+        _read_vault(arm, ctx, vault.resource_id)
+
+
+def _read_vault(arm: Arm, ctx: LiveContext, vault_id: str) -> None:
+    what = f"existing Key Vault {vault_id}"
+    body = _read(ctx, what, lambda: existing.key_vault(arm, vault_id))
+    if what in ctx.unavailable:
+        return
+    ctx.existing_vault = body or {}
+    if not body:
+        return
+    for name in referenced_secrets(ctx):
+        found = _read(ctx, f"secret {name} in {vault_id}", partial(existing.secret_exists, arm, vault_id, name))
+        if found is not None:
+            ctx.vault_secrets[name] = found
