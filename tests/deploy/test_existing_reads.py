@@ -1,0 +1,246 @@
+"""Preflight reads what `existing` blocks name (issue 13 item 4): NSGs and peerings of an existing VNet, the hub's
+gateway transit (finding 5), an existing Managed Lustre and an existing Key Vault. Every Azure answer is an
+azure-rest-api-specs example (tests/fixtures/arm/existing/, each file's `_source`) served by the ARM stand-in and
+read through hpclz's adapter on the real SDK clients."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hpclz.azure.arm import Arm
+from hpclz.azure.clients import AzureClients
+from hpclz.config.loader import LoadedConfig
+from hpclz.deploy.live_context import LiveContext
+from hpclz.deploy.live_existing import ExistingLustreMatches, ExistingVaultUnfit
+from hpclz.deploy.live_network import NO_TRANSIT, HubHasNoGateway, SpokePeeringNotConnected
+from hpclz.deploy.live_nsg import ExistingSubnetWithoutNsg, NsgBlocksLustre
+from hpclz.deploy.preflight import gather
+from hpclz.findings import Severity
+from hpclz.render.build import build_plan
+from hpclz.rules.base import Rule
+from tests.support.arm_standin import ArmStandIn
+from tests.support.existing_resources import HUB_ID, SUB, VNET_ID, loaded, preset, spec, subnet_names, vnet_body
+
+SPOKE_RG = f"/subscriptions/{SUB}/resourceGroups/rg-spoke-net"
+HUB_RG = HUB_ID.split("/providers/")[0]
+NSG_ID = f"{SPOKE_RG}/providers/Microsoft.Network/networkSecurityGroups/testnsg"
+
+
+def read(arm: ArmStandIn, config: LoadedConfig, **resources: dict[str, Any]) -> LiveContext:
+    """Preflight's gather on the stand-in holding `resources` (by ID), as Azure would hold them."""
+    for body in resources.values():
+        arm.world.resources[str(body["id"]).lower()] = body
+    return gather(Arm(AzureClients(arm.subscription_id)), config, build_plan(config.config), {})
+
+
+def messages(rule: type[Rule[Any]], ctx: LiveContext) -> list[str]:
+    return [f.message for f in rule().check(ctx)]
+
+
+def nsg(*extra_rules: dict[str, Any]) -> dict[str, Any]:
+    """NetworkSecurityGroupGet.json in the spoke's network group, with `extra_rules` added to its own."""
+    body = spec("nsg_get", **{"/subscriptions/subid/resourceGroups/rg1": SPOKE_RG})
+    body["properties"]["securityRules"].extend(extra_rules)
+    return body
+
+
+def rule(name: str, priority: int, direction: str, access: str, **fields: Any) -> dict[str, Any]:
+    props = {"protocol": "*", "sourcePortRange": "*", "destinationPortRange": "*", "sourceAddressPrefix": "*"}
+    props |= {"destinationAddressPrefix": "*", "access": access, "priority": priority, "direction": direction}
+    props |= fields
+    return {"name": name, "properties": {k: v for k, v in props.items() if v is not None}}
+
+
+# --- NSGs on an existing VNet's subnets -------------------------------------------------------------------------
+
+
+def test_subnets_without_an_nsg_are_named_and_an_attached_one_is_read(arm: ArmStandIn) -> None:
+    config = loaded(preset("ai-training"))
+    names = subnet_names(config)
+    ctx = read(arm, config, vnet=vnet_body(config))
+    assert messages(ExistingSubnetWithoutNsg, ctx) == [
+        f"subnet {name} has no network security group" for name, _ in names.values()
+    ]
+    ctx = read(arm, config, vnet=vnet_body(config, nsgs=dict.fromkeys(names, NSG_ID)), nsg=nsg())
+    assert messages(ExistingSubnetWithoutNsg, ctx) == []
+    assert ctx.nsgs[NSG_ID.lower()]["name"] == "testnsg"
+    assert any(r.method == "GET" and "/networkSecurityGroups/testnsg" in r.path for r in arm.log)
+
+
+def _lustre_ctx(lustre_nsg: dict[str, Any]) -> LiveContext:
+    config = loaded(preset("ai-training"))
+    lustre_id = f"{SPOKE_RG}/providers/Microsoft.Network/networkSecurityGroups/lustre"
+    nsgs = {role: NSG_ID for role in subnet_names(config)} | {"lustre": lustre_id}
+    return LiveContext(
+        loaded=config,
+        location="eastus2",
+        existing_vnet=vnet_body(config, nsgs=nsgs),
+        nsgs={NSG_ID.lower(): nsg(), lustre_id.lower(): lustre_nsg},
+    )
+
+
+def test_the_spec_nsg_lets_lustre_through_on_its_default_rules() -> None:
+    """AllowVnetInBound/AllowVnetOutBound (65000) carry 988 and 1019-1023, as the AMLFS prerequisites say."""
+    assert messages(NsgBlocksLustre, _lustre_ctx(nsg())) == []
+
+
+def test_a_zero_trust_nsg_without_the_lustre_rule_blocks_the_clients() -> None:
+    """The AMLFS zero-trust page's inbound "120 Deny all" (configure-network-security-group.md) without its rule 111
+    stops both client subnets at port 988; adding rule 111 for the client subnets lets them through."""
+    deny_all = rule("deny-all-inbound", 120, "Inbound", "Deny")
+    ctx = _lustre_ctx(nsg(deny_all))
+    admin, compute, lustre = (subnet_names(ctx.loaded)[r][1] for r in ("admin", "compute", "lustre"))
+    assert messages(NsgBlocksLustre, ctx) == [
+        f"NSG testnsg rule deny-all-inbound (priority 120) denies inbound TCP 988 from {client} to {lustre}; "
+        "Lustre needs 988 and 1019-1023"
+        for client in (admin, compute)
+    ]
+    lustre_clients = rule(
+        "lustre-clients",
+        111,
+        "Inbound",
+        "Allow",
+        protocol="Tcp",
+        destinationPortRange=None,
+        destinationPortRanges=["988", "1019-1023"],
+        sourceAddressPrefix=None,
+        sourceAddressPrefixes=[admin, compute],
+        destinationAddressPrefix=lustre,
+    )
+    assert messages(NsgBlocksLustre, _lustre_ctx(nsg(lustre_clients, deny_all))) == []
+
+
+# --- the spoke's peering and the hub's gateway transit (finding 5) --------------------------------------------
+
+
+def _peering(remote: str, state: str, **flags: bool) -> dict[str, Any]:
+    """VirtualNetworkPeeringGet.json pointed at `remote`, in `state`, with its flags changed."""
+    body = spec(
+        "vnet_peering_get",
+        **{"/subscriptions/subid/resourceGroups/peerTest/providers/Microsoft.Network/virtualNetworks/vnet2": remote},
+    )
+    body["properties"].update(peeringState=state, **flags)
+    return body
+
+
+def _hub(*peerings: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "name": "vnet-hub-weu",
+        "id": HUB_ID,
+        "type": "Microsoft.Network/virtualNetworks",
+        "properties": {
+            "addressSpace": {"addressPrefixes": ["10.0.0.0/16"]},
+            "subnets": [
+                {
+                    "name": "GatewaySubnet",
+                    "id": f"{HUB_ID}/subnets/GatewaySubnet",
+                    "properties": {"addressPrefix": "10.0.255.0/27"},
+                }
+            ],
+            "virtualNetworkPeerings": list(peerings),
+        },
+    }
+
+
+def _gateway() -> dict[str, Any]:
+    """VirtualNetworkGatewayList.json's first gateway, moved into the hub's group and its GatewaySubnet."""
+    return spec(
+        "vnet_gateway_list_first",
+        **{
+            "/subscriptions/subid/resourceGroups/rg1/providers/Microsoft.Network/virtualNetworks/vnet1": HUB_ID,
+            "/subscriptions/subid/resourceGroups/rg1": HUB_RG,
+        },
+    )
+
+
+def _finance() -> LoadedConfig:
+    return loaded(preset("finance", **{"network.hub_peering.remote_vnet_id": HUB_ID}))
+
+
+def test_the_spoke_peering_must_be_connected_and_use_the_gateways(arm: ArmStandIn) -> None:
+    config = _finance()
+    ctx = read(arm, config, vnet=vnet_body(config))
+    assert messages(SpokePeeringNotConnected, ctx) == [f"the VNet has no peering to {HUB_ID}"]
+    initiated = _peering(HUB_ID, "Initiated")
+    ctx = read(arm, config, vnet=vnet_body(config, peerings=[initiated]))
+    assert messages(SpokePeeringNotConnected, ctx) == [
+        "peering peer is Initiated, not Connected",
+        "peering peer does not use the hub's gateways, as the config declares",
+    ]
+    connected = _peering(HUB_ID, "Connected", useRemoteGateways=True)
+    assert messages(SpokePeeringNotConnected, read(arm, config, vnet=vnet_body(config, peerings=[connected]))) == []
+
+
+def test_the_hub_side_is_read_for_a_gateway_and_gateway_transit(arm: ArmStandIn) -> None:
+    """A gateway known only from Virtual Network Gateways - List counts; the hub's own peering to the spoke must
+    allow gateway transit (ARM's words for the refusal: hashicorp/terraform#20298)."""
+    config = _finance()
+    spoke = vnet_body(config, peerings=[_peering(HUB_ID, "Connected", useRemoteGateways=True)])
+    back = _peering(VNET_ID, "Connected")  # the spec example's allowGatewayTransit: false
+    ctx = read(arm, config, vnet=spoke, hub=_hub(back))
+    assert messages(HubHasNoGateway, ctx) == [
+        "the hub VNet's GatewaySubnet holds no virtual network gateway (ARM: RemoteVnetHasNoGateways)",
+        f"the hub's peering peer to vnet-spoke has allowGatewayTransit false (ARM: {NO_TRANSIT})",
+    ]
+    back["properties"]["allowGatewayTransit"] = True
+    ctx = read(arm, config, vnet=spoke, hub=_hub(back), gateway=_gateway())
+    assert ctx.hub_gateways is not None and [g["name"] for g in ctx.hub_gateways] == ["vpngw1"]
+    assert messages(HubHasNoGateway, ctx) == []
+    [alone] = HubHasNoGateway().check(read(arm, config, vnet=spoke, hub=_hub()))
+    assert alone.severity is Severity.WARNING and "no peering to vnet-spoke yet" in alone.message
+
+
+# --- an existing Managed Lustre file system ---------------------------------------------------------------------
+
+LUSTRE_ID = f"/subscriptions/{SUB}/resourceGroups/scgroup/providers/Microsoft.StorageCache/amlFilesystems/fs1"
+
+
+def _with_lustre(mgs: str) -> LoadedConfig:
+    data = preset("ai-training")
+    data["storage"]["lustre"] = {"mode": "existing", "resource_id": LUSTRE_ID, "mgs_address": mgs}
+    return loaded(data)
+
+
+def test_an_existing_lustre_is_read_and_compared(arm: ArmStandIn) -> None:
+    config = _with_lustre("10.0.0.4")
+    ctx = read(arm, config, vnet=vnet_body(config))
+    assert messages(ExistingLustreMatches, ctx) == [f"{LUSTRE_ID} does not exist"]
+    as_in_spec = spec("amlfs_get", **{"00000000-0000-0000-0000-000000000000": SUB})
+    other_vnet = f"/subscriptions/{SUB}/resourceGroups/scgroup/providers/Microsoft.Network/virtualNetworks/scvnet"
+    ctx = read(arm, _with_lustre("10.0.0.5"), vnet=vnet_body(config), lustre=as_in_spec)
+    assert messages(ExistingLustreMatches, ctx) == [
+        "the file system's MGS address is 10.0.0.4, not 10.0.0.5",
+        f"the file system sits in {other_vnet.lower()}, which the zone's VNet is not peered with",
+    ]
+    in_zone = spec("amlfs_get", **{"00000000-0000-0000-0000-000000000000": SUB, other_vnet: VNET_ID})
+    assert messages(ExistingLustreMatches, read(arm, config, vnet=vnet_body(config), lustre=in_zone)) == []
+
+
+# --- an existing Key Vault ---------------------------------------------------------------------------------------
+
+VAULT_ID = f"/subscriptions/{SUB}/resourceGroups/sample-resource-group/providers/Microsoft.KeyVault/vaults/sample-vault"
+
+
+def test_an_existing_vault_needs_rbac_and_the_secrets_the_config_names(arm: ArmStandIn) -> None:
+    """energy keeps its Slurm accounting password (slurmdb-password) in the vault."""
+    data = preset("energy")
+    data["identity"]["key_vault"] = {"mode": "existing", "resource_id": VAULT_ID}
+    config = loaded(data)
+    spec_vault = spec("keyvault_get", **{"00000000-0000-0000-0000-000000000000": SUB})
+    ctx = read(arm, config, vnet=vnet_body(config), vault=spec_vault)
+    assert messages(ExistingVaultUnfit, ctx) == [
+        "the vault uses access policies, so hpclz's role assignments grant nothing",
+        "the vault holds no secret named slurmdb-password",
+    ]
+    spec_vault["properties"]["enableRbacAuthorization"] = True
+    secret = spec(
+        "keyvault_secret_get",
+        **{
+            "00000000-0000-0000-0000-000000000000": SUB,
+            "sample-group": "sample-resource-group",
+            "secret-name": "slurmdb-password",
+        },
+    )
+    ctx = read(arm, config, vnet=vnet_body(config), vault=spec_vault, secret=secret)
+    assert ctx.vault_secrets == {"slurmdb-password": True}
+    assert messages(ExistingVaultUnfit, ctx) == []
