@@ -98,6 +98,13 @@ def test_a_vnet_with_the_declared_subnets_passes() -> None:
             _vnet({**SUBNETS, "snet-cae-netapp-test-weu": ("10.80.2.0/26", None)}),
             "subnet snet-cae-netapp-test-weu is not delegated to Microsoft.NetApp/volumes",
         ),
+        (
+            # A delegated subnet holds only its service (learn.microsoft.com/azure/virtual-network/
+            # subnet-delegation-overview): compute nodes could not be placed in it.
+            _vnet({**SUBNETS, "snet-cae-compute-test-weu": ("10.80.8.0/22", "Microsoft.NetApp/volumes")}),
+            "subnet snet-cae-compute-test-weu is delegated to Microsoft.NetApp/volumes, so the compute resources "
+            "hpclz places there cannot use it",
+        ),
     ],
 )
 def test_each_mismatch_is_named(vnet: dict[str, Any], expected: str) -> None:
