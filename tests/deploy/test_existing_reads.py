@@ -12,6 +12,7 @@ from hpclz.azure.clients import AzureClients
 from hpclz.config.loader import LoadedConfig
 from hpclz.deploy.live_context import LiveContext
 from hpclz.deploy.live_existing import ExistingLustreMatches, ExistingVaultUnfit
+from hpclz.deploy.live_netapp import ExistingNetAppVolumes
 from hpclz.deploy.live_network import NO_TRANSIT, HubHasNoGateway, SpokePeeringNotConnected
 from hpclz.deploy.live_nsg import ExistingSubnetWithoutNsg, NsgBlocksLustre
 from hpclz.deploy.preflight import gather
@@ -244,3 +245,58 @@ def test_an_existing_vault_needs_rbac_and_the_secrets_the_config_names(arm: ArmS
     ctx = read(arm, config, vnet=vnet_body(config), vault=spec_vault, secret=secret)
     assert ctx.vault_secrets == {"slurmdb-password": True}
     assert messages(ExistingVaultUnfit, ctx) == []
+
+
+# --- an existing NetApp account -----------------------------------------------------------------------------------
+
+NETAPP_ACCOUNT = f"/subscriptions/{SUB}/resourceGroups/myRG/providers/Microsoft.NetApp/netAppAccounts/account1"
+
+
+def _with_netapp() -> LoadedConfig:
+    """manufacturing's two volumes (apps NFSv4.1, results NFSv3), now in an account it does not own."""
+    data = preset("manufacturing")
+    data["storage"]["netapp"] = {
+        "mode": "existing",
+        "account_resource_id": NETAPP_ACCOUNT,
+        "volumes": [
+            {**v, "name": n} for v, n in zip(data["storage"]["netapp"]["volumes"], ("volume1", "results"), strict=True)
+        ],
+    }
+    return loaded(data)
+
+
+def test_existing_netapp_volumes_are_listed_across_pools_and_checked(arm: ArmStandIn) -> None:
+    config = _with_netapp()
+    assert messages(ExistingNetAppVolumes, read(arm, config, vnet=vnet_body(config))) == [
+        f"{NETAPP_ACCOUNT} does not exist"
+    ]
+    moves = {"D633CC2E-722B-4AE1-B636-BBD9E4C60ED9": SUB}
+    account = {"id": NETAPP_ACCOUNT, "name": "account1", "type": "Microsoft.NetApp/netAppAccounts", "properties": {}}
+    pool, volume = spec("netapp_pool_list_first", **moves), spec("netapp_volume_list_first", **moves)
+    ctx = read(arm, config, vnet=vnet_body(config), account=account, pool=pool, volume=volume)
+    assert messages(ExistingNetAppVolumes, ctx) == [
+        "volume volume1 speaks NFSv3, not NFSv4.1",  # the example declares no protocolTypes: the default
+        "the account has no volume named results",
+    ]
+    admin, compute = (str(getattr(config.config.network.vnet.subnets, r).cidr) for r in ("admin", "compute"))
+    volume["properties"]["protocolTypes"] = ["NFSv4.1"]
+    volume["properties"]["exportPolicy"] = {
+        "rules": [{"ruleIndex": 1, "unixReadWrite": True, "nfsv3": False, "nfsv41": True, "allowedClients": compute}]
+    }
+    ctx = read(arm, config, vnet=vnet_body(config), volume=volume)
+    assert messages(ExistingNetAppVolumes, ctx)[0] == (
+        f"volume volume1 exports no read-write NFSv4.1 rule to the admin subnet {admin}"
+    )
+    volume["properties"]["exportPolicy"]["rules"][0]["allowedClients"] = f"{admin}, {compute}"
+    results = {**volume, "id": volume["id"].replace("volume1", "results"), "name": "account1/pool1/results"}
+    results["properties"] = {
+        **volume["properties"],
+        "protocolTypes": ["NFSv3"],
+        "exportPolicy": {
+            "rules": [
+                {"ruleIndex": 1, "unixReadWrite": True, "nfsv3": True, "nfsv41": False, "allowedClients": "0.0.0.0/0"}
+            ]
+        },
+    }
+    ctx = read(arm, config, vnet=vnet_body(config), volume=volume, results=results)
+    assert messages(ExistingNetAppVolumes, ctx) == []

@@ -15,6 +15,7 @@ from hpclz.azure.arm import KEY_VAULT_API, NETWORK_API, Arm, _unless_missing, pl
 
 LUSTRE_API = pinned_version("Microsoft.StorageCache/amlFilesystems") or "2024-03-01"
 SECRET_API = pinned_version("Microsoft.KeyVault/vaults/secrets") or KEY_VAULT_API
+NETAPP_API = pinned_version("Microsoft.NetApp/netAppAccounts/capacityPools/volumes") or "2024-07-01"
 
 
 def _parts(resource_id: str) -> tuple[str, str, str]:
@@ -58,3 +59,30 @@ def secret_exists(arm: Arm, vault_id: str, name: str) -> bool:
     """Whether a vault holds a secret of that name. The management plane's Secrets - Get answers with the
     secret's attributes and URIs, never its value, so nothing secret reaches hpclz."""
     return arm.get_resource(f"{vault_id.rstrip('/')}/secrets/{name}", SECRET_API) is not None
+
+
+def _list(arm: Arm, collection: str, api_version: str) -> list[dict[str, Any]]:
+    """A child collection ({value, nextLink}) by path, every page; the generic client has no call for children."""
+    from azure.core.rest import HttpRequest
+
+    items: list[dict[str, Any]] = []
+    request = HttpRequest("GET", collection, params={"api-version": api_version})
+    while True:
+        response = arm.clients.resources.send_request(request)
+        response.raise_for_status()
+        page = dict(response.json())
+        items.extend(page.get("value") or [])
+        if not page.get("nextLink"):
+            return items
+        request = HttpRequest("GET", str(page["nextLink"]))
+
+
+def netapp_volumes(arm: Arm, account_id: str) -> list[dict[str, Any]] | None:
+    """Every volume of a NetApp account, across its capacity pools (Pools - List, Volumes - List); None when the
+    account does not exist."""
+    if arm.get_resource(account_id, NETAPP_API) is None:
+        return None
+    volumes: list[dict[str, Any]] = []
+    for pool in _list(arm, f"{account_id.rstrip('/')}/capacityPools", NETAPP_API):
+        volumes.extend(_list(arm, f"{str(pool['id']).rstrip('/')}/volumes", NETAPP_API))
+    return volumes

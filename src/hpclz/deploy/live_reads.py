@@ -14,7 +14,7 @@ from hpclz.azure import existing
 from hpclz.azure.arm import Arm
 from hpclz.azure.errors import describe, sdk_error
 from hpclz.config.identity import ExistingKeyVault
-from hpclz.config.storage import ExistingLustre
+from hpclz.config.storage import ExistingLustre, ExistingNetApp
 from hpclz.deploy.live_context import LiveContext
 
 
@@ -59,6 +59,13 @@ def read_existing(arm: Arm, ctx: LiveContext) -> None:
         body = _read(ctx, what, lambda: existing.lustre_file_system(arm, lustre.resource_id))
         if what not in ctx.unavailable:
             ctx.existing_lustre = body or {}
+    netapp = config.storage.netapp
+    if isinstance(netapp, ExistingNetApp):
+        what = f"existing NetApp account {netapp.account_resource_id}"
+        volumes = _read(ctx, what, lambda: existing.netapp_volumes(arm, netapp.account_resource_id))
+        if what not in ctx.unavailable:
+            ctx.netapp_account = volumes is not None
+            ctx.netapp_volumes = volumes or []
     vault = config.identity.key_vault
     if isinstance(vault, ExistingKeyVault):
         _read_vault(arm, ctx, vault.resource_id)

@@ -15,6 +15,7 @@ from hpclz.deploy.live_context import LiveContext, capability
 from hpclz.deploy.live_existing import ExistingLustreMatches, ExistingVaultUnfit
 from hpclz.deploy.live_images import CustomImageFitsNodes, CustomImageUsable, gallery_definition, image_regions
 from hpclz.deploy.live_names import GlobalNameTaken, SoftDeletedVaultHoldsName
+from hpclz.deploy.live_netapp import ExistingNetAppVolumes
 from hpclz.deploy.live_network import VNET, ExistingVnetMatches, HubHasNoGateway, SpokePeeringNotConnected
 from hpclz.deploy.live_nsg import ExistingSubnetWithoutNsg, NsgBlocksLustre
 from hpclz.deploy.live_subscription import (
@@ -32,6 +33,7 @@ __all__ = [
     "CustomImageFitsNodes",
     "CustomImageUsable",
     "ExistingLustreMatches",
+    "ExistingNetAppVolumes",
     "ExistingSubnetWithoutNsg",
     "ExistingVaultUnfit",
     "ExistingVnetMatches",
@@ -65,6 +67,7 @@ LIVE_RULES: tuple[type[Rule[Any]], ...] = (
     HubHasNoGateway,
     SpokePeeringNotConnected,
     ExistingLustreMatches,
+    ExistingNetAppVolumes,
     ExistingVaultUnfit,
     GlobalNameTaken,
     SoftDeletedVaultHoldsName,
