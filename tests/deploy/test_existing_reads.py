@@ -111,6 +111,16 @@ def test_a_zero_trust_nsg_without_the_lustre_rule_blocks_the_clients() -> None:
     assert messages(NsgBlocksLustre, _lustre_ctx(nsg(lustre_clients, deny_all))) == []
 
 
+def test_a_rule_on_application_security_groups_is_not_taken_for_everyone() -> None:
+    """Such a rule names groups, not prefixes (securityRules[].properties.sourceApplicationSecurityGroups in the shipped
+    schema src/hpclz/armschemas/schemas/2024-05-01/Microsoft.Network.NRP.json); whom they hold is not read, so it is not taken to deny the clients."""
+    asg = rule("deny-asg", 120, "Inbound", "Deny", sourceAddressPrefix=None)
+    asg["properties"]["sourceApplicationSecurityGroups"] = [
+        {"id": f"{SPOKE_RG}/providers/Microsoft.Network/applicationSecurityGroups/batch"}
+    ]
+    assert messages(NsgBlocksLustre, _lustre_ctx(nsg(asg))) == []
+
+
 # --- the spoke's peering and the hub's gateway transit (finding 5) --------------------------------------------
 
 

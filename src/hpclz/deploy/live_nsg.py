@@ -34,8 +34,10 @@ def nsg_id(subnet: ExistingSubnet) -> str | None:
 
 
 def _listed(props: dict[str, Any], single: str, plural: str) -> list[str]:
-    values = props.get(plural) or []
-    return [str(v) for v in values] or [str(props.get(single) or "*")]
+    """A rule's addresses or ports. A rule on application security groups has no address prefixes; whom they
+    hold is not read, so such a rule matches nothing here rather than everything."""
+    values = [str(v) for v in props.get(plural) or []]
+    return values or ([str(props[single])] if props.get(single) else [])
 
 
 def _address_matches(prefix: str, cidr: str) -> bool:
