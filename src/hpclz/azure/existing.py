@@ -36,13 +36,14 @@ def network_security_group(arm: Arm, resource_id: str) -> dict[str, Any] | None:
     return _unless_missing(lambda: arm.clients.network.network_security_groups.get(group, name))
 
 
-def virtual_network_gateways(arm: Arm, vnet_id: str) -> list[dict[str, Any]] | None:
-    """The VPN/ExpressRoute gateways in a VNet's resource group (Virtual Network Gateways - List); None when the
-    group is in another subscription, where the network client cannot list (the VNet's own read still answers)."""
-    if not _local(arm, vnet_id):
-        return None
-    _, group, _ = _parts(vnet_id)
-    return [plain_dict(g) for g in arm.clients.network.virtual_network_gateways.list(group)]
+def virtual_network_gateways(arm: Arm, vnet_id: str) -> list[dict[str, Any]]:
+    """The VPN/ExpressRoute gateways in a VNet's resource group (Virtual Network Gateways - List). A hub in another
+    subscription is listed by path: the network client is bound to the deploying subscription."""
+    subscription, group, _ = _parts(vnet_id)
+    if _local(arm, vnet_id):
+        return [plain_dict(g) for g in arm.clients.network.virtual_network_gateways.list(group)]
+    path = f"/subscriptions/{subscription}/resourceGroups/{group}/providers/Microsoft.Network/virtualNetworkGateways"
+    return _list(arm, path, NETWORK_API)
 
 
 def lustre_file_system(arm: Arm, resource_id: str) -> dict[str, Any] | None:
