@@ -9,6 +9,7 @@ from typing import Any
 
 from hpclz.azure.arm import Arm
 from hpclz.azure.clients import AzureClients
+from hpclz.config import load_config_text
 from hpclz.config.loader import LoadedConfig
 from hpclz.deploy.live_context import LiveContext
 from hpclz.deploy.live_existing import ExistingLustreMatches, ExistingVaultUnfit
@@ -20,7 +21,17 @@ from hpclz.findings import Severity
 from hpclz.render.build import build_plan
 from hpclz.rules.base import Rule
 from tests.support.arm_standin import ArmStandIn
-from tests.support.existing_resources import HUB_ID, SUB, VNET_ID, loaded, preset, spec, subnet_names, vnet_body
+from tests.support.existing_resources import (
+    HUB_ID,
+    SUB,
+    VNET_ID,
+    loaded,
+    preset,
+    preset_data,
+    spec,
+    subnet_names,
+    vnet_body,
+)
 
 SPOKE_RG = f"/subscriptions/{SUB}/resourceGroups/rg-spoke-net"
 HUB_RG = HUB_ID.split("/providers/")[0]
@@ -310,3 +321,19 @@ def test_existing_netapp_volumes_are_listed_across_pools_and_checked(arm: ArmSta
     }
     ctx = read(arm, config, vnet=vnet_body(config), volume=volume, results=results)
     assert messages(ExistingNetAppVolumes, ctx) == []
+
+
+def test_the_hub_side_of_a_vnet_hpclz_creates_is_found_by_its_resource_group(arm: ArmStandIn) -> None:
+    """finance creates its VNet: the hub's peering back must name that VNet in the zone's network group, not a
+    namesake elsewhere."""
+    config = load_config_text(preset_data("finance", **{"network.hub_peering.remote_vnet_id": HUB_ID}), "finance.yaml")
+    [network] = [d for d in build_plan(config.config).deployments if d.component == "network"]
+    [vnet] = [r for r in network.resources() if r["type"] == "Microsoft.Network/virtualNetworks"]
+    spoke_id = f"/subscriptions/{SUB}/resourceGroups/{network.resource_group}/providers/Microsoft.Network/virtualNetworks/{vnet['name']}"
+    namesake = _peering(
+        spoke_id.replace(str(network.resource_group), "rg-elsewhere"), "Connected", allowGatewayTransit=True
+    )
+    ctx = read(arm, config, hub=_hub(namesake), gateway=_gateway())
+    assert [f.severity for f in HubHasNoGateway().check(ctx)] == [Severity.WARNING]
+    back = _peering(spoke_id, "Connected", allowGatewayTransit=True)
+    assert messages(HubHasNoGateway, read(arm, config, hub=_hub(back), gateway=_gateway())) == []

@@ -32,14 +32,11 @@ def spec(name: str, **moves: str) -> dict[str, Any]:
     return dict(body)
 
 
-def preset(name: str, **changes: Any) -> dict[str, Any]:
-    data = dict(YAML(typ="safe").load((REPO / "configs" / f"{name}.yaml").read_text(encoding="utf-8")))
-    vnet = data["network"]["vnet"]
-    data["network"]["vnet"] = {
-        "mode": "existing",
-        "resource_id": VNET_ID,
-        **{k: vnet[k] for k in ("address_space", "subnets")},
-    }
+def _read_preset(name: str) -> dict[str, Any]:
+    return dict(YAML(typ="safe").load((REPO / "configs" / f"{name}.yaml").read_text(encoding="utf-8")))
+
+
+def _changed(data: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
     for dotted, value in changes.items():
         node = data
         *parents, last = dotted.split(".")
@@ -47,6 +44,23 @@ def preset(name: str, **changes: Any) -> dict[str, Any]:
             node = node[part]
         node[last] = value
     return data
+
+
+def preset_data(name: str, **changes: Any) -> str:
+    """A preset as JSON text with `changes` (dotted paths) applied; its VNet stays as the preset has it."""
+    return json.dumps(_changed(_read_preset(name), changes))
+
+
+def preset(name: str, **changes: Any) -> dict[str, Any]:
+    """A preset whose VNet is an existing one (VNET_ID) with the preset's address space and subnets."""
+    data = _read_preset(name)
+    vnet = data["network"]["vnet"]
+    data["network"]["vnet"] = {
+        "mode": "existing",
+        "resource_id": VNET_ID,
+        **{k: vnet[k] for k in ("address_space", "subnets")},
+    }
+    return _changed(data, changes)
 
 
 def loaded(data: dict[str, Any]) -> LoadedConfig:

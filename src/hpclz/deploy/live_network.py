@@ -10,7 +10,7 @@ from hpclz.config.network import SUBNET_ROLES, ExistingVnet, Subnet
 from hpclz.deploy.live_context import LiveContext
 from hpclz.findings import Finding, Severity
 from hpclz.naming import NameBuilder
-from hpclz.render.zone import BASTION_SUBNET
+from hpclz.render.zone import BASTION_SUBNET, Zone
 from hpclz.rules.base import Rule
 
 # network.vnet.mode: existing -- hpclz creates nothing in a VNet it does not own but NSGs, so every subnet the
@@ -56,20 +56,26 @@ NO_TRANSIT = (
 )
 
 
-def zone_vnet_name(ctx: LiveContext) -> str:
+def zone_vnet(ctx: LiveContext) -> tuple[str, str]:
+    """The zone's VNet: its name, and the tail of its resource ID a peering's remoteVirtualNetwork.id ends with
+    (the whole ID for an existing VNet; from the resource group on for one hpclz creates, whose subscription is
+    the deploying one)."""
     vnet = ctx.loaded.config.network.vnet
     if isinstance(vnet, ExistingVnet):
-        return vnet.resource_id.rstrip("/").split("/")[-1]
-    return NameBuilder(ctx.loaded.config).name("virtual_network")
+        return vnet.resource_id.rstrip("/").split("/")[-1], vnet.resource_id.rstrip("/").lower()
+    zone = Zone(ctx.loaded.config)
+    tail = f"/resourcegroups/{zone.rg['network']}/providers/microsoft.network/virtualnetworks/{zone.vnet_name}"
+    return zone.vnet_name, tail.lower()
 
 
-def peerings_to(vnet: dict[str, Any], remote_name: str) -> list[dict[str, Any]]:
-    """A VNet's peerings (VirtualNetworks - Get, properties.virtualNetworkPeerings) whose remote VNet is named so."""
-    suffix = f"/virtualnetworks/{remote_name}".lower()
+def peerings_to(vnet: dict[str, Any], remote_tail: str) -> list[dict[str, Any]]:
+    """A VNet's peerings (VirtualNetworks - Get, properties.virtualNetworkPeerings) to the VNet whose ID ends so."""
     return [
         p
         for p in (vnet.get("properties") or {}).get("virtualNetworkPeerings") or []
-        if str(((p.get("properties") or {}).get("remoteVirtualNetwork") or {}).get("id", "")).lower().endswith(suffix)
+        if str(((p.get("properties") or {}).get("remoteVirtualNetwork") or {}).get("id", ""))
+        .lower()
+        .endswith(remote_tail)
     ]
 
 
@@ -116,8 +122,8 @@ class HubHasNoGateway(Rule[LiveContext]):
             yield self.finding(
                 ctx, where, f"the hub VNet's GatewaySubnet holds no virtual network gateway (ARM: {NO_GATEWAY})"
             )
-        name = zone_vnet_name(ctx)
-        back = peerings_to(ctx.hub_vnet, name)
+        name, tail = zone_vnet(ctx)
+        back = peerings_to(ctx.hub_vnet, tail)
         if not back:
             yield self.finding(
                 ctx,
