@@ -5,7 +5,10 @@ read through hpclz's adapter on the real SDK clients."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
+
+from ruamel.yaml import YAML
 
 from hpclz.azure.arm import Arm
 from hpclz.azure.clients import AzureClients
@@ -337,3 +340,28 @@ def test_the_hub_side_of_a_vnet_hpclz_creates_is_found_by_its_resource_group(arm
     assert [f.severity for f in HubHasNoGateway().check(ctx)] == [Severity.WARNING]
     back = _peering(spoke_id, "Connected", allowGatewayTransit=True)
     assert messages(HubHasNoGateway, read(arm, config, hub=_hub(back), gateway=_gateway())) == []
+
+
+# --- through `hpclz deploy` ----------------------------------------------------------------------------------------
+
+
+def test_deploy_stops_at_preflight_on_an_nsg_that_blocks_lustre(arm: ArmStandIn, tmp_path: Path, run_cli) -> None:
+    """The whole path: the CLI's preflight reads the existing VNet and its NSGs from the stand-in, reports the
+    denying rule at the config line of the subnet, exits 1 and writes nothing to Azure."""
+    data = preset("ai-training")
+    config = tmp_path / "lz.yaml"
+    with config.open("w", encoding="utf-8") as out:
+        YAML().dump(data, out)
+    names = subnet_names(loaded(data))
+    lustre_nsg = nsg(rule("deny-all-inbound", 120, "Inbound", "Deny"))
+    for body in (vnet_body(loaded(data), nsgs=dict.fromkeys(names, NSG_ID)), lustre_nsg):
+        arm.world.resources[str(body["id"]).lower()] = body
+    result = run_cli("deploy", str(config), "--yes")
+    assert result.exit_code == 1, result.stdout
+    assert (
+        "HPCLZ-NET-104" in result.stdout
+        and "rule deny-all-inbound (priority 120) denies inbound TCP 988" in result.stdout
+    )
+    assert f"{config}:" in result.stdout  # located in the config file
+    assert "nothing was deployed" in result.stdout
+    assert [r.path for r in arm.log if r.method == "PUT"] == []
