@@ -45,35 +45,42 @@ def referenced_secrets(ctx: LiveContext) -> dict[str, tuple[str, ...]]:
 
 
 def read_existing(arm: Arm, ctx: LiveContext) -> None:
-    config = ctx.loaded.config
-    for nsg_id in subnet_nsg_ids(ctx.existing_vnet or {}):
-        body = _read(ctx, f"network security group {nsg_id}", partial(existing.network_security_group, arm, nsg_id))
-        ctx.nsgs[nsg_id] = body or {}
-    hub = config.network.hub_peering
-    if hub is not None and hub.use_remote_gateways and ctx.hub_vnet:
-        what = f"gateways beside {hub.remote_vnet_id}"
-        ctx.hub_gateways = _read(ctx, what, lambda: existing.virtual_network_gateways(arm, hub.remote_vnet_id))
-    lustre = config.storage.lustre
-    if isinstance(lustre, ExistingLustre):
-        what = f"existing Lustre {lustre.resource_id}"
-        body = _read(ctx, what, lambda: existing.lustre_file_system(arm, lustre.resource_id))
-        if what not in ctx.unavailable:
-            ctx.existing_lustre = body or {}
-    netapp = config.storage.netapp
-    if isinstance(netapp, ExistingNetApp):
-        what = f"existing NetApp account {netapp.account_resource_id}"
-        volumes = _read(ctx, what, lambda: existing.netapp_volumes(arm, netapp.account_resource_id))
-        if what not in ctx.unavailable:
-            ctx.netapp_account = volumes is not None
-            ctx.netapp_volumes = volumes or []
-    vault = config.identity.key_vault
+    """After the existing VNet and the hub were read (their NSG IDs and group come from those answers)."""
+    _read_network(arm, ctx)
+    _read_storage(arm, ctx)
+    vault = ctx.loaded.config.identity.key_vault
     if isinstance(vault, ExistingKeyVault):
         _read_vault(arm, ctx, vault.resource_id)
 
 
+def _read_network(arm: Arm, ctx: LiveContext) -> None:
+    for nsg_id in subnet_nsg_ids(ctx.existing_vnet or {}):
+        body = _read(ctx, f"network security group {nsg_id}", partial(existing.network_security_group, arm, nsg_id))
+        ctx.nsgs[nsg_id] = body or {}
+    hub = ctx.loaded.config.network.hub_peering
+    if hub is not None and hub.use_remote_gateways and ctx.hub_vnet:
+        what = f"gateways beside {hub.remote_vnet_id}"
+        ctx.hub_gateways = _read(ctx, what, partial(existing.virtual_network_gateways, arm, hub.remote_vnet_id))
+
+
+def _read_storage(arm: Arm, ctx: LiveContext) -> None:
+    storage = ctx.loaded.config.storage
+    if isinstance(storage.lustre, ExistingLustre):
+        what = f"existing Lustre {storage.lustre.resource_id}"
+        body = _read(ctx, what, partial(existing.lustre_file_system, arm, storage.lustre.resource_id))
+        if what not in ctx.unavailable:
+            ctx.existing_lustre = body or {}
+    if isinstance(storage.netapp, ExistingNetApp):
+        what = f"existing NetApp account {storage.netapp.account_resource_id}"
+        volumes = _read(ctx, what, partial(existing.netapp_volumes, arm, storage.netapp.account_resource_id))
+        if what not in ctx.unavailable:
+            ctx.netapp_account = volumes is not None
+            ctx.netapp_volumes = volumes or []
+
+
 def _read_vault(arm: Arm, ctx: LiveContext, vault_id: str) -> None:
     what = f"existing Key Vault {vault_id}"
-    body = _read(ctx, what, lambda: existing.key_vault(arm, vault_id))
+    body = _read(ctx, what, partial(existing.key_vault, arm, vault_id))
     if what in ctx.unavailable:
         return
     ctx.existing_vault = body or {}
