@@ -93,8 +93,8 @@ class ExistingLustreMatches(Rule[LiveContext]):
 class ExistingVaultUnfit(Rule[LiveContext]):
     """identity.key_vault.mode: existing holds secrets hpclz reads with role assignments (Key Vault Secrets User),
     which a vault honours only in its Azure RBAC permission model (enableRbacAuthorization); the vault access
-    policy model is a separate authorization system (learn.microsoft.com/azure/key-vault/general/rbac-migration,
-    which also says the two are not active at once); soft delete protects them from a mistaken delete
+    policy model is a separate authorization system (learn.microsoft.com/azure/key-vault/general/rbac-migration);
+    soft delete protects them from a mistaken delete
     (learn.microsoft.com/azure/key-vault/general/soft-delete-overview); and every secret the config names must be
     there. Secrets are read through the management plane (Secrets - Get), which returns names and URIs, never
     values. Vault shape: azure-rest-api-specs Microsoft.KeyVault 2023-07-01 examples/getVault.json."""
