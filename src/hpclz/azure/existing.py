@@ -1,5 +1,5 @@
 """Reads of what an `existing` config block names and hpclz does not own: network security groups, the hub's
-gateways, a Managed Lustre file system, a Key Vault and its secrets (names only, never values).
+gateways, a Managed Lustre file system, a NetApp account's volumes and a Key Vault.
 
 Network reads go through azure-mgmt-network when the resource is in the deploying subscription (the client is
 bound to one subscription); anything else is read by ID with the provider's pinned API version. Every answer is
@@ -14,7 +14,6 @@ from hpclz.arm.api_versions import pinned_version
 from hpclz.azure.arm import KEY_VAULT_API, NETWORK_API, Arm, _unless_missing, plain_dict
 
 LUSTRE_API = pinned_version("Microsoft.StorageCache/amlFilesystems") or "2024-03-01"
-SECRET_API = pinned_version("Microsoft.KeyVault/vaults/secrets") or KEY_VAULT_API
 NETAPP_API = pinned_version("Microsoft.NetApp/netAppAccounts/capacityPools/volumes") or "2024-07-01"
 
 
@@ -54,12 +53,6 @@ def lustre_file_system(arm: Arm, resource_id: str) -> dict[str, Any] | None:
 def key_vault(arm: Arm, resource_id: str) -> dict[str, Any] | None:
     """A vault's management-plane properties (Vaults - Get): RBAC mode, soft delete, purge protection."""
     return arm.get_resource(resource_id, KEY_VAULT_API)
-
-
-def secret_exists(arm: Arm, vault_id: str, name: str) -> bool:
-    """Whether a vault holds a secret of that name. The management plane's Secrets - Get answers with the
-    secret's attributes and URIs, never its value, so nothing secret reaches hpclz."""
-    return arm.get_resource(f"{vault_id.rstrip('/')}/secrets/{name}", SECRET_API) is not None
 
 
 def _list(arm: Arm, collection: str, api_version: str) -> list[dict[str, Any]]:

@@ -38,7 +38,6 @@ class LiveContext:
     existing_vault: dict[str, Any] | None = None
     netapp_account: bool | None = None  # storage.netapp's existing account exists
     netapp_volumes: list[dict[str, Any]] = field(default_factory=list)  # every volume of that account
-    vault_secrets: dict[str, bool] = field(default_factory=dict)  # secret name the config references -> exists
 
     @property
     def source(self) -> SourceMap | None:

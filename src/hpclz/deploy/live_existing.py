@@ -11,7 +11,6 @@ from hpclz.config.identity import ExistingKeyVault
 from hpclz.config.network import ExistingVnet
 from hpclz.config.storage import ExistingLustre
 from hpclz.deploy.live_context import LiveContext
-from hpclz.deploy.live_reads import referenced_secrets
 from hpclz.findings import Finding, Severity
 from hpclz.rules.base import Rule
 
@@ -91,35 +90,34 @@ class ExistingLustreMatches(Rule[LiveContext]):
 
 
 class ExistingVaultUnfit(Rule[LiveContext]):
-    """identity.key_vault.mode: existing holds secrets hpclz reads with role assignments (Key Vault Secrets User),
-    which a vault honours only in its Azure RBAC permission model (enableRbacAuthorization); the vault access
-    policy model is a separate authorization system (learn.microsoft.com/azure/key-vault/general/rbac-migration);
-    soft delete protects them from a mistaken delete
-    (learn.microsoft.com/azure/key-vault/general/soft-delete-overview); and every secret the config names must be
-    there. Secrets are read through the management plane (Secrets - Get), which returns names and URIs, never
-    values. Vault shape: azure-rest-api-specs Microsoft.KeyVault 2023-07-01 examples/getVault.json."""
+    """identity.key_vault.mode: existing names a vault the zone does not create. It must exist. The vault hpclz
+    creates is in the Azure RBAC permission model with soft delete on (templates/arm/identity); a vault in the
+    access-policy model honours no role assignment on its data, the two being separate authorization systems
+    (learn.microsoft.com/azure/key-vault/general/rbac-migration), and soft delete is what protects secrets from a
+    mistaken delete (learn.microsoft.com/azure/key-vault/general/soft-delete-overview). hpclz itself reads no
+    secret from an existing vault (HPCLZ-CMP-040 keeps the accounting password in a vault it creates), so those
+    two are warnings. Vault shape: azure-rest-api-specs Microsoft.KeyVault 2023-07-01 examples/getVault.json."""
 
     id = "HPCLZ-IDN-102"
     severity = Severity.ERROR
-    title = "The existing Key Vault cannot serve the cluster's secrets"
-    fix = "Use a vault in RBAC mode with soft delete on, holding every secret the config names."
+    title = "The existing Key Vault is missing or weaker than the one hpclz creates"
+    fix = "Correct identity.key_vault.resource_id, or switch the vault to Azure RBAC with soft delete on."
 
     def check(self, ctx: LiveContext) -> Iterable[Finding]:
         vault = ctx.loaded.config.identity.key_vault
         if not isinstance(vault, ExistingKeyVault) or ctx.existing_vault is None:
             return
+        where = (*VAULT, "resource_id")
         if not ctx.existing_vault:
-            yield self.finding(ctx, (*VAULT, "resource_id"), f"{vault.resource_id} does not exist")
+            yield self.finding(ctx, where, f"{vault.resource_id} does not exist")
             return
         props = ctx.existing_vault.get("properties") or {}
         if props.get("enableRbacAuthorization") is not True:
             yield self.finding(
                 ctx,
-                (*VAULT, "resource_id"),
-                "the vault uses access policies, so hpclz's role assignments grant nothing",
+                where,
+                "the vault uses access policies, not Azure RBAC: role assignments on it grant no access to its secrets",
+                severity=Severity.WARNING,
             )
         if props.get("enableSoftDelete") is False:
-            yield self.finding(ctx, (*VAULT, "resource_id"), "the vault has soft delete off")
-        for name, path in referenced_secrets(ctx).items():
-            if ctx.vault_secrets.get(name) is False:
-                yield self.finding(ctx, path, f"the vault holds no secret named {name}")
+            yield self.finding(ctx, where, "the vault has soft delete off", severity=Severity.WARNING)

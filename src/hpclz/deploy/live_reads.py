@@ -1,5 +1,5 @@
 """Preflight reads of what `existing` blocks name: the NSGs on an existing VNet's subnets, the hub's gateways,
-an existing Managed Lustre file system and an existing Key Vault with the secrets the config expects in it.
+an existing Managed Lustre file system, an existing NetApp account's volumes and an existing Key Vault.
 
 Each read that fails is recorded in `ctx.unavailable` (HPCLZ-CMP-106 reports it) instead of stopping preflight.
 """
@@ -34,14 +34,6 @@ def subnet_nsg_ids(vnet: dict[str, Any]) -> list[str]:
         if nsg and str(nsg).lower() not in ids:
             ids.append(str(nsg).lower())
     return ids
-
-
-def referenced_secrets(ctx: LiveContext) -> dict[str, tuple[str, ...]]:
-    """Secrets the config expects in an existing vault, each with the config path that names it: the Slurm
-    accounting database password."""
-    accounting = ctx.loaded.config.compute.accounting
-    name = getattr(accounting, "password_secret_name", None)
-    return {name: ("compute", "accounting", "password_secret_name")} if name else {}
 
 
 def read_existing(arm: Arm, ctx: LiveContext) -> None:
@@ -81,12 +73,5 @@ def _read_storage(arm: Arm, ctx: LiveContext) -> None:
 def _read_vault(arm: Arm, ctx: LiveContext, vault_id: str) -> None:
     what = f"existing Key Vault {vault_id}"
     body = _read(ctx, what, partial(existing.key_vault, arm, vault_id))
-    if what in ctx.unavailable:
-        return
-    ctx.existing_vault = body or {}
-    if not body:
-        return
-    for name in referenced_secrets(ctx):
-        found = _read(ctx, f"secret {name} in {vault_id}", partial(existing.secret_exists, arm, vault_id, name))
-        if found is not None:
-            ctx.vault_secrets[name] = found
+    if what not in ctx.unavailable:
+        ctx.existing_vault = body or {}
