@@ -156,9 +156,7 @@ def test_prometheus_roles_follow_ccws() -> None:
     assert [a["properties"]["principalId"] for a in admins] == ["53f5840a-6a69-4e27-ab39-b50a1723b1fb"]
     identity = _template("ai-training", "identity")
     own = [
-        r
-        for r in _roles(identity, BuiltinRole.READER)
-        if "userAssignedIdentities/id-aitrain-" in str(r.get("scope"))
+        r for r in _roles(identity, BuiltinRole.READER) if "userAssignedIdentities/id-aitrain-" in str(r.get("scope"))
     ]
     assert len(own) == 2, "the nodes read their own client ID (compute identity; locker identity on login nodes)"
     # The publisher assignment reads the nodes' identity's principal: monitoring deploys after identity.
