@@ -335,6 +335,28 @@ CASES: dict[str, list[Case]] = {
     "HPCLZ-COST-001": [Case("manufacturing", _set(f"{P}.0.idle_shutdown_minutes", DELETE))],
     "HPCLZ-COST-002": [Case("ai-training", _set("compute.login.vm_size", "Standard_NC24ads_A100_v4"))],
     "HPCLZ-COST-003": [Case("ai-training", _set(f"{P}.0.spot_max_price", 3.5))],
+    # westus2 zones from the captured `az vm list-skus` listing (tests/fixtures/skus/westus2-list-skus-table.md):
+    # Standard_ND96asr_v4 in zone 3 only, Standard_NC24ads_A100_v4 in zones 1 and 2.
+    "HPCLZ-ZON-001": [
+        Case(
+            "ai-training",
+            _all(_set("metadata.location", "westus2"), _set(f"{P}.0.vm_size", "Standard_ND96asr_v4")),
+        ),
+        Case(
+            "manufacturing",
+            _all(
+                _set("metadata.location", "westus2"),
+                _set(f"{P}.0.vm_size", "Standard_NC24ads_A100_v4"),
+                _set(f"{P}.0.zone", 3),
+            ),
+        ),
+    ],
+    "HPCLZ-ZON-002": [Case("manufacturing", _set("compute.service_zone", "2"))],
+    "HPCLZ-ZON-003": [
+        Case("ai-training", _set(f"{P}.1.zone", DELETE)),
+        Case("energy", _set("storage.lustre.zone", 2)),
+    ],
+    "HPCLZ-ZON-004": [Case("finance", _set("compute.service_zone", DELETE))],
     "HPCLZ-COST-004": [Case("energy", _set("storage.blob.lifecycle.archive_after_days", 20))],
     # The triples cyclecloud-slurm really shipped (Azure/cyclecloud-slurm@b26ab06:project.ini lists 24.05.4-2 and
     # 23.11.10-2); 23.11.10-1 is the build the presets named before issue 13, which no release ships.

@@ -8,6 +8,7 @@ from pydantic import Field, model_validator
 
 from hpclz.config.base import StrictModel, policy
 from hpclz.config.constraints import Integer, Number, SafeMountPath
+from hpclz.config.zones import AvailabilityZone
 
 VM_SIZE_PATTERN = r"^Standard_[A-Za-z0-9_]+$"
 IMAGE_URN_PATTERN = r"^[A-Za-z0-9._-]+:[A-Za-z0-9._-]+:[A-Za-z0-9._-]+:[A-Za-z0-9._-]+$"
@@ -92,6 +93,11 @@ class Partition(StrictModel):
         default=None, ge=1, le=1440, description="Slurm SuspendTime: stop idle nodes after this long."
     )
     default: bool = False
+    zone: AvailabilityZone | None = Field(
+        default=None,
+        description="Availability zone of the partition's nodes (CycleCloud nodearray Zone); none: Azure picks.",
+        json_schema_extra=policy("drain_partition"),
+    )
 
     @property
     def active_nvme_scratch(self) -> NvmeScratch | None:
@@ -139,6 +145,12 @@ class Compute(StrictModel):
     partitions: list[Partition] = Field(min_length=1)  # duplicate names: HPCLZ-CMP-008, located on the copy
     accounting: ExistingAccounting | NoAccounting = Field(
         default_factory=NoAccounting, discriminator="mode", description="Slurm accounting (sacct, fair-share)."
+    )
+    # A VM's zone is fixed at creation: moving the CycleCloud server or the scheduler means a new VM.
+    service_zone: AvailabilityZone | None = Field(
+        default=None,
+        description="Availability zone of the CycleCloud server, scheduler and login nodes; none: regional.",
+        json_schema_extra=policy("replace"),
     )
     quotas: dict[str, Integer] = Field(
         default_factory=dict,

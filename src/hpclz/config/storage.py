@@ -8,6 +8,7 @@ from pydantic import AfterValidator, Field, SecretStr
 
 from hpclz.config.base import ContainerName, Disabled, Guid, ResourceId, StrictModel, policy
 from hpclz.config.constraints import Integer, SafeMountPath, unique_by
+from hpclz.config.zones import AvailabilityZone
 
 MountPoint = Annotated[SafeMountPath, Field(pattern=r"^/[A-Za-z0-9_./-]*$")]
 
@@ -34,6 +35,8 @@ class NewLustre(StrictModel):
     ] = Field(default="AMLFS-Durable-Premium-250", json_schema_extra=policy("replace_data"))
     capacity_tib: Integer = Field(ge=4, json_schema_extra=policy("replace_data"))
     mount_point: MountPoint = "/lustre"
+    # AMLFS is zonal and its zone is fixed at creation (Microsoft.StorageCache amlFilesystems `zones`).
+    zone: AvailabilityZone = Field(default="1", json_schema_extra=policy("replace_data"))
     hsm: LustreHsm | None = None
     maintenance_day: Literal["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"] = "Sunday"
     maintenance_time_utc: str = Field(default="02:00", pattern=r"^([01]\d|2[0-3]):[0-5]\d$")

@@ -13,6 +13,7 @@ from hpclz.rules.config.operations import COST_RULES, MAINTENANCE_RULES, MONITOR
 from hpclz.rules.config.organization import ORGANIZATION_RULES
 from hpclz.rules.config.security import SECURITY_RULES
 from hpclz.rules.config.storage import STORAGE_RULES
+from hpclz.rules.config.zones import ZONE_RULES
 
 CONFIG_RULES: tuple[type[Rule[Any]], ...] = (
     *ORGANIZATION_RULES,
@@ -20,6 +21,7 @@ CONFIG_RULES: tuple[type[Rule[Any]], ...] = (
     *NETWORK_RULES,
     *COMPUTE_RULES,
     *STORAGE_RULES,
+    *ZONE_RULES,
     *INTEGRITY_RULES,
     *SECURITY_RULES,
     *MONITORING_RULES,
