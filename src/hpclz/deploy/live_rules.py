@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hpclz.deploy.live_compute import QuotaShort, SkuNotOffered, SkuRestricted
+from hpclz.deploy.live_compute import QuotaShort, SkuNotOffered, SkuRestricted, ZoneNotOfferedLive
 from hpclz.deploy.live_context import LiveContext, capability
 from hpclz.deploy.live_images import CustomImageFitsNodes, CustomImageUsable, gallery_definition, image_regions
 from hpclz.deploy.live_names import GlobalNameTaken, SoftDeletedVaultHoldsName
@@ -40,6 +40,7 @@ __all__ = [
     "SkuNotOffered",
     "SkuRestricted",
     "SoftDeletedVaultHoldsName",
+    "ZoneNotOfferedLive",
     "capability",
     "gallery_definition",
     "image_regions",
@@ -59,4 +60,5 @@ LIVE_RULES: tuple[type[Rule[Any]], ...] = (
     LiveFactsUnavailable,
     CustomImageUsable,
     CustomImageFitsNodes,
+    ZoneNotOfferedLive,
 )

@@ -224,6 +224,15 @@ RESOURCE_RULES: dict[str, list[PropertyRule]] = {
             ),
         ),
         PropertyRule("properties.maintenanceWindow*", _v(Policy.IN_PLACE, "the maintenance window updates in place")),
+        PropertyRule(
+            "zones*",
+            _v(
+                Policy.REPLACE_DATA,
+                "Managed Lustre is placed in its zone when it is created; hpclz recreates it in the new zone",
+                "archive the file system to its HSM blob container (or copy it) before applying",
+                f"{DOCS}/azure-managed-lustre/create-file-system-portal (region and availability zone on the Basics tab)",
+            ),
+        ),
     ],
     "microsoft.netapp/netappaccounts/capacitypools": [
         PropertyRule("properties.size", _v(Policy.IN_PLACE, "capacity pools resize in place")),
@@ -330,6 +339,15 @@ RESOURCE_RULES: dict[str, list[PropertyRule]] = {
             ),
         ),
         PropertyRule("properties.storageProfile.imageReference*", _v(Policy.REPLACE, _REPLACE_VM)),
+        PropertyRule(
+            "zones*",
+            _v(
+                Policy.REPLACE,
+                "a VM's availability zone is set when it is created; moving it to another zone means a new VM",
+                "recreate the CycleCloud server in a maintenance window (its cluster definition comes back from userData)",
+                f"{DOCS}/virtual-machines/move-virtual-machines-regional-zonal-portal (a zonal move creates a new VM)",
+            ),
+        ),
         PropertyRule(
             "properties.osProfile.customData",
             _v(

@@ -77,7 +77,9 @@ class ZoneNotKnownOffline(Rule[ConfigContext]):
                 continue
             seen.add(size)
             yield self.finding(
-                ctx, path, f"not known offline whether {size} is offered in zone {zone} of {region}; preflight checks it"
+                ctx,
+                path,
+                f"not known offline whether {size} is offered in zone {zone} of {region}; preflight checks it",
             )
 
 
