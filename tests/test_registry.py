@@ -21,8 +21,8 @@ AREA_MODULE: dict[str, tuple[str, ...]] = {
     "STO": ("storage", "integrity"),
     "SEC": ("security",),
     "ZON": ("zones",),
-    "MON": ("operations",),
-    "MNT": ("operations",),
+    "MON": ("operations", "resilience"),
+    "MNT": ("operations", "resilience"),
     "COST": ("operations",),
 }
 

@@ -48,5 +48,24 @@ def state_of(config: Path) -> dict:
 
 
 def left_after_destroy(arm: ArmStandIn) -> list[str]:
-    """What destroy left in the stand-in, less the Defender plans that it leaves on by design (docs/defender.md)."""
-    return [k for k, r in arm.world.resources.items() if r["type"] != "Microsoft.Security/pricings"]
+    """What destroy left in the stand-in, less the Defender plans that it leaves on by design (docs/defender.md)
+    and the Network Watcher Azure made with the VNet (not hpclz's: destroy deletes only the flow log under it)."""
+    return [
+        k
+        for k, r in arm.world.resources.items()
+        if r["type"] not in ("Microsoft.Security/pricings", "Microsoft.Network/networkWatchers")
+    ]
+
+
+def azure_made(arm: ArmStandIn) -> set[str]:
+    """IDs (lower case) of what Azure itself created in the stand-in: the region's Network Watcher and its group,
+    enabled with the first VNet (tests/support/arm_standin/behaviours.py network_watcher_for)."""
+    watchers = {k for k, r in arm.world.resources.items() if r["type"] == "Microsoft.Network/networkWatchers"}
+    group = arm.world.group("NetworkWatcherRG")
+    return watchers | ({group["id"].lower()} if group else set())
+
+
+def our_groups(arm: ArmStandIn) -> dict[str, dict]:
+    """The stand-in's resource groups less NetworkWatcherRG, which Azure made with the first VNet."""
+    made = azure_made(arm)
+    return {k: g for k, g in arm.world.groups.items() if g["id"].lower() not in made}

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.deploy.conftest import HPCLZ, left_after_destroy
+from tests.deploy.conftest import HPCLZ, left_after_destroy, our_groups
 from tests.support.arm_standin import ArmStandIn
 
 pytestmark = pytest.mark.slow  # each test waits on a deployment the stand-in holds running for seconds
@@ -106,4 +106,4 @@ def test_destroy_right_after_kill_9_keeps_unrecorded_data_and_removes_the_rest(
 
     gone = run_cli("destroy", str(zone), "--yes", "--include-data")
     assert gone.exit_code == 0, gone.stdout + gone.stderr
-    assert arm.world.groups == {} and left_after_destroy(arm) == []
+    assert our_groups(arm) == {} and left_after_destroy(arm) == []

@@ -9,6 +9,7 @@ from pydantic import AfterValidator, Field
 
 from hpclz.config.base import ResourceId, StrictModel, policy
 from hpclz.config.constraints import Integer, unique_by
+from hpclz.config.flowlogs import FlowLogs
 
 
 class Subnet(StrictModel):
@@ -116,3 +117,4 @@ class Network(StrictModel):
     )
     hub_peering: HubPeering | None = None
     accelerated_networking: bool = Field(default=True, json_schema_extra=policy("restart_nodes"))
+    flow_logs: FlowLogs = Field(default_factory=FlowLogs, description="VNet flow logs (Network Watcher).")

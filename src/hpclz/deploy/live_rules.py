@@ -12,6 +12,7 @@ from typing import Any
 
 from hpclz.deploy.live_compute import QuotaShort, SkuNotOffered, SkuRestricted, ZoneNotOfferedLive
 from hpclz.deploy.live_context import LiveContext, capability
+from hpclz.deploy.live_flowlogs import NetworkWatcherMissing
 from hpclz.deploy.live_images import CustomImageFitsNodes, CustomImageUsable, gallery_definition, image_regions
 from hpclz.deploy.live_names import GlobalNameTaken, SoftDeletedVaultHoldsName
 from hpclz.deploy.live_network import VNET, ExistingVnetMatches, HubHasNoGateway
@@ -35,6 +36,7 @@ __all__ = [
     "HubHasNoGateway",
     "LiveContext",
     "LiveFactsUnavailable",
+    "NetworkWatcherMissing",
     "ProviderNotRegistered",
     "QuotaShort",
     "SkuNotOffered",
@@ -61,4 +63,5 @@ LIVE_RULES: tuple[type[Rule[Any]], ...] = (
     CustomImageUsable,
     CustomImageFitsNodes,
     ZoneNotOfferedLive,
+    NetworkWatcherMissing,
 )

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hpclz.config.root import LandingZoneConfig
-from hpclz.render import audit, components, monitoring, policy, storage
+from hpclz.render import audit, components, flowlogs, monitoring, policy, storage
 from hpclz.render.arm import RG_TEMPLATE_SCHEMA, SUBSCRIPTION_TEMPLATE_SCHEMA
 from hpclz.render.engine import render_json
 from hpclz.render.model import Deployment, DeploymentPlan, Scope, canonical_json
@@ -75,6 +75,14 @@ COMPONENTS: tuple[Component, ...] = (
     # Last, so adding it leaves every other deployment's order alone. It uses nothing of the zone; after
     # organization only so that the first wave stays the resource groups alone.
     Component("defender", None, ("organization",), enabled=components.defender_enabled, context=components.defender),
+    # After the VNet it watches and the workspace Traffic Analytics writes to; appended so the others keep their order.
+    Component(
+        "flowlogs",
+        "monitoring",
+        ("organization", "network", "monitoring"),
+        enabled=flowlogs.flow_logs_enabled,
+        context=flowlogs.flow_logs,
+    ),
 )
 
 

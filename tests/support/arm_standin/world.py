@@ -108,6 +108,9 @@ class World:
         self.usages: dict[str, list[dict[str, Any]]] = {}
         self.faults = Faults()
         self.names = behaviours.GlobalNames()
+        # Azure enables Network Watcher in a region when the subscription's first VNet there is created, unless the
+        # subscription opted out (behaviours.network_watcher_for); a test sets False to be such a subscription.
+        self.auto_network_watcher = True
         # How a finished deployment lists its outputResources; a test may shuffle them, as real ARM may.
         self.output_order: Callable[[list[str]], list[str]] = list
 
@@ -290,6 +293,9 @@ class World:
                 return outside
         with self.lock:
             existing = self.resources.get(resource.id.lower())
+            orphan = behaviours.parent_missing(resource.type, resource.id, self.resources)
+            if orphan is not None:
+                return orphan
             if existing is None:
                 return behaviours.name_conflict(self.names, resource.type, name)
             refusal = behaviours.immutable_change(resource.type, name, existing, body)
@@ -319,6 +325,14 @@ class World:
                 stored[key] = body[key]
         with self.lock:
             self.resources[resource.id.lower()] = stored
+            if resource.type.lower() == behaviours.VNET and self.auto_network_watcher:
+                self._enable_network_watcher(resource.location or "")
+
+    def _enable_network_watcher(self, location: str) -> None:
+        group, watcher = behaviours.network_watcher_for(self.subscription_id, location)
+        if self.group(group) is None:
+            self.put_group(group, location, {})
+        self.resources.setdefault(watcher["id"].lower(), watcher)
 
 
 def _late(resource: PlannedResource) -> dict[str, Any]:

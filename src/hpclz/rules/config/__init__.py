@@ -11,6 +11,7 @@ from hpclz.rules.config.integrity import INTEGRITY_RULES
 from hpclz.rules.config.network import NETWORK_RULES
 from hpclz.rules.config.operations import COST_RULES, MAINTENANCE_RULES, MONITORING_RULES
 from hpclz.rules.config.organization import ORGANIZATION_RULES
+from hpclz.rules.config.resilience import FLOW_LOG_RULES
 from hpclz.rules.config.security import SECURITY_RULES
 from hpclz.rules.config.storage import STORAGE_RULES
 from hpclz.rules.config.zones import ZONE_RULES
@@ -25,6 +26,7 @@ CONFIG_RULES: tuple[type[Rule[Any]], ...] = (
     *INTEGRITY_RULES,
     *SECURITY_RULES,
     *MONITORING_RULES,
+    *FLOW_LOG_RULES,
     *MAINTENANCE_RULES,
     *COST_RULES,
 )
