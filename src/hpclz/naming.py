@@ -67,6 +67,9 @@ NAME_RULES: dict[str, NameRule] = {
     "netapp_volume": NameRule("vol", 1, 64, r"[A-Za-z][\w-]*", "letters, digits, _ - (letter first)"),
     "maintenance_configuration": NameRule("mc", 1, 128, r"[A-Za-z0-9][\w.-]*", "letters, digits, _ . -"),
     "data_collection_rule": NameRule("dcr", 3, 64, r"[A-Za-z0-9][\w.-]*[A-Za-z0-9]", "letters, digits, _ . -"),
+    # Recovery Services vaults: 2-50 alphanumerics and hyphens, starting with a letter
+    # (learn.microsoft.com/azure/azure-resource-manager/management/resource-name-rules#microsoftrecoveryservices).
+    "recovery_services_vault": NameRule("rsv", 2, 50, r"[A-Za-z][A-Za-z0-9-]*", "letters, digits, - (letter first)"),
     "metric_alert": NameRule("alert", 1, 260, r"[^/%&\\?<>*:]+", "anything but / % & \\ ? < > * :"),
 }
 

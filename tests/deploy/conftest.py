@@ -69,3 +69,15 @@ def our_groups(arm: ArmStandIn) -> dict[str, dict]:
     """The stand-in's resource groups less NetworkWatcherRG, which Azure made with the first VNet."""
     made = azure_made(arm)
     return {k: g for k, g in arm.world.groups.items() if g["id"].lower() not in made}
+
+
+def destroy_everything(run_cli, arm: ArmStandIn, zone: Path):  # type: ignore[no-untyped-def]
+    """destroy --include-data as it goes with backup: on: the first run stops protecting the CycleCloud server but
+    Azure keeps its backups soft-deleted and refuses the vault; once their retention has run out (the stand-in
+    forgets them) the second run deletes the vault and its group. Returns the second run's result."""
+    first = run_cli("destroy", str(zone), "--yes", "--include-data")
+    if not arm.world.soft_deleted_backups:
+        return first
+    assert first.exit_code == 5 and "ServiceResourceNotEmptyWithContainerDetails" in first.stdout, first.stdout
+    arm.world.soft_deleted_backups.clear()  # backup.soft_delete_days later
+    return run_cli("destroy", str(zone), "--yes", "--include-data")

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.deploy.conftest import azure_made, left_after_destroy, state_of
+from tests.deploy.conftest import azure_made, destroy_everything, left_after_destroy, state_of
 from tests.support.arm_standin import ArmStandIn
 
 
@@ -80,6 +80,14 @@ def test_destroy_keeps_data_then_include_data_removes_everything(arm: ArmStandIn
         k for k, r in arm.world.resources.items() if r["type"] == "Microsoft.StorageCache/amlFilesystems"
     )
 
+    # backup: the first --include-data run stops protecting the CycleCloud server; Azure keeps its backups
+    # soft-deleted and refuses the vault until they expire, and destroy says so (docs/backup.md).
+    refused = run_cli("destroy", str(zone), "--yes", "--include-data")
+    assert refused.exit_code == 5
+    assert "ServiceResourceNotEmptyWithContainerDetails" in refused.stdout
+    assert "keeps the backups destroy deleted soft-deleted for 14 days" in refused.stdout
+    assert not any("/protecteditems/" in k for k in arm.world.resources)
+    arm.world.soft_deleted_backups.clear()  # 14 days later
     gone = run_cli("destroy", str(zone), "--yes", "--include-data")
     assert gone.exit_code == 0, gone.stderr
     # Only the subscription's Defender plans stay on: resetting them to Free would change the whole subscription.
@@ -101,7 +109,7 @@ def test_destroy_leaves_what_hpclz_did_not_create(arm: ArmStandIn, zone: Path, r
         "type": "Microsoft.Compute/disks",
         "tags": {},
     }
-    result = run_cli("destroy", str(zone), "--yes", "--include-data")
+    result = destroy_everything(run_cli, arm, zone)
     assert result.exit_code == 0, result.stderr
     assert "holds 1 resources hpclz did not create" in result.stderr
     # Besides the foreign disk, only the Defender plans (docs/defender.md) and Azure's Network Watcher stay.

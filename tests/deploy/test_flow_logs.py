@@ -8,7 +8,7 @@ from pathlib import Path
 from hpclz.config.loader import load_config
 from hpclz.deploy.live_rules import LiveContext, NetworkWatcherMissing
 from tests.conftest import REPO
-from tests.deploy.conftest import state_of
+from tests.deploy.conftest import destroy_everything, state_of
 from tests.support.arm_standin import ArmStandIn
 
 FLOW_LOG = "Microsoft.Network/networkWatchers/flowLogs"
@@ -52,7 +52,7 @@ def test_deploy_puts_the_flow_log_under_azures_watcher_and_destroy_deletes_only_
     assert analytics["workspaceResourceId"].endswith("/workspaces/log-aitrain-prod-eus2")
     assert any(r["type"] == FLOW_LOG for r in state_of(zone)["resources"])
 
-    gone = run_cli("destroy", str(zone), "--yes", "--include-data")
+    gone = destroy_everything(run_cli, arm, zone)
     assert gone.exit_code == 0, gone.stdout + gone.stderr
     assert not any(r["type"] == FLOW_LOG for r in arm.world.resources.values())
     assert any(r["type"] == "Microsoft.Network/networkWatchers" for r in arm.world.resources.values())

@@ -353,6 +353,7 @@ CASES: dict[str, list[Case]] = {
     ],
     "HPCLZ-MON-020": [Case("ai-training", _set("monitoring", {"mode": "disabled"}))],
     "HPCLZ-MON-021": [Case("finance", _set("network.flow_logs.retention_days", 30))],
+    "HPCLZ-MNT-020": [Case("finance", _set("backup", DELETE)), Case("ai-training", _set("backup.enabled", False))],
     "HPCLZ-ZON-002": [Case("manufacturing", _set("compute.service_zone", "2"))],
     "HPCLZ-ZON-003": [
         Case("ai-training", _set(f"{P}.1.zone", DELETE)),

@@ -18,6 +18,7 @@ ALWAYS_REPORTS = {"HPCLZ-CMP-010"}
 DELIBERATE = {
     ("ai-training", "HPCLZ-MON-002"),
     ("energy", "HPCLZ-SEC-001"),
+    ("energy", "HPCLZ-MNT-020"),
     # No published capture states the zones of these presets' sizes in their regions (availability.json _gaps).
     ("ai-training", "HPCLZ-ZON-002"),
     ("energy", "HPCLZ-ZON-002"),

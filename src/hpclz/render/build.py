@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hpclz.config.root import LandingZoneConfig
-from hpclz.render import audit, components, flowlogs, monitoring, policy, storage
+from hpclz.render import audit, backup, components, flowlogs, monitoring, policy, storage
 from hpclz.render.arm import RG_TEMPLATE_SCHEMA, SUBSCRIPTION_TEMPLATE_SCHEMA
 from hpclz.render.engine import render_json
 from hpclz.render.model import Deployment, DeploymentPlan, Scope, canonical_json
@@ -82,6 +82,10 @@ COMPONENTS: tuple[Component, ...] = (
         ("organization", "network", "monitoring"),
         enabled=flowlogs.flow_logs_enabled,
         context=flowlogs.flow_logs,
+    ),
+    # After the CycleCloud server it protects; appended so the others keep their order.
+    Component(
+        "backup", "management", ("organization", "compute"), enabled=backup.backup_enabled, context=backup.backup
     ),
 )
 

@@ -11,7 +11,7 @@ from hpclz.rules.config.integrity import INTEGRITY_RULES
 from hpclz.rules.config.network import NETWORK_RULES
 from hpclz.rules.config.operations import COST_RULES, MAINTENANCE_RULES, MONITORING_RULES
 from hpclz.rules.config.organization import ORGANIZATION_RULES
-from hpclz.rules.config.resilience import FLOW_LOG_RULES
+from hpclz.rules.config.resilience import BACKUP_RULES, FLOW_LOG_RULES
 from hpclz.rules.config.security import SECURITY_RULES
 from hpclz.rules.config.storage import STORAGE_RULES
 from hpclz.rules.config.zones import ZONE_RULES
@@ -28,5 +28,6 @@ CONFIG_RULES: tuple[type[Rule[Any]], ...] = (
     *MONITORING_RULES,
     *FLOW_LOG_RULES,
     *MAINTENANCE_RULES,
+    *BACKUP_RULES,
     *COST_RULES,
 )

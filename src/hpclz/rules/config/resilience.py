@@ -54,3 +54,22 @@ class ProdFlowLogRetention(Rule[ConfigContext]):
 
 
 FLOW_LOG_RULES: tuple[type[Rule[ConfigContext]], ...] = (TrafficAnalyticsWithoutWorkspace, ProdFlowLogRetention)
+
+
+class ProdWithoutBackup(Rule[ConfigContext]):
+    """Azure's AI IaaS design recommendations: "Implement regular backups for key assets ... to enable quick
+    restoration in case of failure" (learn.microsoft.com/azure/cloud-adoption-framework/scenarios/ai/infrastructure/
+    well-architected, Reliability). The CycleCloud server holds the cluster's definitions and CycleCloud's database;
+    only information, since a zone may choose to rebuild it from its config instead."""
+
+    id = "HPCLZ-MNT-020"
+    severity = Severity.INFO
+    title = "Production landing zone without Azure Backup of the CycleCloud server"
+    fix = "Set backup.enabled: true, or suppress HPCLZ-MNT-020 where the server is rebuilt from the config."
+
+    def check(self, ctx: ConfigContext) -> Iterable[Finding]:
+        if ctx.is_prod and not ctx.config.backup.enabled:
+            yield self.finding(ctx, ("backup",), "the CycleCloud server of this production zone has no backup")
+
+
+BACKUP_RULES: tuple[type[Rule[ConfigContext]], ...] = (ProdWithoutBackup,)
