@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.deploy.conftest import left_after_destroy, our_groups, state_of
+from tests.deploy.conftest import destroy_everything, left_after_destroy, our_groups, state_of
 from tests.support.arm_standin import ArmStandIn, Fault
 
 
@@ -58,7 +58,7 @@ def test_destroy_reports_each_failure_and_carries_on(arm: ArmStandIn, zone: Path
     assert {"rg-aitrain-compute-prod-eus2", "pep-aitrain-blob-prod-eus2", "amlfs-aitrain-prod-eus2"} <= recorded
 
     arm.faults.clear()
-    again = run_cli("destroy", str(zone), "--yes", "--include-data")
+    again = destroy_everything(run_cli, arm, zone)
     assert again.exit_code == 0, again.stdout
     assert left_after_destroy(arm) == [] and our_groups(arm) == {}
 
