@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BeforeValidator, Field
+from pydantic import BeforeValidator, WithJsonSchema
 
 
 def _zone_spelling(value: object) -> object:
@@ -24,5 +24,6 @@ def _zone_spelling(value: object) -> object:
 AvailabilityZone = Annotated[
     Literal["1", "2", "3"],
     BeforeValidator(_zone_spelling),
-    Field(description="Availability zone 1, 2 or 3 of the region."),
+    # The schema editors read takes `zone: 1` as the loader does.
+    WithJsonSchema({"enum": ["1", "2", "3", 1, 2, 3], "description": "Availability zone 1, 2 or 3 of the region."}),
 ]

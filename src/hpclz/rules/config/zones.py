@@ -57,30 +57,29 @@ class ZoneNotOffered(Rule[ConfigContext]):
 
 class ZoneNotKnownOffline(Rule[ConfigContext]):
     """hpclz records a size's zones only where a published capture shows them, and the captures found cover few
-    regions (availability.json `_gaps`). Where none does, the zone cannot be checked offline: said once per size, so
-    the reader knows the live check at preflight (HPCLZ-CMP-108, the resource SKUs API) is the one that counts."""
+    regions (availability.json `_gaps`). Where none does, the zone cannot be checked offline: said once for the
+    config, naming each size, so the reader knows the live check at preflight (HPCLZ-CMP-108, the resource SKUs
+    API) is the one that counts."""
 
     id = "HPCLZ-ZON-002"
     severity = Severity.WARNING
     title = "The zones of a VM size in the region are not known offline"
     fix = (
-        "Nothing to change if preflight passes: deploy checks the zone live (HPCLZ-CMP-108). Add a capture for the "
-        "region with scripts/regen-availability to check it offline."
+        "Nothing to change if preflight passes: deploy checks the zones live (HPCLZ-CMP-108). Add a capture for the "
+        "region with scripts/regen-availability to check them offline."
     )
 
     def check(self, ctx: ConfigContext) -> Iterable[Finding]:
         region = ctx.config.metadata.location
-        seen: set[str] = set()
+        unknown: dict[str, tuple[tuple[str | int, ...], str]] = {}
         for path, size, zone in zoned_roles(ctx):
             offer = load_availability().offer(size, region)
-            if (offer is not None and offer.zones is not None) or size in seen:
-                continue
-            seen.add(size)
-            yield self.finding(
-                ctx,
-                path,
-                f"not known offline whether {size} is offered in zone {zone} of {region}; preflight checks it",
-            )
+            if (offer is None or offer.zones is None) and size not in unknown:
+                unknown[size] = (path, zone)
+        if unknown:
+            first = next(iter(unknown.values()))[0]
+            sizes = ", ".join(f"{size} (zone {zone})" for size, (_path, zone) in unknown.items())
+            yield self.finding(ctx, first, f"not known offline whether {region} offers {sizes}; preflight checks them")
 
 
 class InfiniBandAwayFromLustre(Rule[ConfigContext]):
