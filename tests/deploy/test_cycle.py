@@ -86,6 +86,8 @@ def test_destroy_keeps_data_then_include_data_removes_everything(arm: ArmStandIn
     assert refused.exit_code == 5
     assert "ServiceResourceNotEmptyWithContainerDetails" in refused.stdout
     assert "keeps the backups destroy deleted soft-deleted for 14 days" in refused.stdout
+    # The confirmation says so before anything is deleted.
+    assert "backups: destroy stops protection first; Recovery Services vault rsv-aitrain-prod-eus2" in refused.stderr
     assert not any("/protecteditems/" in k for k in arm.world.resources)
     arm.world.soft_deleted_backups.clear()  # 14 days later
     gone = run_cli("destroy", str(zone), "--yes", "--include-data")
