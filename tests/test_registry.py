@@ -21,7 +21,7 @@ AREA_MODULE: dict[str, tuple[str, ...]] = {
     "STO": ("storage", "integrity"),
     "SEC": ("security",),
     "ZON": ("zones",),
-    "MON": ("operations", "resilience"),
+    "MON": ("operations", "metrics", "resilience"),
     "MNT": ("operations", "resilience"),
     "COST": ("operations",),
 }

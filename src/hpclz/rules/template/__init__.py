@@ -25,6 +25,7 @@ from hpclz.rules.template.exposure import (
     PublicEndpointDeniedByDefault,
 )
 from hpclz.rules.template.expressions import DeclarationsUsed, ExpressionParses, FunctionsExist, ReferencesDeclared
+from hpclz.rules.template.monitoring import VmMonitored
 from hpclz.rules.template.resources import (
     ApiVersionPinned,
     DependsOnExists,
@@ -67,6 +68,7 @@ LINT_RULES: tuple[type[Rule[Any]], ...] = (
     ArchiveTierAvailable,
     VmLoginNeedsEntraExtension,
     HostMaintenanceOnVm,
+    VmMonitored,
 )
 CHECKOV_RULES: tuple[type[Rule[Any]], ...] = (CheckovChecksPass,)
 ALLOWLIST_RULES: tuple[type[Rule[Any]], ...] = (AllowlistNotStale,)
