@@ -12,10 +12,13 @@ from typing import Any
 
 from hpclz.deploy.live_compute import QuotaShort, SkuNotOffered, SkuRestricted, ZoneNotOfferedLive
 from hpclz.deploy.live_context import LiveContext, capability
+from hpclz.deploy.live_existing import ExistingLustreMatches, ExistingVaultUnfit
 from hpclz.deploy.live_flowlogs import NetworkWatcherMissing
 from hpclz.deploy.live_images import CustomImageFitsNodes, CustomImageUsable, gallery_definition, image_regions
 from hpclz.deploy.live_names import GlobalNameTaken, SoftDeletedVaultHoldsName
-from hpclz.deploy.live_network import VNET, ExistingVnetMatches, HubHasNoGateway
+from hpclz.deploy.live_netapp import ExistingNetAppVolumes
+from hpclz.deploy.live_network import VNET, ExistingVnetMatches, HubHasNoGateway, SpokePeeringNotConnected
+from hpclz.deploy.live_nsg import ExistingSubnetWithoutNsg, NsgBlocksLustre
 from hpclz.deploy.live_subscription import (
     ArmValidationFailed,
     FeatureNotRegistered,
@@ -30,6 +33,10 @@ __all__ = [
     "ArmValidationFailed",
     "CustomImageFitsNodes",
     "CustomImageUsable",
+    "ExistingLustreMatches",
+    "ExistingNetAppVolumes",
+    "ExistingSubnetWithoutNsg",
+    "ExistingVaultUnfit",
     "ExistingVnetMatches",
     "FeatureNotRegistered",
     "GlobalNameTaken",
@@ -37,11 +44,13 @@ __all__ = [
     "LiveContext",
     "LiveFactsUnavailable",
     "NetworkWatcherMissing",
+    "NsgBlocksLustre",
     "ProviderNotRegistered",
     "QuotaShort",
     "SkuNotOffered",
     "SkuRestricted",
     "SoftDeletedVaultHoldsName",
+    "SpokePeeringNotConnected",
     "ZoneNotOfferedLive",
     "capability",
     "gallery_definition",
@@ -56,7 +65,13 @@ LIVE_RULES: tuple[type[Rule[Any]], ...] = (
     QuotaShort,
     FeatureNotRegistered,
     ExistingVnetMatches,
+    ExistingSubnetWithoutNsg,
+    NsgBlocksLustre,
     HubHasNoGateway,
+    SpokePeeringNotConnected,
+    ExistingLustreMatches,
+    ExistingNetAppVolumes,
+    ExistingVaultUnfit,
     GlobalNameTaken,
     SoftDeletedVaultHoldsName,
     LiveFactsUnavailable,
