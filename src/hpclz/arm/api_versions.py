@@ -74,6 +74,13 @@ PINNED_BY_VERSION: dict[str, tuple[str, ...]] = {
     # Defender for Cloud plans (learn.microsoft.com/azure/templates/microsoft.security/2024-01-01/pricings):
     # the version that carries subPlan, enforce and extensions.
     "2024-01-01": ("Microsoft.Security/pricings",),
+    # Azure Database for MySQL flexible servers (Slurm accounting, compute.accounting mode new): the GA version
+    # before 2024-12-30 that carries VNet integration (network.delegatedSubnetResourceId, privateDnsZoneResourceId),
+    # backup retention and geo-redundancy, and high availability.
+    "2023-12-30": (
+        "Microsoft.DBforMySQL/flexibleServers",
+        "Microsoft.DBforMySQL/flexibleServers/configurations",
+    ),
     "2023-04-01": (
         "Microsoft.Maintenance/maintenanceConfigurations",
         "Microsoft.Maintenance/configurationAssignments",
