@@ -311,6 +311,37 @@ CASES: dict[str, list[Case]] = {
             ),
         )
     ],
+    # Slurm accounting mode new, on the energy preset's MySQL flexible server (learn.microsoft.com/azure/mysql/
+    # flexible-server: concepts-networking-vnet, concepts-high-availability, concepts-service-tiers-storage).
+    "HPCLZ-CMP-042": [
+        Case("energy", _set("network.vnet.subnets.database", DELETE)),
+        Case("energy", _set("network.vnet.subnets.database.delegation", None)),
+        Case("manufacturing", _set("network.vnet.subnets.admin.delegation", "Microsoft.DBforMySQL/flexibleServers")),
+    ],
+    # /30: four addresses, less than the five Azure reserves; /29 is the documented minimum.
+    "HPCLZ-CMP-043": [Case("energy", _set("network.vnet.subnets.database.cidr", "10.20.1.128/30"))],
+    "HPCLZ-CMP-044": [
+        Case(
+            "energy",
+            _all(_set("compute.accounting.tier", "Burstable"), _set("compute.accounting.sku", "Standard_B2ms")),
+        )
+    ],
+    "HPCLZ-CMP-045": [
+        Case("energy", _set("compute.accounting.standby_zone", "1")),
+        Case("energy", _set("compute.accounting.zone", DELETE)),
+        Case("energy", _set("compute.accounting.high_availability", "SameZone")),
+    ],
+    "HPCLZ-CMP-046": [
+        Case(
+            "energy",
+            _all(
+                _set("compute.accounting.tier", "Burstable"),
+                _set("compute.accounting.sku", "Standard_B2ms"),
+                _set("compute.accounting.high_availability", "Disabled"),
+                _set("compute.accounting.standby_zone", DELETE),
+            ),
+        )
+    ],
     "HPCLZ-SEC-001": [Case("finance", _set("defender", DELETE)), Case("ai-training", _set("defender.plans", []))],
     "HPCLZ-SEC-002": [Case("finance", _set("defender.plans", ["StorageAccounts", "KeyVaults"]))],
     "HPCLZ-MON-001": [Case("ai-training", _set("monitoring", {"mode": "disabled"}))],

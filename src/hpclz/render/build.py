@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hpclz.config.root import LandingZoneConfig
-from hpclz.render import audit, components, monitoring, policy, storage
+from hpclz.render import accounting, audit, components, monitoring, policy, storage
 from hpclz.render.arm import RG_TEMPLATE_SCHEMA, SUBSCRIPTION_TEMPLATE_SCHEMA
 from hpclz.render.engine import render_json
 from hpclz.render.model import Deployment, DeploymentPlan, Scope, canonical_json
@@ -49,7 +49,13 @@ COMPONENTS: tuple[Component, ...] = (
         enabled=monitoring.monitoring_enabled,
         context=monitoring.monitoring,
     ),
-    Component("compute", "compute", ("organization", "network", "identity", "storage"), context=components.compute),
+    # After accounting where there is one: the cluster's slurmdbd connects to that server as it starts.
+    Component(
+        "compute",
+        "compute",
+        ("organization", "network", "identity", "storage", "accounting"),
+        context=components.compute,
+    ),
     Component(
         "maintenance",
         "compute",
@@ -75,6 +81,15 @@ COMPONENTS: tuple[Component, ...] = (
     # Last, so adding it leaves every other deployment's order alone. It uses nothing of the zone; after
     # organization only so that the first wave stays the resource groups alone.
     Component("defender", None, ("organization",), enabled=components.defender_enabled, context=components.defender),
+    # The accounting database is data, so it lands in the storage group, which destroy keeps while data is in it.
+    Component(
+        "accounting",
+        "storage",
+        ("organization", "network"),
+        enabled=accounting.accounting_enabled,
+        context=accounting.accounting,
+        secure=accounting.accounting_secrets,
+    ),
 )
 
 

@@ -20,7 +20,7 @@ from typing import Any
 
 from hpclz import __version__
 from hpclz.catalog import load_catalog
-from hpclz.config.compute import ExistingAccounting, Partition
+from hpclz.config.compute import ExistingAccounting, NewAccounting, Partition
 from hpclz.config.storage import ExistingLustre, ExistingShared
 from hpclz.errors import ExitCode, HpclzError
 from hpclz.render.arm import API_VERSIONS, resource_path
@@ -138,7 +138,7 @@ def accounting_secrets(zone: Zone) -> dict[str, dict[str, str]]:
     """Cluster parameters hpclz-cluster-sync reads from Key Vault at import time, so that no rendered file,
     template or state holds them: parameter name -> vault, secret name and the identity that may read it."""
     accounting = zone.config.compute.accounting
-    if not isinstance(accounting, ExistingAccounting) or zone.key_vault_new is None:
+    if not isinstance(accounting, ExistingAccounting | NewAccounting) or zone.key_vault_new is None:
         return {}
     identity = _relative_id(
         zone, "Microsoft.ManagedIdentity/userAssignedIdentities", zone.identity_name("scheduler"), area="management"
@@ -151,6 +151,19 @@ def accounting_secrets(zone: Zone) -> dict[str, dict[str, str]]:
             "path": "compute.accounting.password_secret_name",
         }
     }
+
+
+def accounting_settings(zone: Zone) -> dict[str, str] | None:
+    """cyclecloud-slurm's slurm.accounting.url and user (Azure/cyclecloud-slurm templates/slurm.txt): the server
+    hpclz creates is reached by its FQDN, which its private DNS zone answers inside the VNet, as an administrator
+    login (slurmdbd's user in CCWS too: Azure/cyclecloud-slurm-workspace@bc0fc1b:bicep/mysql.bicep)."""
+    if not accounting_secrets(zone):
+        return None
+    accounting = zone.config.compute.accounting
+    if isinstance(accounting, NewAccounting):
+        return {"mode": "new", "url": zone.mysql_fqdn, "user": accounting.admin_user}
+    assert isinstance(accounting, ExistingAccounting)
+    return {"mode": "existing", "url": accounting.url, "user": accounting.user}
 
 
 def _scratch(zone: Zone, partition: Partition) -> dict[str, str] | None:
@@ -227,7 +240,7 @@ def cluster_files(zone: Zone) -> dict[str, str]:
         ),
         login_an=accelerated(zone, config.compute.login.vm_size),
         shared=shared_mounts(zone),
-        accounting=zone.config.compute.accounting if accounting_secrets(zone) else None,
+        accounting=accounting_settings(zone),
     )
     identity = "/subscriptions/@SUBSCRIPTION_ID@/" + _compute_identity(zone)
     parameters = {

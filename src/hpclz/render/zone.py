@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
+from hpclz.config.compute import NewAccounting
 from hpclz.config.identity import Area, NewKeyVault
 from hpclz.config.network import SUBNET_ROLES, ExistingVnet, Subnet
 from hpclz.config.operations import NewMonitoring
@@ -165,6 +166,20 @@ class Zone:
             zones.append((PRIVATE_DNS_ZONES["vault"], "identity.key_vault"))
         return zones
 
+    @property
+    def mysql_dns_zone(self) -> str | None:
+        """The accounting server's private DNS zone. ARM templates must bring their own, named to end with
+        mysql.database.azure.com (learn.microsoft.com/azure/mysql/flexible-server/concepts-networking-vnet,
+        "Use Private DNS Zone"); `<server>.private.mysql.database.azure.com` is the name the portal gives it."""
+        return f"{self.mysql_server_name}.private.mysql.database.azure.com" if self.accounting_new else None
+
+    @property
+    def network_dns_zones(self) -> list[tuple[str, str]]:
+        """Every private DNS zone the network deployment creates and links: the private endpoints' zones, and the
+        accounting server's, which VNet integration needs whatever network.private_dns_zones says."""
+        mysql = [(self.mysql_dns_zone, "compute.accounting")] if self.mysql_dns_zone else []
+        return self.dns_zones + mysql
+
     def dns_zone_id(self, group: str) -> str:
         """The private DNS zone for endpoints of a private-link group ("blob", "vault")."""
         return resource_id_expr("Microsoft.Network/privateDnsZones", PRIVATE_DNS_ZONES[group], group=self.rg["network"])
@@ -244,6 +259,21 @@ class Zone:
     @cached_property
     def shared_account_name(self) -> str:
         return self.names.name("storage_account", "nfs")
+
+    # --- accounting ----------------------------------------------------------------------------
+    @property
+    def accounting_new(self) -> NewAccounting | None:
+        accounting = self.config.compute.accounting
+        return accounting if isinstance(accounting, NewAccounting) else None
+
+    @cached_property
+    def mysql_server_name(self) -> str:
+        return self.names.name("mysql_server")
+
+    @property
+    def mysql_fqdn(self) -> str:
+        """What clients connect to; the docs advise the FQDN over the IP, which can change (failover, restarts)."""
+        return f"{self.mysql_server_name}.mysql.database.azure.com"
 
     # --- monitoring ----------------------------------------------------------------------------
     @property
