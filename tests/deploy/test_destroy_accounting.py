@@ -1,0 +1,68 @@
+"""Slurm accounting's MySQL flexible server is data: plain destroy keeps it, --include-data deletes it.
+
+The job history lives in the server (sacct, fair-share). Destroy keeps what carries hpclz-data and what it stands on:
+the server's recorded properties name its delegated subnet and its private DNS zone, which the server cannot change
+after deployment (learn.microsoft.com/azure/mysql/flexible-server/concepts-networking-vnet), so both stay with it.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO
+from tests.deploy.conftest import state_of
+from tests.support.arm_standin import ArmStandIn
+
+MYSQL = "Microsoft.DBforMySQL/flexibleServers"
+
+
+@pytest.fixture
+def energy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("SLURMDB_PASSWORD", "slurmdb-Test-4b1d9e")
+    folder = tmp_path / "zone"
+    folder.mkdir()
+    target = folder / "lz.yaml"
+    shutil.copy(REPO / "configs" / "energy.yaml", target)
+    return target
+
+
+def _of_type(arm: ArmStandIn, rtype: str) -> list[dict]:
+    return [r for r in arm.world.resources.values() if r["type"] == rtype]
+
+
+@pytest.mark.slow
+def test_destroy_keeps_the_accounting_database_unless_include_data(
+    arm: ArmStandIn, energy: Path, run_cli: Callable
+) -> None:
+    deployed = run_cli("deploy", str(energy), "--yes")
+    assert deployed.exit_code == 0, deployed.stderr
+    [server] = _of_type(arm, MYSQL)
+    [tls] = _of_type(arm, "Microsoft.DBforMySQL/flexibleServers/configurations")
+    assert (
+        tls["id"].endswith(f"/{server['name']}/configurations/require_secure_transport")
+        and tls["properties"]["value"] == "ON"
+    )
+    # The secureString reached ARM as a deployment parameter and nowhere else hpclz writes.
+    state_text = "".join(p.read_text() for p in energy.parent.joinpath(".hpclz").rglob("*.json"))
+    assert "slurmdb-Test-4b1d9e" not in state_text
+    assert server["properties"]["network"]["publicNetworkAccess"] == "Disabled"
+    assert server["properties"]["backup"] == {"backupRetentionDays": 35, "geoRedundantBackup": "Enabled"}
+    assert any(r["id"].lower() == server["id"].lower() and r["data_bearing"] for r in state_of(energy)["resources"])
+
+    kept = run_cli("destroy", str(energy), "--yes")
+    assert kept.exit_code == 0, kept.stderr
+    assert [r["name"] for r in _of_type(arm, MYSQL)] == [server["name"]]
+    zones = {r["name"] for r in _of_type(arm, "Microsoft.Network/privateDnsZones")}
+    assert f"{server['name']}.private.mysql.database.azure.com" in zones
+    # The VNet holds the server's delegated subnet.
+    assert [r["name"] for r in _of_type(arm, "Microsoft.Network/virtualNetworks")] == ["vnet-energy-prod-scus"]
+    assert _of_type(arm, "Microsoft.Compute/virtualMachines") == []
+
+    gone = run_cli("destroy", str(energy), "--yes", "--include-data")
+    assert gone.exit_code == 0, gone.stderr
+    assert _of_type(arm, MYSQL) == []
+    assert _of_type(arm, "Microsoft.DBforMySQL/flexibleServers/configurations") == []
