@@ -42,6 +42,16 @@ COMPONENTS: tuple[Component, ...] = (
         secure=components.identity_secrets,
     ),
     Component("storage", "storage", ("organization", "network", "identity"), context=storage.storage),
+    # The accounting database is data, so it lands in the storage group, which destroy keeps while data is in it;
+    # before compute, whose slurmdbd connects to it (deployments depend only on earlier ones).
+    Component(
+        "accounting",
+        "storage",
+        ("organization", "network"),
+        enabled=accounting.accounting_enabled,
+        context=accounting.accounting,
+        secure=accounting.accounting_secrets,
+    ),
     Component(
         "monitoring",
         "monitoring",
@@ -81,15 +91,6 @@ COMPONENTS: tuple[Component, ...] = (
     # Last, so adding it leaves every other deployment's order alone. It uses nothing of the zone; after
     # organization only so that the first wave stays the resource groups alone.
     Component("defender", None, ("organization",), enabled=components.defender_enabled, context=components.defender),
-    # The accounting database is data, so it lands in the storage group, which destroy keeps while data is in it.
-    Component(
-        "accounting",
-        "storage",
-        ("organization", "network"),
-        enabled=accounting.accounting_enabled,
-        context=accounting.accounting,
-        secure=accounting.accounting_secrets,
-    ),
 )
 
 

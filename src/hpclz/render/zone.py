@@ -16,7 +16,7 @@ from hpclz.config.identity import Area, NewKeyVault
 from hpclz.config.network import SUBNET_ROLES, ExistingVnet, Subnet
 from hpclz.config.operations import NewMonitoring
 from hpclz.config.root import LandingZoneConfig
-from hpclz.config.storage import AzureFilesShared, NetAppVolume, NewBlob, NewLustre, NewNetApp
+from hpclz.config.storage import AzureFilesShared, NetAppShared, NetAppVolume, NewBlob, NewLustre, NewNetApp
 from hpclz.errors import ExitCode, HpclzError
 from hpclz.naming import NameBuilder
 from hpclz.render.arm import API_VERSIONS, expr, resource_id, resource_id_expr
@@ -255,6 +255,25 @@ class Zone:
         if isinstance(shared, AzureFilesShared) and self.has_subnet("private_endpoints"):
             return shared
         return None
+
+    @property
+    def shared_netapp(self) -> NetAppShared | None:
+        """Shared home and /sched as NetApp volumes; they live in storage.netapp's pool (HPCLZ-STO-043 says so when
+        storage.netapp is not new)."""
+        shared = self.config.storage.shared
+        return shared if isinstance(shared, NetAppShared) and self.netapp_new is not None else None
+
+    def shared_netapp_volumes(self) -> list[tuple[str, NetAppVolume]]:
+        """(role, volume) for home and sched; names hpclz-<role> (the export path /hpclz-<role>), apart from
+        storage.netapp.volumes' names by HPCLZ-STO-043."""
+        shared = self.shared_netapp
+        if shared is None:
+            return []
+        sizes = {"home": shared.home_gib, "sched": shared.sched_gib}
+        return [
+            (role, NetAppVolume(name=f"hpclz-{role}", quota_gib=size, protocol=shared.protocol, mount_point=point))
+            for (role, size), point in zip(sizes.items(), (shared.mount_point, "/sched"), strict=True)
+        ]
 
     @cached_property
     def shared_account_name(self) -> str:
