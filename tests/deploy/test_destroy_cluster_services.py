@@ -1,4 +1,5 @@
-"""Slurm accounting's MySQL flexible server is data: plain destroy keeps it, --include-data deletes it.
+"""Cluster services that hold data, on the ARM stand-in through the SDK: Slurm accounting's MySQL flexible server and
+the NetApp shared home. Plain destroy keeps them, --include-data deletes them.
 
 The job history lives in the server (sacct, fair-share). Destroy keeps what carries hpclz-data and what it stands on:
 the server's recorded properties name its delegated subnet and its private DNS zone, which the server cannot change
@@ -66,3 +67,38 @@ def test_destroy_keeps_the_accounting_database_unless_include_data(
     assert gone.exit_code == 0, gone.stderr
     assert _of_type(arm, MYSQL) == []
     assert _of_type(arm, "Microsoft.DBforMySQL/flexibleServers/configurations") == []
+
+
+@pytest.fixture
+def manufacturing(tmp_path: Path) -> Path:
+    folder = tmp_path / "cae"
+    folder.mkdir()
+    target = folder / "lz.yaml"
+    shutil.copy(REPO / "configs" / "manufacturing.yaml", target)
+    return target
+
+
+@pytest.mark.slow
+def test_netapp_shared_home_volumes_are_data_kept_by_plain_destroy(
+    arm: ArmStandIn, manufacturing: Path, run_cli: Callable
+) -> None:
+    """storage.shared mode netapp: home and /sched are ANF volumes in storage.netapp's pool, kept like every volume."""
+    deployed = run_cli("deploy", str(manufacturing), "--yes")
+    assert deployed.exit_code == 0, deployed.stderr
+    volumes = {
+        r["name"].rsplit("/", 1)[-1]: r for r in _of_type(arm, "Microsoft.NetApp/netAppAccounts/capacityPools/volumes")
+    }
+    home = volumes["vol-cae-hpclz-home-test-weu"]
+    assert home["properties"]["creationToken"] == "hpclz-home" and home["properties"]["unixPermissions"] == "0755"
+    assert home["properties"]["exportPolicy"]["rules"][0]["allowedClients"] == "10.80.0.0/24,10.80.8.0/22"
+    assert "vol-cae-hpclz-sched-test-weu" in volumes
+    # No Azure Files account for shared home in this mode.
+    assert not [r for r in _of_type(arm, "Microsoft.Storage/storageAccounts") if r.get("kind") == "FileStorage"]
+
+    assert run_cli("destroy", str(manufacturing), "--yes").exit_code == 0
+    kept = {
+        r["name"].rsplit("/", 1)[-1] for r in _of_type(arm, "Microsoft.NetApp/netAppAccounts/capacityPools/volumes")
+    }
+    assert {"vol-cae-hpclz-home-test-weu", "vol-cae-hpclz-sched-test-weu"} <= kept
+    assert run_cli("destroy", str(manufacturing), "--yes", "--include-data").exit_code == 0
+    assert _of_type(arm, "Microsoft.NetApp/netAppAccounts/capacityPools/volumes") == []
