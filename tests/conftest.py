@@ -52,6 +52,14 @@ def run_cli(capsys: pytest.CaptureFixture[str]) -> Callable[..., CliResult]:
     return _run
 
 
+@pytest.fixture(autouse=True)
+def _accounting_password(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The energy and ai-training presets keep Slurm accounting's database password in Key Vault, read from
+    SLURMDB_PASSWORD at deploy time as an operator's shell holds it; a test about an unset variable unsets it."""
+    if "SLURMDB_PASSWORD" not in os.environ:
+        monkeypatch.setenv("SLURMDB_PASSWORD", "slurmdb-Test-4b1d9e")
+
+
 @pytest.fixture(params=[p.stem for p in PRESETS])
 def preset_path(request: pytest.FixtureRequest) -> Path:
     return REPO / "configs" / f"{request.param}.yaml"

@@ -90,8 +90,14 @@ def test_slurmdbd_reaches_the_new_server_by_fqdn_after_it_exists() -> None:
     assert secrets["AccountingPassword"]["name"] == "slurmdb-password"
 
 
+def test_ai_training_runs_it_with_a_same_zone_standby() -> None:
+    (server,) = resources_of(preset_plan("ai-training"), "Microsoft.DBforMySQL/flexibleServers")
+    assert server["properties"]["highAvailability"] == {"mode": "SameZone"}
+    assert server["properties"]["backup"] == {"backupRetentionDays": 35, "geoRedundantBackup": "Enabled"}
+
+
 def test_no_server_without_mode_new() -> None:
-    for stem in ("ai-training", "finance", "manufacturing"):
+    for stem in ("finance", "manufacturing"):
         assert resources_of(preset_plan(stem), "Microsoft.DBforMySQL/flexibleServers") == []
         zones = [r["name"] for r in resources_of(preset_plan(stem), "Microsoft.Network/privateDnsZones")]
         assert not any(z.endswith("mysql.database.azure.com") for z in zones)
