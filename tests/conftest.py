@@ -22,6 +22,10 @@ IN_CI = os.environ.get("CI", "").lower() == "true"
 if "HPCLZ_CACHE_DIR" not in os.environ:
     os.environ["HPCLZ_CACHE_DIR"] = tempfile.mkdtemp(prefix="hpclz-test-gate-cache-")
     atexit.register(shutil.rmtree, os.environ["HPCLZ_CACHE_DIR"], ignore_errors=True)
+# The energy and ai-training presets keep Slurm accounting's database password in Key Vault, read from
+# SLURMDB_PASSWORD at deploy time, as an operator's shell holds it. Set for the session, not by an autouse
+# fixture, which would reorder every test's monkeypatch teardown.
+os.environ.setdefault("SLURMDB_PASSWORD", "slurmdb-Test-4b1d9e")
 
 
 def require(condition: bool, what: str) -> None:
@@ -50,14 +54,6 @@ def run_cli(capsys: pytest.CaptureFixture[str]) -> Callable[..., CliResult]:
         return CliResult(code, out.out, out.err)
 
     return _run
-
-
-@pytest.fixture(autouse=True)
-def _accounting_password(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The energy and ai-training presets keep Slurm accounting's database password in Key Vault, read from
-    SLURMDB_PASSWORD at deploy time as an operator's shell holds it; a test about an unset variable unsets it."""
-    if "SLURMDB_PASSWORD" not in os.environ:
-        monkeypatch.setenv("SLURMDB_PASSWORD", "slurmdb-Test-4b1d9e")
 
 
 @pytest.fixture(params=[p.stem for p in PRESETS])
