@@ -20,7 +20,7 @@ AREA_MODULE: dict[str, tuple[str, ...]] = {
     "CMP": ("compute", "accounting"),
     "STO": ("storage", "integrity"),
     "SEC": ("security",),
-    "MON": ("operations",),
+    "MON": ("operations", "metrics"),
     "MNT": ("operations",),
     "COST": ("operations",),
 }

@@ -39,6 +39,8 @@ CASES: list[tuple[str, str, Any, Any, bool, Policy]] = [
     (MYSQL, "properties.highAvailability.mode", "Disabled", "ZoneRedundant", True, Policy.NOT_ALLOWED),
     (MYSQL, "properties.network.delegatedSubnetResourceId", "a", "b", True, Policy.NOT_ALLOWED),
     (MYSQL, "properties.administratorLogin", "slurmdbd", "admin", True, Policy.NOT_ALLOWED),
+    ("Microsoft.Dashboard/grafana", "properties.zoneRedundancy", "Disabled", "Enabled", False, Policy.REPLACE_DATA),
+    ("Microsoft.Dashboard/grafana", "properties.grafanaMajorVersion", "11", "12", False, Policy.IN_PLACE),
     ("Microsoft.Network/bastionHosts", "sku.name", "Basic", "Standard", False, Policy.IN_PLACE),
     ("Microsoft.Network/bastionHosts", "sku.name", "Premium", "Standard", False, Policy.REPLACE),
     ("Microsoft.KeyVault/vaults", "properties.enablePurgeProtection", True, False, False, Policy.NOT_ALLOWED),

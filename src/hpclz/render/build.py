@@ -52,18 +52,20 @@ COMPONENTS: tuple[Component, ...] = (
         context=accounting.accounting,
         secure=accounting.accounting_secrets,
     ),
+    # After identity: managed Prometheus grants the nodes' identity roles on its rule (reference() to its principal).
     Component(
         "monitoring",
         "monitoring",
-        ("organization",),
+        ("organization", "identity"),
         enabled=monitoring.monitoring_enabled,
         context=monitoring.monitoring,
     ),
-    # After accounting where there is one: the cluster's slurmdbd connects to that server as it starts.
+    # After monitoring: the CycleCloud server's data collection rule association names the rule; after accounting
+    # where there is one: the cluster's slurmdbd connects to that server as it starts.
     Component(
         "compute",
         "compute",
-        ("organization", "network", "identity", "storage", "accounting"),
+        ("organization", "network", "identity", "storage", "monitoring", "accounting"),
         context=components.compute,
     ),
     Component(
