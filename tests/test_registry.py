@@ -17,7 +17,7 @@ AREA_MODULE: dict[str, tuple[str, ...]] = {
     "ORG": ("organization",),
     "IDN": ("identity",),
     "NET": ("network",),
-    "CMP": ("compute",),
+    "CMP": ("compute", "accounting"),
     "STO": ("storage", "integrity"),
     "SEC": ("security",),
     "ZON": ("zones",),

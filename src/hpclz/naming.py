@@ -65,6 +65,16 @@ NAME_RULES: dict[str, NameRule] = {
     "netapp_account": NameRule("anf", 1, 128, r"[A-Za-z0-9][\w-]*", "letters, digits, _ -"),
     "netapp_pool": NameRule("pool", 1, 64, r"[A-Za-z0-9][\w-]*", "letters, digits, _ -"),
     "netapp_volume": NameRule("vol", 1, 64, r"[A-Za-z][\w-]*", "letters, digits, _ - (letter first)"),
+    # Microsoft.DBforMySQL/flexibleServers: 3-63 lowercase letters, digits and hyphens, no hyphen at either end; the
+    # name is the server's DNS label (<name>.mysql.database.azure.com), so it is global (resource-name-rules).
+    "mysql_server": NameRule(
+        "mysql",
+        3,
+        63,
+        r"[a-z0-9][a-z0-9-]*[a-z0-9]",
+        "lowercase letters, digits, - (not at either end)",
+        global_scope=True,
+    ),
     "maintenance_configuration": NameRule("mc", 1, 128, r"[A-Za-z0-9][\w.-]*", "letters, digits, _ . -"),
     "data_collection_rule": NameRule("dcr", 3, 64, r"[A-Za-z0-9][\w.-]*[A-Za-z0-9]", "letters, digits, _ . -"),
     # Recovery Services vaults: 2-50 alphanumerics and hyphens, starting with a letter
@@ -93,7 +103,7 @@ REGION_CODES: dict[str, str] = {
 
 
 # Name parts for roles whose config key is too long to spell out in a resource name.
-ROLE_LABELS = {"private_endpoints": "pe"}
+ROLE_LABELS = {"private_endpoints": "pe", "database": "db"}
 CYCLECLOUD_LABEL = "cc"
 
 

@@ -123,6 +123,7 @@ ROWS = [
             ("cidr: 10.20.1.0/26}", "cidr: 10.30.1.0/26}"),
             ("private_endpoints: {cidr: 10.20.1.64/26}", "private_endpoints: {cidr: 10.30.1.64/26}"),
             ("lustre: {cidr: 10.20.2.0/24}", "lustre: {cidr: 10.30.2.0/24}"),
+            ("database: {cidr: 10.20.1.128/28", "database: {cidr: 10.30.1.128/28"),
             ("compute: {cidr: 10.20.16.0/20}", "compute: {cidr: 10.30.16.0/20}"),
         ),
         "subnets in use cannot change range (InUseSubnetCannotBeUpdated), nor can a range in use go "
@@ -157,6 +158,55 @@ ROWS = [
         applied=False,
         refused_without="a region cannot change in place",
         refused_code=64,  # the state's recorded region names another zone: refused as a foreign state
+    ),
+    # Slurm accounting's MySQL flexible server (learn.microsoft.com/azure/mysql/flexible-server/
+    # concepts-service-tiers-storage#scale-resources and concepts-backup-restore#backup-retention).
+    Row(
+        "grow the accounting database's storage",
+        (("storage_gib: 32", "storage_gib: 64"),),
+        "storage grows online without a restart; it can only be increased",
+        "compute.accounting.storage_gib: 32 -> 64",
+        applied=True,
+        writes=("PUT",),
+    ),
+    Row(
+        "shrink the accounting database's storage",
+        (("storage_gib: 32", "storage_gib: 20"),),
+        '"The storage size can only be increased. You cannot go back to a smaller storage size after the increase."',
+        "storage can't be scaled down",
+        applied=False,
+        refused_without="NOT ALLOWED",
+    ),
+    Row(
+        "shorten the accounting backup retention",
+        (("backup_retention_days: 35", "backup_retention_days: 14"),),
+        "the backup retention period can be scaled up or down from 1 to 35 days, online",
+        "compute.accounting.backup_retention_days: 35 -> 14",
+        applied=True,
+        writes=("PUT",),
+    ),
+    Row(
+        "resize the accounting server",
+        (("sku: Standard_D2ads_v5", "sku: Standard_D4ads_v5"),),
+        "a new compute size restarts the server (60-120 s)",
+        "compute.accounting.sku",
+        applied=True,
+        flags=("--allow-disruption",),
+        refused_without="--allow-disruption",
+        writes=("PUT",),
+    ),
+    Row(
+        "move the accounting server to a new subnet",
+        (
+            (
+                "database: {cidr: 10.20.1.128/28, delegation",
+                "database: {name: snet-db2, cidr: 10.20.1.128/28, delegation",
+            ),
+        ),
+        "a VNet-integrated server cannot move to another subnet (concepts-networking-vnet, unsupported scenarios)",
+        "a VNet-integrated server cannot move to another subnet",
+        applied=False,
+        refused_without="NOT ALLOWED",
     ),
     Row(
         "grow Lustre",

@@ -220,6 +220,8 @@ CASES: dict[str, list[Case]] = {
     "HPCLZ-STO-003": [
         Case("manufacturing", _set("storage.netapp.pool_size_tib", 4)),
         Case("manufacturing", _set("storage.netapp.pool_size_tib", 4096)),
+        # 6 TiB holds the 5120 GiB of volumes, but not with shared home and /sched's 1124 GiB.
+        Case("manufacturing", _set("storage.netapp.pool_size_tib", 6)),
     ],
     "HPCLZ-STO-004": [Case("manufacturing", _set("storage.netapp.volumes.1.quota_gib", 204800))],
     "HPCLZ-STO-005": [
@@ -297,6 +299,12 @@ CASES: dict[str, list[Case]] = {
         Case("ai-training", _set("storage.shared.mount_point", "/scratch/home")),
     ],
     # A MySQL flexible server's host name form: <server>.mysql.database.azure.com (learn.microsoft.com/azure/mysql).
+    # storage.shared mode netapp (manufacturing): its volumes live in storage.netapp's pool.
+    "HPCLZ-STO-043": [
+        Case("manufacturing", _set("storage.netapp", {"mode": "disabled"})),
+        Case("manufacturing", _set("storage.netapp.volumes.0.name", "hpclz-home")),
+        Case("manufacturing", _set("identity.managed_identities", {"scheduler": False, "compute": True})),
+    ],
     "HPCLZ-CMP-040": [
         Case("finance", _set("compute.accounting", {**ACCOUNTING, "password_secret_name": "missing"})),
         Case("energy", _set("identity.key_vault.secrets", {})),
@@ -308,6 +316,37 @@ CASES: dict[str, list[Case]] = {
                 _set("compute.accounting", ACCOUNTING),
                 _set("identity.key_vault.secrets", {"slurmdb-password": "${env:SLURMDB_PASSWORD}"}),
                 _set("identity.managed_identities.scheduler", False),
+            ),
+        )
+    ],
+    # Slurm accounting mode new, on the energy preset's MySQL flexible server (learn.microsoft.com/azure/mysql/
+    # flexible-server: concepts-networking-vnet, concepts-high-availability, concepts-service-tiers-storage).
+    "HPCLZ-CMP-042": [
+        Case("energy", _set("network.vnet.subnets.database", DELETE)),
+        Case("energy", _set("network.vnet.subnets.database.delegation", None)),
+        Case("manufacturing", _set("network.vnet.subnets.admin.delegation", "Microsoft.DBforMySQL/flexibleServers")),
+    ],
+    # /30: four addresses, less than the five Azure reserves; /29 is the documented minimum.
+    "HPCLZ-CMP-043": [Case("energy", _set("network.vnet.subnets.database.cidr", "10.20.1.128/30"))],
+    "HPCLZ-CMP-044": [
+        Case(
+            "energy",
+            _all(_set("compute.accounting.tier", "Burstable"), _set("compute.accounting.sku", "Standard_B2ms")),
+        )
+    ],
+    "HPCLZ-CMP-045": [
+        Case("energy", _set("compute.accounting.standby_zone", "1")),
+        Case("energy", _set("compute.accounting.zone", DELETE)),
+        Case("energy", _set("compute.accounting.high_availability", "SameZone")),
+    ],
+    "HPCLZ-CMP-046": [
+        Case(
+            "energy",
+            _all(
+                _set("compute.accounting.tier", "Burstable"),
+                _set("compute.accounting.sku", "Standard_B2ms"),
+                _set("compute.accounting.high_availability", "Disabled"),
+                _set("compute.accounting.standby_zone", DELETE),
             ),
         )
     ],

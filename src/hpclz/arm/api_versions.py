@@ -90,6 +90,13 @@ PINNED_BY_VERSION: dict[str, tuple[str, ...]] = {
         "Microsoft.RecoveryServices/vaults/backupPolicies",
         "Microsoft.RecoveryServices/vaults/backupFabrics/protectionContainers/protectedItems",
     ),
+    # Azure Database for MySQL flexible servers (Slurm accounting, compute.accounting mode new): the GA version
+    # before 2024-12-30 that carries VNet integration (network.delegatedSubnetResourceId, privateDnsZoneResourceId),
+    # backup retention and geo-redundancy, and high availability.
+    "2023-12-30": (
+        "Microsoft.DBforMySQL/flexibleServers",
+        "Microsoft.DBforMySQL/flexibleServers/configurations",
+    ),
     "2023-04-01": (
         "Microsoft.Maintenance/maintenanceConfigurations",
         "Microsoft.Maintenance/configurationAssignments",

@@ -40,6 +40,8 @@ PLAIN: dict[str, str] = {
     r"^[A-Za-z0-9][A-Za-z0-9.-]*$": "a host name or IP address, like slurmdb.mysql.database.azure.com or 10.1.2.4",
     r"^[A-Za-z0-9_.@-]{1,80}$": "a database user name: up to 80 letters, digits, _ . @ or -, like slurmdbd",
     r"^[A-Za-z0-9_=,.-]+$": "NFS mount options separated by commas, like rw,hard,vers=3,nconnect=8",
+    r"^Standard_[A-Za-z0-9_]{2,30}$": "a MySQL flexible server compute size, like Standard_B2ms or Standard_D2ads_v5",
+    r"^[a-z_][a-z0-9_]{0,31}$": "up to 32 lowercase letters, digits or _ starting with a letter or _, like slurmdbd",
 }
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from hpclz.rules.base import Rule
+from hpclz.rules.config.accounting import ACCOUNTING_RULES
 from hpclz.rules.config.compute import COMPUTE_RULES
 from hpclz.rules.config.identity import IDENTITY_RULES
 from hpclz.rules.config.integrity import INTEGRITY_RULES
@@ -22,6 +23,7 @@ CONFIG_RULES: tuple[type[Rule[Any]], ...] = (
     *IDENTITY_RULES,
     *NETWORK_RULES,
     *COMPUTE_RULES,
+    *ACCOUNTING_RULES,
     *STORAGE_RULES,
     *ZONE_RULES,
     *INTEGRITY_RULES,
