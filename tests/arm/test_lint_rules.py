@@ -102,6 +102,17 @@ CASES: dict[str, tuple[str, list[str], list[str]]] = {
     # The fixtures for 027-033 are what hpclz rendered for the presets before issue 13 (the templates a
     # review against the Managed Lustre prerequisites, the Bastion native-client page and the access-tier
     # overview found undeployable), kept byte for byte.
+    # Public endpoint on only when nothing but trusted Azure services may pass: the flow-log account's shape
+    # (sthpcflowlogs) and a private account (sthpcprivate) pass.
+    "HPCLZ-TPL-041": (
+        "tpl-041-public-endpoint.json",
+        [
+            "sthpcallow: public endpoint on with networkAcls defaultAction 'Allow'",
+            "sthpciprule: public endpoint on with IP or VNet rules",
+            "sthpclogging: public endpoint on with bypass 'Logging, Metrics'",
+        ],
+        [],
+    ),
     "HPCLZ-TPL-027": (
         "tpl-027-029-amlfs-hsm-archive.json",
         [
@@ -126,15 +137,15 @@ CASES: dict[str, tuple[str, list[str], list[str]]] = {
         [],
     ),
     # finance's storage template before issue 13's finding 19 was fixed: the locker beside the data containers.
-    "HPCLZ-TPL-041": (
-        "tpl-041-locker-with-data.json",
+    "HPCLZ-TPL-050": (
+        "tpl-050-locker-with-data.json",
         ["the locker shares this account with data (checkpoints, market-data)"],
         [],
     ),
     # finance's compute template before the fix (login nodes inherit the compute identity), with the identity
     # deployment's Key Vault Secrets User grant to that identity added, as gates see it from the plan.
-    "HPCLZ-TPL-042": (
-        "tpl-042-login-data-identity.json",
+    "HPCLZ-TPL-051": (
+        "tpl-051-login-data-identity.json",
         ["the login nodes carry id-riskgrid-compute-prod-weu, which holds Key Vault Secrets User"],
         [],
     ),
@@ -286,7 +297,7 @@ def test_bool_is_not_an_int_parameter() -> None:
 
 def test_a_group_that_may_write_the_locker_container_fails() -> None:
     """Finding 19 of issue 13: whoever writes the locker writes the cluster-init every new node runs as root."""
-    template = load("bad/tpl-041-locker-with-data.json")
+    template = load("bad/tpl-050-locker-with-data.json")
     account = next(r for r in template["resources"] if r["type"] == "Microsoft.Storage/storageAccounts")
     template["resources"] = [r for r in template["resources"] if r["type"] != "Microsoft.Storage/storageAccounts"]
     template["resources"].append({**account, "name": "stlocker"})
@@ -311,15 +322,15 @@ def test_a_group_that_may_write_the_locker_container_fails() -> None:
         },
     }
     template["resources"].append(grant)
-    messages = [f.message for f in run(RULES["HPCLZ-TPL-041"], template)]
+    messages = [f.message for f in run(RULES["HPCLZ-TPL-050"], template)]
     assert any("Storage Blob Data Contributor for 11111111-2222-4333-8444-555555555555" in m for m in messages)
     # The same grant on the wheel container is allowed: each node checks that blob's SHA-256.
     grant["scope"] = grant["scope"].replace("/cyclecloud", "/hpclz")
-    assert not any("11111111" in f.message for f in run(RULES["HPCLZ-TPL-041"], template))
+    assert not any("11111111" in f.message for f in run(RULES["HPCLZ-TPL-050"], template))
 
 
 def test_login_nodes_without_the_plan_see_no_data_role() -> None:
     """Without the identity deployment's grant, the compute template alone shows no data role on that identity."""
-    template = load("bad/tpl-042-login-data-identity.json")
+    template = load("bad/tpl-051-login-data-identity.json")
     template["resources"] = [r for r in template["resources"] if r["type"] != "Microsoft.Authorization/roleAssignments"]
-    assert run(RULES["HPCLZ-TPL-042"], template) == []
+    assert run(RULES["HPCLZ-TPL-051"], template) == []

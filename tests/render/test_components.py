@@ -102,7 +102,8 @@ def test_lustre_hsm_without_a_new_blob_account_is_a_config_error() -> None:
 def test_netapp_volumes_land_in_the_delegated_subnet() -> None:
     plan = preset_plan("manufacturing")
     volumes = resources_of(plan, "Microsoft.NetApp/netAppAccounts/capacityPools/volumes")
-    assert sorted(v["properties"]["creationToken"] for v in volumes) == ["apps", "results"]
+    # storage.shared mode netapp adds home and /sched to the same pool.
+    assert sorted(v["properties"]["creationToken"] for v in volumes) == ["apps", "hpclz-home", "hpclz-sched", "results"]
     assert all("snet-cae-netapp" in v["properties"]["subnetId"] for v in volumes)
     results = next(v for v in volumes if v["properties"]["creationToken"] == "results")
     assert results["properties"]["usageThreshold"] == 4096 * 1024**3

@@ -6,6 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from hpclz.config.backup import Backup
 from hpclz.config.base import StrictModel
 from hpclz.config.budget import Budget
 from hpclz.config.compute import Compute
@@ -34,6 +35,9 @@ class LandingZoneConfig(StrictModel):
     verify: Verify = Field(default_factory=Verify)
     defender: Defender = Field(
         default_factory=Defender, description="Microsoft Defender for Cloud plans, set at subscription scope (opt-in)."
+    )
+    backup: Backup = Field(
+        default_factory=Backup, description="Azure Backup of the CycleCloud server (Recovery Services vault)."
     )
     budget: Budget | None = Field(
         default=None, description="Monthly spending ceiling; `hpclz plan` shows the estimate against it."

@@ -88,6 +88,7 @@ def compute(zone: Zone) -> dict[str, Any]:
         "entra_ssh": entra_login(zone),
         # Guest patching on a user schedule needs the platform to orchestrate patches, with its own safety checks
         # bypassed for the maintenance window (Microsoft.Compute LinuxVMGuestPatchAutomaticByPlatformSettings).
+        "zone": zone.config.compute.service_zone,
         "scheduled_patching": maintenance_enabled(zone) and zone.config.maintenance.scope == "InGuestPatch",
         "agent": agent,
     }

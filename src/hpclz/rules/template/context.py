@@ -41,7 +41,7 @@ class TemplateContext:
     checkov_failures: list[CheckovFailure] = field(default_factory=list)  # this template's, when checkov ran
     checkov_unparsed: bool = False  # checkov could not parse the file, so none of its checks ran on it
     # The other templates of the same plan, by deployment name, for rules that need what another deployment grants
-    # (HPCLZ-TPL-042); empty when a template is checked alone.
+    # (HPCLZ-TPL-051); empty when a template is checked alone.
     plan_templates: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @classmethod

@@ -89,7 +89,7 @@ class LockerAccountHoldsNoData(Rule[TemplateContext]):
     cluster-init in it runs as root on every new node. Writes on the hpclz wheel container are allowed, as each
     node checks that blob against the SHA-256 it was given."""
 
-    id = "HPCLZ-TPL-041"
+    id = "HPCLZ-TPL-050"
     severity = Severity.ERROR
     title = "CycleCloud locker shares its account with data, or users can write it"
     fix = "Keep the locker (container 'cyclecloud') in an account of its own that only CycleCloud's identity writes."
@@ -167,7 +167,7 @@ class LoginNodesCarryNoDataIdentity(Rule[TemplateContext]):
     """Login nodes carry no identity that holds a data role (blob data, Key Vault secrets) in any template of the
     plan: any user there can get its token from the instance metadata service."""
 
-    id = "HPCLZ-TPL-042"
+    id = "HPCLZ-TPL-051"
     severity = Severity.ERROR
     title = "An identity with data roles is attached to the login nodes"
     fix = "Give the login nodearray only the locker identity (Azure.Identities), never the compute identity."
