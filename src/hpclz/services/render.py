@@ -126,7 +126,7 @@ def _run_gates(plan: DeploymentPlan) -> GatesRun:
 def not_rendered(config: LandingZoneConfig) -> list[str]:
     """What the config asks for that the rendered templates do not deliver: said out loud instead of dropped
     silently (docs/monitoring.md, "Not done")."""
-    notes = []
+    notes: list[str] = []
     monitoring = config.monitoring
     if isinstance(monitoring, Disabled) or not monitoring.diagnostic_settings:
         return notes
