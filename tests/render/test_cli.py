@@ -109,14 +109,22 @@ def test_config_rule_errors_render_nothing(run_cli, tmp_path: Path) -> None:  # 
 def test_settings_outside_the_schema_subset_are_reported_not_dropped(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     result = run_cli("render", ENERGY, "--out", str(tmp_path / "o"), "--no-gates", "-o", "json")
     notes = json.loads(result.stdout)["result"]["notes"]
-    # Resource diagnostic settings are rendered (the audit deployment); the DCR association is not yet.
-    assert any(
-        n.startswith("monitoring.diagnostic_settings renders the VMs' data collection rule without an association")
-        for n in notes
-    )
+    # The agent and the DCR association are rendered for the VMs hpclz creates; CycleCloud's nodes are the gap.
+    assert any(n.startswith("monitoring.agent covers the VMs hpclz creates") for n in notes)
+    assert not any("without an association" in n for n in notes)
     assert not any("Microsoft.Insights/diagnosticSettings" in n for n in notes)
     # organization.policies is rendered now (policy assignments at each group), so it is no longer a note.
     assert not any(n.startswith("organization.policies") for n in notes)
+
+
+def test_agent_off_says_the_rule_collects_nothing(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    cfg = tmp_path / "no-agent.yaml"
+    text = Path(ENERGY).read_text(encoding="utf-8")
+    assert "\nmonitoring:\n" in text
+    cfg.write_text(text.replace("\nmonitoring:\n", "\nmonitoring:\n  agent: false\n", 1))
+    result = run_cli("render", str(cfg), "--out", str(tmp_path / "o"), "--no-gates", "-o", "json")
+    notes = json.loads(result.stdout)["result"]["notes"]
+    assert any(n.startswith("monitoring.agent is off") for n in notes)
 
 
 def test_diagram_images_where_graphviz_is_installed(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

@@ -124,15 +124,23 @@ def _run_gates(plan: DeploymentPlan) -> GatesRun:
 
 
 def not_rendered(config: LandingZoneConfig) -> list[str]:
-    """Settings hpclz does not render yet: said out loud instead of dropped silently. Their schemas are pinned
-    (dataCollectionRuleAssociations@2024-03-11 in hpclz/armschemas); the templates that emit them are still to be
-    written."""
-    notes = []
+    """What the config asks for that the rendered templates do not deliver: said out loud instead of dropped
+    silently (docs/monitoring.md, "Not done")."""
+    notes: list[str] = []
     monitoring = config.monitoring
-    if not isinstance(monitoring, Disabled) and monitoring.diagnostic_settings:
+    if isinstance(monitoring, Disabled) or not monitoring.diagnostic_settings:
+        return notes
+    if not monitoring.agent:
         notes.append(
-            "monitoring.diagnostic_settings renders the VMs' data collection rule without an association: "
-            "dataCollectionRuleAssociations are not emitted yet (the audit deployment sends activity, Key Vault "
-            "and blob logs)"
+            "monitoring.agent is off: the VMs' data collection rule gets no agent and no association, so it "
+            "collects nothing (the audit deployment still sends activity, Key Vault and blob logs)"
+        )
+    else:
+        # CycleCloud, not hpclz's ARM, creates the scheduler, login and partition scale sets, and the built-in
+        # agent policies do not cover the HPC images they run (docs/monitoring.md), so their Syslog stays local.
+        notes.append(
+            "monitoring.agent covers the VMs hpclz creates: Syslog (sign-ins included) from CycleCloud's "
+            "scheduler, login and partition nodes does not reach Log Analytics; their metrics reach Prometheus "
+            "when monitoring.prometheus is on"
         )
     return notes
