@@ -123,3 +123,53 @@ def test_installed_wheel_runs_checkov_when_it_is_installed(installed: Path, tmp_
     done, envelope = _render(installed, tmp_path, {CHECKOV_ENV: checkov})
     assert done.returncode == 0, done.stderr + done.stdout
     assert envelope["result"]["gates"] == ["schema", "lint", "checkov"]
+
+
+def _repack(env: Path, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """The installed hpclz finds its own wheel, with no HPCLZ_WHEEL and no checkout: a fresh process each time."""
+    code = "from hpclz.deploy.wheel import hpclz_wheel; w = hpclz_wheel(); print(w.path); print(w.sha256)"
+    clean = {k: v for k, v in os.environ.items() if k not in ("HPCLZ_WHEEL", "PYTHONPATH", "VIRTUAL_ENV")}
+    return subprocess.run([str(env / "bin" / "python"), "-c", code], cwd=cwd, env=clean, capture_output=True, text=True)
+
+
+def _members(wheel: Path) -> dict[str, bytes]:
+    with zipfile.ZipFile(wheel) as archive:
+        return {name: archive.read(name) for name in archive.namelist() if not name.endswith(".dist-info/RECORD")}
+
+
+def test_an_installed_hpclz_rebuilds_the_wheel_it_was_installed_from(
+    installed: Path, built_wheel: Path, tmp_path: Path
+) -> None:
+    first, second = _repack(installed, tmp_path), _repack(installed, tmp_path)
+    assert first.returncode == 0, first.stderr
+    path, sha256 = first.stdout.split()
+    repacked = Path(path)
+    assert repacked.name == built_wheel.name and not repacked.is_relative_to(REPO)
+    assert _members(repacked) == _members(built_wheel)  # the same files with the same bytes; only RECORD is new
+    with zipfile.ZipFile(repacked) as archive:
+        assert archive.testzip() is None
+        record = archive.read("hpclz-0.1.0.dist-info/RECORD").decode().splitlines()
+    assert len(record) == len(_members(built_wheel)) + 1
+    assert second.returncode == 0 and second.stdout.split()[1] == sha256  # the same install, the same digest
+
+
+def test_an_installed_hpclz_that_was_changed_is_not_repacked(installed: Path, tmp_path: Path) -> None:
+    site = Path(
+        subprocess.check_output(
+            [str(installed / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+            text=True,
+        ).strip()
+    )
+    changed = site / "hpclz" / "deploy" / "prune.py"
+    original = changed.read_bytes()
+    try:
+        changed.write_bytes(original + b"# a local edit\n")
+        done = _repack(installed, tmp_path)
+    finally:
+        changed.write_bytes(original)
+    assert done.returncode != 0
+    last = done.stderr.strip().splitlines()[-1]
+    assert last == (
+        f"hpclz.errors.HpclzError: {changed} differs from the installed hpclz's RECORD: a changed install is not "
+        "deployed; reinstall hpclz or set HPCLZ_WHEEL"
+    )

@@ -2,9 +2,11 @@
 
 The scheduler never installs hpclz from a package index (issue 13, finding 18): `hpclz deploy` uploads the wheel to
 CycleCloud's locker and passes "<sha256>/<file name>" to the compute deployment, and the node refuses a file whose
-digest differs. Where the wheel comes from: HPCLZ_WHEEL (a path), else a build of the source checkout this hpclz
-runs from (hatchling builds reproducibly: the same tree gives the same bytes, so an unchanged hpclz redeploys
-nothing). An installed hpclz keeps no wheel of itself, so it needs HPCLZ_WHEEL.
+digest differs. Where the wheel comes from, first found: HPCLZ_WHEEL (a path); a build of the source checkout this
+hpclz runs from (an editable install; hatchling builds reproducibly: the same tree gives the same bytes); else, for an
+installed hpclz, which keeps no wheel of itself, the wheel rebuilt from its installed files as their RECORD lists and
+hashes them (wheel_repack: a changed install is refused, and the same install gives the same bytes). Either way an
+unchanged hpclz redeploys nothing.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+from hpclz.deploy.wheel_repack import repack_installed
 from hpclz.errors import ExitCode, HpclzError
 
 WHEEL_ENV = "HPCLZ_WHEEL"
@@ -44,7 +47,7 @@ class Wheel:
 
 def hpclz_wheel() -> Wheel:
     configured = os.environ.get(WHEEL_ENV)
-    path = Path(configured) if configured else _built_from_checkout()
+    path = Path(configured) if configured else _built_here()
     if not WHEEL_NAME.match(path.name) or not path.is_file():
         raise HpclzError(
             f"{WHEEL_ENV}={path}: not an hpclz wheel file (hpclz-<version>-py3-none-any.whl)",
@@ -71,15 +74,11 @@ def _checkout() -> Path | None:
 
 
 @cache
-def _built_from_checkout() -> Path:
+def _built_here() -> Path:
     root = _checkout()
-    if root is None:
-        raise HpclzError(
-            f"the scheduler installs hpclz from the locker, and this hpclz has no wheel of itself: set {WHEEL_ENV} "
-            "to the hpclz wheel this version was installed from",
-            exit_code=ExitCode.USAGE,
-        )
     out = Path(tempfile.mkdtemp(prefix="hpclz-wheel-"))
+    if root is None:
+        return repack_installed(out)
     command = [
         sys.executable,
         "-m",
