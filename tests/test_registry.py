@@ -20,6 +20,7 @@ AREA_MODULE: dict[str, tuple[str, ...]] = {
     "CMP": ("compute",),
     "STO": ("storage", "integrity"),
     "SEC": ("security",),
+    "PRT": ("portal",),
     "MON": ("operations",),
     "MNT": ("operations",),
     "COST": ("operations",),

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hpclz.config.root import LandingZoneConfig
-from hpclz.render import audit, components, monitoring, policy, storage
+from hpclz.render import audit, components, monitoring, policy, portal, storage
 from hpclz.render.arm import RG_TEMPLATE_SCHEMA, SUBSCRIPTION_TEMPLATE_SCHEMA
 from hpclz.render.engine import render_json
 from hpclz.render.model import Deployment, DeploymentPlan, Scope, canonical_json
@@ -75,6 +75,14 @@ COMPONENTS: tuple[Component, ...] = (
     # Last, so adding it leaves every other deployment's order alone. It uses nothing of the zone; after
     # organization only so that the first wave stays the resource groups alone.
     Component("defender", None, ("organization",), enabled=components.defender_enabled, context=components.defender),
+    # The Open OnDemand VM joins the cluster the compute deployment starts; appended so the others keep their order.
+    Component(
+        "portal",
+        "compute",
+        ("organization", "network", "identity", "storage", "compute"),
+        enabled=portal.portal_enabled,
+        context=portal.portal,
+    ),
 )
 
 

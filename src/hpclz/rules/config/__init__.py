@@ -11,6 +11,7 @@ from hpclz.rules.config.integrity import INTEGRITY_RULES
 from hpclz.rules.config.network import NETWORK_RULES
 from hpclz.rules.config.operations import COST_RULES, MAINTENANCE_RULES, MONITORING_RULES
 from hpclz.rules.config.organization import ORGANIZATION_RULES
+from hpclz.rules.config.portal import PORTAL_RULES
 from hpclz.rules.config.security import SECURITY_RULES
 from hpclz.rules.config.storage import STORAGE_RULES
 
@@ -22,6 +23,7 @@ CONFIG_RULES: tuple[type[Rule[Any]], ...] = (
     *STORAGE_RULES,
     *INTEGRITY_RULES,
     *SECURITY_RULES,
+    *PORTAL_RULES,
     *MONITORING_RULES,
     *MAINTENANCE_RULES,
     *COST_RULES,
