@@ -118,6 +118,13 @@ CASES: dict[str, tuple[str, list[str], list[str]]] = {
         [],
     ),
     "HPCLZ-TPL-033": ("tpl-033-host-maintenance.json", ["a Host-scope configuration on an ordinary VM"], []),
+    # The NIC shape of Azure's quickstart VM templates, whose ip configuration names a publicIPAddress; the
+    # private NIC beside it (what hpclz renders for the CycleCloud server and the portal) passes.
+    "HPCLZ-TPL-047": (
+        "tpl-047-public-ip.json",
+        ["nic-ood-public: ip configuration 0 has a public IP address"],
+        ["resources[nic-ood-public].properties.ipConfigurations[ipconfig1].properties.publicIPAddress"],
+    ),
     "HPCLZ-TPL-029": (
         "tpl-027-029-amlfs-hsm-archive.json",
         ["tiers to Archive on a standard_zrs account", "tiers to Archive with no prefixMatch filter"],

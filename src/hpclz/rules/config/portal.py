@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from ipaddress import IPv4Network
 
 from hpclz.config.identity import NewKeyVault
 from hpclz.findings import Finding, Severity
 from hpclz.rules.base import Rule
 from hpclz.rules.context import ConfigContext
+
+PRIVATE_BLOCKS = tuple(
+    IPv4Network(block) for block in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10")
+)
 
 
 class PortalNeedsSharedStorage(Rule[ConfigContext]):
@@ -47,7 +52,9 @@ class PortalNeedsSignIn(Rule[ConfigContext]):
 class PortalPrivateOnly(Rule[ConfigContext]):
     """The portal is reachable only privately or through Bastion: its NSG lets HTTPS in from the Bastion subnet and
     portal.allowed_cidrs, so a public range there would publish a shell-in-the-browser to the Internet. Private
-    means RFC 1918 or the shared address space of RFC 6598, as Python's ipaddress module classifies them."""
+    means inside the RFC 1918 ranges (www.rfc-editor.org/rfc/rfc1918, section 3) or RFC 6598's shared address space
+    (100.64.0.0/10, used by carrier and some VPN address pools); Python's own `is_private` is not used, because it
+    also counts the documentation ranges, which are not private networks."""
 
     id = "HPCLZ-PRT-003"
     severity = Severity.ERROR
@@ -56,7 +63,7 @@ class PortalPrivateOnly(Rule[ConfigContext]):
 
     def check(self, ctx: ConfigContext) -> Iterable[Finding]:
         for index, cidr in enumerate(ctx.config.portal.allowed_cidrs):
-            if not cidr.is_private or cidr.prefixlen == 0:
+            if not any(cidr.subnet_of(block) for block in PRIVATE_BLOCKS):
                 yield self.finding(ctx, ("portal", "allowed_cidrs", index), f"{cidr} is not a private range")
 
 
