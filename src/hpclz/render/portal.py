@@ -25,9 +25,9 @@ from hpclz.render.zone import Zone
 
 LABEL = "ood"
 HTTPS = 443
-# Where users reach the portal through `az network bastion tunnel --port 8443` (hpclz.services.next_steps): the
+# Where users reach the portal through `az network bastion tunnel --port 9443` (hpclz.services.next_steps): the
 # redirect URI the app registration needs for that path (docs/portal.md).
-TUNNEL_PORT = 8443
+TUNNEL_PORT = 9443
 # Pinned so a portal built next month matches one built today; change deliberately.
 # - Open OnDemand 4.1.4 from OSC's 4.1 apt repository, as CCWS's project pins it
 #   (Azure/cyclecloud-open-ondemand@3f0e012:specs/default/cluster-init/files/playbooks/vars.yml `ondemand_version`,
@@ -57,7 +57,9 @@ SLURM_FILES = ("slurm.conf", "azure.conf", "keep_alive.conf", "accounting.conf",
 
 
 def portal_enabled(zone: Zone) -> bool:
-    return zone.config.portal.enabled
+    """Asked for, and standing on what it needs; otherwise HPCLZ-PRT-001/002 have already refused the config."""
+    portal = zone.config.portal
+    return portal.enabled and portal.oidc is not None and shared_mounts(zone) is not None
 
 
 def slurm_cluster_name(zone: Zone) -> str:

@@ -118,7 +118,7 @@ oidc_client_id: "3c1f9a52-7d4e-4b8a-9e21-5f6d0c8b2a17"
 oidc_remote_user_claim: "upn"
 oidc_scope: "openid profile"
 user_map_match: "^([^@]+)@example\\.com$"
-logout_redirect: "/oidc?logout=https%3A%2F%2Flocalhost%3A8443"
+logout_redirect: "/oidc?logout=https%3A%2F%2Flocalhost%3A9443"
 oidc_settings:
   OIDCPassIDTokenAs: serialized
   OIDCPassClaimsAs: environment

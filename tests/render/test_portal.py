@@ -1,0 +1,207 @@
+"""The Open OnDemand portal (portal.*): what its template exposes, what its boot script pins and checks."""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import re
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hpclz.config.portal import Portal
+from hpclz.render.model import Deployment, DeploymentPlan
+from tests.conftest import PRESETS, require
+from tests.render.conftest import preset_plan, variant
+
+SECRET_PARAMETER = "secretOodClientSecret"
+
+
+def _portal(plan: DeploymentPlan) -> Deployment:
+    return next(d for d in plan.deployments if d.component == "portal")
+
+
+def _of(deployment: Deployment, type_: str) -> list[dict[str, Any]]:
+    return [r for r in deployment.template["resources"] if r["type"] == type_]
+
+
+def _script(deployment: Deployment) -> str:
+    (vm,) = _of(deployment, "Microsoft.Compute/virtualMachines")
+    raw = base64.b64decode(vm["properties"]["osProfile"]["customData"])
+    text = (gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw).decode()
+    assert text == deployment.artifacts["cloud-init/portal.sh"]
+    return text
+
+
+def _with_secret(data: dict[str, Any]) -> None:
+    data["identity"]["key_vault"]["secrets"] = {"ood-client-secret": "${env:OOD_CLIENT_SECRET}"}
+    data["portal"]["oidc"]["client_secret_name"] = "ood-client-secret"
+    data["portal"]["server_name"] = "ood.hpc.example.com"
+    data["portal"]["allowed_cidrs"] = ["10.8.0.0/16", "192.168.10.0/24"]
+
+
+def test_the_portal_is_off_unless_asked_for() -> None:
+    assert Portal().enabled is False
+    for path in PRESETS:
+        components = {d.component for d in preset_plan(path.stem).deployments}
+        assert ("portal" in components) == (path.stem == "ai-training"), path.stem
+
+
+def test_the_portal_has_no_public_ip_and_takes_https_only_from_bastion() -> None:
+    portal = _portal(preset_plan("ai-training"))
+    assert not _of(portal, "Microsoft.Network/publicIPAddresses")
+    (nic,) = _of(portal, "Microsoft.Network/networkInterfaces")
+    (config,) = nic["properties"]["ipConfigurations"]
+    assert "publicIPAddress" not in config["properties"]
+    assert config["properties"]["subnet"]["id"].endswith("'vnet-aitrain-prod-eus2', 'snet-aitrain-admin-prod-eus2')]")
+    assert nic["properties"]["networkSecurityGroup"]["id"].endswith("'nsg-aitrain-ood-prod-eus2')]")
+    (nsg,) = _of(portal, "Microsoft.Network/networkSecurityGroups")
+    rules = {r["name"]: r["properties"] for r in nsg["properties"]["securityRules"]}
+    # The Bastion subnet of configs/ai-training.yaml is 10.40.1.0/26: only it reaches 443 (and 22 for admins).
+    assert rules["AllowPortalHttps"]["sourceAddressPrefix"] == "10.40.1.0/26"
+    assert rules["AllowPortalHttps"]["destinationPortRange"] == "443"
+    assert rules["AllowBastionSsh"]["sourceAddressPrefix"] == "10.40.1.0/26"
+    assert rules["DenyAllInbound"] == {**rules["DenyAllInbound"], "access": "Deny", "sourceAddressPrefix": "*"}
+    allowed = [p for p in rules.values() if p["access"] == "Allow"]
+    assert {p["destinationPortRange"] for p in allowed} == {"443", "22"}
+
+
+def test_allowed_ranges_join_bastion_for_https_only() -> None:
+    portal = _portal(variant("ai-training", _with_secret))
+    (nsg,) = _of(portal, "Microsoft.Network/networkSecurityGroups")
+    rules = {r["name"]: r["properties"] for r in nsg["properties"]["securityRules"]}
+    assert rules["AllowPortalHttps"]["sourceAddressPrefixes"] == ["10.40.1.0/26", "10.8.0.0/16", "192.168.10.0/24"]
+    assert rules["AllowBastionSsh"]["sourceAddressPrefix"] == "10.40.1.0/26"
+
+
+def test_boot_script_pins_open_ondemand_and_the_clusters_slurm() -> None:
+    script = _script(_portal(preset_plan("ai-training")))
+    # Open OnDemand 4.1.4 as CCWS pins it; OSC's key by its full fingerprint (OSC/puppet-module-openondemand).
+    assert "apt-get install -y ondemand=4.1.4\n" in script
+    assert "https://apt.osc.edu/ondemand/DEB-GPG-KEY-ondemand FE143EA1CB378B569BBF7C544B72FE2B92D31755" in script
+    assert "repo=https://apt.osc.edu/ondemand/4.1/web/apt" in script
+    # The cluster's own Slurm build (compute.cyclecloud.slurm_version) from cyclecloud-slurm's jammy repository.
+    assert "slurm-smd-client=23.11.10-2" in script
+    assert "https://packages.microsoft.com/repos/slurm-ubuntu-jammy/ insiders main" in script
+    assert "BC528686B50D79E339D3721CEB3E94ADBE1229CF" in script
+    # munge and slurm with cyclecloud-slurm's ids, the key and slurm.conf from /sched/<cluster>.
+    assert "groupadd -g 11101 munge" in script and "groupadd -g 11100 slurm" in script
+    assert "cfg=/sched/aitrain-prod\n" in script
+    assert 'install -o munge -g munge -m 0600 "$cfg/munge.key" /etc/munge/munge.key' in script
+    # Home and /sched from the Azure Files NFS shares every node mounts.
+    assert re.search(r"st\w+\.file\.core\.windows\.net:/st\w+/sched /sched nfs vers=4,minorversion=1", script)
+
+
+def test_sign_in_without_a_secret_is_the_id_token_flow_ccws_uses() -> None:
+    script = _script(_portal(preset_plan("ai-training")))
+    metadata = (
+        "https://login.microsoftonline.com/0c6a3d1e-4b2f-4e8a-9d37-8f2b5a1c6e90/v2.0/.well-known/openid-configuration"
+    )
+    assert f'oidc_provider_metadata_url: "{metadata}"' in script
+    assert 'oidc_client_id: "3c1f9a52-7d4e-4b8a-9e21-5f6d0c8b2a17"' in script
+    assert "OIDCResponseType: id_token" in script
+    assert "AuthType openid-connect" in script
+    assert 'user_map_match: "^([^@]+)@example\\\\.com$"' in script
+    assert "oidc_client_secret" not in script and "hpclz-portal-secret" not in script
+    assert not _of(_portal(preset_plan("ai-training")), "Microsoft.Resources/deployments")
+
+
+def test_a_client_secret_is_read_from_key_vault_by_the_vms_own_identity() -> None:
+    plan = variant("ai-training", _with_secret)
+    portal = _portal(plan)
+    script = _script(portal)
+    assert "OIDCResponseType" not in script  # the code flow, with the secret
+    assert "client_secret=$(/opt/hpclz/bin/hpclz-portal-secret kv-aitrain-prod-eus2-a1 ood-client-secret)" in script
+    assert 'servername: "ood.hpc.example.com"' in script and "-subj /CN=ood.hpc.example.com" in script
+    (vm,) = _of(portal, "Microsoft.Compute/virtualMachines")
+    assert vm["identity"] == {"type": "SystemAssigned"}
+    (nested,) = _of(portal, "Microsoft.Resources/deployments")
+    assert nested["resourceGroup"] == "rg-aitrain-management-prod-eus2"
+    (role,) = nested["properties"]["template"]["resources"]
+    # Key Vault Secrets User (learn.microsoft.com/azure/role-based-access-control/built-in-roles).
+    assert "4633458b-17de-408a-b874-0445c86b69e6" in role["properties"]["roleDefinitionId"]
+    assert role["scope"] == "Microsoft.KeyVault/vaults/kv-aitrain-prod-eus2-a1"
+    assert ".identity.principalId" in role["properties"]["principalId"]
+    # The secret itself travels only as the identity deployment's secureString parameter.
+    identity = next(d for d in plan.deployments if d.component == "identity")
+    assert identity.secure_parameters[SECRET_PARAMETER] == "identity.key_vault.secrets.ood-client-secret"
+    assert portal.secure_parameters == {}
+
+
+def _shellcheck(path: Path) -> subprocess.CompletedProcess[str]:
+    require(shutil.which("shellcheck") is not None, "shellcheck (Debian package)")
+    return subprocess.run(
+        ["shellcheck", "--shell=bash", "--severity=warning", "--format=gcc", str(path)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize("edit", [None, _with_secret], ids=["id-token", "client-secret"])
+def test_portal_scripts_pass_shellcheck(edit: Any, tmp_path: Path) -> None:
+    """The same check as every node script (tests/render/test_node_portability.py), and the helpers it writes."""
+    plan = preset_plan("ai-training") if edit is None else variant("ai-training", edit)
+    script = _script(_portal(plan))
+    bodies = re.findall(r"<<'HPCLZ_EOF'\n(.*?)^HPCLZ_EOF$", script, flags=re.S | re.M)
+    for index, text in enumerate([script, *[b for b in bodies if b.startswith("#!/bin/bash")]]):
+        path = tmp_path / f"portal{index}.sh"
+        path.write_text(text, encoding="utf-8")
+        checked = _shellcheck(path)
+        assert checked.returncode == 0, checked.stdout
+
+
+def _fetch_key(script: str) -> str:
+    return script[script.index("fetch_key() {") : script.index("\n}\n", script.index("fetch_key() {")) + 3]
+
+
+def _key(home: Path) -> tuple[Path, str]:
+    """A throwaway signing key, armored as a repository publishes it."""
+    env = {"GNUPGHOME": str(home), "PATH": "/usr/bin:/bin"}
+    home.mkdir(mode=0o700)
+    subprocess.run(
+        [
+            "gpg",
+            "--batch",
+            "--passphrase",
+            "",
+            "--quick-gen-key",
+            "repo <repo@example.com>",
+            "ed25519",
+            "sign",
+            "never",
+        ],
+        env=env,
+        check=True,
+        capture_output=True,
+    )
+    listing = subprocess.run(
+        ["gpg", "--with-colons", "--list-keys"], env=env, check=True, capture_output=True, text=True
+    )
+    fingerprint = next(line.split(":")[9] for line in listing.stdout.splitlines() if line.startswith("fpr"))
+    armored = home.parent / "key.asc"
+    armored.write_bytes(subprocess.run(["gpg", "--armor", "--export"], env=env, check=True, capture_output=True).stdout)
+    return armored, fingerprint
+
+
+def test_a_repository_key_with_another_fingerprint_is_refused(tmp_path: Path) -> None:
+    """The check runs for real: curl fetches the key, gpg reads its fingerprint, a mismatch stops the boot."""
+    require(shutil.which("gpg") is not None and shutil.which("curl") is not None, "gpg and curl")
+    armored, fingerprint = _key(tmp_path / "gnupg")
+    function = _fetch_key(_script(_portal(preset_plan("ai-training"))))
+    env = {"GNUPGHOME": str(tmp_path / "gnupg"), "PATH": "/usr/bin:/bin", "TMPDIR": str(tmp_path)}
+
+    def run(expected: str, keyring: Path) -> subprocess.CompletedProcess[str]:
+        body = function.replace("/tmp/hpclz-key.asc", str(tmp_path / "download.asc"))
+        call = f"{body}\nfetch_key file://{armored} {expected} {keyring}\n"
+        return subprocess.run(["bash", "-euo", "pipefail", "-c", call], env=env, capture_output=True, text=True)
+
+    wrong = run("FE143EA1CB378B569BBF7C544B72FE2B92D31755", tmp_path / "wrong.gpg")
+    assert wrong.returncode == 1 and "refusing it" in wrong.stderr
+    assert not (tmp_path / "wrong.gpg").exists()
+    right = run(fingerprint, tmp_path / "right.gpg")
+    assert right.returncode == 0, right.stderr
+    assert (tmp_path / "right.gpg").read_bytes()[:1] != b"-"  # dearmored: what apt's signed-by expects
