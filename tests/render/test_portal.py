@@ -205,3 +205,22 @@ def test_a_repository_key_with_another_fingerprint_is_refused(tmp_path: Path) ->
     right = run(fingerprint, tmp_path / "right.gpg")
     assert right.returncode == 0, right.stderr
     assert (tmp_path / "right.gpg").read_bytes()[:1] != b"-"  # dearmored: what apt's signed-by expects
+
+
+@pytest.mark.checkov
+def test_all_gates_pass_on_the_portal_with_a_secret_and_private_ranges() -> None:
+    """The variant the presets do not show (vault reader, server name, allowed ranges) through schema, lint and
+    checkov, on the portal deployment alone (checkov's start-up dominates)."""
+    from hpclz.arm import checkov_gate
+    from hpclz.gates import Gate, check_plan
+    from tests.arm.support import require_schemas
+
+    require_schemas()
+    require(checkov_gate.find_checkov() is not None, "checkov")
+    plan = variant("ai-training", _with_secret)
+    only = plan.model_copy(update={"deployments": [_portal(plan)]})
+    report = check_plan(only)
+    assert report.ran == [Gate.SCHEMA, Gate.LINT, Gate.CHECKOV]
+    # HPCLZ-TPL-031 (an allowlist entry nothing matched) speaks of the whole plan, not of one deployment.
+    found = [f for f in report.findings if f.rule_id != "HPCLZ-TPL-031"]
+    assert found == [], [f"{f.rule_id} {f.path}: {f.message}" for f in found]
