@@ -90,6 +90,10 @@ echo "deb [signed-by=/etc/apt/keyrings/ondemand-web.gpg] $repo $codename main" >
 apt-get update
 apt-get install -y ondemand=4.1.4
 apt-mark hold ondemand
+# OpenID Connect and TLS for Apache: ood-ansible installs this module package on Ubuntu when OIDC is on
+# (OSC/ood-ansible vars/Ubuntu.yml apache_oidc_mod_package, tasks/install-package.yml); a2enmod is idempotent.
+apt-get install -y libapache2-mod-auth-openidc
+a2enmod ssl auth_openidc
 
 # A self-signed certificate, as CCWS's playbook makes (ood.yml, "Generate a Self Signed OpenSSL certificate").
 mkdir -p /etc/ssl/hpclz-portal
