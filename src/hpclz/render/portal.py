@@ -17,7 +17,7 @@ from hpclz.config.identity import BuiltinRole
 from hpclz.config.portal import PortalOidc
 from hpclz.errors import ExitCode, HpclzError
 from hpclz.render.arm import API_VERSIONS, RG_TEMPLATE_SCHEMA, expr, literal, resource_id, role_definition
-from hpclz.render.cloudinit import cluster_name, custom_data, shared_mounts
+from hpclz.render.cloudinit import accelerated, cluster_name, custom_data, shared_mounts
 from hpclz.render.engine import render_text
 from hpclz.render.nsg import DENY_INTERNET_PRIORITY
 from hpclz.render.roles import ROLE_IDS
@@ -204,6 +204,7 @@ def portal(zone: Zone) -> dict[str, Any]:
         "nsg": zone.names.name("network_security_group", LABEL),
         "image": {"publisher": publisher, "offer": offer, "sku": sku, "version": version},
         "custom_data": custom_data(script),
+        "accelerated": accelerated(zone, config.portal.vm_size),
         # Same as the CycleCloud server: the VM login roles need the Entra ID SSH extension and a system identity.
         "entra_ssh": bool(config.identity.groups.admins or config.identity.groups.users),
     }
