@@ -9,7 +9,7 @@ a Microsoft Graph object outside ARM, so the config only names it (docs/portal.m
 from __future__ import annotations
 
 from ipaddress import IPv4Network
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import Field
 
@@ -39,15 +39,16 @@ class PortalOidc(StrictModel):
         ),
         json_schema_extra=policy("replace"),
     )
-    user_claim: str = Field(
+    user_claim: Literal["upn", "preferred_username", "email", "unique_name"] = Field(
         default="upn",
-        pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,63}$",
-        description="ID-token claim that names the user (CCWS's default: upn).",
+        description="ID-token claim that names the user (CCWS's default: upn; Entra ID token claims: "
+        "learn.microsoft.com/entra/identity-platform/id-token-claims-reference).",
         json_schema_extra=policy("replace"),
     )
     user_domain: str | None = Field(
         default=None,
-        pattern=r"^[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?$",
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9.-]*$",
+        max_length=253,
         examples=["contoso.com"],
         description="Map user@<user_domain> to the Linux user `user`; empty: the whole claim is the user name.",
         json_schema_extra=policy("replace"),
@@ -67,7 +68,8 @@ class Portal(StrictModel):
     image: str = Field(default=DEFAULT_PORTAL_IMAGE, pattern=IMAGE_URN_PATTERN, json_schema_extra=policy("replace"))
     server_name: str | None = Field(
         default=None,
-        pattern=r"^[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?$",
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9.-]*$",
+        max_length=253,
         examples=["ood.hpc.contoso.com"],
         description=(
             "Private DNS name users reach the portal by over the hub or VPN (its certificate's name, and a redirect "
