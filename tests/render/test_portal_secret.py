@@ -17,8 +17,10 @@ import pytest
 from tests.support.local_http import serve
 
 HELPER = Path(__file__).resolve().parents[2] / "templates" / "cloud-init" / "portal_secret.py"
-# Key Vault's answer while the caller's role is not yet effective: HTTP 403, code Forbidden, inner ForbiddenByRbac
-# (learn.microsoft.com/azure/key-vault/general/rbac-guide, "Troubleshooting"; rest-error-codes: 403 Forbidden).
+# Key Vault's answer while the caller's role is not yet effective: HTTP 403, code Forbidden, inner ForbiddenByRbac,
+# as reported in learn.microsoft.com/answers/questions/5904214/rbac-error-on-key-vault-secrets ("Inner error:
+# { "code": "ForbiddenByRbac" }", "may temporarily fail with ForbiddenByRbac until propagation completes") and
+# learn.microsoft.com/azure/key-vault/general/rest-error-codes (403 Forbidden).
 FORBIDDEN = {
     "error": {
         "code": "Forbidden",
