@@ -65,7 +65,12 @@ class Portal(StrictModel):
         pattern=VM_SIZE_PATTERN,
         json_schema_extra=policy("restart_nodes"),
     )
-    image: str = Field(default=DEFAULT_PORTAL_IMAGE, pattern=IMAGE_URN_PATTERN, json_schema_extra=policy("replace"))
+    image: str = Field(
+        default=DEFAULT_PORTAL_IMAGE,
+        pattern=IMAGE_URN_PATTERN,
+        description="Marketplace URN of an Ubuntu 22.04 image: the boot script installs the jammy builds of Slurm.",
+        json_schema_extra=policy("replace"),
+    )
     server_name: str | None = Field(
         default=None,
         pattern=r"^[A-Za-z0-9][A-Za-z0-9.-]*$",
