@@ -224,3 +224,23 @@ def test_all_gates_pass_on_the_portal_with_a_secret_and_private_ranges() -> None
     # HPCLZ-TPL-031 (an allowlist entry nothing matched) speaks of the whole plan, not of one deployment.
     found = [f for f in report.findings if f.rule_id != "HPCLZ-TPL-031"]
     assert found == [], [f"{f.rule_id} {f.path}: {f.message}" for f in found]
+
+
+def _heredoc(script: str, target: str) -> str:
+    start = script.index(f"cat > {target} <<'HPCLZ_EOF'\n") + len(f"cat > {target} <<'HPCLZ_EOF'\n")
+    return script[start : script.index("\nHPCLZ_EOF\n", start)]
+
+
+def test_the_portal_and_cluster_files_are_the_yaml_open_ondemand_reads() -> None:
+    from ruamel.yaml import YAML
+
+    script = _script(_portal(preset_plan("ai-training")))
+    portal = YAML(typ="safe").load(_heredoc(script, "/etc/ood/config/ood_portal.yml"))
+    assert portal["auth"] == ["AuthType openid-connect", "Require valid-user"]
+    assert portal["oidc_uri"] == "/oidc" and portal["port"] == 443
+    # OOD maps the claim to the Linux user with this regex's first group (ood-portal-yml.html, user_map_match).
+    assert re.match(portal["user_map_match"], "alice@example.com").group(1) == "alice"  # type: ignore[union-attr]
+    assert re.match(portal["user_map_match"], "alice@example.community") is None
+    assert portal["oidc_settings"]["OIDCResponseType"] == "id_token"
+    cluster = YAML(typ="safe").load(_heredoc(script, "/etc/ood/config/clusters.d/aitrain-prod.yml"))
+    assert cluster["v2"]["job"] == {"adapter": "slurm", "bin": "/usr/bin", "conf": "/etc/slurm/slurm.conf"}
