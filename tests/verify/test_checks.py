@@ -48,6 +48,9 @@ FAULT_TABLE: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "ib-link-flapping": ("HPCLZ-VFY-016", "fail", ("ib6: 6 lost-carrier events in 24 h",)),
     "an-port-down": ("HPCLZ-VFY-017", "fail", ("mlx5_an0 port 1: DOWN at 100 Gb/s, expected ACTIVE at 100",)),
     "ib-loopback-slow": ("HPCLZ-VFY-025", "fail", ("mlx5_ib2 212.3 Gb/s < 360 Gb/s (GPU memory)",)),
+    "p2p-slow": ("HPCLZ-VFY-026", "fail", ("GPU 3 -> GPU 7 120.0 GB/s < 335 GB/s (nvbandwidth)",)),
+    "pci-gpu-missing": ("HPCLZ-VFY-018", "fail", ("PCI 000a:00:00.0 missing (expected on NUMA node 1)", "ndv5-topo")),
+    "pci-hca-wrong-numa": ("HPCLZ-VFY-018", "fail", ("PCI 0105:00:00.0 on NUMA node 0, expected 1",)),
 }
 
 
@@ -56,8 +59,9 @@ def test_the_good_h200_node_passes_every_check() -> None:
     statuses = {c["check_id"]: c["status"] for c in report["checks"]}
     assert statuses.pop("HPCLZ-VFY-023") == "not_measured"  # the captured node has no DCGM
     assert statuses.pop("HPCLZ-VFY-024") == "not_measured"  # aznhc runs STREAM on HB/HX sizes only
+    assert statuses.pop("HPCLZ-VFY-031") == "not_measured"  # aznhc runs the IB loopback on ND A100 v4 only
     assert set(statuses.values()) == {"pass"}, statuses
-    assert statuses.keys() | {"HPCLZ-VFY-023", "HPCLZ-VFY-024"} == {spec.id for spec in CHECKS}
+    assert statuses.keys() | {"HPCLZ-VFY-023", "HPCLZ-VFY-024", "HPCLZ-VFY-031"} == {spec.id for spec in CHECKS}
     assert report["sku"] == H200 and report["tier"] == "health+perf+nccl"
     assert "non-fatal Xid 13 ignored" in by_id(report)["HPCLZ-VFY-006"]["message"]
 

@@ -1,8 +1,9 @@
 """HPCLZ-VFY-023 on `dcgmi diag -r 1 --json` documents of DCGM 2.x, 3.x and 4.x (corpus/dcgm, PROVENANCE.md).
 
-No public capture of dcgmi's JSON was found, so each document is built to the layout of that DCGM version's
-dcgmi/Diag.cpp, with DCGM's own error messages (dcgmlib/dcgm_errors.h); the 4.x ones are checked against the
-JSON schema DCGM's own tests use (testing/python3/dcgm_diag_schema.json, copied here).
+No public capture of dcgmi's JSON was found, so the v*.json documents are built to the layout of that DCGM
+version's dcgmi/Diag.cpp, with DCGM's own error messages (dcgmlib/dcgm_errors.h); the 4.x ones are checked against
+the JSON schema DCGM's own tests use (testing/python3/dcgm_diag_schema.json, copied here). One document is
+NVIDIA's own (nvidia-dcgm-per-gpu-r3.json, from DCGM's testing/TestDiagManagerStrings.h).
 """
 
 from __future__ import annotations
@@ -59,3 +60,18 @@ def test_dcgm_verdict_per_document(name: str) -> None:
 
 def test_every_corpus_document_has_a_case() -> None:
     assert {p.name for p in DCGM.glob("v*.json")} == set(CASES)
+
+
+def test_nvidias_own_per_gpu_document_fails_on_its_three_sm_stress_results() -> None:
+    """NVIDIA/DCGM testing/TestDiagManagerStrings.h's PER_GPU_JSON (a -r 3 run of 4 GPUs in the 2.x layout:
+    `gpu_ids` strings, upper-case PASS/SKIP/FAIL, ECC-off and missing-diagnostic skips), read as written there."""
+    found = perf.dcgm_summary(document("nvidia-dcgm-per-gpu-r3.json"))
+    assert (found["passed"], found["skipped"], len(found["failed"]), found["warned"]) == (18, 17, 3, [])
+    facts = NodeFacts(node="n1", sku=None, nvsmi=NvidiaSmi(True))
+    facts.dcgm = Reading(found)
+    verdict = dcgm_diag(facts, Thresholds(None))
+    assert verdict.status == FAIL and verdict.measured == 3
+    assert verdict.message.startswith(
+        "sm_stress GPU 0: Max stress level of 2128.7 did not exceed desired stress level of 3000.0 for GPU 0"
+    )
+    assert "sm_stress GPU 3: Max stress level of 1099.7" in verdict.message

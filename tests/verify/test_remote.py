@@ -94,7 +94,26 @@ def scheduler_vm(
 
 
 def _remote(run_cli: Callable[..., CliResult], zone: Path, *args: str) -> CliResult:
-    return run_cli("verify", str(zone), "--via", "run-command", "-p", "gpu", "--python", sys.executable, *args)
+    # --work-dir: the scheduler's shared folder (here: beside the zone), in which each run makes and removes its own.
+    shared = zone.parent / "scheduler-shared"
+    return run_cli(
+        "verify",
+        str(zone),
+        "--via",
+        "run-command",
+        "-p",
+        "gpu",
+        "--python",
+        sys.executable,
+        "--work-dir",
+        str(shared),
+        *args,
+    )
+
+
+def _left_on_scheduler(zone: Path) -> list[str]:
+    root = zone.parent / "scheduler-shared"
+    return sorted(p.name for p in root.iterdir()) if root.exists() else []
 
 
 @pytest.mark.timeout(240)
@@ -123,6 +142,9 @@ def test_verify_from_the_deploying_machine_runs_on_the_tagged_scheduler_and_brin
     assert "python" in script and "--via slurm" in script and "-p gpu" not in script  # long forms only
     assert "HPCLZ_VERIFY_CONFIG_B64" in script and "aitrain" not in script  # the config rides as a protected parameter
     assert scheduler_vm.compute.commands == {}  # deleted after the run: none left on the VM
+    # Health checks only on a partition the config does not size: startup, one queue wait, one node budget, grace.
+    assert f"virtualMachines/{CLUSTER}-scheduler (time limit 1230 s)" in result.stderr
+    assert _left_on_scheduler(zone) == []  # the run's folder, config copy included, went when its script ended
 
 
 @pytest.mark.timeout(240)
@@ -136,7 +158,9 @@ def test_remote_json_envelope_is_the_schedulers_report_and_an_explicit_scheduler
     assert result.exit_code == 0, result.stdout
     assert envelope["ok"] is True and envelope["result"]["outcome"] == "passed"
     assert [n["node"] for n in envelope["result"]["nodes"]] == ["node1", "node2", "node3", "node4"]
-    assert envelope["result"]["work_dir"].startswith("/tmp/hpclz-verify.")  # the scheduler's folder, not ours
+    work_dir = envelope["result"]["work_dir"]  # the scheduler's folder, not ours, and gone once the report was read
+    assert work_dir.startswith(f"{zone.parent / 'scheduler-shared'}/verify-") and work_dir.endswith("/run")
+    assert not Path(work_dir).exists() and _left_on_scheduler(zone) == []
     assert "virtualMachines/other-scheduler" in result.stderr
     assert result.stderr.splitlines()[-1] == "run command on other-scheduler: Succeeded"
 
@@ -232,3 +256,69 @@ def test_a_failed_remote_run_is_one_line_with_what_the_scheduler_said(
         parse_envelope(stdout, stderr, "Failed", 64)
     assert message in caught.value.message
     assert int(caught.value.exit_code) == code
+
+
+@pytest.mark.timeout(240)
+def test_a_remote_run_that_fails_leaves_no_folder_on_the_scheduler(
+    scheduler_vm: ArmStandIn, zone: Path, run_cli: Callable[..., CliResult]
+) -> None:
+    record_compute_group(zone)
+    result = _remote(run_cli, zone, "--python", "/bin/false")  # no hpclz there: exits 1 before any report
+    assert result.exit_code == 1
+    assert "returned no report (run command Failed, exit 1)" in result.stderr
+    assert _left_on_scheduler(zone) == [] and len(scheduler_vm.compute.scripts) == 1  # its own trap cleaned up
+
+
+@pytest.mark.timeout(240)
+def test_a_run_stopped_at_its_time_limit_is_cleaned_by_a_second_run_command(
+    scheduler_vm: ArmStandIn, zone: Path, tmp_path: Path
+) -> None:
+    """The stand-in stops a run at its timeoutInSeconds as the agent does (state TimedOut, the script killed, so
+    its EXIT trap never runs); hpclz then removes the folder with a run command of its own."""
+    from hpclz.errors import HpclzError
+    from hpclz.services.verify_remote import RemoteRequest, run_remote
+
+    hung = tmp_path / "hung-python"
+    hung.write_text("#!/bin/sh\nexec sleep 4\n")  # a verify that never answers
+    hung.chmod(0o755)
+    record_compute_group(zone)
+    lines: list[str] = []
+    request = RemoteRequest(
+        verify_args=["--via", "slurm"],
+        python=str(hung),
+        timeout_s=2,
+        work_root=str(zone.parent / "scheduler-shared"),
+        progress=lines.append,
+    )
+    with pytest.raises(HpclzError) as caught:
+        run_remote(load_config(zone), request, COMPUTE_RG)
+    assert "did not finish within its time limit of 2 s" in caught.value.message
+    assert f"run command on {CLUSTER}-scheduler: TimedOut" in lines
+    first, cleanup = scheduler_vm.compute.scripts
+    assert "sleep" not in first and "rm -rf -- " in cleanup and str(zone.parent / "scheduler-shared") in cleanup
+    assert any(line.startswith("removed ") and line.endswith(" on the scheduler") for line in lines), lines
+    assert _left_on_scheduler(zone) == [] and scheduler_vm.compute.commands == {}
+
+
+def test_the_time_limit_follows_the_partitions_sizes_and_nccl_and_stops_at_a_day() -> None:
+    from hpclz.services.verify import VerifyOptions, remote_time_limit
+    from hpclz.services.verify_remote import RUN_COMMAND_CEILING_S, Workload, time_limit_s
+
+    config = load_config(REPO / "configs" / "ai-training.yaml").config  # h100: 64 nodes, h200: 32; 300 s checks
+    health = remote_time_limit(config, VerifyOptions(config=Path("lz.yaml")))
+    assert health == 300 + 300 + 600 + 30  # startup, queue wait, node budget (2 x 300 s), Slurm's grace
+    step = 300 + 30  # each collective job's budget and grace
+    nccl = remote_time_limit(config, VerifyOptions(config=Path("lz.yaml"), nccl=True))
+    assert nccl == health + sum(300 + (n + 1) * step + 300 + 2 * step for n in (64, 32))
+    one = remote_time_limit(config, VerifyOptions(config=Path("lz.yaml"), nccl=True, partition="h200"))
+    assert health < one < nccl
+    huge = Workload(node_budget_s=600, collective_budget_s=3600, queue_wait_s=300, partition_nodes=[10000], nccl=True)
+    assert time_limit_s(huge) == RUN_COMMAND_CEILING_S == 86400
+
+
+def test_a_relative_work_dir_for_the_scheduler_is_refused_before_azure_is_called(
+    zone: Path, run_cli: Callable[..., CliResult]
+) -> None:
+    result = run_cli("verify", str(zone), "--via", "run-command", "--work-dir", "runs")
+    assert result.exit_code == 64
+    assert "error: --work-dir runs: with --via run-command it is a folder on the scheduler" in result.stderr

@@ -50,7 +50,8 @@ def test_junit_has_a_case_per_check_and_collective() -> None:
     suites = {s.get("name"): s for s in root.findall("testsuite")}
     bad = suites["node bad1"]
     assert int(bad.get("tests", 0)) == len(report.nodes[1].checks)
-    assert (bad.get("failures"), bad.get("skipped")) == ("1", "2")  # DCGM absent, and no STREAM on GPU sizes
+    # DCGM absent, no STREAM on GPU sizes, no IB loopback all-reduce on H200 (aznhc runs it on ND A100 v4)
+    assert (bad.get("failures"), bad.get("skipped")) == ("1", "3")
     failure = bad.find("testcase/failure")
     assert failure is not None and "152.4" in (failure.get("message") or "")
     assert suites["collectives"].get("failures") == "1" and suites["collectives"].get("tests") == "2"

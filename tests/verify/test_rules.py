@@ -32,7 +32,14 @@ from tests.verify.test_checks import FAULT_TABLE
 FAILING = {check_id: FAULTS / fault for fault, (check_id, _, _) in FAULT_TABLE.items()}
 FAILING["HPCLZ-VFY-001"] = FAULTS / "nvsmi-hung"
 FAILING["HPCLZ-VFY-024"] = HBV3 / ".." / "hbv3-faults" / "stream-slow"
-PASSING = {rule.id: GOOD for rule in VERIFY_RULES} | {"HPCLZ-VFY-023": FAULTS / "dcgm-pass", "HPCLZ-VFY-024": HBV3}
+# ND96asr_v4 (aznhc's IB loopback all-reduce runs on ND A100 v4 only) with real all_reduce_perf outputs.
+A100_LOOPBACK = HBV3.parent / "nd96asr-v4"
+FAILING["HPCLZ-VFY-031"] = A100_LOOPBACK / "loopback-stalled"
+PASSING = {rule.id: GOOD for rule in VERIFY_RULES} | {
+    "HPCLZ-VFY-023": FAULTS / "dcgm-pass",
+    "HPCLZ-VFY-024": HBV3,
+    "HPCLZ-VFY-031": A100_LOOPBACK / "loopback-pass",
+}
 NODE_RULES = [r for r in VERIFY_RULES if issubclass(r, VerifyRule)]
 OUTCOME_RULES = [r for r in VERIFY_RULES if issubclass(r, OutcomeRule)]
 

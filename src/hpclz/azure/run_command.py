@@ -30,7 +30,7 @@ from hpclz.errors import ExitCode, HpclzError
 CLUSTER_TAG = "ClusterName"
 NODE_TAG = "Name"
 FINISHED = {"succeeded", "failed", "timedout", "canceled"}
-SAS_HOURS = 4
+SAS_MARGIN_S = 3600  # past the run's own limit and hpclz's wait for it: reading the blobs back comes after
 LATE_S = 300  # past its own timeoutInSeconds, the agent should have reported TimedOut: stop waiting then
 
 
@@ -81,7 +81,10 @@ def split_vm_id(vm_id: str) -> tuple[str, str, str]:
 class OutputBlobs:
     """A fresh pair of blobs for one run's stdout and stderr, with SAS URIs the VM's agent may append to."""
 
-    def __init__(self, account_url: str, container: str, connection_string: str | None, credential: Any):
+    def __init__(
+        self, account_url: str, container: str, connection_string: str | None, credential: Any, valid_s: int = 3 * 3600
+    ):
+        self.valid_s = valid_s + LATE_S + SAS_MARGIN_S  # the agent appends until the run ends, then hpclz reads
         self.service = blob_service_client(account_url, connection_string=connection_string, credential=credential)
         self.container = self.service.get_container_client(container)
         self.prefix = f"verify-{datetime.now(UTC):%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}"
@@ -98,7 +101,7 @@ class OutputBlobs:
         from azure.storage.blob import BlobSasPermissions, generate_blob_sas
 
         blob = self.container.get_blob_client(name)
-        expiry = datetime.now(UTC) + timedelta(hours=SAS_HOURS)
+        expiry = datetime.now(UTC) + timedelta(seconds=self.valid_s)
         permission = BlobSasPermissions(read=True, add=True, create=True, write=True)
         key = self.service.credential
         if getattr(key, "account_key", None):  # an account key (Azurite, or a connection string)

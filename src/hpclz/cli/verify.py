@@ -48,7 +48,9 @@ def verify(
         None,
         "--work-dir",
         metavar="DIR",
-        help="Folder for job scripts and per-node results, shared with the nodes (default: ./.hpclz/verify/<time>).",
+        help="Folder for job scripts and per-node results, shared with the nodes (default: ./.hpclz/verify/<time>). "
+        "With --via run-command: the folder on the scheduler the run's own folder is made in and removed from "
+        "(default: <shared mount>/.hpclz-verify).",
     ),
     python: str | None = typer.Option(
         None,
@@ -80,6 +82,15 @@ def verify(
         metavar="URL",
         help="Blob account the scheduler writes its report to (default: the state's account).",
     ),
+    time_limit: int | None = typer.Option(
+        None,
+        "--time-limit",
+        min=60,
+        max=86400,
+        metavar="SECONDS",
+        help="With --via run-command: the Run Command's time limit (default: derived from the partitions' sizes, "
+        "--budget and --nccl).",
+    ),
     output: OutputFormat = OUTPUT_OPTION,
 ) -> None:
     """Check every node through Slurm, name the failing ones and why; optionally drain them."""
@@ -101,6 +112,7 @@ def verify(
             via=via.value if via else None,
             scheduler=scheduler,
             report_account=report_account,
+            time_limit_s=time_limit,
             progress=lambda line: typer.echo(line, err=True),
         )
         if python:

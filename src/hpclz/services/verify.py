@@ -68,6 +68,7 @@ class VerifyOptions:
     scheduler: str | None = None  # the scheduler VM's resource ID (found by CycleCloud's tags when None)
     report_account: str | None = None  # blob account for the remote run's output (default: the blob state's)
     remote_python: str = "python3"  # the scheduler's interpreter with hpclz, for --via run-command
+    time_limit_s: int | None = None  # the remote run's limit; derived from the partitions and --nccl when None
     progress: Callable[[str], None] = field(default=lambda _line: None)
 
 
@@ -172,9 +173,9 @@ def _verify_remote(opts: VerifyOptions, loaded: LoadedConfig) -> VerifyOutcome:
 def _run_remote(opts: VerifyOptions, loaded: LoadedConfig) -> VerifyOutcome:
     from hpclz.services.verify_remote import RemoteRequest, compute_group, run_remote
 
-    if opts.work_dir is not None:
+    if opts.work_dir is not None and not opts.work_dir.is_absolute():
         raise HpclzError(
-            "--work-dir is a folder on the scheduler's side; it cannot be combined with --via run-command",
+            f"--work-dir {opts.work_dir}: with --via run-command it is a folder on the scheduler: give an absolute path",
             exit_code=ExitCode.USAGE,
         )
     request = RemoteRequest(
@@ -182,10 +183,31 @@ def _run_remote(opts: VerifyOptions, loaded: LoadedConfig) -> VerifyOutcome:
         python=opts.remote_python,
         scheduler=opts.scheduler,
         report_account=opts.report_account,
+        timeout_s=opts.time_limit_s or remote_time_limit(loaded.config, opts),
+        # --work-dir names the folder on the scheduler's side here; the run's own folder is made inside it.
+        work_root=opts.work_dir.as_posix() if opts.work_dir is not None else None,
         progress=opts.progress,
     )
     done = run_remote(loaded, request, compute_group(loaded))
     return VerifyOutcome(report=done.report, work_dir=done.work_dir)
+
+
+def remote_time_limit(config: LandingZoneConfig, opts: VerifyOptions) -> int:
+    """The Run Command's time limit: the worst case of the verify it runs, from the budgets this run would use
+    on the scheduler and the size (max_nodes) of each partition it verifies."""
+    from hpclz.services.verify_remote import Workload, time_limit_s
+
+    wanted = [opts.partition] if opts.partition else config.verify.partitions
+    parts = [p for p in config.compute.partitions if not wanted or p.name in wanted]
+    return time_limit_s(
+        Workload(
+            node_budget_s=opts.node_budget_s or _default_budget(config),
+            collective_budget_s=opts.node_budget_s or config.verify.check_timeout_seconds,
+            queue_wait_s=QUEUE_WAIT_S,
+            partition_nodes=[p.max_nodes for p in parts],
+            nccl=opts.nccl,
+        )
+    )
 
 
 def remote_arguments(opts: VerifyOptions) -> list[str]:

@@ -48,10 +48,15 @@ def gather(source: Source, thresholds: Thresholds, *, tier: str, with_nccl: bool
         if facts.nvsmi.responsive:
             facts.clocks_under_load = perf.clocks_under_load(source)
         facts.dcgm = perf.dcgm_diag(source)
+        if thresholds.get("p2p_gbps") is not None and facts.nvsmi.gpus:
+            facts.p2p = perf.measure_p2p(source, len(facts.nvsmi.gpus))
         _cpu_and_fabric_benchmarks(source, thresholds, facts)
     if with_nccl:
         size = int(thresholds.get("nccl_allreduce_bytes") or nccl.INTRANODE_SIZE)
         facts.nccl = nccl.intranode(source, len(facts.nvsmi.gpus), thresholds.get("nccl_allreduce_busbw_gbps"), size)
+        loopback = thresholds.get("nccl_ib_loopback_busbw_gbps")
+        if loopback is not None:
+            facts.nccl_ib_loopback = nccl.ib_loopback(source, len(facts.nvsmi.gpus), loopback, size)
     return facts
 
 

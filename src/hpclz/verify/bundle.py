@@ -20,6 +20,7 @@ MODULES = [
     "verify/perf.py",
     "verify/thresholds.py",
     "verify/thresholds.json",
+    "verify/topology/*.xml",
     "verify/probes/*.py",
     "verify/checks/__init__.py",
     "verify/checks/core.py",

@@ -235,12 +235,21 @@ def _gather_hosts(torch: Any, dist: Any, world: int, device: Any) -> list[str]:
     return [bytes(t.cpu().tolist()).rstrip(b"\0").decode(errors="replace") for t in everyone]
 
 
-def intranode(source: Source, gpus: int, threshold: float | None, size: int = INTRANODE_SIZE) -> Reading:
+def intranode(
+    source: Source,
+    gpus: int,
+    threshold: float | None,
+    size: int = INTRANODE_SIZE,
+    *,
+    fixture: str = "all_reduce_perf.txt",
+    env: dict[str, str] | None = None,
+) -> Reading:
     """One node's all-reduce over its GPUs: nccl-tests when installed (as on Azure HPC images), else torch+NCCL."""
     out = source.command(
-        "all_reduce_perf.txt",
+        fixture,
         ["all_reduce_perf", "-b", str(size), "-e", str(size), "-f", "2", "-g", str(max(gpus, 1)), "-c", "1"],
         timeout_s=600,
+        env=env,
     )
     if out.ok and out.text:
         parsed = parse_all_reduce_perf(out.text)
@@ -253,8 +262,29 @@ def intranode(source: Source, gpus: int, threshold: float | None, size: int = IN
             run["status"] = "fail"
         return Reading(run)
     if source.simulated:
-        return Reading(None, f"all_reduce_perf: {out.why()}")
-    return _torch_intranode(source.node, gpus, threshold, size, out.why())
+        return Reading(None, f"{fixture.removesuffix('.txt')}: {out.why()}")
+    return _torch_intranode(source.node, gpus, threshold, size, out.why(), env)
+
+
+# aznhc's check_nccl_allreduce_ib_loopback (customTests/azure_nccl_allreduce_ib_loopback.nhc): with NVLink (P2P)
+# and shared memory off, NCCL's only path between the node's GPUs is its InfiniBand HCAs, through the switch
+# and back; NET_GDR_LEVEL=5 (SYS) lets every GPU use GPUDirect RDMA whatever its distance to the HCA.
+IB_LOOPBACK_ENV = {
+    "NCCL_P2P_DISABLE": "1",
+    "NCCL_SHM_DISABLE": "1",
+    "NCCL_NET_GDR_LEVEL": "5",
+    "NCCL_IB_PCI_RELAXED_ORDERING": "1",
+}
+
+
+def ib_loopback(source: Source, gpus: int, threshold: float | None, size: int = INTRANODE_SIZE) -> Reading:
+    """The node's all-reduce forced through its InfiniBand HCAs (fixture: all_reduce_perf-ib-loopback.txt)."""
+    reading = intranode(
+        source, gpus, threshold, size, fixture="all_reduce_perf-ib-loopback.txt", env=dict(IB_LOOPBACK_ENV)
+    )
+    if isinstance(reading.value, dict):
+        reading.value["name"] = "intranode-ib-loopback"
+    return reading
 
 
 def wrong_results(parsed: dict[str, Any]) -> str:
@@ -267,7 +297,9 @@ def wrong_results(parsed: dict[str, Any]) -> str:
     return "wrong results: " + ", ".join(parts) if parts else ""
 
 
-def _torch_intranode(node: str, gpus: int, threshold: float | None, size: int, why_not_tests: str) -> Reading:
+def _torch_intranode(
+    node: str, gpus: int, threshold: float | None, size: int, why_not_tests: str, env: dict[str, str] | None = None
+) -> Reading:
     try:
         import torch
     except ImportError:
@@ -280,7 +312,7 @@ def _torch_intranode(node: str, gpus: int, threshold: float | None, size: int, w
         return Reading(None, f"{ranks} GPU: an all-reduce needs 2 or more")
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "allreduce.json"
-        launch = spawn_local(ranks, "nccl", [size], out, name="intranode", threshold=threshold)
+        launch = spawn_local(ranks, "nccl", [size], out, name="intranode", threshold=threshold, env=env)
         if launch:
             return Reading(None, launch)
         run = json.loads(out.read_text())
@@ -299,6 +331,7 @@ def spawn_local(
     timeout_s: float = 600,
     iters: int = 20,
     warmup: int = 5,
+    env: dict[str, str] | None = None,
 ) -> str:
     """Start RANKS local processes of this module on a free port; return '' on success, else why not."""
     with socket.socket() as probe:
@@ -309,7 +342,7 @@ def spawn_local(
     if threshold is not None:
         cmd += ["--threshold", str(threshold)]
     base = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
-    base.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), WORLD_SIZE=str(ranks))
+    base.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), WORLD_SIZE=str(ranks), **(env or {}))
     # The ranks import this module by name: make hpclz importable even from the single-file bundle.
     home = str(Path(__file__).resolve().parents[2])
     base["PYTHONPATH"] = os.pathsep.join(p for p in (home, base.get("PYTHONPATH", "")) if p)

@@ -190,6 +190,84 @@ def parse_nvbandwidth(text: str) -> dict[str, list[float]]:
     return found
 
 
+P2P_TEST = "device_to_device_memcpy_read_ce"  # aznhc check_gpu_bw's P2P test (customTests/azure_gpu_bandwidth.nhc)
+_NVB_ABORT = re.compile(r"^\s*(ASSERT .*|Invalid value when checking the pattern.*|Waiving .*)$", re.MULTILINE)
+
+
+def measure_p2p(source: Source, gpus: int) -> Reading:
+    """Copy-engine reads between every pair of GPUs: `nvbandwidth -t device_to_device_memcpy_read_ce` as aznhc
+    runs it, else torch's peer copies. {"pairs": [[row, column, GB/s], ...], "arrow": "->", "method": ...}."""
+    out = source.command("nvbandwidth-p2p.txt", ["nvbandwidth", "-t", P2P_TEST], 300)
+    if out.text:
+        found = parse_nvbandwidth_peers(out.text)
+        if found.get("pairs"):
+            return Reading({**found, "method": "nvbandwidth"})
+        return Reading(None, f"nvbandwidth: {found.get('error') or out.why()}")
+    if source.simulated:
+        return Reading(None, f"nvbandwidth-p2p.txt: {out.why()}")
+    if gpus < 2:
+        return Reading(None, f"{gpus} GPU: no peer to copy from")
+    torch_pairs = _p2p_torch()
+    return Reading(None, torch_pairs) if isinstance(torch_pairs, str) else Reading(torch_pairs)
+
+
+def parse_nvbandwidth_peers(text: str) -> dict[str, Any]:
+    """The GPU x GPU matrix nvbandwidth prints for device_to_device_memcpy_read_ce (`N/A` on the diagonal), or
+    the error it stopped with (its data check's ASSERT, or "Waiving" when peers cannot map each other)."""
+    block = text.split(f"Running {P2P_TEST}", 1)
+    body = block[1] if len(block) == 2 else text
+    header = re.search(r"memcpy CE GPU\(row\)\s*(<-|->)\s*GPU\(column\)", body)
+    abort = _NVB_ABORT.search(text)
+    if header is None:
+        return {"pairs": [], "error": abort.group(1).strip() if abort else f"no {P2P_TEST} matrix in the output"}
+    pairs: list[list[float]] = []
+    columns: list[int] = []
+    for line in body[header.end() :].splitlines()[1:]:
+        cells = line.split()
+        if not columns and cells and all(c.isdigit() for c in cells):
+            columns = [int(c) for c in cells]
+            continue
+        if not cells or not cells[0].isdigit() or not columns:
+            if pairs:
+                break
+            continue
+        row = int(cells[0])
+        for col, cell in zip(columns, cells[1:], strict=False):
+            if re.fullmatch(r"[\d.]+", cell):
+                pairs.append([row, col, float(cell)])
+    return {"pairs": pairs, "arrow": header.group(1), "error": abort.group(1).strip() if abort else None}
+
+
+def _p2p_torch() -> dict[str, Any] | str:
+    try:
+        import torch
+    except ImportError:
+        return "nvbandwidth not installed and torch not installed"
+    if not torch.cuda.is_available():
+        return f"no CUDA device (torch {torch.__version__})"
+    count = torch.cuda.device_count()
+    pairs: list[list[float]] = []
+    for target in range(count):
+        dev = torch.device("cuda", target)
+        dst = torch.empty(COPY_BYTES, dtype=torch.uint8, device=dev)
+        for peer in range(count):
+            if peer == target or not torch.cuda.can_device_access_peer(target, peer):
+                continue
+            src = torch.empty(COPY_BYTES, dtype=torch.uint8, device=torch.device("cuda", peer))
+
+            def sync(d: Any = dev) -> None:
+                torch.cuda.synchronize(d)
+
+            # A read as nvbandwidth's: the copy runs in the target's context, from the peer's memory.
+            with torch.cuda.device(dev):
+                seconds = _timed(partial(dst.copy_, src, non_blocking=True), sync)
+            pairs.append([peer, target, round(COPY_BYTES / seconds / 1e9, 3)])
+            del src
+        del dst
+        torch.cuda.empty_cache()
+    return {"pairs": pairs, "arrow": "->", "method": f"torch {torch.__version__}"}
+
+
 def dcgm_diag(source: Source) -> Reading:
     """What `dcgmi diag -r 1 --json` found (dcgm_summary), or why DCGM did not run."""
     out = source.command("dcgmi-diag.json", ["dcgmi", "diag", "-r", "1", "--json"], 180)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from hpclz.verify.checks.core import FAIL, NOT_MEASURED, PASS, Verdict, check, no_threshold, num
 from hpclz.verify.probes.facts import CpuInfo, IbPort, NodeFacts
 from hpclz.verify.thresholds import Thresholds
@@ -167,3 +169,34 @@ def accelerated_networking(facts: NodeFacts, t: Thresholds) -> Verdict:
     if bad:
         return Verdict(FAIL, "; ".join(bad) + f", expected ACTIVE at {num(rate)}", best, num(rate), "Gb/s")
     return Verdict(PASS, f"{ports[0].device} ACTIVE at {num(best)} Gb/s", best, num(rate), "Gb/s")
+
+
+@check(
+    "HPCLZ-VFY-018",
+    "PCI topology: GPUs and InfiniBand HCAs on their NUMA nodes",
+    "A GPU or HCA missing from the PCI bus or on the wrong NUMA node breaks NCCL's GPUDirect pairing: deallocate "
+    "and redeploy the VM (new host), and report it if it persists (aznhc NHC2010).",
+    nhc_code="NHC2010",
+)
+def pci_topology(facts: NodeFacts, t: Thresholds) -> Verdict:
+    """Every GPU and InfiniBand HCA in Azure's NCCL topology file for the size (Azure/azhpc-images topology/,
+    the files aznhc's check_hw_topology reads) is on the PCI bus, on the NUMA node the file names; the node's
+    placement is read from /sys/bus/pci/devices/*/numa_node, where lstopo (aznhc's reader) gets it."""
+    reading = facts.topology
+    if reading.value is None:
+        if reading.why.startswith("no Azure topology file"):
+            return Verdict(NOT_MEASURED, f"not measured: {reading.why}")
+        return Verdict(FAIL, f"could not read PCI placement: {reading.why}")
+    found: dict[str, Any] = reading.value  # type: ignore[assignment]
+    expected: dict[str, int] = found["expected"]
+    actual: dict[str, int] = found["actual"]
+    problems = []
+    for busid, numa in sorted(expected.items()):
+        if busid not in actual:
+            problems.append(f"PCI {busid} missing (expected on NUMA node {numa})")
+        elif actual[busid] != numa:
+            problems.append(f"PCI {busid} on NUMA node {actual[busid]}, expected {numa}")
+    placed = len(expected) - len(problems)
+    if problems:
+        return Verdict(FAIL, f"{'; '.join(problems)} ({found['file']})", placed, len(expected), "devices")
+    return Verdict(PASS, f"{placed} devices where {found['file']} puts them", placed, len(expected), "devices")

@@ -1,4 +1,4 @@
-"""Performance tier checks: GEMM, HBM, host<->device copies, DCGM quick diag, intra-node all-reduce.
+"""Performance tier checks: GEMM, HBM, host<->device and peer copies, DCGM quick diag, intra-node all-reduces.
 
 The readings come from hpclz.verify.perf / hpclz.verify.nccl (facts.perf, facts.dcgm, facts.nccl); without a
 CUDA device each check reports "not measured: <reason>" instead of guessing.
@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from hpclz.verify.checks.core import FAIL, NOT_MEASURED, PASS, WARN, Verdict, check, no_threshold, num
-from hpclz.verify.probes.facts import NodeFacts
+from hpclz.verify.probes.facts import NodeFacts, Reading
 from hpclz.verify.thresholds import Thresholds
 
 
@@ -184,6 +184,49 @@ def ib_loopback(facts: NodeFacts, t: Thresholds) -> Verdict:
     return Verdict(PASS, shown, lowest, num(goal), "Gb/s")
 
 
+P2P_WARN_MARGIN = 1.05  # aznhc warns below 1.05 x its figure and fails below it (azure_gpu_bandwidth.nhc)
+
+
+@check(
+    "HPCLZ-VFY-026",
+    "GPU peer-to-peer bandwidth over NVLink (nvbandwidth)",
+    "A slow GPU pair points at an NVLink, an NVSwitch or Fabric Manager: check HPCLZ-VFY-007 and "
+    "nvidia-fabricmanager, reset the GPUs, then report the node (aznhc NHC2020).",
+    tier="perf",
+    nhc_code="NHC2020",
+)
+def p2p_bandwidth(facts: NodeFacts, t: Thresholds) -> Verdict:
+    """Copy-engine read bandwidth between every pair of GPUs (`nvbandwidth -t device_to_device_memcpy_read_ce`,
+    as aznhc check_gpu_bw runs it; torch peer copies without nvbandwidth) against the conf's second figure: 335
+    GB/s on ND H100/H200 v5, 238 on ND A100 v4 80 GB, 235 on 40 GB. Below it fails, below 1.05 x it warns, as
+    aznhc does. Like aznhc, only where `nvidia-smi nvlink` lists links: PCIe peers are not held to it."""
+    goal = t.get("p2p_gbps")
+    if goal is None:
+        return no_threshold(t, "p2p_gbps")
+    if not facts.nvlinks.value:
+        return Verdict(NOT_MEASURED, f"not measured: no NVLink listed ({facts.nvlinks.why or 'no links'})")
+    if facts.p2p.value is None:
+        return Verdict(FAIL, f"could not measure on a size that requires it: {facts.p2p.why}", None, num(goal), "GB/s")
+    found: dict[str, Any] = facts.p2p.value  # type: ignore[assignment]
+    pairs: list[list[float]] = found["pairs"]
+    arrow = found.get("arrow", "->")
+    low = [f"GPU {int(a)} {arrow} GPU {int(b)} {v:.1f} GB/s" for a, b, v in pairs if v < goal]
+    near = [
+        f"GPU {int(a)} {arrow} GPU {int(b)} {v:.1f} GB/s" for a, b, v in pairs if goal <= v < goal * P2P_WARN_MARGIN
+    ]
+    slowest = round(min(v for _, _, v in pairs), 3)
+    if found.get("error"):
+        low.append(f"nvbandwidth stopped: {found['error']}")
+    if low:
+        return Verdict(FAIL, f"{'; '.join(low)} < {num(goal)} GB/s ({found.get('method')})", slowest, num(goal), "GB/s")
+    if near:
+        shown = f"{'; '.join(near)}: within 5 % of {num(goal)} GB/s"
+        return Verdict(WARN, shown, slowest, num(goal), "GB/s")
+    return Verdict(
+        PASS, f"{len(pairs)} GPU pairs, slowest {slowest} GB/s >= {num(goal)} GB/s", slowest, num(goal), "GB/s"
+    )
+
+
 @check(
     "HPCLZ-VFY-030",
     "Intra-node all-reduce bus bandwidth",
@@ -195,21 +238,19 @@ def nccl_intranode(facts: NodeFacts, t: Thresholds) -> Verdict:
     """All-reduce across the node's GPUs at one large size (16 GiB, as aznhc check_nccl_allreduce), busbw =
     2(n-1)/n x algbw, against the SKU threshold (431 GB/s on ND H200 v5, 460 on ND H100 v5). Wrong results fail
     whatever the bandwidth, as aznhc fails any output line containing FAILED (azure_nccl_allreduce.nhc)."""
-    if facts.nccl.value is None:
-        return _unmeasured(facts, t, ("nccl_allreduce_busbw_gbps",), facts.nccl.why)
-    run: dict[str, Any] = facts.nccl.value  # type: ignore[assignment]
+    return _allreduce(facts, t, facts.nccl, "nccl_allreduce_busbw_gbps")
+
+
+def _allreduce(facts: NodeFacts, t: Thresholds, reading: Reading, metric: str) -> Verdict:
+    if reading.value is None:
+        return _unmeasured(facts, t, (metric,), reading.why)
+    run: dict[str, Any] = reading.value  # type: ignore[assignment]
     points = run.get("points") or []
+    threshold = t.get(metric)
     if not points:
-        return Verdict(
-            FAIL,
-            f"all-reduce produced no result: {run.get('message', '')}",
-            None,
-            t.get("nccl_allreduce_busbw_gbps"),
-            "GB/s",
-        )
+        return Verdict(FAIL, f"all-reduce produced no result: {run.get('message', '')}", None, threshold, "GB/s")
     top = max(points, key=lambda p: p["size_bytes"])
     busbw = float(top["busbw_gbps"])
-    threshold = t.get("nccl_allreduce_busbw_gbps")
     shown = f"busbw {busbw:.1f} GB/s at {top['size_bytes']} bytes over {run.get('ranks')} ranks ({run.get('backend')})"
     if run.get("wrong") or "wrong results" in str(run.get("message", "")):
         return Verdict(FAIL, f"{run.get('message', 'wrong results')} ({shown})", round(busbw, 3), threshold, "GB/s")
@@ -217,3 +258,21 @@ def nccl_intranode(facts: NodeFacts, t: Thresholds) -> Verdict:
         return Verdict(WARN, f"{shown}; no threshold for SKU {t.sku or 'unknown'}", round(busbw, 3), None, "GB/s")
     status = PASS if busbw >= threshold else FAIL
     return Verdict(status, f"{shown} vs {num(threshold)} GB/s", round(busbw, 3), num(threshold), "GB/s")
+
+
+@check(
+    "HPCLZ-VFY-031",
+    "All-reduce through the InfiniBand HCAs alone (IB loopback)",
+    "A low loopback all-reduce with NVLink and shared memory off points at an HCA, its GPUDirect path or the "
+    "switch port: check HPCLZ-VFY-011 and HPCLZ-VFY-025, then report the node (aznhc NHC2003).",
+    tier="nccl",
+    nhc_code="NHC2003",
+)
+def nccl_ib_loopback(facts: NodeFacts, t: Thresholds) -> Verdict:
+    """The node's all-reduce with NCCL_P2P_DISABLE=1 and NCCL_SHM_DISABLE=1, so every byte leaves through an
+    InfiniBand HCA and comes back (aznhc check_nccl_allreduce_ib_loopback: 18 GB/s busbw on ND A100 v4 at the
+    size's all-reduce message, 8G on nd96asr_v4, 16G on nd96amsr_a100_v4). Sizes without that figure in aznhc
+    are not measured."""
+    if t.get("nccl_ib_loopback_busbw_gbps") is None:
+        return no_threshold(t, "nccl_ib_loopback_busbw_gbps")
+    return _allreduce(facts, t, facts.nccl_ib_loopback, "nccl_ib_loopback_busbw_gbps")

@@ -16,6 +16,7 @@ reads captured outputs instead of running anything (lookup rules: hpclz.verify.p
 | nvme-devices.txt      | `ls /dev/nvme*n1`                                             |
 | cpuinfo.txt           | /proc/cpuinfo                                                 |
 | meminfo.txt           | /proc/meminfo                                                 |
+| pci-numa.txt          | `grep -H . /sys/bus/pci/devices/*/numa_node` (PCI placement; live: sysfs) |
 | vm-size.txt           | the IMDS vmSize, e.g. Standard_ND96isr_H200_v5                |
 | perf.json             | perf tier readings: {"gemm_bf16_tflops": [per GPU], "hbm_copy_tbps": [...], "h2d_gbps": [...], "d2h_gbps": [...]} |
 | nvbandwidth.txt       | `nvbandwidth -t host_to_device_memcpy_ce device_to_host_memcpy_ce` |
@@ -35,7 +36,7 @@ from collections.abc import Callable
 from pathlib import Path
 from xml.etree.ElementTree import ParseError
 
-from hpclz.verify.probes import host, infiniband, kernel, nvlink, nvsmi
+from hpclz.verify.probes import host, infiniband, kernel, nvlink, nvsmi, topology
 from hpclz.verify.probes.facts import NodeFacts, NvidiaSmi, Reading
 from hpclz.verify.probes.source import Output, Source
 
@@ -144,5 +145,6 @@ def collect_facts(source: Source, sku: str | None, want_nvlink: bool = True) -> 
         cpu=_reading(source.file("cpuinfo.txt", "/proc/cpuinfo"), host.parse_cpuinfo),
         mem_total_kb=_reading(meminfo, host.parse_meminfo_kb),
         swap_kb=_reading(meminfo, host.parse_swap_kb),
+        topology=topology.read_topology(source, sku),
         simulated=source.simulated,
     )

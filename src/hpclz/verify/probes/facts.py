@@ -123,10 +123,13 @@ class NodeFacts:
     cpu: Reading = field(default_factory=Reading)  # CpuInfo
     mem_total_kb: Reading = field(default_factory=Reading)  # int
     swap_kb: Reading = field(default_factory=Reading)  # int
+    topology: Reading = field(default_factory=lambda: Reading(None, "no Azure topology file for SKU unknown"))
     perf: Reading = field(default_factory=lambda: Reading(None, "perf tier not run"))  # dict[str, list[float]]
     clocks_under_load: Reading = field(default_factory=lambda: Reading(None, "perf tier not run"))  # list[Gpu]
     dcgm: Reading = field(default_factory=lambda: Reading(None, "perf tier not run"))  # perf.dcgm_summary dict
+    p2p: Reading = field(default_factory=lambda: Reading(None, "perf tier not run"))  # perf.measure_p2p dict
     stream: Reading = field(default_factory=lambda: Reading(None, "perf tier not run"))  # bench.parse_stream dict
     ib_bandwidth: Reading = field(default_factory=lambda: Reading(None, "perf tier not run"))  # bench.read_ib_write_bw
     nccl: Reading = field(default_factory=lambda: Reading(None, "--nccl not requested"))  # dict (CollectiveResult)
+    nccl_ib_loopback: Reading = field(default_factory=lambda: Reading(None, "--nccl not requested"))  # same shape
     simulated: bool = False

@@ -73,8 +73,10 @@ class Source:
                 return candidate
         return None
 
-    def command(self, name: str, argv: list[str], timeout_s: float | None = None) -> Output:
-        """Run argv (or read fixture NAME instead) with a hard timeout."""
+    def command(
+        self, name: str, argv: list[str], timeout_s: float | None = None, env: dict[str, str] | None = None
+    ) -> Output:
+        """Run argv (or read fixture NAME instead) with a hard timeout; `env` adds to the inherited environment."""
         if self.simulated:
             return self._fixture(name)
         exe = shutil.which(argv[0])
@@ -83,7 +85,13 @@ class Source:
         limit = timeout_s or self.timeout_s
         try:
             done = subprocess.run(
-                [exe, *argv[1:]], capture_output=True, text=True, timeout=limit, check=False, errors="replace"
+                [exe, *argv[1:]],
+                capture_output=True,
+                text=True,
+                timeout=limit,
+                check=False,
+                errors="replace",
+                env={**os.environ, **env} if env else None,
             )
         except subprocess.TimeoutExpired:
             return Output(None, None, f"timed out after {limit:g} s: {' '.join(argv)}", argv[0])
