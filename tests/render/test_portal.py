@@ -244,3 +244,36 @@ def test_the_portal_and_cluster_files_are_the_yaml_open_ondemand_reads() -> None
     assert portal["oidc_settings"]["OIDCResponseType"] == "id_token"
     cluster = YAML(typ="safe").load(_heredoc(script, "/etc/ood/config/clusters.d/aitrain-prod.yml"))
     assert cluster["v2"]["job"] == {"adapter": "slurm", "bin": "/usr/bin", "conf": "/etc/slurm/slurm.conf"}
+
+
+def test_the_join_unit_waits_for_sched_then_copies_the_key_and_links_the_config(tmp_path: Path) -> None:
+    """hpclz-portal-join run for real on a /sched laid out as cyclecloud-slurm 3.0.11's scheduler leaves it
+    (install.py: /sched/<cluster>/munge.key, slurm.conf and the files slurm.conf includes), moved under tmp_path."""
+    script = _script(_portal(preset_plan("ai-training")))
+    body = _heredoc(script, "/opt/hpclz/bin/hpclz-portal-join")
+    body = (
+        body.replace("/sched/", f"{tmp_path}/sched/")
+        .replace("/etc/munge/munge.key", f"{tmp_path}/etc/munge.key")
+        .replace("/etc/slurm", f"{tmp_path}/etc/slurm")
+        .replace("-o munge -g munge ", "")  # ownership needs the munge account, which this machine may lack
+        .replace("systemctl restart munge", "echo restart munge")
+    )
+    join = tmp_path / "join.sh"
+    join.write_text(body, encoding="utf-8")
+    cluster = tmp_path / "sched" / "aitrain-prod"
+    cluster.mkdir(parents=True)
+    (tmp_path / "etc").mkdir()
+
+    waiting = subprocess.run(["bash", str(join)], capture_output=True, text=True, check=False)
+    assert waiting.returncode == 1 and "not ready yet" in waiting.stdout  # systemd retries it a minute later
+
+    (cluster / "munge.key").write_bytes(bytes(range(256)) * 4)  # 1024 bytes, as install.py writes it
+    for name in ("slurm.conf", "azure.conf", "keep_alive.conf", "cgroup.conf"):
+        (cluster / name).write_text(f"# {name}\n", encoding="utf-8")
+    joined = subprocess.run(["bash", str(join)], capture_output=True, text=True, check=False)
+    assert joined.returncode == 0, joined.stderr
+    key = tmp_path / "etc" / "munge.key"
+    assert key.read_bytes() == (cluster / "munge.key").read_bytes() and oct(key.stat().st_mode)[-3:] == "600"
+    links = {p.name: p.resolve() for p in (tmp_path / "etc" / "slurm").iterdir()}
+    assert links == {n: cluster / n for n in ("slurm.conf", "azure.conf", "keep_alive.conf", "cgroup.conf")}
+    assert "joined cluster aitrain-prod" in joined.stdout
