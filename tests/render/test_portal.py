@@ -182,7 +182,7 @@ def _key(home: Path) -> tuple[Path, str]:
         ["gpg", "--with-colons", "--list-keys"], env=env, check=True, capture_output=True, text=True
     )
     fingerprint = next(line.split(":")[9] for line in listing.stdout.splitlines() if line.startswith("fpr"))
-    armored = home.parent / "key.asc"
+    armored = home.parent / f"{home.name}.asc"
     armored.write_bytes(subprocess.run(["gpg", "--armor", "--export"], env=env, check=True, capture_output=True).stdout)
     return armored, fingerprint
 
@@ -195,8 +195,7 @@ def test_a_repository_key_with_another_fingerprint_is_refused(tmp_path: Path) ->
     env = {"GNUPGHOME": str(tmp_path / "gnupg"), "PATH": "/usr/bin:/bin", "TMPDIR": str(tmp_path)}
 
     def run(expected: str, keyring: Path) -> subprocess.CompletedProcess[str]:
-        body = function.replace("/tmp/hpclz-key.asc", str(tmp_path / "download.asc"))
-        call = f"{body}\nfetch_key file://{armored} {expected} {keyring}\n"
+        call = f"{function}\nfetch_key file://{armored} {expected} {keyring}\n"
         return subprocess.run(["bash", "-euo", "pipefail", "-c", call], env=env, capture_output=True, text=True)
 
     wrong = run("FE143EA1CB378B569BBF7C544B72FE2B92D31755", tmp_path / "wrong.gpg")
@@ -204,7 +203,12 @@ def test_a_repository_key_with_another_fingerprint_is_refused(tmp_path: Path) ->
     assert not (tmp_path / "wrong.gpg").exists()
     right = run(fingerprint, tmp_path / "right.gpg")
     assert right.returncode == 0, right.stderr
-    assert (tmp_path / "right.gpg").read_bytes()[:1] != b"-"  # dearmored: what apt's signed-by expects
+    exported = (tmp_path / "right.gpg").read_bytes()
+    assert exported[:1] != b"-"  # binary, what apt's signed-by reads
+    shown = subprocess.run(
+        ["gpg", "--show-keys", "--with-colons", str(tmp_path / "right.gpg")], env=env, capture_output=True, text=True
+    )
+    assert f":{fingerprint}:" in shown.stdout
 
 
 @pytest.mark.checkov
@@ -277,3 +281,21 @@ def test_the_join_unit_waits_for_sched_then_copies_the_key_and_links_the_config(
     links = {p.name: p.resolve() for p in (tmp_path / "etc" / "slurm").iterdir()}
     assert links == {n: cluster / n for n in ("slurm.conf", "azure.conf", "keep_alive.conf", "cgroup.conf")}
     assert "joined cluster aitrain-prod" in joined.stdout
+
+
+def test_only_the_pinned_key_of_a_file_holding_two_is_trusted(tmp_path: Path) -> None:
+    """A key file with a second key appended (a tampered download) yields a keyring of the pinned key alone."""
+    require(shutil.which("gpg") is not None and shutil.which("curl") is not None, "gpg and curl")
+    pinned, fingerprint = _key(tmp_path / "pinned")
+    other, other_fingerprint = _key(tmp_path / "other")
+    both = tmp_path / "both.asc"
+    both.write_bytes(pinned.read_bytes() + other.read_bytes())
+    function = _fetch_key(_script(_portal(preset_plan("ai-training"))))
+    env = {"GNUPGHOME": str(tmp_path / "pinned"), "PATH": "/usr/bin:/bin", "TMPDIR": str(tmp_path)}
+    call = f"{function}\nfetch_key file://{both} {fingerprint} {tmp_path / 'apt.gpg'}\n"
+    done = subprocess.run(["bash", "-euo", "pipefail", "-c", call], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    shown = subprocess.run(
+        ["gpg", "--show-keys", "--with-colons", str(tmp_path / "apt.gpg")], env=env, capture_output=True, text=True
+    ).stdout
+    assert f":{fingerprint}:" in shown and f":{other_fingerprint}:" not in shown

@@ -16,17 +16,20 @@ id slurm >/dev/null 2>&1 || useradd -r -u 11100 -g 11100 -d /var/lib/slurm -s /u
 apt-get update
 apt-get install -y ca-certificates curl gnupg nfs-common openssl python3
 
-# A repository key is trusted only if its fingerprint is the pinned one.
+# A repository key is trusted only by its pinned fingerprint: imported into a throwaway keyring, and only the key
+# with that fingerprint is exported for apt (signed-by), whatever else the file holds, armored or not.
 fetch_key() {
-  local url=$1 fingerprint=$2 keyring=$3 got
-  curl -fsSL --retry 5 "$url" -o /tmp/hpclz-key.asc
-  got=$(gpg --show-keys --with-colons /tmp/hpclz-key.asc | awk -F: '$1 == "fpr" {print $10; exit}')
-  if [ "$got" != "$fingerprint" ]; then
-    echo "hpclz: $url has key $got, expected $fingerprint; refusing it" >&2
+  local url=$1 fingerprint=$2 keyring=$3 home
+  home=$(mktemp -d)
+  curl -fsSL --retry 5 "$url" -o "$home/key"
+  gpg --homedir "$home" --batch --quiet --import "$home/key"
+  gpg --homedir "$home" --batch --export "$fingerprint" > "$keyring"
+  rm -rf "$home"
+  if [ ! -s "$keyring" ]; then
+    rm -f "$keyring"
+    echo "hpclz: $url holds no key $fingerprint; refusing it" >&2
     exit 1
   fi
-  gpg --dearmor --yes -o "$keyring" /tmp/hpclz-key.asc
-  rm -f /tmp/hpclz-key.asc
 }
 
 # Shared home and /sched (storage.shared): users see the files their jobs write; /sched holds the cluster's config.
