@@ -21,7 +21,7 @@ AREA_MODULE: dict[str, tuple[str, ...]] = {
     "STO": ("storage", "integrity"),
     "SEC": ("security",),
     "PRT": ("portal",),
-    "MON": ("operations",),
+    "MON": ("operations", "metrics"),
     "MNT": ("operations",),
     "COST": ("operations",),
 }

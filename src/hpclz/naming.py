@@ -68,6 +68,12 @@ NAME_RULES: dict[str, NameRule] = {
     "maintenance_configuration": NameRule("mc", 1, 128, r"[A-Za-z0-9][\w.-]*", "letters, digits, _ . -"),
     "data_collection_rule": NameRule("dcr", 3, 64, r"[A-Za-z0-9][\w.-]*[A-Za-z0-9]", "letters, digits, _ . -"),
     "metric_alert": NameRule("alert", 1, 260, r"[^/%&\\?<>*:]+", "anything but / % & \\ ? < > * :"),
+    # Microsoft.Monitor/accounts and Microsoft.Dashboard/grafana name patterns from their pinned schemas
+    # (2023-04-03 "^(?!-)[a-zA-Z0-9-]+[^-]$"; 2024-10-01 "^[a-zA-Z][a-z0-9A-Z-]{0,28}[a-z0-9A-Z]$").
+    "monitor_workspace": NameRule("amw", 4, 44, r"[A-Za-z0-9][A-Za-z0-9-]*[A-Za-z0-9]", "letters, digits, -"),
+    "grafana": NameRule("amg", 2, 30, r"[A-Za-z][A-Za-z0-9-]*[A-Za-z0-9]", "letters, digits, - (letter first)"),
+    "data_collection_endpoint": NameRule("dce", 3, 44, r"[A-Za-z0-9][A-Za-z0-9-]*[A-Za-z0-9]", "letters, digits, -"),
+    "prometheus_rule_group": NameRule("prg", 1, 260, r"[^:@/#{}%&+*<>?]+", "anything but : @ / # { } % & + * < > ?"),
 }
 
 REGION_CODES: dict[str, str] = {

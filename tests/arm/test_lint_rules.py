@@ -118,6 +118,13 @@ CASES: dict[str, tuple[str, list[str], list[str]]] = {
         [],
     ),
     "HPCLZ-TPL-033": ("tpl-033-host-maintenance.json", ["a Host-scope configuration on an ordinary VM"], []),
+    # The energy preset's compute template before issue 16 item 5, byte for byte: a rule, but no agent or
+    # association on the CycleCloud server (issue 13, finding 17).
+    "HPCLZ-TPL-034": (
+        "tpl-034-vm-unmonitored.json",
+        ["no AzureMonitorLinuxAgent extension and no data collection rule association"],
+        [],
+    ),
     # The NIC shape of Azure's quickstart VM templates, whose ip configuration names a publicIPAddress; the
     # private NIC beside it (what hpclz renders for the CycleCloud server and the portal) passes.
     "HPCLZ-TPL-047": (

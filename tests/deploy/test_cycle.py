@@ -25,6 +25,20 @@ def test_deploy_writes_state_and_shows_next_steps(arm: ArmStandIn, zone: Path, r
     assert f"az network bastion ssh {bastion} --auth-type ssh-key --username hpcadmin" in steps
     assert "cyclecloud connect login-1 -c aitrain-prod" in steps
     assert "cyclecloud connect scheduler -c aitrain-prod" in steps and f"hpclz verify {zone.name}" in steps
+    # Dashboards go in with the command CCWS's monitoring uses (Azure/cyclecloud-monitoring infra/add_dashboards.sh).
+    assert (
+        "az grafana dashboard import --name amg-aitrain-prod-eus2 --resource-group rg-aitrain-monitoring-prod-eus2"
+        in steps
+    )
+    # Monitoring that collects reached ARM: the agent's association, managed Prometheus, Grafana, alert rules.
+    deployed = {r["type"] for r in arm.world.resources.values()}
+    assert {
+        "Microsoft.Insights/dataCollectionRuleAssociations",
+        "Microsoft.Monitor/accounts",
+        "Microsoft.Insights/dataCollectionEndpoints",
+        "Microsoft.Dashboard/grafana",
+        "Microsoft.AlertsManagement/prometheusRuleGroups",
+    } <= deployed
     state = state_of(zone)
     assert all(d["status"] == "succeeded" for d in state["deployments"].values())
     assert {d["name"].lower() for d in state["deployments"].values()} == {

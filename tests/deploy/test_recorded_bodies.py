@@ -123,13 +123,18 @@ def _shuffled(ids: list[str]) -> list[str]:
     return ids
 
 
-def _principal(arm: ArmStandIn, rendered: str) -> str | None:
-    """The principal a rendered body names: a group's GUID, or the GUID of the managed identity it references."""
+def _principal(arm: ArmStandIn, rendered: str, assignment_id: str) -> str | None:
+    """The principal a rendered body names: a group's GUID, or the GUID of the managed identity it references
+    (a resourceId() without a group names one in the assignment's own group)."""
     identity = static_id(rendered) if rendered.startswith("[") else None
     if identity is None:
         return rendered
-    found = arm.world.lookup(f"/subscriptions/{arm.subscription_id}{identity}")
-    return (found or {}).get("properties", {}).get("principalId")
+    if not identity.startswith("/resourcegroups/"):
+        identity = f"/resourcegroups/{assignment_id.split('/')[4]}{identity}"
+    found = arm.world.lookup(f"/subscriptions/{arm.subscription_id}{identity}") or {}
+    if "'full').identity.principalid" in rendered.lower():  # a resource's own system-assigned identity (Grafana)
+        return found.get("identity", {}).get("principalId")
+    return found.get("properties", {}).get("principalId")
 
 
 @pytest.mark.parametrize("order", [_reversed, _shuffled], ids=["reversed", "shuffled"])
@@ -148,5 +153,5 @@ def test_assignments_listed_out_of_template_order_keep_their_own_bodies(
     for record, body in zip(recorded, rendered, strict=True):
         actual = arm.world.lookup(record["id"])
         assert actual is not None, record["id"]
-        assert _principal(arm, body["principalId"]) == actual["properties"]["principalId"], record["id"]
+        assert _principal(arm, body["principalId"], record["id"]) == actual["properties"]["principalId"], record["id"]
         assert role_key(body["roleDefinitionId"]) == role_key(actual["properties"]["roleDefinitionId"]), record["id"]

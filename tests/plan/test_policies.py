@@ -26,6 +26,8 @@ CASES: list[tuple[str, str, Any, Any, bool, Policy]] = [
         True,
         Policy.NOT_ALLOWED,
     ),
+    ("Microsoft.Dashboard/grafana", "properties.zoneRedundancy", "Disabled", "Enabled", False, Policy.REPLACE_DATA),
+    ("Microsoft.Dashboard/grafana", "properties.grafanaMajorVersion", "11", "12", False, Policy.IN_PLACE),
     ("Microsoft.Network/bastionHosts", "sku.name", "Basic", "Standard", False, Policy.IN_PLACE),
     ("Microsoft.Network/bastionHosts", "sku.name", "Premium", "Standard", False, Policy.REPLACE),
     ("Microsoft.KeyVault/vaults", "properties.enablePurgeProtection", True, False, False, Policy.NOT_ALLOWED),

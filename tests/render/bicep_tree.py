@@ -157,7 +157,7 @@ class BicepReader:
             op = node["operator"]
             first, second = op["operands"]["operand_1"], op["operands"]["operand_2"]
             if op["type"] == "property_accessor":
-                return ("prop", self.value(first), second)
+                return _chain(self.value(first), second)
             if op["type"] == "index_accessor":
                 return ("index", self.value(first), self.value(second))
             raise AssertionError(f"exporter wrote an operator it should not: {op['type']}")
@@ -185,3 +185,11 @@ class BicepReader:
                 "scope": self.identity(config["scope"]) if "scope" in config else None,
             }
         return out
+
+
+def _chain(target: Any, accessor: Any) -> Any:
+    """pycep nests `a.b.c` to the right (a, accessor(b, c)); ARM's parse nests it to the left."""
+    if isinstance(accessor, dict) and accessor.get("operator", {}).get("type") == "property_accessor":
+        operands = accessor["operator"]["operands"]
+        return _chain(("prop", target, operands["operand_1"]), operands["operand_2"])
+    return ("prop", target, accessor)

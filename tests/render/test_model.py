@@ -16,6 +16,7 @@ from tests.render.conftest import preset_plan
 UNTAGGABLE = {
     "microsoft.security/pricings",  # its schema has no tags (2024-01-01/Microsoft.Security.json)
     "microsoft.insights/diagnosticsettings",  # nor has this one (2021-05-01-preview/Microsoft.Insights.json)
+    "microsoft.insights/datacollectionruleassociations",  # nor this (2024-03-11/Microsoft.Insights.json)
     "microsoft.operationalinsights/workspaces/savedsearches",  # nor this (2023-09-01/Microsoft.OperationalInsights.json)
     "microsoft.authorization/roleassignments",
     "microsoft.authorization/policyassignments",

@@ -345,6 +345,12 @@ CASES: dict[str, list[Case]] = {
         Case("finance", _set("monitoring.diagnostic_settings", False)),
         Case("ai-training", _set("monitoring", {"mode": "disabled"})),
     ],
+    "HPCLZ-MON-006": [Case("ai-training", _set("identity.managed_identities.compute", False))],
+    "HPCLZ-MON-007": [Case("energy", _set("monitoring.diagnostic_settings", False))],
+    "HPCLZ-MON-008": [
+        Case("ai-training", _set("monitoring.prometheus", {"mode": "disabled"})),
+        Case("energy", _set("monitoring.prometheus.gpu_exporter", False)),
+    ],
     "HPCLZ-MNT-001": [Case("ai-training", _set("maintenance.window", DELETE))],
     "HPCLZ-MNT-002": [
         Case("ai-training", _set("maintenance.window.duration", "01:00")),

@@ -69,7 +69,16 @@ PINNED_BY_VERSION: dict[str, tuple[str, ...]] = {
         "Microsoft.OperationalInsights/workspaces/savedSearches",
     ),
     "2023-01-01": ("Microsoft.Insights/actionGroups",),
-    "2024-03-11": ("Microsoft.Insights/dataCollectionRules", "Microsoft.Insights/dataCollectionRuleAssociations"),
+    "2024-03-11": (
+        "Microsoft.Insights/dataCollectionRules",
+        "Microsoft.Insights/dataCollectionRuleAssociations",
+        "Microsoft.Insights/dataCollectionEndpoints",
+    ),
+    # Managed Prometheus and Grafana at the versions CCWS's monitoring deploys
+    # (Azure/cyclecloud-monitoring@3da922e:infra/managedMonitoring.bicep); Prometheus rule groups at their GA version.
+    "2023-04-03": ("Microsoft.Monitor/accounts",),
+    "2024-10-01": ("Microsoft.Dashboard/grafana",),
+    "2023-03-01": ("Microsoft.AlertsManagement/prometheusRuleGroups",),
     "2018-03-01": ("Microsoft.Insights/metricAlerts",),
     # Defender for Cloud plans (learn.microsoft.com/azure/templates/microsoft.security/2024-01-01/pricings):
     # the version that carries subPlan, enforce and extensions.

@@ -29,6 +29,8 @@ class BuiltinRole(StrEnum):
     KEY_VAULT_SECRETS_USER = "Key Vault Secrets User"
     MONITORING_METRICS_PUBLISHER = "Monitoring Metrics Publisher"
     LOG_ANALYTICS_READER = "Log Analytics Reader"
+    MONITORING_DATA_READER = "Monitoring Data Reader"
+    GRAFANA_ADMIN = "Grafana Admin"
 
 
 class Area(StrEnum):

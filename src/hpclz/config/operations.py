@@ -16,18 +16,41 @@ class ActionGroup(StrictModel):
     emails: list[Annotated[str, Field(pattern=r"^[^@\s]+@[^@\s]+\.[^@\s]+$")]] = Field(default_factory=list)
 
 
+class ManagedPrometheus(StrictModel):
+    """Node and GPU metrics as CCWS's monitoring collects them (Azure/cyclecloud-monitoring): every cluster node runs
+    Prometheus in agent fashion with node exporter (and DCGM exporter on GPU nodes) and remote-writes to an Azure
+    Monitor workspace; Azure Managed Grafana reads it. CycleCloud creates the node scale sets, so the agent is
+    installed by the node scripts, not by ARM."""
+
+    mode: Literal["new"] = "new"
+    grafana: bool = Field(default=True, description="Azure Managed Grafana on the workspace; admins get Grafana Admin.")
+    gpu_exporter: bool = Field(default=True, description="DCGM exporter on nodes with NVIDIA GPUs (XID, ECC, usage).")
+    alerts: bool = Field(default=True, description="Prometheus alert rules: node down, GPU XID and ECC errors.")
+
+
 class NewMonitoring(StrictModel):
     mode: Literal["new"] = "new"
     retention_days: Integer = Field(default=30, ge=30, le=730)
     diagnostic_settings: bool = Field(default=True, description="Send resource logs and metrics to the workspace.")
     action_group: ActionGroup = Field(default_factory=ActionGroup)
     alerts: bool = Field(default=True, description="Metric alerts on scheduler CPU and storage availability.")
+    agent: bool = Field(
+        default=True,
+        description="Azure Monitor agent and the data collection rule's association on every VM hpclz creates.",
+    )
+    prometheus: Annotated[ManagedPrometheus | Disabled, Field(discriminator="mode")] = Field(
+        default_factory=Disabled, description="Managed Prometheus and Grafana for node and GPU metrics."
+    )
 
 
 class ExistingMonitoring(StrictModel):
     mode: Literal["existing"] = "existing"
     workspace_resource_id: ResourceId
     diagnostic_settings: bool = True
+    agent: bool = Field(
+        default=True,
+        description="Azure Monitor agent and the data collection rule's association on every VM hpclz creates.",
+    )
 
 
 Monitoring = Annotated[NewMonitoring | ExistingMonitoring | Disabled, Field(discriminator="mode")]

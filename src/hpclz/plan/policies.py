@@ -333,6 +333,18 @@ RESOURCE_RULES: dict[str, list[PropertyRule]] = {
             ),
         ),
     ],
+    # Managed Grafana keeps its dashboards and users inside the instance: a replacement loses them.
+    "microsoft.dashboard/grafana": [
+        PropertyRule(
+            "properties.zoneRedundancy",
+            _v(
+                Policy.REPLACE_DATA,
+                "zone redundancy is chosen when an Azure Managed Grafana workspace is created",
+                "export the dashboards and user settings first; hpclz's own dashboards are re-imported from render",
+                f"{DOCS}/managed-grafana/how-to-enable-zone-redundancy",
+            ),
+        ),
+    ],
     "microsoft.security/pricings": [
         PropertyRule(
             "properties*",

@@ -42,14 +42,21 @@ COMPONENTS: tuple[Component, ...] = (
         secure=components.identity_secrets,
     ),
     Component("storage", "storage", ("organization", "network", "identity"), context=storage.storage),
+    # After identity: managed Prometheus grants the nodes' identity roles on its rule (reference() to its principal).
     Component(
         "monitoring",
         "monitoring",
-        ("organization",),
+        ("organization", "identity"),
         enabled=monitoring.monitoring_enabled,
         context=monitoring.monitoring,
     ),
-    Component("compute", "compute", ("organization", "network", "identity", "storage"), context=components.compute),
+    # After monitoring: the CycleCloud server's data collection rule association names the rule.
+    Component(
+        "compute",
+        "compute",
+        ("organization", "network", "identity", "storage", "monitoring"),
+        context=components.compute,
+    ),
     Component(
         "maintenance",
         "compute",

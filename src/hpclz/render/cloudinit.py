@@ -26,6 +26,7 @@ from hpclz.errors import ExitCode, HpclzError
 from hpclz.render.arm import API_VERSIONS, resource_path
 from hpclz.render.engine import Safe, render_text
 from hpclz.render.model import MANAGED_TAG
+from hpclz.render.prometheus import node_metrics
 from hpclz.render.writer import dumps
 from hpclz.render.zone import ZONE_TAG, Zone
 
@@ -177,6 +178,7 @@ def node_script(zone: Zone, partition: Partition, mounts: list[dict[str, Any]]) 
         p=partition,
         mounts=mounts,
         identity=_compute_identity(zone),
+        metrics=node_metrics(zone, _compute_identity(zone), partition.vm_size),
         scratch=_scratch(zone, partition),
         versions=VERSIONS,
         events={"drain_on": sorted(events.drain_on), "requeue_jobs": events.requeue_jobs} if events.enabled else None,
@@ -218,9 +220,18 @@ def cluster_files(zone: Zone) -> dict[str, str]:
         node_tags={ZONE_TAG: config.metadata.name, MANAGED_TAG: "true"},
         arrays=arrays,
         scheduler_script=render_text(
-            "cloud-init/scheduler.sh.j2", versions=VERSIONS, mounts=mounts, identity=_compute_identity(zone)
+            "cloud-init/scheduler.sh.j2",
+            versions=VERSIONS,
+            mounts=mounts,
+            identity=_compute_identity(zone),
+            metrics=node_metrics(zone, _compute_identity(zone)),
         ),
-        login_script=render_text("cloud-init/login.sh.j2", mounts=mounts, identity=_compute_identity(zone)),
+        login_script=render_text(
+            "cloud-init/login.sh.j2",
+            mounts=mounts,
+            identity=_compute_identity(zone),
+            metrics=node_metrics(zone, _compute_identity(zone)),
+        ),
         scheduler_an=accelerated(zone, config.compute.scheduler.vm_size),
         suspend_seconds=min(
             (p.idle_shutdown_minutes * 60 for p in partitions if p.idle_shutdown_minutes), default=None

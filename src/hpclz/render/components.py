@@ -19,6 +19,7 @@ from hpclz.render.cloudinit import (
     user_data,
     user_data_document,
 )
+from hpclz.render.monitoring import vm_agent
 from hpclz.render.nsg import security_rules
 from hpclz.render.roles import (
     assignments,
@@ -65,6 +66,7 @@ def compute(zone: Zone) -> dict[str, Any]:
     document = user_data_document(zone, files)
     publisher, offer, sku, version = zone.config.compute.cyclecloud.image.split(":")
     has_identity = zone.config.identity.managed_identities.scheduler
+    agent = vm_agent(zone)
     server = {
         "name": zone.names.cyclecloud_vm(),
         "computer_name": f"{zone.config.metadata.name}-cyclecloud",
@@ -80,6 +82,7 @@ def compute(zone: Zone) -> dict[str, Any]:
         # Guest patching on a user schedule needs the platform to orchestrate patches, with its own safety checks
         # bypassed for the maintenance window (Microsoft.Compute LinuxVMGuestPatchAutomaticByPlatformSettings).
         "scheduled_patching": maintenance_enabled(zone) and zone.config.maintenance.scope == "InGuestPatch",
+        "agent": agent,
     }
     artifacts = {f"cyclecloud/{name}": text for name, text in files.items()}
     artifacts["cloud-init/cyclecloud-server.yaml"] = cloud_config

@@ -7,8 +7,10 @@ from typing import Any
 
 from hpclz.config.base import Disabled
 from hpclz.config.operations import ExistingMonitoring
+from hpclz.render import prometheus
 from hpclz.render.arm import expr, literal, resource_id_expr
-from hpclz.render.roles import assignments
+from hpclz.render.dashboards import dashboards
+from hpclz.render.roles import assignments, prometheus_assignments
 from hpclz.render.zone import Zone
 
 
@@ -28,15 +30,49 @@ def monitoring(zone: Zone) -> dict[str, Any]:
     return {
         "workspace": workspace,
         "action_group": zone.names.name("action_group"),
-        "assignments": assignments(zone, "monitoring"),
+        "prometheus": prometheus.resources(zone),
+        "assignments": assignments(zone, "monitoring") + prometheus_assignments(zone, prometheus.ids(zone)),
+        "artifacts": dashboards(zone),
     }
 
 
+def vm_agent(zone: Zone) -> dict[str, Any] | None:
+    """The Azure Monitor agent and its rule association on the VMs hpclz creates, or None. The agent signs in with
+    the VM's user-assigned identity when it has one (settings.authentication.managedIdentity, identifier-name
+    mi_res_id), else with the system-assigned one (learn.microsoft.com/azure/azure-monitor/agents/
+    azure-monitor-agent-manage); the association points the VM at the rule, without which the agent collects
+    nothing (learn.microsoft.com/azure/azure-monitor/agents/azure-monitor-agent-data-collection)."""
+    mon = zone.config.monitoring
+    if isinstance(mon, Disabled) or not mon.agent or not _collects(zone):
+        return None
+    rule = resource_id_expr(
+        "Microsoft.Insights/dataCollectionRules",
+        zone.names.name("data_collection_rule", "vm"),
+        group=zone.rg["monitoring"],
+    )
+    scheduler = zone.config.identity.managed_identities.scheduler
+    return {"rule_id": rule, "identity": expr(zone.identity_id("scheduler")) if scheduler else None}
+
+
+def _collects(zone: Zone) -> bool:
+    """The VM data collection rule is rendered (arm/monitoring: workspace.collect)."""
+    mon = zone.config.monitoring
+    if isinstance(mon, ExistingMonitoring):
+        return mon.diagnostic_settings
+    return bool(zone.monitoring_new and zone.monitoring_new.diagnostic_settings)
+
+
 def alerts_enabled(zone: Zone) -> bool:
-    return bool(zone.monitoring_new and zone.monitoring_new.alerts)
+    return bool(zone.monitoring_new and zone.monitoring_new.alerts) or bool(prometheus.alert_groups(zone))
 
 
 def alerts(zone: Zone) -> dict[str, Any]:
+    group = resource_id_expr("Microsoft.Insights/actionGroups", zone.names.name("action_group"))
+    metric = _metric_alerts(zone) if zone.monitoring_new and zone.monitoring_new.alerts else []
+    return {"alerts": metric, "action_group_id": group, "rule_groups": prometheus.alert_groups(zone)}
+
+
+def _metric_alerts(zone: Zone) -> list[dict[str, Any]]:
     vm = resource_id_expr("Microsoft.Compute/virtualMachines", zone.names.cyclecloud_vm(), group=zone.rg["compute"])
     items = [
         _alert(
@@ -78,8 +114,7 @@ def alerts(zone: Zone) -> dict[str, Any]:
                 threshold=99,
             )
         )
-    group = resource_id_expr("Microsoft.Insights/actionGroups", zone.names.name("action_group"))
-    return {"alerts": items, "action_group_id": group}
+    return items
 
 
 def _alert(

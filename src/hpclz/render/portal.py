@@ -19,6 +19,7 @@ from hpclz.errors import ExitCode, HpclzError
 from hpclz.render.arm import API_VERSIONS, RG_TEMPLATE_SCHEMA, expr, literal, resource_id, role_definition
 from hpclz.render.cloudinit import accelerated, cluster_name, custom_data, shared_mounts
 from hpclz.render.engine import render_text
+from hpclz.render.monitoring import vm_agent
 from hpclz.render.nsg import DENY_INTERNET_PRIORITY
 from hpclz.render.roles import ROLE_IDS
 from hpclz.render.zone import Zone
@@ -197,6 +198,10 @@ def portal(zone: Zone) -> dict[str, Any]:
     publisher, offer, sku, version = config.portal.image.split(":")
     vm_name = zone.names.name("virtual_machine", LABEL)
     script = portal_script(zone)
+    agent = vm_agent(zone)
+    if agent is not None:
+        # The portal has only its own (system-assigned) identity; with none named the agent signs in with it.
+        agent = {**agent, "identity": None}
     vm = {
         "name": vm_name,
         "computer_name": f"{config.metadata.name}-ood",
@@ -207,6 +212,7 @@ def portal(zone: Zone) -> dict[str, Any]:
         "accelerated": accelerated(zone, config.portal.vm_size),
         # Same as the CycleCloud server: the VM login roles need the Entra ID SSH extension and a system identity.
         "entra_ssh": bool(config.identity.groups.admins or config.identity.groups.users),
+        "agent": agent,
     }
     return {
         "vm": vm,

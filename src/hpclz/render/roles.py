@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from hpclz.config.identity import BuiltinRole
-from hpclz.render.arm import expr, literal, resource_id, resource_id_expr, resource_path, role_definition
+from hpclz.render.arm import API_VERSIONS, expr, literal, resource_id, resource_id_expr, resource_path, role_definition
 from hpclz.render.zone import Zone
 
 # CycleCloud's locker container (Azure/cyclecloud-slurm-workspace@bc0fc1b:bicep/files-to-load/cyclecloud_install.py).
@@ -32,6 +32,9 @@ ROLE_IDS: dict[BuiltinRole, str] = {
     BuiltinRole.KEY_VAULT_SECRETS_USER: "4633458b-17de-408a-b874-0445c86b69e6",
     BuiltinRole.MONITORING_METRICS_PUBLISHER: "3913510d-42f4-4e42-8a64-420c390055eb",
     BuiltinRole.LOG_ANALYTICS_READER: "73c42c96-874c-492b-b04d-ab87d138a893",
+    # As CCWS's monitoring assigns them (Azure/cyclecloud-monitoring@3da922e:infra/managedMonitoring.bicep).
+    BuiltinRole.MONITORING_DATA_READER: "b0d8363b-8ddd-447d-831f-62ca05bff136",
+    BuiltinRole.GRAFANA_ADMIN: "22926164-76b3-42b3-bc55-97df8dab3e41",
 }
 
 
@@ -141,6 +144,11 @@ def assignments(zone: Zone, area: str) -> list[Assignment]:
         out.append(
             _identity(zone, "scheduler", BuiltinRole.KEY_VAULT_SECRETS_USER, on=vault, after=(scheduler_identity,))
         )
+    if area == "management" and zone.prometheus is not None and identity.managed_identities.compute:
+        # The nodes read their own identity's client ID, which Prometheus signs its remote writes in with
+        # (templates/cloud-init/prometheus_url.py).
+        own = ("Microsoft.ManagedIdentity/userAssignedIdentities", zone.identity_name("compute"))
+        out.append(_identity(zone, "compute", BuiltinRole.READER, on=own))
     for index, extra in enumerate(identity.extra_role_assignments):
         if extra.area.value == area:
             out.append(
@@ -252,3 +260,38 @@ def _mounted(zone: Zone) -> list[tuple[str, ...]]:
 
 def _reads_accounting_secret(zone: Zone) -> bool:
     return zone.config.compute.accounting.mode == "existing" and zone.config.identity.managed_identities.scheduler
+
+
+def prometheus_assignments(zone: Zone, ids: dict[str, tuple[str, ...]]) -> list[Assignment]:
+    """Managed Prometheus, as CCWS's monitoring grants it (Azure/cyclecloud-monitoring@3da922e:
+    infra/managedMonitoring.bicep; Azure/cyclecloud-slurm-workspace@bc0fc1b:bicep/miMonitoringRoleAssignments.bicep):
+    the nodes' identity publishes metrics to the data collection rule (and reads it and its endpoint, to build the
+    remote-write URL at boot); Grafana's own identity reads the workspace; cluster admins administer Grafana.
+    `ids`: (type, name) of the workspace, endpoint, rule and Grafana."""
+    prom = zone.prometheus
+    if prom is None:
+        return []
+    out: list[Assignment] = []
+    if zone.config.identity.managed_identities.compute:
+        out.append(_identity(zone, "compute", BuiltinRole.MONITORING_METRICS_PUBLISHER, on=ids["rule"]))
+        out.append(_identity(zone, "compute", BuiltinRole.READER, on=ids["rule"]))
+        out.append(_identity(zone, "compute", BuiltinRole.READER, on=ids["endpoint"]))
+    if prom.grafana:
+        grafana = resource_id(*ids["grafana"])
+        api = API_VERSIONS["Microsoft.Dashboard/grafana"]
+        role_id = ROLE_IDS[BuiltinRole.MONITORING_DATA_READER]
+        workspace = resource_id(*ids["workspace"])
+        out.append(
+            Assignment(
+                name=expr(f"guid({workspace}, {grafana}, {literal(role_id)})"),
+                role_definition_id=expr(role_definition(role_id)),
+                principal_id=expr(f"reference({grafana}, {literal(api)}, 'full').identity.principalId"),
+                principal_type="ServicePrincipal",
+                path="monitoring.prometheus.grafana",
+                description="hpclz: Monitoring Data Reader for monitoring.prometheus.grafana (Grafana reads the workspace)",
+                scope=resource_path(*ids["workspace"]),
+                depends_on=[expr(workspace), expr(grafana)],
+            )
+        )
+        out += _groups(zone, "admins", [BuiltinRole.GRAFANA_ADMIN], on=ids["grafana"])
+    return out

@@ -13,7 +13,7 @@ from typing import Any
 
 from hpclz.config.identity import Area, NewKeyVault
 from hpclz.config.network import SUBNET_ROLES, ExistingVnet, Subnet
-from hpclz.config.operations import NewMonitoring
+from hpclz.config.operations import ManagedPrometheus, NewMonitoring
 from hpclz.config.root import LandingZoneConfig
 from hpclz.config.storage import AzureFilesShared, NetAppVolume, NewBlob, NewLustre, NewNetApp
 from hpclz.errors import ExitCode, HpclzError
@@ -250,6 +250,14 @@ class Zone:
     def monitoring_new(self) -> NewMonitoring | None:
         mon = self.config.monitoring
         return mon if isinstance(mon, NewMonitoring) else None
+
+    @property
+    def prometheus(self) -> ManagedPrometheus | None:
+        """Managed Prometheus, when on; the nodes can remote-write only with their managed identity (HPCLZ-MON-006)."""
+        mon = self.monitoring_new
+        if mon is None or not isinstance(mon.prometheus, ManagedPrometheus):
+            return None
+        return mon.prometheus
 
     def template_globals(self) -> dict[str, Any]:
         return {

@@ -87,4 +87,17 @@ def next_steps(loaded: LoadedConfig, doc: StateDocument) -> list[str]:
         f"Verify, on the scheduler (from the CycleCloud server: cyclecloud connect scheduler -c {cluster}), "
         f"with a copy of {config}: hpclz verify {config}"
     )
+    return steps + _dashboards(doc)
+
+
+def _dashboards(doc: StateDocument) -> list[str]:
+    """ARM cannot create a dashboard inside Managed Grafana: import the rendered ones as CCWS's monitoring does
+    (Azure/cyclecloud-monitoring@3da922e:infra/add_dashboards.sh, `az grafana dashboard import`)."""
+    steps = []
+    for name, grafana_id in _of_type(doc, "microsoft.dashboard/grafana"):
+        where = f"--name {name} --resource-group {grafana_id.split('/')[4]}"
+        steps.append(
+            f"Grafana dashboards: az grafana dashboard import {where} --overwrite true "
+            "--definition <render folder>/artifacts/grafana/hpclz-nodes.json (and hpclz-gpus.json)"
+        )
     return steps

@@ -131,6 +131,12 @@ def _resource_id(scope: Scope, args: list[Any], *, subscription_level: bool = Fa
     return f"{base}/providers/{namespace}/{path}"
 
 
+def _reference(scope: Scope, args: list[Any]) -> Any:
+    found = scope.lookup(str(args[0])) or {}
+    full = len(args) > 2 and str(args[2]).lower() == "full"
+    return found if full else found.get("properties", {})
+
+
 def _call(name: str, args: list[Any], scope: Scope) -> Any:
     fn = name.lower()
     rg_id = f"/subscriptions/{scope.subscription_id}/resourceGroups/{scope.resource_group}"
@@ -177,7 +183,9 @@ def _call(name: str, args: list[Any], scope: Scope) -> Any:
             scope.copy_index.get(str(args[-1]) if args and isinstance(args[-1], str) else "", 0)
             + (args[0] if args and isinstance(args[0], int) else 0)
         ),
-        "reference": lambda: (scope.lookup(str(args[0])) or {}).get("properties", {}),
+        # reference(id, api, 'Full') is the whole resource (identity included), otherwise its properties
+        # (learn.microsoft.com/azure/azure-resource-manager/templates/template-functions-resource#reference).
+        "reference": lambda: _reference(scope, args),
         "environment": lambda: {"name": "AzureCloud", "suffixes": {"storage": "core.windows.net"}},
         "utcnow": lambda: "20260101T000000Z",
         "last": lambda: args[0][-1],

@@ -317,6 +317,8 @@ class World:
         for key in ("sku", "kind", "zones", "identity"):
             if key in body:
                 stored[key] = body[key]
+        if "systemassigned" in str((body.get("identity") or {}).get("type", "")).lower():
+            stored["identity"] = {**body["identity"], **_system_identity(resource)}
         with self.lock:
             self.resources[resource.id.lower()] = stored
 
@@ -349,6 +351,12 @@ def _read_only(resource: PlannedResource) -> dict[str, Any]:
     if rtype == ROLE_ASSIGNMENT:
         return {"scope": re.split(r"/providers/Microsoft\.Authorization/roleAssignments/", resource.id, flags=re.I)[0]}
     return {}
+
+
+def _system_identity(resource: PlannedResource) -> dict[str, str]:
+    """The read-only principalId and tenantId ARM gives a system-assigned identity (ManagedServiceIdentity in the
+    REST specs, e.g. Microsoft.Dashboard 2024-10-01); role assignments reach them through reference(..., 'full')."""
+    return {"principalId": str(uuid.uuid5(uuid.NAMESPACE_URL, f"system|{resource.id.lower()}")), "tenantId": TENANT}
 
 
 def _secure_names(template: dict[str, Any]) -> set[str]:

@@ -8,6 +8,7 @@ from hpclz.rules.base import Rule
 from hpclz.rules.config.compute import COMPUTE_RULES
 from hpclz.rules.config.identity import IDENTITY_RULES
 from hpclz.rules.config.integrity import INTEGRITY_RULES
+from hpclz.rules.config.metrics import METRICS_RULES
 from hpclz.rules.config.network import NETWORK_RULES
 from hpclz.rules.config.operations import COST_RULES, MAINTENANCE_RULES, MONITORING_RULES
 from hpclz.rules.config.organization import ORGANIZATION_RULES
@@ -25,6 +26,7 @@ CONFIG_RULES: tuple[type[Rule[Any]], ...] = (
     *SECURITY_RULES,
     *PORTAL_RULES,
     *MONITORING_RULES,
+    *METRICS_RULES,
     *MAINTENANCE_RULES,
     *COST_RULES,
 )

@@ -87,6 +87,12 @@ def planned_names(ctx: ConfigContext) -> Iterator[tuple[str, str, tuple[PathPart
             yield "managed_identity", names.name("managed_identity", who), ("identity", "managed_identities", who)
     if config.monitoring.mode == "new":
         yield "log_analytics", names.name("log_analytics"), ("monitoring",)
+        if config.monitoring.prometheus.mode == "new":
+            path = ("monitoring", "prometheus")
+            yield "monitor_workspace", names.name("monitor_workspace"), path
+            yield "data_collection_endpoint", names.name("data_collection_endpoint", "prom"), path
+            if config.monitoring.prometheus.grafana:
+                yield "grafana", names.name("grafana"), path
     if config.storage.lustre.mode == "new":
         yield "lustre", names.name("lustre"), ("storage", "lustre")
     if config.storage.netapp.mode == "new":

@@ -20,6 +20,7 @@ from hpclz.rules.template.checkov import AllowlistNotStale, CheckovChecksPass
 from hpclz.rules.template.custom_data import CustomDataWithoutSecrets
 from hpclz.rules.template.exposure import BlobPublicAccessDisabled, HttpsOnlyUnlessPrivateNfs, NoAdminPortsFromInternet
 from hpclz.rules.template.expressions import DeclarationsUsed, ExpressionParses, FunctionsExist, ReferencesDeclared
+from hpclz.rules.template.monitoring import VmMonitored
 from hpclz.rules.template.public_ip import NoPublicIpOnNics
 from hpclz.rules.template.resources import (
     ApiVersionPinned,
@@ -63,6 +64,7 @@ LINT_RULES: tuple[type[Rule[Any]], ...] = (
     VmLoginNeedsEntraExtension,
     HostMaintenanceOnVm,
     NoPublicIpOnNics,
+    VmMonitored,
 )
 CHECKOV_RULES: tuple[type[Rule[Any]], ...] = (CheckovChecksPass,)
 ALLOWLIST_RULES: tuple[type[Rule[Any]], ...] = (AllowlistNotStale,)

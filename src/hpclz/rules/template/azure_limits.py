@@ -32,6 +32,12 @@ def _props(resource: dict[str, Any]) -> dict[str, Any]:
     return properties if isinstance(properties, dict) else {}
 
 
+def _sku_name(resource: dict[str, Any]) -> str:
+    """Lower-case sku.name, or "" where the template's sku is not an object (the rules never crash on it)."""
+    sku = resource.get("sku")
+    return str(sku.get("name", "")).lower() if isinstance(sku, dict) else ""
+
+
 class AmlfsHsmPrerequisites(Rule[TemplateContext]):
     """Managed Lustre with HSM needs, before the file system is created: Storage Account Contributor and Storage
     Blob Data Contributor for the HPC Cache Resource Provider on the account, key access enabled on the account,
@@ -133,7 +139,7 @@ class ArchiveTierAvailable(Rule[TemplateContext]):
 
     def check(self, ctx: TemplateContext) -> Iterable[Finding]:
         skus = {
-            str(r.resource.get("name", "")).lower(): str((r.resource.get("sku") or {}).get("name", "")).lower()
+            str(r.resource.get("name", "")).lower(): _sku_name(r.resource)
             for r in ctx.resources
             if r.type.lower() == STORAGE
         }

@@ -20,6 +20,7 @@ UNTAGGED_TYPES = frozenset(
         "microsoft.maintenance/configurationassignments",
         "microsoft.security/pricings",  # schemas/2024-01-01/Microsoft.Security.json: no tags
         "microsoft.insights/diagnosticsettings",  # schemas/2021-05-01-preview/Microsoft.Insights.json: no tags
+        "microsoft.insights/datacollectionruleassociations",  # schemas/2024-03-11/Microsoft.Insights.json: no tags
         # ... and a nested deployment is a record of an operation, not a billed resource.
         "microsoft.resources/deployments",
     }
