@@ -19,6 +19,7 @@ from hpclz.config import load_config_text
 from hpclz.config.loader import LoadedConfig
 from hpclz.deploy.live_rules import ExistingVnetMatches, LiveContext
 from hpclz.deploy.preflight import gather
+from hpclz.findings import Severity
 from hpclz.render.build import build_plan
 from tests.conftest import REPO
 from tests.support.arm_standin import ArmStandIn
@@ -97,6 +98,13 @@ def test_a_vnet_with_the_declared_subnets_passes() -> None:
             _vnet({**SUBNETS, "snet-cae-netapp-test-weu": ("10.80.2.0/26", None)}),
             "subnet snet-cae-netapp-test-weu is not delegated to Microsoft.NetApp/volumes",
         ),
+        (
+            # A delegated subnet holds only its service (learn.microsoft.com/azure/virtual-network/
+            # subnet-delegation-overview): compute nodes could not be placed in it.
+            _vnet({**SUBNETS, "snet-cae-compute-test-weu": ("10.80.8.0/22", "Microsoft.NetApp/volumes")}),
+            "subnet snet-cae-compute-test-weu is delegated to Microsoft.NetApp/volumes, so the compute resources "
+            "hpclz places there cannot use it",
+        ),
     ],
 )
 def test_each_mismatch_is_named(vnet: dict[str, Any], expected: str) -> None:
@@ -165,11 +173,10 @@ def test_hub_gateway_is_read_not_only_declared(arm: ArmStandIn) -> None:
     live = Arm(AzureClients(arm.subscription_id))
     arm.world.resources[HUB_ID.lower()] = _hub(gateway=False)
     ctx = gather(live, loaded, plan, {})
-    assert [f.message for f in HubHasNoGateway().check(ctx)] == [
-        "the hub VNet's GatewaySubnet holds no virtual network gateway"
-    ]
+    errors = [f.message for f in HubHasNoGateway().check(ctx) if f.severity is Severity.ERROR]
+    assert errors == ["the hub VNet's GatewaySubnet holds no virtual network gateway (ARM: RemoteVnetHasNoGateways)"]
     arm.world.resources[HUB_ID.lower()] = _hub(gateway=True)
-    assert list(HubHasNoGateway().check(gather(live, loaded, plan, {}))) == []
+    assert [f for f in HubHasNoGateway().check(gather(live, loaded, plan, {})) if f.severity is Severity.ERROR] == []
     del arm.world.resources[HUB_ID.lower()]
     [missing] = HubHasNoGateway().check(gather(live, loaded, plan, {}))
     assert "does not exist" in missing.message

@@ -12,9 +12,12 @@ from typing import Any
 
 from hpclz.deploy.live_compute import QuotaShort, SkuNotOffered, SkuRestricted
 from hpclz.deploy.live_context import LiveContext, capability
+from hpclz.deploy.live_existing import ExistingLustreMatches, ExistingVaultUnfit
 from hpclz.deploy.live_images import CustomImageFitsNodes, CustomImageUsable, gallery_definition, image_regions
 from hpclz.deploy.live_names import GlobalNameTaken, SoftDeletedVaultHoldsName
-from hpclz.deploy.live_network import VNET, ExistingVnetMatches, HubHasNoGateway
+from hpclz.deploy.live_netapp import ExistingNetAppVolumes
+from hpclz.deploy.live_network import VNET, ExistingVnetMatches, HubHasNoGateway, SpokePeeringNotConnected
+from hpclz.deploy.live_nsg import ExistingSubnetWithoutNsg, NsgBlocksLustre
 from hpclz.deploy.live_subscription import (
     ArmValidationFailed,
     FeatureNotRegistered,
@@ -29,17 +32,23 @@ __all__ = [
     "ArmValidationFailed",
     "CustomImageFitsNodes",
     "CustomImageUsable",
+    "ExistingLustreMatches",
+    "ExistingNetAppVolumes",
+    "ExistingSubnetWithoutNsg",
+    "ExistingVaultUnfit",
     "ExistingVnetMatches",
     "FeatureNotRegistered",
     "GlobalNameTaken",
     "HubHasNoGateway",
     "LiveContext",
     "LiveFactsUnavailable",
+    "NsgBlocksLustre",
     "ProviderNotRegistered",
     "QuotaShort",
     "SkuNotOffered",
     "SkuRestricted",
     "SoftDeletedVaultHoldsName",
+    "SpokePeeringNotConnected",
     "capability",
     "gallery_definition",
     "image_regions",
@@ -53,7 +62,13 @@ LIVE_RULES: tuple[type[Rule[Any]], ...] = (
     QuotaShort,
     FeatureNotRegistered,
     ExistingVnetMatches,
+    ExistingSubnetWithoutNsg,
+    NsgBlocksLustre,
     HubHasNoGateway,
+    SpokePeeringNotConnected,
+    ExistingLustreMatches,
+    ExistingNetAppVolumes,
+    ExistingVaultUnfit,
     GlobalNameTaken,
     SoftDeletedVaultHoldsName,
     LiveFactsUnavailable,

@@ -9,6 +9,7 @@ from hpclz.azure.arm import KEY_VAULT_API, STORAGE_API, Arm, deployment_body
 from hpclz.azure.errors import azure_errors, describe, sdk_error
 from hpclz.config.loader import LoadedConfig
 from hpclz.config.network import ExistingVnet
+from hpclz.deploy.live_reads import read_existing
 from hpclz.deploy.live_rules import LIVE_RULES, LiveContext, gallery_definition
 from hpclz.deploy.new_groups import validate_in_new_groups
 from hpclz.deploy.records import declared_types
@@ -50,6 +51,7 @@ def gather(
     _validate(arm, plan, secrets, unchanged, ctx)
     _features(arm, plan, ctx)
     _existing_vnet(arm, loaded, ctx)
+    read_existing(arm, ctx)
     _deleted_vault(arm, loaded, plan, ctx)
     _global_names(arm, plan, ctx)
     try:

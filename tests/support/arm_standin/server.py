@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from tests.support.arm_standin import listing
 from tests.support.arm_standin.catalog import default_skus, default_usages
 from tests.support.arm_standin.certs import make_certificate
 from tests.support.arm_standin.features import FEATURE, feature_body
@@ -333,6 +334,8 @@ class ArmStandIn:
 
     def _get_resource(self, body: Any, path: str, sub: str, rg: str | None = None) -> tuple[int, dict[str, str], Any]:
         found = self.world.resources.get(path.lower())
+        if found is None and listing.is_collection(path):
+            return 200, {}, listing.collection(self.world.resources, path)
         if found is None:
             raise ArmError(404, "ResourceNotFound", f"The Resource '{path}' was not found.")
         return 200, {}, found

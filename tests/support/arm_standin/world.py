@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from tests.support.arm_standin import behaviours
+from tests.support.arm_standin import behaviours, listing
 from tests.support.arm_standin.expressions import ExpressionError, Scope, evaluate
 from tests.support.arm_standin.faults import Faults
 from tests.support.arm_standin.templates import PlannedResource, TemplateError, expand
@@ -289,6 +289,10 @@ class World:
             if outside is not None:
                 return outside
         with self.lock:
+            if resource.type.lower() == listing.PEERING:
+                refusal = listing.remote_gateway_refusal(resource.id, body, self.resources)
+                if refusal is not None:
+                    return refusal
             existing = self.resources.get(resource.id.lower())
             if existing is None:
                 return behaviours.name_conflict(self.names, resource.type, name)
