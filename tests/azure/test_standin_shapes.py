@@ -66,14 +66,22 @@ def test_what_if_goes_create_then_nochange_then_modify(arm: ArmStandIn, adapter:
     changed = VNET.model_copy(update={"parameters": {"cidr": "10.9.0.0/16"}})
     [change] = adapter.what_if(changed)["properties"]["changes"]
     assert change["changeType"] == "Modify"
+    # Item by item, as the documented VNet example (tests/fixtures/arm/whatif_array_items.json): the old range
+    # deleted at its index, the new one created at its own.
     assert change["delta"] == [
         {
             "path": "properties.addressSpace.addressPrefixes",
-            "propertyChangeType": "Modify",
-            "before": ["10.0.0.0/16"],
-            "after": ["10.9.0.0/16"],
+            "propertyChangeType": "Array",
+            "children": [
+                {"path": "0", "propertyChangeType": "Delete", "before": "10.0.0.0/16"},
+                {"path": "0", "propertyChangeType": "Create", "after": "10.9.0.0/16"},
+            ],
         }
     ]
+    expected = json.loads((FIXTURES / "arm" / "whatif_array_items.json").read_text())["properties"]["changes"][0]
+    documented = next(d for d in expected["delta"] if d["path"] == "properties.addressSpace.addressPrefixes")
+    assert documented.keys() == change["delta"][0].keys()
+    assert [c.keys() for c in documented["children"]] == [c.keys() for c in change["delta"][0]["children"]]
 
 
 def test_missing_parameter_is_invalid_template(arm: ArmStandIn, adapter: Arm) -> None:

@@ -115,11 +115,11 @@ def test_plan_shows_the_monthly_delta_of_a_change_against_the_applied_state(run_
     config.write_text(AI.read_text(encoding="utf-8"), encoding="utf-8")
     apply(config)
     edit(config, "max_nodes: 64", "max_nodes: 60")
-    result = run_cli("plan", str(config), "--hours", "10")
+    result = run_cli("plan", str(config), "--hours", "10", "--refresh=false")
     assert result.exit_code == 0, result.stderr
     assert "compute.partitions[h100].max_nodes: 64 -> 60" in result.stdout
     assert f"Change against the last apply: -${4 * 98.32 * 10:,.2f}/month" in result.stdout
-    body = json.loads(run_cli("plan", str(config), "--hours", "10", "-o", "json").stdout)
+    body = json.loads(run_cli("plan", str(config), "--hours", "10", "-o", "json", "--refresh=false").stdout)
     assert body["result"]["cost_estimate"]["delta_usd"] == round(-4 * 98.32 * 10, 2)
 
 

@@ -161,8 +161,18 @@ ROWS = [
     Row(
         "grow Lustre",
         (("capacity_tib: 48", "capacity_tib: 96"),),
-        "Managed Lustre's capacity is fixed at creation "
-        "(https://learn.microsoft.com/azure/azure-managed-lustre/create-file-system-portal); the stand-in refuses "
+        "Managed Lustre grows in place only through an expansion job (az amlfs expansion create, "
+        "https://learn.microsoft.com/cli/azure/amlfs/expansion), not a new storageCapacityTiB in its own PUT; "
+        "hpclz creates no expansion jobs, so it refuses rather than replace a file system Azure can grow",
+        "az amlfs expansion create",
+        applied=False,
+        refused_without="NOT ALLOWED",
+    ),
+    Row(
+        "shrink Lustre",
+        (("capacity_tib: 48", "capacity_tib: 32"),),
+        "Managed Lustre cannot shrink (an expansion job's new capacity must exceed the current one, "
+        "https://learn.microsoft.com/javascript/api/@azure/arm-storagecache/expansionjob); the stand-in refuses "
         "the in-place PUT with PropertyChangeNotAllowed, so only delete-then-create works",
         "DATA LOSS",
         applied=True,
@@ -337,7 +347,7 @@ def test_saved_plan_with_a_not_allowed_change_is_not_saved(arm: ArmStandIn, ener
 
 def test_saved_plan_is_held_to_the_same_contract(arm: ArmStandIn, energy: Path, run_cli: Callable) -> None:
     assert run_cli("deploy", str(energy), "--yes").exit_code == 0
-    edit(energy, (("capacity_tib: 48", "capacity_tib: 96"),))
+    edit(energy, (("capacity_tib: 48", "capacity_tib: 32"),))
     saved = energy.parent / "plan.json"
     assert run_cli("plan", str(energy), "--out", str(saved)).exit_code == 0
     start = len(arm.log)
@@ -350,7 +360,7 @@ def test_saved_plan_is_held_to_the_same_contract(arm: ArmStandIn, energy: Path, 
         arm.world.resources[
             next(k for k in arm.world.resources if k.endswith("amlfilesystems/amlfs-energy-prod-scus"))
         ]["properties"]["storageCapacityTiB"]
-        == 96
+        == 32
     )
 
 
@@ -428,19 +438,22 @@ def test_out_of_band_drift_is_shown_by_refresh_and_put_back_by_deploy(
     assert run_cli("deploy", str(energy), "--yes").exit_code == 0
     account, bastion = _drift(arm)
 
-    offline = run_cli("plan", str(energy), "--detailed-exitcode")
+    offline = run_cli("plan", str(energy), "--detailed-exitcode", "--refresh=false")
     assert offline.exit_code == 0 and "Azure was not read" in offline.stdout  # it says it did not look
 
-    refreshed = run_cli("plan", str(energy), "--refresh", "--detailed-exitcode")
+    refreshed = run_cli("plan", str(energy), "--detailed-exitcode")  # refresh is the default, as in terraform
     assert refreshed.exit_code == 2, refreshed.stdout + refreshed.stderr
+    assert run_cli("plan", str(energy), "--refresh", "--detailed-exitcode").stdout == refreshed.stdout
     assert "Changed outside hpclz" in refreshed.stdout
     assert 'properties.publicNetworkAccess: "Enabled" -> "Disabled"' in refreshed.stdout
     assert "+ Microsoft.Network/bastionHosts bas-energy-prod-scus" in refreshed.stdout
     only = run_cli("plan", str(energy), "--refresh-only")
     assert "Changed outside hpclz" in only.stdout and "Plan: 0 to add, 0 to change" in only.stdout
 
+    trusting = run_cli("deploy", str(energy), "--yes", "--refresh=false")  # trusts the state: nothing to do
+    assert trusting.exit_code == 0 and arm.world.resources[account]["properties"]["publicNetworkAccess"] == "Enabled"
     start = len(arm.log)
-    fixed = run_cli("deploy", str(energy), "--yes", "--refresh")
+    fixed = run_cli("deploy", str(energy), "--yes")  # deploy refreshes by default too
     assert fixed.exit_code == 0, fixed.stdout + fixed.stderr
     assert sorted(r.path.rsplit("/", 1)[-1] for r in arm.log[start:] if r.method == "PUT") == [
         "hpclz-energy-prod-network",
@@ -448,7 +461,7 @@ def test_out_of_band_drift_is_shown_by_refresh_and_put_back_by_deploy(
     ]
     assert arm.world.resources[account]["properties"]["publicNetworkAccess"] == "Disabled"
     assert bastion in arm.world.resources
-    clean = run_cli("plan", str(energy), "--refresh", "--detailed-exitcode")
+    clean = run_cli("plan", str(energy), "--detailed-exitcode")
     assert clean.exit_code == 0, clean.stdout
     assert_inventory_is_state(arm, energy)
 
@@ -509,7 +522,7 @@ def test_typing_the_zone_name_is_consent_but_never_for_not_allowed(arm: ArmStand
     from hpclz.services.deploy_contract import Contract
 
     assert deploy(energy).exit_code == 0
-    edit(energy, (("capacity_tib: 48", "capacity_tib: 96"),))
+    edit(energy, (("capacity_tib: 48", "capacity_tib: 32"),))
     asked: list[tuple[list[str], str]] = []
 
     def wrong_name(reasons: list[str], zone: str) -> bool:

@@ -64,12 +64,12 @@ def test_no_state_everything_is_created(run_cli: Run, config: Path) -> None:
 def test_detailed_exitcode(run_cli: Run, config: Path) -> None:
     assert run_cli("plan", str(config), "--detailed-exitcode").exit_code == 2
     apply(config)
-    same = run_cli("plan", str(config), "--detailed-exitcode")
+    same = run_cli("plan", str(config), "--detailed-exitcode", "--refresh=false")
     assert same.exit_code == 0, same.stdout + same.stderr
     assert "No changes." in same.stdout
     edit(config, "workload: seismic", "workload: fwi")
-    assert run_cli("plan", str(config), "--detailed-exitcode").exit_code == 2
-    assert run_cli("plan", str(config)).exit_code == 0
+    assert run_cli("plan", str(config), "--detailed-exitcode", "--refresh=false").exit_code == 2
+    assert run_cli("plan", str(config), "--refresh=false").exit_code == 0
 
 
 def test_blocked_change_fails_and_usage_errors_are_64(run_cli: Run, config: Path) -> None:
@@ -77,7 +77,7 @@ def test_blocked_change_fails_and_usage_errors_are_64(run_cli: Run, config: Path
     # GRS -> ZRS adds zone redundancy (a conversion, not a PUT); ZRS has no Archive tier, so archiving stops too.
     edit(config, "replication: GRS", "replication: ZRS")
     edit(config, "archive_after_days: 180", "cold_after_days: 180")
-    result = run_cli("plan", str(config), "--detailed-exitcode")
+    result = run_cli("plan", str(config), "--detailed-exitcode", "--refresh=false")
     assert result.exit_code == 1
     assert "NOT ALLOWED" in result.stdout
     assert run_cli("plan", str(config), "--no-such-flag").exit_code == 64
@@ -87,8 +87,8 @@ def test_blocked_change_fails_and_usage_errors_are_64(run_cli: Run, config: Path
 
 def test_json_envelope(run_cli: Run, config: Path) -> None:
     apply(config)
-    edit(config, "capacity_tib: 48", "capacity_tib: 96")
-    result = run_cli("plan", str(config), "-o", "json", "--detailed-exitcode")
+    edit(config, "capacity_tib: 48", "capacity_tib: 32")  # Lustre cannot shrink: a new, empty file system
+    result = run_cli("plan", str(config), "-o", "json", "--detailed-exitcode", "--refresh=false")
     envelope = json.loads(result.stdout)
     assert tuple(envelope) == ENVELOPE_KEYS
     assert (envelope["command"], envelope["exit_code"], result.exit_code) == ("plan", 2, 2)
@@ -101,7 +101,7 @@ def test_json_envelope(run_cli: Run, config: Path) -> None:
     assert "storage.lustre.capacity_tib" in body["data_loss"]
     (change,) = body["config_changes"]
     assert change["path"] == "storage.lustre.capacity_tib"
-    assert (change["before"], change["after"], change["verdict"]["policy"]) == (48, 96, "replace_data")
+    assert (change["before"], change["after"], change["verdict"]["policy"]) == (48, 32, "replace_data")
     (lustre,) = [r for r in body["resources"] if r["action"] != "no_change"]
     assert lustre["action"] == "replace" and lustre["changes"][0]["path"] == "properties.storageCapacityTiB"
 
@@ -125,7 +125,7 @@ def test_saved_plan_round_trip_and_stale_refusal(run_cli: Run, config: Path) -> 
     state = apply(config)
     out = config.parent / "plan.json"
     edit(config, "workload: seismic", "workload: fwi")
-    result = run_cli("plan", str(config), "--out", str(out))
+    result = run_cli("plan", str(config), "--out", str(out), "--refresh=false")
     assert result.exit_code == 0, result.stderr
     assert f"hpclz deploy {config} --plan {out}" in result.stdout
     loaded = load_config(config)
@@ -158,7 +158,7 @@ def test_saved_plan_edited_by_hand_or_not_a_plan(run_cli: Run, config: Path) -> 
 
 def test_a_config_failing_validation_is_not_planned(run_cli: Run, config: Path) -> None:
     edit(config, "compute: {cidr: 10.20.16.0/20}", "compute: {cidr: 10.20.0.0/20}")  # overlaps admin
-    result = run_cli("plan", str(config), "--detailed-exitcode")
+    result = run_cli("plan", str(config), "--detailed-exitcode", "--refresh=false")
     assert result.exit_code == 1
     assert "error" in result.stdout and "fails validation" in result.stdout
     assert "Plan:" not in result.stdout

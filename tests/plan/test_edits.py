@@ -39,6 +39,10 @@ def grow_lustre(d: dict[str, Any]) -> None:
     d["storage"]["lustre"]["capacity_tib"] = 96
 
 
+def shrink_lustre(d: dict[str, Any]) -> None:
+    d["storage"]["lustre"]["capacity_tib"] = 32
+
+
 def lustre_sku(d: dict[str, Any]) -> None:
     d["storage"]["lustre"]["sku"] = "AMLFS-Durable-Premium-500"
 
@@ -125,11 +129,20 @@ TABLE: dict[str, Row] = {
         worst=Policy.DRAIN_PARTITION,
     ),
     "reorder partitions (matched by name)": Row(reorder_partitions, []),
+    # Azure grows Managed Lustre in place through an expansion job (az amlfs expansion create), which hpclz does
+    # not create: refused with the way to do it, never a replacement that would lose the data.
     "grow Lustre": Row(
         grow_lustre,
+        [("storage.lustre.capacity_tib", Action.MODIFY, Policy.NOT_ALLOWED)],
+        {"amlfs-energy-prod-scus": (Action.MODIFY, Policy.NOT_ALLOWED)},
+        action_needed="az amlfs expansion create --new-storage-capacity 96",
+        worst=Policy.NOT_ALLOWED,
+    ),
+    "shrink Lustre": Row(
+        shrink_lustre,
         [("storage.lustre.capacity_tib", Action.MODIFY, Policy.REPLACE_DATA)],
         {"amlfs-energy-prod-scus": (Action.REPLACE, Policy.REPLACE_DATA)},
-        action_needed="copy the data off",
+        action_needed="copy it",
         worst=Policy.REPLACE_DATA,
     ),
     "change the Lustre SKU": Row(
@@ -256,10 +269,12 @@ def test_resource_level_changes_and_their_cost(case: str) -> None:
 
 
 def test_data_loss_and_blocked_changes_are_named() -> None:
-    lustre = plan_for(TABLE["grow Lustre"])
+    lustre = plan_for(TABLE["shrink Lustre"])
     assert "storage.lustre.capacity_tib" in lustre.data_loss
     assert any("amlfs-energy-prod-scus" in item for item in lustre.data_loss)
     assert lustre.blocked == []
+    grown = plan_for(TABLE["grow Lustre"])
+    assert grown.data_loss == [] and "storage.lustre.capacity_tib" in grown.blocked
     shrink = plan_for(TABLE["shrink the address space below the subnets"])
     assert "network.vnet.address_space" in shrink.blocked
 
@@ -319,9 +334,9 @@ def _text(changes: ChangeSet) -> str:
 
 
 def test_printed_plan_tells_the_cost() -> None:
-    text = _text(plan_for(TABLE["grow Lustre"]))
+    text = _text(plan_for(TABLE["shrink Lustre"]))
     assert "-/+ Microsoft.StorageCache/amlFilesystems amlfs-energy-prod-scus" in text
-    assert "properties.storageCapacityTiB: 48 -> 96  # forces replacement" in text
+    assert "properties.storageCapacityTiB: 48 -> 32  # forces replacement" in text
     assert "DATA LOSS" in text
     assert "Plan: 0 to add, 0 to change, 1 to replace, 0 to destroy." in text
     text = _text(plan_for(TABLE["change a partition's VM size"]))

@@ -65,14 +65,24 @@ def test_parameters_and_variables_are_resolved_so_a_parameter_change_shows() -> 
     )
 
 
-def test_lustre_capacity_and_sku_force_replacement_with_data_loss() -> None:
-    before = one_deployment(lustre(4))
+def test_lustre_shrunk_or_a_new_sku_forces_replacement_with_data_loss() -> None:
+    before = one_deployment(lustre(8))
     state = applied_state(preset("energy"), before)
-    for after in (one_deployment(lustre(8)), one_deployment(lustre(4, sku="AMLFS-Durable-Premium-500"))):
+    for after in (one_deployment(lustre(4)), one_deployment(lustre(8, sku="AMLFS-Durable-Premium-500"))):
         (change,) = offline_changeset(after, state).resources
         assert change.action is Action.REPLACE
         assert change.data_loss
         assert change.verdict.policy is Policy.REPLACE_DATA
+
+
+def test_lustre_grown_is_not_allowed_with_the_expansion_job_to_use_instead() -> None:
+    """Azure grows it in place through an expansion job (az amlfs expansion create), which hpclz does not make:
+    never a replacement of a file system Azure could have grown."""
+    state = applied_state(preset("energy"), one_deployment(lustre(4)))
+    (change,) = offline_changeset(one_deployment(lustre(8)), state).resources
+    assert (change.action, change.verdict.policy, change.data_loss) == (Action.MODIFY, Policy.NOT_ALLOWED, False)
+    assert "az amlfs expansion create --new-storage-capacity 8" in change.verdict.action_needed
+    assert "learn.microsoft.com/cli/azure/amlfs/expansion" in change.verdict.source
 
 
 def test_lustre_maintenance_window_is_in_place() -> None:

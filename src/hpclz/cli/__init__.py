@@ -86,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     command = _readable(typer.main.get_command(app))
     args = list(argv if argv is not None else sys.argv[1:])
     try:
-        result = command.main(args=args, prog_name="hpclz", standalone_mode=False)
+        result = command.main(args=terraform_booleans(args), prog_name="hpclz", standalone_mode=False)
     except typer.TyperException as exc:  # click's UsageError, BadParameter, ... (typer vendors click)
         if wants_json(args):
             _envelope(_command_name(args), ExitCode.USAGE, "usage", exc.format_message())
@@ -107,6 +107,27 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.write(f"hpclz: {message}\n")
         return int(ExitCode.FAILED)
     return int(result) if isinstance(result, int) else 0
+
+
+BOOLEAN_FLAGS = ("--refresh",)
+TRUE_WORDS = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
+
+
+def terraform_booleans(args: list[str]) -> list[str]:
+    """`--refresh=false` as terraform spells it (https://developer.hashicorp.com/terraform/cli/commands/plan#refresh-false)
+    becomes typer's `--no-refresh`; `--refresh=true` is `--refresh`. typer's flags take no value, and an option that
+    takes one would swallow CONFIG after a bare `--refresh`. Arguments after `--` are left as they are."""
+    out: list[str] = []
+    for i, arg in enumerate(args):
+        if arg == "--":
+            return out + args[i:]
+        name, equals, value = arg.partition("=")
+        if equals and name in BOOLEAN_FLAGS:
+            if value.lower() not in TRUE_WORDS:
+                raise typer.BadParameter(f"{arg}: {name} takes true or false")
+            arg = name if TRUE_WORDS[value.lower()] else f"--no-{name[2:]}"
+        out.append(arg)
+    return out
 
 
 def wants_json(args: list[str]) -> bool:

@@ -53,7 +53,16 @@ def deploy(
         help="Apply changes that drain a partition or restart nodes (drain it through Slurm first, as plan says).",
     ),
     refresh: bool = typer.Option(
-        False, "--refresh", help="Read the recorded resources back first and put back what changed outside hpclz."
+        True,
+        "--refresh/--no-refresh",
+        help="Read the recorded resources back first and put back what changed outside hpclz (the default); "
+        "--refresh=false trusts the state.",
+        show_default=False,
+    ),
+    refresh_only: bool = typer.Option(
+        False,
+        "--refresh-only",
+        help="Only record in state what changed outside hpclz (after asking); nothing is written to Azure.",
     ),
     replace: list[str] = typer.Option(
         [], "--replace", metavar="ADDRESS", help="Resource ID (or Type/name) to delete and create again (repeatable)."
@@ -87,6 +96,8 @@ def deploy(
         def confirm(the_plan: DeploymentPlan, unchanged: set[str], changes: ChangeSet) -> bool:
             nonlocal progress
             view.show_plan(err, the_plan, unchanged, changes)
+            if changes.mode == "refresh-only":
+                return ask("Record these changes in the state (nothing is written to Azure)?", yes)
             subscription = the_plan.subscription_id or os.environ.get("AZURE_SUBSCRIPTION_ID", "?")
             ok = ask(f"Deploy {config} to subscription {subscription}?", yes)
             if ok:
@@ -103,6 +114,7 @@ def deploy(
             consent=Consent(data_loss=allow_data_loss, disruption=allow_disruption),
             scope=Scope(replace=replace, target=target),
             refresh=refresh,
+            refresh_only=refresh_only,
             ask=typed_consent if not yes and sys.stdin.isatty() else None,
         )
         try:

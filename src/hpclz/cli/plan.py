@@ -21,7 +21,11 @@ def plan(
         False, "--detailed-exitcode", help="Exit 0 with no changes, 1 on error, 2 when changes are present."
     ),
     refresh: bool = typer.Option(
-        False, "--refresh", help="Read the recorded resources back from Azure and show what changed outside hpclz."
+        True,
+        "--refresh/--no-refresh",
+        help="Read the recorded resources back from Azure and show what changed outside hpclz (the default); "
+        "--refresh=false compares with the state only, offline.",
+        show_default=False,
     ),
     refresh_only: bool = typer.Option(False, "--refresh-only", help="Show only what changed outside hpclz."),
     destroy: bool = typer.Option(False, "--destroy", help="Show what `hpclz destroy` would delete."),

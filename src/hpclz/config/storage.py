@@ -32,7 +32,12 @@ class NewLustre(StrictModel):
         "AMLFS-Durable-Premium-250",
         "AMLFS-Durable-Premium-500",
     ] = Field(default="AMLFS-Durable-Premium-250", json_schema_extra=policy("replace_data"))
-    capacity_tib: Integer = Field(ge=4, json_schema_extra=policy("replace_data"))
+    capacity_tib: Integer = Field(
+        ge=4,
+        description="Size in TiB. Smaller later: a new file system (data lost). Larger later: not allowed; Azure "
+        "grows it in place with an expansion job (az amlfs expansion create), which hpclz does not create.",
+        json_schema_extra=policy("replace_data"),
+    )
     mount_point: MountPoint = "/lustre"
     hsm: LustreHsm | None = None
     maintenance_day: Literal["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"] = "Sunday"

@@ -28,6 +28,7 @@ EVALUATORS: dict[str, policies.Evaluate] = {
     "network.vnet.address_space": policies.address_space_verdict,
     "network.bastion.sku": policies.bastion_sku_verdict,
     "identity.key_vault.purge_protection": policies.purge_protection_verdict,
+    "storage.lustre.capacity_tib": policies.lustre_capacity_verdict,
     "storage.blob.replication": lambda old, new, _ctx: policies.storage_sku_verdict(
         f"Standard_{old}", f"Standard_{new}"
     ),

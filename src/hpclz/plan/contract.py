@@ -45,6 +45,11 @@ def changeset_for(
     `secrets`: the secure parameter values that could be resolved, to tell rotated ones."""
     changes = offline_changeset(plan, state)
     attach_config_diff(changes, loaded, state)
+    if state is not None:
+        # `deploy --refresh-only` recorded Azure's values for these: ARM still holds the last deployment of the
+        # same template as Succeeded, which deploy would otherwise adopt instead of submitting it again.
+        planned = {d.name for d in plan.deployments}
+        changes.resubmit += [n for n, r in state.deployments.items() if r.drifted and n in planned]
     if state is not None and secrets:
         attach_rotations(changes, plan, state, secrets)
     return changes

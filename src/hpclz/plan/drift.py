@@ -119,3 +119,28 @@ def drift_of(record: ResourceRecord, live: dict[str, Any] | None) -> ResourceCha
     if not changes:
         return None
     return base.model_copy(update={"action": Action.MODIFY, "verdict": PUT_BACK, "changes": changes})
+
+
+def as_azure_has_it(recorded: Any, live: Any) -> Any:
+    """`recorded` with what Azure has now wherever drift is compared (`projection`): the body `deploy
+    --refresh-only` keeps in state, so the next plan diffs the config against Azure as it is. What Azure does
+    not return (write-only values) and what is an expression stays as recorded; a named item Azure dropped
+    goes, one it added comes in (less Azure's read-only keys)."""
+    if isinstance(recorded, dict):
+        if not isinstance(live, dict):
+            return recorded
+        return {
+            k: as_azure_has_it(v, live[k]) if k in live and k not in NOT_CONFIG and _has_literal(v) else v
+            for k, v in recorded.items()
+        }
+    if _named(recorded):
+        if not isinstance(live, list):
+            return recorded
+        found = {str(x.get("name")): x for x in live if isinstance(x, dict)}
+        kept = [as_azure_has_it(item, found[item["name"]]) for item in recorded if item["name"] in found]
+        declared = {item["name"] for item in recorded}
+        added = [{k: v for k, v in x.items() if k not in NOT_CONFIG or k == "name"} for n, x in found.items()]
+        return kept + [x for x in added if x.get("name") not in declared]
+    if isinstance(recorded, list) and not all(literal(x) and not isinstance(x, dict | list) for x in recorded):
+        return recorded
+    return live if literal(recorded) else recorded

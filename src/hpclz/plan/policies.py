@@ -60,6 +60,41 @@ def subnet_prefixes(context: Any) -> list[Any] | None:
     return _networks([(i.get("properties") or {}).get("addressPrefix") for i in items if isinstance(i, dict)])
 
 
+LUSTRE_EXPANSION = (
+    "https://learn.microsoft.com/cli/azure/amlfs/expansion (az amlfs expansion create: increase filesystem storage "
+    "capacity); the expansion job's newStorageCapacityTiB must be greater than the current capacity "
+    "(https://learn.microsoft.com/javascript/api/@azure/arm-storagecache/expansionjob, API 2026-01-01)"
+)
+
+
+def lustre_capacity_verdict(before: Any, after: Any, _context: Any = None) -> Verdict:
+    """Managed Lustre grows in place, but only through an expansion job (a child resource,
+    Microsoft.StorageCache/amlFilesystems/expansionJobs), never by a new storageCapacityTiB in the file system's
+    own PUT: its storageCapacityTiB stays the size it was created with, and currentStorageCapacityTiB reports the
+    expansions. hpclz does not create expansion jobs, so a larger size is refused with the way to grow it rather
+    than replacing a file system Azure could have grown with its data. It cannot shrink: a smaller size is a new
+    file system."""
+    try:
+        grows = float(after) > float(before)
+    except (TypeError, ValueError):  # an expression or a missing value: the size cannot be compared offline
+        grows = False
+    if grows:
+        return _v(
+            Policy.NOT_ALLOWED,
+            f"Managed Lustre grows in place only through an expansion job, which hpclz does not create "
+            f"({before} -> {after} TiB); replacing it would lose its data",
+            f"keep storage.lustre.capacity_tib at {before} and grow the file system with `az amlfs expansion create "
+            f"--new-storage-capacity {after}`",
+            LUSTRE_EXPANSION,
+        )
+    return _v(
+        Policy.REPLACE_DATA,
+        "Managed Lustre cannot shrink; a smaller size is a new file system",
+        "archive the file system to its HSM blob container (or copy it) before applying",
+        LUSTRE_EXPANSION,
+    )
+
+
 def address_space_verdict(before: Any, after: Any, context: Any = None) -> Verdict:
     """Adding ranges is an in-place update; a range can go only while no subnet uses it."""
     old, new = _networks(before), _networks(after)
@@ -229,15 +264,7 @@ RESOURCE_RULES: dict[str, list[PropertyRule]] = {
                 f"{DOCS}/azure-managed-lustre/create-file-system-portal (capacity and throughput cannot change after creation)",
             ),
         ),
-        PropertyRule(
-            "properties.storageCapacityTiB",
-            _v(
-                Policy.REPLACE_DATA,
-                "Managed Lustre's capacity is fixed at creation; a new size is a new file system",
-                "archive the file system to its HSM blob container (or copy it) before applying",
-                f"{DOCS}/azure-managed-lustre/create-file-system-portal (capacity and throughput cannot change after creation)",
-            ),
-        ),
+        PropertyRule("properties.storageCapacityTiB", lambda old, new, _ctx: lustre_capacity_verdict(old, new)),
         PropertyRule(
             "properties.filesystemSubnet",
             _v(Policy.REPLACE_DATA, "Managed Lustre cannot move to another subnet", "copy the data off first"),

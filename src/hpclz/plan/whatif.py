@@ -185,8 +185,8 @@ def map_change(raw: dict[str, Any], deployment: str) -> ResourceChange:
     if kind == "NoChange":
         return base
     before, after = raw.get("before") or {}, raw.get("after") or {}
-    for change in flatten(raw.get("delta") or [], "", before, after):
-        change.verdict = policies.property_verdict(rtype, change.path, change.before, change.after, data, after)
+    for change, judged, was, now in flatten(raw.get("delta") or [], "", before, after):
+        change.verdict = policies.property_verdict(rtype, judged, was, now, data, after)
         change.noise_reason = noise_reason(rtype, change)
         (base.noise if change.noise_reason else base.changes).append(change)
     classify(base)
@@ -197,8 +197,8 @@ def map_change(raw: dict[str, Any], deployment: str) -> ResourceChange:
 
 
 def _join(parent: str, child: str) -> str:
-    if not parent:
-        return child
+    if not parent or not child:  # an array directly inside an array has no path of its own
+        return parent or child
     return f"{parent}[{child}]" if child.isdigit() else f"{parent}.{child}"
 
 
@@ -216,31 +216,54 @@ def _lookup(body: Any, path: str) -> Any:
 
 _KINDS = {"Create": Action.CREATE, "Delete": Action.DELETE, "Modify": Action.MODIFY, "NoEffect": Action.MODIFY}
 
+# One flattened property change, with what its verdict is judged on: the change itself, or for an item of an
+# array of plain values the whole array (an address range added is judged against every range, before and after).
+Flat = tuple[PropertyChange, str, Any, Any]
 
-def flatten(deltas: list[dict[str, Any]], parent: str, before: Any, after: Any) -> list[PropertyChange]:
-    """Nested what-if deltas as flat property paths; an array of scalars is shown whole, before and after."""
-    out: list[PropertyChange] = []
+
+def flatten(deltas: list[dict[str, Any]], parent: str, before: Any, after: Any) -> list[Flat]:
+    """Nested what-if deltas as flat property paths, as ARM returns them: an `Array` change lists its items
+    as children whose `path` is the index (`0`, `1`), each Create, Delete or Modify; an item that is an object
+    carries its own property changes as children; an array nested directly in an array has no path of its
+    own (azure-cli's what-if formatter tests, test_nested_array_changes; tests/fixtures/whatif)."""
+    out: list[Flat] = []
     for delta in deltas:
-        path = _join(parent, str(delta.get("path", "")))
+        path = _join(parent, str(delta.get("path") or ""))
         kind = str(delta.get("propertyChangeType", "Modify"))
+        children = delta.get("children") or []
         if kind == "Array":
-            old, new = _lookup(before, path), _lookup(after, path)
-            scalars = all(not isinstance(v, dict | list) for v in [*(old or []), *(new or [])])
-            if scalars or not delta.get("children"):
-                out.append(PropertyChange(path=path, kind=Action.MODIFY, before=old, after=new))
-            else:
-                out.extend(flatten(delta["children"], path, before, after))
-            continue
-        if delta.get("children"):  # an object inside an array: its own property changes are the children
-            out.extend(flatten(delta["children"], path, before, after))
-            continue
-        change = PropertyChange(
-            path=path, kind=_KINDS.get(kind, Action.MODIFY), before=delta.get("before"), after=delta.get("after")
-        )
-        if kind == "NoEffect":
-            change.noise_reason = "NoEffect: ARM ignores this property (read-only)"
-        out.append(change)
+            out.extend(_array(path, children, before, after))
+        elif children:  # an object inside an array: its own property changes are the children
+            out.extend(flatten(children, path, before, after))
+        else:
+            out.append(_leaf_change(path, kind, delta.get("before"), delta.get("after")))
     return out
+
+
+def _array(path: str, children: list[dict[str, Any]], before: Any, after: Any) -> list[Flat]:
+    old, new = _lookup(before, path), _lookup(after, path)
+    if not children:  # no items named: the array before and after is all there is to show
+        return [(PropertyChange(path=path, kind=Action.MODIFY, before=old, after=new), path, old, new)]
+    scalars = all(not isinstance(v, dict | list) for v in [*(old or []), *(new or [])])
+    if not scalars or any(c.get("children") for c in children):
+        return flatten(children, path, before, after)
+    items = []
+    for child in children:
+        change, _, _, _ = _leaf_change(
+            _join(path, str(child.get("path") or "")),
+            str(child.get("propertyChangeType", "Modify")),
+            child.get("before"),
+            child.get("after"),
+        )
+        items.append((change, path, old, new))
+    return items
+
+
+def _leaf_change(path: str, kind: str, before: Any, after: Any) -> Flat:
+    change = PropertyChange(path=path, kind=_KINDS.get(kind, Action.MODIFY), before=before, after=after)
+    if kind == "NoEffect":
+        change.noise_reason = "NoEffect: ARM ignores this property (read-only)"
+    return change, path, before, after
 
 
 def _leaf(path: str) -> str:

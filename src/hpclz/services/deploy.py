@@ -52,6 +52,9 @@ class DeployResult(ResultBody):
     removed: list[dict[str, Any]] = Field(
         default_factory=list, description="Deletes carried out for the change set: id, type, action, reason."
     )
+    state_updated: list[str] = Field(
+        default_factory=list, description="`--refresh-only`: what state now records as Azure has it, one line each."
+    )
 
     def json_body(self) -> dict[str, Any]:
         body = self.model_dump(mode="json", exclude={"findings", "changes"})
@@ -171,6 +174,8 @@ def _deploy(
     result.findings, _ = check_config(loaded, suppress)
     if _failing(result.findings):
         return ExitCode.FAILED
+    if contract.refresh_only:
+        return _refresh_only(result, loaded, plan_file, contract, (confirm, on_event))
     if not over_budget:
         refuse_over_budget(loaded)
     saved = None
@@ -181,15 +186,9 @@ def _deploy(
     plan = render_plan(loaded, saved)
     secrets = resolve_secrets(loaded, plan)
 
-    from hpclz.azure.arm import Arm
-    from hpclz.azure.clients import AzureClients, resolve_subscription
-    from hpclz.azure.settings import settings_from_env
     from hpclz.deploy.preflight import preflight
 
-    metadata = loaded.config.metadata
-    arm = Arm(
-        AzureClients(resolve_subscription(metadata.resolved_subscription_id()), settings_from_env(metadata.cloud))
-    )
+    arm = _arm(loaded)
     result.stage = "preflight"
     announce_waits(arm, on_event)
     backend = _backend(loaded, arm)
@@ -211,6 +210,38 @@ def _deploy(
         on_event,
         dataclasses.replace(contract, refresh=contract.refresh or bool(saved and saved.changes.get("refreshed"))),
     )
+
+
+def _arm(loaded: LoadedConfig) -> Any:
+    from hpclz.azure.arm import Arm
+    from hpclz.azure.clients import AzureClients, resolve_subscription
+    from hpclz.azure.settings import settings_from_env
+
+    metadata = loaded.config.metadata
+    return Arm(
+        AzureClients(resolve_subscription(metadata.resolved_subscription_id()), settings_from_env(metadata.cloud))
+    )
+
+
+def _refresh_only(
+    result: DeployResult,
+    loaded: LoadedConfig,
+    plan_file: Path | None,
+    contract: Contract,
+    callbacks: tuple[Confirm, Callable[[Any], None]],
+) -> ExitCode:
+    """Only state changes: no preflight, no secrets, no budget, and nothing that would write to Azure."""
+    from hpclz.services.deploy_refresh import refresh_only
+
+    if plan_file is not None or contract.scope.replace or contract.scope.target:
+        raise HpclzError(
+            "--refresh-only writes nothing to Azure: it takes no --plan, --replace or --target",
+            exit_code=ExitCode.USAGE,
+        )
+    confirm, on_event = callbacks
+    arm = _arm(loaded)
+    announce_waits(arm, on_event)
+    return refresh_only(loaded, render_plan(loaded, None), arm, _backend(loaded, arm), result, confirm)
 
 
 def _apply(

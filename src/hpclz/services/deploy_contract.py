@@ -40,7 +40,8 @@ class Contract:
 
     consent: Consent = field(default_factory=Consent)
     scope: Scope = field(default_factory=Scope)
-    refresh: bool = False
+    refresh: bool = True  # read the recorded resources back and put drift back (terraform apply's default)
+    refresh_only: bool = False  # record in state what Azure has; write nothing to Azure (`apply -refresh-only`)
     # Interactive consent instead of a flag: shown the reasons and the zone name, True when a person typed it.
     ask: Callable[[list[str], str], bool] | None = None
 

@@ -12,7 +12,7 @@ from pydantic import Field
 from hpclz.config.loader import LoadedConfig, load_config
 from hpclz.config.root import LandingZoneConfig
 from hpclz.cost.estimate import Estimate, estimate, with_delta
-from hpclz.errors import ExitCode
+from hpclz.errors import ExitCode, HpclzError
 from hpclz.findings import Finding, Severity
 from hpclz.outfile import check_out_file
 from hpclz.output import CommandResult, ResultBody
@@ -64,7 +64,7 @@ class PlanOptions:
     force: bool = False  # --out may overwrite a file that is not a saved plan (hpclz.outfile)
     detailed_exitcode: bool = False
     suppress: list[str] = field(default_factory=list)
-    refresh: bool = False
+    refresh: bool = True  # terraform's default: read what state records back from Azure (--refresh=false: offline)
     refresh_only: bool = False
     destroy: bool = False
     include_data: bool = False
@@ -120,7 +120,8 @@ def _changes(
         from hpclz.services.deploy import available_secrets
 
         changes = changeset_for(loaded, deployment_plan, state, available_secrets(loaded, deployment_plan))
-    if options.refresh or options.refresh_only:
+    # What-if already compares with Azure as it is; a second read would list the same drift twice.
+    if options.refresh_only or (options.refresh and not options.what_if):
         refresh_changeset(loaded, changes, state, only=options.refresh_only)
     force_replacements(changes, options.replace)
     if options.target:
@@ -167,11 +168,18 @@ def refresh_changeset(loaded: LoadedConfig, changes: ChangeSet, state: Any, *, o
     from hpclz.azure.errors import azure_errors
     from hpclz.deploy.refresh import attach_drift, read_back
 
-    if state is None:
-        changes.refreshed = True
+    if state is None or not state.resources:
+        changes.refreshed = True  # nothing recorded, nothing to read: no credentials needed
         return
-    with azure_errors("reading the recorded resources back from Azure"):
-        live = read_back(_arm(loaded), state)
+    try:
+        with azure_errors(f"refresh: reading the {len(state.resources)} resources recorded in state back from Azure"):
+            live = read_back(_arm(loaded), state)
+    except HpclzError as exc:
+        raise HpclzError(
+            f"{exc.message if exc.message.startswith('refresh') else f'refresh: {exc.message}'}; or pass --refresh=false to plan against the recorded state only, without Azure",
+            exit_code=exc.exit_code,
+            hint=exc.hint,
+        ) from None
     if only:
         changes.resources, changes.config_changes, changes.resubmit = [], [], []
     attach_drift(changes, state, live)

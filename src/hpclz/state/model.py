@@ -70,6 +70,11 @@ class DeploymentRecord(Record):
     finished_at: datetime | None = None
     outputs: dict[str, Any] = Field(default_factory=dict)
     error: str | None = None
+    drifted: bool = Field(
+        default=False,
+        description="`deploy --refresh-only` recorded what Azure has for its resources (changed or deleted outside "
+        "hpclz): the template no longer describes them, so the next deploy submits it again.",
+    )
 
 
 class StateDocument(Record):
@@ -110,6 +115,7 @@ class StateDocument(Record):
         return (
             record is not None
             and record.status is DeploymentStatus.SUCCEEDED
+            and not record.drifted
             and record.template_hash == template_hash
             and (resource_group is None or (record.resource_group or "").lower() == resource_group.lower())
         )

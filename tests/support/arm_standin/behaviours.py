@@ -20,9 +20,15 @@ STORAGE = "microsoft.storage/storageaccounts"
 # Properties a provider fixes at creation. Managed Lustre: the azurerm provider marks sku_name,
 # storage_capacity_in_tb and subnet_id ForceNew (hashicorp/terraform-provider-azurerm,
 # azurerm_managed_lustre_file_system), and Microsoft's docs say capacity and throughput cannot change after
-# creation (https://learn.microsoft.com/azure/azure-managed-lustre/create-file-system-portal). Managed
-# Lustre's own error code for such a PUT was not captured; PropertyChangeNotAllowed is the code ARM
-# providers (Compute, for one) return for a changed immutable property, so the stand-in uses it.
+# creation (https://learn.microsoft.com/azure/azure-managed-lustre/create-file-system-portal). Since API
+# 2026-01-01 a file system grows in place through a child expansion job (az amlfs expansion create;
+# azure-rest-api-specs storagecache stable/2026-01-01 examples/expansionJobs_*.json), and its own
+# storageCapacityTiB stays the size it was created with (currentStorageCapacityTiB reports expansions), so a new
+# storageCapacityTiB in the file system's PUT is still not the way to resize it. Managed Lustre's own error code
+# for such a PUT was searched for and not found (azure-rest-api-specs storagecache examples, azure-cli and
+# terraform-provider-azurerm issues, Microsoft Learn AMLFS pages, the Lustre CSI driver's error guide);
+# PropertyChangeNotAllowed is the code ARM providers (Compute, for one) return for a changed immutable
+# property, so the stand-in uses it as an analogy, not as Managed Lustre's recorded answer.
 IMMUTABLE: dict[str, tuple[str, ...]] = {
     AMLFS: ("sku.name", "properties.storageCapacityTiB", "properties.filesystemSubnet"),
     # A storage account's kind changes only Storage/BlobStorage -> StorageV2 (a one-way upgrade):

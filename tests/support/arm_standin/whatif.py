@@ -20,9 +20,39 @@ def _delta(before: Any, after: Any, path: str = "") -> list[dict[str, Any]]:
             elif key in after:
                 out.extend(_delta(before[key], after[key], sub))
         return out
+    if isinstance(before, list) and isinstance(after, list) and before != after:
+        return [{"path": path, "propertyChangeType": "Array", "children": _items(before, after)}]
     if before != after:
         return [{"path": path, "propertyChangeType": "Modify", "before": before, "after": after}]
     return []
+
+
+def _items(before: list[Any], after: list[Any]) -> list[dict[str, Any]]:
+    """An array's changes item by item, each child's `path` its index, as ARM's what-if returns them: a plain
+    value replaced is a Delete at its old index and a Create at its new one (the documented VNet example,
+    learn.microsoft.com/azure/azure-resource-manager/templates/deploy-what-if: `- 0: "10.0.0.0/16"`,
+    `+ 0: "10.0.0.0/15"`); an object changed in place is a Modify whose children are its own property
+    changes, relative to it (azure-cli's formatter test test_nested_array_changes); tests/fixtures/arm/
+    whatif_array_items.json holds both."""
+    if all(not isinstance(v, dict | list) for v in [*before, *after]):
+        gone = [
+            {"path": str(i), "propertyChangeType": "Delete", "before": v}
+            for i, v in enumerate(before)
+            if v not in after
+        ]
+        new = [
+            {"path": str(i), "propertyChangeType": "Create", "after": v} for i, v in enumerate(after) if v not in before
+        ]
+        return gone + new
+    out: list[dict[str, Any]] = []
+    for i in range(max(len(before), len(after))):
+        if i >= len(after):
+            out.append({"path": str(i), "propertyChangeType": "Delete", "before": before[i]})
+        elif i >= len(before):
+            out.append({"path": str(i), "propertyChangeType": "Create", "after": after[i]})
+        elif before[i] != after[i]:
+            out.append({"path": str(i), "propertyChangeType": "Modify", "children": _delta(before[i], after[i])})
+    return out
 
 
 def _expanded(planned: list[PlannedResource]) -> list[PlannedResource]:

@@ -166,7 +166,7 @@ def print_changeset(out: Console, cs: ChangeSet, *, show_noise: bool = False, st
     if not changed and not cs.config_changes and not cs.drift:
         out.print("\n[green]No changes.[/] The landing zone matches the configuration.")
     if cs.mode == "offline" and not cs.refreshed and cs.state is not None:
-        out.print("[dim]Compared with the state only; Azure was not read (--refresh reads it for drift).[/]")
+        out.print("[dim]Compared with the state only (--refresh=false); Azure was not read, so drift is not shown.[/]")
     _actions_section(out, cs, show_noise)
     if show_noise:
         _noise_section(out, cs)
@@ -197,7 +197,7 @@ def _print_resources(out: Console, resources: list[ResourceChange], show_noise: 
 
 
 def _drift_section(out: Console, cs: ChangeSet, show_noise: bool) -> None:
-    """Found by `--refresh`: apart from the actions, as terraform shows "changed outside of Terraform"."""
+    """Found by refresh (the default): apart from the actions, as terraform shows "changed outside of Terraform"."""
     if cs.drift:
         out.print("\n[bold]Changed outside hpclz[/] (found by reading Azure back; deploy puts it back):\n")
         _print_resources(out, cs.drift, show_noise)
@@ -210,10 +210,10 @@ def _actions_section(out: Console, cs: ChangeSet, show_noise: bool) -> None:
     out.print("\n" + LEGEND + "\n\nhpclz will perform the following actions:\n")
     if cs.mode == "what-if":
         # What-if compares the templates with Azure as it is, so drift shows here too; deploy submits only
-        # changed templates, and puts drift back only when it reads Azure (--refresh).
+        # changed templates, and puts drift back when it reads Azure (its default refresh).
         out.print(
-            "[dim](ARM what-if: changes made outside hpclz are listed too; `hpclz deploy` puts those back only"
-            " with --refresh)[/]\n"
+            "[dim](ARM what-if: changes made outside hpclz are listed too; `hpclz deploy` puts those back unless"
+            " run with --refresh=false)[/]\n"
         )
     _print_resources(out, changed, show_noise)
 

@@ -21,6 +21,8 @@ def show_plan(err: Console, plan: DeploymentPlan, unchanged: set[str], changes: 
     from hpclz.cli.views.changeset import print_changeset
 
     print_changeset(err, changes)
+    if changes.mode == "refresh-only":
+        return  # no deployment runs
     again = set(changes.resubmit)
     lines = [
         f"  {'unchanged' if d.name in unchanged and d.name not in again else 'apply':9} {d.name} ({d.component})"
@@ -55,7 +57,24 @@ def show(out: Console, result: CommandResult[DeployResult]) -> None:
         out.print(f"[red]✗[/] deploy did not finish; fix the error and rerun `hpclz deploy {body.file}` to resume")
 
 
+def _show_refresh_only(out: Console, body: DeployResult) -> None:
+    from rich.markup import escape
+
+    if not body.state_updated:
+        out.print(f"[green]✓[/] the state matches Azure; nothing to record (state: {body.state_location})")
+        return
+    for line in body.state_updated:
+        out.print(f"  ~ {escape(line)}", highlight=False)
+    out.print(
+        f"[green]✓[/] state updated to match Azure; nothing was written to Azure (state: {body.state_location}).\n"
+        f"`hpclz plan {body.file}` shows what `hpclz deploy` would change to put it back."
+    )
+
+
 def _show_success(out: Console, body: DeployResult) -> None:
+    if body.changes is not None and body.changes.mode == "refresh-only":
+        _show_refresh_only(out, body)
+        return
     out.print(f"[green]✓[/] deployed {body.file} (state: {body.state_location})")
     if body.outputs:
         out.print("\n[bold]Outputs[/]")
