@@ -67,3 +67,36 @@ def test_the_client_secret_reader_role_lands_on_the_vault(
     assert "hpclz: Key Vault Secrets User for portal.oidc.client_secret_name" in descriptions
     state_text = "".join(p.read_text() for p in (zone.parent / ".hpclz").rglob("*.json"))
     assert "Xy7~portal.client-secret" not in state_text
+
+
+def test_new_sign_in_settings_recreate_the_portal_once_consented(arm: ArmStandIn, zone: Path, run_cli) -> None:
+    """A new boot script cannot reach a VM in place (customData): deploy says so, then recreates the portal when
+    the engineer consents; the CycleCloud server is untouched."""
+    assert run_cli("deploy", str(zone), "--yes").exit_code == 0
+    before = _portal_vm(arm)["properties"]["osProfile"]["customData"]
+    server = next(r for r in arm.world.resources.values() if r["type"] == VM and "-cc-" in r["name"])
+    zone.write_text(
+        zone.read_text(encoding="utf-8").replace(
+            "3c1f9a52-7d4e-4b8a-9e21-5f6d0c8b2a17", "9d3e6b1a-2c4f-4a8e-b7d5-1f0e2a3c4b5d"
+        ),
+        encoding="utf-8",
+    )
+    refused = run_cli("deploy", str(zone), "--yes")
+    assert refused.exit_code != 0
+    assert "portal.oidc.client_id" in refused.stderr and "nothing was changed" in refused.stderr
+    assert _portal_vm(arm)["properties"]["osProfile"]["customData"] == before
+    mark = len(arm.log)
+    done = run_cli(
+        "deploy",
+        str(zone),
+        "--yes",
+        "--allow-data-loss",
+        "--replace",
+        "Microsoft.Compute/virtualMachines/vm-aitrain-ood-prod-eus2",
+    )
+    assert done.exit_code == 0, done.stderr + done.stdout
+    deleted = [r.path for r in arm.log[mark:] if r.method == "DELETE"]
+    assert [p.rsplit("/", 1)[1] for p in deleted] == ["vm-aitrain-ood-prod-eus2"]  # deleted, then created again
+    after = _portal_vm(arm)["properties"]["osProfile"]["customData"]
+    assert after != before
+    assert next(r for r in arm.world.resources.values() if r["id"] == server["id"]) == server

@@ -220,7 +220,7 @@ _PORTAL_CUSTOM_DATA = _v(
     Policy.REPLACE,
     "the portal's boot script (customData) cannot be updated in place: the portal VM is recreated with the new one; "
     "it holds no data (homes and /sched are on the shared NFS shares)",
-    "pass --replace with the portal VM's address (`hpclz plan -o json`); users sign in again afterwards",
+    "deploy with --replace Microsoft.Compute/virtualMachines/<portal VM> and --allow-data-loss; users sign in again",
     'ARM OSProfile.customData reference: "This property cannot be updated after the VM is created."',
 )
 
