@@ -22,6 +22,10 @@ IN_CI = os.environ.get("CI", "").lower() == "true"
 if "HPCLZ_CACHE_DIR" not in os.environ:
     os.environ["HPCLZ_CACHE_DIR"] = tempfile.mkdtemp(prefix="hpclz-test-gate-cache-")
     atexit.register(shutil.rmtree, os.environ["HPCLZ_CACHE_DIR"], ignore_errors=True)
+# The energy and ai-training presets keep Slurm accounting's database password in Key Vault, read from
+# SLURMDB_PASSWORD at deploy time, as an operator's shell holds it. Set for the session, not by an autouse
+# fixture, which would reorder every test's monkeypatch teardown.
+os.environ.setdefault("SLURMDB_PASSWORD", "slurmdb-Test-4b1d9e")
 
 
 def require(condition: bool, what: str) -> None:

@@ -17,12 +17,13 @@ AREA_MODULE: dict[str, tuple[str, ...]] = {
     "ORG": ("organization",),
     "IDN": ("identity",),
     "NET": ("network",),
-    "CMP": ("compute",),
+    "CMP": ("compute", "accounting"),
     "STO": ("storage", "integrity"),
     "SEC": ("security",),
     "PRT": ("portal",),
-    "MON": ("operations", "metrics"),
-    "MNT": ("operations",),
+    "ZON": ("zones",),
+    "MON": ("operations", "metrics", "resilience"),
+    "MNT": ("operations", "resilience"),
     "COST": ("operations",),
 }
 

@@ -65,8 +65,21 @@ NAME_RULES: dict[str, NameRule] = {
     "netapp_account": NameRule("anf", 1, 128, r"[A-Za-z0-9][\w-]*", "letters, digits, _ -"),
     "netapp_pool": NameRule("pool", 1, 64, r"[A-Za-z0-9][\w-]*", "letters, digits, _ -"),
     "netapp_volume": NameRule("vol", 1, 64, r"[A-Za-z][\w-]*", "letters, digits, _ - (letter first)"),
+    # Microsoft.DBforMySQL/flexibleServers: 3-63 lowercase letters, digits and hyphens, no hyphen at either end; the
+    # name is the server's DNS label (<name>.mysql.database.azure.com), so it is global (resource-name-rules).
+    "mysql_server": NameRule(
+        "mysql",
+        3,
+        63,
+        r"[a-z0-9][a-z0-9-]*[a-z0-9]",
+        "lowercase letters, digits, - (not at either end)",
+        global_scope=True,
+    ),
     "maintenance_configuration": NameRule("mc", 1, 128, r"[A-Za-z0-9][\w.-]*", "letters, digits, _ . -"),
     "data_collection_rule": NameRule("dcr", 3, 64, r"[A-Za-z0-9][\w.-]*[A-Za-z0-9]", "letters, digits, _ . -"),
+    # Recovery Services vaults: 2-50 alphanumerics and hyphens, starting with a letter
+    # (learn.microsoft.com/azure/azure-resource-manager/management/resource-name-rules#microsoftrecoveryservices).
+    "recovery_services_vault": NameRule("rsv", 2, 50, r"[A-Za-z][A-Za-z0-9-]*", "letters, digits, - (letter first)"),
     "metric_alert": NameRule("alert", 1, 260, r"[^/%&\\?<>*:]+", "anything but / % & \\ ? < > * :"),
     # Microsoft.Monitor/accounts and Microsoft.Dashboard/grafana name patterns from their pinned schemas
     # (2023-04-03 "^(?!-)[a-zA-Z0-9-]+[^-]$"; 2024-10-01 "^[a-zA-Z][a-z0-9A-Z-]{0,28}[a-z0-9A-Z]$").
@@ -90,7 +103,7 @@ REGION_CODES: dict[str, str] = {
 
 
 # Name parts for roles whose config key is too long to spell out in a resource name.
-ROLE_LABELS = {"private_endpoints": "pe"}
+ROLE_LABELS = {"private_endpoints": "pe", "database": "db"}
 CYCLECLOUD_LABEL = "cc"
 
 

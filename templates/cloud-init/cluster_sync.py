@@ -31,6 +31,8 @@ PLACEHOLDER = "@SUBSCRIPTION_ID@"
 VAULT_URL = os.environ.get("HPCLZ_VAULT_URL", "https://{vault}.vault.azure.net")
 # Get Secret, latest version: https://learn.microsoft.com/en-us/rest/api/keyvault/secrets/get-secret/get-secret
 VAULT_API = "7.4"
+# Azure Resource Manager; HPCLZ_ARM_URL points it at a local stand-in in tests.
+ARM_URL = os.environ.get("HPCLZ_ARM_URL", "https://management.azure.com")
 
 
 def log(line, log_file):
@@ -84,29 +86,48 @@ def cyclecloud(args, log_file, cwd=None):
     return done.returncode
 
 
-def vault_secret(spec, subscription):
-    """One secret's value, read with the managed identity the spec names (token audience https://vault.azure.net,
-    https://learn.microsoft.com/en-us/entra/identity/managed-identities-azure-resources/how-to-use-vm-token)."""
-    query = urllib.parse.urlencode(
-        {
-            "api-version": "2018-02-01",
-            "resource": "https://vault.azure.net",
-            "mi_res_id": "/subscriptions/" + subscription + "/" + spec["identity"],
-        }
-    )
-    token = json.loads(imds(IMDS + "/metadata/identity/oauth2/token?" + query))["access_token"]
-    url = VAULT_URL.format(vault=spec["vault"]) + "/secrets/" + spec["name"] + "?api-version=" + VAULT_API
+def managed_token(identity, subscription, audience):
+    """A token for the managed identity the spec names
+    (https://learn.microsoft.com/en-us/entra/identity/managed-identities-azure-resources/how-to-use-vm-token)."""
+    mi_res_id = "/subscriptions/" + subscription + "/" + identity
+    query = urllib.parse.urlencode({"api-version": "2018-02-01", "resource": audience, "mi_res_id": mi_res_id})
+    return json.loads(imds(IMDS + "/metadata/identity/oauth2/token?" + query))["access_token"]
+
+
+def get_json(url, token):
     request = urllib.request.Request(url, headers={"Authorization": "Bearer " + token})
     with urllib.request.urlopen(request, timeout=30) as response:
-        return json.loads(response.read().decode())["value"]
+        return json.loads(response.read().decode())
+
+
+def vault_secret(spec, subscription):
+    """One secret's value (token audience https://vault.azure.net)."""
+    token = managed_token(spec["identity"], subscription, "https://vault.azure.net")
+    url = VAULT_URL.format(vault=spec["vault"]) + "/secrets/" + spec["name"] + "?api-version=" + VAULT_API
+    return get_json(url, token)["value"]
+
+
+def arm_field(spec, subscription):
+    """One field of an ARM resource, such as a NetApp volume's mount address (properties.mountTargets.0.ipAddress).
+    A resource still being created has no such field yet: the KeyError fails this run, and the timer retries."""
+    token = managed_token(spec["identity"], subscription, "https://management.azure.com/")
+    url = ARM_URL + "/subscriptions/" + subscription + "/" + spec["resource"] + "?api-version=" + spec["api"]
+    node = get_json(url, token)
+    for part in spec["field"].split("."):
+        node = node[int(part)] if isinstance(node, list) else node[part]
+    return str(node)
 
 
 def cluster_parameters(document, subscription):
-    """The cluster parameters, with each secret parameter read from Key Vault; never logged."""
+    """The cluster parameters, with each secret parameter read from Key Vault (never logged) and each ARM parameter
+    read from the resource it names."""
     parameters = json.loads(document["parameters"].replace(PLACEHOLDER, subscription))
     secrets = json.loads(document.get("secret_parameters") or "{}")
     for name, spec in sorted(secrets.items()):
         parameters[name] = vault_secret(spec, subscription)
+    lookups = json.loads(document.get("arm_parameters") or "{}")
+    for name, spec in sorted(lookups.items()):
+        parameters[name] = arm_field(spec, subscription)
     return json.dumps(parameters, indent=2, sort_keys=True) + "\n"
 
 

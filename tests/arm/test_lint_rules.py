@@ -102,6 +102,17 @@ CASES: dict[str, tuple[str, list[str], list[str]]] = {
     # The fixtures for 027-033 are what hpclz rendered for the presets before issue 13 (the templates a
     # review against the Managed Lustre prerequisites, the Bastion native-client page and the access-tier
     # overview found undeployable), kept byte for byte.
+    # Public endpoint on only when nothing but trusted Azure services may pass: the flow-log account's shape
+    # (sthpcflowlogs) and a private account (sthpcprivate) pass.
+    "HPCLZ-TPL-041": (
+        "tpl-041-public-endpoint.json",
+        [
+            "sthpcallow: public endpoint on with networkAcls defaultAction 'Allow'",
+            "sthpciprule: public endpoint on with IP or VNet rules",
+            "sthpclogging: public endpoint on with bypass 'Logging, Metrics'",
+        ],
+        [],
+    ),
     "HPCLZ-TPL-027": (
         "tpl-027-029-amlfs-hsm-archive.json",
         [

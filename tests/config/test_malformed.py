@@ -114,6 +114,23 @@ CASES = [
         "eviction_policy applies only to priority: spot",
         "- name: hbv3",
     ),
+    # Azure keeps MySQL flexible server backups 1 to 35 days
+    # (learn.microsoft.com/azure/mysql/flexible-server/concepts-backup-restore#backup-retention).
+    (
+        "accounting-retention-over-35-days",
+        _edit("backup_retention_days: 35", "backup_retention_days: 36"),
+        "compute.accounting.backup_retention_days",
+        "less than or equal to 35",
+        "backup_retention_days: 36",
+    ),
+    # Storage of a MySQL flexible server starts at 20 GiB (concepts-service-tiers-storage).
+    (
+        "accounting-storage-under-20-gib",
+        _edit("storage_gib: 32", "storage_gib: 10"),
+        "compute.accounting.storage_gib",
+        "greater than or equal to 20",
+        "storage_gib: 10",
+    ),
     (
         "bad-name-pattern",
         _edit("name: energy ", "name: Energy-Zone "),

@@ -48,5 +48,36 @@ def state_of(config: Path) -> dict:
 
 
 def left_after_destroy(arm: ArmStandIn) -> list[str]:
-    """What destroy left in the stand-in, less the Defender plans that it leaves on by design (docs/defender.md)."""
-    return [k for k, r in arm.world.resources.items() if r["type"] != "Microsoft.Security/pricings"]
+    """What destroy left in the stand-in, less the Defender plans that it leaves on by design (docs/defender.md)
+    and the Network Watcher Azure made with the VNet (not hpclz's: destroy deletes only the flow log under it)."""
+    return [
+        k
+        for k, r in arm.world.resources.items()
+        if r["type"] not in ("Microsoft.Security/pricings", "Microsoft.Network/networkWatchers")
+    ]
+
+
+def azure_made(arm: ArmStandIn) -> set[str]:
+    """IDs (lower case) of what Azure itself created in the stand-in: the region's Network Watcher and its group,
+    enabled with the first VNet (tests/support/arm_standin/behaviours.py network_watcher_for)."""
+    watchers = {k for k, r in arm.world.resources.items() if r["type"] == "Microsoft.Network/networkWatchers"}
+    group = arm.world.group("NetworkWatcherRG")
+    return watchers | ({group["id"].lower()} if group else set())
+
+
+def our_groups(arm: ArmStandIn) -> dict[str, dict]:
+    """The stand-in's resource groups less NetworkWatcherRG, which Azure made with the first VNet."""
+    made = azure_made(arm)
+    return {k: g for k, g in arm.world.groups.items() if g["id"].lower() not in made}
+
+
+def destroy_everything(run_cli, arm: ArmStandIn, zone: Path):  # type: ignore[no-untyped-def]
+    """destroy --include-data as it goes with backup: on: the first run stops protecting the CycleCloud server but
+    Azure keeps its backups soft-deleted and refuses the vault; once their retention has run out (the stand-in
+    forgets them) the second run deletes the vault and its group. Returns the second run's result."""
+    first = run_cli("destroy", str(zone), "--yes", "--include-data")
+    if not arm.world.soft_deleted_backups:
+        return first
+    assert first.exit_code == 5 and "ServiceResourceNotEmptyWithContainerDetails" in first.stdout, first.stdout
+    arm.world.soft_deleted_backups.clear()  # backup.soft_delete_days later
+    return run_cli("destroy", str(zone), "--yes", "--include-data")

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.deploy.conftest import state_of
+from tests.deploy.conftest import azure_made, destroy_everything, left_after_destroy, state_of
 from tests.support.arm_standin import ArmStandIn
 
 
@@ -45,13 +45,17 @@ def test_deploy_writes_state_and_shows_next_steps(arm: ArmStandIn, zone: Path, r
         k.split("|")[1] for k in arm.world.deployments
     }
     ids = {r["id"].lower() for r in state["resources"]}
-    assert ids == set(arm.world.resources) | {g["id"].lower() for g in arm.world.groups.values()}
+    made = set(arm.world.resources) | {g["id"].lower() for g in arm.world.groups.values()}
+    assert ids == made - azure_made(arm)
+    # network.flow_logs: the flow log sits under the Network Watcher Azure enabled with the VNet, in NetworkWatcherRG.
+    assert any("/networkwatcherrg/" in i and i.endswith("/flowlogs/vnet-aitrain-prod-eus2-flowlog") for i in ids)
     data = {r["type"] for r in state["resources"] if r["data_bearing"]}
     assert "Microsoft.StorageCache/amlFilesystems" in data
     # organization.policies: Allowed locations and one Require-a-tag assignment per required tag, in each group.
     policies = [r for r in arm.world.resources.values() if r["type"] == "Microsoft.Authorization/policyAssignments"]
     assert len(policies) == 5 * 3
-    assert {r["id"].split("/")[4] for r in policies} == {g["name"] for g in arm.world.groups.values()}
+    ours = {g["name"] for g in arm.world.groups.values() if g["id"].lower() not in azure_made(arm)}
+    assert {r["id"].split("/")[4] for r in policies} == ours
     assert all(r["api_version"] for r in state["resources"])
 
 
@@ -90,11 +94,25 @@ def test_destroy_keeps_data_then_include_data_removes_everything(arm: ArmStandIn
         k for k, r in arm.world.resources.items() if r["type"] == "Microsoft.StorageCache/amlFilesystems"
     )
 
+    # backup: the first --include-data run stops protecting the CycleCloud server; Azure keeps its backups
+    # soft-deleted and refuses the vault until they expire, and destroy says so (docs/backup.md).
+    refused = run_cli("destroy", str(zone), "--yes", "--include-data")
+    assert refused.exit_code == 5
+    assert "ServiceResourceNotEmptyWithContainerDetails" in refused.stdout
+    assert "keeps the backups destroy deleted soft-deleted for 14 days" in refused.stdout
+    # The confirmation says so before anything is deleted.
+    assert "backups: destroy stops protection first; Recovery Services vault rsv-aitrain-prod-eus2" in refused.stderr
+    assert not any("/protecteditems/" in k for k in arm.world.resources)
+    arm.world.soft_deleted_backups.clear()  # 14 days later
     gone = run_cli("destroy", str(zone), "--yes", "--include-data")
     assert gone.exit_code == 0, gone.stderr
     # Only the subscription's Defender plans stay on: resetting them to Free would change the whole subscription.
-    assert {r["type"] for r in arm.world.resources.values()} == {"Microsoft.Security/pricings"}
-    assert arm.world.groups == {}
+    # The Network Watcher is Azure's, made with the VNet: destroy deleted the flow log under it, not the watcher.
+    assert {r["type"] for r in arm.world.resources.values()} == {
+        "Microsoft.Security/pricings",
+        "Microsoft.Network/networkWatchers",
+    }
+    assert list(arm.world.groups) == ["networkwatcherrg"]
     assert state_of(zone)["resources"] == []
 
 
@@ -107,12 +125,11 @@ def test_destroy_leaves_what_hpclz_did_not_create(arm: ArmStandIn, zone: Path, r
         "type": "Microsoft.Compute/disks",
         "tags": {},
     }
-    result = run_cli("destroy", str(zone), "--yes", "--include-data")
+    result = destroy_everything(run_cli, arm, zone)
     assert result.exit_code == 0, result.stderr
     assert "holds 1 resources hpclz did not create" in result.stderr
-    # Besides the foreign disk, only the subscription's Defender plans stay (docs/defender.md).
-    left = [k for k, r in arm.world.resources.items() if r["type"] != "Microsoft.Security/pricings"]
-    assert left == [foreign.lower()]
+    # Besides the foreign disk, only the Defender plans (docs/defender.md) and Azure's Network Watcher stay.
+    assert left_after_destroy(arm) == [foreign.lower()]
 
 
 def test_destroy_without_yes_in_a_script_is_refused(arm: ArmStandIn, zone: Path, run_cli) -> None:

@@ -12,6 +12,7 @@ from hpclz.config.loader import load_config
 from hpclz.deploy.new_groups import wrapper
 from hpclz.deploy.preflight import gather
 from hpclz.render.build import build_plan
+from hpclz.services.deploy import resolve_secrets
 from tests.support.arm_standin import ArmStandIn
 
 
@@ -29,7 +30,9 @@ def test_a_template_error_in_a_group_that_does_not_exist_yet_is_found(arm: ArmSt
     plan = build_plan(loaded.config)
     compute = next(d for d in plan.deployments if d.component == "compute")
     compute.parameters.pop("cycleCloudVmSize")
-    ctx = gather(Arm(AzureClients(arm.subscription_id)), loaded, plan, {})
+    # The preset's secrets (Slurm accounting's password) go along, as deploy passes them: only the dropped
+    # parameter is missing.
+    ctx = gather(Arm(AzureClients(arm.subscription_id)), loaded, plan, resolve_secrets(loaded, plan))
     [(names, error)] = ctx.validation_errors.items()
     assert compute.name in names
     assert "InvalidTemplate" in error and "cycleCloudVmSize" in error

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.deploy.conftest import left_after_destroy, state_of
+from tests.deploy.conftest import destroy_everything, left_after_destroy, our_groups, state_of
 from tests.support.arm_standin import ArmStandIn, Fault
 
 
@@ -29,7 +29,7 @@ def test_destroy_reports_each_failure_and_carries_on(arm: ArmStandIn, zone: Path
         Fault(
             "error",
             method="DELETE",
-            path=r"/resourcegroups/rg-aitrain-monitoring-prod-eus2$",
+            path=r"/resourcegroups/rg-aitrain-compute-prod-eus2$",
             status=409,
             times=None,
             code="Conflict",
@@ -49,19 +49,18 @@ def test_destroy_reports_each_failure_and_carries_on(arm: ArmStandIn, zone: Path
     )
     result = run_cli("destroy", str(zone), "--yes")
     assert result.exit_code == 5
-    assert "rg-aitrain-monitoring-prod-eus2: Conflict: in use" in result.stdout
+    # The compute group is deleted whole on a plain destroy (the monitoring group no longer is: it holds the flow
+    # records' storage account, data like every storage account).
+    assert "rg-aitrain-compute-prod-eus2: Conflict: in use" in result.stdout
     assert "pep-aitrain-blob-prod-eus2: InUse: endpoint busy" in result.stdout
-    assert (
-        "rg-aitrain-monitoring-prod-eus2" in arm.world.groups and "rg-aitrain-compute-prod-eus2" not in arm.world.groups
-    )
+    assert "rg-aitrain-compute-prod-eus2" in arm.world.groups and "rg-aitrain-network-prod-eus2" in arm.world.groups
     recorded = {r["name"] for r in state_of(zone)["resources"]}
-    assert {"rg-aitrain-monitoring-prod-eus2", "pep-aitrain-blob-prod-eus2", "amlfs-aitrain-prod-eus2"} <= recorded
-    assert "rg-aitrain-compute-prod-eus2" not in recorded
+    assert {"rg-aitrain-compute-prod-eus2", "pep-aitrain-blob-prod-eus2", "amlfs-aitrain-prod-eus2"} <= recorded
 
     arm.faults.clear()
-    again = run_cli("destroy", str(zone), "--yes", "--include-data")
+    again = destroy_everything(run_cli, arm, zone)
     assert again.exit_code == 0, again.stdout
-    assert left_after_destroy(arm) == [] and arm.world.groups == {}
+    assert left_after_destroy(arm) == [] and our_groups(arm) == {}
 
 
 def test_destroy_after_a_failed_deploy_removes_what_it_created(arm: ArmStandIn, zone: Path, run_cli) -> None:
@@ -71,7 +70,7 @@ def test_destroy_after_a_failed_deploy_removes_what_it_created(arm: ArmStandIn, 
     assert "Microsoft.Network/virtualNetworks" in recorded  # created before the failure, so recorded
     result = run_cli("destroy", str(zone), "--yes", "--include-data")
     assert result.exit_code == 0, result.stdout + result.stderr
-    assert left_after_destroy(arm) == [] and arm.world.groups == {}
+    assert left_after_destroy(arm) == [] and our_groups(arm) == {}
 
 
 @pytest.mark.timeout(120)  # a regression re-reads the pipe and would block forever

@@ -14,9 +14,9 @@ FROM_ENV = "env-S3cret-value-9124"
 
 def test_secrets_reach_arm_but_no_file(arm: ArmStandIn, zone: Path, run_cli, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("LICENCE_KEY", FROM_ENV)
+    # Beside the preset's own secret (Slurm accounting's database password, from SLURMDB_PASSWORD).
     text = zone.read_text().replace(
-        "  key_vault: {mode: new}",
-        f"  key_vault:\n    mode: new\n    secrets:\n      licence-key: ${{env:LICENCE_KEY}}\n      api-token: {LITERAL}",
+        "    secrets:\n", f"    secrets:\n      licence-key: ${{env:LICENCE_KEY}}\n      api-token: {LITERAL}\n"
     )
     assert text != zone.read_text()
     zone.write_text(text)

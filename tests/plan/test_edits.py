@@ -342,9 +342,11 @@ def test_printed_plan_tells_the_cost() -> None:
     text = _text(plan_for(TABLE["change a partition's VM size"]))
     assert (
         'compute.partitions[gpu].vm_size: "Standard_ND96isr_H100_v5" -> "Standard_ND96isr_H200_v5"  '
-        "(replace nodes; drain partition gpu first)"
+        "(replace nodes; drain partition gpu first; to roll its nodes"
     ) in text
     assert "Impact: drain partition gpu first" in text
+    # Nodes are rebuilt, not patched (docs/patching.md): scontrol(1)'s POWER_DOWN_ASAP lets running jobs finish.
+    assert "scontrol update NodeName=$(sinfo -h -p gpu -o %N) State=POWER_DOWN_ASAP" in text
     assert "~ Microsoft.Compute/virtualMachines vm-energy-cc-prod-scus" in text
     assert "NOT ALLOWED" not in text
     assert "Impact: after the re-import, run `azslurm scale` on the Slurm scheduler" in text

@@ -9,6 +9,7 @@ import pytest
 from hpclz.plan.changeset import Policy
 from hpclz.plan.policies import property_verdict
 
+MYSQL = "Microsoft.DBforMySQL/flexibleServers"
 VNET_BODY = {"properties": {"subnets": [{"name": "a", "properties": {"addressPrefix": "10.0.1.0/24"}}]}}
 
 CASES: list[tuple[str, str, Any, Any, bool, Policy]] = [
@@ -26,6 +27,18 @@ CASES: list[tuple[str, str, Any, Any, bool, Policy]] = [
         True,
         Policy.NOT_ALLOWED,
     ),
+    # Azure Database for MySQL flexible server (learn.microsoft.com/azure/mysql/flexible-server/
+    # concepts-service-tiers-storage#scale-resources, concepts-backup-restore, concepts-high-availability#limitations).
+    (MYSQL, "properties.storage.storageSizeGB", 32, 64, True, Policy.IN_PLACE),
+    (MYSQL, "properties.storage.storageSizeGB", 64, 32, True, Policy.NOT_ALLOWED),
+    (MYSQL, "sku.name", "Standard_D2ads_v5", "Standard_D4ads_v5", True, Policy.RESTART_NODES),
+    (MYSQL, "properties.backup.backupRetentionDays", 35, 7, True, Policy.IN_PLACE),
+    (MYSQL, "properties.backup.geoRedundantBackup", "Disabled", "Enabled", True, Policy.IN_PLACE),
+    (MYSQL, "properties.backup.geoRedundantBackup", "Enabled", "Disabled", True, Policy.NOT_ALLOWED),
+    (MYSQL, "properties.highAvailability.mode", "Disabled", "SameZone", True, Policy.IN_PLACE),
+    (MYSQL, "properties.highAvailability.mode", "Disabled", "ZoneRedundant", True, Policy.NOT_ALLOWED),
+    (MYSQL, "properties.network.delegatedSubnetResourceId", "a", "b", True, Policy.NOT_ALLOWED),
+    (MYSQL, "properties.administratorLogin", "slurmdbd", "admin", True, Policy.NOT_ALLOWED),
     ("Microsoft.Dashboard/grafana", "properties.zoneRedundancy", "Disabled", "Enabled", False, Policy.REPLACE_DATA),
     ("Microsoft.Dashboard/grafana", "properties.grafanaMajorVersion", "11", "12", False, Policy.IN_PLACE),
     ("Microsoft.Network/bastionHosts", "sku.name", "Basic", "Standard", False, Policy.IN_PLACE),
@@ -83,3 +96,12 @@ def test_address_space_shrink_is_allowed_only_while_every_subnet_fits() -> None:
     assert fits.policy is Policy.IN_PLACE
     outside = property_verdict(vnet, path, ["10.0.0.0/16"], ["10.0.8.0/22"], False, VNET_BODY)
     assert outside.policy is Policy.NOT_ALLOWED and "10.0.1.0/24" in outside.reason
+
+
+def test_geo_backup_cannot_be_added_to_a_zone_redundant_server() -> None:
+    """ "for a Zone-redundant High Availability server geo-redundancy can only be enabled/disabled at server create
+    time" (learn.microsoft.com/azure/mysql/flexible-server/concepts-backup-restore)."""
+    body = {"properties": {"highAvailability": {"mode": "ZoneRedundant"}}}
+    path = "properties.backup.geoRedundantBackup"
+    verdict = property_verdict(MYSQL, path, "Disabled", "Enabled", True, body)
+    assert verdict.policy is Policy.NOT_ALLOWED and "concepts-backup-restore" in verdict.source

@@ -248,3 +248,60 @@ def test_a_missing_accounting_secret_stops_the_import_and_is_retried(
     assert rc == 1
     assert not any("import_cluster" in c for c in calls)
     assert "HTTP Error 404" in box["log"].read_text(encoding="utf-8")
+
+
+VOLUME = json.loads(
+    (
+        Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "arm" / "netapp_volume_get_specexample.json"
+    ).read_text()
+)
+
+
+class FakeArm(BaseHTTPRequestHandler):
+    """ARM's GET of a NetApp volume: the 2024-07-01 spec's example body, with a mount target once `placed`."""
+
+    placed: ClassVar[bool] = False
+    paths: ClassVar[list[str]] = []
+
+    def do_GET(self) -> None:
+        assert self.headers["Authorization"] == "Bearer vault-token"
+        FakeArm.paths.append(self.path)
+        body = json.loads(json.dumps(VOLUME["body"]))
+        if self.placed:
+            body["properties"]["mountTargets"] = [VOLUME["mount_target"]]
+        self.send_response(200)
+        self.end_headers()
+        self.wfile.write(json.dumps(body).encode())
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+def test_netapp_shared_home_addresses_are_read_from_arm_once_the_volumes_are_placed(
+    box: dict[str, Path], imds: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """storage.shared mode netapp (manufacturing): the mounts name $SharedHomeAddress and $SharedSchedAddress, which
+    hpclz-cluster-sync fills from each volume's properties.mountTargets[0].ipAddress with the scheduler identity."""
+    document = json.loads(_document("manufacturing"))
+    assert "address = $SharedHomeAddress" in document["template"]
+    lookups = json.loads(document["arm_parameters"])
+    assert sorted(lookups) == ["SharedHomeAddress", "SharedSchedAddress"]
+    assert lookups["SharedHomeAddress"]["api"] == VOLUME["api_version"]
+    FakeArm.paths, FakeArm.placed = [], False
+    FakeImds.token_queries = []
+    with serve(FakeArm) as arm:
+        monkeypatch.setenv("HPCLZ_ARM_URL", arm)
+        rc, calls = _run(box, imds, json.dumps(document))
+        # Not placed yet (the spec's example has no mountTargets): no import, and the next run tries again.
+        assert rc == 1 and not any("import_cluster" in c for c in calls)
+        FakeArm.placed = True
+        rc, calls = _run(box, imds, json.dumps(document))
+    assert rc == 0 and calls[-1].endswith("start_cluster cae-test")
+    parameters = json.loads((box["state"] / "slurm-params.json").read_text(encoding="utf-8"))
+    assert parameters["SharedHomeAddress"] == parameters["SharedSchedAddress"] == "10.0.0.4"
+    assert (
+        FakeArm.paths[-1]
+        == f"/subscriptions/{SUBSCRIPTION}/{lookups['SharedSchedAddress']['resource']}?api-version=2024-07-01"
+    )
+    assert any("resource=https%3A%2F%2Fmanagement.azure.com%2F" in q for q in FakeImds.token_queries)
+    assert all("id-cae-scheduler-test-weu" in q for q in FakeImds.token_queries)

@@ -58,13 +58,20 @@ def test_secrets_whose_parameter_names_collide_are_a_config_error() -> None:
 
 def test_storage_account_is_private_keyless_versioned_with_soft_delete_and_lifecycle() -> None:
     plan = preset_plan("ai-training")
-    (account,) = [a for a in resources_of(plan, "Microsoft.Storage/storageAccounts") if a["kind"] == "StorageV2"]
+    # The data account (the flow-log account of network.flow_logs lives in the monitoring deployment).
+    (account,) = [
+        a
+        for a in resources_of(plan, "Microsoft.Storage/storageAccounts")
+        if a["kind"] == "StorageV2" and "flow" not in a["name"]
+    ]
     props = account["properties"]
     assert props["minimumTlsVersion"] == "TLS1_2" and props["supportsHttpsTrafficOnly"] is True
     # Key access stays on only for Managed Lustre HSM, which requires it (amlfs-prerequisites.md); finance has none.
     assert props["allowBlobPublicAccess"] is False and props["allowSharedKeyAccess"] is True
     (keyless,) = [
-        a for a in resources_of(preset_plan("finance"), "Microsoft.Storage/storageAccounts") if a["kind"] == "StorageV2"
+        a
+        for a in resources_of(preset_plan("finance"), "Microsoft.Storage/storageAccounts")
+        if a["kind"] == "StorageV2" and "flow" not in a["name"]
     ]
     assert keyless["properties"]["allowSharedKeyAccess"] is False
     assert props["publicNetworkAccess"] == "Disabled"
@@ -100,7 +107,8 @@ def test_lustre_hsm_without_a_new_blob_account_is_a_config_error() -> None:
 def test_netapp_volumes_land_in_the_delegated_subnet() -> None:
     plan = preset_plan("manufacturing")
     volumes = resources_of(plan, "Microsoft.NetApp/netAppAccounts/capacityPools/volumes")
-    assert sorted(v["properties"]["creationToken"] for v in volumes) == ["apps", "results"]
+    # storage.shared mode netapp adds home and /sched to the same pool.
+    assert sorted(v["properties"]["creationToken"] for v in volumes) == ["apps", "hpclz-home", "hpclz-sched", "results"]
     assert all("snet-cae-netapp" in v["properties"]["subnetId"] for v in volumes)
     results = next(v for v in volumes if v["properties"]["creationToken"] == "results")
     assert results["properties"]["usageThreshold"] == 4096 * 1024**3

@@ -220,6 +220,8 @@ CASES: dict[str, list[Case]] = {
     "HPCLZ-STO-003": [
         Case("manufacturing", _set("storage.netapp.pool_size_tib", 4)),
         Case("manufacturing", _set("storage.netapp.pool_size_tib", 4096)),
+        # 6 TiB holds the 5120 GiB of volumes, but not with shared home and /sched's 1124 GiB.
+        Case("manufacturing", _set("storage.netapp.pool_size_tib", 6)),
     ],
     "HPCLZ-STO-004": [Case("manufacturing", _set("storage.netapp.volumes.1.quota_gib", 204800))],
     "HPCLZ-STO-005": [
@@ -297,6 +299,12 @@ CASES: dict[str, list[Case]] = {
         Case("ai-training", _set("storage.shared.mount_point", "/scratch/home")),
     ],
     # A MySQL flexible server's host name form: <server>.mysql.database.azure.com (learn.microsoft.com/azure/mysql).
+    # storage.shared mode netapp (manufacturing): its volumes live in storage.netapp's pool.
+    "HPCLZ-STO-043": [
+        Case("manufacturing", _set("storage.netapp", {"mode": "disabled"})),
+        Case("manufacturing", _set("storage.netapp.volumes.0.name", "hpclz-home")),
+        Case("manufacturing", _set("identity.managed_identities", {"scheduler": False, "compute": True})),
+    ],
     "HPCLZ-CMP-040": [
         Case("finance", _set("compute.accounting", {**ACCOUNTING, "password_secret_name": "missing"})),
         Case("energy", _set("identity.key_vault.secrets", {})),
@@ -308,6 +316,37 @@ CASES: dict[str, list[Case]] = {
                 _set("compute.accounting", ACCOUNTING),
                 _set("identity.key_vault.secrets", {"slurmdb-password": "${env:SLURMDB_PASSWORD}"}),
                 _set("identity.managed_identities.scheduler", False),
+            ),
+        )
+    ],
+    # Slurm accounting mode new, on the energy preset's MySQL flexible server (learn.microsoft.com/azure/mysql/
+    # flexible-server: concepts-networking-vnet, concepts-high-availability, concepts-service-tiers-storage).
+    "HPCLZ-CMP-042": [
+        Case("energy", _set("network.vnet.subnets.database", DELETE)),
+        Case("energy", _set("network.vnet.subnets.database.delegation", None)),
+        Case("manufacturing", _set("network.vnet.subnets.admin.delegation", "Microsoft.DBforMySQL/flexibleServers")),
+    ],
+    # /30: four addresses, less than the five Azure reserves; /29 is the documented minimum.
+    "HPCLZ-CMP-043": [Case("energy", _set("network.vnet.subnets.database.cidr", "10.20.1.128/30"))],
+    "HPCLZ-CMP-044": [
+        Case(
+            "energy",
+            _all(_set("compute.accounting.tier", "Burstable"), _set("compute.accounting.sku", "Standard_B2ms")),
+        )
+    ],
+    "HPCLZ-CMP-045": [
+        Case("energy", _set("compute.accounting.standby_zone", "1")),
+        Case("energy", _set("compute.accounting.zone", DELETE)),
+        Case("energy", _set("compute.accounting.high_availability", "SameZone")),
+    ],
+    "HPCLZ-CMP-046": [
+        Case(
+            "energy",
+            _all(
+                _set("compute.accounting.tier", "Burstable"),
+                _set("compute.accounting.sku", "Standard_B2ms"),
+                _set("compute.accounting.high_availability", "Disabled"),
+                _set("compute.accounting.standby_zone", DELETE),
             ),
         )
     ],
@@ -365,6 +404,31 @@ CASES: dict[str, list[Case]] = {
     "HPCLZ-COST-001": [Case("manufacturing", _set(f"{P}.0.idle_shutdown_minutes", DELETE))],
     "HPCLZ-COST-002": [Case("ai-training", _set("compute.login.vm_size", "Standard_NC24ads_A100_v4"))],
     "HPCLZ-COST-003": [Case("ai-training", _set(f"{P}.0.spot_max_price", 3.5))],
+    # westus2 zones from the captured `az vm list-skus` listing (tests/fixtures/skus/westus2-list-skus-table.md):
+    # Standard_ND96asr_v4 in zone 3 only, Standard_NC24ads_A100_v4 in zones 1 and 2.
+    "HPCLZ-ZON-001": [
+        Case(
+            "ai-training",
+            _all(_set("metadata.location", "westus2"), _set(f"{P}.0.vm_size", "Standard_ND96asr_v4")),
+        ),
+        Case(
+            "manufacturing",
+            _all(
+                _set("metadata.location", "westus2"),
+                _set(f"{P}.0.vm_size", "Standard_NC24ads_A100_v4"),
+                _set(f"{P}.0.zone", 3),
+            ),
+        ),
+    ],
+    "HPCLZ-MON-020": [Case("ai-training", _set("monitoring", {"mode": "disabled"}))],
+    "HPCLZ-MON-021": [Case("finance", _set("network.flow_logs.retention_days", 30))],
+    "HPCLZ-MNT-020": [Case("finance", _set("backup", DELETE)), Case("ai-training", _set("backup.enabled", False))],
+    "HPCLZ-ZON-002": [Case("manufacturing", _set("compute.service_zone", "2"))],
+    "HPCLZ-ZON-003": [
+        Case("ai-training", _set(f"{P}.1.zone", DELETE)),
+        Case("energy", _set("storage.lustre.zone", 2)),
+    ],
+    "HPCLZ-ZON-004": [Case("finance", _set("compute.service_zone", DELETE))],
     "HPCLZ-COST-004": [Case("energy", _set("storage.blob.lifecycle.archive_after_days", 20))],
     # The triples cyclecloud-slurm really shipped (Azure/cyclecloud-slurm@b26ab06:project.ini lists 24.05.4-2 and
     # 23.11.10-2); 23.11.10-1 is the build the presets named before issue 13, which no release ships.

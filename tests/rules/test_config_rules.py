@@ -15,7 +15,15 @@ from tests.rules.cases import CASES, Case, load_case
 # Rules that report a fact on every config by design (no passing case exists): the quota report.
 ALWAYS_REPORTS = {"HPCLZ-CMP-010"}
 # Findings a preset shows on purpose, each explained in the preset's comments.
-DELIBERATE = {("ai-training", "HPCLZ-MON-002"), ("energy", "HPCLZ-SEC-001")}
+DELIBERATE = {
+    ("ai-training", "HPCLZ-MON-002"),
+    ("energy", "HPCLZ-SEC-001"),
+    ("energy", "HPCLZ-MNT-020"),
+    # No published capture states the zones of these presets' sizes in their regions (availability.json _gaps).
+    ("ai-training", "HPCLZ-ZON-002"),
+    ("energy", "HPCLZ-ZON-002"),
+    ("finance", "HPCLZ-ZON-002"),
+}
 
 CASE_PARAMS = [
     pytest.param(rule_id, case, id=f"{rule_id}-{n}") for rule_id, cases in CASES.items() for n, case in enumerate(cases)

@@ -83,6 +83,20 @@ PINNED_BY_VERSION: dict[str, tuple[str, ...]] = {
     # Defender for Cloud plans (learn.microsoft.com/azure/templates/microsoft.security/2024-01-01/pricings):
     # the version that carries subPlan, enforce and extensions.
     "2024-01-01": ("Microsoft.Security/pricings",),
+    # Azure Backup for the CycleCloud server (backup: ...): the Recovery Services vault, its VM policy and the
+    # protected item, at the GA version whose vault body carries securitySettings.softDeleteSettings.
+    "2024-04-01": (
+        "Microsoft.RecoveryServices/vaults",
+        "Microsoft.RecoveryServices/vaults/backupPolicies",
+        "Microsoft.RecoveryServices/vaults/backupFabrics/protectionContainers/protectedItems",
+    ),
+    # Azure Database for MySQL flexible servers (Slurm accounting, compute.accounting mode new): the GA version
+    # before 2024-12-30 that carries VNet integration (network.delegatedSubnetResourceId, privateDnsZoneResourceId),
+    # backup retention and geo-redundancy, and high availability.
+    "2023-12-30": (
+        "Microsoft.DBforMySQL/flexibleServers",
+        "Microsoft.DBforMySQL/flexibleServers/configurations",
+    ),
     "2023-04-01": (
         "Microsoft.Maintenance/maintenanceConfigurations",
         "Microsoft.Maintenance/configurationAssignments",

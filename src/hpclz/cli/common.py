@@ -72,7 +72,8 @@ OUTPUT_OPTION = typer.Option(
 def console(stderr: bool = False) -> Console:
     from rich.console import Console
 
-    return Console(stderr=stderr, highlight=False, soft_wrap=True)
+    # emoji=False: rich reads ':100:' in 'lz.yaml:100:9' as an emoji code and would print a file position as 💯.
+    return Console(stderr=stderr, highlight=False, soft_wrap=True, emoji=False)
 
 
 def finish(

@@ -8,6 +8,7 @@ from pydantic import Field, model_validator
 
 from hpclz.config.base import StrictModel, policy
 from hpclz.config.constraints import Integer, Number, SafeMountPath
+from hpclz.config.zones import AvailabilityZone
 
 VM_SIZE_PATTERN = r"^Standard_[A-Za-z0-9_]+$"
 IMAGE_URN_PATTERN = r"^[A-Za-z0-9._-]+:[A-Za-z0-9._-]+:[A-Za-z0-9._-]+:[A-Za-z0-9._-]+$"
@@ -92,6 +93,11 @@ class Partition(StrictModel):
         default=None, ge=1, le=1440, description="Slurm SuspendTime: stop idle nodes after this long."
     )
     default: bool = False
+    zone: AvailabilityZone | None = Field(
+        default=None,
+        description="Availability zone of the partition's nodes (CycleCloud nodearray Zone); none: Azure picks.",
+        json_schema_extra=policy("drain_partition"),
+    )
 
     @property
     def active_nvme_scratch(self) -> NvmeScratch | None:
@@ -128,6 +134,65 @@ class ExistingAccounting(StrictModel):
     )
 
 
+class NewAccounting(StrictModel):
+    """Slurm accounting on an Azure Database for MySQL flexible server that hpclz creates, with private access only
+    (VNet integration: a subnet delegated to Microsoft.DBforMySQL/flexibleServers and a private DNS zone ending in
+    mysql.database.azure.com, learn.microsoft.com/azure/mysql/flexible-server/concepts-networking-vnet), as CCWS's
+    bicep/mysql.bicep creates one (Azure/cyclecloud-slurm-workspace@bc0fc1b). slurmdbd signs in as the server's
+    administrator, whose password is the Key Vault secret named here: a secure template parameter at deploy, read
+    from Key Vault by the CycleCloud server at cluster import, never rendered or stored in state."""
+
+    mode: Literal["new"] = "new"
+    # Tiers and sizes: learn.microsoft.com/azure/mysql/flexible-server/concepts-service-tiers-storage. Changing
+    # either restarts the server (60-120 s): slurmdbd reconnects, running jobs are unaffected.
+    tier: Literal["Burstable", "GeneralPurpose", "MemoryOptimized"] = Field(
+        default="Burstable", json_schema_extra=policy("restart_nodes")
+    )
+    sku: str = Field(
+        default="Standard_B2ms",
+        pattern=r"^Standard_[A-Za-z0-9_]{2,30}$",
+        description="Compute size, e.g. Standard_B2ms (Burstable) or Standard_D2ads_v5 (GeneralPurpose).",
+        json_schema_extra=policy("restart_nodes"),
+    )
+    storage_gib: Integer = Field(
+        default=20,
+        ge=20,
+        le=16384,
+        description="Provisioned storage (20 GiB to 16 TiB); it can grow, never shrink.",
+        json_schema_extra=policy("in_place"),
+    )
+    backup_retention_days: Integer = Field(
+        default=7,
+        ge=1,
+        le=35,
+        description="Days of automated backups kept for point-in-time restore (Azure allows 1 to 35, default 7).",
+        json_schema_extra=policy("in_place"),
+    )
+    geo_redundant_backup: bool = Field(
+        default=False,
+        description="Copy backups to the paired region (geo-restore); set at creation, or turned on later.",
+        json_schema_extra=policy("in_place"),
+    )
+    high_availability: Literal["Disabled", "SameZone", "ZoneRedundant"] = Field(
+        default="Disabled",
+        description="A standby replica (not on Burstable). ZoneRedundant needs zone and standby_zone, set at creation.",
+        json_schema_extra=policy("not_allowed"),
+    )
+    zone: Literal["1", "2", "3"] | None = Field(default=None, json_schema_extra=policy("replace_data"))
+    standby_zone: Literal["1", "2", "3"] | None = Field(default=None, json_schema_extra=policy("not_allowed"))
+    admin_user: str = Field(
+        default="slurmdbd",
+        pattern=r"^[a-z_][a-z0-9_]{0,31}$",
+        description="The server's administrator login, which slurmdbd uses (set only at creation).",
+        json_schema_extra=policy("not_allowed"),
+    )
+    password_secret_name: str = Field(
+        pattern=r"^[0-9a-zA-Z-]{1,127}$",
+        description="Name of the identity.key_vault.secrets entry that holds the administrator password.",
+        json_schema_extra=policy("restart_nodes"),
+    )
+
+
 class NoAccounting(StrictModel):
     mode: Literal["disabled"] = "disabled"
 
@@ -137,8 +202,14 @@ class Compute(StrictModel):
     scheduler: NodeRole = Field(default_factory=lambda: NodeRole(vm_size="Standard_D8as_v5"))
     login: LoginNodes = Field(default_factory=lambda: LoginNodes(vm_size="Standard_D8as_v5"))
     partitions: list[Partition] = Field(min_length=1)  # duplicate names: HPCLZ-CMP-008, located on the copy
-    accounting: ExistingAccounting | NoAccounting = Field(
+    accounting: NewAccounting | ExistingAccounting | NoAccounting = Field(
         default_factory=NoAccounting, discriminator="mode", description="Slurm accounting (sacct, fair-share)."
+    )
+    # A VM's zone is fixed at creation: moving the CycleCloud server or the scheduler means a new VM.
+    service_zone: AvailabilityZone | None = Field(
+        default=None,
+        description="Availability zone of the CycleCloud server, scheduler and login nodes; none: regional.",
+        json_schema_extra=policy("replace"),
     )
     quotas: dict[str, Integer] = Field(
         default_factory=dict,

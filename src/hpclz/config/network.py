@@ -9,6 +9,7 @@ from pydantic import AfterValidator, Field
 
 from hpclz.config.base import ResourceId, StrictModel, policy
 from hpclz.config.constraints import Integer, unique_by
+from hpclz.config.flowlogs import FlowLogs
 
 
 class Subnet(StrictModel):
@@ -38,6 +39,11 @@ class Subnets(StrictModel):
         default=None, description="Azure NetApp Files; must be delegated to Microsoft.NetApp/volumes."
     )
     private_endpoints: Subnet | None = Field(default=None, description="Private endpoints for storage and Key Vault.")
+    database: Subnet | None = Field(
+        default=None,
+        description="The Slurm accounting MySQL server (compute.accounting mode new); must be delegated to "
+        "Microsoft.DBforMySQL/flexibleServers, /29 or larger.",
+    )
     bastion: Subnet | None = Field(default=None, description="Must be named AzureBastionSubnet and be /26 or larger.")
 
 
@@ -67,7 +73,7 @@ class NsgRule(StrictModel):
     """An extra security rule, added to the NSG of one subnet role."""
 
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,79}$")
-    subnet: Literal["admin", "compute", "lustre", "netapp", "private_endpoints"]
+    subnet: Literal["admin", "compute", "lustre", "netapp", "private_endpoints", "database"]
     priority: Integer = Field(ge=100, le=4096)
     direction: Literal["Inbound", "Outbound"] = "Inbound"
     access: Literal["Allow", "Deny"] = "Allow"
@@ -116,3 +122,4 @@ class Network(StrictModel):
     )
     hub_peering: HubPeering | None = None
     accelerated_networking: bool = Field(default=True, json_schema_extra=policy("restart_nodes"))
+    flow_logs: FlowLogs = Field(default_factory=FlowLogs, description="VNet flow logs (Network Watcher).")

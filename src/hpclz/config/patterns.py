@@ -30,6 +30,9 @@ PLAIN: dict[str, str] = {
     r"^[a-z0-9]{0,6}$": "up to 6 lowercase letters or digits, like a1b2",
     r"^[a-zA-Z][a-zA-Z0-9-]{0,39}$": "up to 40 letters, digits or hyphens starting with a letter, like scratch",
     r"^([01]\d|2[0-3]):[0-5]\d$": "a 24-hour time hh:mm, like 02:00",
+    r"^([01]\d|2[0-3]):(00|30)$": "a 24-hour time on the hour or half hour, like 01:00 or 23:30",
+    r"^[-\w._()]{1,90}$": "1 to 90 letters, digits, - _ . ( ), like NetworkWatcherRG",
+    r"^[-\w._]{1,80}$": "1 to 80 letters, digits, - _ ., like NetworkWatcher_westeurope",
     r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,79}$": "up to 80 letters, digits, _ . or - starting with a letter or digit, "
     "like snet-compute",
     r"^[a-z][a-z0-9_-]{0,14}$": "up to 15 lowercase letters, digits, _ or - starting with a letter, like gpu",
@@ -37,6 +40,8 @@ PLAIN: dict[str, str] = {
     r"^[A-Za-z0-9][A-Za-z0-9.-]*$": "a host name or IP address, like slurmdb.mysql.database.azure.com or 10.1.2.4",
     r"^[A-Za-z0-9_.@-]{1,80}$": "a database user name: up to 80 letters, digits, _ . @ or -, like slurmdbd",
     r"^[A-Za-z0-9_=,.-]+$": "NFS mount options separated by commas, like rw,hard,vers=3,nconnect=8",
+    r"^Standard_[A-Za-z0-9_]{2,30}$": "a MySQL flexible server compute size, like Standard_B2ms or Standard_D2ads_v5",
+    r"^[a-z_][a-z0-9_]{0,31}$": "up to 32 lowercase letters, digits or _ starting with a letter or _, like slurmdbd",
 }
 
 

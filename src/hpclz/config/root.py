@@ -6,6 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from hpclz.config.backup import Backup
 from hpclz.config.base import StrictModel
 from hpclz.config.budget import Budget
 from hpclz.config.compute import Compute
@@ -38,6 +39,9 @@ class LandingZoneConfig(StrictModel):
     )
     portal: Portal = Field(
         default_factory=Portal, description="Open OnDemand web portal to the cluster, private only (off by default)."
+    )
+    backup: Backup = Field(
+        default_factory=Backup, description="Azure Backup of the CycleCloud server (Recovery Services vault)."
     )
     budget: Budget | None = Field(
         default=None, description="Monthly spending ceiling; `hpclz plan` shows the estimate against it."

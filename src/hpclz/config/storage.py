@@ -8,6 +8,7 @@ from pydantic import AfterValidator, Field, SecretStr
 
 from hpclz.config.base import ContainerName, Disabled, Guid, ResourceId, StrictModel, policy
 from hpclz.config.constraints import Integer, SafeMountPath, unique_by
+from hpclz.config.zones import AvailabilityZone
 
 MountPoint = Annotated[SafeMountPath, Field(pattern=r"^/[A-Za-z0-9_./-]*$")]
 
@@ -39,6 +40,8 @@ class NewLustre(StrictModel):
         json_schema_extra=policy("replace_data"),
     )
     mount_point: MountPoint = "/lustre"
+    # AMLFS is zonal and its zone is fixed at creation (Microsoft.StorageCache amlFilesystems `zones`).
+    zone: AvailabilityZone = Field(default="1", json_schema_extra=policy("replace_data"))
     hsm: LustreHsm | None = None
     maintenance_day: Literal["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"] = "Sunday"
     maintenance_time_utc: str = Field(default="02:00", pattern=r"^([01]\d|2[0-3]):[0-5]\d$")
@@ -175,6 +178,24 @@ class AzureFilesShared(StrictModel):
     )
 
 
+class NetAppShared(StrictModel):
+    """Shared home and scheduler state on two Azure NetApp Files volumes in storage.netapp's capacity pool (which
+    must be `new`), as CCWS offers ANF for its shared file system (Azure/cyclecloud-slurm-workspace@bc0fc1b:
+    bicep/anf.bicep: NFSv3, unix security, an export policy rule with root access). Volumes start at 50 GiB
+    (learn.microsoft.com/azure/azure-netapp-files/azure-netapp-files-resource-limits); their quotas count against
+    the pool (HPCLZ-STO-003)."""
+
+    mode: Literal["netapp"] = "netapp"
+    home_gib: Integer = Field(default=1024, ge=50, le=102400, json_schema_extra=policy("in_place"))
+    sched_gib: Integer = Field(default=100, ge=50, le=102400, json_schema_extra=policy("in_place"))
+    protocol: Literal["NFSv3", "NFSv4.1"] = Field(default="NFSv3", json_schema_extra=policy("replace_data"))
+    mount_point: MountPoint = Field(
+        default="/shared",
+        description="Where home directories live (CycleCloud keeps users' homes in <mount_point>/home).",
+        json_schema_extra=policy("restart_nodes"),
+    )
+
+
 class ExistingShared(StrictModel):
     """An NFS server hpclz does not manage (an existing Azure NetApp Files volume, an NFS appliance)."""
 
@@ -193,7 +214,7 @@ class ExistingShared(StrictModel):
 Lustre = Annotated[NewLustre | ExistingLustre | Disabled, Field(discriminator="mode")]
 NetApp = Annotated[NewNetApp | ExistingNetApp | Disabled, Field(discriminator="mode")]
 Blob = Annotated[NewBlob | ExistingBlob | Disabled, Field(discriminator="mode")]
-Shared = Annotated[AzureFilesShared | ExistingShared | Disabled, Field(discriminator="mode")]
+Shared = Annotated[AzureFilesShared | NetAppShared | ExistingShared | Disabled, Field(discriminator="mode")]
 
 
 class Scratch(StrictModel):

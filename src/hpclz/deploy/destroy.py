@@ -18,6 +18,7 @@ from typing import Any
 
 from hpclz.azure.arm import Arm
 from hpclz.azure.errors import describe
+from hpclz.deploy.vault_note import PROTECTED_ITEM, protected_items, vault_note
 from hpclz.plan.policies import is_subscription_wide
 from hpclz.render.model import DATA_BEARING_TYPES, DATA_TAG, MANAGED_TAG
 from hpclz.state.model import ResourceRecord, StateDocument, now
@@ -96,7 +97,12 @@ def kept_set(resources: list[ResourceRecord], include_data: bool) -> dict[str, s
     changed = True
     while changed:
         changed = False
-        texts = {r.id.lower(): json.dumps(r.properties) for r in resources if r.id.lower() in kept}
+        # A kept backup item holds its recovery points, not its source VM: Azure keeps a deleted VM's recovery points.
+        texts = {
+            r.id.lower(): json.dumps(r.properties)
+            for r in resources
+            if r.id.lower() in kept and r.type.lower() != PROTECTED_ITEM
+        }
         for r in resources:
             key = r.id.lower()
             if key in kept:
@@ -208,10 +214,12 @@ class Destroyer:
         group_record = next((r for r in records if r.type.lower() == GROUP_TYPE), None)
         if group_record is None or group_record.id.lower() in gone:
             return
+        for item in protected_items(records):
+            self._delete_resource(item, gone)
         try:
             self.arm.delete_group(group_record.name)
         except Exception as exc:  # reported, and the rest carries on
-            reason = describe(exc).one_line() + worm_note(records)
+            reason = describe(exc).one_line() + worm_note(records) + vault_note(records)
             self._note(Outcome(group_record.id, group_record.type, Action.FAILED, reason))
             gone.add(group_record.id.lower())  # tried once; its resources stay recorded below
             return
@@ -245,7 +253,8 @@ class Destroyer:
                 for x in self.doc.resources
                 if x.id.lower() == r.id.lower() or x.id.lower().startswith(r.id.lower() + "/")
             ]
-            self._note(Outcome(r.id, r.type, Action.FAILED, describe(exc).one_line() + worm_note(held)))
+            note = worm_note(held) + vault_note(held)
+            self._note(Outcome(r.id, r.type, Action.FAILED, describe(exc).one_line() + note))
             return
         gone.add(r.id.lower())
         self._note(Outcome(r.id, r.type, Action.DELETED))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from hpclz.catalog import load_availability
 from hpclz.deploy.live_context import LiveContext, capability
@@ -106,4 +107,57 @@ class QuotaShort(Rule[LiveContext]):
                     path,
                     f"{family} needs {total} vCPUs at full scale ({', '.join(sorted(set(sizes)))}); "
                     f"{max(available, 0)} left in {ctx.location}",
+                )
+
+
+def _zoned_roles(ctx: LiveContext) -> Iterable[tuple[tuple[str | int, ...], str, str]]:
+    """(config path of the zone, VM size, zone) of every VM role the config puts in a zone."""
+    compute = ctx.loaded.config.compute
+    if compute.service_zone is not None:
+        sizes = dict.fromkeys(size for _role, size, count in compute.service_vms() if count)
+        for size in sizes:  # the scheduler and login nodes often share a size: one finding for it
+            yield ("compute", "service_zone"), size, compute.service_zone
+    for i, p in enumerate(compute.partitions):
+        if p.zone is not None:
+            yield ("compute", "partitions", i, "zone"), p.vm_size, p.zone
+
+
+def _offered_zones(sku: dict[str, Any], location: str) -> set[str]:
+    info = [i for i in sku.get("locationInfo") or [] if str(i.get("location", "")).lower() == location.lower()]
+    return {str(z) for i in info for z in i.get("zones") or []}
+
+
+def _restricted_zones(sku: dict[str, Any]) -> set[str]:
+    return {
+        str(z)
+        for r in sku.get("restrictions") or []
+        if r.get("type") == "Zone"
+        for z in (r.get("restrictionInfo") or {}).get("zones") or []
+    }
+
+
+class ZoneNotOfferedLive(Rule[LiveContext]):
+    """A zonal VM or node in a zone Azure does not offer its size in (or restricts for this subscription) never
+    allocates. Source: the resource SKUs API's `locationInfo[].zones` and Zone-type `restrictions`
+    (learn.microsoft.com/rest/api/compute/resource-skus/list; the spec's example lists Standard_A0 in zones 2 and 1
+    of westus). The offline rules HPCLZ-ZON-001/002 know only what published captures show; this is the answer for
+    this subscription, now."""
+
+    id = "HPCLZ-CMP-108"
+    severity = Severity.ERROR
+    title = "A configured availability zone does not offer the VM size to this subscription"
+    fix = "Pick a zone the SKU API lists for the size (az vm list-skus --location <region> --size <size> --zone)."
+
+    def check(self, ctx: LiveContext) -> Iterable[Finding]:
+        if ctx.skus is None:
+            return
+        for path, size, zone in _zoned_roles(ctx):
+            sku = ctx.sku(size)
+            if sku is None:
+                continue  # HPCLZ-CMP-101 says the size is not offered at all
+            offered = _offered_zones(sku, ctx.location) - _restricted_zones(sku)
+            if zone not in offered:
+                where = f"zones {', '.join(sorted(offered))}" if offered else "no zone"
+                yield self.finding(
+                    ctx, path, f"{size} is offered to this subscription in {where} of {ctx.location}, not zone {zone}"
                 )

@@ -31,6 +31,8 @@ class LiveContext:
     hub_vnet: dict[str, Any] | None = None  # network.hub_peering's remote VNet as read; {}: absent; None: not read
     names_taken: dict[str, str] = field(default_factory=dict)  # global name this zone would create -> ARM's reason
     images: dict[str, dict[str, Any] | None] = field(default_factory=dict)  # custom image ID -> ARM body, None: 404
+    network_watcher: dict[str, Any] | None = None  # the flow log's Network Watcher as read; {}: absent; None: not read
+    vnet_exists: bool = False  # the zone's VNet is already there (then Azure would have enabled the watcher)
     # What `existing` blocks name, as read (hpclz.deploy.live_reads); {}: absent, None: not read.
     nsgs: dict[str, dict[str, Any]] = field(default_factory=dict)  # NSG ID (lower case) on an existing subnet -> body
     hub_gateways: list[dict[str, Any]] | None = None  # virtual network gateways in the hub VNet's resource group

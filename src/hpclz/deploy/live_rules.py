@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from hpclz.deploy.live_compute import QuotaShort, SkuNotOffered, SkuRestricted
+from hpclz.deploy.live_compute import QuotaShort, SkuNotOffered, SkuRestricted, ZoneNotOfferedLive
 from hpclz.deploy.live_context import LiveContext, capability
 from hpclz.deploy.live_existing import ExistingLustreMatches, ExistingVaultUnfit
+from hpclz.deploy.live_flowlogs import NetworkWatcherMissing
 from hpclz.deploy.live_images import CustomImageFitsNodes, CustomImageUsable, gallery_definition, image_regions
 from hpclz.deploy.live_names import GlobalNameTaken, SoftDeletedVaultHoldsName
 from hpclz.deploy.live_netapp import ExistingNetAppVolumes
@@ -42,6 +43,7 @@ __all__ = [
     "HubHasNoGateway",
     "LiveContext",
     "LiveFactsUnavailable",
+    "NetworkWatcherMissing",
     "NsgBlocksLustre",
     "ProviderNotRegistered",
     "QuotaShort",
@@ -49,6 +51,7 @@ __all__ = [
     "SkuRestricted",
     "SoftDeletedVaultHoldsName",
     "SpokePeeringNotConnected",
+    "ZoneNotOfferedLive",
     "capability",
     "gallery_definition",
     "image_regions",
@@ -74,4 +77,6 @@ LIVE_RULES: tuple[type[Rule[Any]], ...] = (
     LiveFactsUnavailable,
     CustomImageUsable,
     CustomImageFitsNodes,
+    ZoneNotOfferedLive,
+    NetworkWatcherMissing,
 )

@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 from collections.abc import Collection, Iterable, Mapping
 
-from hpclz.azure.arm import KEY_VAULT_API, STORAGE_API, Arm, deployment_body
+from hpclz.azure.arm import KEY_VAULT_API, NETWORK_API, STORAGE_API, Arm, deployment_body
 from hpclz.azure.errors import azure_errors, describe, sdk_error
 from hpclz.config.loader import LoadedConfig
 from hpclz.config.network import ExistingVnet
+from hpclz.deploy.live_flowlogs import watcher_id
 from hpclz.deploy.live_reads import read_existing
 from hpclz.deploy.live_rules import LIVE_RULES, LiveContext, gallery_definition
 from hpclz.deploy.new_groups import validate_in_new_groups
@@ -54,6 +55,7 @@ def gather(
     read_existing(arm, ctx)
     _deleted_vault(arm, loaded, plan, ctx)
     _global_names(arm, plan, ctx)
+    _network_watcher(arm, loaded, plan, ctx)
     try:
         ctx.skus = arm.skus(plan.location)
     except AzureError as exc:
@@ -143,6 +145,28 @@ def _deleted_vault(arm: Arm, loaded: LoadedConfig, plan: DeploymentPlan, ctx: Li
         ctx.deleted_vault = arm.deleted_vault(plan.location, name)
     except sdk_error() as exc:
         ctx.unavailable[f"deleted vaults named {name}"] = describe(exc).one_line()
+
+
+def _network_watcher(arm: Arm, loaded: LoadedConfig, plan: DeploymentPlan, ctx: LiveContext) -> None:
+    """network.flow_logs: the Network Watcher the flow log goes under, and whether the zone's VNet is there yet."""
+    if not loaded.config.network.flow_logs.enabled:
+        return
+    vnet = loaded.config.network.vnet
+    try:
+        ctx.network_watcher = (
+            arm.get_resource(watcher_id(loaded, arm.subscription_id, plan.location), NETWORK_API) or {}
+        )
+        if isinstance(vnet, ExistingVnet):
+            ctx.vnet_exists = True
+        else:
+            names = NameBuilder(loaded.config)
+            own = (
+                f"/subscriptions/{arm.subscription_id}/resourceGroups/{names.resource_group('network', loaded.config.organization.resource_groups.network)}"
+                f"/providers/Microsoft.Network/virtualNetworks/{names.name('virtual_network')}"
+            )
+            ctx.vnet_exists = arm.get_resource(own, NETWORK_API) is not None
+    except sdk_error() as exc:
+        ctx.unavailable["the flow log's Network Watcher"] = describe(exc).one_line()
 
 
 # Types whose names are global, with the provider that answers checkNameAvailability for them.

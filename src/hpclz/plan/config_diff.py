@@ -89,6 +89,15 @@ IN_PLACE_REASONS: dict[str, str] = {
 
 HPCLZ_ONLY = ("suppress", "verify.", "state.")
 
+# Nodes are rebuilt, not patched in place (docs/patching.md): "POWER_DOWN_ASAP: Will drain the node and mark it for
+# power down. Currently running jobs will complete first and no additional jobs will be allocated to the node"
+# (scontrol(1), Slurm 22.05+). Powered down, cyclecloud-slurm hands the node back to CycleCloud, which removes the VM
+# (ShutdownPolicy Terminate, the default); the next job gets one made from the nodearray's current definition.
+ROLL = (
+    "to roll its nodes after deploy, run on the scheduler: scontrol update NodeName=$(sinfo -h -p {p} -o %N) "
+    "State=POWER_DOWN_ASAP Reason='hpclz: new node definition'"
+)
+
 # Lists that are sets: each principal gets its role assignments whatever its position.
 UNORDERED = frozenset({"identity.groups.admins", "identity.groups.users", "identity.groups.readers"})
 
@@ -195,7 +204,11 @@ def _leaf(path: str, shape: str, old: Any, new: Any, declared: Policy | None, pa
 
 def _action(policy: Policy, shape: str, partition: str) -> str:
     if policy is Policy.DRAIN_PARTITION:
-        return f"drain partition {partition} first" if partition else "drain the affected partitions first"
+        return (
+            f"drain partition {partition} first; {ROLL.format(p=partition)}"
+            if partition
+            else ("drain the affected partitions first")
+        )
     if policy is Policy.RESTART_NODES:
         return "restart the affected nodes in a maintenance window"
     if policy is Policy.REPLACE_DATA:

@@ -8,6 +8,7 @@ reboots or reimages VMs. Each entry names its source. Paths use `[*]` for any li
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -191,6 +192,63 @@ def purge_protection_verdict(before: Any, after: Any, _context: Any = None) -> V
     return _v(Policy.IN_PLACE, "purge protection can be turned on in place")
 
 
+MYSQL_DOCS = f"{DOCS}/mysql/flexible-server"
+
+
+def mysql_storage_verdict(before: Any, after: Any, _context: Any = None) -> Verdict:
+    """ "The storage size can only be increased. You cannot go back to a smaller storage size after the increase."
+    (concepts-service-tiers-storage#scale-resources); autogrow may already have grown it past the config."""
+    source = f"{MYSQL_DOCS}/concepts-service-tiers-storage#scale-resources"
+    if isinstance(before, int) and isinstance(after, int) and after < before:
+        return _v(
+            Policy.NOT_ALLOWED,
+            f"MySQL flexible server storage cannot shrink ({before} -> {after} GiB): storage can't be scaled down",
+            "keep storage_gib at or above the server's current size (autogrow may have raised it)",
+            source,
+        )
+    return _v(Policy.IN_PLACE, "storage grows online, without a restart", source=source)
+
+
+def mysql_geo_backup_verdict(before: Any, after: Any, context: Any = None) -> Verdict:
+    """Locally redundant backups move to geo-redundant after creation, but not a zone-redundant HA server's, and
+    nothing documents the way back (concepts-backup-restore#backup-redundancy-options)."""
+    source = f"{MYSQL_DOCS}/concepts-backup-restore#backup-redundancy-options"
+    zone_redundant = "ZoneRedundant" in json_text(context)
+    if after == "Enabled" and before == "Disabled" and not zone_redundant:
+        return _v(Policy.IN_PLACE, "backups move from locally redundant to geo-redundant storage", source=source)
+    return _v(
+        Policy.NOT_ALLOWED,
+        f"geo-redundant backup {before} -> {after} is set when the server is created for this server",
+        "restore the server (point-in-time restore) with the new backup redundancy, then point the zone at it",
+        source,
+    )
+
+
+def json_text(value: Any) -> str:
+    return json.dumps(value, default=str)
+
+
+def mysql_ha_verdict(before: Any, after: Any, _context: Any = None) -> Verdict:
+    """Same-zone HA can be turned on after creation; zone-redundant HA "can only be configured during server
+    creation" (concepts-high-availability#limitations)."""
+    source = f"{MYSQL_DOCS}/concepts-high-availability#limitations"
+    if "ZoneRedundant" in json_text(before) + json_text(after):
+        return _v(
+            Policy.NOT_ALLOWED,
+            "zone-redundant high availability is configured only when the server is created",
+            "restore the server (point-in-time restore) with the new setting, or keep the current one",
+            source,
+        )
+    return _v(Policy.IN_PLACE, "same-zone high availability is turned on or off in place", source=source)
+
+
+_MYSQL_RESTART = _v(
+    Policy.RESTART_NODES,
+    "the accounting server restarts for a new compute tier or size (60-120 s): slurmdbd reconnects, jobs keep running",
+    "schedule it: sacct and new job records wait until the server is back",
+    f"{MYSQL_DOCS}/concepts-service-tiers-storage#scale-resources",
+)
+
 # Defender for Cloud pricings are set on the subscription, not in a resource group: a plan turned on applies to every
 # VM, storage account and Key Vault of the subscription ("plans ... are enabled at the subscription level",
 # learn.microsoft.com/azure/defender-for-cloud/tutorial-enable-servers-plan). ARM has no delete for a
@@ -279,6 +337,15 @@ RESOURCE_RULES: dict[str, list[PropertyRule]] = {
             ),
         ),
         PropertyRule("properties.maintenanceWindow*", _v(Policy.IN_PLACE, "the maintenance window updates in place")),
+        PropertyRule(
+            "zones*",
+            _v(
+                Policy.REPLACE_DATA,
+                "Managed Lustre is placed in its zone when it is created; hpclz recreates it in the new zone",
+                "archive the file system to its HSM blob container (or copy it) before applying",
+                f"{DOCS}/azure-managed-lustre/create-file-system-portal (region and availability zone on the Basics tab)",
+            ),
+        ),
     ],
     "microsoft.netapp/netappaccounts/capacitypools": [
         PropertyRule("properties.size", _v(Policy.IN_PLACE, "capacity pools resize in place")),
@@ -360,6 +427,38 @@ RESOURCE_RULES: dict[str, list[PropertyRule]] = {
             ),
         ),
     ],
+    "microsoft.dbformysql/flexibleservers": [
+        PropertyRule("sku*", _MYSQL_RESTART),
+        PropertyRule("properties.storage.storageSizeGB", mysql_storage_verdict),
+        PropertyRule(
+            "properties.backup.backupRetentionDays", _v(Policy.IN_PLACE, "retention changes online (1-35 days)")
+        ),
+        PropertyRule("properties.backup.geoRedundantBackup", mysql_geo_backup_verdict),
+        PropertyRule(
+            "properties.network*",
+            _v(
+                Policy.NOT_ALLOWED,
+                "a VNet-integrated server cannot move to another subnet, and its private DNS zone cannot change "
+                "after deployment",
+                "restore the server into the new subnet (point-in-time restore) and point the zone at it",
+                f"{MYSQL_DOCS}/concepts-networking-vnet#unsupported-virtual-network-scenarios",
+            ),
+        ),
+        PropertyRule("properties.highAvailability*", mysql_ha_verdict),
+        PropertyRule(
+            "properties.administratorLogin",
+            _v(
+                Policy.NOT_ALLOWED,
+                "the administrator login is set only when the server is created (ARM ServerProperties.administratorLogin)",
+                "keep admin_user",
+                "Microsoft.DBforMySQL 2023-12-30 schema: 'Can only be specified when the server is being created'",
+            ),
+        ),
+        PropertyRule(
+            "properties.availabilityZone",
+            _v(Policy.REPLACE_DATA, "the server's availability zone is fixed at creation", "dump and restore the data"),
+        ),
+    ],
     # Managed Grafana keeps its dashboards and users inside the instance: a replacement loses them.
     "microsoft.dashboard/grafana": [
         PropertyRule(
@@ -397,6 +496,15 @@ RESOURCE_RULES: dict[str, list[PropertyRule]] = {
             ),
         ),
         PropertyRule("properties.storageProfile.imageReference*", _v(Policy.REPLACE, _REPLACE_VM)),
+        PropertyRule(
+            "zones*",
+            _v(
+                Policy.REPLACE,
+                "a VM's availability zone is set when it is created; moving it to another zone means a new VM",
+                "recreate the CycleCloud server in a maintenance window (its cluster definition comes back from userData)",
+                f"{DOCS}/virtual-machines/move-virtual-machines-regional-zonal-portal (a zonal move creates a new VM)",
+            ),
+        ),
         PropertyRule("properties.osProfile.customData", lambda _b, _a, body: _custom_data_verdict(body)),
         PropertyRule(
             "properties.userData",

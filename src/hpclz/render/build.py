@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hpclz.config.root import LandingZoneConfig
-from hpclz.render import audit, components, monitoring, policy, portal, storage
+from hpclz.render import accounting, audit, backup, components, flowlogs, monitoring, policy, portal, storage
 from hpclz.render.arm import RG_TEMPLATE_SCHEMA, SUBSCRIPTION_TEMPLATE_SCHEMA
 from hpclz.render.engine import render_json
 from hpclz.render.model import Deployment, DeploymentPlan, Scope, canonical_json
@@ -42,6 +42,16 @@ COMPONENTS: tuple[Component, ...] = (
         secure=components.identity_secrets,
     ),
     Component("storage", "storage", ("organization", "network", "identity"), context=storage.storage),
+    # The accounting database is data, so it lands in the storage group, which destroy keeps while data is in it;
+    # before compute, whose slurmdbd connects to it (deployments depend only on earlier ones).
+    Component(
+        "accounting",
+        "storage",
+        ("organization", "network"),
+        enabled=accounting.accounting_enabled,
+        context=accounting.accounting,
+        secure=accounting.accounting_secrets,
+    ),
     # After identity: managed Prometheus grants the nodes' identity roles on its rule (reference() to its principal).
     Component(
         "monitoring",
@@ -50,11 +60,12 @@ COMPONENTS: tuple[Component, ...] = (
         enabled=monitoring.monitoring_enabled,
         context=monitoring.monitoring,
     ),
-    # After monitoring: the CycleCloud server's data collection rule association names the rule.
+    # After monitoring: the CycleCloud server's data collection rule association names the rule; after accounting
+    # where there is one: the cluster's slurmdbd connects to that server as it starts.
     Component(
         "compute",
         "compute",
-        ("organization", "network", "identity", "storage", "monitoring"),
+        ("organization", "network", "identity", "storage", "monitoring", "accounting"),
         context=components.compute,
     ),
     Component(
@@ -82,6 +93,18 @@ COMPONENTS: tuple[Component, ...] = (
     # Last, so adding it leaves every other deployment's order alone. It uses nothing of the zone; after
     # organization only so that the first wave stays the resource groups alone.
     Component("defender", None, ("organization",), enabled=components.defender_enabled, context=components.defender),
+    # After the VNet it watches and the workspace Traffic Analytics writes to; appended so the others keep their order.
+    Component(
+        "flowlogs",
+        "monitoring",
+        ("organization", "network", "monitoring"),
+        enabled=flowlogs.flow_logs_enabled,
+        context=flowlogs.flow_logs,
+    ),
+    # After the CycleCloud server it protects; appended so the others keep their order.
+    Component(
+        "backup", "management", ("organization", "compute"), enabled=backup.backup_enabled, context=backup.backup
+    ),
     # The Open OnDemand VM joins the cluster the compute deployment starts; appended so the others keep their order.
     Component(
         "portal",

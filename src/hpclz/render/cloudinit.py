@@ -20,7 +20,7 @@ from typing import Any
 
 from hpclz import __version__
 from hpclz.catalog import load_catalog
-from hpclz.config.compute import ExistingAccounting, Partition
+from hpclz.config.compute import ExistingAccounting, NewAccounting, Partition
 from hpclz.config.storage import ExistingLustre, ExistingShared
 from hpclz.errors import ExitCode, HpclzError
 from hpclz.render.arm import API_VERSIONS, resource_path
@@ -121,6 +121,8 @@ def shared_mounts(zone: Zone) -> dict[str, str] | None:
             "options": shared.options,
             "mount_point": shared.mount_point,
         }
+    if zone.shared_netapp is not None:
+        return _netapp_shared_mounts(zone)
     files = zone.shared_files
     if files is None:
         return None
@@ -135,11 +137,57 @@ def shared_mounts(zone: Zone) -> dict[str, str] | None:
     }
 
 
+# ANF's NFS mount options as CCWS mounts its ANF shared file system (Azure/cyclecloud-slurm-workspace@bc0fc1b:
+# bicep/ccw.bicep, the same options storage.shared existing defaults to), with the NFS version of the volume.
+def _anf_options(protocol: str) -> str:
+    version = "vers=4.1" if protocol == "NFSv4.1" else "vers=3"
+    return f"rw,hard,rsize=262144,wsize=262144,{version},tcp,_netdev,nconnect=8"
+
+
+def _netapp_shared_mounts(zone: Zone) -> dict[str, str]:
+    """A NetApp volume's address exists only once ANF has placed it in the delegated subnet: the mounts name
+    cluster parameters that hpclz-cluster-sync fills from ARM at import time (arm_parameters)."""
+    shared = zone.shared_netapp
+    assert shared is not None
+    return {
+        "address": "",
+        "home_parameter": "SharedHomeAddress",
+        "sched_parameter": "SharedSchedAddress",
+        "home_export": "/hpclz-home",
+        "sched_export": "/hpclz-sched",
+        "options": _anf_options(shared.protocol),
+        "mount_point": shared.mount_point,
+    }
+
+
+def arm_parameters(zone: Zone) -> dict[str, dict[str, str]]:
+    """Cluster parameters hpclz-cluster-sync reads from ARM when it imports the cluster: the shared NetApp volumes'
+    mount addresses (a volume's properties.mountTargets[0].ipAddress, as CCWS's bicep/anf.bicep outputs it), read
+    with the scheduler identity, which holds Reader on the subscription for CycleCloud."""
+    if zone.shared_netapp is None or not zone.config.identity.managed_identities.scheduler:
+        return {}
+    identity = _relative_id(
+        zone, "Microsoft.ManagedIdentity/userAssignedIdentities", zone.identity_name("scheduler"), area="management"
+    )
+    type_ = "Microsoft.NetApp/netAppAccounts/capacityPools/volumes"
+    out = {}
+    for role, volume in zone.shared_netapp_volumes():
+        resource = _relative_id(zone, type_, zone.netapp_account, zone.netapp_pool, zone.netapp_volume(volume))
+        out[f"Shared{role.capitalize()}Address"] = {
+            "identity": identity,
+            "resource": resource,
+            "api": API_VERSIONS[type_],
+            "field": "properties.mountTargets.0.ipAddress",
+            "path": f"storage.shared.{role}_gib",
+        }
+    return out
+
+
 def accounting_secrets(zone: Zone) -> dict[str, dict[str, str]]:
     """Cluster parameters hpclz-cluster-sync reads from Key Vault at import time, so that no rendered file,
     template or state holds them: parameter name -> vault, secret name and the identity that may read it."""
     accounting = zone.config.compute.accounting
-    if not isinstance(accounting, ExistingAccounting) or zone.key_vault_new is None:
+    if not isinstance(accounting, ExistingAccounting | NewAccounting) or zone.key_vault_new is None:
         return {}
     identity = _relative_id(
         zone, "Microsoft.ManagedIdentity/userAssignedIdentities", zone.identity_name("scheduler"), area="management"
@@ -152,6 +200,19 @@ def accounting_secrets(zone: Zone) -> dict[str, dict[str, str]]:
             "path": "compute.accounting.password_secret_name",
         }
     }
+
+
+def accounting_settings(zone: Zone) -> dict[str, str] | None:
+    """cyclecloud-slurm's slurm.accounting.url and user (Azure/cyclecloud-slurm templates/slurm.txt): the server
+    hpclz creates is reached by its FQDN, which its private DNS zone answers inside the VNet, as an administrator
+    login (slurmdbd's user in CCWS too: Azure/cyclecloud-slurm-workspace@bc0fc1b:bicep/mysql.bicep)."""
+    if not accounting_secrets(zone):
+        return None
+    accounting = zone.config.compute.accounting
+    if isinstance(accounting, NewAccounting):
+        return {"mode": "new", "url": zone.mysql_fqdn, "user": accounting.admin_user}
+    assert isinstance(accounting, ExistingAccounting)
+    return {"mode": "existing", "url": accounting.url, "user": accounting.user}
 
 
 def _scratch(zone: Zone, partition: Partition) -> dict[str, str] | None:
@@ -238,7 +299,7 @@ def cluster_files(zone: Zone) -> dict[str, str]:
         ),
         login_an=accelerated(zone, config.compute.login.vm_size),
         shared=shared_mounts(zone),
-        accounting=zone.config.compute.accounting if accounting_secrets(zone) else None,
+        accounting=accounting_settings(zone),
     )
     identity = "/subscriptions/@SUBSCRIPTION_ID@/" + _compute_identity(zone)
     parameters = {
@@ -276,6 +337,9 @@ def cluster_files(zone: Zone) -> dict[str, str]:
     secrets = accounting_secrets(zone)
     if secrets:
         files["secret-parameters.json"] = json.dumps(secrets, indent=2, sort_keys=True) + "\n"
+    lookups = arm_parameters(zone)
+    if lookups:
+        files["arm-parameters.json"] = json.dumps(lookups, indent=2, sort_keys=True) + "\n"
     return files
 
 
@@ -311,6 +375,8 @@ def user_data_document(zone: Zone, files: dict[str, str]) -> str:
     }
     if "secret-parameters.json" in files:
         document["secret_parameters"] = files["secret-parameters.json"]
+    if "arm-parameters.json" in files:
+        document["arm_parameters"] = files["arm-parameters.json"]
     return dumps(document)
 
 

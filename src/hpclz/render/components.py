@@ -81,6 +81,7 @@ def compute(zone: Zone) -> dict[str, Any]:
         "entra_ssh": bool(zone.config.identity.groups.admins or zone.config.identity.groups.users),
         # Guest patching on a user schedule needs the platform to orchestrate patches, with its own safety checks
         # bypassed for the maintenance window (Microsoft.Compute LinuxVMGuestPatchAutomaticByPlatformSettings).
+        "zone": zone.config.compute.service_zone,
         "scheduled_patching": maintenance_enabled(zone) and zone.config.maintenance.scope == "InGuestPatch",
         "agent": agent,
     }

@@ -31,6 +31,8 @@ DATA_BEARING_TYPES = frozenset(
         "Microsoft.Storage/storageAccounts",
         "Microsoft.Storage/storageAccounts/blobServices/containers",
         "Microsoft.Storage/storageAccounts/fileServices/shares",
+        # Slurm accounting: every job's record (sacct, fair-share history).
+        "Microsoft.DBforMySQL/flexibleServers",
     )
 )
 

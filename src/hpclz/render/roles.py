@@ -259,7 +259,7 @@ def _mounted(zone: Zone) -> list[tuple[str, ...]]:
 
 
 def _reads_accounting_secret(zone: Zone) -> bool:
-    return zone.config.compute.accounting.mode == "existing" and zone.config.identity.managed_identities.scheduler
+    return zone.config.compute.accounting.mode != "disabled" and zone.config.identity.managed_identities.scheduler
 
 
 def prometheus_assignments(zone: Zone, ids: dict[str, tuple[str, ...]]) -> list[Assignment]:

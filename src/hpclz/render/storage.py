@@ -94,8 +94,21 @@ def _netapp(zone: Zone) -> dict[str, Any] | None:
             "spec": v,
             "path": f"storage.netapp.volumes[{v.name}]",
             "bytes": v.quota_gib * GIB,
+            "unix_permissions": None,
         }
         for v in netapp.volumes
+    ]
+    volumes += [
+        {
+            "name": zone.netapp_volume(v),
+            "spec": v,
+            "path": f"storage.shared.{role}_gib",
+            "bytes": v.quota_gib * GIB,
+            # Users must traverse the volume's root to reach their homes; CCWS's ANF volume sets the same
+            # (Azure/cyclecloud-slurm-workspace@bc0fc1b:bicep/anf.bicep, unixPermissions '0755').
+            "unix_permissions": "0755",
+        }
+        for role, v in zone.shared_netapp_volumes()
     ]
     return {
         "account": zone.netapp_account,

@@ -11,11 +11,12 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
+from hpclz.config.compute import NewAccounting
 from hpclz.config.identity import Area, NewKeyVault
 from hpclz.config.network import SUBNET_ROLES, ExistingVnet, Subnet
 from hpclz.config.operations import ManagedPrometheus, NewMonitoring
 from hpclz.config.root import LandingZoneConfig
-from hpclz.config.storage import AzureFilesShared, NetAppVolume, NewBlob, NewLustre, NewNetApp
+from hpclz.config.storage import AzureFilesShared, NetAppShared, NetAppVolume, NewBlob, NewLustre, NewNetApp
 from hpclz.errors import ExitCode, HpclzError
 from hpclz.naming import NameBuilder
 from hpclz.render.arm import API_VERSIONS, expr, resource_id, resource_id_expr
@@ -165,6 +166,20 @@ class Zone:
             zones.append((PRIVATE_DNS_ZONES["vault"], "identity.key_vault"))
         return zones
 
+    @property
+    def mysql_dns_zone(self) -> str | None:
+        """The accounting server's private DNS zone. ARM templates must bring their own, named to end with
+        mysql.database.azure.com (learn.microsoft.com/azure/mysql/flexible-server/concepts-networking-vnet,
+        "Use Private DNS Zone"); `<server>.private.mysql.database.azure.com` is the name the portal gives it."""
+        return f"{self.mysql_server_name}.private.mysql.database.azure.com" if self.accounting_new else None
+
+    @property
+    def network_dns_zones(self) -> list[tuple[str, str]]:
+        """Every private DNS zone the network deployment creates and links: the private endpoints' zones, and the
+        accounting server's, which VNet integration needs whatever network.private_dns_zones says."""
+        mysql = [(self.mysql_dns_zone, "compute.accounting")] if self.mysql_dns_zone else []
+        return self.dns_zones + mysql
+
     def dns_zone_id(self, group: str) -> str:
         """The private DNS zone for endpoints of a private-link group ("blob", "vault")."""
         return resource_id_expr("Microsoft.Network/privateDnsZones", PRIVATE_DNS_ZONES[group], group=self.rg["network"])
@@ -241,9 +256,43 @@ class Zone:
             return shared
         return None
 
+    @property
+    def shared_netapp(self) -> NetAppShared | None:
+        """Shared home and /sched as NetApp volumes; they live in storage.netapp's pool (HPCLZ-STO-043 says so when
+        storage.netapp is not new)."""
+        shared = self.config.storage.shared
+        return shared if isinstance(shared, NetAppShared) and self.netapp_new is not None else None
+
+    def shared_netapp_volumes(self) -> list[tuple[str, NetAppVolume]]:
+        """(role, volume) for home and sched; names hpclz-<role> (the export path /hpclz-<role>), apart from
+        storage.netapp.volumes' names by HPCLZ-STO-043."""
+        shared = self.shared_netapp
+        if shared is None:
+            return []
+        sizes = {"home": shared.home_gib, "sched": shared.sched_gib}
+        return [
+            (role, NetAppVolume(name=f"hpclz-{role}", quota_gib=size, protocol=shared.protocol, mount_point=point))
+            for (role, size), point in zip(sizes.items(), (shared.mount_point, "/sched"), strict=True)
+        ]
+
     @cached_property
     def shared_account_name(self) -> str:
         return self.names.name("storage_account", "nfs")
+
+    # --- accounting ----------------------------------------------------------------------------
+    @property
+    def accounting_new(self) -> NewAccounting | None:
+        accounting = self.config.compute.accounting
+        return accounting if isinstance(accounting, NewAccounting) else None
+
+    @cached_property
+    def mysql_server_name(self) -> str:
+        return self.names.name("mysql_server")
+
+    @property
+    def mysql_fqdn(self) -> str:
+        """What clients connect to; the docs advise the FQDN over the IP, which can change (failover, restarts)."""
+        return f"{self.mysql_server_name}.mysql.database.azure.com"
 
     # --- monitoring ----------------------------------------------------------------------------
     @property

@@ -16,6 +16,13 @@ AMLFS = "microsoft.storagecache/amlfilesystems"
 VNET = "microsoft.network/virtualnetworks"
 VAULT = "microsoft.keyvault/vaults"
 STORAGE = "microsoft.storage/storageaccounts"
+FLOW_LOG = "microsoft.network/networkwatchers/flowlogs"
+RS_VAULT = "microsoft.recoveryservices/vaults"
+PROTECTED_ITEM = "microsoft.recoveryservices/vaults/backupfabrics/protectioncontainers/protecteditems"
+# "Network Watcher is automatically enabled in a virtual network's region when you create or update the virtual
+# network", as NetworkWatcher_<region> in the group NetworkWatcherRG, unless the subscription opted out
+# (learn.microsoft.com/azure/network-watcher/network-watcher-create).
+NETWORK_WATCHER_GROUP = "NetworkWatcherRG"
 
 # Properties a provider fixes at creation. Managed Lustre: the azurerm provider marks sku_name,
 # storage_capacity_in_tb and subnet_id ForceNew (hashicorp/terraform-provider-azurerm,
@@ -140,3 +147,61 @@ def soft_delete(names: GlobalNames, resource: dict[str, Any]) -> None:
     if str(resource.get("type", "")).lower() == VAULT:
         props = resource.get("properties") or {}
         names.deleted_vaults[str(resource["name"]).lower()] = bool(props.get("enablePurgeProtection"))
+
+
+def network_watcher_for(subscription: str, location: str) -> tuple[str, dict[str, Any]]:
+    """The watcher Azure creates for a region: (its group, its body as GET returns it)."""
+    name = f"NetworkWatcher_{location}"
+    rid = f"/subscriptions/{subscription}/resourceGroups/{NETWORK_WATCHER_GROUP}/providers/Microsoft.Network/networkWatchers/{name}"
+    body = {
+        "id": rid,
+        "name": name,
+        "type": "Microsoft.Network/networkWatchers",
+        "location": location,
+        "tags": {},
+        "properties": {"provisioningState": "Succeeded"},
+    }
+    return NETWORK_WATCHER_GROUP, body
+
+
+def parent_missing(rtype: str, rid: str, resources: dict[str, dict[str, Any]]) -> Refusal | None:
+    """A flow log is a child of its Network Watcher; ARM refuses a child whose parent does not exist with
+    ParentResourceNotFound ("Can not perform requested operation on nested resource. Parent resource '<name>' not
+    found.", the Resource Manager error for nested resources)."""
+    if rtype.lower() != FLOW_LOG:
+        return None
+    parent = rid.rsplit("/", 2)[0]
+    if parent.lower() in resources:
+        return None
+    name = parent.rsplit("/", 1)[-1]
+    return Refusal(
+        "ParentResourceNotFound",
+        f"Can not perform requested operation on nested resource. Parent resource '{name}' not found.",
+    )
+
+
+def soft_deletes_backups(vault: dict[str, Any] | None) -> bool:
+    """Whether deleting a protected item leaves its backups soft-deleted in the vault: soft delete is on by default
+    for Recovery Services vaults (learn.microsoft.com/azure/backup/backup-azure-security-feature-cloud)."""
+    settings = ((vault or {}).get("properties") or {}).get("securitySettings") or {}
+    state = (settings.get("softDeleteSettings") or {}).get("softDeleteState", "Enabled")
+    return str(state) in ("Enabled", "AlwaysON")
+
+
+def vault_not_empty(vault_id: str, resources: dict[str, dict[str, Any]], soft_deleted: list[str]) -> Refusal | None:
+    """Azure refuses to delete a vault that holds backup items, protected or soft-deleted: "Vault cannot be deleted
+    as there are existing resources within the vault. : <container>\nUnregister all containers from the vault and
+    then retry to delete vault." (code ServiceResourceNotEmptyWithContainerDetails, as Azure returned it in
+    MicrosoftDocs/azure-docs issue 42016; the same wording in Azure/azure-cli issue 7619)."""
+    prefix = vault_id.lower() + "/"
+    live = [k for k, r in resources.items() if k.startswith(prefix) and str(r["type"]).lower() == PROTECTED_ITEM]
+    containers = sorted({k.split("/protectioncontainers/")[1].split("/")[0] for k in live} | set(soft_deleted))
+    if not containers:
+        return None
+    return Refusal(
+        "ServiceResourceNotEmptyWithContainerDetails",
+        "Vault cannot be deleted as there are existing resources within the vault. : "
+        + ", ".join(containers)
+        + "\nUnregister all containers from the vault and then retry to delete vault. "
+        "For instructions, see https://aka.ms/AB-AA4ecq5",
+    )

@@ -315,6 +315,9 @@ class ArmStandIn:
     def _delete_group(self, body: Any, path: str, sub: str, rg: str) -> tuple[int, dict[str, str], Any]:
         if self.world.group(rg) is None:
             raise ArmError(404, "ResourceGroupNotFound", f"Resource group '{rg}' could not be found.")
+        refusal = self.world.refuse_delete(path)
+        if refusal is not None:
+            raise ArmError(400, refusal.code, refusal.message)
         return self._delete_later(self.world.group_delete_latency, lambda: self.world.delete_group(rg))
 
     def _list_group_resources(self, body: Any, path: str, sub: str, rg: str) -> tuple[int, dict[str, str], Any]:
@@ -346,6 +349,9 @@ class ArmStandIn:
         found = self.world.resources.get(path.lower())
         if found is None:
             return 204, {}, None
+        refusal = self.world.refuse_delete(path)
+        if refusal is not None:
+            raise ArmError(400, refusal.code, refusal.message)
         latency = self.world.latency.get(str(found["type"]).lower(), 0.0)
         if not latency:
             self.world.delete_resource(path)

@@ -108,6 +108,12 @@ class World:
         self.usages: dict[str, list[dict[str, Any]]] = {}
         self.faults = Faults()
         self.names = behaviours.GlobalNames()
+        # Azure enables Network Watcher in a region when the subscription's first VNet there is created, unless the
+        # subscription opted out (behaviours.network_watcher_for); a test sets False to be such a subscription.
+        self.auto_network_watcher = True
+        # Backups a deleted protected item left soft-deleted, per vault ID (lower case): containers' names. A test
+        # clears it to play the soft-delete retention running out.
+        self.soft_deleted_backups: dict[str, list[str]] = {}
         # How a finished deployment lists its outputResources; a test may shuffle them, as real ARM may.
         self.output_order: Callable[[list[str]], list[str]] = list
 
@@ -134,6 +140,25 @@ class World:
         with self.lock:
             return [r for key, r in self.resources.items() if key.startswith(prefix)]
 
+    def refuse_delete(self, rid: str) -> behaviours.Refusal | None:
+        """What ARM refuses to delete: a Recovery Services vault holding backups, or a group holding such a vault."""
+        key = rid.lower()
+        with self.lock:
+            if key.count("/") == 4 and "/resourcegroups/" in key:
+                vaults = [
+                    r["id"] for r in self.resources_in(key.split("/")[4]) if r["type"].lower() == behaviours.RS_VAULT
+                ]
+            else:
+                found = self.resources.get(key)
+                vaults = [found["id"]] if found and str(found["type"]).lower() == behaviours.RS_VAULT else []
+            for vault in vaults:
+                refusal = behaviours.vault_not_empty(
+                    vault, self.resources, self.soft_deleted_backups.get(vault.lower(), [])
+                )
+                if refusal is not None:
+                    return refusal
+        return None
+
     def delete_group(self, name: str) -> None:
         with self.lock:
             for resource in self.resources_in(name):
@@ -148,6 +173,12 @@ class World:
                 found = key.split("/")[4] in self.groups
                 self.delete_group(rid.split("/")[4])
                 return found
+            found = self.resources.get(key)
+            if found is not None and str(found["type"]).lower() == behaviours.PROTECTED_ITEM:
+                vault = key.split("/backupfabrics/")[0]
+                if behaviours.soft_deletes_backups(self.resources.get(vault)):
+                    container = key.split("/protectioncontainers/")[1].split("/")[0]
+                    self.soft_deleted_backups.setdefault(vault, []).append(container)
             children = [k for k in self.resources if k.startswith(key + "/")]
             for child in children:
                 del self.resources[child]
@@ -294,6 +325,9 @@ class World:
                 if refusal is not None:
                     return refusal
             existing = self.resources.get(resource.id.lower())
+            orphan = behaviours.parent_missing(resource.type, resource.id, self.resources)
+            if orphan is not None:
+                return orphan
             if existing is None:
                 return behaviours.name_conflict(self.names, resource.type, name)
             refusal = behaviours.immutable_change(resource.type, name, existing, body)
@@ -325,6 +359,14 @@ class World:
             stored["identity"] = {**body["identity"], **_system_identity(resource)}
         with self.lock:
             self.resources[resource.id.lower()] = stored
+            if resource.type.lower() == behaviours.VNET and self.auto_network_watcher:
+                self._enable_network_watcher(resource.location or "")
+
+    def _enable_network_watcher(self, location: str) -> None:
+        group, watcher = behaviours.network_watcher_for(self.subscription_id, location)
+        if self.group(group) is None:
+            self.put_group(group, location, {})
+        self.resources.setdefault(watcher["id"].lower(), watcher)
 
 
 def _late(resource: PlannedResource) -> dict[str, Any]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from hpclz.deploy.destroy import is_immutable
+from hpclz.deploy.vault_note import vault_note
 from hpclz.plan.policies import is_subscription_wide
 
 if TYPE_CHECKING:
@@ -40,6 +41,9 @@ def show_state(err: Console, doc: StateDocument, include_data: bool) -> None:
             "expired (a locked one cannot be shortened); they, their account and group stay until it has",
             highlight=False,
         )
+    vaults = vault_note(data).strip(" ()")
+    if include_data and vaults:
+        err.print(f"  backups: destroy stops protection first; {vaults}", highlight=False)
 
 
 def show_outcome(err: Console, outcome: Any) -> None:

@@ -6,7 +6,7 @@ from collections import Counter
 from collections.abc import Iterable
 
 from hpclz.catalog.versions import SUPPORTED_CLUSTER_VERSIONS, describe_supported
-from hpclz.config.compute import ExistingAccounting
+from hpclz.config.compute import ExistingAccounting, NewAccounting
 from hpclz.config.identity import NewKeyVault
 from hpclz.findings import Finding, Severity
 from hpclz.rules.base import Rule
@@ -316,7 +316,8 @@ ACCOUNTING = ("compute", "accounting")
 class AccountingPasswordInVault(Rule[ConfigContext]):
     """slurmdbd's database password reaches the cluster only through Key Vault: hpclz stores
     identity.key_vault.secrets in the vault it creates, and the CycleCloud server reads the named secret when it
-    imports the cluster. A name that is not among those secrets has no value to read, and the cluster import
+    imports the cluster (in mode new the same secret is also the server's administrator password, a secureString
+    parameter at deploy). A name that is not among those secrets has no value to read, and the cluster import
     fails (Key Vault answers SecretNotFound,
     https://learn.microsoft.com/en-us/rest/api/keyvault/secrets/get-secret/get-secret)."""
 
@@ -327,7 +328,7 @@ class AccountingPasswordInVault(Rule[ConfigContext]):
 
     def check(self, ctx: ConfigContext) -> Iterable[Finding]:
         accounting = ctx.config.compute.accounting
-        if not isinstance(accounting, ExistingAccounting):
+        if not isinstance(accounting, ExistingAccounting | NewAccounting):
             return
         vault = ctx.config.identity.key_vault
         if not isinstance(vault, NewKeyVault):
@@ -354,7 +355,7 @@ class AccountingNeedsSchedulerIdentity(Rule[ConfigContext]):
     fix = "Set identity.managed_identities.scheduler: true, or turn compute.accounting off."
 
     def check(self, ctx: ConfigContext) -> Iterable[Finding]:
-        if ctx.config.compute.accounting.mode == "existing" and not ctx.config.identity.managed_identities.scheduler:
+        if ctx.config.compute.accounting.mode != "disabled" and not ctx.config.identity.managed_identities.scheduler:
             yield self.finding(
                 ctx,
                 (*ACCOUNTING, "mode"),

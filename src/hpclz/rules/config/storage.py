@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from pathlib import PurePosixPath
 
-from hpclz.config.storage import AzureFilesShared
+from hpclz.config.storage import AzureFilesShared, NetAppShared
 from hpclz.findings import Finding, Severity
 from hpclz.naming import NAME_RULES
 from hpclz.rules.base import Rule
@@ -96,13 +96,17 @@ class NetAppQuotasFitPool(Rule[ConfigContext]):
                 fix="Split the volumes over several capacity pools.",
             )
         total = sum(v.quota_gib for v in netapp.volumes)
+        shared = ctx.config.storage.shared
+        # storage.shared mode netapp carves home and /sched from the same pool.
+        extra = shared.home_gib + shared.sched_gib if isinstance(shared, NetAppShared) else 0
         pool = netapp.pool_size_tib * 1024
-        if total > pool:
+        if total + extra > pool:
+            with_shared = f" (with {extra} GiB of shared home and /sched)" if extra else ""
             yield self.finding(
                 ctx,
                 (*NETAPP, "pool_size_tib"),
-                f"volumes ask for {total} GiB but the {netapp.service_level} pool holds {pool} GiB "
-                f"({netapp.pool_size_tib} TiB)",
+                f"volumes ask for {total + extra} GiB{with_shared} but the {netapp.service_level} pool holds "
+                f"{pool} GiB ({netapp.pool_size_tib} TiB)",
             )
 
 
@@ -390,6 +394,39 @@ def _other_mounts(ctx: ConfigContext) -> Iterator[tuple[str, str]]:
         yield storage.scratch.path, "scratch"
 
 
+class SharedNetAppNeedsPool(Rule[ConfigContext]):
+    """storage.shared mode netapp puts home and /sched on two volumes (hpclz-home, hpclz-sched) in the capacity
+    pool hpclz creates for storage.netapp, so that block must be `new`. Their mount addresses exist only once ANF has
+    placed them in the delegated subnet; the CycleCloud server reads them from ARM with the scheduler identity when
+    it imports the cluster, so that identity must exist too."""
+
+    id = "HPCLZ-STO-043"
+    severity = Severity.ERROR
+    title = "NetApp shared home needs storage.netapp mode new and the scheduler identity"
+    fix = (
+        "Set storage.netapp mode: new (a capacity pool with room for home_gib + sched_gib) and "
+        "identity.managed_identities.scheduler: true, or use storage.shared mode: azure_files."
+    )
+
+    def check(self, ctx: ConfigContext) -> Iterable[Finding]:
+        shared = ctx.config.storage.shared
+        if not isinstance(shared, NetAppShared):
+            return
+        netapp = ctx.config.storage.netapp
+        if netapp.mode != "new":
+            yield self.finding(ctx, (*SHARED, "mode"), f"mode netapp needs storage.netapp mode new, not {netapp.mode}")
+        elif any(v.name in ("hpclz-home", "hpclz-sched") for v in netapp.volumes):
+            yield self.finding(
+                ctx, (*NETAPP, "volumes"), "volume names hpclz-home and hpclz-sched are taken by storage.shared"
+            )
+        if not ctx.config.identity.managed_identities.scheduler:
+            yield self.finding(
+                ctx,
+                (*SHARED, "mode"),
+                "identity.managed_identities.scheduler is false: nothing can read the volumes' mount addresses",
+            )
+
+
 # Archive is offered on LRS, GRS and RA-GRS accounts only
 # (MicrosoftDocs/azure-docs@0089f18:articles/storage/blobs/access-tiers-overview.md).
 ARCHIVE_REDUNDANCY = {"LRS", "GRS"}
@@ -453,6 +490,7 @@ STORAGE_RULES: tuple[type[Rule[ConfigContext]], ...] = (
     SharedShareSize,
     SharedNeedsPrivateEndpoint,
     SharedMountHidesNothing,
+    SharedNetAppNeedsPool,
     ArchiveTierRedundancy,
     LustreHsmPrincipal,
 )

@@ -18,7 +18,12 @@ from hpclz.rules.template.azure_limits import (
 )
 from hpclz.rules.template.checkov import AllowlistNotStale, CheckovChecksPass
 from hpclz.rules.template.custom_data import CustomDataWithoutSecrets
-from hpclz.rules.template.exposure import BlobPublicAccessDisabled, HttpsOnlyUnlessPrivateNfs, NoAdminPortsFromInternet
+from hpclz.rules.template.exposure import (
+    BlobPublicAccessDisabled,
+    HttpsOnlyUnlessPrivateNfs,
+    NoAdminPortsFromInternet,
+    PublicEndpointDeniedByDefault,
+)
 from hpclz.rules.template.expressions import DeclarationsUsed, ExpressionParses, FunctionsExist, ReferencesDeclared
 from hpclz.rules.template.monitoring import VmMonitored
 from hpclz.rules.template.public_ip import NoPublicIpOnNics
@@ -58,6 +63,7 @@ LINT_RULES: tuple[type[Rule[Any]], ...] = (
     NoAdminPortsFromInternet,
     BlobPublicAccessDisabled,
     HttpsOnlyUnlessPrivateNfs,
+    PublicEndpointDeniedByDefault,
     AmlfsHsmPrerequisites,
     BastionNativeClientTunneling,
     ArchiveTierAvailable,

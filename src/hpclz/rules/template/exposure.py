@@ -132,3 +132,44 @@ def _private_nfs(resource: dict[str, Any], properties: dict[str, Any]) -> bool:
         and properties.get("publicNetworkAccess") == "Disabled"
         and acls.get("defaultAction") == "Deny"
     )
+
+
+class PublicEndpointDeniedByDefault(Rule[TemplateContext]):
+    """A storage account whose public endpoint is on must still refuse every network by default: no IP or VNet
+    rule may open it, and only Azure's trusted services (or nothing) may pass. checkov's CKV_AZURE_59 wants the
+    public endpoint off altogether and is allowlisted for the one account that cannot have it off, the VNet flow
+    log account: Network Watcher writes there as a trusted Azure service ("Azure Networking Services: Store and
+    analyze network traffic logs", learn.microsoft.com/azure/storage/common/storage-network-security), which
+    publicNetworkAccess Disabled would block. This rule keeps CKV_AZURE_59's intent for every account."""
+
+    id = "HPCLZ-TPL-041"
+    severity = Severity.ERROR
+    title = "Storage account's public endpoint is open to some network"
+    fix = (
+        "Set publicNetworkAccess to Disabled (reach the account through a private endpoint), or keep networkAcls "
+        "defaultAction Deny with no ipRules or virtualNetworkRules and bypass AzureServices or None."
+    )
+
+    def check(self, ctx: TemplateContext) -> Iterable[Finding]:
+        for found in ctx.resources:
+            if found.type.lower() != STORAGE:
+                continue
+            properties = as_dict(found.resource.get("properties"))
+            if properties.get("publicNetworkAccess") == "Disabled":
+                continue
+            opened = _openings(as_dict(properties.get("networkAcls")))
+            if opened:
+                yield self.finding(
+                    ctx, (*found.path, "properties"), f"{found.label}: public endpoint on with {'; '.join(opened)}"
+                )
+
+
+def _openings(acls: dict[str, Any]) -> list[str]:
+    out = []
+    if acls.get("defaultAction") != "Deny":
+        out.append(f"networkAcls defaultAction {acls.get('defaultAction')!r}")
+    if as_list(acls.get("ipRules")) or as_list(acls.get("virtualNetworkRules")):
+        out.append("IP or VNet rules")
+    if str(acls.get("bypass", "AzureServices")) not in ("AzureServices", "None"):
+        out.append(f"bypass {acls.get('bypass')!r}")
+    return out
