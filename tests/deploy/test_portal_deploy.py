@@ -47,7 +47,7 @@ def test_the_client_secret_reader_role_lands_on_the_vault(
 ) -> None:
     yaml = YAML()
     data = yaml.load(zone.read_text(encoding="utf-8"))
-    data["identity"]["key_vault"]["secrets"] = {"ood-client-secret": "${env:OOD_CLIENT_SECRET}"}
+    data["identity"]["key_vault"].setdefault("secrets", {})["ood-client-secret"] = "${env:OOD_CLIENT_SECRET}"
     data["portal"]["oidc"]["client_secret_name"] = "ood-client-secret"
     with zone.open("w", encoding="utf-8") as handle:
         yaml.dump(data, handle)

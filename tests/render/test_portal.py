@@ -37,7 +37,7 @@ def _script(deployment: Deployment) -> str:
 
 
 def _with_secret(data: dict[str, Any]) -> None:
-    data["identity"]["key_vault"]["secrets"] = {"ood-client-secret": "${env:OOD_CLIENT_SECRET}"}
+    data["identity"]["key_vault"].setdefault("secrets", {})["ood-client-secret"] = "${env:OOD_CLIENT_SECRET}"
     data["portal"]["oidc"]["client_secret_name"] = "ood-client-secret"
     data["portal"]["server_name"] = "ood.hpc.example.com"
     data["portal"]["allowed_cidrs"] = ["10.8.0.0/16", "192.168.10.0/24"]

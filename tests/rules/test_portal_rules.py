@@ -15,7 +15,7 @@ def test_a_secret_kept_in_the_vault_and_private_ranges_pass() -> None:
     case = Case(
         "ai-training",
         _all(
-            _set("identity.key_vault.secrets", {"ood-client-secret": "${env:OOD_CLIENT_SECRET}"}),
+            _set("identity.key_vault.secrets.ood-client-secret", "${env:OOD_CLIENT_SECRET}"),
             _set("portal.oidc.client_secret_name", "ood-client-secret"),
             # RFC 1918 and RFC 6598 (100.64.0.0/10, carrier-grade NAT and some VPN pools) ranges.
             _set("portal.allowed_cidrs", ["10.8.0.0/16", "172.20.0.0/14", "192.168.10.0/24", "100.64.12.0/22"]),
