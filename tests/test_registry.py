@@ -20,6 +20,7 @@ AREA_MODULE: dict[str, tuple[str, ...]] = {
     "CMP": ("compute", "accounting"),
     "STO": ("storage", "integrity"),
     "SEC": ("security",),
+    "PRT": ("portal",),
     "ZON": ("zones",),
     "MON": ("operations", "metrics", "resilience"),
     "MNT": ("operations", "resilience"),

@@ -149,6 +149,13 @@ CASES: dict[str, tuple[str, list[str], list[str]]] = {
         ["the login nodes carry id-riskgrid-compute-prod-weu, which holds Key Vault Secrets User"],
         [],
     ),
+    # The NIC shape of Azure's quickstart VM templates, whose ip configuration names a publicIPAddress; the
+    # private NIC beside it (what hpclz renders for the CycleCloud server and the portal) passes.
+    "HPCLZ-TPL-047": (
+        "tpl-047-public-ip.json",
+        ["nic-ood-public: ip configuration 0 has a public IP address"],
+        ["resources[nic-ood-public].properties.ipConfigurations[ipconfig1].properties.publicIPAddress"],
+    ),
     "HPCLZ-TPL-029": (
         "tpl-027-029-amlfs-hsm-archive.json",
         ["tiers to Archive on a standard_zrs account", "tiers to Archive with no prefixMatch filter"],

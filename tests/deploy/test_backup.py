@@ -24,7 +24,8 @@ def test_deploy_protects_the_cyclecloud_server(arm: ArmStandIn, zone: Path, run_
     [vault] = _of(arm, VAULT)
     assert vault["id"].split("/")[4] == "rg-aitrain-management-prod-eus2"
     [item] = _of(arm, ITEM)
-    [vm] = _of(arm, "Microsoft.Compute/virtualMachines")
+    # The CycleCloud server, not the Open OnDemand portal ai-training also has (the portal keeps no data).
+    [vm] = [r for r in _of(arm, "Microsoft.Compute/virtualMachines") if "-cc-" in r["name"]]
     assert item["properties"]["sourceResourceId"].lower() == vm["id"].lower()
     assert item["properties"]["policyId"].endswith("/backupPolicies/hpclz-daily-vm")
 

@@ -55,3 +55,9 @@ def resources_of(plan: DeploymentPlan, type_: str) -> list[dict[str, Any]]:
         for found in iter_resources(d.template.get("resources", []))
         if found.type == type_
     ]
+
+
+def cyclecloud_vms(plan: DeploymentPlan) -> list[dict[str, Any]]:
+    """The VMs of the compute deployment (the CycleCloud server), not the portal's (portal.*)."""
+    compute = plan.model_copy(update={"deployments": [d for d in plan.deployments if d.component == "compute"]})
+    return resources_of(compute, "Microsoft.Compute/virtualMachines")

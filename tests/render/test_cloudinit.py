@@ -18,7 +18,7 @@ from ruamel.yaml import YAML
 from hpclz.errors import HpclzError
 from hpclz.render.cloudinit import CUSTOM_DATA_LIMIT, USER_DATA_LIMIT, custom_data, user_data
 from tests.conftest import require
-from tests.render.conftest import preset_plan, resources_of, variant
+from tests.render.conftest import cyclecloud_vms, preset_plan, variant
 
 TEMPLATES = Path(__file__).resolve().parents[2] / "templates" / "cloud-init"
 
@@ -35,7 +35,7 @@ def _unpacked(encoded: str) -> str:
 
 
 def _cloud_config(stem: str) -> dict[str, Any]:
-    (vm,) = resources_of(preset_plan(stem), "Microsoft.Compute/virtualMachines")
+    (vm,) = cyclecloud_vms(preset_plan(stem))
     text = _unpacked(vm["properties"]["osProfile"]["customData"])
     assert text == _artifacts(stem)["cloud-init/cyclecloud-server.yaml"]
     assert text.startswith("#cloud-config\n")
@@ -58,7 +58,7 @@ def _node_scripts(cluster: str) -> list[str]:
 
 
 def _user_data(stem: str) -> dict[str, Any]:
-    (vm,) = resources_of(preset_plan(stem), "Microsoft.Compute/virtualMachines")
+    (vm,) = cyclecloud_vms(preset_plan(stem))
     text = _unpacked(vm["properties"]["userData"])
     assert text == _artifacts(stem)["cloud-init/cyclecloud-userdata.json"]
     return dict(json.loads(text))
@@ -94,8 +94,8 @@ def test_a_partition_edit_changes_user_data_but_not_custom_data() -> None:
     def add(data: dict[str, Any]) -> None:
         data["compute"]["partitions"].append({"name": "viz", "vm_size": "Standard_NV36ads_A10_v5", "max_nodes": 2})
 
-    (before,) = resources_of(preset_plan("finance"), "Microsoft.Compute/virtualMachines")
-    (after,) = resources_of(variant("finance", add), "Microsoft.Compute/virtualMachines")
+    (before,) = cyclecloud_vms(preset_plan("finance"))
+    (after,) = cyclecloud_vms(variant("finance", add))
     assert after["properties"]["osProfile"]["customData"] == before["properties"]["osProfile"]["customData"]
     assert after["properties"]["userData"] != before["properties"]["userData"]
 

@@ -10,7 +10,7 @@ import pytest
 from hpclz.errors import ExitCode, HpclzError
 from hpclz.render.nsg import BASTION_RULES
 from hpclz.render.writer import output_files
-from tests.render.conftest import preset_plan, resources_of, variant
+from tests.render.conftest import cyclecloud_vms, preset_plan, resources_of, variant
 
 
 def test_key_vault_is_rbac_private_soft_deleted_and_purge_protected() -> None:
@@ -195,14 +195,14 @@ def test_existing_vnet_gets_nsgs_only_and_is_referenced_by_id() -> None:
     plan = variant("ai-training", edit)
     assert resources_of(plan, "Microsoft.Network/virtualNetworks") == []
     assert resources_of(plan, "Microsoft.Network/networkSecurityGroups")
-    (nic,) = resources_of(plan, "Microsoft.Network/networkInterfaces")
+    (nic,) = [n for n in resources_of(plan, "Microsoft.Network/networkInterfaces") if "-cc-" in n["name"]]
     subnet = nic["properties"]["ipConfigurations"][0]["properties"]["subnet"]["id"]
     assert subnet == f"{vnet_id}/subnets/snet-aitrain-admin-prod-eus2"
 
 
 def test_cyclecloud_server_uses_ssh_keys_only_and_the_scheduler_identity() -> None:
     plan = preset_plan("ai-training")
-    (vm,) = resources_of(plan, "Microsoft.Compute/virtualMachines")
+    (vm,) = cyclecloud_vms(plan)
     linux = vm["properties"]["osProfile"]["linuxConfiguration"]
     assert linux["disablePasswordAuthentication"] is True
     assert "adminPassword" not in vm["properties"]["osProfile"]

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import PRESETS, require
+from tests.render.conftest import preset_plan
 from tests.render.downloads import unpinned_downloads
 from tests.render.test_cloudinit import TEMPLATES, _artifacts, _cloud_config, _scripts
 
@@ -54,6 +55,8 @@ def _rendered_scripts(stem: str) -> list[str]:
     scripts = [
         *_scripts(_artifacts(stem)["cyclecloud/slurm-cluster.txt"]),
         files["/opt/hpclz/bin/bootstrap-cyclecloud"],
+        # The Open OnDemand VM's boot script (portal.*), where the preset has the portal.
+        *[d.artifacts["cloud-init/portal.sh"] for d in preset_plan(stem).deployments if d.component == "portal"],
     ]
     return scripts + [helper for script in scripts for helper in _embedded(script)]
 

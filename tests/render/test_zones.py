@@ -10,7 +10,7 @@ from hpclz.plan.changeset import Policy
 from hpclz.plan.policies import property_verdict
 from hpclz.render.model import DeploymentPlan
 from tests.arm.test_schema_gate import schema_findings
-from tests.render.conftest import preset_plan, resources_of, variant
+from tests.render.conftest import cyclecloud_vms, preset_plan, resources_of, variant
 
 VM = "Microsoft.Compute/virtualMachines"
 AMLFS = "Microsoft.StorageCache/amlFilesystems"
@@ -34,7 +34,7 @@ def _zone_lines(block: str) -> list[str]:
 
 def test_ai_training_puts_the_service_vms_partitions_and_lustre_in_zone_1() -> None:
     plan = preset_plan("ai-training")
-    [vm] = resources_of(plan, VM)
+    [vm] = cyclecloud_vms(plan)  # the CycleCloud server; the Open OnDemand portal is ai-training's other VM
     assert vm["zones"] == ["1"]
     [lustre] = resources_of(plan, AMLFS)
     assert lustre["zones"] == ["1"]

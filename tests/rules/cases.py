@@ -354,6 +354,30 @@ CASES: dict[str, list[Case]] = {
     ],
     "HPCLZ-SEC-001": [Case("finance", _set("defender", DELETE)), Case("ai-training", _set("defender.plans", []))],
     "HPCLZ-SEC-002": [Case("finance", _set("defender.plans", ["StorageAccounts", "KeyVaults"]))],
+    "HPCLZ-PRT-001": [Case("ai-training", _set("storage.shared", {"mode": "disabled"}))],
+    "HPCLZ-PRT-002": [Case("ai-training", _set("portal.oidc", DELETE))],
+    # 0.0.0.0/0 is the whole Internet; 8.8.8.0/24 holds Google's public DNS (developers.google.com/speed/public-dns,
+    # 8.8.8.8); 203.0.113.0/24
+    # is RFC 5737's documentation range, which Python's ipaddress calls private but no private network uses.
+    "HPCLZ-PRT-003": [
+        Case("ai-training", _set("portal.allowed_cidrs", ["10.0.0.0/8", "0.0.0.0/0"])),
+        Case("ai-training", _set("portal.allowed_cidrs", ["8.8.8.0/24"])),
+        Case("ai-training", _set("portal.allowed_cidrs", ["203.0.113.0/24"])),
+    ],
+    "HPCLZ-PRT-004": [
+        Case("ai-training", _set("network.bastion.enabled", False)),
+        Case("ai-training", _set("network.bastion.sku", "Basic")),
+    ],
+    "HPCLZ-PRT-005": [
+        Case("ai-training", _set("portal.oidc.client_secret_name", "ood-client-secret")),
+        Case(
+            "ai-training",
+            _all(
+                _set("identity.key_vault", {"mode": "disabled"}),
+                _set("portal.oidc.client_secret_name", "ood-client-secret"),
+            ),
+        ),
+    ],
     "HPCLZ-MON-001": [Case("ai-training", _set("monitoring", {"mode": "disabled"}))],
     "HPCLZ-MON-002": [Case("energy", _set("monitoring.retention_days", 30))],
     "HPCLZ-MON-003": [Case("finance", _set("monitoring.action_group.emails", []))],

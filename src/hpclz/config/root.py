@@ -15,6 +15,7 @@ from hpclz.config.metadata import Metadata
 from hpclz.config.network import Network
 from hpclz.config.operations import LocalState, Maintenance, Monitoring, NewMonitoring, StateBackend, Verify
 from hpclz.config.organization import Organization
+from hpclz.config.portal import Portal
 from hpclz.config.security import Defender
 from hpclz.config.storage import Storage
 
@@ -35,6 +36,9 @@ class LandingZoneConfig(StrictModel):
     verify: Verify = Field(default_factory=Verify)
     defender: Defender = Field(
         default_factory=Defender, description="Microsoft Defender for Cloud plans, set at subscription scope (opt-in)."
+    )
+    portal: Portal = Field(
+        default_factory=Portal, description="Open OnDemand web portal to the cluster, private only (off by default)."
     )
     backup: Backup = Field(
         default_factory=Backup, description="Azure Backup of the CycleCloud server (Recovery Services vault)."

@@ -118,6 +118,9 @@ def _baseline(config: LandingZoneConfig) -> list[CostLine]:
         )
         for role, size, count in config.compute.service_vms()
     ]
+    if config.portal.enabled:
+        size = config.portal.vm_size
+        lines.append(CostLine(group="baseline", name=f"Open OnDemand portal VM {size}", meter=vm_meter(size)))
     network = config.network
     if network.bastion.enabled:
         tier = network.bastion.sku

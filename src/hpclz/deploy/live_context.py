@@ -57,6 +57,9 @@ class LiveContext:
         ]
         for i, p in enumerate(compute.partitions):
             out.append((("compute", "partitions", i, "vm_size"), p.vm_size, p.max_nodes, p.priority == "spot"))
+        portal = self.loaded.config.portal
+        if portal.enabled:  # the Open OnDemand VM: its size must exist in the region and fit the quota too
+            out.append((("portal", "vm_size"), portal.vm_size, 1, False))
         return out
 
     def sku(self, name: str) -> dict[str, Any] | None:

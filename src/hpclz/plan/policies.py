@@ -264,6 +264,34 @@ _WHOLE_SUBSCRIPTION = (
 
 
 _REPLACE_VM = "the VM is deleted and recreated with a new OS disk"
+_CUSTOM_DATA = _v(
+    Policy.NOT_ALLOWED,
+    "a VM's customData cannot be updated after the VM is created (ARM OSProfile.customData); "
+    "the one-time install it carries (CycleCloud and cyclecloud-slurm versions) would not change",
+    "recreate the VM in a maintenance window, or apply the change on the VM itself; "
+    "templates should carry changeable settings in userData, which ARM updates in place",
+    'ARM OSProfile.customData reference: "This property cannot be updated after the VM is created."',
+)
+# The Open OnDemand VM (hpclz.render.portal) keeps nothing of its own: homes and the cluster's config are on NFS,
+# its settings all in its boot script. A new boot script is a new VM, which loses nothing.
+_PORTAL_CUSTOM_DATA = _v(
+    Policy.REPLACE,
+    "the portal's boot script (customData) cannot be updated in place: the portal VM is recreated with the new one; "
+    "it holds no data (homes and /sched are on the shared NFS shares)",
+    "deploy with --replace Microsoft.Compute/virtualMachines/<portal VM> and --allow-data-loss; users sign in again",
+    'ARM OSProfile.customData reference: "This property cannot be updated after the VM is created."',
+)
+
+
+def _custom_data_verdict(body: Any) -> Verdict:
+    """The portal by its computer name (`<zone>-ood`, hpclz.render.portal), which both the rendered body and
+    what-if's after-body carry (the resource name is not in the former)."""
+    from hpclz.render.portal import LABEL
+
+    os_profile = ((body or {}).get("properties") or {}).get("osProfile") if isinstance(body, dict) else None
+    name = os_profile.get("computerName") if isinstance(os_profile, dict) else None
+    return _PORTAL_CUSTOM_DATA if str(name).endswith(f"-{LABEL}") else _CUSTOM_DATA
+
 
 RESOURCE_RULES: dict[str, list[PropertyRule]] = {
     "microsoft.network/virtualnetworks": [
@@ -477,17 +505,7 @@ RESOURCE_RULES: dict[str, list[PropertyRule]] = {
                 f"{DOCS}/virtual-machines/move-virtual-machines-regional-zonal-portal (a zonal move creates a new VM)",
             ),
         ),
-        PropertyRule(
-            "properties.osProfile.customData",
-            _v(
-                Policy.NOT_ALLOWED,
-                "a VM's customData cannot be updated after the VM is created (ARM OSProfile.customData); "
-                "the one-time install it carries (CycleCloud and cyclecloud-slurm versions) would not change",
-                "recreate the VM in a maintenance window, or apply the change on the VM itself; "
-                "templates should carry changeable settings in userData, which ARM updates in place",
-                'ARM OSProfile.customData reference: "This property cannot be updated after the VM is created."',
-            ),
-        ),
+        PropertyRule("properties.osProfile.customData", lambda _b, _a, body: _custom_data_verdict(body)),
         PropertyRule(
             "properties.userData",
             _v(

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hpclz.config.root import LandingZoneConfig
-from hpclz.render import accounting, audit, backup, components, flowlogs, monitoring, policy, storage
+from hpclz.render import accounting, audit, backup, components, flowlogs, monitoring, policy, portal, storage
 from hpclz.render.arm import RG_TEMPLATE_SCHEMA, SUBSCRIPTION_TEMPLATE_SCHEMA
 from hpclz.render.engine import render_json
 from hpclz.render.model import Deployment, DeploymentPlan, Scope, canonical_json
@@ -104,6 +104,15 @@ COMPONENTS: tuple[Component, ...] = (
     # After the CycleCloud server it protects; appended so the others keep their order.
     Component(
         "backup", "management", ("organization", "compute"), enabled=backup.backup_enabled, context=backup.backup
+    ),
+    # The Open OnDemand VM joins the cluster the compute deployment starts; appended so the others keep their order.
+    # After maintenance where there is one: the portal VM takes the same guest-patching window as the CycleCloud server.
+    Component(
+        "portal",
+        "compute",
+        ("organization", "network", "identity", "storage", "compute", "maintenance"),
+        enabled=portal.portal_enabled,
+        context=portal.portal,
     ),
 )
 

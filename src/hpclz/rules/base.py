@@ -14,7 +14,7 @@ from typing import Any, ClassVar, Generic, Protocol, TypeVar
 from hpclz.config.source_map import PathPart, SourceMap, display_path
 from hpclz.findings import Finding, Severity
 
-RULE_ID = re.compile(r"^HPCLZ-(ORG|IDN|NET|CMP|STO|SEC|MON|MNT|COST|TPL|VFY|ZON)-\d{3}$")
+RULE_ID = re.compile(r"^HPCLZ-(ORG|IDN|NET|CMP|STO|SEC|PRT|MON|MNT|COST|TPL|VFY|ZON)-\d{3}$")
 # docs/rules.md exists only in a checkout; `hpclz explain` reads the same text from the installed package.
 EXPLAIN_COMMAND = "hpclz explain"
 

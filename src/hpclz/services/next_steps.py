@@ -15,6 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from hpclz.config.loader import LoadedConfig
+from hpclz.services.portal_steps import portal_steps
 from hpclz.state.model import StateDocument
 
 # The server's web UI listens on HTTPS 443 (cloud-init: `cyclecloud initialize --url=https://localhost`);
@@ -99,6 +100,7 @@ def next_steps(loaded: LoadedConfig, doc: StateDocument) -> list[str]:
     config = Path(loaded.file).name
     if loaded.config.compute.login.count:
         steps.append(f"Login node, from the CycleCloud server: cyclecloud connect login-1 -c {cluster}")
+    steps += portal_steps(loaded, doc)
     steps.append(
         f"Verify, on the scheduler (from the CycleCloud server: cyclecloud connect scheduler -c {cluster}), "
         f"with a copy of {config}: hpclz verify {config}"

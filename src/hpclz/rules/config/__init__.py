@@ -13,6 +13,7 @@ from hpclz.rules.config.metrics import METRICS_RULES
 from hpclz.rules.config.network import NETWORK_RULES
 from hpclz.rules.config.operations import COST_RULES, MAINTENANCE_RULES, MONITORING_RULES
 from hpclz.rules.config.organization import ORGANIZATION_RULES
+from hpclz.rules.config.portal import PORTAL_RULES
 from hpclz.rules.config.resilience import BACKUP_RULES, FLOW_LOG_RULES
 from hpclz.rules.config.security import SECURITY_RULES
 from hpclz.rules.config.storage import STORAGE_RULES
@@ -28,6 +29,7 @@ CONFIG_RULES: tuple[type[Rule[Any]], ...] = (
     *ZONE_RULES,
     *INTEGRITY_RULES,
     *SECURITY_RULES,
+    *PORTAL_RULES,
     *MONITORING_RULES,
     *FLOW_LOG_RULES,
     *METRICS_RULES,

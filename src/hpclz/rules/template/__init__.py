@@ -27,6 +27,7 @@ from hpclz.rules.template.exposure import (
 from hpclz.rules.template.expressions import DeclarationsUsed, ExpressionParses, FunctionsExist, ReferencesDeclared
 from hpclz.rules.template.locker import LockerAccountHoldsNoData, LoginNodesCarryNoDataIdentity
 from hpclz.rules.template.monitoring import VmMonitored
+from hpclz.rules.template.public_ip import NoPublicIpOnNics
 from hpclz.rules.template.resources import (
     ApiVersionPinned,
     DependsOnExists,
@@ -71,6 +72,7 @@ LINT_RULES: tuple[type[Rule[Any]], ...] = (
     HostMaintenanceOnVm,
     LockerAccountHoldsNoData,
     LoginNodesCarryNoDataIdentity,
+    NoPublicIpOnNics,
     VmMonitored,
 )
 CHECKOV_RULES: tuple[type[Rule[Any]], ...] = (CheckovChecksPass,)

@@ -1,0 +1,233 @@
+"""The Open OnDemand portal (portal.*): one VM in the admin subnet, no public IP, HTTPS only from Bastion and the
+private ranges the config lists.
+
+CCWS builds the same portal as a CycleCloud cluster (Azure/cyclecloud-open-ondemand templates/OpenOnDemand.txt,
+release 1.1.6 in CCWS); hpclz renders it as an ARM VM whose boot script does what that project's playbooks do
+(specs/default/cluster-init/files/playbooks/ood.yml: Open OnDemand from OSC's repository, a self-signed
+certificate, Entra ID through mod_auth_openidc) and what a cyclecloud-slurm login node does to join the cluster
+(munge key and slurm.conf from /sched/<cluster>/, Azure/cyclecloud-slurm@b26ab06:slurm/install/install.py).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from hpclz.config.identity import BuiltinRole
+from hpclz.config.portal import PortalOidc
+from hpclz.errors import ExitCode, HpclzError
+from hpclz.render.arm import API_VERSIONS, RG_TEMPLATE_SCHEMA, expr, literal, resource_id, role_definition
+from hpclz.render.cloudinit import accelerated, cluster_name, custom_data, shared_mounts
+from hpclz.render.components import maintenance_enabled
+from hpclz.render.engine import render_text
+from hpclz.render.monitoring import vm_agent
+from hpclz.render.nsg import DENY_INTERNET_PRIORITY
+from hpclz.render.roles import ROLE_IDS, entra_login
+from hpclz.render.zone import Zone
+
+LABEL = "ood"
+HTTPS = 443
+# Where users reach the portal through `az network bastion tunnel --port 9443` (hpclz.services.next_steps): the
+# redirect URI the app registration needs for that path (docs/portal.md).
+TUNNEL_PORT = 9443
+# Pinned so a portal built next month matches one built today; change deliberately.
+# - Open OnDemand 4.1.4 from OSC's 4.1 apt repository, as CCWS's project pins it
+#   (Azure/cyclecloud-open-ondemand@3f0e012:specs/default/cluster-init/files/playbooks/vars.yml `ondemand_version`,
+#   Ubuntu/vars.yml `ondemand={{ ondemand_version }}`); 4.2 drops Ubuntu 22.04
+#   (OSC/puppet-module-openondemand@069a5d8:manifests/init.pp, "Ubuntu 22.04 is not supported for OnDemand 4.2").
+# - The repository URL layout and its signing key's fingerprint: OSC/puppet-module-openondemand@069a5d8:manifests/
+#   init.pp (`${repo_baseurl_prefix}/${repo_release}/web/apt`) and @c5ec65a:manifests/repo/apt.pp (key id).
+# - Microsoft's package signing key, which signs packages.microsoft.com where cyclecloud-slurm's Slurm builds live
+#   (learn.microsoft.com/cli/azure/install-azure-cli-linux, "BC528686B50D79E339D3721CEB3E94ADBE1229CF").
+OOD = {
+    "release": "4.1",
+    "package": "4.1.4",
+    "repo": "https://apt.osc.edu/ondemand/4.1/web/apt",
+    "key_url": "https://apt.osc.edu/ondemand/DEB-GPG-KEY-ondemand",
+    "key_fingerprint": "FE143EA1CB378B569BBF7C544B72FE2B92D31755",
+}
+MICROSOFT_KEY = {
+    "url": "https://packages.microsoft.com/keys/microsoft.asc",
+    "fingerprint": "BC528686B50D79E339D3721CEB3E94ADBE1229CF",
+}
+# cyclecloud-slurm's Slurm packages for Ubuntu 22.04 (Azure/cyclecloud-slurm@b26ab06:slurm/install/ubuntu.sh).
+SLURM_REPO = "https://packages.microsoft.com/repos/slurm-ubuntu-jammy/"
+# The uid/gid cyclecloud-slurm gives munge and slurm on every node (install.py defaults), so files on /sched match.
+IDS = {"slurm": 11100, "munge": 11101}
+# Files cyclecloud-slurm links from /sched/<cluster>/ into /etc/slurm on every node (install.py _complete_install_all).
+SLURM_FILES = ("slurm.conf", "azure.conf", "keep_alive.conf", "accounting.conf", "gres.conf", "cgroup.conf")
+
+
+def portal_enabled(zone: Zone) -> bool:
+    """Asked for, and standing on what it needs; otherwise HPCLZ-PRT-001/002 have already refused the config."""
+    portal = zone.config.portal
+    return portal.enabled and portal.oidc is not None and shared_mounts(zone) is not None
+
+
+def slurm_cluster_name(zone: Zone) -> str:
+    """cyclecloud-slurm's "safe" cluster name, the directory under /sched (install.py `_escape`: lowercase,
+    anything but letters, digits and '-' becomes '-')."""
+    return re.sub(r"[^a-z0-9-]", "-", cluster_name(zone).lower())
+
+
+def _oidc(zone: Zone) -> PortalOidc:
+    oidc = zone.config.portal.oidc
+    if oidc is None:
+        raise HpclzError(
+            "portal.oidc: missing, but the portal needs it (see `hpclz validate`)", exit_code=ExitCode.CONFIG_INVALID
+        )
+    return oidc
+
+
+def _user_map(oidc: PortalOidc) -> str | None:
+    """ood_portal.yml user_map_match: user@domain -> user, as CCWS's vars-entra.yml builds it; None keeps the claim."""
+    return f"^([^@]+)@{re.escape(oidc.user_domain)}$" if oidc.user_domain else None
+
+
+def portal_script(zone: Zone) -> str:
+    portal = zone.config.portal
+    shared = shared_mounts(zone)
+    if shared is None:
+        raise HpclzError(
+            "portal.enabled: the portal needs storage.shared for /home and /sched (see `hpclz validate`)",
+            exit_code=ExitCode.CONFIG_INVALID,
+        )
+    oidc = _oidc(zone)
+    secret = None
+    if oidc.client_secret_name:
+        secret = {"vault": zone.key_vault_name, "name": oidc.client_secret_name}
+    hosts = [f"localhost:{TUNNEL_PORT}"] + ([portal.server_name] if portal.server_name else [])
+    return render_text(
+        "cloud-init/portal.sh.j2",
+        shared=shared,
+        cluster=slurm_cluster_name(zone),
+        slurm_version=zone.config.compute.cyclecloud.slurm_version,
+        slurm_repo=SLURM_REPO,
+        slurm_files=SLURM_FILES,
+        ids=IDS,
+        ood=OOD,
+        microsoft_key=MICROSOFT_KEY,
+        oidc=oidc,
+        user_map=_user_map(oidc),
+        secret=secret,
+        server_name=portal.server_name,
+        certificate_name=portal.server_name or "localhost",
+        logout_host=hosts[-1],
+    )
+
+
+def _sources(zone: Zone) -> list[str]:
+    network = zone.config.network
+    out = []
+    if network.bastion.enabled and network.vnet.subnets.bastion is not None:
+        out.append(str(zone.subnet("bastion").cidr))
+    out += [str(c) for c in zone.config.portal.allowed_cidrs]
+    return out
+
+
+def security_rules(zone: Zone) -> list[dict[str, Any]]:
+    """HTTPS from Bastion and the listed private ranges, SSH from Bastion only, nothing else inbound: the NIC's
+    NSG, on top of the admin subnet's (which allows the whole VNet)."""
+    rules: list[dict[str, Any]] = []
+    sources = _sources(zone)
+    if sources:
+        rules.append(_allow("AllowPortalHttps", 100, sources, str(HTTPS), "hpclz: portal.allowed_cidrs and Bastion"))
+    network = zone.config.network
+    if network.bastion.enabled and network.vnet.subnets.bastion is not None:
+        rules.append(
+            _allow("AllowBastionSsh", 110, [str(zone.subnet("bastion").cidr)], "22", "hpclz: admin SSH via Bastion")
+        )
+    rules.append(
+        {
+            "name": "DenyAllInbound",
+            "properties": {
+                "priority": DENY_INTERNET_PRIORITY,
+                "direction": "Inbound",
+                "access": "Deny",
+                "protocol": "*",
+                "sourceAddressPrefix": "*",
+                "sourcePortRange": "*",
+                "destinationAddressPrefix": "*",
+                "destinationPortRange": "*",
+                "description": "hpclz: the portal takes nothing else, not even from the rest of the VNet",
+            },
+        }
+    )
+    return rules
+
+
+def _allow(name: str, priority: int, sources: list[str], port: str, description: str) -> dict[str, Any]:
+    props: dict[str, Any] = {
+        "priority": priority,
+        "direction": "Inbound",
+        "access": "Allow",
+        "protocol": "Tcp",
+        "sourcePortRange": "*",
+        "destinationAddressPrefix": "*",
+        "destinationPortRange": port,
+        "description": description,
+    }
+    if len(sources) == 1:
+        props["sourceAddressPrefix"] = sources[0]
+    else:
+        props["sourceAddressPrefixes"] = sources
+    return {"name": name, "properties": props}
+
+
+def _vault_reader(zone: Zone, vm_name: str) -> dict[str, Any] | None:
+    """Key Vault Secrets User on the zone's vault for the portal VM's own identity, when it reads a client secret."""
+    oidc = zone.config.portal.oidc
+    if oidc is None or not oidc.client_secret_name or zone.key_vault_new is None:
+        return None
+    vm = resource_id("Microsoft.Compute/virtualMachines", vm_name)
+    vault = resource_id("Microsoft.KeyVault/vaults", zone.key_vault_name, group=zone.rg["management"])
+    role = ROLE_IDS[BuiltinRole.KEY_VAULT_SECRETS_USER]
+    api = API_VERSIONS["Microsoft.Compute/virtualMachines"]
+    return {
+        "deployment": f"{vm_name}-vault-reader",
+        "group": zone.rg["management"],
+        "name": expr(f"guid({vault}, {vm}, {literal(role)})"),
+        "scope": f"Microsoft.KeyVault/vaults/{zone.key_vault_name}",
+        "role_definition_id": expr(role_definition(role)),
+        "principal_id": expr(f"reference({vm}, {literal(api)}, 'Full').identity.principalId"),
+        "description": "hpclz: Key Vault Secrets User for portal.oidc.client_secret_name",
+    }
+
+
+def portal(zone: Zone) -> dict[str, Any]:
+    config = zone.config
+    publisher, offer, sku, version = config.portal.image.split(":")
+    vm_name = zone.names.name("virtual_machine", LABEL)
+    script = portal_script(zone)
+    agent = vm_agent(zone)
+    if agent is not None:
+        # The portal has only its own (system-assigned) identity; with none named the agent signs in with it.
+        agent = {**agent, "identity": None}
+    vm = {
+        "name": vm_name,
+        "computer_name": f"{config.metadata.name}-ood",
+        "nic": zone.names.name("network_interface", LABEL),
+        "nsg": zone.names.name("network_security_group", LABEL),
+        "image": {"publisher": publisher, "offer": offer, "sku": sku, "version": version},
+        "custom_data": custom_data(script),
+        "accelerated": accelerated(zone, config.portal.vm_size),
+        # Same as the CycleCloud server: the VM login roles need the Entra ID SSH extension and a system identity,
+        # and identity.entra_login turns both off together.
+        "entra_ssh": entra_login(zone),
+        "agent": agent,
+        # A service VM like the CycleCloud server: its zone (issue 18 item 1) and its guest patches inside the
+        # maintenance window (InGuestPatch assignment, learn.microsoft.com/azure/virtual-machines/maintenance-configurations).
+        "zone": config.compute.service_zone,
+        "scheduled_patching": maintenance_enabled(zone) and config.maintenance.scope == "InGuestPatch",
+        "maintenance_configuration": zone.names.name("maintenance_configuration")
+        if maintenance_enabled(zone)
+        else None,
+    }
+    return {
+        "vm": vm,
+        "nsg_rules": security_rules(zone),
+        "vault_reader": _vault_reader(zone, vm_name),
+        "artifacts": {"cloud-init/portal.sh": script},
+        "parameters": {"portalVmSize": config.portal.vm_size},
+        "rg_schema": RG_TEMPLATE_SCHEMA,
+    }

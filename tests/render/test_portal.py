@@ -1,0 +1,326 @@
+"""The Open OnDemand portal (portal.*): what its template exposes, what its boot script pins and checks."""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import re
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hpclz.config.portal import Portal
+from hpclz.render.model import Deployment, DeploymentPlan
+from tests.conftest import PRESETS, require
+from tests.render.conftest import preset_plan, variant
+
+SECRET_PARAMETER = "secretOodClientSecret"
+
+
+def _portal(plan: DeploymentPlan) -> Deployment:
+    return next(d for d in plan.deployments if d.component == "portal")
+
+
+def _of(deployment: Deployment, type_: str) -> list[dict[str, Any]]:
+    return [r for r in deployment.template["resources"] if r["type"] == type_]
+
+
+def _script(deployment: Deployment) -> str:
+    (vm,) = _of(deployment, "Microsoft.Compute/virtualMachines")
+    raw = base64.b64decode(vm["properties"]["osProfile"]["customData"])
+    text = (gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw).decode()
+    assert text == deployment.artifacts["cloud-init/portal.sh"]
+    return text
+
+
+def _with_secret(data: dict[str, Any]) -> None:
+    data["identity"]["key_vault"].setdefault("secrets", {})["ood-client-secret"] = "${env:OOD_CLIENT_SECRET}"
+    data["portal"]["oidc"]["client_secret_name"] = "ood-client-secret"
+    data["portal"]["server_name"] = "ood.hpc.example.com"
+    data["portal"]["allowed_cidrs"] = ["10.8.0.0/16", "192.168.10.0/24"]
+
+
+def test_the_portal_is_off_unless_asked_for() -> None:
+    assert Portal().enabled is False
+    for path in PRESETS:
+        components = {d.component for d in preset_plan(path.stem).deployments}
+        assert ("portal" in components) == (path.stem == "ai-training"), path.stem
+
+
+def test_the_portal_has_no_public_ip_and_takes_https_only_from_bastion() -> None:
+    portal = _portal(preset_plan("ai-training"))
+    assert not _of(portal, "Microsoft.Network/publicIPAddresses")
+    (nic,) = _of(portal, "Microsoft.Network/networkInterfaces")
+    (config,) = nic["properties"]["ipConfigurations"]
+    assert "publicIPAddress" not in config["properties"]
+    assert config["properties"]["subnet"]["id"].endswith("'vnet-aitrain-prod-eus2', 'snet-aitrain-admin-prod-eus2')]")
+    assert nic["properties"]["networkSecurityGroup"]["id"].endswith("'nsg-aitrain-ood-prod-eus2')]")
+    (nsg,) = _of(portal, "Microsoft.Network/networkSecurityGroups")
+    rules = {r["name"]: r["properties"] for r in nsg["properties"]["securityRules"]}
+    # The Bastion subnet of configs/ai-training.yaml is 10.40.1.0/26: only it reaches 443 (and 22 for admins).
+    assert rules["AllowPortalHttps"]["sourceAddressPrefix"] == "10.40.1.0/26"
+    assert rules["AllowPortalHttps"]["destinationPortRange"] == "443"
+    assert rules["AllowBastionSsh"]["sourceAddressPrefix"] == "10.40.1.0/26"
+    assert rules["DenyAllInbound"] == {**rules["DenyAllInbound"], "access": "Deny", "sourceAddressPrefix": "*"}
+    allowed = [p for p in rules.values() if p["access"] == "Allow"]
+    assert {p["destinationPortRange"] for p in allowed} == {"443", "22"}
+
+
+def test_allowed_ranges_join_bastion_for_https_only() -> None:
+    portal = _portal(variant("ai-training", _with_secret))
+    (nsg,) = _of(portal, "Microsoft.Network/networkSecurityGroups")
+    rules = {r["name"]: r["properties"] for r in nsg["properties"]["securityRules"]}
+    assert rules["AllowPortalHttps"]["sourceAddressPrefixes"] == ["10.40.1.0/26", "10.8.0.0/16", "192.168.10.0/24"]
+    assert rules["AllowBastionSsh"]["sourceAddressPrefix"] == "10.40.1.0/26"
+
+
+def test_boot_script_pins_open_ondemand_and_the_clusters_slurm() -> None:
+    script = _script(_portal(preset_plan("ai-training")))
+    # Open OnDemand 4.1.4 as CCWS pins it; OSC's key by its full fingerprint (OSC/puppet-module-openondemand).
+    assert "apt-get install -y ondemand=4.1.4\n" in script
+    assert "https://apt.osc.edu/ondemand/DEB-GPG-KEY-ondemand FE143EA1CB378B569BBF7C544B72FE2B92D31755" in script
+    assert "repo=https://apt.osc.edu/ondemand/4.1/web/apt" in script
+    # The cluster's own Slurm build (compute.cyclecloud.slurm_version) from cyclecloud-slurm's jammy repository.
+    assert "slurm-smd-client=23.11.10-2" in script
+    assert "https://packages.microsoft.com/repos/slurm-ubuntu-jammy/ insiders main" in script
+    assert "BC528686B50D79E339D3721CEB3E94ADBE1229CF" in script
+    # munge and slurm with cyclecloud-slurm's ids, the key and slurm.conf from /sched/<cluster>.
+    assert "groupadd -g 11101 munge" in script and "groupadd -g 11100 slurm" in script
+    assert "cfg=/sched/aitrain-prod\n" in script
+    assert 'install -o munge -g munge -m 0600 "$cfg/munge.key" /etc/munge/munge.key' in script
+    # Home and /sched from the Azure Files NFS shares every node mounts.
+    assert re.search(r"st\w+\.file\.core\.windows\.net:/st\w+/sched /sched nfs vers=4,minorversion=1", script)
+
+
+def test_sign_in_without_a_secret_is_the_id_token_flow_ccws_uses() -> None:
+    script = _script(_portal(preset_plan("ai-training")))
+    metadata = (
+        "https://login.microsoftonline.com/0c6a3d1e-4b2f-4e8a-9d37-8f2b5a1c6e90/v2.0/.well-known/openid-configuration"
+    )
+    assert f'oidc_provider_metadata_url: "{metadata}"' in script
+    assert 'oidc_client_id: "3c1f9a52-7d4e-4b8a-9e21-5f6d0c8b2a17"' in script
+    assert "OIDCResponseType: id_token" in script
+    assert "AuthType openid-connect" in script
+    assert 'user_map_match: "^([^@]+)@example\\\\.com$"' in script
+    assert "oidc_client_secret" not in script and "hpclz-portal-secret" not in script
+    assert not _of(_portal(preset_plan("ai-training")), "Microsoft.Resources/deployments")
+
+
+def test_a_client_secret_is_read_from_key_vault_by_the_vms_own_identity() -> None:
+    plan = variant("ai-training", _with_secret)
+    portal = _portal(plan)
+    script = _script(portal)
+    assert "OIDCResponseType" not in script  # the code flow, with the secret
+    assert "client_secret=$(/opt/hpclz/bin/hpclz-portal-secret kv-aitrain-prod-eus2-a1 ood-client-secret)" in script
+    assert 'servername: "ood.hpc.example.com"' in script and "-subj /CN=ood.hpc.example.com" in script
+    (vm,) = _of(portal, "Microsoft.Compute/virtualMachines")
+    assert vm["identity"] == {"type": "SystemAssigned"}
+    (nested,) = _of(portal, "Microsoft.Resources/deployments")
+    assert nested["resourceGroup"] == "rg-aitrain-management-prod-eus2"
+    (role,) = nested["properties"]["template"]["resources"]
+    # Key Vault Secrets User (learn.microsoft.com/azure/role-based-access-control/built-in-roles).
+    assert "4633458b-17de-408a-b874-0445c86b69e6" in role["properties"]["roleDefinitionId"]
+    assert role["scope"] == "Microsoft.KeyVault/vaults/kv-aitrain-prod-eus2-a1"
+    assert ".identity.principalId" in role["properties"]["principalId"]
+    # The secret itself travels only as the identity deployment's secureString parameter.
+    identity = next(d for d in plan.deployments if d.component == "identity")
+    assert identity.secure_parameters[SECRET_PARAMETER] == "identity.key_vault.secrets.ood-client-secret"
+    assert portal.secure_parameters == {}
+
+
+def _shellcheck(path: Path) -> subprocess.CompletedProcess[str]:
+    require(shutil.which("shellcheck") is not None, "shellcheck (Debian package)")
+    return subprocess.run(
+        ["shellcheck", "--shell=bash", "--severity=warning", "--format=gcc", str(path)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize("edit", [None, _with_secret], ids=["id-token", "client-secret"])
+def test_portal_scripts_pass_shellcheck(edit: Any, tmp_path: Path) -> None:
+    """The same check as every node script (tests/render/test_node_portability.py), and the helpers it writes."""
+    plan = preset_plan("ai-training") if edit is None else variant("ai-training", edit)
+    script = _script(_portal(plan))
+    bodies = re.findall(r"<<'HPCLZ_EOF'\n(.*?)^HPCLZ_EOF$", script, flags=re.S | re.M)
+    for index, text in enumerate([script, *[b for b in bodies if b.startswith("#!/bin/bash")]]):
+        path = tmp_path / f"portal{index}.sh"
+        path.write_text(text, encoding="utf-8")
+        checked = _shellcheck(path)
+        assert checked.returncode == 0, checked.stdout
+
+
+def _fetch_key(script: str) -> str:
+    return script[script.index("fetch_key() {") : script.index("\n}\n", script.index("fetch_key() {")) + 3]
+
+
+def _key(home: Path) -> tuple[Path, str]:
+    """A throwaway signing key, armored as a repository publishes it."""
+    env = {"GNUPGHOME": str(home), "PATH": "/usr/bin:/bin"}
+    home.mkdir(mode=0o700)
+    subprocess.run(
+        [
+            "gpg",
+            "--batch",
+            "--passphrase",
+            "",
+            "--quick-gen-key",
+            "repo <repo@example.com>",
+            "ed25519",
+            "sign",
+            "never",
+        ],
+        env=env,
+        check=True,
+        capture_output=True,
+    )
+    listing = subprocess.run(
+        ["gpg", "--with-colons", "--list-keys"], env=env, check=True, capture_output=True, text=True
+    )
+    fingerprint = next(line.split(":")[9] for line in listing.stdout.splitlines() if line.startswith("fpr"))
+    armored = home.parent / f"{home.name}.asc"
+    armored.write_bytes(subprocess.run(["gpg", "--armor", "--export"], env=env, check=True, capture_output=True).stdout)
+    return armored, fingerprint
+
+
+def test_a_repository_key_with_another_fingerprint_is_refused(tmp_path: Path) -> None:
+    """The check runs for real: curl fetches the key, gpg reads its fingerprint, a mismatch stops the boot."""
+    require(shutil.which("gpg") is not None and shutil.which("curl") is not None, "gpg and curl")
+    armored, fingerprint = _key(tmp_path / "gnupg")
+    function = _fetch_key(_script(_portal(preset_plan("ai-training"))))
+    env = {"GNUPGHOME": str(tmp_path / "gnupg"), "PATH": "/usr/bin:/bin", "TMPDIR": str(tmp_path)}
+
+    def run(expected: str, keyring: Path) -> subprocess.CompletedProcess[str]:
+        call = f"{function}\nfetch_key file://{armored} {expected} {keyring}\n"
+        return subprocess.run(["bash", "-euo", "pipefail", "-c", call], env=env, capture_output=True, text=True)
+
+    wrong = run("FE143EA1CB378B569BBF7C544B72FE2B92D31755", tmp_path / "wrong.gpg")
+    assert wrong.returncode == 1 and "refusing it" in wrong.stderr
+    assert not (tmp_path / "wrong.gpg").exists()
+    right = run(fingerprint, tmp_path / "right.gpg")
+    assert right.returncode == 0, right.stderr
+    exported = (tmp_path / "right.gpg").read_bytes()
+    assert exported[:1] != b"-"  # binary, what apt's signed-by reads
+    shown = subprocess.run(
+        ["gpg", "--show-keys", "--with-colons", str(tmp_path / "right.gpg")], env=env, capture_output=True, text=True
+    )
+    assert f":{fingerprint}:" in shown.stdout
+
+
+@pytest.mark.checkov
+def test_all_gates_pass_on_the_portal_with_a_secret_and_private_ranges() -> None:
+    """The variant the presets do not show (vault reader, server name, allowed ranges) through schema, lint and
+    checkov, on the portal deployment alone (checkov's start-up dominates)."""
+    from hpclz.arm import checkov_gate
+    from hpclz.gates import Gate, check_plan
+    from tests.arm.support import require_schemas
+
+    require_schemas()
+    require(checkov_gate.find_checkov() is not None, "checkov")
+    plan = variant("ai-training", _with_secret)
+    only = plan.model_copy(update={"deployments": [_portal(plan)]})
+    report = check_plan(only)
+    assert report.ran == [Gate.SCHEMA, Gate.LINT, Gate.CHECKOV]
+    # HPCLZ-TPL-031 (an allowlist entry nothing matched) speaks of the whole plan, not of one deployment.
+    found = [f for f in report.findings if f.rule_id != "HPCLZ-TPL-031"]
+    assert found == [], [f"{f.rule_id} {f.path}: {f.message}" for f in found]
+
+
+def _heredoc(script: str, target: str) -> str:
+    start = script.index(f"cat > {target} <<'HPCLZ_EOF'\n") + len(f"cat > {target} <<'HPCLZ_EOF'\n")
+    return script[start : script.index("\nHPCLZ_EOF\n", start)]
+
+
+def test_the_portal_and_cluster_files_are_the_yaml_open_ondemand_reads() -> None:
+    from ruamel.yaml import YAML
+
+    script = _script(_portal(preset_plan("ai-training")))
+    portal = YAML(typ="safe").load(_heredoc(script, "/etc/ood/config/ood_portal.yml"))
+    assert portal["auth"] == ["AuthType openid-connect", "Require valid-user"]
+    assert portal["oidc_uri"] == "/oidc" and portal["port"] == 443
+    # OOD maps the claim to the Linux user with this regex's first group (ood-portal-yml.html, user_map_match).
+    assert re.match(portal["user_map_match"], "alice@example.com").group(1) == "alice"  # type: ignore[union-attr]
+    assert re.match(portal["user_map_match"], "alice@example.community") is None
+    assert portal["oidc_settings"]["OIDCResponseType"] == "id_token"
+    cluster = YAML(typ="safe").load(_heredoc(script, "/etc/ood/config/clusters.d/aitrain-prod.yml"))
+    assert cluster["v2"]["job"] == {"adapter": "slurm", "bin": "/usr/bin", "conf": "/etc/slurm/slurm.conf"}
+
+
+def test_the_join_unit_waits_for_sched_then_copies_the_key_and_links_the_config(tmp_path: Path) -> None:
+    """hpclz-portal-join run for real on a /sched laid out as cyclecloud-slurm 3.0.11's scheduler leaves it
+    (install.py: /sched/<cluster>/munge.key, slurm.conf and the files slurm.conf includes), moved under tmp_path."""
+    script = _script(_portal(preset_plan("ai-training")))
+    body = _heredoc(script, "/opt/hpclz/bin/hpclz-portal-join")
+    body = (
+        body.replace("/sched/", f"{tmp_path}/sched/")
+        .replace("/etc/munge/munge.key", f"{tmp_path}/etc/munge.key")
+        .replace("/etc/slurm", f"{tmp_path}/etc/slurm")
+        .replace("-o munge -g munge ", "")  # ownership needs the munge account, which this machine may lack
+        .replace("systemctl restart munge", "echo restart munge")
+    )
+    join = tmp_path / "join.sh"
+    join.write_text(body, encoding="utf-8")
+    cluster = tmp_path / "sched" / "aitrain-prod"
+    cluster.mkdir(parents=True)
+    (tmp_path / "etc").mkdir()
+
+    waiting = subprocess.run(["bash", str(join)], capture_output=True, text=True, check=False)
+    assert waiting.returncode == 1 and "not ready yet" in waiting.stdout  # systemd retries it a minute later
+
+    (cluster / "munge.key").write_bytes(bytes(range(256)) * 4)  # 1024 bytes, as install.py writes it
+    for name in ("slurm.conf", "azure.conf", "keep_alive.conf", "cgroup.conf"):
+        (cluster / name).write_text(f"# {name}\n", encoding="utf-8")
+    joined = subprocess.run(["bash", str(join)], capture_output=True, text=True, check=False)
+    assert joined.returncode == 0, joined.stderr
+    key = tmp_path / "etc" / "munge.key"
+    assert key.read_bytes() == (cluster / "munge.key").read_bytes() and oct(key.stat().st_mode)[-3:] == "600"
+    links = {p.name: p.resolve() for p in (tmp_path / "etc" / "slurm").iterdir()}
+    assert links == {n: cluster / n for n in ("slurm.conf", "azure.conf", "keep_alive.conf", "cgroup.conf")}
+    assert "joined cluster aitrain-prod" in joined.stdout
+
+
+def test_only_the_pinned_key_of_a_file_holding_two_is_trusted(tmp_path: Path) -> None:
+    """A key file with a second key appended (a tampered download) yields a keyring of the pinned key alone."""
+    require(shutil.which("gpg") is not None and shutil.which("curl") is not None, "gpg and curl")
+    pinned, fingerprint = _key(tmp_path / "pinned")
+    other, other_fingerprint = _key(tmp_path / "other")
+    both = tmp_path / "both.asc"
+    both.write_bytes(pinned.read_bytes() + other.read_bytes())
+    function = _fetch_key(_script(_portal(preset_plan("ai-training"))))
+    env = {"GNUPGHOME": str(tmp_path / "pinned"), "PATH": "/usr/bin:/bin", "TMPDIR": str(tmp_path)}
+    call = f"{function}\nfetch_key file://{both} {fingerprint} {tmp_path / 'apt.gpg'}\n"
+    done = subprocess.run(["bash", "-euo", "pipefail", "-c", call], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    shown = subprocess.run(
+        ["gpg", "--show-keys", "--with-colons", str(tmp_path / "apt.gpg")], env=env, capture_output=True, text=True
+    ).stdout
+    assert f":{fingerprint}:" in shown and f":{other_fingerprint}:" not in shown
+
+
+def test_the_portal_is_a_service_vm_in_the_service_zone_patched_in_the_window() -> None:
+    """Issue 18 items 1 and 2 for the portal, as for the CycleCloud server: the service zone, platform-orchestrated
+    guest patches, and the InGuestPatch maintenance configuration assigned to it (the portal deploys after it)."""
+    portal = _portal(preset_plan("ai-training"))
+    (vm,) = _of(portal, "Microsoft.Compute/virtualMachines")
+    assert vm["zones"] == ["1"]
+    assert vm["properties"]["osProfile"]["linuxConfiguration"]["patchSettings"]["patchMode"] == "AutomaticByPlatform"
+    (assignment,) = _of(portal, "Microsoft.Maintenance/configurationAssignments")
+    assert assignment["scope"] == "Microsoft.Compute/virtualMachines/vm-aitrain-ood-prod-eus2"
+    assert "'mc-aitrain-prod-eus2')]" in assignment["properties"]["maintenanceConfigurationId"]
+    assert any(name.endswith("-maintenance") for name in portal.depends_on)
+
+
+def test_without_a_window_or_zone_the_portal_is_neither_zonal_nor_scheduled() -> None:
+    def edit(data: dict[str, Any]) -> None:
+        data["maintenance"].pop("window")
+        data["compute"].pop("service_zone")
+
+    portal = _portal(variant("ai-training", edit))
+    (vm,) = _of(portal, "Microsoft.Compute/virtualMachines")
+    assert "zones" not in vm
+    assert "patchSettings" not in vm["properties"]["osProfile"]["linuxConfiguration"]
+    assert not _of(portal, "Microsoft.Maintenance/configurationAssignments")
