@@ -232,8 +232,12 @@ def test_maintenance_window_is_assigned_to_the_cyclecloud_server() -> None:
     plan = preset_plan("ai-training")
     (config,) = resources_of(plan, "Microsoft.Maintenance/maintenanceConfigurations")
     assert config["properties"]["maintenanceWindow"]["recurEvery"] == "1Week Sunday"
-    (assignment,) = resources_of(plan, "Microsoft.Maintenance/configurationAssignments")
-    assert assignment["scope"] == "Microsoft.Compute/virtualMachines/vm-aitrain-cc-prod-eus2"
+    # The CycleCloud server's (maintenance deployment) and the portal VM's (portal deployment), one each.
+    scopes = sorted(a["scope"] for a in resources_of(plan, "Microsoft.Maintenance/configurationAssignments"))
+    assert scopes == [
+        "Microsoft.Compute/virtualMachines/vm-aitrain-cc-prod-eus2",
+        "Microsoft.Compute/virtualMachines/vm-aitrain-ood-prod-eus2",
+    ]
     assert "maintenance" not in {d.component for d in preset_plan("manufacturing").deployments}
 
 
