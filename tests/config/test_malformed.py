@@ -101,6 +101,23 @@ CASES = [
         "not-a-guid",
     ),
     (
+        "cyclecloud-entra-client-id-not-a-guid",
+        _edit("client_id: 3f0c9a52-7d1e-4b8a-9c64-2e5b81d7a4f0", "client_id: cyclecloud-app"),
+        "identity.cyclecloud_entra.client_id",
+        "expected a GUID",
+        "client_id: cyclecloud-app",
+    ),
+    (
+        "cyclecloud-entra-endpoint-not-https",
+        _edit(
+            "tenant_id: b7e41d96-05a3-4f2c-8e19-6a3d2c9f7b15",
+            "tenant_id: b7e41d96-05a3-4f2c-8e19-6a3d2c9f7b15\n    endpoint: http://login.microsoftonline.com",
+        ),
+        "identity.cyclecloud_entra.endpoint",
+        "expected an https:// sign-in host",
+        "endpoint: http://",
+    ),
+    (
         "bad-enum",
         _edit("environment: prod ", "environment: staging "),
         "metadata.environment",

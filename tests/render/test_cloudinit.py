@@ -217,6 +217,64 @@ def test_bootstrap_turns_https_on_before_initializing_over_https() -> None:
     assert first("await_startup") < first("cyclecloud initialize --batch --url=https://localhost:443")
 
 
+def _bootstrap(plan: Any) -> str:
+    (vm,) = cyclecloud_vms(plan)
+    files = YAML(typ="safe").load(_unpacked(vm["properties"]["osProfile"]["customData"]))["write_files"]
+    return str(next(f["content"] for f in files if f["path"] == "/opt/hpclz/bin/bootstrap-cyclecloud"))
+
+
+def test_cyclecloud_entra_imports_the_ccws_records_and_signs_the_cli_in_with_the_vm_identity() -> None:
+    """As CCWS's installer (Azure/cyclecloud-slurm-workspace@bc0fc1b:bicep/install.sh, ENABLE_ENTRA_AUTH)."""
+    bootstrap = _bootstrap(preset_plan("energy"))
+    for record in (
+        'Value = "$ENTRA_TENANT_ID"\nName = "authentication.entra.tenantid"',
+        'Value = "$ENTRA_CLIENT_ID"\nName = "authentication.entra.clientid"',
+        'Value = "$ENTRA_ENDPOINT"\nName = "authentication.entra.endpoint"',
+        'Value = true\nName = "authentication.entra.enabled"',
+        'EntraOID = "$ENTRA_OBJECT_ID"',
+        'Roles = {"Administrator","User","Cluster Creator"}',
+        "NodeAccessDisabled = true",
+        "ServiceAccount = true",
+    ):
+        assert record in bootstrap, record
+    assert "ENTRA_TENANT_ID=b7e41d96-05a3-4f2c-8e19-6a3d2c9f7b15" in bootstrap
+    assert "ENTRA_CLIENT_ID=3f0c9a52-7d1e-4b8a-9c64-2e5b81d7a4f0" in bootstrap
+    assert "ENTRA_ENDPOINT=https://login.microsoftonline.com" in bootstrap
+    lines = bootstrap.splitlines()
+    wait = next(i for i, line in enumerate(lines) if line.startswith("timeout 360 bash -c"))
+    initialize = lines.index(
+        'cyclecloud initialize --batch --identity --object_id="$ENTRA_OBJECT_ID" --url=https://localhost '
+        "--verify-ssl=false --force"
+    )
+    password = next(
+        i for i, line in enumerate(lines) if line.startswith("cyclecloud initialize") and "--password" in line
+    )
+    assert password < wait < initialize < lines.index("systemctl start hpclz-cluster-sync.service")
+    # The service account is the VM's system-assigned identity, which the server then has.
+    (vm,) = cyclecloud_vms(preset_plan("energy"))
+    assert vm["identity"]["type"].startswith("SystemAssigned")
+
+
+def test_without_cyclecloud_entra_the_bootstrap_keeps_password_sign_in() -> None:
+    def drop(data: dict[str, Any]) -> None:
+        del data["identity"]["cyclecloud_entra"]
+
+    bootstrap = _bootstrap(variant("energy", drop))
+    assert "authentication.entra" not in bootstrap and "--identity" not in bootstrap
+    assert "entra_auth.txt" not in bootstrap
+    assert '--username="$ADMIN" --password="$password"' in bootstrap
+
+
+def test_cyclecloud_entra_alone_gives_the_server_a_system_assigned_identity() -> None:
+    def entra_only(data: dict[str, Any]) -> None:
+        data["identity"]["entra_login"] = False
+        data["identity"]["groups"] = {}
+        data["identity"]["managed_identities"] = {"scheduler": False, "compute": True}
+
+    (vm,) = cyclecloud_vms(variant("energy", entra_only))
+    assert vm["identity"]["type"] == "SystemAssigned"
+
+
 def test_an_existing_lustre_with_its_address_is_mounted_without_a_node_identity() -> None:
     def existing(data: dict[str, Any]) -> None:
         data["storage"]["lustre"] = {

@@ -281,6 +281,8 @@ CASES: dict[str, list[Case]] = {
     ],
     # ai-training grants VM login roles to its admins and users groups; with Entra ID login off nobody gets in.
     "HPCLZ-IDN-008": [Case("ai-training", _set("identity.entra_login", False))],
+    # energy names CycleCloud's Entra ID app; without it its groups reach no cluster node.
+    "HPCLZ-IDN-009": [Case("energy", _set("identity.cyclecloud_entra", DELETE))],
     "HPCLZ-IDN-007": [
         Case("finance", _set("identity.key_vault.secrets.Pricing-Library-Licence", "${env:OTHER}")),
         Case("finance", _set("identity.key_vault.secrets.pricingLibraryLicence", "${env:OTHER}")),

@@ -24,17 +24,27 @@ def test_fail_level_decides_the_exit_code(run_cli, level: str, code: ExitCode) -
 
 def test_cli_suppress_silences_a_rule_and_says_so(run_cli) -> None:  # type: ignore[no-untyped-def]
     result = run_cli(
-        "validate", AI, "--fail-level", "warning", "--suppress", "hpclz-mon-002", "--suppress", "HPCLZ-ZON-002"
+        "validate",
+        AI,
+        "--fail-level",
+        "warning",
+        "--suppress",
+        "hpclz-mon-002",
+        "--suppress",
+        "HPCLZ-ZON-002",
+        "--suppress",
+        "HPCLZ-IDN-009",
     )
     assert result.exit_code == ExitCode.OK
     assert "HPCLZ-MON-002" not in result.stdout.split("suppressed:")[0]
-    assert "suppressed: HPCLZ-MON-002" in result.stdout
+    assert "suppressed: HPCLZ-IDN-009, HPCLZ-MON-002" in result.stdout
 
 
 def test_config_suppress_list_silences_a_rule(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     path = tmp_path / "lz.yaml"
     path.write_text(
-        Path(AI).read_text(encoding="utf-8") + "\nsuppress: [HPCLZ-MON-002, HPCLZ-ZON-002]\n", encoding="utf-8"
+        Path(AI).read_text(encoding="utf-8") + "\nsuppress: [HPCLZ-MON-002, HPCLZ-ZON-002, HPCLZ-IDN-009]\n",
+        encoding="utf-8",
     )
     assert run_cli("validate", str(path), "--fail-level", "warning").exit_code == ExitCode.OK
 
@@ -91,7 +101,7 @@ def test_human_output_names_file_line_rule_path_and_fix(run_cli) -> None:  # typ
     assert f"ai-training.yaml:{line}:3: warning HPCLZ-MON-002 Production log retention under 90 days" in out
     assert "monitoring.retention_days: logs are kept 30 days" in out
     assert "fix: Raise monitoring.retention_days" in out
-    assert "fails at --fail-level warning (0 errors, 2 warnings, 1 info;" in out
+    assert "fails at --fail-level warning (0 errors, 3 warnings, 1 info;" in out
 
 
 def test_config_paths_with_list_names_survive_rich_markup(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -112,7 +122,7 @@ def test_json_output_carries_every_finding_with_location(run_cli) -> None:  # ty
     mon = next(f for f in envelope["findings"] if f["rule_id"] == "HPCLZ-MON-002")
     assert mon["severity"] == "warning" and mon["line"] and mon["path"] == "monitoring.retention_days"
     assert mon["docs"] == "hpclz explain HPCLZ-MON-002"
-    assert envelope["result"]["counts"] == {"error": 0, "warning": 2, "info": 1}
+    assert envelope["result"]["counts"] == {"error": 0, "warning": 3, "info": 1}
 
 
 def test_live_preflight_ids_may_be_suppressed_in_the_config(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

@@ -54,3 +54,15 @@ def test_no_entra_command_when_entra_login_is_off(tmp_path) -> None:  # type: ig
     loaded, doc = _server_only(str(config))
     assert loaded.config.identity.entra_login is False
     assert not any("Entra ID" in step for step in next_steps(loaded, doc))
+
+
+def test_cyclecloud_entra_says_how_entra_users_reach_the_nodes() -> None:
+    loaded, doc = _server_only(str(REPO / "configs" / "energy.yaml"))
+    assert loaded.config.identity.cyclecloud_entra is not None
+    (step,) = [s for s in next_steps(loaded, doc) if s.startswith("Cluster nodes with your Entra ID account")]
+    assert "Global.Node.User" in step and "https://10.60.1.4/home" in step and "SSH public key" in step
+
+
+def test_no_node_sign_in_step_without_cyclecloud_entra() -> None:
+    loaded, doc = _server_only(str(REPO / "configs" / "finance.yaml"))
+    assert not any(s.startswith("Cluster nodes with your Entra ID account") for s in next_steps(loaded, doc))

@@ -103,6 +103,24 @@ class ExistingKeyVault(StrictModel):
 KeyVault = Annotated[NewKeyVault | ExistingKeyVault | Disabled, Field(discriminator="mode")]
 
 
+ENTRA_ENDPOINT_PATTERN = r"^https://[A-Za-z0-9.-]+/?$"
+
+
+class CycleCloudEntra(StrictModel):
+    """CycleCloud's own Entra ID sign-in, set up as CCWS's installer does it
+    (Azure/cyclecloud-slurm-workspace@bc0fc1b:bicep/install.sh, the authentication.entra.* settings). The app
+    registration lives in Entra ID, outside ARM, so its IDs come from the user (docs/entra-login.md); neither is a
+    secret: the app has no client secret, and CycleCloud's CLI signs in with the server VM's managed identity."""
+
+    client_id: Guid = Field(description="Application (client) ID of CycleCloud's app registration.")
+    tenant_id: Guid = Field(description="Directory (tenant) ID the app registration lives in.")
+    endpoint: str = Field(
+        default="https://login.microsoftonline.com",
+        pattern=ENTRA_ENDPOINT_PATTERN,
+        description="Entra ID sign-in endpoint with its protocol (authentication.entra.endpoint); sovereign clouds differ.",
+    )
+
+
 class Identity(StrictModel):
     groups: ClusterGroups = Field(default_factory=ClusterGroups)
     extra_role_assignments: list[ExtraRoleAssignment] = Field(default_factory=list)
@@ -116,6 +134,16 @@ class Identity(StrictModel):
             "(scheduler, login, partitions) are reached through CycleCloud's own user management."
         ),
         json_schema_extra=policy("in_place"),
+    )
+    cyclecloud_entra: CycleCloudEntra | None = Field(
+        default=None,
+        description=(
+            "CycleCloud signs its users in with Entra ID through this app registration; its built-in user management "
+            "then creates a local account on every cluster node for each user holding the app's Global.Node.User or "
+            "Global.Node.Admin role (docs/entra-login.md). Unset, CycleCloud keeps its built-in password sign-in. "
+            "Read once, at the server's first boot."
+        ),
+        json_schema_extra=policy("replace"),
     )
     admin_username: AdminUsername = Field(
         default="hpcadmin", pattern=r"^[a-z_][a-z0-9_-]{0,31}$", json_schema_extra=policy("replace")

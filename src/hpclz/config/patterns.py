@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from hpclz.config.compute import IMAGE_PATTERN, IMAGE_URN_PATTERN, VM_SIZE_PATTERN
+from hpclz.config.identity import ENTRA_ENDPOINT_PATTERN
 from hpclz.config.operations import ACCOUNT_URL_PATTERN
 
 _SEMVER = "three numbers separated by dots, like 8.7.1"
 
 PLAIN: dict[str, str] = {
+    ENTRA_ENDPOINT_PATTERN: "an https:// sign-in host with no path, like https://login.microsoftonline.com",
     r"^[A-Za-z0-9]{1,12}$": "1 to 12 letters or digits, like hpcalerts",
     r"^[^@\s]+@[^@\s]+\.[^@\s]+$": "an e-mail address, like ops@contoso.com",
     ACCOUNT_URL_PATTERN: "an https:// storage account URL with no path, like https://sthpclzstate.blob.core.windows.net",

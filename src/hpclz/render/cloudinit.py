@@ -373,6 +373,7 @@ def server_cloud_config(zone: Zone) -> str:
         "cloud-init/cyclecloud-bootstrap.sh.j2",
         config=zone.config,
         cc=zone.config.compute.cyclecloud,
+        entra=zone.config.identity.cyclecloud_entra,
     )
     return render_text(
         "cloud-init/cyclecloud-server.yaml.j2",

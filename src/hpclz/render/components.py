@@ -86,6 +86,9 @@ def compute(zone: Zone) -> dict[str, Any]:
         # The VM login roles below mean nothing without the Entra ID SSH extension, which needs the VM's
         # system-assigned identity (learn.microsoft.com/entra/identity/devices/howto-vm-sign-in-azure-ad-linux).
         "entra_ssh": entra_login(zone),
+        # CycleCloud's Entra ID service account is this VM's system-assigned identity, as in CCWS
+        # (Azure/cyclecloud-slurm-workspace@bc0fc1b: bicep/vm.bicep SystemAssigned, its principalId in install.sh).
+        "system_identity": entra_login(zone) or zone.config.identity.cyclecloud_entra is not None,
         # Guest patching on a user schedule needs the platform to orchestrate patches, with its own safety checks
         # bypassed for the maintenance window (Microsoft.Compute LinuxVMGuestPatchAutomaticByPlatformSettings).
         "zone": zone.config.compute.service_zone,

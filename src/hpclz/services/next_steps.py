@@ -70,6 +70,20 @@ def _through_bastion(loaded: LoadedConfig, doc: StateDocument, server_id: str) -
     return steps
 
 
+def _cyclecloud_entra(loaded: LoadedConfig, server: str) -> list[str]:
+    """CycleCloud's built-in user management gives each user with node access a local account, with the SSH key
+    of their CycleCloud profile, on every node (learn.microsoft.com/azure/cyclecloud/how-to/user-access); with
+    Entra ID sign-in, node access is the app's Global.Node.User or Global.Node.Admin role (the roles
+    Azure/cyclecloud-slurm-workspace@bc0fc1b:bicep/entra/ccwEntraApp.bicep defines; docs/entra-login.md)."""
+    if loaded.config.identity.cyclecloud_entra is None:
+        return []
+    return [
+        f"Cluster nodes with your Entra ID account: hold the CycleCloud app's Global.Node.User role, sign in at "
+        f"https://{server}/home and add your SSH public key to your CycleCloud profile, then ssh to a login node "
+        "as your CycleCloud user name from a machine that reaches the VNet (docs/entra-login.md)"
+    ]
+
+
 def _entra(loaded: LoadedConfig) -> bool:
     from hpclz.render.roles import entra_login
     from hpclz.render.zone import Zone
@@ -100,6 +114,7 @@ def next_steps(loaded: LoadedConfig, doc: StateDocument) -> list[str]:
     config = Path(loaded.file).name
     if loaded.config.compute.login.count:
         steps.append(f"Login node, from the CycleCloud server: cyclecloud connect login-1 -c {cluster}")
+    steps += _cyclecloud_entra(loaded, address or name)
     steps += portal_steps(loaded, doc)
     steps.append(
         f"Verify, on the scheduler (from the CycleCloud server: cyclecloud connect scheduler -c {cluster}), "
