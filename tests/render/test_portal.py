@@ -16,6 +16,7 @@ from hpclz.config.portal import Portal
 from hpclz.render.model import Deployment, DeploymentPlan
 from tests.conftest import PRESETS, require
 from tests.render.conftest import preset_plan, variant
+from tests.render.test_node_portability import _shellcheck
 
 SECRET_PARAMETER = "secretOodClientSecret"
 
@@ -34,6 +35,14 @@ def _script(deployment: Deployment) -> str:
     text = (gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw).decode()
     assert text == deployment.artifacts["cloud-init/portal.sh"]
     return text
+
+
+@pytest.fixture(autouse=True)
+def _no_gpg_agent_left(tmp_path: Path):  # type: ignore[no-untyped-def]
+    """gpg starts an agent per keyring and leaves it running: stop each one a test's keyrings started."""
+    yield
+    for socket in tmp_path.rglob("S.gpg-agent"):
+        subprocess.run(["gpgconf", "--homedir", str(socket.parent), "--kill", "gpg-agent"], check=False, timeout=30)
 
 
 def _with_secret(data: dict[str, Any]) -> None:
@@ -129,16 +138,6 @@ def test_a_client_secret_is_read_from_key_vault_by_the_vms_own_identity() -> Non
     identity = next(d for d in plan.deployments if d.component == "identity")
     assert identity.secure_parameters[SECRET_PARAMETER] == "identity.key_vault.secrets.ood-client-secret"
     assert portal.secure_parameters == {}
-
-
-def _shellcheck(path: Path) -> subprocess.CompletedProcess[str]:
-    require(shutil.which("shellcheck") is not None, "shellcheck (Debian package)")
-    return subprocess.run(
-        ["shellcheck", "--shell=bash", "--severity=warning", "--format=gcc", str(path)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
 
 
 @pytest.mark.parametrize("edit", [None, _with_secret], ids=["id-token", "client-secret"])
