@@ -20,5 +20,5 @@ def test_the_portal_vm_is_estimated_only_where_it_is_on() -> None:
     on = estimate(load_config(REPO / "configs" / "ai-training.yaml").config)
     (line,) = [li for li in on.lines if li.name.startswith("Open OnDemand portal")]
     assert (line.group, line.meter, line.count) == ("baseline", "vm:Standard_D4as_v5", 1)
-    off = estimate(load_config(REPO / "configs" / "energy.yaml").config)
+    off = estimate(load_config(REPO / "configs" / "finance.yaml").config)
     assert not [li for li in off.lines if "portal" in li.name]

@@ -27,6 +27,6 @@ def test_a_portal_size_the_region_does_not_offer_is_named_at_portal_vm_size() ->
 
 
 def test_a_zone_without_the_portal_does_not_count_it() -> None:
-    roles = [path for path, *_ in _ctx("energy.yaml").vm_roles()]
+    roles = [path for path, *_ in _ctx("finance.yaml").vm_roles()]
     assert ("portal", "vm_size") not in roles
     assert ("portal", "vm_size") in [path for path, *_ in _ctx("ai-training.yaml").vm_roles()]

@@ -76,7 +76,7 @@ def test_turning_the_portal_on_only_creates() -> None:
             },
         }
 
-    changes = _changes(turn_on, base="energy")
+    changes = _changes(turn_on, base="finance")
     created = {r.type for r in changes.resources if r.action is Action.CREATE}
     assert {"Microsoft.Network/networkSecurityGroups", "Microsoft.Network/networkInterfaces"} <= created
     assert "Microsoft.Compute/virtualMachines" in created

@@ -56,7 +56,7 @@ def test_the_portal_is_off_unless_asked_for() -> None:
     assert Portal().enabled is False
     for path in PRESETS:
         components = {d.component for d in preset_plan(path.stem).deployments}
-        assert ("portal" in components) == (path.stem == "ai-training"), path.stem
+        assert ("portal" in components) == (path.stem in ("ai-training", "energy")), path.stem
 
 
 def test_the_portal_has_no_public_ip_and_takes_https_only_from_bastion() -> None:
