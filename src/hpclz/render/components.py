@@ -89,10 +89,8 @@ def compute(zone: Zone) -> dict[str, Any]:
         # CycleCloud's Entra ID service account is this VM's system-assigned identity, as in CCWS
         # (Azure/cyclecloud-slurm-workspace@bc0fc1b: bicep/vm.bicep SystemAssigned, its principalId in install.sh).
         "system_identity": entra_login(zone) or zone.config.identity.cyclecloud_entra is not None,
-        # Guest patching on a user schedule needs the platform to orchestrate patches, with its own safety checks
-        # bypassed for the maintenance window (Microsoft.Compute LinuxVMGuestPatchAutomaticByPlatformSettings).
         "zone": zone.config.compute.service_zone,
-        "scheduled_patching": maintenance_enabled(zone) and zone.config.maintenance.scope == "InGuestPatch",
+        "scheduled_patching": scheduled_patching(zone),
         "agent": agent,
     }
     artifacts = {f"cyclecloud/{name}": text for name, text in files.items()}
@@ -138,6 +136,11 @@ def _cyclecloud_scopes(zone: Zone) -> list[dict[str, Any]]:
 
 def maintenance_enabled(zone: Zone) -> bool:
     return zone.config.maintenance.window is not None
+
+
+def scheduled_patching(zone: Zone) -> bool:
+    """Service VMs (CycleCloud server, portal) patch their guest OS inside the window: an InGuestPatch configuration."""
+    return maintenance_enabled(zone) and zone.config.maintenance.scope == "InGuestPatch"
 
 
 def maintenance(zone: Zone) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from hpclz.config.portal import PortalOidc
 from hpclz.errors import ExitCode, HpclzError
 from hpclz.render.arm import API_VERSIONS, RG_TEMPLATE_SCHEMA, expr, literal, resource_id, role_definition
 from hpclz.render.cloudinit import accelerated, cluster_name, custom_data, shared_mounts
-from hpclz.render.components import maintenance_enabled
+from hpclz.render.components import maintenance_enabled, scheduled_patching
 from hpclz.render.engine import render_text
 from hpclz.render.monitoring import vm_agent
 from hpclz.render.nsg import DENY_INTERNET_PRIORITY
@@ -218,7 +218,7 @@ def portal(zone: Zone) -> dict[str, Any]:
         # A service VM like the CycleCloud server: its zone (issue 18 item 1) and its guest patches inside the
         # maintenance window (InGuestPatch assignment, learn.microsoft.com/azure/virtual-machines/maintenance-configurations).
         "zone": config.compute.service_zone,
-        "scheduled_patching": maintenance_enabled(zone) and config.maintenance.scope == "InGuestPatch",
+        "scheduled_patching": scheduled_patching(zone),
         "maintenance_configuration": zone.names.name("maintenance_configuration")
         if maintenance_enabled(zone)
         else None,
