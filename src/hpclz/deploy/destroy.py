@@ -264,7 +264,12 @@ class Destroyer:
         left = [r for r in self.doc.resources if r.id.lower() not in gone or r.id.lower() in failed]
         doc = self.doc.model_copy(deep=True)
         doc.resources = left
-        # Every deployment lost something, so none may be skipped as "unchanged" by the next deploy.
+        # Every deployment lost something, so none may be skipped as "unchanged" by the next deploy; the runs stay
+        # named so that the next destroy does not take them in from ARM's history as unrecorded (in_flight).
+        doc.destroyed_runs = {
+            **doc.destroyed_runs,
+            **{name: r.correlation_id for name, r in doc.deployments.items() if r.correlation_id},
+        }
         doc.deployments = {}
         doc.outputs = {}
         doc.updated_at = now()
