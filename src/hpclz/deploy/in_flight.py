@@ -117,6 +117,8 @@ def settle(
         deployments=[f.deployment for f in found],
     )
     runner = Runner(arm, plan, doc, save, on_event=on_event, poll_interval=poll_interval, merge_records=True)
+    for f in found:  # all at once: a run left going while another is followed would go on creating
+        runner.cancel(f.deployment, f.remote)
     for f in found:
         runner.settle(f.deployment, f.remote)
     return runner.doc, runner.failures

@@ -186,20 +186,23 @@ class Runner:
         remote, operations = self._follow(d)
         return self._finish(d, record, remote, operations)
 
-    def settle(self, d: Deployment, remote: dict[str, Any]) -> Step:
-        """Destroy's way in: an hpclz run that ARM still has running, or that state never saw finish, is
-        cancelled where ARM allows it, followed to its end through the attach path and its resources recorded,
-        so destroy deletes what it made instead of racing it. Never submits anything.
+    def cancel(self, d: Deployment, remote: dict[str, Any]) -> None:
+        """Destroy's first step with a run ARM still has going: stop it, so that it creates nothing more while
+        destroy deletes. Deployments - Cancel: "You can cancel a deployment only if the provisioningState is
+        Accepted or Running. After the deployment is canceled, the provisioningState is set to Canceled ... leaves
+        the resources partially deployed" (learn.microsoft.com/rest/api/resources/deployments/cancel)."""
+        if _state(remote) not in CANCELABLE:
+            return
+        try:
+            self.arm.cancel(d)
+            self._emit(Event(d.name, Step.CANCELLED, f"(it was {_state(remote)} in ARM) before destroying"))
+        except sdk_error() as exc:  # it ended between the read and the cancel: settle reads how
+            self._emit(Event(d.name, Step.CANCELLED, f"could not cancel ({describe(exc).one_line()})"))
 
-        Deployments - Cancel: "You can cancel a deployment only if the provisioningState is Accepted or Running.
-        After the deployment is canceled, the provisioningState is set to Canceled ... leaves the resources
-        partially deployed" (learn.microsoft.com/rest/api/resources/deployments/cancel)."""
-        if _state(remote) in CANCELABLE:
-            try:
-                self.arm.cancel(d)
-                self._emit(Event(d.name, Step.CANCELLED, f"was {_state(remote)} in ARM; cancelled before destroying"))
-            except sdk_error() as exc:  # it ended between the read and the cancel: its end is read below
-                self._emit(Event(d.name, Step.CANCELLED, f"could not cancel ({describe(exc).one_line()})"))
+    def settle(self, d: Deployment, remote: dict[str, Any]) -> Step:
+        """Destroy's way in to a run state never saw finish (cancelled first where it still ran): followed to its
+        end through the attach path and its resources recorded, so destroy deletes what it made instead of racing
+        it. Never submits anything."""
         previous = self.doc.deployments.get(d.name)
         digest = (remote.get("tags") or {}).get(HASH_TAG) or (previous.template_hash if previous else "")
         try:
@@ -251,7 +254,7 @@ class Runner:
             self._record(done, self._resources(d, remote, operations))
             self._emit(Event(d.name, Step.SUCCEEDED, f"{len(operations)} resource operations"))
             return Step.SUCCEEDED
-        failure = _failure(remote, operations)
+        failure = _failure(remote, operations) if state != "Canceled" else _cancelled(remote)
         status = DeploymentStatus.CANCELED if state == "Canceled" else DeploymentStatus.FAILED
         # What did get created is recorded too, so destroy can find it after a failed deploy.
         self._record(
@@ -259,7 +262,8 @@ class Runner:
             self._resources(d, remote, operations),
         )
         self._failures[d.name] = failure
-        self._emit(Event(d.name, Step.FAILED, failure.one_line()))
+        shown = Step.CANCELLED if state == "Canceled" else Step.FAILED
+        self._emit(Event(d.name, shown, failure.one_line()))
         return Step.FAILED
 
     def _resources(
@@ -365,6 +369,16 @@ _DONE = (Step.SKIPPED, Step.SUCCEEDED)
 
 def _state(remote: dict[str, Any] | None) -> str | None:
     return ((remote or {}).get("properties") or {}).get("provisioningState")
+
+
+def _cancelled(remote: dict[str, Any]) -> ArmFailure:
+    """A cancelled run ends without an error of its own; what it did make is recorded all the same."""
+    error = (remote.get("properties") or {}).get("error")
+    if error:
+        return innermost(error)
+    return ArmFailure(
+        "DeploymentCanceled", "cancelled in ARM before it finished; what it made is recorded", remote.get("id")
+    )
 
 
 def _failure(remote: dict[str, Any], operations: list[dict[str, Any]]) -> ArmFailure:

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from hpclz.deploy.destroy import is_immutable
 from hpclz.deploy.in_flight import InFlight
-from hpclz.deploy.runner import Event
+from hpclz.deploy.runner import Event, Step
 from hpclz.deploy.vault_note import vault_note
 from hpclz.plan.policies import is_subscription_wide
 
@@ -59,8 +59,8 @@ def show_outcome(err: Console, outcome: Any) -> None:
         )
         return
     if isinstance(outcome, Event):
-        detail = f" {outcome.resource_type} {outcome.resource_name}: {outcome.state}" if outcome.resource_name else ""
-        err.print(f"  {outcome.deployment}: {outcome.step.value}{detail} {outcome.message}".rstrip(), highlight=False)
+        if outcome.step is not Step.RESOURCE:  # each resource shows once more below, as destroy reaches it
+            err.print(f"  {outcome.deployment}: {outcome.step.value} {outcome.message}".rstrip(), highlight=False)
         return
     style = STYLE.get(outcome.action.value, "")
     reason = f" ({outcome.reason})" if outcome.reason else ""
