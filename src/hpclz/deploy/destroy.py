@@ -18,6 +18,7 @@ from typing import Any
 
 from hpclz.azure.arm import Arm
 from hpclz.azure.errors import describe
+from hpclz.deploy.private_reach import reach
 from hpclz.deploy.vault_note import PROTECTED_ITEM, protected_items, vault_note
 from hpclz.plan.policies import is_subscription_wide
 from hpclz.render.model import DATA_BEARING_TYPES, DATA_TAG, MANAGED_TAG
@@ -144,8 +145,8 @@ def kept_set(resources: list[ResourceRecord], include_data: bool) -> dict[str, s
                     else f"used by kept {(user or '').rsplit('/', 1)[-1]}"
                 )
                 changed = True
-            elif link := _needed_link(r, kept, by_id):
-                kept[key] = link
+            elif why := _needed_link(r, kept, by_id) or reach(r, kept, by_id):
+                kept[key] = why
                 changed = True
     return kept
 
