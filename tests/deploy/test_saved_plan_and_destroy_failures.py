@@ -40,11 +40,11 @@ def test_destroy_reports_each_failure_and_carries_on(arm: ArmStandIn, zone: Path
         Fault(
             "error",
             method="DELETE",
-            path=r"/privateEndpoints/pep-aitrain-blob",
+            path=r"/bastionHosts/bas-aitrain",
             status=400,
             times=None,
             code="InUse",
-            message="endpoint busy",
+            message="bastion busy",
         )
     )
     result = run_cli("destroy", str(zone), "--yes")
@@ -52,10 +52,12 @@ def test_destroy_reports_each_failure_and_carries_on(arm: ArmStandIn, zone: Path
     # The compute group is deleted whole on a plain destroy (the monitoring group no longer is: it holds the flow
     # records' storage account, data like every storage account).
     assert "rg-aitrain-compute-prod-eus2: Conflict: in use" in result.stdout
-    assert "pep-aitrain-blob-prod-eus2: InUse: endpoint busy" in result.stdout
+    assert "bas-aitrain-prod-eus2: InUse: bastion busy" in result.stdout
+    # The blob endpoint is no longer deleted on a plain destroy: it is the kept account's only way in (private_reach).
+    assert "kept Microsoft.Network/privateEndpoints pep-aitrain-blob-prod-eus2" in result.stderr
     assert "rg-aitrain-compute-prod-eus2" in arm.world.groups and "rg-aitrain-network-prod-eus2" in arm.world.groups
     recorded = {r["name"] for r in state_of(zone)["resources"]}
-    assert {"rg-aitrain-compute-prod-eus2", "pep-aitrain-blob-prod-eus2", "amlfs-aitrain-prod-eus2"} <= recorded
+    assert {"rg-aitrain-compute-prod-eus2", "bas-aitrain-prod-eus2", "amlfs-aitrain-prod-eus2"} <= recorded
 
     arm.faults.clear()
     again = destroy_everything(run_cli, arm, zone)
