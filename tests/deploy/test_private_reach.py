@@ -83,7 +83,9 @@ def test_the_endpoint_of_a_kept_private_account_stays_with_its_dns_registration(
     )
     assert kept[group.id.lower()] == "resolves kept testPe to its private address"
     assert kept[zone.id.lower()] == "used by kept default"  # the zone group names the zone
-    assert kept[vnet.id.lower()] == "used by kept testpe"  # (names from IDs, lower-cased) the endpoint's subnet is in it
+    assert (
+        kept[vnet.id.lower()] == "used by kept testpe"
+    )  # (names from IDs, lower-cased) the endpoint's subnet is in it
 
 
 def test_an_account_open_to_public_networks_keeps_its_endpoint_without_the_public_access_reason() -> None:

@@ -14,6 +14,7 @@ import pytest
 
 from tests.deploy.conftest import HPCLZ, left_after_destroy, our_groups, state_of
 from tests.support.arm_standin import ArmStandIn
+from tests.support.arm_standin.world import DeploymentRun
 
 pytestmark = pytest.mark.slow  # each test waits on a deployment the stand-in holds running for seconds
 
@@ -106,6 +107,10 @@ def _flow_logs(arm: ArmStandIn) -> list[str]:
     return [k for k, r in arm.world.resources.items() if r["type"] == FLOW_LOG]
 
 
+def _nested_flowlog_run(arm: ArmStandIn) -> DeploymentRun:
+    return next(r for k, r in arm.world.deployments.items() if k.startswith("networkwatcherrg|"))
+
+
 def test_destroy_right_after_kill_9_cancels_the_runs_and_deletes_what_they_made_outside_our_groups(
     arm: ArmStandIn, zone: Path, run_cli
 ) -> None:
@@ -122,6 +127,12 @@ def test_destroy_right_after_kill_9_cancels_the_runs_and_deletes_what_they_made_
     _kill_9(proc)
     runs = {name: next(r for k, r in arm.world.deployments.items() if k.endswith(name)) for name in (STORAGE, FLOWLOGS)}
     assert {r.state for r in runs.values()} <= {"Accepted", "Running"}
+    # The flow log is made by the flow logs run's nested run, a deployment of its own in NetworkWatcherRG, in flight
+    # (provisioning the flow log) when the deploy was killed; the outer run's operations name only that deployment.
+    nested = _nested_flowlog_run(arm)
+    assert nested.state == "Running" and nested.resource_group == "NetworkWatcherRG"
+    outer_targets = [o["properties"]["targetResource"]["resourceType"] for o in runs[FLOWLOGS].operations]
+    assert FLOW_LOG not in outer_targets and "Microsoft.Resources/deployments" in outer_targets
 
     kept = run_cli("destroy", str(zone), "--yes")
     assert kept.exit_code == 0, kept.stdout + kept.stderr
@@ -129,8 +140,11 @@ def test_destroy_right_after_kill_9_cancels_the_runs_and_deletes_what_they_made_
         assert f"in flight {name}: Running in ARM, recorded in state as running" in kept.stderr, kept.stderr
         assert any(r.method == "POST" and r.path.endswith(f"{name}/cancel") for r in arm.log)
         assert run.state == "Canceled", (name, kept.stderr, [r for r in arm.log if "cancel" in r.path])
+    # Cancelling the outer run promises nothing for a nested one: destroy cancels the nested run itself.
+    assert any(r.method == "POST" and r.path.lower() == f"{nested.id}/cancel".lower() for r in arm.log)
+    assert nested.state == "Canceled"
     # Provisioning when the cancel came, the flow log and the Lustre file system exist: both were recorded.
-    assert _flow_logs(arm) == [], kept.stderr  # outside hpclz's groups, found only through the cancelled run
+    assert _flow_logs(arm) == [], kept.stderr  # outside hpclz's groups, found only through the cancelled nested run
     assert "kept Microsoft.StorageCache/amlFilesystems" in kept.stderr, kept.stderr
     assert "rg-aitrain-storage-prod-eus2 (holds kept" in kept.stderr, kept.stderr
 

@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 
 from hpclz.azure.arm import Arm, deployment_body
 from hpclz.azure.errors import ArmFailure, WaitCancelled, describe, innermost, sdk_error
+from hpclz.deploy.nested import cancel_nested, collect, is_nested_operation, merged
 from hpclz.deploy.records import (
     HASH_TAG,
     assignment_ids,
@@ -117,6 +118,7 @@ class Runner:
         # Destroy settling a cancelled run: what an earlier run of the deployment made stays recorded beside what
         # this one reached, since a cancelled or failed run's operations list only what it touched.
         self._merge = merge_records
+        self._cancelling = False  # destroy settling: a nested run still going is cancelled, not waited for
 
     @property
     def failures(self) -> dict[str, ArmFailure]:
@@ -191,13 +193,17 @@ class Runner:
         destroy deletes. Deployments - Cancel: "You can cancel a deployment only if the provisioningState is
         Accepted or Running. After the deployment is canceled, the provisioningState is set to Canceled ... leaves
         the resources partially deployed" (learn.microsoft.com/rest/api/resources/deployments/cancel)."""
-        if _state(remote) not in CANCELABLE:
-            return
+        self._cancelling = True
+        if _state(remote) in CANCELABLE:
+            try:
+                self.arm.cancel(d)
+                self._emit(Event(d.name, Step.CANCELLED, f"(it was {_state(remote)} in ARM) before destroying"))
+            except sdk_error() as exc:  # it ended between the read and the cancel: settle reads how
+                self._emit(Event(d.name, Step.CANCELLED, f"could not cancel ({describe(exc).one_line()})"))
         try:
-            self.arm.cancel(d)
-            self._emit(Event(d.name, Step.CANCELLED, f"(it was {_state(remote)} in ARM) before destroying"))
-        except sdk_error() as exc:  # it ended between the read and the cancel: settle reads how
-            self._emit(Event(d.name, Step.CANCELLED, f"could not cancel ({describe(exc).one_line()})"))
+            cancel_nested(self.arm, d, lambda _inner, message: self._emit(Event(d.name, Step.CANCELLED, message)))
+        except sdk_error() as exc:  # unreadable now: settle follows the nested runs and cancels what still runs
+            self._emit(Event(d.name, Step.CANCELLED, f"could not read its nested runs ({describe(exc).one_line()})"))
 
     def settle(self, d: Deployment, remote: dict[str, Any]) -> Step:
         """Destroy's way in to a run state never saw finish (cancelled first where it still ran): followed to its
@@ -213,35 +219,51 @@ class Runner:
             return Step.FAILED
 
     def _follow(self, d: Deployment) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        """Poll the run to its end, then the runs it nests (hpclz.deploy.nested): their operations and outputResources
+        join the outer run's, since a failed or cancelled outer run lists none of what they made."""
         seen: dict[str, str] = {}
         settings = getattr(getattr(self.arm, "clients", None), "settings", None)
         budget, slowest = deployment_budget(declared_types(d.template), getattr(settings, "deploy_timeout", None))
-        deadline = time.monotonic() + budget
+        clock = _Clock(time.monotonic() + budget, budget, slowest)
+        remote, operations = self._poll_run(d, d.name, seen, clock, nested=False)
+        nested = collect(d, operations, lambda inner: self._poll_run(inner, d.name, seen, clock, nested=True))
+        return merged(remote, nested), operations + [op for run in nested for op in run.operations]
+
+    def _poll_run(
+        self, d: Deployment, shown_as: str, seen: dict[str, str], clock: _Clock, nested: bool
+    ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        """One run (the outer one, or a nested one shown under `shown_as`) followed until ARM ends it; a nested run
+        destroy finds still going is cancelled once. A nested run ARM no longer has reads as empty."""
+        cancelled = False
         while True:
-            remote = self.arm.get_deployment(d) or {}
+            remote = self.arm.get_deployment(d)
+            if remote is None and nested:
+                return {}, []
+            remote = remote or {}
             operations = self.arm.operations(d)
-            for op in operations:
-                props = op.get("properties") or {}
-                target = props.get("targetResource") or {}
-                key, state = str(target.get("id") or op.get("operationId")), str(props.get("provisioningState"))
-                if target and seen.get(key) != state:
-                    seen[key] = state
-                    self._emit(
-                        Event(d.name, Step.RESOURCE, "", target.get("resourceType"), target.get("resourceName"), state)
-                    )
-            if _state(remote) not in ACTIVE:
+            self._show(shown_as, operations, seen)
+            state = _state(remote)
+            if state not in ACTIVE:
                 return remote, operations
-            if time.monotonic() > deadline:
-                raise _TimedOut(
-                    ArmFailure(
-                        "DeploymentTimeout",
-                        f"still {_state(remote)} after {budget / 60:g} min, longer than {slowest} should take; "
-                        "hpclz stopped waiting but ARM carries on: rerun deploy to re-attach, or cancel it in Azure",
-                        (remote or {}).get("id"),
-                    )
-                )
+            if nested and self._cancelling and not cancelled and state in CANCELABLE:
+                cancelled = True
+                self.arm.cancel(d)
+                self._emit(Event(shown_as, Step.CANCELLED, f"nested run {d.name} (it was {state} in ARM)"))
+            if time.monotonic() > clock.deadline:
+                raise _TimedOut(clock.failure(remote))
             if self.stop.wait(self._poll):
                 raise _Interrupted
+
+    def _show(self, name: str, operations: list[dict[str, Any]], seen: dict[str, str]) -> None:
+        for op in operations:
+            props = op.get("properties") or {}
+            target = props.get("targetResource") or {}
+            key, state = str(target.get("id") or op.get("operationId")), str(props.get("provisioningState"))
+            if target and seen.get(key) != state:
+                seen[key] = state
+                self._emit(
+                    Event(name, Step.RESOURCE, "", target.get("resourceType"), target.get("resourceName"), state)
+                )
 
     def _finish(
         self, d: Deployment, record: DeploymentRecord, remote: dict[str, Any], operations: list[dict[str, Any]]
@@ -367,6 +389,23 @@ class Runner:
 _DONE = (Step.SKIPPED, Step.SUCCEEDED)
 
 
+@dataclass(frozen=True)
+class _Clock:
+    """How long one deployment (its nested runs included) may take before hpclz stops waiting."""
+
+    deadline: float
+    budget: float
+    slowest: str
+
+    def failure(self, remote: dict[str, Any]) -> ArmFailure:
+        return ArmFailure(
+            "DeploymentTimeout",
+            f"still {_state(remote)} after {self.budget / 60:g} min, longer than {self.slowest} should take; "
+            "hpclz stopped waiting but ARM carries on: rerun deploy to re-attach, or cancel it in Azure",
+            remote.get("id"),
+        )
+
+
 def _state(remote: dict[str, Any] | None) -> str | None:
     return ((remote or {}).get("properties") or {}).get("provisioningState")
 
@@ -383,7 +422,9 @@ def _cancelled(remote: dict[str, Any]) -> ArmFailure:
 
 def _failure(remote: dict[str, Any], operations: list[dict[str, Any]]) -> ArmFailure:
     """The failed resource operation says most (code, message, target); the deployment error is the fallback."""
-    for op in operations:
+    # A nested deployment's own operation carries only "At least one resource deployment operation failed": the
+    # failed resource inside it, listed after it, says what went wrong.
+    for op in sorted(operations, key=is_nested_operation):
         props = op.get("properties") or {}
         if props.get("provisioningState") == "Failed" and props.get("statusMessage"):
             target = (props.get("targetResource") or {}).get("id")

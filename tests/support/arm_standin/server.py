@@ -29,7 +29,7 @@ from tests.support.arm_standin.features import FEATURE, feature_body
 from tests.support.arm_standin.names import CHECK_NAME, name_answer
 from tests.support.arm_standin.run_commands import VirtualMachines
 from tests.support.arm_standin.whatif import what_if_changes
-from tests.support.arm_standin.world import ArmError, DeploymentRun, World
+from tests.support.arm_standin.world import ArmError, DeploymentRun, World, deployment_key
 from tests.support.locker import locker_env
 
 SUB = r"/subscriptions/(?P<sub>[^/]+)"
@@ -190,7 +190,7 @@ class ArmStandIn:
 
     # ----- deployments -----
     def _dep_key(self, rg: str | None, name: str) -> str:
-        return f"{(rg or '').lower()}|{name.lower()}"
+        return deployment_key(rg, name)
 
     def _dep_id(self, rg: str | None, name: str) -> str:
         base = f"/subscriptions/{self.subscription_id}" + (f"/resourceGroups/{rg}" if rg else "")

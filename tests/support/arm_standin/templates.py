@@ -107,7 +107,12 @@ def _one(item: dict[str, Any], scope: Scope, parent: tuple[str, str] | None = No
     explicit_scope = body.get("scope") if isinstance(body.get("scope"), str) else None
     target_group = scope.resource_group
     if rtype.lower() == "microsoft.resources/deployments":
-        target_group = str(evaluate(item.get("resourceGroup"), scope)) if item.get("resourceGroup") else target_group
+        if item.get("resourceGroup"):
+            target_group = str(evaluate(item["resourceGroup"], scope))
+        elif item.get("subscriptionId"):
+            # A subscription ID and no group: the nested deployment runs at subscription scope ("Scope to
+            # subscription", learn.microsoft.com/azure/azure-resource-manager/templates/deploy-to-resource-group).
+            target_group = None
         inner_scope = Scope(
             subscription_id=scope.subscription_id,
             resource_group=target_group,

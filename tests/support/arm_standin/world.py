@@ -26,6 +26,14 @@ def _now() -> str:
     return datetime.now(UTC).isoformat().replace("+00:00", "Z")
 
 
+DEPLOYMENTS = "microsoft.resources/deployments"
+
+
+def deployment_key(group: str | None, name: str) -> str:
+    """Where a deployment lives: its resource group (none: the subscription) and its name, case-insensitive."""
+    return f"{(group or '').lower()}|{name.lower()}"
+
+
 class ArmError(Exception):
     def __init__(self, status: int, code: str, message: str, target: str | None = None):
         super().__init__(message)
@@ -234,11 +242,14 @@ class World:
 
     def _provision_all(self, run: DeploymentRun, planned: list[PlannedResource]) -> None:
         run.state = "Running"
-        for resource in _flatten(planned):
+        for resource in _own(planned):
             if run.cancel.is_set():
                 run.state = "Canceled"
                 return
-            failure = self._provision(run, resource)
+            if resource.type.lower() == DEPLOYMENTS:
+                failure = self._nested(run, resource)
+            else:
+                failure = self._provision(run, resource)
             if failure:
                 run.error = {
                     "code": "DeploymentFailed",
@@ -267,6 +278,50 @@ class World:
             run.outputs = {}
         run.state = "Succeeded"
 
+    def _nested(self, run: DeploymentRun, resource: PlannedResource) -> dict[str, Any] | None:
+        """A nested deployment is a deployment of its own at its own scope (the group its `resourceGroup` names, or
+        the subscription), with its own operations and outputResources, read at its own ID; the outer run's
+        operations list it as one target of type Microsoft.Resources/deployments, not what it holds (Deployment
+        Operations - List, "Gets all deployments operations for a deployment", each with its targetResource:
+        learn.microsoft.com/rest/api/resources/deploymentoperations/list). When the outer run succeeds its
+        outputResources include what the nested one made ("AFAIK `outputResources` today captures resources from
+        nested deployments as well", github.com/Azure/bicep-reps pull 3, review thread); a cancelled or failed run
+        has no outputResources, so what a nested run made is then found only on the nested run, through its own
+        operations. Cancelling the outer run does not cancel a nested run already going (Deployments - Cancel
+        promises nothing about nested runs): the outer waits for it, and the caller cancels the nested run itself."""
+        op = self._operation(run, resource)
+        child = DeploymentRun(
+            resource.id,
+            resource.name,
+            deployment_key(resource.resource_group, resource.name),
+            resource.resource_group,
+            resource.body.get("location"),
+            {"properties": resource.body.get("properties") or {}, "tags": resource.body.get("tags") or {}},
+        )
+        with self.lock:
+            self.deployments[child.scope_key] = child
+        try:
+            self._provision_all(child, resource.nested)
+        finally:
+            child.ended = time.perf_counter()
+        if child.state == "Succeeded":
+            op["properties"].update(provisioningState="Succeeded", statusCode="OK", timestamp=_now())
+            run.output_resources.extend(child.output_resources)
+            return None
+        inner = child.error or {"code": "DeploymentCanceled", "message": f"The deployment '{child.name}' was canceled."}
+        op["properties"].update(
+            provisioningState=child.state, statusCode="Conflict", statusMessage={"status": child.state, "error": inner}
+        )
+        if child.state == "Canceled" and run.cancel.is_set():
+            return None  # the outer run ends Canceled on its own cancel
+        return {
+            "code": "DeploymentFailed",
+            "target": resource.id,
+            "message": "At least one resource deployment operation failed. Please list deployment operations for "
+            "details. Please see https://aka.ms/arm-deployment-operations for usage details.",
+            "details": [inner],
+        }
+
     def plan_scope(self, run: DeploymentRun) -> Scope:
         location = (
             run.location or (self.group(run.resource_group) or {}).get("location", "")
@@ -275,7 +330,7 @@ class World:
         )
         return Scope(self.subscription_id, run.resource_group, location or "", run.name, lookup=self.lookup)
 
-    def _provision(self, run: DeploymentRun, resource: PlannedResource) -> dict[str, Any] | None:
+    def _operation(self, run: DeploymentRun, resource: PlannedResource) -> dict[str, Any]:
         op: dict[str, Any] = {
             "id": f"{run.id}/operations/{uuid.uuid4().hex[:16].upper()}",
             "operationId": uuid.uuid4().hex[:16].upper(),
@@ -289,6 +344,10 @@ class World:
             },
         }
         run.operations.append(op)
+        return op
+
+    def _provision(self, run: DeploymentRun, resource: PlannedResource) -> dict[str, Any] | None:
+        op = self._operation(run, resource)
         time.sleep(self.latency.get(resource.type.lower(), 0.0))
         fault = self.faults.for_resource(resource.type, resource.name)
         if fault is None and resource.resource_group and resource.type.lower() != "microsoft.resources/resourcegroups":
@@ -417,6 +476,16 @@ def _secure_names(template: dict[str, Any]) -> set[str]:
         for name, spec in (template.get("parameters") or {}).items()
         if str(spec.get("type", "")).lower() in ("securestring", "secureobject")
     }
+
+
+def _own(planned: list[PlannedResource]) -> list[PlannedResource]:
+    """What a run provisions itself: its resources and their children, but not what its nested deployments hold."""
+    out: list[PlannedResource] = []
+    for resource in planned:
+        out.append(resource)
+        if resource.type.lower() != DEPLOYMENTS:
+            out.extend(_own(resource.nested))
+    return out
 
 
 def _flatten(planned: list[PlannedResource]) -> list[PlannedResource]:
