@@ -4,8 +4,9 @@ Data-bearing resources (Lustre, NetApp volumes, checkpoint storage) are kept unl
 containers among them: even when asked, Azure refuses while a sealed version's retention runs, and the failure
 says so), and with
 them everything they stand on: their parents, their resource group, and the resources their recorded
-properties reference (a Lustre file system keeps its subnet, hence the VNet). A resource group is
-deleted whole only when it holds nothing kept and nothing hpclz did not create.
+properties reference (a Lustre file system keeps its subnet, hence the VNet), and what keeps them reachable: a kept
+zone's VNet link, the private endpoint of a kept account or vault and its DNS zone group (hpclz.deploy.private_reach).
+A resource group is deleted whole only when it holds nothing kept and nothing hpclz did not create.
 """
 
 from __future__ import annotations
