@@ -247,12 +247,20 @@ class Runner:
                 return remote, operations
             if nested and self._cancelling and not cancelled and state in CANCELABLE:
                 cancelled = True
-                self.arm.cancel(d)
-                self._emit(Event(shown_as, Step.CANCELLED, f"nested run {d.name} (it was {state} in ARM)"))
+                self._cancel_nested_run(d, shown_as, str(state))
             if time.monotonic() > clock.deadline:
                 raise _TimedOut(clock.failure(remote))
             if self.stop.wait(self._poll):
                 raise _Interrupted
+
+    def _cancel_nested_run(self, d: Deployment, shown_as: str, state: str) -> None:
+        try:
+            self.arm.cancel(d)
+            self._emit(Event(shown_as, Step.CANCELLED, f"nested run {d.name} (it was {state} in ARM)"))
+        except sdk_error() as exc:  # it ended between the read and the cancel: the next read says how
+            self._emit(
+                Event(shown_as, Step.CANCELLED, f"could not cancel nested run {d.name} ({describe(exc).one_line()})")
+            )
 
     def _show(self, name: str, operations: list[dict[str, Any]], seen: dict[str, str]) -> None:
         for op in operations:
