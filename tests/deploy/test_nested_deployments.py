@@ -51,6 +51,18 @@ def test_a_nested_run_is_its_own_deployment_at_its_own_scope(arm: ArmStandIn, zo
     outputs = [o["id"].lower() for o in (client.get_deployment(outer) or {})["properties"]["outputResources"]]
     assert flow_log["id"].lower() in outputs
 
+    # CycleCloud's roles: the compute deployment (a group's) nests one run into the network group and one at
+    # subscription scope (subscriptionId and no resourceGroup), each readable at its own scope.
+    compute = _outer("hpclz-aitrain-prod-compute", _record(zone, "hpclz-aitrain-prod-compute")["resource_group"])
+    inner_runs = [handle(compute, rid) for rid in nested_targets(client.operations(compute))]
+    by_scope = {(i.scope, i.resource_group): i for i in inner_runs if i is not None}
+    subscription_run = by_scope[(Scope.SUBSCRIPTION, None)]
+    assert (client.get_deployment(subscription_run) or {})["properties"]["provisioningState"] == "Succeeded"
+    assigned = [o["properties"]["targetResource"]["id"] for o in client.operations(subscription_run)]
+    assert assigned and all(i.lower().startswith(f"/subscriptions/{arm.subscription_id}/providers/") for i in assigned)
+    recorded = {r["id"].lower() for r in state_of(zone)["resources"]}
+    assert {i.lower() for i in assigned} <= recorded
+
     # The audit deployment runs at subscription scope and nests one run per watched resource's group.
     audit = _outer(AUDIT, None)
     groups = {handle(audit, rid).resource_group for rid in nested_targets(client.operations(audit))}  # type: ignore[union-attr]
