@@ -152,7 +152,11 @@ def _collect_nested(raw: dict[str, Any], ctx: _Context, out: list[DesiredResourc
     props = raw["properties"]
     template = props["template"]
     given = {k: ctx.resolve(v) for k, v in props.get("parameters", {}).items()}
-    rg = ctx.resolve(raw.get("resourceGroup", ctx.resource_group))
+    # A subscription ID and no group: the nested deployment runs at subscription scope, not in the parent's group
+    # ("Scope to subscription", MicrosoftDocs/azure-docs articles/azure-resource-manager/templates/
+    # deploy-to-resource-group.md: "add a nested deployment and include the `subscriptionId` property").
+    default = None if "subscriptionId" in raw and "resourceGroup" not in raw else ctx.resource_group
+    rg = ctx.resolve(raw.get("resourceGroup", default))
     nested = _Context(ctx.deployment, ctx.subscription, rg, _parameter_values(template, given), {})
     nested.variables = nested.resolve(template.get("variables", {}))
     _collect(template.get("resources", []), nested, "", "", out)

@@ -111,7 +111,8 @@ def _one(item: dict[str, Any], scope: Scope, parent: tuple[str, str] | None = No
             target_group = str(evaluate(item["resourceGroup"], scope))
         elif item.get("subscriptionId"):
             # A subscription ID and no group: the nested deployment runs at subscription scope ("Scope to
-            # subscription", learn.microsoft.com/azure/azure-resource-manager/templates/deploy-to-resource-group).
+            # subscription": "add a nested deployment and include the `subscriptionId` property",
+            # learn.microsoft.com/azure/azure-resource-manager/templates/deploy-to-resource-group).
             target_group = None
         inner_scope = Scope(
             subscription_id=scope.subscription_id,
