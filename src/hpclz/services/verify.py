@@ -41,7 +41,7 @@ from hpclz.verify.dispatch import (
 )
 from hpclz.verify.model import CollectiveResult, NodeReport, Status, VerifyReport
 from hpclz.verify.report import bad_nodes, write_junit, write_plot
-from hpclz.verify.slurm import NodeInfo, SlurmClient, SlurmError
+from hpclz.slurm.client import NodeInfo, SlurmClient, SlurmError
 from hpclz.verify.thresholds import agent_arguments, load_thresholds, overrides_for
 
 PING_GRACE_S = 5.0

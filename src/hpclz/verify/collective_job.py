@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from hpclz.verify.model import CollectiveResult, NodeReport
-    from hpclz.verify.slurm import SlurmClient
+    from hpclz.slurm.client import SlurmClient
 
 THROTTLE_NODE = "HPCLZ_VERIFY_THROTTLE_NODE"
 THROTTLE_S = "HPCLZ_VERIFY_THROTTLE_S"

@@ -138,7 +138,7 @@ class SlurmClient:
             last = said[-1] if said else f"exit {done.returncode}"
             if NO_CONFIG in last:
                 raise SlurmError(
-                    f"this machine has no Slurm configuration ({last}): run hpclz verify where Slurm's commands "
+                    f"this machine has no Slurm configuration ({last}): run hpclz where Slurm's commands "
                     "reach the cluster (its scheduler or a login node), or name a slurm.conf with --slurm-conf",
                     exit_code=ExitCode.USAGE,
                 )
