@@ -279,25 +279,26 @@ def _report_storage(loaded: LoadedConfig, request: RemoteRequest) -> tuple[str, 
     return account or "", connection
 
 
-def parse_envelope(stdout: str, stderr: str, state: str, exit_code: int | None) -> dict[str, Any]:
-    """The remote run's `result`, or one error line saying what went wrong there (its own error line first)."""
+def parse_envelope(stdout: str, stderr: str, state: str, exit_code: int | None, what: str = "verify") -> dict[str, Any]:
+    """The remote run's `result`, or one error line saying what went wrong there (its own error line first).
+    `what`: the hpclz command that ran there (verify, nodes roll), for the error line."""
     try:
         envelope = json.loads(stdout)
     except json.JSONDecodeError:
         tail = (stderr.strip().splitlines() or stdout.strip().splitlines() or [state])[-1]
         raise HpclzError(
-            f"verify on the scheduler returned no report (run command {state}, exit {exit_code}): {tail}",
+            f"{what} on the scheduler returned no report (run command {state}, exit {exit_code}): {tail}",
             exit_code=ExitCode.AZURE_ERROR if exit_code is None else ExitCode.FAILED,
         ) from None
     if not isinstance(envelope, dict):
-        raise HpclzError("verify on the scheduler returned JSON that is not an hpclz envelope")
+        raise HpclzError(f"{what} on the scheduler returned JSON that is not an hpclz envelope")
     if envelope.get("errors") and not envelope.get("result"):
         first = envelope["errors"][0]
         code = _exit_code(envelope.get("exit_code"))
         raise HpclzError(f"on the scheduler: {first.get('message', '?')}", exit_code=code)
     result = envelope.get("result")
     if not isinstance(result, dict):
-        raise HpclzError("verify on the scheduler returned an envelope without a result")
+        raise HpclzError(f"{what} on the scheduler returned an envelope without a result")
     return result
 
 

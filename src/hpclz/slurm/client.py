@@ -18,6 +18,8 @@ from pathlib import Path
 from hpclz.errors import ExitCode, HpclzError
 
 DRAIN_PREFIX = "hpclz:"
+# A node hpclz marked for power down (hpclz.slurm.power): drained too, but never to be resumed by verify.
+ROLL_PREFIX = "hpclz: roll"
 # Slurm keeps a node's reason in a fixed-size field in some tools' output; long reasons get cut.
 MAX_REASON_CHARS = 200
 FINISHED_STATES = frozenset(
@@ -50,6 +52,11 @@ class NodeInfo:
 
     @property
     def drained_by_hpclz(self) -> bool:
+        """Drained by verify or the Scheduled Events watcher, so verify may re-test and resume it. Not a node on its
+        way to power down (`!` or `%`, whoever drained it: a roll's drain, or a watcher's drain on top of one),
+        nor one a roll marked: resuming those would cancel the roll."""
+        if set(self.flags) & set("!%") or self.reason.startswith(ROLL_PREFIX):
+            return False
         return self.state.startswith("drain") and self.reason.startswith(DRAIN_PREFIX)
 
     @property
@@ -90,6 +97,14 @@ STATE_FLAGS = "*~#!%$@^-"
 NOT_SCHEDULABLE = (
     "drain", "maint", "reserved", "resv", "power", "reboot", "npc", "perfctrs",
 )  # fmt: skip
+
+
+def slurm_here(conf: Path | None = None) -> bool:
+    """Can this machine talk to a Slurm: a slurm.conf named, or Slurm's tools found. Where not (the machine that
+    ran `hpclz deploy`), verify and the node roll go to the scheduler VM through Azure Run Command."""
+    if conf or os.environ.get("SLURM_CONF") or os.environ.get("HPCLZ_SLURM_BIN"):
+        return True
+    return shutil.which("sinfo") is not None
 
 
 @dataclass(frozen=True)
