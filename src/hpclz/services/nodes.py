@@ -167,9 +167,10 @@ def _states(infos: dict[str, NodeInfo]) -> list[NodeState]:
 
 
 def _on_scheduler(loaded: LoadedConfig, action: str, opts: NodesOptions) -> NodesResult:
-    from hpclz.services.nodes_remote import run_on_scheduler
+    from hpclz.services.nodes_remote import Scheduler, run_on_scheduler
 
-    body = run_on_scheduler(loaded, [action, *remote_arguments(opts)], opts)
+    where = Scheduler(opts.scheduler, opts.report_account, opts.remote_python, opts.wait_s, opts.progress)
+    body = run_on_scheduler(loaded, [action, *remote_arguments(opts)], where)
     return NodesResult.model_validate(body)
 
 

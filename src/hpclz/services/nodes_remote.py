@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import base64
 import shlex
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from hpclz.config.loader import LoadedConfig
 from hpclz.errors import ExitCode, HpclzError
@@ -27,8 +29,16 @@ from hpclz.services.verify_remote import (
     parse_envelope,
 )
 
-if TYPE_CHECKING:
-    from hpclz.services.nodes import NodesOptions
+
+@dataclass
+class Scheduler:
+    """Where and how the command runs there (the options hpclz.services.nodes passes on)."""
+
+    vm_id: str | None = None  # --scheduler; found by CycleCloud's tags when None
+    report_account: str | None = None
+    python: str = "python3"
+    wait_s: int = 0
+    progress: Callable[[str], None] = field(default=lambda _line: None)
 
 
 def remote_script(python: str, args: list[str]) -> str:
@@ -43,11 +53,11 @@ printf '%s' "${CONFIG_ENV}" | base64 -d >"$config"
 """
 
 
-def run_on_scheduler(loaded: LoadedConfig, args: list[str], opts: NodesOptions) -> dict[str, Any]:
+def run_on_scheduler(loaded: LoadedConfig, args: list[str], opts: Scheduler) -> dict[str, Any]:
     from hpclz.azure.run_command import OutputBlobs, run_script
 
     clients = _clients(loaded)
-    vm_id = locate_scheduler(clients, loaded, opts.scheduler, compute_group(loaded) if not opts.scheduler else None)
+    vm_id = locate_scheduler(clients, loaded, opts.vm_id, None if opts.vm_id else compute_group(loaded))
     timeout_s = STARTUP_S + opts.wait_s  # a roll is a few scontrol calls; status --wait follows it that long
     opts.progress(f"nodes {args[0]} runs on {vm_id} (time limit {timeout_s} s)")
     request = RemoteRequest(verify_args=[], report_account=opts.report_account, timeout_s=timeout_s)
@@ -56,7 +66,7 @@ def run_on_scheduler(loaded: LoadedConfig, args: list[str], opts: NodesOptions) 
     outcome = run_script(
         clients,
         vm_id,
-        remote_script(opts.remote_python, args),
+        remote_script(opts.python, args),
         blobs,
         env={CONFIG_ENV: base64.b64encode(Path(loaded.file).read_bytes()).decode()},
         timeout_s=timeout_s,
