@@ -109,10 +109,12 @@ def test_a_node_running_a_job_keeps_it_and_powers_down_when_it_ends(
 
 
 def test_dry_run_changes_nothing(run_cli: Run, zone: Path, power_cluster: LocalSlurm) -> None:
-    code, shown = nodes(run_cli, "roll", zone, power_cluster, "-p", "hpc", "-w", "cc3", "--dry-run")
+    code, shown = nodes(run_cli, "roll", zone, power_cluster, "-p", "hpc", "-w", "cc4,cc3", "--dry-run")
     assert code == 0 and shown["result"]["dry_run"]
-    assert by_name(shown)["cc3"]["phase"] == "up"
-    assert power_cluster.node_states()["cc3"] == "idle"
+    # One hostlist, as Slurm's own formatter writes it, however many nodes roll.
+    assert "scontrol update NodeName=cc[3-4] State=POWER_DOWN_ASAP" in shown["result"]["command"]
+    assert [(n["name"], n["phase"]) for n in shown["result"]["nodes"]] == [("cc3", "up"), ("cc4", "up")]
+    assert power_cluster.node_states()["cc3"] == power_cluster.node_states()["cc4"] == "idle"
 
 
 @pytest.mark.parametrize(

@@ -77,9 +77,9 @@ def roll(opts: NodesOptions) -> CommandResult[NodesResult]:
         raise HpclzError(
             f"cannot roll {len(refused)} node(s), nothing was changed: {said}",
             exit_code=ExitCode.USAGE,
-            hint="roll only nodes that Slurm powers down (CycleCloud's autoscaled nodearrays); restart the others",
+            hint="roll only nodes Slurm powers down, such as CycleCloud's autoscaled nodearrays; restart the others",
         )
-    args = roll_command(sorted(infos), roll_reason(opts.why))
+    args = roll_command(client.hostlist(sorted(infos)), roll_reason(opts.why))
     if not opts.dry_run:
         client.run("scontrol", *args)
         infos = _select(client, partitions, ",".join(sorted(infos)))

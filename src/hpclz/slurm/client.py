@@ -194,6 +194,10 @@ class SlurmClient:
         """node[1-3],gpu7 -> names, by Slurm's own parser."""
         return [h for h in self.run("scontrol", "show", "hostnames", hostlist).split() if h]
 
+    def hostlist(self, names: Sequence[str]) -> str:
+        """names -> node[1-3],gpu7, by Slurm's own formatter: one short argument however many nodes."""
+        return self.run("scontrol", "show", "hostlist", ",".join(names)).strip()
+
     def drain(self, node: str, reason: str) -> None:
         reason = reason if reason.startswith(DRAIN_PREFIX) else f"{DRAIN_PREFIX} {reason}"
         self.run("scontrol", "update", f"NodeName={node}", "State=DRAIN", f"Reason={_one_line(reason)}")

@@ -13,7 +13,7 @@ node_state_string(): `!` POWER_DOWN pending, `%` POWERING_DOWN, `~` POWERED_DOWN
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -52,9 +52,9 @@ def roll_reason(why: str | None = None) -> str:
     return f"{ROLL_PREFIX}: {why or DEFAULT_WHY}"
 
 
-def roll_command(nodes: Sequence[str], reason: str) -> list[str]:
+def roll_command(hostlist: str, reason: str) -> list[str]:
     """The scontrol arguments that mark the nodes (one call: Slurm applies it to the whole hostlist)."""
-    return ["update", f"NodeName={','.join(nodes)}", "State=POWER_DOWN_ASAP", f"Reason={reason}"]
+    return ["update", f"NodeName={hostlist}", "State=POWER_DOWN_ASAP", f"Reason={reason}"]
 
 
 @dataclass(frozen=True)
