@@ -83,3 +83,16 @@ def test_a_refusal_on_the_scheduler_comes_back_as_its_one_line(
     assert done.exit_code == 64
     assert "error: on the scheduler: cannot roll 1 node(s), nothing was changed: cc5: SuspendExcNodes" in done.stderr
     assert power_cluster.node_states() == before
+
+
+def test_without_slurm_here_or_a_deployment_it_says_why_it_went_to_azure(
+    run_cli: Run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No slurm.conf, no Slurm tools on PATH and nothing deployed: one line, and the hint names the way out."""
+    for key in ("SLURM_CONF", "HPCLZ_SLURM_BIN"):
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path))  # no sinfo
+    zone = zone_with(tmp_path, "hpc", "static")
+    done = run_cli("nodes", "status", str(zone), "-p", "hpc")
+    assert done.exit_code != 0 and "Traceback" not in done.stderr
+    assert "went to the scheduler VM through Azure Run Command; --slurm-conf FILE uses a Slurm here" in done.stderr

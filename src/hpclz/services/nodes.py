@@ -170,7 +170,15 @@ def _on_scheduler(loaded: LoadedConfig, action: str, opts: NodesOptions) -> Node
     from hpclz.services.nodes_remote import Scheduler, run_on_scheduler
 
     where = Scheduler(opts.scheduler, opts.report_account, opts.remote_python, opts.wait_s, opts.progress)
-    body = run_on_scheduler(loaded, [action, *remote_arguments(opts)], where)
+    try:
+        body = run_on_scheduler(loaded, [action, *remote_arguments(opts)], where)
+    except HpclzError as exc:
+        if opts.via is None and opts.scheduler is None and exc.hint is None:  # say why Azure came into it
+            exc.hint = (
+                "no Slurm here (sinfo not on PATH), so the command went to the scheduler VM through Azure Run "
+                "Command; --slurm-conf FILE uses a Slurm here"
+            )
+        raise
     return NodesResult.model_validate(body)
 
 

@@ -22,11 +22,11 @@ from hpclz.services.verify_remote import (
     REPORT_CONTAINER,
     STARTUP_S,
     RemoteRequest,
-    _clients,
-    _report_storage,
+    azure_clients,
     compute_group,
     locate_scheduler,
     parse_envelope,
+    report_storage,
 )
 
 
@@ -56,12 +56,12 @@ printf '%s' "${CONFIG_ENV}" | base64 -d >"$config"
 def run_on_scheduler(loaded: LoadedConfig, args: list[str], opts: Scheduler) -> dict[str, Any]:
     from hpclz.azure.run_command import OutputBlobs, run_script
 
-    clients = _clients(loaded)
+    clients = azure_clients(loaded)
     vm_id = locate_scheduler(clients, loaded, opts.vm_id, None if opts.vm_id else compute_group(loaded))
     timeout_s = STARTUP_S + opts.wait_s  # a roll is a few scontrol calls; status --wait follows it that long
     opts.progress(f"nodes {args[0]} runs on {vm_id} (time limit {timeout_s} s)")
     request = RemoteRequest(verify_args=[], report_account=opts.report_account, timeout_s=timeout_s)
-    account, connection = _report_storage(loaded, request)
+    account, connection = report_storage(loaded, request)
     blobs = OutputBlobs(account, REPORT_CONTAINER, connection, clients.credential, valid_s=timeout_s)
     outcome = run_script(
         clients,
