@@ -124,6 +124,8 @@ def test_dry_run_changes_nothing(run_cli: Run, zone: Path, power_cluster: LocalS
         (["-p", "hpc", "-w", "st1"], "--nodes st1: not in partition(s) hpc: st1"),
         (["-p", "hpc", "-w", "cc5"], "cc5: SuspendExcNodes keeps it powered up"),
         (["-p", "static"], "st1: partition static has SuspendTime=INFINITE (no power saving)"),
+        # Selected through hpc, which has power saving; its other partition, static, turns it off.
+        (["-p", "hpc", "-w", "cc6"], "cc6: partition static has SuspendTime=INFINITE (no power saving)"),
     ],
 )
 def test_refused_with_one_line_and_nothing_changed(

@@ -12,7 +12,8 @@ CycleCloud's slurm.conf (Azure/cyclecloud-slurm@049346f azure-slurm-install/temp
   Default is 10 seconds") so a power down starts within a second;
 - partition `hpc` has power saving, partition `static` is `SuspendTime=INFINITE` (slurm.conf(5), partition
   SuspendTime: "Setting SuspendTime to INFINITE will disable suspending of nodes in this partition") and one node
-  of `hpc` is in `SuspendExcNodes`, the two ways a node can be left without power saving.
+  of `hpc` is in `SuspendExcNodes`, the two ways a node can be left without power saving; one node is in both
+  partitions (slurm.conf(5): for such a node "the highest time will take effect").
 
 Each test module that uses it gets its own controller (own folder, ports, state), so the shared cluster of the
 other Slurm tests is never reconfigured.
@@ -23,7 +24,7 @@ from __future__ import annotations
 import shutil
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -41,6 +42,7 @@ class PowerSaving:
     saving: list[str]  # partition hpc, power saving on
     static: list[str]  # partition static, SuspendTime=INFINITE
     excluded: str  # in hpc, but listed in SuspendExcNodes
+    both: list[str] = field(default_factory=list)  # in hpc and in static
 
     def install(self, root: Path) -> None:
         folder = root / "power"
@@ -70,8 +72,9 @@ class PowerSaving:
             "ResumeTimeout=60",
             f"SuspendExcNodes={self.excluded}",
             "SlurmctldParameters=idle_on_node_suspend,power_save_interval=1,power_save_min_interval=0",
-            f"PartitionName=hpc Nodes={','.join([*self.saving, self.excluded])} Default=YES MaxTime=INFINITE State=UP",
-            f"PartitionName=static Nodes={','.join(self.static)} Default=NO MaxTime=INFINITE State=UP "
+            f"PartitionName=hpc Nodes={','.join([*self.saving, self.excluded, *self.both])} Default=YES MaxTime=INFINITE "
+            "State=UP",
+            f"PartitionName=static Nodes={','.join([*self.static, *self.both])} Default=NO MaxTime=INFINITE State=UP "
             "SuspendTime=INFINITE",
         ]
 
@@ -100,8 +103,8 @@ def wait_until(ready: object, what: str, timeout: float = 20.0) -> None:
 @pytest.fixture(scope="module")
 def power_cluster() -> Iterator[LocalSlurm]:
     require(harness.slurm_available(), "Slurm (slurmctld, slurmd, munged, sinfo)")
-    power = PowerSaving(saving=["cc1", "cc2", "cc3", "cc4"], static=["st1"], excluded="cc5")
-    cluster = harness.start_cluster(["cc1", "cc2", "cc3", "cc4", "cc5", "st1"], power)
+    power = PowerSaving(saving=["cc1", "cc2", "cc3", "cc4"], static=["st1"], excluded="cc5", both=["cc6"])
+    cluster = harness.start_cluster(["cc1", "cc2", "cc3", "cc4", "cc5", "cc6", "st1"], power)
     try:
         yield cluster
     finally:

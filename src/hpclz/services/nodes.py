@@ -70,8 +70,11 @@ def roll(opts: NodesOptions) -> CommandResult[NodesResult]:
         return _finish(_on_scheduler(loaded, "roll", opts))
     client = SlurmClient.from_env(opts.slurm_conf)
     infos = _select(client, partitions, opts.nodes)
+    hostlist = client.hostlist(sorted(infos))
     power = read_power_saving(client)
-    refused = {n: why for n, info in infos.items() if (why := power.why_not(info)) is not None}
+    # Every partition of each node, not only the one it was selected through: any of them may turn power saving off.
+    whole = client.nodes(nodelist=hostlist)
+    refused = {i.name: why for i in whole if (why := power.why_not(i)) is not None}
     if refused:
         said = "; ".join(f"{n}: {why}" for n, why in sorted(refused.items()))
         raise HpclzError(
@@ -79,10 +82,10 @@ def roll(opts: NodesOptions) -> CommandResult[NodesResult]:
             exit_code=ExitCode.USAGE,
             hint="roll only nodes Slurm powers down, such as CycleCloud's autoscaled nodearrays; restart the others",
         )
-    args = roll_command(client.hostlist(sorted(infos)), roll_reason(opts.why))
+    args = roll_command(hostlist, roll_reason(opts.why))
     if not opts.dry_run:
         client.run("scontrol", *args)
-        infos = _select(client, partitions, ",".join(sorted(infos)))
+        infos = _select(client, partitions, hostlist)
     shown = "scontrol " + " ".join(a if " " not in a else f"'{a}'" for a in args)
     return _finish(NodesResult(action="roll", dry_run=opts.dry_run, command=shown, nodes=_states(infos)))
 
