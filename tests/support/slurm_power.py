@@ -5,7 +5,8 @@ CycleCloud's slurm.conf (Azure/cyclecloud-slurm@049346f azure-slurm-install/temp
 `SuspendProgram=/opt/azurehpc/slurm/suspend_program.sh`, `ResumeProgram=...resume_program.sh`, `SuspendTime=300`,
 `SuspendTimeout=600`, `ResumeTimeout=1800`, `SlurmctldParameters=idle_on_node_suspend` and
 `ReconfigFlags=KeepPowerSaveSettings` (Slurm 22.05.8 rejects that flag, "Invalid ReconfigFlag": left out here), and
-keeps nodes that must stay up out of power saving with `SuspendExcNodes` (its `Include keep_alive.conf`). The same settings here, with times a test can wait for:
+keeps nodes that must stay up out of power saving with `SuspendExcNodes` (its `Include keep_alive.conf`). The same
+settings here, with times a test can wait for:
 - the suspend program records the hostlist Slurm passes it and stops the nodes' slurmd (a VM being deallocated);
   the resume program only records (no test powers a node back up);
 - SuspendTime is an hour, so no node powers down on its own while a test runs: only a roll powers one down;
