@@ -120,6 +120,8 @@ def test_dry_run_changes_nothing(run_cli: Run, zone: Path, power_cluster: LocalS
 @pytest.mark.parametrize(
     ("args", "said"),
     [
+        ([], "nodes roll: name what to roll: --partition NAME, --nodes HOSTLIST, or --all"),
+        (["--all"], "st1: partition static has SuspendTime=INFINITE (no power saving)"),  # --all takes static too
         (["-p", "nope"], "--partition nope: not a partition of"),
         (["-p", "hpc", "-w", "st1"], "--nodes st1: not in partition(s) hpc: st1"),
         (["-p", "hpc", "-w", "cc5"], "cc5: SuspendExcNodes keeps it powered up"),

@@ -24,7 +24,7 @@ class Via(StrEnum):
 
 CONFIG_ARGUMENT = typer.Argument(..., metavar="CONFIG", help="Landing-zone config (YAML): its compute.partitions.")
 PARTITION_OPTION = typer.Option(
-    [], "--partition", "-p", metavar="NAME", help="A partition of the config (repeatable; default: all of them)."
+    [], "--partition", "-p", metavar="NAME", help="A partition of the config (repeatable; status: default all of them)."
 )
 NODES_OPTION = typer.Option(
     None, "--nodes", "-w", metavar="HOSTLIST", help="Only these nodes of those partitions, a Slurm hostlist."
@@ -58,6 +58,9 @@ def roll(
         metavar="TEXT",
         help="Said after 'hpclz: roll: ' in Slurm's reason (default: new node definition).",
     ),
+    all_partitions: bool = typer.Option(
+        False, "--all", help="Every partition of the config (roll needs --partition, --nodes or this)."
+    ),
     dry_run: bool = typer.Option(False, "--dry-run", help="Check and show what would be marked; change nothing."),
     slurm_conf: Path | None = SLURM_CONF_OPTION,
     via: Via | None = VIA_OPTION,
@@ -75,6 +78,7 @@ def roll(
         options = NodesOptions(
             config=config,
             partitions=partition,
+            all_partitions=all_partitions,
             nodes=nodes,
             why=why,
             dry_run=dry_run,

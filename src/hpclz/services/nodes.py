@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from pydantic import BaseModel, Field
@@ -30,7 +30,8 @@ POLL_S = 1.0
 @dataclass
 class NodesOptions:
     config: Path
-    partitions: list[str] = field(default_factory=list)  # default: every partition of the config
+    partitions: list[str] = field(default_factory=list)  # status: default every partition of the config
+    all_partitions: bool = False  # roll: every partition, asked for by name (--all), never by omission
     nodes: str | None = None  # a Slurm hostlist within those partitions
     dry_run: bool = False
     why: str | None = None  # the roll's reason after "hpclz: roll: "
@@ -65,7 +66,15 @@ class NodesResult(ResultBody):
 
 def roll(opts: NodesOptions) -> CommandResult[NodesResult]:
     loaded = load_config(opts.config)
+    if not (opts.partitions or opts.nodes or opts.all_partitions):
+        raise HpclzError(
+            "nodes roll: name what to roll: --partition NAME, --nodes HOSTLIST, or --all "
+            "(every partition of the config: the whole cluster drains)",
+            exit_code=ExitCode.USAGE,
+        )
     partitions = _partitions(loaded, opts.partitions)
+    if opts.all_partitions:
+        opts = replace(opts, partitions=partitions)  # the scheduler gets the same choice by name
     if _remote(opts):
         return _finish(_on_scheduler(loaded, "roll", opts))
     client = SlurmClient.from_env(opts.slurm_conf)
