@@ -446,7 +446,12 @@ CASES: dict[str, list[Case]] = {
             "manufacturing",
             _set(
                 "storage.shared",
-                {"mode": "existing", "address": "nfs.example.com", "home_export": "/export/home", "sched_export": "/export/sched"},
+                {
+                    "mode": "existing",
+                    "address": "nfs.example.com",
+                    "home_export": "/export/home",
+                    "sched_export": "/export/sched",
+                },
             ),
         )
     ],
