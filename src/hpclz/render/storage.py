@@ -92,8 +92,8 @@ def _snapshot_policy(zone: Zone) -> dict[str, Any] | None:
     if not (shared.enabled and zone.shared_netapp_volumes()):
         return None
     hour, minute = (int(part) for part in zone.config.backup.time_utc.split(":"))
-    at = {"hour": hour, "minute": minute}
-    schedules = {
+    at: dict[str, int | str] = {"hour": hour, "minute": minute}
+    schedules: dict[str, tuple[dict[str, int | str], int]] = {
         "hourlySchedule": ({"minute": minute}, shared.hourly_snapshots),
         "dailySchedule": (at, shared.daily_snapshots),
         "weeklySchedule": ({"day": "Sunday", **at}, shared.weekly_snapshots),
