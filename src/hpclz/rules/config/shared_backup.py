@@ -61,8 +61,10 @@ class NfsShareNotBackedUp(Rule[ConfigContext]):
 
 class NetAppSnapshotCount(Rule[ConfigContext]):
     """An Azure NetApp Files volume holds at most 255 snapshots, a limit support cannot raise
-    (learn.microsoft.com/azure/azure-netapp-files/azure-netapp-files-resource-limits); a policy keeping none takes
-    no snapshot at all."""
+    (learn.microsoft.com/azure/azure-netapp-files/azure-netapp-files-resource-limits), and Azure refuses a policy
+    whose hourly, daily, weekly and monthly counts add up to more: "Total number of snapshots to keep exceeds 255"
+    (learn.microsoft.com/azure/azure-netapp-files/troubleshoot-snapshot-policies). A policy keeping none takes no
+    snapshot at all."""
 
     id = "HPCLZ-MNT-032"
     severity = Severity.ERROR
