@@ -4,13 +4,9 @@ Azure Files share soft delete are deployed, kept by a plain destroy with the dat
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 
-import pytest
-
-from tests.conftest import REPO
 from tests.support.arm_standin import ArmStandIn
 
 POLICY = "Microsoft.NetApp/netAppAccounts/snapshotPolicies"
@@ -20,15 +16,6 @@ FILE_SERVICE = "Microsoft.Storage/storageAccounts/fileServices"
 
 def _of(arm: ArmStandIn, type_: str) -> list[dict]:
     return [r for r in arm.world.resources.values() if r["type"] == type_]
-
-
-@pytest.fixture
-def manufacturing(tmp_path: Path) -> Path:
-    folder = tmp_path / "cae"
-    folder.mkdir()
-    target = folder / "lz.yaml"
-    shutil.copy(REPO / "configs" / "manufacturing.yaml", target)
-    return target
 
 
 def test_netapp_snapshot_policy_is_deployed_kept_with_the_volumes_and_removed_with_data(
