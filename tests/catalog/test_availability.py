@@ -118,9 +118,10 @@ def test_the_generator_reads_az_rows_without_zones_and_drops_regions_outside_the
     rows = regen.parse(GPU_ALL.read_text("utf-8"))
     h100 = regen.facts(rows, {"Standard_ND96isr_H100_v5"})["Standard_ND96isr_H100_v5"]
     assert h100["southeastus"] == {"zones": []}  # a new region without zones; not in regions.json
-    assert "southeastus" not in regen.facts(rows, {"Standard_ND96isr_H100_v5"}, set(load_regions().regions))[
-        "Standard_ND96isr_H100_v5"
-    ]
+    assert (
+        "southeastus"
+        not in regen.facts(rows, {"Standard_ND96isr_H100_v5"}, set(load_regions().regions))["Standard_ND96isr_H100_v5"]
+    )
     westus = regen.facts(rows, {"Standard_NC24ads_A100_v4"})["Standard_NC24ads_A100_v4"]["westus"]
     assert westus == {"zones": [], "restrictions": "NotAvailableForSubscription, type: Location"}
 

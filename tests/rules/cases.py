@@ -422,6 +422,22 @@ CASES: dict[str, list[Case]] = {
             _all(_set(f"{P}.0.vm_size", "Standard_NC24ads_A100_v4"), _set(f"{P}.0.zone", 1)),
         ),
     ],
+    # A node image that floats: `latest` (the stock default of every node role) or a gallery image definition without
+    # /versions/ (its latest version, ImageReference.id in Microsoft.Compute.json 2024-07-01). Error in prod, warning
+    # in test.
+    "HPCLZ-CMP-050": [
+        Case("ai-training", _set(f"{P}.1.image", "microsoft-dsvm:ubuntu-hpc:2204:latest")),
+        Case("manufacturing", _set("compute.scheduler.image", DELETE), severity="warning"),
+        Case(
+            "finance",
+            _set(
+                "compute.login.image",
+                "/subscriptions/"
+                + ZERO
+                + "/resourceGroups/rg-images/providers/Microsoft.Compute/galleries/hpc/images/u2204",
+            ),
+        ),
+    ],
     "HPCLZ-MON-020": [Case("ai-training", _set("monitoring", {"mode": "disabled"}))],
     "HPCLZ-MON-021": [Case("finance", _set("network.flow_logs.retention_days", 30))],
     "HPCLZ-MNT-020": [Case("finance", _set("backup", DELETE)), Case("ai-training", _set("backup.enabled", False))],
