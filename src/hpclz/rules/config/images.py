@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 
+from hpclz.config.compute import Compute
 from hpclz.findings import Finding, Severity
 from hpclz.rules.base import Rule
 from hpclz.rules.context import ConfigContext
@@ -14,14 +15,20 @@ NodeImage = tuple[tuple[str | int, ...], str, str]  # (config path of the image,
 _GALLERY_DEFINITION = re.compile(r"/galleries/[^/]+/images/[^/]+$", re.IGNORECASE)
 
 
-def node_images(ctx: ConfigContext) -> Iterator[NodeImage]:
+def node_images(compute: Compute) -> Iterator[NodeImage]:
     """The image of every node role CycleCloud creates: the scheduler, the login nodes (when any) and each partition."""
-    compute = ctx.config.compute
     yield ("compute", "scheduler", "image"), "the scheduler", compute.scheduler.image
     if compute.login.count:
         yield ("compute", "login", "image"), "the login nodes", compute.login.image
-    for index, partition, _sku in ctx.partitions():
+    for index, partition in enumerate(compute.partitions):
         yield ("compute", "partitions", index, "image"), f"partition {partition.name}", partition.image
+
+
+def pinned_marketplace_images(compute: Compute) -> Iterator[NodeImage]:
+    """Node images that are marketplace URNs with a fixed version: the ones preflight can look up (HPCLZ-CMP-109)."""
+    for path, who, image in node_images(compute):
+        if not image.startswith("/") and not floats(image):
+            yield path, who, image
 
 
 def floats(image: str) -> bool:
@@ -58,7 +65,7 @@ class NodeImageFloats(Rule[ConfigContext]):
 
     def check(self, ctx: ConfigContext) -> Iterable[Finding]:
         severity = None if ctx.is_prod else Severity.WARNING
-        for path, who, image in node_images(ctx):
+        for path, who, image in node_images(ctx.config.compute):
             if floats(image):
                 yield self.finding(
                     ctx, path, f"{who}: {image} gives each new node the newest version", severity=severity
