@@ -84,14 +84,16 @@ def test_the_cli_local_path_reaches_run_local(
 
 
 GPU_SCRIPT = REPO / "benchmarks" / "gpu" / "verify_on_gpu.sh"
+CAPTURE_SCRIPT = REPO / "benchmarks" / "gpu" / "capture_on_gpu.sh"
 
 
-def test_the_gpu_machine_script_is_valid_bash_and_passes_shellcheck() -> None:
-    done = subprocess.run(["bash", "-n", str(GPU_SCRIPT)], capture_output=True, text=True, check=False)
+@pytest.mark.parametrize("script", [GPU_SCRIPT, CAPTURE_SCRIPT], ids=lambda p: p.name)
+def test_the_gpu_machine_scripts_are_valid_bash_and_pass_shellcheck(script: Path) -> None:
+    done = subprocess.run(["bash", "-n", str(script)], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
     require(shutil.which("shellcheck") is not None, "shellcheck (Debian package)")
     checked = subprocess.run(
-        ["shellcheck", "--shell=bash", "--severity=warning", str(GPU_SCRIPT)],
+        ["shellcheck", "--shell=bash", "--severity=warning", str(script)],
         capture_output=True,
         text=True,
         check=False,

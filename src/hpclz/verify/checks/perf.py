@@ -254,10 +254,21 @@ def _allreduce(facts: NodeFacts, t: Thresholds, reading: Reading, metric: str) -
     shown = f"busbw {busbw:.1f} GB/s at {top['size_bytes']} bytes over {run.get('ranks')} ranks ({run.get('backend')})"
     if run.get("wrong") or "wrong results" in str(run.get("message", "")):
         return Verdict(FAIL, f"{run.get('message', 'wrong results')} ({shown})", round(busbw, 3), threshold, "GB/s")
+    if (one_rank := _one_rank(run, t, shown)) is not None:
+        return one_rank
     if threshold is None:
         return Verdict(WARN, f"{shown}; no threshold for SKU {t.sku or 'unknown'}", round(busbw, 3), None, "GB/s")
     status = PASS if busbw >= threshold else FAIL
     return Verdict(status, f"{shown} vs {num(threshold)} GB/s", round(busbw, 3), num(threshold), "GB/s")
+
+
+def _one_rank(run: dict[str, Any], t: Thresholds, shown: str) -> Verdict | None:
+    """One rank moves no data: busbw = 2(n-1)/n x algbw is 0 whatever the speed (nccl-tests doc/PERFORMANCE.md;
+    tests/fixtures/gpu/h100/all_reduce_perf.txt, a real one-GPU run, prints busbw 0.00 on every row). On a size
+    with one GPU that is nothing to judge; on a size with more, the run missed GPUs, which the threshold fails."""
+    if run.get("ranks") == 1 and t.get("gpu_count") == 1:
+        return Verdict(NOT_MEASURED, f"not measured: one GPU, nothing to all-reduce between ({shown})")
+    return None
 
 
 @check(
