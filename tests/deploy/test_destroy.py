@@ -5,7 +5,7 @@ from __future__ import annotations
 from hpclz.azure.arm import Arm
 from hpclz.azure.clients import AzureClients
 from hpclz.deploy.destroy import Action, Destroyer
-from hpclz.render.model import MANAGED_TAG
+from hpclz.render.model import DATA_TAG, MANAGED_TAG
 from hpclz.state.model import DeploymentRecord, DeploymentStatus, ResourceRecord, StateDocument
 from tests.support.arm_standin import ArmStandIn
 
@@ -86,3 +86,37 @@ def test_defender_plans_are_left_on_and_forgotten(arm: ArmStandIn) -> None:
     assert remaining.resources == []
     assert arm.world.resources[rid.lower()]["properties"] == body
     assert not [r for r in arm.log if r.method == "DELETE"]
+
+
+def test_a_group_holding_data_state_never_recorded_is_kept_unless_include_data(arm: ArmStandIn) -> None:
+    """What no run lists (a nested deployment's resource, docs/state.md "Known limit") but hpclz tagged as data: the
+    group that holds it stays on plain destroy and is named with it; --include-data deletes the group."""
+    arm.world.put_group("rg-storage", "eastus2", {MANAGED_TAG: "true"})
+    group = ResourceRecord(
+        id=f"/subscriptions/{arm.subscription_id}/resourceGroups/rg-storage",
+        type="Microsoft.Resources/resourceGroups",
+        name="rg-storage",
+        api_version="2022-09-01",
+        deployment="lz-org",
+    )
+    lustre = (
+        f"/subscriptions/{arm.subscription_id}/resourceGroups/rg-storage/providers/"
+        "Microsoft.StorageCache/amlFilesystems/amlfs-lz"
+    )
+    arm.world.resources[lustre.lower()] = {
+        "id": lustre,
+        "name": "amlfs-lz",
+        "type": "Microsoft.StorageCache/amlFilesystems",
+        "location": "eastus2",
+        "tags": {MANAGED_TAG: "true", DATA_TAG: "true"},
+    }
+    doc = StateDocument(landing_zone="lz", environment="prod", resources=[group])
+
+    kept = Destroyer(Arm(AzureClients(arm.subscription_id)), doc, ["lz-org"])
+    kept.run(include_data=False)
+    assert [(o.action, o.reason) for o in kept.outcomes] == [(Action.KEPT, "holds unrecorded data amlfs-lz")]
+    assert arm.world.group("rg-storage") is not None
+
+    gone = Destroyer(Arm(AzureClients(arm.subscription_id)), doc, ["lz-org"])
+    assert gone.run(include_data=True).resources == []
+    assert arm.world.group("rg-storage") is None and lustre.lower() not in arm.world.resources

@@ -57,10 +57,26 @@ def test_destroy_keeps_the_accounting_database_unless_include_data(
     kept = run_cli("destroy", str(energy), "--yes")
     assert kept.exit_code == 0, kept.stderr
     assert [r["name"] for r in _of_type(arm, MYSQL)] == [server["name"]]
-    zones = {r["name"] for r in _of_type(arm, "Microsoft.Network/privateDnsZones")}
-    assert f"{server['name']}.private.mysql.database.azure.com" in zones
+    [dns_zone] = [
+        r
+        for r in _of_type(arm, "Microsoft.Network/privateDnsZones")
+        if r["name"] == f"{server['name']}.private.mysql.database.azure.com"
+    ]
     # The VNet holds the server's delegated subnet.
     assert [r["name"] for r in _of_type(arm, "Microsoft.Network/virtualNetworks")] == ["vnet-energy-prod-scus"]
+    # And the zone's link to that VNet stays: a private DNS zone resolves only in the VNets linked to it
+    # (learn.microsoft.com/azure/mysql/flexible-server/concepts-networking-vnet, "Private DNS zone integration").
+    [link] = [
+        r
+        for r in _of_type(arm, "Microsoft.Network/privateDnsZones/virtualNetworkLinks")
+        if r["id"].lower().startswith(f"{dns_zone['id'].lower()}/")
+    ]
+    assert link["properties"]["virtualNetwork"]["id"].lower().endswith("/virtualnetworks/vnet-energy-prod-scus")
+    assert (
+        f"kept Microsoft.Network/privateDnsZones/virtualNetworkLinks {link['name'].rsplit('/', 1)[-1]} (resolves kept "
+        f"{dns_zone['name']} in kept vnet-energy-prod-scus)" in kept.stderr
+    ), kept.stderr
+    assert link["id"] in [r["id"] for r in state_of(energy)["resources"]]  # kept, so still managed
     assert _of_type(arm, "Microsoft.Compute/virtualMachines") == []
 
     gone = run_cli("destroy", str(energy), "--yes", "--include-data")

@@ -12,13 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.deploy.conftest import HPCLZ, left_after_destroy, our_groups
+from tests.deploy.conftest import HPCLZ, left_after_destroy, our_groups, state_of
 from tests.support.arm_standin import ArmStandIn
 
 pytestmark = pytest.mark.slow  # each test waits on a deployment the stand-in holds running for seconds
 
 STORAGE = "hpclz-aitrain-prod-storage"
 SLOW_TYPE = "microsoft.storagecache/amlfilesystems"
+FLOWLOGS = "hpclz-aitrain-prod-flowlogs"
+FLOW_LOG = "Microsoft.Network/networkWatchers/flowLogs"
 
 
 def _start_deploy(zone: Path) -> subprocess.Popen[str]:
@@ -87,35 +89,81 @@ def test_ctrl_c_releases_the_lock_and_leaves_a_resumable_state(arm: ArmStandIn, 
     assert f"{STORAGE}: attached" in resumed.stderr
 
 
-def test_destroy_right_after_kill_9_keeps_unrecorded_data_and_removes_the_rest(
-    arm: ArmStandIn, zone: Path, run_cli
-) -> None:
-    # Without the preset's accounting server, which deploys beside storage and, recorded, would keep the storage
-    # group by itself: this test is about the group kept for the Lustre file system state never recorded.
+def _without_accounting(zone: Path) -> None:
+    """Without the preset's accounting server, which deploys beside storage: these tests follow storage's run."""
     text = zone.read_text()
     start = text.index("  accounting:\n")
     end = text.index("  partitions:\n", start)
-    text = text[:start] + "  accounting: {mode: disabled}\n" + text[end:]
-    # Without flow logs either: their deployment races storage's, and a flow log created by a deployment still in
-    # flight at the kill sits in NetworkWatcherRG, outside hpclz's groups, where destroy finds only what state
-    # recorded (a known gap: destroy does not yet read the outputResources of deployments recorded as running).
-    flow_logs = "  flow_logs: {enabled: true, retention_days: 90, traffic_analytics_interval_minutes: 10}\n"
-    assert flow_logs in text
-    zone.write_text(text.replace(flow_logs, ""))
-    arm.world.latency[SLOW_TYPE] = 1.0
-    proc = _start_deploy(zone)
-    _wait_until_recorded_running(zone, STORAGE, proc)
+    zone.write_text(text[:start] + "  accounting: {mode: disabled}\n" + text[end:])
+
+
+def _kill_9(proc: subprocess.Popen[str]) -> None:
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=10)
-    run = next(r for k, r in arm.world.deployments.items() if k.endswith(STORAGE))
-    while run.state in ("Accepted", "Running"):
-        time.sleep(0.05)
+
+
+def _flow_logs(arm: ArmStandIn) -> list[str]:
+    return [k for k, r in arm.world.resources.items() if r["type"] == FLOW_LOG]
+
+
+def test_destroy_right_after_kill_9_cancels_the_runs_and_deletes_what_they_made_outside_our_groups(
+    arm: ArmStandIn, zone: Path, run_cli
+) -> None:
+    """The race the kill leaves: storage's and flow logs' runs still going in ARM, recorded as running. Destroy cancels
+    both (Deployments - Cancel) before it deletes anything and takes in what they made, the flow log in
+    NetworkWatcherRG included, which no hpclz group holds."""
+    _without_accounting(zone)
+    assert "flow_logs: {enabled: true" in zone.read_text()
+    arm.world.latency[SLOW_TYPE] = 4.0  # long enough that both still run when destroy starts
+    arm.world.latency[FLOW_LOG.lower()] = 4.0
+    proc = _start_deploy(zone)
+    _wait_until_recorded_running(zone, STORAGE, proc)
+    _wait_until_recorded_running(zone, FLOWLOGS, proc)
+    _kill_9(proc)
+    runs = {name: next(r for k, r in arm.world.deployments.items() if k.endswith(name)) for name in (STORAGE, FLOWLOGS)}
+    assert {r.state for r in runs.values()} <= {"Accepted", "Running"}
 
     kept = run_cli("destroy", str(zone), "--yes")
     assert kept.exit_code == 0, kept.stdout + kept.stderr
-    assert "rg-aitrain-storage-prod-eus2 (holds unrecorded data" in kept.stderr, kept.stderr
-    assert any(r["type"] == "Microsoft.StorageCache/amlFilesystems" for r in arm.world.resources.values())
+    for name, run in runs.items():
+        assert f"in flight {name}: Running in ARM, recorded in state as running" in kept.stderr, kept.stderr
+        assert any(r.method == "POST" and r.path.endswith(f"{name}/cancel") for r in arm.log)
+        assert run.state == "Canceled", (name, kept.stderr, [r for r in arm.log if "cancel" in r.path])
+    # Provisioning when the cancel came, the flow log and the Lustre file system exist: both were recorded.
+    assert _flow_logs(arm) == [], kept.stderr  # outside hpclz's groups, found only through the cancelled run
+    assert "kept Microsoft.StorageCache/amlFilesystems" in kept.stderr, kept.stderr
+    assert "rg-aitrain-storage-prod-eus2 (holds kept" in kept.stderr, kept.stderr
 
     gone = run_cli("destroy", str(zone), "--yes", "--include-data")
     assert gone.exit_code == 0, gone.stdout + gone.stderr
+    assert "in flight" not in gone.stderr  # the runs the first destroy settled are not read back from ARM's history
     assert our_groups(arm) == {} and left_after_destroy(arm) == []
+
+
+def test_destroy_takes_in_a_run_whose_submit_the_killed_deploy_never_heard_back_from(
+    arm: ArmStandIn, zone: Path, run_cli
+) -> None:
+    """kill -9 between ARM starting a run and hpclz recording it: state has no record of the flow logs deployment,
+    ARM has the run; destroy finds it under the zone's deployment name and deletes the flow log it made."""
+    _without_accounting(zone)
+    arm.slow_put_answer[FLOWLOGS] = 30.0
+    proc = _start_deploy(zone)
+    deadline = time.monotonic() + 60
+    while not any(k.endswith(FLOWLOGS) for k in arm.world.deployments):
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.05)
+    _kill_9(proc)
+    run = next(r for k, r in arm.world.deployments.items() if k.endswith(FLOWLOGS))
+    while run.state in ("Accepted", "Running"):
+        time.sleep(0.05)
+    assert FLOWLOGS not in state_of(zone)["deployments"] and _flow_logs(arm)
+
+    gone = run_cli("destroy", str(zone), "--yes", "--include-data")
+    assert gone.exit_code == 0, gone.stdout + gone.stderr
+    assert f"in flight {FLOWLOGS}: Succeeded in ARM, run by a deploy that state never saw finish" in gone.stderr
+    assert _flow_logs(arm) == []
+    assert our_groups(arm) == {} and left_after_destroy(arm) == []
+
+    again = run_cli("destroy", str(zone), "--yes", "--include-data", "-o", "json")
+    assert again.exit_code == 0, again.stdout + again.stderr
+    assert json.loads(again.stdout)["result"]["in_flight"] == []

@@ -91,9 +91,35 @@ def worm_note(records: list[ResourceRecord]) -> str:
     return " (" + WORM_NOTE.format(names=", ".join(names)) + ")" if names else ""
 
 
+# A private DNS zone answers only inside the VNets linked to it: "Azure private DNS zone integration allows you to
+# resolve the private DNS within the current virtual network or any in-region peered virtual network where the private
+# DNS Zone is linked" (learn.microsoft.com/azure/mysql/flexible-server/concepts-networking-vnet; virtual network links:
+# learn.microsoft.com/azure/dns/private-dns-virtual-network-links). A kept MySQL server keeps its zone (its recorded
+# properties name it) and its VNet (which holds its delegated subnet); without the link between them the server's
+# name does not resolve from the VNet, so the kept server would be unreachable until the next deploy.
+DNS_LINK = "microsoft.network/privatednszones/virtualnetworklinks"
+VNET = "microsoft.network/virtualnetworks"
+
+
+def _needed_link(r: ResourceRecord, kept: dict[str, str], by_id: dict[str, ResourceRecord]) -> str | None:
+    """Why a private DNS zone's VNet link stays: its zone and the VNet it links are both kept."""
+    if r.type.lower() != DNS_LINK:
+        return None
+    zone = r.id.lower().rsplit("/virtualnetworklinks/", 1)[0]
+    if zone not in kept:
+        return None
+    text = json.dumps(r.properties)
+    vnets = [by_id[k] for k in kept if k in by_id and by_id[k].type.lower() == VNET]
+    vnet = next((v for v in vnets if _references(text, v)), None)
+    if vnet is None:
+        return None
+    return f"resolves kept {by_id[zone].name if zone in by_id else zone.rsplit('/', 1)[-1]} in kept {vnet.name}"
+
+
 def kept_set(resources: list[ResourceRecord], include_data: bool) -> dict[str, str]:
     """Resource id (lower) -> why it is kept."""
     kept = {} if include_data else {r.id.lower(): "data-bearing" for r in resources if r.data_bearing}
+    by_id = {r.id.lower(): r for r in resources}
     changed = True
     while changed:
         changed = False
@@ -117,6 +143,9 @@ def kept_set(resources: list[ResourceRecord], include_data: bool) -> dict[str, s
                     if holder
                     else f"used by kept {(user or '').rsplit('/', 1)[-1]}"
                 )
+                changed = True
+            elif link := _needed_link(r, kept, by_id):
+                kept[key] = link
                 changed = True
     return kept
 
@@ -264,7 +293,12 @@ class Destroyer:
         left = [r for r in self.doc.resources if r.id.lower() not in gone or r.id.lower() in failed]
         doc = self.doc.model_copy(deep=True)
         doc.resources = left
-        # Every deployment lost something, so none may be skipped as "unchanged" by the next deploy.
+        # Every deployment lost something, so none may be skipped as "unchanged" by the next deploy; the runs stay
+        # named so that the next destroy does not take them in from ARM's history as unrecorded (in_flight).
+        doc.destroyed_runs = {
+            **doc.destroyed_runs,
+            **{name: r.correlation_id for name, r in doc.deployments.items() if r.correlation_id},
+        }
         doc.deployments = {}
         doc.outputs = {}
         doc.updated_at = now()

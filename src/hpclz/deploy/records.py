@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from hpclz.arm.api_versions import pinned_version
 from hpclz.plan.assignments import (
     AssignmentKey,
     is_role_assignment,
@@ -268,7 +269,11 @@ def resource_records(
                 id=rid,
                 type=rtype,
                 name=name,
-                api_version=found.api_version if found and found.api_version else api_by_type.get(rtype.lower(), ""),
+                api_version=(found.api_version if found and found.api_version else api_by_type.get(rtype.lower()))
+                # A resource the template no longer declares (destroy settling a run of an older config): the
+                # pinned version of its type, so that destroy can still read and delete it.
+                or pinned_version(rtype)
+                or "",
                 deployment=deployment.name,
                 data_bearing=str(tags.get(DATA_TAG, "")).lower() == "true" or rtype.lower() in DATA_BEARING_TYPES,
                 properties=body,

@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable, Collection, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
+from datetime import datetime
 from enum import StrEnum
 from typing import Any, TypeVar
 
@@ -33,6 +34,7 @@ from hpclz.state.model import DeploymentRecord, DeploymentStatus, ResourceRecord
 
 _T = TypeVar("_T")
 ACTIVE = {"Accepted", "Running", "Created", "Creating", "Updating", "Deleting", "Ready", "Waiting"}
+CANCELABLE = {"Accepted", "Running"}  # the only states Deployments - Cancel accepts
 
 
 class Step(StrEnum):
@@ -44,6 +46,7 @@ class Step(StrEnum):
     FAILED = "failed"
     BLOCKED = "blocked"  # not started: something it depends on failed
     INTERRUPTED = "interrupted"
+    CANCELLED = "cancelled"  # destroy cancelled a run ARM still had going (Runner.settle)
     WAITING = "waiting"  # throttled or retrying: a bounded wait, counted down
 
 
@@ -94,6 +97,7 @@ class Runner:
         deletes: Collection[str] = (),
         before_submit: Callable[[Deployment], ArmFailure | None] = lambda _d: None,
         resubmit: Collection[str] = (),
+        merge_records: bool = False,
     ):
         self.arm = arm
         self.plan = plan
@@ -109,6 +113,14 @@ class Runner:
         self._deletes = {i.lower() for i in deletes}
         self.before_submit = before_submit  # a caller may wrap it (deploy's wheel upload goes first)
         self._resubmit = set(resubmit)  # a rotated secret: same template, new value
+        self._failures: dict[str, ArmFailure] = {}
+        # Destroy settling a cancelled run: what an earlier run of the deployment made stays recorded beside what
+        # this one reached, since a cancelled or failed run's operations list only what it touched.
+        self._merge = merge_records
+
+    @property
+    def failures(self) -> dict[str, ArmFailure]:
+        return dict(self._failures)
 
     # ----- state -----
     def _record(self, record: DeploymentRecord, resources: list[Any] | None = None) -> None:
@@ -117,7 +129,9 @@ class Runner:
             doc.deployments[record.name] = record
             if resources is not None:
                 new = {r.id.lower() for r in resources}
-                kept = [r for r in doc.resources if r.deployment != record.name]
+                kept = [
+                    r for r in doc.resources if r.deployment != record.name or (self._merge and r.id.lower() not in new)
+                ]
                 pending = [
                     r.model_copy(update={"pending_delete": True})
                     for r in doc.resources
@@ -153,6 +167,10 @@ class Runner:
             remote = self.arm.submit(d, deployment_body(d, self._secrets.get(d.name, {}), tags))
             started = now()
             self._emit(Event(d.name, Step.SUBMITTED, f"{d.component} -> {d.resource_group or 'subscription'}"))
+        return self._attach(d, remote, digest, started)
+
+    def _attach(self, d: Deployment, remote: dict[str, Any] | None, digest: str, started: datetime | None) -> Step:
+        """Record the run as RUNNING (its ARM id and correlation ID), follow it to its end and record what it made."""
         record = DeploymentRecord(
             name=d.name,
             component=d.component,
@@ -167,6 +185,32 @@ class Runner:
         self._record(record)
         remote, operations = self._follow(d)
         return self._finish(d, record, remote, operations)
+
+    def cancel(self, d: Deployment, remote: dict[str, Any]) -> None:
+        """Destroy's first step with a run ARM still has going: stop it, so that it creates nothing more while
+        destroy deletes. Deployments - Cancel: "You can cancel a deployment only if the provisioningState is
+        Accepted or Running. After the deployment is canceled, the provisioningState is set to Canceled ... leaves
+        the resources partially deployed" (learn.microsoft.com/rest/api/resources/deployments/cancel)."""
+        if _state(remote) not in CANCELABLE:
+            return
+        try:
+            self.arm.cancel(d)
+            self._emit(Event(d.name, Step.CANCELLED, f"(it was {_state(remote)} in ARM) before destroying"))
+        except sdk_error() as exc:  # it ended between the read and the cancel: settle reads how
+            self._emit(Event(d.name, Step.CANCELLED, f"could not cancel ({describe(exc).one_line()})"))
+
+    def settle(self, d: Deployment, remote: dict[str, Any]) -> Step:
+        """Destroy's way in to a run state never saw finish (cancelled first where it still ran): followed to its
+        end through the attach path and its resources recorded, so destroy deletes what it made instead of racing
+        it. Never submits anything."""
+        previous = self.doc.deployments.get(d.name)
+        digest = (remote.get("tags") or {}).get(HASH_TAG) or (previous.template_hash if previous else "")
+        try:
+            return self._attach(d, remote, digest, previous.started_at if previous and previous.started_at else now())
+        except _TimedOut as timeout:
+            self._failures[d.name] = timeout.failure
+            self._emit(Event(d.name, Step.FAILED, timeout.failure.one_line()))
+            return Step.FAILED
 
     def _follow(self, d: Deployment) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         seen: dict[str, str] = {}
@@ -210,7 +254,7 @@ class Runner:
             self._record(done, self._resources(d, remote, operations))
             self._emit(Event(d.name, Step.SUCCEEDED, f"{len(operations)} resource operations"))
             return Step.SUCCEEDED
-        failure = _failure(remote, operations)
+        failure = _failure(remote, operations) if state != "Canceled" else _cancelled(remote)
         status = DeploymentStatus.CANCELED if state == "Canceled" else DeploymentStatus.FAILED
         # What did get created is recorded too, so destroy can find it after a failed deploy.
         self._record(
@@ -218,7 +262,8 @@ class Runner:
             self._resources(d, remote, operations),
         )
         self._failures[d.name] = failure
-        self._emit(Event(d.name, Step.FAILED, failure.one_line()))
+        shown = Step.CANCELLED if state == "Canceled" else Step.FAILED
+        self._emit(Event(d.name, shown, failure.one_line()))
         return Step.FAILED
 
     def _resources(
@@ -255,7 +300,7 @@ class Runner:
     def run(self) -> RunResult:
         self.plan.waves()  # refuses a dependency cycle before anything is submitted
         result = RunResult()
-        self._failures: dict[str, ArmFailure] = {}
+        self._failures = {}
         pending = {d.name: d for d in self.plan.deployments}
         running: dict[Future[Step], str] = {}
         pool = ThreadPoolExecutor(max_workers=self._workers, thread_name_prefix="hpclz-deploy")
@@ -324,6 +369,16 @@ _DONE = (Step.SKIPPED, Step.SUCCEEDED)
 
 def _state(remote: dict[str, Any] | None) -> str | None:
     return ((remote or {}).get("properties") or {}).get("provisioningState")
+
+
+def _cancelled(remote: dict[str, Any]) -> ArmFailure:
+    """A cancelled run ends without an error of its own; what it did make is recorded all the same."""
+    error = (remote.get("properties") or {}).get("error")
+    if error:
+        return innermost(error)
+    return ArmFailure(
+        "DeploymentCanceled", "cancelled in ARM before it finished; what it made is recorded", remote.get("id")
+    )
 
 
 def _failure(remote: dict[str, Any], operations: list[dict[str, Any]]) -> ArmFailure:

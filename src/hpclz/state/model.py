@@ -104,6 +104,11 @@ class StateDocument(Record):
         description="'<deployment>/<parameter>' -> salted scrypt fingerprint of the secret deployed there: "
         "tells a rotated value without holding it (hpclz.state.fingerprint).",
     )
+    destroyed_runs: dict[str, str] = Field(
+        default_factory=dict,
+        description="Deployment name -> ARM correlation ID of the run whose resources destroy took down: a later "
+        "destroy does not read that run back from ARM's deployment history (hpclz.deploy.in_flight).",
+    )
     created_at: datetime = Field(default_factory=now)
     updated_at: datetime = Field(default_factory=now)
 

@@ -59,6 +59,9 @@ class ArmStandIn:
         self.operation_retry_after = 0
         self.bugs: list[str] = []
         self.compute = VirtualMachines(self.world)
+        # Deployment name (lower case) -> seconds ARM takes to answer its PUT after starting the run: a client killed
+        # in that time leaves a run in ARM that it never learnt of (a slow answer, or one lost on the way back).
+        self.slow_put_answer: dict[str, float] = {}
 
     @property
     def faults(self):  # type: ignore[no-untyped-def]
@@ -210,6 +213,7 @@ class ArmStandIn:
             raise ArmError(409, "DeploymentActive", f"The deployment '{name}' is already running.")
         run = DeploymentRun(self._dep_id(rg, name), name, self._dep_key(rg, name), rg, body.get("location"), body)
         self.world.start(run, planned)
+        time.sleep(self.slow_put_answer.get(name.lower(), 0.0))
         status_url = self._op_url(f"{run.id}/operationStatuses/{uuid.uuid4().hex[:20]}")
         view = run.view(self.world.output_order)
         view["properties"]["provisioningState"] = "Accepted"

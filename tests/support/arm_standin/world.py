@@ -253,6 +253,12 @@ class World:
                 run.state = "Failed"
                 return
             run.output_resources.append(resource.id)
+        if run.cancel.is_set():
+            # A cancel ARM accepted (it runs then) ends the run Canceled, even if its last resource got done
+            # meanwhile: "After the deployment is canceled, the provisioningState is set to Canceled"
+            # (learn.microsoft.com/rest/api/resources/deployments/cancel).
+            run.state = "Canceled"
+            return
         template = run.body.get("properties", {}).get("template") or {}
         scope = self.plan_scope(run)
         try:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from hpclz.deploy.destroy import is_immutable
+from hpclz.deploy.in_flight import InFlight
+from hpclz.deploy.runner import Event, Step
 from hpclz.deploy.vault_note import vault_note
 from hpclz.plan.policies import is_subscription_wide
 
@@ -47,7 +49,19 @@ def show_state(err: Console, doc: StateDocument, include_data: bool) -> None:
 
 
 def show_outcome(err: Console, outcome: Any) -> None:
-    """One line per resource as the destroyer reaches it (hpclz.deploy.destroy.Outcome)."""
+    """One line per resource as the destroyer reaches it (hpclz.deploy.destroy.Outcome); before that, each hpclz
+    deployment found in flight (hpclz.deploy.in_flight.InFlight) and what settling it did (runner events)."""
+    if isinstance(outcome, InFlight):
+        err.print(
+            f"[yellow]in flight[/] {outcome.deployment.name}: {outcome.arm_state} in ARM, {outcome.why}; "
+            "destroy cancels it if still running and takes in what it made first",
+            highlight=False,
+        )
+        return
+    if isinstance(outcome, Event):
+        if outcome.step is not Step.RESOURCE:  # each resource shows once more below, as destroy reaches it
+            err.print(f"  {outcome.deployment}: {outcome.step.value} {outcome.message}".rstrip(), highlight=False)
+        return
     style = STYLE.get(outcome.action.value, "")
     reason = f" ({outcome.reason})" if outcome.reason else ""
     err.print(f"[{style}]{outcome.action.value}[/] {outcome.type} {outcome.id.rsplit('/', 1)[-1]}{reason}")
