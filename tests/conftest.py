@@ -68,6 +68,7 @@ COMPONENT_FIXTURES = {
     "blob_env": "azurite",
     "slurm_cluster": "slurm",
     "clean_slurm": "slurm",
+    "power_cluster": "slurm",
     "scanned": "checkov",
 }
 

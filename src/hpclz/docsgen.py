@@ -106,7 +106,7 @@ def exit_codes() -> str:
             "The command ran and found a problem: failing findings, a failed deployment; `plan` with a NOT ALLOWED"
             " change; `deploy` refusing what the plan marks unsafe (NOT ALLOWED, data loss or disruption without"
             " its flag: nothing changed); or the answer at a `deploy`/`destroy` confirmation was no (prints"
-            " `cancelled`, nothing changed)."
+            " `cancelled`, nothing changed); `nodes status --wait`: some node was not powered down in time."
         ),
         ExitCode.CHANGES_PRESENT: "`plan --detailed-exitcode` only: success, and changes are present.",
         ExitCode.CONFIG_INVALID: "The config could not be read or does not match the model.",
@@ -120,7 +120,8 @@ def exit_codes() -> str:
         "machine (no GPU driver, unknown SKU): not a pass.",
         ExitCode.USAGE: (
             "Bad command-line usage (unknown option, missing argument), or a state that belongs to another"
-            " landing zone, environment, subscription or region (docs/state.md)."
+            " landing zone, environment, subscription or region (docs/state.md); `nodes roll` asked to roll a node"
+            " outside the config's partitions or one Slurm has no power saving for (nothing changed)."
         ),
         ExitCode.INTERRUPTED: (
             "Interrupted: Ctrl-C, or a confirmation prompt aborted (Ctrl-C or end of input); state is left resumable."

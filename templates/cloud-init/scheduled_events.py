@@ -28,7 +28,30 @@ def imds(url, body=None):
         return response.read().decode()
 
 
+# Flags Slurm adds to a node on its way to power down (`scontrol show node` State=, e.g. IDLE+DRAIN+POWER_DOWN;
+# SchedMD/slurm src/common/slurm_protocol_defs.c node_state_flag_string), as `hpclz nodes roll` leaves it.
+POWER_FLAGS = ("POWER_DOWN", "POWERING_DOWN", "POWERED_DOWN")
+
+
+def rolling(node):
+    """Is the node already drained for power down (a roll)? Its own drain, and its reason, are kept then: a
+    second drain adds nothing and would replace the roll's reason."""
+    shown = subprocess.run(
+        ["scontrol", "show", "node", node, "-o"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        universal_newlines=True,
+        check=True,
+    ).stdout
+    for token in shown.split():
+        if token.startswith("State="):
+            return any(flag in POWER_FLAGS for flag in token[len("State=") :].split("+"))
+    return False
+
+
 def drain(node, event):
+    if rolling(node):
+        return
     reason = "hpclz: " + event["EventType"] + " " + event["EventId"] + " not before " + event.get("NotBefore", "")
     subprocess.run(["scontrol", "update", "nodename=" + node, "state=drain", "reason=" + reason], check=True)
 

@@ -346,7 +346,8 @@ def test_printed_plan_tells_the_cost() -> None:
     ) in text
     assert "Impact: drain partition gpu first" in text
     # Nodes are rebuilt, not patched (docs/patching.md): scontrol(1)'s POWER_DOWN_ASAP lets running jobs finish.
-    assert "scontrol update NodeName=$(sinfo -h -p gpu -o %N) State=POWER_DOWN_ASAP" in text
+    assert "hpclz nodes roll CONFIG --partition gpu (State=POWER_DOWN_ASAP: running jobs finish first)" in text
+    assert "then hpclz nodes status CONFIG --partition gpu --wait SECONDS" in text
     assert "~ Microsoft.Compute/virtualMachines vm-energy-cc-prod-scus" in text
     assert "NOT ALLOWED" not in text
     assert "Impact: after the re-import, run `azslurm scale` on the Slurm scheduler" in text

@@ -90,7 +90,7 @@ def test_bumping_a_pinned_version_plans_a_node_roll() -> None:
     assert change.verdict.policy is Policy.DRAIN_PARTITION
     assert f'compute.partitions[gpu].image: "{OLDER}" -> "{PINNED}"  (replace nodes; drain partition gpu first' in text
     # The roll (scontrol(1) POWER_DOWN_ASAP: running jobs finish, then CycleCloud rebuilds the node from the image).
-    assert "scontrol update NodeName=$(sinfo -h -p gpu -o %N) State=POWER_DOWN_ASAP" in text
+    assert "hpclz nodes roll CONFIG --partition gpu (State=POWER_DOWN_ASAP: running jobs finish first)" in text
 
 
 def test_bumping_the_scheduler_image_replaces_the_scheduler() -> None:

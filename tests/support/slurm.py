@@ -21,11 +21,15 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from tests.conftest import require
 from tests.support.local_http import free_ports
+
+if TYPE_CHECKING:
+    from tests.support.slurm_power import PowerSaving
 
 DAEMONS = ("munged", "slurmctld", "slurmd")
 MARKER = "HPCLZ_TEST_SLURM_HARNESS"  # set in every daemon's environment, so teardown finds its own strays
@@ -105,7 +109,13 @@ class LocalSlurm:
         self.wait_idle()
 
 
-def write_config(root: Path, nodes: list[str], ctld_port: int, node_ports: list[int]) -> Path:
+def write_config(
+    root: Path,
+    nodes: list[str],
+    ctld_port: int,
+    node_ports: list[int],
+    power: PowerSaving | None = None,
+) -> Path:
     host = socket.gethostname()
     node_lines = [
         f"NodeName={n} NodeHostname={host} NodeAddr=127.0.0.1 Port={p} CPUs=1 State=UNKNOWN"
@@ -145,9 +155,7 @@ def write_config(root: Path, nodes: list[str], ctld_port: int, node_ports: list[
                 f"SlurmctldLogFile={root / 'log' / 'slurmctld.log'}",
                 f"SlurmdLogFile={root / 'log'}/slurmd-%n.log",
                 *node_lines,
-                f"PartitionName=debug Nodes={','.join(nodes)} Default=YES MaxTime=INFINITE State=UP",
-                # Not the default: proves hpclz names the partition in every job it submits.
-                f"PartitionName=gpu Nodes={','.join(nodes)} Default=NO MaxTime=INFINITE State=UP",
+                *(power.lines(root) if power else _partitions(nodes)),
                 "",
             ]
         )
@@ -155,7 +163,15 @@ def write_config(root: Path, nodes: list[str], ctld_port: int, node_ports: list[
     return conf
 
 
-def start_cluster(nodes: list[str]) -> LocalSlurm:
+def _partitions(nodes: list[str]) -> list[str]:
+    return [
+        f"PartitionName=debug Nodes={','.join(nodes)} Default=YES MaxTime=INFINITE State=UP",
+        # Not the default: proves hpclz names the partition in every job it submits.
+        f"PartitionName=gpu Nodes={','.join(nodes)} Default=NO MaxTime=INFINITE State=UP",
+    ]
+
+
+def start_cluster(nodes: list[str], power: PowerSaving | None = None) -> LocalSlurm:
     reap_orphans()
     root = Path(tempfile.mkdtemp(prefix=ROOT_PREFIX))
     (root / "owner.pid").write_text(str(os.getpid()))
@@ -164,7 +180,9 @@ def start_cluster(nodes: list[str]) -> LocalSlurm:
         (root / sub).mkdir(mode=0o755)
     cluster = LocalSlurm(root=root, nodes=nodes)
     ctld_port, *node_ports = free_ports(1 + len(nodes))
-    write_config(root, nodes, ctld_port, node_ports)
+    if power is not None:
+        power.install(root)
+    write_config(root, nodes, ctld_port, node_ports, power)
     key = root / "munge" / "munge.key"
     key.write_bytes(os.urandom(128))
     key.chmod(0o400)

@@ -14,6 +14,7 @@ from hpclz.cli.deploy import deploy
 from hpclz.cli.destroy import destroy
 from hpclz.cli.explain import explain
 from hpclz.cli.init import init
+from hpclz.cli.nodes import nodes_app
 from hpclz.cli.plan import plan
 from hpclz.cli.prices import prices_app
 from hpclz.cli.render import render
@@ -64,6 +65,7 @@ app.command()(explain)
 app.add_typer(state_app, name="state")
 app.add_typer(checkpoints_app, name="checkpoints")
 app.add_typer(prices_app, name="prices")
+app.add_typer(nodes_app, name="nodes")
 
 
 def _readable(command: Any) -> Any:
@@ -143,7 +145,7 @@ def wants_json(args: list[str]) -> bool:
 
 def _command_name(args: list[str]) -> str:
     names = [a for a in args if not a.startswith("-")][:2]
-    if names[:1] == ["state"]:
+    if names[:1] in (["state"], ["nodes"]):
         return " ".join(names)
     return names[0] if names else "hpclz"
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -28,6 +27,7 @@ from hpclz.findings import Finding
 from hpclz.output import CommandResult, ResultBody
 from hpclz.rules.base import run_rules
 from hpclz.services.validate import refuse_unknown_suppressions
+from hpclz.slurm.client import NodeInfo, SlurmClient, SlurmError, slurm_here
 from hpclz.verify import collective_job as coll
 from hpclz.verify.dispatch import (
     GRACE_S,
@@ -41,7 +41,6 @@ from hpclz.verify.dispatch import (
 )
 from hpclz.verify.model import CollectiveResult, NodeReport, Status, VerifyReport
 from hpclz.verify.report import bad_nodes, write_junit, write_plot
-from hpclz.verify.slurm import NodeInfo, SlurmClient, SlurmError
 from hpclz.verify.thresholds import agent_arguments, load_thresholds, overrides_for
 
 PING_GRACE_S = 5.0
@@ -154,8 +153,7 @@ def remote(opts: VerifyOptions) -> bool:
         return opts.via == "run-command"
     if opts.scheduler is not None:
         return True
-    here = opts.slurm_conf or os.environ.get("SLURM_CONF") or os.environ.get("HPCLZ_SLURM_BIN")
-    return not here and shutil.which("sinfo") is None
+    return not slurm_here(opts.slurm_conf)
 
 
 def _verify_remote(opts: VerifyOptions, loaded: LoadedConfig) -> VerifyOutcome:

@@ -129,10 +129,10 @@ def cleanup_script(work_dir: str) -> str:
 def run_remote(loaded: LoadedConfig, request: RemoteRequest, compute_group: str | None) -> RemoteResult:
     from hpclz.azure.run_command import OutputBlobs, run_script
 
-    clients = _clients(loaded)
+    clients = azure_clients(loaded)
     vm_id = locate_scheduler(clients, loaded, request.scheduler, compute_group)
     request.progress(f"verify runs on {vm_id} (time limit {request.timeout_s} s)")
-    account, connection = _report_storage(loaded, request)
+    account, connection = report_storage(loaded, request)
     blobs = OutputBlobs(account, REPORT_CONTAINER, connection, clients.credential, valid_s=request.timeout_s)
     work_dir = f"{(request.work_root or shared_root(loaded)).rstrip('/')}/{blobs.prefix}"
     config_b64 = base64.b64encode(Path(loaded.file).read_bytes()).decode()
@@ -225,7 +225,7 @@ def explain_ssh(loaded: LoadedConfig, scheduler: str | None, verify_args: Sequen
     """--via ssh: say exactly how to reach the scheduler through Bastion; hpclz does not open the tunnel itself."""
     doc = _state(loaded)
     bastion = next((r.id for r in (doc.resources if doc else []) if r.type.lower() == BASTION_TYPE), None)
-    clients = None if scheduler is not None else _clients(loaded)
+    clients = None if scheduler is not None else azure_clients(loaded)
     vm_id = locate_scheduler(clients, loaded, scheduler, None if scheduler is not None else compute_group(loaded))
     raise HpclzError(
         f"--via ssh is yours to run: {bastion_command(loaded, vm_id, bastion)}, then on the scheduler: "
@@ -234,7 +234,7 @@ def explain_ssh(loaded: LoadedConfig, scheduler: str | None, verify_args: Sequen
     )
 
 
-def _clients(loaded: LoadedConfig) -> Any:
+def azure_clients(loaded: LoadedConfig) -> Any:
     from hpclz.azure.clients import AzureClients, resolve_subscription
     from hpclz.azure.settings import settings_from_env
 
@@ -262,7 +262,7 @@ def cluster_name(loaded: LoadedConfig) -> str:
     return rendered(Zone(loaded.config))
 
 
-def _report_storage(loaded: LoadedConfig, request: RemoteRequest) -> tuple[str, str | None]:
+def report_storage(loaded: LoadedConfig, request: RemoteRequest) -> tuple[str, str | None]:
     import os
 
     from hpclz.azure.blob_state import CONNECTION_STRING_ENV
@@ -279,25 +279,26 @@ def _report_storage(loaded: LoadedConfig, request: RemoteRequest) -> tuple[str, 
     return account or "", connection
 
 
-def parse_envelope(stdout: str, stderr: str, state: str, exit_code: int | None) -> dict[str, Any]:
-    """The remote run's `result`, or one error line saying what went wrong there (its own error line first)."""
+def parse_envelope(stdout: str, stderr: str, state: str, exit_code: int | None, what: str = "verify") -> dict[str, Any]:
+    """The remote run's `result`, or one error line saying what went wrong there (its own error line first).
+    `what`: the hpclz command that ran there (verify, nodes roll), for the error line."""
     try:
         envelope = json.loads(stdout)
     except json.JSONDecodeError:
         tail = (stderr.strip().splitlines() or stdout.strip().splitlines() or [state])[-1]
         raise HpclzError(
-            f"verify on the scheduler returned no report (run command {state}, exit {exit_code}): {tail}",
+            f"{what} on the scheduler returned no report (run command {state}, exit {exit_code}): {tail}",
             exit_code=ExitCode.AZURE_ERROR if exit_code is None else ExitCode.FAILED,
         ) from None
     if not isinstance(envelope, dict):
-        raise HpclzError("verify on the scheduler returned JSON that is not an hpclz envelope")
+        raise HpclzError(f"{what} on the scheduler returned JSON that is not an hpclz envelope")
     if envelope.get("errors") and not envelope.get("result"):
         first = envelope["errors"][0]
         code = _exit_code(envelope.get("exit_code"))
         raise HpclzError(f"on the scheduler: {first.get('message', '?')}", exit_code=code)
     result = envelope.get("result")
     if not isinstance(result, dict):
-        raise HpclzError("verify on the scheduler returned an envelope without a result")
+        raise HpclzError(f"{what} on the scheduler returned an envelope without a result")
     return result
 
 

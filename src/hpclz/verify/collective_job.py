@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from hpclz.slurm.client import SlurmClient
     from hpclz.verify.model import CollectiveResult, NodeReport
-    from hpclz.verify.slurm import SlurmClient
 
 THROTTLE_NODE = "HPCLZ_VERIFY_THROTTLE_NODE"
 THROTTLE_S = "HPCLZ_VERIFY_THROTTLE_S"

@@ -21,10 +21,10 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from hpclz.slurm.client import DRAIN_PREFIX, FINISHED_STATES, NodeInfo, SlurmClient
 from hpclz.verify.checks import outcomes
 from hpclz.verify.checks.outcomes import OutcomeSpec
 from hpclz.verify.model import CheckResult, NodeReport, Status
-from hpclz.verify.slurm import DRAIN_PREFIX, FINISHED_STATES, NodeInfo, SlurmClient
 
 MAX_NODES_PER_JOB = 100
 RESULT_PLACEHOLDER = "{result}"  # in a node command: the path where that node's report goes

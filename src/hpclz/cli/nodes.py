@@ -1,0 +1,133 @@
+"""`hpclz nodes roll|status`."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from pathlib import Path
+
+import typer
+
+from hpclz.cli.common import OUTPUT_OPTION, OutputFormat, finish, guarded
+
+nodes_app = typer.Typer(
+    name="nodes",
+    help="Roll a partition's nodes onto a new node definition through Slurm, and follow the roll.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
+
+
+class Via(StrEnum):
+    slurm = "slurm"
+    run_command = "run-command"
+
+
+CONFIG_ARGUMENT = typer.Argument(..., metavar="CONFIG", help="Landing-zone config (YAML): its compute.partitions.")
+PARTITION_OPTION = typer.Option(
+    [], "--partition", "-p", metavar="NAME", help="A partition of the config (repeatable; status: default all of them)."
+)
+NODES_OPTION = typer.Option(
+    None, "--nodes", "-w", metavar="HOSTLIST", help="Only these nodes of those partitions, a Slurm hostlist."
+)
+SLURM_CONF_OPTION = typer.Option(None, "--slurm-conf", metavar="FILE", help="slurm.conf to use (default: $SLURM_CONF).")
+VIA_OPTION = typer.Option(
+    None,
+    "--via",
+    help="slurm: through this machine's Slurm. run-command: on the scheduler VM through Azure Run Command "
+    "(the default where this machine has no Slurm).",
+)
+SCHEDULER_OPTION = typer.Option(
+    None, "--scheduler", metavar="VM_RESOURCE_ID", help="The scheduler VM (default: the one CycleCloud tagged)."
+)
+REPORT_ACCOUNT_OPTION = typer.Option(
+    None, "--report-account", metavar="URL", help="Blob account the scheduler writes its output to (default: state's)."
+)
+PYTHON_OPTION = typer.Option(
+    "python3", "--python", metavar="PATH", help="With --via run-command: the scheduler's Python that has hpclz."
+)
+
+
+@nodes_app.command()
+def roll(
+    config: Path = CONFIG_ARGUMENT,
+    partition: list[str] = PARTITION_OPTION,
+    nodes: str | None = NODES_OPTION,
+    why: str | None = typer.Option(
+        None,
+        "--why",
+        metavar="TEXT",
+        help="Said after 'hpclz: roll: ' in Slurm's reason (default: new node definition).",
+    ),
+    all_partitions: bool = typer.Option(
+        False, "--all", help="Every partition of the config (roll needs --partition, --nodes or this)."
+    ),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Check and show what would be marked; change nothing."),
+    slurm_conf: Path | None = SLURM_CONF_OPTION,
+    via: Via | None = VIA_OPTION,
+    scheduler: str | None = SCHEDULER_OPTION,
+    report_account: str | None = REPORT_ACCOUNT_OPTION,
+    python: str = PYTHON_OPTION,
+    output: OutputFormat = OUTPUT_OPTION,
+) -> None:
+    """Mark nodes POWER_DOWN_ASAP: drained now, powered down (and rebuilt by CycleCloud) once their jobs end."""
+    with guarded("nodes roll", output):
+        from hpclz.cli.views import nodes as view
+        from hpclz.services.nodes import NodesOptions
+        from hpclz.services.nodes import roll as run_roll
+
+        options = NodesOptions(
+            config=config,
+            partitions=partition,
+            all_partitions=all_partitions,
+            nodes=nodes,
+            why=why,
+            dry_run=dry_run,
+            slurm_conf=slurm_conf,
+            via=via.value if via else None,
+            scheduler=scheduler,
+            report_account=report_account,
+            remote_python=python,
+            progress=lambda line: typer.echo(line, err=True),
+        )
+        finish(run_roll(options), output, view.show)
+
+
+@nodes_app.command()
+def status(
+    config: Path = CONFIG_ARGUMENT,
+    partition: list[str] = PARTITION_OPTION,
+    nodes: str | None = NODES_OPTION,
+    wait: int = typer.Option(
+        0,
+        "--wait",
+        min=0,
+        max=86400,
+        metavar="SECONDS",
+        help="Follow the roll until every node is powered down, at most this long (exit 1 if some are not).",
+    ),
+    slurm_conf: Path | None = SLURM_CONF_OPTION,
+    via: Via | None = VIA_OPTION,
+    scheduler: str | None = SCHEDULER_OPTION,
+    report_account: str | None = REPORT_ACCOUNT_OPTION,
+    python: str = PYTHON_OPTION,
+    output: OutputFormat = OUTPUT_OPTION,
+) -> None:
+    """Where each node is in a roll: waiting for its jobs, power down pending, powering down, powered down, up."""
+    with guarded("nodes status", output):
+        from hpclz.cli.views import nodes as view
+        from hpclz.services.nodes import NodesOptions
+        from hpclz.services.nodes import status as run_status
+
+        options = NodesOptions(
+            config=config,
+            partitions=partition,
+            nodes=nodes,
+            wait_s=wait,
+            slurm_conf=slurm_conf,
+            via=via.value if via else None,
+            scheduler=scheduler,
+            report_account=report_account,
+            remote_python=python,
+            progress=lambda line: typer.echo(line, err=True),
+        )
+        finish(run_status(options), output, view.show)
