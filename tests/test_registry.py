@@ -23,7 +23,7 @@ AREA_MODULE: dict[str, tuple[str, ...]] = {
     "PRT": ("portal",),
     "ZON": ("zones",),
     "MON": ("operations", "metrics", "resilience"),
-    "MNT": ("operations", "resilience"),
+    "MNT": ("operations", "resilience", "shared_backup"),
     "COST": ("operations",),
 }
 

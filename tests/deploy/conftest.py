@@ -33,6 +33,16 @@ def zone(tmp_path: Path) -> Path:
     return target
 
 
+@pytest.fixture
+def manufacturing(tmp_path: Path) -> Path:
+    """The NetApp preset (shared home on NetApp volumes), in a folder of its own."""
+    folder = tmp_path / "cae"
+    folder.mkdir()
+    target = folder / "lz.yaml"
+    shutil.copy(REPO / "configs" / "manufacturing.yaml", target)
+    return target
+
+
 def run_hpclz(*args: str, env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [*HPCLZ, *args], env={**os.environ, **(env or {})}, capture_output=True, text=True, timeout=timeout

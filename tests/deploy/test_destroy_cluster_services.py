@@ -85,15 +85,6 @@ def test_destroy_keeps_the_accounting_database_unless_include_data(
     assert _of_type(arm, "Microsoft.DBforMySQL/flexibleServers/configurations") == []
 
 
-@pytest.fixture
-def manufacturing(tmp_path: Path) -> Path:
-    folder = tmp_path / "cae"
-    folder.mkdir()
-    target = folder / "lz.yaml"
-    shutil.copy(REPO / "configs" / "manufacturing.yaml", target)
-    return target
-
-
 @pytest.mark.slow
 def test_netapp_shared_home_volumes_are_data_kept_by_plain_destroy(
     arm: ArmStandIn, manufacturing: Path, run_cli: Callable

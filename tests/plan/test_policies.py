@@ -79,6 +79,31 @@ CASES: list[tuple[str, str, Any, Any, bool, Policy]] = [
     ("Microsoft.Network/natGateways", "properties.idleTimeoutInMinutes", 4, 10, False, Policy.IN_PLACE),
 ]
 
+# backup.shared's resources: each change is in place, and the verdict names the page that says so.
+SHARED_BACKUP_SOURCES = [
+    (
+        "Microsoft.NetApp/netAppAccounts/snapshotPolicies",
+        "properties.dailySchedule.snapshotsToKeep",
+        "snapshots-manage-policy#modify-a-snapshot-policy",
+    ),
+    (
+        "Microsoft.NetApp/netAppAccounts/capacityPools/volumes",
+        "properties.dataProtection.snapshot.snapshotPolicyId",
+        "snapshots-manage-policy#apply-a-snapshot-policy-to-a-volume",
+    ),
+    (
+        "Microsoft.Storage/storageAccounts/fileServices",
+        "properties.shareDeleteRetentionPolicy.days",
+        "storage-files-prevent-file-share-deletion",
+    ),
+]
+
+
+@pytest.mark.parametrize(("rtype", "path", "page"), SHARED_BACKUP_SOURCES)
+def test_shared_backup_changes_are_in_place_with_their_source(rtype: str, path: str, page: str) -> None:
+    verdict = property_verdict(rtype, path, 7, 14, True)
+    assert verdict.policy is Policy.IN_PLACE and verdict.source.endswith(page)
+
 
 @pytest.mark.parametrize(("rtype", "path", "before", "after", "data", "expected"), CASES)
 def test_property_verdict(rtype: str, path: str, before: Any, after: Any, data: bool, expected: Policy) -> None:

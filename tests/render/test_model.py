@@ -23,6 +23,7 @@ UNTAGGABLE = {
     "microsoft.keyvault/vaults/secrets",
     "microsoft.storage/storageaccounts/blobservices",
     "microsoft.storage/storageaccounts/blobservices/containers",
+    "microsoft.storage/storageaccounts/fileservices",  # no tags in its schema (2023-05-01/Microsoft.Storage.json)
     "microsoft.storage/storageaccounts/fileservices/shares",
     "microsoft.storage/storageaccounts/managementpolicies",
     "microsoft.network/privateendpoints/privatednszonegroups",

@@ -441,6 +441,34 @@ CASES: dict[str, list[Case]] = {
     "HPCLZ-MON-020": [Case("ai-training", _set("monitoring", {"mode": "disabled"}))],
     "HPCLZ-MON-021": [Case("finance", _set("network.flow_logs.retention_days", 30))],
     "HPCLZ-MNT-020": [Case("finance", _set("backup", DELETE)), Case("ai-training", _set("backup.enabled", False))],
+    "HPCLZ-MNT-030": [Case("finance", _set("backup.shared.enabled", False))],
+    # Passing case: manufacturing's shared home is on NetApp volumes (snapshots), not Azure Files.
+    "HPCLZ-MNT-031": [Case("manufacturing", _set("storage.shared", {"mode": "azure_files"}))],
+    "HPCLZ-MNT-032": [
+        Case("manufacturing", _set("backup.shared", {"enabled": True, "daily_snapshots": 0, "weekly_snapshots": 0})),
+        # A week of hourly (168) + 7 daily + 52 weekly + 36 monthly = 263 > 255 (azure-netapp-files-resource-limits).
+        Case(
+            "manufacturing",
+            _set(
+                "backup.shared",
+                {"enabled": True, "hourly_snapshots": 168, "weekly_snapshots": 52, "monthly_snapshots": 36},
+            ),
+        ),
+    ],
+    "HPCLZ-MNT-033": [
+        Case(
+            "manufacturing",
+            _set(
+                "storage.shared",
+                {
+                    "mode": "existing",
+                    "address": "nfs.example.com",
+                    "home_export": "/export/home",
+                    "sched_export": "/export/sched",
+                },
+            ),
+        )
+    ],
     "HPCLZ-ZON-002": [Case("manufacturing", _set("compute.service_zone", "2"))],
     "HPCLZ-ZON-003": [
         Case("ai-training", _set(f"{P}.1.zone", DELETE)),

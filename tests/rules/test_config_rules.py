@@ -19,6 +19,9 @@ DELIBERATE = {
     ("ai-training", "HPCLZ-MON-002"),
     ("energy", "HPCLZ-SEC-001"),
     ("energy", "HPCLZ-MNT-020"),
+    # Azure Backup cannot back up their NFS shares: share soft delete is all Azure offers (HPCLZ-MNT-031's docstring).
+    ("ai-training", "HPCLZ-MNT-031"),
+    ("finance", "HPCLZ-MNT-031"),
     # No published capture states the zones of these presets' sizes in their regions (availability.json _gaps).
     ("ai-training", "HPCLZ-ZON-002"),
     ("energy", "HPCLZ-ZON-002"),

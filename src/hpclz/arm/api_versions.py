@@ -41,6 +41,7 @@ PINNED_BY_VERSION: dict[str, tuple[str, ...]] = {
         "Microsoft.NetApp/netAppAccounts",
         "Microsoft.NetApp/netAppAccounts/capacityPools",
         "Microsoft.NetApp/netAppAccounts/capacityPools/volumes",
+        "Microsoft.NetApp/netAppAccounts/snapshotPolicies",
         "Microsoft.Batch/batchAccounts",
         "Microsoft.Batch/batchAccounts/pools",
     ),

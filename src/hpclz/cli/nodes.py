@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -47,6 +49,27 @@ PYTHON_OPTION = typer.Option(
 )
 
 
+@dataclass(frozen=True)
+class _Reach:
+    """Where both commands find Slurm: here (slurm.conf) or on the scheduler VM through Run Command."""
+
+    slurm_conf: Path | None
+    via: Via | None
+    scheduler: str | None
+    report_account: str | None
+    python: str
+
+    def options(self) -> dict[str, Any]:
+        return {
+            "slurm_conf": self.slurm_conf,
+            "via": self.via.value if self.via else None,
+            "scheduler": self.scheduler,
+            "report_account": self.report_account,
+            "remote_python": self.python,
+            "progress": lambda line: typer.echo(line, err=True),
+        }
+
+
 @nodes_app.command()
 def roll(
     config: Path = CONFIG_ARGUMENT,
@@ -75,19 +98,9 @@ def roll(
         from hpclz.services.nodes import NodesOptions
         from hpclz.services.nodes import roll as run_roll
 
+        reach = _Reach(slurm_conf, via, scheduler, report_account, python)
         options = NodesOptions(
-            config=config,
-            partitions=partition,
-            all_partitions=all_partitions,
-            nodes=nodes,
-            why=why,
-            dry_run=dry_run,
-            slurm_conf=slurm_conf,
-            via=via.value if via else None,
-            scheduler=scheduler,
-            report_account=report_account,
-            remote_python=python,
-            progress=lambda line: typer.echo(line, err=True),
+            config, partition, all_partitions=all_partitions, nodes=nodes, why=why, dry_run=dry_run, **reach.options()
         )
         finish(run_roll(options), output, view.show)
 
@@ -118,16 +131,6 @@ def status(
         from hpclz.services.nodes import NodesOptions
         from hpclz.services.nodes import status as run_status
 
-        options = NodesOptions(
-            config=config,
-            partitions=partition,
-            nodes=nodes,
-            wait_s=wait,
-            slurm_conf=slurm_conf,
-            via=via.value if via else None,
-            scheduler=scheduler,
-            report_account=report_account,
-            remote_python=python,
-            progress=lambda line: typer.echo(line, err=True),
-        )
+        reach = _Reach(slurm_conf, via, scheduler, report_account, python)
+        options = NodesOptions(config, partition, nodes=nodes, wait_s=wait, **reach.options())
         finish(run_status(options), output, view.show)

@@ -1,4 +1,5 @@
-"""Azure Backup of the CycleCloud server: a Recovery Services vault, a daily VM policy and the protected VM.
+"""Azure Backup of the CycleCloud server (a Recovery Services vault, a daily VM policy and the protected VM), and the
+protection of the shared home and /sched (`shared`).
 
 Limits from Azure Backup's support matrix for Azure VMs (learn.microsoft.com/azure/backup/backup-support-matrix-iaas,
 "Backup policy"): daily recovery points kept 7 to 9999 days, weekly ones up to 5163 weeks, snapshots for instant
@@ -14,6 +15,65 @@ from pydantic import Field
 
 from hpclz.config.base import StrictModel, policy
 from hpclz.config.constraints import Integer
+
+# "Number of snapshots per volume: 255, not adjustable" (learn.microsoft.com/azure/azure-netapp-files/
+# azure-netapp-files-resource-limits, ms.date 06/10/2025); HPCLZ-MNT-022 checks the policy's counts together.
+NETAPP_MAX_SNAPSHOTS = 255
+
+
+class SharedBackup(StrictModel):
+    """What protects storage.shared (users' homes, the scheduler's /sched), by where it lives.
+
+    Azure Files NFS shares: Azure Backup does not back them up ("Azure Backup currently doesn't support file shares
+    with the NFS protocol": learn.microsoft.com/azure/backup/azure-file-share-support-matrix; files-nfs-protocol's
+    feature table: backups no, soft delete yes, snapshots yes), and ARM has no schedule for share snapshots, so
+    hpclz turns on share soft delete, which brings a deleted share back whole but not a deleted or overwritten file.
+    Azure NetApp Files volumes: a snapshot policy in the NetApp account takes scheduled snapshots of both volumes.
+    """
+
+    enabled: bool = Field(
+        default=False,
+        description="Protect the shared home and /sched: share soft delete on Azure Files, a snapshot policy on NetApp.",
+    )
+    soft_delete_days: Integer = Field(
+        default=14,
+        ge=1,
+        le=365,
+        description="Azure Files: days a deleted share stays recoverable (1-365).",
+        json_schema_extra=policy("in_place"),
+    )
+    hourly_snapshots: Integer = Field(
+        default=0,
+        ge=0,
+        le=NETAPP_MAX_SNAPSHOTS,
+        description="NetApp: hourly snapshots kept (0: none).",
+        json_schema_extra=policy("in_place"),
+    )
+    daily_snapshots: Integer = Field(
+        default=7,
+        ge=0,
+        le=NETAPP_MAX_SNAPSHOTS,
+        description="NetApp: daily snapshots kept, taken at backup.time_utc.",
+        json_schema_extra=policy("in_place"),
+    )
+    weekly_snapshots: Integer = Field(
+        default=4,
+        ge=0,
+        le=NETAPP_MAX_SNAPSHOTS,
+        description="NetApp: Sunday's snapshots kept.",
+        json_schema_extra=policy("in_place"),
+    )
+    monthly_snapshots: Integer = Field(
+        default=0,
+        ge=0,
+        le=NETAPP_MAX_SNAPSHOTS,
+        description="NetApp: first-of-the-month snapshots kept.",
+        json_schema_extra=policy("in_place"),
+    )
+
+    @property
+    def snapshots_kept(self) -> int:
+        return self.hourly_snapshots + self.daily_snapshots + self.weekly_snapshots + self.monthly_snapshots
 
 
 class Backup(StrictModel):
@@ -33,3 +93,4 @@ class Backup(StrictModel):
     storage_redundancy: Literal["ZoneRedundant", "LocallyRedundant", "GeoRedundant"] = Field(
         default="ZoneRedundant", json_schema_extra=policy("not_allowed")
     )
+    shared: SharedBackup = Field(default_factory=SharedBackup)

@@ -378,6 +378,35 @@ RESOURCE_RULES: dict[str, list[PropertyRule]] = {
             "properties.subnetId",
             _v(Policy.REPLACE_DATA, "a volume cannot move to another subnet", "copy the data off first"),
         ),
+        PropertyRule(
+            "properties.dataProtection.snapshot*",
+            _v(
+                Policy.IN_PLACE,
+                "a volume's snapshot policy is applied or changed by editing the volume; its snapshots stay",
+                source=f"{DOCS}/azure-netapp-files/snapshots-manage-policy#apply-a-snapshot-policy-to-a-volume",
+            ),
+        ),
+    ],
+    "microsoft.netapp/netappaccounts/snapshotpolicies": [
+        PropertyRule(
+            "properties*",
+            _v(
+                Policy.IN_PLACE,
+                "a snapshot policy's state, schedules and counts change in place; policies made since March 2022 "
+                "apply the new counts to the snapshots they already took",
+                source=f"{DOCS}/azure-netapp-files/snapshots-manage-policy#modify-a-snapshot-policy",
+            ),
+        ),
+    ],
+    "microsoft.storage/storageaccounts/fileservices": [
+        PropertyRule(
+            "properties.shareDeleteRetentionPolicy*",
+            _v(
+                Policy.IN_PLACE,
+                "share soft delete is turned on, off or re-timed on an existing account, for new and existing shares",
+                source=f"{DOCS}/storage/files/storage-files-prevent-file-share-deletion",
+            ),
+        ),
     ],
     "microsoft.storage/storageaccounts": [
         PropertyRule("sku.name", storage_sku_verdict),

@@ -11,6 +11,7 @@ from hpclz.render.zone import Zone
 
 TIB = 1024**4
 GIB = 1024**3
+SNAPSHOT_POLICY = "hpclz-shared-snapshots"
 
 
 def _lifecycle_rules(zone: Zone) -> list[dict[str, Any]]:
@@ -83,10 +84,30 @@ def _hsm_depends_on(zone: Zone, container: str, logging: str) -> list[str]:
     return out + [a.name for a in lustre_hsm_assignments(zone)]
 
 
+def _snapshot_policy(zone: Zone) -> dict[str, Any] | None:
+    """backup.shared's snapshot policy for the NetApp home and /sched volumes: daily at backup.time_utc, weekly on
+    Sunday and monthly on the 1st at the same time, hourly at its minute (Microsoft.NetApp 2024-07-01
+    SnapshotPolicyProperties: hours in UTC)."""
+    shared = zone.config.backup.shared
+    if not (shared.enabled and zone.shared_netapp_volumes()):
+        return None
+    hour, minute = (int(part) for part in zone.config.backup.time_utc.split(":"))
+    at: dict[str, int | str] = {"hour": hour, "minute": minute}
+    schedules: dict[str, tuple[dict[str, int | str], int]] = {
+        "hourlySchedule": ({"minute": minute}, shared.hourly_snapshots),
+        "dailySchedule": (at, shared.daily_snapshots),
+        "weeklySchedule": ({"day": "Sunday", **at}, shared.weekly_snapshots),
+        "monthlySchedule": ({"daysOfMonth": "1", **at}, shared.monthly_snapshots),
+    }
+    kept = {k: {**when, "snapshotsToKeep": keep} for k, (when, keep) in schedules.items() if keep}
+    return {"name": SNAPSHOT_POLICY, "properties": {"enabled": True, **kept}}
+
+
 def _netapp(zone: Zone) -> dict[str, Any] | None:
     netapp = zone.netapp_new
     if netapp is None:
         return None
+    snapshots = _snapshot_policy(zone)
     clients = [v.cidr for v in zone.subnets if v.hosts_vms]
     volumes = [
         {
@@ -95,6 +116,7 @@ def _netapp(zone: Zone) -> dict[str, Any] | None:
             "path": f"storage.netapp.volumes[{v.name}]",
             "bytes": v.quota_gib * GIB,
             "unix_permissions": None,
+            "snapshot_policy": None,
         }
         for v in netapp.volumes
     ]
@@ -107,6 +129,7 @@ def _netapp(zone: Zone) -> dict[str, Any] | None:
             # Users must traverse the volume's root to reach their homes; CCWS's ANF volume sets the same
             # (Azure/cyclecloud-slurm-workspace@bc0fc1b:bicep/anf.bicep, unixPermissions '0755').
             "unix_permissions": "0755",
+            "snapshot_policy": snapshots["name"] if snapshots else None,
         }
         for role, v in zone.shared_netapp_volumes()
     ]
@@ -117,6 +140,7 @@ def _netapp(zone: Zone) -> dict[str, Any] | None:
         "pool_bytes": netapp.pool_size_tib * TIB,
         "clients": ",".join(clients),
         "volumes": volumes,
+        "snapshot_policy": snapshots,
     }
 
 
@@ -128,7 +152,10 @@ def _shared(zone: Zone) -> dict[str, Any] | None:
         {"name": "home", "quota": files.home_gib, "path": "storage.shared.home_gib"},
         {"name": "sched", "quota": files.sched_gib, "path": "storage.shared.sched_gib"},
     ]
-    return {"account": zone.shared_account_name, "spec": files, "shares": shares}
+    backup = zone.config.backup.shared
+    # Share soft delete is the one protection Azure offers NFS shares declaratively (see hpclz.config.backup).
+    soft_delete = backup.soft_delete_days if backup.enabled else None
+    return {"account": zone.shared_account_name, "spec": files, "shares": shares, "soft_delete_days": soft_delete}
 
 
 def locker(zone: Zone) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from tests.support.arm_standin import behaviours, listing
+from tests.support.arm_standin import behaviours, listing, netapp
 from tests.support.arm_standin.expressions import ExpressionError, Scope, evaluate
 from tests.support.arm_standin.faults import Faults
 from tests.support.arm_standin.templates import PlannedResource, TemplateError, expand
@@ -325,6 +325,9 @@ class World:
         """What ARM refuses of this PUT: a global name taken, an immutable property changed, a subnet in use."""
         name = resource.name.split("/")[-1]
         body = _late(resource)
+        over = netapp.snapshots_over_limit(resource.type, body)
+        if over is not None:
+            return behaviours.Refusal(*over)
         if resource.type.lower() == behaviours.VNET:
             outside = behaviours.subnets_outside({**body, "name": name})
             if outside is not None:

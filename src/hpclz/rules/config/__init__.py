@@ -17,6 +17,7 @@ from hpclz.rules.config.organization import ORGANIZATION_RULES
 from hpclz.rules.config.portal import PORTAL_RULES
 from hpclz.rules.config.resilience import BACKUP_RULES, FLOW_LOG_RULES
 from hpclz.rules.config.security import SECURITY_RULES
+from hpclz.rules.config.shared_backup import SHARED_BACKUP_RULES
 from hpclz.rules.config.storage import STORAGE_RULES
 from hpclz.rules.config.zones import ZONE_RULES
 
@@ -37,5 +38,6 @@ CONFIG_RULES: tuple[type[Rule[Any]], ...] = (
     *METRICS_RULES,
     *MAINTENANCE_RULES,
     *BACKUP_RULES,
+    *SHARED_BACKUP_RULES,
     *COST_RULES,
 )
