@@ -17,7 +17,7 @@ AREA_MODULE: dict[str, tuple[str, ...]] = {
     "ORG": ("organization",),
     "IDN": ("identity",),
     "NET": ("network",),
-    "CMP": ("compute", "accounting"),
+    "CMP": ("compute", "accounting", "images"),
     "STO": ("storage", "integrity"),
     "SEC": ("security",),
     "PRT": ("portal",),

@@ -22,8 +22,10 @@ from tests.conftest import REPO
 
 SCRIPT = REPO / "scripts" / "regen-availability"
 WESTUS2 = REPO / "tests" / "fixtures" / "skus" / "westus2-list-skus-table.md"
+GPU_ALL = REPO / "tests" / "fixtures" / "skus" / "gpu-list-skus-all-2026-08.md"
 CAPTURES = {
     "crdb-module-westus2": WESTUS2,
+    "snr-multilingual-gpu-skus": GPU_ALL,
     "azhpc-toolkit-cost-tools": REPO / "tests" / "fixtures" / "skus" / "azhpc-toolkit-how-to.md",
     "macrogauge-retail-eastus2": REPO / "tests" / "cost" / "fixtures" / "retail-eastus2-nd-gpu.json",
 }
@@ -75,9 +77,53 @@ def test_the_captured_listing_gives_each_size_its_zones() -> None:
     # Rows of the real `az vm list-skus --location westus2 --output table` (tests/fixtures/skus/README.md).
     availability = load_availability()
     assert availability.zones("Standard_ND96asr_v4", "westus2") == ("3",)
-    assert availability.zones("Standard_NC24ads_A100_v4", "westus2") == ("1", "2")
     assert availability.zones("Standard_HC44rs", "westus2") == ("1", "2")
     assert availability.zones("Standard_D8as_v5", "westus2") == ("1", "2", "3")
+
+
+def test_the_listing_taken_with_all_gives_gpu_zones_in_the_presets_regions() -> None:
+    # Rows of the real `az vm list-skus --size Standard_NC/ND --all -o table` of 2026-08-13 (tests/fixtures/skus).
+    availability = load_availability()
+    assert availability.zones("Standard_ND96isr_H100_v5", "westeurope") == ("2",)
+    assert availability.zones("Standard_NC24ads_A100_v4", "eastus2") == ("1", "3")
+    assert availability.zones("Standard_NC24ads_A100_v4", "southcentralus") == ("1", "3")
+    assert availability.zones("Standard_NC40ads_H100_v5", "southcentralus") == ("2", "3")
+    assert availability.zones("Standard_ND96isr_H200_v5", "ukwest") == ()  # listed there, without zones
+
+
+def test_the_most_recent_capture_decides_the_zones_where_captures_disagree() -> None:
+    # westus2 NC24ads_A100_v4: zones 1,2 in the 2023-07-08 listing, 1,2,3 in the 2026-08-13 one.
+    regen = generator()
+    old = regen.facts(regen.parse(WESTUS2.read_text("utf-8")), {"Standard_NC24ads_A100_v4"})
+    assert old["Standard_NC24ads_A100_v4"]["westus2"]["zones"] == ["1", "2"]
+    offer = load_availability().offer("Standard_NC24ads_A100_v4", "westus2")
+    assert offer is not None and offer.zones == ("1", "2", "3")
+    assert set(offer.sources) == {"crdb-module-westus2", "snr-multilingual-gpu-skus"}
+
+
+def test_a_summary_line_of_a_capture_gives_no_fact() -> None:
+    # The capture says "(NC48ads_A100_v4: same pattern as NC24ads per region)" instead of printing the rows, and
+    # "(australiaeast, ..., eastus2, ... all NotAvailableForSubscription)" for ND96isr_H100_v5: neither is a row.
+    regen = generator()
+    rows = regen.parse(GPU_ALL.read_text("utf-8"))
+    assert all(row["ResourceType"] == "virtualMachines" for row in rows)
+    found = regen.facts(rows, set(load_catalog().skus), set(load_regions().regions))
+    assert set(found["Standard_NC48ads_A100_v4"]) == {"swedencentral"}  # its one printed row (A.3)
+    assert "eastus2" not in found["Standard_ND96isr_H100_v5"]
+    assert load_availability().zones("Standard_ND96isr_H100_v5", "eastus2") is None
+
+
+def test_the_generator_reads_az_rows_without_zones_and_drops_regions_outside_the_catalog() -> None:
+    regen = generator()
+    rows = regen.parse(GPU_ALL.read_text("utf-8"))
+    h100 = regen.facts(rows, {"Standard_ND96isr_H100_v5"})["Standard_ND96isr_H100_v5"]
+    assert h100["southeastus"] == {"zones": []}  # a new region without zones; not in regions.json
+    assert (
+        "southeastus"
+        not in regen.facts(rows, {"Standard_ND96isr_H100_v5"}, set(load_regions().regions))["Standard_ND96isr_H100_v5"]
+    )
+    westus = regen.facts(rows, {"Standard_NC24ads_A100_v4"})["Standard_NC24ads_A100_v4"]["westus"]
+    assert westus == {"zones": [], "restrictions": "NotAvailableForSubscription, type: Location"}
 
 
 def test_a_priced_or_listed_size_is_offered_but_its_zones_are_unknown() -> None:
@@ -85,7 +131,9 @@ def test_a_priced_or_listed_size_is_offered_but_its_zones_are_unknown() -> None:
     h200 = availability.offer("Standard_ND96isr_H200_v5", "eastus2")  # Retail Prices API, eastus2, 2026-10-07
     assert h200 is not None and h200.zones is None and h200.sources == ("macrogauge-retail-eastus2",)
     assert availability.regions_offering("Standard_HB120rs_v3") == ["southcentralus", "westeurope"]
-    assert availability.regions_offering("standard_nd96isr_h100_v5") == ["eastus2", "westeurope"]
+    assert availability.regions_offering("standard_nd96isr_h100_v5") == [
+        *("canadacentral", "eastus2", "italynorth", "norwayeast", "swedencentral", "uksouth", "westeurope")
+    ]
 
 
 def test_a_size_missing_from_a_capture_is_unknown_not_unavailable() -> None:

@@ -126,6 +126,9 @@ def test_pattern_errors_show_no_regex(old: str, new: str, words: str) -> None:
     assert not re.search(r"\^|\$'|\[a-z|\\d|pattern", message), message
 
 
+# ai-training without its pinned node images (HPCLZ-CMP-050), so a test can set every role's image once.
+PIN = "microsoft-dsvm:ubuntu-hpc:2204:22.04.2026082801"
+UNPINNED = AI.replace(f", image: {PIN}", "").replace(f"      image: {PIN}\n", "")
 # ImageName shapes from learn.microsoft.com/azure/cyclecloud/how-to/create-custom-image.
 GALLERY = (
     "/subscriptions/xxxxxxxx-xxxx-xxxx-xxxxxxxxxxxx/resourceGroups/MyResourceGroup/providers/Microsoft.Compute"
@@ -139,7 +142,7 @@ MANAGED = (
 
 @pytest.mark.parametrize("image", [GALLERY, MANAGED, GALLERY.rsplit("/versions/", 1)[0]])
 def test_custom_images_accepted_for_scheduler_login_and_partitions(image: str) -> None:
-    text = AI.replace(
+    text = UNPINNED.replace(
         "scheduler: {vm_size: Standard_D8as_v5}", f"scheduler: {{vm_size: Standard_D8as_v5, image: {image}}}"
     )
     text = text.replace("login: {vm_size: Standard_D16as_v5,", f"login: {{image: {image}, vm_size: Standard_D16as_v5,")
@@ -149,7 +152,7 @@ def test_custom_images_accepted_for_scheduler_login_and_partitions(image: str) -
 
 
 def test_gallery_without_an_image_is_refused_in_words() -> None:
-    text = AI.replace("    - name: h100 ", f"    - image: {GALLERY.split('/images/')[0]}\n      name: h100 ", 1)
+    text = UNPINNED.replace("    - name: h100 ", f"    - image: {GALLERY.split('/images/')[0]}\n      name: h100 ", 1)
     with pytest.raises(ConfigError) as caught:
         load_config_text(text, "zone.yaml")
     assert "or an Azure Compute Gallery image ID, like" in str(caught.value)

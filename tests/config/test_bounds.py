@@ -58,16 +58,22 @@ def test_abusive_text_is_one_located_line(run_cli, tmp_path: Path, text: str, fr
     assert fragment in match.group(2)
 
 
+PIN = "microsoft-dsvm:ubuntu-hpc:2204:22.04.2026082801"  # the preset's pinned node image (docs/patching.md)
+
+
 def test_core_tags_and_anchors_within_bounds_still_load() -> None:
     from hpclz.config import load_config_text
 
-    text = BASE.replace('costCenter: "4711"', "costCenter: !!str 4711", 1).replace(
-        "  scheduler: {vm_size: Standard_D8as_v5}", "  scheduler: &svc {vm_size: Standard_D8as_v5}", 1
+    svc = f"{{vm_size: Standard_D8as_v5, image: {PIN}}}"
+    text = BASE.replace('costCenter: "4711"', "costCenter: !!str 4711", 1)
+    assert f"  scheduler: {svc}" in text and f"  login: {{vm_size: Standard_D8as_v5, count: 1, image: {PIN}}}" in text
+    text = text.replace(f"  scheduler: {svc}", f"  scheduler: &svc {svc}", 1)
+    text = text.replace(
+        f"  login: {{vm_size: Standard_D8as_v5, count: 1, image: {PIN}}}", "  login: {<<: *svc, count: 1}", 1
     )
-    text = text.replace("  login: {vm_size: Standard_D8as_v5, count: 1}", "  login: {<<: *svc, count: 1}", 1)
     config = load_config_text(text).config
     assert config.metadata.tags["costCenter"] == "4711"
-    assert config.compute.login.vm_size == "Standard_D8as_v5"
+    assert config.compute.login.vm_size == "Standard_D8as_v5" and config.compute.login.image == PIN
 
 
 def test_limits_are_documented_with_their_values() -> None:

@@ -44,7 +44,10 @@ def _image_id(sub: str, tail: str) -> str:
 
 def _with_login_image(image: str) -> str:
     text = (REPO / "configs" / "ai-training.yaml").read_text(encoding="utf-8")
-    return text.replace("login: {vm_size: Standard_D16as_v5,", f"login: {{image: {image}, vm_size: Standard_D16as_v5,")
+    pin = ", image: microsoft-dsvm:ubuntu-hpc:2204:22.04.2026082801}"  # the preset's pin, replaced by `image`
+    login = "login: {vm_size: Standard_D16as_v5, count: 2"
+    assert login + pin in text
+    return text.replace(login + pin, f"{login}, image: {image}}}")
 
 
 def _findings(image: str, body: dict[str, Any] | None, location: str = "eastus2") -> list[str]:
@@ -106,7 +109,9 @@ DEFINITION_BODY: dict[str, Any] = {
 
 def _fit(definition: dict[str, Any]) -> list[str]:
     text = (REPO / "configs" / "ai-training.yaml").read_text(encoding="utf-8")
-    text = text.replace("    - name: h100 ", f"    - image: {VERSION}\n      name: h100 ", 1)
+    h100 = "      vm_size: Standard_ND96isr_H100_v5\n      image: microsoft-dsvm:ubuntu-hpc:2204:22.04.2026082801\n"
+    assert h100 in text  # the preset's pin on the h100 partition, replaced by the gallery version
+    text = text.replace(h100, f"      vm_size: Standard_ND96isr_H100_v5\n      image: {VERSION}\n", 1)
     loaded = load_config_text(text, "lz.yaml")
     images = {VERSION: VERSION_BODY, VERSION.rsplit("/versions/", 1)[0]: definition}
     return [f.message for f in CustomImageFitsNodes().check(LiveContext(loaded, "eastus", images=images))]

@@ -23,8 +23,9 @@ from tests.support.arm_standin import ArmStandIn
 
 pytestmark = pytest.mark.slow
 
+PIN = "microsoft-dsvm:ubuntu-hpc:2204:22.04.2026082801"  # the presets' node image (docs/patching.md)
 PARTITION_HBV3 = (
-    "    - name: hbv3\n      vm_size: Standard_HB120rs_v3\n      max_nodes: 64\n"
+    f"    - name: hbv3\n      vm_size: Standard_HB120rs_v3\n      image: {PIN}\n      max_nodes: 64\n"
     "      infiniband: true\n      zone: 1\n      idle_shutdown_minutes: 15\n"
 )
 
@@ -47,7 +48,8 @@ class Row:
 ROWS = [
     Row(
         "add a partition",
-        (("  quotas:", "    - {name: small, vm_size: Standard_HB176rs_v4, max_nodes: 2}\n  quotas:"),),
+        # A prod partition pins its image like the preset's (HPCLZ-CMP-050).
+        (("  quotas:", f"    - {{name: small, vm_size: Standard_HB176rs_v4, max_nodes: 2, image: {PIN}}}\n  quotas:"),),
         "the cluster definition travels in the CycleCloud VM's userData, which ARM updates in place "
         "(https://learn.microsoft.com/azure/virtual-machines/user-data)",
         "compute.partitions[small]",

@@ -64,17 +64,23 @@ def test_sku_not_offered_points_at_the_partition() -> None:
 
 def test_sku_not_offered_names_regions_where_published_captures_show_the_size() -> None:
     # availability.json: the azhpc-toolkit sample output lists Standard_ND96isr_H100_v5 in westeurope and eastus2
-    # (tests/fixtures/skus/azhpc-toolkit-how-to.md); the region Azure just refused is not suggested back.
+    # (tests/fixtures/skus/azhpc-toolkit-how-to.md), the 2026-08-13 `az vm list-skus --all` listing in five more
+    # (tests/fixtures/skus/gpu-list-skus-all-2026-08.md); the region Azure just refused is not suggested back.
     offered = [s for s in default_skus(LOCATION) if s["name"] != "Standard_ND96isr_H100_v5"]
     [finding] = run(SkuNotOffered, ctx(skus=offered))
     assert finding.fix == (
-        "Regions published captures show offering Standard_ND96isr_H100_v5: westeurope; or pick another size."
+        "Regions published captures show offering Standard_ND96isr_H100_v5: canadacentral, italynorth, norwayeast, "
+        "swedencentral, uksouth, westeurope; or pick another size."
     )
 
 
 def test_sku_not_offered_keeps_the_generic_fix_where_no_capture_shows_the_size_elsewhere() -> None:
-    offered = [s for s in default_skus(LOCATION) if s["name"] != "Standard_ND96isr_H200_v5"]
-    [finding] = run(SkuNotOffered, ctx(skus=offered))
+    # Standard_D8as_v5 (ai-training's scheduler) has a fact only for westus2 (the 2023-07-08 listing): refused there,
+    # no capture shows it anywhere else.
+    offered = [s for s in default_skus("westus2") if s["name"] != "Standard_D8as_v5"]
+    context = ctx(skus=offered)
+    context.location = "westus2"
+    [finding] = run(SkuNotOffered, context)
     assert finding.fix == SkuNotOffered.fix
 
 

@@ -408,19 +408,33 @@ CASES: dict[str, list[Case]] = {
     "HPCLZ-COST-001": [Case("manufacturing", _set(f"{P}.0.idle_shutdown_minutes", DELETE))],
     "HPCLZ-COST-002": [Case("ai-training", _set("compute.login.vm_size", "Standard_NC24ads_A100_v4"))],
     "HPCLZ-COST-003": [Case("ai-training", _set(f"{P}.0.spot_max_price", 3.5))],
-    # westus2 zones from the captured `az vm list-skus` listing (tests/fixtures/skus/westus2-list-skus-table.md):
-    # Standard_ND96asr_v4 in zone 3 only, Standard_NC24ads_A100_v4 in zones 1 and 2.
+    # Zones from real `az vm list-skus` listings (tests/fixtures/skus/README.md): westus2 2023-07-08 shows
+    # Standard_ND96asr_v4 in zone 3 only; the --all listing of 2026-08-13 shows Standard_ND96isr_H100_v5 in zone 2
+    # only of westeurope, and Standard_NC24ads_A100_v4 in zones 2 and 3 of westeurope.
     "HPCLZ-ZON-001": [
         Case(
             "ai-training",
             _all(_set("metadata.location", "westus2"), _set(f"{P}.0.vm_size", "Standard_ND96asr_v4")),
         ),
+        Case("ai-training", _set("metadata.location", "westeurope")),
         Case(
             "manufacturing",
-            _all(
-                _set("metadata.location", "westus2"),
-                _set(f"{P}.0.vm_size", "Standard_NC24ads_A100_v4"),
-                _set(f"{P}.0.zone", 3),
+            _all(_set(f"{P}.0.vm_size", "Standard_NC24ads_A100_v4"), _set(f"{P}.0.zone", 1)),
+        ),
+    ],
+    # A node image that floats: `latest` (the stock default of every node role) or a gallery image definition without
+    # /versions/ (its latest version, ImageReference.id in Microsoft.Compute.json 2024-07-01). Error in prod, warning
+    # in test.
+    "HPCLZ-CMP-050": [
+        Case("ai-training", _set(f"{P}.1.image", "microsoft-dsvm:ubuntu-hpc:2204:latest")),
+        Case("manufacturing", _set("compute.scheduler.image", DELETE), severity="warning"),
+        Case(
+            "finance",
+            _set(
+                "compute.login.image",
+                "/subscriptions/"
+                + ZERO
+                + "/resourceGroups/rg-images/providers/Microsoft.Compute/galleries/hpc/images/u2204",
             ),
         ),
     ],

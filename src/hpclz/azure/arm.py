@@ -192,6 +192,13 @@ class Arm:
         """A gallery image version or definition, or a managed image, as ARM returns it; None when not found."""
         return self.get_resource(resource_id, image_api_version(resource_id))
 
+    def marketplace_image(self, location: str, urn: str) -> dict[str, Any] | None:
+        """A marketplace image version (Virtual Machine Images - Get) in a region; None where Azure answers 404
+        ("Artifact: VMImage was not found.")."""
+        publisher, offer, sku, version = urn.split(":")
+        images = self.clients.compute.virtual_machine_images
+        return _unless_missing(lambda: images.get(location, publisher, offer, sku, version))
+
     def skus(self, location: str) -> list[dict[str, Any]]:
         return [plain(s) for s in self.clients.compute.resource_skus.list(filter=f"location eq '{location}'")]
 

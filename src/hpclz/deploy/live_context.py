@@ -31,6 +31,7 @@ class LiveContext:
     hub_vnet: dict[str, Any] | None = None  # network.hub_peering's remote VNet as read; {}: absent; None: not read
     names_taken: dict[str, str] = field(default_factory=dict)  # global name this zone would create -> ARM's reason
     images: dict[str, dict[str, Any] | None] = field(default_factory=dict)  # custom image ID -> ARM body, None: 404
+    marketplace_images: dict[str, dict[str, Any] | None] = field(default_factory=dict)  # pinned URN -> body
     network_watcher: dict[str, Any] | None = None  # the flow log's Network Watcher as read; {}: absent; None: not read
     vnet_exists: bool = False  # the zone's VNet is already there (then Azure would have enabled the watcher)
     # What `existing` blocks name, as read (hpclz.deploy.live_reads); {}: absent, None: not read.

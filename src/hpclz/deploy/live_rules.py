@@ -15,6 +15,7 @@ from hpclz.deploy.live_context import LiveContext, capability
 from hpclz.deploy.live_existing import ExistingLustreMatches, ExistingVaultUnfit
 from hpclz.deploy.live_flowlogs import NetworkWatcherMissing
 from hpclz.deploy.live_images import CustomImageFitsNodes, CustomImageUsable, gallery_definition, image_regions
+from hpclz.deploy.live_marketplace import MarketplaceImageUnavailable
 from hpclz.deploy.live_names import GlobalNameTaken, SoftDeletedVaultHoldsName
 from hpclz.deploy.live_netapp import ExistingNetAppVolumes
 from hpclz.deploy.live_network import VNET, ExistingVnetMatches, HubHasNoGateway, SpokePeeringNotConnected
@@ -43,6 +44,7 @@ __all__ = [
     "HubHasNoGateway",
     "LiveContext",
     "LiveFactsUnavailable",
+    "MarketplaceImageUnavailable",
     "NetworkWatcherMissing",
     "NsgBlocksLustre",
     "ProviderNotRegistered",
@@ -77,6 +79,7 @@ LIVE_RULES: tuple[type[Rule[Any]], ...] = (
     LiveFactsUnavailable,
     CustomImageUsable,
     CustomImageFitsNodes,
+    MarketplaceImageUnavailable,
     ZoneNotOfferedLive,
     NetworkWatcherMissing,
 )

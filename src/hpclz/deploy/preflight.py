@@ -18,6 +18,7 @@ from hpclz.findings import Finding
 from hpclz.naming import NameBuilder
 from hpclz.render.model import DeploymentPlan, Scope
 from hpclz.rules.base import run_rules
+from hpclz.rules.config.images import pinned_marketplace_images
 
 
 def check_access(arm: Arm) -> None:
@@ -71,7 +72,19 @@ def gather(
                     ctx.images[resource_id] = arm.custom_image(resource_id)
                 except AzureError as exc:
                     ctx.unavailable[f"custom image {resource_id}"] = describe(exc).one_line()
+    _marketplace_images(arm, loaded, plan.location, ctx)
     return ctx
+
+
+def _marketplace_images(arm: Arm, loaded: LoadedConfig, location: str, ctx: LiveContext) -> None:
+    """Each pinned marketplace node image, as the region's Virtual Machine Images - Get answers (HPCLZ-CMP-109)."""
+    AzureError = sdk_error()
+    for _, _, urn in pinned_marketplace_images(loaded.config.compute):
+        if urn not in ctx.marketplace_images:
+            try:
+                ctx.marketplace_images[urn] = arm.marketplace_image(location, urn)
+            except AzureError as exc:
+                ctx.unavailable[f"marketplace image {urn}"] = describe(exc).one_line()
 
 
 def _validate(

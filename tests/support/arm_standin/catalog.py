@@ -53,3 +53,31 @@ def usage(family: str, current: int, limit: int) -> dict[str, Any]:
 def default_usages() -> list[dict[str, Any]]:
     families = sorted({family for family, _ in SIZES.values()})
     return [usage("cores", 0, 100000), *(usage(f, 0, 20000) for f in families)]
+
+
+VM_IMAGE = (
+    r"/providers/microsoft\.compute/locations/(?P<loc>[^/]+)/publishers/(?P<pub>[^/]+)/artifacttypes/vmimage"
+    r"/offers/(?P<offer>[^/]+)/skus/(?P<sku>[^/]+)/versions/(?P<version>[^/]+)"
+)
+
+
+def vm_image_body(
+    sub: str, loc: str, pub: str, offer: str, sku: str, version: str, status: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """A Virtual Machine Images - Get body, shaped as the REST spec's example (ComputeRP/stable/2024-07-01
+    VirtualMachineImage_Get_MaximumSet_Gen.json; tests/fixtures/arm/vmimage_get_specexample.json): a Linux Gen2
+    image, Active unless the test gives another imageDeprecationStatus."""
+    return {
+        "id": (
+            f"/Subscriptions/{sub}/Providers/Microsoft.Compute/Locations/{loc}/Publishers/{pub}/ArtifactTypes/VMImage"
+            f"/Offers/{offer}/Skus/{sku}/Versions/{version}"
+        ),
+        "name": version,
+        "location": loc,
+        "properties": {
+            "osDiskImage": {"operatingSystem": "Linux"},
+            "dataDiskImages": [],
+            "hyperVGeneration": "V2",
+            "imageDeprecationStatus": status or {"imageState": "Active"},
+        },
+    }

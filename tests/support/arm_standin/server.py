@@ -23,7 +23,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from tests.support.arm_standin import listing
-from tests.support.arm_standin.catalog import default_skus, default_usages
+from tests.support.arm_standin.catalog import VM_IMAGE, default_skus, default_usages, vm_image_body
 from tests.support.arm_standin.certs import make_certificate
 from tests.support.arm_standin.features import FEATURE, feature_body
 from tests.support.arm_standin.names import CHECK_NAME, name_answer
@@ -130,6 +130,7 @@ class ArmStandIn:
                 ("POST", SUB + CHECK_NAME, self._check_name),
                 ("GET", SUB + r"/providers/microsoft\.compute/skus", self._skus),
                 ("GET", SUB + r"/providers/microsoft\.compute/locations/(?P<loc>[^/]+)/usages", self._usages),
+                ("GET", SUB + VM_IMAGE, self._vm_image),
                 ("GET", SUB + r"/providers/(?P<ns>[^/]+)", self._provider),
                 ("POST", SUB + r"/providers/(?P<ns>[^/]+)/register", self._register),
                 ("GET", SUB + r"/operationresults/(?P<op>[^/]+)", self._operation_result),
@@ -430,6 +431,17 @@ class ArmStandIn:
     def _usages(self, body: Any, path: str, sub: str, loc: str) -> tuple[int, dict[str, str], Any]:
         usages = self.world.usages.get(loc.lower())
         return 200, {}, {"value": usages if usages is not None else default_usages()}
+
+    def _vm_image(
+        self, body: Any, path: str, sub: str, loc: str, pub: str, offer: str, sku: str, version: str
+    ) -> tuple[int, dict[str, str], Any]:
+        """Virtual Machine Images - Get: every version exists unless a test took it away (world.missing_images)."""
+        urn = f"{pub}:{offer}:{sku}:{version}".lower()
+        if urn in self.world.missing_images:
+            # Azure's answer for a version the region lacks (e.g. Get-AzVMImageSku's "ErrorCode: NotFound",
+            # "StatusCode: 404", "Artifact: VMImage was not found.").
+            raise ArmError(404, "NotFound", "Artifact: VMImage was not found.")
+        return 200, {}, vm_image_body(sub, loc, pub, offer, sku, version, self.world.image_status.get(urn))
 
 
 def _make_handler(standin: ArmStandIn) -> type[BaseHTTPRequestHandler]:

@@ -114,6 +114,10 @@ class World:
         self.group_delete_latency = 0.0
         self.skus: list[dict[str, Any]] | None = None  # None: the default catalog for the asked location
         self.usages: dict[str, list[dict[str, Any]]] = {}
+        # Marketplace image versions (publisher:offer:sku:version, lower case) no region has, and the
+        # imageDeprecationStatus a version reports; any other version exists and is Active.
+        self.missing_images: set[str] = set()
+        self.image_status: dict[str, dict[str, Any]] = {}
         self.faults = Faults()
         self.names = behaviours.GlobalNames()
         # Azure enables Network Watcher in a region when the subscription's first VNet there is created, unless the

@@ -8,6 +8,7 @@ from hpclz.rules.base import Rule
 from hpclz.rules.config.accounting import ACCOUNTING_RULES
 from hpclz.rules.config.compute import COMPUTE_RULES
 from hpclz.rules.config.identity import IDENTITY_RULES
+from hpclz.rules.config.images import IMAGE_RULES
 from hpclz.rules.config.integrity import INTEGRITY_RULES
 from hpclz.rules.config.metrics import METRICS_RULES
 from hpclz.rules.config.network import NETWORK_RULES
@@ -25,6 +26,7 @@ CONFIG_RULES: tuple[type[Rule[Any]], ...] = (
     *IDENTITY_RULES,
     *NETWORK_RULES,
     *COMPUTE_RULES,
+    *IMAGE_RULES,
     *ACCOUNTING_RULES,
     *STORAGE_RULES,
     *ZONE_RULES,

@@ -32,9 +32,10 @@ def _captured(source_ids: tuple[str, ...]) -> str:
 
 class ZoneNotOffered(Rule[ConfigContext]):
     """A zonal VM or scale set in a zone its size is not offered in fails to allocate. Which zones offer a size is
-    per region and per size: the published `az vm list-skus` listing of westus2 (hpclz.catalog availability.json)
-    shows Standard_ND96asr_v4 in zone 3 only and the NC A100 v4 sizes in zones 1 and 2. Only a capture's positive
-    fact is used; the live SKU check at preflight (HPCLZ-CMP-108) has the last word for this subscription."""
+    per region and per size: published `az vm list-skus` listings (hpclz.catalog availability.json) show
+    Standard_ND96asr_v4 in zone 3 only of westus2 (2023-07-08) and Standard_ND96isr_H100_v5 in zone 2 only of
+    westeurope (2026-08-13). Only a capture's positive fact is used, the most recent where captures disagree; the
+    live SKU check at preflight (HPCLZ-CMP-108) has the last word for this subscription."""
 
     id = "HPCLZ-ZON-001"
     severity = Severity.ERROR
