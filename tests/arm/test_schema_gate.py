@@ -135,3 +135,25 @@ def test_schema_folder_from_the_environment(monkeypatch: pytest.MonkeyPatch, tmp
     nsg = load("bad/tpl-024-nsg-open.json")
     assert schema_gate.validate_template(nsg, "resourceGroup") == []
     assert json.loads((tmp_path / "schemas" / "resourceIndex.json").read_text())
+
+
+@pytest.mark.parametrize(
+    ("target", "scope_read"),
+    [({"subscriptionId": "[subscription().subscriptionId]"}, "subscription"), ({"resourceGroup": "rg-x"}, "group")],
+)
+def test_a_nested_deployment_is_checked_at_the_scope_arm_runs_it(target: dict[str, str], scope_read: str) -> None:
+    """A subscriptionId without a resourceGroup runs at the subscription ("Scope to subscription",
+    learn.microsoft.com azure-resource-manager/templates/deploy-to-resource-group): a resource group is a
+    subscription-scope type, so it passes there and is unknown in a group."""
+    group = {"type": "Microsoft.Resources/resourceGroups", "apiVersion": "2024-03-01", "name": "rg", "location": "x"}
+    inner = {**load("bad/schema-unknown-type.json"), "resources": [{**group, "properties": {}}]}
+    nested = {
+        "type": "Microsoft.Resources/deployments",
+        "apiVersion": "2024-03-01",
+        "name": "nested",
+        "location": "x",
+        **target,
+        "properties": {"mode": "Incremental", "template": inner},
+    }
+    found = [f.rule_id for f in schema_findings({**load("good.json"), "resources": [nested]})]
+    assert found == ([] if scope_read == "subscription" else ["HPCLZ-TPL-002"])

@@ -165,8 +165,16 @@ def _resource_problems(found: ResourceAt, scope: str, schemas: SchemaSet) -> Ite
         yield _problem(error, path, found.label)
     inner = inline_template(resource, type_)
     if inner is not None:
-        inner_scope = "resourceGroup" if scope == "resourceGroup" or "resourceGroup" in resource else scope
-        yield from _template_problems(inner, inner_scope, (*path, "properties", "template"), schemas)
+        yield from _template_problems(inner, _nested_scope(resource, scope), (*path, "properties", "template"), schemas)
+
+
+def _nested_scope(deployment: dict[str, Any], scope: str) -> str:
+    """Where ARM runs an inline deployment: a resourceGroup names a group; a subscriptionId alone is the
+    subscription ("Scope to subscription": learn.microsoft.com azure-resource-manager/templates/
+    deploy-to-resource-group); neither keeps the parent's scope."""
+    if "resourceGroup" in deployment:
+        return "resourceGroup"
+    return "subscription" if "subscriptionId" in deployment else scope
 
 
 def _problem(error: ValidationError, base: tuple[PathPart, ...], label: str) -> SchemaProblem:
