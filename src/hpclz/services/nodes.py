@@ -21,7 +21,8 @@ from pydantic import BaseModel, Field
 from hpclz.config.loader import LoadedConfig, load_config
 from hpclz.errors import ExitCode, HpclzError
 from hpclz.output import CommandResult, ResultBody
-from hpclz.slurm.client import NodeInfo, SlurmClient, slurm_here
+from hpclz.services.route import azure_explained, through_run_command
+from hpclz.slurm.client import NodeInfo, SlurmClient
 from hpclz.slurm.power import Phase, phase, read_power_saving, roll_command, roll_reason
 
 POLL_S = 1.0
@@ -123,9 +124,7 @@ def _finish(result: NodesResult) -> CommandResult[NodesResult]:
 
 
 def _remote(opts: NodesOptions) -> bool:
-    if opts.via is not None:
-        return opts.via == "run-command"
-    return opts.scheduler is not None or not slurm_here(opts.slurm_conf)
+    return through_run_command(opts.via, opts.scheduler, opts.slurm_conf)
 
 
 def _partitions(loaded: LoadedConfig, wanted: Sequence[str]) -> list[str]:
@@ -182,15 +181,8 @@ def _on_scheduler(loaded: LoadedConfig, action: str, opts: NodesOptions) -> Node
     from hpclz.services.nodes_remote import Scheduler, run_on_scheduler
 
     where = Scheduler(opts.scheduler, opts.report_account, opts.remote_python, opts.wait_s, opts.progress)
-    try:
+    with azure_explained(f"nodes {action}", opts.via, opts.scheduler):
         body = run_on_scheduler(loaded, [action, *remote_arguments(opts)], where)
-    except HpclzError as exc:
-        if opts.via is None and opts.scheduler is None and exc.hint is None:  # say why Azure came into it
-            exc.hint = (
-                "no Slurm here (sinfo not on PATH), so the command went to the scheduler VM through Azure Run "
-                "Command; --slurm-conf FILE uses a Slurm here"
-            )
-        raise
     return NodesResult.model_validate(body)
 
 

@@ -26,8 +26,9 @@ from hpclz.errors import ExitCode, HpclzError
 from hpclz.findings import Finding
 from hpclz.output import CommandResult, ResultBody
 from hpclz.rules.base import run_rules
+from hpclz.services.route import azure_explained, through_run_command
 from hpclz.services.validate import refuse_unknown_suppressions
-from hpclz.slurm.client import NodeInfo, SlurmClient, SlurmError, slurm_here
+from hpclz.slurm.client import NodeInfo, SlurmClient, SlurmError
 from hpclz.verify import collective_job as coll
 from hpclz.verify.dispatch import (
     GRACE_S,
@@ -122,7 +123,7 @@ def _verify(opts: VerifyOptions) -> VerifyOutcome:
         return judged(VerifyOutcome(report=report, local=True), silenced)
     if opts.via == "ssh":
         _through_bastion(opts, loaded)
-    if remote(opts):
+    if through_run_command(opts.via, opts.scheduler, opts.slurm_conf):
         return judged(_verify_remote(opts, loaded), silenced)
     client = SlurmClient.from_env(opts.slurm_conf)
     work = opts.work_dir or Path(".hpclz") / "verify" / time.strftime(f"%Y%m%dT%H%M%S-{os.getpid()}")
@@ -147,25 +148,9 @@ def _verify(opts: VerifyOptions) -> VerifyOutcome:
     return judged(VerifyOutcome(report=report, work_dir=str(work)), silenced)
 
 
-def remote(opts: VerifyOptions) -> bool:
-    """On the scheduler when asked, or when this machine has no Slurm to talk to (where `hpclz deploy` ran)."""
-    if opts.via is not None:
-        return opts.via == "run-command"
-    if opts.scheduler is not None:
-        return True
-    return not slurm_here(opts.slurm_conf)
-
-
 def _verify_remote(opts: VerifyOptions, loaded: LoadedConfig) -> VerifyOutcome:
-    try:
+    with azure_explained("verify", opts.via, opts.scheduler):
         return _run_remote(opts, loaded)
-    except HpclzError as exc:
-        if opts.via is None and opts.scheduler is None and exc.hint is None:  # say why Azure came into it
-            exc.hint = (
-                "no Slurm here (sinfo not on PATH), so verify went to the scheduler VM through Azure Run Command; "
-                "--slurm-conf FILE uses a Slurm here"
-            )
-        raise
 
 
 def _run_remote(opts: VerifyOptions, loaded: LoadedConfig) -> VerifyOutcome:
