@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 
 from hpclz.azure.arm import Arm, deployment_body
 from hpclz.azure.errors import ArmFailure, WaitCancelled, describe, innermost, sdk_error
-from hpclz.deploy.nested import cancel_nested, collect, is_nested_operation, merged
+from hpclz.deploy.nested import CANCELABLE, cancel_nested, collect, is_nested_operation, merged
 from hpclz.deploy.records import (
     HASH_TAG,
     assignment_ids,
@@ -35,7 +35,6 @@ from hpclz.state.model import DeploymentRecord, DeploymentStatus, ResourceRecord
 
 _T = TypeVar("_T")
 ACTIVE = {"Accepted", "Running", "Created", "Creating", "Updating", "Deleting", "Ready", "Waiting"}
-CANCELABLE = {"Accepted", "Running"}  # the only states Deployments - Cancel accepts
 
 
 class Step(StrEnum):
