@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from tests.plan.support import applied_state, edited
 
 from hpclz.config.loader import load_config
-from hpclz.deploy.backends import open_backend
+from hpclz.azure.backends import open_backend
 from hpclz.plan.config_diff import config_changes
 from hpclz.plan.offline import offline_changeset
 from hpclz.render.build import build_plan

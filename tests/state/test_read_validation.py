@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from hpclz.config.root import LandingZoneConfig
-from hpclz.deploy.backends import open_backend
+from hpclz.azure.backends import open_backend
 from hpclz.errors import ExitCode
 from tests.conftest import CliResult
 from tests.state.conftest import sample_state

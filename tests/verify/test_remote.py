@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from hpclz.config.loader import load_config
-from hpclz.deploy.backends import open_backend
+from hpclz.azure.backends import open_backend
 from hpclz.state.model import DeploymentRecord, DeploymentStatus, ResourceRecord, StateDocument
 from tests.conftest import FIXTURES, REPO, CliResult
 from tests.support import slurm as harness

@@ -391,7 +391,7 @@ def _report(result: DeployResult, plan: DeploymentPlan, run: RunResult, final: S
 
 def _backend(loaded: LoadedConfig, arm: Any) -> StateBackend:
     """The config's state backend; a Blob one signs in with the same credential as ARM."""
-    from hpclz.deploy.backends import open_backend
+    from hpclz.azure.backends import open_backend
 
     file = Path(loaded.file)
     return open_backend(loaded.config, base_dir=file.parent, credential=arm.clients.credential, config_file=str(file))

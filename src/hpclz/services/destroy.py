@@ -70,7 +70,7 @@ def _destroy(
     from hpclz.azure.clients import AzureClients, make_credential, resolve_subscription
     from hpclz.azure.errors import azure_errors
     from hpclz.azure.settings import settings_from_env
-    from hpclz.deploy.backends import open_backend
+    from hpclz.azure.backends import open_backend
     from hpclz.deploy.destroy import Action, Destroyer, outcome_dict
     from hpclz.deploy.in_flight import find_in_flight, settle, still_running
     from hpclz.deploy.preflight import check_access

@@ -83,7 +83,7 @@ def plan(path: str | Path, **options: Any) -> CommandResult[PlanResult]:
 
 
 def _plan(path: str | Path, options: PlanOptions) -> PlanResult:
-    from hpclz.deploy.backends import open_backend
+    from hpclz.azure.backends import open_backend
     from hpclz.render.build import build_plan
     from hpclz.services.validate import check_config
 

@@ -243,7 +243,7 @@ def azure_clients(loaded: LoadedConfig) -> Any:
 
 
 def _state(loaded: LoadedConfig) -> StateDocument | None:
-    from hpclz.deploy.backends import open_backend
+    from hpclz.azure.backends import open_backend
 
     return open_backend(loaded.config, base_dir=Path(loaded.file).resolve().parent, config_file=loaded.file).read()
 
