@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from hpclz.config.root import LandingZoneConfig
 from hpclz.azure.backends import open_backend
+from hpclz.config.root import LandingZoneConfig
 from hpclz.errors import ExitCode
 from hpclz.state.errors import StateLockedError, StateStorageError
 from hpclz.state.factory import new_state

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from hpclz.config.loader import load_config
 from hpclz.azure.backends import open_backend
+from hpclz.config.loader import load_config
 from hpclz.state.model import DeploymentRecord, DeploymentStatus, ResourceRecord, StateDocument
 from tests.conftest import FIXTURES, REPO, CliResult
 from tests.support import slurm as harness

@@ -7,8 +7,8 @@ from typing import Any
 
 from pydantic import Field
 
-from hpclz.config.loader import load_config
 from hpclz.azure.backends import open_backend
+from hpclz.config.loader import load_config
 from hpclz.errors import ExitCode, HpclzError
 from hpclz.output import CommandResult, ResultBody
 from hpclz.state.backend import HistoryEntry, StateBackend
