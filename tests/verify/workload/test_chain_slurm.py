@@ -1,8 +1,12 @@
-"""The whole proof on a real Slurm: set-up-free CPU stand-in chain, runs, a throttled node named slow."""
+"""The training proof on a real Slurm: the whole command with the CPU stand-in, and a chain that breaks."""
 
 from __future__ import annotations
 
+import json
+import os
 import sys
+import xml.etree.ElementTree as ET
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -14,9 +18,10 @@ from hpclz.verify.workload import chain
 from hpclz.verify.workload.expectations import for_gpu
 from hpclz.verify.workload.scripts import WorkloadPlan
 from hpclz.verify.workload.shape import GPTShape
-from tests.conftest import REPO
+from tests.conftest import REPO, CliResult
 from tests.support import slurm as harness
 from tests.support.slurm import LocalSlurm
+from tests.verify.test_dispatch_slurm import GOOD, XID79, plant
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 slurm_cluster = harness.slurm_cluster
@@ -26,55 +31,58 @@ TINY = GPTShape(layers=2, hidden=32, heads=2, seq_length=32, vocab=256, micro_ba
 
 
 @pytest.fixture
-def client(clean_slurm: LocalSlurm, monkeypatch: pytest.MonkeyPatch) -> SlurmClient:
+def cluster_env(clean_slurm: LocalSlurm, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> LocalSlurm:
     for key, value in clean_slurm.job_env.items():  # sbatch exports this process's environment to the jobs
         monkeypatch.setenv(key, value)
+    monkeypatch.setenv("HPCLZ_VERIFY_FIXTURES", str(tmp_path / "readings"))
+    monkeypatch.setenv("HPCLZ_VERIFY_MASTER_ADDR", "127.0.0.1")  # node1..4 are names only Slurm knows
     monkeypatch.setenv("GLOO_SOCKET_IFNAME", "lo")
-    return SlurmClient(conf=clean_slurm.conf)
+    return clean_slurm
 
 
-def _plan(work: Path, iters: int = 40) -> WorkloadPlan:
-    # The nodes run this venv's interpreter: a bare python3 there would lack torch and hpclz.
-    return WorkloadPlan(
-        work_dir=work, shape=TINY, mode="standin", train_iters=iters, python=sys.executable, master_addr="127.0.0.1"
-    )
-
-
-@pytest.mark.timeout(300)
-def test_the_chain_runs_end_to_end_and_names_the_slow_node(
-    client: SlurmClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.timeout(420)
+def test_verify_workload_trains_on_the_healthy_nodes_names_the_slow_one_and_drains_it(
+    cluster_env: LocalSlurm, run_cli: Callable[..., CliResult], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv(THROTTLE_NODE, "node2")
+    # node4 fails its health checks (Xid 79) and is never trained on; node3 is healthy but trains slowly.
+    plant(tmp_path / "readings", {"node1": GOOD, "node2": GOOD, "node3": GOOD, "node4": XID79})
+    monkeypatch.setenv(THROTTLE_NODE, "node3")
     monkeypatch.setenv(THROTTLE_S, "0.3")  # far above a tiny model's step on loopback, even on a busy host
-    docs = [REPO / "README.md", REPO / "docs" / "verify-node.md"]  # a small corpus keeps the CPU runs short
-    judged = chain.run(
-        client,
-        _plan(tmp_path / "w", 30),
-        ["node1", "node2", "node3"],
-        for_gpu(None),
-        partition="gpu",
-        run_s=240,
-        inputs=docs,
+    junit, work = tmp_path / "verify.xml", tmp_path / "w"
+    docs = REPO / "docs" / "verify-node.md"  # a small corpus keeps the CPU runs short
+    args = ["verify", str(REPO / "configs" / "ai-training.yaml"), "-p", "gpu", "--slurm-conf", os.environ["SLURM_CONF"]]
+    args += ["--python", sys.executable, "--work-dir", str(work), "--drain", "--junit", str(junit), "-o", "json"]
+    args += ["--workload", "--workload-engine", "cpu", "--workload-iters", "24", "--workload-data", str(docs)]
+    result = run_cli(*args)
+    assert result.exit_code == 6, result.stderr
+    body = json.loads(result.stdout)["result"]
+    proof = body["workload"]
+    assert proof["steps"] == {"prepare": "COMPLETED", "preprocess": "COMPLETED"}
+    assert [r["name"] for r in proof["runs"]] == ["train-node1", "train-node2", "train-node3", "train-all"]
+    assert all(r["iterations"] == 24 and r["loss_last"] < r["loss_first"] for r in proof["runs"])
+    assert all(r["mfu"] is None for r in proof["runs"])  # a CPU is never judged against a GPU's peak
+    assert sorted(body["bad_nodes"]) == ["node3", "node4"]
+    assert body["bad_nodes"]["node3"][0].startswith("HPCLZ-VFY-952 Training throughput per node: node3: ")
+    assert "node3" in body["drained"] and "node4" in body["drained"]
+    scaling = next(c for c in proof["checks"] if c["check_id"] == "HPCLZ-VFY-953")
+    assert scaling["status"] == "fail"  # every step of the all-node run waits for node3
+    reasons = dict(
+        line.split("|", 1) for line in cluster_env.client("sinfo", "-h", "-N", "-p", "gpu", "-o", "%N|%E").splitlines()
     )
-    report = judged.report
-    assert report.steps == {"prepare": "COMPLETED", "preprocess": "COMPLETED"}
-    assert [r.name for r in report.runs] == ["train-node1", "train-node2", "train-node3", "train-all"]
-    assert all(r.iterations == 30 for r in report.runs)
-    # The stand-in learned something: the bytes of English prose are far from uniform.
-    assert all(r.loss_last is not None and r.loss_first is not None and r.loss_last < r.loss_first for r in report.runs)
-    assert list(judged.bad_nodes) == ["node2"]
-    # Three ranks wait for the throttled one at every step: the all-node run scales badly, and says so.
-    scaling = next(c for c in report.checks if c.check_id == "HPCLZ-VFY-953")
-    assert scaling.status is Status.FAIL
-    data = tmp_path / "w" / "data"
+    assert reasons["node3"].startswith("hpclz: HPCLZ-VFY-952 node3: ")
+    suite = next(s for s in ET.parse(junit).getroot() if s.get("name") == "training proof")
+    assert int(suite.get("failures") or 0) >= 2
+    data = work / "workload-gpu" / "data"
     assert (data / "corpus_ids.jsonl").stat().st_size > 0 and (data / "proof_text_document.tokens").stat().st_size > 0
 
 
 @pytest.mark.timeout(120)
-def test_a_failed_step_stops_the_chain_and_nothing_is_left_queued(client: SlurmClient, tmp_path: Path) -> None:
+def test_a_failed_step_stops_the_chain_and_nothing_is_left_queued(cluster_env: LocalSlurm, tmp_path: Path) -> None:
+    client = SlurmClient(conf=cluster_env.conf)
     bad = tmp_path / "broken.jsonl"
     bad.write_text("{not json\n")
-    judged = chain.run(client, _plan(tmp_path / "w"), ["node1", "node2"], for_gpu(None), partition="gpu", inputs=[bad])
+    plan = WorkloadPlan(work_dir=tmp_path / "w", shape=TINY, mode="standin", train_iters=20, python=sys.executable)
+    judged = chain.run(client, plan, ["node1", "node2"], for_gpu(None), partition="gpu", inputs=[bad])
     steps = judged.report.steps
     assert steps["prepare"] == "FAILED"
     assert steps["preprocess"].startswith("CANCELLED")

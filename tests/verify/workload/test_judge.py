@@ -64,7 +64,8 @@ def test_two_nodes_cannot_say_which_is_slow_but_the_mfu_floor_still_applies() ->
     logs = [_run("train-node1", ["node1"], 30.0), _run("train-node2", ["node2"], 200.0)]
     judged = judge(SHAPE, logs, H100)
     assert list(judged.bad_nodes) == ["node2"]  # ~4 % MFU: below the floor, whoever its peer is
-    assert "MFU" in judged.bad_nodes["node2"][0] and "median" not in judged.bad_nodes["node2"][0]
+    (why,) = judged.bad_nodes["node2"]
+    assert "MFU" in why.message and "median" not in why.message
 
 
 def test_an_unknown_gpu_has_no_mfu_but_is_still_compared_with_its_peers() -> None:

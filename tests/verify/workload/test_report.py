@@ -21,7 +21,8 @@ def _report() -> VerifyReport:
         _run("train-node3", ["node3"], 30.0),
     ]
     judged = judge(SHAPE, logs, for_gpu("NVIDIA H100 SXM"), steps={"prepare": "COMPLETED"})
-    return VerifyReport(workload=judged.report, bad_nodes=judged.bad_nodes)
+    reasons = {node: [c.message for c in checks] for node, checks in judged.bad_nodes.items()}
+    return VerifyReport(workload=judged.report, bad_nodes=reasons)
 
 
 def test_people_see_each_run_and_the_failed_verdict() -> None:

@@ -27,9 +27,13 @@ from hpclz.verify.workload.shape import GPTShape
 # 2,048 tokens of context: small enough to train a few hundred steps in minutes on one GPU, large enough that
 # its GEMMs keep a GPU busy.
 PROOF_MODEL = GPTShape(layers=12, hidden=768, heads=12, seq_length=2048, vocab=256, micro_batch=4, global_batch=4)
+# The CPU stand-in proves the scheduler, the shared folder and the job chain, not a CPU's speed: a model small
+# enough that a step takes milliseconds on one core.
+STANDIN_MODEL = GPTShape(layers=2, hidden=64, heads=4, seq_length=64, vocab=256, micro_batch=4, global_batch=4)
 POLL_S = 0.5
 SETUP_S = 1800  # importing a ~20 GB image onto shared storage the first time
 STEP_S = 600
+RUN_S = 900  # one training run of a few hundred iterations, with start-up
 
 
 @dataclass(frozen=True)
@@ -121,6 +125,12 @@ def submit(client: SlurmClient, plan: WorkloadPlan, nodes: Sequence[str], partit
     return Chain(jobs=jobs, logs=logs)
 
 
+def budget_s(mode: str, nodes: int, run_s: int = RUN_S) -> int:
+    """The whole chain's worst case: the steps one after another, the single-node runs side by side on their own
+    nodes but counted one after another (a busy partition may queue them), then the all-node run."""
+    return (SETUP_S if mode == "megatron" else 0) + 2 * STEP_S + (nodes + 1) * run_s
+
+
 def wait(client: SlurmClient, chain: Chain, deadline_s: float) -> dict[str, str]:
     """Every step's final state. A step that did not complete cancels everything still waiting; at the deadline
     whatever is left is cancelled too."""
@@ -179,14 +189,13 @@ def run(
     expect: Expectation,
     *,
     partition: str | None = None,
-    run_s: int = 900,
+    run_s: int = RUN_S,
     inputs: Sequence[Path] = (),
 ) -> Judged:
     if not nodes:
         raise ValueError("the training proof needs at least one node")
     plan = stage_inputs(plan, inputs)
     chain = submit(client, plan, nodes, partition, run_s)
-    budget = (SETUP_S if plan.mode == "megatron" else 0) + 2 * STEP_S + (len(nodes) + 1) * run_s
-    steps = wait(client, chain, budget)
+    steps = wait(client, chain, budget_s(plan.mode, len(nodes), run_s))
     pre_steps = {name: state for name, state in steps.items() if not name.startswith("train")}
     return judge(plan.shape, run_logs(plan, chain, nodes), expect, steps=pre_steps)

@@ -34,7 +34,7 @@ class RunLog:
 @dataclass
 class Judged:
     report: WorkloadReport
-    bad_nodes: dict[str, list[str]] = field(default_factory=dict)
+    bad_nodes: dict[str, list[CheckResult]] = field(default_factory=dict)  # node -> the checks that convict it
 
 
 def warmup(count: int) -> int:
@@ -92,18 +92,20 @@ def loss_check(run: WorkloadRun, log: RunLog) -> CheckResult:
 
 def throughput_checks(
     singles: Sequence[WorkloadRun], expect: Expectation
-) -> tuple[list[CheckResult], dict[str, list[str]]]:
+) -> tuple[list[CheckResult], dict[str, list[CheckResult]]]:
     """Each single-node run against the SKU's MFU floor and against its peers' median."""
     rates = [r.tokens_per_s_per_gpu for r in singles if r.tokens_per_s_per_gpu is not None]
     median = statistics.median(rates) if len(rates) >= 3 else None  # two runs cannot say which one is slow
     checks: list[CheckResult] = []
-    bad: dict[str, list[str]] = {}
+    bad: dict[str, list[CheckResult]] = {}
     for run in singles:
         node = run.nodes[0]
         if run.tokens_per_s_per_gpu is None:
-            why = f"{node}: no timed iterations ({run.iterations} logged)"
-            checks.append(_check(outcomes.WORKLOAD_THROUGHPUT, Status.FAIL, why))
-            bad.setdefault(node, []).append(f"{outcomes.WORKLOAD_THROUGHPUT.id} {why}")
+            failed = _check(
+                outcomes.WORKLOAD_THROUGHPUT, Status.FAIL, f"{node}: no timed iterations ({run.iterations} logged)"
+            )
+            checks.append(failed)
+            bad.setdefault(node, []).append(failed)
             continue
         faults = []
         if expect.min_mfu is not None and run.mfu is not None and run.mfu < expect.min_mfu:
@@ -117,9 +119,11 @@ def throughput_checks(
             f", MFU {run.mfu:.1%}" if run.mfu is not None else ""
         )
         if faults:
-            why = f"{node}: {'; '.join(faults)}"
-            checks.append(_check(outcomes.WORKLOAD_THROUGHPUT, Status.FAIL, why, measured=run.mfu, unit="MFU"))
-            bad.setdefault(node, []).append(f"{outcomes.WORKLOAD_THROUGHPUT.id} {why}")
+            failed = _check(
+                outcomes.WORKLOAD_THROUGHPUT, Status.FAIL, f"{node}: {'; '.join(faults)}", measured=run.mfu, unit="MFU"
+            )
+            checks.append(failed)
+            bad.setdefault(node, []).append(failed)
         else:
             checks.append(
                 _check(outcomes.WORKLOAD_THROUGHPUT, Status.PASS, f"{node}: {figures}", measured=run.mfu, unit="MFU")

@@ -60,7 +60,7 @@ def _model(torch: Any, layers: int, hidden: int, heads: int, seq: int, vocab: in
             layer = nn.TransformerEncoderLayer(
                 hidden, heads, 4 * hidden, dropout=0.0, batch_first=True, norm_first=True
             )
-            self.blocks = nn.TransformerEncoder(layer, layers)
+            self.blocks = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
             self.norm = nn.LayerNorm(hidden)
             for table in (self.embed, self.position):  # GPT-2's initialisation (std 0.02), as Megatron's default
                 nn.init.normal_(table.weight, std=0.02)
