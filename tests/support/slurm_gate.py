@@ -94,11 +94,12 @@ def main() -> int:
     import os
 
     from hpclz.slurm.client import SlurmClient
-    from hpclz.verify.gate import Gate
+    from hpclz.verify.gate import STARTED, Gate
 
     budget, agent = float(sys.argv[1]), sys.argv[2]
-    gate = Gate("prolog", os.environ["SLURMD_NODENAME"], budget, [agent], SlurmClient(timeout_s=budget / 4))
-    status, line = gate.run()
+    gate = Gate("prolog", os.environ["SLURMD_NODENAME"], budget, [agent], SlurmClient())
+    gate.slurm = SlurmClient(timeout_s=gate.drain_reserve_s / 2)
+    status, line = gate.run(STARTED)
     print(json.dumps({"job": os.environ.get("SLURM_JOB_ID"), "status": status, "line": line}))
     return status
 

@@ -59,6 +59,10 @@ KILL_GRACE_S = 1.0  # after SIGKILL, how long to wait for the group to be reaped
 DEFAULT_BUDGET_S = {"passive": 30.0, "prolog": 20.0, "epilog": 20.0}
 # Each tool the agent runs gets this share of the budget, so one hung tool leaves time for the others' readings.
 TOOL_SHARE = 0.4
+# Of the budget, what is kept back for the drain after the agent (sinfo, then scontrol update), at most 2 s.
+DRAIN_SHARE = 0.3
+MAX_DRAIN_RESERVE_S = 2.0
+STARTED = time.monotonic()  # at import, as near the process's start as Python lets the gate see it
 
 
 @dataclass(frozen=True)
@@ -161,14 +165,21 @@ class Gate:
     state: Path | None = None
     spool: Path | None = None
 
-    def run(self) -> tuple[int, str]:
-        """(exit status, the one line to print)."""
-        tool_timeout = max(1.0, self.budget_s * TOOL_SHARE)
+    @property
+    def drain_reserve_s(self) -> float:
+        return min(MAX_DRAIN_RESERVE_S, self.budget_s * DRAIN_SHARE)
+
+    def run(self, started: float | None = None) -> tuple[int, str]:
+        """(exit status, the one line to print). The budget counts from `started` (the process's start; default
+        now), and the time a drain may take is kept back from the agent's share, so the whole gate ends in it."""
+        started = time.monotonic() if started is None else started
+        agent_budget = max(0.1, self.budget_s - self.drain_reserve_s - (time.monotonic() - started))
+        tool_timeout = max(0.5, agent_budget * TOOL_SHARE)
         with tempfile.TemporaryDirectory(prefix="hpclz-gate-") as scratch:
             report_file = Path(scratch) / "report.json"
             argv = [*self.agent, "--tier", "health", "--node", self.node, "--timeout", f"{tool_timeout:g}"]
             argv += ["--json", str(report_file)]
-            decision = decide(run_bounded(argv, self.budget_s), report_file, self.budget_s)
+            decision = decide(run_bounded(argv, agent_budget), report_file, self.budget_s)
         if decision.outcome == PASS:
             if self.state is not None:
                 Streaks(self.state, self.node).update(())
@@ -227,12 +238,12 @@ def main(argv: list[str] | None = None) -> int:
         node=args.node,
         budget_s=budget,
         agent=[sys.executable, "-m", "hpclz.verify.agent", *args.agent_args],
-        slurm=SlurmClient(timeout_s=max(1.0, budget * 0.25)),
+        slurm=SlurmClient(timeout_s=min(MAX_DRAIN_RESERVE_S, budget * DRAIN_SHARE) / 2),
         confirm=args.confirm,
         state=args.state,
         spool=args.spool,
     )
-    status, line = gate.run()
+    status, line = gate.run(STARTED)
     print(line)
     return status
 
