@@ -33,6 +33,7 @@ from hpclz.slurm.client import DRAIN_PREFIX, REPAIR_PREFIX, ROLL_PREFIX, NodeInf
 from hpclz.verify.model import NodeReport, Status
 
 HEALTHAGENT_REASON = "Healthcheck failures"
+OUTCOME_PREFIX = "HPCLZ-VFY-9"  # outcomes the head node observes (hpclz.verify.checks.outcomes), not the device
 PASS, FAIL, INCONCLUSIVE = "pass", "fail", "inconclusive"
 
 
@@ -68,12 +69,16 @@ class Policy:
 
 
 def verdict_of(report: NodeReport) -> Verdict:
-    """A verify report as a verdict: failed checks fail it; a report with nothing measured decides nothing."""
+    """A verify report as a verdict: failed checks fail it; a report with nothing measured decides nothing, and
+    neither does one in which the head node saw the job or the agent fail (HPCLZ-VFY-9xx, hpclz.verify.checks.
+    outcomes: no result, a timeout, a crash): a failed tool is not a failed device."""
     failed = tuple(
         Evidence(check_id=c.check_id, message=c.message, nhc_code=c.nhc_code)
         for c in report.checks
         if c.status == Status.FAIL and not c.suppressed
     )
+    if any(e.check_id.startswith(OUTCOME_PREFIX) for e in failed):
+        return Verdict(INCONCLUSIVE, failed)
     if failed:
         return Verdict(FAIL, failed)
     if not any(c.status == Status.PASS for c in report.checks):
