@@ -116,7 +116,12 @@ def report(cluster: LocalSlurm, work: Path, budget: float, bench: Bench, wall: f
     ctld = (cluster.root / "log" / "slurmctld.log").read_text()
     timeouts = sum(1 for line in ctld.splitlines() if "prolog" in line.lower() and "time" in line.lower())
     failed = sum(1 for r in runs if r["status"] != 0)
-    print(f"jobs run {len(ran)}, prologs {len(runs)} ({failed} failed: a fault found), wall {wall:.0f} s")
+    said = (cluster.root / "gate" / "prolog.out").read_text().splitlines()
+    inconclusive = sum(1 for line in said if "inconclusive" in line)
+    print(
+        f"jobs run {len(ran)}, prologs {len(runs)} ({failed} failed: a fault found; {inconclusive} inconclusive: "
+        f"agent killed at the budget, job ran, node drained for a re-test), wall {wall:.0f} s"
+    )
     print(
         f"prolog s: median {statistics.median(durations):.2f}, p99 {p99:.2f}, max {durations[-1]:.2f}; "
         f"budget {budget:g} s, PrologEpilogTimeout {PROLOG_TIMEOUT_S} s; prolog timeouts in slurmctld.log: {timeouts}"

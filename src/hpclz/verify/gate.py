@@ -55,14 +55,31 @@ PASS, FAIL, INCONCLUSIVE = "pass", "fail", "inconclusive"
 GATE_PREFIX = f"{DRAIN_PREFIX} gate"
 HEALTHCHECK_KILL_S = 60.0  # slurm.conf(5), HealthCheckProgram: "killed if it runs more than 60 seconds"
 IMMEDIATE = frozenset({"HPCLZ-VFY-006"})  # kernel-log Xid lines record an event: no second reading needed
-KILL_GRACE_S = 1.0  # after SIGKILL, how long to wait for the group to be reaped before giving up on it
+KILL_GRACE_S = 0.2  # after SIGKILL, how long to wait for the group to be reaped before giving up on it
 DEFAULT_BUDGET_S = {"passive": 30.0, "prolog": 20.0, "epilog": 20.0}
 # Each tool the agent runs gets this share of the budget, so one hung tool leaves time for the others' readings.
 TOOL_SHARE = 0.4
 # Of the budget, what is kept back for the drain after the agent (sinfo, then scontrol update), at most 2 s.
 DRAIN_SHARE = 0.3
 MAX_DRAIN_RESERVE_S = 2.0
-STARTED = time.monotonic()  # at import, as near the process's start as Python lets the gate see it
+EXIT_MARGIN_S = 0.3  # printing the line and the interpreter's exit
+
+
+def _process_started() -> float:
+    """When this process started, on the monotonic clock: from /proc/self/stat's starttime (field 22, clock ticks
+    after boot; proc(5)) and /proc/uptime, so the interpreter's own start-up counts against the budget too.
+    Where /proc is not there, the moment of this import."""
+    now = time.monotonic()
+    try:
+        fields = Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()
+        started_after_boot = int(fields[19]) / os.sysconf("SC_CLK_TCK")
+        uptime = float(Path("/proc/uptime").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return now
+    return now - max(0.0, uptime - started_after_boot)
+
+
+STARTED = _process_started()
 
 
 @dataclass(frozen=True)
@@ -169,11 +186,16 @@ class Gate:
     def drain_reserve_s(self) -> float:
         return min(MAX_DRAIN_RESERVE_S, self.budget_s * DRAIN_SHARE)
 
+    @property
+    def reserve_s(self) -> float:
+        """What the agent's share leaves for after it: its kill, the drain, and the exit."""
+        return self.drain_reserve_s + KILL_GRACE_S + EXIT_MARGIN_S
+
     def run(self, started: float | None = None) -> tuple[int, str]:
         """(exit status, the one line to print). The budget counts from `started` (the process's start; default
         now), and the time a drain may take is kept back from the agent's share, so the whole gate ends in it."""
         started = time.monotonic() if started is None else started
-        agent_budget = max(0.1, self.budget_s - self.drain_reserve_s - (time.monotonic() - started))
+        agent_budget = max(0.1, self.budget_s - self.reserve_s - (time.monotonic() - started))
         tool_timeout = max(0.5, agent_budget * TOOL_SHARE)
         with tempfile.TemporaryDirectory(prefix="hpclz-gate-") as scratch:
             report_file = Path(scratch) / "report.json"
