@@ -107,6 +107,15 @@ def test_passive_drains_on_the_first_xid(
     assert left.name.startswith("node4-") and '"HPCLZ-VFY-006"' in left.read_text()
 
 
+def test_passive_waits_for_a_second_inconclusive_reading_too(slurm: SlurmClient, tmp_path: Path) -> None:
+    gate = Gate("passive", "node3", 0.5, HUNG, slurm, confirm=2, state=tmp_path)
+    status, line = gate.run()
+    assert status == 0 and "inconclusive once, not drained yet" in line
+    assert reason(slurm, "node3") == ("idle", "")
+    gate.run()
+    assert reason(slurm, "node3")[1].startswith("hpclz: gate passive inconclusive, re-test")
+
+
 def test_a_node_healthagent_drained_keeps_its_reason(slurm: SlurmClient, clean_slurm: LocalSlurm) -> None:
     theirs = "Healthcheck failures. Run 'health -s' view health report."
     clean_slurm.client("scontrol", "update", "NodeName=node2", "State=DRAIN", f"Reason={theirs}")

@@ -54,6 +54,7 @@ from hpclz.slurm.client import DRAIN_PREFIX, SlurmClient, SlurmError
 PASS, FAIL, INCONCLUSIVE = "pass", "fail", "inconclusive"
 GATE_PREFIX = f"{DRAIN_PREFIX} gate"
 HEALTHCHECK_KILL_S = 60.0  # slurm.conf(5), HealthCheckProgram: "killed if it runs more than 60 seconds"
+DEFAULT_STATE = "/var/tmp/hpclz-gate"  # survives a reboot (FHS: /var/tmp is kept between boots), unlike /tmp
 IMMEDIATE = frozenset({"HPCLZ-VFY-006"})  # kernel-log Xid lines record an event: no second reading needed
 KILL_GRACE_S = 0.2  # after SIGKILL, how long to wait for the group to be reaped before giving up on it
 DEFAULT_BUDGET_S = {"passive": 30.0, "prolog": 20.0, "epilog": 20.0}
@@ -206,8 +207,9 @@ class Gate:
             if self.state is not None:
                 Streaks(self.state, self.node).update(())
             return 0, f"hpclz gate {self.tier}: {self.node} healthy"
-        if decision.outcome == FAIL and self.tier == "passive" and not self._confirmed(decision):
-            return 0, f"hpclz gate passive: {self.node} failed once, not drained yet: {decision.reason}"
+        if self.tier == "passive" and not self._confirmed(decision):
+            said = "failed" if decision.outcome == FAIL else INCONCLUSIVE
+            return 0, f"hpclz gate passive: {self.node} {said} once, not drained yet: {decision.reason}"
         what = "failed" if decision.outcome == FAIL else "inconclusive, re-test"
         drained = self._drain(f"{GATE_PREFIX} {self.tier} {what}: {decision.reason}")
         if decision.outcome == FAIL and self.spool is not None and decision.report is not None:
@@ -217,9 +219,13 @@ class Gate:
         return (1 if decision.outcome == FAIL and self.tier == "prolog" else 0), line
 
     def _confirmed(self, decision: Decision) -> bool:
-        if set(decision.failed) & IMMEDIATE or self.state is None:
-            return bool(set(decision.failed) & IMMEDIATE) or self.confirm <= 1
-        streaks = Streaks(self.state, self.node).update(decision.failed)
+        """A failing or inconclusive reading drains only once the same one came `confirm` times in a row."""
+        if set(decision.failed) & IMMEDIATE or self.confirm <= 1:
+            return True
+        if self.state is None:
+            return False
+        keys = decision.failed if decision.outcome == FAIL else (INCONCLUSIVE,)
+        streaks = Streaks(self.state, self.node).update(keys)
         return any(count >= self.confirm for count in streaks.values())
 
     def _drain(self, reason: str) -> str:
@@ -245,7 +251,9 @@ def main(argv: list[str] | None = None) -> int:
         "--prolog-timeout", type=float, help="the cluster's PrologEpilogTimeout, to refuse a budget over it"
     )
     parser.add_argument("--confirm", type=int, default=2, help="passive: failing readings in a row before a drain")
-    parser.add_argument("--state", type=Path, help="passive: folder for the failing-streak memory")
+    parser.add_argument(
+        "--state", type=Path, default=Path(DEFAULT_STATE), help="passive: folder for the failing-streak memory"
+    )
     parser.add_argument("--spool", type=Path, help="folder to leave failing reports in for hpclz.remediate")
     parser.add_argument("--node", default=os.environ.get("SLURMD_NODENAME") or os.uname().nodename.split(".")[0])
     parser.add_argument("agent_args", nargs="*", help="after --: extra arguments for the verify agent")
