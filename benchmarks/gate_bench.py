@@ -137,17 +137,16 @@ def report(cluster: LocalSlurm, work: Path, budget: float, bench: Bench, wall: f
 
 
 def bad_starts(runs: list[dict[str, object]], ran: list[list[str]], bench: Bench) -> int:
-    """Jobs whose script started on a node after a prolog there found a fault, and before that node's repair."""
-    seen = [(str(r["node"]), float(r["ended"])) for r in runs if r["status"] != 0]  # type: ignore[arg-type]
+    """Jobs whose script started on a node after a prolog there found a fault, and before that node's repair. The
+    fault is seen during that prolog (the gate drains before it exits), so a repair counts from the prolog's start:
+    the bench may resume the node before the prolog script has written its own end time."""
+    seen = [(str(r["node"]), float(r["started"])) for r in runs if r["status"] != 0]  # type: ignore[arg-type]
     bad = 0
     for _job, node, when in ran:
         t = float(when)
         for fault_node, fault_at in seen:
-            if (
-                fault_node == node
-                and fault_at <= t
-                and not any(n == node and fault_at <= r <= t for n, r in bench.repaired)
-            ):
+            repaired = any(n == node and fault_at <= r <= t for n, r in bench.repaired)
+            if fault_node == node and fault_at <= t and not repaired:
                 bad += 1
     return bad
 
