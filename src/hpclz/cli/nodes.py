@@ -101,7 +101,13 @@ def roll(
 
         reach = _Reach(slurm_conf, via, scheduler, report_account, python)
         options = NodesOptions(
-            config, partition, all_partitions=all_partitions, nodes=nodes, why=why, dry_run=dry_run, **reach.options()
+            config,
+            tuple(partition),
+            all_partitions=all_partitions,
+            nodes=nodes,
+            why=why,
+            dry_run=dry_run,
+            **reach.options(),
         )
         finish(run_roll(options), output, view.show)
 
@@ -133,7 +139,7 @@ def status(
         from hpclz.services.nodes import status as run_status
 
         reach = _Reach(slurm_conf, via, scheduler, report_account, python)
-        options = NodesOptions(config, partition, nodes=nodes, wait_s=wait, **reach.options())
+        options = NodesOptions(config, tuple(partition), nodes=nodes, wait_s=wait, **reach.options())
         finish(run_status(options), output, view.show)
 
 
@@ -192,6 +198,7 @@ def incidents(
     """Every repair incident, open and closed, and the latest events of the repair loop."""
     with guarded("nodes incidents", output):
         from hpclz.cli.views import repair as view
+        from hpclz.services.repair import IncidentsOptions
         from hpclz.services.repair import incidents as run_incidents
 
-        finish(run_incidents(state_dir, last), output, view.show)
+        finish(run_incidents(IncidentsOptions(state_dir, last)), output, view.show)

@@ -10,7 +10,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from hpclz.output import CommandResult
-    from hpclz.services.repair import RepairResult
+    from hpclz.remediate.session import RepairResult
 
 
 def show(out: Console, result: CommandResult[RepairResult]) -> None:
