@@ -34,3 +34,13 @@ def test_classes(code: str | None, category: str, ladder: tuple[str, ...]) -> No
 def test_the_surest_hardware_fault_wins_on_a_node_with_several() -> None:
     assert worst(["NHC2010", "NHC2013", "NHC2004"]).code == "NHC2013"
     assert worst([]).code == "NHC2001"
+
+
+def test_verify_never_resumes_a_node_remediation_holds_but_may_a_gate_drain() -> None:
+    from hpclz.slurm.client import NodeInfo
+
+    held = NodeInfo("n", "drained", reason="hpclz: repair 0003 HPCLZ-VFY-011 mlx5_ib3 port 1: DOWN")
+    retired = NodeInfo("n", "drained", reason="hpclz: repair 0003 retired: Resource.Hpc.Unhealthy.IBPortDown reported")
+    gated = NodeInfo("n", "drained", reason="hpclz: gate prolog failed: HPCLZ-VFY-006 Xid 79")
+    assert not held.drained_by_hpclz and not retired.drained_by_hpclz
+    assert gated.drained_by_hpclz  # verify's re-test may return a node the gate drained
