@@ -120,6 +120,8 @@ def run_verify(loaded: LoadedConfig, opts: VerifyOptions) -> VerifyOutcome:
         report.bad_nodes = bad_nodes(report.nodes)
         report.duration_s = round(time.monotonic() - started, 3)
         return judged(VerifyOutcome(report=report, local=True), silenced)
+    if opts.workload and opts.workload_engine == "megatron":
+        _refuse_workload_without_gpus(config, opts)
     if opts.via == "ssh":
         _through_bastion(opts, loaded)
     if through_run_command(opts.via, opts.scheduler, opts.slurm_conf):
@@ -434,12 +436,6 @@ def _workload(
         sku = _partition_sku(config, partition)
         entry = load_catalog().sku(sku) if sku else None
         gpus = entry.gpu_count if entry and entry.gpu_count else 0
-        if opts.workload_engine == "megatron" and not gpus:
-            raise HpclzError(
-                f"--workload: partition {partition} ({sku or 'unknown size'}) has no GPUs for Megatron-LM; "
-                "use --workload-engine cpu to prove the scheduler, shared storage and containers-free training path",
-                exit_code=ExitCode.USAGE,
-            )
         plan = WorkloadPlan(
             work_dir=work / (f"workload-{partition}" if partition else "workload"),
             shape=chain.STANDIN_MODEL if opts.workload_engine == "cpu" else chain.PROOF_MODEL,
@@ -462,6 +458,25 @@ def _workload(
                 report.drained.append(node)
                 if node in report.resumed:
                     report.resumed.remove(node)
+
+
+def _refuse_workload_without_gpus(config: LandingZoneConfig, opts: VerifyOptions) -> None:
+    """Before any job: Megatron-LM needs GPUs, so a partition in scope whose size has none is a usage error."""
+    from hpclz.catalog.skus import load_catalog
+
+    wanted = [opts.partition] if opts.partition else config.verify.partitions
+    catalog = load_catalog()
+    for part in config.compute.partitions:
+        if wanted and part.name not in wanted:
+            continue
+        entry = catalog.sku(part.vm_size)
+        if not (entry and entry.gpu_count):
+            raise HpclzError(
+                f"--workload: partition {part.name} ({part.vm_size}) has no GPUs for Megatron-LM; name a GPU "
+                "partition with -p, or use --workload-engine cpu (the gloo stand-in) to prove the scheduler, the "
+                "shared folder and the job chain",
+                exit_code=ExitCode.USAGE,
+            )
 
 
 def _merge_workload(report: VerifyReport, part: WorkloadReport) -> None:
