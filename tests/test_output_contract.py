@@ -6,13 +6,13 @@ import json
 from pathlib import Path
 
 from hpclz.output import ENVELOPE_KEYS
-from tests.conftest import REPO
+from tests.conftest import REPO, RunCli
 
 FINDING_KEYS = {"rule_id", "severity", "title", "message", "path", "file", "line", "column", "fix", "docs"}
 ERROR_KEYS = {"code", "message", "file", "line", "column", "path"}
 
 
-def test_success_envelope_has_the_fixed_keys(run_cli) -> None:  # type: ignore[no-untyped-def]
+def test_success_envelope_has_the_fixed_keys(run_cli: RunCli) -> None:
     result = run_cli("validate", str(REPO / "configs" / "energy.yaml"), "--output", "json")
     envelope = json.loads(result.stdout)
     assert tuple(envelope) == ENVELOPE_KEYS
@@ -25,7 +25,7 @@ def test_success_envelope_has_the_fixed_keys(run_cli) -> None:  # type: ignore[n
         assert set(finding) == FINDING_KEYS
 
 
-def test_error_envelope_has_the_fixed_keys(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_error_envelope_has_the_fixed_keys(run_cli: RunCli, tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text("metadata: {name: x}\n")
     result = run_cli("validate", str(bad), "-o", "json")

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from hpclz.azure.clients import AzureClients, StaticTokenCredential, make_credential
@@ -82,7 +84,7 @@ def test_config_accepts_only_known_clouds() -> None:
     ],
     ids=["missing", "plain-text", "truncated-pem"],
 )
-def test_bad_ca_bundle_is_a_usage_error(monkeypatch: pytest.MonkeyPatch, tmp_path, content, fragment) -> None:  # type: ignore[no-untyped-def]
+def test_bad_ca_bundle_is_a_usage_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, content, fragment) -> None:  # type: ignore[no-untyped-def]
     bundle = tmp_path / "ca.pem"
     if content is not None:
         bundle.write_text(content)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO
+from tests.conftest import REPO, RunCli
 from tests.support.arm_standin import ArmStandIn
 
 HPCLZ = [str(Path(sys.executable).parent / "hpclz")]
@@ -81,7 +81,7 @@ def our_groups(arm: ArmStandIn) -> dict[str, dict]:
     return {k: g for k, g in arm.world.groups.items() if g["id"].lower() not in made}
 
 
-def destroy_everything(run_cli, arm: ArmStandIn, zone: Path):  # type: ignore[no-untyped-def]
+def destroy_everything(run_cli: RunCli, arm: ArmStandIn, zone: Path):
     """destroy --include-data as it goes with backup: on: the first run stops protecting the CycleCloud server but
     Azure keeps its backups soft-deleted and refuses the vault; once their retention has run out (the stand-in
     forgets them) the second run deletes the vault and its group. Returns the second run's result."""

@@ -8,7 +8,7 @@ from typing import Any
 
 from hpclz.config import load_config_text
 from hpclz.deploy.live_rules import CustomImageFitsNodes, CustomImageUsable, LiveContext
-from tests.conftest import REPO
+from tests.conftest import REPO, RunCli
 from tests.support.arm_standin import ArmStandIn
 
 # The body of azure-rest-api-specs specification/compute/resource-manager/Microsoft.Compute/GalleryRP/stable/
@@ -81,8 +81,8 @@ def test_gallery_definition_is_left_to_azure() -> None:
 
 
 def test_deploy_stops_before_anything_when_the_version_is_not_in_the_region(
-    arm: ArmStandIn, tmp_path: Path, run_cli
-) -> None:  # type: ignore[no-untyped-def]
+    arm: ArmStandIn, tmp_path: Path, run_cli: RunCli
+) -> None:
     image = _image_id(arm.subscription_id, "galleries/myGalleryName/images/myGalleryImageName/versions/1.0.0")
     arm.world.resources[image.lower()] = {"id": image, "type": "Microsoft.Compute/galleries/images/versions"} | (
         copy.deepcopy(VERSION_BODY)

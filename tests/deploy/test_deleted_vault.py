@@ -12,7 +12,7 @@ from typing import Any
 from hpclz.config.loader import load_config
 from hpclz.deploy.live_rules import LiveContext, SoftDeletedVaultHoldsName
 from hpclz.naming import NameBuilder
-from tests.conftest import REPO
+from tests.conftest import REPO, RunCli
 from tests.support.arm_standin import ArmStandIn
 
 
@@ -42,7 +42,7 @@ def test_rule_names_the_way_out_and_whether_purge_is_possible() -> None:
 
 
 def test_redeploy_over_a_purge_protected_deleted_vault_stops_before_any_write(
-    arm: ArmStandIn, zone: Path, run_cli
+    arm: ArmStandIn, zone: Path, run_cli: RunCli
 ) -> None:
     name = NameBuilder(load_config(zone).config).name("key_vault")
     body = _deleted(arm.subscription_id, "eastus2", name, protected=True)

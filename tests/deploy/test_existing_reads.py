@@ -23,6 +23,7 @@ from hpclz.deploy.preflight import gather
 from hpclz.findings import Severity
 from hpclz.render.build import build_plan
 from hpclz.rules.base import Rule
+from tests.conftest import RunCli
 from tests.support.arm_standin import ArmStandIn
 from tests.support.existing_resources import (
     HUB_ID,
@@ -335,7 +336,9 @@ def test_the_hub_side_of_a_vnet_hpclz_creates_is_found_by_its_resource_group(arm
 # --- through `hpclz deploy` ----------------------------------------------------------------------------------------
 
 
-def test_deploy_stops_at_preflight_on_an_nsg_that_blocks_lustre(arm: ArmStandIn, tmp_path: Path, run_cli) -> None:
+def test_deploy_stops_at_preflight_on_an_nsg_that_blocks_lustre(
+    arm: ArmStandIn, tmp_path: Path, run_cli: RunCli
+) -> None:
     """The whole path: the CLI's preflight reads the existing VNet and its NSGs from the stand-in, reports the
     denying rule at the config line of the subnet, exits 1 and writes nothing to Azure."""
     data = preset("ai-training")

@@ -11,7 +11,7 @@ import pytest
 
 from hpclz.config.loader import load_config
 from hpclz.deploy.live_rules import FeatureNotRegistered, LiveContext
-from tests.conftest import REPO
+from tests.conftest import REPO, RunCli
 from tests.support.arm_standin import ArmStandIn
 
 
@@ -35,7 +35,9 @@ def test_rule_passes_when_registered_and_names_the_command_when_not() -> None:
     assert finding.line is not None
 
 
-def test_unregistered_encryption_at_host_stops_deploy_before_any_write(arm: ArmStandIn, zone: Path, run_cli) -> None:
+def test_unregistered_encryption_at_host_stops_deploy_before_any_write(
+    arm: ArmStandIn, zone: Path, run_cli: RunCli
+) -> None:
     arm.world.unregistered_features.add("microsoft.compute/encryptionathost")
     result = run_cli("deploy", str(zone), "--yes")
     assert result.exit_code == 1, result.stdout + result.stderr

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from tests.conftest import RunCli
 from tests.support.arm_standin import ArmStandIn
 
 POLICY = "Microsoft.NetApp/netAppAccounts/snapshotPolicies"
@@ -55,7 +56,7 @@ def test_a_policy_over_255_snapshots_is_refused_as_azure_netapp_files_refuses_it
     assert _of(arm, POLICY) == []
 
 
-def test_share_soft_delete_is_deployed_and_kept_with_the_shares(arm: ArmStandIn, zone: Path, run_cli) -> None:  # type: ignore[no-untyped-def]
+def test_share_soft_delete_is_deployed_and_kept_with_the_shares(arm: ArmStandIn, zone: Path, run_cli: RunCli) -> None:
     deployed = run_cli("deploy", str(zone), "--yes")
     assert deployed.exit_code == 0, deployed.stdout + deployed.stderr
     [service] = _of(arm, FILE_SERVICE)

@@ -14,6 +14,7 @@ from azure.storage.blob import BlobServiceClient
 
 from hpclz.azure.locker import CONNECTION_STRING_ENV
 from hpclz.deploy.wheel import hpclz_wheel
+from tests.conftest import RunCli
 from tests.support.arm_standin import ArmStandIn
 
 
@@ -30,7 +31,7 @@ def _locker_blob(name: str) -> bytes:
 
 
 def test_deploy_uploads_the_wheel_and_tags_the_cyclecloud_vm_with_its_digest(
-    arm: ArmStandIn, zone: Path, run_cli
+    arm: ArmStandIn, zone: Path, run_cli: RunCli
 ) -> None:
     result = run_cli("deploy", str(zone), "--yes")
     assert result.exit_code == 0, result.stderr
@@ -46,7 +47,7 @@ def test_deploy_uploads_the_wheel_and_tags_the_cyclecloud_vm_with_its_digest(
 
 
 def test_a_new_wheel_submits_the_compute_deployment_again(
-    arm: ArmStandIn, zone: Path, run_cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    arm: ArmStandIn, zone: Path, run_cli: RunCli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     assert run_cli("deploy", str(zone), "--yes").exit_code == 0
     first = _compute_run(arm).body["properties"]["parameters"]["hpclzWheel"]["value"]
@@ -64,7 +65,7 @@ def test_a_new_wheel_submits_the_compute_deployment_again(
 
 
 def test_a_file_that_is_not_an_hpclz_wheel_stops_deploy_before_any_write(
-    arm: ArmStandIn, zone: Path, run_cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    arm: ArmStandIn, zone: Path, run_cli: RunCli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     other = tmp_path / "tool-1.0-py3-none-any.whl"
     other.write_bytes(b"PK")

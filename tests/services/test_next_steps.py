@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from hpclz.config import load_config
 from hpclz.services.next_steps import next_steps
 from hpclz.state.factory import new_state
@@ -47,7 +49,7 @@ def test_without_bastion_entra_users_get_az_ssh_vm_on_the_private_ip() -> None:
     assert "CycleCloud server shell with your Entra ID account: az ssh vm --ip 10.60.1.4" in steps
 
 
-def test_no_entra_command_when_entra_login_is_off(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_no_entra_command_when_entra_login_is_off(tmp_path: Path) -> None:
     text = (REPO / "configs" / "finance.yaml").read_text(encoding="utf-8")
     config = tmp_path / "finance.yaml"
     config.write_text(text.replace("identity:\n", "identity:\n  entra_login: false\n", 1), encoding="utf-8")
