@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -47,7 +48,7 @@ def _config_paths(tmp: Path) -> dict[str, tuple[Path, ExitCode, str]]:
     }
 
 
-def _envelope(stdout: str) -> dict:  # type: ignore[type-arg]
+def _envelope(stdout: str) -> dict[str, Any]:
     envelope = json.loads(stdout)
     assert tuple(envelope) == ENVELOPE_KEYS
     assert envelope["ok"] is False

@@ -16,6 +16,7 @@ from importlib import resources
 from importlib.machinery import SourceFileLoader
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 from hpclz.catalog import load_availability, load_catalog, load_regions
 from tests.conftest import REPO
@@ -31,8 +32,8 @@ CAPTURES = {
 }
 
 
-def shipped() -> dict:
-    data: dict = json.loads(resources.files("hpclz.catalog").joinpath("availability.json").read_text("utf-8"))
+def shipped() -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(resources.files("hpclz.catalog").joinpath("availability.json").read_text("utf-8"))
     return data
 
 

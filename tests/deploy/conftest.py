@@ -8,6 +8,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -49,7 +50,7 @@ def run_hpclz(*args: str, env: dict[str, str] | None = None, timeout: float = 12
     )
 
 
-def state_of(config: Path) -> dict:
+def state_of(config: Path) -> dict[str, Any]:
     import json
 
     files = list((config.parent / ".hpclz").rglob("state.json"))
@@ -75,7 +76,7 @@ def azure_made(arm: ArmStandIn) -> set[str]:
     return watchers | ({group["id"].lower()} if group else set())
 
 
-def our_groups(arm: ArmStandIn) -> dict[str, dict]:
+def our_groups(arm: ArmStandIn) -> dict[str, dict[str, Any]]:
     """The stand-in's resource groups less NetworkWatcherRG, which Azure made with the first VNet."""
     made = azure_made(arm)
     return {k: g for k, g in arm.world.groups.items() if g["id"].lower() not in made}

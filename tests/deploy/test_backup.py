@@ -5,6 +5,7 @@ Azure keeps the backups soft-deleted and the vault until they expire (tests/depl
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -15,7 +16,7 @@ VAULT = "Microsoft.RecoveryServices/vaults"
 ITEM = "Microsoft.RecoveryServices/vaults/backupFabrics/protectionContainers/protectedItems"
 
 
-def _of(arm: ArmStandIn, type_: str) -> list[dict]:
+def _of(arm: ArmStandIn, type_: str) -> list[dict[str, Any]]:
     return [r for r in arm.world.resources.values() if r["type"] == type_]
 
 

@@ -4,6 +4,7 @@ the first VNet of a region, and preflight says when that watcher is missing (HPC
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from hpclz.config.loader import load_config
 from hpclz.deploy.live_rules import LiveContext, NetworkWatcherMissing
@@ -14,7 +15,7 @@ from tests.support.arm_standin import ArmStandIn
 FLOW_LOG = "Microsoft.Network/networkWatchers/flowLogs"
 
 
-def _ctx(watcher: dict | None, vnet_exists: bool) -> LiveContext:
+def _ctx(watcher: dict[str, Any] | None, vnet_exists: bool) -> LiveContext:
     loaded = load_config(REPO / "configs" / "ai-training.yaml")
     return LiveContext(loaded=loaded, location="eastus2", network_watcher=watcher, vnet_exists=vnet_exists)
 

@@ -6,13 +6,14 @@ nested run in flight is in test_resume."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from hpclz.azure.arm import Arm
 from hpclz.azure.clients import AzureClients
 from hpclz.deploy.nested import handle, nested_targets
 from hpclz.render.model import Deployment, Scope
+from tests.conftest import RunCli
 from tests.deploy.conftest import state_of
 from tests.support.arm_standin import ArmStandIn, Fault
 
@@ -26,11 +27,11 @@ def _outer(name: str, group: str | None) -> Deployment:
     return Deployment(name=name, component="x", scope=scope, resource_group=group, location="eastus2", template={})
 
 
-def _record(zone: Path, name: str) -> dict:
+def _record(zone: Path, name: str) -> dict[str, Any]:
     return state_of(zone)["deployments"][name]
 
 
-def test_a_nested_run_is_its_own_deployment_at_its_own_scope(arm: ArmStandIn, zone: Path, run_cli: Callable) -> None:
+def test_a_nested_run_is_its_own_deployment_at_its_own_scope(arm: ArmStandIn, zone: Path, run_cli: RunCli) -> None:
     assert run_cli("deploy", str(zone), "--yes").exit_code == 0
     client = Arm(AzureClients(arm.subscription_id))
     outer = _outer(FLOWLOGS, _record(zone, FLOWLOGS)["resource_group"])
@@ -69,7 +70,7 @@ def test_a_nested_run_is_its_own_deployment_at_its_own_scope(arm: ArmStandIn, zo
     assert groups and None not in groups
 
 
-def test_a_failed_deploy_records_what_its_nested_runs_made(arm: ArmStandIn, zone: Path, run_cli: Callable) -> None:
+def test_a_failed_deploy_records_what_its_nested_runs_made(arm: ArmStandIn, zone: Path, run_cli: RunCli) -> None:
     """The audit run's last nested run fails (its saved searches): the outer run ends Failed, with no
     outputResources, and its own operations name only the nested deployments. The diagnostic settings the earlier
     nested runs made are recorded from those runs' operations, so destroy can find them."""

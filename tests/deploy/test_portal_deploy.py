@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from ruamel.yaml import YAML
@@ -13,7 +14,7 @@ from tests.support.arm_standin import ArmStandIn
 VM = "Microsoft.Compute/virtualMachines"
 
 
-def _portal_vm(arm: ArmStandIn) -> dict:
+def _portal_vm(arm: ArmStandIn) -> dict[str, Any]:
     return next(r for r in arm.world.resources.values() if r["type"] == VM and r["name"] == "vm-aitrain-ood-prod-eus2")
 
 

@@ -4,8 +4,8 @@ Azure Files share soft delete are deployed, kept by a plain destroy with the dat
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from tests.conftest import RunCli
 from tests.support.arm_standin import ArmStandIn
@@ -15,12 +15,12 @@ VOLUME = "Microsoft.NetApp/netAppAccounts/capacityPools/volumes"
 FILE_SERVICE = "Microsoft.Storage/storageAccounts/fileServices"
 
 
-def _of(arm: ArmStandIn, type_: str) -> list[dict]:
+def _of(arm: ArmStandIn, type_: str) -> list[dict[str, Any]]:
     return [r for r in arm.world.resources.values() if r["type"] == type_]
 
 
 def test_netapp_snapshot_policy_is_deployed_kept_with_the_volumes_and_removed_with_data(
-    arm: ArmStandIn, manufacturing: Path, run_cli: Callable
+    arm: ArmStandIn, manufacturing: Path, run_cli: RunCli
 ) -> None:
     deployed = run_cli("deploy", str(manufacturing), "--yes")
     assert deployed.exit_code == 0, deployed.stdout + deployed.stderr
@@ -42,7 +42,7 @@ def test_netapp_snapshot_policy_is_deployed_kept_with_the_volumes_and_removed_wi
 
 
 def test_a_policy_over_255_snapshots_is_refused_as_azure_netapp_files_refuses_it(
-    arm: ArmStandIn, manufacturing: Path, run_cli: Callable
+    arm: ArmStandIn, manufacturing: Path, run_cli: RunCli
 ) -> None:
     # HPCLZ-MNT-032 stops this at validate; suppressed here so the stand-in's answer is what the user sees.
     text = manufacturing.read_text(encoding="utf-8").replace(
