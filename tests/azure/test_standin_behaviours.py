@@ -28,7 +28,8 @@ def run(arm: Arm, d: Deployment) -> dict[str, Any]:
 
 
 def inner_code(remote: dict[str, Any]) -> str:
-    return remote["properties"]["error"]["details"][0]["details"][0]["code"]
+    code: str = remote["properties"]["error"]["details"][0]["details"][0]["code"]
+    return code
 
 
 def lustre(capacity: int) -> dict[str, Any]:
