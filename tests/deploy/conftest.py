@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import REPO, RunCli
+from tests.conftest import REPO, CliResult, RunCli
 from tests.support.arm_standin import ArmStandIn
 
 HPCLZ = [str(Path(sys.executable).parent / "hpclz")]
@@ -55,7 +55,8 @@ def state_of(config: Path) -> dict[str, Any]:
 
     files = list((config.parent / ".hpclz").rglob("state.json"))
     assert files, "no state file written"
-    return json.loads(files[0].read_text())
+    state: dict[str, Any] = json.loads(files[0].read_text())
+    return state
 
 
 def left_after_destroy(arm: ArmStandIn) -> list[str]:
@@ -82,7 +83,7 @@ def our_groups(arm: ArmStandIn) -> dict[str, dict[str, Any]]:
     return {k: g for k, g in arm.world.groups.items() if g["id"].lower() not in made}
 
 
-def destroy_everything(run_cli: RunCli, arm: ArmStandIn, zone: Path):
+def destroy_everything(run_cli: RunCli, arm: ArmStandIn, zone: Path) -> CliResult:
     """destroy --include-data as it goes with backup: on: the first run stops protecting the CycleCloud server but
     Azure keeps its backups soft-deleted and refuses the vault; once their retention has run out (the stand-in
     forgets them) the second run deletes the vault and its group. Returns the second run's result."""

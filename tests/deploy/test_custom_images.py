@@ -113,7 +113,7 @@ def _fit(definition: dict[str, Any]) -> list[str]:
     assert h100 in text  # the preset's pin on the h100 partition, replaced by the gallery version
     text = text.replace(h100, f"      vm_size: Standard_ND96isr_H100_v5\n      image: {VERSION}\n", 1)
     loaded = load_config_text(text, "lz.yaml")
-    images = {VERSION: VERSION_BODY, VERSION.rsplit("/versions/", 1)[0]: definition}
+    images: dict[str, dict[str, Any] | None] = {VERSION: VERSION_BODY, VERSION.rsplit("/versions/", 1)[0]: definition}
     return [f.message for f in CustomImageFitsNodes().check(LiveContext(loaded, "eastus", images=images))]
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from hpclz.deploy.destroy import is_immutable, worm_note
 from hpclz.state.model import ResourceRecord
@@ -13,7 +14,7 @@ from tests.support.arm_standin import ArmStandIn, Fault
 CONTAINERS = "Microsoft.Storage/storageAccounts/blobServices/containers"
 
 
-def _container(name: str, body: dict[str, object]) -> ResourceRecord:
+def _container(name: str, body: dict[str, Any]) -> ResourceRecord:
     rid = f"/subscriptions/s/resourceGroups/rg/providers/Microsoft.Storage/storageAccounts/st/blobServices/default/containers/{name}"
     return ResourceRecord(
         id=rid, type=CONTAINERS, name=f"st/default/{name}", api_version="2023-05-01", deployment="d", properties=body

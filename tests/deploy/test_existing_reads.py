@@ -61,7 +61,12 @@ def nsg(*extra_rules: dict[str, Any]) -> dict[str, Any]:
 
 
 def rule(name: str, priority: int, direction: str, access: str, **fields: Any) -> dict[str, Any]:
-    props = {"protocol": "*", "sourcePortRange": "*", "destinationPortRange": "*", "sourceAddressPrefix": "*"}
+    props: dict[str, Any] = {
+        "protocol": "*",
+        "sourcePortRange": "*",
+        "destinationPortRange": "*",
+        "sourceAddressPrefix": "*",
+    }
     props |= {"destinationAddressPrefix": "*", "access": access, "priority": priority, "direction": direction}
     props |= fields
     return {"name": name, "properties": {k: v for k, v in props.items() if v is not None}}

@@ -28,7 +28,8 @@ def _outer(name: str, group: str | None) -> Deployment:
 
 
 def _record(zone: Path, name: str) -> dict[str, Any]:
-    return state_of(zone)["deployments"][name]
+    record: dict[str, Any] = state_of(zone)["deployments"][name]
+    return record
 
 
 def test_a_nested_run_is_its_own_deployment_at_its_own_scope(arm: ArmStandIn, zone: Path, run_cli: RunCli) -> None:
@@ -66,8 +67,9 @@ def test_a_nested_run_is_its_own_deployment_at_its_own_scope(arm: ArmStandIn, zo
 
     # The audit deployment runs at subscription scope and nests one run per watched resource's group.
     audit = _outer(AUDIT, None)
-    groups = {handle(audit, rid).resource_group for rid in nested_targets(client.operations(audit))}  # type: ignore[union-attr]
-    assert groups and None not in groups
+    handles = [handle(audit, rid) for rid in nested_targets(client.operations(audit))]
+    groups = {h.resource_group for h in handles if h is not None}
+    assert groups and None not in handles and None not in groups
 
 
 def test_a_failed_deploy_records_what_its_nested_runs_made(arm: ArmStandIn, zone: Path, run_cli: RunCli) -> None:

@@ -110,7 +110,8 @@ def test_reader_group_edits_change_exactly_that_groups_assignments(
     assert sorted((r.action, r.id) for r in removed) == sorted((Action.DELETE, r["id"]) for r in readers_of_a)
 
     _readers(zone, READER_B, READER_A)
-    assert not plan(zone).payload.changes.has_changes  # type: ignore[union-attr]
+    changes = plan(zone).payload.changes
+    assert changes is not None and not changes.has_changes
 
     _readers(zone, READER_A, READER_B, READER_C)
     added = [r for r in _offline(zone) if r.action is not Action.NO_CHANGE]
@@ -136,9 +137,12 @@ def _principal(arm: ArmStandIn, rendered: str, assignment_id: str) -> str | None
     if not identity.startswith("/resourcegroups/"):
         identity = f"/resourcegroups/{assignment_id.split('/')[4]}{identity}"
     found = arm.world.lookup(f"/subscriptions/{arm.subscription_id}{identity}") or {}
+    principal: str | None
     if "'full').identity.principalid" in rendered.lower():  # a resource's own system-assigned identity (Grafana)
-        return found.get("identity", {}).get("principalId")
-    return found.get("properties", {}).get("principalId")
+        principal = found.get("identity", {}).get("principalId")
+    else:
+        principal = found.get("properties", {}).get("principalId")
+    return principal
 
 
 @pytest.mark.parametrize("order", [_reversed, _shuffled], ids=["reversed", "shuffled"])

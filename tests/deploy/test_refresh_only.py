@@ -43,7 +43,8 @@ def test_refresh_only_records_drift_in_state_and_writes_nothing_to_azure(
 
     state = state_of(energy)
     assert _record(energy, bastion) is None
-    assert _record(energy, account)["properties"]["properties"]["publicNetworkAccess"] == "Enabled"
+    record = _record(energy, account)
+    assert record is not None and record["properties"]["properties"]["publicNetworkAccess"] == "Enabled"
     assert {n for n, d in state["deployments"].items() if d["drifted"]} == {
         "hpclz-energy-prod-network",
         "hpclz-energy-prod-storage",
@@ -97,12 +98,13 @@ def test_answering_no_records_nothing(arm: ArmStandIn, energy: Path, run_cli: Ru
     assert run_cli("deploy", str(energy), "--yes").exit_code == 0
     _drift(arm)
     before = state_of(energy)
-    shown = []
-    result = deploy(
-        energy,
-        confirm=lambda _plan, _unchanged, changes: bool(shown.append(changes)),
-        contract=Contract(refresh_only=True),
-    )
+    shown: list[Any] = []
+
+    def refuse(_plan: Any, _unchanged: Any, changes: Any) -> bool:
+        shown.append(changes)
+        return False
+
+    result = deploy(energy, confirm=refuse, contract=Contract(refresh_only=True))
     assert result.exit_code == 1 and result.payload.cancelled
     assert sorted(r.type for r in shown[0].drift) == [
         "Microsoft.Network/bastionHosts",

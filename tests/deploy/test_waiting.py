@@ -84,7 +84,8 @@ def test_budget_is_the_slowest_declared_type() -> None:
 
 
 def test_cancelling_a_wait_raises_instead_of_sleeping_on() -> None:
-    cancel, heard = threading.Event(), []
+    cancel = threading.Event()
+    heard: list[str] = []
     policy = BoundedRetryPolicy(cancel=cancel, on_wait=heard.append, cap=3600)
     threading.Timer(0.1, cancel.set).start()
     with pytest.raises(WaitCancelled):

@@ -16,9 +16,10 @@ from hpclz.azure.locker import CONNECTION_STRING_ENV
 from hpclz.deploy.wheel import hpclz_wheel
 from tests.conftest import RunCli
 from tests.support.arm_standin import ArmStandIn
+from tests.support.arm_standin.world import DeploymentRun
 
 
-def _compute_run(arm: ArmStandIn):  # type: ignore[no-untyped-def]
+def _compute_run(arm: ArmStandIn) -> DeploymentRun:
     runs = [r for r in arm.world.deployments.values() if "compute" in r.name]
     return runs[-1]
 
