@@ -25,6 +25,7 @@ def _backup(plan: DeploymentPlan) -> Deployment | None:
 
 
 def _of(deployment: Deployment, type_: str) -> dict[str, Any]:
+    resource: dict[str, Any]
     [resource] = [r for r in deployment.template["resources"] if r["type"] == type_]
     return resource
 

@@ -62,6 +62,7 @@ class FakeVault(BaseHTTPRequestHandler):
         assert self.headers["Authorization"] == "Bearer vault-token"
         vault, _, name = self.path.split("?")[0].strip("/").split("/")
         value = self.secrets.get(f"{vault}/{name}")
+        body: dict[str, Any]
         if value is None:
             status, body = (
                 404,

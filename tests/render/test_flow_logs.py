@@ -19,6 +19,7 @@ def _flowlogs(plan: DeploymentPlan) -> Deployment | None:
 
 def _flow_log(deployment: Deployment) -> dict[str, Any]:
     [nested] = [r for r in deployment.template["resources"] if r["type"] == "Microsoft.Resources/deployments"]
+    log: dict[str, Any]
     [log] = nested["properties"]["template"]["resources"]
     assert log["type"] == FLOW_LOG
     return log
