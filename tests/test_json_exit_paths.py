@@ -49,7 +49,7 @@ def _config_paths(tmp: Path) -> dict[str, tuple[Path, ExitCode, str]]:
 
 
 def _envelope(stdout: str) -> dict[str, Any]:
-    envelope = json.loads(stdout)
+    envelope: dict[str, Any] = json.loads(stdout)
     assert tuple(envelope) == ENVELOPE_KEYS
     assert envelope["ok"] is False
     assert envelope["errors"], "an error exit must say why in `errors`"

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from hpclz.output import ENVELOPE_KEYS
 from tests.conftest import REPO, RunCli
@@ -45,7 +47,7 @@ def test_every_command_service_returns_one_command_result() -> None:
 
     from hpclz.services import deploy, destroy, plan, render, state, validate, verify
 
-    services = [
+    services: list[Callable[..., Any]] = [
         deploy.deploy,
         destroy.destroy,
         plan.plan,

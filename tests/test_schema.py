@@ -19,7 +19,8 @@ def schema(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
     out = tmp_path_factory.mktemp("schema") / "schema.json"
     assert main(["schema", "--out", str(out)]) == 0
-    return json.loads(out.read_text())
+    loaded: dict[str, Any] = json.loads(out.read_text())
+    return loaded
 
 
 def test_schema_is_valid_json_schema(schema: dict[str, Any]) -> None:

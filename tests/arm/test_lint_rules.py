@@ -316,7 +316,7 @@ def test_a_group_that_may_write_the_locker_container_fails() -> None:
             "properties": {},
         }
     )
-    grant = {
+    grant: dict[str, Any] = {
         "type": "Microsoft.Authorization/roleAssignments",
         "apiVersion": "2022-04-01",
         "name": "[guid('locker-users')]",

@@ -159,7 +159,9 @@ CASES = [
 
 
 @pytest.mark.parametrize(("text", "path", "fragment", "marker"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
-def test_mistake_gives_one_located_line(run_cli: RunCli, tmp_path: Path, text, path, fragment, marker) -> None:
+def test_mistake_gives_one_located_line(
+    run_cli: RunCli, tmp_path: Path, text: str, path: str, fragment: str, marker: str
+) -> None:
     config = tmp_path / "zone.yaml"
     config.write_text(text)
     result = run_cli("validate", str(config))

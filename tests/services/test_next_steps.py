@@ -5,9 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from hpclz.config import load_config
+from hpclz.config.loader import LoadedConfig
 from hpclz.services.next_steps import next_steps
 from hpclz.state.factory import new_state
-from hpclz.state.model import ResourceRecord
+from hpclz.state.model import ResourceRecord, StateDocument
 from tests.conftest import REPO
 
 VM = (
@@ -16,7 +17,7 @@ VM = (
 )
 
 
-def _server_only(path: str):  # type: ignore[no-untyped-def]
+def _server_only(path: str) -> tuple[LoadedConfig, StateDocument]:
     """A state with the CycleCloud server and its NIC, no Bastion (reached over the hub's network)."""
     loaded = load_config(path)
     doc = new_state(loaded.config)
