@@ -1,4 +1,4 @@
-"""The first hour of a new user (issue 10, item 4): init, completion, help, sign-in, explain, repeat findings."""
+"""The first hour of a new user: init, completion, help, sign-in, explain, repeat findings."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The shipped per-region availability of catalog VM sizes (issue 10 item 5; zones for issue 18 item 1).
+"""The shipped per-region availability of catalog VM sizes and their availability zones.
 
 Every fact comes from a published capture committed under tests/fixtures with its provenance, and the shipped
 file is exactly what scripts/regen-availability builds from them.

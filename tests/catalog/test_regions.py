@@ -1,4 +1,4 @@
-"""The shipped region catalog, and config that speaks the user's language (issue 10, item 5)."""
+"""The shipped region catalog, and config that speaks the user's language."""
 
 from __future__ import annotations
 

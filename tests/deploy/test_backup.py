@@ -1,4 +1,4 @@
-"""Azure Backup (issue 18 item 3) on the stand-in: deploy protects the CycleCloud server; a plain destroy keeps the
+"""Azure Backup on the stand-in: deploy protects the CycleCloud server; a plain destroy keeps the
 vault, its policy and the protected item (the backups) and deletes the VM; --include-data stops protection, and
 Azure keeps the backups soft-deleted and the vault until they expire (tests/deploy/test_cycle.py plays that out)."""
 

@@ -1,4 +1,4 @@
-"""Finding 4 of issue 13: a soft-deleted vault keeps its name for the retention period, and with purge protection
+"""A soft-deleted vault keeps its name for the retention period, and with purge protection
 cannot be purged (MicrosoftDocs/azure-security-docs@025b849:articles/key-vault/general/soft-delete-overview.md).
 The stand-in answers Vaults - Get Deleted in the shape of the REST spec's example "Retrieve a deleted vault"
 (Microsoft.KeyVault/deletedVaults: properties.vaultId, location, deletionDate, scheduledPurgeDate,

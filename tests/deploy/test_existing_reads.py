@@ -1,5 +1,5 @@
-"""Preflight reads what `existing` blocks name (issue 13 item 4): NSGs and peerings of an existing VNet, the hub's
-gateway transit (finding 5), an existing Managed Lustre and an existing Key Vault. Every Azure answer is an
+"""Preflight reads what `existing` blocks name: NSGs and peerings of an existing VNet, the hub's
+gateway transit, an existing Managed Lustre and an existing Key Vault. Every Azure answer is an
 azure-rest-api-specs example (tests/fixtures/arm/existing/, each file's `_source`) served by the ARM stand-in and
 read through hpclz's adapter on the real SDK clients."""
 
@@ -141,7 +141,7 @@ def test_a_rule_on_application_security_groups_is_not_taken_for_everyone() -> No
     assert messages(NsgBlocksLustre, _lustre_ctx(nsg(asg))) == []
 
 
-# --- the spoke's peering and the hub's gateway transit (finding 5) --------------------------------------------
+# --- the spoke's peering and the hub's gateway transit ---------------------------------------------------------
 
 
 def _peering(remote: str, state: str, **flags: bool) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""Finding 2 of issue 13: host-based encryption needs the Microsoft.Compute/EncryptionAtHost feature registered
+"""Host-based encryption needs the Microsoft.Compute/EncryptionAtHost feature registered
 (MicrosoftDocs/azure-compute-docs@055347c:articles/virtual-machines/linux/disks-enable-host-based-encryption-cli.md).
 Preflight reads the feature through the real SDK client from the stand-in's Microsoft.Features endpoint."""
 

@@ -1,4 +1,4 @@
-"""VNet flow logs (issue 18 item 4) on the stand-in: the flow log goes under the Network Watcher Azure enables with
+"""VNet flow logs on the stand-in: the flow log goes under the Network Watcher Azure enables with
 the first VNet of a region, and preflight says when that watcher is missing (HPCLZ-NET-110)."""
 
 from __future__ import annotations

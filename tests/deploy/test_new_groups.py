@@ -1,4 +1,4 @@
-"""Finding 6 of issue 13: on a first deploy no resource group exists, and preflight used to skip ARM validate for
+"""On a first deploy no resource group exists, and preflight used to skip ARM validate for
 every deployment into one. Now they are validated together under a subscription-scope template that declares the
 groups (as CCWS deploys: Azure/cyclecloud-slurm-workspace@bc0fc1b:bicep/mainTemplate.bicep), before any write."""
 

@@ -1,4 +1,4 @@
-"""backup.shared (issue 18 item 3) on the stand-in, through the real SDK clients: the NetApp snapshot policy and the
+"""backup.shared on the stand-in, through the real SDK clients: the NetApp snapshot policy and the
 Azure Files share soft delete are deployed, kept by a plain destroy with the data they protect, and removed by
 --include-data; a policy keeping more than 255 snapshots is refused as Azure NetApp Files refuses it."""
 

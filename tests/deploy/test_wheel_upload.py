@@ -1,4 +1,4 @@
-"""Issue 13, finding 18: deploy puts its own hpclz wheel in CycleCloud's locker (Azurite here, through the real
+"""Deploy puts its own hpclz wheel in CycleCloud's locker (Azurite here, through the real
 storage SDK) before the compute deployment, and passes "<sha256>/<file name>" to it; the CycleCloud VM carries it
 as its hpclz-wheel tag for hpclz-cluster-sync. A new wheel submits the compute deployment again."""
 

@@ -1,4 +1,4 @@
-"""Access and audit logs (issue 18 item 4): what the audit deployment sends to the workspace, and its saved searches."""
+"""Access and audit logs: what the audit deployment sends to the workspace, and its saved searches."""
 
 from __future__ import annotations
 

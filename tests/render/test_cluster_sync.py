@@ -266,7 +266,7 @@ def _scheduler_wheel_lines(box: dict[str, Path]) -> list[str]:
 
 
 def test_the_wheel_tag_gives_the_scheduler_its_digest(box: dict[str, Path], imds: str) -> None:
-    """Issue 13, finding 18: `hpclz deploy` tags the CycleCloud VM with the wheel it put in the locker."""
+    """`hpclz deploy` tags the CycleCloud VM with the wheel it put in the locker."""
     FakeImds.tags = [
         {"name": "hpclz-zone", "value": "riskgrid"},
         {"name": "hpclz-wheel", "value": f"{DIGEST}/hpclz-0.1.0-py3-none-any.whl"},

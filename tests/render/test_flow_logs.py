@@ -1,4 +1,4 @@
-"""VNet flow logs (issue 18 item 4) as render writes them: a storage account of their own in the monitoring group,
+"""VNet flow logs as render writes them: a storage account of their own in the monitoring group,
 and the flow log under the region's Network Watcher through a nested deployment into NetworkWatcherRG."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Monitoring that collects (issue 16 item 5, issue 13 finding 17): the agent and rule association on the VMs hpclz
+"""Monitoring that collects: the agent and rule association on the VMs hpclz
 creates, managed Prometheus fed by the nodes' exporters, Managed Grafana, and alerts on node and GPU health."""
 
 from __future__ import annotations

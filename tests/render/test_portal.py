@@ -303,7 +303,7 @@ def test_only_the_pinned_key_of_a_file_holding_two_is_trusted(tmp_path: Path) ->
 
 
 def test_the_portal_is_a_service_vm_in_the_service_zone_patched_in_the_window() -> None:
-    """Issue 18 items 1 and 2 for the portal, as for the CycleCloud server: the service zone, platform-orchestrated
+    """Zones and patching for the portal, as for the CycleCloud server: the service zone, platform-orchestrated
     guest patches, and the InGuestPatch maintenance configuration assigned to it (the portal deploys after it)."""
     portal = _portal(preset_plan("ai-training"))
     (vm,) = _of(portal, "Microsoft.Compute/virtualMachines")
