@@ -7,7 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from hpclz.config.loader import load_config
-from hpclz.deploy.live_rules import LiveContext, NetworkWatcherMissing
+from hpclz.rules.live.context import LiveContext
+from hpclz.rules.live.flowlogs import NetworkWatcherMissing
 from tests.conftest import REPO, RunCli
 from tests.deploy.conftest import destroy_everything, state_of
 from tests.support.arm_standin import ArmStandIn

@@ -11,7 +11,7 @@ import pytest
 
 from hpclz.plan.assignments import role_key, static_id
 from hpclz.plan.changeset import Action, ResourceChange
-from hpclz.services.plan import plan
+from hpclz.services.plan import PlanOptions, plan
 from tests.conftest import RunCli
 from tests.deploy.conftest import state_of
 from tests.support.arm_standin import ArmStandIn
@@ -32,7 +32,7 @@ def _edit(zone: Path, old: str, new: str) -> None:
 
 
 def _offline(zone: Path) -> list[ResourceChange]:
-    changes = plan(zone).payload.changes
+    changes = plan(PlanOptions(zone)).payload.changes
     assert changes is not None and changes.mode == "offline"
     return changes.resources
 
@@ -110,7 +110,7 @@ def test_reader_group_edits_change_exactly_that_groups_assignments(
     assert sorted((r.action, r.id) for r in removed) == sorted((Action.DELETE, r["id"]) for r in readers_of_a)
 
     _readers(zone, READER_B, READER_A)
-    changes = plan(zone).payload.changes
+    changes = plan(PlanOptions(zone)).payload.changes
     assert changes is not None and not changes.has_changes
 
     _readers(zone, READER_A, READER_B, READER_C)

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
+from hpclz.azure.backends import open_backend
 from hpclz.azure.blob_state import BlobBackend
 from hpclz.config.root import LandingZoneConfig
-from hpclz.deploy.backends import open_backend
 from hpclz.errors import ExitCode
 from tests.conftest import CliResult
 from tests.state.conftest import sample_state

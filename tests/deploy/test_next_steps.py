@@ -6,7 +6,7 @@ from pathlib import Path
 
 from hpclz.config import load_config
 from hpclz.config.loader import LoadedConfig
-from hpclz.services.next_steps import next_steps
+from hpclz.deploy.next_steps import next_steps
 from hpclz.state.factory import new_state
 from hpclz.state.model import ResourceRecord, StateDocument
 from tests.conftest import REPO
