@@ -12,7 +12,7 @@ SHAPE = GPTShape(layers=12, hidden=768, heads=12, seq_length=2048, vocab=256, mi
 H100 = for_gpu("NVIDIA H100 SXM")
 
 
-def _run(
+def run_log(
     name: str, nodes: list[str], step_ms: float, *, gpus_per_node: int = 8, n: int = 20, loss_to: float = 2.0
 ) -> RunLog:
     gpus = gpus_per_node * len(nodes)
@@ -32,8 +32,8 @@ def _by_id(checks: list[CheckResult], check_id: str) -> list[CheckResult]:
 def test_a_healthy_cluster_passes_with_its_figures() -> None:
     # 4 sequences x 2,048 tokens per GPU in 30 ms: ~273,000 tokens/s/GPU; at equation 3's ~1.0 GFLOP per token
     # that is ~0.28 PFLOP/s per GPU, MFU ~28 % of H100's 989 TFLOP/s, above its 20 % floor.
-    logs = [_run(f"train-node{i}", [f"node{i}"], 30.0) for i in (1, 2, 3)] + [
-        _run("train-all", ["node1", "node2", "node3"], 31.0)
+    logs = [run_log(f"train-node{i}", [f"node{i}"], 30.0) for i in (1, 2, 3)] + [
+        run_log("train-all", ["node1", "node2", "node3"], 31.0)
     ]
     judged = judge(SHAPE, logs, H100, steps={"setup": "COMPLETED", "prepare": "COMPLETED", "preprocess": "COMPLETED"})
     report = judged.report
@@ -49,9 +49,9 @@ def test_a_healthy_cluster_passes_with_its_figures() -> None:
 
 def test_a_slow_node_is_named_with_the_figures_that_convict_it() -> None:
     logs = [
-        _run("train-node1", ["node1"], 30.0),
-        _run("train-node2", ["node2"], 45.0),
-        _run("train-node3", ["node3"], 30.5),
+        run_log("train-node1", ["node1"], 30.0),
+        run_log("train-node2", ["node2"], 45.0),
+        run_log("train-node3", ["node3"], 30.5),
     ]
     judged = judge(SHAPE, logs, H100)
     assert list(judged.bad_nodes) == ["node2"]
@@ -61,7 +61,7 @@ def test_a_slow_node_is_named_with_the_figures_that_convict_it() -> None:
 
 
 def test_two_nodes_cannot_say_which_is_slow_but_the_mfu_floor_still_applies() -> None:
-    logs = [_run("train-node1", ["node1"], 30.0), _run("train-node2", ["node2"], 200.0)]
+    logs = [run_log("train-node1", ["node1"], 30.0), run_log("train-node2", ["node2"], 200.0)]
     judged = judge(SHAPE, logs, H100)
     assert list(judged.bad_nodes) == ["node2"]  # ~4 % MFU: below the floor, whoever its peer is
     (why,) = judged.bad_nodes["node2"]
@@ -69,22 +69,22 @@ def test_two_nodes_cannot_say_which_is_slow_but_the_mfu_floor_still_applies() ->
 
 
 def test_an_unknown_gpu_has_no_mfu_but_is_still_compared_with_its_peers() -> None:
-    logs = [_run(f"train-node{i}", [f"node{i}"], ms, gpus_per_node=1) for i, ms in ((1, 30.0), (2, 30.0), (3, 90.0))]
+    logs = [run_log(f"train-node{i}", [f"node{i}"], ms, gpus_per_node=1) for i, ms in ((1, 30.0), (2, 30.0), (3, 90.0))]
     judged = judge(SHAPE, logs, for_gpu(None))
     assert all(run.mfu is None for run in judged.report.runs)
     assert list(judged.bad_nodes) == ["node3"]
 
 
 def test_weak_scaling_below_the_floor_fails() -> None:
-    logs = [_run(f"train-node{i}", [f"node{i}"], 30.0) for i in (1, 2)] + [_run("train-all", ["node1", "node2"], 45.0)]
+    logs = [run_log(f"train-node{i}", [f"node{i}"], 30.0) for i in (1, 2)] + [run_log("train-all", ["node1", "node2"], 45.0)]
     report = judge(SHAPE, logs, H100).report
     (scaling,) = _by_id(report.checks, "HPCLZ-VFY-953")
     assert scaling.status is Status.FAIL and scaling.measured == round(30 / 45, 4)
 
 
 def test_a_loss_that_does_not_fall_or_nan_iterations_fail() -> None:
-    flat = _run("train-node1", ["node1"], 30.0, loss_to=6.5)
-    nan = _run("train-node2", ["node2"], 30.0)
+    flat = run_log("train-node1", ["node1"], 30.0, loss_to=6.5)
+    nan = run_log("train-node2", ["node2"], 30.0)
     nan.iterations[5] = Iteration(6, 20, 30.0, None, global_batch=32, nan=1)
     report = judge(SHAPE, [flat, nan], H100).report
     losses = _by_id(report.checks, "HPCLZ-VFY-951")

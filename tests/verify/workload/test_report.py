@@ -11,14 +11,14 @@ from hpclz.verify.model import VerifyReport
 from hpclz.verify.report import junit_xml, plot_html, print_report, to_json
 from hpclz.verify.workload.expectations import for_gpu
 from hpclz.verify.workload.judge import judge
-from tests.verify.workload.test_judge import SHAPE, _run
+from tests.verify.workload.test_judge import SHAPE, run_log
 
 
 def _report() -> VerifyReport:
     logs = [
-        _run("train-node1", ["node1"], 30.0),
-        _run("train-node2", ["node2"], 45.0),
-        _run("train-node3", ["node3"], 30.0),
+        run_log("train-node1", ["node1"], 30.0),
+        run_log("train-node2", ["node2"], 45.0),
+        run_log("train-node3", ["node3"], 30.0),
     ]
     judged = judge(SHAPE, logs, for_gpu("NVIDIA H100 SXM"), steps={"prepare": "COMPLETED"})
     reasons = {node: [c.message for c in checks] for node, checks in judged.bad_nodes.items()}
