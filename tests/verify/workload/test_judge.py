@@ -76,7 +76,9 @@ def test_an_unknown_gpu_has_no_mfu_but_is_still_compared_with_its_peers() -> Non
 
 
 def test_weak_scaling_below_the_floor_fails() -> None:
-    logs = [run_log(f"train-node{i}", [f"node{i}"], 30.0) for i in (1, 2)] + [run_log("train-all", ["node1", "node2"], 45.0)]
+    logs = [run_log(f"train-node{i}", [f"node{i}"], 30.0) for i in (1, 2)] + [
+        run_log("train-all", ["node1", "node2"], 45.0)
+    ]
     report = judge(SHAPE, logs, H100).report
     (scaling,) = _by_id(report.checks, "HPCLZ-VFY-953")
     assert scaling.status is Status.FAIL and scaling.measured == round(30 / 45, 4)
