@@ -253,10 +253,10 @@ ROWS = [
     ),
     Row(
         "upgrade CycleCloud",
-        (("    version: 8.7.1", "    version: 8.7.2"),),
+        (("    version: 8.9.1", "    version: 8.9.2"),),
         "the CycleCloud version is installed once by the server VM's customData, which cannot change after "
-        "the VM is created (https://learn.microsoft.com/azure/virtual-machines/custom-data); 8.7.2 is also outside "
-        "the one supported CycleCloud/cyclecloud-slurm/Slurm triple, so validation refuses it first",
+        "the VM is created (https://learn.microsoft.com/azure/virtual-machines/custom-data); 8.9.2 is also outside "
+        "the supported CycleCloud/cyclecloud-slurm/Slurm triples, so validation refuses it first",
         "HPCLZ-CMP-017",
         applied=False,
         refused_without="HPCLZ-CMP-017",

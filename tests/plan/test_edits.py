@@ -299,16 +299,17 @@ def test_partition_edits_change_only_userdata_and_are_never_blocked(case: str) -
 
 
 def test_a_changed_cyclecloud_version_is_still_not_allowed() -> None:
-    """The pinned install stays in customData, which Azure cannot update."""
+    """The pinned install stays in customData, which Azure cannot update; 8.9.2 is no row of the triple table
+    either (hpclz.plan.upgrade)."""
 
     def upgrade(d: dict[str, Any]) -> None:
-        d["compute"]["cyclecloud"]["version"] = "8.7.2"
+        d["compute"]["cyclecloud"]["version"] = "8.9.2"
 
     changes = plan_for(Row(upgrade, []))
     (vm,) = changes.changed_resources
     assert vm.verdict.policy is Policy.NOT_ALLOWED
     assert "properties.osProfile.customData:decoded" in [c.path for c in vm.changes]
-    assert changes.blocked == ["Microsoft.Compute/virtualMachines vm-energy-cc-prod-scus"]
+    assert changes.blocked == ["compute.cyclecloud.version", "Microsoft.Compute/virtualMachines vm-energy-cc-prod-scus"]
 
 
 def test_tag_edit_changes_only_tags_and_replaces_nothing() -> None:

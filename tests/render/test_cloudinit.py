@@ -69,7 +69,7 @@ def test_custom_data_installs_cyclecloud_and_the_sync_service_only(preset_path: 
     files = {f["path"]: f["content"] for f in config["write_files"]}
     assert config["runcmd"] == [["/opt/hpclz/bin/bootstrap-cyclecloud"]]
     bootstrap = files["/opt/hpclz/bin/bootstrap-cyclecloud"]
-    assert "CC_VERSION=8.7.1" in bootstrap and "SLURM_PROJECT_VERSION=3.0.11" in bootstrap
+    assert "CC_VERSION=8.9.1" in bootstrap and "SLURM_PROJECT_VERSION=4.0.9" in bootstrap
     assert "systemctl start hpclz-cluster-sync.service" in bootstrap
     assert "systemctl enable --now hpclz-cluster-sync.timer" in bootstrap
     assert files["/opt/hpclz/bin/hpclz-cluster-sync"] == (TEMPLATES / "cluster_sync.py").read_text(encoding="utf-8")
@@ -182,11 +182,11 @@ def test_cluster_follows_the_stock_cyclecloud_slurm_template() -> None:
     for volume, size in (("sched", 30), ("shared", 100)):
         assert f"[[[volume {volume}]]]\n        Size = {size}" in cluster
         assert f"[[[configuration cyclecloud.exports.builtin{volume}]]]\n        export_path = /{volume}" in cluster
-    assert "[[[cluster-init cyclecloud/slurm:default:3.0.11]]]" in cluster
+    assert "[[[cluster-init cyclecloud/slurm:default:4.0.9]]]" in cluster
     # With storage.shared (every preset) the scheduler keeps no volumes of its own: it mounts the NFS shares too.
     with_share = _artifacts("ai-training")["cyclecloud/slurm-cluster.txt"]
     assert "[[[volume sched]]]" not in with_share and "cyclecloud.mounts.nfs_sched.disabled" not in with_share
-    assert "[[[cluster-init cyclecloud/slurm:default:3.0.11]]]" in with_share
+    assert "[[[cluster-init cyclecloud/slurm:default:4.0.9]]]" in with_share
 
 
 def test_an_infiniband_scale_set_stays_within_one_placement_group() -> None:

@@ -476,12 +476,20 @@ CASES: dict[str, list[Case]] = {
     ],
     "HPCLZ-ZON-004": [Case("finance", _set("compute.service_zone", DELETE))],
     "HPCLZ-COST-004": [Case("energy", _set("storage.blob.lifecycle.archive_after_days", 20))],
-    # The triples cyclecloud-slurm really shipped (Azure/cyclecloud-slurm@b26ab06:project.ini lists 24.05.4-2 and
-    # 23.11.10-2); 23.11.10-1 is the build the presets named before issue 13, which no release ships.
+    # Rows of hpclz.catalog.versions.STACK: 25.11.4 is cyclecloud-slurm 4.0.8's build, not 4.0.9's
+    # (Azure/cyclecloud-slurm@50e6739:project.ini:26); 3.0.11 never ran on CycleCloud 8.9; the 3.0.11 triple is an
+    # upgrade source only, each row keeping its parts together.
     "HPCLZ-CMP-017": [
-        Case("ai-training", _set("compute.cyclecloud.slurm_version", "23.11.10-1")),
-        Case("energy", _set("compute.cyclecloud.slurm_project_version", "4.0.9")),
-        Case("finance", _set("compute.cyclecloud.version", "8.6.0")),
+        Case("ai-training", _set("compute.cyclecloud.slurm_version", "25.11.4")),
+        Case("energy", _set("compute.cyclecloud.slurm_project_version", "3.0.11")),
+        Case(
+            "finance",
+            _all(
+                _set("compute.cyclecloud.version", "8.7.1"),
+                _set("compute.cyclecloud.slurm_project_version", "3.0.11"),
+                _set("compute.cyclecloud.slurm_version", "24.05.4-2"),
+            ),
+        ),
     ],
     # Host scope on the CycleCloud server (learn.microsoft.com/azure/virtual-machines/maintenance-configurations).
     "HPCLZ-MNT-005": [
