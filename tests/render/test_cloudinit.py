@@ -69,7 +69,14 @@ def test_custom_data_installs_cyclecloud_and_the_sync_service_only(preset_path: 
     files = {f["path"]: f["content"] for f in config["write_files"]}
     assert config["runcmd"] == [["/opt/hpclz/bin/bootstrap-cyclecloud"]]
     bootstrap = files["/opt/hpclz/bin/bootstrap-cyclecloud"]
-    assert "CC_VERSION=8.9.1" in bootstrap and "SLURM_PROJECT_VERSION=4.0.9" in bootstrap
+    # Microsoft's image brings CycleCloud: no package manager, no release fetched at boot, the CLI from the image's
+    # zip only where the image lacks it (Azure/cyclecloud-slurm-workspace@bc0fc1b:
+    # bicep/files-to-load/cyclecloud_install.py:409-430).
+    assert "test -x /opt/cycle_server/cycle_server" in bootstrap
+    assert "if [ ! -x /usr/local/bin/cyclecloud ]; then" in bootstrap and "./install.sh --system" in bootstrap
+    assert not re.search(r"\b(dnf|yum|apt|apt-get|pip3?) install\b", bootstrap)
+    assert "github.com" not in bootstrap and "project fetch" not in bootstrap
+    assert "webServerMaxHeapSize=8192M" in bootstrap
     assert "systemctl start hpclz-cluster-sync.service" in bootstrap
     assert "systemctl enable --now hpclz-cluster-sync.timer" in bootstrap
     assert files["/opt/hpclz/bin/hpclz-cluster-sync"] == (TEMPLATES / "cluster_sync.py").read_text(encoding="utf-8")
@@ -386,3 +393,53 @@ def test_locker_is_reached_with_a_managed_identity() -> None:
     account = json.loads(_artifacts("finance")["cyclecloud/azure-account.json"])
     assert account["LockerAuthMode"] == "ManagedIdentity"
     assert account["LockerIdentity"].endswith("/userAssignedIdentities/id-riskgrid-locker-prod-weu")
+
+
+@pytest.mark.parametrize("stem", ["ai-training", "energy"])
+def test_cyclecloud_server_boots_microsofts_marketplace_image(stem: str) -> None:
+    """As CCWS 2026.07.02 deploys it (bicep/mainTemplate.bicep:13, bicep/vm.bicep:46-50, bicep/ccw.bicep:121-149):
+    the pinned azure-cyclecloud image, its purchase plan from the URN's first three parts, its data disk from the
+    image."""
+    (vm,) = cyclecloud_vms(preset_plan(stem))
+    storage = vm["properties"]["storageProfile"]
+    assert storage["imageReference"] == {
+        "publisher": "azurecyclecloud",
+        "offer": "azure-cyclecloud",
+        "sku": "cyclecloud8-gen2",
+        "version": "8.9.120260630",
+    }
+    assert vm["plan"] == {"publisher": "azurecyclecloud", "product": "azure-cyclecloud", "name": "cyclecloud8-gen2"}
+    (disk,) = storage["dataDisks"]
+    assert (disk["lun"], disk["createOption"], disk["managedDisk"]) == (
+        0,
+        "FromImage",
+        {"storageAccountType": "Premium_LRS"},
+    )
+    assert "diskSizeGB" not in disk
+
+
+def test_an_image_of_another_publisher_gets_no_plan_and_an_empty_disk() -> None:
+    def alma(data: dict[str, Any]) -> None:
+        data["compute"]["cyclecloud"]["image"] = "almalinux:almalinux-x86_64:8-gen2:8.10.2024082001"
+
+    (compute,) = [d for d in variant("energy", alma).deployments if d.component == "compute"]
+    (vm,) = [r for r in compute.template["resources"] if r["type"] == "Microsoft.Compute/virtualMachines"]
+    assert "plan" not in vm
+    (disk,) = vm["properties"]["storageProfile"]["dataDisks"]
+    assert (disk["createOption"], disk["diskSizeGB"]) == ("Empty", 128)
+
+
+def test_the_account_names_the_identity_that_holds_cyclecloud_roles() -> None:
+    """CycleCloud orchestrates with the identity whose client ID the account names; none named means the VM's
+    system-assigned identity (learn.microsoft.com/azure/cyclecloud/how-to/managed-identities). Every CycleCloud role
+    goes to the scheduler identity, so the account names it: its client ID read from ARM at import time."""
+    document = json.loads(_artifacts("energy")["cloud-init/cyclecloud-userdata.json"])
+    account = json.loads(document["account"])
+    assert account["AzureRMUseManagedIdentity"] is True and "AzureRMApplicationId" not in account
+    lookup = json.loads(document["account_lookups"])["AzureRMApplicationId"]
+    assert lookup["field"] == "properties.clientId"
+    assert lookup["resource"] == lookup["identity"]
+    assert lookup["resource"].endswith(
+        "/providers/Microsoft.ManagedIdentity/userAssignedIdentities/id-energy-scheduler-prod-scus"
+    )
+    assert document["project"] == "https://github.com/Azure/cyclecloud-slurm/releases/4.0.9"

@@ -28,6 +28,10 @@ SLURM_MAJORS: tuple[str, ...] = ("22.05", "23.02", "23.11", "24.05", "24.11", "2
 # From this major on, a daemon accepts the three previous majors; before it, two (upgrades.html, above).
 THREE_BACK_FROM = "24.11"
 UPGRADES_GUIDE = "https://slurm.schedmd.com/upgrades.html"
+# Microsoft's CycleCloud image, as CCWS deploys it: publisher, offer and SKU of
+# `azurecyclecloud:azure-cyclecloud:cyclecloud8-gen2:<version>` (Azure/cyclecloud-slurm-workspace@bc0fc1b:
+# bicep/mainTemplate.bicep:13), with the purchase plan built from the same three parts (bicep/vm.bicep:46-50).
+CYCLECLOUD_IMAGE = ("azurecyclecloud", "azure-cyclecloud", "cyclecloud8-gen2")
 
 
 @dataclass(frozen=True)
@@ -97,6 +101,12 @@ CURRENT: StackTriple = next(t for t in STACK if t.role == "current")
 
 def find(cyclecloud: str, project: str, slurm: str) -> StackTriple | None:
     return next((t for t in STACK if t.key == (cyclecloud, project, slurm)), None)
+
+
+def marketplace_image(cyclecloud: str) -> str | None:
+    """The Marketplace URN of a CycleCloud release hpclz renders, or None when the table has no image for it."""
+    version = next((t.image_version for t in STACK if t.cyclecloud == cyclecloud and t.image_version), None)
+    return ":".join((*CYCLECLOUD_IMAGE, version)) if version else None
 
 
 def renderable() -> list[StackTriple]:

@@ -31,7 +31,15 @@ class CycleCloud(StrictModel):
     slurm_project_version: str = Field(default="4.0.9", pattern=r"^\d+\.\d+\.\d+$", json_schema_extra=policy("replace"))
     slurm_version: str = Field(default="25.11.5", pattern=r"^\d+\.\d+\.\d+(-\d+)?$")
     vm_size: str = Field(default="Standard_D4as_v5", pattern=VM_SIZE_PATTERN, json_schema_extra=policy("replace"))
-    image: str = Field(default="almalinux:almalinux-x86_64:8-gen2:latest", pattern=IMAGE_URN_PATTERN)
+    image: str | None = Field(
+        default=None,
+        pattern=IMAGE_URN_PATTERN,
+        description=(
+            "Unset: Microsoft's CycleCloud Marketplace image of `version` "
+            "(azurecyclecloud:azure-cyclecloud:cyclecloud8-gen2:<its image version>), as CCWS deploys it."
+        ),
+        json_schema_extra=policy("replace"),
+    )
 
 
 class NodeRole(StrictModel):

@@ -349,6 +349,7 @@ def cluster_files(zone: Zone) -> dict[str, str]:
         "LockerAuthMode": "ManagedIdentity",
         "LockerIdentity": _identity_list(zone, [LOCKER_IDENTITY]),
     }
+    lookups = account_lookups(zone)
     files = {
         "slurm-cluster.txt": template,
         "slurm-params.json": json.dumps(parameters, indent=2, sort_keys=True) + "\n",
@@ -357,10 +358,49 @@ def cluster_files(zone: Zone) -> dict[str, str]:
     secrets = accounting_secrets(zone)
     if secrets:
         files["secret-parameters.json"] = json.dumps(secrets, indent=2, sort_keys=True) + "\n"
-    lookups = arm_parameters(zone)
     if lookups:
-        files["arm-parameters.json"] = json.dumps(lookups, indent=2, sort_keys=True) + "\n"
+        files["account-lookups.json"] = json.dumps(lookups, indent=2, sort_keys=True) + "\n"
+    parameter_lookups = arm_parameters(zone)
+    if parameter_lookups:
+        files["arm-parameters.json"] = json.dumps(parameter_lookups, indent=2, sort_keys=True) + "\n"
     return files
+
+
+def account_lookups(zone: Zone) -> dict[str, dict[str, str]]:
+    """Account fields hpclz-cluster-sync reads from ARM before it creates the account: the client ID of the identity
+    that holds CycleCloud's roles (the scheduler identity, hpclz.render.roles), so that CycleCloud orchestrates with
+    that identity and not with another one the VM carries. "When you use a System Assigned Managed Identity, leave
+    the ClientID field blank. But when you use CycleCloud with a User-Assigned Managed Identity, set the ClientID to
+    the ClientID of the specific Managed Identity you want for cluster orchestration"
+    (learn.microsoft.com/azure/cyclecloud/how-to/managed-identities, "CycleCloud VM permissions with managed
+    identity"); the account record's ClientID field is AzureRMApplicationId, next to AzureRMUseManagedIdentity
+    (Azure/cyclecloud-slurm-workspace@bc0fc1b:bicep/files-to-load/cyclecloud_install.py:155-171). Without a
+    scheduler identity no role is granted to any identity of the server, and the field stays out."""
+    if not zone.config.identity.managed_identities.scheduler:
+        return {}
+    type_ = "Microsoft.ManagedIdentity/userAssignedIdentities"
+    identity = _node_identity(zone, "scheduler")
+    return {
+        "AzureRMApplicationId": {
+            "identity": identity,
+            "resource": identity,
+            "api": API_VERSIONS[type_],
+            "field": "properties.clientId",
+            "path": "identity.managed_identities.scheduler",
+        }
+    }
+
+
+# cyclecloud-slurm's released project: CycleCloud fetches a project from its GitHub release page
+# (`cyclecloud project fetch <url> <dir>`, as CCWS's create_cc_param.py does for each cluster-init spec,
+# Azure/cyclecloud-slurm-workspace@bc0fc1b:bicep/files-to-load/create_cc_param.py) and uploads it to the locker.
+SLURM_RELEASES = "https://github.com/Azure/cyclecloud-slurm/releases/"
+
+
+def project_source(zone: Zone) -> str:
+    """The release hpclz-cluster-sync fetches and uploads. In userData, so a new cyclecloud-slurm release reaches
+    the server without recreating it."""
+    return SLURM_RELEASES + zone.config.compute.cyclecloud.slurm_project_version
 
 
 def cluster_name(zone: Zone) -> str:
@@ -398,6 +438,9 @@ def user_data_document(zone: Zone, files: dict[str, str]) -> str:
         document["secret_parameters"] = files["secret-parameters.json"]
     if "arm-parameters.json" in files:
         document["arm_parameters"] = files["arm-parameters.json"]
+    if "account-lookups.json" in files:
+        document["account_lookups"] = files["account-lookups.json"]
+    document["project"] = project_source(zone)
     return dumps(document)
 
 
