@@ -135,7 +135,9 @@ def test_gpu_partitions_lock_clocks_and_build_nvme_scratch() -> None:
     script = _scripts(arrays["h100"])[0]
     assert "nvidia-smi -pm 1" in script and "--applications-clocks=" in script
     assert "mdadm --create /dev/md/hpclz-scratch --level=0" in script and "/dev/nvme*n1" in script
-    assert "enroot" in script and "spank_pyxis.so" in script
+    # enroot's scratch goes where cyclecloud-slurm looks first: /nvme (install.py:934-947).
+    assert 'mount --bind "$NVME_MOUNT" /nvme' in script
+    assert "git clone" not in script and "spank_pyxis.so" not in script
     hpc = _scripts(_nodearrays(_artifacts("energy")["cyclecloud/slurm-cluster.txt"])["hbv3"])[0]
     assert "nvidia-smi" not in hpc and "mdadm" not in hpc
 

@@ -491,6 +491,8 @@ CASES: dict[str, list[Case]] = {
             ),
         ),
     ],
+    # cyclecloud-slurm 4.0.9 installs enroot and pyxis on every node (azure-slurm-install/install.py:929-997).
+    "HPCLZ-CMP-060": [Case("ai-training", _set(f"{P}.0.containers.pyxis", False))],
     # Host scope on the CycleCloud server (learn.microsoft.com/azure/virtual-machines/maintenance-configurations).
     "HPCLZ-MNT-005": [
         Case("ai-training", _all(_set("maintenance.scope", "Host"), _set("maintenance.window.duration", "06:00")))

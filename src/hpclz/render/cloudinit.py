@@ -32,15 +32,6 @@ from hpclz.render.zone import LOCKER_IDENTITY, ZONE_TAG, Zone
 
 CUSTOM_DATA_LIMIT = 65535  # bytes before base64 (Microsoft.Compute osProfile.customData)
 USER_DATA_LIMIT = 65536  # base64 characters: "the size can't exceed 64 KB" (learn.microsoft.com, VM user data)
-# Pinned so a node built next month matches one built today; change deliberately. enroot and pyxis are pinned to
-# the commits their tags name (git rev-parse v3.5.0^{commit} in NVIDIA/enroot, v0.20.0^{commit} in NVIDIA/pyxis),
-# which the node checks after cloning: NVIDIA publishes no SHA-256 for enroot's release packages.
-VERSIONS = {
-    "enroot": "3.5.0",
-    "enroot_commit": "c7dc4a6b66e817af5ceb7d5315850696067b3f80",
-    "pyxis": "0.20.0",
-    "pyxis_commit": "424563865a491f2d8f3c396a095d18db81f1fb07",
-}
 CREDENTIALS = "hpclz"
 # The CycleCloud VM's tag that carries "<sha256>/<file name>" of the hpclz wheel in the locker (hpclz-cluster-sync).
 WHEEL_TAG = "hpclz-wheel"
@@ -255,7 +246,6 @@ def node_script(zone: Zone, partition: Partition, mounts: list[dict[str, Any]]) 
         identity=_compute_identity(zone),
         metrics=node_metrics(zone, _compute_identity(zone), partition.vm_size),
         scratch=_scratch(zone, partition),
-        versions=VERSIONS,
         events={"drain_on": sorted(events.drain_on), "requeue_jobs": events.requeue_jobs} if events.enabled else None,
     )
 
@@ -296,7 +286,6 @@ def cluster_files(zone: Zone) -> dict[str, str]:
         arrays=arrays,
         scheduler_script=render_text(
             "cloud-init/scheduler.sh.j2",
-            versions=VERSIONS,
             mounts=mounts,
             identity=_compute_identity(zone),
             metrics=node_metrics(zone, _compute_identity(zone)),
@@ -321,6 +310,7 @@ def cluster_files(zone: Zone) -> dict[str, str]:
         login_an=accelerated(zone, config.compute.login.vm_size),
         shared=shared_mounts(zone),
         accounting=accounting_settings(zone),
+        terminate=any(m["kind"] == "lustre" for m in mounts) or zone.config.maintenance.scheduled_events.enabled,
     )
     parameters = {
         "Credentials": CREDENTIALS,

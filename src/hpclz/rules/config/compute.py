@@ -411,6 +411,30 @@ def _first_unknown(cyclecloud: str, project: str) -> str:
     return "slurm_version"
 
 
+class ContainersComeWithTheProject(Rule[ConfigContext]):
+    """cyclecloud-slurm 4.0.x installs enroot and pyxis and configures them (per-user paths, the plugstack include)
+    on every Ubuntu and AlmaLinux 8 node, with no setting to leave them out
+    (Azure/cyclecloud-slurm@50e6739:azure-slurm-install/install.py:929-997, called at :726 for every role by
+    complete_install, :481-487). A partition that asks for no containers would still get them: say so instead of
+    pretending."""
+
+    id = "HPCLZ-CMP-060"
+    severity = Severity.ERROR
+    title = "Containers cannot be switched off on a cyclecloud-slurm 4.0 partition"
+    fix = "Set compute.partitions[].containers to {enroot: true, pyxis: true} (or drop it): the project installs both."
+
+    def check(self, ctx: ConfigContext) -> Iterable[Finding]:
+        for i, p in enumerate(ctx.config.compute.partitions):
+            for name in ("enroot", "pyxis"):
+                if not getattr(p.containers, name):
+                    yield self.finding(
+                        ctx,
+                        (*PARTS, i, "containers", name),
+                        f"partition {p.name}: cyclecloud-slurm {ctx.config.compute.cyclecloud.slurm_project_version} "
+                        f"installs {name} on every node; it cannot be left out",
+                    )
+
+
 # learn.microsoft.com/azure/virtual-machines/sizes/gpu-accelerated/ndh100v5-series: "Due to increased GPU memory
 # I/O footprint, the ND H100 v5 requires the use of Generation 2 VMs and marketplace images." Other catalog sizes
 # are left out until their series page is read for the same statement.
@@ -479,6 +503,7 @@ COMPUTE_RULES: tuple[type[Rule[ConfigContext]], ...] = (
     NvmeScratchNeedsNvme,
     VerifyPartitionsExist,
     SupportedClusterVersions,
+    ContainersComeWithTheProject,
     CustomImageGeneration,
     CustomImageRegion,
     AccountingPasswordInVault,
