@@ -26,7 +26,8 @@ pytestmark = pytest.mark.slow
 PIN = "microsoft-dsvm:ubuntu-hpc:2204:22.04.2026082801"  # the presets' node image (docs/patching.md)
 PARTITION_HBV3 = (
     f"    - name: hbv3\n      vm_size: Standard_HB120rs_v3\n      image: {PIN}\n      max_nodes: 64\n"
-    "      infiniband: true\n      zone: 1\n      idle_shutdown_minutes: 15\n"
+    "      infiniband: true\n      nvme_scratch: {enabled: true}   # 2 local NVMe disks: /scratch on this partition too\n"
+    "      zone: 1\n      idle_shutdown_minutes: 15\n"
 )
 
 

@@ -139,7 +139,9 @@ def test_gpu_partitions_lock_clocks_and_build_nvme_scratch() -> None:
     assert 'mount --bind "$NVME_MOUNT" /nvme' in script
     assert "git clone" not in script and "spank_pyxis.so" not in script
     hpc = _scripts(_nodearrays(_artifacts("energy")["cyclecloud/slurm-cluster.txt"])["hbv3"])[0]
-    assert "nvidia-smi" not in hpc and "mdadm" not in hpc
+    assert "nvidia-smi" not in hpc and "mdadm --create" in hpc  # HB120rs_v3's two NVMe disks hold /scratch too
+    plain = _scripts(_nodearrays(_artifacts("finance")["cyclecloud/slurm-cluster.txt"])["montecarlo"])[0]
+    assert "mdadm" not in plain  # F72s_v2 has no local NVMe
 
 
 def test_nodes_watch_scheduled_events_and_drain_with_an_hpclz_reason() -> None:

@@ -272,7 +272,11 @@ CASES: dict[str, list[Case]] = {
     "HPCLZ-STO-008": [Case("finance", _set("storage.blob.allow_public_access", True))],
     "HPCLZ-STO-009": [
         Case("finance", _set("storage.scratch.source", "lustre")),
-        Case("manufacturing", _set(f"{P}.0.nvme_scratch", DELETE), severity="warning"),
+        Case(
+            "manufacturing",
+            _all(_set(f"{P}.0.nvme_scratch", DELETE), _set(f"{P}.1.nvme_scratch", DELETE)),
+            severity="warning",
+        ),
     ],
     "HPCLZ-STO-010": [Case("ai-training", _set("storage.blob.replication", "LRS"))],
     "HPCLZ-STO-011": [
@@ -493,6 +497,8 @@ CASES: dict[str, list[Case]] = {
     ],
     # cyclecloud-slurm 4.0.9 installs enroot and pyxis on every node (azure-slurm-install/install.py:929-997).
     "HPCLZ-CMP-060": [Case("ai-training", _set(f"{P}.0.containers.pyxis", False))],
+    # HB120rs_v3 has 2 local NVMe disks (catalog): without nvme_scratch its nodes get no /scratch.
+    "HPCLZ-STO-060": [Case("energy", _set(f"{P}.1.nvme_scratch", DELETE))],
     # Host scope on the CycleCloud server (learn.microsoft.com/azure/virtual-machines/maintenance-configurations).
     "HPCLZ-MNT-005": [
         Case("ai-training", _all(_set("maintenance.scope", "Host"), _set("maintenance.window.duration", "06:00")))
