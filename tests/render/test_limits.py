@@ -52,9 +52,9 @@ def test_a_use_over_its_limit_is_refused_in_one_line() -> None:
 
 
 def test_render_reports_the_headroom(tmp_path: Path) -> None:
-    from hpclz.services.render import render
+    from hpclz.services.render import RenderOptions, render
 
-    result = render(REPO / "configs" / "energy.yaml", tmp_path / "out", gates=False)
+    result = render(RenderOptions(config=REPO / "configs" / "energy.yaml", out_dir=tmp_path / "out", gates=False))
     body = result.payload.json_body()
     users = [u for u in body["limits"] if u["what"].endswith("userData")]
     assert users and all(0 < u["headroom_pct"] < 100 for u in users)
