@@ -11,13 +11,6 @@ import typer
 
 from hpclz.cli.common import OUTPUT_OPTION, OutputFormat, finish, guarded
 
-nodes_app = typer.Typer(
-    name="nodes",
-    help="Roll a partition's nodes onto a new node definition through Slurm, and follow the roll.",
-    no_args_is_help=True,
-    rich_markup_mode=None,
-)
-
 
 class Via(StrEnum):
     slurm = "slurm"
@@ -70,7 +63,6 @@ class _Reach:
         }
 
 
-@nodes_app.command()
 def roll(
     config: Path = CONFIG_ARGUMENT,
     partition: list[str] = PARTITION_OPTION,
@@ -105,7 +97,6 @@ def roll(
         finish(run_roll(options), output, view.show)
 
 
-@nodes_app.command()
 def status(
     config: Path = CONFIG_ARGUMENT,
     partition: list[str] = PARTITION_OPTION,
