@@ -2,7 +2,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from hpclz import __version__
+from hpclz.cli.table import command_named
 from hpclz.config import load_config
 
 
@@ -38,3 +41,18 @@ def test_init_unknown_preset_lists_the_choices(run_cli, tmp_path: Path) -> None:
     result = run_cli("init", "--preset", "pharma", "--out", str(tmp_path / "z.yaml"))
     assert result.exit_code == 64
     assert "ai-training, energy, finance, manufacturing" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "named"),
+    [
+        (["--verbose", "checkpoints", "manifest", "lz.yaml"], "checkpoints manifest"),
+        (["prices", "refresh", "--bogus"], "prices refresh"),
+        (["validate", "-o", "json", "lz.yaml"], "validate"),  # an option's value never completes a name
+        (["state", "--bogus"], "state"),
+        (["bogus", "lz.yaml"], "hpclz"),
+        ([], "hpclz"),
+    ],
+)
+def test_a_command_line_names_its_command_from_the_table(args: list[str], named: str) -> None:
+    assert command_named(args) == named
