@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import ast
 import importlib
 import inspect
 import json
 import pkgutil
+import textwrap
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -53,6 +55,17 @@ def _service(spec: str) -> Callable[..., Any]:
     return getattr(importlib.import_module(module), name)  # type: ignore[no-any-return]
 
 
+def _imported(function: Callable[..., Any]) -> set[str]:
+    """`module:name` for every `from module import name` in a function's body (the CLI imports services there)."""
+    tree = ast.parse(textwrap.dedent(inspect.getsource(function)))
+    return {
+        f"{node.module}:{alias.name}"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+    }
+
+
 def _returns_command_result(function: Callable[..., Any]) -> bool:
     return str(inspect.signature(function).return_annotation).startswith("CommandResult[")
 
@@ -64,10 +77,7 @@ def test_every_json_command_names_services_that_return_one_command_result(comman
     for spec in command.services:
         service = _service(spec)
         assert _returns_command_result(service), f"{spec}: {inspect.signature(service).return_annotation}"
-        module, _, name = spec.partition(":")
-        assert f"from {module} import {name}" in inspect.getsource(command.parse), (
-            f"{command.name} never imports {spec}"
-        )
+        assert spec in _imported(command.parse), f"{command.name} never imports {spec}"
 
 
 def test_every_service_that_returns_a_command_result_is_in_the_command_table() -> None:
@@ -84,6 +94,36 @@ def test_every_service_that_returns_a_command_result_is_in_the_command_table() -
             ):
                 found.add(f"{module.__name__}:{name}")
     assert found == named
+
+
+def test_every_service_takes_one_frozen_options_object() -> None:
+    """One typed argument style for every command: a frozen dataclass of its options, built by the CLI."""
+    import dataclasses
+    import importlib
+    import inspect
+    import pkgutil
+    import typing
+
+    import hpclz.services
+
+    commands = []
+    for info in pkgutil.iter_modules(hpclz.services.__path__):
+        module = importlib.import_module(f"hpclz.services.{info.name}")
+        for name, func in inspect.getmembers(module, inspect.isfunction):
+            returns = str(inspect.signature(func).return_annotation)
+            is_command = returns.startswith("CommandResult[") or name in ("write_preset", "write_config_schema")
+            if func.__module__ != module.__name__ or name.startswith("_") or not is_command:
+                continue
+            commands.append(f"{module.__name__}.{name}")
+            hints = {k: v for k, v in typing.get_type_hints(func).items() if k != "return"}
+            if not hints:
+                continue  # a command with no options at all (`hpclz explain --list`)
+            assert len(hints) == 1, f"{module.__name__}.{name} takes {list(hints)}"
+            (options,) = hints.values()
+            assert dataclasses.is_dataclass(options), f"{module.__name__}.{name}: {options} is not a dataclass"
+            params = getattr(options, "__dataclass_params__", None)
+            assert params is not None and params.frozen, f"{module.__name__}.{name}: {options.__name__} is not frozen"
+    assert len(commands) >= 16, commands  # every command of the CLI, nodes and checkpoints with two each
 
 
 def test_changes_present_is_a_success_in_the_envelope() -> None:

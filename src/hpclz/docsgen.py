@@ -205,7 +205,7 @@ def commands_reference() -> str:
 
 
 def generated_files() -> dict[str, str]:
-    from hpclz.services.schema import config_schema_json
+    from hpclz.config.schema import config_schema_json
 
     return {
         "docs/commands.md": commands_reference(),

@@ -1,6 +1,6 @@
 """The one list of hpclz's commands.
 
-The CLI registers its commands and groups from it (hpclz.cli.build_app); the JSON envelope of a usage error
+The CLI registers its commands and groups from it (hpclz.cli, at import); the JSON envelope of a usage error
 names its command from it; docs/commands.md is generated from it (hpclz.docsgen), and the JSON exit-path and
 output-contract tests cover every command it lists. A command missing here does not exist.
 
