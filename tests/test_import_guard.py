@@ -37,6 +37,10 @@ CONFIG = frozenset({"pydantic", "ruamel", "hpclz.config"})  # reading a config: 
 RULES = CONFIG | {"hpclz.rules.config", "hpclz.catalog", "rich.console"}  # validating it, and printing findings
 RENDER = RULES | {"jinja2", "hpclz.render", "hpclz.arm"}
 
+# Opening the state backend: hpclz.azure.backends (the adapter package; the Azure SDK itself, "azure", stays out
+# until a Blob backend is really opened).
+BACKENDS = frozenset({"hpclz.azure"})
+
 MISSING = "missing.yaml"
 # command -> (arguments after the command, the heavy modules it may import)
 RECORDED: dict[str, tuple[list[str], frozenset[str]]] = {
@@ -46,7 +50,9 @@ RECORDED: dict[str, tuple[list[str], frozenset[str]]] = {
     "render": ([ENERGY, "--no-gates", "--out", "{tmp}/rendered"], RENDER),
     "plan": (
         [ENERGY],
-        RENDER | {"hpclz.cost", "hpclz.plan", "hpclz.state", "hpclz.deploy", "hpclz.services.deploy", "filelock"},
+        RENDER
+        | {"hpclz.cost", "hpclz.plan", "hpclz.state", "hpclz.deploy", "hpclz.services.deploy", "filelock"}
+        | BACKENDS,
     ),
     "explain": (
         ["HPCLZ-CMP-010"],
@@ -54,16 +60,16 @@ RECORDED: dict[str, tuple[list[str], frozenset[str]]] = {
     ),
     "deploy": (
         [MISSING, "-o", "json"],
-        RULES | {"hpclz.render", "hpclz.plan", "hpclz.state", "hpclz.services.deploy"},
+        RULES | {"hpclz.render", "hpclz.plan", "hpclz.state", "hpclz.services.deploy", "hpclz.deploy"},
     ),
     "destroy": (
         [MISSING, "-o", "json"],
         RENDER | {"hpclz.deploy", "hpclz.azure", "hpclz.plan", "hpclz.state"},
     ),
     "verify": ([MISSING, "-o", "json"], RULES - {"rich.console"} | {"hpclz.verify", "hpclz.slurm"}),
-    "state show": ([MISSING, "-o", "json"], CONFIG | {"hpclz.deploy", "hpclz.state"}),
-    "state unlock": ([MISSING, "--force", "-o", "json"], CONFIG | {"hpclz.deploy", "hpclz.state"}),
-    "state forget": ([MISSING, "vnet-x", "-o", "json"], CONFIG | {"hpclz.deploy", "hpclz.state"}),
+    "state show": ([MISSING, "-o", "json"], CONFIG | {"hpclz.deploy", "hpclz.state"} | BACKENDS),
+    "state unlock": ([MISSING, "--force", "-o", "json"], CONFIG | {"hpclz.deploy", "hpclz.state"} | BACKENDS),
+    "state forget": ([MISSING, "vnet-x", "-o", "json"], CONFIG | {"hpclz.deploy", "hpclz.state"} | BACKENDS),
     "checkpoints manifest": ([MISSING, "-o", "json"], CONFIG | {"jinja2", "hpclz.render", "hpclz.arm", "hpclz.azure"}),
     "checkpoints verify": ([MISSING, "-o", "json"], CONFIG | {"jinja2", "hpclz.render", "hpclz.arm", "hpclz.azure"}),
     "prices refresh": ([MISSING, "-o", "json"], CONFIG | {"hpclz.cost"}),
