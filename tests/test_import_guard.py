@@ -50,13 +50,11 @@ RECORDED: dict[str, tuple[list[str], frozenset[str]]] = {
     "render": ([ENERGY, "--no-gates", "--out", "{tmp}/rendered"], RENDER),
     "plan": (
         [ENERGY],
-        RENDER
-        | {"hpclz.cost", "hpclz.plan", "hpclz.state", "hpclz.deploy", "hpclz.services.deploy", "filelock"}
-        | BACKENDS,
+        RENDER | {"hpclz.cost", "hpclz.plan", "hpclz.state", "hpclz.deploy", "filelock"} | BACKENDS,
     ),
     "explain": (
         ["HPCLZ-CMP-010"],
-        RENDER | {"hpclz.registry", "hpclz.rules.template", "hpclz.verify", "hpclz.deploy"},
+        RENDER | {"hpclz.registry", "hpclz.rules.template", "hpclz.verify"},
     ),
     "deploy": (
         [MISSING, "-o", "json"],
@@ -64,12 +62,13 @@ RECORDED: dict[str, tuple[list[str], frozenset[str]]] = {
     ),
     "destroy": (
         [MISSING, "-o", "json"],
-        RENDER | {"hpclz.deploy", "hpclz.azure", "hpclz.plan", "hpclz.state"},
+        CONFIG
+        | {"rich.console", "hpclz.render", "hpclz.arm", "hpclz.deploy", "hpclz.azure", "hpclz.plan", "hpclz.state"},
     ),
     "verify": ([MISSING, "-o", "json"], RULES - {"rich.console"} | {"hpclz.verify", "hpclz.slurm"}),
-    "state show": ([MISSING, "-o", "json"], CONFIG | {"hpclz.deploy", "hpclz.state"} | BACKENDS),
-    "state unlock": ([MISSING, "--force", "-o", "json"], CONFIG | {"hpclz.deploy", "hpclz.state"} | BACKENDS),
-    "state forget": ([MISSING, "vnet-x", "-o", "json"], CONFIG | {"hpclz.deploy", "hpclz.state"} | BACKENDS),
+    "state show": ([MISSING, "-o", "json"], CONFIG | {"hpclz.state"} | BACKENDS),
+    "state unlock": ([MISSING, "--force", "-o", "json"], CONFIG | {"hpclz.state"} | BACKENDS),
+    "state forget": ([MISSING, "vnet-x", "-o", "json"], CONFIG | {"hpclz.state"} | BACKENDS),
     "checkpoints manifest": ([MISSING, "-o", "json"], CONFIG | {"jinja2", "hpclz.render", "hpclz.arm", "hpclz.azure"}),
     "checkpoints verify": ([MISSING, "-o", "json"], CONFIG | {"jinja2", "hpclz.render", "hpclz.arm", "hpclz.azure"}),
     "prices refresh": ([MISSING, "-o", "json"], CONFIG | {"hpclz.cost"}),
