@@ -30,7 +30,7 @@ HEAVY = (
     "rich.console", "rich.table", "rich.progress", "rich.live", "rich.syntax",
     "hpclz.arm", "hpclz.azure", "hpclz.catalog", "hpclz.config", "hpclz.cost", "hpclz.deploy", "hpclz.gates",
     "hpclz.plan", "hpclz.registry", "hpclz.render", "hpclz.rules.config", "hpclz.rules.template",
-    "hpclz.services.deploy", "hpclz.slurm", "hpclz.state", "hpclz.verify",
+    "hpclz.services.deploy", "hpclz.slurm", "hpclz.state", "hpclz.verify", "hpclz.remediate",
 )  # fmt: skip
 
 CONFIG = frozenset({"pydantic", "ruamel", "hpclz.config"})  # reading a config: the model and the YAML loader
@@ -74,6 +74,11 @@ RECORDED: dict[str, tuple[list[str], frozenset[str]]] = {
     "prices refresh": ([MISSING, "-o", "json"], CONFIG | {"hpclz.cost"}),
     "nodes roll": ([MISSING, "--all", "-o", "json"], CONFIG | {"hpclz.slurm"}),
     "nodes status": ([MISSING, "-o", "json"], CONFIG | {"hpclz.slurm"}),
+    "nodes repair": (
+        [MISSING, "--state-dir", "{tmp}/state", "-o", "json"],
+        CONFIG | {"hpclz.verify", "hpclz.remediate"},
+    ),
+    "nodes incidents": (["--state-dir", "{tmp}/state", "-o", "json"], CONFIG | {"hpclz.verify", "hpclz.remediate"}),
 }
 
 # Runs hpclz as the console script does, then prints every module loaded, after a marker.

@@ -4,6 +4,7 @@ whole."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -26,18 +27,11 @@ ENERGY = Path(__file__).resolve().parents[2] / "configs" / "energy.yaml"
 def compiles(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     """Names of the templates Jinja compiles from source (jinja2.Environment.compile, spied on, still called)."""
     names: list[str] = []
-    original = jinja2.Environment.compile
+    original: Any = jinja2.Environment.compile
 
-    def spy(
-        self: jinja2.Environment,
-        source: str,
-        name: str | None = None,
-        filename: str | None = None,
-        raw: bool = False,
-        defer_init: bool = False,
-    ) -> Any:
+    def spy(self: jinja2.Environment, source: str, name: str | None = None, *args: Any, **kwargs: Any) -> Any:
         names.append(str(name))
-        return original(self, source, name, filename, raw, defer_init)
+        return original(self, source, name, *args, **kwargs)
 
     monkeypatch.setattr(jinja2.Environment, "compile", spy)
     yield names
@@ -78,7 +72,7 @@ def test_a_damaged_entry_is_compiled_again(cache_home: Path, compiles: list[str]
             "truncated": data[: len(data) // 2],
             "empty": b"",
             # a whole, well-formed entry whose code marshal cannot read (its type byte is not one marshal knows)
-            "other-python": data[:40] + bytecode.hashlib.sha256(b"\xff").hexdigest().encode() + b"\xff",
+            "other-python": data[:40] + hashlib.sha256(b"\xff").hexdigest().encode() + b"\xff",
         }[damage]
         entry.write_bytes(damaged)
     compiles.clear()
@@ -165,7 +159,7 @@ def test_concurrent_runs_leave_a_whole_cache(tmp_path: Path) -> None:
     digests = {run.communicate(timeout=240)[0].strip() for run in runs}
     assert all(run.returncode == 0 for run in runs)
     expected = json.dumps(committed(ENERGY), sort_keys=True).encode()
-    assert digests == {bytecode.hashlib.sha256(expected).hexdigest()}
+    assert digests == {hashlib.sha256(expected).hexdigest()}
     entries = sorted(tmp_path.glob("jinja/*/*"))
     assert entries and all(e.suffix == ".code" for e in entries), "no temporary file left behind"
     check = (

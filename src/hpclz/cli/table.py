@@ -66,7 +66,11 @@ GROUPS: tuple[Group, ...] = (
     Group("state", "Inspect the recorded state of a landing zone, or release a stale lock."),
     Group("checkpoints", "Seal checkpoint blobs in a SHA-256 manifest, and prove later that none changed."),
     Group("prices", "Retail prices for the cost estimate: refresh the local cache from the Azure Retail Prices API."),
-    Group("nodes", "Roll a partition's nodes onto a new node definition through Slurm, and follow the roll."),
+    Group(
+        "nodes",
+        "Roll a partition's nodes onto a new node definition through Slurm, and follow the roll; repair faulty "
+        "nodes without a human, and follow the repairs.",
+    ),
 )
 
 COMMANDS: tuple[Command, ...] = (
@@ -87,6 +91,8 @@ COMMANDS: tuple[Command, ...] = (
     Command("prices refresh", prices.refresh, ("hpclz.services.prices:refresh_prices",)),
     Command("nodes roll", nodes.roll, ("hpclz.services.nodes:roll",)),
     Command("nodes status", nodes.status, ("hpclz.services.nodes:status",)),
+    Command("nodes repair", nodes.repair, ("hpclz.services.repair:repair",)),
+    Command("nodes incidents", nodes.incidents, ("hpclz.services.repair:incidents",)),
 )
 
 
