@@ -148,7 +148,9 @@ def repair(
     max_out: float = typer.Option(
         10.0, "--max-out", min=0.0, max=100.0, metavar="PERCENT", help="Most of a partition held out for repair."
     ),
-    strikes: int = typer.Option(3, "--strikes", min=1, help="Incidents in 7 days after which a node is reported."),
+    strikes: int = typer.Option(
+        3, "--strikes", min=1, metavar="N", help="Incidents in 7 days after which a node is reported."
+    ),
     check_budget: int = typer.Option(300, "--check-budget", min=10, metavar="SECONDS", help="Post-repair check."),
     resource_group: str | None = typer.Option(
         None, "--resource-group", metavar="NAME", help="The nodes' resource group (default: the state's compute one)."
