@@ -125,7 +125,7 @@ def run_collectives(client: SlurmClient, groups: dict[str, list[str]], plan: Col
             results.append(CollectiveResult.model_validate_json(out.read_text()).model_copy(update={"nodes": nodes}))
             continue
         state = late.get(jobs[name])
-        why = f"cancelled while {state} after its time budget" if state else _job_error(plan.work_dir / f"{name}.out")
+        why = f"cancelled while {state} after its time budget" if state else job_error(plan.work_dir / f"{name}.out")
         results.append(
             CollectiveResult(
                 name=name,
@@ -139,7 +139,7 @@ def run_collectives(client: SlurmClient, groups: dict[str, list[str]], plan: Col
     return results
 
 
-def _job_error(log: Path) -> str:
+def job_error(log: Path) -> str:
     """The rank's own last words, not srun's "Force Terminated" that follows them."""
     lines = log.read_text(errors="replace").strip().splitlines() if log.exists() else []
     own = [ln for ln in lines if ln.strip() and not ln.startswith(("srun:", "slurmstepd"))]

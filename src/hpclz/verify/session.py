@@ -40,7 +40,7 @@ from hpclz.verify.dispatch import (
     select,
     settle,
 )
-from hpclz.verify.model import CollectiveResult, NodeReport, Status, VerifyReport, WorkloadReport
+from hpclz.verify.model import CheckResult, CollectiveResult, NodeReport, Status, VerifyReport, WorkloadReport
 from hpclz.verify.report import bad_nodes
 from hpclz.verify.thresholds import agent_arguments, load_thresholds, overrides_for
 
@@ -365,6 +365,32 @@ def _default_budget(config: LandingZoneConfig) -> int:
     return 2 * config.verify.check_timeout_seconds
 
 
+def _healthy_by_partition(tested: dict[str, NodeReport], infos: dict[str, NodeInfo]) -> dict[str | None, list[str]]:
+    by_partition: dict[str | None, list[str]] = {}
+    for n in sorted(tested):
+        if not tested[n].failures():
+            by_partition.setdefault(_partition(infos[n]), []).append(n)
+    return by_partition
+
+
+def _convict(
+    client: SlurmClient,
+    opts: VerifyOptions,
+    tested: dict[str, NodeReport],
+    report: VerifyReport,
+    node: str,
+    failures: Sequence[CheckResult],
+) -> None:
+    """A node a run across nodes found at fault: the failing checks join its own report, so it is named, counted
+    and (with --drain) drained like a node that failed its own checks."""
+    tested[node] = tested[node].model_copy(update={"checks": [*tested[node].checks, *failures]})
+    if opts.drain:
+        client.drain(node, drain_reason(tested[node]))
+        report.drained.append(node)
+        if node in report.resumed:
+            report.resumed.remove(node)
+
+
 def _collectives(
     client: SlurmClient,
     config: LandingZoneConfig,
@@ -375,10 +401,7 @@ def _collectives(
     work: Path,
 ) -> None:
     """Per partition (one SKU, one fabric): ring pairs over the nodes that passed, then one all-node run."""
-    by_partition: dict[str | None, list[str]] = {}
-    for n in sorted(tested):
-        if not tested[n].failures():
-            by_partition.setdefault(_partition(infos[n]), []).append(n)
+    by_partition = _healthy_by_partition(tested, infos)
     for partition, healthy in by_partition.items():
         if len(healthy) < 2:
             continue
@@ -396,12 +419,7 @@ def _collectives(
         blamed = coll.analyse_pairs(pairs, plan.threshold_busbw_gbps)
         report.collectives.extend(pairs)
         for node, failure in coll.pair_failures(blamed).items():
-            tested[node] = tested[node].model_copy(update={"checks": [*tested[node].checks, *failure.checks]})
-            if opts.drain:
-                client.drain(node, drain_reason(tested[node]))
-                report.drained.append(node)
-                if node in report.resumed:
-                    report.resumed.remove(node)
+            _convict(client, opts, tested, report, node, failure.checks)
         rest = [n for n in healthy if n not in blamed]
         if len(rest) >= 2:
             name = "all-nodes" if len(by_partition) == 1 else f"all-nodes-{partition}"
@@ -424,14 +442,9 @@ def _workload(
     from hpclz.verify.workload.expectations import for_gpu
     from hpclz.verify.workload.scripts import DEFAULT_IMAGE, TOPO_FILES, WorkloadPlan
 
-    by_partition: dict[str | None, list[str]] = {}
-    for n in sorted(tested):
-        if not tested[n].failures():
-            by_partition.setdefault(_partition(infos[n]), []).append(n)
+    by_partition = _healthy_by_partition(tested, infos)
     if not by_partition:
-        raise HpclzError(
-            "--workload: no node passed the checks, so there is nothing to train on", exit_code=ExitCode.VERIFY_FAILED
-        )
+        report.workload = WorkloadReport(checks=[chain.nothing_to_train()])
     for partition, healthy in by_partition.items():
         sku = _partition_sku(config, partition)
         entry = load_catalog().sku(sku) if sku else None
@@ -452,12 +465,7 @@ def _workload(
         judged = chain.run(client, plan, healthy, expect, partition=partition, inputs=opts.workload_data)
         _merge_workload(report, judged.report)
         for node, failures in judged.bad_nodes.items():
-            tested[node] = tested[node].model_copy(update={"checks": [*tested[node].checks, *failures]})
-            if opts.drain:
-                client.drain(node, drain_reason(tested[node]))
-                report.drained.append(node)
-                if node in report.resumed:
-                    report.resumed.remove(node)
+            _convict(client, opts, tested, report, node, failures)
 
 
 def _refuse_workload_without_gpus(config: LandingZoneConfig, opts: VerifyOptions) -> None:

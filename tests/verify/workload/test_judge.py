@@ -105,3 +105,12 @@ def test_a_failed_step_and_an_empty_run_are_failures_not_gaps() -> None:
     assert chain.status is Status.FAIL and "setup FAILED" in chain.message
     assert any("NCCL error" in c.message for c in _by_id(report.checks, "HPCLZ-VFY-951"))
     assert report.status is Status.FAIL
+
+
+def test_with_no_healthy_node_the_proof_is_not_measured_never_passed() -> None:
+    from hpclz.verify.model import WorkloadReport
+    from hpclz.verify.workload.chain import nothing_to_train
+
+    report = WorkloadReport(checks=[nothing_to_train()])
+    assert report.status is Status.NOT_MEASURED
+    assert report.checks[0].check_id == "HPCLZ-VFY-950" and "nothing to train on" in report.checks[0].message

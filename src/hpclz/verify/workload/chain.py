@@ -17,6 +17,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from hpclz.slurm.client import FINISHED_STATES, SlurmClient
+from hpclz.verify.checks import outcomes
+from hpclz.verify.collective_job import job_error
+from hpclz.verify.model import CheckResult, Status
 from hpclz.verify.workload import megatron_log, scripts
 from hpclz.verify.workload.expectations import Expectation
 from hpclz.verify.workload.judge import Judged, RunLog, judge
@@ -125,6 +128,13 @@ def submit(client: SlurmClient, plan: WorkloadPlan, nodes: Sequence[str], partit
     return Chain(jobs=jobs, logs=logs)
 
 
+def nothing_to_train() -> CheckResult:
+    """The proof's verdict when no node passed the checks before it: not measured, and never a pass."""
+    spec = outcomes.WORKLOAD_CHAIN
+    why = "not run: no node passed the checks before it, so there is nothing to train on"
+    return CheckResult(check_id=spec.id, title=spec.title, status=Status.NOT_MEASURED, message=why, fix=spec.fix)
+
+
 def budget_s(mode: str, nodes: int, run_s: int = RUN_S) -> int:
     """The whole chain's worst case: the steps one after another, the single-node runs side by side on their own
     nodes but counted one after another (a busy partition may queue them), then the all-node run."""
@@ -154,12 +164,6 @@ def wait(client: SlurmClient, chain: Chain, deadline_s: float) -> dict[str, str]
     return {name: final[name] for name in chain.jobs}
 
 
-def _last_words(log: Path) -> str:
-    lines = log.read_text(errors="replace").strip().splitlines() if log.exists() else []
-    own = [ln for ln in lines if ln.strip() and not ln.startswith(("srun:", "slurmstepd"))]
-    return (own or lines or ["no output"])[-1].strip()[:300]
-
-
 def run_logs(plan: WorkloadPlan, chain: Chain, nodes: Sequence[str]) -> list[RunLog]:
     gpus = plan.gpus_per_node if plan.mode == "megatron" else 1
     out = []
@@ -176,7 +180,7 @@ def run_logs(plan: WorkloadPlan, chain: Chain, nodes: Sequence[str]) -> list[Run
                 gpus=gpus * len(group),
                 iterations=iterations,
                 log=str(log),
-                why_empty="" if iterations else _last_words(log),
+                why_empty="" if iterations else job_error(log)[:300],
             )
         )
     return out
