@@ -19,30 +19,21 @@ from typing import Any
 
 from hpclz.azure.arm import Arm
 from hpclz.azure.errors import describe
+from hpclz.deploy.ownership import GROUP_ID, Ownership, tag_refusal
 from hpclz.deploy.private_reach import reach
 from hpclz.deploy.vault_note import PROTECTED_ITEM, protected_items, vault_note
 from hpclz.plan.policies import is_subscription_wide
-from hpclz.render.model import DATA_BEARING_TYPES, DATA_TAG, MANAGED_TAG
+from hpclz.render.model import DATA_BEARING_TYPES, DATA_TAG, Deployment
 from hpclz.state.model import ResourceRecord, StateDocument, now
 
 GROUP_TYPE = "microsoft.resources/resourcegroups"
-# Types ARM gives no tags: being recorded in state is their proof of ownership.
-UNTAGGABLE = frozenset(
-    {
-        "microsoft.authorization/roleassignments",
-        "microsoft.authorization/policyassignments",
-        "microsoft.authorization/locks",
-        # The audit deployment's settings; the activity log's outlives every group, so destroy must delete it.
-        "microsoft.insights/diagnosticsettings",
-    }
-)
 
 
 class Action(StrEnum):
     DELETED = "deleted"
     KEPT = "kept"
     GONE = "already gone"
-    LEFT = "left alone"  # not tagged hpclz-managed, or holds what hpclz did not create
+    LEFT = "left alone"  # no proof that this zone owns it (hpclz.deploy.ownership), or holds what it did not create
     RELEASED = "left on"  # a subscription-wide setting: no longer managed, not reset (plan.policies)
     FAILED = "failed"
 
@@ -154,10 +145,17 @@ def kept_set(resources: list[ResourceRecord], include_data: bool) -> dict[str, s
 
 class Destroyer:
     def __init__(
-        self, arm: Arm, doc: StateDocument, order: list[str], on_event: Callable[[Outcome], None] = lambda _o: None
+        self,
+        arm: Arm,
+        doc: StateDocument,
+        order: list[str],
+        on_event: Callable[[Outcome], None] = lambda _o: None,
+        planned: list[Deployment] | None = None,
     ):
+        """`planned`: the config's deployments, whose runs in ARM prove what the zone created (hpclz.deploy.ownership)."""
         self.arm = arm
         self.doc = doc
+        self.owner = Ownership(arm, doc, planned)
         self.order = order  # deployment names, dependants first
         self.emit = on_event
         self.outcomes: list[Outcome] = []
@@ -172,13 +170,16 @@ class Destroyer:
         for r in self.doc.resources:
             if r.type.lower() != GROUP_TYPE or r.id.lower() in kept:
                 continue
+            if not GROUP_ID.match(r.id) or (refused := self.owner.offline_refusal(r)):
+                self._note(Outcome(r.id, r.type, Action.LEFT, refused or "not a resource group ID"))
+                continue
             try:
-                group = self.arm.get_group(r.name)
-                if group is None:
+                refused = self.owner.refusal(r)
+                if refused == "not found":
                     self._note(Outcome(r.id, r.type, Action.GONE))
                     continue
-                if (group.get("tags") or {}).get(MANAGED_TAG) != "true":
-                    self._note(Outcome(r.id, r.type, Action.LEFT, f"not tagged {MANAGED_TAG}"))
+                if refused:
+                    self._note(Outcome(r.id, r.type, Action.LEFT, refused))
                     continue
                 listed = self.arm.group_resources(r.name)
                 unrecorded_data = [
@@ -193,8 +194,8 @@ class Destroyer:
                 foreign = [
                     x["id"]
                     for x in listed
-                    # hpclz's tag also claims what an interrupted or failed run created but never recorded.
-                    if x["id"].lower() not in ours and (x.get("tags") or {}).get(MANAGED_TAG) != "true"
+                    # The zone's tags also claim what an interrupted or failed run created but never recorded.
+                    if x["id"].lower() not in ours and self._foreign(x)
                 ]
             except Exception as exc:  # carry on: one unreadable group must not stop the others
                 self._note(Outcome(r.id, r.type, Action.FAILED, describe(exc).one_line()))
@@ -208,6 +209,9 @@ class Destroyer:
             else:
                 whole.add(r.name.lower())
         return whole
+
+    def _foreign(self, listed: dict[str, Any]) -> bool:
+        return tag_refusal(listed.get("tags") or {}, self.doc.landing_zone, self.doc.environment) is not None
 
     def run(self, include_data: bool) -> StateDocument:
         kept = kept_set(self.doc.resources, include_data)
@@ -261,6 +265,10 @@ class Destroyer:
         )
 
     def _delete_resource(self, r: ResourceRecord, gone: set[str]) -> None:
+        refused = self.owner.offline_refusal(r)
+        if refused:
+            self._note(Outcome(r.id, r.type, Action.LEFT, refused))
+            return
         if is_subscription_wide(r.type):
             # Resetting a Defender plan to Free would change the subscription for every workload in it.
             gone.add(r.id.lower())
@@ -272,10 +280,9 @@ class Destroyer:
                 gone.add(r.id.lower())
                 self._note(Outcome(r.id, r.type, Action.GONE))
                 return
-            tags = current.get("tags")
-            taggable = r.type.count("/") == 1 and r.type.lower() not in UNTAGGABLE
-            if (tags or taggable) and (tags or {}).get(MANAGED_TAG) != "true":
-                self._note(Outcome(r.id, r.type, Action.LEFT, f"not tagged {MANAGED_TAG}"))
+            refused = self.owner.refusal(r, current)
+            if refused:
+                self._note(Outcome(r.id, r.type, Action.LEFT, refused))
                 return
             self.arm.delete_resource(r.id, r.api_version)
         except Exception as exc:  # reported, and the rest carries on
