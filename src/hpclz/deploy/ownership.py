@@ -159,7 +159,7 @@ class Ownership:
         if deployment.name not in self._created:
             remote = self.arm.get_deployment(deployment)
             ops = self.arm.operations(deployment) if remote is not None else []
-            if remote is not None and str(((remote.get("tags") or {}).get(MANAGED_TAG, "true"))).lower() != "true":
+            if remote is not None and str((remote.get("tags") or {}).get(MANAGED_TAG, "true")).lower() != "true":
                 remote, ops = None, []
             self._created[deployment.name] = {i.lower() for i in applied_ids(remote, ops)} if remote else set()
         return record.id.lower() in self._created[deployment.name]
