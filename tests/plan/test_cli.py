@@ -156,6 +156,56 @@ def test_saved_plan_edited_by_hand_or_not_a_plan(run_cli: Run, config: Path) -> 
         load_saved_plan(config.parent / "nope.json", loaded, None)
 
 
+def _rehashed(raw: dict, deployment: dict) -> None:
+    """Recompute the file's own hash of `deployment`, as whoever edits a plan file can."""
+    from hpclz.render.model import Deployment
+
+    raw["deployment_hashes"][deployment["name"]] = Deployment.model_validate(deployment).template_hash()
+
+
+def test_a_forged_plan_with_its_hashes_recomputed_is_refused(run_cli: Run, config: Path) -> None:
+    """Another resource group, or an NSG rule letting SSH in from the Internet, with the hash made to match."""
+    out = config.parent / "plan.json"
+    assert run_cli("plan", str(config), "--out", str(out), "--refresh=false").exit_code == 0
+    loaded = load_config(config)
+    pristine = json.loads(out.read_text())
+    moved = json.loads(json.dumps(pristine))
+    target = next(d for d in moved["plan"]["deployments"] if d.get("resource_group"))
+    target["resource_group"] = "rg-someone-else"
+    _rehashed(moved, target)
+    out.write_text(json.dumps(moved))
+    with pytest.raises(HpclzError, match=f"edited after it was saved \\({target['name']}\\)"):
+        load_saved_plan(out, loaded, None)
+
+    opened = json.loads(json.dumps(pristine))
+    network = next(d for d in opened["plan"]["deployments"] if "securityRules" in json.dumps(d["template"]))
+    text = json.dumps(network["template"]).replace(
+        '"securityRules": [',
+        '"securityRules": [{"name": "ssh-from-internet", "properties": {"priority": 100, "direction": "Inbound", '
+        '"access": "Allow", "protocol": "Tcp", "sourceAddressPrefix": "Internet", "sourcePortRange": "*", '
+        '"destinationAddressPrefix": "*", "destinationPortRange": "22"}}, ',
+        1,
+    )
+    network["template"] = json.loads(text)
+    _rehashed(opened, network)
+    out.write_text(json.dumps(opened))
+    with pytest.raises(HpclzError, match="edited after it was saved"):
+        load_saved_plan(out, loaded, None)
+
+
+def test_a_saved_plan_is_private_and_never_written_through_a_link(run_cli: Run, config: Path) -> None:
+    out = config.parent / "plan.json"
+    elsewhere = config.parent / "elsewhere.txt"
+    elsewhere.write_text("untouched")
+    (config.parent / "link.json").symlink_to(elsewhere)
+    refused = run_cli("plan", str(config), "--out", str(config.parent / "link.json"), "--force", "--refresh=false")
+    assert refused.exit_code == 64 and "symbolic link" in refused.stdout + refused.stderr
+    assert elsewhere.read_text() == "untouched"
+    assert run_cli("plan", str(config), "--out", str(out), "--refresh=false").exit_code == 0
+    assert out.stat().st_mode & 0o777 == 0o600
+    assert elsewhere.read_text() == "untouched"
+
+
 def test_a_config_failing_validation_is_not_planned(run_cli: Run, config: Path) -> None:
     edit(config, "compute: {cidr: 10.20.16.0/20}", "compute: {cidr: 10.20.0.0/20}")  # overlaps admin
     result = run_cli("plan", str(config), "--detailed-exitcode", "--refresh=false")
