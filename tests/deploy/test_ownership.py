@@ -225,3 +225,47 @@ def test_plan_destroy_and_destroy_never_name_records_added_to_state(
     assert arm.world.group("rg-seismic-net") is not None
     assert not [r for r in arm.log if OTHER_SUB in r.path]
     assert {r["id"] for r in state_of(energy)["resources"]} == {r["id"] for r in forged}
+
+
+MONITORING = "rg-energy-monitoring-prod-scus"
+WORKSPACE = "Microsoft.OperationalInsights/workspaces/log-energy-prod-scus"
+
+
+@pytest.mark.slow
+def test_a_resource_hpclz_did_not_create_is_refused_until_adopted(
+    arm: ArmStandIn, energy: Path, run_cli: Callable[..., Any]
+) -> None:
+    """A platform team's workspace (retention 730 days) under the name hpclz gives its own: a deploy would update it
+    in place (ARM's incremental mode) and a destroy would delete it. Deploy refuses; `state adopt` takes it on
+    purpose, and plan then shows what deploy changes on it."""
+    platform = {"owner": "platform"}
+    arm.world.put_group(MONITORING, "southcentralus", platform)
+    rid = f"/subscriptions/{arm.subscription_id}/resourceGroups/{MONITORING}/providers/{WORKSPACE}"
+    arm.world.resources[rid.lower()] = {
+        "id": rid,
+        "name": "log-energy-prod-scus",
+        "type": "Microsoft.OperationalInsights/workspaces",
+        "location": "southcentralus",
+        "tags": platform,
+        "properties": {"sku": {"name": "PerGB2018"}, "retentionInDays": 730},
+    }
+
+    refused = run_cli("deploy", str(energy), "--yes")
+    assert refused.exit_code == 1
+    assert "refusing to take over a resource this zone did not create" in refused.stdout + refused.stderr
+    assert (
+        f"resourceGroups/{MONITORING}: exists and is not tagged {MANAGED_TAG}=true" in refused.stdout + refused.stderr
+    )
+    assert not [w for w in arm.writes() if w.method in ("PUT", "PATCH", "DELETE")]  # only preflight's checks ran
+    assert arm.world.resources[rid.lower()]["properties"]["retentionInDays"] == 730
+
+    for address in (f"/subscriptions/{arm.subscription_id}/resourceGroups/{MONITORING}", WORKSPACE):
+        adopted = run_cli("state", "adopt", str(energy), address)
+        assert adopted.exit_code == 0, adopted.stdout + adopted.stderr
+    shown = run_cli("plan", str(energy), "--refresh=false")
+    assert "properties.retentionInDays: 730 -> 90" in shown.stdout, shown.stdout
+    assert run_cli("state", "adopt", str(energy), "Microsoft.Nope/things/none").exit_code == 64
+
+    applied = run_cli("deploy", str(energy), "--yes")
+    assert applied.exit_code == 0, applied.stdout + applied.stderr
+    assert arm.world.resources[rid.lower()]["properties"]["retentionInDays"] == 90

@@ -153,3 +153,58 @@ def forget_state(config_path: Path, address: str, *, credential: Any = None) -> 
         written = backend.write(updated)
     forgotten = ForgetResult(location=backend.location, forgotten=[record.id], serial=written.serial)
     return CommandResult(command="state forget", payload=forgotten)
+
+
+class AdoptResult(ResultBody):
+    location: str
+    adopted: str = Field(description="The resource ID now recorded in state, as Azure has it.")
+    deployment: str = Field(description="The deployment that renders it: the next deploy submits it again.")
+    serial: int
+
+
+def adopt_state(config_path: Path, address: str, *, credential: Any = None) -> CommandResult[AdoptResult]:
+    """Record an existing resource the config renders (ADDRESS: its full ID, or `Type/name`) as the zone's, with
+    its body as Azure has it, so that the next plan lists every property deploy will change on it (terraform's
+    `import`). Deploy otherwise refuses to take over a resource this zone did not create (hpclz.deploy.adoption)."""
+    from hpclz.azure.arm import Arm
+    from hpclz.azure.clients import AzureClients, resolve_subscription
+    from hpclz.azure.errors import azure_errors
+    from hpclz.azure.settings import settings_from_env
+    from hpclz.deploy.adoption import adopted_record, matching_desired
+    from hpclz.render.build import build_plan
+    from hpclz.state.factory import new_state
+    from hpclz.state.identity import ZoneIdentity, refuse_foreign_state
+
+    loaded = load_config(config_path)
+    metadata = loaded.config.metadata
+    arm = Arm(
+        AzureClients(resolve_subscription(metadata.resolved_subscription_id()), settings_from_env(metadata.cloud))
+    )
+    backend = open_backend(
+        loaded.config, base_dir=config_path.resolve().parent, credential=credential, config_file=str(config_path)
+    )
+    with backend.lock("state adopt"):
+        doc = backend.read()
+        refuse_foreign_state(
+            doc, ZoneIdentity.of_config(loaded.config, arm.subscription_id), backend.location, str(config_path)
+        )
+        found = matching_desired(build_plan(loaded.config), address, arm.subscription_id)
+        if len(found) != 1:
+            what = "no resource" if not found else f"{len(found)} resources"
+            raise HpclzError(
+                f"{config_path}: {what} the config renders match {address!r}; give the full resource ID "
+                "(`hpclz plan` lists them)",
+                exit_code=ExitCode.USAGE,
+            )
+        with azure_errors(f"reading {address} from Azure"):
+            record = adopted_record(arm, found[0])
+        updated = (doc or new_state(loaded.config)).model_copy(deep=True)
+        if any(r.id.lower() == record.id.lower() for r in updated.resources):
+            raise HpclzError(f"{config_path}: {record.id} is already recorded in state", exit_code=ExitCode.USAGE)
+        updated.resources.append(record)
+        updated.deployments.pop(record.deployment, None)  # not applied as rendered: the next deploy submits it
+        written = backend.write(updated)
+    adopted = AdoptResult(
+        location=backend.location, adopted=record.id, deployment=record.deployment, serial=written.serial
+    )
+    return CommandResult(command="state adopt", payload=adopted)
