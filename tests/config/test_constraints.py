@@ -108,6 +108,14 @@ CASES = [
         "mount_point: /usr/local",
     ),
     (
+        # POSIX keeps a leading "//" through normalisation; Linux reads it as "/": checked after collapsing.
+        "lustre-double-slash-home",
+        _edit("mount_point: /lustre", "mount_point: //home"),
+        "storage.lustre.mount_point",
+        "'/home' is a system directory",
+        "mount_point: //home",
+    ),
+    (
         "lustre-dotdot",
         _edit("mount_point: /lustre", "mount_point: /tmp/../boot"),
         "storage.lustre.mount_point",
