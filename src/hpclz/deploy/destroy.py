@@ -143,6 +143,36 @@ def kept_set(resources: list[ResourceRecord], include_data: bool) -> dict[str, s
     return kept
 
 
+def dependants_first(records: list[ResourceRecord]) -> list[ResourceRecord]:
+    """Delete order: whatever uses a resource before it, children before parents. Azure refuses to delete what is
+    in use: an NSG a subnet or NIC names (InUseNetworkSecurityGroupCannotBeDeleted, "cannot be deleted because it is
+    in use by the following resources", github.com/pulumi/pulumi-azure-native issue 3051), a public IP a NAT gateway
+    or Bastion holds (PublicIPAddressCannotBeDeleted, "can not be deleted since it is still allocated to resource",
+    github.com/ernestio/ernest issue 514), a subnet something sits in (InUseSubnetCannotBeDeleted,
+    github.com/kubernetes-sigs/cluster-api-provider-azure issue 172). A resource's recorded properties name what it
+    uses (`_references`); ties keep the deepest-first order, then state order."""
+    base = sorted(records, key=lambda x: -x.id.count("/"))
+    texts = [json.dumps(r.properties).lower() for r in base]
+    # blockers[i]: the records that must go before record i (its users and its children).
+    blockers = [
+        {
+            j
+            for j, other in enumerate(base)
+            if j != i and (other.id.lower().startswith(r.id.lower() + "/") or _references(texts[j], r))
+        }
+        for i, r in enumerate(base)
+    ]
+    ordered: list[ResourceRecord] = []
+    done: set[int] = set()
+    while len(done) < len(base):
+        ready = next((i for i in range(len(base)) if i not in done and blockers[i] <= done), None)
+        if ready is None:  # a cycle (two resources naming each other): fall back to the base order
+            ready = next(i for i in range(len(base)) if i not in done)
+        done.add(ready)
+        ordered.append(base[ready])
+    return ordered
+
+
 class Destroyer:
     def __init__(
         self,
@@ -231,7 +261,7 @@ class Destroyer:
             target = (record.resource_group or "").lower() if record else ""
             if target in whole:
                 self._delete_group(target, gone)  # what the deployment made in other groups is deleted below
-            for r in sorted(by_deployment[name], key=lambda x: -x.id.count("/")):
+            for r in dependants_first(by_deployment[name]):
                 key, group = r.id.lower(), _group_of(r.id)
                 if key in kept or key in gone or (group in whole and r.type.lower() != GROUP_TYPE):
                     continue
