@@ -16,7 +16,14 @@ from hpclz.errors import ExitCode, HpclzError
 
 def check_out_file(out: str | Path, *, inputs: Iterable[str | Path] = (), force: bool = False) -> Path:
     """Refuse an `--out` that would overwrite an input, a folder, or an existing file without --force."""
-    target = Path(out)
+    try:
+        return _checked(Path(out), inputs, force)
+    except OSError as exc:  # a name the file system refuses (too long, a loop of links): one line, not a traceback
+        raise HpclzError(f"{out}: --out cannot be used: {exc.strerror or exc}", exit_code=ExitCode.USAGE) from None
+
+
+def _checked(target: Path, inputs: Iterable[str | Path], force: bool) -> Path:
+    out = target
     for source in inputs:
         if _same_file(target, Path(source)):
             raise HpclzError(

@@ -34,9 +34,7 @@ class CycleCloud(StrictModel):
     slurm_version: str = Field(default="23.11.10-2", pattern=r"^\d+\.\d+\.\d+(-\d+)?$")
     # Azure resizes a VM in place and restarts it (learn.microsoft.com/azure/virtual-machines/sizes/resize-vm): the
     # server keeps its disks, so a new size is a restart, never a replacement.
-    vm_size: str = Field(
-        default="Standard_D4as_v5", pattern=VM_SIZE_PATTERN, json_schema_extra=policy("restart_nodes")
-    )
+    vm_size: str = Field(default="Standard_D4as_v5", pattern=VM_SIZE_PATTERN, json_schema_extra=policy("restart_nodes"))
     image: str = Field(default="almalinux:almalinux-x86_64:8-gen2:latest", pattern=IMAGE_URN_PATTERN)
 
 
