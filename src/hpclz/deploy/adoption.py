@@ -19,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from hpclz.azure.arm import Arm
-from hpclz.deploy.ownership import GROUP_ID, is_extension, tag_refusal
+from hpclz.deploy.ownership import GROUP_ID, UNTAGGABLE, is_extension, tag_refusal
 from hpclz.errors import ExitCode, HpclzError
 from hpclz.plan.changeset import Action, ChangeSet
 from hpclz.plan.resources import SUBSCRIPTION_PLACEHOLDER, DesiredResource, desired_resources
@@ -34,13 +34,13 @@ def _concrete(resource_id: str, subscription: str) -> str:
 
 
 def _checked(resource_id: str, rtype: str) -> bool:
-    """Top-level resources and groups with literal names: a child or extension resource is created in its parent,
-    which is checked itself (or is an existing resource the config names on purpose)."""
-    return (
-        "[" not in resource_id
-        and (GROUP_ID.match(resource_id) is not None or rtype.count("/") == 1)
-        and not (is_extension(resource_id))
-    )
+    """Top-level resources and groups with literal names that take tags: a child or extension resource is created in
+    its parent, which is checked itself (or is an existing resource the config names on purpose); an untaggable one
+    (a policy assignment, a lock) carries no tag to tell whose it is, and one an interrupted run of this zone made must
+    not stop the rerun."""
+    if "[" in resource_id or is_extension(resource_id):
+        return False
+    return GROUP_ID.match(resource_id) is not None or (rtype.count("/") == 1 and rtype.lower() not in UNTAGGABLE)
 
 
 def taken_over(arm: Arm, changes: ChangeSet, plan: DeploymentPlan, doc: StateDocument | None) -> list[str]:
