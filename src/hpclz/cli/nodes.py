@@ -100,7 +100,13 @@ def roll(
 
         reach = _Reach(slurm_conf, via, scheduler, report_account, python)
         options = NodesOptions(
-            config, partition, all_partitions=all_partitions, nodes=nodes, why=why, dry_run=dry_run, **reach.options()
+            config,
+            tuple(partition),
+            all_partitions=all_partitions,
+            nodes=nodes,
+            why=why,
+            dry_run=dry_run,
+            **reach.options(),
         )
         finish(run_roll(options), output, view.show)
 
@@ -132,5 +138,5 @@ def status(
         from hpclz.services.nodes import status as run_status
 
         reach = _Reach(slurm_conf, via, scheduler, report_account, python)
-        options = NodesOptions(config, partition, nodes=nodes, wait_s=wait, **reach.options())
+        options = NodesOptions(config, tuple(partition), nodes=nodes, wait_s=wait, **reach.options())
         finish(run_status(options), output, view.show)

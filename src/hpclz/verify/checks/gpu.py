@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
-from hpclz.verify.checks.core import FAIL, NOT_MEASURED, PASS, WARN, Verdict, check, no_threshold, num
+from hpclz.verify.checks.core import FAIL, NOT_MEASURED, PASS, WARN, CheckSpec, Verdict, check, no_threshold, num
 from hpclz.verify.probes.facts import Gpu, NodeFacts, NvLink, XidEvent
 from hpclz.verify.probes.kernel import FATAL_XIDS, same_device
 from hpclz.verify.probes.nvsmi import normalize_bus_id
@@ -346,3 +346,17 @@ def persistence(facts: NodeFacts, t: Thresholds) -> Verdict:
             warns.append(f"{g.label()}: persistence mode is off")
 
     return _verdict(*_gpu_issues(facts, judge), ok="persistence mode on for every GPU", unit="GPUs")
+
+
+GPU_CHECKS: tuple[CheckSpec, ...] = (
+    nvidia_smi_responsive,
+    gpu_count,
+    gpu_memory,
+    gpu_ecc,
+    row_remap,
+    gpu_xid,
+    nvlink,
+    pcie_link,
+    clock_events,
+    persistence,
+)

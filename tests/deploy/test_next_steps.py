@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from hpclz.config import load_config
-from hpclz.services.next_steps import next_steps
+from hpclz.deploy.next_steps import next_steps
 from hpclz.state.factory import new_state
 from hpclz.state.model import ResourceRecord
 from tests.conftest import REPO

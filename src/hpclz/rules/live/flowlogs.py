@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from hpclz.config.loader import LoadedConfig
-from hpclz.deploy.live_context import LiveContext
 from hpclz.findings import Finding, Severity
 from hpclz.rules.base import Rule
+from hpclz.rules.live.context import LiveContext
 
 DEFAULT_GROUP = "NetworkWatcherRG"
 WATCHER = ("network", "flow_logs", "network_watcher")

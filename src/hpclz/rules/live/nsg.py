@@ -13,10 +13,10 @@ from ipaddress import ip_network
 from typing import Any
 
 from hpclz.config.base import Disabled
-from hpclz.deploy.live_context import LiveContext
-from hpclz.deploy.live_network import VNET, ExistingSubnet, existing_subnets
 from hpclz.findings import Finding, Severity
 from hpclz.rules.base import Rule
+from hpclz.rules.live.context import LiveContext
+from hpclz.rules.live.network import VNET, ExistingSubnet, existing_subnets
 
 # "Your network security group must allow inbound and outbound access on port 988 and ports 1019-1023"
 # (MicrosoftDocs/azure-stack-docs@f1e86c5 azure-managed-lustre/amlfs-prerequisites.md, "Subnet access and

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from hpclz.deploy.live_context import FactsReported, LiveContext
 from hpclz.findings import Finding, Severity
 from hpclz.rules.base import Rule
+from hpclz.rules.live.context import FactsReported, LiveContext
 
 
 class GlobalNameTaken(FactsReported):

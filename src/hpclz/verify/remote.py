@@ -1,8 +1,6 @@
 """`hpclz verify` from the machine that deployed: the same verify, run on the Slurm scheduler VM.
 
-The scheduler is a CycleCloud node, not a resource hpclz deployed, so it is found by the tags CycleCloud puts on
-its VMs (hpclz.azure.run_command) in the compute resource group the state recorded, or named with --scheduler.
-The script runs `python -m hpclz verify ... -o json` there through a managed Run Command; the JSON envelope comes
+The scheduler is found, and the envelope brought back, by hpclz.azure.scheduler. The script runs `python -m hpclz verify ... -o json` there through a managed Run Command; the JSON envelope comes
 back whole through a blob (no 4 KiB limit), and this machine rebuilds the report from it, so the table, JUnit,
 plot and exit code are those of a verify run on the scheduler.
 
@@ -14,7 +12,6 @@ it could clean up (timed out, cancelled, or no longer followed). Its time limit 
 from __future__ import annotations
 
 import base64
-import json
 import shlex
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -23,15 +20,22 @@ from typing import Any, NoReturn
 
 from pydantic import ValidationError
 
+from hpclz.azure.scheduler import (
+    CONFIG_ENV,
+    REPORT_CONTAINER,
+    STARTUP_S,
+    azure_clients,
+    compute_group,
+    locate_scheduler,
+    parse_envelope,
+    recorded_state,
+    report_storage,
+)
 from hpclz.config.loader import LoadedConfig
-from hpclz.config.operations import AzureBlobState
 from hpclz.errors import ExitCode, HpclzError
-from hpclz.state.model import StateDocument
 from hpclz.verify.dispatch import GRACE_S
 from hpclz.verify.model import VerifyReport
 
-REPORT_CONTAINER = "hpclz-verify"
-CONFIG_ENV = "HPCLZ_VERIFY_CONFIG_B64"  # a protected parameter: never echoed back by ARM
 REMOTE_CONFIG = "$workdir/lz.yaml"
 # cyclecloud-slurm mounts the cluster's shared folder on every node at /shared (Azure/cyclecloud-slurm
 # templates/slurm.txt, `[[[configuration cyclecloud.mounts.nfs_shared]]] mountpoint = /shared`); storage.shared
@@ -45,12 +49,8 @@ REMOTE_ROOT = ".hpclz-verify"
 # maximum. hpclz caps the limit at a day [proposal]: a verify that needs longer is stuck, not slow.
 RUN_COMMAND_DEFAULT_S = 5400
 RUN_COMMAND_CEILING_S = 24 * 3600
-STARTUP_S = 300  # interpreter, config, sinfo, state and blob writes on the scheduler, before any job runs
 CLEANUP_TIMEOUT_S = 120
 FINISHED_CLEAN = {"succeeded", "failed"}  # the script exited, so its EXIT trap removed the folder
-# The head node's name in cyclecloud-slurm's cluster template (`[[node scheduler]]`, Azure/cyclecloud-slurm
-# templates/slurm.txt), which CycleCloud writes into the VM's `Name` tag.
-CYCLECLOUD_SCHEDULER = "scheduler"
 BASTION_TYPE = "microsoft.network/bastionhosts"
 
 
@@ -62,7 +62,7 @@ class RemoteRequest:
     python: str = "python3"  # on the scheduler, with hpclz installed
     scheduler: str | None = None  # a VM resource ID; found by tags when None
     report_account: str | None = None  # blob account URL for the output; the blob state's account when None
-    timeout_s: int = RUN_COMMAND_DEFAULT_S  # the Run Command's timeoutInSeconds (services.verify derives it)
+    timeout_s: int = RUN_COMMAND_DEFAULT_S  # the Run Command's timeoutInSeconds (hpclz.verify.session derives it)
     work_root: str | None = None  # the folder on the scheduler, shared with the nodes; default: shared_root()
     progress: Callable[[str], None] = lambda _line: None
 
@@ -132,7 +132,7 @@ def run_remote(loaded: LoadedConfig, request: RemoteRequest, compute_group: str 
     clients = azure_clients(loaded)
     vm_id = locate_scheduler(clients, loaded, request.scheduler, compute_group)
     request.progress(f"verify runs on {vm_id} (time limit {request.timeout_s} s)")
-    account, connection = report_storage(loaded, request)
+    account, connection = report_storage(loaded, request.report_account)
     blobs = OutputBlobs(account, REPORT_CONTAINER, connection, clients.credential, valid_s=request.timeout_s)
     work_dir = f"{(request.work_root or shared_root(loaded)).rstrip('/')}/{blobs.prefix}"
     config_b64 = base64.b64encode(Path(loaded.file).read_bytes()).decode()
@@ -189,21 +189,6 @@ def _clean_up(clients: Any, vm_id: str, work_dir: str, blobs: Any, request: Remo
         request.progress(f"could not remove {work_dir} on the scheduler (run command {done.state})")
 
 
-def locate_scheduler(clients: Any, loaded: LoadedConfig, scheduler: str | None, compute_group: str | None) -> str:
-    """--scheduler as given (checked to be a VM ID), else the VM CycleCloud tagged as the cluster's scheduler."""
-    from hpclz.azure.run_command import find_scheduler, split_vm_id
-
-    if scheduler is not None:
-        split_vm_id(scheduler)
-        return scheduler
-    if compute_group is None:
-        raise HpclzError(
-            "no compute resource group in the state: deploy first, or name the VM with --scheduler",
-            exit_code=ExitCode.USAGE,
-        )
-    return find_scheduler(clients, compute_group, cluster_name(loaded), CYCLECLOUD_SCHEDULER)
-
-
 def bastion_command(loaded: LoadedConfig, vm_id: str, bastion_id: str | None) -> str:
     """The `az network bastion ssh` line (native client: Standard SKU or higher; https://learn.microsoft.com/
     azure/bastion/connect-vm-native-client-linux) to open a shell on the scheduler; hpclz does not run it."""
@@ -223,7 +208,7 @@ def bastion_command(loaded: LoadedConfig, vm_id: str, bastion_id: str | None) ->
 
 def explain_ssh(loaded: LoadedConfig, scheduler: str | None, verify_args: Sequence[str]) -> NoReturn:
     """--via ssh: say exactly how to reach the scheduler through Bastion; hpclz does not open the tunnel itself."""
-    doc = _state(loaded)
+    doc = recorded_state(loaded)
     bastion = next((r.id for r in (doc.resources if doc else []) if r.type.lower() == BASTION_TYPE), None)
     clients = None if scheduler is not None else azure_clients(loaded)
     vm_id = locate_scheduler(clients, loaded, scheduler, None if scheduler is not None else compute_group(loaded))
@@ -232,81 +217,6 @@ def explain_ssh(loaded: LoadedConfig, scheduler: str | None, verify_args: Sequen
         f"hpclz verify CONFIG {' '.join(verify_args)}",
         exit_code=ExitCode.USAGE,
     )
-
-
-def azure_clients(loaded: LoadedConfig) -> Any:
-    from hpclz.azure.clients import AzureClients, resolve_subscription
-    from hpclz.azure.settings import settings_from_env
-
-    meta = loaded.config.metadata
-    return AzureClients(resolve_subscription(meta.resolved_subscription_id()), settings_from_env(meta.cloud))
-
-
-def _state(loaded: LoadedConfig) -> StateDocument | None:
-    from hpclz.deploy.backends import open_backend
-
-    return open_backend(loaded.config, base_dir=Path(loaded.file).resolve().parent, config_file=loaded.file).read()
-
-
-def compute_group(loaded: LoadedConfig) -> str | None:
-    """The compute resource group the state recorded for the compute deployment."""
-    doc = _state(loaded)
-    records = doc.deployments.values() if doc else []
-    return next((r.resource_group for r in records if r.component == "compute" and r.resource_group), None)
-
-
-def cluster_name(loaded: LoadedConfig) -> str:
-    from hpclz.render.cloudinit import cluster_name as rendered
-    from hpclz.render.zone import Zone
-
-    return rendered(Zone(loaded.config))
-
-
-def report_storage(loaded: LoadedConfig, request: RemoteRequest) -> tuple[str, str | None]:
-    import os
-
-    from hpclz.azure.blob_state import CONNECTION_STRING_ENV
-
-    connection = os.environ.get(CONNECTION_STRING_ENV)
-    state = loaded.config.state
-    account = request.report_account or (state.account_url if isinstance(state, AzureBlobState) else None)
-    if account is None and connection is None:
-        raise HpclzError(
-            "verify on the scheduler needs a blob account for its report: the state is local",
-            exit_code=ExitCode.USAGE,
-            hint="pass --report-account https://ACCOUNT.blob.core.windows.net (the zone's storage account)",
-        )
-    return account or "", connection
-
-
-def parse_envelope(stdout: str, stderr: str, state: str, exit_code: int | None, what: str = "verify") -> dict[str, Any]:
-    """The remote run's `result`, or one error line saying what went wrong there (its own error line first).
-    `what`: the hpclz command that ran there (verify, nodes roll), for the error line."""
-    try:
-        envelope = json.loads(stdout)
-    except json.JSONDecodeError:
-        tail = (stderr.strip().splitlines() or stdout.strip().splitlines() or [state])[-1]
-        raise HpclzError(
-            f"{what} on the scheduler returned no report (run command {state}, exit {exit_code}): {tail}",
-            exit_code=ExitCode.AZURE_ERROR if exit_code is None else ExitCode.FAILED,
-        ) from None
-    if not isinstance(envelope, dict):
-        raise HpclzError(f"{what} on the scheduler returned JSON that is not an hpclz envelope")
-    if envelope.get("errors") and not envelope.get("result"):
-        first = envelope["errors"][0]
-        code = _exit_code(envelope.get("exit_code"))
-        raise HpclzError(f"on the scheduler: {first.get('message', '?')}", exit_code=code)
-    result = envelope.get("result")
-    if not isinstance(result, dict):
-        raise HpclzError(f"{what} on the scheduler returned an envelope without a result")
-    return result
-
-
-def _exit_code(value: Any) -> ExitCode:
-    try:
-        return ExitCode(int(value))
-    except (TypeError, ValueError):
-        return ExitCode.FAILED
 
 
 def _report(body: dict[str, Any]) -> VerifyReport:

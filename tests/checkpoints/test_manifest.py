@@ -7,8 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from hpclz.errors import HpclzError
-from hpclz.services.checkpoint_manifest import (
+from hpclz.checkpoints.manifest import (
     Manifest,
     ManifestEntry,
     compare,
@@ -17,6 +16,7 @@ from hpclz.services.checkpoint_manifest import (
     normalise_prefix,
     parse_manifest,
 )
+from hpclz.errors import HpclzError
 
 # FIPS 180-2, appendix B.1: SHA-256("abc"), the standard's own example digest.
 ABC_SHA256 = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"

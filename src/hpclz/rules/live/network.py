@@ -7,11 +7,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from hpclz.config.network import SUBNET_ROLES, ExistingVnet, Subnet
-from hpclz.deploy.live_context import LiveContext
 from hpclz.findings import Finding, Severity
 from hpclz.naming import NameBuilder
 from hpclz.render.zone import BASTION_SUBNET, Zone
 from hpclz.rules.base import Rule
+from hpclz.rules.live.context import LiveContext
 
 # network.vnet.mode: existing -- hpclz creates nothing in a VNet it does not own but NSGs, so every subnet the
 # config names must already be there, with its prefix and its delegation (read through azure-mgmt-network).

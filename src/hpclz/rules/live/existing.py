@@ -10,9 +10,9 @@ from typing import Any
 from hpclz.config.identity import ExistingKeyVault
 from hpclz.config.network import ExistingVnet
 from hpclz.config.storage import ExistingLustre
-from hpclz.deploy.live_context import LiveContext
 from hpclz.findings import Finding, Severity
 from hpclz.rules.base import Rule
+from hpclz.rules.live.context import LiveContext
 
 LUSTRE = ("storage", "lustre")
 VAULT = ("identity", "key_vault")

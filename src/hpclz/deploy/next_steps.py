@@ -15,7 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from hpclz.config.loader import LoadedConfig
-from hpclz.services.portal_steps import portal_steps
+from hpclz.deploy.portal_steps import portal_steps
 from hpclz.state.model import StateDocument
 
 # The server's web UI listens on HTTPS 443 (cloud-init: `cyclecloud initialize --url=https://localhost`);

@@ -8,9 +8,9 @@ from ipaddress import ip_network
 from typing import Any
 
 from hpclz.config.storage import ExistingNetApp, NetAppVolume
-from hpclz.deploy.live_context import LiveContext
 from hpclz.findings import Finding, Severity
 from hpclz.rules.base import Rule
+from hpclz.rules.live.context import LiveContext
 
 NETAPP = ("storage", "netapp")
 CLIENT_ROLES = ("admin", "compute")  # scheduler and login nodes mount what the compute nodes mount

@@ -6,9 +6,9 @@ from collections.abc import Iterable
 from typing import Any
 
 from hpclz.catalog import load_availability
-from hpclz.deploy.live_context import LiveContext, capability
 from hpclz.findings import Finding, Severity
 from hpclz.rules.base import Rule
+from hpclz.rules.live.context import LiveContext, capability
 
 
 class SkuNotOffered(Rule[LiveContext]):

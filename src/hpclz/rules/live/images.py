@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from hpclz.deploy.live_context import LiveContext
 from hpclz.findings import Finding, Severity
 from hpclz.rules.base import Rule
 from hpclz.rules.config.compute import GEN2_ONLY_SIZES
+from hpclz.rules.live.context import LiveContext
 
 
 def _region(name: object) -> str:

@@ -1,6 +1,6 @@
 """`hpclz nodes roll|status` from the machine that deployed: the same command, run on the scheduler VM.
 
-Reuses remote verify's parts (hpclz.services.verify_remote): the scheduler found by CycleCloud's tags in the compute
+Reuses remote verify's parts (hpclz.azure.scheduler): the scheduler found by CycleCloud's tags in the compute
 resource group the state recorded (or --scheduler), the config passed base64-encoded in a protected parameter, the
 envelope brought back whole through a blob. A roll starts no job, so it needs no folder shared with the nodes: the
 config goes to a temporary file that the script removes when it exits.
@@ -15,24 +15,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hpclz.config.loader import LoadedConfig
-from hpclz.errors import ExitCode, HpclzError
-from hpclz.services.verify_remote import (
+from hpclz.azure.scheduler import (
     CONFIG_ENV,
     REPORT_CONTAINER,
     STARTUP_S,
-    RemoteRequest,
     azure_clients,
     compute_group,
     locate_scheduler,
     parse_envelope,
     report_storage,
 )
+from hpclz.config.loader import LoadedConfig
+from hpclz.errors import ExitCode, HpclzError
 
 
 @dataclass
 class Scheduler:
-    """Where and how the command runs there (the options hpclz.services.nodes passes on)."""
+    """Where and how the command runs there (the options `hpclz nodes` passes on)."""
 
     vm_id: str | None = None  # --scheduler; found by CycleCloud's tags when None
     report_account: str | None = None
@@ -60,8 +59,7 @@ def run_on_scheduler(loaded: LoadedConfig, args: list[str], opts: Scheduler) -> 
     vm_id = locate_scheduler(clients, loaded, opts.vm_id, None if opts.vm_id else compute_group(loaded))
     timeout_s = STARTUP_S + opts.wait_s  # a roll is a few scontrol calls; status --wait follows it that long
     opts.progress(f"nodes {args[0]} runs on {vm_id} (time limit {timeout_s} s)")
-    request = RemoteRequest(verify_args=[], report_account=opts.report_account, timeout_s=timeout_s)
-    account, connection = report_storage(loaded, request)
+    account, connection = report_storage(loaded, opts.report_account)
     blobs = OutputBlobs(account, REPORT_CONTAINER, connection, clients.credential, valid_s=timeout_s)
     outcome = run_script(
         clients,

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from hpclz.deploy.live_context import LiveContext
 from hpclz.findings import Finding, Severity
 from hpclz.rules.base import Rule
 from hpclz.rules.config.images import pinned_marketplace_images
+from hpclz.rules.live.context import LiveContext
 
 # imageDeprecationStatus.imageState of Virtual Machine Images - Get: "Active", "ScheduledForDeprecation" or
 # "Deprecated" (azure-rest-api-specs ComputeRP/stable/2024-07-01 VirtualMachineImage_Get_MaximumSet_Gen.json shows
