@@ -212,3 +212,23 @@ def test_a_config_failing_validation_is_not_planned(run_cli: Run, config: Path) 
     assert result.exit_code == 1
     assert "error" in result.stdout and "fails validation" in result.stdout
     assert "Plan:" not in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("flags", "fragment"),
+    [
+        (("--refresh-only", "--destroy"), "--refresh-only shows drift and --destroy shows deletes"),
+        (("--destroy", "--replace", "Microsoft.Network/bastionHosts/x"), "it takes no --replace or --target"),
+        (("--include-data",), "--include-data only applies with --destroy"),
+        (("--refresh=false", "--refresh-only"), "--refresh-only reads Azure, --refresh=false forbids it"),
+        (("--destroy", "--refresh=false"), "--destroy reads Azure to prove what the zone owns"),
+    ],
+)
+def test_contradictory_flags_are_refused_before_anything_is_read(
+    run_cli: Run, tmp_path: Path, flags: tuple[str, ...], fragment: str
+) -> None:
+    missing = tmp_path / "not-there.yaml"  # refused before the config is even read
+    result = run_cli("plan", str(missing), *flags)
+    assert result.exit_code == 64, result.stderr
+    assert result.stderr.startswith("error: contradictory flags: ") and fragment in result.stderr
+    assert "nothing was planned" in result.stderr and len(result.stderr.strip().splitlines()) == 1
