@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from hpclz.config.loader import load_config
+from hpclz.deploy.secrets import resolve_secrets
 from hpclz.errors import ExitCode, HpclzError
-from hpclz.services.deploy import resolve_secrets
 from tests.conftest import REPO
 
 HPCLZ = str(Path(sys.executable).parent / "hpclz")
