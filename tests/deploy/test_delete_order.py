@@ -92,3 +92,22 @@ def test_destroy_deletes_users_before_what_they_use_in_one_run(arm: ArmStandIn) 
     assert order.index("vnet-lz") < order.index("nsg-compute")  # its subnet names the NSG
     assert order.index("vnet-lz") < order.index("nat-lz") < order.index("pip-nat")  # the NAT gateway holds the IP
     assert remaining.resources == []
+
+
+def test_a_defender_plan_the_config_dropped_is_released_and_leaves_state(arm: ArmStandIn) -> None:
+    """Removing a Defender plan from the config: hpclz leaves the pricing on (it is the subscription's, docs/defender.md)
+    and forgets it, so the next deploy has nothing left to do instead of failing again."""
+    from hpclz.deploy.prune import delete_records, failures
+
+    rid = f"/subscriptions/{arm.subscription_id}/providers/Microsoft.Security/pricings/VirtualMachines"
+    arm.world.resources[rid.lower()] = {"id": rid, "name": "VirtualMachines", "type": "Microsoft.Security/pricings"}
+    record = ResourceRecord(
+        id=rid, type="Microsoft.Security/pricings", name="VirtualMachines", api_version="2024-01-01", deployment="d"
+    )
+    doc = StateDocument(landing_zone="lz", environment="dev", resources=[record])
+
+    outcomes, gone = delete_records(Arm(AzureClients(arm.subscription_id)), doc, [record], ["d"])
+
+    assert [o.action for o in outcomes] == [Action.RELEASED] and failures(outcomes) == []
+    assert gone == {rid.lower()}
+    assert rid.lower() in arm.world.resources  # left on in Azure

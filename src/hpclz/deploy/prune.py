@@ -18,7 +18,10 @@ from hpclz.deploy.destroy import Action, Destroyer, Outcome
 from hpclz.render.model import Deployment, DeploymentPlan
 from hpclz.state.model import ResourceRecord, StateDocument
 
-SETTLED = (Action.DELETED, Action.GONE)
+# What may leave state. A Defender plan the config stopped asking for is released, not reset (resetting it to Free
+# would change the whole subscription, hpclz.plan.policies): its record leaves state too, or every later deploy would
+# try again and exit 5.
+SETTLED = (Action.DELETED, Action.GONE, Action.RELEASED)
 GROUP = "microsoft.resources/resourcegroups"
 
 
