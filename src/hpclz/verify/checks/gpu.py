@@ -44,6 +44,12 @@ def _verdict(fails: list[str], warns: list[str], ok: str, unit: str = "") -> Ver
     return Verdict(PASS, ok, measured=0, threshold=0, unit=unit)
 
 
+# nvidia-smi(1), RETURN VALUE: 14 "infoROM is corrupted", 15 "The GPU has fallen off the bus or has otherwise become
+# inaccessible".
+NVSMI_RC_INFOROM = 14
+NVSMI_RC_LOST = 15
+
+
 @check(
     "HPCLZ-VFY-001",
     "nvidia-smi responsiveness",
@@ -52,12 +58,27 @@ def _verdict(fails: list[str], warns: list[str], ok: str, unit: str = "") -> Ver
 )
 def nvidia_smi_responsive(facts: NodeFacts, t: Thresholds) -> Verdict:
     """The driver must answer `nvidia-smi -q -x` within its timeout (aznhc check_nvsmi_healthmon).
-    A hung or failing nvidia-smi means the driver or a GPU is wedged; nothing else on the node can be trusted."""
-    if facts.nvsmi.responsive:
-        return Verdict(PASS, f"nvidia-smi listed {_gpus(len(facts.nvsmi.gpus))}")
-    if t.get("gpu_count") is None and "not installed" in facts.nvsmi.error:
-        return Verdict(NOT_MEASURED, f"not measured: {facts.nvsmi.error} (SKU {t.sku or 'unknown'} expects no GPU)")
-    return Verdict(FAIL, facts.nvsmi.error)
+    A hung or failing nvidia-smi means the driver or a GPU is wedged; nothing else on the node can be trusted.
+
+    The fault code follows why it failed, as aznhc's csc_nvidia_smi.nhc maps nvidia-smi's exit status (lines 34-77 at
+    Azure/azurehpc-health-checks@0e0a1ac; the statuses are nvidia-smi(1)'s RETURN VALUE): a GPU nvidia-smi cannot
+    open ("Unable to determine the device handle for GPU ...: GPU is lost", real outputs in corpus/nvsmi-lost/) or
+    status 15, fallen off the bus, is NHC2010; 14, infoROM corrupted, NHC2008; a hang (killed by a signal) NHC2015;
+    any other failure NHC2001. A GPU that falls off the bus need not leave an Xid 79 line in the kernel log (none
+    in those reports), so this is the check that catches it then."""
+    smi = facts.nvsmi
+    if smi.responsive:
+        return Verdict(PASS, f"nvidia-smi listed {_gpus(len(smi.gpus))}")
+    if t.get("gpu_count") is None and "not installed" in smi.error:
+        return Verdict(NOT_MEASURED, f"not measured: {smi.error} (SKU {t.sku or 'unknown'} expects no GPU)")
+    if smi.lost or smi.rc == NVSMI_RC_LOST:
+        which = f"GPU {', '.join(smi.lost)}" if smi.lost else "a GPU"
+        return Verdict(FAIL, f"{which} lost: fallen off the bus or inaccessible ({smi.error})", nhc_code="NHC2010")
+    if smi.rc == NVSMI_RC_INFOROM:
+        return Verdict(FAIL, f"infoROM corrupted ({smi.error})", nhc_code="NHC2008")
+    if "not responding" in smi.error:
+        return Verdict(FAIL, smi.error, nhc_code="NHC2015")
+    return Verdict(FAIL, smi.error, nhc_code="NHC2001")
 
 
 @check(
@@ -79,7 +100,7 @@ def gpu_count(facts: NodeFacts, t: Thresholds) -> Verdict:
         return Verdict(PASS, _gpus(listed), listed, num(expected), "GPUs")
     message = f"{listed} of {num(expected)} GPUs listed by the driver"
     if facts.pci_gpus.value is not None:
-        on_bus = [normalize_bus_id(b) for b in facts.pci_gpus.value]  # type: ignore[attr-defined]
+        on_bus = [normalize_bus_id(b) for b in facts.pci_gpus.value]
         missing = sorted(set(on_bus) - {g.bus_id for g in facts.nvsmi.gpus})
         if missing:
             message += f"; on the PCI bus but not listed: {', '.join(missing)}"
@@ -207,7 +228,7 @@ def gpu_xid(facts: NodeFacts, t: Thresholds) -> Verdict:
     plus 94/95 from its GHR dictionary). Codes 13, 31 and 43 are faults of the application and are ignored."""
     if facts.xids.value is None:
         return Verdict(NOT_MEASURED, f"not measured: kernel log unreadable: {facts.xids.why}")
-    events: list[XidEvent] = list(facts.xids.value)  # type: ignore[call-overload]
+    events: list[XidEvent] = list(facts.xids.value)
     fatal = [e for e in events if e.code in FATAL_XIDS]
     if not fatal:
         other = sorted({e.code for e in events})
@@ -238,7 +259,7 @@ def nvlink(facts: NodeFacts, t: Thresholds) -> Verdict:
         return silent
     if facts.nvlinks.value is None:
         return Verdict(FAIL, f"NVLink state unreadable: {facts.nvlinks.why}", None, num(expected), "links")
-    links: list[NvLink] = list(facts.nvlinks.value)  # type: ignore[call-overload]
+    links: list[NvLink] = list(facts.nvlinks.value)
     fails = []
     fewest = int(expected)
     for g in facts.nvsmi.gpus:
@@ -273,7 +294,7 @@ def pcie_link(facts: NodeFacts, t: Thresholds) -> Verdict:
     if want_gen is None or want_width is None:
         seen = ", ".join(sorted({f"Gen{g.pcie_gen} x{g.pcie_width}" for g in facts.nvsmi.gpus}))
         return Verdict(NOT_MEASURED, f"not judged: no PCIe threshold for SKU {t.sku or 'unknown'} (links: {seen})")
-    loaded = {g.bus_id: g for g in facts.clocks_under_load.value or []}  # type: ignore[attr-defined]
+    loaded = {g.bus_id: g for g in facts.clocks_under_load.value or []}
     expected = f"expected Gen{num(want_gen)} x{num(want_width)}"
 
     def judge(g: Gpu, fails: list[str], warns: list[str]) -> None:
@@ -316,7 +337,7 @@ def clock_events(facts: NodeFacts, t: Thresholds) -> Verdict:
         (warns if idle else fails).append(f"{g.label()}: {', '.join(active)} active while {load}")
 
     fails, warns = _gpu_issues(facts, judge)
-    loaded: list[Gpu] = list(facts.clocks_under_load.value or [])  # type: ignore[call-overload]
+    loaded: list[Gpu] = list(facts.clocks_under_load.value or [])
     by_bus = {g.bus_id: g.index for g in facts.nvsmi.gpus}
     for g in loaded:
         if g.bus_id in by_bus:  # name it by the driver's index, as every other message does
