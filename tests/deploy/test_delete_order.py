@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from hpclz.azure.arm import Arm
 from hpclz.azure.clients import AzureClients
 from hpclz.azure.errors import sdk_error
@@ -26,9 +28,9 @@ def _world(arm: ArmStandIn) -> dict[str, str]:
         "nat": f"{base}/natGateways/nat-lz",
         "vnet": f"{base}/virtualNetworks/vnet-lz",
     }
-    subnet = {"id": f"{ids['vnet']}/subnets/compute", "name": "compute"}
+    subnet: dict[str, Any] = {"id": f"{ids['vnet']}/subnets/compute", "name": "compute"}
     subnet["properties"] = {"networkSecurityGroup": {"id": ids["nsg"]}, "natGateway": {"id": ids["nat"]}}
-    bodies = {
+    bodies: dict[str, dict[str, Any]] = {
         "nsg": {"properties": {"securityRules": []}},
         "pip": {"properties": {"publicIPAllocationMethod": "Static"}},
         "nat": {"properties": {"publicIpAddresses": [{"id": ids["pip"]}]}},

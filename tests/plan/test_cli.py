@@ -8,6 +8,7 @@ import re
 import shutil
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from rich.console import Console
@@ -156,7 +157,7 @@ def test_saved_plan_edited_by_hand_or_not_a_plan(run_cli: Run, config: Path) -> 
         load_saved_plan(config.parent / "nope.json", loaded, None)
 
 
-def _rehashed(raw: dict, deployment: dict) -> None:
+def _rehashed(raw: dict[str, Any], deployment: dict[str, Any]) -> None:
     """Recompute the file's own hash of `deployment`, as whoever edits a plan file can."""
     from hpclz.render.model import Deployment
 

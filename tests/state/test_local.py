@@ -209,7 +209,7 @@ def test_a_folder_hpclz_did_not_create_keeps_its_mode(config: LandingZoneConfig,
     shared = config_file.parent / "shared"
     shared.mkdir(mode=0o755)
     shared.chmod(0o755)
-    backend = LocalBackend(shared, "energy-prod", guard=open_backend(config, base_dir=config_file.parent).guard)
+    backend = LocalBackend(shared, "energy-prod", guard=_local(config, config_file).guard)
     with backend.lock("deploy"):
         backend.write(sample_state(config))
     assert stat.S_IMODE(shared.stat().st_mode) == 0o755  # the user's folder: never chmodded
