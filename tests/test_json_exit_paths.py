@@ -26,6 +26,7 @@ AFTER_CONFIG: dict[str, list[str]] = {
     "destroy": ["--yes"],
     "state unlock": ["--force"],
     "state forget": ["Microsoft.Network/virtualNetworks/vnet-x"],
+    "state adopt": ["Microsoft.Network/virtualNetworks/vnet-x"],
     "nodes roll": ["--all", "--dry-run"],
     "nodes repair": ["--state-dir", "{tmp}/state"],
 }
@@ -49,7 +50,7 @@ REQUIRED_ARGUMENT_COMMANDS = [c for c in JSON_COMMANDS if any(a.required for a i
 
 def test_the_table_names_what_the_tests_cover() -> None:
     """Every command with -o json is covered below; the extra arguments name only commands that exist."""
-    assert len(JSON_COMMANDS) == 17, JSON_COMMANDS  # validate .. nodes incidents: a dropped command shows here
+    assert len(JSON_COMMANDS) == 18, JSON_COMMANDS  # validate .. state adopt: a dropped command shows here
     assert set(AFTER_CONFIG) <= set(JSON_COMMANDS)
     # explain takes a rule ID, nodes incidents a state folder: neither reads a config
     assert set(CONFIG_COMMANDS) == set(JSON_COMMANDS) - {"explain", "nodes incidents"}

@@ -86,3 +86,24 @@ def test_render_onto_a_file_is_a_usage_error(run_cli: RunCli, zone: Path) -> Non
     result = run_cli("render", str(zone), "--out", str(zone), "--no-gates")
     assert result.exit_code == 64
     assert "exists and is not a folder" in result.stderr
+
+
+@pytest.mark.parametrize("command", ["plan", "schema", "init"])
+def test_a_planted_link_is_never_written_through(run_cli: RunCli, zone: Path, command: str) -> None:
+    victim = zone.parent / "victim.txt"
+    victim.write_text("untouched\n")
+    out = zone.parent / "out.json"
+    out.symlink_to(victim)
+    refused = run_cli(*_commands(zone, out)[command], "--force")
+    assert refused.exit_code == 64 and "symbolic link" in refused.stderr, refused.stderr
+    assert victim.read_text() == "untouched\n"
+
+
+def test_init_replaces_a_link_planted_at_its_schema_file(run_cli: RunCli, tmp_path: Path) -> None:
+    victim = tmp_path / "victim.txt"
+    victim.write_text("untouched\n")
+    (tmp_path / "new").mkdir()
+    schema = tmp_path / "new" / "hpclz.schema.json"
+    schema.symlink_to(victim)
+    assert run_cli("init", "--preset", "energy", "--out", str(tmp_path / "new" / "lz.yaml")).exit_code == 0
+    assert victim.read_text() == "untouched\n" and not schema.is_symlink() and schema.stat().st_size > 0

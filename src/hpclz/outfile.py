@@ -7,6 +7,7 @@ unwritable folder as `--out` escaped as an internal error. Every writer checks h
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -15,12 +16,22 @@ from hpclz.errors import ExitCode, HpclzError
 
 def check_out_file(out: str | Path, *, inputs: Iterable[str | Path] = (), force: bool = False) -> Path:
     """Refuse an `--out` that would overwrite an input, a folder, or an existing file without --force."""
-    target = Path(out)
+    try:
+        return _checked(Path(out), inputs, force)
+    except OSError as exc:  # a name the file system refuses (too long, a loop of links): one line, not a traceback
+        raise HpclzError(f"{out}: --out cannot be used: {exc.strerror or exc}", exit_code=ExitCode.USAGE) from None
+
+
+def _checked(target: Path, inputs: Iterable[str | Path], force: bool) -> Path:
+    out = target
     for source in inputs:
         if _same_file(target, Path(source)):
             raise HpclzError(
                 f"{out}: --out names an input file of this command; refusing to overwrite it", exit_code=ExitCode.USAGE
             )
+    if target.is_symlink():
+        # A link planted where the file goes would send the write wherever it points.
+        raise HpclzError(f"{out}: --out is a symbolic link; name the file itself", exit_code=ExitCode.USAGE)
     if target.is_dir():
         raise HpclzError(f"{out}: --out is a folder; name a file", exit_code=ExitCode.USAGE)
     if target.exists() and not force:
@@ -35,15 +46,25 @@ def check_out_file(out: str | Path, *, inputs: Iterable[str | Path] = (), force:
     return target
 
 
-def write_out_file(out: Path, text: str, what: str) -> None:
-    """Write through a temporary file beside the target, so a failed write never leaves half a file."""
-    temp = out.with_name(f".{out.name}.tmp")
+def write_out_file(out: Path, text: str, what: str, mode: int = 0o644) -> None:
+    """Write through a new temporary file beside the target (created exclusively, so no planted link is followed)
+    and rename it over the target (a rename replaces a link at the target, never writes through it): a failed
+    write never leaves half a file. `mode`: 0600 for what only its owner should read (a saved plan)."""
+    temp: Path | None = None
     try:
-        temp.write_text(text, encoding="utf-8")
+        fd, name = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent if str(out.parent) else ".")
+        temp = Path(name)
+        os.fchmod(fd, mode)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
         temp.replace(out)
-    except OSError as exc:
-        temp.unlink(missing_ok=True)
-        raise HpclzError(f"{out}: cannot write the {what}: {exc.strerror or exc}", exit_code=ExitCode.USAGE) from None
+    except (OSError, ValueError) as exc:
+        if temp is not None:
+            temp.unlink(missing_ok=True)
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise HpclzError(f"{out}: cannot write the {what}: {reason}", exit_code=ExitCode.USAGE) from None
 
 
 def _same_file(a: Path, b: Path) -> bool:

@@ -108,6 +108,45 @@ CASES = [
         "mount_point: /usr/local",
     ),
     (
+        "schema-version-true",
+        _edit("schema_version: 1", "schema_version: true"),
+        "schema_version",
+        "must be the number 1, not true",
+        "schema_version: true",
+    ),
+    (
+        # Azure allows 50 tags per resource; hpclz adds 4, so 47 of the user's are too many (3 here + 44).
+        "forty-seven-tags",
+        _edit(
+            "    workload: seismic\n", "    workload: seismic\n" + "\n".join(f"    t{i}: x" for i in range(44)) + "\n"
+        ),
+        "metadata.tags",
+        "47 tags; Azure allows 50 per resource",
+        "  tags:",
+    ),
+    (
+        "bidi-override-in-a-tag",
+        _edit("    workload: seismic", '    workload: "seis\u202emic"'),
+        "metadata.tags.workload",
+        "invisible character U+202E",
+        "    workload:",
+    ),
+    (
+        "byte-order-mark-in-a-tag-name",
+        _edit("    workload: seismic", '    "\ufeffworkload": seismic'),
+        r"metadata.tags.\ufeffworkload",
+        "invisible character U+FEFF",
+        'workload": seismic',
+    ),
+    (
+        # POSIX keeps a leading "//" through normalisation; Linux reads it as "/": checked after collapsing.
+        "lustre-double-slash-home",
+        _edit("mount_point: /lustre", "mount_point: //home"),
+        "storage.lustre.mount_point",
+        "'/home' is a system directory",
+        "mount_point: //home",
+    ),
+    (
         "lustre-dotdot",
         _edit("mount_point: /lustre", "mount_point: /tmp/../boot"),
         "storage.lustre.mount_point",
@@ -259,7 +298,22 @@ ACCEPTED = [
         _edit("  backend: local ", "  backend: azure_blob\n  account_url: https://sthpclz.blob.core.windows.net\n  #"),
     ),
     ("admin-lookalike", _edit("admin_username: hpcadmin", "admin_username: admins")),
+    (
+        "forty-six-tags",
+        _edit(
+            "    workload: seismic\n", "    workload: seismic\n" + "\n".join(f"    t{i}: x" for i in range(43)) + "\n"
+        ),
+    ),
 ]
+
+
+def test_a_long_rejected_value_is_elided() -> None:
+    from hpclz.config import load_config_text
+    from hpclz.errors import ConfigError
+
+    with pytest.raises(ConfigError) as caught:
+        load_config_text(_edit("name: energy ", f"name: {'x' * 900_000} "))
+    assert len(str(caught.value)) < 400 and "(900000 characters)" in str(caught.value)
 
 
 @pytest.mark.parametrize("text", [c[1] for c in ACCEPTED], ids=[c[0] for c in ACCEPTED])

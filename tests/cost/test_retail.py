@@ -5,6 +5,7 @@ with the recorded eastus2 answer split over two pages."""
 from __future__ import annotations
 
 import json
+import time
 import urllib.parse
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler
@@ -108,4 +109,45 @@ def test_an_http_error_is_one_line_and_writes_nothing(run_cli: RunCli, api: str,
     result = run_cli("prices", "refresh", AI, "--endpoint", api, "--cache-dir", str(tmp_path))
     assert result.exit_code == 5 and "answered HTTP 503" in result.stderr
     assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "eastus2.json").exists()
+
+
+class Endless(BaseHTTPRequestHandler):
+    """A server that answers a byte at a time (`drip`), or without end in full chunks."""
+
+    drip: ClassVar[bool] = True
+
+    def do_GET(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.end_headers()
+        try:
+            self.wfile.write(b'{"Items": [')
+            while True:
+                self.wfile.write(b" " if self.drip else b" " * 65536)
+                self.wfile.flush()
+                if self.drip:
+                    time.sleep(0.05)
+        except OSError:  # the client gave up: the point of the test
+            return
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.mark.parametrize(
+    ("drip", "fragment"), [(True, "did not finish within 1 s"), (False, "more than 1048576 bytes")]
+)
+def test_a_slow_or_endless_answer_stops_at_the_deadline_or_the_cap(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, drip: bool, fragment: str
+) -> None:
+    from hpclz.config.loader import load_config
+    from hpclz.cost.retail import Limits, refresh
+    from hpclz.errors import HpclzError
+
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    Endless.drip = drip
+    with serve(Endless) as base, pytest.raises(HpclzError, match=fragment) as caught:
+        refresh(load_config(AI).config, endpoint=base + PATH, cache=tmp_path, limits=Limits(1.0, 1024 * 1024))
+    assert len(str(caught.value).splitlines()) == 1
     assert not (tmp_path / "eastus2.json").exists()

@@ -16,6 +16,7 @@ from pathlib import Path
 from tests.conftest import RunCli
 from tests.deploy.conftest import HPCLZ, state_of
 from tests.support.arm_standin import ArmStandIn
+from tests.support.signals import interruptible, parent_ignoring_sigint
 
 PROMPT = b"[y/N]"
 
@@ -24,6 +25,7 @@ def _on_a_terminal(args: list[str], keys: bytes, timeout: float = 90) -> tuple[i
     """Run hpclz with a pty as its controlling terminal, type `keys` at its prompt; exit code and screen."""
     pid, fd = pty.fork()
     if pid == 0:  # the child: exec at once, so nothing of pytest runs here
+        interruptible()  # whatever SIGINT disposition the test run inherited (tests/support/signals.py)
         os.execv(HPCLZ[0], [HPCLZ[0], *args])
     screen = b""
     deadline = time.monotonic() + timeout
@@ -57,7 +59,8 @@ def test_no_at_the_deploy_prompt_cancels_with_exit_1_and_deploys_nothing(arm: Ar
 
 
 def test_ctrl_c_at_the_deploy_prompt_exits_130_and_deploys_nothing(arm: ArmStandIn, zone: Path) -> None:
-    code, screen = _on_a_terminal(["deploy", str(zone)], b"\x03")  # the terminal turns ^C into SIGINT
+    with parent_ignoring_sigint():  # as under `scripts/test &` from a script: the child must not inherit it
+        code, screen = _on_a_terminal(["deploy", str(zone)], b"\x03")  # the terminal turns ^C into SIGINT
     assert code == 130, screen
     assert "internal error" not in screen
     assert arm.world.deployments == {}

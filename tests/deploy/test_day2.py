@@ -198,6 +198,17 @@ ROWS = [
         writes=("PUT",),
     ),
     Row(
+        "resize the CycleCloud server",
+        (("    slurm_version: 23.11.10-2\n", "    slurm_version: 23.11.10-2\n    vm_size: Standard_D8as_v5\n"),),
+        "Azure resizes a VM in place with a restart (https://learn.microsoft.com/azure/virtual-machines/sizes/"
+        "resize-vm): no data-loss flag, only consent to the restart",
+        "compute.cyclecloud.vm_size",
+        applied=True,
+        flags=("--allow-disruption",),
+        refused_without="--allow-disruption",
+        writes=("PUT",),
+    ),
+    Row(
         "move the accounting server to a new subnet",
         (
             (

@@ -6,6 +6,7 @@ from hpclz.azure.arm import Arm
 from hpclz.azure.clients import AzureClients
 from hpclz.deploy.destroy import Action, Destroyer
 from hpclz.render.model import DATA_TAG, MANAGED_TAG
+from hpclz.render.zone import ZONE_TAG
 from hpclz.state.model import DeploymentRecord, DeploymentStatus, ResourceRecord, StateDocument
 from tests.support.arm_standin import ArmStandIn
 
@@ -14,12 +15,17 @@ VNET = "Microsoft.Network/virtualNetworks"
 
 def _resource(arm: ArmStandIn, group: str, name: str, deployment: str) -> ResourceRecord:
     rid = f"/subscriptions/{arm.subscription_id}/resourceGroups/{group}/providers/{VNET}/{name}"
-    arm.world.resources[rid.lower()] = {"id": rid, "name": name, "type": VNET, "tags": {MANAGED_TAG: "true"}}
+    arm.world.resources[rid.lower()] = {
+        "id": rid,
+        "name": name,
+        "type": VNET,
+        "tags": {MANAGED_TAG: "true", ZONE_TAG: "lz"},
+    }
     return ResourceRecord(id=rid, type=VNET, name=name, api_version="2023-09-01", deployment=deployment)
 
 
 def test_a_deployment_whose_group_goes_whole_still_deletes_what_it_made_in_another_group(arm: ArmStandIn) -> None:
-    arm.world.put_group("rg-net", "eastus", {MANAGED_TAG: "true"})
+    arm.world.put_group("rg-net", "eastus", {MANAGED_TAG: "true", ZONE_TAG: "lz"})
     arm.world.put_group("rg-hub", "eastus", {})  # not hpclz's: never deleted whole
     group = ResourceRecord(
         id=f"/subscriptions/{arm.subscription_id}/resourceGroups/rg-net",
@@ -91,7 +97,7 @@ def test_defender_plans_are_left_on_and_forgotten(arm: ArmStandIn) -> None:
 def test_a_group_holding_data_state_never_recorded_is_kept_unless_include_data(arm: ArmStandIn) -> None:
     """What no run lists (a nested deployment's resource, docs/state.md "Known limit") but hpclz tagged as data: the
     group that holds it stays on plain destroy and is named with it; --include-data deletes the group."""
-    arm.world.put_group("rg-storage", "eastus2", {MANAGED_TAG: "true"})
+    arm.world.put_group("rg-storage", "eastus2", {MANAGED_TAG: "true", ZONE_TAG: "lz"})
     group = ResourceRecord(
         id=f"/subscriptions/{arm.subscription_id}/resourceGroups/rg-storage",
         type="Microsoft.Resources/resourceGroups",
@@ -108,7 +114,7 @@ def test_a_group_holding_data_state_never_recorded_is_kept_unless_include_data(a
         "name": "amlfs-lz",
         "type": "Microsoft.StorageCache/amlFilesystems",
         "location": "eastus2",
-        "tags": {MANAGED_TAG: "true", DATA_TAG: "true"},
+        "tags": {MANAGED_TAG: "true", ZONE_TAG: "lz", DATA_TAG: "true"},
     }
     doc = StateDocument(landing_zone="lz", environment="prod", resources=[group])
 

@@ -16,6 +16,7 @@ from tests.conftest import RunCli
 from tests.deploy.conftest import HPCLZ, left_after_destroy, our_groups, state_of
 from tests.support.arm_standin import ArmStandIn
 from tests.support.arm_standin.world import DeploymentRun
+from tests.support.signals import interruptible, parent_ignoring_sigint
 
 pytestmark = pytest.mark.slow  # each test waits on a deployment the stand-in holds running for seconds
 
@@ -32,6 +33,7 @@ def _start_deploy(zone: Path) -> subprocess.Popen[str]:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=interruptible,  # Ctrl-C reaches it whatever the test run inherited (tests/support/signals.py)
     )
 
 
@@ -79,7 +81,8 @@ def test_second_concurrent_deploy_is_refused_with_the_holder(arm: ArmStandIn, zo
 
 def test_ctrl_c_releases_the_lock_and_leaves_a_resumable_state(arm: ArmStandIn, zone: Path, run_cli: RunCli) -> None:
     arm.world.latency[SLOW_TYPE] = 2.0
-    proc = _start_deploy(zone)
+    with parent_ignoring_sigint():  # as under `scripts/test &` from a script: the child must not inherit it
+        proc = _start_deploy(zone)
     _wait_until_recorded_running(zone, STORAGE, proc)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=30)

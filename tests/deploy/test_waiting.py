@@ -18,6 +18,7 @@ from hpclz.deploy.timeouts import deployment_budget
 from tests.conftest import RunCli
 from tests.deploy.conftest import HPCLZ, state_of
 from tests.support.arm_standin import ArmStandIn, Fault
+from tests.support.signals import interruptible, parent_ignoring_sigint
 
 STORAGE = "hpclz-aitrain-prod-storage"
 
@@ -38,13 +39,15 @@ def test_retry_after_of_an_hour_is_capped_and_shown(
 
 def test_first_ctrl_c_ends_a_throttled_wait_at_once(arm: ArmStandIn, zone: Path) -> None:
     arm.faults.add(Fault("throttle", method="PUT", path=rf"/deployments/{STORAGE}$", times=1, retry_after=3600))
-    proc = subprocess.Popen(
-        [*HPCLZ, "deploy", str(zone), "--yes"],
-        env=dict(os.environ),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    with parent_ignoring_sigint():  # as under `scripts/test &` from a script: the child must not inherit it
+        proc = subprocess.Popen(
+            [*HPCLZ, "deploy", str(zone), "--yes"],
+            env=dict(os.environ),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            preexec_fn=interruptible,  # Ctrl-C reaches it whatever the test run inherited (tests/support/signals.py)
+        )
     try:
         while not any(r.status == 429 for r in arm.log):
             assert proc.poll() is None, proc.communicate()

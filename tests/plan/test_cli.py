@@ -8,6 +8,7 @@ import re
 import shutil
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from rich.console import Console
@@ -156,9 +157,79 @@ def test_saved_plan_edited_by_hand_or_not_a_plan(run_cli: Run, config: Path) -> 
         load_saved_plan(config.parent / "nope.json", loaded, None)
 
 
+def _rehashed(raw: dict[str, Any], deployment: dict[str, Any]) -> None:
+    """Recompute the file's own hash of `deployment`, as whoever edits a plan file can."""
+    from hpclz.render.model import Deployment
+
+    raw["deployment_hashes"][deployment["name"]] = Deployment.model_validate(deployment).template_hash()
+
+
+def test_a_forged_plan_with_its_hashes_recomputed_is_refused(run_cli: Run, config: Path) -> None:
+    """Another resource group, or an NSG rule letting SSH in from the Internet, with the hash made to match."""
+    out = config.parent / "plan.json"
+    assert run_cli("plan", str(config), "--out", str(out), "--refresh=false").exit_code == 0
+    loaded = load_config(config)
+    pristine = json.loads(out.read_text())
+    moved = json.loads(json.dumps(pristine))
+    target = next(d for d in moved["plan"]["deployments"] if d.get("resource_group"))
+    target["resource_group"] = "rg-someone-else"
+    _rehashed(moved, target)
+    out.write_text(json.dumps(moved))
+    with pytest.raises(HpclzError, match=f"edited after it was saved \\({target['name']}\\)"):
+        load_saved_plan(out, loaded, None)
+
+    opened = json.loads(json.dumps(pristine))
+    network = next(d for d in opened["plan"]["deployments"] if "securityRules" in json.dumps(d["template"]))
+    text = json.dumps(network["template"]).replace(
+        '"securityRules": [',
+        '"securityRules": [{"name": "ssh-from-internet", "properties": {"priority": 100, "direction": "Inbound", '
+        '"access": "Allow", "protocol": "Tcp", "sourceAddressPrefix": "Internet", "sourcePortRange": "*", '
+        '"destinationAddressPrefix": "*", "destinationPortRange": "22"}}, ',
+        1,
+    )
+    network["template"] = json.loads(text)
+    _rehashed(opened, network)
+    out.write_text(json.dumps(opened))
+    with pytest.raises(HpclzError, match="edited after it was saved"):
+        load_saved_plan(out, loaded, None)
+
+
+def test_a_saved_plan_is_private_and_never_written_through_a_link(run_cli: Run, config: Path) -> None:
+    out = config.parent / "plan.json"
+    elsewhere = config.parent / "elsewhere.txt"
+    elsewhere.write_text("untouched")
+    (config.parent / "link.json").symlink_to(elsewhere)
+    refused = run_cli("plan", str(config), "--out", str(config.parent / "link.json"), "--force", "--refresh=false")
+    assert refused.exit_code == 64 and "symbolic link" in refused.stdout + refused.stderr
+    assert elsewhere.read_text() == "untouched"
+    assert run_cli("plan", str(config), "--out", str(out), "--refresh=false").exit_code == 0
+    assert out.stat().st_mode & 0o777 == 0o600
+    assert elsewhere.read_text() == "untouched"
+
+
 def test_a_config_failing_validation_is_not_planned(run_cli: Run, config: Path) -> None:
     edit(config, "compute: {cidr: 10.20.16.0/20}", "compute: {cidr: 10.20.0.0/20}")  # overlaps admin
     result = run_cli("plan", str(config), "--detailed-exitcode", "--refresh=false")
     assert result.exit_code == 1
     assert "error" in result.stdout and "fails validation" in result.stdout
     assert "Plan:" not in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("flags", "fragment"),
+    [
+        (("--refresh-only", "--destroy"), "--refresh-only shows drift and --destroy shows deletes"),
+        (("--destroy", "--replace", "Microsoft.Network/bastionHosts/x"), "it takes no --replace or --target"),
+        (("--include-data",), "--include-data only applies with --destroy"),
+        (("--refresh=false", "--refresh-only"), "--refresh-only reads Azure, --refresh=false forbids it"),
+        (("--destroy", "--refresh=false"), "--destroy reads Azure to prove what the zone owns"),
+    ],
+)
+def test_contradictory_flags_are_refused_before_anything_is_read(
+    run_cli: Run, tmp_path: Path, flags: tuple[str, ...], fragment: str
+) -> None:
+    missing = tmp_path / "not-there.yaml"  # refused before the config is even read
+    result = run_cli("plan", str(missing), *flags)
+    assert result.exit_code == 64, result.stderr
+    assert result.stderr.startswith("error: contradictory flags: ") and fragment in result.stderr
+    assert "nothing was planned" in result.stderr and len(result.stderr.strip().splitlines()) == 1

@@ -69,6 +69,51 @@ def test_refuses_a_folder_it_did_not_write(run_cli: RunCli, tmp_path: Path) -> N
     assert (tmp_path / "precious.txt").read_text(encoding="utf-8") == "keep me"
 
 
+def test_a_rerender_removes_only_what_its_manifest_lists(run_cli: RunCli, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    assert run_cli("render", ENERGY, "--out", str(out), "--no-gates", "--diagram").exit_code == 0
+    (out / "notes.md").write_text("mine", encoding="utf-8")
+    (out / "artifacts" / "mine.sh").write_text("mine", encoding="utf-8")
+    assert run_cli("render", ENERGY, "--out", str(out), "--no-gates").exit_code == 0
+    assert (out / "notes.md").read_text(encoding="utf-8") == "mine"
+    assert (out / "artifacts" / "mine.sh").read_text(encoding="utf-8") == "mine"
+    assert not (out / "diagram.mmd").exists()  # the earlier manifest listed it: hpclz's to remove
+
+
+def test_a_manifest_naming_an_input_or_outside_file_deletes_nothing(run_cli: RunCli, tmp_path: Path) -> None:
+    config = tmp_path / "lz.yaml"
+    shutil.copy(ENERGY, config)
+    assert run_cli("render", str(config), "--out", str(tmp_path), "--no-gates").exit_code == 64  # not empty
+    out = tmp_path / "out"
+    assert run_cli("render", str(config), "--out", str(out), "--no-gates").exit_code == 0
+    manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
+    for planted in ("../lz.yaml", str(config)):
+        manifest["deployments"][0]["template"] = planted
+        (out / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+        result = run_cli("render", str(config), "--out", str(out), "--no-gates")
+        assert result.exit_code == 64 and "refusing to delete it" in result.stderr, result.stderr
+        assert config.is_file()
+
+
+def test_writes_never_follow_a_planted_link(run_cli: RunCli, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    assert run_cli("render", ENERGY, "--out", str(out), "--no-gates").exit_code == 0
+    victim = tmp_path / "victim.txt"
+    victim.write_text("untouched", encoding="utf-8")
+    first = json.loads((out / "manifest.json").read_text(encoding="utf-8"))["deployments"][0]["template"]
+    (out / first).unlink()
+    (out / first).symlink_to(victim)  # a link where a template goes: replaced, not written through
+    assert run_cli("render", ENERGY, "--out", str(out), "--no-gates").exit_code == 0
+    assert victim.read_text(encoding="utf-8") == "untouched" and not (out / first).is_symlink()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    shutil.rmtree(out / "artifacts")
+    (out / "artifacts").symlink_to(elsewhere)
+    result = run_cli("render", ENERGY, "--out", str(out), "--no-gates")
+    assert result.exit_code == 64 and "symbolic link" in result.stderr and "Traceback" not in result.stderr
+    assert not list(elsewhere.iterdir())
+
+
 def test_invalid_config_is_one_located_line(run_cli: RunCli, tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text(Path(ENERGY).read_text(encoding="utf-8").replace("max_nodes: 128", "max_nodes: lots"))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import stat
@@ -13,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from ruamel.yaml import YAML
 
 from hpclz.azure.backends import open_backend
 from hpclz.config.root import LandingZoneConfig
@@ -195,3 +197,44 @@ def test_unlock_force_breaks_a_lock_held_by_a_live_hung_process(
     finally:
         holder.kill()
         holder.wait()
+
+
+def _with_state(config_file: Path, state: dict[str, object]) -> None:
+    data = YAML(typ="safe").load((REPO / "configs" / "energy.yaml").read_text())
+    data["state"] = state
+    config_file.write_text(json.dumps(data))
+
+
+def test_a_folder_hpclz_did_not_create_keeps_its_mode(config: LandingZoneConfig, config_file: Path) -> None:
+    shared = config_file.parent / "shared"
+    shared.mkdir(mode=0o755)
+    shared.chmod(0o755)
+    backend = LocalBackend(shared, "energy-prod", guard=_local(config, config_file).guard)
+    with backend.lock("deploy"):
+        backend.write(sample_state(config))
+    assert stat.S_IMODE(shared.stat().st_mode) == 0o755  # the user's folder: never chmodded
+    assert stat.S_IMODE((shared / "energy-prod").stat().st_mode) == 0o700  # made by hpclz: private
+
+
+def test_state_outside_the_config_folder_only_when_asked(run_cli: Callable[..., CliResult], config_file: Path) -> None:
+    elsewhere = config_file.parent.parent / "elsewhere"
+    elsewhere.mkdir()
+    elsewhere.chmod(0o755)
+    for path in (str(elsewhere), "../elsewhere"):
+        _with_state(config_file, {"backend": "local", "path": path})
+        refused = run_cli("plan", str(config_file), "--refresh=false")
+        assert refused.exit_code == ExitCode.CONFIG_INVALID
+        assert "state.path" in refused.stderr and "leads outside the config's folder" in refused.stderr
+    assert stat.S_IMODE(elsewhere.stat().st_mode) == 0o755 and not list(elsewhere.iterdir())
+    _with_state(config_file, {"backend": "local", "path": str(elsewhere), "outside_config_folder": True})
+    assert run_cli("plan", str(config_file), "--refresh=false").exit_code in (0, 2)
+
+
+def test_a_linked_state_folder_is_refused(config: LandingZoneConfig, config_file: Path) -> None:
+    target = config_file.parent / "real"
+    target.mkdir(mode=0o755)
+    (config_file.parent / ".hpclz").symlink_to(target)
+    backend = _local(config, config_file)
+    with pytest.raises(StateStorageError, match="symbolic link"), backend.lock("deploy"):
+        pass
+    assert stat.S_IMODE(target.stat().st_mode) == 0o755 and not list(target.iterdir())

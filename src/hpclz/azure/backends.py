@@ -7,9 +7,24 @@ from typing import Any
 
 from hpclz.config.operations import AzureBlobState, LocalState
 from hpclz.config.root import LandingZoneConfig
+from hpclz.errors import ExitCode, HpclzError
 from hpclz.state.backend import StateBackend
 from hpclz.state.factory import default_blob_name, zone_key
 from hpclz.state.guard import SecretGuard
+
+
+def refuse_outside(folder: Path, base_dir: Path, settings: LocalState, config_file: str | None) -> None:
+    """State goes beside the config unless the config asks for elsewhere: a `state.path` of `/etc` (or a `.hpclz`
+    link to it) would otherwise have deploy create and write folders wherever it leads."""
+    if settings.outside_config_folder:
+        return
+    inside = base_dir.resolve()
+    if not folder.resolve().is_relative_to(inside):
+        raise HpclzError(
+            f"{config_file or 'config'}: state.path: {settings.path} leads outside the config's folder "
+            f"({folder.resolve()}); set state.outside_config_folder: true to keep state there",
+            exit_code=ExitCode.CONFIG_INVALID,
+        )
 
 
 def open_backend(
@@ -34,7 +49,9 @@ def open_backend(
     if isinstance(settings, LocalState):
         from hpclz.state.local import LocalBackend
 
-        return LocalBackend(Path(base_dir) / settings.path, zone_key(config), guard=guard, config_file=config_file)
+        folder = Path(base_dir) / settings.path
+        refuse_outside(folder, Path(base_dir), settings, config_file)
+        return LocalBackend(folder, zone_key(config), guard=guard, config_file=config_file)
     if isinstance(settings, AzureBlobState):
         from hpclz.azure.blob_state import BlobBackend
 

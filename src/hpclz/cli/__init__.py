@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
+from pathlib import Path
 from typing import Any
 
 import typer
@@ -81,10 +83,15 @@ def main(argv: list[str] | None = None) -> int:
     130 as documented in docs/exit-codes.md. typer.Abort is a RuntimeError, so it is caught before the
     catch-all that reports internal errors.
     """
+    if sys.stdout is None or sys.stdout.closed:  # started with standard output closed: nowhere to report to
+        _say(sys.stderr, "error: standard output is closed; hpclz has nowhere to write its result\n")
+        return int(ExitCode.FAILED)
+    _lenient_streams()
     command = command_tree()
     args = list(argv if argv is not None else sys.argv[1:])
     try:
         result = command.main(args=terraform_booleans(args), prog_name="hpclz", standalone_mode=False)
+        sys.stdout.flush()  # a full disk or a closed pipe shows here, not as a traceback at exit
     except typer.TyperException as exc:  # click's UsageError, BadParameter, ... (typer vendors click)
         if wants_json(args):
             _envelope(command_named(args), ExitCode.USAGE, "usage", exc.format_message())
@@ -96,6 +103,13 @@ def main(argv: list[str] | None = None) -> int:
     except typer.Abort:
         sys.stderr.write("hpclz: aborted\n")
         return int(ExitCode.INTERRUPTED)
+    except OSError as exc:  # the output could not be written (ENOSPC, EPIPE), a full disk at the lock, ...
+        if os.environ.get("HPCLZ_DEBUG"):
+            raise
+        where = f"{exc.filename}: " if exc.filename else ""
+        _say(sys.stderr, f"error: {where}{exc.strerror or exc}\n")
+        _discard_stdout()
+        return int(ExitCode.FAILED)
     except Exception as exc:
         if os.environ.get("HPCLZ_DEBUG"):
             raise
@@ -152,6 +166,27 @@ def _show_usage_error(exc: typer.TyperException) -> None:
         show()
     else:
         sys.stderr.write(f"Error: {exc.format_message()}\n")
+
+
+def _say(stream: Any, text: str) -> None:
+    """Write a last word where it may still go; a stream that fails too is left alone."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        stream.write(text)
+        stream.flush()
+
+
+def _lenient_streams() -> None:
+    """Characters the terminal's encoding lacks (PYTHONIOENCODING=ascii) print escaped instead of failing."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if callable(reconfigure):
+            reconfigure(errors="backslashreplace")
+
+
+def _discard_stdout() -> None:
+    """Drop what could not be written, so that the exit's own flush does not fail a second time."""
+    with contextlib.suppress(OSError, ValueError):
+        sys.stdout = Path(os.devnull).open("w", encoding="utf-8")  # noqa: SIM115 - lives until exit
 
 
 def run() -> None:

@@ -1,4 +1,4 @@
-"""`hpclz state show|unlock|forget`."""
+"""`hpclz state show|unlock|forget|adopt`."""
 
 from __future__ import annotations
 
@@ -48,3 +48,20 @@ def forget(
         from hpclz.services.state import StateOptions, forget_state
 
         finish(forget_state(StateOptions(config, address=address)), output, view.show_forget)
+
+
+def adopt(
+    config: Path = CONFIG_ARGUMENT,
+    address: str = typer.Argument(
+        ...,
+        metavar="ADDRESS",
+        help="Full resource ID, or Type/name as plan prints it (e.g. Microsoft.OperationalInsights/workspaces/log-x).",
+    ),
+    output: OutputFormat = OUTPUT_OPTION,
+) -> None:
+    """Take an existing resource the config renders under hpclz's management (deploy refuses it otherwise)."""
+    with guarded("state adopt", output):
+        from hpclz.cli.views import state as view
+        from hpclz.services.state import StateOptions, adopt_state
+
+        finish(adopt_state(StateOptions(config, address=address)), output, view.show_adopt)

@@ -63,7 +63,7 @@ class Command:
 
 
 GROUPS: tuple[Group, ...] = (
-    Group("state", "Inspect the recorded state of a landing zone, or release a stale lock."),
+    Group("state", "Inspect the recorded state of a landing zone, release a stale lock, forget or adopt a resource."),
     Group("checkpoints", "Seal checkpoint blobs in a SHA-256 manifest, and prove later that none changed."),
     Group("prices", "Retail prices for the cost estimate: refresh the local cache from the Azure Retail Prices API."),
     Group(
@@ -86,6 +86,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("state show", state.show, ("hpclz.services.state:show_state",)),
     Command("state unlock", state.unlock, ("hpclz.services.state:unlock_state",)),
     Command("state forget", state.forget, ("hpclz.services.state:forget_state",)),
+    Command("state adopt", state.adopt, ("hpclz.services.state:adopt_state",)),
     Command("checkpoints manifest", checkpoints.manifest, ("hpclz.services.checkpoints:write_manifest",)),
     Command("checkpoints verify", checkpoints.verify, ("hpclz.services.checkpoints:verify_checkpoints",)),
     Command("prices refresh", prices.refresh, ("hpclz.services.prices:refresh_prices",)),

@@ -99,7 +99,45 @@ ContainerName = Annotated[
         description="Blob container: 3-63 lowercase letters, digits and single hyphens.",
     ),
 ]
-Tags = dict[Annotated[str, Field(min_length=1, max_length=512)], Annotated[str, Field(max_length=256)]]
+# Azure: "Each resource, resource group, and subscription can have a maximum of 50 tag name-value pairs"
+# (learn.microsoft.com/azure/azure-resource-manager/management/tag-resources#limitations). hpclz adds its own
+# (hpclz-managed, hpclz-zone, hpclz-environment, hpclz-data: hpclz.render.zone.Zone.tags), so the config has the rest.
+AZURE_TAG_LIMIT = 50
+HPCLZ_TAGS = 4
+# Characters that make text read differently from what it is: the bidirectional overrides and isolates
+# ("Trojan Source", CVE-2021-42574, Unicode TR #36 section 2.2) and the byte order mark U+FEFF, invisible mid-text.
+DECEPTIVE = re.compile("[\u202a-\u202e\u2066-\u2069\u200e\u200f\ufeff]")
+
+
+def _plain_text(value: str) -> str:
+    # A validator wrapped around str makes pydantic skip its own check for unpaired surrogates (invalid Unicode,
+    # which Azure cannot store), so this one makes it.
+    lone = next((i for i, ch in enumerate(value) if "\ud800" <= ch <= "\udfff"), None)
+    if lone is not None:
+        raise ValueError(f"is not valid Unicode: an unpaired surrogate U+{ord(value[lone]):04X} at position {lone}")
+    found = DECEPTIVE.search(value)
+    if found:
+        raise ValueError(f"holds the invisible character U+{ord(found.group()):04X} at position {found.start()}")
+    return value
+
+
+def _tag_count(tags: dict[str, str]) -> dict[str, str]:
+    if len(tags) > AZURE_TAG_LIMIT - HPCLZ_TAGS:
+        raise ValueError(
+            f"{len(tags)} tags; Azure allows {AZURE_TAG_LIMIT} per resource and hpclz adds {HPCLZ_TAGS} of its own, "
+            f"so at most {AZURE_TAG_LIMIT - HPCLZ_TAGS}"
+        )
+    return tags
+
+
+PlainText = Annotated[str, AfterValidator(_plain_text)]
+Tags = Annotated[
+    dict[
+        Annotated[PlainText, Field(min_length=1, max_length=512)],
+        Annotated[PlainText, Field(max_length=256)],
+    ],
+    AfterValidator(_tag_count),
+]
 
 
 class Disabled(StrictModel):

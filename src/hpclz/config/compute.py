@@ -30,7 +30,9 @@ class CycleCloud(StrictModel):
     version: str = Field(default="8.9.1", pattern=r"^\d+\.\d+\.\d+$", json_schema_extra=policy("replace"))
     slurm_project_version: str = Field(default="4.0.9", pattern=r"^\d+\.\d+\.\d+$", json_schema_extra=policy("replace"))
     slurm_version: str = Field(default="25.11.5", pattern=r"^\d+\.\d+\.\d+(-\d+)?$")
-    vm_size: str = Field(default="Standard_D4as_v5", pattern=VM_SIZE_PATTERN, json_schema_extra=policy("replace"))
+    # Azure resizes a VM in place and restarts it (learn.microsoft.com/azure/virtual-machines/sizes/resize-vm): the
+    # server keeps its disks, so a new size is a restart, never a replacement.
+    vm_size: str = Field(default="Standard_D4as_v5", pattern=VM_SIZE_PATTERN, json_schema_extra=policy("restart_nodes"))
     image: str | None = Field(
         default=None,
         pattern=IMAGE_URN_PATTERN,

@@ -55,7 +55,9 @@ def _safe_path(value: str) -> str:
     parts = value.split("/")
     if ".." in parts or "." in parts:
         raise ValueError("a mount point must not contain '.' or '..' components")
-    path = posixpath.normpath(value) if value != "/" else "/"
+    # POSIX lets a path start with exactly two slashes mean something else, so normpath keeps "//home" as it is
+    # (pubs.opengroup.org/onlinepubs/9699919799/basedefs/V1_chap04.html#tag_04_13); Linux reads it as /home.
+    path = "/" + posixpath.normpath(value).lstrip("/")
     if path in SYSTEM_DIRECTORIES:
         raise ValueError(f"'{path}' is a system directory; mounting over it would break the node")
     for tree in SYSTEM_TREES:

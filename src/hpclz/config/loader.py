@@ -112,6 +112,19 @@ def _without_typo_echoes(errors: list[Any]) -> list[Any]:
     return [e for e in errors if not (e["type"] == "missing" and tuple(e["loc"]) in misspelt)]
 
 
+SHOWN_CHARS = 80
+
+
+def shown(value: Any) -> str:
+    """A rejected value as the message quotes it: whole when short, else its start and its length (a 900 KB value
+    echoed whole buries the one line that says what is wrong)."""
+    text = repr(value)
+    if len(text) <= SHOWN_CHARS:
+        return text
+    size = len(value) if isinstance(value, str | bytes) else len(text)
+    return f"{text[: SHOWN_CHARS - 20]}... ({size} characters)"
+
+
 def _problem(error: Any, source: SourceMap) -> ConfigProblem:
     loc = tuple(error["loc"])
     data_path = _data_path(loc, source.data)
@@ -129,11 +142,11 @@ def _problem(error: Any, source: SourceMap) -> ConfigProblem:
     elif kind == "missing":
         message = f"required key '{loc[-1]}' is missing"
     elif kind == "string_pattern_mismatch":
-        message = f"{plain(str(error.get('ctx', {}).get('pattern', '')))} (got {error['input']!r})"
+        message = f"{plain(str(error.get('ctx', {}).get('pattern', '')))} (got {shown(error['input'])})"
     else:
         message = error["msg"].removeprefix("Value error, ").removeprefix("Assertion failed, ")
         if "input" in error and not isinstance(error["input"], dict | list):
-            message += f" (got {error['input']!r})"
+            message += f" (got {shown(error['input'])})"
     position = source.locate(data_path)
     return ConfigProblem(
         source.file, position.line, position.column, display_path(data_path, source.data), message, kind

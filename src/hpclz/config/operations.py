@@ -93,6 +93,11 @@ class Maintenance(StrictModel):
 class LocalState(StrictModel):
     backend: Literal["local"] = "local"
     path: str = Field(default=".hpclz", description="Folder for state, its lock and previous versions.")
+    outside_config_folder: bool = Field(
+        default=False,
+        description="Allow a `path` that leads outside the config file's folder (an absolute path, `..`, or a "
+        "link): state there is kept only when asked for here.",
+    )
 
 
 ACCOUNT_URL_PATTERN = r"^https://[A-Za-z0-9.-]+(:\d{1,5})?/?$"

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import BeforeValidator, Field
 
 from hpclz.config.backup import Backup
 from hpclz.config.base import StrictModel
@@ -20,10 +20,17 @@ from hpclz.config.security import Defender
 from hpclz.config.storage import Storage
 
 
+def _not_a_boolean(value: Any) -> Any:
+    """YAML's `true` is a bool, which Python counts as 1: it must not pass for the number 1."""
+    if isinstance(value, bool):
+        raise ValueError(f"must be the number 1, not {str(value).lower()}")
+    return value
+
+
 class LandingZoneConfig(StrictModel):
     """An Azure landing zone for one HPC / AI training cluster."""
 
-    schema_version: Literal[1] = 1
+    schema_version: Annotated[Literal[1], BeforeValidator(_not_a_boolean)] = 1
     metadata: Metadata
     organization: Organization = Field(default_factory=Organization)
     identity: Identity

@@ -8,6 +8,7 @@ a non-empty NextPageLink is the URL of the next page. Pages are followed only on
 from __future__ import annotations
 
 import json
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -21,7 +22,33 @@ from hpclz.errors import ExitCode, HpclzError
 
 ENDPOINT = "https://prices.azure.com/api/retail/prices"
 MAX_PAGES = 50  # a filtered query answers in a page or two; more means the filter matched far too much
-TIMEOUT_S = 30
+TIMEOUT_S = 30  # per socket read
+# The whole refresh, all pages, and one page's size: a server that answers a byte at a time never trips the per-read
+# timeout, and one that answers without end would fill memory. A filtered page is about 100 items (tens of KB).
+DEADLINE_S = 120.0
+MAX_PAGE_BYTES = 16 * 1024 * 1024
+CHUNK = 64 * 1024
+
+
+@dataclass(frozen=True)
+class Limits:
+    deadline_s: float = DEADLINE_S
+    max_page_bytes: int = MAX_PAGE_BYTES
+
+
+class _Clock:
+    def __init__(self, limits: Limits):
+        self.limits = limits
+        self.ends = time.monotonic() + limits.deadline_s
+
+    def left(self, url: str) -> float:
+        remaining = self.ends - time.monotonic()
+        if remaining <= 0:
+            raise HpclzError(
+                f"retail prices: {_where(url)} did not finish within {self.limits.deadline_s:g} s; nothing was cached",
+                exit_code=ExitCode.AZURE_ERROR,
+            )
+        return remaining
 
 
 @dataclass
@@ -62,8 +89,9 @@ def wanted(config: LandingZoneConfig) -> list[str]:
     return sorted({li.meter for li in estimate(config).lines if li.meter})
 
 
-def fetch(endpoint: str, odata_filter: str) -> list[dict[str, Any]]:
-    """Every item the filter matches, following NextPageLink."""
+def fetch(endpoint: str, odata_filter: str, clock: _Clock | None = None) -> list[dict[str, Any]]:
+    """Every item the filter matches, following NextPageLink, within `clock`'s deadline."""
+    clock = clock or _Clock(Limits())
     url: str | None = f"{endpoint}?{urllib.parse.urlencode({'$filter': odata_filter}, quote_via=urllib.parse.quote)}"
     home = urllib.parse.urlsplit(endpoint)[:2]
     items: list[dict[str, Any]] = []
@@ -72,7 +100,7 @@ def fetch(endpoint: str, odata_filter: str) -> list[dict[str, Any]]:
             return items
         if urllib.parse.urlsplit(url)[:2] != home:
             raise HpclzError(f"retail prices: NextPageLink {url} leaves {endpoint}; refusing to follow it")
-        page = _get(url)
+        page = _get(url, clock)
         items.extend(i for i in page.get("Items") or [] if isinstance(i, dict))
         url = page.get("NextPageLink") or None
     raise HpclzError(f"retail prices: more than {MAX_PAGES} pages for {odata_filter!r}; narrow the query")
@@ -84,11 +112,26 @@ def _where(url: str) -> str:
     return f"{parts.scheme}://{parts.netloc}{parts.path}"
 
 
-def _get(url: str) -> dict[str, Any]:
+def _read(response: Any, url: str, clock: _Clock) -> bytes:
+    """The body, a chunk at a time (read1: what one receive brings), checked against the deadline and the cap."""
+    data = bytearray()
+    while chunk := response.read1(CHUNK):
+        data += chunk
+        if len(data) > clock.limits.max_page_bytes:
+            raise HpclzError(
+                f"retail prices: {_where(url)} answered more than {clock.limits.max_page_bytes} bytes for one page; "
+                "nothing was cached",
+                exit_code=ExitCode.AZURE_ERROR,
+            )
+        clock.left(url)
+    return bytes(data)
+
+
+def _get(url: str, clock: _Clock) -> dict[str, Any]:
     request = urllib.request.Request(url, headers={"Accept": "application/json", "User-Agent": "hpclz"})
     try:
-        with urllib.request.urlopen(request, timeout=TIMEOUT_S) as response:
-            body = json.loads(response.read().decode("utf-8"))
+        with urllib.request.urlopen(request, timeout=min(TIMEOUT_S, clock.left(url))) as response:
+            body = json.loads(_read(response, url, clock).decode("utf-8"))
     except urllib.error.HTTPError as exc:
         raise HpclzError(
             f"retail prices: {_where(url)} answered HTTP {exc.code}", exit_code=ExitCode.AZURE_ERROR
@@ -105,10 +148,13 @@ def _get(url: str) -> dict[str, Any]:
     return body
 
 
-def refresh(config: LandingZoneConfig, *, endpoint: str = ENDPOINT, cache: Path | None = None) -> Refreshed:
+def refresh(
+    config: LandingZoneConfig, *, endpoint: str = ENDPOINT, cache: Path | None = None, limits: Limits | None = None
+) -> Refreshed:
     region = config.metadata.location
     queries = filters(config)
-    items = [item for q in queries for item in fetch(endpoint, q)]
+    clock = _Clock(limits or Limits())
+    items = [item for q in queries for item in fetch(endpoint, q, clock)]
     source = f"Azure Retail Prices API ({endpoint}), {region}, read {today()}"
     prices, notes = select(items, source)
     path = write_region(region, RegionPrices(as_of=today(), origin="cache", prices=prices), cache)

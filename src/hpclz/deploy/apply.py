@@ -286,6 +286,10 @@ def _locked_changes(
             live = read_back(arm, doc)
     where = (arm.subscription_id, backend.location)
     changes = check_contract(loaded, plan, doc, where, contract, secrets, live)  # the very set confirmed, applied
+    from hpclz.deploy.adoption import refuse_takeover, taken_over
+
+    with azure_errors("reading what deploy would create"):
+        refuse_takeover(taken_over(arm, changes, plan, doc), str(loaded.file))
     if contract.scope.target:
         plan = targeted(changes, plan, contract.scope.target)
     return plan, changes

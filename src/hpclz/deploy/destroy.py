@@ -19,30 +19,21 @@ from typing import Any
 
 from hpclz.azure.arm import Arm
 from hpclz.azure.errors import describe
+from hpclz.deploy.ownership import GROUP_ID, Ownership, tag_refusal
 from hpclz.deploy.private_reach import reach
 from hpclz.deploy.vault_note import PROTECTED_ITEM, protected_items, vault_note
 from hpclz.plan.policies import is_subscription_wide
-from hpclz.render.model import DATA_BEARING_TYPES, DATA_TAG, MANAGED_TAG
+from hpclz.render.model import DATA_BEARING_TYPES, DATA_TAG, Deployment
 from hpclz.state.model import ResourceRecord, StateDocument, now
 
 GROUP_TYPE = "microsoft.resources/resourcegroups"
-# Types ARM gives no tags: being recorded in state is their proof of ownership.
-UNTAGGABLE = frozenset(
-    {
-        "microsoft.authorization/roleassignments",
-        "microsoft.authorization/policyassignments",
-        "microsoft.authorization/locks",
-        # The audit deployment's settings; the activity log's outlives every group, so destroy must delete it.
-        "microsoft.insights/diagnosticsettings",
-    }
-)
 
 
 class Action(StrEnum):
     DELETED = "deleted"
     KEPT = "kept"
     GONE = "already gone"
-    LEFT = "left alone"  # not tagged hpclz-managed, or holds what hpclz did not create
+    LEFT = "left alone"  # no proof that this zone owns it (hpclz.deploy.ownership), or holds what it did not create
     RELEASED = "left on"  # a subscription-wide setting: no longer managed, not reset (plan.policies)
     FAILED = "failed"
 
@@ -152,12 +143,49 @@ def kept_set(resources: list[ResourceRecord], include_data: bool) -> dict[str, s
     return kept
 
 
+def dependants_first(records: list[ResourceRecord]) -> list[ResourceRecord]:
+    """Delete order: whatever uses a resource before it, children before parents. Azure refuses to delete what is
+    in use: an NSG a subnet or NIC names (InUseNetworkSecurityGroupCannotBeDeleted, "cannot be deleted because it is
+    in use by the following resources", github.com/pulumi/pulumi-azure-native issue 3051), a public IP a NAT gateway
+    or Bastion holds (PublicIPAddressCannotBeDeleted, "can not be deleted since it is still allocated to resource",
+    github.com/ernestio/ernest issue 514), a subnet something sits in (InUseSubnetCannotBeDeleted,
+    github.com/kubernetes-sigs/cluster-api-provider-azure issue 172). A resource's recorded properties name what it
+    uses (`_references`); ties keep the deepest-first order, then state order."""
+    base = sorted(records, key=lambda x: -x.id.count("/"))
+    texts = [json.dumps(r.properties).lower() for r in base]
+    # blockers[i]: the records that must go before record i (its users and its children).
+    blockers = [
+        {
+            j
+            for j, other in enumerate(base)
+            if j != i and (other.id.lower().startswith(r.id.lower() + "/") or _references(texts[j], r))
+        }
+        for i, r in enumerate(base)
+    ]
+    ordered: list[ResourceRecord] = []
+    done: set[int] = set()
+    while len(done) < len(base):
+        ready = next((i for i in range(len(base)) if i not in done and blockers[i] <= done), None)
+        if ready is None:  # a cycle (two resources naming each other): fall back to the base order
+            ready = next(i for i in range(len(base)) if i not in done)
+        done.add(ready)
+        ordered.append(base[ready])
+    return ordered
+
+
 class Destroyer:
     def __init__(
-        self, arm: Arm, doc: StateDocument, order: list[str], on_event: Callable[[Outcome], None] = lambda _o: None
+        self,
+        arm: Arm,
+        doc: StateDocument,
+        order: list[str],
+        on_event: Callable[[Outcome], None] = lambda _o: None,
+        planned: list[Deployment] | None = None,
     ):
+        """`planned`: the config's deployments, whose runs in ARM prove what the zone created (hpclz.deploy.ownership)."""
         self.arm = arm
         self.doc = doc
+        self.owner = Ownership(arm, doc, planned)
         self.order = order  # deployment names, dependants first
         self.emit = on_event
         self.outcomes: list[Outcome] = []
@@ -172,13 +200,16 @@ class Destroyer:
         for r in self.doc.resources:
             if r.type.lower() != GROUP_TYPE or r.id.lower() in kept:
                 continue
+            if not GROUP_ID.match(r.id) or (refused := self.owner.offline_refusal(r)):
+                self._note(Outcome(r.id, r.type, Action.LEFT, refused or "not a resource group ID"))
+                continue
             try:
-                group = self.arm.get_group(r.name)
-                if group is None:
+                refused = self.owner.refusal(r)
+                if refused == "not found":
                     self._note(Outcome(r.id, r.type, Action.GONE))
                     continue
-                if (group.get("tags") or {}).get(MANAGED_TAG) != "true":
-                    self._note(Outcome(r.id, r.type, Action.LEFT, f"not tagged {MANAGED_TAG}"))
+                if refused:
+                    self._note(Outcome(r.id, r.type, Action.LEFT, refused))
                     continue
                 listed = self.arm.group_resources(r.name)
                 unrecorded_data = [
@@ -193,8 +224,8 @@ class Destroyer:
                 foreign = [
                     x["id"]
                     for x in listed
-                    # hpclz's tag also claims what an interrupted or failed run created but never recorded.
-                    if x["id"].lower() not in ours and (x.get("tags") or {}).get(MANAGED_TAG) != "true"
+                    # The zone's tags also claim what an interrupted or failed run created but never recorded.
+                    if x["id"].lower() not in ours and self._foreign(x)
                 ]
             except Exception as exc:  # carry on: one unreadable group must not stop the others
                 self._note(Outcome(r.id, r.type, Action.FAILED, describe(exc).one_line()))
@@ -208,6 +239,9 @@ class Destroyer:
             else:
                 whole.add(r.name.lower())
         return whole
+
+    def _foreign(self, listed: dict[str, Any]) -> bool:
+        return tag_refusal(listed.get("tags") or {}, self.doc.landing_zone, self.doc.environment) is not None
 
     def run(self, include_data: bool) -> StateDocument:
         kept = kept_set(self.doc.resources, include_data)
@@ -227,7 +261,7 @@ class Destroyer:
             target = (record.resource_group or "").lower() if record else ""
             if target in whole:
                 self._delete_group(target, gone)  # what the deployment made in other groups is deleted below
-            for r in sorted(by_deployment[name], key=lambda x: -x.id.count("/")):
+            for r in dependants_first(by_deployment[name]):
                 key, group = r.id.lower(), _group_of(r.id)
                 if key in kept or key in gone or (group in whole and r.type.lower() != GROUP_TYPE):
                     continue
@@ -261,6 +295,10 @@ class Destroyer:
         )
 
     def _delete_resource(self, r: ResourceRecord, gone: set[str]) -> None:
+        refused = self.owner.offline_refusal(r)
+        if refused:
+            self._note(Outcome(r.id, r.type, Action.LEFT, refused))
+            return
         if is_subscription_wide(r.type):
             # Resetting a Defender plan to Free would change the subscription for every workload in it.
             gone.add(r.id.lower())
@@ -272,10 +310,9 @@ class Destroyer:
                 gone.add(r.id.lower())
                 self._note(Outcome(r.id, r.type, Action.GONE))
                 return
-            tags = current.get("tags")
-            taggable = r.type.count("/") == 1 and r.type.lower() not in UNTAGGABLE
-            if (tags or taggable) and (tags or {}).get(MANAGED_TAG) != "true":
-                self._note(Outcome(r.id, r.type, Action.LEFT, f"not tagged {MANAGED_TAG}"))
+            refused = self.owner.refusal(r, current)
+            if refused:
+                self._note(Outcome(r.id, r.type, Action.LEFT, refused))
                 return
             self.arm.delete_resource(r.id, r.api_version)
         except Exception as exc:  # reported, and the rest carries on

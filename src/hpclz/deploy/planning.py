@@ -73,6 +73,28 @@ class PlanOptions:
     hours: float | None = None  # monthly hours for the cost estimate (hpclz.cost); None: its default
 
 
+def contradictions(options: PlanOptions) -> list[str]:
+    """Flag sets that ask for two plans at once, or for a part no plan of theirs has."""
+    found = []
+    if options.refresh_only and options.destroy:
+        found.append("--refresh-only shows drift and --destroy shows deletes: pick one")
+    if options.refresh_only and not options.refresh:
+        found.append("--refresh-only reads Azure, --refresh=false forbids it")
+    if options.destroy and (options.replace or options.target):
+        found.append("--destroy deletes everything the zone owns: it takes no --replace or --target")
+    if options.destroy and not options.refresh:
+        found.append("--destroy reads Azure to prove what the zone owns: it takes no --refresh=false")
+    if options.include_data and not options.destroy:
+        found.append("--include-data only applies with --destroy")
+    return found
+
+
+def refuse_contradictions(options: PlanOptions) -> None:
+    found = contradictions(options)
+    if found:
+        raise HpclzError(f"contradictory flags: {found[0]}; nothing was planned", exit_code=ExitCode.USAGE)
+
+
 def planned(loaded: LoadedConfig, options: PlanOptions, findings: list[Finding]) -> PlanResult:
     """The plan of a loaded config whose validation gave `findings` (any error: no plan worth showing)."""
     from hpclz.azure.backends import open_backend
@@ -91,7 +113,8 @@ def planned(loaded: LoadedConfig, options: PlanOptions, findings: list[Finding])
         state, ZoneIdentity.of_config(loaded.config), backend.location, str(path), check_location=False
     )
     if options.destroy:
-        result.changes = destroy_changeset(deployment_plan, state, options.include_data)
+        owner = _ownership(loaded, deployment_plan, state)
+        result.changes = destroy_changeset(deployment_plan, state, options.include_data, owner)
         result.not_saved = "not saved: a destroy plan is applied with `hpclz destroy`" if options.out else None
         return result
     result.changes = _changes(loaded, deployment_plan, state, options)
@@ -175,9 +198,20 @@ def refresh_changeset(loaded: LoadedConfig, changes: ChangeSet, state: Any, *, o
     attach_drift(changes, state, live)
 
 
-def destroy_changeset(plan: DeploymentPlan, state: Any, include_data: bool) -> ChangeSet:
-    """What `hpclz destroy` would delete: every recorded resource, less the data it keeps (and what that
-    data stands on) unless include_data."""
+def _ownership(loaded: LoadedConfig, deployment_plan: DeploymentPlan, state: StateDocument | None) -> Any:
+    """What proves the zone owns each record, read from Azure as destroy reads it (hpclz.deploy.ownership)."""
+    if state is None or not state.resources:
+        return None
+    from hpclz.deploy.ownership import Ownership
+
+    return Ownership(_arm(loaded), state, list(deployment_plan.deployments))
+
+
+def destroy_changeset(plan: DeploymentPlan, state: Any, include_data: bool, owner: Any = None) -> ChangeSet:
+    """What `hpclz destroy` would delete: every recorded resource the zone proves it owns (`owner`, an
+    hpclz.deploy.ownership.Ownership), less the data it keeps (and what that data stands on) unless include_data.
+    The rest is listed in `left_alone` with the reason; one Azure no longer has is not listed."""
+    from hpclz.azure.errors import azure_errors
     from hpclz.deploy.destroy import kept_set
     from hpclz.plan.offline import delete_change
 
@@ -185,7 +219,19 @@ def destroy_changeset(plan: DeploymentPlan, state: Any, include_data: bool) -> C
     if state is None:
         return changes
     kept = kept_set(state.resources, include_data)
-    changes.resources = [delete_change(r) for r in state.resources if r.id.lower() not in kept]
+    for r in state.resources:
+        if r.id.lower() in kept:
+            continue
+        if owner is not None:
+            with azure_errors("plan --destroy: reading the recorded resources' ownership from Azure"):
+                refused = owner.refusal(r)
+            if refused == "not found":
+                continue
+            if refused:
+                changes.left_alone.append(f"{r.id}: {refused}")
+                continue
+        changes.resources.append(delete_change(r))
+    changes.refreshed = owner is not None
     return changes
 
 

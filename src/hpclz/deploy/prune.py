@@ -18,7 +18,10 @@ from hpclz.deploy.destroy import Action, Destroyer, Outcome
 from hpclz.render.model import Deployment, DeploymentPlan
 from hpclz.state.model import ResourceRecord, StateDocument
 
-SETTLED = (Action.DELETED, Action.GONE)
+# What may leave state. A Defender plan the config stopped asking for is released, not reset (resetting it to Free
+# would change the whole subscription, hpclz.plan.policies): its record leaves state too, or every later deploy would
+# try again and exit 5.
+SETTLED = (Action.DELETED, Action.GONE, Action.RELEASED)
 GROUP = "microsoft.resources/resourcegroups"
 
 
@@ -36,6 +39,7 @@ def delete_records(
     records: Iterable[ResourceRecord],
     order: list[str],
     on_outcome: Callable[[Outcome], None] = lambda _o: None,
+    planned: list[Deployment] | None = None,
 ) -> tuple[list[Outcome], set[str]]:
     """Delete `records` (consent was given before: data-bearing ones too). Returns the outcomes and the
     lower-cased IDs that are gone from Azure, which alone may leave state."""
@@ -45,7 +49,7 @@ def delete_records(
     held = _groups_still_holding(doc, chosen)
     chosen = [r for r in chosen if r.id.lower() not in held]
     subset = doc.model_copy(update={"resources": chosen})
-    destroyer = Destroyer(arm, subset, order, on_outcome)
+    destroyer = Destroyer(arm, subset, order, on_outcome, planned)
     destroyer.run(include_data=True)
     destroyer.outcomes += [Outcome(gid, GROUP, Action.LEFT, why) for gid, why in held.items()]
     gone = {o.id.lower() for o in destroyer.outcomes if o.action in SETTLED}
@@ -105,7 +109,9 @@ class Removals:
     def before_submit(self, d: Deployment) -> ArmFailure | None:
         """Delete what `d` is about to create again; a failure here fails `d` before it is submitted."""
         records = self.replaces.get(d.name, [])
-        outcomes, _ = delete_records(self.arm, self.doc, records, dependants_first(self.plan, self.doc))
+        outcomes, _ = delete_records(
+            self.arm, self.doc, records, dependants_first(self.plan, self.doc), planned=list(self.plan.deployments)
+        )
         self.outcomes += outcomes
         bad = failures(outcomes)
         if bad:
@@ -119,6 +125,8 @@ class Removals:
         pending = [r for r in doc.resources if r.id.lower() in self.deletes]  # only what the plan showed
         if not pending:
             return doc
-        outcomes, gone = delete_records(self.arm, doc, pending, dependants_first(self.plan, doc))
+        outcomes, gone = delete_records(
+            self.arm, doc, pending, dependants_first(self.plan, doc), planned=list(self.plan.deployments)
+        )
         self.outcomes += outcomes
         return without(doc, gone, self.plan)

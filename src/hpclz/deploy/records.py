@@ -57,7 +57,7 @@ def _type_of(resource_id: str) -> tuple[str, str]:
     return rtype, name.rsplit("/", 1)[-1]
 
 
-def _applied_ids(remote: dict[str, Any], operations: list[dict[str, Any]]) -> list[str]:
+def applied_ids(remote: dict[str, Any], operations: list[dict[str, Any]]) -> list[str]:
     """What ARM says exists after this deployment, in its order, each once; nested deployments are not resources."""
     ids = [o["id"] for o in (remote.get("properties") or {}).get("outputResources") or [] if o.get("id")]
     for op in operations:
@@ -232,7 +232,7 @@ def _subscription(ids: list[str]) -> str:
 
 def assignment_ids(remote: dict[str, Any], operations: list[dict[str, Any]]) -> list[str]:
     """The role assignments ARM applied in this deployment: the IDs whose properties deploy asks ARM for."""
-    return [rid for rid in _applied_ids(remote, operations) if is_role_assignment(_type_of(rid)[0])]
+    return [rid for rid in applied_ids(remote, operations) if is_role_assignment(_type_of(rid)[0])]
 
 
 def resource_records(
@@ -249,7 +249,7 @@ def resource_records(
     `fetched`: resource ID -> the `properties` a GET returned (role assignments: roleDefinitionId,
     principalId, scope), which pair each ID with its body whatever order ARM lists them in.
     `principals`: managed identity (`id_key` form) -> its principal GUID, for assignments to an identity."""
-    ids = _applied_ids(remote, operations)
+    ids = applied_ids(remote, operations)
     desired = deployment_resources(_recordable(deployment), _subscription(ids))
     returned = returned_properties(remote, operations)
     returned.update({rid.lower(): dict(props) for rid, props in (fetched or {}).items()})

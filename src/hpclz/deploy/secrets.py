@@ -30,7 +30,15 @@ def _secret_at(loaded: LoadedConfig, path: str) -> str:
                 f"{loaded.file}: {path}: environment variable {ref.group(1)} is not set",
                 exit_code=ExitCode.CONFIG_INVALID,
             )
-        return os.environ[ref.group(1)]
+        resolved = os.environ[ref.group(1)]
+        try:
+            resolved.encode("utf-8")  # bytes that are not UTF-8 arrive as lone surrogates (PEP 383)
+        except UnicodeEncodeError:
+            raise HpclzError(
+                f"{loaded.file}: {path}: environment variable {ref.group(1)} is not valid UTF-8",
+                exit_code=ExitCode.CONFIG_INVALID,
+            ) from None
+        return resolved
     return value
 
 

@@ -131,7 +131,7 @@ def _destroy(
                 ]
                 result.failed = [o["id"] for o in result.outcomes]
                 return ExitCode.AZURE_ERROR
-        destroyer = Destroyer(arm, doc, [d.name for d in planned] or reverse_order(loaded, doc), on_event)
+        destroyer = Destroyer(arm, doc, [d.name for d in planned] or reverse_order(loaded, doc), on_event, planned)
         with azure_errors("destroy"):
             remaining = destroyer.run(include_data)
         backend.write(remaining)

@@ -147,6 +147,11 @@ class ChangeSet(BaseModel):
         default_factory=list, description="Resources ARM what-if could not evaluate (Unsupported), with reasons."
     )
     refreshed: bool = Field(default=False, description="Azure was read back (--refresh): drift is known.")
+    left_alone: list[str] = Field(
+        default_factory=list,
+        description="`--destroy`: recorded resources destroy leaves alone, as '<id>: <why>' (no proof that the zone "
+        "owns them, hpclz.deploy.ownership).",
+    )
     drift: list[ResourceChange] = Field(
         default_factory=list, description="Recorded resources changed or deleted outside hpclz (--refresh)."
     )

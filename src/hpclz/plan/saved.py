@@ -20,6 +20,7 @@ from hpclz import __version__
 from hpclz.config.loader import LoadedConfig
 from hpclz.config.root import LandingZoneConfig
 from hpclz.errors import HpclzError
+from hpclz.outfile import write_out_file
 from hpclz.package_data import templates_dir
 from hpclz.plan.changeset import ChangeSet, StateRef
 from hpclz.plan.config_diff import config_snapshot
@@ -72,13 +73,8 @@ def save_plan(
         plan=plan,
         changes=changes.payload(),
     )
-    target = Path(path)
-    temp = target.with_name(f".{target.name}.tmp")
-    try:
-        temp.write_text(saved.model_dump_json(indent=1) + "\n", encoding="utf-8")
-        temp.replace(target)
-    except OSError as exc:
-        raise HpclzError(f"{path}: cannot write the plan: {exc.strerror or exc}") from None
+    # 0600: the plan names every resource, address range and identity of the zone.
+    write_out_file(Path(path), saved.model_dump_json(indent=1) + "\n", "plan", mode=0o600)
     return saved
 
 
@@ -109,13 +105,34 @@ def stale_reasons(saved: SavedPlan, config: LandingZoneConfig, state: StateDocum
         reasons.append("the config changed since the plan was made")
     if saved.templates_hash != templates_fingerprint():
         reasons.append("hpclz's templates changed since the plan was made (another hpclz version?)")
-    tampered = [d.name for d in saved.plan.deployments if saved.deployment_hashes.get(d.name) != d.template_hash()]
-    if tampered or set(saved.deployment_hashes) != {d.name for d in saved.plan.deployments}:
-        reasons.append(f"the plan file was edited after it was saved ({', '.join(tampered) or 'deployments'})")
+    edited = edited_deployments(saved, config)
+    if edited:
+        reasons.append(f"the plan file was edited after it was saved ({', '.join(edited)})")
     now = StateRef.of(state)
     if saved.state != now:
         reasons.append(f"the state changed since the plan was made ({_describe(saved.state)} -> {_describe(now)})")
     return reasons
+
+
+def edited_deployments(saved: SavedPlan, config: LandingZoneConfig) -> list[str]:
+    """The deployments of the file that are not what this config renders, field for field (resource group, scope,
+    parameters, templates, everything deploy uses). The hashes in the file are no proof: whoever edits the file can
+    recompute them, so the plan is rendered again and compared, and no key is needed."""
+    from hpclz.render.build import build_plan
+
+    try:
+        fresh = build_plan(config)
+    except HpclzError:
+        return ["the config no longer renders"]
+    ours = {d.name: canonical_json(d.model_dump(mode="json")) for d in fresh.deployments}
+    theirs = {d.name: canonical_json(d.model_dump(mode="json")) for d in saved.plan.deployments}
+    edited = sorted(name for name in ours.keys() | theirs.keys() if ours.get(name) != theirs.get(name))
+    plan_fields = {k: v for k, v in saved.plan.model_dump(mode="json").items() if k != "deployments"}
+    if plan_fields != {k: v for k, v in fresh.model_dump(mode="json").items() if k != "deployments"}:
+        edited.append("the plan's own fields")
+    if not edited and [d.name for d in fresh.deployments] != [d.name for d in saved.plan.deployments]:
+        edited.append("the order of its deployments")
+    return edited
 
 
 def _describe(ref: StateRef | None) -> str:

@@ -22,6 +22,8 @@ class Scope(StrEnum):
 # Tags every layer reads: render writes them, plan and destroy decide by them.
 MANAGED_TAG = "hpclz-managed"
 DATA_TAG = "hpclz-data"
+ZONE_TAG = "hpclz-zone"  # the zone's name: destroy's ownership proof reads it with the environment's
+ENVIRONMENT_TAG = "hpclz-environment"
 # Types that hold user data even when a template forgot the data tag: plan warns, destroy keeps them by default.
 DATA_BEARING_TYPES = frozenset(
     t.lower()

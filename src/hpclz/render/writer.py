@@ -6,19 +6,20 @@ earlier manifest are removed first, so a component that disappeared leaves no st
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
-import shutil
 from pathlib import Path
 from typing import Any
 
 from hpclz.arm.locator import pretty_json
 from hpclz.errors import ExitCode, HpclzError
+from hpclz.outfile import write_out_file
 from hpclz.render.arm import PARAMETERS_SCHEMA
 from hpclz.render.diagram import DIAGRAM_FILES
 from hpclz.render.model import Deployment, DeploymentPlan
 
 MANIFEST = "manifest.json"
-BICEP_MAIN = "main.bicep"  # hpclz.render.bicep.MAIN, named here so clearing a folder needs no exporter import
 BICEP_MODULES = "modules"
 ARTIFACTS = "artifacts"
 
@@ -54,7 +55,7 @@ def summary(deployment: Deployment) -> dict[str, Any]:
     }
 
 
-def manifest(plan: DeploymentPlan, template_format: str = "arm") -> dict[str, Any]:
+def manifest(plan: DeploymentPlan, template_format: str = "arm", diagram: bool = False) -> dict[str, Any]:
     from hpclz.render.bicep import MAIN, module_path
 
     entries = []
@@ -73,7 +74,9 @@ def manifest(plan: DeploymentPlan, template_format: str = "arm") -> dict[str, An
             }
         )
     # ARM manifests stay as they were; a Bicep folder says so, since its "template" entries are modules.
-    shape = {"format": template_format} if template_format != "arm" else {}
+    shape: dict[str, Any] = {"format": template_format} if template_format != "arm" else {}
+    if diagram:  # so that the next render removes them, and only them
+        shape["diagram_files"] = list(DIAGRAM_FILES)
     return {
         **shape,
         "landing_zone": plan.landing_zone,
@@ -86,9 +89,9 @@ def manifest(plan: DeploymentPlan, template_format: str = "arm") -> dict[str, An
     }
 
 
-def output_files(plan: DeploymentPlan, template_format: str = "arm") -> dict[str, str]:
+def output_files(plan: DeploymentPlan, template_format: str = "arm", diagram: bool = False) -> dict[str, str]:
     """Relative path -> content of every file `write_plan` writes: ARM JSON, or Bicep (main.bicep + modules)."""
-    files = {MANIFEST: dumps(manifest(plan, template_format))}
+    files = {MANIFEST: dumps(manifest(plan, template_format, diagram))}
     if template_format == "bicep":
         from hpclz.render.bicep import bicep_files
 
@@ -104,23 +107,67 @@ def output_files(plan: DeploymentPlan, template_format: str = "arm") -> dict[str
 
 
 def write_plan(
-    plan: DeploymentPlan, out_dir: Path, extra: dict[str, str] | None = None, template_format: str = "arm"
+    plan: DeploymentPlan,
+    out_dir: Path,
+    extra: dict[str, str] | None = None,
+    template_format: str = "arm",
+    inputs: tuple[Path, ...] = (),
 ) -> list[Path]:
-    files = {**output_files(plan, template_format), **(extra or {})}
-    _clear_previous(out_dir)
+    """`extra`: diagram files (named in the manifest). `inputs`: files this render read, never removed."""
+    files = {**output_files(plan, template_format, diagram=bool(extra)), **(extra or {})}
+    _clear_previous(out_dir, inputs)
     written = []
     for relative, text in sorted(files.items()):
         path = out_dir / relative
         try:
+            _refuse_links(out_dir, path.parent)
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text, encoding="utf-8", newline="\n")
         except OSError as exc:
             raise HpclzError(f"{path}: cannot write: {exc.strerror or exc}", exit_code=ExitCode.USAGE) from None
+        write_out_file(path, text, "rendered file")  # a new file renamed in: a planted link is replaced, not followed
         written.append(path)
     return written
 
 
-def _clear_previous(out_dir: Path) -> None:
+def _refuse_links(out_dir: Path, folder: Path) -> None:
+    """A link inside the output folder (`artifacts` -> elsewhere) would send writes or deletes wherever it points."""
+    for part in [folder, *folder.parents]:
+        if part == out_dir or not part.is_relative_to(out_dir):
+            return
+        if part.is_symlink():
+            raise OSError(errno.ELOOP, f"{part} is a symbolic link; hpclz does not write through links")
+
+
+def _listed(old: dict[str, Any]) -> list[str]:
+    """Every file an earlier manifest says its render wrote."""
+    names: list[str] = []
+    for entry in old.get("deployments", []):
+        names += [entry["template"], entry["parameters"], *entry.get("artifacts", [])]
+    names += list(old.get("diagram_files", []))
+    return names
+
+
+def _removable(out_dir: Path, name: str, inputs: tuple[Path, ...]) -> Path:
+    """The file `name` names, if removing it cannot touch anything but what hpclz wrote in `out_dir`."""
+    path = out_dir / name
+    try:
+        _refuse_links(out_dir, path.parent)
+        # The folder holding it, resolved; a link at the name itself is removed, never followed.
+        inside = (path.parent.resolve() / path.name).is_relative_to(out_dir.resolve()) and not Path(name).is_absolute()
+        real = path.exists() and not path.is_symlink()
+        hit = next((i for i in inputs if real and i.exists() and path.samefile(i)), None)
+    except OSError as exc:
+        raise HpclzError(f"{out_dir / MANIFEST}: {name}: {exc.strerror or exc}", exit_code=ExitCode.USAGE) from None
+    if not inside or hit is not None:
+        why = "is an input of this render" if hit is not None else "lies outside the output folder"
+        raise HpclzError(
+            f"{out_dir / MANIFEST}: lists {name}, which {why}; refusing to delete it (nothing was written)",
+            exit_code=ExitCode.USAGE,
+        )
+    return path
+
+
+def _clear_previous(out_dir: Path, inputs: tuple[Path, ...] = ()) -> None:
     if not out_dir.exists():
         return
     if not out_dir.is_dir():
@@ -136,16 +183,26 @@ def _clear_previous(out_dir: Path) -> None:
         return
     try:
         old = json.loads(previous.read_text(encoding="utf-8"))
-        stale = [name for e in old.get("deployments", []) for name in (e["template"], e["parameters"])]
-    except (ValueError, KeyError, TypeError):
+        stale = [str(name) for name in _listed(old)]
+    except (ValueError, KeyError, TypeError, AttributeError):
         raise HpclzError(
             f"{previous}: not an hpclz manifest; refusing to write over it", exit_code=ExitCode.USAGE
         ) from None
-    for name in stale:
-        (out_dir / Path(name).name).unlink(missing_ok=True)
-    for name in DIAGRAM_FILES:
-        (out_dir / name).unlink(missing_ok=True)
-    shutil.rmtree(out_dir / ARTIFACTS, ignore_errors=True)
-    (out_dir / BICEP_MAIN).unlink(missing_ok=True)
-    shutil.rmtree(out_dir / BICEP_MODULES, ignore_errors=True)
+    # Only what the manifest lists, each checked before any is removed: a file the user put in the folder stays.
+    doomed = [_removable(out_dir, name, inputs) for name in stale]
+    for path in doomed:
+        path.unlink(missing_ok=True)
+    for folder in (out_dir / ARTIFACTS, out_dir / BICEP_MODULES):
+        _remove_empty(folder)
     previous.unlink()
+
+
+def _remove_empty(folder: Path) -> None:
+    """Folders the render made, once nothing is left in them (deepest first)."""
+    if not folder.is_dir() or folder.is_symlink():
+        return
+    for child in sorted((p for p in folder.rglob("*") if p.is_dir() and not p.is_symlink()), reverse=True):
+        with contextlib.suppress(OSError):
+            child.rmdir()
+    with contextlib.suppress(OSError):
+        folder.rmdir()

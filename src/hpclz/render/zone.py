@@ -21,14 +21,12 @@ from hpclz.errors import ExitCode, HpclzError
 from hpclz.naming import CYCLECLOUD_LABEL, NameBuilder
 from hpclz.render.arm import API_VERSIONS, expr, resource_id, resource_id_expr
 from hpclz.render.engine import Safe
-from hpclz.render.model import DATA_TAG, MANAGED_TAG
+from hpclz.render.model import DATA_TAG, ENVIRONMENT_TAG, MANAGED_TAG, ZONE_TAG
 
-ZONE_TAG = "hpclz-zone"
 # The identity every CycleCloud node boots with (CCWS's ccwLockerManagedIdentity): it reads the locker and looks up
 # the shared file systems' addresses, and holds no data role. Not a config switch: without it no node can read
 # cluster-init from a locker that refuses shared keys.
 LOCKER_IDENTITY = "locker"
-ENVIRONMENT_TAG = "hpclz-environment"
 BASTION_SUBNET = "AzureBastionSubnet"
 # The roles whose subnets host VMs: they get the NAT gateway for outbound traffic, no default outbound access,
 # and mount the shared file systems.

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hpclz.errors import ExitCode, HpclzError
+from hpclz.outfile import write_out_file
 from hpclz.package_data import preset_names, preset_path
 
 SCHEMA_FILE = "hpclz.schema.json"
@@ -33,6 +34,8 @@ def write_preset(opts: InitOptions) -> Written:
         raise HpclzError(
             f"unknown preset '{preset}'; choose one of: {', '.join(preset_names())}", exit_code=ExitCode.USAGE
         )
+    if out.is_symlink():
+        raise HpclzError(f"{out}: --out is a symbolic link; name the file itself", exit_code=ExitCode.USAGE)
     if out.is_dir():
         raise HpclzError(f"{out}: --out is a folder; name a file", exit_code=ExitCode.USAGE)
     if out.exists() and not force:
@@ -45,9 +48,10 @@ def write_preset(opts: InitOptions) -> Written:
     text = _SCHEMA_LINE.sub(line, text, count=1) if _SCHEMA_LINE.search(text) else f"{line}\n{text}"
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
-        # Always rewritten: it describes the installed hpclz, which is what will read the config.
-        schema.write_text(config_schema_json() + "\n", encoding="utf-8")
-        out.write_text(text, encoding="utf-8")
     except OSError as exc:
         raise HpclzError(f"{out}: cannot write: {exc.strerror or exc}", exit_code=ExitCode.USAGE) from None
+    # Always rewritten: it describes the installed hpclz, which is what will read the config. Both files are new
+    # files renamed in (hpclz.outfile): a link planted at either name is replaced, never written through.
+    write_out_file(schema, config_schema_json() + "\n", "schema")
+    write_out_file(out, text, "config")
     return Written(config=out, schema=schema)

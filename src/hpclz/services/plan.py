@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from hpclz.config.loader import load_config
-from hpclz.deploy.planning import PlanOptions, PlanResult, planned
+from hpclz.deploy.planning import PlanOptions, PlanResult, planned, refuse_contradictions
 from hpclz.outfile import check_out_file
 from hpclz.output import CommandResult
 from hpclz.services.validate import check_config
@@ -12,6 +12,7 @@ __all__ = ["PlanOptions", "PlanResult", "plan"]
 
 
 def plan(opts: PlanOptions) -> CommandResult[PlanResult]:
+    refuse_contradictions(opts)
     if opts.out is not None:  # before any work: a refused --out must not cost a what-if call
         check_out_file(opts.out, inputs=[opts.config], force=opts.force)
     loaded = load_config(opts.config)

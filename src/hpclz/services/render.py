@@ -95,7 +95,7 @@ def _render(path: str | Path, out_dir: Path, *, diagram: bool, gates: bool, temp
     plan = build_plan(loaded.config)
     gated = _run_gates(plan) if gates else GatesRun(not_run={"all": "--no-gates"})
     extra = diagram_files(plan) if diagram else {}
-    written = write_plan(plan, out_dir, extra, template_format)
+    written = write_plan(plan, out_dir, extra, template_format, inputs=(Path(loaded.file),))
     if diagram:
         written += render_images(out_dir)
     return RenderResult(

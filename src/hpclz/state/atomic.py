@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import tempfile
 from pathlib import Path
@@ -13,9 +14,19 @@ TEMP_PREFIX = ".tmp-"
 
 
 def ensure_private_dir(path: Path) -> Path:
-    """Create `path` (and parents) and make it 0700: state names every resource of a landing zone."""
-    path.mkdir(parents=True, exist_ok=True, mode=DIR_MODE)
-    path.chmod(DIR_MODE)  # mkdir's mode is filtered by the umask, and the folder may already exist
+    """Create `path` and its missing parents 0700 (state names every resource of a landing zone). A folder that
+    already exists is the user's and keeps its mode: hpclz changes the mode only of folders it created. A link in
+    the way is refused: state written through it would land wherever it points."""
+    missing: list[Path] = []
+    probe = path
+    while not probe.exists() and not probe.is_symlink():
+        missing.append(probe)
+        probe = probe.parent
+    if path.is_symlink():
+        raise OSError(errno.ELOOP, "is a symbolic link; hpclz does not write state through links", str(path))
+    for folder in reversed(missing):
+        folder.mkdir(mode=DIR_MODE, exist_ok=True)
+        folder.chmod(DIR_MODE)  # mkdir's mode is filtered by the umask
     return path
 
 

@@ -28,6 +28,7 @@ from tests.support.arm_standin.catalog import VM_IMAGE, default_skus, default_us
 from tests.support.arm_standin.certs import make_certificate
 from tests.support.arm_standin.faults import Faults
 from tests.support.arm_standin.features import FEATURE, feature_body
+from tests.support.arm_standin.in_use import in_use_refusal
 from tests.support.arm_standin.names import CHECK_NAME, name_answer
 from tests.support.arm_standin.repair import Repairs
 from tests.support.arm_standin.run_commands import VirtualMachines
@@ -362,7 +363,7 @@ class ArmStandIn:
         found = self.world.resources.get(path.lower())
         if found is None:
             return 204, {}, None
-        refusal = self.world.refuse_delete(path)
+        refusal = self.world.refuse_delete(path) or in_use_refusal(self.world.resources, path)
         if refusal is not None:
             raise ArmError(400, refusal.code, refusal.message)
         latency = self.world.latency.get(str(found["type"]).lower(), 0.0)

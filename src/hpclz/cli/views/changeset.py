@@ -173,6 +173,8 @@ def print_changeset(out: Console, cs: ChangeSet, *, show_noise: bool = False, st
         _noise_section(out, cs)
     for item in cs.unsupported:
         out.print(f"[yellow]! what-if could not evaluate {escape(item)}[/]")
+    for item in cs.left_alone:
+        out.print(f"[yellow]! left alone, not proved this zone's: {escape(item)}[/]")
     out.print(f"[bold]{cs.summary.line()}[/]")
     for line in impacts(cs):
         out.print(f"Impact: {line}")

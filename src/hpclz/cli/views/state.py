@@ -1,4 +1,4 @@
-"""`hpclz state show|unlock|forget` for people."""
+"""`hpclz state show|unlock|forget|adopt` for people."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from hpclz.output import CommandResult
-    from hpclz.services.state import ForgetResult, StateShowResult, UnlockResult
+    from hpclz.services.state import AdoptResult, ForgetResult, StateShowResult, UnlockResult
 
 
 def show_unlock(out: Console, result: CommandResult[UnlockResult]) -> None:
@@ -48,3 +48,11 @@ def show_forget(out: Console, command: CommandResult[ForgetResult]) -> None:
     result = command.payload
     for rid in result.forgotten:
         out.print(f"forgot {escape(rid)} (left in Azure); state serial {result.serial}")
+
+
+def show_adopt(out: Console, command: CommandResult[AdoptResult]) -> None:
+    result = command.payload
+    out.print(
+        f"adopted {escape(result.adopted)} into {escape(result.deployment)}; state serial {result.serial}\n"
+        "Run `hpclz plan` to review every property deploy will change on it; destroy deletes it with the zone."
+    )
