@@ -162,3 +162,26 @@ def test_a_config_failing_validation_is_not_planned(run_cli: Run, config: Path) 
     assert result.exit_code == 1
     assert "error" in result.stdout and "fails validation" in result.stdout
     assert "Plan:" not in result.stdout
+
+
+def test_plan_shows_a_rack_scale_partition_in_racks(
+    run_cli: Run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ai-training's gb300 partition: 36 ND GB300 v6 VMs, 18 to an NVLink domain (catalog nvlink_domain_vms)."""
+    path = tmp_path / "ai-training.yaml"
+    shutil.copy(REPO / "configs" / "ai-training.yaml", path)
+    monkeypatch.setenv("SLURMDB_PASSWORD", "x" * 16)
+    monkeypatch.setenv("HPCLZ_MANIFEST_KEY", "k" * 32)
+    result = run_cli("plan", str(path), "--refresh=false")
+    assert "partition gb300: 36 x Standard_ND128isr_GB300_v6 = 2 rack(s) of 18" in result.stdout
+    body = json.loads(run_cli("plan", str(path), "-o", "json", "--refresh=false").stdout)["result"]
+    assert body["racks"] == [
+        {
+            "partition": "gb300",
+            "vm_size": "Standard_ND128isr_GB300_v6",
+            "nodes": 36,
+            "nodes_per_rack": 18,
+            "racks": 2,
+            "part_rack_nodes": 0,
+        }
+    ]
