@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hpclz.verify.checks.core import FAIL, NOT_MEASURED, PASS, Verdict, check, no_threshold, num
+from hpclz.verify.checks.core import FAIL, NOT_MEASURED, PASS, CheckSpec, Verdict, check, no_threshold, num
 from hpclz.verify.checks.gpu import _gpu_issues, _silent, _verdict
 from hpclz.verify.probes.facts import CpuInfo, Gpu, IbPort, NodeFacts
 from hpclz.verify.thresholds import Thresholds
@@ -244,3 +244,16 @@ def nvlink_fabric(facts: NodeFacts, t: Thresholds) -> Verdict:
         fails.append(f"GPUs report {len(domains)} NVLink domains: " + ", ".join(sorted(f"{c}/{q}" for c, q in domains)))
     cluster, clique = next(iter(domains)) if len(domains) == 1 else ("?", "?")
     return _verdict(fails, warns, ok=f"fabric registered, ClusterUUID {cluster} CliqueId {clique}", unit="GPUs")
+
+
+HOST_CHECKS: tuple[CheckSpec, ...] = (
+    ib_ports,
+    nvme_count,
+    cpu_shape,
+    memory,
+    swap_off,
+    ib_flapping,
+    accelerated_networking,
+    pci_topology,
+    nvlink_fabric,
+)
