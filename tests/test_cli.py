@@ -1,33 +1,35 @@
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
+import pytest
+
 from hpclz import __version__
+from hpclz.cli.table import command_named
 from hpclz.config import load_config
+from tests.conftest import RunCli
 
 
-def test_version(run_cli) -> None:  # type: ignore[no-untyped-def]
+def test_version(run_cli: RunCli) -> None:
     result = run_cli("--version")
     assert result.exit_code == 0
     assert result.stdout.strip() == f"hpclz {__version__}"
 
 
-def test_unknown_option_is_a_usage_error(run_cli) -> None:  # type: ignore[no-untyped-def]
+def test_unknown_option_is_a_usage_error(run_cli: RunCli) -> None:
     result = run_cli("validate", "--no-such-flag", "x.yaml")
     assert result.exit_code == 64
     assert "No such option" in result.stderr
 
 
-def test_init_writes_a_preset_that_validates(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_init_writes_a_preset_that_validates(run_cli: RunCli, tmp_path: Path) -> None:
     target = tmp_path / "zone.yaml"
     result = run_cli("init", "--preset", "finance", "--out", str(target))
     assert result.exit_code == 0, result.stderr
     assert load_config(target).config.metadata.name == "riskgrid"
 
 
-def test_init_refuses_to_overwrite(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_init_refuses_to_overwrite(run_cli: RunCli, tmp_path: Path) -> None:
     target = tmp_path / "zone.yaml"
     target.write_text("mine")
     result = run_cli("init", "--preset", "energy", "--out", str(target))
@@ -36,18 +38,22 @@ def test_init_refuses_to_overwrite(run_cli, tmp_path: Path) -> None:  # type: ig
     assert target.read_text() == "mine"
 
 
-def test_init_unknown_preset_lists_the_choices(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_init_unknown_preset_lists_the_choices(run_cli: RunCli, tmp_path: Path) -> None:
     result = run_cli("init", "--preset", "pharma", "--out", str(tmp_path / "z.yaml"))
     assert result.exit_code == 64
     assert "ai-training, energy, finance, manufacturing" in result.stderr
 
 
-def test_help_does_not_import_heavy_modules() -> None:
-    """`hpclz --help` stays fast by importing neither the Azure SDK nor pydantic (measured: benchmarks/cli_startup.py)."""
-    heavy = ("azure", "pydantic", "jinja2", "ruamel", "torch")
-    code = (
-        "import sys; from hpclz.cli import main; main(['--help']); "
-        f"print(sorted({{m.split('.')[0] for m in sys.modules}} & set({heavy!r})))"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.strip().splitlines()[-1] == "[]"
+@pytest.mark.parametrize(
+    ("args", "named"),
+    [
+        (["--verbose", "checkpoints", "manifest", "lz.yaml"], "checkpoints manifest"),
+        (["prices", "refresh", "--bogus"], "prices refresh"),
+        (["validate", "-o", "json", "lz.yaml"], "validate"),  # an option's value never completes a name
+        (["state", "--bogus"], "state"),
+        (["bogus", "lz.yaml"], "hpclz"),
+        ([], "hpclz"),
+    ],
+)
+def test_a_command_line_names_its_command_from_the_table(args: list[str], named: str) -> None:
+    assert command_named(args) == named

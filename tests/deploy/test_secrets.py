@@ -6,13 +6,16 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import RunCli
 from tests.support.arm_standin import ArmStandIn
 
 LITERAL = "lit-S3cret-value-7731"
 FROM_ENV = "env-S3cret-value-9124"
 
 
-def test_secrets_reach_arm_but_no_file(arm: ArmStandIn, zone: Path, run_cli, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_secrets_reach_arm_but_no_file(
+    arm: ArmStandIn, zone: Path, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("LICENCE_KEY", FROM_ENV)
     # Beside the preset's own secret (Slurm accounting's database password, from SLURMDB_PASSWORD).
     text = zone.read_text().replace(

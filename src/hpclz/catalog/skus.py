@@ -35,7 +35,7 @@ class Sku(BaseModel):
     infiniband: InfiniBand | None = None
     accelerated_networking: bool = True
     nvme_disks: int = 0
-    # The host CPU's instruction set: an image must be built for it (HPCLZ-CMP-060). Grace hosts are arm64.
+    # The host CPU's instruction set: an image must be built for it (HPCLZ-CMP-070). Grace hosts are arm64.
     architecture: Literal["x64", "arm64"] = "x64"
     # VMs that share one NVLink domain (an NVL72 rack: 18 VMs of 4 GPUs); None where NVLink ends at the VM.
     nvlink_domain_vms: int | None = None

@@ -93,6 +93,20 @@ class ConfigChange(BaseModel):
     verdict: Verdict = Field(default_factory=Verdict)
 
 
+class StackUpgrade(BaseModel):
+    """A change of the CycleCloud / cyclecloud-slurm / Slurm triple as Slurm's upgrade rules allow it."""
+
+    source: str = Field(
+        description="The triple in state, e.g. CycleCloud 8.7.1 + cyclecloud-slurm 3.0.11 + Slurm 24.05.4-2"
+    )
+    target: str = Field(description="The triple in the config.")
+    allowed: bool = Field(description="False: the config skips past Slurm's compatibility window, or goes back.")
+    reason: str = ""
+    road: list[str] = Field(default_factory=list, description="Triples to deploy in order, ending with the target.")
+    steps: list[str] = Field(default_factory=list, description="Ordered steps of the next deploy (allowed only).")
+    source_doc: str = ""
+
+
 class Summary(BaseModel):
     add: int = 0
     change: int = 0
@@ -139,6 +153,9 @@ class ChangeSet(BaseModel):
     resubmit: list[str] = Field(
         default_factory=list,
         description="Deployments to submit again although their template is unchanged (a rotated secret).",
+    )
+    stack_upgrade: StackUpgrade | None = Field(
+        default=None, description="The triple changes: its ordered steps, or why the change is refused."
     )
 
     @property

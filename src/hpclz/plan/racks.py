@@ -11,7 +11,7 @@ from hpclz.config.root import LandingZoneConfig
 class PartitionRacks(BaseModel):
     """A partition of a size whose NVLink domain spans VMs (ND GB200 v6, ND GB300 v6: 18 VMs, catalog
     nvlink_domain_vms): how many racks its max_nodes is, and the nodes left over when it is not whole racks
-    (validation refuses that, HPCLZ-CMP-061)."""
+    (validation refuses that, HPCLZ-CMP-071)."""
 
     model_config = ConfigDict(frozen=True)
 

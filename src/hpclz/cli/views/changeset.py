@@ -161,6 +161,7 @@ def print_changeset(out: Console, cs: ChangeSet, *, show_noise: bool = False, st
     )
     out.print(f"[bold]hpclz plan[/] {escape(cs.landing_zone)}-{escape(cs.environment)} ({cs.mode}, against {against})")
     _config_section(out, cs)
+    _upgrade_section(out, cs)
     _drift_section(out, cs, show_noise)
     changed = cs.changed_resources
     if not changed and not cs.config_changes and not cs.drift:
@@ -188,6 +189,21 @@ def _config_section(out: Console, cs: ChangeSet) -> None:
             out.print(config_line(edit))
     elif cs.state and not cs.config_baseline:
         out.print("\n[dim]The state holds no applied config, so config-level changes cannot be listed.[/]")
+
+
+def _upgrade_section(out: Console, cs: ChangeSet) -> None:
+    up = cs.stack_upgrade
+    if up is None:
+        return
+    out.print(f"\nStack upgrade: {escape(up.source)} -> {escape(up.target)}")
+    if not up.allowed:
+        out.print(f"  [bold red]NOT ALLOWED: {escape(up.reason)}[/]")
+        if up.road:
+            out.print("  Deploy one triple at a time, in this order:")
+            out.print("\n".join(f"    {n}. {escape(t)}" for n, t in enumerate(up.road, start=1)))
+        return
+    out.print(f"  [dim]{escape(up.reason)} ({escape(up.source_doc)}); in this order:[/]")
+    out.print("\n".join(f"    {escape(step)}" for step in up.steps))
 
 
 def _print_resources(out: Console, resources: list[ResourceChange], show_noise: bool) -> None:

@@ -45,7 +45,7 @@ class ImageArchitectureMatchesSize(Rule[ConfigContext]):
     needs an Ubuntu 24.04 arm64 image. Judged only for images whose architecture is known offline (the table above);
     a gallery image is the operator's to build right."""
 
-    id = "HPCLZ-CMP-060"
+    id = "HPCLZ-CMP-070"
     severity = Severity.ERROR
     title = "A partition's image is built for another CPU architecture than its VM size"
     fix = (
@@ -75,7 +75,7 @@ class PartitionInWholeRacks(Rule[ConfigContext]):
     with scale_m1). A partition whose node count is not a whole number of racks pays for, and schedules onto, a
     part rack whose NVLink domain is incomplete; its jobs of up to 18 nodes cannot all stay inside one domain."""
 
-    id = "HPCLZ-CMP-061"
+    id = "HPCLZ-CMP-071"
     severity = Severity.ERROR
     title = "A rack-scale partition is not a whole number of NVLink domains (racks)"
     fix = "Set max_nodes to a multiple of the size's rack (18 VMs for ND GB200 v6 and ND GB300 v6)."
