@@ -233,3 +233,26 @@ def test_contradictory_flags_are_refused_before_anything_is_read(
     assert result.exit_code == 64, result.stderr
     assert result.stderr.startswith("error: contradictory flags: ") and fragment in result.stderr
     assert "nothing was planned" in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_plan_shows_a_rack_scale_partition_in_racks(
+    run_cli: Run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ai-training's gb300 partition: 36 ND GB300 v6 VMs, 18 to an NVLink domain (catalog nvlink_domain_vms)."""
+    path = tmp_path / "ai-training.yaml"
+    shutil.copy(REPO / "configs" / "ai-training.yaml", path)
+    monkeypatch.setenv("SLURMDB_PASSWORD", "x" * 16)
+    monkeypatch.setenv("HPCLZ_MANIFEST_KEY", "k" * 32)
+    result = run_cli("plan", str(path), "--refresh=false")
+    assert "partition gb300: 36 x Standard_ND128isr_GB300_v6 = 2 rack(s) of 18" in result.stdout
+    body = json.loads(run_cli("plan", str(path), "-o", "json", "--refresh=false").stdout)["result"]
+    assert body["racks"] == [
+        {
+            "partition": "gb300",
+            "vm_size": "Standard_ND128isr_GB300_v6",
+            "nodes": 36,
+            "nodes_per_rack": 18,
+            "racks": 2,
+            "part_rack_nodes": 0,
+        }
+    ]

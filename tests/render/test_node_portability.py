@@ -141,3 +141,37 @@ def test_the_download_check_accepts_a_verified_file() -> None:
         'actual=$(sha256sum /tmp/x.deb | cut -d" " -f1)\n[ "$actual" = "$SUM" ] || exit 1\n'
     )
     assert unpinned_downloads(script) == []
+
+
+def _single_arch_lines(script: str) -> list[str]:
+    """Lines naming one CPU architecture outside a `case "$(uname -m)"` switch, and switches without an aarch64
+    branch: a node script runs on x64 and on Grace (arm64) partitions alike (HPCLZ-CMP-070)."""
+    problems: list[str] = []
+    in_switch = has_arm = False
+    for line in script.splitlines():
+        stripped = line.strip()
+        if re.search(r'case "\$\(uname -m\)" in', line):
+            in_switch, has_arm = True, False
+        elif in_switch:
+            has_arm = has_arm or stripped.startswith("aarch64)")
+            if stripped == "esac":
+                in_switch = False
+                if not has_arm:
+                    problems.append("a uname -m switch without an aarch64 branch")
+        elif re.search(r"\b(x86_64|amd64|aarch64|arm64)\b", line) and not stripped.startswith("#"):
+            problems.append(stripped)
+    return problems
+
+
+def test_node_scripts_of_an_arm64_partition_carry_no_single_architecture_download() -> None:
+    scripts = [s for s in _node_scripts_of("ai-training") if "partition gb300" in s]
+    assert scripts, "ai-training renders no Grace (arm64) partition"
+    assert "aarch64)" in scripts[0]  # the metrics exporters pick their arm64 build
+    assert [p for s in _node_scripts_of("ai-training") for p in _single_arch_lines(s)] == []
+
+
+def test_a_node_script_that_assumes_x86_is_caught() -> None:
+    assert _single_arch_lines(UNPINNED_ENROOT.replace("$(dpkg --print-architecture)", "amd64")) != []
+    assert _single_arch_lines('case "$(uname -m)" in\n  x86_64) a=amd64 ;;\nesac\n') == [
+        "a uname -m switch without an aarch64 branch"
+    ]

@@ -76,6 +76,8 @@ GALLERY_IMAGE = (
 )
 MANAGED_IMAGE = f"/subscriptions/{ZERO}/resourceGroups/MyResourceGroup/providers/Microsoft.Compute/images/MyCustomImage"
 SUBNETS = "network.vnet.subnets"
+GB300 = "Standard_ND128isr_GB300_v6"
+GB_IMAGE = "microsoft-dsvm:ubuntu-hpc:2404-gb:24.04.2025110401"
 P = "compute.partitions"
 ACCOUNTING = {
     "mode": "existing",
@@ -429,6 +431,17 @@ CASES: dict[str, list[Case]] = {
     # A node image that floats: `latest` (the stock default of every node role) or a gallery image definition without
     # /versions/ (its latest version, ImageReference.id in Microsoft.Compute.json 2024-07-01). Error in prod, warning
     # in test.
+    "HPCLZ-CMP-070": [
+        # A Grace (arm64) size with the x64 Ubuntu-HPC 22.04 image, and an x64 size with the arm64 one.
+        Case("ai-training", _all(_set(f"{P}.0.vm_size", GB300), _set(f"{P}.0.max_nodes", 18))),
+        Case("ai-training", _set(f"{P}.1.image", GB_IMAGE)),
+    ],
+    "HPCLZ-CMP-071": [
+        Case(
+            "ai-training",
+            _all(_set(f"{P}.0.vm_size", GB300), _set(f"{P}.0.image", GB_IMAGE), _set(f"{P}.0.max_nodes", 64)),
+        ),
+    ],
     "HPCLZ-CMP-050": [
         Case("ai-training", _set(f"{P}.1.image", "microsoft-dsvm:ubuntu-hpc:2204:latest")),
         Case("manufacturing", _set("compute.scheduler.image", DELETE), severity="warning"),

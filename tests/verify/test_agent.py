@@ -34,7 +34,7 @@ def test_agent_json_validates_as_a_node_report(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     report = NodeReport.model_validate_json(out.read_text())
     assert report.node == "n7" and report.sku == "Standard_ND96isr_H200_v5" and report.tier == "health"
-    assert report.status is Status.PASS and len(report.checks) == 18  # the health tier only
+    assert report.status is Status.PASS and len(report.checks) == 19  # the health tier only
 
 
 def test_a_failing_node_exits_verify_failed_with_json_on_stdout() -> None:

@@ -25,7 +25,7 @@ def test_nothing_measurable_is_not_measured_exit_7(
     text = run_cli("verify", AI, "--local")
     assert text.exit_code == ExitCode.NOT_MEASURED and text.exit_code == 7
     assert "passed" not in text.stdout
-    assert "not measured: 18 of 18 checks could not be measured on this machine" in text.stdout
+    assert "not measured: 19 of 19 checks could not be measured on this machine" in text.stdout
     envelope = json.loads(run_cli("verify", AI, "--local", "-o", "json").stdout)
     assert envelope["exit_code"] == 7 and envelope["ok"] is False
     assert envelope["result"]["outcome"] == "not_measured"

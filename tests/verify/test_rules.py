@@ -38,6 +38,8 @@ FAILING["HPCLZ-VFY-024"] = HBV3 / ".." / "hbv3-faults" / "stream-slow"
 # ND96asr_v4 (aznhc's IB loopback all-reduce runs on ND A100 v4 only) with real all_reduce_perf outputs.
 A100_LOOPBACK = HBV3.parent / "nd96asr-v4"
 FAILING["HPCLZ-VFY-031"] = A100_LOOPBACK / "loopback-stalled"
+# The real H200 readings (Fabric N/A) on a rack-scale size, where every GPU must report its NVLink fabric.
+FAILING["HPCLZ-VFY-019"] = HBV3.parent / "gb300-faults" / "fabric-not-registered"
 PASSING = {rule.id: GOOD for rule in VERIFY_RULES} | {
     "HPCLZ-VFY-023": FAULTS / "dcgm-pass",
     "HPCLZ-VFY-024": HBV3,

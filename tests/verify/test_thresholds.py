@@ -103,6 +103,7 @@ def _missing(size: str) -> list[str]:
         ib_ports=sku.infiniband.ports if sku.infiniband else 0,
         nvme=sku.nvme_disks,
         nvidia="NVIDIA" in (sku.gpu_model or ""),
+        c2c=sku.architecture == "arm64",
     )
     return ["/".join(sorted(choice)) for choice in need if not any(t.get(m) is not None for m in choice)]
 
@@ -112,6 +113,14 @@ def test_every_preset_and_catalog_hpc_or_gpu_size_has_complete_sourced_threshold
     assert {"Standard_HB176rs_v4", "Standard_HX176rs", "Standard_HB120rs_v3", "Standard_F72s_v2"} <= sizes
     missing = {size: gaps for size in sorted(sizes) if (gaps := _missing(size))}
     assert missing == {}
+
+
+def test_grace_sizes_need_no_pcie_link_but_the_rest_of_a_gpu_node() -> None:
+    grace = required_metrics("Standard_ND128isr_GB300_v6", gpus=4, ib_ports=4, nvme=4, c2c=True)
+    assert {"pcie_gen"} not in grace and {"h2d_gbps"} in grace and {"nccl_allreduce_busbw_gbps"} in grace
+    t = load_thresholds("Standard_ND128isr_GB300_v6")
+    assert (t.get("gpu_count"), t.get("internode_allreduce_busbw_gbps")) == (4, 150)
+    assert "GHR < 150" in t.source("internode_allreduce_busbw_gbps")
 
 
 def test_a_size_without_thresholds_is_reported_incomplete() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from functools import lru_cache
 from importlib import resources
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -35,6 +35,10 @@ class Sku(BaseModel):
     infiniband: InfiniBand | None = None
     accelerated_networking: bool = True
     nvme_disks: int = 0
+    # The host CPU's instruction set: an image must be built for it (HPCLZ-CMP-070). Grace hosts are arm64.
+    architecture: Literal["x64", "arm64"] = "x64"
+    # VMs that share one NVLink domain (an NVL72 rack: 18 VMs of 4 GPUs); None where NVLink ends at the VM.
+    nvlink_domain_vms: int | None = None
     quota_family: str
     source: str
     unconfirmed: tuple[str, ...] = ()
@@ -46,6 +50,11 @@ class Sku(BaseModel):
     @property
     def rdma(self) -> bool:
         return self.infiniband is not None
+
+    @property
+    def rack_scale(self) -> bool:
+        """True when NVLink spans VMs, so the size is allocated and scheduled in whole domains (racks)."""
+        return self.nvlink_domain_vms is not None
 
 
 class Catalog(BaseModel):

@@ -18,6 +18,7 @@ from hpclz.output import ResultBody
 from hpclz.plan.changeset import ChangeSet
 from hpclz.plan.contract import attach_config_diff, changeset_for, force_replacements, targeted
 from hpclz.plan.offline import create_change
+from hpclz.plan.racks import PartitionRacks, partition_racks
 from hpclz.plan.resources import deployment_resources
 from hpclz.plan.saved import save_plan
 from hpclz.render.model import DeploymentPlan, Scope
@@ -34,6 +35,7 @@ class PlanResult(ResultBody):
     not_saved: str | None = Field(default=None, description="Why `--out` wrote no plan file.")
     detailed_exitcode: bool = False
     estimate: Estimate | None = Field(default=None, description="Monthly cost estimate (hpclz.cost).")
+    racks: list[PartitionRacks] = Field(default_factory=list, description="Rack-scale partitions in NVLink domains.")
 
     def exit_code(self) -> ExitCode:
         if self.changes is None or self.changes.blocked:
@@ -53,6 +55,8 @@ class PlanResult(ResultBody):
             body.update(self.changes.payload())
         if self.estimate is not None:
             body["cost_estimate"] = self.estimate.payload()
+        if self.racks:
+            body["racks"] = [r.model_dump() for r in self.racks]
         return body
 
 
@@ -119,6 +123,7 @@ def planned(loaded: LoadedConfig, options: PlanOptions, findings: list[Finding])
         return result
     result.changes = _changes(loaded, deployment_plan, state, options)
     result.estimate = with_delta(estimate(loaded.config, hours=options.hours), applied_config(state))
+    result.racks = partition_racks(loaded.config)
     _save(result, options, deployment_plan, loaded, state)
     return result
 

@@ -42,6 +42,22 @@ WHEEL_PARAMETER = "hpclzWheel"
 MAX_SCALESET = 100
 
 
+def scaleset_size(partition: Partition) -> int:
+    """Nodes per scale set. For a rack-scale size (ND GB200/GB300 v6: 18 VMs to an NVLink domain) a whole number of
+    racks, so no scale set, and no placement group, ends in part of a rack: 90 of the 100 a placement group holds."""
+    sku = load_catalog().sku(partition.vm_size)
+    rack = sku.nvlink_domain_vms if sku is not None else None
+    limit = MAX_SCALESET - MAX_SCALESET % rack if rack else MAX_SCALESET
+    return min(partition.max_nodes, limit)
+
+
+def racks(partition: Partition) -> int | None:
+    """Whole NVLink domains (racks) in a rack-scale partition; None for other sizes."""
+    sku = load_catalog().sku(partition.vm_size)
+    rack = sku.nvlink_domain_vms if sku is not None else None
+    return -(-partition.max_nodes // rack) if rack else None
+
+
 def accelerated(zone: Zone, vm_size: str) -> bool:
     """The config switch, unless the SKU catalog knows the size cannot do it."""
     sku = load_catalog().sku(vm_size)
@@ -274,7 +290,8 @@ def cluster_files(zone: Zone) -> dict[str, str]:
                 "accelerated": accelerated(zone, p.vm_size),
                 "default": p.default or (not has_default and index == 0),
                 "shutdown": "Deallocate" if p.eviction_policy == "deallocate" else "Terminate",
-                "scaleset": min(p.max_nodes, MAX_SCALESET),
+                "scaleset": scaleset_size(p),
+                "racks": racks(p),
             }
         )
     template = render_text(

@@ -44,6 +44,7 @@ METRICS: dict[str, str] = {
     "stream_mbps": "STREAM Copy, Scale, Add and Triad, MB/s, each at least",
     "ib_write_bw_gbps": "ib_write_bw loopback per InfiniBand HCA, host memory, Gb/s, at least",
     "ib_write_bw_gdr_gbps": "ib_write_bw loopback per InfiniBand HCA from GPU memory (GPUDirect RDMA), Gb/s, at least",
+    "nvlink_fabric": "1: every GPU must report its multi-node NVLink fabric registered, all in one domain (IMEX)",
     "internode_allreduce_busbw_gbps": "2-node (ring pair) NCCL all-reduce bus bandwidth at the largest size, GB/s, at least",
 }
 
@@ -74,13 +75,17 @@ def known_skus(data_file: Path = DATA_FILE) -> list[str]:
     return sorted(_data(data_file)["skus"])
 
 
-def required_metrics(sku: str, *, gpus: int, ib_ports: int, nvme: int, nvidia: bool = True) -> list[set[str]]:
+def required_metrics(
+    sku: str, *, gpus: int, ib_ports: int, nvme: int, nvidia: bool = True, c2c: bool = False
+) -> list[set[str]]:
     """What a size's thresholds must hold for verify to judge every check aznhc runs on it; each set is satisfied
     by any one of its metrics. The shape of every node (threads, memory); IB port state and a loopback ib_write_bw
     where it has InfiniBand (from GPU memory or host memory: aznhc uses one or the other per size); its NVMe
     disks; STREAM on the HB and HX sizes (aznhc check_cpu_stream); on NVIDIA sizes the GPU count, memory, PCIe
     link and host<->device bandwidth, plus the all-reduce on multi-GPU sizes and NVLink on the 8-GPU ND sizes.
-    AMD GPUs are read by rocm-smi, which hpclz does not run, so they add no GPU metric."""
+    AMD GPUs are read by rocm-smi, which hpclz does not run, so they add no GPU metric. `c2c`: the GPUs reach the
+    host over NVLink-C2C, not PCIe (Grace hosts: ND GB200 v6 moves 201 GB/s host to device, Azure/AI-benchmarking-guide
+    @2a370be Azure_Results/ND_GB200_v6_results.md, beyond any PCIe Gen5 x16 link), so no PCIe link is asked for."""
     need = [{"cpu_threads"}, {"mem_total_kb"}, {"mem_tolerance_pct"}]
     if ib_ports:
         need += [{"ib_ports"}, {"ib_rate_gbps"}, {"ib_write_bw_gbps", "ib_write_bw_gdr_gbps"}]
@@ -89,7 +94,9 @@ def required_metrics(sku: str, *, gpus: int, ib_ports: int, nvme: int, nvidia: b
     if sku.lower().removeprefix("standard_").startswith(("hb", "hx")):
         need.append({"stream_mbps"})
     if gpus and nvidia:
-        need += [{m} for m in ("gpu_count", "gpu_memory_mib_min", "pcie_gen", "pcie_width", "h2d_gbps", "d2h_gbps")]
+        need += [{m} for m in ("gpu_count", "gpu_memory_mib_min", "h2d_gbps", "d2h_gbps")]
+        if not c2c:
+            need += [{"pcie_gen"}, {"pcie_width"}]
         if gpus > 1:
             need.append({"nccl_allreduce_busbw_gbps"})
         if gpus == 8:

@@ -23,6 +23,12 @@ def show(console: Console, result: CommandResult[PlanResult], *, show_noise: boo
         console.print(f"[red]✗[/] {body.file} fails validation; fix the errors above, then plan again")
         return
     print_changeset(console, body.changes, show_noise=show_noise, state_location=body.state_location)
+    for r in body.racks:
+        part = f" and {r.part_rack_nodes} nodes of a part rack" if r.part_rack_nodes else ""
+        console.print(
+            f"partition {r.partition}: {r.nodes} x {r.vm_size} = {r.racks} rack(s) of {r.nodes_per_rack} "
+            f"(one NVLink domain each){part}"
+        )
     if body.estimate is not None:
         print_estimate(console, body.estimate)
     if body.not_saved:

@@ -15,6 +15,7 @@ from hpclz.rules.config.network import NETWORK_RULES
 from hpclz.rules.config.operations import COST_RULES, MAINTENANCE_RULES, MONITORING_RULES
 from hpclz.rules.config.organization import ORGANIZATION_RULES
 from hpclz.rules.config.portal import PORTAL_RULES
+from hpclz.rules.config.racks import RACK_RULES
 from hpclz.rules.config.resilience import BACKUP_RULES, FLOW_LOG_RULES
 from hpclz.rules.config.security import SECURITY_RULES
 from hpclz.rules.config.shared_backup import SHARED_BACKUP_RULES
@@ -27,6 +28,7 @@ CONFIG_RULES: tuple[type[Rule[Any]], ...] = (
     *NETWORK_RULES,
     *COMPUTE_RULES,
     *IMAGE_RULES,
+    *RACK_RULES,
     *ACCOUNTING_RULES,
     *STORAGE_RULES,
     *ZONE_RULES,

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from hpclz.verify.checks.core import FAIL, NOT_MEASURED, PASS, CheckSpec, Verdict, check, no_threshold, num
-from hpclz.verify.probes.facts import CpuInfo, IbPort, NodeFacts
+from hpclz.verify.checks.gpu import _gpu_issues, _silent, _verdict
+from hpclz.verify.probes.facts import CpuInfo, Gpu, IbPort, NodeFacts
 from hpclz.verify.thresholds import Thresholds
 
 
@@ -202,6 +203,49 @@ def pci_topology(facts: NodeFacts, t: Thresholds) -> Verdict:
     return Verdict(PASS, f"{placed} devices where {found['file']} puts them", placed, len(expected), "devices")
 
 
+# nvidia-smi's Fabric State once registration ended, and the Status of a good end (NVML nvmlGpuFabricState_t and
+# nvmlReturn_t as nvidia-smi prints them; the same fields cyclecloud-slurm's `azslurm topology -n` reads,
+# Azure/cyclecloud-slurm@50e6739 azure-slurm/slurmcc/topology.py l.172).
+FABRIC_DONE, FABRIC_OK = "Completed", "Success"
+_UNKNOWN = {None, "", "N/A"}
+
+
+@check(
+    "HPCLZ-VFY-019",
+    "GPU NVLink fabric registered (multi-node NVLink, IMEX)",
+    "Check nvidia-fabricmanager / nvidia-imex on the node and reboot it; if the fabric still does not register, "
+    "report the node: its rack's NVLink domain is broken.",
+    nhc_code="NHC2016",
+)
+def nvlink_fabric(facts: NodeFacts, t: Thresholds) -> Verdict:
+    """On sizes whose NVLink domain spans VMs (ND GB200 v6, ND GB300 v6: 18 VMs to a rack) every GPU must report
+    its fabric registration Completed with Success and one ClusterUUID and CliqueId shared by all four: IMEX, which
+    cyclecloud-slurm starts per job (imex_prolog.sh), and multi-node NVLink (MNNVL) need it, and the block topology
+    places nodes by that pair (hpclz.slurm.topology). A GPU still In Progress, or one in another clique, fails."""
+    silent = _silent(facts)
+    if silent:
+        return silent
+    if not t.get("nvlink_fabric"):
+        # Where NVLink ends at the VM, the driver prints N/A for every Fabric field (the real H100 and H200 captures
+        # in tests/fixtures/gpu): that is the expected reading; anything else on such a size is not judged.
+        if facts.nvsmi.gpus and all(g.fabric_state in _UNKNOWN for g in facts.nvsmi.gpus):
+            return Verdict(PASS, "no multi-node NVLink fabric on this size (Fabric State N/A on every GPU)")
+        return no_threshold(t, "nvlink_fabric")
+
+    def judge(g: Gpu, fails: list[str], warns: list[str]) -> None:
+        if g.fabric_state != FABRIC_DONE or g.fabric_status != FABRIC_OK:
+            fails.append(f"{g.label()}: fabric {g.fabric_state or 'not reported'} ({g.fabric_status or '?'})")
+        elif g.fabric_clique in _UNKNOWN or g.fabric_cluster in _UNKNOWN:
+            fails.append(f"{g.label()}: fabric registered without a ClusterUUID and CliqueId")
+
+    fails, warns = _gpu_issues(facts, judge)
+    domains = {(g.fabric_cluster, g.fabric_clique) for g in facts.nvsmi.gpus}
+    if not fails and len(domains) > 1:
+        fails.append(f"GPUs report {len(domains)} NVLink domains: " + ", ".join(sorted(f"{c}/{q}" for c, q in domains)))
+    cluster, clique = next(iter(domains)) if len(domains) == 1 else ("?", "?")
+    return _verdict(fails, warns, ok=f"fabric registered, ClusterUUID {cluster} CliqueId {clique}", unit="GPUs")
+
+
 HOST_CHECKS: tuple[CheckSpec, ...] = (
     ib_ports,
     nvme_count,
@@ -211,4 +255,5 @@ HOST_CHECKS: tuple[CheckSpec, ...] = (
     ib_flapping,
     accelerated_networking,
     pci_topology,
+    nvlink_fabric,
 )

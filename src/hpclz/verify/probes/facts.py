@@ -49,6 +49,12 @@ class Gpu:
     pcie_width_max: int | None = None
     clock_reasons: set[str] = field(default_factory=set)
     utilization_pct: float | None = None
+    # The multi-node NVLink fabric as the driver reports it (<fabric> in nvidia-smi -q -x): N/A outside an NVLink
+    # domain that spans VMs (the H100 capture in tests/fixtures/gpu/h100), Completed/Success once registered.
+    fabric_state: str | None = None
+    fabric_status: str | None = None
+    fabric_clique: str | None = None
+    fabric_cluster: str | None = None
 
     def label(self) -> str:
         return f"GPU {self.index} ({self.bus_id})"

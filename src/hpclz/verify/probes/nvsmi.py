@@ -95,6 +95,10 @@ def _xml_gpu(index: int, node: ET.Element) -> Gpu:
         pcie_width_max=integer(_text(node, link + "link_widths/max_link_width")),
         clock_reasons=reasons,
         utilization_pct=number(_text(node, "utilization/gpu_util")),
+        fabric_state=_text(node, "fabric/state"),
+        fabric_status=_text(node, "fabric/status"),
+        fabric_clique=_text(node, "fabric/cliqueId"),
+        fabric_cluster=_text(node, "fabric/clusterUuid"),
         **_memory_health(node),
     )
 

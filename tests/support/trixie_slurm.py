@@ -1,0 +1,249 @@
+"""A real Slurm 24.11 cluster with the `topology/block` plugin, run from a Debian trixie chroot on loopback.
+
+Debian 12's slurm-wlm is 22.05, and its topology plugins are tree and 3d_torus; `topology/block` arrived in Slurm
+23.11. Debian trixie ships slurm-wlm 24.11 (24.11.5 when this was written), so `scripts/install-test-deps`
+debootstraps a minimal trixie with slurmctld, slurmd, the Slurm clients and munge into `.tools/trixie` (about
+2.5 minutes and 285 MB, measured here). Every daemon and client runs inside it (22.05's clients cannot talk to a
+24.11 controller), each in a private mount namespace (`unshare -m`) with /proc and /sys mounted for it, so nothing
+stays mounted when it exits.
+
+Facts this harness relies on, each seen here with 24.11.5:
+- slurmd initialises the cgroup plugin even with `ProctrackType=proctrack/linuxproc` and fails without a cgroup
+  file system ("cgroup filesystem not mounted in /sys/fs/cgroup/"); cgroup.conf `CgroupPlugin=disabled` turns it
+  off;
+- the chroot needs an /etc/hosts naming localhost, and `SlurmctldHost=localhost(127.0.0.1)`;
+- a node powered up stays POWERING_UP (`idle#`) until a slurmd reports a boot after the power-up request; a slurmd
+  restarted here (host uptime, or a time namespace whose boot clock starts at the restart) did not bring a node of
+  the 36-node cluster back to `idle` within 2 minutes after a `scontrol reconfigure`, so the power-up test judges
+  the topology while the nodes are powering up and schedules no job on them;
+- `jobcomp/filetxt` writes one line per finished job with its `NodeList`: the record the placement test reads.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from hpclz.slurm.client import SlurmClient
+from tests.conftest import REPO, require
+from tests.support.local_http import free_ports
+
+CHROOT = REPO / ".tools" / "trixie"
+INSIDE = "/hpclz-test"  # the cluster's folder as the daemons see it
+MARKER = "HPCLZ_TEST_TRIXIE_SLURM"
+CLIENTS = ("scontrol", "sinfo", "sbatch", "squeue", "scancel")
+START_TIMEOUT_S = 60.0
+
+
+def trixie_available() -> bool:
+    return all((CHROOT / "usr" / "sbin" / d).exists() for d in ("slurmctld", "slurmd", "munged")) and all(
+        (CHROOT / "usr" / "bin" / c).exists() for c in CLIENTS
+    )
+
+
+def require_trixie() -> None:
+    require(
+        trixie_available() and os.geteuid() == 0 and shutil.which("unshare") is not None,
+        "Slurm 24.11 in a Debian trixie chroot (.tools/trixie from scripts/install-test-deps; root, unshare)",
+    )
+
+
+@dataclass
+class TrixieSlurm:
+    nodes: list[str]
+    partition: str
+    processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+
+    @property
+    def folder(self) -> Path:
+        return CHROOT / INSIDE.lstrip("/")
+
+    @property
+    def topology_conf(self) -> Path:
+        return self.folder / "topology.conf"
+
+    @property
+    def jobcomp(self) -> Path:
+        return self.folder / "log" / "jobcomp.txt"
+
+    @property
+    def client(self) -> SlurmClient:
+        """hpclz's own Slurm adapter, pointed at wrappers that run each client inside the chroot."""
+        return SlurmClient(bin_dir=self.folder / "bin", timeout_s=60.0)
+
+    def scontrol(self, *args: str) -> str:
+        return self.client.run("scontrol", *args)
+
+    def start_slurmd(self, node: str) -> None:
+        (self.folder / "spool" / node).mkdir(parents=True, exist_ok=True)
+        self._spawn(f"slurmd-{node}", ["/usr/sbin/slurmd", "-D", "-N", node, "-f", f"{INSIDE}/slurm.conf"])
+
+    def stop_slurmd(self, node: str) -> None:
+        proc = self.processes.pop(f"slurmd-{node}")
+        proc.terminate()
+        proc.wait(timeout=15)
+
+    def _spawn(self, name: str, argv: list[str]) -> None:
+        mounts = f"mount -t proc proc {CHROOT}/proc && mount -t sysfs sysfs {CHROOT}/sys"
+        script = f'{mounts} && exec chroot {CHROOT} "$@"'
+        env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", MARKER: "1", "SLURM_CONF": f"{INSIDE}/slurm.conf"}
+        out = (self.folder / "log" / f"{name}.out").open("wb")
+        self.processes[name] = subprocess.Popen(
+            ["unshare", "-m", "--propagation", "private", "sh", "-c", script, name, *argv],
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+    def wait_for(self, ready: Callable[[], bool], what: str, timeout_s: float = START_TIMEOUT_S) -> None:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            with contextlib.suppress(Exception):
+                if ready():
+                    return
+            dead = [name for name, p in self.processes.items() if p.poll() is not None]
+            if dead:
+                raise RuntimeError(f"{what}: {dead} exited early; logs in {self.folder / 'log'}")
+            time.sleep(0.2)
+        raise TimeoutError(f"{what} not ready after {timeout_s:.0f} s; logs in {self.folder / 'log'}")
+
+    def idle(self, nodes: list[str]) -> bool:
+        states = {n.name: n for n in self.client.nodes(partition=self.partition)}
+        return all(states[n].base.startswith("idle") and not states[n].flags for n in nodes)
+
+
+def write_config(cluster: TrixieSlurm, topology: str) -> None:
+    folder = cluster.folder
+    ctld_port, *ports = free_ports(1 + len(cluster.nodes))
+    lines = [
+        "ClusterName=hpclzblock",
+        "SlurmctldHost=localhost(127.0.0.1)",
+        f"SlurmctldPort={ctld_port}",
+        "SlurmUser=root",
+        "SlurmdUser=root",
+        "AuthType=auth/munge",
+        "CredType=cred/munge",
+        f"AuthInfo=socket={INSIDE}/munge/munge.socket.2",
+        "ProctrackType=proctrack/linuxproc",
+        "TaskPlugin=task/none",
+        "SelectType=select/cons_tres",
+        "SelectTypeParameters=CR_Core",
+        "ReturnToService=2",
+        "MpiDefault=none",
+        "MailProg=/bin/true",
+        "SchedulerType=sched/backfill",
+        "SchedulerParameters=batch_sched_delay=0,sched_min_interval=0",
+        "MinJobAge=2",
+        # As cyclecloud-slurm's scale_m1 section asks for GB200/GB300 (Azure/cyclecloud-slurm@50e6739 README.md
+        # l.377-378): block topology, with node ranks following the blocks.
+        "TopologyPlugin=topology/block",
+        "TopologyParam=BlockAsNodeRank",
+        # Power saving as CycleCloud configures it, with programs that only return: the test stops and starts
+        # slurmd itself (a VM deallocated, then allocated again). SuspendTime is long so nothing powers down alone.
+        "SuspendProgram=/bin/true",
+        "ResumeProgram=/bin/true",
+        "SuspendTime=3600",
+        "SuspendTimeout=5",
+        "ResumeTimeout=120",
+        "SlurmctldParameters=idle_on_node_suspend,power_save_interval=1,power_save_min_interval=0",
+        "JobCompType=jobcomp/filetxt",
+        f"JobCompLoc={INSIDE}/log/jobcomp.txt",
+        f"StateSaveLocation={INSIDE}/state",
+        f"SlurmdSpoolDir={INSIDE}/spool/%n",
+        f"SlurmctldPidFile={INSIDE}/run/slurmctld.pid",
+        f"SlurmdPidFile={INSIDE}/run/slurmd-%n.pid",
+        f"SlurmctldLogFile={INSIDE}/log/slurmctld.log",
+        f"SlurmdLogFile={INSIDE}/log/slurmd-%n.log",
+        *(
+            f"NodeName={n} NodeHostname=localhost NodeAddr=127.0.0.1 Port={p} CPUs=1 State=UNKNOWN"
+            for n, p in zip(cluster.nodes, ports, strict=True)
+        ),
+        f"PartitionName={cluster.partition} Nodes={','.join(cluster.nodes)} Default=YES MaxTime=INFINITE State=UP",
+        "",
+    ]
+    (folder / "slurm.conf").write_text("\n".join(lines))
+    (folder / "cgroup.conf").write_text("CgroupPlugin=disabled\n")
+    cluster.topology_conf.write_text(topology)
+    for tool in CLIENTS:
+        wrapper = folder / "bin" / tool
+        wrapper.write_text(f'#!/bin/sh\nexec chroot {CHROOT} env SLURM_CONF={INSIDE}/slurm.conf /usr/bin/{tool} "$@"\n')
+        wrapper.chmod(0o755)
+
+
+def start(nodes: list[str], partition: str, topology: str) -> TrixieSlurm:
+    cluster = TrixieSlurm(nodes=nodes, partition=partition)
+    shutil.rmtree(cluster.folder, ignore_errors=True)
+    for sub in ("munge", "state", "spool", "run", "log", "bin"):
+        (cluster.folder / sub).mkdir(parents=True, mode=0o755)
+    cluster.folder.chmod(0o755)  # munged refuses a socket folder others cannot traverse
+    hosts = CHROOT / "etc" / "hosts"
+    if not hosts.exists():
+        hosts.write_text("127.0.0.1\tlocalhost\n")
+    key = cluster.folder / "munge" / "munge.key"
+    key.write_bytes(os.urandom(128))
+    key.chmod(0o400)
+    write_config(cluster, topology)
+    m = f"{INSIDE}/munge"
+    try:
+        cluster._spawn(
+            "munged",
+            [
+                "/usr/sbin/munged", "-F", "--force", f"--socket={m}/munge.socket.2", f"--key-file={m}/munge.key",
+                f"--pid-file={m}/munged.pid", f"--log-file={INSIDE}/log/munged.log", f"--seed-file={m}/munged.seed",
+            ],
+        )  # fmt: skip
+        cluster.wait_for(lambda: (cluster.folder / "munge" / "munge.socket.2").exists(), "munged")
+        cluster._spawn("slurmctld", ["/usr/sbin/slurmctld", "-D", "-i", "-f", f"{INSIDE}/slurm.conf"])
+        cluster.wait_for(lambda: bool(cluster.client.run("sinfo", "-h")), "slurmctld")
+        for node in nodes:
+            cluster.start_slurmd(node)
+        cluster.wait_for(lambda: cluster.idle(nodes), "slurmd on every node")
+    except BaseException:
+        stop(cluster)
+        raise
+    return cluster
+
+
+def stop(cluster: TrixieSlurm) -> None:
+    for proc in cluster.processes.values():
+        if proc.poll() is None:
+            proc.terminate()
+    for proc in cluster.processes.values():
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+    # slurmstepd and batch scripts detach from slurmd; they carry the marker in their environment.
+    for pid in _marked():
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    shutil.rmtree(cluster.folder, ignore_errors=True)
+
+
+def _marked() -> list[int]:
+    needle = f"{MARKER}=1".encode()
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        with contextlib.suppress(OSError):
+            if needle in (entry / "environ").read_bytes().split(b"\0"):
+                pids.append(int(entry.name))
+    return pids
+
+
+@contextlib.contextmanager
+def running(nodes: list[str], partition: str, topology: str) -> Iterator[TrixieSlurm]:
+    cluster = start(nodes, partition, topology)
+    try:
+        yield cluster
+    finally:
+        stop(cluster)
