@@ -16,6 +16,7 @@ from hpclz.errors import ExitCode, HpclzError
 from hpclz.findings import Finding, Severity
 from hpclz.output import ResultBody
 from hpclz.plan.changeset import ChangeSet
+from hpclz.plan.cluster import cluster_lines
 from hpclz.plan.contract import attach_config_diff, changeset_for, force_replacements, targeted
 from hpclz.plan.offline import create_change
 from hpclz.plan.resources import deployment_resources
@@ -113,6 +114,7 @@ def _changes(
     # What-if already compares with Azure as it is; a second read would list the same drift twice.
     if options.refresh_only or (options.refresh and not options.what_if):
         refresh_changeset(loaded, changes, state, only=options.refresh_only)
+    changes.cluster = cluster_lines(loaded.config, changes)
     force_replacements(changes, options.replace)
     if options.target:
         targeted(changes, deployment_plan, options.target)

@@ -11,7 +11,16 @@ from typing import TYPE_CHECKING, Any
 
 from rich.markup import escape
 
-from hpclz.plan.changeset import Action, ChangeSet, ConfigChange, Policy, PropertyChange, ResourceChange, Verdict
+from hpclz.plan.changeset import (
+    Action,
+    ChangeSet,
+    ClusterLine,
+    ConfigChange,
+    Policy,
+    PropertyChange,
+    ResourceChange,
+    Verdict,
+)
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -161,6 +170,7 @@ def print_changeset(out: Console, cs: ChangeSet, *, show_noise: bool = False, st
     )
     out.print(f"[bold]hpclz plan[/] {escape(cs.landing_zone)}-{escape(cs.environment)} ({cs.mode}, against {against})")
     _config_section(out, cs)
+    _cluster_section(out, cs)
     _drift_section(out, cs, show_noise)
     changed = cs.changed_resources
     if not changed and not cs.config_changes and not cs.drift:
@@ -188,6 +198,27 @@ def _config_section(out: Console, cs: ChangeSet) -> None:
             out.print(config_line(edit))
     elif cs.state and not cs.config_baseline:
         out.print("\n[dim]The state holds no applied config, so config-level changes cannot be listed.[/]")
+
+
+def cluster_line(line: ClusterLine) -> list[str]:
+    """`+ partition gpu: 8 x Standard_ND96isr_H100_v5 (0-8 nodes, spot), image ...`, then each changed field."""
+    symbol = _symbol(line.action) if line.action is not None else "[dim]  ?[/]"
+    who = f"partition {line.name}" if line.role == "partition" else line.role
+    body = f"{symbol} {escape(who)}: {escape(line.summary())}, image {escape(line.image)}"
+    if line.action is Action.MODIFY or (line.action is Action.DELETE and line.verdict.reason):
+        body += f"  ({_cost(line.verdict)})"
+    return [body, *(f"      {config_line(c)}" for c in line.changes if line.action is Action.MODIFY)]
+
+
+def _cluster_section(out: Console, cs: ChangeSet) -> None:
+    """The VMs CycleCloud creates from the cluster template: ARM and what-if never list them."""
+    if not cs.cluster:
+        return
+    unknown = any(line.action is None for line in cs.cluster)
+    note = "; ? = unknown, the state holds no applied config" if unknown else ""
+    out.print(f"\nCluster (CycleCloud creates these nodes from the cluster template{note}):")
+    for line in cs.cluster:
+        out.print("\n".join(cluster_line(line)), highlight=False)
 
 
 def _print_resources(out: Console, resources: list[ResourceChange], show_noise: bool) -> None:
