@@ -3,6 +3,7 @@ and say what an apply would do and cost. Optionally save the plan for `hpclz dep
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ from hpclz.plan.changeset import ChangeSet
 from hpclz.plan.cluster import cluster_lines
 from hpclz.plan.contract import attach_config_diff, changeset_for, force_replacements, targeted
 from hpclz.plan.offline import create_change
-from hpclz.plan.resources import deployment_resources
+from hpclz.plan.resources import deployment_resources, desired_resources
 from hpclz.plan.saved import save_plan
 from hpclz.render.model import DeploymentPlan, Scope
 from hpclz.state.identity import ZoneIdentity, refuse_foreign_state
@@ -96,7 +97,8 @@ def planned(loaded: LoadedConfig, options: PlanOptions, findings: list[Finding])
         result.not_saved = "not saved: a destroy plan is applied with `hpclz destroy`" if options.out else None
         return result
     result.changes = _changes(loaded, deployment_plan, state, options)
-    result.estimate = with_delta(estimate(loaded.config, hours=options.hours), applied_config(state))
+    kinds = Counter(r.type for r in desired_resources(deployment_plan))
+    result.estimate = with_delta(estimate(loaded.config, hours=options.hours, kinds=kinds), applied_config(state))
     _save(result, options, deployment_plan, loaded, state)
     return result
 

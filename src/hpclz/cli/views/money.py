@@ -22,6 +22,8 @@ def _line(li: CostLine) -> str:
     name = escape(li.name)
     if li.unit_usd is None or li.monthly_usd is None:
         return f"    {name}: [yellow]{escape(li.note)}[/]"
+    if li.monthly_usd == 0 and li.unit_usd == 0:
+        return f"    {name}: {usd(0)}"
     if li.group == "partition":
         spot = " spot" if li.spot else ""
         return (
@@ -30,6 +32,16 @@ def _line(li: CostLine) -> str:
         )
     units = f"{li.count} x " if li.count != 1 else ""
     return f"    {name}: {units}{usd(li.unit_usd)}/h x {li.hours:g} h = {usd(li.monthly_usd)}/month"
+
+
+def subtotal(est: Estimate, group: str) -> str:
+    """A group's sum, never a bare $0.00 for lines that have no price: unknown, or a lower bound."""
+    lines = [li for li in est.lines if li.group == group]
+    priced = [li for li in lines if li.priced]
+    value = est.baseline_usd if group == "baseline" else est.partitions_usd
+    if lines and not any(li.monthly_usd for li in priced) and len(priced) < len(lines):
+        return f"{group} unknown"  # only free lines priced: $0.00 would hide every unknown one
+    return f"{group} {'at least ' if len(priced) < len(lines) else ''}{usd(value)}"
 
 
 def estimate_lines(est: Estimate) -> list[str]:
@@ -43,14 +55,16 @@ def estimate_lines(est: Estimate) -> list[str]:
         f"  Partitions (every node, {est.partition_hours:g} h/month):",
         *(_line(li) for li in est.lines if li.group == "partition"),
     ]
-    if est.unpriced == len(est.lines):
-        out.append("  Total: unknown: no line has a price here; `hpclz prices refresh CONFIG` reads current ones")
+    if est.unpriced and not est.total_usd:
+        out.append(
+            "  Total: unknown: no line with a charge has a price here; `hpclz prices refresh CONFIG` reads current ones"
+        )
     else:
         bound = "at least " if est.unpriced else ""
         missing = f" ({est.unpriced} lines without a price)" if est.unpriced else ""
         out.append(
-            f"  Total: {bound}{usd(est.total_usd)}/month = baseline {usd(est.baseline_usd)} + partitions "
-            f"{usd(est.partitions_usd)}{missing}"
+            f"  Total: {bound}{usd(est.total_usd)}/month = {subtotal(est, 'baseline')} + "
+            f"{subtotal(est, 'partition').replace('partition', 'partitions', 1)}{missing}"
         )
     if est.delta_usd is not None:
         sign = "+" if est.delta_usd >= 0 else "-"
