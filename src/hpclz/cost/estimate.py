@@ -49,6 +49,7 @@ class Estimate(BaseModel):
     region: str
     prices_from: str = Field(description="cache (hpclz prices refresh), snapshot (shipped), or none.")
     prices_as_of: str | None = None
+    prices_note: str = Field(default="", description="How plan got its prices: read now, cached, or why not.")
     partition_hours: float
     lines: list[CostLine] = Field(default_factory=list)
     budget_usd: float | None = None

@@ -73,6 +73,8 @@ class PlanOptions:
     replace: tuple[str, ...] = ()
     target: tuple[str, ...] = ()
     hours: float | None = None  # monthly hours for the cost estimate (hpclz.cost); None: its default
+    offline: bool = False  # read nothing from the network: no retail prices, no Azure (implies refresh=False)
+    prices_endpoint: str | None = None  # the Retail Prices API (hpclz.cost.retail.ENDPOINT when None)
 
 
 def planned(loaded: LoadedConfig, options: PlanOptions, findings: list[Finding]) -> PlanResult:
@@ -80,6 +82,9 @@ def planned(loaded: LoadedConfig, options: PlanOptions, findings: list[Finding])
     from hpclz.azure.backends import open_backend
     from hpclz.render.build import build_plan
 
+    if options.offline and (options.what_if or options.refresh_only):
+        flag = "--what-if" if options.what_if else "--refresh-only"
+        raise HpclzError(f"--offline and {flag} contradict: {flag} reads Azure; drop one of them")
     path = options.config
     result = PlanResult(file=str(path), detailed_exitcode=options.detailed_exitcode, findings=findings)
     if any(f.severity is Severity.ERROR for f in result.findings):
@@ -97,10 +102,21 @@ def planned(loaded: LoadedConfig, options: PlanOptions, findings: list[Finding])
         result.not_saved = "not saved: a destroy plan is applied with `hpclz destroy`" if options.out else None
         return result
     result.changes = _changes(loaded, deployment_plan, state, options)
-    kinds = Counter(r.type for r in desired_resources(deployment_plan))
-    result.estimate = with_delta(estimate(loaded.config, hours=options.hours, kinds=kinds), applied_config(state))
+    result.estimate = _estimate(loaded, deployment_plan, state, options)
     _save(result, options, deployment_plan, loaded, state)
     return result
+
+
+def _estimate(
+    loaded: LoadedConfig, deployment_plan: DeploymentPlan, state: StateDocument | None, options: PlanOptions
+) -> Estimate:
+    from hpclz.cost.retail import current_prices
+
+    book, note = current_prices(loaded.config, offline=options.offline, endpoint=options.prices_endpoint)
+    kinds = Counter(r.type for r in desired_resources(deployment_plan))
+    current = estimate(loaded.config, hours=options.hours, book=book, kinds=kinds)
+    current.prices_note = note
+    return with_delta(current, applied_config(state))
 
 
 def _changes(
@@ -114,7 +130,7 @@ def _changes(
 
         changes = changeset_for(loaded, deployment_plan, state, available_secrets(loaded, deployment_plan))
     # What-if already compares with Azure as it is; a second read would list the same drift twice.
-    if options.refresh_only or (options.refresh and not options.what_if):
+    if options.refresh_only or (options.refresh and not options.what_if and not options.offline):
         refresh_changeset(loaded, changes, state, only=options.refresh_only)
     changes.cluster = cluster_lines(loaded.config, changes)
     force_replacements(changes, options.replace)

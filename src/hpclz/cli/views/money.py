@@ -50,6 +50,7 @@ def estimate_lines(est: Estimate) -> list[str]:
     out = [
         f"\n[bold]Estimated monthly cost[/] ({est.currency} retail list prices, {escape(est.region)}, "
         f"{origin.get(est.prices_from, est.prices_from)}{as_of}):",
+        *([f"  [dim]{escape(est.prices_note)}[/]"] if est.prices_note else []),
         "  Idle baseline (always on, 730 h/month):",
         *(_line(li) for li in est.lines if li.group == "baseline"),
         f"  Partitions (every node, {est.partition_hours:g} h/month):",
