@@ -10,6 +10,8 @@ from typing import Any
 
 from pydantic import Field
 
+from hpclz.catalog.quota import QuotaNeed, quota_needs
+from hpclz.catalog.skus import load_catalog
 from hpclz.config.loader import LoadedConfig
 from hpclz.config.root import LandingZoneConfig
 from hpclz.cost.estimate import Estimate, estimate, with_delta
@@ -36,6 +38,9 @@ class PlanResult(ResultBody):
     not_saved: str | None = Field(default=None, description="Why `--out` wrote no plan file.")
     detailed_exitcode: bool = False
     estimate: Estimate | None = Field(default=None, description="Monthly cost estimate (hpclz.cost).")
+    quota: list[QuotaNeed] = Field(
+        default_factory=list, description="vCPUs per quota family with every node running, against compute.quotas."
+    )
 
     def exit_code(self) -> ExitCode:
         if self.changes is None or self.changes.blocked:
@@ -55,6 +60,7 @@ class PlanResult(ResultBody):
             body.update(self.changes.payload())
         if self.estimate is not None:
             body["cost_estimate"] = self.estimate.payload()
+        body["quota"] = [{**q.model_dump(mode="json"), "short": q.short} for q in self.quota]
         return body
 
 
@@ -103,6 +109,7 @@ def planned(loaded: LoadedConfig, options: PlanOptions, findings: list[Finding])
         return result
     result.changes = _changes(loaded, deployment_plan, state, options)
     result.estimate = _estimate(loaded, deployment_plan, state, options)
+    result.quota = quota_needs(loaded.config, load_catalog())
     _save(result, options, deployment_plan, loaded, state)
     return result
 

@@ -11,6 +11,8 @@ from hpclz.cost.estimate import CostLine, Estimate
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from hpclz.catalog.quota import QuotaNeed
+
 from hpclz.rules.config.operations import BUDGET_WARN_SHARE as WARN_SHARE
 
 
@@ -79,3 +81,26 @@ def estimate_lines(est: Estimate) -> list[str]:
 
 def print_estimate(out: Console, est: Estimate) -> None:
     out.print("\n".join(estimate_lines(est)), highlight=False)
+
+
+def quota_lines(needs: list[QuotaNeed], region: str) -> list[str]:
+    """vCPUs per quota family with every node running, against compute.quotas; shown whether declared or not."""
+    if not needs:
+        return []
+    out = ["\n[bold]vCPU quota needed[/] (every node running; compute.quotas is what you declared):"]
+    for need in needs:
+        users = escape(", ".join(need.users))
+        if need.declared is None:
+            against = f"[yellow]no quota declared[/]: check `az vm list-usage -l {escape(region)}`"
+        elif need.short:
+            against = f"[red]{need.declared:,} declared: short by {need.vcpus - need.declared:,}[/]"
+        else:
+            against = f"[green]{need.declared:,} declared[/]"
+        out.append(f"  {escape(need.family)}: {need.vcpus:,} vCPUs ({users}); {against}")
+    return out
+
+
+def print_quota(out: Console, needs: list[QuotaNeed], *, region: str) -> None:
+    lines = quota_lines(needs, region)
+    if lines:
+        out.print("\n".join(lines), highlight=False)
