@@ -140,6 +140,7 @@ def _changes(
     if options.refresh_only or (options.refresh and not options.what_if and not options.offline):
         refresh_changeset(loaded, changes, state, only=options.refresh_only)
     changes.cluster = cluster_lines(loaded.config, changes)
+    changes.unique_labels()
     force_replacements(changes, options.replace)
     if options.target:
         targeted(changes, deployment_plan, options.target)

@@ -227,6 +227,20 @@ class ChangeSet(BaseModel):
             [c.verdict.policy for c in self.config_changes] + [r.verdict.policy for r in self.changed_resources]
         )
 
+    def unique_labels(self) -> None:
+        """Resources of one type and label (a diagnostic setting on three resources, a policy assignment in
+        five groups) get where they sit added to the label, so no two lines read the same."""
+        from hpclz.plan.resources import scope_label
+
+        for group in (self.resources, self.drift):
+            seen: dict[tuple[str, str], list[ResourceChange]] = {}
+            for r in group:
+                seen.setdefault((r.type.lower(), r.label or r.name), []).append(r)
+            for same in seen.values():
+                if len(same) > 1:
+                    for r in same:
+                        r.label = f"{r.label or r.name} at {scope_label(r.id, r.type)}"
+
     def payload(self) -> dict[str, Any]:
         """The `result` of `hpclz plan -o json`: stable keys, add new ones rather than renaming."""
         body = self.model_dump(mode="json")

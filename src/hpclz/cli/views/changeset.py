@@ -144,14 +144,28 @@ def resource_lines_quiet(change: ResourceChange) -> list[str]:
     return [f"{_symbol(Action.NO_CHANGE)} {title}", *(property_line(p, noise=True) for p in change.noise)]
 
 
+def follow_ups(cs: ChangeSet, most: int = 3) -> list[str]:
+    """Each in-place follow-up once, naming what it is about: `Security/pricings VirtualMachines, ...: agree ...`."""
+    about: dict[str, list[str]] = {}
+    for r in cs.changed_resources:
+        if r.verdict.policy is Policy.IN_PLACE and r.verdict.action_needed:
+            about.setdefault(r.verdict.action_needed, []).append(
+                f"{r.type.removeprefix('Microsoft.')} {r.label or r.name}"
+            )
+    lines = []
+    for action, what in sorted(about.items()):
+        more = f" and {len(what) - most} more" if len(what) > most else ""
+        lines.append(f"{', '.join(what[:most])}{more}: {action}")
+    return lines
+
+
 def impacts(cs: ChangeSet) -> list[str]:
     """Operational impact, one line each: what the engineer must do or will lose before applying.
     ("Impact", not "Cost": money is the estimate's word, hpclz.cli.views.money.)"""
     out = []
     drains = sorted({c.verdict.action_needed for c in cs.config_changes if c.verdict.policy is Policy.DRAIN_PARTITION})
     out += [escape(d) for d in drains if d]
-    follow_ups = {r.verdict.action_needed for r in cs.changed_resources if r.verdict.policy is Policy.IN_PLACE}
-    out += [escape(f) for f in sorted(follow_ups) if f]
+    out += [escape(f) for f in follow_ups(cs)]
     policies = [c.verdict.policy for c in cs.config_changes] + [r.verdict.policy for r in cs.changed_resources]
     if Policy.RESTART_NODES in policies:
         out.append("nodes restart: plan a maintenance window")
