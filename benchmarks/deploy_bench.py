@@ -18,6 +18,10 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from hpclz.render.model import DeploymentPlan
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -55,7 +59,7 @@ def largest_preset() -> Path:
     return max(sizes, key=lambda p: sizes[p])
 
 
-def modelled(plan, latency: dict[str, float]) -> dict[str, float]:  # type: ignore[no-untyped-def]
+def modelled(plan: DeploymentPlan, latency: dict[str, float]) -> dict[str, float]:
     from hpclz.deploy.records import _declared
 
     return {
@@ -64,7 +68,7 @@ def modelled(plan, latency: dict[str, float]) -> dict[str, float]:  # type: igno
     }
 
 
-def critical_path(plan, durations: dict[str, float]) -> float:  # type: ignore[no-untyped-def]
+def critical_path(plan: DeploymentPlan, durations: dict[str, float]) -> float:
     finish: dict[str, float] = {}
     for wave in plan.waves():
         for d in wave:

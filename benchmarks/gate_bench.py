@@ -27,7 +27,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from tests.support.slurm import LocalSlurm, start_cluster, stop_cluster  # noqa: E402
-from tests.support.slurm_gate import PROLOG_TIMEOUT_S, GateHooks, plant, prolog_runs  # noqa: E402
+from tests.support.slurm_gate import PROLOG_TIMEOUT_S, GateHooks, PrologRun, plant, prolog_runs  # noqa: E402
 
 FAULTS = REPO / "tests" / "verify" / "fixtures" / "h200-faults"
 FAULT_KINDS = ["xid79", "ib-port-down", "gpu-missing", "row-remap-failure", "nvlink-down"]
@@ -51,7 +51,7 @@ def submit(cluster: LocalSlurm, work: Path, i: int) -> str:
 def run(jobs: int, nodes: int, budget: float, seed: int) -> None:
     rng = random.Random(seed)
     names = [f"b{i}" for i in range(1, nodes + 1)]
-    cluster = start_cluster(names, power=GateHooks(names, budget_s=budget))  # type: ignore[arg-type]
+    cluster = start_cluster(names, power=GateHooks(names, budget_s=budget))
     work = Path(tempfile.mkdtemp(prefix="hpclz-gate-bench-"))
     bench = Bench(cluster)
     started = time.monotonic()
@@ -109,7 +109,7 @@ class Bench:
 
 def report(cluster: LocalSlurm, work: Path, budget: float, bench: Bench, wall: float) -> None:
     runs = prolog_runs(cluster.root)
-    durations = sorted(float(r["ended"]) - float(r["started"]) for r in runs)  # type: ignore[arg-type]
+    durations = sorted(r["ended"] - r["started"] for r in runs)
     p99 = durations[min(len(durations) - 1, int(0.99 * len(durations)))]
     log = work / "ran.log"
     ran = [line.split() for line in log.read_text().splitlines()] if log.exists() else []
@@ -136,11 +136,11 @@ def report(cluster: LocalSlurm, work: Path, budget: float, bench: Bench, wall: f
         )
 
 
-def bad_starts(runs: list[dict[str, object]], ran: list[list[str]], bench: Bench) -> int:
+def bad_starts(runs: list[PrologRun], ran: list[list[str]], bench: Bench) -> int:
     """Jobs whose script started on a node after a prolog there found a fault, and before that node's repair. The
     fault is seen during that prolog (the gate drains before it exits), so a repair counts from the prolog's start:
     the bench may resume the node before the prolog script has written its own end time."""
-    seen = [(str(r["node"]), float(r["started"])) for r in runs if r["status"] != 0]  # type: ignore[arg-type]
+    seen = [(r["node"], r["started"]) for r in runs if r["status"] != 0]
     bad = 0
     for _job, node, when in ran:
         t = float(when)

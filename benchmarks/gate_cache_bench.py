@@ -4,7 +4,7 @@ Run from the repository root: `.venv/bin/python benchmarks/gate_cache_bench.py [
 Each run is a new `hpclz render PRESET --out DIR` process with all three gates (checkov from
 $HPCLZ_CHECKOV, the repository's .tools/checkov, or PATH), timed from start to exit. The gate cache lives in
 a temporary folder (HPCLZ_CACHE_DIR): the first run fills it, the next ROUNDS find it warm, each followed by
-the same render with --no-gates (the floor: imports, rendering, writing). Target: warm <= 1.5 s (issue 10). The largest preset is the one whose plan has the most resources.
+the same render with --no-gates (the floor: imports, rendering, writing). Target: warm <= 1.5 s. The largest preset is the one whose plan has the most resources.
 """
 
 from __future__ import annotations

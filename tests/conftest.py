@@ -48,8 +48,11 @@ class CliResult:
     stderr: str
 
 
+RunCli = Callable[..., CliResult]  # the type of the run_cli fixture
+
+
 @pytest.fixture
-def run_cli(capsys: pytest.CaptureFixture[str]) -> Callable[..., CliResult]:
+def run_cli(capsys: pytest.CaptureFixture[str]) -> RunCli:
     """Run `hpclz ARGS` in-process, as the console script does, and capture what it printed."""
 
     def _run(*args: str) -> CliResult:

@@ -6,28 +6,29 @@ from pathlib import Path
 
 from hpclz import __version__
 from hpclz.config import load_config
+from tests.conftest import RunCli
 
 
-def test_version(run_cli) -> None:  # type: ignore[no-untyped-def]
+def test_version(run_cli: RunCli) -> None:
     result = run_cli("--version")
     assert result.exit_code == 0
     assert result.stdout.strip() == f"hpclz {__version__}"
 
 
-def test_unknown_option_is_a_usage_error(run_cli) -> None:  # type: ignore[no-untyped-def]
+def test_unknown_option_is_a_usage_error(run_cli: RunCli) -> None:
     result = run_cli("validate", "--no-such-flag", "x.yaml")
     assert result.exit_code == 64
     assert "No such option" in result.stderr
 
 
-def test_init_writes_a_preset_that_validates(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_init_writes_a_preset_that_validates(run_cli: RunCli, tmp_path: Path) -> None:
     target = tmp_path / "zone.yaml"
     result = run_cli("init", "--preset", "finance", "--out", str(target))
     assert result.exit_code == 0, result.stderr
     assert load_config(target).config.metadata.name == "riskgrid"
 
 
-def test_init_refuses_to_overwrite(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_init_refuses_to_overwrite(run_cli: RunCli, tmp_path: Path) -> None:
     target = tmp_path / "zone.yaml"
     target.write_text("mine")
     result = run_cli("init", "--preset", "energy", "--out", str(target))
@@ -36,7 +37,7 @@ def test_init_refuses_to_overwrite(run_cli, tmp_path: Path) -> None:  # type: ig
     assert target.read_text() == "mine"
 
 
-def test_init_unknown_preset_lists_the_choices(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_init_unknown_preset_lists_the_choices(run_cli: RunCli, tmp_path: Path) -> None:
     result = run_cli("init", "--preset", "pharma", "--out", str(tmp_path / "z.yaml"))
     assert result.exit_code == 64
     assert "ai-training, energy, finance, manufacturing" in result.stderr

@@ -1,4 +1,4 @@
-"""The first hour of a new user (issue 10, item 4): init, completion, help, sign-in, explain, repeat findings."""
+"""The first hour of a new user: init, completion, help, sign-in, explain, repeat findings."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from hpclz.azure.errors import azure_errors, sign_in_failure
 from hpclz.cli import app
 from hpclz.config.schema import config_schema
 from hpclz.errors import ExitCode, HpclzError
-from tests.conftest import REPO
+from tests.conftest import REPO, RunCli
 
 AI = str(REPO / "configs" / "ai-training.yaml")
 
@@ -40,7 +40,7 @@ CHAIN_FAILED = (
 )
 
 
-def test_init_config_points_at_a_schema_that_exists_beside_it(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_init_config_points_at_a_schema_that_exists_beside_it(run_cli: RunCli, tmp_path: Path) -> None:
     target = tmp_path / "elsewhere" / "zone.yaml"
     result = run_cli("init", "--preset", "energy", "--out", str(target))
     assert result.exit_code == 0, result.stderr
@@ -56,7 +56,7 @@ def _command_paths(command: Any, path: tuple[str, ...] = ()) -> list[tuple[str, 
     return [path] + [p for name, sub in subs.items() for p in _command_paths(sub, (*path, name))]
 
 
-def test_help_shows_readable_metavars_never_python_types(run_cli) -> None:  # type: ignore[no-untyped-def]
+def test_help_shows_readable_metavars_never_python_types(run_cli: RunCli) -> None:
     import typer
 
     paths = _command_paths(typer.main.get_command(app))
@@ -101,7 +101,7 @@ def test_sign_in_failure_is_one_line_naming_what_was_tried() -> None:
     assert sign_in_failure("AuthorizationFailed: no access") is None
 
 
-def test_azure_sdk_logs_only_with_verbose(run_cli, capsys: pytest.CaptureFixture[str]) -> None:  # type: ignore[no-untyped-def]
+def test_azure_sdk_logs_only_with_verbose(run_cli: RunCli, capsys: pytest.CaptureFixture[str]) -> None:
     chain = logging.getLogger("azure.identity._credentials.chained")  # where the SDK logs the failed chain
     run_cli("explain", "HPCLZ-CMP-010")
     chain.warning("DefaultAzureCredential failed to retrieve a token")
@@ -112,7 +112,7 @@ def test_azure_sdk_logs_only_with_verbose(run_cli, capsys: pytest.CaptureFixture
     run_cli("explain", "HPCLZ-CMP-010")  # back to quiet for the tests that follow
 
 
-def test_explain_prints_a_rules_documentation_from_the_package(run_cli) -> None:  # type: ignore[no-untyped-def]
+def test_explain_prints_a_rules_documentation_from_the_package(run_cli: RunCli) -> None:
     result = run_cli("explain", "hpclz-cmp-010")
     assert result.exit_code == 0
     assert result.stdout.startswith("HPCLZ-CMP-010 (info): vCPUs needed per quota family")
@@ -123,14 +123,14 @@ def test_explain_prints_a_rules_documentation_from_the_package(run_cli) -> None:
     assert len(listing["result"]["rules"]) > 60
 
 
-def test_findings_point_at_docs_that_exist_after_pip_install(run_cli) -> None:  # type: ignore[no-untyped-def]
+def test_findings_point_at_docs_that_exist_after_pip_install(run_cli: RunCli) -> None:
     envelope = json.loads(run_cli("validate", AI, "-o", "json").stdout)
     for finding in envelope["findings"]:
         assert finding["docs"] == f"hpclz explain {finding['rule_id']}"
         assert run_cli(*finding["docs"].split()[1:]).exit_code == 0
 
 
-def test_repeating_info_is_shown_only_with_verbose(run_cli) -> None:  # type: ignore[no-untyped-def]
+def test_repeating_info_is_shown_only_with_verbose(run_cli: RunCli) -> None:
     quiet = run_cli("validate", AI)
     assert "HPCLZ-CMP-010 not shown" in quiet.stdout and "vCPUs at full scale" not in quiet.stdout
     loud = run_cli("--verbose", "validate", AI)

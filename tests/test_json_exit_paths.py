@@ -7,12 +7,13 @@ import json
 import os
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from hpclz.errors import ExitCode
 from hpclz.output import ENVELOPE_KEYS
-from tests.conftest import REPO
+from tests.conftest import REPO, RunCli
 
 JSON_COMMANDS: dict[str, list[str]] = {
     # command -> arguments after the config that keep it from reaching Azure or Slurm
@@ -47,8 +48,8 @@ def _config_paths(tmp: Path) -> dict[str, tuple[Path, ExitCode, str]]:
     }
 
 
-def _envelope(stdout: str) -> dict:  # type: ignore[type-arg]
-    envelope = json.loads(stdout)
+def _envelope(stdout: str) -> dict[str, Any]:
+    envelope: dict[str, Any] = json.loads(stdout)
     assert tuple(envelope) == ENVELOPE_KEYS
     assert envelope["ok"] is False
     assert envelope["errors"], "an error exit must say why in `errors`"
@@ -57,7 +58,7 @@ def _envelope(stdout: str) -> dict:  # type: ignore[type-arg]
 
 @pytest.mark.parametrize("command", sorted(JSON_COMMANDS))
 @pytest.mark.parametrize("case", ["missing", "model", "alias-bomb", "fifo", "directory"])
-def test_config_errors_give_a_json_envelope(run_cli, tmp_path: Path, command: str, case: str) -> None:  # type: ignore[no-untyped-def]
+def test_config_errors_give_a_json_envelope(run_cli: RunCli, tmp_path: Path, command: str, case: str) -> None:
     path, code, fragment = _config_paths(tmp_path)[case]
     extra = [a.replace("{tmp}", str(tmp_path)) for a in JSON_COMMANDS[command]]
     result = run_cli(*command.split(), str(path), *extra, "-o", "json")
@@ -74,7 +75,7 @@ def test_config_errors_give_a_json_envelope(run_cli, tmp_path: Path, command: st
 
 @pytest.mark.parametrize("command", sorted(JSON_COMMANDS))
 @pytest.mark.parametrize("mistake", [["--no-such-option"], []], ids=["unknown-option", "missing-argument"])
-def test_usage_errors_give_a_json_envelope(run_cli, command: str, mistake: list[str]) -> None:  # type: ignore[no-untyped-def]
+def test_usage_errors_give_a_json_envelope(run_cli: RunCli, command: str, mistake: list[str]) -> None:
     args = [*command.split(), *(["zone.yaml"] if mistake else []), *mistake, "-o", "json"]
     result = run_cli(*args)
     assert result.exit_code == ExitCode.USAGE
@@ -85,13 +86,13 @@ def test_usage_errors_give_a_json_envelope(run_cli, command: str, mistake: list[
 
 
 @pytest.mark.parametrize("spelling", [["-o", "json"], ["--output", "json"], ["--output=json"]])
-def test_every_spelling_of_json_output_is_honoured_for_usage_errors(run_cli, spelling: list[str]) -> None:  # type: ignore[no-untyped-def]
+def test_every_spelling_of_json_output_is_honoured_for_usage_errors(run_cli: RunCli, spelling: list[str]) -> None:
     result = run_cli("validate", "zone.yaml", "--bogus", *spelling)
     assert _envelope(result.stdout)["command"] == "validate"
 
 
 @pytest.mark.parametrize("command", ["plan", "render"])
-def test_out_onto_the_config_gives_a_json_envelope(run_cli, tmp_path: Path, command: str) -> None:  # type: ignore[no-untyped-def]
+def test_out_onto_the_config_gives_a_json_envelope(run_cli: RunCli, tmp_path: Path, command: str) -> None:
     zone = tmp_path / "lz.yaml"
     shutil.copy(REPO / "configs" / "energy.yaml", zone)
     gates = ["--no-gates"] if command == "render" else []  # the gates are not what this test is about

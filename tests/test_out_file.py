@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO
+from tests.conftest import REPO, RunCli
 
 
 @pytest.fixture
@@ -26,7 +26,7 @@ def _commands(zone: Path, out: Path) -> dict[str, list[str]]:
     }
 
 
-def test_plan_never_overwrites_its_config_even_with_force(run_cli, zone: Path) -> None:  # type: ignore[no-untyped-def]
+def test_plan_never_overwrites_its_config_even_with_force(run_cli: RunCli, zone: Path) -> None:
     before = zone.read_bytes()
     for extra in ([], ["--force"]):
         result = run_cli("plan", str(zone), "--out", str(zone), *extra)
@@ -42,7 +42,7 @@ def test_plan_never_overwrites_its_config_even_with_force(run_cli, zone: Path) -
 
 
 @pytest.mark.parametrize("command", ["plan", "schema", "init"])
-def test_existing_file_needs_force(run_cli, zone: Path, command: str) -> None:  # type: ignore[no-untyped-def]
+def test_existing_file_needs_force(run_cli: RunCli, zone: Path, command: str) -> None:
     out = zone.parent / "existing.out"
     out.write_text("keep me\n")
     args = _commands(zone, out)[command]
@@ -56,7 +56,7 @@ def test_existing_file_needs_force(run_cli, zone: Path, command: str) -> None:  
 
 
 @pytest.mark.parametrize("command", ["plan", "schema", "init"])
-def test_folder_or_missing_parent_is_a_usage_error(run_cli, zone: Path, command: str) -> None:  # type: ignore[no-untyped-def]
+def test_folder_or_missing_parent_is_a_usage_error(run_cli: RunCli, zone: Path, command: str) -> None:
     folder = zone.parent / "a-folder"
     folder.mkdir()
     for out, fragment in ((folder, "--out is a folder"), (zone.parent / "no" / "such" / "x.json", "does not exist")):
@@ -68,7 +68,7 @@ def test_folder_or_missing_parent_is_a_usage_error(run_cli, zone: Path, command:
         assert "Traceback" not in result.stderr and "internal error" not in result.stderr
 
 
-def test_unwritable_folder_is_a_usage_error(run_cli, zone: Path) -> None:  # type: ignore[no-untyped-def]
+def test_unwritable_folder_is_a_usage_error(run_cli: RunCli, zone: Path) -> None:
     if os.geteuid() == 0:
         pytest.skip("root writes into any folder whatever its mode")
     locked = zone.parent / "locked"
@@ -82,7 +82,7 @@ def test_unwritable_folder_is_a_usage_error(run_cli, zone: Path) -> None:  # typ
     assert "permission denied" in result.stderr
 
 
-def test_render_onto_a_file_is_a_usage_error(run_cli, zone: Path) -> None:  # type: ignore[no-untyped-def]
+def test_render_onto_a_file_is_a_usage_error(run_cli: RunCli, zone: Path) -> None:
     result = run_cli("render", str(zone), "--out", str(zone), "--no-gates")
     assert result.exit_code == 64
     assert "exists and is not a folder" in result.stderr

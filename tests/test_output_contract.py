@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from hpclz.output import ENVELOPE_KEYS
-from tests.conftest import REPO
+from tests.conftest import REPO, RunCli
 
 FINDING_KEYS = {"rule_id", "severity", "title", "message", "path", "file", "line", "column", "fix", "docs"}
 ERROR_KEYS = {"code", "message", "file", "line", "column", "path"}
 
 
-def test_success_envelope_has_the_fixed_keys(run_cli) -> None:  # type: ignore[no-untyped-def]
+def test_success_envelope_has_the_fixed_keys(run_cli: RunCli) -> None:
     result = run_cli("validate", str(REPO / "configs" / "energy.yaml"), "--output", "json")
     envelope = json.loads(result.stdout)
     assert tuple(envelope) == ENVELOPE_KEYS
@@ -25,7 +27,7 @@ def test_success_envelope_has_the_fixed_keys(run_cli) -> None:  # type: ignore[n
         assert set(finding) == FINDING_KEYS
 
 
-def test_error_envelope_has_the_fixed_keys(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_error_envelope_has_the_fixed_keys(run_cli: RunCli, tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text("metadata: {name: x}\n")
     result = run_cli("validate", str(bad), "-o", "json")
@@ -45,7 +47,7 @@ def test_every_command_service_returns_one_command_result() -> None:
 
     from hpclz.services import deploy, destroy, plan, render, state, validate, verify
 
-    services = [
+    services: list[Callable[..., Any]] = [
         deploy.deploy,
         destroy.destroy,
         plan.plan,
@@ -84,7 +86,9 @@ def test_every_service_takes_one_frozen_options_object() -> None:
                 continue  # a command with no options at all (`hpclz explain --list`)
             assert len(hints) == 1, f"{module.__name__}.{name} takes {list(hints)}"
             (options,) = hints.values()
-            assert dataclasses.is_dataclass(options), f"{module.__name__}.{name}: {options} is not a dataclass"
+            assert isinstance(options, type) and dataclasses.is_dataclass(options), (
+                f"{module.__name__}.{name}: {options} is not a dataclass"
+            )
             params = getattr(options, "__dataclass_params__", None)
             assert params is not None and params.frozen, f"{module.__name__}.{name}: {options.__name__} is not frozen"
     assert len(commands) >= 16, commands  # every command of the CLI, nodes and checkpoints with two each

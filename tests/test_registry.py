@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import inspect
 from collections import Counter
+from typing import Any
 
 import pytest
 
 from hpclz.docsgen import rules_reference
 from hpclz.findings import Severity
 from hpclz.registry import CONFIG_RULES, all_rules
-from hpclz.rules.base import RULE_ID
+from hpclz.rules.base import RULE_ID, Rule
 
 # An area's rules live in its module; storage's checkpoint-integrity rules have one of their own.
 AREA_MODULE: dict[str, tuple[str, ...]] = {
@@ -38,7 +39,7 @@ def test_registry_has_at_least_thirty_config_rules() -> None:
 
 
 @pytest.mark.parametrize("rule", CONFIG_RULES, ids=lambda r: r.id)
-def test_config_rule_metadata(rule: type) -> None:
+def test_config_rule_metadata(rule: type[Rule[Any]]) -> None:
     assert RULE_ID.match(rule.id), rule.id
     modules = {f"hpclz.rules.config.{name}" for name in AREA_MODULE[rule.area()]}
     assert rule.__module__ in modules, f"{rule.id} lives in {rule.__module__}"

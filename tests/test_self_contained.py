@@ -1,4 +1,4 @@
-"""Nothing in the repository reads the sibling research folder: a fresh clone must test and run alone (issue 10).
+"""Nothing in the repository reads the sibling research folder: a fresh clone must test and run alone.
 
 The folder's name is assembled here rather than written out, so this file does not match its own patterns.
 """
@@ -57,7 +57,7 @@ def test_no_file_names_the_sibling_folder() -> None:
     ],
 )
 def test_the_check_catches_each_way_of_naming_it(line: str) -> None:
-    """The lines removed from this repository by issue 10, so the scan is known to fail on them."""
+    """Lines this repository once held that read the folder, so the scan is known to fail on them."""
     assert offending_lines(line.replace("X", SIBLING)) == [line.replace("X", SIBLING).strip()]
 
 

@@ -10,6 +10,7 @@ import sysconfig
 import venv
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -87,7 +88,7 @@ def test_wheel_ships_templates_presets_allowlist_and_schemas(unpacked_wheel: Pat
     assert (schemas / "README.md").is_file()
 
 
-def _render(env: Path, cwd: Path, extra_env: dict[str, str]) -> tuple[subprocess.CompletedProcess[str], dict]:
+def _render(env: Path, cwd: Path, extra_env: dict[str, str]) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
     """`hpclz init` then a gated `hpclz render`, run from outside the checkout by the installed console script."""
     hpclz = str(env / "bin" / "hpclz")
     clean = {k: v for k, v in os.environ.items() if k not in (CHECKOV_ENV, "PYTHONPATH", "VIRTUAL_ENV")}

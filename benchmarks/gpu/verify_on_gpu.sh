@@ -9,7 +9,7 @@
 #   full.json                      `hpclz verify --local --nccl -o json` (health + perf + intra-node all-reduce), or the
 #                                  agent's own JSON when the CLI's dependencies are not installed on the machine
 #   compare.json                   each perf figure next to tests/fixtures/gpu/h200/baseline-bench.json (ratio), and
-#                                  issue 14's targets: GEMM >= 0.97, HBM >= 0.95, host-to-device >= 0.95 of the
+#                                  the targets: GEMM >= 0.97, HBM >= 0.95, host-to-device >= 0.95 of the
 #                                  baseline, health tier <= 60 s (`meets` true/false per target)
 #   allreduce-<n>.json             torch.distributed NCCL all-reduce over the machine's n GPUs (n >= 2 only)
 #   nvidia-smi-q.xml               this machine's reading, to grow the parser fixtures
@@ -72,7 +72,7 @@ import json, re, sys
 from pathlib import Path
 out = Path(sys.argv[1])
 base = json.loads(Path("tests/fixtures/gpu/h200/baseline-bench.json").read_text())
-# metric -> (baseline key, check, issue 14's target as a share of the baseline; None: recorded only)
+# metric -> (baseline key, check, target as a share of the baseline; None: recorded only)
 pairs = {
     "gemm_bf16_tflops": ("gemm_bfloat16_tflops", "HPCLZ-VFY-020", 0.97),
     "hbm_copy_tbps": ("hbm_copy_tbps_rw", "HPCLZ-VFY-021", 0.95),

@@ -99,7 +99,7 @@ CASES: dict[str, tuple[str, list[str], list[str]]] = {
         ["sthpchttp01: supportsHttpsTrafficOnly is False", "sthpcnfspublic: supportsHttpsTrafficOnly is False"],
         [],
     ),
-    # The fixtures for 027-033 are what hpclz rendered for the presets before issue 13 (the templates a
+    # The fixtures for 027-033 are what hpclz once rendered for the presets (the templates a
     # review against the Managed Lustre prerequisites, the Bastion native-client page and the access-tier
     # overview found undeployable), kept byte for byte.
     # Public endpoint on only when nothing but trusted Azure services may pass: the flow-log account's shape
@@ -129,14 +129,14 @@ CASES: dict[str, tuple[str, list[str], list[str]]] = {
         [],
     ),
     "HPCLZ-TPL-033": ("tpl-033-host-maintenance.json", ["a Host-scope configuration on an ordinary VM"], []),
-    # The energy preset's compute template before issue 16 item 5, byte for byte: a rule, but no agent or
-    # association on the CycleCloud server (issue 13, finding 17).
+    # The energy preset's compute template from before the agent was rendered, byte for byte: a rule, but no agent
+    # or association on the CycleCloud server.
     "HPCLZ-TPL-034": (
         "tpl-034-vm-unmonitored.json",
         ["no AzureMonitorLinuxAgent extension and no data collection rule association"],
         [],
     ),
-    # finance's storage template before issue 13's finding 19 was fixed: the locker beside the data containers.
+    # finance's storage template from before the locker had an account of its own: the locker beside the data containers.
     "HPCLZ-TPL-050": (
         "tpl-050-locker-with-data.json",
         ["the locker shares this account with data (checkpoints, market-data)"],
@@ -303,7 +303,7 @@ def test_bool_is_not_an_int_parameter() -> None:
 
 
 def test_a_group_that_may_write_the_locker_container_fails() -> None:
-    """Finding 19 of issue 13: whoever writes the locker writes the cluster-init every new node runs as root."""
+    """Whoever writes the locker writes the cluster-init every new node runs as root."""
     template = load("bad/tpl-050-locker-with-data.json")
     account = next(r for r in template["resources"] if r["type"] == "Microsoft.Storage/storageAccounts")
     template["resources"] = [r for r in template["resources"] if r["type"] != "Microsoft.Storage/storageAccounts"]
@@ -316,7 +316,7 @@ def test_a_group_that_may_write_the_locker_container_fails() -> None:
             "properties": {},
         }
     )
-    grant = {
+    grant: dict[str, Any] = {
         "type": "Microsoft.Authorization/roleAssignments",
         "apiVersion": "2022-04-01",
         "name": "[guid('locker-users')]",

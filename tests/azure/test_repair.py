@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from hpclz.azure.clients import AzureClients
@@ -18,7 +20,7 @@ def repair(arm: ArmStandIn) -> AzureRepair:
 
 
 def _report(machine: Machine, **kw: str) -> HealthReport:
-    values = {
+    values: dict[str, Any] = {
         "name": "hpclz-gpu1-0001",
         "category": "Resource.Hpc.Unhealthy.XID79FallenOffBus",
         "description": "Xid 79 (GPU has fallen off the bus) on GPU 2 (00000003:00:00.0)",
@@ -26,7 +28,7 @@ def _report(machine: Machine, **kw: str) -> HealthReport:
         "vm_unique_id": "",
     }
     values.update(kw)
-    return HealthReport(machine=machine, **values)  # type: ignore[arg-type]
+    return HealthReport(machine=machine, **values)
 
 
 def test_restart_and_reimage_a_vm_follow_the_lro_to_the_end(arm: ArmStandIn, repair: AzureRepair) -> None:

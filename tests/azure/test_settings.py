@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from hpclz.azure.clients import AzureClients, StaticTokenCredential, make_credential
@@ -24,7 +26,7 @@ def clean(monkeypatch: pytest.MonkeyPatch) -> None:
     ],
 )
 def test_cloud_selects_endpoint_scope_and_authority(
-    monkeypatch: pytest.MonkeyPatch, cloud, endpoint, authority
+    monkeypatch: pytest.MonkeyPatch, cloud: str, endpoint: str, authority: str
 ) -> None:
     monkeypatch.setenv("HPCLZ_AZURE_CLOUD", cloud)
     settings = settings_from_env()
@@ -70,7 +72,7 @@ def test_config_accepts_only_known_clouds() -> None:
 
     assert Metadata(name="zone", environment="dev", location="usgovvirginia", cloud="usgov").cloud == "usgov"
     with pytest.raises(ValidationError):
-        Metadata(name="zone", environment="dev", location="eastus", cloud="mars")  # type: ignore[arg-type]
+        Metadata(name="zone", environment="dev", location="eastus", cloud="mars")
 
 
 @pytest.mark.parametrize(
@@ -82,7 +84,9 @@ def test_config_accepts_only_known_clouds() -> None:
     ],
     ids=["missing", "plain-text", "truncated-pem"],
 )
-def test_bad_ca_bundle_is_a_usage_error(monkeypatch: pytest.MonkeyPatch, tmp_path, content, fragment) -> None:  # type: ignore[no-untyped-def]
+def test_bad_ca_bundle_is_a_usage_error(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, content: str | None, fragment: str
+) -> None:
     bundle = tmp_path / "ca.pem"
     if content is not None:
         bundle.write_text(content)

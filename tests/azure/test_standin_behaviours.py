@@ -28,7 +28,8 @@ def run(arm: Arm, d: Deployment) -> dict[str, Any]:
 
 
 def inner_code(remote: dict[str, Any]) -> str:
-    return remote["properties"]["error"]["details"][0]["details"][0]["code"]
+    code: str = remote["properties"]["error"]["details"][0]["details"][0]["code"]
+    return code
 
 
 def lustre(capacity: int) -> dict[str, Any]:
@@ -164,3 +165,14 @@ def test_an_address_range_cannot_go_while_a_subnet_uses_it(adapter: Arm) -> None
     failed = run(adapter, deployment("net", shrunk))
     assert inner_code(failed) == "NetcfgSubnetRangeOutsideVnet"
     assert "Subnet 'admin' is not valid because its IP address range is outside" in str(failed["properties"]["error"])
+
+
+def test_a_dual_stack_vnet_checks_each_subnet_against_its_own_address_family(adapter: Arm) -> None:
+    """A VNet's address space may hold IPv4 and IPv6 ranges together
+    (https://learn.microsoft.com/azure/virtual-network/ip-services/ipv6-overview): an IPv4 subnet outside the
+    IPv4 range is refused though an IPv6 range is listed first."""
+    dual = vnet("10.1.0.0/24")
+    dual["properties"]["addressSpace"]["addressPrefixes"] = ["fd00:db8::/48", "10.0.0.0/16"]
+    assert inner_code(run(adapter, deployment("net", dual))) == "NetcfgSubnetRangeOutsideVnet"
+    dual["properties"]["subnets"][0]["properties"]["addressPrefix"] = "10.0.1.0/24"
+    assert run(adapter, deployment("net", dual))["properties"]["provisioningState"] == "Succeeded"

@@ -1,5 +1,5 @@
-"""The stand-in refuses a spoke peering that uses the gateways of a hub without one, as ARM does (finding 5 of
-issue 13), and lists collections (a resource group's gateways) as ARM lists them; preflight's HPCLZ-NET-102
+"""The stand-in refuses a spoke peering that uses the gateways of a hub without one, as ARM does
+(RemoteVnetHasNoGateways), and lists collections (a resource group's gateways) as ARM lists them; preflight's HPCLZ-NET-102
 catches the same hub before any PUT."""
 
 from __future__ import annotations

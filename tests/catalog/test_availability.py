@@ -1,4 +1,4 @@
-"""The shipped per-region availability of catalog VM sizes (issue 10 item 5; zones for issue 18 item 1).
+"""The shipped per-region availability of catalog VM sizes and their availability zones.
 
 Every fact comes from a published capture committed under tests/fixtures with its provenance, and the shipped
 file is exactly what scripts/regen-availability builds from them.
@@ -9,13 +9,13 @@ from __future__ import annotations
 import importlib.util
 import json
 import re
-import shutil
 import subprocess
 import sys
 from importlib import resources
 from importlib.machinery import SourceFileLoader
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 from hpclz.catalog import load_availability, load_catalog, load_regions
 from tests.conftest import REPO
@@ -31,8 +31,8 @@ CAPTURES = {
 }
 
 
-def shipped() -> dict:
-    data: dict = json.loads(resources.files("hpclz.catalog").joinpath("availability.json").read_text("utf-8"))
+def shipped() -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(resources.files("hpclz.catalog").joinpath("availability.json").read_text("utf-8"))
     return data
 
 
@@ -63,7 +63,7 @@ def test_the_shipped_file_is_what_the_generator_builds_from_the_committed_captur
 
 def test_rerunning_a_source_replaces_its_facts_and_keeps_the_others(tmp_path: Path) -> None:
     out = tmp_path / "availability.json"
-    shutil.copy(resources.files("hpclz.catalog").joinpath("availability.json"), out)  # type: ignore[arg-type]
+    out.write_bytes(resources.files("hpclz.catalog").joinpath("availability.json").read_bytes())
     before = out.read_text("utf-8")
     source = shipped()["_sources"]["crdb-module-westus2"]
     args = [sys.executable, str(SCRIPT), str(WESTUS2), "--source-id", "crdb-module-westus2", "--out", str(out)]

@@ -1,4 +1,4 @@
-"""The shipped region catalog, and config that speaks the user's language (issue 10, item 5)."""
+"""The shipped region catalog, and config that speaks the user's language."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from hpclz.config import load_config_text
 from hpclz.config.patterns import PLAIN, plain
 from hpclz.config.schema import config_schema
 from hpclz.errors import ConfigError
-from tests.conftest import REPO
+from tests.conftest import REPO, RunCli
 
 # `az account list-locations --query "[].{Name: name, DisplayName: displayName}" -o table`, as captured in
 # github.com/dtrac/Azure-DevOps UsefulCommands.md and gist.github.com/phumpal/66965773723fd40ccd27338838667f43.
@@ -76,7 +76,7 @@ def test_region_spellings_normalise(spelling: str) -> None:
     assert load_config_text(_with_location(f'"{spelling}"')).config.metadata.location == "westeurope"
 
 
-def test_region_typo_is_one_did_you_mean(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_region_typo_is_one_did_you_mean(run_cli: RunCli, tmp_path: Path) -> None:
     config = tmp_path / "zone.yaml"
     config.write_text(_with_location("westeurpe"))
     result = run_cli("validate", str(config))
@@ -158,7 +158,7 @@ def test_gallery_without_an_image_is_refused_in_words() -> None:
     assert "or an Azure Compute Gallery image ID, like" in str(caught.value)
 
 
-def test_size_outside_the_catalog_warns_and_leaves_it_to_the_live_check(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_size_outside_the_catalog_warns_and_leaves_it_to_the_live_check(run_cli: RunCli, tmp_path: Path) -> None:
     config = tmp_path / "zone.yaml"
     # A size newer than the catalog: Azure's ND GB200 v6 (learn.microsoft.com/azure/virtual-machines/sizes/
     # gpu-accelerated/nd-gb200-v6-series) is not in hpclz's catalog.

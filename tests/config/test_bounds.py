@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from hpclz.config import bounds
-from tests.conftest import REPO
+from tests.conftest import REPO, RunCli
 
 BASE = (REPO / "configs" / "energy.yaml").read_text()
 
@@ -44,7 +44,7 @@ TEXT_CASES = [
 
 
 @pytest.mark.parametrize(("text", "fragment", "line"), [c[1:] for c in TEXT_CASES], ids=[c[0] for c in TEXT_CASES])
-def test_abusive_text_is_one_located_line(run_cli, tmp_path: Path, text: str, fragment: str, line: int) -> None:  # type: ignore[no-untyped-def]
+def test_abusive_text_is_one_located_line(run_cli: RunCli, tmp_path: Path, text: str, fragment: str, line: int) -> None:
     config = tmp_path / "zone.yaml"
     config.write_text(text, encoding="utf-8")
     result = run_cli("validate", str(config))
@@ -82,7 +82,7 @@ def test_limits_are_documented_with_their_values() -> None:
         assert f"| `{name}` | {value} |" in doc
 
 
-def _refused(run_cli, path: str, fragment: str) -> None:  # type: ignore[no-untyped-def]
+def _refused(run_cli: RunCli, path: str, fragment: str) -> None:
     result = run_cli("validate", path)
     assert result.exit_code == 3
     (line,) = result.stderr.strip().splitlines()
@@ -91,35 +91,35 @@ def _refused(run_cli, path: str, fragment: str) -> None:  # type: ignore[no-unty
 
 
 @pytest.mark.parametrize("device", ["/dev/zero", "/dev/urandom", "/dev/null"])
-def test_devices_are_refused_before_reading(run_cli, device: str) -> None:  # type: ignore[no-untyped-def]
+def test_devices_are_refused_before_reading(run_cli: RunCli, device: str) -> None:
     if not Path(device).exists():
         pytest.skip(f"{device} absent on this system")
     _refused(run_cli, device, "is not a regular file")
 
 
-def test_fifo_without_writer_is_refused_without_blocking(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_fifo_without_writer_is_refused_without_blocking(run_cli: RunCli, tmp_path: Path) -> None:
     fifo = tmp_path / "zone.yaml"
     os.mkfifo(fifo)
     _refused(run_cli, str(fifo), "is not a regular file")
 
 
-def test_directory_is_refused(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_directory_is_refused(run_cli: RunCli, tmp_path: Path) -> None:
     _refused(run_cli, str(tmp_path), "is a directory")
 
 
-def test_oversized_file_is_refused(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_oversized_file_is_refused(run_cli: RunCli, tmp_path: Path) -> None:
     config = tmp_path / "zone.yaml"
     config.write_text(BASE + "#" * bounds.MAX_CONFIG_BYTES)
     _refused(run_cli, str(config), f"a config may be at most {bounds.MAX_CONFIG_BYTES} bytes")
 
 
-def test_not_utf8_is_refused(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_not_utf8_is_refused(run_cli: RunCli, tmp_path: Path) -> None:
     config = tmp_path / "zone.yaml"
     config.write_bytes(BASE.encode("utf-16"))
     _refused(run_cli, str(config), "not UTF-8 text")
 
 
-def test_unreadable_file_is_refused(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_unreadable_file_is_refused(run_cli: RunCli, tmp_path: Path) -> None:
     if os.geteuid() == 0:
         pytest.skip("root reads a file whatever its mode")
     config = tmp_path / "zone.yaml"

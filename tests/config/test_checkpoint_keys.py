@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from hpclz.config import load_config_text
+from hpclz.config.base import Disabled
 from hpclz.config.root import LandingZoneConfig
 from hpclz.errors import ConfigError
 from hpclz.plan.config_diff import config_snapshot
@@ -18,7 +19,9 @@ KEY_LINE = "manifest_key: ${env:HPCLZ_MANIFEST_KEY}"
 
 
 def test_the_preset_key_is_an_env_reference_and_stays_secret() -> None:
-    container = load_config_text(AI, "lz.yaml").config.storage.blob.containers[1]  # type: ignore[union-attr]
+    blob = load_config_text(AI, "lz.yaml").config.storage.blob
+    assert not isinstance(blob, Disabled)
+    container = blob.containers[1]
     assert container.manifest_key is not None
     assert container.manifest_key.get_secret_value() == "${env:HPCLZ_MANIFEST_KEY}"
     assert "HPCLZ_MANIFEST_KEY" not in repr(container)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from hpclz.config.constraints import RESERVED_ADMIN_USERNAMES
-from tests.conftest import REPO
+from tests.conftest import REPO, RunCli
 from tests.support.azurite import ACCOUNT, ACCOUNT_KEY
 
 BASE = (REPO / "configs" / "energy.yaml").read_text()
@@ -222,7 +222,9 @@ CASES = [
 
 
 @pytest.mark.parametrize(("text", "path", "fragment", "marker"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
-def test_refused_with_one_located_line(run_cli, tmp_path: Path, text, path, fragment, marker) -> None:  # type: ignore[no-untyped-def]
+def test_refused_with_one_located_line(
+    run_cli: RunCli, tmp_path: Path, text: str, path: str, fragment: str, marker: str
+) -> None:
     config = tmp_path / "zone.yaml"
     config.write_text(text)
     result = run_cli("validate", str(config))

@@ -174,7 +174,7 @@ def test_mutated_presets_through_the_cli_give_an_envelope_never_a_traceback(tmp_
     from contextlib import redirect_stderr, redirect_stdout
     from io import StringIO
 
-    from tests.conftest import main
+    from hpclz.cli import main
 
     config = tmp_path_factory.mktemp("fuzz") / "zone.yaml"
     config.write_text(text[:MAX_CONFIG_BYTES], encoding="utf-8", errors="surrogatepass")

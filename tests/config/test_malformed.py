@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO
+from tests.conftest import REPO, RunCli
 
 BASE = (REPO / "configs" / "energy.yaml").read_text()
 
@@ -159,7 +159,9 @@ CASES = [
 
 
 @pytest.mark.parametrize(("text", "path", "fragment", "marker"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
-def test_mistake_gives_one_located_line(run_cli, tmp_path: Path, text, path, fragment, marker) -> None:  # type: ignore[no-untyped-def]
+def test_mistake_gives_one_located_line(
+    run_cli: RunCli, tmp_path: Path, text: str, path: str, fragment: str, marker: str
+) -> None:
     config = tmp_path / "zone.yaml"
     config.write_text(text)
     result = run_cli("validate", str(config))
@@ -175,7 +177,7 @@ def test_mistake_gives_one_located_line(run_cli, tmp_path: Path, text, path, fra
     assert fragment in message
 
 
-def test_malformed_yaml_is_located(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_malformed_yaml_is_located(run_cli: RunCli, tmp_path: Path) -> None:
     config = tmp_path / "broken.yaml"
     config.write_text("metadata:\n  name: x\n  tags: {a: 1\nnetwork: {}\n")
     result = run_cli("validate", str(config))
@@ -183,7 +185,7 @@ def test_malformed_yaml_is_located(run_cli, tmp_path: Path) -> None:  # type: ig
     assert re.match(rf"^error: {re.escape(str(config))}:\d+:\d+: <root>: invalid YAML: ", result.stderr)
 
 
-def test_duplicate_key_is_located(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_duplicate_key_is_located(run_cli: RunCli, tmp_path: Path) -> None:
     config = tmp_path / "dup.yaml"
     config.write_text(BASE.replace("metadata:\n", "metadata:\n  name: first\n", 1))
     result = run_cli("validate", str(config))
@@ -196,7 +198,7 @@ def test_duplicate_key_is_located(run_cli, tmp_path: Path) -> None:  # type: ign
     [("", "the file is empty"), ("- a\n- b\n", "expected a mapping"), ("schema_version: 1\n", "missing")],
     ids=["empty", "list-at-top", "only-version"],
 )
-def test_degenerate_files(run_cli, tmp_path: Path, text: str, fragment: str) -> None:  # type: ignore[no-untyped-def]
+def test_degenerate_files(run_cli: RunCli, tmp_path: Path, text: str, fragment: str) -> None:
     config = tmp_path / "z.yaml"
     config.write_text(text)
     result = run_cli("validate", str(config))
@@ -205,20 +207,20 @@ def test_degenerate_files(run_cli, tmp_path: Path, text: str, fragment: str) -> 
     assert all(line.startswith(f"error: {config}:") for line in result.stderr.splitlines())
 
 
-def test_missing_file(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_missing_file(run_cli: RunCli, tmp_path: Path) -> None:
     result = run_cli("validate", str(tmp_path / "nope.yaml"))
     assert result.exit_code == 3
     assert result.stderr.strip() == f"error: {tmp_path / 'nope.yaml'}: config file not found"
 
 
-def test_json_surrogate_pair_escape_is_one_character(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_json_surrogate_pair_escape_is_one_character(run_cli: RunCli, tmp_path: Path) -> None:
     from hpclz.config import load_config_text
 
     text = BASE.replace("workload: seismic", 'workload: "\\ud81f\\udd3b"', 1)
     assert load_config_text(text).config.metadata.tags["workload"] == "\U00017d3b"
 
 
-def test_lone_surrogate_escape_is_a_located_error(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_lone_surrogate_escape_is_a_located_error(run_cli: RunCli, tmp_path: Path) -> None:
     config = tmp_path / "zone.yaml"
     config.write_text(BASE.replace("workload: seismic", 'workload: "\\ud81f"', 1))
     result = run_cli("validate", str(config))

@@ -5,7 +5,7 @@ from pathlib import Path
 from hpclz.config import load_config
 from hpclz.findings import Severity
 from hpclz.services.validate import ValidateOptions, validate
-from tests.conftest import PRESETS
+from tests.conftest import PRESETS, RunCli
 
 EXPECTED = {"energy", "finance", "manufacturing", "ai-training"}
 
@@ -25,7 +25,7 @@ def test_preset_validates_without_errors(preset_path: Path) -> None:
     assert result.ok, [f"{f.rule_id} {f.message}" for f in result.payload.failing]
 
 
-def test_preset_cli_exit_code_is_zero(run_cli, preset_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_preset_cli_exit_code_is_zero(run_cli: RunCli, preset_path: Path) -> None:
     result = run_cli("validate", str(preset_path))
     assert result.exit_code == 0, result.stderr
     assert "is valid" in result.stdout

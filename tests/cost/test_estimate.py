@@ -10,7 +10,7 @@ import pytest
 from hpclz.config import load_config
 from hpclz.config.root import LandingZoneConfig
 from hpclz.cost.estimate import NOT_MAPPED, UNKNOWN_OFFLINE, estimate, with_delta
-from tests.conftest import PRESETS, REPO
+from tests.conftest import PRESETS, REPO, RunCli
 from tests.rules.cases import Case, _set, load_case
 
 AI = REPO / "configs" / "ai-training.yaml"
@@ -78,7 +78,9 @@ def test_budget_share_and_hours_from_the_config() -> None:
     assert est.budget_share == pytest.approx((64 * 98.32 + 32 * 84.8) * 250 / 2_000_000)
 
 
-def test_plan_prints_the_estimate_and_carries_it_in_json(run_cli, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_plan_prints_the_estimate_and_carries_it_in_json(
+    run_cli: RunCli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(tmp_path)
     text = run_cli("plan", str(AI), "--hours", "100").stdout
     assert "Estimated monthly cost" in text and "shipped snapshot of 2026-10-07" in text
@@ -93,7 +95,9 @@ def test_plan_prints_the_estimate_and_carries_it_in_json(run_cli, tmp_path: Path
     assert "Total: unknown: no line with a charge has a price here; `hpclz prices refresh CONFIG`" in unpriced
 
 
-def test_deploy_refuses_above_the_budget_before_touching_azure(run_cli, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_deploy_refuses_above_the_budget_before_touching_azure(
+    run_cli: RunCli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(tmp_path)
     config = tmp_path / "over.yaml"
     config.write_text(AI.read_text(encoding="utf-8") + "budget:\n  monthly_usd: 100000\n", encoding="utf-8")
@@ -108,7 +112,7 @@ def test_deploy_refuses_above_the_budget_before_touching_azure(run_cli, tmp_path
     assert "budget.monthly_usd" not in forced.stderr
 
 
-def test_plan_shows_the_monthly_delta_of_a_change_against_the_applied_state(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_plan_shows_the_monthly_delta_of_a_change_against_the_applied_state(run_cli: RunCli, tmp_path: Path) -> None:
     from tests.plan.test_cli import apply, edit
 
     config = tmp_path / "ai-training.yaml"

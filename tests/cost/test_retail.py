@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 
 import pytest
 
-from tests.conftest import REPO
+from tests.conftest import REPO, RunCli
 from tests.cost.test_prices import recorded
 from tests.support.local_http import serve
 
@@ -63,7 +63,7 @@ def api(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
         yield base + PATH
 
 
-def test_refresh_follows_next_page_links_and_caches_the_region(run_cli, api: str, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_refresh_follows_next_page_links_and_caches_the_region(run_cli: RunCli, api: str, tmp_path: Path) -> None:
     result = run_cli("prices", "refresh", AI, "--endpoint", api, "--cache-dir", str(tmp_path), "-o", "json")
     assert result.exit_code == 0, result.stderr
     body = json.loads(result.stdout)["result"]
@@ -83,7 +83,9 @@ def test_refresh_follows_next_page_links_and_caches_the_region(run_cli, api: str
     assert cached["as_of"] and api in cached["prices"]["vm:Standard_ND96isr_H100_v5"]["source"]
 
 
-def test_plan_uses_the_refreshed_cache(run_cli, api: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+def test_plan_uses_the_refreshed_cache(
+    run_cli: RunCli, api: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("HPCLZ_PRICES_DIR", str(tmp_path / "prices"))
     monkeypatch.chdir(tmp_path)
     assert run_cli("prices", "refresh", AI, "--endpoint", api).exit_code == 0
@@ -94,14 +96,14 @@ def test_plan_uses_the_refreshed_cache(run_cli, api: str, tmp_path: Path, monkey
     assert h100["unit_usd"] == 98.32 and api in h100["source"]
 
 
-def test_a_next_page_on_another_host_is_not_followed(run_cli, api: str, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_a_next_page_on_another_host_is_not_followed(run_cli: RunCli, api: str, tmp_path: Path) -> None:
     RetailApi.next_host = "http://attacker.invalid"
     result = run_cli("prices", "refresh", AI, "--endpoint", api, "--cache-dir", str(tmp_path))
     assert result.exit_code == 1 and "refusing to follow it" in result.stderr
     assert not (tmp_path / "eastus2.json").exists()
 
 
-def test_an_http_error_is_one_line_and_writes_nothing(run_cli, api: str, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_an_http_error_is_one_line_and_writes_nothing(run_cli: RunCli, api: str, tmp_path: Path) -> None:
     RetailApi.status = 503
     result = run_cli("prices", "refresh", AI, "--endpoint", api, "--cache-dir", str(tmp_path))
     assert result.exit_code == 5 and "answered HTTP 503" in result.stderr

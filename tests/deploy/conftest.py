@@ -8,10 +8,11 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from tests.conftest import REPO
+from tests.conftest import REPO, CliResult, RunCli
 from tests.support.arm_standin import ArmStandIn
 
 HPCLZ = [str(Path(sys.executable).parent / "hpclz")]
@@ -49,12 +50,13 @@ def run_hpclz(*args: str, env: dict[str, str] | None = None, timeout: float = 12
     )
 
 
-def state_of(config: Path) -> dict:
+def state_of(config: Path) -> dict[str, Any]:
     import json
 
     files = list((config.parent / ".hpclz").rglob("state.json"))
     assert files, "no state file written"
-    return json.loads(files[0].read_text())
+    state: dict[str, Any] = json.loads(files[0].read_text())
+    return state
 
 
 def left_after_destroy(arm: ArmStandIn) -> list[str]:
@@ -75,13 +77,13 @@ def azure_made(arm: ArmStandIn) -> set[str]:
     return watchers | ({group["id"].lower()} if group else set())
 
 
-def our_groups(arm: ArmStandIn) -> dict[str, dict]:
+def our_groups(arm: ArmStandIn) -> dict[str, dict[str, Any]]:
     """The stand-in's resource groups less NetworkWatcherRG, which Azure made with the first VNet."""
     made = azure_made(arm)
     return {k: g for k, g in arm.world.groups.items() if g["id"].lower() not in made}
 
 
-def destroy_everything(run_cli, arm: ArmStandIn, zone: Path):  # type: ignore[no-untyped-def]
+def destroy_everything(run_cli: RunCli, arm: ArmStandIn, zone: Path) -> CliResult:
     """destroy --include-data as it goes with backup: on: the first run stops protecting the CycleCloud server but
     Azure keeps its backups soft-deleted and refuses the vault; once their retention has run out (the stand-in
     forgets them) the second run deletes the vault and its group. Returns the second run's result."""

@@ -1,24 +1,26 @@
-"""Azure Backup (issue 18 item 3) on the stand-in: deploy protects the CycleCloud server; a plain destroy keeps the
+"""Azure Backup on the stand-in: deploy protects the CycleCloud server; a plain destroy keeps the
 vault, its policy and the protected item (the backups) and deletes the VM; --include-data stops protection, and
 Azure keeps the backups soft-deleted and the vault until they expire (tests/deploy/test_cycle.py plays that out)."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from tests.conftest import RunCli
 from tests.support.arm_standin import ArmStandIn
 
 VAULT = "Microsoft.RecoveryServices/vaults"
 ITEM = "Microsoft.RecoveryServices/vaults/backupFabrics/protectionContainers/protectedItems"
 
 
-def _of(arm: ArmStandIn, type_: str) -> list[dict]:
+def _of(arm: ArmStandIn, type_: str) -> list[dict[str, Any]]:
     return [r for r in arm.world.resources.values() if r["type"] == type_]
 
 
-def test_deploy_protects_the_cyclecloud_server(arm: ArmStandIn, zone: Path, run_cli) -> None:  # type: ignore[no-untyped-def]
+def test_deploy_protects_the_cyclecloud_server(arm: ArmStandIn, zone: Path, run_cli: RunCli) -> None:
     deployed = run_cli("deploy", str(zone), "--yes")
     assert deployed.exit_code == 0, deployed.stdout + deployed.stderr
     [vault] = _of(arm, VAULT)
@@ -30,7 +32,7 @@ def test_deploy_protects_the_cyclecloud_server(arm: ArmStandIn, zone: Path, run_
     assert item["properties"]["policyId"].endswith("/backupPolicies/hpclz-daily-vm")
 
 
-def test_plain_destroy_keeps_the_backups_and_deletes_the_server(arm: ArmStandIn, zone: Path, run_cli) -> None:  # type: ignore[no-untyped-def]
+def test_plain_destroy_keeps_the_backups_and_deletes_the_server(arm: ArmStandIn, zone: Path, run_cli: RunCli) -> None:
     assert run_cli("deploy", str(zone), "--yes").exit_code == 0
     result = run_cli("destroy", str(zone), "--yes")
     assert result.exit_code == 0, result.stdout + result.stderr
@@ -41,8 +43,8 @@ def test_plain_destroy_keeps_the_backups_and_deletes_the_server(arm: ArmStandIn,
 
 
 def test_a_vault_with_backups_is_refused_through_the_sdk_as_azure_refuses_it(
-    arm: ArmStandIn, zone: Path, run_cli
-) -> None:  # type: ignore[no-untyped-def]
+    arm: ArmStandIn, zone: Path, run_cli: RunCli
+) -> None:
     from azure.core.exceptions import HttpResponseError
 
     from hpclz.azure.arm import Arm

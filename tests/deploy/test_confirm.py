@@ -13,6 +13,7 @@ import select
 import time
 from pathlib import Path
 
+from tests.conftest import RunCli
 from tests.deploy.conftest import HPCLZ, state_of
 from tests.support.arm_standin import ArmStandIn
 
@@ -62,7 +63,9 @@ def test_ctrl_c_at_the_deploy_prompt_exits_130_and_deploys_nothing(arm: ArmStand
     assert arm.world.deployments == {}
 
 
-def test_no_at_the_destroy_prompt_cancels_with_exit_1_and_deletes_nothing(arm: ArmStandIn, zone: Path, run_cli) -> None:
+def test_no_at_the_destroy_prompt_cancels_with_exit_1_and_deletes_nothing(
+    arm: ArmStandIn, zone: Path, run_cli: RunCli
+) -> None:
     assert run_cli("deploy", str(zone), "--yes").exit_code == 0
     before = set(arm.world.resources)
     code, screen = _on_a_terminal(["destroy", str(zone)], b"n\r")
@@ -72,7 +75,7 @@ def test_no_at_the_destroy_prompt_cancels_with_exit_1_and_deletes_nothing(arm: A
     assert state_of(zone)["resources"]
 
 
-def test_end_of_input_at_the_destroy_prompt_exits_130(arm: ArmStandIn, zone: Path, run_cli) -> None:
+def test_end_of_input_at_the_destroy_prompt_exits_130(arm: ArmStandIn, zone: Path, run_cli: RunCli) -> None:
     assert run_cli("deploy", str(zone), "--yes").exit_code == 0
     before = set(arm.world.resources)
     code, screen = _on_a_terminal(["destroy", str(zone)], b"\x04")  # ^D: click aborts the prompt

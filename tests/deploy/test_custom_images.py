@@ -9,7 +9,7 @@ from typing import Any
 from hpclz.config import load_config_text
 from hpclz.rules.live.context import LiveContext
 from hpclz.rules.live.images import CustomImageFitsNodes, CustomImageUsable
-from tests.conftest import REPO
+from tests.conftest import REPO, RunCli
 from tests.support.arm_standin import ArmStandIn
 
 # The body of azure-rest-api-specs specification/compute/resource-manager/Microsoft.Compute/GalleryRP/stable/
@@ -82,8 +82,8 @@ def test_gallery_definition_is_left_to_azure() -> None:
 
 
 def test_deploy_stops_before_anything_when_the_version_is_not_in_the_region(
-    arm: ArmStandIn, tmp_path: Path, run_cli
-) -> None:  # type: ignore[no-untyped-def]
+    arm: ArmStandIn, tmp_path: Path, run_cli: RunCli
+) -> None:
     image = _image_id(arm.subscription_id, "galleries/myGalleryName/images/myGalleryImageName/versions/1.0.0")
     arm.world.resources[image.lower()] = {"id": image, "type": "Microsoft.Compute/galleries/images/versions"} | (
         copy.deepcopy(VERSION_BODY)
@@ -114,7 +114,7 @@ def _fit(definition: dict[str, Any]) -> list[str]:
     assert h100 in text  # the preset's pin on the h100 partition, replaced by the gallery version
     text = text.replace(h100, f"      vm_size: Standard_ND96isr_H100_v5\n      image: {VERSION}\n", 1)
     loaded = load_config_text(text, "lz.yaml")
-    images = {VERSION: VERSION_BODY, VERSION.rsplit("/versions/", 1)[0]: definition}
+    images: dict[str, dict[str, Any] | None] = {VERSION: VERSION_BODY, VERSION.rsplit("/versions/", 1)[0]: definition}
     return [f.message for f in CustomImageFitsNodes().check(LiveContext(loaded, "eastus", images=images))]
 
 

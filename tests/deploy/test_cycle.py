@@ -6,11 +6,12 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import RunCli
 from tests.deploy.conftest import azure_made, destroy_everything, left_after_destroy, state_of
 from tests.support.arm_standin import ArmStandIn
 
 
-def test_deploy_writes_state_and_shows_next_steps(arm: ArmStandIn, zone: Path, run_cli) -> None:
+def test_deploy_writes_state_and_shows_next_steps(arm: ArmStandIn, zone: Path, run_cli: RunCli) -> None:
     result = run_cli("deploy", str(zone), "--yes")
     assert result.exit_code == 0, result.stderr + result.stdout
     steps = result.stdout.split("Next steps", 1)[1]
@@ -70,7 +71,7 @@ def test_deploy_writes_state_and_shows_next_steps(arm: ArmStandIn, zone: Path, r
     assert all(r["api_version"] for r in state["resources"])
 
 
-def test_second_deploy_makes_no_write_calls(arm: ArmStandIn, zone: Path, run_cli) -> None:
+def test_second_deploy_makes_no_write_calls(arm: ArmStandIn, zone: Path, run_cli: RunCli) -> None:
     assert run_cli("deploy", str(zone), "--yes").exit_code == 0
     before = len(arm.log)
     again = run_cli("deploy", str(zone), "--yes")
@@ -80,7 +81,7 @@ def test_second_deploy_makes_no_write_calls(arm: ArmStandIn, zone: Path, run_cli
     assert "skipped" in again.stderr
 
 
-def test_destroy_keeps_data_then_include_data_removes_everything(arm: ArmStandIn, zone: Path, run_cli) -> None:
+def test_destroy_keeps_data_then_include_data_removes_everything(arm: ArmStandIn, zone: Path, run_cli: RunCli) -> None:
     assert run_cli("deploy", str(zone), "--yes").exit_code == 0
     kept = run_cli("destroy", str(zone), "--yes")
     assert kept.exit_code == 0, kept.stderr
@@ -127,7 +128,7 @@ def test_destroy_keeps_data_then_include_data_removes_everything(arm: ArmStandIn
     assert state_of(zone)["resources"] == []
 
 
-def test_destroy_leaves_what_hpclz_did_not_create(arm: ArmStandIn, zone: Path, run_cli) -> None:
+def test_destroy_leaves_what_hpclz_did_not_create(arm: ArmStandIn, zone: Path, run_cli: RunCli) -> None:
     assert run_cli("deploy", str(zone), "--yes").exit_code == 0
     foreign = f"/subscriptions/{arm.subscription_id}/resourceGroups/rg-aitrain-compute-prod-eus2/providers/Microsoft.Compute/disks/mine"
     arm.world.resources[foreign.lower()] = {
@@ -143,7 +144,7 @@ def test_destroy_leaves_what_hpclz_did_not_create(arm: ArmStandIn, zone: Path, r
     assert left_after_destroy(arm) == [foreign.lower()]
 
 
-def test_destroy_without_yes_in_a_script_is_refused(arm: ArmStandIn, zone: Path, run_cli) -> None:
+def test_destroy_without_yes_in_a_script_is_refused(arm: ArmStandIn, zone: Path, run_cli: RunCli) -> None:
     assert run_cli("deploy", str(zone), "--yes").exit_code == 0
     result = run_cli("destroy", str(zone))
     assert result.exit_code == 64
@@ -152,7 +153,7 @@ def test_destroy_without_yes_in_a_script_is_refused(arm: ArmStandIn, zone: Path,
 
 
 def test_state_from_another_subscription_is_refused(
-    arm: ArmStandIn, zone: Path, run_cli, monkeypatch: pytest.MonkeyPatch
+    arm: ArmStandIn, zone: Path, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     assert run_cli("deploy", str(zone), "--yes").exit_code == 0
     other, original = "11111111-2222-3333-4444-555555555555", arm.subscription_id
@@ -165,7 +166,9 @@ def test_state_from_another_subscription_is_refused(
     assert [r for r in arm.log if r.method == "PUT" and other in r.path] == []
 
 
-def test_deploy_without_yes_in_a_script_is_refused_before_any_write(arm: ArmStandIn, zone: Path, run_cli) -> None:
+def test_deploy_without_yes_in_a_script_is_refused_before_any_write(
+    arm: ArmStandIn, zone: Path, run_cli: RunCli
+) -> None:
     result = run_cli("deploy", str(zone))
     assert result.exit_code == 64 and "pass --yes" in result.stderr
     assert [r for r in arm.log if r.method in ("PUT", "DELETE")] == []

@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
 from hpclz.errors import HpclzError
-from tests.conftest import REPO
+from tests.conftest import REPO, RunCli
 from tests.deploy.conftest import azure_made, our_groups, state_of
 from tests.support.arm_standin import ArmStandIn
 
@@ -296,14 +295,14 @@ def assert_inventory_is_state(arm: ArmStandIn, config: Path) -> None:
     )
 
 
-def assert_plan_clean(run_cli: Callable, config: Path) -> None:
+def assert_plan_clean(run_cli: RunCli, config: Path) -> None:
     again = run_cli("plan", str(config), "--detailed-exitcode")
     assert again.exit_code == 0, again.stdout + again.stderr
     assert "No changes." in again.stdout
 
 
 @pytest.mark.parametrize("row", ROWS, ids=[r.name for r in ROWS])
-def test_day2_row(row: Row, arm: ArmStandIn, energy: Path, run_cli: Callable) -> None:
+def test_day2_row(row: Row, arm: ArmStandIn, energy: Path, run_cli: RunCli) -> None:
     assert run_cli("deploy", str(energy), "--yes").exit_code == 0
     edit(energy, row.edits)
 
@@ -340,7 +339,7 @@ def test_day2_row(row: Row, arm: ArmStandIn, energy: Path, run_cli: Callable) ->
 
 
 def test_private_endpoint_off_deletes_dependants_first_then_on_again(
-    arm: ArmStandIn, energy: Path, run_cli: Callable
+    arm: ArmStandIn, energy: Path, run_cli: RunCli
 ) -> None:
     assert run_cli("deploy", str(energy), "--yes").exit_code == 0
     edit(energy, (("private_endpoint: true", "private_endpoint: false"),))
@@ -364,7 +363,7 @@ def test_private_endpoint_off_deletes_dependants_first_then_on_again(
     assert_inventory_is_state(arm, energy)
 
 
-def test_another_zones_state_is_refused_before_any_write(arm: ArmStandIn, energy: Path, run_cli: Callable) -> None:
+def test_another_zones_state_is_refused_before_any_write(arm: ArmStandIn, energy: Path, run_cli: RunCli) -> None:
     assert run_cli("deploy", str(energy), "--yes").exit_code == 0
     state_file = next((energy.parent / ".hpclz").rglob("state.json"))
     other = energy.parent / "other.yaml"
@@ -382,7 +381,7 @@ def test_another_zones_state_is_refused_before_any_write(arm: ArmStandIn, energy
     assert writes_since(arm, start) == []
 
 
-def test_secret_in_a_tag_is_refused_before_any_write(arm: ArmStandIn, energy: Path, run_cli: Callable) -> None:
+def test_secret_in_a_tag_is_refused_before_any_write(arm: ArmStandIn, energy: Path, run_cli: RunCli) -> None:
     # A storage connection string pasted into a tag: the shape of a real one, with a made-up key.
     key = "Zm9vYmFyYmF6cXV4cXV1eGNvcmdlZ3JhdWx0Z2FycGx5d2FsZG8="
     edit(energy, (("workload: seismic", f'workload: "AccountName=st1;AccountKey={key}"'),))
@@ -392,7 +391,7 @@ def test_secret_in_a_tag_is_refused_before_any_write(arm: ArmStandIn, energy: Pa
     assert writes_since(arm, 0) == [] and our_groups(arm) == {}
 
 
-def test_saved_plan_with_a_not_allowed_change_is_not_saved(arm: ArmStandIn, energy: Path, run_cli: Callable) -> None:
+def test_saved_plan_with_a_not_allowed_change_is_not_saved(arm: ArmStandIn, energy: Path, run_cli: RunCli) -> None:
     assert run_cli("deploy", str(energy), "--yes").exit_code == 0
     edit(energy, (("admin: {cidr: 10.20.0.0/24}", "admin: {cidr: 10.20.3.0/24}"),))
     saved = energy.parent / "plan.json"
@@ -403,7 +402,7 @@ def test_saved_plan_with_a_not_allowed_change_is_not_saved(arm: ArmStandIn, ener
     assert not saved.exists()
 
 
-def test_saved_plan_is_held_to_the_same_contract(arm: ArmStandIn, energy: Path, run_cli: Callable) -> None:
+def test_saved_plan_is_held_to_the_same_contract(arm: ArmStandIn, energy: Path, run_cli: RunCli) -> None:
     assert run_cli("deploy", str(energy), "--yes").exit_code == 0
     edit(energy, (("capacity_tib: 48", "capacity_tib: 32"),))
     saved = energy.parent / "plan.json"
@@ -422,7 +421,7 @@ def test_saved_plan_is_held_to_the_same_contract(arm: ArmStandIn, energy: Path, 
     )
 
 
-def test_no_op_deploy_leaves_state_untouched(arm: ArmStandIn, energy: Path, run_cli: Callable) -> None:
+def test_no_op_deploy_leaves_state_untouched(arm: ArmStandIn, energy: Path, run_cli: RunCli) -> None:
     assert run_cli("deploy", str(energy), "--yes").exit_code == 0
     before = state_of(energy)
     assert run_cli("deploy", str(energy), "--yes").exit_code == 0
@@ -439,7 +438,7 @@ SECRETS = (
 
 
 def test_secret_rotated_is_planned_and_applied_without_reaching_state(
-    arm: ArmStandIn, energy: Path, run_cli: Callable, monkeypatch: pytest.MonkeyPatch
+    arm: ArmStandIn, energy: Path, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("LICENCE_KEY", "licence-v1-0a9f3c")
     monkeypatch.setenv("API_TOKEN", "token-v1-77b2e1")
@@ -465,7 +464,7 @@ def test_secret_rotated_is_planned_and_applied_without_reaching_state(
 
 
 def test_secret_removed_is_deleted_from_the_vault(
-    arm: ArmStandIn, energy: Path, run_cli: Callable, monkeypatch: pytest.MonkeyPatch
+    arm: ArmStandIn, energy: Path, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("LICENCE_KEY", "licence-v1-0a9f3c")
     monkeypatch.setenv("API_TOKEN", "token-v1-77b2e1")
@@ -491,7 +490,7 @@ def _drift(arm: ArmStandIn) -> tuple[str, str]:
 
 
 def test_out_of_band_drift_is_shown_by_refresh_and_put_back_by_deploy(
-    arm: ArmStandIn, energy: Path, run_cli: Callable
+    arm: ArmStandIn, energy: Path, run_cli: RunCli
 ) -> None:
     assert run_cli("deploy", str(energy), "--yes").exit_code == 0
     account, bastion = _drift(arm)
@@ -524,7 +523,7 @@ def test_out_of_band_drift_is_shown_by_refresh_and_put_back_by_deploy(
     assert_inventory_is_state(arm, energy)
 
 
-def test_plan_destroy_shows_what_destroy_deletes(arm: ArmStandIn, energy: Path, run_cli: Callable) -> None:
+def test_plan_destroy_shows_what_destroy_deletes(arm: ArmStandIn, energy: Path, run_cli: RunCli) -> None:
     assert run_cli("deploy", str(energy), "--yes").exit_code == 0
     keeping = run_cli("plan", str(energy), "--destroy", "-o", "json")
     body = json.loads(keeping.stdout)["result"]
@@ -539,7 +538,7 @@ def test_plan_destroy_shows_what_destroy_deletes(arm: ArmStandIn, energy: Path, 
     assert {r["id"].lower() for r in body["resources"] if r["action"] == "delete"}.isdisjoint(left)
 
 
-def test_replace_deletes_and_recreates_one_resource(arm: ArmStandIn, energy: Path, run_cli: Callable) -> None:
+def test_replace_deletes_and_recreates_one_resource(arm: ArmStandIn, energy: Path, run_cli: RunCli) -> None:
     assert run_cli("deploy", str(energy), "--yes").exit_code == 0
     address = "Microsoft.Network/bastionHosts/bas-energy-prod-scus"
     plan = run_cli("plan", str(energy), "--replace", address)
@@ -558,7 +557,7 @@ def test_replace_deletes_and_recreates_one_resource(arm: ArmStandIn, energy: Pat
 
 
 def test_target_applies_one_deployment_and_leaves_the_rest_planned(
-    arm: ArmStandIn, energy: Path, run_cli: Callable
+    arm: ArmStandIn, energy: Path, run_cli: RunCli
 ) -> None:
     assert run_cli("deploy", str(energy), "--yes").exit_code == 0
     edit(energy, (("workload: seismic", "workload: seismic-v2"),))
@@ -602,13 +601,18 @@ def test_typing_the_zone_name_is_consent_but_never_for_not_allowed(arm: ArmStand
 
     edit(energy, (("admin: {cidr: 10.20.0.0/24}", "admin: {cidr: 10.20.3.0/24}"),))
     never: list[str] = []
+
+    def agree(reasons: list[str], _zone: str) -> bool:
+        never.extend(reasons)
+        return True
+
     with pytest.raises(HpclzError, match="NOT ALLOWED"):
-        deploy(DeployOptions(energy, contract=Contract(ask=lambda reasons, _zone: bool(never.extend(reasons)) or True)))
+        deploy(DeployOptions(energy, contract=Contract(ask=agree)))
     assert never == []
 
 
 def test_a_missing_secret_value_is_refused_before_any_write(
-    arm: ArmStandIn, energy: Path, run_cli: Callable, monkeypatch: pytest.MonkeyPatch
+    arm: ArmStandIn, energy: Path, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("LICENCE_KEY", raising=False)
     monkeypatch.setenv("API_TOKEN", "token-v1-77b2e1")
@@ -620,7 +624,7 @@ def test_a_missing_secret_value_is_refused_before_any_write(
 
 
 def test_security_rules_changed_or_added_in_the_portal_are_drift(
-    arm: ArmStandIn, energy: Path, run_cli: Callable
+    arm: ArmStandIn, energy: Path, run_cli: RunCli
 ) -> None:
     assert run_cli("deploy", str(energy), "--yes").exit_code == 0
     nsg = next(

@@ -1,4 +1,4 @@
-"""Finding 4 of issue 13: a soft-deleted vault keeps its name for the retention period, and with purge protection
+"""A soft-deleted vault keeps its name for the retention period, and with purge protection
 cannot be purged (MicrosoftDocs/azure-security-docs@025b849:articles/key-vault/general/soft-delete-overview.md).
 The stand-in answers Vaults - Get Deleted in the shape of the REST spec's example "Retrieve a deleted vault"
 (Microsoft.KeyVault/deletedVaults: properties.vaultId, location, deletionDate, scheduledPurgeDate,
@@ -13,7 +13,7 @@ from hpclz.config.loader import load_config
 from hpclz.naming import NameBuilder
 from hpclz.rules.live.context import LiveContext
 from hpclz.rules.live.names import SoftDeletedVaultHoldsName
-from tests.conftest import REPO
+from tests.conftest import REPO, RunCli
 from tests.support.arm_standin import ArmStandIn
 
 
@@ -43,7 +43,7 @@ def test_rule_names_the_way_out_and_whether_purge_is_possible() -> None:
 
 
 def test_redeploy_over_a_purge_protected_deleted_vault_stops_before_any_write(
-    arm: ArmStandIn, zone: Path, run_cli
+    arm: ArmStandIn, zone: Path, run_cli: RunCli
 ) -> None:
     name = NameBuilder(load_config(zone).config).name("key_vault")
     body = _deleted(arm.subscription_id, "eastus2", name, protected=True)

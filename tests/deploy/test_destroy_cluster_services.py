@@ -9,12 +9,12 @@ after deployment (learn.microsoft.com/azure/mysql/flexible-server/concepts-netwo
 from __future__ import annotations
 
 import shutil
-from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from tests.conftest import REPO
+from tests.conftest import REPO, RunCli
 from tests.deploy.conftest import state_of
 from tests.support.arm_standin import ArmStandIn
 
@@ -31,13 +31,13 @@ def energy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return target
 
 
-def _of_type(arm: ArmStandIn, rtype: str) -> list[dict]:
+def _of_type(arm: ArmStandIn, rtype: str) -> list[dict[str, Any]]:
     return [r for r in arm.world.resources.values() if r["type"] == rtype]
 
 
 @pytest.mark.slow
 def test_destroy_keeps_the_accounting_database_unless_include_data(
-    arm: ArmStandIn, energy: Path, run_cli: Callable
+    arm: ArmStandIn, energy: Path, run_cli: RunCli
 ) -> None:
     deployed = run_cli("deploy", str(energy), "--yes")
     assert deployed.exit_code == 0, deployed.stderr
@@ -87,7 +87,7 @@ def test_destroy_keeps_the_accounting_database_unless_include_data(
 
 @pytest.mark.slow
 def test_netapp_shared_home_volumes_are_data_kept_by_plain_destroy(
-    arm: ArmStandIn, manufacturing: Path, run_cli: Callable
+    arm: ArmStandIn, manufacturing: Path, run_cli: RunCli
 ) -> None:
     """storage.shared mode netapp: home and /sched are ANF volumes in storage.netapp's pool, kept like every volume."""
     deployed = run_cli("deploy", str(manufacturing), "--yes")

@@ -5,9 +5,10 @@ deletes them with the data."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+from tests.conftest import RunCli
 from tests.deploy.conftest import destroy_everything, left_after_destroy, state_of
 from tests.support.arm_standin import ArmStandIn
 
@@ -16,11 +17,11 @@ ZONE_GROUP = "Microsoft.Network/privateEndpoints/privateDnsZoneGroups"
 LINK = "Microsoft.Network/privateDnsZones/virtualNetworkLinks"
 
 
-def _of_type(arm: ArmStandIn, rtype: str) -> list[dict]:
+def _of_type(arm: ArmStandIn, rtype: str) -> list[dict[str, Any]]:
     return [r for r in arm.world.resources.values() if r["type"] == rtype]
 
 
-def test_plain_destroy_keeps_the_private_way_to_kept_data(arm: ArmStandIn, zone: Path, run_cli: Callable) -> None:
+def test_plain_destroy_keeps_the_private_way_to_kept_data(arm: ArmStandIn, zone: Path, run_cli: RunCli) -> None:
     assert run_cli("deploy", str(zone), "--yes").exit_code == 0
     targets = {
         r["name"]: r["properties"]["privateLinkServiceConnections"][0]["properties"]["privateLinkServiceId"]

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from hpclz.deploy.destroy import is_immutable, worm_note
 from hpclz.state.model import ResourceRecord
+from tests.conftest import RunCli
 from tests.deploy.conftest import state_of
 from tests.support.arm_standin import ArmStandIn, Fault
 
 CONTAINERS = "Microsoft.Storage/storageAccounts/blobServices/containers"
 
 
-def _container(name: str, body: dict[str, object]) -> ResourceRecord:
+def _container(name: str, body: dict[str, Any]) -> ResourceRecord:
     rid = f"/subscriptions/s/resourceGroups/rg/providers/Microsoft.Storage/storageAccounts/st/blobServices/default/containers/{name}"
     return ResourceRecord(
         id=rid, type=CONTAINERS, name=f"st/default/{name}", api_version="2023-05-01", deployment="d", properties=body
@@ -28,7 +30,7 @@ def test_immutability_is_read_from_whole_bodies_and_from_older_properties_only_r
     assert "immutable container a" in worm_note([_container("a", {"properties": worm}), _container("c", {})])
 
 
-def test_plain_destroy_keeps_the_immutable_container(arm: ArmStandIn, zone: Path, run_cli) -> None:  # type: ignore[no-untyped-def]
+def test_plain_destroy_keeps_the_immutable_container(arm: ArmStandIn, zone: Path, run_cli: RunCli) -> None:
     assert run_cli("deploy", str(zone), "--yes").exit_code == 0
     result = run_cli("destroy", str(zone), "--yes", "-o", "json")
     assert result.exit_code == 0, result.stdout
@@ -38,7 +40,9 @@ def test_plain_destroy_keeps_the_immutable_container(arm: ArmStandIn, zone: Path
     assert not is_immutable(kept["datasets"])
 
 
-def test_a_refused_delete_of_the_checkpoint_group_names_the_retention(arm: ArmStandIn, zone: Path, run_cli) -> None:  # type: ignore[no-untyped-def]
+def test_a_refused_delete_of_the_checkpoint_group_names_the_retention(
+    arm: ArmStandIn, zone: Path, run_cli: RunCli
+) -> None:
     assert run_cli("deploy", str(zone), "--yes").exit_code == 0
     # What Azure does while a sealed version's retention runs: the group's deletion fails (the stand-in has no WORM).
     arm.faults.add(

@@ -1,4 +1,4 @@
-"""`network.vnet.mode: existing` is read through azure-mgmt-network before anything is deployed (issue 13, item 4).
+"""`network.vnet.mode: existing` is read through azure-mgmt-network before anything is deployed.
 
 The stand-in holds the VNet in the shape ARM returns it: azure-rest-api-specs, Microsoft.Network
 examples/VirtualNetworkGetWithSubnetDelegation.json (properties.addressSpace.addressPrefixes,
@@ -166,7 +166,7 @@ def _hub(gateway: bool) -> dict[str, Any]:
 
 
 def test_hub_gateway_is_read_not_only_declared(arm: ArmStandIn) -> None:
-    """Finding 5 of issue 13: use_remote_gateways with no gateway in the hub."""
+    """use_remote_gateways with no gateway in the hub: ARM refuses the spoke's peering (RemoteVnetHasNoGateways)."""
     from hpclz.rules.live.network import HubHasNoGateway
 
     loaded = _finance()

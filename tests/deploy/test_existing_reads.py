@@ -1,5 +1,5 @@
-"""Preflight reads what `existing` blocks name (issue 13 item 4): NSGs and peerings of an existing VNet, the hub's
-gateway transit (finding 5), an existing Managed Lustre and an existing Key Vault. Every Azure answer is an
+"""Preflight reads what `existing` blocks name: NSGs and peerings of an existing VNet, the hub's
+gateway transit, an existing Managed Lustre and an existing Key Vault. Every Azure answer is an
 azure-rest-api-specs example (tests/fixtures/arm/existing/, each file's `_source`) served by the ARM stand-in and
 read through hpclz's adapter on the real SDK clients."""
 
@@ -23,6 +23,7 @@ from hpclz.rules.live.existing import ExistingLustreMatches, ExistingVaultUnfit
 from hpclz.rules.live.netapp import ExistingNetAppVolumes
 from hpclz.rules.live.network import NO_TRANSIT, HubHasNoGateway, SpokePeeringNotConnected
 from hpclz.rules.live.nsg import ExistingSubnetWithoutNsg, NsgBlocksLustre
+from tests.conftest import RunCli
 from tests.support.arm_standin import ArmStandIn
 from tests.support.existing_resources import (
     HUB_ID,
@@ -60,7 +61,12 @@ def nsg(*extra_rules: dict[str, Any]) -> dict[str, Any]:
 
 
 def rule(name: str, priority: int, direction: str, access: str, **fields: Any) -> dict[str, Any]:
-    props = {"protocol": "*", "sourcePortRange": "*", "destinationPortRange": "*", "sourceAddressPrefix": "*"}
+    props: dict[str, Any] = {
+        "protocol": "*",
+        "sourcePortRange": "*",
+        "destinationPortRange": "*",
+        "sourceAddressPrefix": "*",
+    }
     props |= {"destinationAddressPrefix": "*", "access": access, "priority": priority, "direction": direction}
     props |= fields
     return {"name": name, "properties": {k: v for k, v in props.items() if v is not None}}
@@ -135,7 +141,7 @@ def test_a_rule_on_application_security_groups_is_not_taken_for_everyone() -> No
     assert messages(NsgBlocksLustre, _lustre_ctx(nsg(asg))) == []
 
 
-# --- the spoke's peering and the hub's gateway transit (finding 5) --------------------------------------------
+# --- the spoke's peering and the hub's gateway transit ---------------------------------------------------------
 
 
 def _peering(remote: str, state: str, **flags: bool) -> dict[str, Any]:
@@ -335,7 +341,9 @@ def test_the_hub_side_of_a_vnet_hpclz_creates_is_found_by_its_resource_group(arm
 # --- through `hpclz deploy` ----------------------------------------------------------------------------------------
 
 
-def test_deploy_stops_at_preflight_on_an_nsg_that_blocks_lustre(arm: ArmStandIn, tmp_path: Path, run_cli) -> None:
+def test_deploy_stops_at_preflight_on_an_nsg_that_blocks_lustre(
+    arm: ArmStandIn, tmp_path: Path, run_cli: RunCli
+) -> None:
     """The whole path: the CLI's preflight reads the existing VNet and its NSGs from the stand-in, reports the
     denying rule at the config line of the subnet, exits 1 and writes nothing to Azure."""
     data = preset("ai-training")

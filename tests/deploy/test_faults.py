@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import RunCli
 from tests.deploy.conftest import state_of
 from tests.support.arm_standin import ArmStandIn, Fault
 
@@ -21,7 +22,7 @@ from tests.support.arm_standin import ArmStandIn, Fault
     ],
     ids=["429-on-submit", "500-on-poll", "dropped-submit", "dropped-operations-list"],
 )
-def test_transient_faults_are_survived(arm: ArmStandIn, zone: Path, run_cli, fault: Fault) -> None:
+def test_transient_faults_are_survived(arm: ArmStandIn, zone: Path, run_cli: RunCli, fault: Fault) -> None:
     arm.faults.add(fault)
     result = run_cli("deploy", str(zone), "--yes")
     assert result.exit_code == 0, result.stderr + result.stdout
@@ -40,7 +41,9 @@ def _dependants_of(zone: Path, name: str) -> set[str]:
     return found
 
 
-def test_resource_failure_reports_innermost_error_and_blocks_dependants(arm: ArmStandIn, zone: Path, run_cli) -> None:
+def test_resource_failure_reports_innermost_error_and_blocks_dependants(
+    arm: ArmStandIn, zone: Path, run_cli: RunCli
+) -> None:
     arm.faults.add(
         Fault(
             "resource",
@@ -63,7 +66,7 @@ def test_resource_failure_reports_innermost_error_and_blocks_dependants(arm: Arm
     assert "PublicIpAddressInUse" in state["deployments"]["hpclz-aitrain-prod-network"]["error"]
 
 
-def test_rerun_after_failure_skips_what_succeeded(arm: ArmStandIn, zone: Path, run_cli) -> None:
+def test_rerun_after_failure_skips_what_succeeded(arm: ArmStandIn, zone: Path, run_cli: RunCli) -> None:
     arm.faults.add(
         Fault("resource", path="Microsoft.ManagedIdentity/userAssignedIdentities", code="Conflict", message="x")
     )
@@ -76,7 +79,7 @@ def test_rerun_after_failure_skips_what_succeeded(arm: ArmStandIn, zone: Path, r
     assert "hpclz-aitrain-prod-identity" in resubmitted
 
 
-def test_network_loss_mid_deploy_then_resume(arm: ArmStandIn, zone: Path, run_cli) -> None:
+def test_network_loss_mid_deploy_then_resume(arm: ArmStandIn, zone: Path, run_cli: RunCli) -> None:
     arm.world.latency["microsoft.storagecache/amlfilesystems"] = 0.5
     lost = arm.faults.add(Fault("drop", method="GET", path=r"prod-storage/operations$", times=None))
     first = run_cli("deploy", str(zone), "--yes")
@@ -91,7 +94,7 @@ def test_network_loss_mid_deploy_then_resume(arm: ArmStandIn, zone: Path, run_cl
     assert sum(1 for r in arm.log if r.method == "PUT" and r.path.endswith("prod-storage")) == 1
 
 
-def test_failed_deploy_envelope_names_the_innermost_error(arm: ArmStandIn, zone: Path, run_cli) -> None:
+def test_failed_deploy_envelope_names_the_innermost_error(arm: ArmStandIn, zone: Path, run_cli: RunCli) -> None:
     """Under -o json a script reads why from `errors`, not by digging through `result`."""
     import json
 

@@ -1,4 +1,4 @@
-"""Finding 2 of issue 13: host-based encryption needs the Microsoft.Compute/EncryptionAtHost feature registered
+"""Host-based encryption needs the Microsoft.Compute/EncryptionAtHost feature registered
 (MicrosoftDocs/azure-compute-docs@055347c:articles/virtual-machines/linux/disks-enable-host-based-encryption-cli.md).
 Preflight reads the feature through the real SDK client from the stand-in's Microsoft.Features endpoint."""
 
@@ -12,7 +12,7 @@ import pytest
 from hpclz.config.loader import load_config
 from hpclz.rules.live.context import LiveContext
 from hpclz.rules.live.subscription import FeatureNotRegistered
-from tests.conftest import REPO
+from tests.conftest import REPO, RunCli
 from tests.support.arm_standin import ArmStandIn
 
 
@@ -36,7 +36,9 @@ def test_rule_passes_when_registered_and_names_the_command_when_not() -> None:
     assert finding.line is not None
 
 
-def test_unregistered_encryption_at_host_stops_deploy_before_any_write(arm: ArmStandIn, zone: Path, run_cli) -> None:
+def test_unregistered_encryption_at_host_stops_deploy_before_any_write(
+    arm: ArmStandIn, zone: Path, run_cli: RunCli
+) -> None:
     arm.world.unregistered_features.add("microsoft.compute/encryptionathost")
     result = run_cli("deploy", str(zone), "--yes")
     assert result.exit_code == 1, result.stdout + result.stderr

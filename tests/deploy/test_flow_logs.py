@@ -1,21 +1,22 @@
-"""VNet flow logs (issue 18 item 4) on the stand-in: the flow log goes under the Network Watcher Azure enables with
+"""VNet flow logs on the stand-in: the flow log goes under the Network Watcher Azure enables with
 the first VNet of a region, and preflight says when that watcher is missing (HPCLZ-NET-110)."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from hpclz.config.loader import load_config
 from hpclz.rules.live.context import LiveContext
 from hpclz.rules.live.flowlogs import NetworkWatcherMissing
-from tests.conftest import REPO
+from tests.conftest import REPO, RunCli
 from tests.deploy.conftest import destroy_everything, state_of
 from tests.support.arm_standin import ArmStandIn
 
 FLOW_LOG = "Microsoft.Network/networkWatchers/flowLogs"
 
 
-def _ctx(watcher: dict | None, vnet_exists: bool) -> LiveContext:
+def _ctx(watcher: dict[str, Any] | None, vnet_exists: bool) -> LiveContext:
     loaded = load_config(REPO / "configs" / "ai-training.yaml")
     return LiveContext(loaded=loaded, location="eastus2", network_watcher=watcher, vnet_exists=vnet_exists)
 
@@ -39,8 +40,8 @@ def test_with_the_vnet_already_there_a_missing_watcher_is_an_error_with_the_comm
 
 
 def test_deploy_puts_the_flow_log_under_azures_watcher_and_destroy_deletes_only_the_flow_log(
-    arm: ArmStandIn, zone: Path, run_cli
-) -> None:  # type: ignore[no-untyped-def]
+    arm: ArmStandIn, zone: Path, run_cli: RunCli
+) -> None:
     deployed = run_cli("deploy", str(zone), "--yes")
     assert deployed.exit_code == 0, deployed.stdout + deployed.stderr
     [flow_log] = [r for r in arm.world.resources.values() if r["type"] == FLOW_LOG]
@@ -59,7 +60,9 @@ def test_deploy_puts_the_flow_log_under_azures_watcher_and_destroy_deletes_only_
     assert any(r["type"] == "Microsoft.Network/networkWatchers" for r in arm.world.resources.values())
 
 
-def test_without_automatic_network_watcher_the_rerun_stops_in_preflight(arm: ArmStandIn, zone: Path, run_cli) -> None:  # type: ignore[no-untyped-def]
+def test_without_automatic_network_watcher_the_rerun_stops_in_preflight(
+    arm: ArmStandIn, zone: Path, run_cli: RunCli
+) -> None:
     arm.world.auto_network_watcher = False  # a subscription that opted out of automatic enablement
     first = run_cli("deploy", str(zone), "--yes")
     assert first.exit_code != 0
@@ -73,8 +76,8 @@ def test_without_automatic_network_watcher_the_rerun_stops_in_preflight(arm: Arm
 
 
 def test_a_flow_log_without_its_watcher_is_refused_as_arm_refuses_a_nested_resource(
-    arm: ArmStandIn, zone: Path, run_cli
-) -> None:  # type: ignore[no-untyped-def]
+    arm: ArmStandIn, zone: Path, run_cli: RunCli
+) -> None:
     arm.world.auto_network_watcher = False
     arm.world.put_group("NetworkWatcherRG", "eastus2", {})  # the group is there, its watcher was deleted
     result = run_cli("deploy", str(zone), "--yes")

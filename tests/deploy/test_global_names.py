@@ -9,7 +9,7 @@ from hpclz.config.loader import load_config
 from hpclz.naming import NameBuilder
 from hpclz.rules.live.context import LiveContext
 from hpclz.rules.live.names import GlobalNameTaken
-from tests.conftest import REPO
+from tests.conftest import REPO, RunCli
 from tests.support.arm_standin import ArmStandIn
 
 
@@ -22,7 +22,7 @@ def test_rule_reports_arms_reason() -> None:
 
 
 def test_a_storage_name_held_elsewhere_stops_deploy_and_a_redeploy_does_not_trip_on_its_own(
-    arm: ArmStandIn, zone: Path, run_cli
+    arm: ArmStandIn, zone: Path, run_cli: RunCli
 ) -> None:
     account = NameBuilder(load_config(zone).config).name("storage_account")
     arm.world.taken_names.add(account)

@@ -19,7 +19,7 @@ from hpclz.config.loader import LoadedConfig
 from hpclz.rules.live import LIVE_RULES
 from hpclz.rules.live.context import LiveContext
 from hpclz.rules.live.marketplace import MarketplaceImageUnavailable
-from tests.conftest import REPO
+from tests.conftest import REPO, RunCli
 from tests.support.arm_standin import ArmStandIn
 
 SPEC_EXAMPLE = REPO / "tests" / "fixtures" / "arm" / "vmimage_get_specexample.json"
@@ -81,7 +81,9 @@ def test_the_adapter_reads_a_version_and_a_404_through_the_sdk(arm: ArmStandIn) 
     assert adapter.marketplace_image("southcentralus", PINNED) is None
 
 
-def test_deploy_stops_before_any_write_when_the_pinned_version_is_missing(arm: ArmStandIn, zone: Path, run_cli) -> None:  # type: ignore[no-untyped-def]
+def test_deploy_stops_before_any_write_when_the_pinned_version_is_missing(
+    arm: ArmStandIn, zone: Path, run_cli: RunCli
+) -> None:
     arm.world.missing_images.add(PINNED.lower())
     result = run_cli("deploy", str(zone), "--yes")
     assert result.exit_code == 1, result.stdout

@@ -16,7 +16,7 @@ from hpclz.config.loader import load_config_text
 from hpclz.rules.live import LIVE_RULES
 from hpclz.rules.live.compute import ZoneNotOfferedLive
 from hpclz.rules.live.context import LiveContext
-from tests.conftest import REPO
+from tests.conftest import REPO, RunCli
 from tests.support.arm_standin import ArmStandIn
 from tests.support.arm_standin.catalog import default_skus, sku
 
@@ -111,8 +111,8 @@ def zone(tmp_path: Path) -> Path:
 
 
 def test_deploy_stops_before_any_write_when_the_sku_api_leaves_the_zone_out(
-    arm: ArmStandIn, zone: Path, run_cli
-) -> None:  # type: ignore[no-untyped-def]
+    arm: ArmStandIn, zone: Path, run_cli: RunCli
+) -> None:
     # ai-training puts its H200 partition in zone 1; this subscription is offered the size in zones 2 and 3.
     arm.world.skus = [
         {**s, "locationInfo": [{"location": "eastus2", "zones": ["2", "3"]}]}

@@ -6,13 +6,14 @@ nested run in flight is in test_resume."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from hpclz.azure.arm import Arm
 from hpclz.azure.clients import AzureClients
 from hpclz.deploy.nested import handle, nested_targets
 from hpclz.render.model import Deployment, Scope
+from tests.conftest import RunCli
 from tests.deploy.conftest import state_of
 from tests.support.arm_standin import ArmStandIn, Fault
 
@@ -26,11 +27,12 @@ def _outer(name: str, group: str | None) -> Deployment:
     return Deployment(name=name, component="x", scope=scope, resource_group=group, location="eastus2", template={})
 
 
-def _record(zone: Path, name: str) -> dict:
-    return state_of(zone)["deployments"][name]
+def _record(zone: Path, name: str) -> dict[str, Any]:
+    record: dict[str, Any] = state_of(zone)["deployments"][name]
+    return record
 
 
-def test_a_nested_run_is_its_own_deployment_at_its_own_scope(arm: ArmStandIn, zone: Path, run_cli: Callable) -> None:
+def test_a_nested_run_is_its_own_deployment_at_its_own_scope(arm: ArmStandIn, zone: Path, run_cli: RunCli) -> None:
     assert run_cli("deploy", str(zone), "--yes").exit_code == 0
     client = Arm(AzureClients(arm.subscription_id))
     outer = _outer(FLOWLOGS, _record(zone, FLOWLOGS)["resource_group"])
@@ -65,11 +67,12 @@ def test_a_nested_run_is_its_own_deployment_at_its_own_scope(arm: ArmStandIn, zo
 
     # The audit deployment runs at subscription scope and nests one run per watched resource's group.
     audit = _outer(AUDIT, None)
-    groups = {handle(audit, rid).resource_group for rid in nested_targets(client.operations(audit))}  # type: ignore[union-attr]
-    assert groups and None not in groups
+    handles = [handle(audit, rid) for rid in nested_targets(client.operations(audit))]
+    groups = {h.resource_group for h in handles if h is not None}
+    assert groups and None not in handles and None not in groups
 
 
-def test_a_failed_deploy_records_what_its_nested_runs_made(arm: ArmStandIn, zone: Path, run_cli: Callable) -> None:
+def test_a_failed_deploy_records_what_its_nested_runs_made(arm: ArmStandIn, zone: Path, run_cli: RunCli) -> None:
     """The audit run's last nested run fails (its saved searches): the outer run ends Failed, with no
     outputResources, and its own operations name only the nested deployments. The diagnostic settings the earlier
     nested runs made are recorded from those runs' operations, so destroy can find them."""

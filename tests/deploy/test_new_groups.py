@@ -1,4 +1,4 @@
-"""Finding 6 of issue 13: on a first deploy no resource group exists, and preflight used to skip ARM validate for
+"""On a first deploy no resource group exists, and preflight used to skip ARM validate for
 every deployment into one. Now they are validated together under a subscription-scope template that declares the
 groups (as CCWS deploys: Azure/cyclecloud-slurm-workspace@bc0fc1b:bicep/mainTemplate.bicep), before any write."""
 
@@ -13,10 +13,13 @@ from hpclz.deploy.new_groups import wrapper
 from hpclz.deploy.preflight import gather
 from hpclz.deploy.secrets import resolve_secrets
 from hpclz.render.build import build_plan
+from tests.conftest import RunCli
 from tests.support.arm_standin import ArmStandIn
 
 
-def test_first_deploy_validates_every_group_deployment_before_any_write(arm: ArmStandIn, zone: Path, run_cli) -> None:
+def test_first_deploy_validates_every_group_deployment_before_any_write(
+    arm: ArmStandIn, zone: Path, run_cli: RunCli
+) -> None:
     result = run_cli("deploy", str(zone), "--yes")
     assert result.exit_code == 0, result.stdout + result.stderr
     first_write = next(i for i, r in enumerate(arm.log) if r.method == "PUT")

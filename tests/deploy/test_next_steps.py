@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from hpclz.config import load_config
+from hpclz.config.loader import LoadedConfig
 from hpclz.deploy.next_steps import next_steps
 from hpclz.state.factory import new_state
-from hpclz.state.model import ResourceRecord
+from hpclz.state.model import ResourceRecord, StateDocument
 from tests.conftest import REPO
 
 VM = (
@@ -14,7 +17,7 @@ VM = (
 )
 
 
-def _server_only(path: str):  # type: ignore[no-untyped-def]
+def _server_only(path: str) -> tuple[LoadedConfig, StateDocument]:
     """A state with the CycleCloud server and its NIC, no Bastion (reached over the hub's network)."""
     loaded = load_config(path)
     doc = new_state(loaded.config)
@@ -47,7 +50,7 @@ def test_without_bastion_entra_users_get_az_ssh_vm_on_the_private_ip() -> None:
     assert "CycleCloud server shell with your Entra ID account: az ssh vm --ip 10.60.1.4" in steps
 
 
-def test_no_entra_command_when_entra_login_is_off(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_no_entra_command_when_entra_login_is_off(tmp_path: Path) -> None:
     text = (REPO / "configs" / "finance.yaml").read_text(encoding="utf-8")
     config = tmp_path / "finance.yaml"
     config.write_text(text.replace("identity:\n", "identity:\n  entra_login: false\n", 1), encoding="utf-8")

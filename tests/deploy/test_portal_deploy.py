@@ -3,20 +3,22 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from ruamel.yaml import YAML
 
+from tests.conftest import RunCli
 from tests.support.arm_standin import ArmStandIn
 
 VM = "Microsoft.Compute/virtualMachines"
 
 
-def _portal_vm(arm: ArmStandIn) -> dict:
+def _portal_vm(arm: ArmStandIn) -> dict[str, Any]:
     return next(r for r in arm.world.resources.values() if r["type"] == VM and r["name"] == "vm-aitrain-ood-prod-eus2")
 
 
-def test_the_portal_deploys_privately_and_next_steps_tunnel_to_it(arm: ArmStandIn, zone: Path, run_cli) -> None:
+def test_the_portal_deploys_privately_and_next_steps_tunnel_to_it(arm: ArmStandIn, zone: Path, run_cli: RunCli) -> None:
     result = run_cli("deploy", str(zone), "--yes")
     assert result.exit_code == 0, result.stderr + result.stdout
     portal = _portal_vm(arm)
@@ -34,7 +36,7 @@ def test_the_portal_deploys_privately_and_next_steps_tunnel_to_it(arm: ArmStandI
     assert "https://localhost:9443/oidc" in steps and "3c1f9a52-7d4e-4b8a-9e21-5f6d0c8b2a17" in steps
 
 
-def test_plain_destroy_removes_the_portal_it_holds_no_data(arm: ArmStandIn, zone: Path, run_cli) -> None:
+def test_plain_destroy_removes_the_portal_it_holds_no_data(arm: ArmStandIn, zone: Path, run_cli: RunCli) -> None:
     assert run_cli("deploy", str(zone), "--yes").exit_code == 0
     kept = run_cli("destroy", str(zone), "--yes")
     assert kept.exit_code == 0, kept.stderr
@@ -43,7 +45,7 @@ def test_plain_destroy_removes_the_portal_it_holds_no_data(arm: ArmStandIn, zone
 
 
 def test_the_client_secret_reader_role_lands_on_the_vault(
-    arm: ArmStandIn, zone: Path, run_cli, monkeypatch: pytest.MonkeyPatch
+    arm: ArmStandIn, zone: Path, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     yaml = YAML()
     data = yaml.load(zone.read_text(encoding="utf-8"))
@@ -69,7 +71,7 @@ def test_the_client_secret_reader_role_lands_on_the_vault(
     assert "Xy7~portal.client-secret" not in state_text
 
 
-def test_new_sign_in_settings_recreate_the_portal_once_consented(arm: ArmStandIn, zone: Path, run_cli) -> None:
+def test_new_sign_in_settings_recreate_the_portal_once_consented(arm: ArmStandIn, zone: Path, run_cli: RunCli) -> None:
     """A new boot script cannot reach a VM in place (customData): deploy says so, then recreates the portal when
     the engineer consents; the CycleCloud server is untouched."""
     assert run_cli("deploy", str(zone), "--yes").exit_code == 0

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO
+from tests.conftest import REPO, RunCli
 from tests.support.arm_standin import ArmStandIn, Fault
 from tests.support.arm_standin.catalog import default_usages, usage
 
@@ -24,7 +24,7 @@ def _deployed(arm: ArmStandIn) -> list[str]:
     return [r.path for r in arm.log if r.method == "PUT"]
 
 
-def test_unregistered_provider_stops_deploy_with_the_fix(arm: ArmStandIn, zone: Path, run_cli) -> None:
+def test_unregistered_provider_stops_deploy_with_the_fix(arm: ArmStandIn, zone: Path, run_cli: RunCli) -> None:
     arm.world.unregistered.add("microsoft.storagecache")
     result = run_cli("deploy", str(zone), "--yes")
     assert result.exit_code == 1
@@ -33,7 +33,7 @@ def test_unregistered_provider_stops_deploy_with_the_fix(arm: ArmStandIn, zone: 
     assert "nothing was deployed" in result.stdout and _deployed(arm) == []
 
 
-def test_quota_shortfall_warns_but_deploys(arm: ArmStandIn, zone: Path, run_cli) -> None:
+def test_quota_shortfall_warns_but_deploys(arm: ArmStandIn, zone: Path, run_cli: RunCli) -> None:
     arm.world.usages["eastus2"] = [usage("standardNDISRH200V5Family", 0, 960), *default_usages()]
     arm.world.usages["eastus2"] = [
         u for u in arm.world.usages["eastus2"] if u["name"]["value"] != "standardNDISRH200V5Family" or u["limit"] == 960
@@ -43,7 +43,7 @@ def test_quota_shortfall_warns_but_deploys(arm: ArmStandIn, zone: Path, run_cli)
     assert "HPCLZ-CMP-103" in result.stdout and "needs 3072 vCPUs" in result.stdout and "960 left" in result.stdout
 
 
-def test_forbidden_sku_api_is_a_warning_not_a_crash(arm: ArmStandIn, zone: Path, run_cli) -> None:
+def test_forbidden_sku_api_is_a_warning_not_a_crash(arm: ArmStandIn, zone: Path, run_cli: RunCli) -> None:
     arm.faults.add(
         Fault(
             "error", method="GET", path=r"/Microsoft.Compute/skus$", status=403, times=None, code="AuthorizationFailed"
@@ -54,7 +54,7 @@ def test_forbidden_sku_api_is_a_warning_not_a_crash(arm: ArmStandIn, zone: Path,
     assert "HPCLZ-CMP-104" in result.stdout and "AuthorizationFailed" in result.stdout
 
 
-def test_arm_validate_failure_is_an_error_finding(arm: ArmStandIn, zone: Path, run_cli) -> None:
+def test_arm_validate_failure_is_an_error_finding(arm: ArmStandIn, zone: Path, run_cli: RunCli) -> None:
     arm.faults.add(
         Fault(
             "error",
@@ -72,7 +72,7 @@ def test_arm_validate_failure_is_an_error_finding(arm: ArmStandIn, zone: Path, r
 
 
 def test_rejected_token_is_one_line_exit_5(
-    arm: ArmStandIn, zone: Path, run_cli, monkeypatch: pytest.MonkeyPatch
+    arm: ArmStandIn, zone: Path, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("HPCLZ_AZURE_TOKEN", "wrong-token")
     result = run_cli("deploy", str(zone), "--yes")
@@ -82,7 +82,7 @@ def test_rejected_token_is_one_line_exit_5(
 
 
 def test_unknown_subscription_is_one_line_exit_5(
-    arm: ArmStandIn, zone: Path, run_cli, monkeypatch: pytest.MonkeyPatch
+    arm: ArmStandIn, zone: Path, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("AZURE_SUBSCRIPTION_ID", "11111111-1111-1111-1111-111111111111")
     result = run_cli("deploy", str(zone), "--yes")
@@ -90,7 +90,7 @@ def test_unknown_subscription_is_one_line_exit_5(
     assert "SubscriptionNotFound" in result.stderr
 
 
-def test_forbidden_provider_lookup_is_a_warning(arm: ArmStandIn, zone: Path, run_cli) -> None:
+def test_forbidden_provider_lookup_is_a_warning(arm: ArmStandIn, zone: Path, run_cli: RunCli) -> None:
     arm.faults.add(Fault("error", method="GET", path=r"/providers/Microsoft\.KeyVault$", status=403, times=None))
     result = run_cli("deploy", str(zone), "--yes")
     assert result.exit_code == 0, result.stderr

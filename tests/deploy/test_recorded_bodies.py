@@ -12,6 +12,7 @@ import pytest
 from hpclz.plan.assignments import role_key, static_id
 from hpclz.plan.changeset import Action, ResourceChange
 from hpclz.services.plan import PlanOptions, plan
+from tests.conftest import RunCli
 from tests.deploy.conftest import state_of
 from tests.support.arm_standin import ArmStandIn
 
@@ -19,7 +20,7 @@ ACCOUNT = "Microsoft.Storage/storageAccounts"
 CONTAINER = "Microsoft.Storage/storageAccounts/blobServices/containers"
 
 
-def _deployed(zone: Path, run_cli) -> None:
+def _deployed(zone: Path, run_cli: RunCli) -> None:
     result = run_cli("deploy", str(zone), "--yes")
     assert result.exit_code == 0, result.stderr + result.stdout
 
@@ -36,7 +37,7 @@ def _offline(zone: Path) -> list[ResourceChange]:
     return changes.resources
 
 
-def test_state_holds_whole_bodies_and_child_resources(arm: ArmStandIn, zone: Path, run_cli) -> None:
+def test_state_holds_whole_bodies_and_child_resources(arm: ArmStandIn, zone: Path, run_cli: RunCli) -> None:
     _deployed(zone, run_cli)
     records = state_of(zone)["resources"]
     account = next(r for r in records if r["type"] == ACCOUNT)
@@ -51,12 +52,12 @@ def test_state_holds_whole_bodies_and_child_resources(arm: ArmStandIn, zone: Pat
     assert zone_groups and all(r["properties"]["properties"]["privateDnsZoneConfigs"] for r in zone_groups)
 
 
-def test_redeployed_config_plans_no_change(arm: ArmStandIn, zone: Path, run_cli) -> None:
+def test_redeployed_config_plans_no_change(arm: ArmStandIn, zone: Path, run_cli: RunCli) -> None:
     _deployed(zone, run_cli)
     assert [(r.type, r.name, r.action) for r in _offline(zone) if r.action is not Action.NO_CHANGE] == []
 
 
-def test_replication_edit_is_a_storage_modify_and_containers_stay(arm: ArmStandIn, zone: Path, run_cli) -> None:
+def test_replication_edit_is_a_storage_modify_and_containers_stay(arm: ArmStandIn, zone: Path, run_cli: RunCli) -> None:
     _deployed(zone, run_cli)
     _edit(zone, "replication: ZRS", "replication: LRS")
     changes = _offline(zone)
@@ -67,7 +68,7 @@ def test_replication_edit_is_a_storage_modify_and_containers_stay(arm: ArmStandI
     assert len(containers) == 5 and {r.action for r in containers} == {Action.NO_CHANGE}
 
 
-def test_tag_edit_modifies_tags_and_leaves_containers_alone(arm: ArmStandIn, zone: Path, run_cli) -> None:
+def test_tag_edit_modifies_tags_and_leaves_containers_alone(arm: ArmStandIn, zone: Path, run_cli: RunCli) -> None:
     _deployed(zone, run_cli)
     _edit(zone, "owner: ml-platform", "owner: ml-research")
     changes = _offline(zone)
@@ -91,7 +92,9 @@ def _readers(zone: Path, *groups: str) -> None:
     zone.write_text(text[:start] + f"    readers: [{', '.join(groups)}]" + text[end:])
 
 
-def test_reader_group_edits_change_exactly_that_groups_assignments(arm: ArmStandIn, zone: Path, run_cli) -> None:
+def test_reader_group_edits_change_exactly_that_groups_assignments(
+    arm: ArmStandIn, zone: Path, run_cli: RunCli
+) -> None:
     """Deploy with two reader groups; the offline plan then names exactly the assignments a group edit adds
     or removes, matched by (scope, principal, role) against what deploy recorded under Azure's GUID names."""
     _readers(zone, READER_A, READER_B)
@@ -107,7 +110,8 @@ def test_reader_group_edits_change_exactly_that_groups_assignments(arm: ArmStand
     assert sorted((r.action, r.id) for r in removed) == sorted((Action.DELETE, r["id"]) for r in readers_of_a)
 
     _readers(zone, READER_B, READER_A)
-    assert not plan(PlanOptions(zone)).payload.changes.has_changes  # type: ignore[union-attr]
+    changes = plan(PlanOptions(zone)).payload.changes
+    assert changes is not None and not changes.has_changes
 
     _readers(zone, READER_A, READER_B, READER_C)
     added = [r for r in _offline(zone) if r.action is not Action.NO_CHANGE]
@@ -133,14 +137,17 @@ def _principal(arm: ArmStandIn, rendered: str, assignment_id: str) -> str | None
     if not identity.startswith("/resourcegroups/"):
         identity = f"/resourcegroups/{assignment_id.split('/')[4]}{identity}"
     found = arm.world.lookup(f"/subscriptions/{arm.subscription_id}{identity}") or {}
+    principal: str | None
     if "'full').identity.principalid" in rendered.lower():  # a resource's own system-assigned identity (Grafana)
-        return found.get("identity", {}).get("principalId")
-    return found.get("properties", {}).get("principalId")
+        principal = found.get("identity", {}).get("principalId")
+    else:
+        principal = found.get("properties", {}).get("principalId")
+    return principal
 
 
 @pytest.mark.parametrize("order", [_reversed, _shuffled], ids=["reversed", "shuffled"])
 def test_assignments_listed_out_of_template_order_keep_their_own_bodies(
-    arm: ArmStandIn, zone: Path, run_cli, order: Callable[[list[str]], list[str]]
+    arm: ArmStandIn, zone: Path, run_cli: RunCli, order: Callable[[list[str]], list[str]]
 ) -> None:
     """ARM promises no order in outputResources: deploy reads each assignment back, so the body recorded
     under an ID grants the role to the principal that Azure's assignment with that ID does."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from hpclz.deploy.destroy import kept_set
 from hpclz.deploy.records import outputs_of, resource_records
 from hpclz.render.model import Deployment
@@ -62,7 +64,7 @@ def test_secure_outputs_never_reach_state() -> None:
     assert outputs_of(remote) == {"ip": "10.0.0.4"}
 
 
-def _record(rid: str, rtype: str, props: dict | None = None, data: bool = False) -> ResourceRecord:
+def _record(rid: str, rtype: str, props: dict[str, Any] | None = None, data: bool = False) -> ResourceRecord:
     return ResourceRecord(
         id=rid,
         type=rtype,
@@ -92,7 +94,7 @@ def test_kept_data_keeps_what_it_uses_and_its_group() -> None:
     assert kept_set(resources, include_data=True) == {}
 
 
-def _ops(*ids: str) -> list[dict]:
+def _ops(*ids: str) -> list[dict[str, Any]]:
     return [{"properties": {"provisioningState": "Succeeded", "targetResource": {"id": i}}} for i in ids]
 
 
@@ -234,7 +236,7 @@ IDENTITY = "[reference(resourceId('rg', 'Microsoft.ManagedIdentity/userAssignedI
 def _assignments_deployment() -> Deployment:
     """What render emits: `[guid(...)]` names, the role as subscriptionResourceId(...), a group or an identity."""
 
-    def item(principal: str, key: str, kind: str = "Group") -> dict:
+    def item(principal: str, key: str, kind: str = "Group") -> dict[str, Any]:
         return {
             "type": ROLE,
             "apiVersion": "2022-04-01",
@@ -266,7 +268,7 @@ def _assignments_deployment() -> Deployment:
     )
 
 
-def _returned(principal: str) -> dict:
+def _returned(principal: str) -> dict[str, Any]:
     return {
         "roleDefinitionId": f"/subscriptions/s/providers/Microsoft.Authorization/roleDefinitions/{READER}",
         "principalId": principal,

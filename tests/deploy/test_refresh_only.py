@@ -6,9 +6,10 @@ modify) and delete Bastion (a delete)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+from tests.conftest import RunCli
 from tests.deploy.conftest import state_of
 from tests.deploy.test_day2 import _drift, assert_inventory_is_state, assert_plan_clean, energy, writes_since
 from tests.support.arm_standin import ArmStandIn
@@ -16,12 +17,12 @@ from tests.support.arm_standin import ArmStandIn
 __all__ = ["energy"]  # the fixture, shared with the day-2 table
 
 
-def _record(config: Path, rid: str) -> dict | None:
+def _record(config: Path, rid: str) -> dict[str, Any] | None:
     return next((r for r in state_of(config)["resources"] if r["id"].lower() == rid.lower()), None)
 
 
 def test_refresh_only_records_drift_in_state_and_writes_nothing_to_azure(
-    arm: ArmStandIn, energy: Path, run_cli: Callable
+    arm: ArmStandIn, energy: Path, run_cli: RunCli
 ) -> None:
     assert run_cli("deploy", str(energy), "--yes").exit_code == 0
     account, bastion = _drift(arm)
@@ -42,7 +43,8 @@ def test_refresh_only_records_drift_in_state_and_writes_nothing_to_azure(
 
     state = state_of(energy)
     assert _record(energy, bastion) is None
-    assert _record(energy, account)["properties"]["properties"]["publicNetworkAccess"] == "Enabled"
+    record = _record(energy, account)
+    assert record is not None and record["properties"]["properties"]["publicNetworkAccess"] == "Enabled"
     assert {n for n, d in state["deployments"].items() if d["drifted"]} == {
         "hpclz-energy-prod-network",
         "hpclz-energy-prod-storage",
@@ -67,7 +69,7 @@ def test_refresh_only_records_drift_in_state_and_writes_nothing_to_azure(
 
 
 def test_refresh_only_with_nothing_changed_leaves_state_as_it_was(
-    arm: ArmStandIn, energy: Path, run_cli: Callable
+    arm: ArmStandIn, energy: Path, run_cli: RunCli
 ) -> None:
     assert run_cli("deploy", str(energy), "--yes").exit_code == 0
     before = state_of(energy)
@@ -77,33 +79,32 @@ def test_refresh_only_with_nothing_changed_leaves_state_as_it_was(
     assert state_of(energy) == before  # serial and all: saved plans stay current
 
 
-def test_refresh_only_takes_no_plan_replace_or_target(arm: ArmStandIn, energy: Path, run_cli: Callable) -> None:
+def test_refresh_only_takes_no_plan_replace_or_target(arm: ArmStandIn, energy: Path, run_cli: RunCli) -> None:
     result = run_cli("deploy", str(energy), "--refresh-only", "--yes", "--target", "x/y")
     assert result.exit_code == 64 and "--refresh-only writes nothing to Azure" in result.stderr
 
 
-def test_refresh_only_before_any_deploy_has_nothing_to_read(arm: ArmStandIn, energy: Path, run_cli: Callable) -> None:
+def test_refresh_only_before_any_deploy_has_nothing_to_read(arm: ArmStandIn, energy: Path, run_cli: RunCli) -> None:
     start = len(arm.log)
     result = run_cli("deploy", str(energy), "--refresh-only", "--yes")
     assert result.exit_code == 0, result.stdout + result.stderr
     assert arm.log[start:] == [] and not list((energy.parent / ".hpclz").rglob("state.json"))
 
 
-def test_answering_no_records_nothing(arm: ArmStandIn, energy: Path, run_cli: Callable) -> None:
+def test_answering_no_records_nothing(arm: ArmStandIn, energy: Path, run_cli: RunCli) -> None:
     from hpclz.deploy.contract import Contract
     from hpclz.services.deploy import DeployOptions, deploy
 
     assert run_cli("deploy", str(energy), "--yes").exit_code == 0
     _drift(arm)
     before = state_of(energy)
-    shown = []
-    result = deploy(
-        DeployOptions(
-            energy,
-            confirm=lambda _plan, _unchanged, changes: bool(shown.append(changes)),
-            contract=Contract(refresh_only=True),
-        )
-    )
+    shown: list[Any] = []
+
+    def refuse(_plan: Any, _unchanged: Any, changes: Any) -> bool:
+        shown.append(changes)
+        return False
+
+    result = deploy(DeployOptions(energy, confirm=refuse, contract=Contract(refresh_only=True)))
     assert result.exit_code == 1 and result.payload.cancelled
     assert sorted(r.type for r in shown[0].drift) == [
         "Microsoft.Network/bastionHosts",

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import RunCli
 from tests.deploy.conftest import HPCLZ, left_after_destroy, our_groups, state_of
 from tests.support.arm_standin import ArmStandIn
 from tests.support.arm_standin.world import DeploymentRun
@@ -46,7 +47,7 @@ def _wait_until_recorded_running(zone: Path, name: str, proc: subprocess.Popen[s
     raise AssertionError(f"{name} never recorded as running")
 
 
-def test_kill_9_mid_deploy_then_resume_reattaches(arm: ArmStandIn, zone: Path, run_cli) -> None:
+def test_kill_9_mid_deploy_then_resume_reattaches(arm: ArmStandIn, zone: Path, run_cli: RunCli) -> None:
     arm.world.latency[SLOW_TYPE] = 2.0
     proc = _start_deploy(zone)
     _wait_until_recorded_running(zone, STORAGE, proc)
@@ -63,7 +64,7 @@ def test_kill_9_mid_deploy_then_resume_reattaches(arm: ArmStandIn, zone: Path, r
     assert run.state == "Succeeded"
 
 
-def test_second_concurrent_deploy_is_refused_with_the_holder(arm: ArmStandIn, zone: Path, run_cli) -> None:
+def test_second_concurrent_deploy_is_refused_with_the_holder(arm: ArmStandIn, zone: Path, run_cli: RunCli) -> None:
     arm.world.latency[SLOW_TYPE] = 2.0
     proc = _start_deploy(zone)
     try:
@@ -76,7 +77,7 @@ def test_second_concurrent_deploy_is_refused_with_the_holder(arm: ArmStandIn, zo
     assert proc.returncode == 0, err
 
 
-def test_ctrl_c_releases_the_lock_and_leaves_a_resumable_state(arm: ArmStandIn, zone: Path, run_cli) -> None:
+def test_ctrl_c_releases_the_lock_and_leaves_a_resumable_state(arm: ArmStandIn, zone: Path, run_cli: RunCli) -> None:
     arm.world.latency[SLOW_TYPE] = 2.0
     proc = _start_deploy(zone)
     _wait_until_recorded_running(zone, STORAGE, proc)
@@ -112,7 +113,7 @@ def _nested_flowlog_run(arm: ArmStandIn) -> DeploymentRun:
 
 
 def test_destroy_right_after_kill_9_cancels_the_runs_and_deletes_what_they_made_outside_our_groups(
-    arm: ArmStandIn, zone: Path, run_cli
+    arm: ArmStandIn, zone: Path, run_cli: RunCli
 ) -> None:
     """The race the kill leaves: storage's and flow logs' runs still going in ARM, recorded as running. Destroy cancels
     both (Deployments - Cancel) before it deletes anything and takes in what they made, the flow log in
@@ -155,7 +156,7 @@ def test_destroy_right_after_kill_9_cancels_the_runs_and_deletes_what_they_made_
 
 
 def test_destroy_takes_in_a_run_whose_submit_the_killed_deploy_never_heard_back_from(
-    arm: ArmStandIn, zone: Path, run_cli
+    arm: ArmStandIn, zone: Path, run_cli: RunCli
 ) -> None:
     """kill -9 between ARM starting a run and hpclz recording it: state has no record of the flow logs deployment,
     ARM has the run; destroy finds it under the zone's deployment name and deletes the flow log it made."""

@@ -6,11 +6,12 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import RunCli
 from tests.deploy.conftest import destroy_everything, left_after_destroy, our_groups, state_of
 from tests.support.arm_standin import ArmStandIn, Fault
 
 
-def test_saved_plan_is_applied_then_refused_once_stale(arm: ArmStandIn, zone: Path, run_cli) -> None:
+def test_saved_plan_is_applied_then_refused_once_stale(arm: ArmStandIn, zone: Path, run_cli: RunCli) -> None:
     saved = zone.parent / "plan.json"
     made = run_cli("plan", str(zone), "--out", str(saved))
     assert made.exit_code in (0, 2), made.stderr
@@ -23,7 +24,7 @@ def test_saved_plan_is_applied_then_refused_once_stale(arm: ArmStandIn, zone: Pa
     assert "stale plan" in stale.stderr and "state changed" in stale.stderr
 
 
-def test_destroy_reports_each_failure_and_carries_on(arm: ArmStandIn, zone: Path, run_cli) -> None:
+def test_destroy_reports_each_failure_and_carries_on(arm: ArmStandIn, zone: Path, run_cli: RunCli) -> None:
     assert run_cli("deploy", str(zone), "--yes").exit_code == 0
     arm.faults.add(
         Fault(
@@ -65,7 +66,7 @@ def test_destroy_reports_each_failure_and_carries_on(arm: ArmStandIn, zone: Path
     assert left_after_destroy(arm) == [] and our_groups(arm) == {}
 
 
-def test_destroy_after_a_failed_deploy_removes_what_it_created(arm: ArmStandIn, zone: Path, run_cli) -> None:
+def test_destroy_after_a_failed_deploy_removes_what_it_created(arm: ArmStandIn, zone: Path, run_cli: RunCli) -> None:
     arm.faults.add(Fault("resource", path="Microsoft.Network/bastionHosts", code="Conflict", message="x"))
     assert run_cli("deploy", str(zone), "--yes").exit_code == 5
     recorded = {r["type"] for r in state_of(zone)["resources"]}
@@ -77,7 +78,7 @@ def test_destroy_after_a_failed_deploy_removes_what_it_created(arm: ArmStandIn, 
 
 @pytest.mark.timeout(120)  # a regression re-reads the pipe and would block forever
 def test_saved_plan_is_read_once_so_what_was_preflighted_is_what_is_applied(
-    arm: ArmStandIn, zone: Path, run_cli
+    arm: ArmStandIn, zone: Path, run_cli: RunCli
 ) -> None:
     """A named pipe yields its content to exactly one reader: a second read of the plan file (after preflight,
     under the lock) would block on the empty pipe instead of applying the copy that was checked."""

@@ -5,9 +5,9 @@ stand-in (terraform's -target and -replace: https://developer.hashicorp.com/terr
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from pathlib import Path
 
+from tests.conftest import RunCli
 from tests.deploy.test_day2 import edit, energy, writes_since
 from tests.support.arm_standin import ArmStandIn
 
@@ -17,7 +17,7 @@ BASTION = "Microsoft.Network/bastionHosts/bas-energy-prod-scus"
 
 
 def test_plan_target_shows_only_the_targeted_deployment_and_is_not_saved(
-    arm: ArmStandIn, energy: Path, run_cli: Callable
+    arm: ArmStandIn, energy: Path, run_cli: RunCli
 ) -> None:
     assert run_cli("deploy", str(energy), "--yes").exit_code == 0
     edit(energy, (("workload: seismic", "workload: seismic-v2"),))  # a tag: every deployment changes
@@ -38,7 +38,7 @@ def test_plan_target_shows_only_the_targeted_deployment_and_is_not_saved(
 
 
 def test_an_address_that_names_nothing_is_a_usage_error_before_any_write(
-    arm: ArmStandIn, energy: Path, run_cli: Callable
+    arm: ArmStandIn, energy: Path, run_cli: RunCli
 ) -> None:
     assert run_cli("deploy", str(energy), "--yes").exit_code == 0
     for flag in ("--target", "--replace"):

@@ -6,13 +6,16 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import RunCli
 from tests.support.arm_standin import ArmStandIn
 
 SECOND = "two-S3cret-value-7731"
 FROM_ENV = "env-S3cret-value-9124"
 
 
-def test_secrets_reach_arm_but_no_file(arm: ArmStandIn, zone: Path, run_cli, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_secrets_reach_arm_but_no_file(
+    arm: ArmStandIn, zone: Path, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("LICENCE_KEY", FROM_ENV)
     monkeypatch.setenv("API_TOKEN", SECOND)  # a secret written in clear text is refused (HPCLZ-IDN-010)
     # Beside the preset's own secret (Slurm accounting's database password, from SLURMDB_PASSWORD).

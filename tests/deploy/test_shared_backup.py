@@ -1,12 +1,13 @@
-"""backup.shared (issue 18 item 3) on the stand-in, through the real SDK clients: the NetApp snapshot policy and the
+"""backup.shared on the stand-in, through the real SDK clients: the NetApp snapshot policy and the
 Azure Files share soft delete are deployed, kept by a plain destroy with the data they protect, and removed by
 --include-data; a policy keeping more than 255 snapshots is refused as Azure NetApp Files refuses it."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+from tests.conftest import RunCli
 from tests.support.arm_standin import ArmStandIn
 
 POLICY = "Microsoft.NetApp/netAppAccounts/snapshotPolicies"
@@ -14,12 +15,12 @@ VOLUME = "Microsoft.NetApp/netAppAccounts/capacityPools/volumes"
 FILE_SERVICE = "Microsoft.Storage/storageAccounts/fileServices"
 
 
-def _of(arm: ArmStandIn, type_: str) -> list[dict]:
+def _of(arm: ArmStandIn, type_: str) -> list[dict[str, Any]]:
     return [r for r in arm.world.resources.values() if r["type"] == type_]
 
 
 def test_netapp_snapshot_policy_is_deployed_kept_with_the_volumes_and_removed_with_data(
-    arm: ArmStandIn, manufacturing: Path, run_cli: Callable
+    arm: ArmStandIn, manufacturing: Path, run_cli: RunCli
 ) -> None:
     deployed = run_cli("deploy", str(manufacturing), "--yes")
     assert deployed.exit_code == 0, deployed.stdout + deployed.stderr
@@ -41,7 +42,7 @@ def test_netapp_snapshot_policy_is_deployed_kept_with_the_volumes_and_removed_wi
 
 
 def test_a_policy_over_255_snapshots_is_refused_as_azure_netapp_files_refuses_it(
-    arm: ArmStandIn, manufacturing: Path, run_cli: Callable
+    arm: ArmStandIn, manufacturing: Path, run_cli: RunCli
 ) -> None:
     # HPCLZ-MNT-032 stops this at validate; suppressed here so the stand-in's answer is what the user sees.
     text = manufacturing.read_text(encoding="utf-8").replace(
@@ -55,7 +56,7 @@ def test_a_policy_over_255_snapshots_is_refused_as_azure_netapp_files_refuses_it
     assert _of(arm, POLICY) == []
 
 
-def test_share_soft_delete_is_deployed_and_kept_with_the_shares(arm: ArmStandIn, zone: Path, run_cli) -> None:  # type: ignore[no-untyped-def]
+def test_share_soft_delete_is_deployed_and_kept_with_the_shares(arm: ArmStandIn, zone: Path, run_cli: RunCli) -> None:
     deployed = run_cli("deploy", str(zone), "--yes")
     assert deployed.exit_code == 0, deployed.stdout + deployed.stderr
     [service] = _of(arm, FILE_SERVICE)

@@ -15,6 +15,7 @@ import pytest
 from hpclz.azure.errors import WaitCancelled
 from hpclz.azure.waiting import BoundedRetryPolicy
 from hpclz.deploy.timeouts import deployment_budget
+from tests.conftest import RunCli
 from tests.deploy.conftest import HPCLZ, state_of
 from tests.support.arm_standin import ArmStandIn, Fault
 
@@ -22,7 +23,7 @@ STORAGE = "hpclz-aitrain-prod-storage"
 
 
 def test_retry_after_of_an_hour_is_capped_and_shown(
-    arm: ArmStandIn, zone: Path, run_cli, monkeypatch: pytest.MonkeyPatch
+    arm: ArmStandIn, zone: Path, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # ARM's throttling answer: 429 with Retry-After in seconds
     # (https://learn.microsoft.com/azure/azure-resource-manager/management/request-limits-and-throttling).
@@ -60,7 +61,7 @@ def test_first_ctrl_c_ends_a_throttled_wait_at_once(arm: ArmStandIn, zone: Path)
 
 
 def test_a_deployment_that_never_ends_times_out_and_resumes(
-    arm: ArmStandIn, zone: Path, run_cli, monkeypatch: pytest.MonkeyPatch
+    arm: ArmStandIn, zone: Path, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     arm.world.latency["microsoft.storagecache/amlfilesystems"] = 1.5
     monkeypatch.setenv("HPCLZ_DEPLOY_TIMEOUT", "0.2")
@@ -83,7 +84,8 @@ def test_budget_is_the_slowest_declared_type() -> None:
 
 
 def test_cancelling_a_wait_raises_instead_of_sleeping_on() -> None:
-    cancel, heard = threading.Event(), []
+    cancel = threading.Event()
+    heard: list[str] = []
     policy = BoundedRetryPolicy(cancel=cancel, on_wait=heard.append, cap=3600)
     threading.Timer(0.1, cancel.set).start()
     with pytest.raises(WaitCancelled):

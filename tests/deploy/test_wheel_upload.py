@@ -1,4 +1,4 @@
-"""Issue 13, finding 18: deploy puts its own hpclz wheel in CycleCloud's locker (Azurite here, through the real
+"""Deploy puts its own hpclz wheel in CycleCloud's locker (Azurite here, through the real
 storage SDK) before the compute deployment, and passes "<sha256>/<file name>" to it; the CycleCloud VM carries it
 as its hpclz-wheel tag for hpclz-cluster-sync. A new wheel submits the compute deployment again."""
 
@@ -14,10 +14,12 @@ from azure.storage.blob import BlobServiceClient
 
 from hpclz.azure.locker import CONNECTION_STRING_ENV
 from hpclz.deploy.wheel import hpclz_wheel
+from tests.conftest import RunCli
 from tests.support.arm_standin import ArmStandIn
+from tests.support.arm_standin.world import DeploymentRun
 
 
-def _compute_run(arm: ArmStandIn):  # type: ignore[no-untyped-def]
+def _compute_run(arm: ArmStandIn) -> DeploymentRun:
     runs = [r for r in arm.world.deployments.values() if "compute" in r.name]
     return runs[-1]
 
@@ -30,7 +32,7 @@ def _locker_blob(name: str) -> bytes:
 
 
 def test_deploy_uploads_the_wheel_and_tags_the_cyclecloud_vm_with_its_digest(
-    arm: ArmStandIn, zone: Path, run_cli
+    arm: ArmStandIn, zone: Path, run_cli: RunCli
 ) -> None:
     result = run_cli("deploy", str(zone), "--yes")
     assert result.exit_code == 0, result.stderr
@@ -46,7 +48,7 @@ def test_deploy_uploads_the_wheel_and_tags_the_cyclecloud_vm_with_its_digest(
 
 
 def test_a_new_wheel_submits_the_compute_deployment_again(
-    arm: ArmStandIn, zone: Path, run_cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    arm: ArmStandIn, zone: Path, run_cli: RunCli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     assert run_cli("deploy", str(zone), "--yes").exit_code == 0
     first = _compute_run(arm).body["properties"]["parameters"]["hpclzWheel"]["value"]
@@ -64,7 +66,7 @@ def test_a_new_wheel_submits_the_compute_deployment_again(
 
 
 def test_a_file_that_is_not_an_hpclz_wheel_stops_deploy_before_any_write(
-    arm: ArmStandIn, zone: Path, run_cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    arm: ArmStandIn, zone: Path, run_cli: RunCli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     other = tmp_path / "tool-1.0-py3-none-any.whl"
     other.write_bytes(b"PK")

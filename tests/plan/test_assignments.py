@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from hpclz.plan.assignments import AssignmentKey, assignment_key, pair_in_passes, static_id
 from hpclz.plan.resources import desired_resources
 from hpclz.render.build import build_plan
@@ -18,7 +20,7 @@ SCHEDULER = (
 )
 
 
-def rendered(principal: str, role: str = READER) -> dict:
+def rendered(principal: str, role: str = READER) -> dict[str, Any]:
     return {
         "properties": {
             "roleDefinitionId": f"[subscriptionResourceId('Microsoft.Authorization/roleDefinitions', '{role}')]",

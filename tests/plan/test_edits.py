@@ -204,7 +204,7 @@ TABLE: dict[str, Row] = {
         {"amlfs-energy-prod-scus": (Action.DELETE, Policy.REPLACE_DATA)},
         worst=Policy.REPLACE_DATA,
     ),
-    # energy keeps its blobs GRS since issue 13 (Archive needs LRS/GRS/RA-GRS): GRS -> LRS drops the geo copy in
+    # energy keeps its blobs GRS (Archive needs LRS/GRS/RA-GRS: HPCLZ-STO-013): GRS -> LRS drops the geo copy in
     # place; GRS -> GZRS adds zone redundancy, a conversion.
     "replication GRS -> LRS": Row(
         replication_grs_to_lrs,

@@ -35,7 +35,7 @@ def reader_everywhere(group: str) -> set[str]:
 def user_roles(group: str) -> set[str]:
     return {
         f"Virtual Machine User Login -> group {group[:8]}… at rg-energy-compute-prod-scus",
-        # resource scopes: each data container on its own, never the CycleCloud locker (issue 13, finding 19)
+        # resource scopes: each data container on its own, never the CycleCloud locker (HPCLZ-TPL-050)
         f"Storage Blob Data Contributor -> group {group[:8]}… at seismic-archive",
         f"Storage Blob Data Contributor -> group {group[:8]}… at checkpoints",
     }

@@ -9,7 +9,8 @@ import pytest
 
 from hpclz.errors import ExitCode, HpclzError
 from hpclz.plan.changeset import Action, Policy
-from hpclz.plan.whatif import parse_resource_id, whatif_changeset
+from hpclz.plan.resources import parse_resource_id
+from hpclz.plan.whatif import whatif_changeset
 from tests.conftest import FIXTURES, require
 
 RECORDED = FIXTURES / "arm"
@@ -19,7 +20,8 @@ RG = "/subscriptions/s/resourceGroups/rg/providers"
 def recorded(name: str) -> dict[str, Any]:
     path = RECORDED / f"{name}.json"
     require(path.exists(), f"recorded what-if body {path}")
-    return json.loads(path.read_text())
+    loaded: dict[str, Any] = json.loads(path.read_text())
+    return loaded
 
 
 def mapped(*changes: dict[str, Any]) -> Any:

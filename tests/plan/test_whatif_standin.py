@@ -6,6 +6,7 @@ import json
 import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -29,7 +30,7 @@ def zone(tmp_path: Path) -> Path:
     return target
 
 
-def what_if(run_cli: Run, zone: Path, *extra: str) -> tuple[int, dict]:
+def what_if(run_cli: Run, zone: Path, *extra: str) -> tuple[int, dict[str, Any]]:
     result = run_cli("plan", str(zone), "--what-if", "-o", "json", "--detailed-exitcode", *extra)
     assert result.stdout, result.stderr
     return result.exit_code, json.loads(result.stdout)["result"]

@@ -9,6 +9,7 @@ import sys
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -46,7 +47,7 @@ def fleet(tmp_path: Path, arm: ArmStandIn, clean_slurm: LocalSlurm) -> Fleet:
     return fleet
 
 
-def engine(tmp_path: Path, fleet: Fleet, slurm: SlurmClient, arm: ArmStandIn, **policy: object) -> Remediator:
+def engine(tmp_path: Path, fleet: Fleet, slurm: SlurmClient, arm: ArmStandIn, **policy: Any) -> Remediator:
     return remediator(
         tmp_path / "state", fleet.world_file, slurm, arm.subscription_id, Policy(**{"max_out_percent": 50, **policy})
     )

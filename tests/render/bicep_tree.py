@@ -46,7 +46,9 @@ def _arm_expr(expr: Expr) -> Any:
     if isinstance(expr, Index):
         return ("index", _arm_expr(expr.target), _arm_expr(expr.index))
     if expr.name.lower() == "parameters":
-        return ("param", expr.args[0].value)  # type: ignore[union-attr]
+        [name] = expr.args
+        assert isinstance(name, Literal), name  # parameters('name'): ARM takes the name as a string literal
+        return ("param", name.value)
     return ("call", expr.name.lower(), *(_arm_expr(a) for a in expr.args))
 
 

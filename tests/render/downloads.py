@@ -1,4 +1,4 @@
-"""Finds boot-time downloads in a shell script that nothing pins (issue 13, finding 21).
+"""Finds boot-time downloads in a shell script that nothing pins.
 
 A download is pinned when the script checks what arrived before using it:
 - `git clone ... <dir>`: the script reads `git -C <dir> rev-parse HEAD` and compares it with a 40-hex commit

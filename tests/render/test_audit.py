@@ -1,10 +1,11 @@
-"""Access and audit logs (issue 18 item 4): what the audit deployment sends to the workspace, and its saved searches."""
+"""Access and audit logs: what the audit deployment sends to the workspace, and its saved searches."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from hpclz.config import load_config
+from hpclz.config.base import Disabled
 from hpclz.plan import policies
 from hpclz.plan.changeset import Policy
 from hpclz.render.build import build_plan
@@ -61,6 +62,7 @@ def test_saved_searches_ask_who_read_the_checkpoints_and_who_signed_in() -> None
 def test_audit_follows_monitoring_diagnostic_settings() -> None:
     assert _audit("manufacturing")  # on by default
     config = load_config(REPO / "configs" / "finance.yaml").config
+    assert not isinstance(config.monitoring, Disabled)
     config.monitoring.diagnostic_settings = False
     assert [d for d in build_plan(config).deployments if d.component == "audit"] == []
 

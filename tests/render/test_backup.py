@@ -1,4 +1,4 @@
-"""Azure Backup (issue 18 item 3) as render writes it: the vault with soft delete on, the daily VM policy with the
+"""Azure Backup as render writes it: the vault with soft delete on, the daily VM policy with the
 config's retention, and the CycleCloud server as protected item under Azure Backup's own container naming."""
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ def _backup(plan: DeploymentPlan) -> Deployment | None:
 
 
 def _of(deployment: Deployment, type_: str) -> dict[str, Any]:
+    resource: dict[str, Any]
     [resource] = [r for r in deployment.template["resources"] if r["type"] == type_]
     return resource
 

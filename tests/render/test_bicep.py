@@ -22,7 +22,7 @@ from hpclz.config import load_config
 from hpclz.render.bicep import MAIN, bicep_files, module_path
 from hpclz.render.build import build_plan
 from hpclz.render.model import DeploymentPlan, Scope
-from tests.conftest import require
+from tests.conftest import RunCli, require
 from tests.render.bicep_tree import BicepReader, arm_resources, arm_value, parse_bicep
 from tests.render.golden import PRESETS
 
@@ -183,7 +183,7 @@ def _built_resources(template: dict[str, Any]) -> list[dict[str, Any]]:
     return [r for r in (resources.values() if isinstance(resources, dict) else resources) if not r.get("existing")]
 
 
-def test_render_format_bicep_writes_main_and_modules(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_render_format_bicep_writes_main_and_modules(run_cli: RunCli, tmp_path: Path) -> None:
     out = tmp_path / "out"
     preset = str(PRESETS[0])
     result = run_cli("render", preset, "--out", str(out), "--no-gates", "--format", "bicep")
@@ -203,7 +203,7 @@ def test_render_format_bicep_writes_main_and_modules(run_cli, tmp_path: Path) ->
     assert not (out / MAIN).exists() and not (out / "modules").exists() and list(out.glob("*.template.json"))
 
 
-def test_unknown_format_is_a_usage_error_that_writes_nothing(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_unknown_format_is_a_usage_error_that_writes_nothing(run_cli: RunCli, tmp_path: Path) -> None:
     result = run_cli("render", str(PRESETS[0]), "--out", str(tmp_path / "o"), "--format", "terraform")
     assert result.exit_code == 64 and "--format terraform" in result.stderr
     assert not (tmp_path / "o").exists()

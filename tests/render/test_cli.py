@@ -11,7 +11,7 @@ import pytest
 from hpclz.arm.checkov_gate import find_checkov
 from hpclz.gates import check_plan
 from hpclz.render.model import DeploymentPlan
-from tests.conftest import REPO, require
+from tests.conftest import REPO, RunCli, require
 
 ENERGY = str(REPO / "configs" / "energy.yaml")
 
@@ -20,7 +20,7 @@ def _tree(root: Path) -> dict[str, bytes]:
     return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
 
 
-def test_render_writes_templates_parameters_and_manifest(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_render_writes_templates_parameters_and_manifest(run_cli: RunCli, tmp_path: Path) -> None:
     out = tmp_path / "out"
     result = run_cli("render", ENERGY, "--out", str(out), "--no-gates")
     assert result.exit_code == 0, result.stderr
@@ -35,7 +35,7 @@ def test_render_writes_templates_parameters_and_manifest(run_cli, tmp_path: Path
     assert "hpclz-energy-prod-compute" in result.stdout
 
 
-def test_output_is_byte_identical_across_runs(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_output_is_byte_identical_across_runs(run_cli: RunCli, tmp_path: Path) -> None:
     for name in ("a", "b"):
         assert run_cli("render", ENERGY, "--out", str(tmp_path / name), "--no-gates").exit_code == 0
     first, second = _tree(tmp_path / "a"), _tree(tmp_path / "b")
@@ -44,7 +44,7 @@ def test_output_is_byte_identical_across_runs(run_cli, tmp_path: Path) -> None: 
     assert _tree(tmp_path / "a") == first
 
 
-def test_json_envelope(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_json_envelope(run_cli: RunCli, tmp_path: Path) -> None:
     result = run_cli("render", ENERGY, "--out", str(tmp_path / "o"), "--no-gates", "-o", "json")
     envelope = json.loads(result.stdout)
     assert envelope["command"] == "render" and envelope["ok"] is True and envelope["exit_code"] == 0
@@ -52,7 +52,7 @@ def test_json_envelope(run_cli, tmp_path: Path) -> None:  # type: ignore[no-unty
     assert envelope["result"]["gates_not_run"] == {"all": "--no-gates"}
 
 
-def test_diagram_writes_mermaid_and_dot(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_diagram_writes_mermaid_and_dot(run_cli: RunCli, tmp_path: Path) -> None:
     out = tmp_path / "d"
     assert run_cli("render", ENERGY, "--out", str(out), "--no-gates", "--diagram").exit_code == 0
     mermaid = (out / "diagram.mmd").read_text(encoding="utf-8")
@@ -61,7 +61,7 @@ def test_diagram_writes_mermaid_and_dot(run_cli, tmp_path: Path) -> None:  # typ
     assert dot.startswith('digraph "energy"') and "virtualMachines: vm-energy-cc-prod-scus" in dot
 
 
-def test_refuses_a_folder_it_did_not_write(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_refuses_a_folder_it_did_not_write(run_cli: RunCli, tmp_path: Path) -> None:
     (tmp_path / "precious.txt").write_text("keep me", encoding="utf-8")
     result = run_cli("render", ENERGY, "--out", str(tmp_path), "--no-gates")
     assert result.exit_code == 64
@@ -69,7 +69,7 @@ def test_refuses_a_folder_it_did_not_write(run_cli, tmp_path: Path) -> None:  # 
     assert (tmp_path / "precious.txt").read_text(encoding="utf-8") == "keep me"
 
 
-def test_invalid_config_is_one_located_line(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_invalid_config_is_one_located_line(run_cli: RunCli, tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text(Path(ENERGY).read_text(encoding="utf-8").replace("max_nodes: 128", "max_nodes: lots"))
     result = run_cli("render", str(bad), "--out", str(tmp_path / "o"), "--no-gates")
@@ -86,7 +86,7 @@ def test_presets_pass_the_schema_and_lint_gates(plan: DeploymentPlan) -> None:
 
 @pytest.mark.checkov
 @pytest.mark.slow
-def test_render_runs_all_gates_including_checkov(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_render_runs_all_gates_including_checkov(run_cli: RunCli, tmp_path: Path) -> None:
     require(find_checkov() is not None, "checkov")
     result = run_cli("render", str(REPO / "configs" / "ai-training.yaml"), "--out", str(tmp_path / "o"), "-o", "json")
     envelope = json.loads(result.stdout)
@@ -97,7 +97,7 @@ def test_render_runs_all_gates_including_checkov(run_cli, tmp_path: Path) -> Non
     assert again.exit_code == 0 and "gates passed: schema, lint, checkov (cached)" in again.stdout
 
 
-def test_config_rule_errors_render_nothing(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_config_rule_errors_render_nothing(run_cli: RunCli, tmp_path: Path) -> None:
     bad = tmp_path / "no-lustre-subnet.yaml"
     bad.write_text(Path(ENERGY).read_text(encoding="utf-8").replace("      lustre: {cidr: 10.20.2.0/24}\n", ""))
     result = run_cli("render", str(bad), "--out", str(tmp_path / "o"), "--no-gates")
@@ -106,7 +106,7 @@ def test_config_rule_errors_render_nothing(run_cli, tmp_path: Path) -> None:  # 
     assert not (tmp_path / "o").exists()
 
 
-def test_settings_outside_the_schema_subset_are_reported_not_dropped(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_settings_outside_the_schema_subset_are_reported_not_dropped(run_cli: RunCli, tmp_path: Path) -> None:
     result = run_cli("render", ENERGY, "--out", str(tmp_path / "o"), "--no-gates", "-o", "json")
     notes = json.loads(result.stdout)["result"]["notes"]
     # The agent and the DCR association are rendered for the VMs hpclz creates; CycleCloud's nodes are the gap.
@@ -117,7 +117,7 @@ def test_settings_outside_the_schema_subset_are_reported_not_dropped(run_cli, tm
     assert not any(n.startswith("organization.policies") for n in notes)
 
 
-def test_agent_off_says_the_rule_collects_nothing(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_agent_off_says_the_rule_collects_nothing(run_cli: RunCli, tmp_path: Path) -> None:
     cfg = tmp_path / "no-agent.yaml"
     text = Path(ENERGY).read_text(encoding="utf-8")
     assert "\nmonitoring:\n" in text
@@ -127,7 +127,7 @@ def test_agent_off_says_the_rule_collects_nothing(run_cli, tmp_path: Path) -> No
     assert any(n.startswith("monitoring.agent is off") for n in notes)
 
 
-def test_diagram_images_where_graphviz_is_installed(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_diagram_images_where_graphviz_is_installed(run_cli: RunCli, tmp_path: Path) -> None:
     require(shutil.which("dot") is not None, "Graphviz dot")
     out = tmp_path / "d"
     assert run_cli("render", ENERGY, "--out", str(out), "--no-gates", "--diagram").exit_code == 0

@@ -142,7 +142,7 @@ def test_nodes_watch_scheduled_events_and_drain_with_an_hpclz_reason() -> None:
 
 
 def test_scheduler_installs_hpclz_for_verify() -> None:
-    """From the wheel in the locker, checked by its SHA-256, never from a package index (issue 13, finding 18)."""
+    """From the wheel in the locker, checked by its SHA-256, never from a package index."""
     scheduler = _scripts(_artifacts("energy")["cyclecloud/slurm-cluster.txt"])[0]
     assert "\n/opt/hpclz/bin/hpclz-install-wheel\n" in scheduler
     assert "hpclz==" not in scheduler
@@ -158,7 +158,7 @@ def test_shared_file_systems_are_mounted_from_arm_lookups() -> None:
 
 
 def test_scheduler_and_login_nodes_mount_what_the_jobs_mount() -> None:
-    """Finding 12 of issue 13: users on the login node and slurmctld's prolog see the same /lustre as the jobs."""
+    """Users on the login node and slurmctld's prolog see the same /lustre as the jobs."""
     cluster = _artifacts("energy")["cyclecloud/slurm-cluster.txt"]
     scheduler, login = _scripts(cluster)[:2]
     assert "hpclz on the Slurm scheduler node" in scheduler and "hpclz on the Slurm login nodes" in login
@@ -190,7 +190,7 @@ def test_cluster_follows_the_stock_cyclecloud_slurm_template() -> None:
 
 
 def test_an_infiniband_scale_set_stays_within_one_placement_group() -> None:
-    """Finding 15 of issue 13: a placement group holds at most 100 VMs
+    """A placement group holds at most 100 VMs
     (learn.microsoft.com/azure/virtual-machine-scale-sets/virtual-machine-scale-sets-placement-groups)."""
 
     def grow(data: dict[str, Any]) -> None:
@@ -204,7 +204,7 @@ def test_an_infiniband_scale_set_stays_within_one_placement_group() -> None:
 
 
 def test_bootstrap_turns_https_on_before_initializing_over_https() -> None:
-    """Finding 7 of issue 13: CycleCloud ships with HTTPS off; CCWS sets webServerEnableHttps and the SSL port in
+    """CycleCloud ships with HTTPS off; CCWS sets webServerEnableHttps and the SSL port in
     cycle_server.properties and restarts before `cyclecloud initialize --url=https://localhost:443`
     (Azure/cyclecloud-slurm-workspace@bc0fc1b:bicep/files-to-load/cyclecloud_install.py)."""
     files = {f["path"]: f["content"] for f in _cloud_config("energy")["write_files"]}
@@ -380,7 +380,7 @@ def test_accounting_is_off_unless_configured() -> None:
 
 
 def test_locker_is_reached_with_a_managed_identity() -> None:
-    """Finding 10 of issue 13: with shared keys disabled the locker needs LockerAuthMode=ManagedIdentity and a
+    """With shared keys disabled the locker needs LockerAuthMode=ManagedIdentity and a
     LockerIdentity, the fields CCWS's installer writes (Azure/cyclecloud-slurm-workspace@bc0fc1b:
     bicep/files-to-load/cyclecloud_install.py)."""
     account = json.loads(_artifacts("finance")["cyclecloud/azure-account.json"])

@@ -62,6 +62,7 @@ class FakeVault(BaseHTTPRequestHandler):
         assert self.headers["Authorization"] == "Bearer vault-token"
         vault, _, name = self.path.split("?")[0].strip("/").split("/")
         value = self.secrets.get(f"{vault}/{name}")
+        body: dict[str, Any]
         if value is None:
             status, body = (
                 404,
@@ -265,7 +266,7 @@ def _scheduler_wheel_lines(box: dict[str, Path]) -> list[str]:
 
 
 def test_the_wheel_tag_gives_the_scheduler_its_digest(box: dict[str, Path], imds: str) -> None:
-    """Issue 13, finding 18: `hpclz deploy` tags the CycleCloud VM with the wheel it put in the locker."""
+    """`hpclz deploy` tags the CycleCloud VM with the wheel it put in the locker."""
     FakeImds.tags = [
         {"name": "hpclz-zone", "value": "riskgrid"},
         {"name": "hpclz-wheel", "value": f"{DIGEST}/hpclz-0.1.0-py3-none-any.whl"},

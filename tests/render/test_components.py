@@ -351,7 +351,7 @@ def test_regulated_baseline_denies_public_storage_and_no_policies_means_no_assig
 
 
 def test_cyclecloud_identity_holds_what_the_orchestrator_role_lists() -> None:
-    """Finding 9 of issue 13. The "CycleCloud Orchestrator Role" (learn.microsoft.com/azure/cyclecloud/how-to/
+    """The "CycleCloud Orchestrator Role" (learn.microsoft.com/azure/cyclecloud/how-to/
     managed-identities) lists subnets/join/action, userAssignedIdentities/*/assign/action and subscription-level
     SKU, usage and rate-card reads; Virtual Machine Contributor on the compute group alone has none of them there."""
     plan = preset_plan("energy")

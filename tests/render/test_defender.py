@@ -1,4 +1,4 @@
-"""Defender for Cloud (issue 18 item 5): pricings at subscription scope, opt-in, and what plan and destroy say."""
+"""Defender for Cloud: pricings at subscription scope, opt-in, and what plan and destroy say."""
 
 from __future__ import annotations
 

@@ -4,11 +4,12 @@ import json
 from pathlib import Path
 
 import pytest
+from jinja2 import Environment
 
 from hpclz.render.engine import TemplateRenderError, environment, render_json, render_text
 
 
-def _env(tmp_path: Path, **templates: str):  # type: ignore[no-untyped-def]
+def _env(tmp_path: Path, **templates: str) -> Environment:
     for name, text in templates.items():
         (tmp_path / name).write_text(text, encoding="utf-8")
     environment.cache_clear()

@@ -1,4 +1,4 @@
-"""VNet flow logs (issue 18 item 4) as render writes them: a storage account of their own in the monitoring group,
+"""VNet flow logs as render writes them: a storage account of their own in the monitoring group,
 and the flow log under the region's Network Watcher through a nested deployment into NetworkWatcherRG."""
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ def _flowlogs(plan: DeploymentPlan) -> Deployment | None:
 
 def _flow_log(deployment: Deployment) -> dict[str, Any]:
     [nested] = [r for r in deployment.template["resources"] if r["type"] == "Microsoft.Resources/deployments"]
+    log: dict[str, Any]
     [log] = nested["properties"]["template"]["resources"]
     assert log["type"] == FLOW_LOG
     return log

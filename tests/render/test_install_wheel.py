@@ -1,6 +1,6 @@
 """The scheduler's hpclz-install-wheel, as rendered, against Azurite and a local instance-metadata stand-in: it
 fetches the wheel from the locker with the locker identity, refuses a file whose SHA-256 is not the one it was
-given, and installs a matching one from the local file (issue 13, finding 18)."""
+given, and installs a matching one from the local file."""
 
 from __future__ import annotations
 

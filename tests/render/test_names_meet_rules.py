@@ -70,7 +70,7 @@ def _config(edit: Callable[[dict[str, Any]], None]) -> LandingZoneConfig:
 
 
 def test_global_names_get_a_deterministic_suffix_by_default() -> None:
-    """Finding 4 of issue 13: storage account and Key Vault names are global (learn.microsoft.com/azure/
+    """Storage account and Key Vault names are global (learn.microsoft.com/azure/
     azure-resource-manager/management/resource-name-rules); energy sets no suffix, and still gets one."""
     energy = preset_plan("energy")
     accounts = [

@@ -37,7 +37,7 @@ def test_node_helpers_run_on_python_3_6() -> None:
 
 
 def test_vermin_rejects_what_python_3_6_lacks(tmp_path: Path) -> None:
-    """The check can fail: the exact call the cluster-sync script made before issue 13 (finding 8)."""
+    """The check can fail: the exact call the cluster-sync script once made, which Python 3.6 lacks."""
     script = tmp_path / "old_sync.py"
     script.write_text('import subprocess\nsubprocess.run(["true"], capture_output=True, text=True)\n')
     checked = _vermin(script)
@@ -62,7 +62,7 @@ def _rendered_scripts(stem: str) -> list[str]:
 
 
 def test_pyxis_builds_after_slurm_headers_and_is_loaded() -> None:
-    """Finding 13 of issue 13: cyclecloud-slurm installs slurm-smd-dev (spank.h) in its own cluster-init, after
+    """cyclecloud-slurm installs slurm-smd-dev (spank.h) in its own cluster-init, after
     CloudInit (Azure/cyclecloud-slurm@b26ab06:slurm/install/ubuntu.sh), and 3.0.x writes no plugstack include."""
     helpers = [h for s in _rendered_scripts("ai-training") for h in [s] if "hpclz-pyxis: build" in s]
     assert helpers, "no pyxis helper rendered"
@@ -107,7 +107,7 @@ def _node_scripts_of(stem: str) -> list[str]:
 
 @pytest.mark.parametrize("preset", PRESETS, ids=lambda p: p.stem)
 def test_every_download_in_a_node_script_is_pinned(preset: Path) -> None:
-    """Finding 21 of issue 13: enroot and pyxis are cloned at the commits their tags name (NVIDIA/enroot v3.5.0 =
+    """Enroot and pyxis are cloned at the commits their tags name (NVIDIA/enroot v3.5.0 =
     c7dc4a6b66e817af5ceb7d5315850696067b3f80, NVIDIA/pyxis v0.20.0 = 424563865a491f2d8f3c396a095d18db81f1fb07, both
     `git rev-parse <tag>^{commit}`), and hpclz comes from the locker as a file checked against its SHA-256."""
     problems = [line for script in _node_scripts_of(preset.stem) for line in unpinned_downloads(script)]
@@ -121,7 +121,7 @@ def test_enroot_is_built_at_the_commit_its_release_tag_names() -> None:
     assert "NVIDIA/enroot/releases/download" not in scripts[0]
 
 
-# The node script's container install before finding 21 was fixed: release packages fetched unchecked.
+# The node script's container install before its downloads were pinned: release packages fetched unchecked.
 UNPINNED_ENROOT = """#!/bin/bash
 ENROOT_VERSION=3.5.0
 arch=$(dpkg --print-architecture)

@@ -7,6 +7,7 @@ import gzip
 import re
 import shutil
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +39,7 @@ def _script(deployment: Deployment) -> str:
 
 
 @pytest.fixture(autouse=True)
-def _no_gpg_agent_left(tmp_path: Path):  # type: ignore[no-untyped-def]
+def _no_gpg_agent_left(tmp_path: Path) -> Iterator[None]:
     """gpg starts an agent per keyring and leaves it running: stop each one a test's keyrings started."""
     yield
     for socket in tmp_path.rglob("S.gpg-agent"):
@@ -242,7 +243,8 @@ def test_the_portal_and_cluster_files_are_the_yaml_open_ondemand_reads() -> None
     assert portal["auth"] == ["AuthType openid-connect", "Require valid-user"]
     assert portal["oidc_uri"] == "/oidc" and portal["port"] == 443
     # OOD maps the claim to the Linux user with this regex's first group (ood-portal-yml.html, user_map_match).
-    assert re.match(portal["user_map_match"], "alice@example.com").group(1) == "alice"  # type: ignore[union-attr]
+    matched = re.match(portal["user_map_match"], "alice@example.com")
+    assert matched is not None and matched.group(1) == "alice"
     assert re.match(portal["user_map_match"], "alice@example.community") is None
     assert portal["oidc_settings"]["OIDCResponseType"] == "id_token"
     cluster = YAML(typ="safe").load(_heredoc(script, "/etc/ood/config/clusters.d/aitrain-prod.yml"))
@@ -301,7 +303,7 @@ def test_only_the_pinned_key_of_a_file_holding_two_is_trusted(tmp_path: Path) ->
 
 
 def test_the_portal_is_a_service_vm_in_the_service_zone_patched_in_the_window() -> None:
-    """Issue 18 items 1 and 2 for the portal, as for the CycleCloud server: the service zone, platform-orchestrated
+    """Zones and patching for the portal, as for the CycleCloud server: the service zone, platform-orchestrated
     guest patches, and the InGuestPatch maintenance configuration assigned to it (the portal deploys after it)."""
     portal = _portal(preset_plan("ai-training"))
     (vm,) = _of(portal, "Microsoft.Compute/virtualMachines")

@@ -1,4 +1,4 @@
-"""backup.shared (issue 18 item 3) as render writes it: share soft delete on the Azure Files NFS account (Azure Backup
+"""backup.shared as render writes it: share soft delete on the Azure Files NFS account (Azure Backup
 does not support NFS shares: learn.microsoft.com/azure/backup/azure-file-share-support-matrix), a snapshot policy on
 the NetApp home and /sched volumes, and nothing when it is off."""
 

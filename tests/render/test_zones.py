@@ -1,4 +1,4 @@
-"""Availability zones (issue 18 item 1) in what render writes: the CycleCloud VM's and Lustre's ARM `zones`, and
+"""Availability zones in what render writes: the CycleCloud VM's and Lustre's ARM `zones`, and
 the CycleCloud cluster's `Zone` attributes on the scheduler, the login nodearray and each zonal partition."""
 
 from __future__ import annotations

@@ -478,7 +478,7 @@ CASES: dict[str, list[Case]] = {
     "HPCLZ-ZON-004": [Case("finance", _set("compute.service_zone", DELETE))],
     "HPCLZ-COST-004": [Case("energy", _set("storage.blob.lifecycle.archive_after_days", 20))],
     # The triples cyclecloud-slurm really shipped (Azure/cyclecloud-slurm@b26ab06:project.ini lists 24.05.4-2 and
-    # 23.11.10-2); 23.11.10-1 is the build the presets named before issue 13, which no release ships.
+    # 23.11.10-2); 23.11.10-1 is a build the presets once named, which no release ships.
     "HPCLZ-CMP-017": [
         Case("ai-training", _set("compute.cyclecloud.slurm_version", "23.11.10-1")),
         Case("energy", _set("compute.cyclecloud.slurm_project_version", "4.0.9")),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -96,7 +97,7 @@ def test_every_internet_spelling_is_caught_but_deny_and_outbound_are_not() -> No
     (case,) = CASES["HPCLZ-NET-008"]
     assert len(_findings("HPCLZ-NET-008", case)) == 3  # 0.0.0.0 → 22, Any → 20-25, * → 80,22
 
-    def harmless(doc: dict) -> None:  # type: ignore[type-arg]
+    def harmless(doc: dict[str, Any]) -> None:
         case.mutate(doc)
         rules = doc["network"]["nsg_rules"]
         rules[0]["access"] = "Deny"

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from hpclz.errors import ExitCode
-from tests.conftest import REPO
+from tests.conftest import REPO, RunCli
 
 # Shows HPCLZ-MON-002 and HPCLZ-IDN-009 (warnings) and CMP-010 and ZON-002 (info) on purpose.
 AI = str(REPO / "configs" / "ai-training.yaml")
@@ -18,11 +18,11 @@ AI = str(REPO / "configs" / "ai-training.yaml")
     ("level", "code"),
     [("error", ExitCode.OK), ("warning", ExitCode.FAILED), ("info", ExitCode.FAILED)],
 )
-def test_fail_level_decides_the_exit_code(run_cli, level: str, code: ExitCode) -> None:  # type: ignore[no-untyped-def]
+def test_fail_level_decides_the_exit_code(run_cli: RunCli, level: str, code: ExitCode) -> None:
     assert run_cli("validate", AI, "--fail-level", level).exit_code == code
 
 
-def test_cli_suppress_silences_a_rule_and_says_so(run_cli) -> None:  # type: ignore[no-untyped-def]
+def test_cli_suppress_silences_a_rule_and_says_so(run_cli: RunCli) -> None:
     result = run_cli(
         "validate",
         AI,
@@ -40,7 +40,7 @@ def test_cli_suppress_silences_a_rule_and_says_so(run_cli) -> None:  # type: ign
     assert "suppressed: HPCLZ-IDN-009, HPCLZ-MON-002" in result.stdout
 
 
-def test_config_suppress_list_silences_a_rule(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_config_suppress_list_silences_a_rule(run_cli: RunCli, tmp_path: Path) -> None:
     path = tmp_path / "lz.yaml"
     path.write_text(
         Path(AI).read_text(encoding="utf-8") + "\nsuppress: [HPCLZ-MON-002, HPCLZ-ZON-002, HPCLZ-IDN-009]\n",
@@ -49,7 +49,7 @@ def test_config_suppress_list_silences_a_rule(run_cli, tmp_path: Path) -> None: 
     assert run_cli("validate", str(path), "--fail-level", "warning").exit_code == ExitCode.OK
 
 
-def test_unknown_suppressed_id_is_refused_with_its_line(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_unknown_suppressed_id_is_refused_with_its_line(run_cli: RunCli, tmp_path: Path) -> None:
     path = tmp_path / "lz.yaml"
     text = Path(AI).read_text(encoding="utf-8") + "\nsuppress:\n  - HPCLZ-MON-902\n"
     path.write_text(text, encoding="utf-8")
@@ -62,7 +62,7 @@ def test_unknown_suppressed_id_is_refused_with_its_line(run_cli, tmp_path: Path)
     assert cli.exit_code == ExitCode.USAGE and "HPCLZ-NOPE-001" in cli.stderr
 
 
-def test_every_unknown_suppressed_id_is_a_located_json_error(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_every_unknown_suppressed_id_is_a_located_json_error(run_cli: RunCli, tmp_path: Path) -> None:
     path = tmp_path / "lz.yaml"
     text = (
         Path(AI).read_text(encoding="utf-8") + "\nsuppress:\n  - HPCLZ-MON-902\n  - HPCLZ-MON-002\n  - HPCLZ-NET-999\n"
@@ -93,7 +93,7 @@ def test_render_plan_and_deploy_refuse_unknown_suppressions_too() -> None:
     assert config.value.exit_code == ExitCode.CONFIG_INVALID
 
 
-def test_human_output_names_file_line_rule_path_and_fix(run_cli) -> None:  # type: ignore[no-untyped-def]
+def test_human_output_names_file_line_rule_path_and_fix(run_cli: RunCli) -> None:
     out = run_cli("validate", AI, "--fail-level", "warning").stdout
     line = next(
         n for n, text in enumerate(Path(AI).read_text().splitlines(), 1) if text.startswith("  retention_days")
@@ -104,7 +104,7 @@ def test_human_output_names_file_line_rule_path_and_fix(run_cli) -> None:  # typ
     assert "fails at --fail-level warning (0 errors, 2 warnings, 3 info;" in out  # HPCLZ-MNT-031, HPCLZ-ZON-002: info
 
 
-def test_config_paths_with_list_names_survive_rich_markup(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_config_paths_with_list_names_survive_rich_markup(run_cli: RunCli, tmp_path: Path) -> None:
     path = tmp_path / "lz.yaml"
     path.write_text(
         Path(AI)
@@ -115,7 +115,7 @@ def test_config_paths_with_list_names_survive_rich_markup(run_cli, tmp_path: Pat
     assert "compute.partitions[h100].spot_max_price" in out
 
 
-def test_json_output_carries_every_finding_with_location(run_cli) -> None:  # type: ignore[no-untyped-def]
+def test_json_output_carries_every_finding_with_location(run_cli: RunCli) -> None:
     result = run_cli("validate", AI, "--output", "json", "--fail-level", "warning")
     envelope = json.loads(result.stdout)
     assert envelope["ok"] is False and envelope["exit_code"] == ExitCode.FAILED
@@ -125,7 +125,7 @@ def test_json_output_carries_every_finding_with_location(run_cli) -> None:  # ty
     assert envelope["result"]["counts"] == {"error": 0, "warning": 2, "info": 3}
 
 
-def test_live_preflight_ids_may_be_suppressed_in_the_config(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_live_preflight_ids_may_be_suppressed_in_the_config(run_cli: RunCli, tmp_path: Path) -> None:
     from hpclz.rules.live import LIVE_RULES
 
     path = tmp_path / "lz.yaml"

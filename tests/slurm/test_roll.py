@@ -11,6 +11,7 @@ import json
 import re
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -41,13 +42,13 @@ def zone(tmp_path: Path) -> Path:
     return zone_with(tmp_path, "hpc", "static")
 
 
-def nodes(run_cli: Run, verb: str, zone: Path, cluster: LocalSlurm, *args: str) -> tuple[int, dict]:  # type: ignore[type-arg]
+def nodes(run_cli: Run, verb: str, zone: Path, cluster: LocalSlurm, *args: str) -> tuple[int, dict[str, Any]]:
     done = run_cli("nodes", verb, str(zone), "--slurm-conf", str(cluster.conf), *args, "-o", "json")
     envelope = json.loads(done.stdout)
     return done.exit_code, envelope
 
 
-def by_name(envelope: dict) -> dict[str, dict]:  # type: ignore[type-arg]
+def by_name(envelope: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {n["name"]: n for n in envelope["result"]["nodes"]}
 
 

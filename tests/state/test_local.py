@@ -10,6 +10,7 @@ import sys
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -60,11 +61,9 @@ def _local(config: LandingZoneConfig, config_file: Path) -> LocalBackend:
     return backend
 
 
-def _python(script: str, *args: str, **popen: object) -> subprocess.Popen[str]:
+def _python(script: str, *args: str, **popen: Any) -> subprocess.Popen[str]:
     env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
-    return subprocess.Popen(  # type: ignore[call-overload]
-        [sys.executable, "-c", script, *args], env=env, text=True, **popen
-    )
+    return subprocess.Popen([sys.executable, "-c", script, *args], env=env, text=True, **popen)
 
 
 def test_files_are_private(config: LandingZoneConfig, config_file: Path) -> None:

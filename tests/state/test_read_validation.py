@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from hpclz.azure.backends import open_backend
+from hpclz.azure.blob_state import BlobBackend
 from hpclz.config.root import LandingZoneConfig
 from hpclz.errors import ExitCode
 from tests.conftest import CliResult
@@ -52,7 +53,7 @@ CASES = [
 
 
 @pytest.mark.parametrize(("field", "value", "fragment"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
-def test_bad_state_is_refused_on_read(  # type: ignore[no-untyped-def]
+def test_bad_state_is_refused_on_read(
     run_cli: RunCli, config: LandingZoneConfig, config_file: Path, field: str, value: Any, fragment: str
 ) -> None:
     path, doc = _stored(config, config_file)
@@ -145,8 +146,10 @@ def test_blob_state_of_another_landing_zone_is_refused(
     blob = load_config(config_file).config
     foreign = blob.model_copy(update={"metadata": blob.metadata.model_copy(update={"name": "finance"})})
     backend = open_backend(foreign, base_dir=config_file.parent)
-    backend.zone = None  # type: ignore[attr-defined]  # plant the foreign document where this zone's state lives
-    backend.blob_name = open_backend(blob, base_dir=config_file.parent).blob_name  # type: ignore[attr-defined]
+    ours = open_backend(blob, base_dir=config_file.parent)
+    assert isinstance(backend, BlobBackend) and isinstance(ours, BlobBackend)
+    backend.zone = None  # plant the foreign document where this zone's state lives
+    backend.blob_name = ours.blob_name
     with backend.lock("deploy"):
         backend.write(sample_state(foreign))
     result = run_cli("state", "show", str(config_file))

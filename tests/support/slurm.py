@@ -21,15 +21,22 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import pytest
 
 from tests.conftest import require
 from tests.support.local_http import free_ports
 
-if TYPE_CHECKING:
-    from tests.support.slurm_power import PowerSaving
+
+class ClusterHooks(Protocol):
+    """What start_cluster installs beside the daemons and adds to slurm.conf: power saving (slurm_power.PowerSaving)
+    or a prolog gate (slurm_gate.GateHooks)."""
+
+    def install(self, root: Path) -> None: ...
+
+    def lines(self, root: Path) -> list[str]: ...
+
 
 DAEMONS = ("munged", "slurmctld", "slurmd")
 MARKER = "HPCLZ_TEST_SLURM_HARNESS"  # set in every daemon's environment, so teardown finds its own strays
@@ -114,7 +121,7 @@ def write_config(
     nodes: list[str],
     ctld_port: int,
     node_ports: list[int],
-    power: PowerSaving | None = None,
+    power: ClusterHooks | None = None,
 ) -> Path:
     host = socket.gethostname()
     node_lines = [
@@ -171,7 +178,7 @@ def _partitions(nodes: list[str]) -> list[str]:
     ]
 
 
-def start_cluster(nodes: list[str], power: PowerSaving | None = None) -> LocalSlurm:
+def start_cluster(nodes: list[str], power: ClusterHooks | None = None) -> LocalSlurm:
     reap_orphans()
     root = Path(tempfile.mkdtemp(prefix=ROOT_PREFIX))
     (root / "owner.pid").write_text(str(os.getpid()))

@@ -16,6 +16,7 @@ import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypedDict
 
 from tests.support.remediation import GOOD
 
@@ -78,11 +79,19 @@ def plant(root: Path, node: str, fault: Path | None = None, delay_s: float | Non
         delay.write_text(f"{delay_s:g}")
 
 
-def prolog_runs(root: Path) -> list[dict[str, object]]:
+class PrologRun(TypedDict):
+    node: str
+    job: str
+    started: float
+    ended: float
+    status: int
+
+
+def prolog_runs(root: Path) -> list[PrologRun]:
     path = root / "gate" / "prolog.log"
     if not path.exists():
         return []
-    runs = []
+    runs: list[PrologRun] = []
     for line in path.read_text().splitlines():
         node, job, started, ended, status = line.split()
         runs.append({"node": node, "job": job, "started": float(started), "ended": float(ended), "status": int(status)})

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import shutil
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -92,11 +92,11 @@ def suspended(cluster: LocalSlurm) -> list[str]:
     return names
 
 
-def wait_until(ready: object, what: str, timeout: float = 20.0) -> None:
+def wait_until(ready: Callable[[], bool], what: str, timeout: float = 20.0) -> None:
     """Poll `ready()` (a callable returning bool) until it holds; a test's condition, never a timed assertion."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if ready():  # type: ignore[operator]
+        if ready():
             return
         time.sleep(0.2)
     raise TimeoutError(f"{what} not seen within {timeout:.0f} s")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -147,10 +148,10 @@ def _spec(check_id: str) -> CheckSpec:
     return next(s for s in CHECKS if s.id == check_id)
 
 
-def _facts_with(**gpu_fields: object) -> NodeFacts:
+def _facts_with(**gpu_fields: Any) -> NodeFacts:
     from hpclz.verify.probes.facts import Gpu
 
-    fields: dict[str, object] = {"pcie_gen": 5, "pcie_gen_max": 5, "pcie_width": 16, "pcie_width_max": 16}
+    fields: dict[str, Any] = {"pcie_gen": 5, "pcie_gen_max": 5, "pcie_width": 16, "pcie_width_max": 16}
     fields.update(gpu_fields)
     gpu = Gpu(index=0, bus_id="00000001:00:00.0", **fields)
     return NodeFacts(node="n", sku=H200, nvsmi=NvidiaSmi(True, gpus=[gpu]))
@@ -160,7 +161,7 @@ def test_the_real_single_gpu_capture_passes_the_gpu_checks_end_to_end() -> None:
     # tests/fixtures/gpu/h200 uses the agent's file names: one H200 in a VM without NVLink or InfiniBand.
     one_gpu = {"gpu_count": 1, "nvlink_links_per_gpu": 0, "ib_ports": 0}
     checks = by_id(agent(REAL_H200, sku=H200, overrides=one_gpu, tier="health", with_nccl=False))
-    gpu_checks = ("HPCLZ-VFY-001", "HPCLZ-VFY-002", "HPCLZ-VFY-003", "HPCLZ-VFY-004", "HPCLZ-VFY-005")
+    gpu_checks: tuple[str, ...] = ("HPCLZ-VFY-001", "HPCLZ-VFY-002", "HPCLZ-VFY-003", "HPCLZ-VFY-004", "HPCLZ-VFY-005")
     gpu_checks += ("HPCLZ-VFY-008", "HPCLZ-VFY-009", "HPCLZ-VFY-010")
     assert {cid: checks[cid]["status"] for cid in gpu_checks} == dict.fromkeys(gpu_checks, "pass")
     assert checks["HPCLZ-VFY-002"]["message"] == "1 GPU"

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -38,19 +39,21 @@ H100 = "Standard_ND96isr_H100_v5"
 A100_40 = "Standard_ND96asr_v4"
 
 
-def _facts(p2p: Reading, links: bool = True) -> NodeFacts:
-    nvlinks = Reading([NvLink(0, 0, True)]) if links else Reading(None, "not read: the SKU has no NVLink")
+def _facts(p2p: Reading[dict[str, Any]], links: bool = True) -> NodeFacts:
+    nvlinks: Reading[list[NvLink]] = (
+        Reading([NvLink(0, 0, True)]) if links else Reading(None, "not read: the SKU has no NVLink")
+    )
     return NodeFacts(node="n1", sku=H100, nvsmi=NvidiaSmi(True), nvlinks=nvlinks, p2p=p2p)
 
 
-def _p2p_from(folder: Path, name: str) -> Reading:
+def _p2p_from(folder: Path, name: str) -> Reading[dict[str, Any]]:
     (folder / "nvbandwidth-p2p.txt").write_text((CORPUS / "nvbandwidth" / name).read_text())
     return measure_p2p(Source(folder, node="n1"), gpus=8)
 
 
 def test_pcie_peers_of_a_real_run_fail_nd_h100_v5s_nvlink_figure_naming_the_slowest_pair(tmp_path: Path) -> None:
     reading = _p2p_from(tmp_path, "nvbandwidth-50-a6000-read-ce.txt")
-    assert len(reading.value["pairs"]) == 30  # type: ignore[index]  # 6 x 5 pairs; the N/A diagonal is no pair
+    assert reading.value is not None and len(reading.value["pairs"]) == 30  # 6 x 5 pairs; the N/A diagonal is no pair
     verdict = p2p_bandwidth(_facts(reading), load_thresholds(H100))
     assert verdict.status == FAIL and verdict.threshold == 335 and verdict.measured == 21.8
     assert "GPU 0 -> GPU 5 21.8 GB/s" in verdict.message and "< 335 GB/s (nvbandwidth)" in verdict.message

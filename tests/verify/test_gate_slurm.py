@@ -4,14 +4,14 @@ check, not the job (tests/support/slurm_gate.py)."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import require
 from tests.support.slurm import LocalSlurm, slurm_available, start_cluster, stop_cluster
-from tests.support.slurm_gate import GateHooks, plant, prolog_runs
+from tests.support.slurm_gate import GateHooks, PrologRun, plant, prolog_runs
 from tests.verify.helpers import FAULTS
 
 NODES = ["g1", "g2", "g3"]
@@ -21,7 +21,7 @@ pytestmark = pytest.mark.slurm
 @pytest.fixture(scope="module")
 def gated() -> Iterator[LocalSlurm]:
     require(slurm_available(), "Slurm (slurmctld, slurmd, munged, sinfo)")
-    cluster = start_cluster(NODES, power=GateHooks(NODES, budget_s=15))  # type: ignore[arg-type]
+    cluster = start_cluster(NODES, power=GateHooks(NODES, budget_s=15))
     try:
         yield cluster
     finally:
@@ -43,10 +43,10 @@ def submit(cluster: LocalSlurm, tmp_path: Path, node: str, name: str) -> tuple[s
     return job, marker
 
 
-def wait(what: str, ready: object, timeout: float = 60) -> None:
+def wait(what: str, ready: Callable[[], object], timeout: float = 60) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if ready():  # type: ignore[operator]
+        if ready():
             return
         time.sleep(0.2)
     raise AssertionError(f"{what}: not within {timeout} s")
@@ -57,7 +57,7 @@ def node(cluster: LocalSlurm, name: str) -> tuple[str, str]:
     return state, reason
 
 
-def job_of(cluster: LocalSlurm, job: str) -> list[dict[str, object]]:
+def job_of(cluster: LocalSlurm, job: str) -> list[PrologRun]:
     return [r for r in prolog_runs(cluster.root) if r["job"] == job]
 
 

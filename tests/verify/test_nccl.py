@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from pathlib import Path
 
@@ -75,11 +76,10 @@ def test_fixture_run_of_nccl_tests_becomes_a_collective_result() -> None:
 
 
 def test_gloo_all_reduce_across_two_local_processes(tmp_path: Path) -> None:
-    try:
-        import torch.distributed as dist
-    except ImportError:
-        dist = None  # type: ignore[assignment]
-    require(dist is not None and dist.is_available() and dist.is_gloo_available(), "torch.distributed with gloo")
+    require(importlib.util.find_spec("torch") is not None, "torch")
+    import torch.distributed as dist
+
+    require(dist.is_available() and dist.is_gloo_available(), "torch.distributed with gloo")
     out = tmp_path / "allreduce.json"
     sizes = [4096, 1 << 20]
     why = nccl.spawn_local(2, "gloo", sizes, out, name="local-pair", threshold=None, timeout_s=120, iters=3, warmup=1)

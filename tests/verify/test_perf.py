@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 
 import pytest
@@ -79,12 +80,9 @@ def test_dcgm_failures_in_both_json_layouts() -> None:
 
 
 def test_live_perf_measures_every_gpu_or_says_no_cuda_device() -> None:
-    try:
-        import torch
-    except ImportError:
-        torch = None  # type: ignore[assignment]
-    require(torch is not None, "torch")
-    assert torch is not None
+    require(importlib.util.find_spec("torch") is not None, "torch")
+    import torch
+
     reading = perf.measure(Source(None, node="here"))
     if torch.cuda.is_available():  # on a GPU machine the same call measures every GPU
         assert reading.value is not None

@@ -9,7 +9,8 @@ import pytest
 
 from hpclz.verify import nccl
 from hpclz.verify.probes import nvsmi
-from tests.verify.helpers import H200, REAL_FIXTURES, agent, by_id
+from tests.conftest import FIXTURES as REAL_FIXTURES
+from tests.verify.helpers import H200, agent, by_id
 
 H100 = "Standard_ND96isr_H100_v5"
 LENT = {"h100": (REAL_FIXTURES / "gpu" / "h100", "NVIDIA H100 80GB HBM3", 81559, H100)}

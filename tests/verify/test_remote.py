@@ -135,7 +135,7 @@ def test_verify_from_the_deploying_machine_runs_on_the_tagged_scheduler_and_brin
         "bad node node2: HPCLZ-VFY-006 Fatal Xid events in the kernel log: "
         "Xid 79 (GPU has fallen off the bus) on GPU 2 (00000003:00:00.0)"
     ]
-    suites = {s.get("name"): s for s in ET.parse(junit).getroot().iter("testsuite")}
+    suites = {s.get("name", ""): s for s in ET.parse(junit).getroot().iter("testsuite")}
     assert sorted(suites) == ["node node1", "node node2", "node node3", "node node4"]
     assert suites["node node2"].get("failures") == "1"
     [script] = scheduler_vm.compute.scripts

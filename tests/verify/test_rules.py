@@ -22,12 +22,15 @@ from hpclz.verify.checks.outcomes import OUTCOMES
 from hpclz.verify.checks.rules import NodeContext, OutcomeRule, VerifyRule
 from hpclz.verify.collective_job import analyse_pairs, pair_failures
 from hpclz.verify.dispatch import FanOut, _why_missing, read_node, select
-from hpclz.verify.model import BandwidthPoint, CollectiveResult, NodeReport
+from hpclz.verify.model import BandwidthPoint, CollectiveResult, NodeReport, Status
 from hpclz.verify.probes import detect_sku
 from hpclz.verify.probes.source import Source
 from hpclz.verify.thresholds import load_thresholds
+from hpclz.verify.workload.expectations import for_gpu
+from hpclz.verify.workload.judge import judge
 from tests.verify.helpers import FAULTS, GOOD, H200, HBV3, agent
 from tests.verify.test_checks import FAULT_TABLE
+from tests.verify.workload.test_judge import SHAPE, run_log
 
 FAILING = {check_id: FAULTS / fault for fault, (check_id, _, _) in FAULT_TABLE.items()}
 FAILING["HPCLZ-VFY-001"] = FAULTS / "nvsmi-hung"
@@ -67,6 +70,21 @@ def _job_not_run(folder: Path) -> NodeReport:
     return read_node(folder, "n1", 60, missing=why, missing_id=outcome_id)
 
 
+def _proof(check_id: str, *, broken: bool) -> Case:
+    """The training proof's verdict on n1 (hpclz.verify.workload.judge), in a node report as the head node keeps it."""
+
+    def case(tmp: Path) -> NodeReport:
+        fast, slow = (30.0, 90.0) if broken else (30.0, 30.5)
+        logs = [run_log(f"train-{n}", [n], fast) for n in ("n0", "n2")] + [run_log("train-n1", ["n1"], slow)]
+        logs.append(run_log("train-all", ["n0", "n1", "n2"], 60.0 if broken else 31.0, loss_to=6.5 if broken else 2.0))
+        steps = {"prepare": "FAILED" if broken else "COMPLETED"}
+        checks = judge(SHAPE, logs, for_gpu("NVIDIA H100 SXM"), steps=steps).report.checks
+        failed = [c for c in checks if c.check_id == check_id and c.status is Status.FAIL]
+        return NodeReport(node="n1", checks=failed[:1]) if failed else healthy(tmp)
+
+    return case
+
+
 # outcome ID -> (a situation where the dispatcher reports it for n1, the same situation gone well)
 Case = Callable[[Path], NodeReport]
 OUTCOME_CASES: dict[str, tuple[Case, Case]] = {
@@ -84,6 +102,10 @@ OUTCOME_CASES: dict[str, tuple[Case, Case]] = {
         lambda _tmp: _pairs(slow_n1=True)["n1"],
         lambda tmp: _pairs(slow_n1=False).get("n1") or healthy(tmp),
     ),
+    **{
+        check_id: (_proof(check_id, broken=True), _proof(check_id, broken=False))
+        for check_id in ("HPCLZ-VFY-950", "HPCLZ-VFY-951", "HPCLZ-VFY-952", "HPCLZ-VFY-953")
+    },
 }
 
 

@@ -73,6 +73,8 @@ class SchemaSet:
             uri = BASE_URL + file.relative_to(root / "schemas").as_posix()
             contents = json.loads(file.read_text(encoding="utf-8-sig"))
             resources.append((uri, Resource.from_contents(contents, default_specification=DRAFT4)))
+        # referencing's _attrs.pyi marks its attrs classes with a home-made __dataclass_transform__ that mypy does not
+        # read, so mypy sees neither Registry's nor NoSuchResource's attrs __init__ (referencing 0.37.0).
         self.registry: Registry[Any] = Registry(retrieve=_refuse_network).with_resources(resources)  # type: ignore[call-arg]
         self.index: dict[str, str] = json.loads((root / "schemas" / "resourceIndex.json").read_text(encoding="utf-8"))
         envelope = dict(self.registry.contents(ENVELOPE))
@@ -91,7 +93,7 @@ class SchemaSet:
 
 
 def _refuse_network(uri: str) -> Resource[Any]:
-    raise NoSuchResource(ref=uri)  # type: ignore[call-arg]
+    raise NoSuchResource(ref=uri)  # type: ignore[call-arg]  # attrs __init__ unseen by mypy: see SchemaSet
 
 
 @cache

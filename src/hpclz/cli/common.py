@@ -7,7 +7,7 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from enum import StrEnum
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, NoReturn, TextIO
 
 import typer
 
@@ -27,7 +27,7 @@ class OutputFormat(StrEnum):
 _VERBOSE = {"on": False}
 
 
-class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
+class _StderrHandler(logging.StreamHandler[TextIO]):
     """Writes to whatever sys.stderr is when a record comes, so a replaced (captured) stderr still gets it."""
 
     def __init__(self) -> None:

@@ -9,6 +9,11 @@ import typer
 from hpclz.cli.common import OUTPUT_OPTION, OutputFormat, finish, guarded
 
 
+class Engine(StrEnum):
+    megatron = "megatron"
+    cpu = "cpu"
+
+
 class Via(StrEnum):
     slurm = "slurm"
     run_command = "run-command"
@@ -92,6 +97,34 @@ def verify(
         help="With --via run-command: the Run Command's time limit (default: derived from the partitions' sizes, "
         "--budget and --nccl).",
     ),
+    workload: bool = typer.Option(
+        False,
+        "--workload",
+        help="Also prove the cluster trains: a short Megatron-LM GPT run per node and across all nodes, through "
+        "Slurm and pyxis, judged on tokens/s per GPU, MFU, weak scaling and the loss (docs/verify-workload.md).",
+    ),
+    workload_engine: Engine = typer.Option(
+        Engine.megatron,
+        "--workload-engine",
+        help="megatron: Megatron-LM in the NGC PyTorch container on the GPUs. cpu: the gloo stand-in (needs hpclz "
+        "and torch on the nodes, --python).",
+    ),
+    workload_data: list[Path] = typer.Option(
+        [],
+        "--workload-data",
+        metavar="FILE",
+        help="Documents to train on: JSON lines with a text or content field, or text files (repeatable; default: "
+        "hpclz's own Python sources).",
+    ),
+    workload_iters: int = typer.Option(
+        200, "--workload-iters", min=20, max=100000, metavar="N", help="Iterations per run."
+    ),
+    workload_image: str | None = typer.Option(
+        None,
+        "--workload-image",
+        metavar="IMAGE",
+        help="enroot image with PyTorch for Megatron-LM (default: NGC PyTorch pinned by digest).",
+    ),
     output: OutputFormat = OUTPUT_OPTION,
 ) -> None:
     """Check every node through Slurm, name the failing ones and why; optionally drain them."""
@@ -114,6 +147,11 @@ def verify(
             scheduler=scheduler,
             report_account=report_account,
             time_limit_s=time_limit,
+            workload=workload,
+            workload_engine=workload_engine.value,
+            workload_data=tuple(workload_data),
+            workload_iters=workload_iters,
+            workload_image=workload_image,
             progress=lambda line: typer.echo(line, err=True),
         )
         if python:

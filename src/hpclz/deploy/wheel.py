@@ -1,6 +1,6 @@
 """The hpclz wheel the scheduler installs: this hpclz's own, found or built here, named by its SHA-256.
 
-The scheduler never installs hpclz from a package index (issue 13, finding 18): `hpclz deploy` uploads the wheel to
+The scheduler never installs hpclz from a package index: `hpclz deploy` uploads the wheel to
 CycleCloud's locker and passes "<sha256>/<file name>" to the compute deployment, and the node refuses a file whose
 digest differs. Where the wheel comes from, first found: HPCLZ_WHEEL (a path); a build of the source checkout this
 hpclz runs from (an editable install; hatchling builds reproducibly: the same tree gives the same bytes); else, for an

@@ -1,4 +1,4 @@
-"""Deploy's hpclz-wheel step (issue 13, finding 18): the scheduler gets hpclz through CycleCloud's locker.
+"""Deploy's hpclz-wheel step: the scheduler gets hpclz through CycleCloud's locker, never from a package index.
 
 Before the compute deployment is submitted (the storage deployment, which creates the locker account and its wheel
 container, has finished by then: compute depends on it), the deploying hpclz uploads its own wheel under its SHA-256

@@ -1,4 +1,4 @@
-"""Access and audit logs (issue 18 item 4): diagnostic settings that send the subscription's activity log, Key
+"""Access and audit logs: diagnostic settings that send the subscription's activity log, Key
 Vault's audit events and the blob service's reads, writes and deletes to the landing zone's Log Analytics workspace.
 
 Retention is the workspace's (monitoring.retention_days): a diagnostic setting's own retentionPolicy applies to

@@ -1,4 +1,4 @@
-"""Azure Backup (issue 18 item 3): a Recovery Services vault in the management group, a daily Azure VM policy with
+"""Azure Backup: a Recovery Services vault in the management group, a daily Azure VM policy with
 retention from `backup`, and the CycleCloud server VM as its protected item.
 
 The protected item's name is Azure Backup's own naming of an Azure VM: fabric `Azure`, container

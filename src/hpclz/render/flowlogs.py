@@ -1,4 +1,4 @@
-"""VNet flow logs (issue 18 item 4): Network Watcher records the VNet's IP flows into a storage account of their
+"""VNet flow logs: Network Watcher records the VNet's IP flows into a storage account of their
 own, and Traffic Analytics processes them into the zone's Log Analytics workspace.
 
 The flow log is a child of the region's Network Watcher, which Azure creates in NetworkWatcherRG and of which a

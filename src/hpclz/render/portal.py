@@ -215,7 +215,7 @@ def portal(zone: Zone) -> dict[str, Any]:
         # and identity.entra_login turns both off together.
         "entra_ssh": entra_login(zone),
         "agent": agent,
-        # A service VM like the CycleCloud server: its zone (issue 18 item 1) and its guest patches inside the
+        # A service VM like the CycleCloud server: its zone (compute.service_zone) and its guest patches inside the
         # maintenance window (InGuestPatch assignment, learn.microsoft.com/azure/virtual-machines/maintenance-configurations).
         "zone": config.compute.service_zone,
         "scheduled_patching": scheduled_patching(zone),

@@ -25,7 +25,7 @@ ENDPOINT_TYPE = "Microsoft.Insights/dataCollectionEndpoints"
 RULE_TYPE = "Microsoft.Insights/dataCollectionRules"
 GRAFANA_TYPE = "Microsoft.Dashboard/grafana"
 
-# Pinned so every node runs the same exporters, each download checked against its SHA-256 (issue 13 item 3).
+# Pinned so every node runs the same exporters, each download checked against its SHA-256.
 # Checksums are the releases' own sha256sums.txt (github.com/prometheus/prometheus/releases/tag/v2.54.1,
 # github.com/prometheus/node_exporter/releases/tag/v1.8.2). Prometheus 2.54 has the remote-write azuread managed
 # identity client that CCWS's 3.3.0 uses (prometheus.io/docs/prometheus/2.54/configuration/configuration/#azuread).

@@ -15,7 +15,7 @@ from hpclz.render.zone import LOCKER_IDENTITY, Zone
 
 # CycleCloud's locker container (Azure/cyclecloud-slurm-workspace@bc0fc1b:bicep/files-to-load/cyclecloud_install.py).
 LOCKER_CONTAINER = "cyclecloud"
-# Beside it in the locker account: the hpclz wheel `hpclz deploy` uploads for the scheduler (issue 13, finding 18).
+# Beside it in the locker account: the hpclz wheel `hpclz deploy` uploads for the scheduler (hpclz.deploy.wheel).
 WHEEL_CONTAINER = "hpclz"
 
 ROLE_IDS: dict[BuiltinRole, str] = {

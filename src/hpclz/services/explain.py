@@ -5,9 +5,13 @@ from __future__ import annotations
 import difflib
 import inspect
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from hpclz.errors import ExitCode, HpclzError
 from hpclz.output import CommandResult, ResultBody
+
+if TYPE_CHECKING:
+    from hpclz.rules.base import Rule
 
 
 class RuleDoc(ResultBody):
@@ -22,13 +26,13 @@ class RuleList(ResultBody):
     rules: list[RuleDoc]
 
 
-def _doc(rule: type) -> RuleDoc:
+def _doc(rule: type[Rule[Any]]) -> RuleDoc:
     return RuleDoc(
-        id=rule.id,  # type: ignore[attr-defined]
-        severity=rule.severity.value,  # type: ignore[attr-defined]
-        title=rule.title,  # type: ignore[attr-defined]
+        id=rule.id,
+        severity=rule.severity.value,
+        title=rule.title,
         why=inspect.cleandoc(rule.__doc__ or ""),
-        fix=rule.fix,  # type: ignore[attr-defined]
+        fix=rule.fix,
     )
 
 

@@ -240,6 +240,7 @@ class SlurmClient:
         exclusive: bool = False,
         env: dict[str, str] | None = None,
         ntasks_per_node: int = 1,
+        dependency: str | None = None,
     ) -> str:
         args = [
             "--parsable",
@@ -257,6 +258,8 @@ class SlurmClient:
             args.append(f"--reservation={reservation}")
         if exclusive:
             args.append("--exclusive")
+        if dependency:
+            args.append(f"--dependency={dependency}")  # e.g. afterok:<job id> (sbatch(1), --dependency)
         done = self._exec("sbatch", [*args, str(script)], {**self.env, **(env or {})})
         if done.returncode != 0:
             raise SlurmError(f"sbatch refused job {job_name} on {','.join(nodes)}: {done.stderr.strip()}")

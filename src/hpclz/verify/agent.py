@@ -67,7 +67,7 @@ def _cpu_and_fabric_benchmarks(source: Source, thresholds: Thresholds, facts: No
     gdr = thresholds.get("ib_write_bw_gdr_gbps") is not None
     if gdr or thresholds.get("ib_write_bw_gbps") is not None:
         ports = facts.ib_ports.value or []
-        devices = sorted({p.device for p in ports if p.link_layer.lower() == "infiniband"})  # type: ignore[attr-defined]
+        devices = sorted({p.device for p in ports if p.link_layer.lower() == "infiniband"})
         facts.ib_bandwidth = bench.read_ib_write_bw(source, devices, gpu_memory=gdr)
 
 

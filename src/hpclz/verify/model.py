@@ -83,10 +83,44 @@ class CollectiveResult(BaseModel):
         return max(self.points, key=lambda p: p.size_bytes, default=None)
 
 
+class WorkloadRun(BaseModel):
+    """One training run of the workload proof: on one node, or across several; figures are medians over the
+    timed iterations (the first few, which include compilation and warm-up, are left out)."""
+
+    name: str
+    nodes: list[str]
+    gpus: int
+    iterations: int = 0
+    step_s: float | None = None
+    tokens_per_s_per_gpu: float | None = None
+    tflops_per_gpu: float | None = None
+    mfu: float | None = None
+    loss_first: float | None = None
+    loss_last: float | None = None
+    log: str = Field(default="", description="Where the run's job log is, for a person to read.")
+
+
+class WorkloadReport(BaseModel):
+    """The training proof (hpclz verify --workload): the job chain's steps, its runs and their verdicts."""
+
+    model: dict[str, int] = Field(default_factory=dict, description="layers, hidden, heads, seq_length, vocab...")
+    parameters: int = 0
+    steps: dict[str, str] = Field(default_factory=dict, description="chain step -> its final Slurm state")
+    runs: list[WorkloadRun] = Field(default_factory=list)
+    checks: list[CheckResult] = Field(default_factory=list)
+    weak_scaling: float | None = None
+
+    @property
+    def status(self) -> Status:
+        counted = (c.status for c in self.checks if not c.suppressed)
+        return max(counted, key=lambda s: s.rank, default=Status.NOT_MEASURED)
+
+
 class VerifyReport(BaseModel):
     landing_zone: str | None = None
     nodes: list[NodeReport] = Field(default_factory=list)
     collectives: list[CollectiveResult] = Field(default_factory=list)
+    workload: WorkloadReport | None = None
     bad_nodes: dict[str, list[str]] = Field(default_factory=dict, description="node -> reasons")
     drained: list[str] = Field(default_factory=list)
     resumed: list[str] = Field(default_factory=list)

@@ -243,7 +243,7 @@ def intranode(
     *,
     fixture: str = "all_reduce_perf.txt",
     env: dict[str, str] | None = None,
-) -> Reading:
+) -> Reading[dict[str, Any]]:
     """One node's all-reduce over its GPUs: nccl-tests when installed (as on Azure HPC images), else torch+NCCL."""
     out = source.command(
         fixture,
@@ -277,7 +277,9 @@ IB_LOOPBACK_ENV = {
 }
 
 
-def ib_loopback(source: Source, gpus: int, threshold: float | None, size: int = INTRANODE_SIZE) -> Reading:
+def ib_loopback(
+    source: Source, gpus: int, threshold: float | None, size: int = INTRANODE_SIZE
+) -> Reading[dict[str, Any]]:
     """The node's all-reduce forced through its InfiniBand HCAs (fixture: all_reduce_perf-ib-loopback.txt)."""
     reading = intranode(
         source, gpus, threshold, size, fixture="all_reduce_perf-ib-loopback.txt", env=dict(IB_LOOPBACK_ENV)
@@ -299,7 +301,7 @@ def wrong_results(parsed: dict[str, Any]) -> str:
 
 def _torch_intranode(
     node: str, gpus: int, threshold: float | None, size: int, why_not_tests: str, env: dict[str, str] | None = None
-) -> Reading:
+) -> Reading[dict[str, Any]]:
     try:
         import torch
     except ImportError:

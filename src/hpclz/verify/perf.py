@@ -16,7 +16,7 @@ from functools import partial
 from typing import Any
 
 from hpclz.verify.probes import nvsmi
-from hpclz.verify.probes.facts import Reading
+from hpclz.verify.probes.facts import Gpu, Reading
 from hpclz.verify.probes.source import Source
 
 GEMM_N = 8192
@@ -32,7 +32,7 @@ WORK = {
 }
 
 
-def measure(source: Source) -> Reading:
+def measure(source: Source) -> Reading[dict[str, Any]]:
     """Per-GPU readings as {metric: {"values": [...], "method": ...}}, or why nothing could be measured."""
     if source.simulated:
         out = source.file("perf.json", "")
@@ -59,7 +59,7 @@ def measure(source: Source) -> Reading:
 LOAD_SETTLE_S = 1.0  # clocks react to load within milliseconds; a second lets power and thermal limits engage
 
 
-def clocks_under_load(source: Source) -> Reading:
+def clocks_under_load(source: Source) -> Reading[list[Gpu]]:
     """`--query-gpu` clock event reasons read while every GPU runs bf16 GEMMs (fixture: query-gpu-load.csv)."""
     query = ["nvidia-smi", f"--query-gpu={nvsmi.QUERY_FIELDS}", "--format=csv"]
     if source.simulated:
@@ -194,7 +194,7 @@ P2P_TEST = "device_to_device_memcpy_read_ce"  # aznhc check_gpu_bw's P2P test (c
 _NVB_ABORT = re.compile(r"^\s*(ASSERT .*|Invalid value when checking the pattern.*|Waiving .*)$", re.MULTILINE)
 
 
-def measure_p2p(source: Source, gpus: int) -> Reading:
+def measure_p2p(source: Source, gpus: int) -> Reading[dict[str, Any]]:
     """Copy-engine reads between every pair of GPUs: `nvbandwidth -t device_to_device_memcpy_read_ce` as aznhc
     runs it, else torch's peer copies. {"pairs": [[row, column, GB/s], ...], "arrow": "->", "method": ...}."""
     out = source.command("nvbandwidth-p2p.txt", ["nvbandwidth", "-t", P2P_TEST], 300)
@@ -268,7 +268,7 @@ def _p2p_torch() -> dict[str, Any] | str:
     return {"pairs": pairs, "arrow": "->", "method": f"torch {torch.__version__}"}
 
 
-def dcgm_diag(source: Source) -> Reading:
+def dcgm_diag(source: Source) -> Reading[dict[str, Any]]:
     """What `dcgmi diag -r 1 --json` found (dcgm_summary), or why DCGM did not run."""
     out = source.command("dcgmi-diag.json", ["dcgmi", "diag", "-r", "1", "--json"], 180)
     if out.text is None:

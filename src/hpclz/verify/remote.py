@@ -76,6 +76,7 @@ class Workload:
     queue_wait_s: int  # how long a job may wait for its nodes
     partition_nodes: Sequence[int]  # nodes in each partition verified (its max_nodes)
     nccl: bool
+    workload_s: Sequence[int] = ()  # each partition's training-proof chain (hpclz.verify.workload.chain.budget_s)
 
 
 def time_limit_s(work: Workload) -> int:
@@ -90,6 +91,7 @@ def time_limit_s(work: Workload) -> int:
             pairs = 1 if nodes == 2 else nodes
             total += work.queue_wait_s + (pairs + 1) * step  # the ring pairs
             total += work.queue_wait_s + 2 * step  # the all-node all-reduce
+    total += sum(work.workload_s)  # partition after partition, after the collectives
     return min(total, RUN_COMMAND_CEILING_S)
 
 

@@ -101,6 +101,33 @@ def collectives_table(report: VerifyReport) -> Table:
     return table
 
 
+def workload_table(report: VerifyReport) -> Table:
+    """The training proof: one row per run, then its verdicts (hpclz verify --workload)."""
+    from rich.table import Table
+
+    table = Table(title="verify: training proof (Megatron-LM GPT)")
+    for column in ("run", "nodes", "GPUs", "iterations", "step s", "tokens/s/GPU", "TFLOP/s/GPU", "MFU", "loss"):
+        table.add_column(column)
+    for run in report.workload.runs if report.workload else []:
+        loss = (
+            f"{run.loss_first:.3g} -> {run.loss_last:.3g}"
+            if run.loss_first is not None and run.loss_last is not None
+            else ""
+        )
+        table.add_row(
+            run.name,
+            ",".join(run.nodes),
+            str(run.gpus),
+            str(run.iterations),
+            f"{run.step_s:.3g}" if run.step_s is not None else "",
+            f"{run.tokens_per_s_per_gpu:,.0f}" if run.tokens_per_s_per_gpu is not None else "",
+            f"{run.tflops_per_gpu:.3g}" if run.tflops_per_gpu is not None else "",
+            f"{run.mfu:.1%}" if run.mfu is not None else "",
+            loss,
+        )
+    return table
+
+
 def failure_reason(check: CheckResult) -> str:
     """`<ID> <title>: <message>`, how a failing check is named in bad_nodes and the `bad node` lines."""
     return f"{check.check_id} {check.title}: {check.message}" if check.message else f"{check.check_id} {check.title}"
@@ -117,6 +144,13 @@ def print_report(out: Console, report: VerifyReport, *, everything: bool = False
         out.print(node_table(report, everything=everything))
     if report.collectives:
         out.print(collectives_table(report))
+    if report.workload:
+        out.print(workload_table(report))
+        for check in report.workload.checks:
+            if everything or check.status is not Status.PASS:
+                out.print(
+                    f"[{STYLE[check.status]}]{check.status.value}[/] {check.check_id} {check.title}: {check.message}"
+                )
     for node, reasons in sorted(report.bad_nodes.items()):
         out.print(f"[bold red]bad node[/] {node}: {'; '.join(reasons)}")
 
@@ -144,6 +178,17 @@ def junit_xml(report: VerifyReport) -> str:
         for run in report.collectives:
             case = ET.SubElement(suite, "testcase", classname="verify.collectives", name=run.name, time="0")
             _outcome(case, run.status, run.message, ",".join(run.nodes))
+    if report.workload:
+        suite = _suite(root, "training proof", 0.0)
+        for index, check in enumerate(report.workload.checks):
+            case = ET.SubElement(
+                suite,
+                "testcase",
+                classname="verify.workload",
+                name=f"{check.check_id} {index}: {check.title}",
+                time="0",
+            )
+            _outcome(case, check.status, check.message, measured_vs_threshold(check))
     for suite in root:
         cases = list(suite)
         suite.set("tests", str(len(cases)))
@@ -223,8 +268,29 @@ def bandwidth_svg(run: CollectiveResult, width: int = 640, height: int = 360) ->
     return "\n".join(parts)
 
 
+def throughput_svg(report: VerifyReport, width: int = 640, bar: int = 22) -> str:
+    """The training proof's tokens/s per GPU, one bar per run, so a slow node stands out at a glance."""
+    runs = [r for r in (report.workload.runs if report.workload else []) if r.tokens_per_s_per_gpu]
+    top = max((r.tokens_per_s_per_gpu or 0.0 for r in runs), default=0.0)
+    height = 40 + bar * len(runs)
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img">',
+        '<text x="10" y="18" font-size="13">training proof: tokens/s per GPU</text>',
+    ]
+    for row, run in enumerate(runs):
+        y, length = 28 + row * bar, (width - 260) * (run.tokens_per_s_per_gpu or 0.0) / top
+        parts.append(f'<text x="10" y="{y + 14}" font-size="11">{escape(run.name)}</text>')
+        parts.append(f'<rect x="160" y="{y}" width="{length:.1f}" height="{bar - 6}" fill="#4a7ab5"/>')
+        parts.append(f'<text x="{165 + length:.1f}" y="{y + 14}" font-size="11">{run.tokens_per_s_per_gpu:,.0f}</text>')
+    parts.append("</svg>")
+    return "\n".join(parts)
+
+
 def plot_html(report: VerifyReport) -> str:
-    body = [bandwidth_svg(run) for run in report.collectives if run.points] or ["<p>No all-reduce was measured.</p>"]
+    body = [bandwidth_svg(run) for run in report.collectives if run.points]
+    if report.workload and any(r.tokens_per_s_per_gpu for r in report.workload.runs):
+        body.append(throughput_svg(report))
+    body = body or ["<p>No all-reduce and no training run was measured.</p>"]
     title = f"hpclz verify: bus bandwidth{f' ({escape(report.landing_zone)})' if report.landing_zone else ''}"
     return (
         f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{title}</title></head>\n'

@@ -40,7 +40,7 @@ from hpclz.verify.dispatch import (
     select,
     settle,
 )
-from hpclz.verify.model import CollectiveResult, NodeReport, Status, VerifyReport
+from hpclz.verify.model import CollectiveResult, NodeReport, Status, VerifyReport, WorkloadReport
 from hpclz.verify.report import bad_nodes
 from hpclz.verify.thresholds import agent_arguments, load_thresholds, overrides_for
 
@@ -69,6 +69,11 @@ class VerifyOptions:
     report_account: str | None = None  # blob account for the remote run's output (default: the blob state's)
     remote_python: str = "python3"  # the scheduler's interpreter with hpclz, for --via run-command
     time_limit_s: int | None = None  # the remote run's limit; derived from the partitions and --nccl when None
+    workload: bool = False  # the training proof (hpclz.verify.workload) on the nodes that passed
+    workload_engine: str = "megatron"  # megatron (GPUs, pyxis) or cpu (the gloo stand-in, hpclz and torch on nodes)
+    workload_data: tuple[Path, ...] = ()  # documents to train on; none: hpclz's own sources
+    workload_iters: int = 200
+    workload_image: str | None = None  # enroot image reference; None: the pinned NGC PyTorch
     progress: Callable[[str], None] = field(default=lambda _line: None)
 
 
@@ -95,7 +100,8 @@ class VerifyOutcome(ResultBody):
 
 
 def failed_anything(report: VerifyReport) -> bool:
-    return bool(report.bad_nodes) or any(c.status is Status.FAIL for c in report.collectives)
+    workload = report.workload is not None and report.workload.status is Status.FAIL
+    return bool(report.bad_nodes) or workload or any(c.status is Status.FAIL for c in report.collectives)
 
 
 def run_verify(loaded: LoadedConfig, opts: VerifyOptions) -> VerifyOutcome:
@@ -114,6 +120,8 @@ def run_verify(loaded: LoadedConfig, opts: VerifyOptions) -> VerifyOutcome:
         report.bad_nodes = bad_nodes(report.nodes)
         report.duration_s = round(time.monotonic() - started, 3)
         return judged(VerifyOutcome(report=report, local=True), silenced)
+    if opts.workload and opts.workload_engine == "megatron":
+        _refuse_workload_without_gpus(config, opts)
     if opts.via == "ssh":
         _through_bastion(opts, loaded)
     if through_run_command(opts.via, opts.scheduler, opts.slurm_conf):
@@ -132,6 +140,8 @@ def run_verify(loaded: LoadedConfig, opts: VerifyOptions) -> VerifyOutcome:
         report.drained, report.resumed = settle(client, tested, infos, chosen.retest)
     if opts.nccl:
         _collectives(client, config, opts, tested, infos, report, work)
+    if opts.workload:
+        _workload(client, config, opts, tested, infos, report, work)
     reports = {**chosen.skipped, **tested}
     report.nodes = [reports[n] for n in sorted(reports)]
     for node in report.nodes:
@@ -150,6 +160,12 @@ def _run_remote(opts: VerifyOptions, loaded: LoadedConfig) -> VerifyOutcome:
     from hpclz.azure.scheduler import compute_group
     from hpclz.verify.remote import RemoteRequest, run_remote
 
+    if opts.workload_data:
+        raise HpclzError(
+            "--workload-data names files on this machine, which the scheduler cannot read: copy them to the shared "
+            "mount and run verify there (--via ssh prints how), or leave it out to train on hpclz's own sources",
+            exit_code=ExitCode.USAGE,
+        )
     if opts.work_dir is not None and not opts.work_dir.is_absolute():
         raise HpclzError(
             f"--work-dir {opts.work_dir}: with --via run-command it is a folder on the scheduler: give an absolute path",
@@ -183,8 +199,15 @@ def remote_time_limit(config: LandingZoneConfig, opts: VerifyOptions) -> int:
             queue_wait_s=QUEUE_WAIT_S,
             partition_nodes=[p.max_nodes for p in parts],
             nccl=opts.nccl,
+            workload_s=[_workload_budget(opts, p.max_nodes) for p in parts] if opts.workload else [],
         )
     )
+
+
+def _workload_budget(opts: VerifyOptions, nodes: int) -> int:
+    from hpclz.verify.workload.chain import budget_s
+
+    return budget_s("standin" if opts.workload_engine == "cpu" else "megatron", nodes)
 
 
 def remote_arguments(opts: VerifyOptions) -> list[str]:
@@ -195,7 +218,13 @@ def remote_arguments(opts: VerifyOptions) -> list[str]:
     for flag, value in (("--partition", opts.partition), ("--nodes", opts.nodes), ("--budget", opts.node_budget_s)):
         if value is not None:
             args += [flag, str(value)]
-    args += [f"--{name}" for name, on in (("nccl", opts.nccl), ("drain", opts.drain)) if on]
+    args += [
+        f"--{name}" for name, on in (("nccl", opts.nccl), ("drain", opts.drain), ("workload", opts.workload)) if on
+    ]
+    if opts.workload:
+        args += ["--workload-engine", opts.workload_engine, "--workload-iters", str(opts.workload_iters)]
+        args += ["--workload-image", opts.workload_image] if opts.workload_image else []
+
     for rule in opts.suppress:
         args += ["--suppress", rule]
     return args
@@ -377,6 +406,86 @@ def _collectives(
         if len(rest) >= 2:
             name = "all-nodes" if len(by_partition) == 1 else f"all-nodes-{partition}"
             report.collectives.append(_judge_all(coll.run_all_nodes(client, rest, plan, name=name)))
+
+
+def _workload(
+    client: SlurmClient,
+    config: LandingZoneConfig,
+    opts: VerifyOptions,
+    tested: dict[str, NodeReport],
+    infos: dict[str, NodeInfo],
+    report: VerifyReport,
+    work: Path,
+) -> None:
+    """The training proof on the nodes that passed everything so far, per partition; a node it convicts gets the
+    failing check in its own report (so it is named and drained like any failing node)."""
+    from hpclz.catalog.skus import load_catalog
+    from hpclz.verify.workload import chain
+    from hpclz.verify.workload.expectations import for_gpu
+    from hpclz.verify.workload.scripts import DEFAULT_IMAGE, TOPO_FILES, WorkloadPlan
+
+    by_partition: dict[str | None, list[str]] = {}
+    for n in sorted(tested):
+        if not tested[n].failures():
+            by_partition.setdefault(_partition(infos[n]), []).append(n)
+    if not by_partition:
+        raise HpclzError(
+            "--workload: no node passed the checks, so there is nothing to train on", exit_code=ExitCode.VERIFY_FAILED
+        )
+    for partition, healthy in by_partition.items():
+        sku = _partition_sku(config, partition)
+        entry = load_catalog().sku(sku) if sku else None
+        gpus = entry.gpu_count if entry and entry.gpu_count else 0
+        plan = WorkloadPlan(
+            work_dir=work / (f"workload-{partition}" if partition else "workload"),
+            shape=chain.STANDIN_MODEL if opts.workload_engine == "cpu" else chain.PROOF_MODEL,
+            mode="standin" if opts.workload_engine == "cpu" else "megatron",
+            train_iters=opts.workload_iters,
+            gpus_per_node=gpus or 1,
+            python=opts.python,
+            image=opts.workload_image or DEFAULT_IMAGE,
+            topo_file=TOPO_FILES.get(sku or ""),
+            master_addr=os.environ.get(MASTER_ADDR_ENV),
+        )
+        # The stand-in trains on CPUs: a GPU's peak and MFU floor mean nothing there, only the peers' median does.
+        expect = for_gpu(entry.gpu_model if entry and plan.mode == "megatron" else None)
+        judged = chain.run(client, plan, healthy, expect, partition=partition, inputs=opts.workload_data)
+        _merge_workload(report, judged.report)
+        for node, failures in judged.bad_nodes.items():
+            tested[node] = tested[node].model_copy(update={"checks": [*tested[node].checks, *failures]})
+            if opts.drain:
+                client.drain(node, drain_reason(tested[node]))
+                report.drained.append(node)
+                if node in report.resumed:
+                    report.resumed.remove(node)
+
+
+def _refuse_workload_without_gpus(config: LandingZoneConfig, opts: VerifyOptions) -> None:
+    """Before any job: Megatron-LM needs GPUs, so a partition in scope whose size has none is a usage error."""
+    from hpclz.catalog.skus import load_catalog
+
+    wanted = [opts.partition] if opts.partition else config.verify.partitions
+    catalog = load_catalog()
+    for part in config.compute.partitions:
+        if wanted and part.name not in wanted:
+            continue
+        entry = catalog.sku(part.vm_size)
+        if not (entry and entry.gpu_count):
+            raise HpclzError(
+                f"--workload: partition {part.name} ({part.vm_size}) has no GPUs for Megatron-LM; name a GPU "
+                "partition with -p, or use --workload-engine cpu (the gloo stand-in) to prove the scheduler, the "
+                "shared folder and the job chain",
+                exit_code=ExitCode.USAGE,
+            )
+
+
+def _merge_workload(report: VerifyReport, part: WorkloadReport) -> None:
+    if report.workload is None:
+        report.workload = part
+        return
+    report.workload.runs += part.runs
+    report.workload.checks += part.checks
+    report.workload.steps.update({f"{k}": v for k, v in part.steps.items()})
 
 
 def collective_backend(sku: str | None, overrides: Mapping[str, float] | None = None) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from ipaddress import ip_network
+from ipaddress import IPv4Network, IPv6Network, ip_network
 from typing import Any
 
 AMLFS = "microsoft.storagecache/amlfilesystems"
@@ -102,6 +102,16 @@ def subnets_in_use(old: dict[str, Any], new: dict[str, Any], others: list[dict[s
     return None
 
 
+def _inside(subnet: IPv4Network | IPv6Network, space: IPv4Network | IPv6Network) -> bool:
+    """A subnet fits a range of its own address family; subnet_of raises TypeError across families, which would
+    end the check at a dual-stack VNet's IPv6 range before its IPv4 one was tried."""
+    if isinstance(subnet, IPv4Network) and isinstance(space, IPv4Network):
+        return subnet.subnet_of(space)
+    if isinstance(subnet, IPv6Network) and isinstance(space, IPv6Network):
+        return subnet.subnet_of(space)
+    return False
+
+
 def subnets_outside(new: dict[str, Any]) -> Refusal | None:
     """A VNet whose subnets do not all fit its address space, as after removing a range still in use. The code
     and message are the network provider's, as `az network vnet subnet create` prints them (captured in public
@@ -112,7 +122,7 @@ def subnets_outside(new: dict[str, Any]) -> Refusal | None:
         spaces = [ip_network(p) for p in (props.get("addressSpace") or {}).get("addressPrefixes") or []]
         for subnet in props.get("subnets") or []:
             prefix = (subnet.get("properties") or {}).get("addressPrefix")
-            if prefix and spaces and not any(ip_network(prefix).subnet_of(s) for s in spaces):
+            if prefix and spaces and not any(_inside(ip_network(prefix), s) for s in spaces):
                 return Refusal(
                     "NetcfgSubnetRangeOutsideVnet",
                     f"Subnet '{subnet['name']}' is not valid because its IP address range is outside the IP address "

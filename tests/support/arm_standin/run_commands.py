@@ -144,8 +144,6 @@ class VirtualMachines:
             raise ArmError(404, "ResourceNotFound", f"Run command {name} was not found.")
         return 200, {}, run.view(expand="instanceView" in query.get("$expand", []))
 
-    _get_command.wants_query = True  # type: ignore[attr-defined]
-
     def _delete_command(
         self, body: Any, path: str, sub: str, rg: str, vm: str, name: str, **_: Any
     ) -> tuple[int, dict[str, str], Any]:

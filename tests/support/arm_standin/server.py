@@ -7,6 +7,7 @@ Drive it with the real azure-mgmt-* clients; inject faults through `standin.faul
 
 from __future__ import annotations
 
+import inspect
 import json
 import re
 import socket
@@ -25,6 +26,7 @@ from urllib.parse import parse_qs, urlsplit
 from tests.support.arm_standin import listing
 from tests.support.arm_standin.catalog import VM_IMAGE, default_skus, default_usages, vm_image_body
 from tests.support.arm_standin.certs import make_certificate
+from tests.support.arm_standin.faults import Faults
 from tests.support.arm_standin.features import FEATURE, feature_body
 from tests.support.arm_standin.names import CHECK_NAME, name_answer
 from tests.support.arm_standin.repair import Repairs
@@ -70,7 +72,7 @@ class ArmStandIn:
         self.slow_put_answer: dict[str, float] = {}
 
     @property
-    def faults(self):  # type: ignore[no-untyped-def]
+    def faults(self) -> Faults:
         return self.world.faults
 
     @property
@@ -130,47 +132,43 @@ class ArmStandIn:
 
     # ----- routing -----
     def routes(self) -> list[tuple[str, str, Callable[..., tuple[int, dict[str, str], Any]]]]:
-        return (
-            [
-                ("GET", SUB + FEATURE, self._feature),
-                ("POST", SUB + CHECK_NAME, self._check_name),
-                ("GET", SUB + r"/providers/microsoft\.compute/skus", self._skus),
-                ("GET", SUB + r"/providers/microsoft\.compute/locations/(?P<loc>[^/]+)/usages", self._usages),
-                ("GET", SUB + VM_IMAGE, self._vm_image),
-                ("GET", SUB + r"/providers/(?P<ns>[^/]+)", self._provider),
-                ("POST", SUB + r"/providers/(?P<ns>[^/]+)/register", self._register),
-                ("GET", SUB + r"/operationresults/(?P<op>[^/]+)", self._operation_result),
-                # ARM's resource-group operations list has no providers/Microsoft.Resources segment.
-                ("GET", RG + r"/deployments/(?P<name>[^/]+)/operations", self._deployment_operations),
-            ]
-            + [
-                route
-                for prefix in (RG, SUB)
-                for route in (
-                    ("GET", prefix + DEPLOYMENTS + r"/operationstatuses/(?P<op>[^/]+)", self._operation_status),
-                    ("GET", prefix + DEPLOYMENTS + r"/operations", self._deployment_operations),
-                    ("POST", prefix + DEPLOYMENTS + r"/validate", self._validate),
-                    ("POST", prefix + DEPLOYMENTS + r"/whatif", self._what_if),
-                    ("POST", prefix + DEPLOYMENTS + r"/cancel", self._cancel),
-                    ("PUT", prefix + DEPLOYMENTS, self._put_deployment),
-                    ("GET", prefix + DEPLOYMENTS, self._get_deployment),
-                    ("HEAD", prefix + DEPLOYMENTS, self._head_deployment),
-                )
-            ]
-            + self.compute.routes(RG)
-            + self.repairs.routes(RG, SUB)
-            + [
-                ("GET", RG + r"/resources", self._list_group_resources),
-                ("PUT", RG, self._put_group),
-                ("GET", RG, self._get_group),
-                ("HEAD", RG, self._head_group),
-                ("DELETE", RG, self._delete_group),
-                ("GET", RG + r"/providers/.+", self._get_resource),
-                ("DELETE", RG + r"/providers/.+", self._delete_resource),
-                ("GET", SUB + r"/providers/.+", self._get_resource),
-                ("DELETE", SUB + r"/providers/.+", self._delete_resource),
-            ]
-        )
+        return [
+            ("GET", SUB + FEATURE, self._feature),
+            ("POST", SUB + CHECK_NAME, self._check_name),
+            ("GET", SUB + r"/providers/microsoft\.compute/skus", self._skus),
+            ("GET", SUB + r"/providers/microsoft\.compute/locations/(?P<loc>[^/]+)/usages", self._usages),
+            ("GET", SUB + VM_IMAGE, self._vm_image),
+            ("GET", SUB + r"/providers/(?P<ns>[^/]+)", self._provider),
+            ("POST", SUB + r"/providers/(?P<ns>[^/]+)/register", self._register),
+            ("GET", SUB + r"/operationresults/(?P<op>[^/]+)", self._operation_result),
+            # ARM's resource-group operations list has no providers/Microsoft.Resources segment.
+            ("GET", RG + r"/deployments/(?P<name>[^/]+)/operations", self._deployment_operations),
+            *self._deployment_routes(RG),
+            *self._deployment_routes(SUB),
+            *self.compute.routes(RG),
+            *self.repairs.routes(RG, SUB),
+            ("GET", RG + r"/resources", self._list_group_resources),
+            ("PUT", RG, self._put_group),
+            ("GET", RG, self._get_group),
+            ("HEAD", RG, self._head_group),
+            ("DELETE", RG, self._delete_group),
+            ("GET", RG + r"/providers/.+", self._get_resource),
+            ("DELETE", RG + r"/providers/.+", self._delete_resource),
+            ("GET", SUB + r"/providers/.+", self._get_resource),
+            ("DELETE", SUB + r"/providers/.+", self._delete_resource),
+        ]
+
+    def _deployment_routes(self, prefix: str) -> list[tuple[str, str, Callable[..., tuple[int, dict[str, str], Any]]]]:
+        return [
+            ("GET", prefix + DEPLOYMENTS + r"/operationstatuses/(?P<op>[^/]+)", self._operation_status),
+            ("GET", prefix + DEPLOYMENTS + r"/operations", self._deployment_operations),
+            ("POST", prefix + DEPLOYMENTS + r"/validate", self._validate),
+            ("POST", prefix + DEPLOYMENTS + r"/whatif", self._what_if),
+            ("POST", prefix + DEPLOYMENTS + r"/cancel", self._cancel),
+            ("PUT", prefix + DEPLOYMENTS, self._put_deployment),
+            ("GET", prefix + DEPLOYMENTS, self._get_deployment),
+            ("HEAD", prefix + DEPLOYMENTS, self._head_deployment),
+        ]
 
     def dispatch(
         self, method: str, path: str, body: Any, query: dict[str, list[str]]
@@ -183,8 +181,8 @@ class ArmStandIn:
                     raise ArmError(
                         404, "SubscriptionNotFound", f"The subscription '{groups['sub']}' could not be found."
                     )
-                if fn == self._skus or getattr(fn, "wants_query", False):
-                    groups["query"] = query  # type: ignore[assignment]
+                if "query" in inspect.signature(fn).parameters:  # a handler that reads the query string names it
+                    groups["query"] = query
                 return fn(body=body, path=path, **groups)
         raise ArmError(404, "NoRegisteredProviderFound", f"No route for {method} {path}")
 

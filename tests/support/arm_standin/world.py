@@ -182,9 +182,9 @@ class World:
         with self.lock:
             key = rid.lower()
             if key.startswith(f"/subscriptions/{self.subscription_id}/resourcegroups/") and key.count("/") == 4:
-                found = key.split("/")[4] in self.groups
+                existed = key.split("/")[4] in self.groups
                 self.delete_group(rid.split("/")[4])
-                return found
+                return existed
             found = self.resources.get(key)
             if found is not None and str(found["type"]).lower() == behaviours.PROTECTED_ITEM:
                 vault = key.split("/backupfabrics/")[0]

@@ -1,4 +1,4 @@
-"""Resilience and audit rules added with issue 18: VNet flow logs (MON-02x), patching and backups (MNT-02x).
+"""Resilience and audit rules: VNet flow logs (MON-02x), patching and backups (MNT-02x).
 
 Numbered from 20 so they stay clear of the MON/MNT rules in hpclz.rules.config.operations.
 """

@@ -1,4 +1,4 @@
-"""Protection of the shared home and /sched (backup.shared, issue 18 item 3): MNT-03x.
+"""Protection of the shared home and /sched (backup.shared): MNT-03x.
 
 The cluster's Slurm configuration (slurm.conf, munge.key, azure.conf under /sched/<cluster>/) and users' homes live
 on storage.shared, not on any VM disk hpclz backs up, so a zone that backs up its CycleCloud server but not these restores a server whose

@@ -4,7 +4,7 @@ declared NFS version and exports read-write to the subnets whose nodes mount it.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from ipaddress import ip_network
+from ipaddress import IPv4Network, ip_network
 from typing import Any
 
 from hpclz.config.storage import ExistingNetApp, NetAppVolume
@@ -25,10 +25,11 @@ def _covers(allowed: str, cidr: str) -> bool:
     subnet = ip_network(cidr, strict=False)
     for entry in allowed.split(","):
         try:
-            if subnet.subnet_of(ip_network(entry.strip(), strict=False)):  # type: ignore[arg-type]
-                return True
-        except (ValueError, TypeError):
-            continue  # a host name or another address family
+            client = ip_network(entry.strip(), strict=False)
+        except ValueError:
+            continue  # a host name
+        if isinstance(subnet, IPv4Network) and isinstance(client, IPv4Network) and subnet.subnet_of(client):
+            return True
     return False
 
 

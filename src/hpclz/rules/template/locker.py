@@ -1,4 +1,4 @@
-"""Lint rules for CycleCloud's locker and the identities on login nodes (issue 13, finding 19).
+"""Lint rules for CycleCloud's locker and the identities on login nodes.
 
 The locker holds the cluster-init that every new node runs as root: whoever can write it owns the cluster. CCWS
 keeps it in an account of its own that only the CycleCloud server writes and the nodes' locker identity reads

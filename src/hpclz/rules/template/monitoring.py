@@ -1,5 +1,5 @@
 """Lint rules for monitoring that collects: a data collection rule does nothing for a VM until the Azure Monitor
-agent runs on it and an association points the VM at the rule (issue 13, finding 17)."""
+agent runs on it and an association points the VM at the rule."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ def _props(resource: dict[str, Any]) -> dict[str, Any]:
 class VmMonitored(Rule[TemplateContext]):
     """A VM sends nothing to Log Analytics without the Azure Monitor agent and a data collection rule association
     (learn.microsoft.com/azure/azure-monitor/agents/azure-monitor-agent-data-collection: "associate the DCR with
-    the machines"); before issue 13 hpclz rendered a rule and no association, so the sign-in search found nothing.
+    the machines"); hpclz once rendered a rule and no association, so the sign-in search found nothing.
     Rendered by hpclz when monitoring.agent is on and the VM data collection rule exists."""
 
     id = "HPCLZ-TPL-034"

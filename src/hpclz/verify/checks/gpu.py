@@ -100,7 +100,7 @@ def gpu_count(facts: NodeFacts, t: Thresholds) -> Verdict:
         return Verdict(PASS, _gpus(listed), listed, num(expected), "GPUs")
     message = f"{listed} of {num(expected)} GPUs listed by the driver"
     if facts.pci_gpus.value is not None:
-        on_bus = [normalize_bus_id(b) for b in facts.pci_gpus.value]  # type: ignore[attr-defined]
+        on_bus = [normalize_bus_id(b) for b in facts.pci_gpus.value]
         missing = sorted(set(on_bus) - {g.bus_id for g in facts.nvsmi.gpus})
         if missing:
             message += f"; on the PCI bus but not listed: {', '.join(missing)}"
@@ -228,7 +228,7 @@ def gpu_xid(facts: NodeFacts, t: Thresholds) -> Verdict:
     plus 94/95 from its GHR dictionary). Codes 13, 31 and 43 are faults of the application and are ignored."""
     if facts.xids.value is None:
         return Verdict(NOT_MEASURED, f"not measured: kernel log unreadable: {facts.xids.why}")
-    events: list[XidEvent] = list(facts.xids.value)  # type: ignore[call-overload]
+    events: list[XidEvent] = list(facts.xids.value)
     fatal = [e for e in events if e.code in FATAL_XIDS]
     if not fatal:
         other = sorted({e.code for e in events})
@@ -259,7 +259,7 @@ def nvlink(facts: NodeFacts, t: Thresholds) -> Verdict:
         return silent
     if facts.nvlinks.value is None:
         return Verdict(FAIL, f"NVLink state unreadable: {facts.nvlinks.why}", None, num(expected), "links")
-    links: list[NvLink] = list(facts.nvlinks.value)  # type: ignore[call-overload]
+    links: list[NvLink] = list(facts.nvlinks.value)
     fails = []
     fewest = int(expected)
     for g in facts.nvsmi.gpus:
@@ -294,7 +294,7 @@ def pcie_link(facts: NodeFacts, t: Thresholds) -> Verdict:
     if want_gen is None or want_width is None:
         seen = ", ".join(sorted({f"Gen{g.pcie_gen} x{g.pcie_width}" for g in facts.nvsmi.gpus}))
         return Verdict(NOT_MEASURED, f"not judged: no PCIe threshold for SKU {t.sku or 'unknown'} (links: {seen})")
-    loaded = {g.bus_id: g for g in facts.clocks_under_load.value or []}  # type: ignore[attr-defined]
+    loaded = {g.bus_id: g for g in facts.clocks_under_load.value or []}
     expected = f"expected Gen{num(want_gen)} x{num(want_width)}"
 
     def judge(g: Gpu, fails: list[str], warns: list[str]) -> None:
@@ -337,7 +337,7 @@ def clock_events(facts: NodeFacts, t: Thresholds) -> Verdict:
         (warns if idle else fails).append(f"{g.label()}: {', '.join(active)} active while {load}")
 
     fails, warns = _gpu_issues(facts, judge)
-    loaded: list[Gpu] = list(facts.clocks_under_load.value or [])  # type: ignore[call-overload]
+    loaded: list[Gpu] = list(facts.clocks_under_load.value or [])
     by_bus = {g.bus_id: g.index for g in facts.nvsmi.gpus}
     for g in loaded:
         if g.bus_id in by_bus:  # name it by the driver's index, as every other message does

@@ -23,7 +23,7 @@ def ib_ports(facts: NodeFacts, t: Thresholds) -> Verdict:
         return no_threshold(t, "ib_ports")
     if facts.ib_ports.value is None:
         return Verdict(FAIL, f"no InfiniBand reading: {facts.ib_ports.why}", 0, num(expected), "ports", "NHC2002")
-    ports: list[IbPort] = [p for p in facts.ib_ports.value if p.link_layer.lower() == "infiniband"]  # type: ignore[attr-defined]
+    ports: list[IbPort] = [p for p in facts.ib_ports.value if p.link_layer.lower() == "infiniband"]
     problems = []
     for p in ports:
         if not p.active:
@@ -52,7 +52,7 @@ def nvme_count(facts: NodeFacts, t: Thresholds) -> Verdict:
         return no_threshold(t, "nvme_count")
     if facts.nvme_count.value is None:
         return Verdict(NOT_MEASURED, f"not measured: {facts.nvme_count.why}")
-    found = int(facts.nvme_count.value)  # type: ignore[call-overload]
+    found = int(facts.nvme_count.value)
     if found != expected:
         return Verdict(FAIL, f"{found} of {num(expected)} NVMe disks", found, num(expected), "disks")
     return Verdict(PASS, f"{found} NVMe disks", found, num(expected), "disks")
@@ -71,7 +71,7 @@ def cpu_shape(facts: NodeFacts, t: Thresholds) -> Verdict:
         return no_threshold(t, "cpu_cores")
     if facts.cpu.value is None:
         return Verdict(NOT_MEASURED, f"not measured: {facts.cpu.why}")
-    cpu: CpuInfo = facts.cpu.value  # type: ignore[assignment]
+    cpu: CpuInfo = facts.cpu.value
     seen = {"sockets": cpu.sockets, "cores": cpu.cores, "threads": cpu.threads}
     shown = ", ".join(f"{seen[k]} {k}" for k, v in wanted.items() if v is not None)
     unit = "cores" if wanted["cores"] is not None else "threads"
@@ -94,7 +94,7 @@ def memory(facts: NodeFacts, t: Thresholds) -> Verdict:
         return no_threshold(t, "mem_total_kb")
     if facts.mem_total_kb.value is None:
         return Verdict(NOT_MEASURED, f"not measured: {facts.mem_total_kb.why}")
-    found = int(facts.mem_total_kb.value)  # type: ignore[call-overload]
+    found = int(facts.mem_total_kb.value)
     tolerance = (t.get("mem_tolerance_pct") or 0) / 100
     off = (found - expected) / expected
     shown = f"MemTotal {found} kB vs {num(expected)} kB ({off:+.1%}, allowed ±{tolerance:.0%})"
@@ -113,7 +113,7 @@ def swap_off(facts: NodeFacts, t: Thresholds) -> Verdict:
     collective, so HPC images run without swap."""
     if facts.swap_kb.value is None:
         return Verdict(NOT_MEASURED, f"not measured: {facts.swap_kb.why}")
-    swap = int(facts.swap_kb.value)  # type: ignore[call-overload]
+    swap = int(facts.swap_kb.value)
     if swap:
         return Verdict(FAIL, f"SwapTotal {swap} kB, expected 0", swap, 0, "kB")
     return Verdict(PASS, "no swap", 0, 0, "kB")
@@ -137,7 +137,7 @@ def ib_flapping(facts: NodeFacts, t: Thresholds) -> Verdict:
         return no_threshold(t, "ib_ports")
     if facts.carrier_losses.value is None:
         return Verdict(NOT_MEASURED, f"not measured: {facts.carrier_losses.why}")
-    counts: dict[str, int] = facts.carrier_losses.value  # type: ignore[assignment]
+    counts: dict[str, int] = facts.carrier_losses.value
     worst = max(counts.values(), default=0)
     flapping = [f"{dev}: {n} lost-carrier events in 24 h" for dev, n in sorted(counts.items()) if n >= FLAPS_LIMIT]
     if flapping:
@@ -158,7 +158,7 @@ def accelerated_networking(facts: NodeFacts, t: Thresholds) -> Verdict:
         return no_threshold(t, "an_rate_gbps")
     if facts.ib_ports.value is None:
         return Verdict(FAIL, f"no port reading: {facts.ib_ports.why}", None, num(rate), "Gb/s")
-    ports: list[IbPort] = [p for p in facts.ib_ports.value if p.device.startswith("mlx5_an")]  # type: ignore[attr-defined]
+    ports: list[IbPort] = [p for p in facts.ib_ports.value if p.device.startswith("mlx5_an")]
     if not ports:
         return Verdict(
             FAIL, "no mlx5_an port: accelerated networking is off or its driver is missing", 0, num(rate), "Gb/s"
@@ -187,7 +187,7 @@ def pci_topology(facts: NodeFacts, t: Thresholds) -> Verdict:
         if reading.why.startswith("no Azure topology file"):
             return Verdict(NOT_MEASURED, f"not measured: {reading.why}")
         return Verdict(FAIL, f"could not read PCI placement: {reading.why}")
-    found: dict[str, Any] = reading.value  # type: ignore[assignment]
+    found: dict[str, Any] = reading.value
     expected: dict[str, int] = found["expected"]
     actual: dict[str, int] = found["actual"]
     problems = []

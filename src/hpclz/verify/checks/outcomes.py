@@ -82,3 +82,45 @@ SLOW_PAIR = outcome(
     TCP, unknown SKU), below half the best pair's. A node is blamed only when every pair it sits in failed, so
     one bad node does not convict its healthy neighbours.""",
 )
+
+# The training proof (hpclz verify --workload, hpclz.verify.workload): results of Slurm jobs the head node reads.
+WORKLOAD_CHAIN = outcome(
+    "HPCLZ-VFY-950",
+    "Training proof job chain completed",
+    "Read the failed step's log in the work folder: an image import that fails names the registry or the digest, "
+    "a preprocessing failure names the input; rerun with --workload once it is fixed.",
+    """The proof runs as one Slurm job chain (set-up, data preparation, preprocessing, then the training runs),
+    each step starting only after the one before it succeeded (sbatch --dependency=afterok). A step that failed
+    or was cancelled stops the chain: the container stack, the shared folder or the data path is broken, which
+    is exactly what the proof exists to find before researchers do.""",
+)
+WORKLOAD_LOSS = outcome(
+    "HPCLZ-VFY-951",
+    "Training loss decreases",
+    "A run with no iteration lines never started training: read its log (NCCL, container, data path). A loss "
+    "that does not fall, or NaN iterations, on a sound data set point at the GPUs' numerics: rerun the node "
+    "checks with --nccl on the run's nodes.",
+    """A real training step is the only test that exercises the whole stack at once. The median lm loss over
+    the last quarter of the run must be below the median over the first quarter, and no iteration may be NaN
+    or skipped (Megatron-LM counts both in its log line). A run that logged no iteration fails here too.""",
+)
+WORKLOAD_THROUGHPUT = outcome(
+    "HPCLZ-VFY-952",
+    "Training throughput per node",
+    "Run hpclz verify --nccl on the named node; if its GEMM and all-reduce pass, compare its GPU clocks and "
+    "PCIe links (HPCLZ-VFY-025) with a healthy node's.",
+    """Each node trains the same small GPT alone. Its tokens per second per GPU and model FLOPs utilisation
+    (model FLOPs of an iteration, Narayanan et al. 2021 equation 3, over the GPUs' dense BF16 peak) must reach
+    the GPU's floor where one is known, and at least 85 % of the median of its peers: a node that trains slowly
+    is named like a node that fails a health check.""",
+)
+WORKLOAD_SCALING = outcome(
+    "HPCLZ-VFY-953",
+    "Training weak scaling across nodes",
+    "Check that NCCL runs over InfiniBand inside the container (NCCL_DEBUG=INFO shows NET/IB), that the "
+    "topology file is mounted, and run the ring-pair all-reduce (--nccl) on the same nodes.",
+    """The same model trained data parallel on all the chosen nodes, with the per-GPU batch kept constant, must
+    keep at least 80 % of the single-node tokens per second per GPU. The gradient all-reduce of a model this
+    small is a small fraction of a step at the fabric's rated bandwidth, so a larger loss is rank placement,
+    NCCL falling back to TCP, or one slow node holding the others back.""",
+)

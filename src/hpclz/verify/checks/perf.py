@@ -25,7 +25,7 @@ def _unmeasured(facts: NodeFacts, t: Thresholds, metrics: tuple[str, ...], why: 
 def _per_gpu(facts: NodeFacts, t: Thresholds, metrics: tuple[str, ...], unit: str) -> Verdict:
     if facts.perf.value is None:
         return _unmeasured(facts, t, metrics, facts.perf.why)
-    perf: dict[str, Any] = facts.perf.value  # type: ignore[assignment]
+    perf: dict[str, Any] = facts.perf.value
     fails, notes, lowest, goal = [], [], None, None
     for metric in metrics:
         entry = perf.get(metric) or {}
@@ -110,7 +110,7 @@ def dcgm_diag(facts: NodeFacts, t: Thresholds) -> Verdict:
     test was skipped is not measured; a Warn result warns."""
     if facts.dcgm.value is None:
         return Verdict(NOT_MEASURED, f"not measured: {facts.dcgm.why}")
-    found: dict[str, Any] = facts.dcgm.value  # type: ignore[assignment]
+    found: dict[str, Any] = facts.dcgm.value
     failed, warned, passed = found.get("failed") or [], found.get("warned") or [], found.get("passed", 0)
     if found.get("runtime_error"):
         return Verdict(FAIL, f"dcgmi diag could not run: {found['runtime_error']}", None, 0, "tests")
@@ -141,7 +141,7 @@ def stream(facts: NodeFacts, t: Thresholds) -> Verdict:
         return no_threshold(t, "stream_mbps")
     if facts.stream.value is None:
         return Verdict(FAIL, f"could not measure: {facts.stream.why}", None, num(goal), "MB/s")
-    found: dict[str, Any] = facts.stream.value  # type: ignore[assignment]
+    found: dict[str, Any] = facts.stream.value
     rates: dict[str, float] = found["rates"]
     low = [f"{k} {v:.1f} MB/s" for k, v in rates.items() if v < goal]
     lowest = min(rates.values())
@@ -170,7 +170,7 @@ def ib_loopback(facts: NodeFacts, t: Thresholds) -> Verdict:
         return no_threshold(t, "ib_write_bw_gbps")
     if facts.ib_bandwidth.value is None:
         return Verdict(FAIL, f"could not measure: {facts.ib_bandwidth.why}", None, num(goal), "Gb/s")
-    found: dict[str, Any] = facts.ib_bandwidth.value  # type: ignore[assignment]
+    found: dict[str, Any] = facts.ib_bandwidth.value
     per_hca: dict[str, float | None] = found["gbps"]
     fails = [f"{dev} {v:.1f} Gb/s < {num(goal)} Gb/s" for dev, v in per_hca.items() if v is not None and v < goal]
     if found.get("why"):
@@ -207,7 +207,7 @@ def p2p_bandwidth(facts: NodeFacts, t: Thresholds) -> Verdict:
         return Verdict(NOT_MEASURED, f"not measured: no NVLink listed ({facts.nvlinks.why or 'no links'})")
     if facts.p2p.value is None:
         return Verdict(FAIL, f"could not measure on a size that requires it: {facts.p2p.why}", None, num(goal), "GB/s")
-    found: dict[str, Any] = facts.p2p.value  # type: ignore[assignment]
+    found: dict[str, Any] = facts.p2p.value
     pairs: list[list[float]] = found["pairs"]
     arrow = found.get("arrow", "->")
     low = [f"GPU {int(a)} {arrow} GPU {int(b)} {v:.1f} GB/s" for a, b, v in pairs if v < goal]
@@ -241,10 +241,10 @@ def nccl_intranode(facts: NodeFacts, t: Thresholds) -> Verdict:
     return _allreduce(facts, t, facts.nccl, "nccl_allreduce_busbw_gbps")
 
 
-def _allreduce(facts: NodeFacts, t: Thresholds, reading: Reading, metric: str) -> Verdict:
+def _allreduce(facts: NodeFacts, t: Thresholds, reading: Reading[dict[str, Any]], metric: str) -> Verdict:
     if reading.value is None:
         return _unmeasured(facts, t, (metric,), reading.why)
-    run: dict[str, Any] = reading.value  # type: ignore[assignment]
+    run: dict[str, Any] = reading.value
     points = run.get("points") or []
     threshold = t.get(metric)
     if not points:

@@ -34,10 +34,11 @@ from __future__ import annotations
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 from xml.etree.ElementTree import ParseError
 
 from hpclz.verify.probes import host, infiniband, kernel, nvlink, nvsmi, topology
-from hpclz.verify.probes.facts import NodeFacts, NvidiaSmi, Reading
+from hpclz.verify.probes.facts import IbPort, NodeFacts, NvidiaSmi, NvLink, Reading, XidEvent
 from hpclz.verify.probes.source import Output, Source
 
 IMDS_VM_SIZE = "http://169.254.169.254/metadata/instance/compute/vmSize?api-version=2021-02-01&format=text"
@@ -77,20 +78,23 @@ def read_nvidia_smi(source: Source) -> NvidiaSmi:
     return NvidiaSmi(False, error=error, source=xml.origin, rc=xml.rc, lost=lost)
 
 
-def _reading(out: Output, parse: Callable[[str], object]) -> Reading:
+T = TypeVar("T")
+
+
+def _reading(out: Output, parse: Callable[[str], T | None]) -> Reading[T]:
     if not out.ok or out.text is None:
         return Reading(None, out.why())
     return Reading(parse(out.text))
 
 
-def read_xids(source: Source) -> Reading:
+def read_xids(source: Source) -> Reading[list[XidEvent]]:
     out = source.command("dmesg.txt", ["dmesg"])
     if not out.ok and not source.simulated:
         out = source.command("dmesg.txt", ["journalctl", "-k", "-b", "--no-pager", "-q"])
     return _reading(out, kernel.scan_xids)
 
 
-def read_ib(source: Source) -> Reading:
+def read_ib(source: Source) -> Reading[list[IbPort]]:
     root = source.root()
     if not source.simulated and root is not None and (root / "sys/class/infiniband").is_dir():
         return Reading(infiniband.read_sysfs(root))
@@ -100,7 +104,7 @@ def read_ib(source: Source) -> Reading:
     return _reading(out, infiniband.parse_ibstat)
 
 
-def read_carrier_losses(source: Source) -> Reading:
+def read_carrier_losses(source: Source) -> Reading[dict[str, int]]:
     """Lost-carrier events per ib interface in the last 24 h (systemd-networkd's journal lines)."""
     argv = ["journalctl", "--since", "-24h", "--no-pager", "-o", "short", "-g", "lost carrier"]
     out = source.command("carrier-24h.txt", argv)
@@ -110,13 +114,13 @@ def read_carrier_losses(source: Source) -> Reading:
     return Reading(infiniband.count_lost_carrier(out.text or ""))
 
 
-def read_nvme(source: Source) -> Reading:
+def read_nvme(source: Source) -> Reading[int]:
     if source.simulated:
         return _reading(source.file("nvme-devices.txt", ""), host.count_nvme)
     return Reading(host.count_nvme(host.nvme_listing(source.root() or Path("/"))))
 
 
-def read_pci_gpus(source: Source) -> Reading:
+def read_pci_gpus(source: Source) -> Reading[list[str]]:
     if not source.simulated:
         return Reading(host.nvidia_gpus_on_pci(Path("/")))
     return _reading(source.command("lspci-gpus.txt", ["lspci", "-D", "-d", "10de::0302"]), host.parse_lspci)
@@ -129,7 +133,7 @@ def collect_facts(source: Source, sku: str | None, want_nvlink: bool = True) -> 
         if gpu.pcie_gen is None and root is not None:
             for key, value in host.pcie_link(root, gpu.bus_id).items():
                 setattr(gpu, key, value)
-    links = Reading(None, "not read: the SKU has no NVLink")
+    links: Reading[list[NvLink]] = Reading(None, "not read: the SKU has no NVLink")
     if want_nvlink and smi.responsive:
         links = _reading(
             source.command("nvlink-status.txt", ["nvidia-smi", "nvlink", "-s"]), nvlink.parse_nvlink_status

@@ -12,6 +12,7 @@ import re
 import shutil
 import subprocess
 import time
+from typing import Any
 
 from hpclz.verify.probes.facts import Reading
 from hpclz.verify.probes.source import Source
@@ -38,7 +39,7 @@ def parse_stream(text: str) -> dict[str, object]:
     }
 
 
-def read_stream(source: Source) -> Reading:
+def read_stream(source: Source) -> Reading[dict[str, Any]]:
     out = source.command("stream.txt", ["stream"], timeout_s=600)
     if out.text is None:
         return Reading(None, f"STREAM: {out.why()}")
@@ -63,7 +64,7 @@ def parse_ib_write_bw(text: str) -> float | None:
     return value
 
 
-def read_ib_write_bw(source: Source, devices: list[str], gpu_memory: bool) -> Reading:
+def read_ib_write_bw(source: Source, devices: list[str], gpu_memory: bool) -> Reading[dict[str, Any]]:
     """Loopback Gb/s per HCA ({device: Gb/s or None}) and why any could not be measured."""
     found: dict[str, float | None] = {}
     why: list[str] = []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
 
 # NVML clock event reason bits (nvml.h nvmlClocksEventReason*), used by --query-gpu=clocks_event_reasons.active.
 CLOCK_REASON_BITS = {
@@ -103,11 +104,14 @@ class CpuInfo:
     model: str = ""
 
 
+T = TypeVar("T")
+
+
 @dataclass
-class Reading:
+class Reading(Generic[T]):
     """A value that may be unavailable; `why` says why not."""
 
-    value: object = None
+    value: T | None = None
     why: str = ""
 
 
@@ -116,22 +120,42 @@ class NodeFacts:
     node: str
     sku: str | None
     nvsmi: NvidiaSmi
-    pci_gpus: Reading = field(default_factory=Reading)  # list[str]: NVIDIA GPU bus ids on the PCI bus
-    xids: Reading = field(default_factory=Reading)  # list[XidEvent]
-    nvlinks: Reading = field(default_factory=Reading)  # list[NvLink]
-    ib_ports: Reading = field(default_factory=Reading)  # list[IbPort]
-    carrier_losses: Reading = field(default_factory=Reading)  # dict[ib interface, lost-carrier events in 24 h]
-    nvme_count: Reading = field(default_factory=Reading)  # int
-    cpu: Reading = field(default_factory=Reading)  # CpuInfo
-    mem_total_kb: Reading = field(default_factory=Reading)  # int
-    swap_kb: Reading = field(default_factory=Reading)  # int
-    topology: Reading = field(default_factory=lambda: Reading(None, "no Azure topology file for SKU unknown"))
-    perf: Reading = field(default_factory=lambda: Reading(None, "perf tier not run"))  # dict[str, list[float]]
-    clocks_under_load: Reading = field(default_factory=lambda: Reading(None, "perf tier not run"))  # list[Gpu]
-    dcgm: Reading = field(default_factory=lambda: Reading(None, "perf tier not run"))  # perf.dcgm_summary dict
-    p2p: Reading = field(default_factory=lambda: Reading(None, "perf tier not run"))  # perf.measure_p2p dict
-    stream: Reading = field(default_factory=lambda: Reading(None, "perf tier not run"))  # bench.parse_stream dict
-    ib_bandwidth: Reading = field(default_factory=lambda: Reading(None, "perf tier not run"))  # bench.read_ib_write_bw
-    nccl: Reading = field(default_factory=lambda: Reading(None, "--nccl not requested"))  # dict (CollectiveResult)
-    nccl_ib_loopback: Reading = field(default_factory=lambda: Reading(None, "--nccl not requested"))  # same shape
+    pci_gpus: Reading[list[str]] = field(default_factory=Reading)  # list[str]: NVIDIA GPU bus ids on the PCI bus
+    xids: Reading[list[XidEvent]] = field(default_factory=Reading)  # list[XidEvent]
+    nvlinks: Reading[list[NvLink]] = field(default_factory=Reading)  # list[NvLink]
+    ib_ports: Reading[list[IbPort]] = field(default_factory=Reading)  # list[IbPort]
+    carrier_losses: Reading[dict[str, int]] = field(
+        default_factory=Reading
+    )  # dict[ib interface, lost-carrier events in 24 h]
+    nvme_count: Reading[int] = field(default_factory=Reading)  # int
+    cpu: Reading[CpuInfo] = field(default_factory=Reading)  # CpuInfo
+    mem_total_kb: Reading[int] = field(default_factory=Reading)  # int
+    swap_kb: Reading[int] = field(default_factory=Reading)  # int
+    topology: Reading[dict[str, Any]] = field(
+        default_factory=lambda: Reading(None, "no Azure topology file for SKU unknown")
+    )
+    perf: Reading[dict[str, Any]] = field(
+        default_factory=lambda: Reading(None, "perf tier not run")
+    )  # dict[str, list[float]]
+    clocks_under_load: Reading[list[Gpu]] = field(
+        default_factory=lambda: Reading(None, "perf tier not run")
+    )  # list[Gpu]
+    dcgm: Reading[dict[str, Any]] = field(
+        default_factory=lambda: Reading(None, "perf tier not run")
+    )  # perf.dcgm_summary dict
+    p2p: Reading[dict[str, Any]] = field(
+        default_factory=lambda: Reading(None, "perf tier not run")
+    )  # perf.measure_p2p dict
+    stream: Reading[dict[str, Any]] = field(
+        default_factory=lambda: Reading(None, "perf tier not run")
+    )  # bench.parse_stream dict
+    ib_bandwidth: Reading[dict[str, Any]] = field(
+        default_factory=lambda: Reading(None, "perf tier not run")
+    )  # bench.read_ib_write_bw
+    nccl: Reading[dict[str, Any]] = field(
+        default_factory=lambda: Reading(None, "--nccl not requested")
+    )  # dict (CollectiveResult)
+    nccl_ib_loopback: Reading[dict[str, Any]] = field(
+        default_factory=lambda: Reading(None, "--nccl not requested")
+    )  # same shape
     simulated: bool = False

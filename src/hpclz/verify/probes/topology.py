@@ -12,6 +12,7 @@ import re
 import xml.etree.ElementTree as ET
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 from hpclz.verify.probes.facts import Reading
 from hpclz.verify.probes.source import Source
@@ -73,7 +74,7 @@ def read_sysfs(root: Path) -> dict[str, int]:
     return found
 
 
-def read_topology(source: Source, sku: str | None) -> Reading:
+def read_topology(source: Source, sku: str | None) -> Reading[dict[str, Any]]:
     """{"file": name, "expected": {bus id: numa}, "actual": {bus id: numa}}, or why there is nothing to compare."""
     name = topology_file(sku)
     if name is None:
