@@ -33,7 +33,10 @@ class RenderResult(ResultBody):
     gates_cached: list[str] = Field(
         default_factory=list, description="gates whose results all came from the gate cache (nothing re-scanned)"
     )
-    notes: list[str] = Field(default_factory=list, description="Config the templates deliberately leave out, and why.")
+    notes: list[str] = Field(
+        default_factory=list,
+        description="Config the templates deliberately leave out, and why; with --diagram, why no image was drawn.",
+    )
     template_format: str = Field(default="arm", description="arm (ARM JSON) or bicep (main.bicep and modules).")
 
     @property
@@ -75,7 +78,7 @@ def render(opts: RenderOptions) -> CommandResult[RenderResult]:
 
 
 def _render(path: str | Path, out_dir: Path, *, diagram: bool, gates: bool, template_format: str) -> RenderResult:
-    from hpclz.render.diagram import diagram_files, render_images
+    from hpclz.render.diagram import diagram_files, images_note, render_images
     from hpclz.render.writer import write_plan
 
     _checked_format(template_format)  # before anything is read or written
@@ -90,8 +93,10 @@ def _render(path: str | Path, out_dir: Path, *, diagram: bool, gates: bool, temp
     gated = _run_gates(plan) if gates else GatesRun(not_run={"all": "--no-gates"})
     extra = diagram_files(plan) if diagram else {}
     written = write_plan(plan, out_dir, extra, template_format)
+    notes = not_rendered(loaded.config)
     if diagram:
         written += render_images(out_dir)
+        notes += [note] if (note := images_note()) else []
     return RenderResult(
         file=str(path),
         out_dir=str(out_dir),
@@ -101,7 +106,7 @@ def _render(path: str | Path, out_dir: Path, *, diagram: bool, gates: bool, temp
         gates_run=gated.ran,
         gates_not_run=gated.not_run,
         gates_cached=gated.cached,
-        notes=not_rendered(loaded.config),
+        notes=notes,
         template_format=template_format,
     )
 
