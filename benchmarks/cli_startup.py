@@ -1,35 +1,121 @@
-"""Wall time of `hpclz --help` and `hpclz --version` as fresh processes (target: well under 0.25 s).
+"""Wall and CPU time of offline hpclz commands as fresh processes, against `python -c "import typer"` as the floor.
 
-Run: .venv/bin/python benchmarks/cli_startup.py [runs]
+Run: .venv/bin/python benchmarks/cli_startup.py [--runs N] [--src DIR]... [--az PATH] [--as-is]
+
+Each case runs N times, the cases interleaved round-robin so that load from other work on a shared machine falls
+on all of them alike. `cold` runs get an empty cache folder each (HPCLZ_CACHE_DIR: no compiled templates, no
+gate verdicts); `warm` runs share one filled by an unmeasured run first. Reported per case: the median and range
+of wall time, the median CPU time (user + system of the process, which load from other processes disturbs less
+than wall time), and the median wall time as a ratio to the floor's (and to `az --help`'s with --az, or where
+`az` is on PATH). --src DIR runs the hpclz under DIR/src instead of the installed one (e.g. an older commit from
+`git archive`), with this interpreter and its libraries; given with `--src .` and `--src OLD`, the cases of both
+are interleaved, for before/after figures under the same load.
+
+Python bytecode: an installed hpclz has its modules compiled (pip compiles a wheel's modules at install), but
+an editable checkout under PYTHONDONTWRITEBYTECODE=1 (set on the development machine) compiles every hpclz
+module from source on every run. By default the runs keep bytecode in a temporary PYTHONPYCACHEPREFIX, filled
+by the unmeasured first run, as an installed hpclz has it; --as-is leaves the environment as it is.
 """
 
 from __future__ import annotations
 
+import argparse
+import os
+import resource
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
-HPCLZ = Path(sys.executable).parent / "hpclz"
+REPO = Path(__file__).resolve().parent.parent
+ENERGY = REPO / "configs" / "energy.yaml"
 
 
-def measure(args: list[str], runs: int) -> list[float]:
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        subprocess.run([str(HPCLZ), *args], capture_output=True, check=True)
-        times.append(time.perf_counter() - start)
-    return times
+@dataclass
+class Case:
+    name: str
+    argv: list[str]
+    env: dict[str, str]
+    cache: str = "none"  # none | cold | warm
+    walls: list[float] = field(default_factory=list)
+    cpus: list[float] = field(default_factory=list)
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def run_once(case: Case, warm_dir: Path) -> None:
+    cold_dir = Path(tempfile.mkdtemp(prefix="hpclz-bench-cold-"))
+    env = {**case.env, "HPCLZ_CACHE_DIR": str(warm_dir if case.cache == "warm" else cold_dir)}
+    cpu, start = _children_cpu(), time.perf_counter()
+    subprocess.run(case.argv, env=env, capture_output=True, check=True)
+    case.walls.append(time.perf_counter() - start)
+    case.cpus.append(_children_cpu() - cpu)
+    shutil.rmtree(cold_dir, ignore_errors=True)
+
+
+def cases(out_dir: Path, env: dict[str, str], label: str) -> list[Case]:
+    hpclz = [sys.executable, "-m", "hpclz"]
+    commands = {
+        "validate": ["validate", str(ENERGY)],
+        "plan": ["plan", str(ENERGY)],
+        "render --no-gates": ["render", str(ENERGY), "--no-gates", "--out", str(out_dir)],
+    }
+    found = [Case(f"{label}--help", [*hpclz, "--help"], env)]
+    for name, args in commands.items():
+        found.append(Case(f"{label}{name} cold", [*hpclz, *args], env, "cold"))
+        found.append(Case(f"{label}{name} warm", [*hpclz, *args], env, "warm"))
+    return found
 
 
 def main() -> None:
-    runs = int(sys.argv[1]) if len(sys.argv) > 1 else 15
-    for args in (["--help"], ["--version"]):
-        times = measure(args, runs)
-        print(
-            f"hpclz {' '.join(args):10s} median {statistics.median(times) * 1000:6.1f} ms  max {max(times) * 1000:6.1f} ms"
-        )
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--src", type=Path, action="append", help="run the hpclz in DIR/src (repeatable)")
+    parser.add_argument("--az", default=shutil.which("az"), help="az executable, for `az --help` as yardstick")
+    parser.add_argument("--as-is", action="store_true", help="leave PYTHONDONTWRITEBYTECODE as the environment has it")
+    args = parser.parse_args()
+    base = dict(os.environ)
+    base.pop("HPCLZ_TEMPLATE_CACHE", None)
+    with tempfile.TemporaryDirectory(prefix="hpclz-bench-") as tmp:
+        warm_dir = Path(tmp) / "cache"
+        if not args.as_is:
+            base.pop("PYTHONDONTWRITEBYTECODE", None)
+            base["PYTHONPYCACHEPREFIX"] = str(Path(tmp) / "pyc")
+        todo = [Case("floor: import typer", [sys.executable, "-c", "import typer"], base)]
+        for i, src in enumerate(args.src or [None]):
+            env = {**base, "PYTHONPATH": str(src.resolve() / "src")} if src else base
+            label = f"{src}: " if src else ""
+            todo += cases(Path(tmp) / f"rendered-{i}", env, label)
+        if args.az:
+            todo.append(Case("az --help", [args.az, "--help"], base))
+        for case in todo:  # fills the warm caches (and the bytecode) of every case
+            warm = {**case.env, "HPCLZ_CACHE_DIR": str(warm_dir / str(id(case.env)))}
+            subprocess.run(case.argv, env=warm, capture_output=True, check=True)
+        for _ in range(args.runs):
+            for case in todo:
+                run_once(case, warm_dir / str(id(case.env)))
+    report(todo, args)
+
+
+def report(todo: list[Case], args: argparse.Namespace) -> None:
+    floor = statistics.median(todo[0].walls)
+    yardstick = statistics.median(todo[-1].walls) if args.az else None
+    pyc = "as the environment has it" if args.as_is else "bytecode cached"
+    print(f"{args.runs} runs each, load average at the end {os.getloadavg()[0]:.1f}, {pyc}")
+    print(f"{'case':34s} {'wall med s':>10s} {'(min-max)':>13s} {'cpu med s':>9s} {'x floor':>7s}", end="")
+    print(f" {'x az':>5s}" if yardstick else "")
+    for case in todo:
+        wall = statistics.median(case.walls)
+        spread = f"({min(case.walls):.2f}-{max(case.walls):.2f})"
+        line = f"{case.name:34s} {wall:10.3f} {spread:>13s} {statistics.median(case.cpus):9.3f} {wall / floor:7.2f}"
+        print(line + (f" {wall / yardstick:5.2f}" if yardstick else ""))
 
 
 if __name__ == "__main__":

@@ -1,10 +1,11 @@
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
+import pytest
+
 from hpclz import __version__
+from hpclz.cli.table import command_named
 from hpclz.config import load_config
 from tests.conftest import RunCli
 
@@ -43,12 +44,16 @@ def test_init_unknown_preset_lists_the_choices(run_cli: RunCli, tmp_path: Path) 
     assert "ai-training, energy, finance, manufacturing" in result.stderr
 
 
-def test_help_does_not_import_heavy_modules() -> None:
-    """`hpclz --help` stays fast by importing neither the Azure SDK nor pydantic (measured: benchmarks/cli_startup.py)."""
-    heavy = ("azure", "pydantic", "jinja2", "ruamel", "torch")
-    code = (
-        "import sys; from hpclz.cli import main; main(['--help']); "
-        f"print(sorted({{m.split('.')[0] for m in sys.modules}} & set({heavy!r})))"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.strip().splitlines()[-1] == "[]"
+@pytest.mark.parametrize(
+    ("args", "named"),
+    [
+        (["--verbose", "checkpoints", "manifest", "lz.yaml"], "checkpoints manifest"),
+        (["prices", "refresh", "--bogus"], "prices refresh"),
+        (["validate", "-o", "json", "lz.yaml"], "validate"),  # an option's value never completes a name
+        (["state", "--bogus"], "state"),
+        (["bogus", "lz.yaml"], "hpclz"),
+        ([], "hpclz"),
+    ],
+)
+def test_a_command_line_names_its_command_from_the_table(args: list[str], named: str) -> None:
+    assert command_named(args) == named

@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+import ast
+import importlib
+import inspect
 import json
+import pkgutil
+import textwrap
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from hpclz import services
+from hpclz.cli.table import COMMANDS, Command
 from hpclz.output import ENVELOPE_KEYS
 from tests.conftest import REPO, RunCli
 
@@ -41,25 +50,50 @@ def test_error_envelope_has_the_fixed_keys(run_cli: RunCli, tmp_path: Path) -> N
     assert result.stderr == ""
 
 
-def test_every_command_service_returns_one_command_result() -> None:
+def _service(spec: str) -> Callable[..., Any]:
+    module, _, name = spec.partition(":")
+    return getattr(importlib.import_module(module), name)  # type: ignore[no-any-return]
+
+
+def _imported(function: Callable[..., Any]) -> set[str]:
+    """`module:name` for every `from module import name` in a function's body (the CLI imports services there)."""
+    tree = ast.parse(textwrap.dedent(inspect.getsource(function)))
+    return {
+        f"{node.module}:{alias.name}"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+    }
+
+
+def _returns_command_result(function: Callable[..., Any]) -> bool:
+    return str(inspect.signature(function).return_annotation).startswith("CommandResult[")
+
+
+@pytest.mark.parametrize("command", [c for c in COMMANDS if c.takes_json], ids=lambda c: c.name)
+def test_every_json_command_names_services_that_return_one_command_result(command: Command) -> None:
     """One result type for every command: the CLI's printers (views, envelope) take nothing else."""
-    import inspect
+    assert command.services, f"{command.name} prints -o json, so the table must name the service it calls"
+    for spec in command.services:
+        service = _service(spec)
+        assert _returns_command_result(service), f"{spec}: {inspect.signature(service).return_annotation}"
+        assert spec in _imported(command.parse), f"{command.name} never imports {spec}"
 
-    from hpclz.services import deploy, destroy, plan, render, state, validate, verify
 
-    services: list[Callable[..., Any]] = [
-        deploy.deploy,
-        destroy.destroy,
-        plan.plan,
-        render.render,
-        state.show_state,
-        state.unlock_state,
-        validate.validate,
-        verify.verify,
-    ]
-    for service in services:
-        annotation = inspect.signature(service).return_annotation
-        assert str(annotation).startswith("CommandResult["), f"{service.__module__}.{service.__name__}: {annotation}"
+def test_every_service_that_returns_a_command_result_is_in_the_command_table() -> None:
+    """A service no command names would escape the test above."""
+    named = {spec for c in COMMANDS for spec in c.services}
+    found = set()
+    for info in pkgutil.iter_modules(services.__path__):
+        module = importlib.import_module(f"{services.__name__}.{info.name}")
+        for name, function in inspect.getmembers(module, inspect.isfunction):
+            if (
+                function.__module__ == module.__name__
+                and not name.startswith("_")
+                and _returns_command_result(function)
+            ):
+                found.add(f"{module.__name__}:{name}")
+    assert found == named
 
 
 def test_every_service_takes_one_frozen_options_object() -> None:

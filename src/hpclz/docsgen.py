@@ -1,4 +1,4 @@
-"""Generated reference docs: the config model, the rule registry, the JSON Schema.
+"""Generated reference docs: the commands, the config model, the rule registry, the JSON Schema.
 
 Regenerate with `python -m hpclz.docsgen`; tests/test_docs_fresh.py fails when a committed file is stale.
 """
@@ -165,10 +165,50 @@ def config_limits() -> str:
     return "".join(lines)
 
 
+HELP_WIDTH = 100  # docs/commands.md shows --help as a terminal this wide prints it, whatever this one is
+
+
+def commands_reference() -> str:
+    """Every command of the command table (hpclz.cli.table), with its usage, first help line and its full
+    `--help`, read from the same click tree that parses a command line."""
+    import typer
+
+    from hpclz.cli import command_tree
+    from hpclz.cli.table import COMMANDS
+
+    tree = command_tree()
+    root = typer.Context(tree, info_name="hpclz", terminal_width=HELP_WIDTH, max_content_width=HELP_WIDTH)
+    lines = [HEADER, "# Commands\n\n"]
+    lines.append(
+        "Every hpclz command, generated from its command table (`hpclz.cli.table`); `hpclz COMMAND --help` prints "
+        "the same text. Commands marked `-o json` print the versioned JSON envelope for scripts; exit codes are in "
+        "[exit-codes.md](exit-codes.md).\n\n"
+    )
+    lines.append("| command | what it does | `-o json` |\n|---|---|---|\n")
+    helps = {}
+    for command in COMMANDS:
+        ctx, parent = root, tree
+        for word in command.words:
+            parent = parent.commands[word]
+            ctx = typer.Context(parent, info_name=word, parent=ctx)
+        helps[command.name] = (parent.get_usage(ctx), parent.get_help(ctx))
+        first = (parent.help or "").strip().splitlines()[0].replace("|", "\\|")
+        anchor = "hpclz-" + command.name.replace(" ", "-")
+        json_mark = "yes" if command.takes_json else ""
+        lines.append(f"| [`hpclz {command.name}`](#{anchor}) | {first} | {json_mark} |\n")
+    lines.append(f"\nOptions before any command: `{tree.get_usage(root).removeprefix('Usage: ')}`\n\n```\n")
+    lines.append(tree.get_help(root).split("Commands:")[0].rstrip() + "\n```\n")
+    for command in COMMANDS:
+        usage, full = helps[command.name]
+        lines.append(f"\n## hpclz {command.name}\n\n`{usage.removeprefix('Usage: ')}`\n\n```\n{full.rstrip()}\n```\n")
+    return "".join(lines)
+
+
 def generated_files() -> dict[str, str]:
     from hpclz.config.schema import config_schema_json
 
     return {
+        "docs/commands.md": commands_reference(),
         "docs/config-reference.md": config_reference(),
         "docs/rules.md": rules_reference(),
         "docs/exit-codes.md": exit_codes(),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from hpclz.severity import Severity
 
@@ -24,6 +24,9 @@ class Finding(BaseModel):
     column: int | None = None
     fix: str = ""
     docs: str = ""
+    # The rule's `repeats` (hpclz.rules.base.Rule): text output leaves such a report to --verbose. Not part of
+    # the JSON envelope; carried here so the view need not import every rule family to ask.
+    repeats: bool = Field(default=False, exclude=True)
 
     def location(self) -> str:
         if self.file and self.line:

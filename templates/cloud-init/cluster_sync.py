@@ -5,8 +5,8 @@ hpclz renders the cluster (one nodearray per partition), its parameters and the 
 the VM's userData, which ARM updates in place, unlike customData. A systemd timer runs this script at boot and
 every few minutes: it reads userData from the instance metadata service and, only when its SHA-256 differs from
 the last one applied, re-imports the cluster (import_cluster --force) and starts it. The hash is recorded after
-success only, so a failed import is retried on the next run. The account is re-applied (and the Slurm project
-uploaded to its locker) only when the account part changed.
+success only, so a failed import is retried on the next run. The account is re-applied, and the pinned
+cyclecloud-slurm release fetched and uploaded to its locker, only when the account or the release changed.
 """
 
 import argparse
@@ -63,7 +63,7 @@ def decode(user_data):
     if raw[:2] == b"\x1f\x8b":
         raw = gzip.decompress(raw)
     document = json.loads(raw.decode())
-    for key in ("cluster", "template", "parameters", "account"):
+    for key in ("cluster", "template", "parameters", "account", "project"):
         if key not in document:
             raise ValueError("userData has no " + key + ": not an hpclz cluster definition")
     return document
@@ -162,18 +162,43 @@ def cluster_parameters(document, subscription):
     return json.dumps(parameters, indent=2, sort_keys=True) + "\n"
 
 
+def fetched_project(source, base, log_file):
+    """The cyclecloud-slurm release `source` names, fetched once into its own folder under `base`."""
+    release = source.rstrip("/").rsplit("/", 1)[-1]
+    if not re.match(r"^[0-9]+\.[0-9]+\.[0-9]+$", release):
+        raise ValueError("userData names no cyclecloud-slurm release: " + repr(source))
+    folder = os.path.join(base, "slurm-" + release)
+    if not os.path.isfile(os.path.join(folder, "project.ini")):
+        if cyclecloud(["project", "fetch", source, folder + ".tmp"], log_file) != 0:
+            raise RuntimeError("cyclecloud project fetch " + source + " failed")
+        os.replace(folder + ".tmp", folder)
+    return folder
+
+
+def account_document(document, subscription):
+    """The account with each looked-up field (the orchestrating identity's client ID) read from ARM."""
+    account = json.loads(document["account"].replace(PLACEHOLDER, subscription))
+    lookups = json.loads(document.get("account_lookups") or "{}")
+    for name, spec in sorted(lookups.items()):
+        account[name] = arm_field(spec, subscription)
+    return json.dumps(account, indent=2, sort_keys=True) + "\n"
+
+
 def apply_account(document, subscription, state, project, log_file):
-    account = document["account"].replace(PLACEHOLDER, subscription)
-    digest = hashlib.sha256(account.encode()).hexdigest()
+    source = document.get("project", "")
+    key = "\n".join((document["account"], document.get("account_lookups", ""), source, subscription))
+    digest = hashlib.sha256(key.encode()).hexdigest()
     if digest == read(os.path.join(state, "account.sha256")):
         return
+    account = account_document(document, subscription)
     path = os.path.join(state, "azure-account.json")
     write(path, account, 0o600)
     name = json.loads(account)["Name"]
     edited = cyclecloud(["account", "edit", name, "-f", path], log_file) == 0
     if not edited and cyclecloud(["account", "create", "-f", path], log_file) != 0:
         raise RuntimeError("the CycleCloud account " + name + " could not be created")
-    if cyclecloud(["project", "upload", name + "-storage"], log_file, cwd=project) != 0:
+    folder = fetched_project(source, project, log_file)
+    if cyclecloud(["project", "upload", name + "-storage"], log_file, cwd=folder) != 0:
         raise RuntimeError("the Slurm project could not be uploaded to locker " + name + "-storage")
     write(os.path.join(state, "account.sha256"), digest + "\n")
 
@@ -208,7 +233,7 @@ def sync(state, project, log_file):
 def main(argv):
     parser = argparse.ArgumentParser(prog="hpclz-cluster-sync")
     parser.add_argument("--state", default="/var/lib/hpclz/cluster-sync")
-    parser.add_argument("--project", default="/opt/hpclz/cyclecloud-slurm")
+    parser.add_argument("--project", default="/opt/hpclz/projects")
     parser.add_argument("--log", default="/var/log/hpclz-cluster-sync.log")
     options = parser.parse_args(argv)
     os.makedirs(options.state, mode=0o700, exist_ok=True)

@@ -25,7 +25,8 @@ pytestmark = pytest.mark.slow
 PIN = "microsoft-dsvm:ubuntu-hpc:2204:22.04.2026082801"  # the presets' node image (docs/patching.md)
 PARTITION_HBV3 = (
     f"    - name: hbv3\n      vm_size: Standard_HB120rs_v3\n      image: {PIN}\n      max_nodes: 64\n"
-    "      infiniband: true\n      zone: 1\n      idle_shutdown_minutes: 15\n"
+    "      infiniband: true\n      nvme_scratch: {enabled: true}   # 2 local NVMe disks: /scratch on this partition too\n"
+    "      zone: 1\n      idle_shutdown_minutes: 15\n"
 )
 
 
@@ -252,10 +253,10 @@ ROWS = [
     ),
     Row(
         "upgrade CycleCloud",
-        (("    version: 8.7.1", "    version: 8.7.2"),),
+        (("    version: 8.9.1", "    version: 8.9.2"),),
         "the CycleCloud version is installed once by the server VM's customData, which cannot change after "
-        "the VM is created (https://learn.microsoft.com/azure/virtual-machines/custom-data); 8.7.2 is also outside "
-        "the one supported CycleCloud/cyclecloud-slurm/Slurm triple, so validation refuses it first",
+        "the VM is created (https://learn.microsoft.com/azure/virtual-machines/custom-data); 8.9.2 is also outside "
+        "the supported CycleCloud/cyclecloud-slurm/Slurm triples, so validation refuses it first",
         "HPCLZ-CMP-017",
         applied=False,
         refused_without="HPCLZ-CMP-017",

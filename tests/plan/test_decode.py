@@ -44,12 +44,12 @@ def test_user_data_is_diffed_as_the_cluster_it_carries() -> None:
 
 
 def test_custom_data_is_diffed_line_by_line() -> None:
-    def upgrade(d: dict[str, Any]) -> None:
-        d["compute"]["cyclecloud"]["version"] = "8.7.2"
+    def rename_admin(d: dict[str, Any]) -> None:
+        d["identity"]["admin_username"] = "hpcops"
 
-    text, _ = _printed(upgrade)
+    text, _ = _printed(rename_admin)
     assert "properties.osProfile.customData:decoded:" in text
-    assert re.search(r"-\s+CC_VERSION=8\.7\.1", text) and re.search(r"\+\s+CC_VERSION=8\.7\.2", text)
+    assert '"      ADMIN=hpcadmin" -> "      ADMIN=hpcops"' in text
     assert not BASE64_RUN.search(text)
 
 

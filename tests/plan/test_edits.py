@@ -298,17 +298,20 @@ def test_partition_edits_change_only_userdata_and_are_never_blocked(case: str) -
     assert "re-imports the Slurm cluster" in vm.verdict.reason
 
 
-def test_a_changed_cyclecloud_version_is_still_not_allowed() -> None:
-    """The pinned install stays in customData, which Azure cannot update."""
+def test_a_changed_cyclecloud_version_replaces_the_server_and_is_blocked_off_the_table() -> None:
+    """The version picks the Marketplace image, which a VM cannot swap in place: the server is replaced. 8.9.0 with
+    cyclecloud-slurm 4.0.9 is no row of the triple table, so the config change is refused (hpclz.plan.upgrade)."""
 
     def upgrade(d: dict[str, Any]) -> None:
-        d["compute"]["cyclecloud"]["version"] = "8.7.2"
+        d["compute"]["cyclecloud"]["version"] = "8.9.0"
 
     changes = plan_for(Row(upgrade, []))
     (vm,) = changes.changed_resources
-    assert vm.verdict.policy is Policy.NOT_ALLOWED
-    assert "properties.osProfile.customData:decoded" in [c.path for c in vm.changes]
-    assert changes.blocked == ["Microsoft.Compute/virtualMachines vm-energy-cc-prod-scus"]
+    assert vm.verdict.policy is Policy.REPLACE
+    paths = [c.path for c in vm.changes]
+    assert "properties.storageProfile.imageReference.version" in paths
+    assert "properties.osProfile.customData:decoded" not in paths  # the boot script knows no version
+    assert changes.blocked == ["compute.cyclecloud.version"]
 
 
 def test_tag_edit_changes_only_tags_and_replaces_nothing() -> None:

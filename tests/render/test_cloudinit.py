@@ -69,7 +69,14 @@ def test_custom_data_installs_cyclecloud_and_the_sync_service_only(preset_path: 
     files = {f["path"]: f["content"] for f in config["write_files"]}
     assert config["runcmd"] == [["/opt/hpclz/bin/bootstrap-cyclecloud"]]
     bootstrap = files["/opt/hpclz/bin/bootstrap-cyclecloud"]
-    assert "CC_VERSION=8.7.1" in bootstrap and "SLURM_PROJECT_VERSION=3.0.11" in bootstrap
+    # Microsoft's image brings CycleCloud: no package manager, no release fetched at boot, the CLI from the image's
+    # zip only where the image lacks it (Azure/cyclecloud-slurm-workspace@bc0fc1b:
+    # bicep/files-to-load/cyclecloud_install.py:409-430).
+    assert "test -x /opt/cycle_server/cycle_server" in bootstrap
+    assert "if [ ! -x /usr/local/bin/cyclecloud ]; then" in bootstrap and "./install.sh --system" in bootstrap
+    assert not re.search(r"\b(dnf|yum|apt|apt-get|pip3?) install\b", bootstrap)
+    assert "github.com" not in bootstrap and "project fetch" not in bootstrap
+    assert "webServerMaxHeapSize=8192M" in bootstrap
     assert "systemctl start hpclz-cluster-sync.service" in bootstrap
     assert "systemctl enable --now hpclz-cluster-sync.timer" in bootstrap
     assert files["/opt/hpclz/bin/hpclz-cluster-sync"] == (TEMPLATES / "cluster_sync.py").read_text(encoding="utf-8")
@@ -100,9 +107,9 @@ def test_a_partition_edit_changes_user_data_but_not_custom_data() -> None:
     assert after["properties"]["userData"] != before["properties"]["userData"]
 
 
-def test_large_user_data_is_gzipped_and_an_oversized_one_refused() -> None:
+def test_user_data_is_always_gzipped_and_an_oversized_one_refused() -> None:
     small = '{"cluster": "x"}\n'
-    assert base64.b64decode(user_data(small)).decode() == small
+    assert gzip.decompress(base64.b64decode(user_data(small))).decode() == small
     large = json.dumps({"template": "".join(f"line {i}\n" for i in range(20000))})
     encoded = user_data(large)
     assert len(encoded) <= USER_DATA_LIMIT and encoded == user_data(large)
@@ -128,9 +135,13 @@ def test_gpu_partitions_lock_clocks_and_build_nvme_scratch() -> None:
     script = _scripts(arrays["h100"])[0]
     assert "nvidia-smi -pm 1" in script and "--applications-clocks=" in script
     assert "mdadm --create /dev/md/hpclz-scratch --level=0" in script and "/dev/nvme*n1" in script
-    assert "enroot" in script and "spank_pyxis.so" in script
+    # enroot's scratch goes where cyclecloud-slurm looks first: /nvme (install.py:934-947).
+    assert 'mount --bind "$NVME_MOUNT" /nvme' in script
+    assert "git clone" not in script and "spank_pyxis.so" not in script
     hpc = _scripts(_nodearrays(_artifacts("energy")["cyclecloud/slurm-cluster.txt"])["hbv3"])[0]
-    assert "nvidia-smi" not in hpc and "mdadm" not in hpc
+    assert "nvidia-smi" not in hpc and "mdadm --create" in hpc  # HB120rs_v3's two NVMe disks hold /scratch too
+    plain = _scripts(_nodearrays(_artifacts("finance")["cyclecloud/slurm-cluster.txt"])["montecarlo"])[0]
+    assert "mdadm" not in plain  # F72s_v2 has no local NVMe
 
 
 def test_nodes_watch_scheduled_events_and_drain_with_an_hpclz_reason() -> None:
@@ -182,11 +193,11 @@ def test_cluster_follows_the_stock_cyclecloud_slurm_template() -> None:
     for volume, size in (("sched", 30), ("shared", 100)):
         assert f"[[[volume {volume}]]]\n        Size = {size}" in cluster
         assert f"[[[configuration cyclecloud.exports.builtin{volume}]]]\n        export_path = /{volume}" in cluster
-    assert "[[[cluster-init cyclecloud/slurm:default:3.0.11]]]" in cluster
+    assert "[[[cluster-init cyclecloud/slurm:default:4.0.9]]]" in cluster
     # With storage.shared (every preset) the scheduler keeps no volumes of its own: it mounts the NFS shares too.
     with_share = _artifacts("ai-training")["cyclecloud/slurm-cluster.txt"]
     assert "[[[volume sched]]]" not in with_share and "cyclecloud.mounts.nfs_sched.disabled" not in with_share
-    assert "[[[cluster-init cyclecloud/slurm:default:3.0.11]]]" in with_share
+    assert "[[[cluster-init cyclecloud/slurm:default:4.0.9]]]" in with_share
 
 
 def test_an_infiniband_scale_set_stays_within_one_placement_group() -> None:
@@ -386,3 +397,53 @@ def test_locker_is_reached_with_a_managed_identity() -> None:
     account = json.loads(_artifacts("finance")["cyclecloud/azure-account.json"])
     assert account["LockerAuthMode"] == "ManagedIdentity"
     assert account["LockerIdentity"].endswith("/userAssignedIdentities/id-riskgrid-locker-prod-weu")
+
+
+@pytest.mark.parametrize("stem", ["ai-training", "energy"])
+def test_cyclecloud_server_boots_microsofts_marketplace_image(stem: str) -> None:
+    """As CCWS 2026.07.02 deploys it (bicep/mainTemplate.bicep:13, bicep/vm.bicep:46-50, bicep/ccw.bicep:121-149):
+    the pinned azure-cyclecloud image, its purchase plan from the URN's first three parts, its data disk from the
+    image."""
+    (vm,) = cyclecloud_vms(preset_plan(stem))
+    storage = vm["properties"]["storageProfile"]
+    assert storage["imageReference"] == {
+        "publisher": "azurecyclecloud",
+        "offer": "azure-cyclecloud",
+        "sku": "cyclecloud8-gen2",
+        "version": "8.9.120260630",
+    }
+    assert vm["plan"] == {"publisher": "azurecyclecloud", "product": "azure-cyclecloud", "name": "cyclecloud8-gen2"}
+    (disk,) = storage["dataDisks"]
+    assert (disk["lun"], disk["createOption"], disk["managedDisk"]) == (
+        0,
+        "FromImage",
+        {"storageAccountType": "Premium_LRS"},
+    )
+    assert "diskSizeGB" not in disk
+
+
+def test_an_image_of_another_publisher_gets_no_plan_and_an_empty_disk() -> None:
+    def alma(data: dict[str, Any]) -> None:
+        data["compute"]["cyclecloud"]["image"] = "almalinux:almalinux-x86_64:8-gen2:8.10.2024082001"
+
+    (compute,) = [d for d in variant("energy", alma).deployments if d.component == "compute"]
+    (vm,) = [r for r in compute.template["resources"] if r["type"] == "Microsoft.Compute/virtualMachines"]
+    assert "plan" not in vm
+    (disk,) = vm["properties"]["storageProfile"]["dataDisks"]
+    assert (disk["createOption"], disk["diskSizeGB"]) == ("Empty", 128)
+
+
+def test_the_account_names_the_identity_that_holds_cyclecloud_roles() -> None:
+    """CycleCloud orchestrates with the identity whose client ID the account names; none named means the VM's
+    system-assigned identity (learn.microsoft.com/azure/cyclecloud/how-to/managed-identities). Every CycleCloud role
+    goes to the scheduler identity, so the account names it: its client ID read from ARM at import time."""
+    document = json.loads(_artifacts("energy")["cloud-init/cyclecloud-userdata.json"])
+    account = json.loads(document["account"])
+    assert account["AzureRMUseManagedIdentity"] is True and "AzureRMApplicationId" not in account
+    lookup = json.loads(document["account_lookups"])["AzureRMApplicationId"]
+    assert lookup["field"] == "properties.clientId"
+    assert lookup["resource"] == lookup["identity"]
+    assert lookup["resource"].endswith(
+        "/providers/Microsoft.ManagedIdentity/userAssignedIdentities/id-energy-scheduler-prod-scus"
+    )
+    assert document["project"] == "https://github.com/Azure/cyclecloud-slurm/releases/4.0.9"

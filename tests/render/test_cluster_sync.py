@@ -91,12 +91,35 @@ class FakeVault(BaseHTTPRequestHandler):
 
 
 @pytest.fixture(autouse=True)
+def arm(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """Every run reads the orchestrating identity's client ID for the account (hpclz.render.cloudinit)."""
+    FakeArm.paths, FakeArm.placed = [], True
+    with serve(FakeArm) as url:
+        monkeypatch.setenv("HPCLZ_ARM_URL", url)
+        yield url
+
+
+@pytest.fixture(autouse=True)
 def vault(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """Every run may read a secret: the finance preset keeps its accounting password in Key Vault."""
     FakeVault.secrets = {f"{spec['vault']}/{spec['name']}": "preset-password" for spec in _secret_specs()}
     with serve(FakeVault) as url:
         monkeypatch.setenv("HPCLZ_VAULT_URL", url + "/{vault}")
         yield url
+
+
+# The identity's Get, as the 2023-01-31 spec's example answers it (Azure/azure-rest-api-specs@2e1a8ca:
+# specification/msi/resource-manager/Microsoft.ManagedIdentity/stable/2023-01-31/examples/IdentityGet.json).
+CLIENT_ID = "4024ab25-56a8-4370-aea6-6389221caf29"
+IDENTITY = {
+    "name": "identityName",
+    "type": "Microsoft.ManagedIdentity/userAssignedIdentities",
+    "properties": {
+        "clientId": CLIENT_ID,
+        "principalId": "25cc773c-7f05-40fc-a104-32d2300754ad",
+        "tenantId": "b6c948ef-f6b5-4384-8354-da3a15eca969",
+    },
+}
 
 
 @pytest.fixture
@@ -110,7 +133,9 @@ def _cyclecloud(folder: Path, log: Path, failing: str = "") -> None:
     """A cyclecloud stand-in recording its arguments and working folder; a call starting with `failing` fails."""
     script = folder / "cyclecloud"
     fail = f'case "$*" in "{failing}"*) exit 3;; esac\n' if failing else ""
-    script.write_text(f'#!/bin/sh\necho "$(pwd) cyclecloud $*" >> {log}\n{fail}exit 0\n', encoding="utf-8")
+    # `project fetch URL DIR` leaves DIR with the release's project.ini, as CycleCloud's fetch does.
+    fetch = 'if [ "$1 $2" = "project fetch" ]; then mkdir -p "$4" && echo "[project]" > "$4/project.ini"; fi\n'
+    script.write_text(f'#!/bin/sh\necho "$(pwd) cyclecloud $*" >> {log}\n{fail}{fetch}exit 0\n', encoding="utf-8")
     script.chmod(0o755)
 
 
@@ -148,9 +173,11 @@ def test_first_run_applies_the_account_uploads_the_project_and_imports(box: dict
     rc, calls = _run(box, imds, _document())
     assert rc == 0
     state, project = box["state"], box["project"]
+    release = f"{project}/slurm-4.0.9"
     assert calls == [
         f"{Path.cwd()} cyclecloud account edit hpclz -f {state}/azure-account.json",
-        f"{project} cyclecloud project upload hpclz-storage",
+        f"{Path.cwd()} cyclecloud project fetch https://github.com/Azure/cyclecloud-slurm/releases/4.0.9 {release}.tmp",
+        f"{release} cyclecloud project upload hpclz-storage",
         f"{Path.cwd()} cyclecloud import_cluster riskgrid-prod -f {state}/slurm-cluster.txt "
         f"-p {state}/slurm-params.json --force",
         f"{Path.cwd()} cyclecloud start_cluster riskgrid-prod",
@@ -162,6 +189,10 @@ def test_first_run_applies_the_account_uploads_the_project_and_imports(box: dict
     assert parameters["AccountingPassword"] == "preset-password"  # read from the vault stand-in
     account = json.loads((state / "azure-account.json").read_text(encoding="utf-8"))
     assert account["AzureRMSubscriptionId"] == SUBSCRIPTION
+    # The account names the identity that holds CycleCloud's roles: the scheduler identity, by its client ID.
+    assert account["AzureRMUseManagedIdentity"] is True and account["AzureRMApplicationId"] == CLIENT_ID
+    (identity_get,) = [p for p in FakeArm.paths if "userAssignedIdentities" in p]
+    assert identity_get.split("?")[0].endswith("/id-riskgrid-scheduler-prod-weu")
     assert (state / "azure-account.json").stat().st_mode & 0o077 == 0
     assert "imported and started" in box["log"].read_text(encoding="utf-8")
 
@@ -242,7 +273,8 @@ def test_the_accounting_password_is_read_from_key_vault_at_import(box: dict[str,
     assert json.loads(params.read_text(encoding="utf-8"))["AccountingPassword"] == "s3cret-from-vault"
     assert params.stat().st_mode & 0o077 == 0
     assert "s3cret-from-vault" not in box["log"].read_text(encoding="utf-8")
-    (query,) = FakeImds.token_queries
+    # One vault token; the other one is ARM's, for the account's client ID.
+    (query,) = [q for q in FakeImds.token_queries if "vault.azure.net" in q]
     assert "resource=https%3A%2F%2Fvault.azure.net" in query
     assert f"mi_res_id=%2Fsubscriptions%2F{SUBSCRIPTION}%2FresourceGroups%2F" in query
 
@@ -300,7 +332,8 @@ VOLUME = json.loads(
 
 
 class FakeArm(BaseHTTPRequestHandler):
-    """ARM's GET of a NetApp volume: the 2024-07-01 spec's example body, with a mount target once `placed`."""
+    """ARM's GET of a NetApp volume (the 2024-07-01 spec's example body, with a mount target once `placed`) and of
+    a user-assigned identity (IDENTITY)."""
 
     placed: ClassVar[bool] = False
     paths: ClassVar[list[str]] = []
@@ -308,6 +341,11 @@ class FakeArm(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         assert self.headers["Authorization"] == "Bearer vault-token"
         FakeArm.paths.append(self.path)
+        if "/Microsoft.ManagedIdentity/userAssignedIdentities/" in self.path:
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(json.dumps(IDENTITY).encode())
+            return
         body = json.loads(json.dumps(VOLUME["body"]))
         if self.placed:
             body["properties"]["mountTargets"] = [VOLUME["mount_target"]]
@@ -320,7 +358,7 @@ class FakeArm(BaseHTTPRequestHandler):
 
 
 def test_netapp_shared_home_addresses_are_read_from_arm_once_the_volumes_are_placed(
-    box: dict[str, Path], imds: str, monkeypatch: pytest.MonkeyPatch
+    box: dict[str, Path], imds: str
 ) -> None:
     """storage.shared mode netapp (manufacturing): the mounts name $SharedHomeAddress and $SharedSchedAddress, which
     hpclz-cluster-sync fills from each volume's properties.mountTargets[0].ipAddress with the scheduler identity."""
@@ -331,13 +369,11 @@ def test_netapp_shared_home_addresses_are_read_from_arm_once_the_volumes_are_pla
     assert lookups["SharedHomeAddress"]["api"] == VOLUME["api_version"]
     FakeArm.paths, FakeArm.placed = [], False
     FakeImds.token_queries = []
-    with serve(FakeArm) as arm:
-        monkeypatch.setenv("HPCLZ_ARM_URL", arm)
-        rc, calls = _run(box, imds, json.dumps(document))
-        # Not placed yet (the spec's example has no mountTargets): no import, and the next run tries again.
-        assert rc == 1 and not any("import_cluster" in c for c in calls)
-        FakeArm.placed = True
-        rc, calls = _run(box, imds, json.dumps(document))
+    rc, calls = _run(box, imds, json.dumps(document))
+    # Not placed yet (the spec's example has no mountTargets): no import, and the next run tries again.
+    assert rc == 1 and not any("import_cluster" in c for c in calls)
+    FakeArm.placed = True
+    rc, calls = _run(box, imds, json.dumps(document))
     assert rc == 0 and calls[-1].endswith("start_cluster cae-test")
     parameters = json.loads((box["state"] / "slurm-params.json").read_text(encoding="utf-8"))
     assert parameters["SharedHomeAddress"] == parameters["SharedSchedAddress"] == "10.0.0.4"
@@ -347,3 +383,19 @@ def test_netapp_shared_home_addresses_are_read_from_arm_once_the_volumes_are_pla
     )
     assert any("resource=https%3A%2F%2Fmanagement.azure.com%2F" in q for q in FakeImds.token_queries)
     assert all("id-cae-scheduler-test-weu" in q for q in FakeImds.token_queries)
+
+
+def test_a_new_cyclecloud_slurm_release_is_fetched_and_uploaded_once(box: dict[str, Path], imds: str) -> None:
+    """The release is in userData: a new one reaches the server in place, fetched into its own folder."""
+    _run(box, imds, _document())
+    document = json.loads(_document())
+    document["project"] = "https://github.com/Azure/cyclecloud-slurm/releases/4.0.10"
+    rc, calls = _run(box, imds, json.dumps(document))
+    assert rc == 0
+    commands = [c.split(" ", 2)[2] for c in calls]
+    assert commands[1].startswith("project fetch https://github.com/Azure/cyclecloud-slurm/releases/4.0.10 ")
+    assert calls[2].startswith(f"{box['project']}/slurm-4.0.10 cyclecloud project upload")
+    document["project"] = "https://example.com/releases/../../etc"
+    rc, calls = _run(box, imds, json.dumps(document))
+    assert rc == 1 and not any("project fetch" in c for c in calls)
+    assert "names no cyclecloud-slurm release" in box["log"].read_text(encoding="utf-8")

@@ -61,17 +61,13 @@ def _rendered_scripts(stem: str) -> list[str]:
     return scripts + [helper for script in scripts for helper in _embedded(script)]
 
 
-def test_pyxis_builds_after_slurm_headers_and_is_loaded() -> None:
-    """cyclecloud-slurm installs slurm-smd-dev (spank.h) in its own cluster-init, after
-    CloudInit (Azure/cyclecloud-slurm@b26ab06:slurm/install/ubuntu.sh), and 3.0.x writes no plugstack include."""
-    helpers = [h for s in _rendered_scripts("ai-training") for h in [s] if "hpclz-pyxis: build" in s]
-    assert helpers, "no pyxis helper rendered"
-    lines = helpers[0].splitlines()
-    wait = next(i for i, line in enumerate(lines) if "/usr/include/slurm/spank.h ] && break" in line)
-    build = next(i for i, line in enumerate(lines) if line.strip().startswith("make -C /opt/hpclz/pyxis install"))
-    assert wait < build
-    assert "include /etc/slurm/plugstack.conf.d/*' >> /etc/slurm/plugstack.conf" in helpers[0]
-    assert "rev-parse HEAD)" in helpers[0] and "424563865a491f2d8f3c396a095d18db81f1fb07" in helpers[0]
+def test_no_node_builds_enroot_or_pyxis() -> None:
+    """cyclecloud-slurm 4.0.9 installs and configures enroot and pyxis on every role from its own packages
+    (Azure/cyclecloud-slurm@50e6739:azure-slurm-install/install.py:929-997): no node clones or compiles them."""
+    for stem in ("ai-training", "energy"):
+        for script in _rendered_scripts(stem):
+            assert "git clone" not in script and "make -C" not in script, stem
+            assert "github.com/NVIDIA" not in script, stem
 
 
 def _shellcheck(path: Path) -> subprocess.CompletedProcess[str]:
@@ -107,18 +103,10 @@ def _node_scripts_of(stem: str) -> list[str]:
 
 @pytest.mark.parametrize("preset", PRESETS, ids=lambda p: p.stem)
 def test_every_download_in_a_node_script_is_pinned(preset: Path) -> None:
-    """Enroot and pyxis are cloned at the commits their tags name (NVIDIA/enroot v3.5.0 =
-    c7dc4a6b66e817af5ceb7d5315850696067b3f80, NVIDIA/pyxis v0.20.0 = 424563865a491f2d8f3c396a095d18db81f1fb07, both
-    `git rev-parse <tag>^{commit}`), and hpclz comes from the locker as a file checked against its SHA-256."""
+    """hpclz comes from the locker as a file checked against its SHA-256; enroot and pyxis
+    are no longer downloaded by a node script at all (cyclecloud-slurm installs them)."""
     problems = [line for script in _node_scripts_of(preset.stem) for line in unpinned_downloads(script)]
     assert problems == []
-
-
-def test_enroot_is_built_at_the_commit_its_release_tag_names() -> None:
-    scripts = [s for s in _node_scripts_of("ai-training") if "install_containers()" in s]
-    assert scripts, "ai-training renders no container install"
-    assert "ENROOT_COMMIT=c7dc4a6b66e817af5ceb7d5315850696067b3f80" in scripts[0]
-    assert "NVIDIA/enroot/releases/download" not in scripts[0]
 
 
 # The node script's container install before its downloads were pinned: release packages fetched unchecked.

@@ -94,8 +94,8 @@ def test_boot_script_pins_open_ondemand_and_the_clusters_slurm() -> None:
     assert "https://apt.osc.edu/ondemand/DEB-GPG-KEY-ondemand FE143EA1CB378B569BBF7C544B72FE2B92D31755" in script
     assert "repo=https://apt.osc.edu/ondemand/4.1/web/apt" in script
     # The cluster's own Slurm build (compute.cyclecloud.slurm_version) from cyclecloud-slurm's jammy repository.
-    assert "slurm-smd-client=23.11.10-2" in script
-    assert "https://packages.microsoft.com/repos/slurm-ubuntu-jammy/ insiders main" in script
+    assert "'slurm-smd-client=25.11.5*'" in script
+    assert "https://packages.microsoft.com/repos/slurm-ubuntu-jammy/ stable main" in script
     assert "BC528686B50D79E339D3721CEB3E94ADBE1229CF" in script
     # munge and slurm with cyclecloud-slurm's ids, the key and slurm.conf from /sched/<cluster>.
     assert "groupadd -g 11101 munge" in script and "groupadd -g 11100 slurm" in script

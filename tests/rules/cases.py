@@ -272,7 +272,11 @@ CASES: dict[str, list[Case]] = {
     "HPCLZ-STO-008": [Case("finance", _set("storage.blob.allow_public_access", True))],
     "HPCLZ-STO-009": [
         Case("finance", _set("storage.scratch.source", "lustre")),
-        Case("manufacturing", _set(f"{P}.0.nvme_scratch", DELETE), severity="warning"),
+        Case(
+            "manufacturing",
+            _all(_set(f"{P}.0.nvme_scratch", DELETE), _set(f"{P}.1.nvme_scratch", DELETE)),
+            severity="warning",
+        ),
     ],
     "HPCLZ-STO-010": [Case("ai-training", _set("storage.blob.replication", "LRS"))],
     "HPCLZ-STO-011": [
@@ -477,13 +481,25 @@ CASES: dict[str, list[Case]] = {
     ],
     "HPCLZ-ZON-004": [Case("finance", _set("compute.service_zone", DELETE))],
     "HPCLZ-COST-004": [Case("energy", _set("storage.blob.lifecycle.archive_after_days", 20))],
-    # The triples cyclecloud-slurm really shipped (Azure/cyclecloud-slurm@b26ab06:project.ini lists 24.05.4-2 and
-    # 23.11.10-2); 23.11.10-1 is a build the presets once named, which no release ships.
+    # Rows of hpclz.catalog.versions.STACK: 25.11.4 is cyclecloud-slurm 4.0.8's build, not 4.0.9's
+    # (Azure/cyclecloud-slurm@50e6739:project.ini:26); 3.0.11 never ran on CycleCloud 8.9; the 3.0.11 triple is an
+    # upgrade source only, each row keeping its parts together.
     "HPCLZ-CMP-017": [
-        Case("ai-training", _set("compute.cyclecloud.slurm_version", "23.11.10-1")),
-        Case("energy", _set("compute.cyclecloud.slurm_project_version", "4.0.9")),
-        Case("finance", _set("compute.cyclecloud.version", "8.6.0")),
+        Case("ai-training", _set("compute.cyclecloud.slurm_version", "25.11.4")),
+        Case("energy", _set("compute.cyclecloud.slurm_project_version", "3.0.11")),
+        Case(
+            "finance",
+            _all(
+                _set("compute.cyclecloud.version", "8.7.1"),
+                _set("compute.cyclecloud.slurm_project_version", "3.0.11"),
+                _set("compute.cyclecloud.slurm_version", "24.05.4-2"),
+            ),
+        ),
     ],
+    # cyclecloud-slurm 4.0.9 installs enroot and pyxis on every node (azure-slurm-install/install.py:929-997).
+    "HPCLZ-CMP-060": [Case("ai-training", _set(f"{P}.0.containers.pyxis", False))],
+    # HB120rs_v3 has 2 local NVMe disks (catalog): without nvme_scratch its nodes get no /scratch.
+    "HPCLZ-STO-060": [Case("energy", _set(f"{P}.1.nvme_scratch", DELETE))],
     # Host scope on the CycleCloud server (learn.microsoft.com/azure/virtual-machines/maintenance-configurations).
     "HPCLZ-MNT-005": [
         Case("ai-training", _all(_set("maintenance.scope", "Host"), _set("maintenance.window.duration", "06:00")))

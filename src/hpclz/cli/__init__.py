@@ -9,19 +9,7 @@ from typing import Any
 import typer
 
 from hpclz import __version__
-from hpclz.cli.checkpoints import checkpoints_app
-from hpclz.cli.deploy import deploy
-from hpclz.cli.destroy import destroy
-from hpclz.cli.explain import explain
-from hpclz.cli.init import init
-from hpclz.cli.nodes import nodes_app
-from hpclz.cli.plan import plan
-from hpclz.cli.prices import prices_app
-from hpclz.cli.render import render
-from hpclz.cli.schema import schema
-from hpclz.cli.state import state_app
-from hpclz.cli.validate import validate
-from hpclz.cli.verify import verify
+from hpclz.cli.table import COMMANDS, GROUPS, command_named
 from hpclz.errors import ExitCode
 
 app = typer.Typer(
@@ -53,19 +41,21 @@ def _root(
     set_verbose(verbose)
 
 
-app.command()(validate)
-app.command()(schema)
-app.command()(init)
-app.command()(deploy)
-app.command()(destroy)
-app.command()(render)
-app.command()(plan)
-app.command()(verify)
-app.command()(explain)
-app.add_typer(state_app, name="state")
-app.add_typer(checkpoints_app, name="checkpoints")
-app.add_typer(prices_app, name="prices")
-app.add_typer(nodes_app, name="nodes")
+def _register(root: typer.Typer) -> None:
+    """Every command and group of hpclz.cli.table, in its order (`hpclz --help` lists them so)."""
+    groups = {
+        g.name: typer.Typer(name=g.name, help=g.help, no_args_is_help=True, rich_markup_mode=None) for g in GROUPS
+    }
+    for command in COMMANDS:
+        if command.group is None:
+            root.command(name=command.name)(command.parse)
+        else:
+            groups[command.group].command(name=command.words[-1])(command.parse)
+    for name, group in groups.items():
+        root.add_typer(group, name=name)
+
+
+_register(app)
 
 
 def _readable(command: Any) -> Any:
@@ -78,6 +68,12 @@ def _readable(command: Any) -> Any:
     return command
 
 
+def command_tree() -> Any:
+    """The click command tree typer builds from the app: what parses a command line, and what docs/commands.md
+    describes."""
+    return _readable(typer.main.get_command(app))
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point: click's usage errors exit 64, not 2 (2 means "changes present" for plan).
 
@@ -85,13 +81,13 @@ def main(argv: list[str] | None = None) -> int:
     130 as documented in docs/exit-codes.md. typer.Abort is a RuntimeError, so it is caught before the
     catch-all that reports internal errors.
     """
-    command = _readable(typer.main.get_command(app))
+    command = command_tree()
     args = list(argv if argv is not None else sys.argv[1:])
     try:
         result = command.main(args=terraform_booleans(args), prog_name="hpclz", standalone_mode=False)
     except typer.TyperException as exc:  # click's UsageError, BadParameter, ... (typer vendors click)
         if wants_json(args):
-            _envelope(_command_name(args), ExitCode.USAGE, "usage", exc.format_message())
+            _envelope(command_named(args), ExitCode.USAGE, "usage", exc.format_message())
         _show_usage_error(exc)
         return int(ExitCode.USAGE)
     except KeyboardInterrupt:
@@ -105,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
             raise
         message = f"internal error: {type(exc).__name__}: {exc} (HPCLZ_DEBUG=1 shows the traceback)"
         if wants_json(args):
-            _envelope(_command_name(args), ExitCode.FAILED, "internal_error", message)
+            _envelope(command_named(args), ExitCode.FAILED, "internal_error", message)
         sys.stderr.write(f"hpclz: {message}\n")
         return int(ExitCode.FAILED)
     return int(result) if isinstance(result, int) else 0
@@ -141,13 +137,6 @@ def wants_json(args: list[str]) -> bool:
         if arg in ("--output=json", "-ojson"):
             return True
     return False
-
-
-def _command_name(args: list[str]) -> str:
-    names = [a for a in args if not a.startswith("-")][:2]
-    if names[:1] in (["state"], ["nodes"]):
-        return " ".join(names)
-    return names[0] if names else "hpclz"
 
 
 def _envelope(command: str, code: ExitCode, kind: str, message: str) -> None:

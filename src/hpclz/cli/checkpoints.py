@@ -8,13 +8,6 @@ import typer
 
 from hpclz.cli.common import OUTPUT_OPTION, OutputFormat, finish, guarded
 
-checkpoints_app = typer.Typer(
-    name="checkpoints",
-    help="Seal checkpoint blobs in a SHA-256 manifest, and prove later that none changed.",
-    no_args_is_help=True,
-    rich_markup_mode=None,
-)
-
 CONFIG_ARGUMENT = typer.Argument(
     ..., metavar="CONFIG", help="Landing-zone config (YAML): its storage.blob names the containers."
 )
@@ -29,7 +22,6 @@ CONTAINER_OPTION = typer.Option(
 )
 
 
-@checkpoints_app.command()
 def manifest(
     config: Path = CONFIG_ARGUMENT,
     prefix: str = PREFIX_OPTION,
@@ -46,7 +38,6 @@ def manifest(
         )
 
 
-@checkpoints_app.command()
 def verify(
     config: Path = CONFIG_ARGUMENT,
     prefix: str = PREFIX_OPTION,

@@ -11,14 +11,6 @@ import typer
 
 from hpclz.cli.common import OUTPUT_OPTION, OutputFormat, finish, guarded
 
-nodes_app = typer.Typer(
-    name="nodes",
-    help="Roll a partition's nodes onto a new node definition through Slurm, and follow the roll; repair faulty "
-    "nodes without a human, and follow the repairs.",
-    no_args_is_help=True,
-    rich_markup_mode=None,
-)
-
 
 class Via(StrEnum):
     slurm = "slurm"
@@ -71,7 +63,6 @@ class _Reach:
         }
 
 
-@nodes_app.command()
 def roll(
     config: Path = CONFIG_ARGUMENT,
     partition: list[str] = PARTITION_OPTION,
@@ -112,7 +103,6 @@ def roll(
         finish(run_roll(options), output, view.show)
 
 
-@nodes_app.command()
 def status(
     config: Path = CONFIG_ARGUMENT,
     partition: list[str] = PARTITION_OPTION,
@@ -148,7 +138,6 @@ STATE_DIR_OPTION = typer.Option(
 )
 
 
-@nodes_app.command()
 def repair(
     config: Path = CONFIG_ARGUMENT,
     state_dir: Path = STATE_DIR_OPTION,
@@ -159,7 +148,9 @@ def repair(
     max_out: float = typer.Option(
         10.0, "--max-out", min=0.0, max=100.0, metavar="PERCENT", help="Most of a partition held out for repair."
     ),
-    strikes: int = typer.Option(3, "--strikes", min=1, help="Incidents in 7 days after which a node is reported."),
+    strikes: int = typer.Option(
+        3, "--strikes", min=1, metavar="N", help="Incidents in 7 days after which a node is reported."
+    ),
     check_budget: int = typer.Option(300, "--check-budget", min=10, metavar="SECONDS", help="Post-repair check."),
     resource_group: str | None = typer.Option(
         None, "--resource-group", metavar="NAME", help="The nodes' resource group (default: the state's compute one)."
@@ -189,7 +180,6 @@ def repair(
         finish(run_repair(options), output, view.show)
 
 
-@nodes_app.command()
 def incidents(
     state_dir: Path = STATE_DIR_OPTION,
     last: int = typer.Option(20, "--events", min=0, metavar="N", help="Show the last N events (0: none)."),

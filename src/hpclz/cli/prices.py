@@ -8,15 +8,7 @@ import typer
 
 from hpclz.cli.common import OUTPUT_OPTION, OutputFormat, finish, guarded
 
-prices_app = typer.Typer(
-    name="prices",
-    help="Retail prices for the cost estimate: refresh the local cache from the Azure Retail Prices API.",
-    no_args_is_help=True,
-    rich_markup_mode=None,
-)
 
-
-@prices_app.command()
 def refresh(
     config: Path = typer.Argument(
         ..., metavar="CONFIG", help="Landing-zone config (YAML): its region and VM sizes are priced."

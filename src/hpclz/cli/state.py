@@ -8,19 +8,11 @@ import typer
 
 from hpclz.cli.common import OUTPUT_OPTION, OutputFormat, finish, guarded
 
-state_app = typer.Typer(
-    name="state",
-    help="Inspect the recorded state of a landing zone, or release a stale lock.",
-    no_args_is_help=True,
-    rich_markup_mode=None,
-)
-
 CONFIG_ARGUMENT = typer.Argument(
     ..., metavar="CONFIG", help="Landing-zone config (YAML); its state: section says where the state is."
 )
 
 
-@state_app.command()
 def show(config: Path = CONFIG_ARGUMENT, output: OutputFormat = OUTPUT_OPTION) -> None:
     """Show serial, lineage, deployments, resources, outputs and the lock holder."""
     with guarded("state show", output):
@@ -30,7 +22,6 @@ def show(config: Path = CONFIG_ARGUMENT, output: OutputFormat = OUTPUT_OPTION) -
         finish(show_state(StateOptions(config)), output, view.show)
 
 
-@state_app.command()
 def unlock(
     config: Path = CONFIG_ARGUMENT,
     force: bool = typer.Option(False, "--force", help="Really break the lock (make sure its run is gone)."),
@@ -44,7 +35,6 @@ def unlock(
         finish(unlock_state(StateOptions(config, force=force)), output, view.show_unlock)
 
 
-@state_app.command()
 def forget(
     config: Path = CONFIG_ARGUMENT,
     address: str = typer.Argument(

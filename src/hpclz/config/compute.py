@@ -27,13 +27,19 @@ DEFAULT_HPC_IMAGE = "microsoft-dsvm:ubuntu-hpc:2204:latest"
 class CycleCloud(StrictModel):
     """Azure CycleCloud runs the Slurm cluster. Versions are pinned: an upgrade is a deliberate change."""
 
-    version: str = Field(default="8.7.1", pattern=r"^\d+\.\d+\.\d+$", json_schema_extra=policy("replace"))
-    slurm_project_version: str = Field(
-        default="3.0.11", pattern=r"^\d+\.\d+\.\d+$", json_schema_extra=policy("replace")
-    )
-    slurm_version: str = Field(default="23.11.10-2", pattern=r"^\d+\.\d+\.\d+(-\d+)?$")
+    version: str = Field(default="8.9.1", pattern=r"^\d+\.\d+\.\d+$", json_schema_extra=policy("replace"))
+    slurm_project_version: str = Field(default="4.0.9", pattern=r"^\d+\.\d+\.\d+$", json_schema_extra=policy("replace"))
+    slurm_version: str = Field(default="25.11.5", pattern=r"^\d+\.\d+\.\d+(-\d+)?$")
     vm_size: str = Field(default="Standard_D4as_v5", pattern=VM_SIZE_PATTERN, json_schema_extra=policy("replace"))
-    image: str = Field(default="almalinux:almalinux-x86_64:8-gen2:latest", pattern=IMAGE_URN_PATTERN)
+    image: str | None = Field(
+        default=None,
+        pattern=IMAGE_URN_PATTERN,
+        description=(
+            "Unset: Microsoft's CycleCloud Marketplace image of `version` "
+            "(azurecyclecloud:azure-cyclecloud:cyclecloud8-gen2:<its image version>), as CCWS deploys it."
+        ),
+        json_schema_extra=policy("replace"),
+    )
 
 
 class NodeRole(StrictModel):

@@ -16,8 +16,8 @@ from pydantic import Field
 from hpclz.config.base import Guid, StrictModel, policy
 from hpclz.config.compute import IMAGE_URN_PATTERN, VM_SIZE_PATTERN
 
-# Ubuntu 22.04: cyclecloud-slurm 3.0.11 publishes its Slurm packages for jammy and focal only
-# (Azure/cyclecloud-slurm@b26ab06:slurm/install/ubuntu.sh picks slurm-ubuntu-jammy or slurm-ubuntu-focal), and the
+# Ubuntu 22.04: cyclecloud-slurm 4.0.9 publishes its Slurm packages for noble, jammy and focal
+# (Azure/cyclecloud-slurm@50e6739:azure-slurm-install/ubuntu.sh:72-77), and the
 # portal runs the same Slurm client as the cluster; Open OnDemand 4.1 supports 22.04 (cyclecloud-open-ondemand
 # README, "Supported OS").
 DEFAULT_PORTAL_IMAGE = "Canonical:0001-com-ubuntu-server-jammy:22_04-lts-gen2:latest"

@@ -183,12 +183,12 @@ def applied_config(state: StateDocument | None) -> LandingZoneConfig | None:
 
 def refresh_changeset(loaded: LoadedConfig, changes: ChangeSet, state: Any, *, only: bool = False) -> None:
     """Read the recorded resources back from Azure and add what drifted (`only`: nothing but the drift)."""
-    from hpclz.azure.errors import azure_errors
-    from hpclz.deploy.refresh import attach_drift, read_back
-
     if state is None or not state.resources:
         changes.refreshed = True  # nothing recorded, nothing to read: no credentials needed
         return
+    from hpclz.azure.errors import azure_errors
+    from hpclz.deploy.refresh import attach_drift, read_back
+
     try:
         with azure_errors(f"refresh: reading the {len(state.resources)} resources recorded in state back from Azure"):
             live = read_back(_arm(loaded), state)

@@ -130,6 +130,20 @@ class ClusterLine(BaseModel):
         return f"{count} ({', '.join(extras)})" if extras else count
 
 
+class StackUpgrade(BaseModel):
+    """A change of the CycleCloud / cyclecloud-slurm / Slurm triple as Slurm's upgrade rules allow it."""
+
+    source: str = Field(
+        description="The triple in state, e.g. CycleCloud 8.7.1 + cyclecloud-slurm 3.0.11 + Slurm 24.05.4-2"
+    )
+    target: str = Field(description="The triple in the config.")
+    allowed: bool = Field(description="False: the config skips past Slurm's compatibility window, or goes back.")
+    reason: str = ""
+    road: list[str] = Field(default_factory=list, description="Triples to deploy in order, ending with the target.")
+    steps: list[str] = Field(default_factory=list, description="Ordered steps of the next deploy (allowed only).")
+    source_doc: str = ""
+
+
 class Summary(BaseModel):
     add: int = 0
     change: int = 0
@@ -180,6 +194,9 @@ class ChangeSet(BaseModel):
     cluster: list[ClusterLine] = Field(
         default_factory=list,
         description="The scheduler, login nodes and partitions CycleCloud creates, with their change verdicts.",
+    )
+    stack_upgrade: StackUpgrade | None = Field(
+        default=None, description="The triple changes: its ordered steps, or why the change is refused."
     )
 
     @property

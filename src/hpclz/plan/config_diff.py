@@ -19,6 +19,7 @@ from hpclz.config.base import UPDATE_POLICY
 from hpclz.config.root import LandingZoneConfig
 from hpclz.plan import policies
 from hpclz.plan.changeset import Action, ConfigChange, Policy, Verdict
+from hpclz.plan.upgrade import annotate, stack_upgrade
 
 TAG_KEYS = ("mode", "backend")
 _NEW_LZ = "create a new landing zone (new config and state) and move workloads to it"
@@ -125,6 +126,7 @@ def config_changes(before: dict[str, Any], config: LandingZoneConfig) -> list[Co
         shape = policies.wildcard(change.path)
         if shape in EVALUATORS and change.kind is Action.MODIFY:
             change.verdict = EVALUATORS[shape](change.before, change.after, after)
+    annotate(out, stack_upgrade(before, after))
     return out
 
 

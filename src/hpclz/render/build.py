@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hpclz.config.root import LandingZoneConfig
-from hpclz.render import accounting, audit, backup, components, flowlogs, monitoring, policy, portal, storage
+from hpclz.render import accounting, audit, backup, components, flowlogs, limits, monitoring, policy, portal, storage
 from hpclz.render.arm import RG_TEMPLATE_SCHEMA, SUBSCRIPTION_TEMPLATE_SCHEMA
 from hpclz.render.engine import render_json
 from hpclz.render.model import Deployment, DeploymentPlan, Scope, canonical_json
@@ -132,7 +132,7 @@ def build_plan(config: LandingZoneConfig) -> DeploymentPlan:
     enabled = [c for c in COMPONENTS if c.enabled(zone)]
     present = {c.name for c in enabled}
     deployments = [_deployment(zone, c, present) for c in enabled]
-    return DeploymentPlan(
+    plan = DeploymentPlan(
         landing_zone=config.metadata.name,
         environment=config.metadata.environment.value,
         location=config.metadata.location,
@@ -140,6 +140,9 @@ def build_plan(config: LandingZoneConfig) -> DeploymentPlan:
         config_hash=config_hash(config),
         deployments=deployments,
     )
+    # A plan Azure would refuse for its size never leaves render (hpclz.render.limits).
+    limits.check(limits.measure(plan))
+    return plan
 
 
 def _deployment(zone: Zone, component: Component, present: set[str]) -> Deployment:

@@ -32,15 +32,6 @@ from hpclz.render.zone import LOCKER_IDENTITY, ZONE_TAG, Zone
 
 CUSTOM_DATA_LIMIT = 65535  # bytes before base64 (Microsoft.Compute osProfile.customData)
 USER_DATA_LIMIT = 65536  # base64 characters: "the size can't exceed 64 KB" (learn.microsoft.com, VM user data)
-# Pinned so a node built next month matches one built today; change deliberately. enroot and pyxis are pinned to
-# the commits their tags name (git rev-parse v3.5.0^{commit} in NVIDIA/enroot, v0.20.0^{commit} in NVIDIA/pyxis),
-# which the node checks after cloning: NVIDIA publishes no SHA-256 for enroot's release packages.
-VERSIONS = {
-    "enroot": "3.5.0",
-    "enroot_commit": "c7dc4a6b66e817af5ceb7d5315850696067b3f80",
-    "pyxis": "0.20.0",
-    "pyxis_commit": "424563865a491f2d8f3c396a095d18db81f1fb07",
-}
 CREDENTIALS = "hpclz"
 # The CycleCloud VM's tag that carries "<sha256>/<file name>" of the hpclz wheel in the locker (hpclz-cluster-sync).
 WHEEL_TAG = "hpclz-wheel"
@@ -255,7 +246,6 @@ def node_script(zone: Zone, partition: Partition, mounts: list[dict[str, Any]]) 
         identity=_compute_identity(zone),
         metrics=node_metrics(zone, _compute_identity(zone), partition.vm_size),
         scratch=_scratch(zone, partition),
-        versions=VERSIONS,
         events={"drain_on": sorted(events.drain_on), "requeue_jobs": events.requeue_jobs} if events.enabled else None,
     )
 
@@ -296,7 +286,6 @@ def cluster_files(zone: Zone) -> dict[str, str]:
         arrays=arrays,
         scheduler_script=render_text(
             "cloud-init/scheduler.sh.j2",
-            versions=VERSIONS,
             mounts=mounts,
             identity=_compute_identity(zone),
             metrics=node_metrics(zone, _compute_identity(zone)),
@@ -321,6 +310,7 @@ def cluster_files(zone: Zone) -> dict[str, str]:
         login_an=accelerated(zone, config.compute.login.vm_size),
         shared=shared_mounts(zone),
         accounting=accounting_settings(zone),
+        terminate=any(m["kind"] == "lustre" for m in mounts) or zone.config.maintenance.scheduled_events.enabled,
     )
     parameters = {
         "Credentials": CREDENTIALS,
@@ -349,6 +339,7 @@ def cluster_files(zone: Zone) -> dict[str, str]:
         "LockerAuthMode": "ManagedIdentity",
         "LockerIdentity": _identity_list(zone, [LOCKER_IDENTITY]),
     }
+    lookups = account_lookups(zone)
     files = {
         "slurm-cluster.txt": template,
         "slurm-params.json": json.dumps(parameters, indent=2, sort_keys=True) + "\n",
@@ -357,10 +348,49 @@ def cluster_files(zone: Zone) -> dict[str, str]:
     secrets = accounting_secrets(zone)
     if secrets:
         files["secret-parameters.json"] = json.dumps(secrets, indent=2, sort_keys=True) + "\n"
-    lookups = arm_parameters(zone)
     if lookups:
-        files["arm-parameters.json"] = json.dumps(lookups, indent=2, sort_keys=True) + "\n"
+        files["account-lookups.json"] = json.dumps(lookups, indent=2, sort_keys=True) + "\n"
+    parameter_lookups = arm_parameters(zone)
+    if parameter_lookups:
+        files["arm-parameters.json"] = json.dumps(parameter_lookups, indent=2, sort_keys=True) + "\n"
     return files
+
+
+def account_lookups(zone: Zone) -> dict[str, dict[str, str]]:
+    """Account fields hpclz-cluster-sync reads from ARM before it creates the account: the client ID of the identity
+    that holds CycleCloud's roles (the scheduler identity, hpclz.render.roles), so that CycleCloud orchestrates with
+    that identity and not with another one the VM carries. "When you use a System Assigned Managed Identity, leave
+    the ClientID field blank. But when you use CycleCloud with a User-Assigned Managed Identity, set the ClientID to
+    the ClientID of the specific Managed Identity you want for cluster orchestration"
+    (learn.microsoft.com/azure/cyclecloud/how-to/managed-identities, "CycleCloud VM permissions with managed
+    identity"); the account record's ClientID field is AzureRMApplicationId, next to AzureRMUseManagedIdentity
+    (Azure/cyclecloud-slurm-workspace@bc0fc1b:bicep/files-to-load/cyclecloud_install.py:155-171). Without a
+    scheduler identity no role is granted to any identity of the server, and the field stays out."""
+    if not zone.config.identity.managed_identities.scheduler:
+        return {}
+    type_ = "Microsoft.ManagedIdentity/userAssignedIdentities"
+    identity = _node_identity(zone, "scheduler")
+    return {
+        "AzureRMApplicationId": {
+            "identity": identity,
+            "resource": identity,
+            "api": API_VERSIONS[type_],
+            "field": "properties.clientId",
+            "path": "identity.managed_identities.scheduler",
+        }
+    }
+
+
+# cyclecloud-slurm's released project: CycleCloud fetches a project from its GitHub release page
+# (`cyclecloud project fetch <url> <dir>`, as CCWS's create_cc_param.py does for each cluster-init spec,
+# Azure/cyclecloud-slurm-workspace@bc0fc1b:bicep/files-to-load/create_cc_param.py) and uploads it to the locker.
+SLURM_RELEASES = "https://github.com/Azure/cyclecloud-slurm/releases/"
+
+
+def project_source(zone: Zone) -> str:
+    """The release hpclz-cluster-sync fetches and uploads. In userData, so a new cyclecloud-slurm release reaches
+    the server without recreating it."""
+    return SLURM_RELEASES + zone.config.compute.cyclecloud.slurm_project_version
 
 
 def cluster_name(zone: Zone) -> str:
@@ -398,13 +428,17 @@ def user_data_document(zone: Zone, files: dict[str, str]) -> str:
         document["secret_parameters"] = files["secret-parameters.json"]
     if "arm-parameters.json" in files:
         document["arm_parameters"] = files["arm-parameters.json"]
+    if "account-lookups.json" in files:
+        document["account_lookups"] = files["account-lookups.json"]
+    document["project"] = project_source(zone)
     return dumps(document)
 
 
 def user_data(document: str) -> str:
-    encoded = base64.b64encode(document.encode()).decode()
-    if len(encoded) > USER_DATA_LIMIT:
-        encoded = base64.b64encode(gzip.compress(document.encode(), compresslevel=9, mtime=0)).decode()
+    """Always gzip-compressed (fixed mtime, byte-identical across runs): the cluster definition grows with every
+    partition, and plain it came within 15 % of the limit in a preset; compressed, each keeps most of its 64 KB
+    free (`hpclz render` reports the headroom, hpclz.render.limits)."""
+    encoded = base64.b64encode(gzip.compress(document.encode(), compresslevel=9, mtime=0)).decode()
     if len(encoded) > USER_DATA_LIMIT:
         raise HpclzError(
             f"compute.partitions: the CycleCloud cluster definition is {len(encoded)} base64 characters compressed, "

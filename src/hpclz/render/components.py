@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from hpclz.catalog.versions import CYCLECLOUD_IMAGE, marketplace_image
+from hpclz.config.compute import CycleCloud
 from hpclz.config.identity import secret_parameter_name
 from hpclz.errors import ExitCode, HpclzError
 from hpclz.naming import CYCLECLOUD_LABEL
@@ -64,11 +66,41 @@ def identity(zone: Zone) -> dict[str, Any]:
     return {"assignments": assignments(zone, "management"), "identity_path": identity_path}
 
 
+def cyclecloud_image(cc: CycleCloud, vm_name: str) -> dict[str, Any]:
+    """The CycleCloud server's image as CCWS deploys it (Azure/cyclecloud-slurm-workspace@bc0fc1b:bicep/ccw.bicep:
+    121-149, bicep/vm.bicep:46-50,59-70): Microsoft's Marketplace image of the pinned release, with its purchase plan
+    (publisher, product, name = the URN's first three parts) and its data disk created from the image
+    (`FromImage`, Premium_LRS, ReadWrite caching) for the azurecyclecloud publisher. A config-given URN of
+    another publisher keeps CCWS's other branch: no plan unless the image is azurecyclecloud's, an empty 128 GB disk."""
+    urn = cc.image or marketplace_image(cc.version)
+    if urn is None:  # HPCLZ-CMP-017 refuses such a version before render is asked
+        raise HpclzError(
+            f"compute.cyclecloud.version: no CycleCloud image is known for {cc.version}; set compute.cyclecloud.image",
+            exit_code=ExitCode.CONFIG_INVALID,
+        )
+    publisher, offer, sku, version = urn.split(":")
+    ours = publisher == CYCLECLOUD_IMAGE[0]
+    disk: dict[str, Any] = {
+        "name": f"{vm_name}-datadisk0",
+        "lun": 0,
+        "createOption": "FromImage" if ours else "Empty",
+        "caching": "ReadWrite",
+        "managedDisk": {"storageAccountType": "Premium_LRS"},
+    }
+    if not ours:
+        disk["diskSizeGB"] = 128
+    return {
+        "reference": {"publisher": publisher, "offer": offer, "sku": sku, "version": version},
+        "plan": {"publisher": publisher, "product": offer, "name": sku} if ours else None,
+        "data_disks": [disk],
+    }
+
+
 def compute(zone: Zone) -> dict[str, Any]:
     files = cluster_files(zone)
     cloud_config = server_cloud_config(zone)
     document = user_data_document(zone, files)
-    publisher, offer, sku, version = zone.config.compute.cyclecloud.image.split(":")
+    image = cyclecloud_image(zone.config.compute.cyclecloud, zone.names.cyclecloud_vm())
     has_identity = zone.config.identity.managed_identities.scheduler
     agent = vm_agent(zone)
     server = {
@@ -77,7 +109,9 @@ def compute(zone: Zone) -> dict[str, Any]:
         "nic": zone.names.name("network_interface", CYCLECLOUD_LABEL),
         "accelerated": accelerated(zone, zone.config.compute.cyclecloud.vm_size),
         "identity": expr(zone.identity_id("scheduler")) if has_identity else None,
-        "image": {"publisher": publisher, "offer": offer, "sku": sku, "version": version},
+        "image": image["reference"],
+        "plan": image["plan"],
+        "data_disks": image["data_disks"],
         "custom_data": custom_data(cloud_config),
         "user_data": user_data(document),
         # string(...), not a bare reference: offline plans resolve `[parameters('x')]` to its default, and this value

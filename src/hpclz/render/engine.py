@@ -19,6 +19,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined, TemplateError
 
 from hpclz.errors import ExitCode, HpclzError
 from hpclz.package_data import templates_dir
+from hpclz.render.bytecode import template_code_cache
 
 
 class Safe(str):
@@ -94,6 +95,7 @@ def environment(root: Path | None = None) -> Environment:
         trim_blocks=True,
         lstrip_blocks=True,
         finalize=_finalize,
+        bytecode_cache=template_code_cache(),  # compiled once per template, hpclz and Jinja version (bytecode.py)
     )
     env.filters["j"] = to_json
     env.filters["sh"] = to_shell

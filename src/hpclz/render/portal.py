@@ -50,7 +50,7 @@ MICROSOFT_KEY = {
     "url": "https://packages.microsoft.com/keys/microsoft.asc",
     "fingerprint": "BC528686B50D79E339D3721CEB3E94ADBE1229CF",
 }
-# cyclecloud-slurm's Slurm packages for Ubuntu 22.04 (Azure/cyclecloud-slurm@b26ab06:slurm/install/ubuntu.sh).
+# cyclecloud-slurm's Slurm packages for Ubuntu 22.04 (Azure/cyclecloud-slurm@50e6739:azure-slurm-install/ubuntu.sh:75).
 SLURM_REPO = "https://packages.microsoft.com/repos/slurm-ubuntu-jammy/"
 # The uid/gid cyclecloud-slurm gives munge and slurm on every node (install.py defaults), so files on /sched match.
 IDS = {"slurm": 11100, "munge": 11101}

@@ -78,6 +78,7 @@ class Rule(ABC, Generic[Ctx]):
             column=column,
             fix=fix or self.fix,
             docs=self.docs(),
+            repeats=self.repeats,
         )
 
 

@@ -15,6 +15,7 @@ from hpclz.errors import ExitCode, HpclzError
 from hpclz.findings import Finding, Severity
 from hpclz.output import CommandResult, ResultBody
 from hpclz.render.build import build_plan
+from hpclz.render.limits import LimitUse
 from hpclz.render.model import DeploymentPlan
 from hpclz.services.validate import check_config
 
@@ -38,6 +39,9 @@ class RenderResult(ResultBody):
         description="Config the templates deliberately leave out, and why; with --diagram, why no image was drawn.",
     )
     template_format: str = Field(default="arm", description="arm (ARM JSON) or bicep (main.bicep and modules).")
+    limits: list[LimitUse] = Field(
+        default_factory=list, description="Each VM payload and template measured against its Azure limit."
+    )
 
     @property
     def ok(self) -> bool:
@@ -57,6 +61,7 @@ class RenderResult(ResultBody):
             "gates_not_run": self.gates_not_run,
             "gates_cached": self.gates_cached,
             "notes": self.notes,
+            "limits": [{**u.model_dump(), "headroom_pct": u.headroom_pct} for u in self.limits],
         }
 
 
@@ -79,6 +84,7 @@ def render(opts: RenderOptions) -> CommandResult[RenderResult]:
 
 def _render(path: str | Path, out_dir: Path, *, diagram: bool, gates: bool, template_format: str) -> RenderResult:
     from hpclz.render.diagram import diagram_files, images_note, render_images
+    from hpclz.render.limits import measure
     from hpclz.render.writer import write_plan
 
     _checked_format(template_format)  # before anything is read or written
@@ -108,6 +114,7 @@ def _render(path: str | Path, out_dir: Path, *, diagram: bool, gates: bool, temp
         gates_cached=gated.cached,
         notes=notes,
         template_format=template_format,
+        limits=measure(plan),
     )
 
 

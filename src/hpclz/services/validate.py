@@ -13,8 +13,8 @@ from hpclz.config.loader import LoadedConfig, load_config
 from hpclz.errors import ConfigError, ConfigProblem, ExitCode, HpclzError
 from hpclz.findings import Finding, Severity, count_by_severity
 from hpclz.output import CommandResult, ResultBody
-from hpclz.registry import CONFIG_RULES, all_rules
 from hpclz.rules.base import run_rules
+from hpclz.rules.config import CONFIG_RULES
 from hpclz.rules.context import ConfigContext
 
 
@@ -47,7 +47,13 @@ def refuse_unknown_suppressions(loaded: LoadedConfig, suppress: Iterable[str]) -
     """A misspelt ID would silently suppress nothing, so unknown IDs are refused where they were written.
 
     Every registered rule counts as known, live preflight rules included: a config may silence them for deploy.
+    The registry (every rule family, verify and live checks included) is read only when something is suppressed.
     """
+    suppress = list(suppress)
+    if not loaded.config.suppress and not suppress:
+        return
+    from hpclz.registry import all_rules
+
     known = {r.id for r in all_rules()}
     problems = []
     for i, rule_id in enumerate(loaded.config.suppress):

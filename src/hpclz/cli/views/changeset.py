@@ -185,6 +185,7 @@ def print_changeset(out: Console, cs: ChangeSet, *, show_noise: bool = False, st
     out.print(f"[bold]hpclz plan[/] {escape(cs.landing_zone)}-{escape(cs.environment)} ({cs.mode}, against {against})")
     _config_section(out, cs)
     _cluster_section(out, cs)
+    _upgrade_section(out, cs)
     _drift_section(out, cs, show_noise)
     changed = cs.changed_resources
     if not changed and not cs.config_changes and not cs.drift:
@@ -233,6 +234,21 @@ def _cluster_section(out: Console, cs: ChangeSet) -> None:
     out.print(f"\nCluster (CycleCloud creates these nodes from the cluster template{note}):")
     for line in cs.cluster:
         out.print("\n".join(cluster_line(line)), highlight=False)
+
+
+def _upgrade_section(out: Console, cs: ChangeSet) -> None:
+    up = cs.stack_upgrade
+    if up is None:
+        return
+    out.print(f"\nStack upgrade: {escape(up.source)} -> {escape(up.target)}")
+    if not up.allowed:
+        out.print(f"  [bold red]NOT ALLOWED: {escape(up.reason)}[/]")
+        if up.road:
+            out.print("  Deploy one triple at a time, in this order:")
+            out.print("\n".join(f"    {n}. {escape(t)}" for n, t in enumerate(up.road, start=1)))
+        return
+    out.print(f"  [dim]{escape(up.reason)} ({escape(up.source_doc)}); in this order:[/]")
+    out.print("\n".join(f"    {escape(step)}" for step in up.steps))
 
 
 def _print_resources(out: Console, resources: list[ResourceChange], show_noise: bool) -> None:

@@ -20,11 +20,8 @@ def shown(findings: list[Finding]) -> tuple[list[Finding], list[str]]:
 
     if is_verbose():
         return findings, []
-    from hpclz.registry import all_rules
-
-    repeating = {rule.id for rule in all_rules() if rule.repeats}
-    hidden = sorted({f.rule_id for f in findings if f.rule_id in repeating})
-    return [f for f in findings if f.rule_id not in repeating], hidden
+    hidden = sorted({f.rule_id for f in findings if f.repeats})
+    return [f for f in findings if not f.repeats], hidden
 
 
 def hidden_note(hidden: list[str]) -> str:

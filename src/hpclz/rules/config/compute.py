@@ -6,7 +6,7 @@ from collections import Counter
 from collections.abc import Iterable
 
 from hpclz.catalog.quota import quota_needs
-from hpclz.catalog.versions import SUPPORTED_CLUSTER_VERSIONS, describe_supported
+from hpclz.catalog.versions import CURRENT, describe_supported, find, renderable, slurm_major
 from hpclz.config.compute import ExistingAccounting, NewAccounting
 from hpclz.config.identity import NewKeyVault
 from hpclz.findings import Finding, Severity
@@ -353,37 +353,73 @@ class AccountingNeedsSchedulerIdentity(Rule[ConfigContext]):
 
 class SupportedClusterVersions(Rule[ConfigContext]):
     """CycleCloud, cyclecloud-slurm and Slurm ship as a strict triple: an unlisted Slurm build leaves the nodes
-    without Slurm (Azure/cyclecloud-slurm-workspace#141 and #346; Azure/cyclecloud-slurm@b26ab06:project.ini)."""
+    without Slurm (Azure/cyclecloud-slurm-workspace#141 and #346). hpclz renders only the rows of
+    `hpclz.catalog.versions.STACK` it can build (current and stepping stone, each with its source); the older rows
+    are upgrade sources that `hpclz plan` walks from, never a target."""
 
     id = "HPCLZ-CMP-017"
     severity = Severity.ERROR
     title = "CycleCloud, cyclecloud-slurm and Slurm versions are not a supported triple"
-    fix = "Use compute.cyclecloud {version: 8.7.1, slurm_project_version: 3.0.11, slurm_version: 23.11.10-2}."
+    fix = (
+        f"Use compute.cyclecloud {{version: {CURRENT.cyclecloud}, slurm_project_version: {CURRENT.project}, "
+        f"slurm_version: {CURRENT.slurm}}}; `hpclz plan` lists the upgrade steps from a deployed older triple."
+    )
 
     def check(self, ctx: ConfigContext) -> Iterable[Finding]:
         cc = ctx.config.compute.cyclecloud
         where = ("compute", "cyclecloud")
-        projects = SUPPORTED_CLUSTER_VERSIONS.get(cc.version)
-        if projects is None:
+        row = find(cc.version, cc.slurm_project_version, cc.slurm_version)
+        if row is not None and row.renderable:
+            return
+        if row is not None:
             yield self.finding(
-                ctx, (*where, "version"), f"CycleCloud {cc.version} is not one hpclz supports ({describe_supported()})"
+                ctx,
+                (*where, "version"),
+                f"{row.describe()} is only an upgrade source (Slurm {slurm_major(row.slurm)} is past SchedMD "
+                f"support); hpclz renders {describe_supported()}",
             )
             return
-        builds = projects.get(cc.slurm_project_version)
-        if builds is None:
-            yield self.finding(
-                ctx,
-                (*where, "slurm_project_version"),
-                f"cyclecloud-slurm {cc.slurm_project_version} is not supported with CycleCloud {cc.version} "
-                f"({describe_supported()})",
-            )
-        elif cc.slurm_version not in builds:
-            yield self.finding(
-                ctx,
-                (*where, "slurm_version"),
-                f"cyclecloud-slurm {cc.slurm_project_version} ships Slurm {' and '.join(builds)}, "
-                f"not {cc.slurm_version}",
-            )
+        field = _first_unknown(cc.version, cc.slurm_project_version)
+        yield self.finding(
+            ctx,
+            (*where, field),
+            f"CycleCloud {cc.version} + cyclecloud-slurm {cc.slurm_project_version} + Slurm {cc.slurm_version} is "
+            f"not a triple hpclz supports ({describe_supported()})",
+        )
+
+
+def _first_unknown(cyclecloud: str, project: str) -> str:
+    """The field to point at: the first one no renderable row matches with the fields before it."""
+    rows = renderable()
+    if not any(r.cyclecloud == cyclecloud for r in rows):
+        return "version"
+    if not any(r.cyclecloud == cyclecloud and r.project == project for r in rows):
+        return "slurm_project_version"
+    return "slurm_version"
+
+
+class ContainersComeWithTheProject(Rule[ConfigContext]):
+    """cyclecloud-slurm 4.0.x installs enroot and pyxis and configures them (per-user paths, the plugstack include)
+    on every Ubuntu and AlmaLinux 8 node, with no setting to leave them out
+    (Azure/cyclecloud-slurm@50e6739:azure-slurm-install/install.py:929-997, called at :726 for every role by
+    complete_install, :481-487). A partition that asks for no containers would still get them: say so instead of
+    pretending."""
+
+    id = "HPCLZ-CMP-060"
+    severity = Severity.ERROR
+    title = "Containers cannot be switched off on a cyclecloud-slurm 4.0 partition"
+    fix = "Set compute.partitions[].containers to {enroot: true, pyxis: true} (or drop it): the project installs both."
+
+    def check(self, ctx: ConfigContext) -> Iterable[Finding]:
+        for i, p in enumerate(ctx.config.compute.partitions):
+            for name in ("enroot", "pyxis"):
+                if not getattr(p.containers, name):
+                    yield self.finding(
+                        ctx,
+                        (*PARTS, i, "containers", name),
+                        f"partition {p.name}: cyclecloud-slurm {ctx.config.compute.cyclecloud.slurm_project_version} "
+                        f"installs {name} on every node; it cannot be left out",
+                    )
 
 
 # learn.microsoft.com/azure/virtual-machines/sizes/gpu-accelerated/ndh100v5-series: "Due to increased GPU memory
@@ -454,6 +490,7 @@ COMPUTE_RULES: tuple[type[Rule[ConfigContext]], ...] = (
     NvmeScratchNeedsNvme,
     VerifyPartitionsExist,
     SupportedClusterVersions,
+    ContainersComeWithTheProject,
     CustomImageGeneration,
     CustomImageRegion,
     AccountingPasswordInVault,

@@ -6,7 +6,6 @@ from collections.abc import Iterable
 from datetime import datetime
 from itertools import pairwise
 
-from hpclz.cost.estimate import estimate
 from hpclz.findings import Finding, Severity
 from hpclz.rules.base import Rule
 from hpclz.rules.context import ConfigContext
@@ -320,6 +319,8 @@ class EstimateNearBudget(Rule[ConfigContext]):
         budget = ctx.config.budget
         if budget is None:
             return
+        from hpclz.cost.estimate import estimate  # its price models load only for a config with a budget
+
         est = estimate(ctx.config)
         share = est.total_usd / budget.monthly_usd
         if share <= BUDGET_WARN_SHARE:

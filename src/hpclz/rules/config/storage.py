@@ -249,6 +249,31 @@ class ScratchSourceAvailable(Rule[ConfigContext]):
             )
 
 
+class ScratchOnEveryPartition(Rule[ConfigContext]):
+    """With scratch on NVMe, storage.scratch.path exists only on partitions that build NVMe scratch
+    (templates/cloud-init/node.sh.j2 links it to the array): a job script that writes to it on any other partition
+    fails. A partition whose size has local NVMe disks (the SKU catalog's nvme_disks) and does not stripe them is
+    the config promising /scratch and the nodes not keeping the promise."""
+
+    id = "HPCLZ-STO-060"
+    severity = Severity.WARNING
+    title = "A partition gets no job scratch although its size has local NVMe disks"
+    fix = "Add nvme_scratch: {enabled: true} to the partition, so storage.scratch.path exists on its nodes too."
+
+    def check(self, ctx: ConfigContext) -> Iterable[Finding]:
+        if ctx.config.storage.scratch.source != "nvme":
+            return
+        for i, p in enumerate(ctx.config.compute.partitions):
+            sku = ctx.catalog.sku(p.vm_size)
+            if p.active_nvme_scratch is None and sku is not None and sku.nvme_disks > 0:
+                yield self.finding(
+                    ctx,
+                    ("compute", "partitions", i, "vm_size"),
+                    f"partition {p.name}: {p.vm_size} has {sku.nvme_disks} local NVMe disks but no nvme_scratch, "
+                    f"so {ctx.config.storage.scratch.path} does not exist on its nodes",
+                )
+
+
 class ProdCheckpointRedundancy(Rule[ConfigContext]):
     """Locally redundant storage keeps every copy in one datacenter; a production training run's checkpoints
     should survive a zone outage (ZRS or geo-redundant)."""
@@ -487,6 +512,7 @@ STORAGE_RULES: tuple[type[Rule[ConfigContext]], ...] = (
     StorageSubnetsPresent,
     NoPublicBlobAccess,
     ScratchSourceAvailable,
+    ScratchOnEveryPartition,
     ProdCheckpointRedundancy,
     MountPointsDistinct,
     NewFileSystemsNeedComputeIdentity,

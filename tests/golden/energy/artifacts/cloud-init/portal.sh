@@ -39,12 +39,14 @@ grep -q ' /shared nfs ' /etc/fstab || echo 'stenergynfsprodscuseb80.file.core.wi
 mountpoint -q /sched || mount /sched
 mountpoint -q /shared || mount /shared
 
-# The cluster's own Slurm build (23.11.10-2), from the repository cyclecloud-slurm installs it from.
+# The cluster's own Slurm build (25.11.5), from the repository and channel cyclecloud-slurm installs it
+# from, matched as it matches it: "${pkg}=${SLURM_VERSION}*" from the "stable" group
+# (Azure/cyclecloud-slurm@50e6739:azure-slurm-install/ubuntu.sh:80,104,133-136).
 fetch_key https://packages.microsoft.com/keys/microsoft.asc BC528686B50D79E339D3721CEB3E94ADBE1229CF /etc/apt/keyrings/microsoft.gpg
-echo 'deb [arch=amd64 signed-by=/etc/apt/keyrings/microsoft.gpg] https://packages.microsoft.com/repos/slurm-ubuntu-jammy/ insiders main' > /etc/apt/sources.list.d/hpclz-slurm.list
+echo 'deb [arch=amd64 signed-by=/etc/apt/keyrings/microsoft.gpg] https://packages.microsoft.com/repos/slurm-ubuntu-jammy/ stable main' > /etc/apt/sources.list.d/hpclz-slurm.list
 printf 'Package: slurm, slurm-*\nPin: origin "packages.microsoft.com"\nPin-Priority: 990\n' > /etc/apt/preferences.d/hpclz-slurm
 apt-get update
-apt-get install -y munge slurm-smd=23.11.10-2 slurm-smd-client=23.11.10-2
+apt-get install -y munge 'slurm-smd=25.11.5*' 'slurm-smd-client=25.11.5*'
 apt-mark hold slurm-smd slurm-smd-client
 
 # Joining waits for the scheduler to write its config under /sched, which may come after this boot: a unit that

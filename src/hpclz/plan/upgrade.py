@@ -1,0 +1,138 @@
+"""A change of the CycleCloud / cyclecloud-slurm / Slurm triple, as ordered steps or as a refusal.
+
+The road is `hpclz.catalog.versions.upgrade_path`: one deploy per hop, each hop within Slurm's compatibility window.
+A config that jumps past the window (Slurm 23.11 straight to 25.11), goes back, or names a triple the table does not
+know is refused, with the road to take instead. Within one hop the daemons go in Slurm's order: slurmdbd first, then
+slurmctld, then slurmd, then the clients (https://slurm.schedmd.com/upgrades.html; "If using the slurmdbd ... you
+must update this first", https://raw.githubusercontent.com/SchedMD/slurm/slurm-24.11/RELEASE_NOTES).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hpclz.catalog.versions import (
+    UPGRADES_GUIDE,
+    StackTriple,
+    find,
+    skew,
+    slurm_major,
+    upgrade_path,
+    window,
+)
+from hpclz.plan.changeset import Action, ConfigChange, Policy, StackUpgrade, Verdict, worst
+
+FIELDS = ("version", "slurm_project_version", "slurm_version")
+PATHS = tuple(f"compute.cyclecloud.{f}" for f in FIELDS)
+# The roll of one partition, as config_diff.ROLL words it for a node image.
+ROLL = "hpclz nodes roll CONFIG --partition {p} (running jobs finish first)"
+
+
+def _triple(data: dict[str, Any]) -> tuple[str, str, str] | None:
+    cc = data.get("compute", {}).get("cyclecloud", {})
+    values = tuple(str(cc.get(f, "")) for f in FIELDS)
+    return (values[0], values[1], values[2]) if all(values) else None
+
+
+def _describe(key: tuple[str, str, str]) -> str:
+    return f"CycleCloud {key[0]} + cyclecloud-slurm {key[1]} + Slurm {key[2]}"
+
+
+def stack_upgrade(before: dict[str, Any], after: dict[str, Any]) -> StackUpgrade | None:
+    """None when the triple is unchanged (or either side has none)."""
+    old_key, new_key = _triple(before), _triple(after)
+    if old_key is None or new_key is None or old_key == new_key:
+        return None
+    old, new = find(*old_key), find(*new_key)
+    common = {"source": _describe(old_key), "target": _describe(new_key), "source_doc": UPGRADES_GUIDE}
+    if old is None or new is None:
+        unknown = _describe(old_key if old is None else new_key)
+        return StackUpgrade(**common, allowed=False, reason=f"{unknown} is not in hpclz's table of triples")
+    road = upgrade_path(old, new)
+    if road is None or not new.renderable:
+        return StackUpgrade(**common, allowed=False, reason=_no_road(old, new))
+    if len(road) > 1:
+        return StackUpgrade(
+            **common,
+            allowed=False,
+            reason=_too_far(old, new),
+            road=[t.describe() for t in road],
+        )
+    partitions = [str(p.get("name")) for p in after.get("compute", {}).get("partitions", [])]
+    accounting = after.get("compute", {}).get("accounting", {}).get("mode", "disabled") != "disabled"
+    return StackUpgrade(
+        **common,
+        allowed=True,
+        reason=f"Slurm {slurm_major(old.slurm)} -> {slurm_major(new.slurm)} is within the window",
+        road=[new.describe()],
+        steps=_steps(old, new, partitions, accounting),
+    )
+
+
+def _too_far(old: StackTriple, new: StackTriple) -> str:
+    distance = skew(old.slurm, new.slurm)
+    return (
+        f"Slurm {slurm_major(old.slurm)} -> {slurm_major(new.slurm)} skips {distance} major releases; a Slurm "
+        f"{slurm_major(new.slurm)} daemon accepts the {window(new.slurm)} previous ones only"
+    )
+
+
+def _no_road(old: StackTriple, new: StackTriple) -> str:
+    if not new.renderable:
+        return f"{new.describe()} is an upgrade source only, never a target"
+    distance = skew(old.slurm, new.slurm)
+    if distance is not None and distance < 0:
+        return f"Slurm {old.slurm} -> {new.slurm} goes back a release: Slurm upgrades only forward"
+    return f"no road of supported triples leads from {old.describe()} to {new.describe()}"
+
+
+def _steps(old: StackTriple, new: StackTriple, partitions: list[str], accounting: bool) -> list[str]:
+    steps: list[str] = []
+    if old.cyclecloud != new.cyclecloud:
+        steps.append(
+            f"CycleCloud {old.cyclecloud} -> {new.cyclecloud}: hpclz deploy --replace "
+            "Microsoft.Compute/virtualMachines/<CycleCloud VM> recreates the server from Marketplace image version "
+            f"{new.image_version}; it imports the cluster again from userData with cyclecloud-slurm {new.project}"
+        )
+    elif old.project != new.project:
+        steps.append(
+            f"cyclecloud-slurm {old.project} -> {new.project}: hpclz deploy; hpclz-cluster-sync uploads the new "
+            "project and imports the cluster again"
+        )
+    if accounting:
+        steps.append(
+            f"slurmdbd {old.slurm} -> {new.slurm} first, on the scheduler: back up the accounting database, then "
+            "let slurmdbd convert it before anything else starts"
+        )
+    steps.append(
+        f"slurmctld {old.slurm} -> {new.slurm}, on the scheduler: back up StateSaveLocation, then restart the "
+        "scheduler node"
+    )
+    steps.extend(f"slurmd {old.slurm} -> {new.slurm} on partition {p}: {ROLL.format(p=p)}" for p in partitions)
+    steps.append(f"login nodes and clients {old.slurm} -> {new.slurm} last: restart the login nodes")
+    return [f"{n}. {text}" for n, text in enumerate(steps, start=1)]
+
+
+def annotate(changes: list[ConfigChange], upgrade: StackUpgrade | None) -> None:
+    """Give the triple's field changes the upgrade's verdict: refused, or the drain its steps need."""
+    if upgrade is None:
+        return
+    for change in changes:
+        if change.path not in PATHS or change.kind is not Action.MODIFY:
+            continue
+        if upgrade.allowed:
+            policy = worst([change.verdict.policy, Policy.DRAIN_PARTITION])
+            action = "; ".join(upgrade.steps)
+        else:
+            policy = Policy.NOT_ALLOWED
+            action = (
+                "deploy one triple at a time, in this order: " + " -> ".join(upgrade.road)
+                if upgrade.road
+                else "pick a triple hpclz supports (hpclz validate lists them)"
+            )
+        change.verdict = Verdict(
+            policy=policy,
+            reason=f"{upgrade.source} -> {upgrade.target}: {upgrade.reason}",
+            action_needed=action,
+            source=upgrade.source_doc,
+        )

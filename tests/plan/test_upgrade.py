@@ -1,0 +1,111 @@
+"""`hpclz plan` walks a triple upgrade as Slurm's upgrade guide orders it, and refuses a skip.
+
+https://slurm.schedmd.com/upgrades.html: slurmdbd first, then slurmctld, then slurmd and the clients; a Slurm 25.11
+daemon accepts 25.05, 24.11 and 24.05, so 23.11 must stop at 25.05 first.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+
+from hpclz.cli.views.changeset import print_changeset
+from hpclz.config.root import LandingZoneConfig
+from hpclz.plan.changeset import ChangeSet, Policy
+from hpclz.plan.config_diff import config_changes, config_snapshot
+from hpclz.plan.upgrade import PATHS, stack_upgrade
+from tests.plan.support import edited, preset
+
+OLD_2311 = ("8.7.1", "3.0.11", "23.11.10-2")
+OLD_2405 = ("8.7.1", "3.0.11", "24.05.4-2")
+STONE = ("8.9.0", "4.0.6", "25.05.5")
+CURRENT = ("8.9.1", "4.0.9", "25.11.5")
+
+
+def _on(triple: tuple[str, str, str]) -> LandingZoneConfig:
+    def edit(d: dict[str, Any]) -> None:
+        d["compute"]["cyclecloud"].update(
+            dict(zip(("version", "slurm_project_version", "slurm_version"), triple, strict=True))
+        )
+
+    return edited(preset("energy"), edit)
+
+
+def _plan(before: tuple[str, str, str], after: tuple[str, str, str]) -> ChangeSet:
+    old, new = _on(before), _on(after)
+    snapshot = config_snapshot(old)
+    changes = ChangeSet(mode="offline", landing_zone="energy", environment="prod")
+    changes.config_changes = config_changes(snapshot, new)
+    changes.stack_upgrade = stack_upgrade(snapshot, config_snapshot(new))
+    return changes
+
+
+def _text(changes: ChangeSet) -> str:
+    console = Console(width=400, no_color=True, record=True, force_terminal=False)
+    print_changeset(console, changes)
+    return console.export_text()
+
+
+def test_a_skip_past_the_window_is_refused_with_the_road() -> None:
+    changes = _plan(OLD_2311, CURRENT)
+    up = changes.stack_upgrade
+    assert up is not None and not up.allowed
+    assert "skips 4 major releases" in up.reason and "3 previous" in up.reason
+    assert up.road == [
+        "CycleCloud 8.9.0 + cyclecloud-slurm 4.0.6 + Slurm 25.05.5",
+        "CycleCloud 8.9.1 + cyclecloud-slurm 4.0.9 + Slurm 25.11.5",
+    ]
+    assert set(changes.blocked) == set(PATHS)
+    assert all(c.verdict.policy is Policy.NOT_ALLOWED for c in changes.config_changes if c.path in PATHS)
+    text = _text(changes)
+    assert "NOT ALLOWED: Slurm 23.11 -> 25.11 skips 4 major releases" in text
+    assert "1. CycleCloud 8.9.0 + cyclecloud-slurm 4.0.6 + Slurm 25.05.5" in text
+
+
+def _order(steps: list[str], *needles: str) -> list[int]:
+    return [next(i for i, s in enumerate(steps) if needle in s) for needle in needles]
+
+
+def test_walk_from_the_old_triple_one_hop_at_a_time() -> None:
+    first, second = _plan(OLD_2311, STONE), _plan(STONE, CURRENT)
+    for changes, old, new in ((first, "23.11.10-2", "25.05.5"), (second, "25.05.5", "25.11.5")):
+        up = changes.stack_upgrade
+        assert up is not None and up.allowed, up
+        assert changes.blocked == []
+        # energy keeps Slurm accounting: slurmdbd goes first, then slurmctld, every partition's slurmd, clients last.
+        dbd, ctld, slurmd, login = _order(
+            up.steps, f"slurmdbd {old} -> {new}", f"slurmctld {old} -> {new}", "slurmd ", "login nodes"
+        )
+        assert dbd < ctld < slurmd < login
+        partitions = [p.name for p in preset("energy").compute.partitions]
+        assert [s for s in up.steps if s.split(". ", 1)[1].startswith("slurmd ")] == [
+            s for s in up.steps if any(f"partition {p}:" in s for p in partitions)
+        ]
+        assert len([s for s in up.steps if "hpclz nodes roll" in s]) == len(partitions)
+        drained = [c for c in changes.config_changes if c.path in PATHS]
+        assert drained and all(c.verdict.policy.rank >= Policy.DRAIN_PARTITION.rank for c in drained)
+    assert "CycleCloud 8.7.1 -> 8.9.0" in first.stack_upgrade.steps[0]  # type: ignore[union-attr]
+    assert "Marketplace image version 8.9.020260513" in first.stack_upgrade.steps[0]  # type: ignore[union-attr]
+    assert "Slurm 25.05 -> 25.11 is within the window" in _text(second)
+
+
+def test_24_05_goes_straight_to_25_11() -> None:
+    up = _plan(OLD_2405, CURRENT).stack_upgrade
+    assert up is not None and up.allowed and up.road == ["CycleCloud 8.9.1 + cyclecloud-slurm 4.0.9 + Slurm 25.11.5"]
+
+
+def test_going_back_or_to_a_source_is_refused() -> None:
+    back = _plan(CURRENT, STONE).stack_upgrade
+    assert back is not None and not back.allowed and "goes back a release" in back.reason
+    source = _plan(STONE, OLD_2405).stack_upgrade
+    assert source is not None and not source.allowed and "upgrade source only" in source.reason
+
+
+def test_an_unknown_triple_is_refused() -> None:
+    up = _plan(("8.6.0", "3.0.9", "23.11.9-1"), CURRENT).stack_upgrade
+    assert up is not None and not up.allowed and "not in hpclz's table" in up.reason
+
+
+def test_no_triple_change_means_no_upgrade() -> None:
+    assert _plan(CURRENT, CURRENT).stack_upgrade is None

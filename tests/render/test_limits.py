@@ -1,0 +1,61 @@
+"""Azure's payload and template limits, measured on every preset and reported by `hpclz render`.
+
+customData 65,535 bytes and userData 64 KB (hpclz.render.cloudinit); a template 4 MB, a resource 1 MB, 800
+resources (learn.microsoft.com/azure/azure-resource-manager/templates/best-practices, "Template limits").
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from hpclz.errors import HpclzError
+from hpclz.render.limits import RESOURCE_BYTES, TEMPLATE_BYTES, TEMPLATE_RESOURCES, LimitUse, check, measure
+from tests.conftest import REPO
+from tests.render.conftest import preset_plan
+
+PRESETS = sorted(p.stem for p in (REPO / "configs").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("stem", PRESETS)
+def test_every_preset_keeps_headroom_on_every_limit(stem: str) -> None:
+    uses = measure(preset_plan(stem))
+    kinds = {(u.unit, u.limit) for u in uses}
+    assert ("bytes", TEMPLATE_BYTES) in kinds and ("resources", TEMPLATE_RESOURCES) in kinds
+    assert ("bytes", RESOURCE_BYTES) in kinds
+    payloads = [u for u in uses if u.what.endswith(("customData", "userData"))]
+    assert any(u.what.endswith("userData") for u in payloads) and any(u.what.endswith("customData") for u in payloads)
+    # The CycleCloud server's payloads keep at least half their limit free: a partition edit is never the one
+    # that crosses it (the issue found manufacturing's userData at 97 %).
+    for use in payloads:
+        assert use.headroom_pct >= 50, use.line()
+    for use in uses:
+        assert not use.over, use.line()
+
+
+def test_user_data_is_measured_as_azure_counts_it() -> None:
+    uses = {u.what: u for u in measure(preset_plan("manufacturing"))}
+    (user,) = [u for name, u in uses.items() if name.endswith("userData")]
+    assert user.compressed and user.uncompressed is not None and user.uncompressed > user.used
+    assert user.unit == "base64 characters" and user.limit == 65536
+
+
+def test_a_use_over_its_limit_is_refused_in_one_line() -> None:
+    over = LimitUse(what="compute template", used=TEMPLATE_RESOURCES + 1, limit=TEMPLATE_RESOURCES, unit="resources")
+    with pytest.raises(HpclzError) as caught:
+        check([over])
+    assert "compute template is 801 resources, over Azure's limit of 800" in str(caught.value)
+    assert "\n" not in str(caught.value)
+    check([over.model_copy(update={"used": TEMPLATE_RESOURCES})])  # at the limit is allowed
+
+
+def test_render_reports_the_headroom(tmp_path: Path) -> None:
+    from hpclz.services.render import RenderOptions, render
+
+    result = render(RenderOptions(config=REPO / "configs" / "energy.yaml", out_dir=tmp_path / "out", gates=False))
+    body = result.payload.json_body()
+    users = [u for u in body["limits"] if u["what"].endswith("userData")]
+    assert users and all(0 < u["headroom_pct"] < 100 for u in users)
+    assert json.dumps(body)  # the JSON envelope carries it
