@@ -26,6 +26,10 @@ if "HPCLZ_CACHE_DIR" not in os.environ:
 # SLURMDB_PASSWORD at deploy time, as an operator's shell holds it. Set for the session, not by an autouse
 # fixture, which would reorder every test's monkeypatch teardown.
 os.environ.setdefault("SLURMDB_PASSWORD", "slurmdb-Test-4b1d9e")
+# `hpclz plan` reads retail prices when its cache is stale; tests never reach the real host. Port 9 (discard) on
+# loopback has no listener here, so the read is refused at once and plan says it could not read prices. Tests of the
+# read itself serve a stand-in (tests/cost/test_retail.py) and pass its URL.
+os.environ.setdefault("HPCLZ_PRICES_ENDPOINT", "http://127.0.0.1:9/api/retail/prices")
 
 
 def require(condition: bool, what: str) -> None:

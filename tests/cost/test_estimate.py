@@ -92,7 +92,7 @@ def test_plan_prints_the_estimate_and_carries_it_in_json(
     assert est["partition_hours"] == 730 and est["unpriced_lines"] > 0 and est["total_usd"] > 0
     assert set(body) >= {"result"}
     unpriced = run_cli("plan", str(REPO / "configs" / "finance.yaml")).stdout  # westeurope: nothing sourced
-    assert "Total: unknown: no line has a price here; `hpclz prices refresh CONFIG`" in unpriced
+    assert "Total: unknown: no line with a charge has a price here; `hpclz prices refresh CONFIG`" in unpriced
 
 
 def test_deploy_refuses_above_the_budget_before_touching_azure(

@@ -151,3 +151,62 @@ def test_a_slow_or_endless_answer_stops_at_the_deadline_or_the_cap(
         refresh(load_config(AI).config, endpoint=base + PATH, cache=tmp_path, limits=Limits(1.0, 1024 * 1024))
     assert len(str(caught.value).splitlines()) == 1
     assert not (tmp_path / "eastus2.json").exists()
+
+
+def _plan_estimate(run_cli: RunCli, *args: str) -> dict[str, Any]:
+    result = run_cli("plan", AI, "-o", "json", *args)
+    assert result.exit_code == 0, result.stderr
+    estimate: dict[str, Any] = json.loads(result.stdout)["result"]["cost_estimate"]
+    return estimate
+
+
+def test_plan_reads_prices_itself_when_the_cache_is_missing_then_uses_the_fresh_cache(
+    run_cli: RunCli, api: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HPCLZ_PRICES_DIR", str(tmp_path / "prices"))
+    monkeypatch.chdir(tmp_path)
+    first = _plan_estimate(run_cli, "--prices-endpoint", api)
+    assert first["prices_from"] == "cache" and first["prices_note"].startswith("read current retail prices from")
+    assert RetailApi.seen and (tmp_path / "prices" / "eastus2.json").exists()
+    read = len(RetailApi.seen)
+    second = _plan_estimate(run_cli, "--prices-endpoint", api)
+    assert len(RetailApi.seen) == read  # a cache younger than a week is not read again
+    assert second["prices_note"].startswith("price cache read")
+
+
+def test_a_stale_cache_is_read_again(
+    run_cli: RunCli, api: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cache = tmp_path / "prices"
+    cache.mkdir()
+    (cache / "eastus2.json").write_text(json.dumps({"as_of": "2020-01-01", "prices": {}}), encoding="utf-8")
+    monkeypatch.setenv("HPCLZ_PRICES_DIR", str(cache))
+    monkeypatch.chdir(tmp_path)
+    estimate = _plan_estimate(run_cli, "--prices-endpoint", api)
+    assert RetailApi.seen and estimate["prices_as_of"] != "2020-01-01"
+    h100 = next(li for li in estimate["lines"] if "h100" in li["name"])
+    assert h100["unit_usd"] == 98.32 and api in h100["source"]
+
+
+def test_offline_reads_nothing(run_cli: RunCli, api: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HPCLZ_PRICES_DIR", str(tmp_path / "prices"))
+    monkeypatch.chdir(tmp_path)
+    estimate = _plan_estimate(run_cli, "--prices-endpoint", api, "--offline")
+    assert RetailApi.seen == [] and estimate["prices_from"] == "snapshot"
+    assert estimate["prices_note"].startswith("--offline: retail prices not read")
+    refused = run_cli("plan", AI, "--offline", "--what-if")
+    assert refused.exit_code == 1 and "--offline and --what-if contradict" in refused.stderr
+
+
+def test_an_unreachable_api_is_said_and_the_snapshot_stands(
+    run_cli: RunCli, api: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    RetailApi.status = 503
+    monkeypatch.setenv("HPCLZ_PRICES_DIR", str(tmp_path / "prices"))
+    monkeypatch.chdir(tmp_path)
+    estimate = _plan_estimate(run_cli, "--prices-endpoint", api)
+    assert estimate["prices_from"] == "snapshot"
+    assert estimate["prices_note"].startswith("could not read current retail prices (retail prices: ")
+    assert "answered HTTP 503" in estimate["prices_note"]
+    text = run_cli("plan", AI, "--prices-endpoint", api).stdout
+    assert "could not read current retail prices" in text

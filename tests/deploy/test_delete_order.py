@@ -9,8 +9,7 @@ from hpclz.azure.arm import Arm
 from hpclz.azure.clients import AzureClients
 from hpclz.azure.errors import sdk_error
 from hpclz.deploy.destroy import Action, Destroyer
-from hpclz.render.model import MANAGED_TAG
-from hpclz.render.zone import ENVIRONMENT_TAG, ZONE_TAG
+from hpclz.render.model import ENVIRONMENT_TAG, MANAGED_TAG, ZONE_TAG
 from hpclz.state.model import ResourceRecord, StateDocument
 from tests.support.arm_standin import ArmStandIn
 

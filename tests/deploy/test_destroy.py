@@ -5,8 +5,7 @@ from __future__ import annotations
 from hpclz.azure.arm import Arm
 from hpclz.azure.clients import AzureClients
 from hpclz.deploy.destroy import Action, Destroyer
-from hpclz.render.model import DATA_TAG, MANAGED_TAG
-from hpclz.render.zone import ZONE_TAG
+from hpclz.render.model import DATA_TAG, MANAGED_TAG, ZONE_TAG
 from hpclz.state.model import DeploymentRecord, DeploymentStatus, ResourceRecord, StateDocument
 from tests.support.arm_standin import ArmStandIn
 

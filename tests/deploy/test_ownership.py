@@ -16,8 +16,7 @@ from hpclz.azure.arm import Arm
 from hpclz.azure.clients import AzureClients
 from hpclz.deploy.destroy import Action, Destroyer
 from hpclz.deploy.ownership import parent_of, tag_refusal
-from hpclz.render.model import MANAGED_TAG
-from hpclz.render.zone import ENVIRONMENT_TAG, ZONE_TAG
+from hpclz.render.model import ENVIRONMENT_TAG, MANAGED_TAG, ZONE_TAG
 from hpclz.state.model import ResourceRecord, StateDocument
 from tests.conftest import REPO
 from tests.deploy.conftest import state_of

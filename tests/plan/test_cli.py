@@ -29,7 +29,7 @@ Run = Callable[..., CliResult]
 RESULT_KEYS = {
     "file", "state_location", "saved_to", "mode", "landing_zone", "environment", "state", "config_changes",
     "config_baseline", "resources", "ignored", "unsupported", "summary", "has_changes", "noise_filtered",
-    "worst_policy", "blocked", "data_loss",
+    "worst_policy", "blocked", "data_loss", "cluster", "quota", "cost_estimate",
 }  # fmt: skip
 
 

@@ -353,4 +353,4 @@ def test_printed_plan_tells_the_cost() -> None:
     assert "then hpclz nodes status CONFIG --partition gpu --wait SECONDS" in text
     assert "~ Microsoft.Compute/virtualMachines vm-energy-cc-prod-scus" in text
     assert "NOT ALLOWED" not in text
-    assert "Impact: after the re-import, run `azslurm scale` on the Slurm scheduler" in text
+    assert "Impact: Compute/virtualMachines vm-energy-cc-prod-scus: after the re-import, run `azslurm scale`" in text

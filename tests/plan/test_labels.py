@@ -129,3 +129,26 @@ def test_child_resources_are_labelled_by_their_full_name() -> None:
     assert resource_label("Microsoft.Network/virtualNetworks", "vnet1", top, None) == "vnet1"
     expression = "[resourceId('Microsoft.Network/privateEndpoints/privateDnsZoneGroups', 'a', 'b')]"
     assert resource_label("Microsoft.Network/privateEndpoints/privateDnsZoneGroups", "b", expression, None) == "b"
+
+
+def test_labels_are_unique_and_never_an_arm_expression() -> None:
+    """A diagnostic setting on three resources, a policy assignment in five groups: each line says where it sits;
+    a role assignment to a resource's own identity names the resource, not the template expression."""
+    config = preset("energy")
+    changes = offline_changeset(build_plan(config), None)
+    changes.unique_labels()
+    titles = [f"{r.type} {r.label or r.name}" for r in changes.resources]
+    assert len(titles) == len(set(titles)), sorted(t for t in titles if titles.count(t) > 1)
+    assert not [t for t in titles if "[" in t or "reference(" in t]
+    diag = sorted(r.label for r in changes.resources if r.type == "Microsoft.Insights/diagnosticSettings")
+    assert "hpclz-audit at subscription" in diag and any(d.startswith("hpclz-audit at kv-energy-") for d in diag)
+    assert any("identity of grafana amg-energy-" in (r.label or "") for r in changes.resources)
+
+
+def test_an_impact_line_names_what_it_is_about() -> None:
+    config = preset("ai-training")
+    changes = offline_changeset(build_plan(config), None)
+    changes.unique_labels()
+    text = _text(changes)
+    line = next(row for row in text.splitlines() if "agree it with the subscription's owner" in row)
+    assert line.startswith("Impact: Security/pricings ")  # the Defender plans it is about

@@ -37,14 +37,16 @@ def test_new_sign_in_settings_recreate_the_portal_not_the_cyclecloud_server() ->
     assert changes.blocked == []
 
 
-def test_the_cyclecloud_servers_boot_script_stays_not_allowed() -> None:
-    def upgrade(d: dict[str, Any]) -> None:
-        d["compute"]["cyclecloud"]["version"] = "8.7.2"
+def test_another_cyclecloud_release_replaces_the_server_from_its_marketplace_image() -> None:
+    """The server boots Microsoft's CycleCloud image of the pinned release (hpclz.catalog.versions.STACK), so
+    another release is another image: the VM is replaced, never edited in place."""
 
-    changes = _changes(upgrade)
+    def other_release(d: dict[str, Any]) -> None:
+        d["compute"]["cyclecloud"].update(version="8.9.0", slurm_project_version="4.0.6", slurm_version="25.05.5")
+
+    changes = _changes(other_release)
     server = next(r for r in changes.changed_resources if r.name == SERVER_VM)
-    assert server.verdict.policy is Policy.NOT_ALLOWED
-    assert f"Microsoft.Compute/virtualMachines {SERVER_VM}" in changes.blocked
+    assert (server.action, server.verdict.policy) == (Action.REPLACE, Policy.REPLACE)
 
 
 def test_a_new_portal_size_restarts_it_in_place() -> None:

@@ -85,8 +85,9 @@ def test_walk_from_the_old_triple_one_hop_at_a_time() -> None:
         assert len([s for s in up.steps if "hpclz nodes roll" in s]) == len(partitions)
         drained = [c for c in changes.config_changes if c.path in PATHS]
         assert drained and all(c.verdict.policy.rank >= Policy.DRAIN_PARTITION.rank for c in drained)
-    assert "CycleCloud 8.7.1 -> 8.9.0" in first.stack_upgrade.steps[0]  # type: ignore[union-attr]
-    assert "Marketplace image version 8.9.020260513" in first.stack_upgrade.steps[0]  # type: ignore[union-attr]
+    assert first.stack_upgrade is not None
+    assert "CycleCloud 8.7.1 -> 8.9.0" in first.stack_upgrade.steps[0]
+    assert "Marketplace image version 8.9.020260513" in first.stack_upgrade.steps[0]
     assert "Slurm 25.05 -> 25.11 is within the window" in _text(second)
 
 

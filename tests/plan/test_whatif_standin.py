@@ -107,12 +107,15 @@ def test_deploy_applies_a_saved_plan_once_then_refuses_it_as_stale(arm: ArmStand
     assert edited.exit_code == 1 and "the config changed since the plan was made" in edited.stderr
 
 
-def test_what_if_sends_secure_parameters_and_never_prints_them(arm: ArmStandIn, zone: Path, run_cli: Run) -> None:
+def test_what_if_sends_secure_parameters_and_never_prints_them(
+    arm: ArmStandIn, zone: Path, run_cli: Run, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # ARM refuses a what-if whose secureString parameters have no value ("The value for the template
     # parameter '...' is not provided."), exactly as it refuses the deployment itself.
     secret = "wi-S3cret-value-5521"
     # Beside the preset's own secret (Slurm accounting's database password, from SLURMDB_PASSWORD).
-    text = zone.read_text().replace("    secrets:\n", f"    secrets:\n      api-token: {secret}\n")
+    monkeypatch.setenv("WI_API_TOKEN", secret)  # a secret written in clear text is refused (HPCLZ-IDN-010)
+    text = zone.read_text().replace("    secrets:\n", "    secrets:\n      api-token: ${env:WI_API_TOKEN}\n")
     assert text != zone.read_text()
     zone.write_text(text)
     assert run_cli("deploy", str(zone), "--yes").exit_code == 0

@@ -61,6 +61,19 @@ def test_diagram_writes_mermaid_and_dot(run_cli: RunCli, tmp_path: Path) -> None
     assert dot.startswith('digraph "energy"') and "virtualMachines: vm-energy-cc-prod-scus" in dot
 
 
+def test_diagram_says_when_it_cannot_draw_an_image(
+    run_cli: RunCli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path / "no-tools"))  # no Graphviz `dot` on PATH
+    out = tmp_path / "d"
+    result = run_cli("render", ENERGY, "--out", str(out), "--no-gates", "--diagram")
+    assert result.exit_code == 0, result.stderr
+    assert "SVG and PNG not drawn: Graphviz `dot` is not on PATH" in result.stdout
+    assert (out / "diagram.dot").exists() and not (out / "diagram.svg").exists()
+    plain = run_cli("render", ENERGY, "--out", str(tmp_path / "e"), "--no-gates")
+    assert "Graphviz" not in plain.stdout  # no diagram asked, nothing to say
+
+
 def test_refuses_a_folder_it_did_not_write(run_cli: RunCli, tmp_path: Path) -> None:
     (tmp_path / "precious.txt").write_text("keep me", encoding="utf-8")
     result = run_cli("render", ENERGY, "--out", str(tmp_path), "--no-gates")

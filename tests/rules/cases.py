@@ -289,6 +289,7 @@ CASES: dict[str, list[Case]] = {
     "HPCLZ-IDN-008": [Case("ai-training", _set("identity.entra_login", False))],
     # energy names CycleCloud's Entra ID app; without it its groups reach no cluster node.
     "HPCLZ-IDN-009": [Case("energy", _set("identity.cyclecloud_entra", DELETE))],
+    "HPCLZ-IDN-010": [Case("energy", _set("identity.key_vault.secrets.slurmdb-password", "plain-Text-Pa55word"))],
     "HPCLZ-IDN-007": [
         Case("finance", _set("identity.key_vault.secrets.Pricing-Library-Licence", "${env:OTHER}")),
         Case("finance", _set("identity.key_vault.secrets.pricingLibraryLicence", "${env:OTHER}")),

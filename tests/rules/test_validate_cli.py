@@ -10,7 +10,7 @@ import pytest
 from hpclz.errors import ExitCode
 from tests.conftest import REPO, RunCli
 
-# Shows HPCLZ-MON-002 and HPCLZ-ZON-002 (warnings) and CMP-010 (info) on purpose.
+# Shows HPCLZ-MON-002 and HPCLZ-IDN-009 (warnings) and CMP-010 and ZON-002 (info) on purpose.
 AI = str(REPO / "configs" / "ai-training.yaml")
 
 
@@ -101,7 +101,7 @@ def test_human_output_names_file_line_rule_path_and_fix(run_cli: RunCli) -> None
     assert f"ai-training.yaml:{line}:3: warning HPCLZ-MON-002 Production log retention under 90 days" in out
     assert "monitoring.retention_days: logs are kept 30 days" in out
     assert "fix: Raise monitoring.retention_days" in out
-    assert "fails at --fail-level warning (0 errors, 3 warnings, 2 info;" in out  # HPCLZ-MNT-031 the second
+    assert "fails at --fail-level warning (0 errors, 2 warnings, 3 info;" in out  # HPCLZ-MNT-031, HPCLZ-ZON-002: info
 
 
 def test_config_paths_with_list_names_survive_rich_markup(run_cli: RunCli, tmp_path: Path) -> None:
@@ -122,7 +122,7 @@ def test_json_output_carries_every_finding_with_location(run_cli: RunCli) -> Non
     mon = next(f for f in envelope["findings"] if f["rule_id"] == "HPCLZ-MON-002")
     assert mon["severity"] == "warning" and mon["line"] and mon["path"] == "monitoring.retention_days"
     assert mon["docs"] == "hpclz explain HPCLZ-MON-002"
-    assert envelope["result"]["counts"] == {"error": 0, "warning": 3, "info": 2}
+    assert envelope["result"]["counts"] == {"error": 0, "warning": 2, "info": 3}
 
 
 def test_live_preflight_ids_may_be_suppressed_in_the_config(run_cli: RunCli, tmp_path: Path) -> None:

@@ -51,6 +51,19 @@ def plan(
         help="Hours a month each partition runs at max_nodes in the cost estimate (default: budget.partition_hours, "
         "else 730).",
     ),
+    offline: bool = typer.Option(
+        False,
+        "--offline",
+        help="Read nothing from the network: no retail prices (the cache or the shipped snapshot), no Azure "
+        "(as --refresh=false).",
+    ),
+    prices_endpoint: str | None = typer.Option(
+        None,
+        "--prices-endpoint",
+        envvar="HPCLZ_PRICES_ENDPOINT",
+        metavar="URL",
+        help="Retail Prices API URL read when the price cache is stale (default: prices.azure.com).",
+    ),
     output: OutputFormat = OUTPUT_OPTION,
 ) -> None:
     """Show what a deploy would change, its operational impact (drain, restart, data) and its monthly cost."""
@@ -73,6 +86,8 @@ def plan(
             replace=tuple(replace),
             target=tuple(target),
             hours=hours,
+            offline=offline,
+            prices_endpoint=prices_endpoint,
         )
         result = run_plan(options)
         finish(result, output, lambda console, shown: view.show(console, shown, show_noise=show_noise))

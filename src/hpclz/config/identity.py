@@ -81,8 +81,9 @@ class NewKeyVault(StrictModel):
     secrets: dict[Annotated[str, Field(pattern=r"^[0-9a-zA-Z-]{1,127}$")], SecretStr] = Field(
         default_factory=dict,
         description=(
-            "Secrets to store in the vault (e.g. licence-server keys). Write `${env:NAME}` to read one from the "
-            "environment at deploy time; values never reach logs, state or rendered files."
+            "Secrets to store in the vault (e.g. licence-server keys), each written `${env:NAME}`: deploy reads it "
+            "from the environment; a value in clear text fails validation (HPCLZ-IDN-010). Values never reach logs, "
+            "state or rendered files."
         ),
     )
 

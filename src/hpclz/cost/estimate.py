@@ -8,6 +8,7 @@ is ever given a guessed figure, and totals count only priced lines (`unpriced` s
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Literal
 
 from pydantic import BaseModel, Field
@@ -16,9 +17,11 @@ from hpclz.config.budget import HOURS_PER_MONTH
 from hpclz.config.operations import NewMonitoring
 from hpclz.config.root import LandingZoneConfig
 from hpclz.config.storage import NewBlob, NewLustre, NewNetApp
+from hpclz.cost.kinds import NO_CHARGE, UNPRICED
 from hpclz.cost.prices import CURRENCY, NAT_GATEWAY_METER, RegionPrices, bastion_meter, load_region, vm_meter
 
 UNKNOWN_OFFLINE = "price unknown offline"
+NOT_PRICED = "not priced"
 NOT_MAPPED = "not priced by hpclz yet"
 
 
@@ -32,6 +35,7 @@ class CostLine(BaseModel):
     monthly_usd: float | None = None
     spot: bool = False
     note: str = Field(default="", description="Why a line has no price, or what it leaves out.")
+    covers: list[str] = Field(default_factory=list, description="ARM resource types the line accounts for.")
     source: str | None = None
     as_of: str | None = None
 
@@ -45,6 +49,7 @@ class Estimate(BaseModel):
     region: str
     prices_from: str = Field(description="cache (hpclz prices refresh), snapshot (shipped), or none.")
     prices_as_of: str | None = None
+    prices_note: str = Field(default="", description="How plan got its prices: read now, cached, or why not.")
     partition_hours: float
     lines: list[CostLine] = Field(default_factory=list)
     budget_usd: float | None = None
@@ -109,55 +114,120 @@ def _priced(line: CostLine, book: RegionPrices | None) -> CostLine:
 
 
 def _baseline(config: LandingZoneConfig) -> list[CostLine]:
+    # The CycleCloud server (and the portal) are the VMs ARM deploys; CycleCloud creates the scheduler and login.
+    vm = ["Microsoft.Compute/virtualMachines"]
     lines = [
         CostLine(
             group="baseline",
             name=f"{role} VM {size}{f' x {count}' if count > 1 else ''}",
             meter=vm_meter(size),
             count=count,
+            covers=vm if role == "cyclecloud" else [],
         )
         for role, size, count in config.compute.service_vms()
     ]
     if config.portal.enabled:
         size = config.portal.vm_size
-        lines.append(CostLine(group="baseline", name=f"Open OnDemand portal VM {size}", meter=vm_meter(size)))
+        lines.append(
+            CostLine(group="baseline", name=f"Open OnDemand portal VM {size}", meter=vm_meter(size), covers=vm)
+        )
     network = config.network
     if network.bastion.enabled:
         tier = network.bastion.sku
-        lines.append(CostLine(group="baseline", name=f"Bastion {tier}", meter=bastion_meter(tier)))
+        lines.append(
+            CostLine(
+                group="baseline",
+                name=f"Bastion {tier}",
+                meter=bastion_meter(tier),
+                covers=["Microsoft.Network/bastionHosts"],
+            )
+        )
     if network.nat_gateway.enabled:
         lines.append(
             CostLine(
-                group="baseline", name="NAT gateway (hourly; data processed not estimated)", meter=NAT_GATEWAY_METER
+                group="baseline",
+                name="NAT gateway (hourly; data processed not estimated)",
+                meter=NAT_GATEWAY_METER,
+                covers=["Microsoft.Network/natGateways"],
             )
         )
     # Billed by capacity or usage; only what hpclz creates ("new") is counted.
     storage = config.storage
     if isinstance(storage.lustre, NewLustre):
-        lines.append(_unmapped(f"Azure Managed Lustre {storage.lustre.sku}, {storage.lustre.capacity_tib} TiB"))
+        lines.append(
+            _unmapped(
+                f"Azure Managed Lustre {storage.lustre.sku}, {storage.lustre.capacity_tib} TiB",
+                "Microsoft.StorageCache/amlFilesystems",
+            )
+        )
     if isinstance(storage.netapp, NewNetApp):
         lines.append(
-            _unmapped(f"Azure NetApp Files {storage.netapp.service_level}, {storage.netapp.pool_size_tib} TiB")
+            _unmapped(
+                f"Azure NetApp Files {storage.netapp.service_level}, {storage.netapp.pool_size_tib} TiB",
+                "Microsoft.NetApp/netAppAccounts/capacityPools",
+            )
         )
     if isinstance(storage.blob, NewBlob):
         lines.append(_unmapped(f"Blob storage {storage.blob.replication} (capacity and transactions)"))
     if isinstance(config.monitoring, NewMonitoring):
-        lines.append(_unmapped("Log Analytics (data ingested)"))
+        lines.append(_unmapped("Log Analytics (data ingested)", "Microsoft.OperationalInsights/workspaces"))
     return lines
 
 
-def _unmapped(name: str) -> CostLine:
-    return CostLine(group="baseline", name=name, note=NOT_MAPPED)
+def _unmapped(name: str, *covers: str) -> CostLine:
+    return CostLine(group="baseline", name=name, note=NOT_MAPPED, covers=list(covers))
 
 
-def estimate(config: LandingZoneConfig, *, hours: float | None = None, book: RegionPrices | None = None) -> Estimate:
+NO_FACT = "not priced: hpclz holds no billing fact for this resource kind"
+
+
+def _short(kind: str) -> str:
+    return kind.removeprefix("Microsoft.")
+
+
+def kind_lines(counts: Mapping[str, int], covered: set[str]) -> list[CostLine]:
+    """A line for each billed kind in `counts` (type -> how many the plan deploys) that no line already prices,
+    and one $0 line gathering the kinds with no charge of their own, so every kind is accounted for."""
+    lines = []
+    free = sorted(k for k in counts if k in NO_CHARGE and k not in covered)
+    for kind in sorted(counts):
+        if kind in covered or kind in NO_CHARGE:
+            continue
+        note = f"{NOT_PRICED}: billed {UNPRICED[kind]}" if kind in UNPRICED else NO_FACT
+        lines.append(CostLine(group="baseline", name=f"{_short(kind)} x {counts[kind]}", note=note, covers=[kind]))
+    if free:
+        names = ", ".join(f"{_short(k)} x {counts[k]}" for k in free)
+        lines.append(
+            CostLine(
+                group="baseline",
+                name=f"no charge of their own: {names}",
+                unit_usd=0.0,
+                monthly_usd=0.0,
+                note="; ".join(f"{_short(k)}: {NO_CHARGE[k]}" for k in free),
+                covers=free,
+            )
+        )
+    return lines
+
+
+def estimate(
+    config: LandingZoneConfig,
+    *,
+    hours: float | None = None,
+    book: RegionPrices | None = None,
+    kinds: Mapping[str, int] | None = None,
+) -> Estimate:
     """The monthly estimate of `config`; `hours` (default: budget.partition_hours, else 730) is how long each
-    partition runs at max_nodes. `book` defaults to the region's cached or shipped prices."""
+    partition runs at max_nodes. `book` defaults to the region's cached or shipped prices. `kinds` (ARM type ->
+    count, from the rendered plan): each kind no config line covers gets its own line (hpclz.cost.kinds)."""
+
     region = config.metadata.location
     book = book if book is not None else load_region(region)
     budget = config.budget
     partition_hours = hours if hours is not None else (budget.partition_hours if budget else HOURS_PER_MONTH)
     lines = _baseline(config)
+    if kinds:
+        lines += kind_lines(kinds, {kind for line in lines for kind in line.covers})
     for p in config.compute.partitions:
         spot = p.priority == "spot"
         lines.append(

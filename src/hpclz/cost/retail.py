@@ -13,11 +13,12 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from dataclasses import dataclass, field
+from datetime import date
 from pathlib import Path
 from typing import Any
 
 from hpclz.config.root import LandingZoneConfig
-from hpclz.cost.prices import RegionPrices, select, today, write_region
+from hpclz.cost.prices import RegionPrices, load_region, select, today, write_region
 from hpclz.errors import ExitCode, HpclzError
 
 ENDPOINT = "https://prices.azure.com/api/retail/prices"
@@ -168,3 +169,38 @@ def refresh(
         missing=[m for m in need if m not in prices],
         notes=notes,
     )
+
+
+# hpclz's choice: retail list prices change rarely within a week, and a plan run each hour should not read the API
+# each time. The snapshot shipped with hpclz is always older than that.
+MAX_AGE_DAYS = 7
+
+
+def _age_days(as_of: str) -> int | None:
+    try:
+        return (date.today() - date.fromisoformat(as_of)).days
+    except ValueError:
+        return None
+
+
+def current_prices(
+    config: LandingZoneConfig, *, offline: bool, endpoint: str | None = None, cache: Path | None = None
+) -> tuple[RegionPrices | None, str]:
+    """The region's prices for `hpclz plan`, and a line saying where they came from. A cache younger than
+    MAX_AGE_DAYS is used as is; otherwise, unless `offline`, the public Retail Prices API is read into the cache
+    first (no sign-in). When it cannot be read, the cache or the snapshot stands and the line says why."""
+    region = config.metadata.location
+    book = load_region(region, cache)
+    age = _age_days(book.as_of) if book is not None and book.origin == "cache" else None
+    if age is not None and 0 <= age <= MAX_AGE_DAYS:
+        return book, f"price cache read {book.as_of if book else ''} ({age} days old)"
+    if offline:
+        return book, "--offline: retail prices not read; the cache or the shipped snapshot stands"
+    url = endpoint or ENDPOINT
+    try:
+        refresh(config, endpoint=url, cache=cache)
+    except HpclzError as exc:
+        return book, f"could not read current retail prices ({exc.message}); the cache or the shipped snapshot stands"
+    except OSError as exc:  # the cache folder could not be written
+        return book, f"could not keep current retail prices ({exc}); the cache or the shipped snapshot stands"
+    return load_region(region, cache), f"read current retail prices from {_where(url)}"

@@ -14,7 +14,7 @@ from pydantic import BaseModel, Field
 from hpclz.config.loader import LoadedConfig
 from hpclz.deploy.contract import Contract, after_run, announce_waits, check_contract, removals_for
 from hpclz.deploy.next_steps import next_steps
-from hpclz.deploy.secrets import resolve_secrets
+from hpclz.deploy.secrets import require_prerequisites, resolve_secrets
 from hpclz.errors import ExitCode, HpclzError
 from hpclz.findings import Finding, Severity
 from hpclz.output import ErrorEntry, ResultBody
@@ -146,6 +146,7 @@ def _deploy(result: DeployResult, loaded: LoadedConfig, opts: DeployOptions) -> 
 
         saved = read_saved_plan(plan_file)
     plan = render_plan(loaded, saved)
+    require_prerequisites(loaded, plan)
     secrets = resolve_secrets(loaded, plan)
     from hpclz.deploy.wheel_step import prepare
 

@@ -3,12 +3,15 @@ and say what an apply would do and cost. Optionally save the plan for `hpclz dep
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pydantic import Field
 
+from hpclz.catalog.quota import QuotaNeed, quota_needs
+from hpclz.catalog.skus import load_catalog
 from hpclz.config.loader import LoadedConfig
 from hpclz.config.root import LandingZoneConfig
 from hpclz.cost.estimate import Estimate, estimate, with_delta
@@ -16,10 +19,11 @@ from hpclz.errors import ExitCode, HpclzError
 from hpclz.findings import Finding, Severity
 from hpclz.output import ResultBody
 from hpclz.plan.changeset import ChangeSet
+from hpclz.plan.cluster import cluster_lines
 from hpclz.plan.contract import attach_config_diff, changeset_for, force_replacements, targeted
 from hpclz.plan.offline import create_change
 from hpclz.plan.racks import PartitionRacks, partition_racks
-from hpclz.plan.resources import deployment_resources
+from hpclz.plan.resources import deployment_resources, desired_resources
 from hpclz.plan.saved import save_plan
 from hpclz.render.model import DeploymentPlan, Scope
 from hpclz.state.identity import ZoneIdentity, refuse_foreign_state
@@ -36,6 +40,9 @@ class PlanResult(ResultBody):
     detailed_exitcode: bool = False
     estimate: Estimate | None = Field(default=None, description="Monthly cost estimate (hpclz.cost).")
     racks: list[PartitionRacks] = Field(default_factory=list, description="Rack-scale partitions in NVLink domains.")
+    quota: list[QuotaNeed] = Field(
+        default_factory=list, description="vCPUs per quota family with every node running, against compute.quotas."
+    )
 
     def exit_code(self) -> ExitCode:
         if self.changes is None or self.changes.blocked:
@@ -57,6 +64,7 @@ class PlanResult(ResultBody):
             body["cost_estimate"] = self.estimate.payload()
         if self.racks:
             body["racks"] = [r.model_dump() for r in self.racks]
+        body["quota"] = [{**q.model_dump(mode="json"), "short": q.short} for q in self.quota]
         return body
 
 
@@ -75,6 +83,8 @@ class PlanOptions:
     replace: tuple[str, ...] = ()
     target: tuple[str, ...] = ()
     hours: float | None = None  # monthly hours for the cost estimate (hpclz.cost); None: its default
+    offline: bool = False  # read nothing from the network: no retail prices, no Azure (implies refresh=False)
+    prices_endpoint: str | None = None  # the Retail Prices API (hpclz.cost.retail.ENDPOINT when None)
 
 
 def contradictions(options: PlanOptions) -> list[str]:
@@ -104,6 +114,9 @@ def planned(loaded: LoadedConfig, options: PlanOptions, findings: list[Finding])
     from hpclz.azure.backends import open_backend
     from hpclz.render.build import build_plan
 
+    if options.offline and (options.what_if or options.refresh_only):
+        flag = "--what-if" if options.what_if else "--refresh-only"
+        raise HpclzError(f"--offline and {flag} contradict: {flag} reads Azure; drop one of them")
     path = options.config
     result = PlanResult(file=str(path), detailed_exitcode=options.detailed_exitcode, findings=findings)
     if any(f.severity is Severity.ERROR for f in result.findings):
@@ -122,10 +135,23 @@ def planned(loaded: LoadedConfig, options: PlanOptions, findings: list[Finding])
         result.not_saved = "not saved: a destroy plan is applied with `hpclz destroy`" if options.out else None
         return result
     result.changes = _changes(loaded, deployment_plan, state, options)
-    result.estimate = with_delta(estimate(loaded.config, hours=options.hours), applied_config(state))
+    result.estimate = _estimate(loaded, deployment_plan, state, options)
     result.racks = partition_racks(loaded.config)
+    result.quota = quota_needs(loaded.config, load_catalog())
     _save(result, options, deployment_plan, loaded, state)
     return result
+
+
+def _estimate(
+    loaded: LoadedConfig, deployment_plan: DeploymentPlan, state: StateDocument | None, options: PlanOptions
+) -> Estimate:
+    from hpclz.cost.retail import current_prices
+
+    book, note = current_prices(loaded.config, offline=options.offline, endpoint=options.prices_endpoint)
+    kinds = Counter(r.type for r in desired_resources(deployment_plan))
+    current = estimate(loaded.config, hours=options.hours, book=book, kinds=kinds)
+    current.prices_note = note
+    return with_delta(current, applied_config(state))
 
 
 def _changes(
@@ -139,8 +165,10 @@ def _changes(
 
         changes = changeset_for(loaded, deployment_plan, state, available_secrets(loaded, deployment_plan))
     # What-if already compares with Azure as it is; a second read would list the same drift twice.
-    if options.refresh_only or (options.refresh and not options.what_if):
+    if options.refresh_only or (options.refresh and not options.what_if and not options.offline):
         refresh_changeset(loaded, changes, state, only=options.refresh_only)
+    changes.cluster = cluster_lines(loaded.config, changes)
+    changes.unique_labels()
     force_replacements(changes, options.replace)
     if options.target:
         targeted(changes, deployment_plan, options.target)

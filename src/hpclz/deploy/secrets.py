@@ -57,3 +57,39 @@ def available_secrets(loaded: LoadedConfig, plan: DeploymentPlan) -> dict[str, d
             except HpclzError:
                 continue
     return found
+
+
+NO_SUBSCRIPTION = "no Azure subscription: set metadata.subscription_id in the config or AZURE_SUBSCRIPTION_ID"
+
+
+def missing_prerequisites(loaded: LoadedConfig, plan: DeploymentPlan) -> list[str]:
+    """Everything deploy needs from the environment that is not there, all at once: each secret's unset
+    environment variable and the subscription. (Sign-in is proven by the first Azure call; it is not knowable
+    before one.)"""
+    missing: list[str] = []
+    for d in plan.deployments:
+        for _parameter, path in sorted(d.secure_parameters.items()):
+            try:
+                _secret_at(loaded, path)
+            except HpclzError as exc:
+                problem = exc.message.removeprefix(f"{loaded.file}: ")
+                if problem not in missing:
+                    missing.append(problem)
+    if not loaded.config.metadata.resolved_subscription_id():
+        missing.append(NO_SUBSCRIPTION)
+    return missing
+
+
+def require_prerequisites(loaded: LoadedConfig, plan: DeploymentPlan) -> None:
+    """One error naming every missing prerequisite, so a deploy is not retried once per missing piece."""
+    missing = missing_prerequisites(loaded, plan)
+    if missing == [NO_SUBSCRIPTION]:
+        raise HpclzError(NO_SUBSCRIPTION, exit_code=ExitCode.USAGE)  # as hpclz.azure.clients says it
+    if len(missing) == 1:
+        raise HpclzError(f"{loaded.file}: {missing[0]}", exit_code=ExitCode.CONFIG_INVALID)
+    if missing:
+        listed = "; ".join(f"({n}) {m}" for n, m in enumerate(missing, 1))
+        raise HpclzError(
+            f"{loaded.file}: deploy needs {len(missing)} things that are missing: {listed}",
+            exit_code=ExitCode.CONFIG_INVALID,
+        )

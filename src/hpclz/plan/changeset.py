@@ -7,7 +7,7 @@ this model, so the printer, the JSON output and `--detailed-exitcode` never care
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -93,6 +93,43 @@ class ConfigChange(BaseModel):
     verdict: Verdict = Field(default_factory=Verdict)
 
 
+Role = Literal["scheduler", "login", "partition"]
+
+
+class ClusterLine(BaseModel):
+    """One scheduler, login nodearray or partition as the plan shows it."""
+
+    role: Role
+    name: str = Field(description="`scheduler`, `login`, or the partition (and nodearray) name.")
+    vm_size: str
+    image: str
+    min_nodes: int = Field(description="Nodes running from the start (a partition starts none: autoscale).")
+    max_nodes: int
+    spot: bool = False
+    zone: str | None = Field(default=None, description="Availability zone; None: Azure picks (regional).")
+    racks: int | None = Field(
+        default=None, description="Racks (NVLink domains) of a rack-scale partition; None where racks do not apply."
+    )
+    action: Action | None = Field(
+        default=None, description="What the apply does to it; None: unknown (the state holds no applied config)."
+    )
+    verdict: Verdict = Field(default_factory=Verdict)
+    changes: list[ConfigChange] = Field(default_factory=list, description="The config changes that make up the line.")
+
+    @property
+    def label(self) -> str:
+        return self.name if self.role == "partition" else self.role
+
+    def summary(self) -> str:
+        """What nodes this is, in one line: `8 x Standard_ND96isr_H100_v5 (0-8 nodes, spot, zone 1)`."""
+        count = f"{self.max_nodes} x {self.vm_size}" if self.max_nodes != 1 else self.vm_size
+        extras = [f"{self.min_nodes}-{self.max_nodes} nodes"] if self.min_nodes != self.max_nodes else []
+        extras += ["spot"] if self.spot else []
+        extras += [f"zone {self.zone}"] if self.zone else []
+        extras += [f"{self.racks} racks"] if self.racks is not None else []
+        return f"{count} ({', '.join(extras)})" if extras else count
+
+
 class StackUpgrade(BaseModel):
     """A change of the CycleCloud / cyclecloud-slurm / Slurm triple as Slurm's upgrade rules allow it."""
 
@@ -159,6 +196,10 @@ class ChangeSet(BaseModel):
         default_factory=list,
         description="Deployments to submit again although their template is unchanged (a rotated secret).",
     )
+    cluster: list[ClusterLine] = Field(
+        default_factory=list,
+        description="The scheduler, login nodes and partitions CycleCloud creates, with their change verdicts.",
+    )
     stack_upgrade: StackUpgrade | None = Field(
         default=None, description="The triple changes: its ordered steps, or why the change is refused."
     )
@@ -207,6 +248,20 @@ class ChangeSet(BaseModel):
         return worst(
             [c.verdict.policy for c in self.config_changes] + [r.verdict.policy for r in self.changed_resources]
         )
+
+    def unique_labels(self) -> None:
+        """Resources of one type and label (a diagnostic setting on three resources, a policy assignment in
+        five groups) get where they sit added to the label, so no two lines read the same."""
+        from hpclz.plan.resources import scope_label
+
+        for group in (self.resources, self.drift):
+            seen: dict[tuple[str, str], list[ResourceChange]] = {}
+            for r in group:
+                seen.setdefault((r.type.lower(), r.label or r.name), []).append(r)
+            for same in seen.values():
+                if len(same) > 1:
+                    for r in same:
+                        r.label = f"{r.label or r.name} at {scope_label(r.id, r.type)}"
 
     def payload(self) -> dict[str, Any]:
         """The `result` of `hpclz plan -o json`: stable keys, add new ones rather than renaming."""

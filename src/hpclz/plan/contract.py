@@ -53,6 +53,7 @@ def changeset_for(
         changes.resubmit += [n for n, r in state.deployments.items() if r.drifted and n in planned]
     if state is not None and secrets:
         attach_rotations(changes, plan, state, secrets)
+    changes.unique_labels()
     return changes
 
 

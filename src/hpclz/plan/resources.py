@@ -165,6 +165,9 @@ def _collect_nested(raw: dict[str, Any], ctx: _Context, out: list[DesiredResourc
 ROLE_ASSIGNMENT = "microsoft.authorization/roleassignments"
 _GUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 _IDENTITY = re.compile(r"userAssignedIdentities'?\s*,\s*'([^']+)'|userAssignedIdentities/([^/'\]]+)")
+# `[reference(resourceId('Microsoft.Dashboard/grafana', 'amg-x'), ..., 'full').identity.principalId]`: the
+# system-assigned identity of the resource the expression names.
+_RESOURCE_REF = re.compile(r"resourceId\((?:'[^']*'\s*,\s*)*?'([A-Za-z]+\.[A-Za-z]+/[A-Za-z/]+)'\s*,\s*'([^']+)'\)")
 
 
 def resource_label(rtype: str, name: str, rid: str, body: dict[str, Any] | None) -> str:
@@ -209,6 +212,11 @@ def _principal(props: dict[str, Any]) -> str:
     identity = _IDENTITY.search(principal)
     if identity:
         return f"identity {identity.group(1) or identity.group(2)}"
+    resource = _RESOURCE_REF.search(principal)
+    if resource:
+        return f"identity of {resource.group(1).rsplit('/', 1)[-1]} {resource.group(2)}"
+    if principal.startswith("["):
+        return f"{kind or 'principal'} the template computes"  # never the raw ARM expression
     shown = f"{principal[:8]}…" if _GUID.fullmatch(principal) else principal[:40]
     return f"{kind} {shown}".strip()
 
@@ -220,5 +228,20 @@ def _scope_name(rid: str) -> str:
     if len(parts) >= 5 and parts[-2].lower() == "resourcegroups":
         return parts[-1]
     if "/providers/" in scope.lower():
+        return parts[-1]
+    return "subscription"
+
+
+def scope_label(rid: str, rtype: str) -> str:
+    """Where a resource sits, for telling apart resources of one type and name: the resource it extends
+    (`kv-energy-prod`, `stenergy/default`), its resource group, or `subscription`."""
+    marker = f"/providers/{rtype}/".lower()
+    at = rid.lower().rfind(marker)
+    scope = rid[:at] if at >= 0 else rid.rsplit("/", 2)[0]
+    if "/providers/" in scope:
+        segments = scope.rsplit("/providers/", 1)[1].split("/")[1:]
+        return "/".join(segments[1::2]) or scope
+    parts = scope.split("/")
+    if len(parts) >= 5 and parts[-2].lower() == "resourcegroups":
         return parts[-1]
     return "subscription"

@@ -24,11 +24,11 @@ from hpclz.config.storage import ExistingLustre, ExistingShared
 from hpclz.errors import ExitCode, HpclzError
 from hpclz.render.arm import API_VERSIONS, resource_path
 from hpclz.render.engine import Safe, render_text
-from hpclz.render.model import MANAGED_TAG
+from hpclz.render.model import MANAGED_TAG, ZONE_TAG
 from hpclz.render.prometheus import node_metrics
 from hpclz.render.roles import LOCKER_CONTAINER, WHEEL_CONTAINER, node_identities
 from hpclz.render.writer import dumps
-from hpclz.render.zone import LOCKER_IDENTITY, ZONE_TAG, Zone
+from hpclz.render.zone import LOCKER_IDENTITY, Zone
 
 CUSTOM_DATA_LIMIT = 65535  # bytes before base64 (Microsoft.Compute osProfile.customData)
 USER_DATA_LIMIT = 65536  # base64 characters: "the size can't exceed 64 KB" (learn.microsoft.com, VM user data)

@@ -78,6 +78,17 @@ def diagram_files(plan: DeploymentPlan) -> dict[str, str]:
     return {f"{DIAGRAM_STEM}.mmd": mermaid(plan), f"{DIAGRAM_STEM}.dot": dot(plan)}
 
 
+NO_GRAPHVIZ = (
+    "diagram: SVG and PNG not drawn: Graphviz `dot` is not on PATH (install the graphviz package); "
+    "the Mermaid (.mmd) and DOT files are written"
+)
+
+
+def images_note() -> str | None:
+    """Why `--diagram` draws no image here, or None when it can."""
+    return NO_GRAPHVIZ if shutil.which("dot") is None else None
+
+
 def render_images(out_dir: Path) -> list[Path]:
     """SVG and PNG beside the DOT file diagram_files wrote, when Graphviz is installed; nothing otherwise."""
     exe = shutil.which("dot")

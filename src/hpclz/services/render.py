@@ -34,7 +34,10 @@ class RenderResult(ResultBody):
     gates_cached: list[str] = Field(
         default_factory=list, description="gates whose results all came from the gate cache (nothing re-scanned)"
     )
-    notes: list[str] = Field(default_factory=list, description="Config the templates deliberately leave out, and why.")
+    notes: list[str] = Field(
+        default_factory=list,
+        description="Config the templates deliberately leave out, and why; with --diagram, why no image was drawn.",
+    )
     template_format: str = Field(default="arm", description="arm (ARM JSON) or bicep (main.bicep and modules).")
     limits: list[LimitUse] = Field(
         default_factory=list, description="Each VM payload and template measured against its Azure limit."
@@ -80,7 +83,7 @@ def render(opts: RenderOptions) -> CommandResult[RenderResult]:
 
 
 def _render(path: str | Path, out_dir: Path, *, diagram: bool, gates: bool, template_format: str) -> RenderResult:
-    from hpclz.render.diagram import diagram_files, render_images
+    from hpclz.render.diagram import diagram_files, images_note, render_images
     from hpclz.render.limits import measure
     from hpclz.render.writer import write_plan
 
@@ -96,8 +99,10 @@ def _render(path: str | Path, out_dir: Path, *, diagram: bool, gates: bool, temp
     gated = _run_gates(plan) if gates else GatesRun(not_run={"all": "--no-gates"})
     extra = diagram_files(plan) if diagram else {}
     written = write_plan(plan, out_dir, extra, template_format, inputs=(Path(loaded.file),))
+    notes = not_rendered(loaded.config)
     if diagram:
         written += render_images(out_dir)
+        notes += [note] if (note := images_note()) else []
     return RenderResult(
         file=str(path),
         out_dir=str(out_dir),
@@ -107,7 +112,7 @@ def _render(path: str | Path, out_dir: Path, *, diagram: bool, gates: bool, temp
         gates_run=gated.ran,
         gates_not_run=gated.not_run,
         gates_cached=gated.cached,
-        notes=not_rendered(loaded.config),
+        notes=notes,
         template_format=template_format,
         limits=measure(plan),
     )

@@ -18,6 +18,7 @@ SIZES: dict[str, tuple[str, int]] = {
     "Standard_HX176rs": ("standardHXFamily", 176),
     "Standard_ND96isr_H100_v5": ("standardNDSH100v5Family", 96),
     "Standard_ND96isr_H200_v5": ("standardNDISRH200V5Family", 96),
+    "Standard_ND128isr_GB300_v6": ("standardNDISRGB300V6Family", 128),
 }
 
 

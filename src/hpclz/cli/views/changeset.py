@@ -11,7 +11,16 @@ from typing import TYPE_CHECKING, Any
 
 from rich.markup import escape
 
-from hpclz.plan.changeset import Action, ChangeSet, ConfigChange, Policy, PropertyChange, ResourceChange, Verdict
+from hpclz.plan.changeset import (
+    Action,
+    ChangeSet,
+    ClusterLine,
+    ConfigChange,
+    Policy,
+    PropertyChange,
+    ResourceChange,
+    Verdict,
+)
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -135,14 +144,28 @@ def resource_lines_quiet(change: ResourceChange) -> list[str]:
     return [f"{_symbol(Action.NO_CHANGE)} {title}", *(property_line(p, noise=True) for p in change.noise)]
 
 
+def follow_ups(cs: ChangeSet, most: int = 3) -> list[str]:
+    """Each in-place follow-up once, naming what it is about: `Security/pricings VirtualMachines, ...: agree ...`."""
+    about: dict[str, list[str]] = {}
+    for r in cs.changed_resources:
+        if r.verdict.policy is Policy.IN_PLACE and r.verdict.action_needed:
+            about.setdefault(r.verdict.action_needed, []).append(
+                f"{r.type.removeprefix('Microsoft.')} {r.label or r.name}"
+            )
+    lines = []
+    for action, what in sorted(about.items()):
+        more = f" and {len(what) - most} more" if len(what) > most else ""
+        lines.append(f"{', '.join(what[:most])}{more}: {action}")
+    return lines
+
+
 def impacts(cs: ChangeSet) -> list[str]:
     """Operational impact, one line each: what the engineer must do or will lose before applying.
     ("Impact", not "Cost": money is the estimate's word, hpclz.cli.views.money.)"""
     out = []
     drains = sorted({c.verdict.action_needed for c in cs.config_changes if c.verdict.policy is Policy.DRAIN_PARTITION})
     out += [escape(d) for d in drains if d]
-    follow_ups = {r.verdict.action_needed for r in cs.changed_resources if r.verdict.policy is Policy.IN_PLACE}
-    out += [escape(f) for f in sorted(follow_ups) if f]
+    out += [escape(f) for f in follow_ups(cs)]
     policies = [c.verdict.policy for c in cs.config_changes] + [r.verdict.policy for r in cs.changed_resources]
     if Policy.RESTART_NODES in policies:
         out.append("nodes restart: plan a maintenance window")
@@ -161,6 +184,7 @@ def print_changeset(out: Console, cs: ChangeSet, *, show_noise: bool = False, st
     )
     out.print(f"[bold]hpclz plan[/] {escape(cs.landing_zone)}-{escape(cs.environment)} ({cs.mode}, against {against})")
     _config_section(out, cs)
+    _cluster_section(out, cs)
     _upgrade_section(out, cs)
     _drift_section(out, cs, show_noise)
     changed = cs.changed_resources
@@ -191,6 +215,27 @@ def _config_section(out: Console, cs: ChangeSet) -> None:
             out.print(config_line(edit))
     elif cs.state and not cs.config_baseline:
         out.print("\n[dim]The state holds no applied config, so config-level changes cannot be listed.[/]")
+
+
+def cluster_line(line: ClusterLine) -> list[str]:
+    """`+ partition gpu: 8 x Standard_ND96isr_H100_v5 (0-8 nodes, spot), image ...`, then each changed field."""
+    symbol = _symbol(line.action) if line.action is not None else "[dim]  ?[/]"
+    who = f"partition {line.name}" if line.role == "partition" else line.role
+    body = f"{symbol} {escape(who)}: {escape(line.summary())}, image {escape(line.image)}"
+    if line.action is Action.MODIFY or (line.action is Action.DELETE and line.verdict.reason):
+        body += f"  ({_cost(line.verdict)})"
+    return [body, *(f"      {config_line(c)}" for c in line.changes if line.action is Action.MODIFY)]
+
+
+def _cluster_section(out: Console, cs: ChangeSet) -> None:
+    """The VMs CycleCloud creates from the cluster template: ARM and what-if never list them."""
+    if not cs.cluster:
+        return
+    unknown = any(line.action is None for line in cs.cluster)
+    note = "; ? = unknown, the state holds no applied config" if unknown else ""
+    out.print(f"\nCluster (CycleCloud creates these nodes from the cluster template{note}):")
+    for line in cs.cluster:
+        out.print("\n".join(cluster_line(line)), highlight=False)
 
 
 def _upgrade_section(out: Console, cs: ChangeSet) -> None:

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from hpclz.cli.views.changeset import print_changeset
 from hpclz.cli.views.findings import print_findings
-from hpclz.cli.views.money import print_estimate
+from hpclz.cli.views.money import print_estimate, print_quota
 from hpclz.severity import Severity
 
 if TYPE_CHECKING:
@@ -31,6 +31,7 @@ def show(console: Console, result: CommandResult[PlanResult], *, show_noise: boo
         )
     if body.estimate is not None:
         print_estimate(console, body.estimate)
+    print_quota(console, body.quota, region=body.estimate.region if body.estimate else "REGION")
     if body.not_saved:
         from rich.markup import escape
 

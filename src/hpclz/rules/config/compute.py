@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 
+from hpclz.catalog.quota import quota_needs
 from hpclz.catalog.versions import CURRENT, describe_supported, find, renderable, slurm_major
 from hpclz.config.compute import ExistingAccounting, NewAccounting
 from hpclz.config.identity import NewKeyVault
@@ -198,22 +199,8 @@ class OneDefaultPartition(Rule[ConfigContext]):
 
 
 def _family_totals(ctx: ConfigContext) -> dict[str, tuple[int, list[str]]]:
-    """vCPUs each quota family needs at full scale; spot nodes draw on the regional low-priority quota."""
-    totals: dict[str, tuple[int, list[str]]] = {}
-
-    def add(family: str, vcpus: int, what: str) -> None:
-        total, users = totals.get(family, (0, []))
-        totals[family] = (total + vcpus, [*users, what])
-
-    for _, partition, sku in ctx.partitions():
-        if sku is not None:
-            family = ctx.catalog.spot_quota_family if partition.priority == "spot" else sku.quota_family
-            add(family, sku.vcpus * partition.max_nodes, f"{partition.name} {partition.max_nodes}x{sku.vcpus}")
-    for role, size, count in ctx.config.compute.service_vms():
-        sku = ctx.catalog.sku(size)
-        if sku is not None and count:
-            add(sku.quota_family, sku.vcpus * count, f"{role} {count}x{sku.vcpus}")
-    return totals
+    """vCPUs each quota family needs at full scale (hpclz.catalog.quota, which `hpclz plan` shows too)."""
+    return {need.family: (need.vcpus, need.users) for need in quota_needs(ctx.config, ctx.catalog)}
 
 
 class QuotaReport(Rule[ConfigContext]):

@@ -11,6 +11,7 @@ from hpclz.config.identity import BuiltinRole, NewKeyVault, secret_parameter_nam
 from hpclz.findings import Finding, Severity
 from hpclz.rules.base import Rule
 from hpclz.rules.context import ConfigContext
+from hpclz.secretscan import ENV_REFERENCE
 
 ZERO_GUID = "00000000-0000-0000-0000-000000000000"
 PRIVILEGED = {BuiltinRole.OWNER, BuiltinRole.USER_ACCESS_ADMINISTRATOR}
@@ -255,6 +256,33 @@ class GroupsNeedCycleCloudEntra(Rule[ConfigContext]):
             )
 
 
+class VaultSecretIsAReference(Rule[ConfigContext]):
+    """A secret's value written into the config lives in clear text in a file that is copied, committed and
+    shared; hpclz keeps it out of logs, state and rendered files, but not out of the config itself. Written as
+    `${env:NAME}`, deploy reads it from the environment and stores it in Key Vault as a secret of that name
+    (learn.microsoft.com/azure/key-vault/secrets/about-secrets), where nodes read it with their identity."""
+
+    id = "HPCLZ-IDN-010"
+    severity = Severity.ERROR
+    title = "Key Vault secret written in clear text in the config"
+    fix = "Write the secret as ${env:NAME} and export NAME where deploy runs; deploy stores it in Key Vault."
+
+    def check(self, ctx: ConfigContext) -> Iterable[Finding]:
+        vault = ctx.config.identity.key_vault
+        if not isinstance(vault, NewKeyVault):
+            return
+        for name, value in vault.secrets.items():
+            if not ENV_REFERENCE.match(value.get_secret_value()):
+                env = name.upper().replace("-", "_")
+                # The message never repeats the value: it is a secret.
+                yield self.finding(
+                    ctx,
+                    ("identity", "key_vault", "secrets", name),
+                    f"secret {name} is written in clear text; write `{name}: ${{env:{env}}}` and export {env} "
+                    f"(deploy stores it in Key Vault as secret {name})",
+                )
+
+
 IDENTITY_RULES: tuple[type[Rule[ConfigContext]], ...] = (
     NoPlaceholderPrincipal,
     PrincipalInOneRole,
@@ -265,4 +293,5 @@ IDENTITY_RULES: tuple[type[Rule[ConfigContext]], ...] = (
     SecretNamesDistinct,
     GroupsNeedEntraLogin,
     GroupsNeedCycleCloudEntra,
+    VaultSecretIsAReference,
 )

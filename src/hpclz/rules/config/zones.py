@@ -60,10 +60,11 @@ class ZoneNotKnownOffline(Rule[ConfigContext]):
     """hpclz records a size's zones only where a published capture shows them, and the captures found cover few
     regions (availability.json `_gaps`). Where none does, the zone cannot be checked offline: said once for the
     config, naming each size, so the reader knows the live check at preflight (HPCLZ-CMP-108, the resource SKUs
-    API) is the one that counts."""
+    API) is the one that counts. Information, not a warning: nothing in the config is wrong and nothing is to
+    change, and a warning every zoned preset shows teaches people to skip warnings."""
 
     id = "HPCLZ-ZON-002"
-    severity = Severity.WARNING
+    severity = Severity.INFO
     title = "The zones of a VM size in the region are not known offline"
     fix = (
         "Nothing to change if preflight passes: deploy checks the zones live (HPCLZ-CMP-108). Add a capture for the "
