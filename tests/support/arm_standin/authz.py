@@ -77,7 +77,14 @@ def role_id(name: str) -> str:
 
 @cache
 def _pattern(pattern: str) -> re.Pattern[str]:
-    return re.compile("^" + ".*".join(re.escape(part) for part in pattern.split("*")) + "$", re.I)
+    """`*` matches any run of characters; a whole `/*/` segment may also match nothing. Managed Identity Operator's
+    description is "Read and Assign User Assigned Identity" through `userAssignedIdentities/*/read` and
+    `userAssignedIdentities/*/assign/action`, while the operations it is the role for are
+    `Microsoft.ManagedIdentity/userAssignedIdentities/read` and `.../assign/action` (resource-provider-operations,
+    Microsoft.ManagedIdentity): the segment wildcard there stands for no segment too."""
+    segments = pattern.split("/*/")
+    body = "/(?:.*/)?".join(".*".join(re.escape(part) for part in segment.split("*")) for segment in segments)
+    return re.compile("^" + body + "$", re.I)
 
 
 def matches(pattern: str, operation: str) -> bool:
