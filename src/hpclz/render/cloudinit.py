@@ -24,11 +24,10 @@ from hpclz.config.storage import ExistingLustre, ExistingShared
 from hpclz.errors import ExitCode, HpclzError
 from hpclz.render.arm import API_VERSIONS, resource_path
 from hpclz.render.engine import Safe, render_text
-from hpclz.render.model import MANAGED_TAG
 from hpclz.render.prometheus import node_metrics
 from hpclz.render.roles import LOCKER_CONTAINER, WHEEL_CONTAINER, node_identities
 from hpclz.render.writer import dumps
-from hpclz.render.zone import LOCKER_IDENTITY, ZONE_TAG, Zone
+from hpclz.render.zone import LOCKER_IDENTITY, Zone
 
 CUSTOM_DATA_LIMIT = 65535  # bytes before base64 (Microsoft.Compute osProfile.customData)
 USER_DATA_LIMIT = 65536  # base64 characters: "the size can't exceed 64 KB" (learn.microsoft.com, VM user data)
@@ -292,7 +291,11 @@ def cluster_files(zone: Zone) -> dict[str, str]:
         config=config,
         cc=config.compute.cyclecloud,
         cluster_name=cluster_name(zone),
-        node_tags={ZONE_TAG: config.metadata.name, MANAGED_TAG: "true"},
+        # Every node CycleCloud creates carries the zone's tags, those the zone's own "Require a tag on resources"
+        # assignments demand included: that deny policy (Azure/azure-policy built-in-policies/policyDefinitions/Tags/
+        # RequireTag_Deny.json, mode Indexed) judges every VM, scale set, NIC and disk written into the compute
+        # group, CycleCloud's as much as ARM deployments' (tests/deploy/test_proving_ground.py plays it).
+        node_tags=zone.tags(),
         arrays=arrays,
         scheduler_script=render_text(
             "cloud-init/scheduler.sh.j2",

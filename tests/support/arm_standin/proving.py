@@ -77,3 +77,28 @@ class ProvingGround:
             self.bugs.append(repr(exc))
             return Refusal("StandInBug", str(exc))
         return Refusal(refusal.code, refusal.message) if refusal else None
+
+
+def assign_policies(world: World, plan: Any) -> list[str]:
+    """Put the policy assignments a rendered plan (hpclz.render.model.DeploymentPlan) makes into the world, at the
+    resource groups its templates assign them, as Azure holds them once the zone's first deploy made them: a
+    redeploy, and every node CycleCloud creates later, is judged by them. Returns their IDs."""
+    made = []
+    for d in plan.deployments:
+        if not d.resource_group:
+            continue
+        for r in d.resources():
+            if str(r.get("type", "")).lower() != policy.POLICY_ASSIGNMENTS:
+                continue
+            rid = (
+                f"/subscriptions/{world.subscription_id}/resourceGroups/{d.resource_group}"
+                f"/providers/Microsoft.Authorization/policyAssignments/{r['name']}"
+            )
+            world.resources[rid.lower()] = {
+                "id": rid,
+                "name": r["name"],
+                "type": "Microsoft.Authorization/policyAssignments",
+                "properties": r.get("properties") or {},
+            }
+            made.append(rid)
+    return made
