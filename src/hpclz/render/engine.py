@@ -40,10 +40,13 @@ def to_shell(value: Any) -> Safe:
     return Safe(shlex.quote(str(value)))
 
 
+PLAIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]*")
+
+
 def ident(value: Any) -> Safe:
     """A bare word (a section or cluster name) for formats without quoting; anything else is refused."""
     text = str(value)
-    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._:-]*", text):
+    if not PLAIN_NAME.fullmatch(text):
         raise TypeError(f"{text!r} is not a plain name")
     return Safe(text)
 
