@@ -216,7 +216,7 @@ class CycleCloud:
     def _read_secret(self, name: str, spec: dict[str, Any]) -> None:
         reader = self._identity_principal(str(spec.get("identity", "")))
         vault = self._find(str(spec.get("vault", "")), "microsoft.keyvault/vaults")
-        target = f"{vault}/secrets/{spec.get('secret', name)}"
+        target = f"{vault}/secrets/{spec.get('name', name)}"
         if reader is None:
             self.steps.append(Step("cyclecloud", f"read secret {name}", target, "NoManagedIdentity", spec["identity"]))
             return
