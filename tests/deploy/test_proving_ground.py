@@ -47,14 +47,58 @@ def scheduler_identity(arm: ArmStandIn) -> Principal:
 
 
 NON_FINANCE = ["energy", "ai-training", "manufacturing"]
+# Each test deploys a whole preset through the stand-in (about a minute on an idle core).
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
 
 @pytest.mark.parametrize("preset", NON_FINANCE)
-def test_each_preset_deploys_under_its_own_policies(
+def test_cyclecloud_creates_every_node_and_needs_every_role_it_holds(
     arm: ArmStandIn, tmp_path: Path, run_cli, preset, monkeypatch
 ) -> None:  # type: ignore[no-untyped-def]
+    """The preset deploys under its own policy assignments; then CycleCloud, with only the roles hpclz grants its
+    identity, creates every node of the rendered cluster (scheduler, login, each partition: each carrying the tags
+    the zone's policies require); and, least privilege by removal, taking away any one role assignment hpclz
+    rendered for CycleCloud's identity (or the locker identity's read of the locker) makes a named step of cluster
+    start fail: an assignment whose removal breaks nothing is reported."""
     deployed(arm, tmp_path, run_cli, preset, monkeypatch)
     assert arm.proving.policy_log.denials == []
+    cyclecloud = scheduler_identity(arm)
+    actor = CycleCloud(arm.world, arm.proving.authorization, arm.proving.policy_log)
+    steps = actor.start(as_identity=cyclecloud)
+    assert refused(steps) == []
+    config = load_config(tmp_path / preset / "lz.yaml").config
+    created = {s.node for s in steps if s.what in ("create the VM", "create the scale set")}
+    assert created == {"scheduler", "login", *(p.name for p in config.compute.partitions)}
+    unneeded, broken = removal_analysis(arm, actor, cyclecloud)
+    assert unneeded == [], f"role assignments whose removal breaks no step: {unneeded}"
+    assert len(broken) >= 6 and all(broken.values()), broken
+
+
+def removal_analysis(
+    arm: ArmStandIn, actor: CycleCloud, cyclecloud: Principal
+) -> tuple[list[str], dict[str, set[str]]]:
+    """Each role assignment of CycleCloud's identity, and the locker identity's Storage Blob Data Reader, removed in
+    turn: the steps of cluster start it breaks (by label), and those whose removal breaks nothing."""
+    grants = {
+        key: r for key, r in arm.world.resources.items()
+        if r["type"] == "Microsoft.Authorization/roleAssignments"
+        and (r["properties"]["principalId"] == cyclecloud.object_id
+             or "storage blob data reader" in r["properties"].get("description", "").lower())
+    }  # fmt: skip
+    unneeded: list[str] = []
+    broken: dict[str, set[str]] = {}
+    for key, grant in grants.items():
+        del arm.world.resources[key]
+        try:
+            failed = {f"{s.node}: {s.what}" for s in actor.start(as_identity=cyclecloud) if s.refused}
+        finally:
+            arm.world.resources[key] = grant
+        label = f"{grant['properties'].get('description')} at {grant['properties']['scope']}"
+        if failed:
+            broken[label] = failed
+        else:
+            unneeded.append(label)
+    return unneeded, broken
 
 
 @pytest.mark.xfail(
@@ -69,21 +113,6 @@ def test_finance_deploys_under_its_own_regulated_baseline(
     deployed(arm, tmp_path, run_cli, "finance", monkeypatch)
 
 
-@pytest.mark.parametrize("preset", NON_FINANCE)
-def test_cyclecloud_creates_every_node_with_the_roles_hpclz_grants(
-    arm: ArmStandIn, tmp_path: Path, run_cli, preset, monkeypatch
-) -> None:  # type: ignore[no-untyped-def]
-    """Every node of the rendered cluster (scheduler, login, each partition) is created, under the zone's policies
-    (every node carries the tags they require) and with only the roles hpclz grants CycleCloud's identity."""
-    deployed(arm, tmp_path, run_cli, preset, monkeypatch)
-    actor = CycleCloud(arm.world, arm.proving.authorization, arm.proving.policy_log)
-    steps = actor.start(as_identity=scheduler_identity(arm))
-    assert refused(steps) == []
-    config = load_config(tmp_path / preset / "lz.yaml").config
-    created = {s.node for s in steps if s.what in ("create the VM", "create the scale set")}
-    assert created == {"scheduler", "login", *(p.name for p in config.compute.partitions)}
-
-
 @pytest.mark.xfail(
     strict=True,
     reason="the CycleCloud account names no client ID, so CycleCloud runs as its VM's system-assigned identity while "
@@ -96,36 +125,3 @@ def test_cyclecloud_runs_as_the_identity_that_holds_its_roles(
     deployed(arm, tmp_path, run_cli, "energy", monkeypatch)
     actor = CycleCloud(arm.world, arm.proving.authorization, arm.proving.policy_log)
     assert refused(actor.start()) == []
-
-
-def test_every_role_cyclecloud_holds_is_needed_by_a_named_step(
-    arm: ArmStandIn, tmp_path: Path, run_cli, monkeypatch
-) -> None:  # type: ignore[no-untyped-def]
-    """Least privilege, by removal: take away any one role assignment hpclz rendered for CycleCloud's identity (or the
-    locker identity's read of the locker) and a named step of cluster start is refused; an assignment whose removal
-    breaks nothing is reported."""
-    deployed(arm, tmp_path, run_cli, "energy", monkeypatch)
-    cyclecloud = scheduler_identity(arm)
-    actor = CycleCloud(arm.world, arm.proving.authorization, arm.proving.policy_log)
-    assert refused(actor.start(as_identity=cyclecloud)) == []
-    locker_read = "Storage Blob Data Reader".lower()
-    grants = {
-        key: r for key, r in arm.world.resources.items()
-        if r["type"] == "Microsoft.Authorization/roleAssignments"
-        and (r["properties"]["principalId"] == cyclecloud.object_id or locker_read in r["properties"].get("description", "").lower())
-    }  # fmt: skip
-    assert len(grants) >= 6, sorted(r["properties"].get("description") for r in grants.values())
-    unneeded, broken = [], {}
-    for key, grant in grants.items():
-        del arm.world.resources[key]
-        try:
-            failed = {f"{s.node}: {s.what}" for s in actor.start(as_identity=cyclecloud) if s.refused}
-        finally:
-            arm.world.resources[key] = grant
-        label = f"{grant['properties'].get('description')} at {grant['properties']['scope']}"
-        if failed:
-            broken[label] = failed
-        else:
-            unneeded.append(label)
-    assert unneeded == [], f"role assignments whose removal breaks no step: {unneeded}"
-    assert all(broken.values()) and len(broken) == len(grants)

@@ -121,7 +121,11 @@ def assignments(zone: Zone, area: str) -> list[Assignment]:
         # The VM login roles mean something only with Entra ID SSH login (identity.entra_login, HPCLZ-IDN-008).
         login = identity.entra_login
         out += _groups(zone, "admins", [*([BuiltinRole.VM_ADMIN_LOGIN] if login else []), BuiltinRole.CONTRIBUTOR])
-        out += _groups(zone, "users", [BuiltinRole.VM_USER_LOGIN] if login else [])
+        # Users get no VM login role: the only VM hpclz puts in this group is the CycleCloud server, and whoever signs
+        # in there can take its identities' tokens (learn.microsoft.com/entra/identity/managed-identities-azure-
+        # resources/how-to-use-vm-token), among them CycleCloud's Virtual Machine Contributor on this group: run
+        # command as root on every VM (Microsoft.Compute/virtualMachines/*, built-in-roles). Users reach the
+        # cluster's login nodes through CycleCloud's user management (identity.entra_login); HPCLZ-IDN-010.
         if identity.managed_identities.scheduler:
             # CycleCloud creates and deletes the node scale sets: VM Contributor on this group only.
             out.append(_identity(zone, "scheduler", BuiltinRole.VM_CONTRIBUTOR))
@@ -163,8 +167,7 @@ def assignments(zone: Zone, area: str) -> list[Assignment]:
 
 def entra_login(zone: Zone) -> bool:
     """Whether the CycleCloud server gets the Entra ID SSH extension: asked for, and someone to sign in."""
-    groups = zone.config.identity.groups
-    return zone.config.identity.entra_login and bool(groups.admins or groups.users)
+    return zone.config.identity.entra_login and bool(zone.config.identity.groups.admins)
 
 
 def node_identities(zone: Zone) -> list[str]:

@@ -171,6 +171,10 @@ class ArmStandIn:
     def dispatch(
         self, method: str, path: str, body: Any, query: dict[str, list[str]], principal: Any = None
     ) -> tuple[int, dict[str, str], Any]:
+        other = re.match(r"/subscriptions/([^/]+)", path, re.I)
+        if other and other.group(1).lower() != self.subscription_id.lower():
+            # ARM finds the subscription before it asks whether the caller may act in it.
+            raise ArmError(404, "SubscriptionNotFound", f"The subscription '{other.group(1)}' could not be found.")
         if principal is not None:
             self.proving.check_request(principal, method, path)
         for route_method, pattern, fn in self.routes():
