@@ -18,11 +18,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tests.support.azurite import find_azurite, start_azurite
 
+from hpclz.azure.backends import open_backend
 from hpclz.azure.blob_state import CONNECTION_STRING_ENV
 from hpclz.config.loader import load_config
 from hpclz.config.operations import AzureBlobState
 from hpclz.config.root import LandingZoneConfig
-from hpclz.deploy.backends import open_backend
 from hpclz.state.factory import new_state
 from hpclz.state.model import ResourceRecord
 

@@ -97,10 +97,14 @@ def main() -> int:
     with ArmStandIn(workdir / "standin") as arm:
         os.environ.update(arm.env(poll_interval=args.poll))
         arm.world.latency.update(latency)
-        from hpclz.services.deploy import deploy
+        from hpclz.services.deploy import DeployOptions, deploy
 
         started = time.perf_counter()
-        result = deploy(config, on_event=lambda e: marks.append((time.perf_counter(), str(e.step), e.deployment)))
+        result = deploy(
+            DeployOptions(
+                Path(config), on_event=lambda e: marks.append((time.perf_counter(), str(e.step), e.deployment))
+            )
+        )
         total = time.perf_counter() - started
         arm_side = {run.name: (run.began, run.ended or run.began) for run in arm.world.deployments.values()}
     if not result.ok:

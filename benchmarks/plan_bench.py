@@ -20,12 +20,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tests.plan.support import applied_state, edited
 
+from hpclz.azure.backends import open_backend
 from hpclz.config.loader import load_config
-from hpclz.deploy.backends import open_backend
 from hpclz.plan.config_diff import config_changes
 from hpclz.plan.offline import offline_changeset
 from hpclz.render.build import build_plan
-from hpclz.services.plan import plan
+from hpclz.services.plan import PlanOptions, plan
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -53,7 +53,7 @@ def bench(preset: Path, rounds: int) -> None:
         state = applied_state(config)
         resources = len(offline_changeset(build_plan(config), None).resources)
         print(f"{preset.stem}: {resources} resources")
-        _timed("hpclz plan (service, no changes)", rounds, lambda: plan(config_file))
+        _timed("hpclz plan (service, no changes)", rounds, lambda: plan(PlanOptions(config_file)))
         _timed("render + diff, every resource changed", rounds, lambda: offline_changeset(build_plan(retagged), state))
         _timed("config diff", rounds, lambda: config_changes(state.applied_config, retagged))
 

@@ -25,11 +25,11 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from hpclz.config.loader import load_config  # noqa: E402
-from hpclz.services.verify import agent_command  # noqa: E402
+from hpclz.slurm.client import NodeInfo, SlurmClient  # noqa: E402
 from hpclz.verify.collective_job import analyse_pairs, ring_pairs  # noqa: E402
 from hpclz.verify.dispatch import FanOut, batches, fan_out, node_script, read_node, select  # noqa: E402
 from hpclz.verify.model import BandwidthPoint, CheckResult, CollectiveResult, NodeReport, Status  # noqa: E402
-from hpclz.verify.slurm import NodeInfo, SlurmClient  # noqa: E402
+from hpclz.verify.session import agent_command  # noqa: E402
 
 GOOD = REPO / "tests" / "verify" / "fixtures" / "h200-good"
 TRIVIAL = ["bash", "-c", 'echo \'{"node": "x", "checks": []}\'']

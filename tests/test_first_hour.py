@@ -15,8 +15,8 @@ import pytest
 
 from hpclz.azure.errors import azure_errors, sign_in_failure
 from hpclz.cli import app
+from hpclz.config.schema import config_schema
 from hpclz.errors import ExitCode, HpclzError
-from hpclz.services.schema import config_schema
 from tests.conftest import REPO
 
 AI = str(REPO / "configs" / "ai-training.yaml")

@@ -43,7 +43,7 @@ def _add_line(module: Path, line: str) -> None:
 def test_the_repository_keeps_every_contract() -> None:
     done = _lint(REPO, REPO / "src")
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "3 kept, 0 broken" in done.stdout
+    assert "4 kept, 0 broken" in done.stdout
 
 
 def test_an_upward_import_breaks_the_layers(copy: Path) -> None:
@@ -51,6 +51,20 @@ def test_an_upward_import_breaks_the_layers(copy: Path) -> None:
     done = _lint(copy, copy)
     assert done.returncode != 0
     assert "hpclz.config.base -> hpclz.services.validate" in done.stdout
+
+
+def test_a_service_importing_another_breaks_their_independence(copy: Path) -> None:
+    _add_line(copy / "hpclz" / "services" / "plan.py", "import hpclz.services.deploy  # noqa: E402")
+    done = _lint(copy, copy)
+    assert done.returncode != 0
+    assert "Services do not import each other, except hpclz.services.validate BROKEN" in done.stdout
+    assert "hpclz.services.plan -> hpclz.services.deploy" in done.stdout
+
+
+def test_a_service_may_import_validation(copy: Path) -> None:
+    _add_line(copy / "hpclz" / "services" / "nodes.py", "import hpclz.services.validate  # noqa: E402")
+    done = _lint(copy, copy)
+    assert done.returncode == 0, done.stdout + done.stderr
 
 
 def test_a_cycle_inside_a_package_is_refused(copy: Path) -> None:

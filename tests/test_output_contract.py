@@ -60,6 +60,36 @@ def test_every_command_service_returns_one_command_result() -> None:
         assert str(annotation).startswith("CommandResult["), f"{service.__module__}.{service.__name__}: {annotation}"
 
 
+def test_every_service_takes_one_frozen_options_object() -> None:
+    """One typed argument style for every command: a frozen dataclass of its options, built by the CLI."""
+    import dataclasses
+    import importlib
+    import inspect
+    import pkgutil
+    import typing
+
+    import hpclz.services
+
+    commands = []
+    for info in pkgutil.iter_modules(hpclz.services.__path__):
+        module = importlib.import_module(f"hpclz.services.{info.name}")
+        for name, func in inspect.getmembers(module, inspect.isfunction):
+            returns = str(inspect.signature(func).return_annotation)
+            is_command = returns.startswith("CommandResult[") or name in ("write_preset", "write_config_schema")
+            if func.__module__ != module.__name__ or name.startswith("_") or not is_command:
+                continue
+            commands.append(f"{module.__name__}.{name}")
+            hints = {k: v for k, v in typing.get_type_hints(func).items() if k != "return"}
+            if not hints:
+                continue  # a command with no options at all (`hpclz explain --list`)
+            assert len(hints) == 1, f"{module.__name__}.{name} takes {list(hints)}"
+            (options,) = hints.values()
+            assert dataclasses.is_dataclass(options), f"{module.__name__}.{name}: {options} is not a dataclass"
+            params = getattr(options, "__dataclass_params__", None)
+            assert params is not None and params.frozen, f"{module.__name__}.{name}: {options.__name__} is not frozen"
+    assert len(commands) >= 16, commands  # every command of the CLI, nodes and checkpoints with two each
+
+
 def test_changes_present_is_a_success_in_the_envelope() -> None:
     """terraform's detailed exit code 2 means success with changes: `ok` must say so, 1 must not."""
     from hpclz.errors import ExitCode

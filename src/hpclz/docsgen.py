@@ -166,7 +166,7 @@ def config_limits() -> str:
 
 
 def generated_files() -> dict[str, str]:
-    from hpclz.services.schema import config_schema_json
+    from hpclz.config.schema import config_schema_json
 
     return {
         "docs/config-reference.md": config_reference(),

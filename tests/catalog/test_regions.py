@@ -12,8 +12,8 @@ import pytest
 from hpclz.catalog import load_regions
 from hpclz.config import load_config_text
 from hpclz.config.patterns import PLAIN, plain
+from hpclz.config.schema import config_schema
 from hpclz.errors import ConfigError
-from hpclz.services.schema import config_schema
 from tests.conftest import REPO
 
 # `az account list-locations --query "[].{Name: name, DisplayName: displayName}" -o table`, as captured in

@@ -4,7 +4,7 @@ from pathlib import Path
 
 from hpclz.config import load_config
 from hpclz.findings import Severity
-from hpclz.services.validate import validate
+from hpclz.services.validate import ValidateOptions, validate
 from tests.conftest import PRESETS
 
 EXPECTED = {"energy", "finance", "manufacturing", "ai-training"}
@@ -21,7 +21,7 @@ def test_preset_loads_into_the_model(preset_path: Path) -> None:
 
 
 def test_preset_validates_without_errors(preset_path: Path) -> None:
-    result = validate(preset_path, fail_level=Severity.ERROR)
+    result = validate(ValidateOptions(preset_path, fail_level=Severity.ERROR))
     assert result.ok, [f"{f.rule_id} {f.message}" for f in result.payload.failing]
 
 

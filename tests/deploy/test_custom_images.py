@@ -7,7 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from hpclz.config import load_config_text
-from hpclz.deploy.live_rules import CustomImageFitsNodes, CustomImageUsable, LiveContext
+from hpclz.rules.live.context import LiveContext
+from hpclz.rules.live.images import CustomImageFitsNodes, CustomImageUsable
 from tests.conftest import REPO
 from tests.support.arm_standin import ArmStandIn
 

@@ -576,10 +576,10 @@ def test_target_applies_one_deployment_and_leaves_the_rest_planned(
 
 def test_typing_the_zone_name_is_consent_but_never_for_not_allowed(arm: ArmStandIn, energy: Path) -> None:
     """The prompt's alternative to --allow-data-loss (what `hpclz deploy` asks at a terminal without --yes)."""
-    from hpclz.services.deploy import deploy
-    from hpclz.services.deploy_contract import Contract
+    from hpclz.deploy.contract import Contract
+    from hpclz.services.deploy import DeployOptions, deploy
 
-    assert deploy(energy).exit_code == 0
+    assert deploy(DeployOptions(energy)).exit_code == 0
     edit(energy, (("capacity_tib: 48", "capacity_tib: 32"),))
     asked: list[tuple[list[str], str]] = []
 
@@ -589,18 +589,21 @@ def test_typing_the_zone_name_is_consent_but_never_for_not_allowed(arm: ArmStand
 
     start = len(arm.log)
     with pytest.raises(HpclzError, match="--allow-data-loss"):
-        deploy(energy, contract=Contract(ask=wrong_name))
+        deploy(DeployOptions(energy, contract=Contract(ask=wrong_name)))
     assert writes_since(arm, start) == [] and asked[0][1] == "energy-prod"
     assert "replaces or deletes data" in asked[0][0][0]
     assert len(asked) == 1  # asked once, under the lock, not again before preflight
 
-    assert deploy(energy, contract=Contract(ask=lambda _reasons, zone: zone == "energy-prod")).exit_code == 0
+    assert (
+        deploy(DeployOptions(energy, contract=Contract(ask=lambda _reasons, zone: zone == "energy-prod"))).exit_code
+        == 0
+    )
     assert writes_since(arm, start) == ["DELETE", "PUT"]
 
     edit(energy, (("admin: {cidr: 10.20.0.0/24}", "admin: {cidr: 10.20.3.0/24}"),))
     never: list[str] = []
     with pytest.raises(HpclzError, match="NOT ALLOWED"):
-        deploy(energy, contract=Contract(ask=lambda reasons, _zone: bool(never.extend(reasons)) or True))
+        deploy(DeployOptions(energy, contract=Contract(ask=lambda reasons, _zone: bool(never.extend(reasons)) or True)))
     assert never == []
 
 

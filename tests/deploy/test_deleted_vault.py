@@ -10,8 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from hpclz.config.loader import load_config
-from hpclz.deploy.live_rules import LiveContext, SoftDeletedVaultHoldsName
 from hpclz.naming import NameBuilder
+from hpclz.rules.live.context import LiveContext
+from hpclz.rules.live.names import SoftDeletedVaultHoldsName
 from tests.conftest import REPO
 from tests.support.arm_standin import ArmStandIn
 

@@ -17,10 +17,11 @@ from hpclz.azure.arm import Arm
 from hpclz.azure.clients import AzureClients
 from hpclz.config import load_config_text
 from hpclz.config.loader import LoadedConfig
-from hpclz.deploy.live_rules import ExistingVnetMatches, LiveContext
 from hpclz.deploy.preflight import gather
 from hpclz.findings import Severity
 from hpclz.render.build import build_plan
+from hpclz.rules.live.context import LiveContext
+from hpclz.rules.live.network import ExistingVnetMatches
 from tests.conftest import REPO
 from tests.support.arm_standin import ArmStandIn
 
@@ -166,7 +167,7 @@ def _hub(gateway: bool) -> dict[str, Any]:
 
 def test_hub_gateway_is_read_not_only_declared(arm: ArmStandIn) -> None:
     """Finding 5 of issue 13: use_remote_gateways with no gateway in the hub."""
-    from hpclz.deploy.live_rules import HubHasNoGateway
+    from hpclz.rules.live.network import HubHasNoGateway
 
     loaded = _finance()
     plan = build_plan(loaded.config)

@@ -14,15 +14,15 @@ from hpclz.azure.arm import Arm
 from hpclz.azure.clients import AzureClients
 from hpclz.config import load_config_text
 from hpclz.config.loader import LoadedConfig
-from hpclz.deploy.live_context import LiveContext
-from hpclz.deploy.live_existing import ExistingLustreMatches, ExistingVaultUnfit
-from hpclz.deploy.live_netapp import ExistingNetAppVolumes
-from hpclz.deploy.live_network import NO_TRANSIT, HubHasNoGateway, SpokePeeringNotConnected
-from hpclz.deploy.live_nsg import ExistingSubnetWithoutNsg, NsgBlocksLustre
 from hpclz.deploy.preflight import gather
 from hpclz.findings import Severity
 from hpclz.render.build import build_plan
 from hpclz.rules.base import Rule
+from hpclz.rules.live.context import LiveContext
+from hpclz.rules.live.existing import ExistingLustreMatches, ExistingVaultUnfit
+from hpclz.rules.live.netapp import ExistingNetAppVolumes
+from hpclz.rules.live.network import NO_TRANSIT, HubHasNoGateway, SpokePeeringNotConnected
+from hpclz.rules.live.nsg import ExistingSubnetWithoutNsg, NsgBlocksLustre
 from tests.support.arm_standin import ArmStandIn
 from tests.support.existing_resources import (
     HUB_ID,

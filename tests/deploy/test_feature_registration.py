@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from hpclz.config.loader import load_config
-from hpclz.deploy.live_rules import FeatureNotRegistered, LiveContext
+from hpclz.rules.live.context import LiveContext
+from hpclz.rules.live.subscription import FeatureNotRegistered
 from tests.conftest import REPO
 from tests.support.arm_standin import ArmStandIn
 

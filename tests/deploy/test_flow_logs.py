@@ -6,7 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from hpclz.config.loader import load_config
-from hpclz.deploy.live_rules import LiveContext, NetworkWatcherMissing
+from hpclz.rules.live.context import LiveContext
+from hpclz.rules.live.flowlogs import NetworkWatcherMissing
 from tests.conftest import REPO
 from tests.deploy.conftest import destroy_everything, state_of
 from tests.support.arm_standin import ArmStandIn

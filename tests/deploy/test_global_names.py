@@ -6,8 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from hpclz.config.loader import load_config
-from hpclz.deploy.live_rules import GlobalNameTaken, LiveContext
 from hpclz.naming import NameBuilder
+from hpclz.rules.live.context import LiveContext
+from hpclz.rules.live.names import GlobalNameTaken
 from tests.conftest import REPO
 from tests.support.arm_standin import ArmStandIn
 

@@ -16,7 +16,9 @@ from hpclz.azure.arm import Arm
 from hpclz.azure.clients import AzureClients
 from hpclz.config import load_config
 from hpclz.config.loader import LoadedConfig
-from hpclz.deploy.live_rules import LIVE_RULES, LiveContext, MarketplaceImageUnavailable
+from hpclz.rules.live import LIVE_RULES
+from hpclz.rules.live.context import LiveContext
+from hpclz.rules.live.marketplace import MarketplaceImageUnavailable
 from tests.conftest import REPO
 from tests.support.arm_standin import ArmStandIn
 

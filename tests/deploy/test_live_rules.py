@@ -7,17 +7,11 @@ from typing import Any
 import pytest
 
 from hpclz.config.loader import load_config
-from hpclz.deploy.live_rules import (
-    LIVE_RULES,
-    ArmValidationFailed,
-    LiveContext,
-    LiveFactsUnavailable,
-    ProviderNotRegistered,
-    QuotaShort,
-    SkuNotOffered,
-    SkuRestricted,
-)
 from hpclz.rules.base import RULE_ID, Rule
+from hpclz.rules.live import LIVE_RULES
+from hpclz.rules.live.compute import QuotaShort, SkuNotOffered, SkuRestricted
+from hpclz.rules.live.context import LiveContext
+from hpclz.rules.live.subscription import ArmValidationFailed, LiveFactsUnavailable, ProviderNotRegistered
 from tests.conftest import REPO
 from tests.support.arm_standin.catalog import default_skus, default_usages, sku, usage
 

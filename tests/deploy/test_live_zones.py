@@ -13,7 +13,9 @@ import pytest
 from ruamel.yaml import YAML
 
 from hpclz.config.loader import load_config_text
-from hpclz.deploy.live_rules import LIVE_RULES, LiveContext, ZoneNotOfferedLive
+from hpclz.rules.live import LIVE_RULES
+from hpclz.rules.live.compute import ZoneNotOfferedLive
+from hpclz.rules.live.context import LiveContext
 from tests.conftest import REPO
 from tests.support.arm_standin import ArmStandIn
 from tests.support.arm_standin.catalog import default_skus, sku

@@ -11,8 +11,8 @@ from hpclz.azure.clients import AzureClients
 from hpclz.config.loader import load_config
 from hpclz.deploy.new_groups import wrapper
 from hpclz.deploy.preflight import gather
+from hpclz.deploy.secrets import resolve_secrets
 from hpclz.render.build import build_plan
-from hpclz.services.deploy import resolve_secrets
 from tests.support.arm_standin import ArmStandIn
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from hpclz.config.loader import load_config
-from hpclz.deploy.live_rules import LiveContext, SkuNotOffered
+from hpclz.rules.live.compute import SkuNotOffered
+from hpclz.rules.live.context import LiveContext
 from tests.conftest import REPO
 from tests.support.arm_standin.catalog import default_skus, default_usages
 

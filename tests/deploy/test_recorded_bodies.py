@@ -11,7 +11,7 @@ import pytest
 
 from hpclz.plan.assignments import role_key, static_id
 from hpclz.plan.changeset import Action, ResourceChange
-from hpclz.services.plan import plan
+from hpclz.services.plan import PlanOptions, plan
 from tests.deploy.conftest import state_of
 from tests.support.arm_standin import ArmStandIn
 
@@ -31,7 +31,7 @@ def _edit(zone: Path, old: str, new: str) -> None:
 
 
 def _offline(zone: Path) -> list[ResourceChange]:
-    changes = plan(zone).payload.changes
+    changes = plan(PlanOptions(zone)).payload.changes
     assert changes is not None and changes.mode == "offline"
     return changes.resources
 
@@ -107,7 +107,7 @@ def test_reader_group_edits_change_exactly_that_groups_assignments(arm: ArmStand
     assert sorted((r.action, r.id) for r in removed) == sorted((Action.DELETE, r["id"]) for r in readers_of_a)
 
     _readers(zone, READER_B, READER_A)
-    assert not plan(zone).payload.changes.has_changes  # type: ignore[union-attr]
+    assert not plan(PlanOptions(zone)).payload.changes.has_changes  # type: ignore[union-attr]
 
     _readers(zone, READER_A, READER_B, READER_C)
     added = [r for r in _offline(zone) if r.action is not Action.NO_CHANGE]

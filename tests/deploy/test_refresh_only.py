@@ -90,17 +90,19 @@ def test_refresh_only_before_any_deploy_has_nothing_to_read(arm: ArmStandIn, ene
 
 
 def test_answering_no_records_nothing(arm: ArmStandIn, energy: Path, run_cli: Callable) -> None:
-    from hpclz.services.deploy import deploy
-    from hpclz.services.deploy_contract import Contract
+    from hpclz.deploy.contract import Contract
+    from hpclz.services.deploy import DeployOptions, deploy
 
     assert run_cli("deploy", str(energy), "--yes").exit_code == 0
     _drift(arm)
     before = state_of(energy)
     shown = []
     result = deploy(
-        energy,
-        confirm=lambda _plan, _unchanged, changes: bool(shown.append(changes)),
-        contract=Contract(refresh_only=True),
+        DeployOptions(
+            energy,
+            confirm=lambda _plan, _unchanged, changes: bool(shown.append(changes)),
+            contract=Contract(refresh_only=True),
+        )
     )
     assert result.exit_code == 1 and result.payload.cancelled
     assert sorted(r.type for r in shown[0].drift) == [

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
+from hpclz.azure.backends import open_backend
 from hpclz.cli.views.changeset import print_changeset
 from hpclz.config.loader import load_config
-from hpclz.deploy.backends import open_backend
 from hpclz.errors import HpclzError
 from hpclz.output import ENVELOPE_KEYS
 from hpclz.plan.offline import offline_changeset

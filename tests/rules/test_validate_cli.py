@@ -126,7 +126,7 @@ def test_json_output_carries_every_finding_with_location(run_cli) -> None:  # ty
 
 
 def test_live_preflight_ids_may_be_suppressed_in_the_config(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    from hpclz.deploy.live_rules import LIVE_RULES
+    from hpclz.rules.live import LIVE_RULES
 
     path = tmp_path / "lz.yaml"
     path.write_text(Path(AI).read_text(encoding="utf-8") + f"\nsuppress: [{LIVE_RULES[0].id}]\n", encoding="utf-8")

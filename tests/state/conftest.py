@@ -11,12 +11,12 @@ from typing import Any
 import pytest
 from pydantic import SecretStr
 
+from hpclz.azure.backends import open_backend
 from hpclz.azure.blob_state import CONNECTION_STRING_ENV
 from hpclz.config.identity import NewKeyVault
 from hpclz.config.loader import load_config
 from hpclz.config.operations import AzureBlobState
 from hpclz.config.root import LandingZoneConfig
-from hpclz.deploy.backends import open_backend
 from hpclz.state.backend import StateBackend
 from hpclz.state.model import DeploymentRecord, DeploymentStatus, ResourceRecord, StateDocument
 from tests.conftest import REPO

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from hpclz.azure.backends import open_backend
 from hpclz.azure.blob_state import CONNECTION_STRING_ENV, BlobBackend
 from hpclz.config.root import LandingZoneConfig
-from hpclz.deploy.backends import open_backend
 from hpclz.state.errors import StateConflictError, StateLockedError, StateStorageError
 from hpclz.state.factory import new_state
 from hpclz.state.guard import SecretGuard

@@ -7,8 +7,8 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
+from hpclz.azure.backends import open_backend
 from hpclz.config.root import LandingZoneConfig
-from hpclz.deploy.backends import open_backend
 from hpclz.errors import ExitCode
 from tests.conftest import CliResult
 from tests.state.conftest import sample_state

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from hpclz.azure.backends import open_backend
 from hpclz.config.root import LandingZoneConfig
-from hpclz.deploy.backends import open_backend
 from hpclz.errors import ExitCode
 from hpclz.state.errors import StateLockedError, StateStorageError
 from hpclz.state.factory import new_state
@@ -28,7 +28,7 @@ HOLDER = textwrap.dedent(
     import sys
     from pathlib import Path
     from hpclz.config.loader import load_config
-    from hpclz.deploy.backends import open_backend
+    from hpclz.azure.backends import open_backend
     config_file = Path(sys.argv[1])
     backend = open_backend(load_config(config_file).config, base_dir=config_file.parent)
     with backend.lock(sys.argv[2]):
@@ -43,7 +43,7 @@ DIES_MID_WRITE = textwrap.dedent(
     import os, sys
     from pathlib import Path
     from hpclz.config.loader import load_config
-    from hpclz.deploy.backends import open_backend
+    from hpclz.azure.backends import open_backend
     config_file = Path(sys.argv[1])
     backend = open_backend(load_config(config_file).config, base_dir=config_file.parent)
     doc = backend.read()

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
+from hpclz.azure.backends import open_backend
 from hpclz.config.root import LandingZoneConfig
-from hpclz.deploy.backends import open_backend
 from hpclz.errors import ExitCode
 from tests.conftest import CliResult
 from tests.state.conftest import sample_state

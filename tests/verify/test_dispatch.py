@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hpclz.services.verify import collective_backend
+from hpclz.slurm.client import NodeInfo
 from hpclz.verify.collective_job import THROTTLE_NODE, CollectivePlan, analyse_pairs, rank_main, ring_pairs
 from hpclz.verify.collective_job import job_script as collective_job_script
 from hpclz.verify.collective_job import throttle_s as throttle_for
@@ -30,7 +30,7 @@ from hpclz.verify.dispatch import (
     select,
 )
 from hpclz.verify.model import BandwidthPoint, CheckResult, CollectiveResult, NodeReport, Status
-from hpclz.verify.slurm import NodeInfo
+from hpclz.verify.session import collective_backend
 from tests.support.local_http import free_ports
 
 

@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 
 from hpclz.config.loader import load_config
-from hpclz.services.verify import agent_command
+from hpclz.slurm.client import SlurmClient
 from hpclz.verify.collective_job import THROTTLE_NODE, THROTTLE_S
 from hpclz.verify.dispatch import JOB_NOT_RUN, FanOut, fan_out, settle
 from hpclz.verify.model import Status
-from hpclz.verify.slurm import SlurmClient
+from hpclz.verify.session import agent_command
 from tests.conftest import REPO, CliResult
 from tests.support import slurm as harness
 from tests.support.slurm import LocalSlurm

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from hpclz.azure.backends import open_backend
 from hpclz.config.loader import load_config
-from hpclz.deploy.backends import open_backend
 from hpclz.state.model import DeploymentRecord, DeploymentStatus, ResourceRecord, StateDocument
 from tests.conftest import FIXTURES, REPO, CliResult
 from tests.support import slurm as harness
@@ -249,8 +249,8 @@ def test_the_standins_run_command_has_the_shape_of_the_specs_example() -> None:
 def test_a_failed_remote_run_is_one_line_with_what_the_scheduler_said(
     stdout: str, stderr: str, message: str, code: int
 ) -> None:
+    from hpclz.azure.scheduler import parse_envelope
     from hpclz.errors import HpclzError
-    from hpclz.services.verify_remote import parse_envelope
 
     with pytest.raises(HpclzError) as caught:
         parse_envelope(stdout, stderr, "Failed", 64)
@@ -276,7 +276,7 @@ def test_a_run_stopped_at_its_time_limit_is_cleaned_by_a_second_run_command(
     """The stand-in stops a run at its timeoutInSeconds as the agent does (state TimedOut, the script killed, so
     its EXIT trap never runs); hpclz then removes the folder with a run command of its own."""
     from hpclz.errors import HpclzError
-    from hpclz.services.verify_remote import RemoteRequest, run_remote
+    from hpclz.verify.remote import RemoteRequest, run_remote
 
     hung = tmp_path / "hung-python"
     hung.write_text("#!/bin/sh\nexec sleep 4\n")  # a verify that never answers
@@ -301,8 +301,8 @@ def test_a_run_stopped_at_its_time_limit_is_cleaned_by_a_second_run_command(
 
 
 def test_the_time_limit_follows_the_partitions_sizes_and_nccl_and_stops_at_a_day() -> None:
-    from hpclz.services.verify import VerifyOptions, remote_time_limit
-    from hpclz.services.verify_remote import RUN_COMMAND_CEILING_S, Workload, time_limit_s
+    from hpclz.verify.remote import RUN_COMMAND_CEILING_S, Workload, time_limit_s
+    from hpclz.verify.session import VerifyOptions, remote_time_limit
 
     config = load_config(REPO / "configs" / "ai-training.yaml").config  # h100: 64 nodes, h200: 32; 300 s checks
     health = remote_time_limit(config, VerifyOptions(config=Path("lz.yaml")))

@@ -88,8 +88,8 @@ def test_junit_file_is_written(tmp_path: Path) -> None:
 
 
 def test_bad_nodes_name_each_failing_check_the_same_way_for_slurm_and_local_runs() -> None:
+    from hpclz.slurm.client import NodeInfo
     from hpclz.verify.dispatch import read_node, select
-    from hpclz.verify.slurm import NodeInfo
 
     down = select([NodeInfo("n2", "down*", "Not responding")], drain=False).skipped["n2"]
     silent = read_node(Path("/nonexistent"), "n3", 60)

@@ -16,6 +16,7 @@ import pytest
 from hpclz.findings import Severity
 from hpclz.registry import VERIFY_RULES, all_rules
 from hpclz.rules.base import RULE_ID, Rule, run_rules
+from hpclz.slurm.client import NodeInfo
 from hpclz.verify.agent import gather
 from hpclz.verify.checks.outcomes import OUTCOMES
 from hpclz.verify.checks.rules import NodeContext, OutcomeRule, VerifyRule
@@ -24,7 +25,6 @@ from hpclz.verify.dispatch import FanOut, _why_missing, read_node, select
 from hpclz.verify.model import BandwidthPoint, CollectiveResult, NodeReport
 from hpclz.verify.probes import detect_sku
 from hpclz.verify.probes.source import Source
-from hpclz.verify.slurm import NodeInfo
 from hpclz.verify.thresholds import load_thresholds
 from tests.verify.helpers import FAULTS, GOOD, H200, HBV3, agent
 from tests.verify.test_checks import FAULT_TABLE

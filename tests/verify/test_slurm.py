@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from hpclz.slurm.client import SlurmClient, SlurmError
 from hpclz.verify.dispatch import wait_for_jobs
-from hpclz.verify.slurm import SlurmClient, SlurmError
 from tests.support import slurm as harness
 from tests.support.slurm import LocalSlurm
 

@@ -39,9 +39,11 @@ def manifest(
     """Hash every checkpoint blob and write the manifest beside them (signed when manifest_key is set)."""
     with guarded("checkpoints manifest", output):
         from hpclz.cli.views import checkpoints as view
-        from hpclz.services.checkpoints import write_manifest
+        from hpclz.services.checkpoints import CheckpointsOptions, write_manifest
 
-        finish(write_manifest(config, prefix=prefix, container=container), output, view.show_manifest)
+        finish(
+            write_manifest(CheckpointsOptions(config, prefix=prefix, container=container)), output, view.show_manifest
+        )
 
 
 @checkpoints_app.command()
@@ -54,6 +56,8 @@ def verify(
     """Compare every checkpoint blob's SHA-256 with the manifest: modified, missing and unexpected files exit 1."""
     with guarded("checkpoints verify", output):
         from hpclz.cli.views import checkpoints as view
-        from hpclz.services.checkpoints import verify_checkpoints
+        from hpclz.services.checkpoints import CheckpointsOptions, verify_checkpoints
 
-        finish(verify_checkpoints(config, prefix=prefix, container=container), output, view.show_verify)
+        finish(
+            verify_checkpoints(CheckpointsOptions(config, prefix=prefix, container=container)), output, view.show_verify
+        )

@@ -86,9 +86,10 @@ def deploy(
     with guarded("deploy", output):
         from hpclz.cli.progress import Progress
         from hpclz.cli.views import deploy as view
+        from hpclz.deploy.contract import Contract, Scope
         from hpclz.plan.contract import Consent
+        from hpclz.services.deploy import DeployOptions
         from hpclz.services.deploy import deploy as run_deploy
-        from hpclz.services.deploy_contract import Contract, Scope
 
         err = console(stderr=True)
         progress: Progress | None = None
@@ -119,13 +120,15 @@ def deploy(
         )
         try:
             result = run_deploy(
-                config,
-                plan_file=plan,
-                confirm=confirm,
-                on_event=on_event,
-                suppress=suppress,
-                contract=contract,
-                over_budget=over_budget,
+                DeployOptions(
+                    config=config,
+                    plan_file=plan,
+                    confirm=confirm,
+                    on_event=on_event,
+                    suppress=tuple(suppress),
+                    contract=contract,
+                    over_budget=over_budget,
+                )
             )
         finally:
             if progress is not None:

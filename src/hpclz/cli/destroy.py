@@ -23,6 +23,7 @@ def destroy(
     with guarded("destroy", output):
         from hpclz.cli.deploy import ask
         from hpclz.cli.views import destroy as view
+        from hpclz.services.destroy import DestroyOptions
         from hpclz.services.destroy import destroy as run_destroy
 
         err = console(stderr=True)
@@ -35,4 +36,5 @@ def destroy(
             if output is OutputFormat.TEXT:
                 view.show_outcome(err, outcome)
 
-        finish(run_destroy(config, include_data=include_data, confirm=confirm, on_event=on_event), output, view.show)
+        options = DestroyOptions(config=config, include_data=include_data, confirm=confirm, on_event=on_event)
+        finish(run_destroy(options), output, view.show)

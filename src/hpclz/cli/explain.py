@@ -14,11 +14,11 @@ def explain(
     """Explain a rule: why it matters, where the fact comes from, and how to fix what it reports."""
     with guarded("explain", output):
         from hpclz.cli.views import explain as view
-        from hpclz.services.explain import every_rule
+        from hpclz.services.explain import ExplainOptions, every_rule
         from hpclz.services.explain import explain as run_explain
 
         if list_all:
             finish(every_rule(), output, view.show_list)
         if not rule_id:
             raise HpclzError("name a rule ID (hpclz explain HPCLZ-CMP-010), or pass --list", exit_code=ExitCode.USAGE)
-        finish(run_explain(rule_id), output, view.show)
+        finish(run_explain(ExplainOptions(rule_id)), output, view.show)

@@ -16,9 +16,9 @@ def init(
 ) -> None:
     """Write a starter config from a sector preset."""
     with guarded("init", OutputFormat.TEXT):
-        from hpclz.services.init import write_preset
+        from hpclz.services.init import InitOptions, write_preset
 
-        written = write_preset(preset, out, force=force)
+        written = write_preset(InitOptions(preset, out, force=force))
         typer.echo(
             f"wrote {written.config} from preset '{preset}' and {written.schema} (editor completion); "
             f"next: hpclz validate {written.config}"

@@ -1,4 +1,4 @@
-"""`hpclz nodes roll|status`."""
+"""`hpclz nodes roll|status|repair|incidents`."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ from hpclz.cli.common import OUTPUT_OPTION, OutputFormat, finish, guarded
 
 nodes_app = typer.Typer(
     name="nodes",
-    help="Roll a partition's nodes onto a new node definition through Slurm, and follow the roll.",
+    help="Roll a partition's nodes onto a new node definition through Slurm, and follow the roll; repair faulty "
+    "nodes without a human, and follow the repairs.",
     no_args_is_help=True,
     rich_markup_mode=None,
 )
@@ -100,7 +101,13 @@ def roll(
 
         reach = _Reach(slurm_conf, via, scheduler, report_account, python)
         options = NodesOptions(
-            config, partition, all_partitions=all_partitions, nodes=nodes, why=why, dry_run=dry_run, **reach.options()
+            config,
+            tuple(partition),
+            all_partitions=all_partitions,
+            nodes=nodes,
+            why=why,
+            dry_run=dry_run,
+            **reach.options(),
         )
         finish(run_roll(options), output, view.show)
 
@@ -132,5 +139,66 @@ def status(
         from hpclz.services.nodes import status as run_status
 
         reach = _Reach(slurm_conf, via, scheduler, report_account, python)
-        options = NodesOptions(config, partition, nodes=nodes, wait_s=wait, **reach.options())
+        options = NodesOptions(config, tuple(partition), nodes=nodes, wait_s=wait, **reach.options())
         finish(run_status(options), output, view.show)
+
+
+STATE_DIR_OPTION = typer.Option(
+    ..., "--state-dir", metavar="DIR", help="Where remediation keeps state.json and events.jsonl (one per cluster)."
+)
+
+
+@nodes_app.command()
+def repair(
+    config: Path = CONFIG_ARGUMENT,
+    state_dir: Path = STATE_DIR_OPTION,
+    spool: Path | None = typer.Option(
+        None, "--spool", metavar="DIR", help="Where the health gate leaves failing reports (its --spool)."
+    ),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Say what the next step of each incident would be."),
+    max_out: float = typer.Option(
+        10.0, "--max-out", min=0.0, max=100.0, metavar="PERCENT", help="Most of a partition held out for repair."
+    ),
+    strikes: int = typer.Option(3, "--strikes", min=1, help="Incidents in 7 days after which a node is reported."),
+    check_budget: int = typer.Option(300, "--check-budget", min=10, metavar="SECONDS", help="Post-repair check."),
+    resource_group: str | None = typer.Option(
+        None, "--resource-group", metavar="NAME", help="The nodes' resource group (default: the state's compute one)."
+    ),
+    slurm_conf: Path | None = SLURM_CONF_OPTION,
+    python: str = typer.Option("python3", "--python", metavar="PATH", help="The nodes' Python that has hpclz."),
+    output: OutputFormat = OUTPUT_OPTION,
+) -> None:
+    """One pass of closed-loop repair: drain, reboot or reimage, report to Azure, return or retire."""
+    with guarded("nodes repair", output):
+        from hpclz.cli.views import repair as view
+        from hpclz.services.repair import RepairOptions
+        from hpclz.services.repair import repair as run_repair
+
+        options = RepairOptions(
+            config,
+            state_dir,
+            spool=spool,
+            dry_run=dry_run,
+            max_out_percent=max_out,
+            strike_limit=strikes,
+            check_budget_s=check_budget,
+            slurm_conf=slurm_conf,
+            resource_group=resource_group,
+            python=python,
+        )
+        finish(run_repair(options), output, view.show)
+
+
+@nodes_app.command()
+def incidents(
+    state_dir: Path = STATE_DIR_OPTION,
+    last: int = typer.Option(20, "--events", min=0, metavar="N", help="Show the last N events (0: none)."),
+    output: OutputFormat = OUTPUT_OPTION,
+) -> None:
+    """Every repair incident, open and closed, and the latest events of the repair loop."""
+    with guarded("nodes incidents", output):
+        from hpclz.cli.views import repair as view
+        from hpclz.services.repair import IncidentsOptions
+        from hpclz.services.repair import incidents as run_incidents
+
+        finish(run_incidents(IncidentsOptions(state_dir, last)), output, view.show)

@@ -56,21 +56,23 @@ def plan(
     """Show what a deploy would change, its operational impact (drain, restart, data) and its monthly cost."""
     with guarded("plan", output):
         from hpclz.cli.views import plan as view
+        from hpclz.services.plan import PlanOptions
         from hpclz.services.plan import plan as run_plan
 
-        result = run_plan(
-            config,
+        options = PlanOptions(
+            config=config,
             what_if=what_if,
             out=out,
             force=force,
             detailed_exitcode=detailed_exitcode,
-            suppress=suppress,
+            suppress=tuple(suppress),
             refresh=refresh,
             refresh_only=refresh_only,
             destroy=destroy,
             include_data=include_data,
-            replace=replace,
-            target=target,
+            replace=tuple(replace),
+            target=tuple(target),
             hours=hours,
         )
+        result = run_plan(options)
         finish(result, output, lambda console, shown: view.show(console, shown, show_noise=show_noise))

@@ -39,6 +39,7 @@ def refresh(
     """Read the region's prices for the config's sizes and services; `hpclz plan` then uses them."""
     with guarded("prices refresh", output):
         from hpclz.cli.views import prices as view
-        from hpclz.services.prices import refresh_prices
+        from hpclz.services.prices import PricesOptions, refresh_prices
 
-        finish(refresh_prices(config, endpoint=endpoint, cache_dir=cache_dir), output, view.show)
+        options = PricesOptions(config, endpoint=endpoint, cache_dir=cache_dir)
+        finish(refresh_prices(options), output, view.show)

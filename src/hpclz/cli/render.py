@@ -25,7 +25,9 @@ def render(
     """Render ARM templates, parameters and a manifest for every deployment of the landing zone."""
     with guarded("render", output):
         from hpclz.cli.views import render as view
+        from hpclz.services.render import RenderOptions
         from hpclz.services.render import render as run_render
 
-        result = run_render(config, out, diagram=diagram, gates=gates, template_format=template_format)
+        options = RenderOptions(config, out, diagram=diagram, gates=gates, template_format=template_format)
+        result = run_render(options)
         finish(result, output, view.show)

@@ -15,10 +15,11 @@ def schema(
 ) -> None:
     """Print the JSON Schema of the config (for yaml-language-server and editors)."""
     with guarded("schema", OutputFormat.TEXT):
-        from hpclz.services.schema import config_schema_json, write_config_schema
+        from hpclz.config.schema import config_schema_json
+        from hpclz.services.schema import SchemaOptions, write_config_schema
 
         if out is None:
             typer.echo(config_schema_json())
         else:
-            write_config_schema(out, force=force)
+            write_config_schema(SchemaOptions(out, force=force))
             typer.echo(f"wrote {out}  (add `# yaml-language-server: $schema={out}` to the top of your config)")

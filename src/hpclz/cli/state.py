@@ -25,9 +25,9 @@ def show(config: Path = CONFIG_ARGUMENT, output: OutputFormat = OUTPUT_OPTION) -
     """Show serial, lineage, deployments, resources, outputs and the lock holder."""
     with guarded("state show", output):
         from hpclz.cli.views import state as view
-        from hpclz.services.state import show_state
+        from hpclz.services.state import StateOptions, show_state
 
-        finish(show_state(config), output, view.show)
+        finish(show_state(StateOptions(config)), output, view.show)
 
 
 @state_app.command()
@@ -39,9 +39,9 @@ def unlock(
     """Release a lock left by a run that died; says who held it and since when."""
     with guarded("state unlock", output):
         from hpclz.cli.views import state as view
-        from hpclz.services.state import unlock_state
+        from hpclz.services.state import StateOptions, unlock_state
 
-        finish(unlock_state(config, force=force), output, view.show_unlock)
+        finish(unlock_state(StateOptions(config, force=force)), output, view.show_unlock)
 
 
 @state_app.command()
@@ -55,6 +55,6 @@ def forget(
     """Remove one resource from state and leave it in Azure: hpclz stops managing (and deleting) it."""
     with guarded("state forget", output):
         from hpclz.cli.views import state as view
-        from hpclz.services.state import forget_state
+        from hpclz.services.state import StateOptions, forget_state
 
-        finish(forget_state(config, address), output, view.show_forget)
+        finish(forget_state(StateOptions(config, address=address)), output, view.show_forget)

@@ -22,6 +22,8 @@ def validate(
     """Check a config's shape, then every landing-zone rule."""
     with guarded("validate", output):
         from hpclz.cli.views import validate as view
+        from hpclz.services.validate import ValidateOptions
         from hpclz.services.validate import validate as run_validate
 
-        finish(run_validate(config, fail_level=fail_level, suppress=suppress), output, view.show)
+        options = ValidateOptions(config, fail_level=fail_level, suppress=tuple(suppress))
+        finish(run_validate(options), output, view.show)

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import dataclasses
 from enum import StrEnum
 from pathlib import Path
 
@@ -108,7 +109,7 @@ def verify(
             slurm_conf=slurm_conf,
             work_dir=work_dir,
             node_budget_s=budget,
-            suppress=suppress,
+            suppress=tuple(suppress),
             via=via.value if via else None,
             scheduler=scheduler,
             report_account=report_account,
@@ -116,8 +117,7 @@ def verify(
             progress=lambda line: typer.echo(line, err=True),
         )
         if python:
-            options.python = python
-            options.remote_python = python
+            options = dataclasses.replace(options, python=python, remote_python=python)
         from hpclz.cli.views import verify as view
 
         result = run_verify(options)

@@ -15,7 +15,7 @@ from hpclz.azure.arm import Arm
 from hpclz.azure.errors import describe, sdk_error
 from hpclz.config.identity import ExistingKeyVault
 from hpclz.config.storage import ExistingLustre, ExistingNetApp
-from hpclz.deploy.live_context import LiveContext
+from hpclz.rules.live.context import LiveContext
 
 
 def _read(ctx: LiveContext, what: str, read: Callable[[], Any]) -> Any:

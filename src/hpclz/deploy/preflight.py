@@ -9,9 +9,7 @@ from hpclz.azure.arm import KEY_VAULT_API, NETWORK_API, STORAGE_API, Arm, deploy
 from hpclz.azure.errors import azure_errors, describe, sdk_error
 from hpclz.config.loader import LoadedConfig
 from hpclz.config.network import ExistingVnet
-from hpclz.deploy.live_flowlogs import watcher_id
 from hpclz.deploy.live_reads import read_existing
-from hpclz.deploy.live_rules import LIVE_RULES, LiveContext, gallery_definition
 from hpclz.deploy.new_groups import validate_in_new_groups
 from hpclz.deploy.records import declared_types
 from hpclz.findings import Finding
@@ -19,6 +17,10 @@ from hpclz.naming import NameBuilder
 from hpclz.render.model import DeploymentPlan, Scope
 from hpclz.rules.base import run_rules
 from hpclz.rules.config.images import pinned_marketplace_images
+from hpclz.rules.live import LIVE_RULES
+from hpclz.rules.live.context import LiveContext
+from hpclz.rules.live.flowlogs import watcher_id
+from hpclz.rules.live.images import gallery_definition
 
 
 def check_access(arm: Arm) -> None:

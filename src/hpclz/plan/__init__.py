@@ -7,10 +7,14 @@
   written by deploy with `config_snapshot(config)`), matched by name for lists of named items.
 - `policies`: the per-resource-type table of properties that force replacement, drains or restarts.
 - `whatif`: ARM what-if results mapped into the same model, with known noise filtered and counted.
-- `printer`: the terraform-like text; `saved`: saved plans.
+- `contract`: the change set deploy confirms and the refusals before its first write.
+- `resources`: the Azure resources a plan declares, comparable with state; `assignments`: role assignments
+  by what they mean; `drift`: what changed in Azure outside hpclz; `decode`: readable diffs of encoded values.
+- `unchanged`: the one definition of "deployment unchanged".
+- `saved`: saved plans. The text a person reads is printed by `hpclz.cli.views.changeset`.
 
-For deploy: `hpclz.plan.saved.load_saved_plan(path, config, state) -> DeploymentPlan` returns the
-DeploymentPlan a `hpclz plan --out FILE` saved, after checking that the config, hpclz's templates
-and the state (lineage and serial) are still those the plan was computed against; otherwise it
-raises HpclzError (exit 1) saying what changed. Apply exactly the returned plan.
+For deploy: `hpclz.plan.saved.read_saved_plan(path)` reads what `hpclz plan --out FILE` saved, and
+`check_saved_plan(saved, path, config, state) -> DeploymentPlan` returns its plan after checking that the
+config, hpclz's templates and the state (lineage and serial) are still those the plan was computed against;
+otherwise it raises HpclzError (exit 1) saying what changed. Apply exactly the returned plan.
 """

@@ -42,16 +42,6 @@ class Policy(StrEnum):
         return self is Policy.REPLACE_DATA
 
 
-POLICY_WORDS: dict[Policy, str] = {
-    Policy.IN_PLACE: "in place",
-    Policy.RESTART_NODES: "restarts nodes",
-    Policy.DRAIN_PARTITION: "drain partition first",
-    Policy.REPLACE: "replaces the resource",
-    Policy.REPLACE_DATA: "replaces the resource: DATA LOSS",
-    Policy.NOT_ALLOWED: "not allowed",
-}
-
-
 def worst(policies: list[Policy], default: Policy = Policy.IN_PLACE) -> Policy:
     return max(policies, key=lambda p: p.rank, default=default)
 

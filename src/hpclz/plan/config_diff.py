@@ -93,7 +93,7 @@ HPCLZ_ONLY = ("suppress", "verify.", "state.")
 # power down. Currently running jobs will complete first and no additional jobs will be allocated to the node"
 # (scontrol(1), Slurm 22.05+). Powered down, cyclecloud-slurm hands the node back to CycleCloud, which removes the VM
 # (ShutdownPolicy Terminate, the default); the next job gets one made from the nodearray's current definition.
-# `hpclz nodes roll` marks them so through Slurm (hpclz.services.nodes), here or on the scheduler by Run Command.
+# `hpclz nodes roll` marks them so through Slurm (hpclz.slurm.roll), here or on the scheduler by Run Command.
 ROLL = (
     "to roll its nodes after deploy: hpclz nodes roll CONFIG --partition {p} (State=POWER_DOWN_ASAP: running jobs "
     "finish first), then hpclz nodes status CONFIG --partition {p} --wait SECONDS"

@@ -11,7 +11,7 @@ before its first write, whatever the plan marks as unsafe unless the engineer sa
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from hpclz.config.loader import LoadedConfig
@@ -115,7 +115,7 @@ def _one(changes: ChangeSet, address: str, flag: str) -> ResourceChange:
     return found[0]
 
 
-def force_replacements(changes: ChangeSet, addresses: list[str]) -> None:
+def force_replacements(changes: ChangeSet, addresses: Sequence[str]) -> None:
     """`--replace ADDRESS`: the resource is deleted and created again although nothing in it changed."""
     for address in addresses:
         resource = _one(changes, address, "--replace")
@@ -130,7 +130,7 @@ def force_replacements(changes: ChangeSet, addresses: list[str]) -> None:
             changes.resubmit.append(resource.deployment)
 
 
-def targeted(changes: ChangeSet, plan: DeploymentPlan, addresses: list[str]) -> DeploymentPlan:
+def targeted(changes: ChangeSet, plan: DeploymentPlan, addresses: Sequence[str]) -> DeploymentPlan:
     """`--target ADDRESS`: only the deployments holding those resources, and what they depend on; the change
     set keeps only their resources (other changes wait for a later, untargeted deploy)."""
     wanted = {_one(changes, a, "--target").deployment for a in addresses}

@@ -81,7 +81,7 @@ def compute(zone: Zone) -> dict[str, Any]:
         "custom_data": custom_data(cloud_config),
         "user_data": user_data(document),
         # string(...), not a bare reference: offline plans resolve `[parameters('x')]` to its default, and this value
-        # is known only at deploy time (hpclz.services.deploy_wheel), so drift must not compare it.
+        # is known only at deploy time (hpclz.deploy.wheel_step), so drift must not compare it.
         "tags": {**zone.tags(), WHEEL_TAG: f"[string(parameters('{WHEEL_PARAMETER}'))]"},
         # The VM login roles below mean nothing without the Entra ID SSH extension, which needs the VM's
         # system-assigned identity (learn.microsoft.com/entra/identity/devices/howto-vm-sign-in-azure-ad-linux).

@@ -27,7 +27,7 @@ from hpclz.render.zone import Zone
 
 LABEL = "ood"
 HTTPS = 443
-# Where users reach the portal through `az network bastion tunnel --port 9443` (hpclz.services.next_steps): the
+# Where users reach the portal through `az network bastion tunnel --port 9443` (hpclz.deploy.next_steps): the
 # redirect URI the app registration needs for that path (docs/portal.md).
 TUNNEL_PORT = 9443
 # Pinned so a portal built next month matches one built today; change deliberately.

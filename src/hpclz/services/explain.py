@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import inspect
+from dataclasses import dataclass
 
 from hpclz.errors import ExitCode, HpclzError
 from hpclz.output import CommandResult, ResultBody
@@ -31,9 +32,15 @@ def _doc(rule: type) -> RuleDoc:
     )
 
 
-def explain(rule_id: str) -> CommandResult[RuleDoc]:
+@dataclass(frozen=True)
+class ExplainOptions:
+    rule_id: str  # any case, e.g. hpclz-cmp-010
+
+
+def explain(opts: ExplainOptions) -> CommandResult[RuleDoc]:
     from hpclz.registry import all_rules
 
+    rule_id = opts.rule_id
     rules = {rule.id: rule for rule in all_rules()}
     wanted = rule_id.strip().upper()
     if wanted not in rules:

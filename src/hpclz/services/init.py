@@ -15,12 +15,20 @@ _SCHEMA_LINE = re.compile(r"^# yaml-language-server: \$schema=.*$", re.M)
 
 
 @dataclass(frozen=True)
+class InitOptions:
+    preset: str
+    out: Path
+    force: bool = False  # overwrite a config that exists
+
+
+@dataclass(frozen=True)
 class Written:
     config: Path
     schema: Path
 
 
-def write_preset(preset: str, out: Path, *, force: bool = False) -> Written:
+def write_preset(opts: InitOptions) -> Written:
+    preset, out, force = opts.preset, opts.out, opts.force
     if preset not in preset_names():
         raise HpclzError(
             f"unknown preset '{preset}'; choose one of: {', '.join(preset_names())}", exit_code=ExitCode.USAGE
@@ -29,7 +37,7 @@ def write_preset(preset: str, out: Path, *, force: bool = False) -> Written:
         raise HpclzError(f"{out}: --out is a folder; name a file", exit_code=ExitCode.USAGE)
     if out.exists() and not force:
         raise HpclzError(f"{out} already exists; pass --force to overwrite it", exit_code=ExitCode.USAGE)
-    from hpclz.services.schema import config_schema_json
+    from hpclz.config.schema import config_schema_json
 
     schema = out.parent / SCHEMA_FILE
     text = preset_path(preset).read_text(encoding="utf-8")

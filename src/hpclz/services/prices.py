@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from pydantic import Field
@@ -22,10 +23,15 @@ class RefreshResult(ResultBody):
     notes: list[str] = Field(default_factory=list)
 
 
-def refresh_prices(
-    path: str | Path, *, endpoint: str | None = None, cache_dir: Path | None = None
-) -> CommandResult[RefreshResult]:
-    return CommandResult(command="prices refresh", payload=_refresh(path, endpoint, cache_dir))
+@dataclass(frozen=True)
+class PricesOptions:
+    config: Path
+    endpoint: str | None = None  # the Retail Prices API (hpclz.cost.retail.ENDPOINT when None)
+    cache_dir: Path | None = None  # the price cache folder (hpclz.cost.retail's default when None)
+
+
+def refresh_prices(opts: PricesOptions) -> CommandResult[RefreshResult]:
+    return CommandResult(command="prices refresh", payload=_refresh(opts.config, opts.endpoint, opts.cache_dir))
 
 
 def _refresh(path: str | Path, endpoint: str | None, cache_dir: Path | None) -> RefreshResult:

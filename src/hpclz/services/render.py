@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -56,10 +57,19 @@ class RenderResult(ResultBody):
         }
 
 
-def render(
-    path: str | Path, out_dir: Path, *, diagram: bool = False, gates: bool = True, template_format: str = "arm"
-) -> CommandResult[RenderResult]:
-    result = _render(path, out_dir, diagram=diagram, gates=gates, template_format=template_format)
+@dataclass(frozen=True)
+class RenderOptions:
+    config: Path
+    out_dir: Path
+    diagram: bool = False  # also the network diagram (Mermaid, and images where a renderer is installed)
+    gates: bool = True  # schema, lint and checkov gates over what was rendered
+    template_format: str = "arm"  # one of TEMPLATE_FORMATS
+
+
+def render(opts: RenderOptions) -> CommandResult[RenderResult]:
+    result = _render(
+        opts.config, opts.out_dir, diagram=opts.diagram, gates=opts.gates, template_format=opts.template_format
+    )
     code = ExitCode.OK if result.ok else ExitCode.FAILED
     return CommandResult(command="render", payload=result, findings=result.findings, exit_code=code)
 

@@ -1,27 +1,21 @@
-"""The JSON Schema of the config, for editors (yaml-language-server) and CI."""
+"""`hpclz schema`: the config's JSON Schema (hpclz.config.schema), printed or written to a file."""
 
 from __future__ import annotations
 
-import json
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from hpclz.config.root import LandingZoneConfig
+from hpclz.config.schema import config_schema_json
 from hpclz.outfile import check_out_file, write_out_file
 
-SCHEMA_ID = "https://hpclz.dev/schema/config-v1.json"
+
+@dataclass(frozen=True)
+class SchemaOptions:
+    out: Path
+    force: bool = False  # overwrite a file that exists
 
 
-def config_schema() -> dict[str, Any]:
-    schema = LandingZoneConfig.model_json_schema(mode="validation")
-    return {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": SCHEMA_ID, **schema}
-
-
-def config_schema_json() -> str:
-    return json.dumps(config_schema(), indent=2, sort_keys=True)
-
-
-def write_config_schema(out: Path, *, force: bool = False) -> Path:
-    target = check_out_file(out, force=force)
+def write_config_schema(opts: SchemaOptions) -> Path:
+    target = check_out_file(opts.out, force=opts.force)
     write_out_file(target, config_schema_json() + "\n", "schema")
     return target

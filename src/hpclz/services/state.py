@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pydantic import Field
 
+from hpclz.azure.backends import open_backend
 from hpclz.config.loader import load_config
-from hpclz.deploy.backends import open_backend
 from hpclz.errors import ExitCode, HpclzError
 from hpclz.output import CommandResult, ResultBody
 from hpclz.state.backend import HistoryEntry, StateBackend
@@ -68,6 +69,14 @@ class UnlockResult(ResultBody):
         }
 
 
+@dataclass(frozen=True)
+class StateOptions:
+    config: Path
+    force: bool = False  # unlock: break the lock a run holds
+    address: str = ""  # forget: a full resource ID, or `Type/name` as plan prints it
+    credential: Any = None  # an azure-core TokenCredential for a Blob backend; DefaultAzureCredential when None
+
+
 def _open(config_path: Path, credential: Any = None) -> tuple[StateBackend, str]:
     loaded = load_config(config_path)
     backend = open_backend(
@@ -76,8 +85,8 @@ def _open(config_path: Path, credential: Any = None) -> tuple[StateBackend, str]
     return backend, loaded.config.state.backend
 
 
-def show_state(config_path: Path, *, credential: Any = None) -> CommandResult[StateShowResult]:
-    backend, kind = _open(config_path, credential)
+def show_state(opts: StateOptions) -> CommandResult[StateShowResult]:
+    backend, kind = _open(opts.config, opts.credential)
     doc = backend.read()
     shown = StateShowResult(
         location=backend.location,
@@ -89,8 +98,10 @@ def show_state(config_path: Path, *, credential: Any = None) -> CommandResult[St
     return CommandResult(command="state show", payload=shown)
 
 
-def unlock_state(config_path: Path, *, force: bool, credential: Any = None) -> CommandResult[UnlockResult]:
-    return CommandResult(command="state unlock", payload=_unlock(config_path, force=force, credential=credential))
+def unlock_state(opts: StateOptions) -> CommandResult[UnlockResult]:
+    return CommandResult(
+        command="state unlock", payload=_unlock(opts.config, force=opts.force, credential=opts.credential)
+    )
 
 
 def _unlock(config_path: Path, *, force: bool, credential: Any) -> UnlockResult:
@@ -122,11 +133,12 @@ def matching_records(doc: StateDocument, address: str) -> list[Any]:
     return by_id or [r for r in doc.resources if f"{r.type}/{r.name}".lower() == wanted]
 
 
-def forget_state(config_path: Path, address: str, *, credential: Any = None) -> CommandResult[ForgetResult]:
+def forget_state(opts: StateOptions) -> CommandResult[ForgetResult]:
     """Remove one resource from state, leaving it in Azure (terraform's `state rm`): hpclz stops managing
     it. Its deployment is no longer taken as applied, so the next plan shows what it would do again."""
     from hpclz.state.identity import ZoneIdentity, refuse_foreign_state
 
+    config_path, address, credential = opts.config, opts.address, opts.credential
     loaded = load_config(config_path)
     backend = open_backend(
         loaded.config, base_dir=config_path.resolve().parent, credential=credential, config_file=str(config_path)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -72,13 +73,18 @@ def check_config(loaded: LoadedConfig, suppress: Iterable[str] = ()) -> tuple[li
     return run_rules(CONFIG_RULES, ConfigContext(loaded), [*loaded.config.suppress, *suppress])
 
 
-def validate(
-    path: str | Path, *, fail_level: Severity = Severity.ERROR, suppress: Iterable[str] = ()
-) -> CommandResult[ValidateResult]:
-    reported, suppressed = check_config(load_config(path), suppress)
+@dataclass(frozen=True)
+class ValidateOptions:
+    config: Path
+    fail_level: Severity = Severity.ERROR  # findings at or above it fail
+    suppress: tuple[str, ...] = ()  # rule IDs silenced with the config's `suppress:` list
+
+
+def validate(opts: ValidateOptions) -> CommandResult[ValidateResult]:
+    reported, suppressed = check_config(load_config(opts.config), opts.suppress)
     result = ValidateResult(
-        file=str(path),
-        fail_level=fail_level,
+        file=str(opts.config),
+        fail_level=opts.fail_level,
         findings=reported,
         suppressed=sorted({f.rule_id for f in suppressed}),
         rules_run=len(CONFIG_RULES),

@@ -20,6 +20,8 @@ from hpclz.errors import ExitCode, HpclzError
 DRAIN_PREFIX = "hpclz:"
 # A node hpclz marked for power down (hpclz.slurm.power): drained too, but never to be resumed by verify.
 ROLL_PREFIX = "hpclz: roll"
+# A node hpclz.remediate holds for repair (or retired): drained too, but only remediation may resume it.
+REPAIR_PREFIX = "hpclz: repair"
 # Slurm keeps a node's reason in a fixed-size field in some tools' output; long reasons get cut.
 MAX_REASON_CHARS = 200
 FINISHED_STATES = frozenset(
@@ -54,8 +56,8 @@ class NodeInfo:
     def drained_by_hpclz(self) -> bool:
         """Drained by verify or the Scheduled Events watcher, so verify may re-test and resume it. Not a node on its
         way to power down (`!` or `%`, whoever drained it: a roll's drain, or a watcher's drain on top of one),
-        nor one a roll marked: resuming those would cancel the roll."""
-        if set(self.flags) & set("!%") or self.reason.startswith(ROLL_PREFIX):
+        nor one a roll marked: resuming those would cancel the roll; nor one remediation holds for repair."""
+        if set(self.flags) & set("!%") or self.reason.startswith((ROLL_PREFIX, REPAIR_PREFIX)):
             return False
         return self.state.startswith("drain") and self.reason.startswith(DRAIN_PREFIX)
 

@@ -1,6 +1,6 @@
 """Names a landing zone's state by, and the fresh document a first deployment starts from.
 
-Opening a backend lives in hpclz.deploy.backends: it picks between the local backend here and the Azure
+Opening a backend lives in hpclz.azure.backends: it picks between the local backend here and the Azure
 Blob backend in the Azure adapter, so state never imports the adapter.
 """
 

@@ -1,42 +1,83 @@
 """Pack the node agent into one file: `python -m hpclz.verify.bundle agent.pyz`, then `python3 agent.pyz --nhc`.
 
-The bundle is a zipapp of the agent's standard-library modules and thresholds.json, so a node needs only
-python3 (3.11+): copy the file, no venv, no pip. The pydantic-side rule wrappers are left out on purpose.
+The bundle is a zipapp of the agent's standard-library modules and its data files, so a node needs only python3
+(3.11+): copy the file, no venv, no pip. Its module list is derived, not kept by hand: every hpclz module that
+hpclz.verify.agent imports at module level, followed transitively, with the packages that hold them. Imports
+inside functions (torch in hpclz.verify.nccl, the pydantic-side rule wrappers behind hpclz.verify.checks'
+VERIFY_RULES) and under `if TYPE_CHECKING:` are not followed: the agent never needs them, and a module the agent
+does import that reaches outside the standard library stops the build.
 """
 
 from __future__ import annotations
 
+import ast
 import sys
 import zipfile
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1]  # src/hpclz
-MODULES = [
-    "__init__.py",
-    "errors.py",
-    "verify/__init__.py",
-    "verify/agent.py",
-    "verify/nccl.py",
-    "verify/perf.py",
-    "verify/thresholds.py",
-    "verify/thresholds.json",
-    "verify/topology/*.xml",
-    "verify/probes/*.py",
-    "verify/checks/__init__.py",
-    "verify/checks/core.py",
-    "verify/checks/gpu.py",
-    "verify/checks/host.py",
-    "verify/checks/perf.py",
-]
+ENTRY = "hpclz.verify.agent"
+DATA = ("verify/thresholds.json", "verify/topology/*.xml")  # read through importlib.resources, also from the zip
 MAIN = "import sys\n\nfrom hpclz.verify.agent import main\n\nsys.exit(main())\n"
+
+
+def _path(module: str, package: Path) -> Path | None:
+    """The source file of an hpclz module or package, or None when `module` names neither."""
+    parts = module.split(".")[1:]
+    base = package.joinpath(*parts)
+    for candidate in (base / "__init__.py", base.with_suffix(".py")):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _imported(module: str, path: Path, root: Path) -> list[str]:
+    """The modules `module` imports at module level (an `if` block, TYPE_CHECKING's included, is not followed)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found: list[str] = []
+    for node in tree.body:
+        if isinstance(node, ast.Import):
+            found += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, base] if base else anchor)
+            # `from hpclz.verify import nccl` imports the submodule when there is one, else a name of the package.
+            found += [f"{base}.{a.name}" if _path(f"{base}.{a.name}", root) else base for a in node.names]
+    return found
+
+
+def modules(package: Path = PACKAGE) -> list[Path]:
+    """The agent's modules and the packages holding them, as files under `package` (hpclz's folder), sorted."""
+    seen: dict[str, Path] = {}
+    todo = [ENTRY]
+    while todo:
+        module = todo.pop()
+        if module in seen:
+            continue
+        path = _path(module, package)
+        if path is None:
+            raise RuntimeError(f"{module}: not a module of hpclz")
+        seen[module] = path
+        parent = module.rpartition(".")[0]
+        todo += [parent] if parent else []
+        for name in _imported(module, path, package):
+            top = name.partition(".")[0]
+            if top == "hpclz":
+                todo.append(name)
+            elif top != "__future__" and top not in sys.stdlib_module_names:
+                raise RuntimeError(f"{module} imports {name}: the node agent must run on the standard library alone")
+    return sorted(set(seen.values()))
 
 
 def build(target: Path) -> Path:
     with zipfile.ZipFile(target, "w", compression=zipfile.ZIP_DEFLATED) as archive:
         archive.writestr("__main__.py", MAIN)
-        for pattern in MODULES:
-            for path in sorted(PACKAGE.glob(pattern)):
-                archive.write(path, f"hpclz/{path.relative_to(PACKAGE).as_posix()}")
+        files = [*modules(), *(p for pattern in DATA for p in sorted(PACKAGE.glob(pattern)))]
+        for path in files:
+            archive.write(path, f"hpclz/{path.relative_to(PACKAGE).as_posix()}")
     # A zipapp may start with a shebang line; zipfile readers find the archive from its end, so prepend it.
     data = target.read_bytes()
     target.write_bytes(b"#!/usr/bin/env python3\n" + data)

@@ -28,6 +28,7 @@ from tests.support.arm_standin.certs import make_certificate
 from tests.support.arm_standin.features import FEATURE, feature_body
 from tests.support.arm_standin.names import CHECK_NAME, name_answer
 from tests.support.arm_standin.proving import ProvingGround
+from tests.support.arm_standin.repair import Repairs
 from tests.support.arm_standin.run_commands import VirtualMachines
 from tests.support.arm_standin.whatif import what_if_changes
 from tests.support.arm_standin.world import ArmError, DeploymentRun, World, deployment_key
@@ -62,6 +63,11 @@ class ArmStandIn:
         self.compute = VirtualMachines(self.world)
         # Authorization (real built-in roles) and Azure Policy (real built-in definitions) on every request and write.
         self.proving = ProvingGround(self.world, token, bugs=self.bugs)
+        self.repairs = Repairs(
+            self.world,
+            lambda kind, done: self._async(kind, done, lambda: None),
+            lambda op: self._op_url(f"/subscriptions/{self.subscription_id}/operationresults/{op}"),
+        )
         # Deployment name (lower case) -> seconds ARM takes to answer its PUT after starting the run: a client killed
         # in that time leaves a run in ARM that it never learnt of (a slow answer, or one lost on the way back).
         self.slow_put_answer: dict[str, float] = {}
@@ -155,6 +161,7 @@ class ArmStandIn:
                 )
             ]
             + self.compute.routes(RG)
+            + self.repairs.routes(RG, SUB)
             + [
                 ("GET", RG + r"/resources", self._list_group_resources),
                 ("PUT", RG, self._put_group),

@@ -1,4 +1,4 @@
-"""Node checks (HPCLZ-VFY-NNN). VERIFY_RULES lists every one, in order.
+"""Node checks (HPCLZ-VFY-NNN). CHECKS joins each module's explicit tuple, in order; VERIFY_RULES wraps them as rules.
 
 Two layers, so the node agent stays standard-library only:
 - hpclz.verify.checks.core / gpu / host / perf: the check logic as plain functions over plain dataclasses.
@@ -13,8 +13,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from hpclz.verify.checks import gpu, host, perf  # noqa: F401 - importing registers each module's checks
-from hpclz.verify.checks.core import CHECKS, CheckSpec
+from hpclz.verify.checks.core import CheckSpec
+from hpclz.verify.checks.gpu import GPU_CHECKS
+from hpclz.verify.checks.host import HOST_CHECKS
+from hpclz.verify.checks.perf import PERF_CHECKS
 
 if TYPE_CHECKING:
     from hpclz.rules.base import Rule
@@ -22,6 +24,8 @@ if TYPE_CHECKING:
     VERIFY_RULES: tuple[type[Rule[Any]], ...]
 
 __all__ = ["CHECKS", "VERIFY_RULES", "CheckSpec", "checks_for"]
+
+CHECKS: tuple[CheckSpec, ...] = (*GPU_CHECKS, *HOST_CHECKS, *PERF_CHECKS)
 
 
 def checks_for(tiers: set[str]) -> list[CheckSpec]:

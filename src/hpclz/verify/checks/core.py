@@ -1,7 +1,8 @@
 """What a node check is, in plain Python: the agent on a bare node imports only this and its siblings.
 
-A check is a function `(facts, thresholds) -> Verdict`, declared with `@check(...)` which records its ID,
-title, fix hint and aznhc fault code in CHECKS. The pydantic-side wrappers (hpclz.verify.checks.rules)
+A check is a function `(facts, thresholds) -> Verdict`, declared with `@check(...)`, which makes it a CheckSpec
+with its ID, title, fix hint and aznhc fault code. Each check module lists its checks in an explicit tuple and
+hpclz.verify.checks.CHECKS joins them: a check not listed never runs. The pydantic-side wrappers (hpclz.verify.checks.rules)
 turn each entry into a hpclz.rules.base.Rule subclass, so docs/rules.md, suppression and the registry
 meta-tests see verify checks like any other rule, while the agent never imports pydantic.
 """
@@ -62,6 +63,9 @@ class CheckSpec:
     severity: str = "error"  # the worst a finding from it can be
     doc: str = field(default="", compare=False)
 
+    def __call__(self, facts: NodeFacts, thresholds: Thresholds) -> Verdict:
+        return self.func(facts, thresholds)
+
     def run(self, facts: NodeFacts, thresholds: Thresholds) -> Outcome:
         started = time.monotonic()
         try:
@@ -82,17 +86,16 @@ class CheckSpec:
         )
 
 
-CHECKS: list[CheckSpec] = []
-
-
 def check(
     id: str, title: str, fix: str, *, tier: str = "health", nhc_code: str | None = None, severity: str = "error"
-) -> Callable[[CheckFn], CheckFn]:
-    def register(func: CheckFn) -> CheckFn:
-        CHECKS.append(CheckSpec(id, title, fix, tier, func, nhc_code, severity, (func.__doc__ or "").strip()))
-        return func
+) -> Callable[[CheckFn], CheckSpec]:
+    """Declare a check: the function becomes its CheckSpec (still callable as the function). Nothing is registered
+    as a side effect: the module's tuple lists it."""
 
-    return register
+    def declare(func: CheckFn) -> CheckSpec:
+        return CheckSpec(id, title, fix, tier, func, nhc_code, severity, (func.__doc__ or "").strip())
+
+    return declare
 
 
 def no_threshold(thresholds: Thresholds, metric: str) -> Verdict:

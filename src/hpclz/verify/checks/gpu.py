@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
-from hpclz.verify.checks.core import FAIL, NOT_MEASURED, PASS, WARN, Verdict, check, no_threshold, num
+from hpclz.verify.checks.core import FAIL, NOT_MEASURED, PASS, WARN, CheckSpec, Verdict, check, no_threshold, num
 from hpclz.verify.probes.facts import Gpu, NodeFacts, NvLink, XidEvent
 from hpclz.verify.probes.kernel import FATAL_XIDS, same_device
 from hpclz.verify.probes.nvsmi import normalize_bus_id
@@ -44,6 +44,12 @@ def _verdict(fails: list[str], warns: list[str], ok: str, unit: str = "") -> Ver
     return Verdict(PASS, ok, measured=0, threshold=0, unit=unit)
 
 
+# nvidia-smi(1), RETURN VALUE: 14 "infoROM is corrupted", 15 "The GPU has fallen off the bus or has otherwise become
+# inaccessible".
+NVSMI_RC_INFOROM = 14
+NVSMI_RC_LOST = 15
+
+
 @check(
     "HPCLZ-VFY-001",
     "nvidia-smi responsiveness",
@@ -52,12 +58,27 @@ def _verdict(fails: list[str], warns: list[str], ok: str, unit: str = "") -> Ver
 )
 def nvidia_smi_responsive(facts: NodeFacts, t: Thresholds) -> Verdict:
     """The driver must answer `nvidia-smi -q -x` within its timeout (aznhc check_nvsmi_healthmon).
-    A hung or failing nvidia-smi means the driver or a GPU is wedged; nothing else on the node can be trusted."""
-    if facts.nvsmi.responsive:
-        return Verdict(PASS, f"nvidia-smi listed {_gpus(len(facts.nvsmi.gpus))}")
-    if t.get("gpu_count") is None and "not installed" in facts.nvsmi.error:
-        return Verdict(NOT_MEASURED, f"not measured: {facts.nvsmi.error} (SKU {t.sku or 'unknown'} expects no GPU)")
-    return Verdict(FAIL, facts.nvsmi.error)
+    A hung or failing nvidia-smi means the driver or a GPU is wedged; nothing else on the node can be trusted.
+
+    The fault code follows why it failed, as aznhc's csc_nvidia_smi.nhc maps nvidia-smi's exit status (lines 34-77 at
+    Azure/azurehpc-health-checks@0e0a1ac; the statuses are nvidia-smi(1)'s RETURN VALUE): a GPU nvidia-smi cannot
+    open ("Unable to determine the device handle for GPU ...: GPU is lost", real outputs in corpus/nvsmi-lost/) or
+    status 15, fallen off the bus, is NHC2010; 14, infoROM corrupted, NHC2008; a hang (killed by a signal) NHC2015;
+    any other failure NHC2001. A GPU that falls off the bus need not leave an Xid 79 line in the kernel log (none
+    in those reports), so this is the check that catches it then."""
+    smi = facts.nvsmi
+    if smi.responsive:
+        return Verdict(PASS, f"nvidia-smi listed {_gpus(len(smi.gpus))}")
+    if t.get("gpu_count") is None and "not installed" in smi.error:
+        return Verdict(NOT_MEASURED, f"not measured: {smi.error} (SKU {t.sku or 'unknown'} expects no GPU)")
+    if smi.lost or smi.rc == NVSMI_RC_LOST:
+        which = f"GPU {', '.join(smi.lost)}" if smi.lost else "a GPU"
+        return Verdict(FAIL, f"{which} lost: fallen off the bus or inaccessible ({smi.error})", nhc_code="NHC2010")
+    if smi.rc == NVSMI_RC_INFOROM:
+        return Verdict(FAIL, f"infoROM corrupted ({smi.error})", nhc_code="NHC2008")
+    if "not responding" in smi.error:
+        return Verdict(FAIL, smi.error, nhc_code="NHC2015")
+    return Verdict(FAIL, smi.error, nhc_code="NHC2001")
 
 
 @check(
@@ -346,3 +367,17 @@ def persistence(facts: NodeFacts, t: Thresholds) -> Verdict:
             warns.append(f"{g.label()}: persistence mode is off")
 
     return _verdict(*_gpu_issues(facts, judge), ok="persistence mode on for every GPU", unit="GPUs")
+
+
+GPU_CHECKS: tuple[CheckSpec, ...] = (
+    nvidia_smi_responsive,
+    gpu_count,
+    gpu_memory,
+    gpu_ecc,
+    row_remap,
+    gpu_xid,
+    nvlink,
+    pcie_link,
+    clock_events,
+    persistence,
+)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hpclz.verify.checks.core import FAIL, NOT_MEASURED, PASS, Verdict, check, no_threshold, num
+from hpclz.verify.checks.core import FAIL, NOT_MEASURED, PASS, CheckSpec, Verdict, check, no_threshold, num
 from hpclz.verify.probes.facts import CpuInfo, IbPort, NodeFacts
 from hpclz.verify.thresholds import Thresholds
 
@@ -200,3 +200,15 @@ def pci_topology(facts: NodeFacts, t: Thresholds) -> Verdict:
     if problems:
         return Verdict(FAIL, f"{'; '.join(problems)} ({found['file']})", placed, len(expected), "devices")
     return Verdict(PASS, f"{placed} devices where {found['file']} puts them", placed, len(expected), "devices")
+
+
+HOST_CHECKS: tuple[CheckSpec, ...] = (
+    ib_ports,
+    nvme_count,
+    cpu_shape,
+    memory,
+    swap_off,
+    ib_flapping,
+    accelerated_networking,
+    pci_topology,
+)

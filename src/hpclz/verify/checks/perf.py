@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hpclz.verify.checks.core import FAIL, NOT_MEASURED, PASS, WARN, Verdict, check, no_threshold, num
+from hpclz.verify.checks.core import FAIL, NOT_MEASURED, PASS, WARN, CheckSpec, Verdict, check, no_threshold, num
 from hpclz.verify.probes.facts import NodeFacts, Reading
 from hpclz.verify.thresholds import Thresholds
 
@@ -287,3 +287,16 @@ def nccl_ib_loopback(facts: NodeFacts, t: Thresholds) -> Verdict:
     if t.get("nccl_ib_loopback_busbw_gbps") is None:
         return no_threshold(t, "nccl_ib_loopback_busbw_gbps")
     return _allreduce(facts, t, facts.nccl_ib_loopback, "nccl_ib_loopback_busbw_gbps")
+
+
+PERF_CHECKS: tuple[CheckSpec, ...] = (
+    gemm,
+    hbm,
+    host_device,
+    dcgm_diag,
+    stream,
+    ib_loopback,
+    p2p_bandwidth,
+    nccl_intranode,
+    nccl_ib_loopback,
+)

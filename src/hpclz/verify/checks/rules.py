@@ -1,6 +1,6 @@
 """The verify checks as hpclz.rules.base.Rule classes, generated from the stdlib tables.
 
-Two tables are the single source of IDs, titles, fixes and docs: the node checks (hpclz.verify.checks.core.CHECKS,
+Two tables are the single source of IDs, titles, fixes and docs: the node checks (hpclz.verify.checks.CHECKS,
 judged from one node's readings) and the outcomes the head node observes (hpclz.verify.checks.outcomes.OUTCOMES:
 no result, unreachable, not tested, job never ran, slow ring pair). This module gives the rule registry,
 docs/rules.md and `--suppress` the same view of them as of any other rule. It may import pydantic; the node
@@ -16,7 +16,8 @@ from typing import Any, ClassVar
 from hpclz.config.source_map import SourceMap
 from hpclz.findings import Finding, Severity
 from hpclz.rules.base import Rule
-from hpclz.verify.checks.core import CHECKS, FAIL, WARN, CheckSpec
+from hpclz.verify.checks import CHECKS
+from hpclz.verify.checks.core import FAIL, WARN, CheckSpec
 from hpclz.verify.checks.outcomes import OUTCOMES, OutcomeSpec
 from hpclz.verify.model import NodeReport, Status
 from hpclz.verify.probes.facts import NodeFacts

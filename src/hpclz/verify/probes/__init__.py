@@ -71,7 +71,10 @@ def read_nvidia_smi(source: Source) -> NvidiaSmi:
     csv = source.command("query-gpu.csv", ["nvidia-smi", f"--query-gpu={nvsmi.QUERY_FIELDS}", "--format=csv"], limit)
     if csv.ok and csv.text:
         return NvidiaSmi(True, gpus=nvsmi.parse_csv(csv.text), source=csv.origin)
-    return NvidiaSmi(False, error=f"nvidia-smi failed: {xml.why()}", source=xml.origin)
+    said = (xml.text or "").strip()
+    lost = [bus for bus, _why in nvsmi.lost_gpus(said)]
+    error = f"nvidia-smi failed: {xml.why()}" + (f": {' '.join(said.split())[:300]}" if said else "")
+    return NvidiaSmi(False, error=error, source=xml.origin, rc=xml.rc, lost=lost)
 
 
 def _reading(out: Output, parse: Callable[[str], object]) -> Reading:

@@ -60,6 +60,8 @@ class NvidiaSmi:
     responsive: bool
     error: str = ""
     gpus: list[Gpu] = field(default_factory=list)
+    rc: int | None = None  # nvidia-smi's exit status when it failed
+    lost: list[str] = field(default_factory=list)  # bus ids of GPUs it could not open (GPU is lost, Unknown Error)
     driver_version: str = ""
     source: str = ""
 

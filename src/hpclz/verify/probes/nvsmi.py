@@ -195,3 +195,16 @@ def clock_reasons_from_mask(mask: str | None) -> set[str]:
         return set()
     value = int(mask, 16) if mask.lower().startswith("0x") else int(mask)
     return {name for bit, name in CLOCK_REASON_BITS.items() if value & bit}
+
+
+# What nvidia-smi prints for a GPU the driver cannot open, as captured in public reports (corpus/nvsmi-lost/):
+# "Unable to determine the device handle for GPU 0000:03:00.0: GPU is lost.  Reboot the system to recover this GPU"
+# and "... for GPU0000:07:00.0: Unknown Error" (no space after "GPU" in some drivers' output).
+_LOST = re.compile(
+    r"Unable to determine the device handle for GPU ?(?P<bus>[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]): (?P<why>[^\n]+)"
+)
+
+
+def lost_gpus(text: str) -> list[tuple[str, str]]:
+    """(bus id, nvidia-smi's words) for each GPU nvidia-smi could not open, in the order it printed them."""
+    return [(m["bus"], " ".join(m["why"].split())) for m in _LOST.finditer(" ".join(text.split("\n ")))]

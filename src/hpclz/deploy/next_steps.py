@@ -1,0 +1,136 @@
+"""What to do after a deploy, in commands that work against what was just deployed.
+
+ARM creates one VM, the CycleCloud server; the Slurm scheduler and login nodes are CycleCloud nodes it starts
+(templates/cyclecloud/slurm-cluster.txt.j2: `[[node scheduler]]`, `[[nodearray login]]`), so they are reached
+from the server with `cyclecloud connect <node> -c <cluster>` (learn.microsoft.com/azure/cyclecloud/cli,
+"cyclecloud connect: Connects to a running instance in the cluster ... a node name, a hostname, or an IP").
+The server is reached through Bastion with `az network bastion ssh` / `az network bastion tunnel`
+(learn.microsoft.com/cli/azure/network/bastion, the `bastion` extension; the same commands as
+Azure/cyclecloud-slurm-workspace util/ssh_thru_bastion.sh and util/tunnel_thru_bastion.sh). Both need Bastion's
+native client support: Standard or Premium SKU with tunneling enabled (learn.microsoft.com/azure/bastion/native-client).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hpclz.config.loader import LoadedConfig
+from hpclz.deploy.portal_steps import portal_steps
+from hpclz.state.model import StateDocument
+
+# The server's web UI listens on HTTPS 443 (cloud-init: `cyclecloud initialize --url=https://localhost`);
+# a local port above 1024 needs no root on the user's machine.
+UI_PORT = 443
+LOCAL_UI_PORT = 8443
+
+
+def _of_type(doc: StateDocument, kind: str) -> list[tuple[str, str]]:
+    """(name, resource ID) of each resource of one type in the state."""
+    return [(r.name, r.id) for r in doc.resources if r.type.lower() == kind]
+
+
+def _private_ip(doc: StateDocument, vm_name: str) -> str | None:
+    for nic in (r for r in doc.resources if r.type.lower() == "microsoft.network/networkinterfaces"):
+        if vm_name.removeprefix("vm-") not in nic.name:
+            continue
+        for config in nic.properties.get("ipConfigurations") or []:
+            address = (config.get("properties") or {}).get("privateIPAddress")
+            if isinstance(address, str) and not address.startswith("["):
+                return address
+    return None
+
+
+def _server(doc: StateDocument) -> tuple[str, str] | None:
+    vms = _of_type(doc, "microsoft.compute/virtualmachines")
+    # hpclz names the CycleCloud server vm-<zone>-cc-... (NameBuilder.cyclecloud_vm).
+    return next((vm for vm in vms if "-cc-" in vm[0]), vms[0] if vms else None)
+
+
+def _through_bastion(loaded: LoadedConfig, doc: StateDocument, server_id: str) -> list[str]:
+    bastions = _of_type(doc, "microsoft.network/bastionhosts")
+    if not bastions:
+        return []
+    name, bastion_id = bastions[0]
+    where = f"--name {name} --resource-group {bastion_id.split('/')[4]} --target-resource-id {server_id}"
+    user = loaded.config.identity.admin_username
+    steps = [
+        f"CycleCloud UI: az network bastion tunnel {where} --resource-port {UI_PORT} --port {LOCAL_UI_PORT}, "
+        f"then open https://localhost:{LOCAL_UI_PORT} (user {user})",
+        f"CycleCloud server shell: az network bastion ssh {where} --auth-type ssh-key --username {user} "
+        "--ssh-key <your private key>",
+    ]
+    if _entra(loaded):
+        # Bastion's native client signs in with Entra ID when the VM has the Entra ID login extension
+        # (MicrosoftDocs/azure-docs:articles/bastion/connect-vm-native-client-linux.md, "Microsoft Entra authentication").
+        steps.append(
+            f"CycleCloud server shell with your Entra ID account: az network bastion ssh {where} --auth-type AAD"
+        )
+    if loaded.config.network.bastion.sku == "Basic":
+        steps.append("Bastion Basic has no native client support: set network.bastion.sku: Standard for these")
+    return steps
+
+
+def _cyclecloud_entra(loaded: LoadedConfig, server: str) -> list[str]:
+    """CycleCloud's built-in user management gives each user with node access a local account, with the SSH key
+    of their CycleCloud profile, on every node (learn.microsoft.com/azure/cyclecloud/how-to/user-access); with
+    Entra ID sign-in, node access is the app's Global.Node.User or Global.Node.Admin role (the roles
+    Azure/cyclecloud-slurm-workspace@bc0fc1b:bicep/entra/ccwEntraApp.bicep defines; docs/entra-login.md)."""
+    if loaded.config.identity.cyclecloud_entra is None:
+        return []
+    return [
+        f"Cluster nodes with your Entra ID account: hold the CycleCloud app's Global.Node.User role, sign in at "
+        f"https://{server}/home and add your SSH public key to your CycleCloud profile, then ssh to a login node "
+        "as your CycleCloud user name from a machine that reaches the VNet (docs/entra-login.md)"
+    ]
+
+
+def _entra(loaded: LoadedConfig) -> bool:
+    from hpclz.render.roles import entra_login
+    from hpclz.render.zone import Zone
+
+    return entra_login(Zone(loaded.config))
+
+
+def next_steps(loaded: LoadedConfig, doc: StateDocument) -> list[str]:
+    """How to reach the CycleCloud UI and the cluster's nodes, and where `hpclz verify` runs."""
+    from hpclz.render.cloudinit import cluster_name
+    from hpclz.render.zone import Zone
+
+    server = _server(doc)
+    if server is None:
+        return []
+    name, server_id = server
+    address = _private_ip(doc, name)
+    steps = [f"CycleCloud server: {name}" + (f" ({address})" if address else "")]
+    steps += _through_bastion(loaded, doc, server_id) or [
+        f"No Bastion: reach {address or name} over your own network (hub peering or VPN), UI at https://{address or name}"
+    ]
+    if _entra(loaded) and not _of_type(doc, "microsoft.network/bastionhosts"):
+        # `az ssh vm` with the VM's private IP, from a machine that reaches the VNet (the `ssh` CLI extension;
+        # MicrosoftDocs/entra-docs:docs/identity/devices/howto-vm-sign-in-azure-ad-linux.md).
+        target = f"--ip {address}" if address else f"--resource-group {server_id.split('/')[4]} --name {name}"
+        steps.append(f"CycleCloud server shell with your Entra ID account: az ssh vm {target}")
+    cluster = cluster_name(Zone(loaded.config))
+    config = Path(loaded.file).name
+    if loaded.config.compute.login.count:
+        steps.append(f"Login node, from the CycleCloud server: cyclecloud connect login-1 -c {cluster}")
+    steps += _cyclecloud_entra(loaded, address or name)
+    steps += portal_steps(loaded, doc)
+    steps.append(
+        f"Verify, on the scheduler (from the CycleCloud server: cyclecloud connect scheduler -c {cluster}), "
+        f"with a copy of {config}: hpclz verify {config}"
+    )
+    return steps + _dashboards(doc)
+
+
+def _dashboards(doc: StateDocument) -> list[str]:
+    """ARM cannot create a dashboard inside Managed Grafana: import the rendered ones as CCWS's monitoring does
+    (Azure/cyclecloud-monitoring@3da922e:infra/add_dashboards.sh, `az grafana dashboard import`)."""
+    steps = []
+    for name, grafana_id in _of_type(doc, "microsoft.dashboard/grafana"):
+        where = f"--name {name} --resource-group {grafana_id.split('/')[4]}"
+        steps.append(
+            f"Grafana dashboards: az grafana dashboard import {where} --overwrite true "
+            "--definition <render folder>/artifacts/grafana/hpclz-nodes.json (and hpclz-gpus.json)"
+        )
+    return steps

@@ -1,0 +1,76 @@
+"""The single-file node agent: its module list is derived from the package, and it runs without pydantic or the
+Azure SDK (an interpreter started with -I -S sees no site-packages, so neither can be imported)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from hpclz.verify.bundle import PACKAGE, build, modules
+from hpclz.verify.model import NodeReport, Status
+from tests.verify.helpers import FIXTURES, GOOD
+
+BARE = [sys.executable, "-I", "-S"]  # isolated, and no site-packages: the standard library alone
+
+
+def _bare(*args: str, cwd: Path = FIXTURES) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*BARE, *args], capture_output=True, text=True, timeout=120, check=False, cwd=cwd)
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE).with_suffix("").parts
+    return ".".join(["hpclz", *(parts[:-1] if parts[-1] == "__init__" else parts)])
+
+
+def test_the_bundle_holds_exactly_the_modules_the_agent_loads() -> None:
+    """What importing the agent loads in a fresh interpreter is what the derived list packs: nothing the agent
+    needs is left out, nothing it never loads (the pydantic-side rule wrappers) is packed."""
+    loaded = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys, hpclz.verify.agent; print(sorted(m for m in sys.modules if m == 'hpclz' or m.startswith('hpclz.')))",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    packed = sorted(_module_name(p) for p in modules())
+    assert packed == json.loads(loaded.stdout.replace("'", '"'))
+    assert "hpclz.verify.checks.rules" not in packed and "hpclz.rules.base" not in packed
+
+
+def test_a_module_outside_the_standard_library_stops_the_build(tmp_path: Path) -> None:
+    package = tmp_path / "hpclz"
+    (package / "verify").mkdir(parents=True)
+    for name in ("__init__.py", "verify/__init__.py"):
+        (package / name).write_text("")
+    (package / "verify" / "agent.py").write_text("import json\n\nimport pydantic\n")
+    with pytest.raises(RuntimeError, match=r"hpclz\.verify\.agent imports pydantic: "):
+        modules(package)
+
+
+def test_the_bundle_imports_and_runs_without_pydantic_or_the_azure_sdk(tmp_path: Path) -> None:
+    absent = _bare("-c", "import importlib.util as u; print([u.find_spec(m) is None for m in ('pydantic', 'azure')])")
+    assert absent.stdout.strip() == "[True, True]", absent.stderr  # the interpreter really lacks both
+    target = build(tmp_path / "agent.pyz")
+    names = [_module_name(p) for p in modules()]
+    probe = (
+        f"import importlib, sys; sys.path.insert(0, {str(target)!r})\n"
+        f"for name in {names!r}:\n"
+        "    module = importlib.import_module(name)\n"
+        f"    assert module.__file__.startswith({str(target)!r}), module.__file__\n"
+        "assert not any(m.partition('.')[0] in ('pydantic', 'azure') for m in sys.modules)\n"
+        f"print({len(names)})\n"
+    )
+    imported = _bare("-c", probe)
+    assert imported.returncode == 0 and imported.stdout.strip() == str(len(names)), imported.stderr
+    ran = _bare(str(target), "--fixtures", str(GOOD), "--node", "n7")
+    assert ran.returncode == 0, ran.stderr
+    report = NodeReport.model_validate_json(ran.stdout)
+    assert report.node == "n7" and report.status is Status.PASS and report.checks
