@@ -34,7 +34,9 @@ HEAVY = (
 )  # fmt: skip
 
 CONFIG = frozenset({"pydantic", "ruamel", "hpclz.config"})  # reading a config: the model and the YAML loader
-RULES = CONFIG | {"hpclz.rules.config", "hpclz.catalog", "rich.console"}  # validating it, and printing findings
+# Validating it, and printing findings. HPCLZ-IDN-011 follows the role assignments render would write
+# (hpclz.render.roles), which needs render's and arm's names but never Jinja: no template is rendered.
+RULES = CONFIG | {"hpclz.rules.config", "hpclz.catalog", "rich.console", "hpclz.render", "hpclz.arm"}
 RENDER = RULES | {"jinja2", "hpclz.render", "hpclz.arm"}
 
 # Opening the state backend: hpclz.azure.backends (the adapter package; the Azure SDK itself, "azure", stays out

@@ -149,6 +149,28 @@ CASES: dict[str, tuple[str, list[str], list[str]]] = {
         ["the login nodes carry id-riskgrid-compute-prod-weu, which holds Key Vault Secrets User"],
         [],
     ),
+    # energy's compute template before its nodes carried the zone's tags, byte for byte (tests/golden at 39fc6e2): the
+    # zone's own Require-a-tag assignments (owner, costCenter) would refuse every node CycleCloud creates.
+    "HPCLZ-TPL-052": (
+        "tpl-052-node-tags.json",
+        [
+            f"[[{kind} {name}]] lacks the tag(s) owner, costCenter the zone requires"
+            for kind, name in (
+                ("node", "scheduler"),
+                ("nodearray", "login"),
+                ("nodearray", "hbv4"),
+                ("nodearray", "hbv3"),
+                ("nodearray", "gpu"),
+            )
+        ],
+        [],
+    ),
+    # The same finance fixture as HPCLZ-TPL-051: the identity deployment's grant was on the whole vault.
+    "HPCLZ-TPL-053": (
+        "tpl-051-login-data-identity.json",
+        ["the nodes carry id-riskgrid-compute-prod-weu, which holds Key Vault Secrets User on the whole vault"],
+        [],
+    ),
     # The NIC shape of Azure's quickstart VM templates, whose ip configuration names a publicIPAddress; the
     # private NIC beside it (what hpclz renders for the CycleCloud server and the portal) passes.
     "HPCLZ-TPL-047": (

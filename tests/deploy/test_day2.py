@@ -484,7 +484,8 @@ def test_secret_removed_is_deleted_from_the_vault(
     assert run_cli("deploy", str(energy), "--yes").exit_code == 0
     edit(energy, (("      api-token: ${env:API_TOKEN}\n", ""),))
     plan = run_cli("plan", str(energy))
-    assert "1 to destroy" in plan.stdout, plan.stdout
+    # The secret and the compute identity's Key Vault Secrets User on it (roles are granted per secret).
+    assert "2 to destroy" in plan.stdout, plan.stdout
     assert run_cli("deploy", str(energy), "--yes").exit_code == 0
     assert not any(k.endswith("/secrets/api-token") for k in arm.world.resources)
     assert any(k.endswith("/secrets/licence-key") for k in arm.world.resources)

@@ -34,7 +34,7 @@ def reader_everywhere(group: str) -> set[str]:
 
 def user_roles(group: str) -> set[str]:
     return {
-        f"Virtual Machine User Login -> group {group[:8]}… at rg-energy-compute-prod-scus",
+        # No VM login role for users: the CycleCloud server is the compute group's only VM (HPCLZ-IDN-011).
         # resource scopes: each data container on its own, never the CycleCloud locker (HPCLZ-TPL-050)
         f"Storage Blob Data Contributor -> group {group[:8]}… at seismic-archive",
         f"Storage Blob Data Contributor -> group {group[:8]}… at checkpoints",
@@ -156,7 +156,7 @@ def test_descriptions_name_the_principal_not_the_list_position() -> None:
     state = whole_bodies(base())
     descriptions = {r.properties["properties"]["description"] for r in state.resources if r.type == ROLE_TYPE}
     assert f"hpclz: Reader for identity.groups.readers -> {B}" in descriptions
-    assert f"hpclz: Virtual Machine User Login for identity.groups.users -> {W}" in descriptions
+    assert f"hpclz: Storage Blob Data Contributor for identity.groups.users -> {W}" in descriptions
     assert not [d for d in descriptions if "[" in d]
 
 

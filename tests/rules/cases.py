@@ -287,6 +287,16 @@ CASES: dict[str, list[Case]] = {
     ],
     # ai-training grants VM login roles to its admins and users groups; with Entra ID login off nobody gets in.
     "HPCLZ-IDN-008": [Case("ai-training", _set("identity.entra_login", False))],
+    # A group given VM User Login on the compute area reaches the CycleCloud server and CycleCloud's identity.
+    "HPCLZ-IDN-011": [
+        Case(
+            "energy",
+            _set(
+                "identity.extra_role_assignments",
+                [{"principal_id": OTHER, "role": "Virtual Machine User Login", "area": "compute"}],
+            ),
+        )
+    ],
     # energy names CycleCloud's Entra ID app; without it its groups reach no cluster node.
     "HPCLZ-IDN-009": [Case("energy", _set("identity.cyclecloud_entra", DELETE))],
     "HPCLZ-IDN-010": [Case("energy", _set("identity.key_vault.secrets.slurmdb-password", "plain-Text-Pa55word"))],

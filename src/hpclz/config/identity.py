@@ -47,7 +47,9 @@ class ClusterGroups(StrictModel):
     """Entra ID group object IDs per cluster role. Each role maps to least-privilege built-in roles."""
 
     admins: list[Guid] = Field(default_factory=list, description="VM Administrator Login + Contributor on compute.")
-    users: list[Guid] = Field(default_factory=list, description="VM User Login on compute; blob data on storage.")
+    users: list[Guid] = Field(
+        default_factory=list, description="Blob data on storage; no sign-in to the CycleCloud server."
+    )
     readers: list[Guid] = Field(default_factory=list, description="Reader on every landing-zone resource group.")
 
 

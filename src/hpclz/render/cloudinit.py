@@ -23,8 +23,7 @@ from hpclz.config.compute import ExistingAccounting, NewAccounting, Partition
 from hpclz.config.storage import ExistingLustre, ExistingShared
 from hpclz.errors import ExitCode, HpclzError
 from hpclz.render.arm import API_VERSIONS, resource_path
-from hpclz.render.engine import Safe, render_text
-from hpclz.render.model import MANAGED_TAG, ZONE_TAG
+from hpclz.render.engine import PLAIN_NAME, Safe, render_text
 from hpclz.render.prometheus import node_metrics
 from hpclz.render.roles import LOCKER_CONTAINER, WHEEL_CONTAINER, node_identities
 from hpclz.render.writer import dumps
@@ -299,7 +298,13 @@ def cluster_files(zone: Zone) -> dict[str, str]:
         config=config,
         cc=config.compute.cyclecloud,
         cluster_name=cluster_name(zone),
-        node_tags={ZONE_TAG: config.metadata.name, MANAGED_TAG: "true"},
+        # Every node CycleCloud creates carries the zone's tags, those the zone's own "Require a tag on resources"
+        # assignments demand included: that deny policy (Azure/azure-policy built-in-policies/policyDefinitions/Tags/
+        # RequireTag_Deny.json, mode Indexed) judges every VM, scale set, NIC and disk written into the compute
+        # group, CycleCloud's as much as ARM deployments' (tests/deploy/test_proving_ground.py plays it). A tag name
+        # CycleCloud's `Tags.<name>` attribute cannot spell is left out, and HPCLZ-TPL-052 then refuses the plan
+        # when the zone's policy requires it.
+        node_tags={k: v for k, v in zone.tags().items() if PLAIN_NAME.fullmatch(k)},
         arrays=arrays,
         scheduler_script=render_text(
             "cloud-init/scheduler.sh.j2",

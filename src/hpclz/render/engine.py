@@ -13,13 +13,13 @@ import shlex
 import traceback
 from functools import cache
 from pathlib import Path
-from typing import Any
-
-from jinja2 import Environment, FileSystemLoader, StrictUndefined, TemplateError
+from typing import TYPE_CHECKING, Any
 
 from hpclz.errors import ExitCode, HpclzError
 from hpclz.package_data import templates_dir
-from hpclz.render.bytecode import template_code_cache
+
+if TYPE_CHECKING:
+    from jinja2 import Environment
 
 
 class Safe(str):
@@ -41,10 +41,13 @@ def to_shell(value: Any) -> Safe:
     return Safe(shlex.quote(str(value)))
 
 
+PLAIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]*")
+
+
 def ident(value: Any) -> Safe:
     """A bare word (a section or cluster name) for formats without quoting; anything else is refused."""
     text = str(value)
-    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._:-]*", text):
+    if not PLAIN_NAME.fullmatch(text):
         raise TypeError(f"{text!r} is not a plain name")
     return Safe(text)
 
@@ -87,6 +90,12 @@ class Separator:
 
 @cache
 def environment(root: Path | None = None) -> Environment:
+    # Jinja is imported where a template is rendered: modules that only need this one's names (Safe, PLAIN_NAME),
+    # such as the config rules `hpclz validate` runs, must not pay for it (tests/test_import_guard.py).
+    from jinja2 import Environment, FileSystemLoader, StrictUndefined
+
+    from hpclz.render.bytecode import template_code_cache
+
     env = Environment(
         loader=FileSystemLoader(str(root or templates_dir())),
         undefined=StrictUndefined,
@@ -107,6 +116,8 @@ def environment(root: Path | None = None) -> Environment:
 
 def render_text(name: str, env: Environment | None = None, **context: Any) -> Safe:
     """Render a template to text; a template bug becomes one line naming the template."""
+    from jinja2 import TemplateError
+
     try:
         return Safe((env or environment()).get_template(name).render(**context))
     except (TemplateError, TypeError) as exc:

@@ -121,7 +121,11 @@ def assignments(zone: Zone, area: str) -> list[Assignment]:
         # The VM login roles mean something only with Entra ID SSH login (identity.entra_login, HPCLZ-IDN-008).
         login = identity.entra_login
         out += _groups(zone, "admins", [*([BuiltinRole.VM_ADMIN_LOGIN] if login else []), BuiltinRole.CONTRIBUTOR])
-        out += _groups(zone, "users", [BuiltinRole.VM_USER_LOGIN] if login else [])
+        # Users get no VM login role: the only VM hpclz puts in this group is the CycleCloud server, and whoever signs
+        # in there can take its identities' tokens (learn.microsoft.com/entra/identity/managed-identities-azure-
+        # resources/how-to-use-vm-token), among them CycleCloud's Virtual Machine Contributor on this group: run
+        # command as root on every VM (Microsoft.Compute/virtualMachines/*, built-in-roles). Users reach the
+        # cluster's login nodes through CycleCloud's user management (identity.entra_login); HPCLZ-IDN-011.
         if identity.managed_identities.scheduler:
             # CycleCloud creates and deletes the node scale sets: VM Contributor on this group only.
             out.append(_identity(zone, "scheduler", BuiltinRole.VM_CONTRIBUTOR))
@@ -138,21 +142,8 @@ def assignments(zone: Zone, area: str) -> list[Assignment]:
             out.append(_identity(zone, LOCKER_IDENTITY, BuiltinRole.READER, on=mounted))
     if area == "management" and identity.managed_identities.scheduler:
         out += [_cyclecloud_assigns_node_identity(zone, who) for who in node_identities(zone)]
-    if area == "management" and zone.key_vault_new and identity.managed_identities.compute:
-        compute_identity = resource_id_expr(
-            "Microsoft.ManagedIdentity/userAssignedIdentities", zone.identity_name("compute")
-        )
-        vault = ("Microsoft.KeyVault/vaults", zone.key_vault_name)
-        out.append(_identity(zone, "compute", BuiltinRole.KEY_VAULT_SECRETS_USER, on=vault, after=(compute_identity,)))
-    if area == "management" and zone.key_vault_new and _reads_accounting_secret(zone):
-        # The CycleCloud server (scheduler identity) reads the accounting password when it imports the cluster.
-        scheduler_identity = resource_id_expr(
-            "Microsoft.ManagedIdentity/userAssignedIdentities", zone.identity_name("scheduler")
-        )
-        vault = ("Microsoft.KeyVault/vaults", zone.key_vault_name)
-        out.append(
-            _identity(zone, "scheduler", BuiltinRole.KEY_VAULT_SECRETS_USER, on=vault, after=(scheduler_identity,))
-        )
+    if area == "management" and zone.key_vault_new:
+        out += _secret_readers(zone)
     if area == "management" and zone.prometheus is not None and identity.managed_identities.compute:
         # The nodes read their own identity's client ID, which Prometheus signs its remote writes in with
         # (templates/cloud-init/prometheus_url.py): the compute identity's on the scheduler and the partitions, the
@@ -176,8 +167,7 @@ def assignments(zone: Zone, area: str) -> list[Assignment]:
 
 def entra_login(zone: Zone) -> bool:
     """Whether the CycleCloud server gets the Entra ID SSH extension: asked for, and someone to sign in."""
-    groups = zone.config.identity.groups
-    return zone.config.identity.entra_login and bool(groups.admins or groups.users)
+    return zone.config.identity.entra_login and bool(zone.config.identity.groups.admins)
 
 
 def node_identities(zone: Zone) -> list[str]:
@@ -291,6 +281,39 @@ def _mounted(zone: Zone) -> list[tuple[str, ...]]:
             volume_type = "Microsoft.NetApp/netAppAccounts/capacityPools/volumes"
             out.append((volume_type, zone.netapp_account, zone.netapp_pool, zone.netapp_volume(volume)))
     return out
+
+
+def _secret_readers(zone: Zone) -> list[Assignment]:
+    """Key Vault Secrets User on single secrets, never on the vault: every job runs where the compute identity is
+    attached, so a vault-wide grant would hand every job the Slurm database password (Key Vault RBAC assigns roles
+    at the scope of one secret: learn.microsoft.com/azure/key-vault/general/rbac-guide, "Best Practices for
+    individual keys, secrets, and certificates role assignments"). The compute identity reads the config's secrets
+    meant for jobs; the CycleCloud server (scheduler identity) reads the accounting password when it imports the
+    cluster, and nothing else."""
+    kv = zone.key_vault_new
+    if kv is None:
+        return []
+    identities = zone.config.identity.managed_identities
+    accounting = _accounting_secret(zone)
+    out = []
+    for who, secrets in (
+        ("compute", [n for n in sorted(kv.secrets) if n != accounting] if identities.compute else []),
+        (
+            "scheduler",
+            [accounting] if accounting and _reads_accounting_secret(zone) and accounting in kv.secrets else [],
+        ),
+    ):
+        identity = resource_id_expr("Microsoft.ManagedIdentity/userAssignedIdentities", zone.identity_name(who))
+        for secret in secrets:
+            on = ("Microsoft.KeyVault/vaults/secrets", zone.key_vault_name, secret)
+            out.append(_identity(zone, who, BuiltinRole.KEY_VAULT_SECRETS_USER, on=on, after=(identity,)))
+    return out
+
+
+def _accounting_secret(zone: Zone) -> str | None:
+    accounting = zone.config.compute.accounting
+    name = getattr(accounting, "password_secret_name", None) if accounting.mode != "disabled" else None
+    return str(name) if name else None
 
 
 def _reads_accounting_secret(zone: Zone) -> bool:

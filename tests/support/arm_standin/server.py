@@ -30,6 +30,7 @@ from tests.support.arm_standin.faults import Faults
 from tests.support.arm_standin.features import FEATURE, feature_body
 from tests.support.arm_standin.in_use import in_use_refusal
 from tests.support.arm_standin.names import CHECK_NAME, name_answer
+from tests.support.arm_standin.proving import ProvingGround
 from tests.support.arm_standin.repair import Repairs
 from tests.support.arm_standin.run_commands import VirtualMachines
 from tests.support.arm_standin.whatif import what_if_changes
@@ -63,6 +64,8 @@ class ArmStandIn:
         self.operation_retry_after = 0
         self.bugs: list[str] = []
         self.compute = VirtualMachines(self.world)
+        # Authorization (real built-in roles) and Azure Policy (real built-in definitions) on every request and write.
+        self.proving = ProvingGround(self.world, token, bugs=self.bugs)
         self.repairs = Repairs(
             self.world,
             lambda kind, done: self._async(kind, done, lambda: None),
@@ -172,8 +175,14 @@ class ArmStandIn:
         ]
 
     def dispatch(
-        self, method: str, path: str, body: Any, query: dict[str, list[str]]
+        self, method: str, path: str, body: Any, query: dict[str, list[str]], principal: Any = None
     ) -> tuple[int, dict[str, str], Any]:
+        other = re.match(r"/subscriptions/([^/]+)", path, re.I)
+        if other and other.group(1).lower() != self.subscription_id.lower():
+            # ARM finds the subscription before it asks whether the caller may act in it.
+            raise ArmError(404, "SubscriptionNotFound", f"The subscription '{other.group(1)}' could not be found.")
+        if principal is not None:
+            self.proving.check_request(principal, method, path)
         for route_method, pattern, fn in self.routes():
             match = re.fullmatch(pattern, path, re.I)
             if route_method == method and match:
@@ -184,6 +193,8 @@ class ArmStandIn:
                     )
                 if "query" in inspect.signature(fn).parameters:  # a handler that reads the query string names it
                     groups["query"] = query
+                if fn == self._put_deployment:
+                    groups["principal"] = principal
                 return fn(body=body, path=path, **groups)
         raise ArmError(404, "NoRegisteredProviderFound", f"No route for {method} {path}")
 
@@ -210,7 +221,7 @@ class ArmStandIn:
         return run
 
     def _put_deployment(
-        self, body: Any, path: str, name: str, sub: str, rg: str | None = None
+        self, body: Any, path: str, name: str, sub: str, rg: str | None = None, principal: Any = None
     ) -> tuple[int, dict[str, str], Any]:
         self.world.check_target(rg)
         planned = self.world.plan(body, rg, name)
@@ -218,6 +229,7 @@ class ArmStandIn:
         if existing and existing.state in ("Accepted", "Running"):
             raise ArmError(409, "DeploymentActive", f"The deployment '{name}' is already running.")
         run = DeploymentRun(self._dep_id(rg, name), name, self._dep_key(rg, name), rg, body.get("location"), body)
+        run.principal = principal
         self.world.start(run, planned)
         time.sleep(self.slow_put_answer.get(name.lower(), 0.0))
         status_url = self._op_url(f"{run.id}/operationStatuses/{uuid.uuid4().hex[:20]}")
@@ -474,7 +486,8 @@ def _make_handler(standin: ArmStandIn) -> type[BaseHTTPRequestHandler]:
                 self.close_connection = True
                 self.connection.shutdown(2)
                 return
-            if self.headers.get("Authorization") != f"Bearer {standin.token}":
+            principal = standin.proving.caller(self.headers.get("Authorization"))
+            if principal is None:
                 status, headers, body = (
                     401,
                     {},
@@ -487,7 +500,9 @@ def _make_handler(standin: ArmStandIn) -> type[BaseHTTPRequestHandler]:
             else:
                 try:
                     parsed = json.loads(raw) if raw else {}
-                    status, headers, body = standin.dispatch(self.command, path, parsed, parse_qs(parts.query))
+                    status, headers, body = standin.dispatch(
+                        self.command, path, parsed, parse_qs(parts.query), principal
+                    )
                 except ArmError as exc:
                     status, headers, body = exc.status, {}, exc.body()
                 except Exception as exc:  # a stand-in bug must show up as a 500 the test can see, not a hang

@@ -64,6 +64,7 @@ class DeploymentRun:
     timestamp: str = field(default_factory=_now)
     began: float = field(default_factory=time.perf_counter)  # for benchmarks: ARM-side start and end
     ended: float | None = None
+    principal: Any = None  # who submitted it (authz.Principal): each resource's write is checked as that caller
 
     def view(self, order: Callable[[list[str]], list[str]] = list) -> dict[str, Any]:
         """`order`: how outputResources are listed (ARM promises no order; by default, as provisioned)."""
@@ -128,6 +129,9 @@ class World:
         self.soft_deleted_backups: dict[str, list[str]] = {}
         # How a finished deployment lists its outputResources; a test may shuffle them, as real ARM may.
         self.output_order: Callable[[list[str]], list[str]] = list
+        # Checks each resource write of a deployment must pass (authorization, policy: the server installs them),
+        # given the run, the resource as it would be stored, and the world's resources; a refusal fails the write.
+        self.guards: list[Callable[[DeploymentRun, dict[str, Any]], behaviours.Refusal | None]] = []
 
     # ----- resource groups and resources -----
     def group(self, name: str) -> dict[str, Any] | None:
@@ -302,6 +306,7 @@ class World:
             resource.body.get("location"),
             {"properties": resource.body.get("properties") or {}, "tags": resource.body.get("tags") or {}},
         )
+        child.principal = run.principal
         with self.lock:
             self.deployments[child.scope_key] = child
         try:
@@ -365,7 +370,7 @@ class World:
         else:
             fault_code, fault_message = (fault.code, fault.message) if fault else ("", "")
         if not fault_code:
-            refusal = self._refusal(resource)
+            refusal = self._refusal(resource) or self._guarded(run, resource)
             fault_code, fault_message = (refusal.code, refusal.message) if refusal else ("", "")
         if fault_code:
             inner = {"code": fault_code, "message": fault_message}
@@ -407,6 +412,16 @@ class World:
                 others = [r for k, r in self.resources.items() if k != resource.id.lower()]
                 refusal = behaviours.subnets_in_use(existing, body, others)
             return refusal
+
+    def _guarded(self, run: DeploymentRun, resource: PlannedResource) -> behaviours.Refusal | None:
+        view = {**_late(resource), "id": resource.id, "name": resource.name, "type": resource.type}
+        if resource.location and "location" not in view:
+            view["location"] = resource.location
+        for guard in self.guards:
+            refusal = guard(run, view)
+            if refusal is not None:
+                return refusal
+        return None
 
     def _store(self, resource: PlannedResource) -> None:
         body = _late(resource)

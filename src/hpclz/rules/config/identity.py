@@ -283,6 +283,67 @@ class VaultSecretIsAReference(Rule[ConfigContext]):
                 )
 
 
+class NoUserReachesCycleCloudIdentity(Rule[ConfigContext]):
+    """Who may sign in to a VM holds that VM's managed identities: any process there gets their tokens from the
+    instance metadata service (learn.microsoft.com/entra/identity/managed-identities-azure-resources/
+    how-to-use-vm-token). The CycleCloud server sits in the compute group with CycleCloud's identity, which holds
+    Virtual Machine Contributor on that group (`Microsoft.Compute/virtualMachines/*`: run command as root on every
+    VM), Managed Identity Operator on the nodes' identities and blob writes on the locker
+    (learn.microsoft.com/azure/role-based-access-control/built-in-roles/compute, /identity, /storage). So no principal
+    but the cluster admins may hold a VM login role, or a role that manages VMs, on the compute group: the analysis
+    follows every role assignment hpclz renders there (hpclz.render.roles.assignments), extra ones included."""
+
+    id = "HPCLZ-IDN-011"
+    severity = Severity.ERROR
+    title = "A non-admin principal can sign in to the CycleCloud server and take its identity"
+    fix = "Grant VM login and VM management roles on the compute area only to identity.groups.admins."
+
+    REACH = frozenset(
+        {
+            BuiltinRole.VM_USER_LOGIN,
+            BuiltinRole.VM_ADMIN_LOGIN,
+            BuiltinRole.VM_CONTRIBUTOR,
+            BuiltinRole.CONTRIBUTOR,
+            BuiltinRole.OWNER,
+        }
+    )
+
+    def check(self, ctx: ConfigContext) -> Iterable[Finding]:
+        # Imported here: render loads the template engine, which `hpclz validate` needs for nothing else.
+        from hpclz.render.roles import ROLE_IDS, assignments
+        from hpclz.render.zone import Zone
+
+        identity = ctx.config.identity
+        if not identity.managed_identities.scheduler:
+            return
+        admins = {g.lower() for g in identity.groups.admins}
+        names = {role_id: role for role, role_id in ROLE_IDS.items()}
+        for a in assignments(Zone(ctx.config), "compute"):
+            role = next((r for rid, r in names.items() if rid in a.role_definition_id), None)
+            if role not in self.REACH or a.scope is not None or a.principal_type == "ServicePrincipal":
+                continue
+            if a.principal_id.lower() in admins:
+                continue
+            yield self.finding(
+                ctx,
+                _path(a.path),
+                f"{a.principal_id} holds {role} on the compute group: it can sign in to (or run commands on) the "
+                "CycleCloud server and use CycleCloud's identity (Virtual Machine Contributor: run command as root "
+                "on every VM)",
+            )
+
+
+def _path(dotted: str) -> tuple[str | int, ...]:
+    """`identity.extra_role_assignments[2]` -> ("identity", "extra_role_assignments", 2)."""
+    out: list[str | int] = []
+    for part in dotted.split("."):
+        name, _, index = part.partition("[")
+        out.append(name)
+        if index:
+            out.append(int(index.rstrip("]")))
+    return tuple(out)
+
+
 IDENTITY_RULES: tuple[type[Rule[ConfigContext]], ...] = (
     NoPlaceholderPrincipal,
     PrincipalInOneRole,
@@ -294,4 +355,5 @@ IDENTITY_RULES: tuple[type[Rule[ConfigContext]], ...] = (
     GroupsNeedEntraLogin,
     GroupsNeedCycleCloudEntra,
     VaultSecretIsAReference,
+    NoUserReachesCycleCloudIdentity,
 )

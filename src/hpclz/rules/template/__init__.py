@@ -27,6 +27,7 @@ from hpclz.rules.template.exposure import (
 from hpclz.rules.template.expressions import DeclarationsUsed, ExpressionParses, FunctionsExist, ReferencesDeclared
 from hpclz.rules.template.locker import LockerAccountHoldsNoData, LoginNodesCarryNoDataIdentity
 from hpclz.rules.template.monitoring import VmMonitored
+from hpclz.rules.template.nodes import NodeIdentitiesReadSingleSecrets, NodesCarryRequiredTags
 from hpclz.rules.template.public_ip import NoPublicIpOnNics
 from hpclz.rules.template.resources import (
     ApiVersionPinned,
@@ -72,6 +73,8 @@ LINT_RULES: tuple[type[Rule[Any]], ...] = (
     HostMaintenanceOnVm,
     LockerAccountHoldsNoData,
     LoginNodesCarryNoDataIdentity,
+    NodesCarryRequiredTags,
+    NodeIdentitiesReadSingleSecrets,
     NoPublicIpOnNics,
     VmMonitored,
 )

@@ -1,0 +1,136 @@
+"""Lint rules for what CycleCloud creates from the cluster in the CycleCloud server's userData.
+
+CycleCloud creates every node after deploy, outside ARM deployments, so what ARM's own checks see of the nodes is
+only what the rendered cluster declares: their tags and the identities attached to them. Both are judged here
+against the rest of the plan: the zone's own policy assignments, and the role assignments of those identities.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+from typing import Any
+
+from hpclz.findings import Finding, Severity
+from hpclz.rules.base import Rule
+from hpclz.rules.template.context import TemplateContext
+from hpclz.rules.template.locker import ROLE_ASSIGNMENT, VM, _identity, _props, _role, decoded_user_data
+
+POLICY_ASSIGNMENT = "microsoft.authorization/policyassignments"
+# Built-in "Require a tag on resources" (Azure/azure-policy built-in-policies/policyDefinitions/Tags/
+# RequireTag_Deny.json): deny, mode Indexed, so every VM, scale set, NIC and disk in its scope needs the tag.
+REQUIRE_TAG = "871b6d14-10aa-478d-b590-94f262ecfa99"
+# Key Vault data roles that read secret values (learn.microsoft.com/azure/role-based-access-control/built-in-roles).
+SECRET_READERS = {
+    "4633458b-17de-408a-b874-0445c86b69e6": "Key Vault Secrets User",
+    "b86a8fe4-44ce-4948-aee5-eccb2c155cd7": "Key Vault Secrets Officer",
+    "00482a5a-887f-4fb3-b363-3b7fe8e74483": "Key Vault Administrator",
+}
+_HEADER = re.compile(r"^\s*(\[\[(?:node|nodearray)\s+[^\[\]]+\]\])\s*$", re.M)
+
+
+def cluster_nodes(document: dict[str, Any]) -> dict[str, dict[str, str]]:
+    """`[[node x]]` / `[[nodearray x]]` -> its own settings over `[[node defaults]]`'s, `$Parameter`s resolved;
+    only the settings before the first `[[[sub-section]]]`, and multi-line `'''` values left out."""
+    text = str(document.get("template", ""))
+    parameters = json.loads(str(document.get("parameters") or "{}"))
+    parts = _HEADER.split(text)
+    sections = {parts[i].strip(): _settings(parts[i + 1], parameters) for i in range(1, len(parts) - 1, 2)}
+    defaults = sections.pop("[[node defaults]]", {})
+    return {header: {**defaults, **own} for header, own in sections.items()}
+
+
+def _settings(body: str, parameters: dict[str, Any]) -> dict[str, str]:
+    head = re.sub(r"'''.*?'''", "''", body.split("[[[", 1)[0], flags=re.S)
+    out = {}
+    for match in re.finditer(r"^\s*([A-Za-z][\w.-]*)\s*=\s*(.*?)\s*$", head, flags=re.M):
+        value = match.group(2)
+        if value.startswith("$"):
+            value = str(parameters.get(value[1:], value))
+        out[match.group(1)] = value.strip('"')
+    return out
+
+
+def _required_tags(template: dict[str, Any]) -> list[str]:
+    out = []
+    for resource in template.get("resources") or []:
+        if not isinstance(resource, dict) or str(resource.get("type", "")).lower() != POLICY_ASSIGNMENT:
+            continue
+        props = _props(resource)
+        if str(props.get("policyDefinitionId", "")).lower().endswith(REQUIRE_TAG):
+            tag = (props.get("parameters") or {}).get("tagName", {})
+            value = tag.get("value") if isinstance(tag, dict) else tag
+            if isinstance(value, str):
+                out.append(value)
+    return out
+
+
+class NodesCarryRequiredTags(Rule[TemplateContext]):
+    """Every node CycleCloud creates carries each tag the zone's own "Require a tag on resources" assignments demand
+    in the group CycleCloud creates it in. That policy denies the write of every VM, scale set, NIC and disk
+    without the tag, so a node without it is never created."""
+
+    id = "HPCLZ-TPL-052"
+    severity = Severity.ERROR
+    title = "CycleCloud's nodes lack a tag the zone's own policy requires"
+    fix = "Give every node the zone's tags (Tags.<name> in [[node defaults]] of the cluster template)."
+
+    def check(self, ctx: TemplateContext) -> Iterable[Finding]:
+        required = _required_tags(ctx.template)
+        if not required:
+            return
+        for found in ctx.resources:
+            document = decoded_user_data(found.resource) if found.type.lower() == VM else None
+            for header, settings in cluster_nodes(document).items() if document else ():
+                carried = {k[len("Tags.") :].lower() for k in settings if k.startswith("Tags.")}
+                missing = [tag for tag in required if tag.lower() not in carried]
+                if missing:
+                    yield self.finding(
+                        ctx,
+                        found.path,
+                        f"{found.label}: {header} lacks the tag(s) {', '.join(missing)} the zone requires",
+                    )
+
+
+class NodeIdentitiesReadSingleSecrets(Rule[TemplateContext]):
+    """No identity attached to CycleCloud's nodes may read secrets on a whole Key Vault: any process on a node can
+    take a token of every identity attached to it (learn.microsoft.com/entra/identity/managed-identities-azure-
+    resources/how-to-use-vm-token), so every job could read every secret, the Slurm database password among them.
+    Grant Key Vault Secrets User on each secret the nodes need (a role can be assigned at the scope of one secret:
+    learn.microsoft.com/azure/key-vault/general/rbac-guide), or keep the nodes' secrets in a vault of their own."""
+
+    id = "HPCLZ-TPL-053"
+    severity = Severity.ERROR
+    title = "A node identity reads every secret of a Key Vault"
+    fix = "Assign Key Vault Secrets User on single secrets (scope .../vaults/<vault>/secrets/<name>), not the vault."
+
+    def check(self, ctx: TemplateContext) -> Iterable[Finding]:
+        wide = _vault_wide_readers(ctx)
+        for found in ctx.resources:
+            document = decoded_user_data(found.resource) if found.type.lower() == VM else None
+            attached = {
+                name
+                for settings in (cluster_nodes(document).values() if document else ())
+                for item in settings.get("Azure.Identities", "").split(",")
+                if (name := _identity(item.strip()))
+            }
+            for name in sorted(attached & set(wide)):
+                yield self.finding(ctx, found.path, f"{found.label}: the nodes carry {name}, which holds {wide[name]}")
+
+
+def _vault_wide_readers(ctx: TemplateContext) -> dict[str, str]:
+    """identity name -> '<role> on the whole vault <name>', from this template's and the plan's role assignments."""
+    out: dict[str, str] = {}
+    for template in (ctx.template, *ctx.plan_templates.values()):
+        for resource in template.get("resources") or []:
+            if not isinstance(resource, dict) or str(resource.get("type", "")).lower() != ROLE_ASSIGNMENT:
+                continue
+            role = _role(resource, SECRET_READERS)
+            scope = str(resource.get("scope", "")).split("/")
+            if role is None or len(scope) != 3 or [p.lower() for p in scope[:2]] != ["microsoft.keyvault", "vaults"]:
+                continue
+            name = _identity(str(_props(resource).get("principalId", "")))
+            if name:
+                out.setdefault(name, f"{role} on the whole vault {scope[2]}")
+    return out
