@@ -37,7 +37,7 @@ CONFIG = frozenset({"pydantic", "ruamel", "hpclz.config"})  # reading a config: 
 # Validating it, and printing findings. HPCLZ-IDN-011 follows the role assignments render would write
 # (hpclz.render.roles), which needs render's and arm's names but never Jinja: no template is rendered.
 RULES = CONFIG | {"hpclz.rules.config", "hpclz.catalog", "rich.console", "hpclz.render", "hpclz.arm"}
-RENDER = RULES | {"jinja2", "hpclz.render", "hpclz.arm"}
+RENDER = RULES | {"jinja2", "hpclz.render", "hpclz.arm", "hpclz.deploy"}  # the render engine: hpclz.deploy.rendering
 
 # Opening the state backend: hpclz.azure.backends (the adapter package; the Azure SDK itself, "azure", stays out
 # until a Blob backend is really opened).
