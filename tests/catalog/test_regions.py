@@ -160,9 +160,9 @@ def test_gallery_without_an_image_is_refused_in_words() -> None:
 
 def test_size_outside_the_catalog_warns_and_leaves_it_to_the_live_check(run_cli: RunCli, tmp_path: Path) -> None:
     config = tmp_path / "zone.yaml"
-    # A size newer than the catalog: Azure's ND GB200 v6 (learn.microsoft.com/azure/virtual-machines/sizes/
-    # gpu-accelerated/nd-gb200-v6-series) is not in hpclz's catalog.
-    config.write_text(AI.replace("vm_size: Standard_ND96isr_H100_v5", "vm_size: Standard_ND128isr_NDR_GB200_v6", 1))
+    # A real size the catalog leaves out: Azure's NCasT4_v3 (learn.microsoft.com/azure/virtual-machines/sizes/
+    # gpu-accelerated/ncast4v3-series) is not in hpclz's catalog.
+    config.write_text(AI.replace("vm_size: Standard_ND96isr_H100_v5", "vm_size: Standard_NC4as_T4_v3", 1))
     result = run_cli("validate", str(config))
     assert result.exit_code == 0, result.stdout
     assert "warning HPCLZ-CMP-001" in result.stdout
