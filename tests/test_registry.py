@@ -18,7 +18,7 @@ AREA_MODULE: dict[str, tuple[str, ...]] = {
     "ORG": ("organization",),
     "IDN": ("identity",),
     "NET": ("network",),
-    "CMP": ("compute", "accounting", "images"),
+    "CMP": ("compute", "accounting", "images", "racks"),
     "STO": ("storage", "integrity"),
     "SEC": ("security",),
     "PRT": ("portal",),

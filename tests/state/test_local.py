@@ -206,14 +206,14 @@ def _with_state(config_file: Path, state: dict[str, object]) -> None:
 
 
 def test_a_folder_hpclz_did_not_create_keeps_its_mode(config: LandingZoneConfig, config_file: Path) -> None:
-    shared = config_file.parent / "shared"
-    shared.mkdir(mode=0o755)
-    shared.chmod(0o755)
-    backend = LocalBackend(shared, "energy-prod", guard=_local(config, config_file).guard)
+    team_folder = config_file.parent / "team-state"
+    team_folder.mkdir(mode=0o755)
+    team_folder.chmod(0o755)
+    backend = LocalBackend(team_folder, "energy-prod", guard=_local(config, config_file).guard)
     with backend.lock("deploy"):
         backend.write(sample_state(config))
-    assert stat.S_IMODE(shared.stat().st_mode) == 0o755  # the user's folder: never chmodded
-    assert stat.S_IMODE((shared / "energy-prod").stat().st_mode) == 0o700  # made by hpclz: private
+    assert stat.S_IMODE(team_folder.stat().st_mode) == 0o755  # the user's folder: never chmodded
+    assert stat.S_IMODE((team_folder / "energy-prod").stat().st_mode) == 0o700  # made by hpclz: private
 
 
 def test_state_outside_the_config_folder_only_when_asked(run_cli: Callable[..., CliResult], config_file: Path) -> None:
