@@ -199,7 +199,7 @@ ROWS = [
     ),
     Row(
         "resize the CycleCloud server",
-        (("    slurm_version: 23.11.10-2\n", "    slurm_version: 23.11.10-2\n    vm_size: Standard_D8as_v5\n"),),
+        (("    slurm_version: 25.11.5\n", "    slurm_version: 25.11.5\n    vm_size: Standard_D8as_v5\n"),),
         "Azure resizes a VM in place with a restart (https://learn.microsoft.com/azure/virtual-machines/sizes/"
         "resize-vm): no data-loss flag, only consent to the restart",
         "compute.cyclecloud.vm_size",
