@@ -318,8 +318,13 @@ def test_tag_edit_changes_only_tags_and_replaces_nothing() -> None:
     changes = plan_for(TABLE["edit tags"])
     assert changes.summary.replace == changes.summary.destroy == changes.summary.add == 0
     assert changes.summary.change > 5
+    # The CycleCloud server also hands the new tag to every node it creates: the cluster template's node defaults
+    # carry the zone's tags, which the zone's own "require a tag" policies demand of each node (an in-place edit
+    # of its userData, no replacement).
+    to_nodes = "properties.userData:cluster.template.node[defaults].Tags.workload"
     for resource in changes.changed_resources:
-        assert [c.path for c in resource.changes] == ["tags.workload"], resource.name
+        expected = ["tags.workload", to_nodes] if resource.name == "vm-energy-cc-prod-scus" else ["tags.workload"]
+        assert [c.path for c in resource.changes] == expected, resource.name
 
 
 def test_no_edit_means_no_changes() -> None:
