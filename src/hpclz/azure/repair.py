@@ -99,24 +99,23 @@ class AzureRepair:
         return str(vm.vm_id) if getattr(vm, "vm_id", None) else None
 
     def restart(self, machine: Machine) -> None:
-        with azure_errors(f"restart {machine.resource_id}"):
-            if machine.scale_set:
-                vmss, instance = machine.scale_set
-                self.clients.compute.virtual_machine_scale_set_vms.begin_restart(
-                    machine.resource_group, vmss, instance
-                ).result()
-            else:
-                self.clients.compute.virtual_machines.begin_restart(machine.resource_group, machine.name).result()
+        self._act("restart", machine)
 
     def reimage(self, machine: Machine) -> None:
-        with azure_errors(f"reimage {machine.resource_id}"):
+        self._act("reimage", machine)
+
+    def _act(self, verb: str, machine: Machine) -> None:
+        """begin_restart / begin_reimage on the VM, or on its instance when a scale set owns it, and wait."""
+        compute = self.clients.compute
+        with azure_errors(f"{verb} {machine.resource_id}"):
             if machine.scale_set:
                 vmss, instance = machine.scale_set
-                self.clients.compute.virtual_machine_scale_set_vms.begin_reimage(
+                poller = getattr(compute.virtual_machine_scale_set_vms, f"begin_{verb}")(
                     machine.resource_group, vmss, instance
-                ).result()
+                )
             else:
-                self.clients.compute.virtual_machines.begin_reimage(machine.resource_group, machine.name).result()
+                poller = getattr(compute.virtual_machines, f"begin_{verb}")(machine.resource_group, machine.name)
+            poller.result()
 
     def report(self, report: HealthReport) -> str:
         """File (or re-file) the report; returns Azure's impactUniqueId."""
