@@ -1,0 +1,83 @@
+"""Deploy with the locker's network enforced (tests/support/arm_standin/reach.py): hpclz's wheel upload goes to the
+locker's Blob endpoint through a BlobFront that is the deploying machine's route there.
+
+From a workstation outside the VNet the upload is refused, as Azure Storage refuses it, before the compute
+deployment is submitted. From a machine in the zone's own VNet it passes through the private endpoint, the
+privatelink.blob zone record and the zone's VNet link that the zone's templates themselves create: the stand-in
+finds that route only in what the deployments made."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from azure.storage.blob import BlobServiceClient
+
+from hpclz.azure.locker import CONNECTION_STRING_ENV
+from hpclz.config.loader import load_config
+from hpclz.deploy.wheel import hpclz_wheel
+from hpclz.render.roles import WHEEL_CONTAINER
+from hpclz.render.zone import Zone
+from tests.conftest import RunCli
+from tests.support.arm_standin import ArmStandIn
+from tests.support.arm_standin.data_planes import BlobFront
+from tests.support.arm_standin.reach import WORKSTATION, Origin, private_route
+from tests.support.azurite import ACCOUNT, ACCOUNT_KEY, shared_azurite
+
+
+def _ids(arm: ArmStandIn, config: Path) -> tuple[str, str]:
+    """The locker account's ID and the zone's compute subnet's ID, as the zone's templates name them."""
+    zone = Zone(load_config(config).config)
+    sub = f"/subscriptions/{arm.subscription_id}/resourceGroups"
+    locker = f"{sub}/{zone.rg['storage']}/providers/Microsoft.Storage/storageAccounts/{zone.locker_account_name}"
+    vnet = f"{sub}/{zone.rg['network']}/providers/Microsoft.Network/virtualNetworks/{zone.vnet_name}"
+    return locker, f"{vnet}/subnets/{zone.subnet('compute').name}"
+
+
+@contextmanager
+def _locker_route(arm: ArmStandIn, locker: str, origin: Origin, monkeypatch: pytest.MonkeyPatch) -> Iterator[BlobFront]:
+    front = BlobFront(arm, locker, shared_azurite().account_url, origin).start()
+    monkeypatch.setenv(CONNECTION_STRING_ENV, front.connection_string(ACCOUNT, ACCOUNT_KEY))
+    try:
+        yield front
+    finally:
+        front.stop()
+
+
+@pytest.mark.timeout(240)
+def test_from_a_workstation_the_private_locker_refuses_the_wheel_before_compute_is_submitted(
+    arm: ArmStandIn, manufacturing: Path, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    locker, _ = _ids(arm, manufacturing)
+    with _locker_route(arm, locker, WORKSTATION, monkeypatch) as front:
+        result = run_cli("deploy", str(manufacturing), "--yes")
+    assert result.exit_code != 0
+    assert "AuthorizationFailure; the locker accepts its private endpoint only" in result.stdout + result.stderr
+    assert front.refused == ["public network access is disabled"]
+    # The locker is as the zone made it (no opening), and nothing took the wheel to the CycleCloud VM.
+    assert arm.world.resources[locker.lower()]["properties"]["publicNetworkAccess"] == "Disabled"
+    submitted = [r.name for r in arm.world.deployments.values()]
+    assert any(name.endswith("-storage") for name in submitted), submitted
+    assert not [name for name in submitted if name.endswith("-compute")], submitted
+
+
+@pytest.mark.timeout(240)
+def test_from_inside_the_zones_vnet_the_rendered_private_endpoint_and_dns_carry_the_upload(
+    arm: ArmStandIn, manufacturing: Path, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    locker, compute_subnet = _ids(arm, manufacturing)
+    jump_host = Origin(subnet=compute_subnet, name="a VM in the zone's compute subnet")
+    with _locker_route(arm, locker, jump_host, monkeypatch) as front:
+        result = run_cli("deploy", str(manufacturing), "--yes")
+    assert result.exit_code == 0, result.stdout[-3000:] + result.stderr
+    assert front.refused == []
+    # It went by the private route the deployments built (not by a public one), and the wheel is there.
+    assert private_route(locker, "blob", jump_host, arm.world.resources)
+    assert not private_route(
+        locker, "blob", Origin(subnet=compute_subnet.replace("vnet-", "vnet-elsewhere-")), arm.world.resources
+    )
+    wheel = hpclz_wheel()
+    service = BlobServiceClient.from_connection_string(shared_azurite().connection_string)
+    assert service.get_blob_client(WHEEL_CONTAINER, wheel.blob).download_blob().readall() == wheel.path.read_bytes()
