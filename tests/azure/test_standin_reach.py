@@ -298,3 +298,29 @@ def test_vault_ip_rules_when_public_access_is_enabled(arm: ArmStandIn) -> None:
         assert client.get_secret("s").value == "x"
     with vault_from(arm, Origin(address="198.51.100.9"), token) as (client, _front):
         assert _vault_error(lambda: client.get_secret("s"))[:2] == (403, "ForbiddenByFirewall")
+
+
+def test_data_plane_refusal_finds_the_account_or_vault_behind_a_path(arm: ArmStandIn) -> None:
+    """What the CycleCloud actor asks for each data-plane step (tests/support/arm_standin/cyclecloud.py)."""
+    from tests.support.arm_standin.reach import data_plane_refusal
+
+    _account(arm)
+    _vault(arm)
+    blob = f"{ACCOUNT_ID}/blobServices/default/containers/cyclecloud"
+    secret = f"{VAULT_ID}/secrets/slurmdb-password"
+    resources = arm.world.resources
+    assert data_plane_refusal(blob, WORKSTATION, resources) == (
+        "AuthorizationFailure",
+        "This request is not authorized to perform this operation.",
+    )
+    assert data_plane_refusal(secret, VM, resources) == (
+        "ForbiddenByFirewall",
+        "Client address is not authorized and caller is not a trusted service.",
+    )
+    _private_endpoint(arm, ACCOUNT_ID, "blob")
+    _private_endpoint(arm, VAULT_ID, "vault")
+    assert data_plane_refusal(blob, VM, resources) is None
+    assert data_plane_refusal(secret, VM, resources) is None
+    # Nothing to judge: not a data-plane path, or an account the world does not hold.
+    assert data_plane_refusal(ACCOUNT_ID, WORKSTATION, resources) is None
+    assert data_plane_refusal(blob.replace("stlocker", "stother"), WORKSTATION, resources) is None

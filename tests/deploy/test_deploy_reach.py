@@ -8,6 +8,7 @@ finds that route only in what the deployments made."""
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -20,8 +21,9 @@ from hpclz.config.loader import load_config
 from hpclz.deploy.wheel import hpclz_wheel
 from hpclz.render.roles import WHEEL_CONTAINER
 from hpclz.render.zone import Zone
-from tests.conftest import RunCli
+from tests.conftest import REPO, RunCli
 from tests.support.arm_standin import ArmStandIn
+from tests.support.arm_standin.cyclecloud import CycleCloud, Step
 from tests.support.arm_standin.data_planes import BlobFront
 from tests.support.arm_standin.reach import WORKSTATION, Origin, private_route
 from tests.support.azurite import ACCOUNT, ACCOUNT_KEY, shared_azurite
@@ -65,12 +67,16 @@ def test_from_a_workstation_the_private_locker_refuses_the_wheel_before_compute_
 
 @pytest.mark.timeout(240)
 def test_from_inside_the_zones_vnet_the_rendered_private_endpoint_and_dns_carry_the_upload(
-    arm: ArmStandIn, manufacturing: Path, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
+    arm: ArmStandIn, tmp_path: Path, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    locker, compute_subnet = _ids(arm, manufacturing)
+    # energy: its cluster reads a Key Vault secret (the Slurm database password) as well as the locker.
+    energy = tmp_path / "energy" / "lz.yaml"
+    energy.parent.mkdir()
+    shutil.copy(REPO / "configs" / "energy.yaml", energy)
+    locker, compute_subnet = _ids(arm, energy)
     jump_host = Origin(subnet=compute_subnet, name="a VM in the zone's compute subnet")
     with _locker_route(arm, locker, jump_host, monkeypatch) as front:
-        result = run_cli("deploy", str(manufacturing), "--yes")
+        result = run_cli("deploy", str(energy), "--yes")
     assert result.exit_code == 0, result.stdout[-3000:] + result.stderr
     assert front.refused == []
     # It went by the private route the deployments built (not by a public one), and the wheel is there.
@@ -81,3 +87,34 @@ def test_from_inside_the_zones_vnet_the_rendered_private_endpoint_and_dns_carry_
     wheel = hpclz_wheel()
     service = BlobServiceClient.from_connection_string(shared_azurite().connection_string)
     assert service.get_blob_client(WHEEL_CONTAINER, wheel.blob).download_blob().readall() == wheel.path.read_bytes()
+    _cyclecloud_reaches_the_locker_and_vault_only_by_the_rendered_dns(arm)
+
+
+def _data_steps(steps: list[Step]) -> dict[tuple[str, str], str]:
+    data = ("upload projects to the locker", "read the locker", "read secret")
+    return {(s.node, s.what): s.code for s in steps if s.what.startswith(data)}
+
+
+def _cyclecloud_reaches_the_locker_and_vault_only_by_the_rendered_dns(arm: ArmStandIn) -> None:
+    """CycleCloud (from its server's subnet) and each node (from its nodearray's subnet) read and write the locker and
+    read the vault through the zone's private endpoints; without the privatelink zones' links to the VNet their
+    names resolve to the public endpoints, which refuse them as Azure does."""
+    actor = CycleCloud(arm.world, arm.proving.authorization, arm.proving.policy_log)
+    steps = _data_steps(actor.start())
+    assert ("cyclecloud", "upload projects to the locker") in steps
+    assert [node for node, what in steps if what == "read the locker"], steps
+    assert [what for _node, what in steps if what.startswith("read secret")], steps
+    assert set(steps.values()) == {""}, steps
+    zones = ("privatelink.blob.core.windows.net", "privatelink.vaultcore.azure.net")
+    links = [
+        k
+        for k in arm.world.resources
+        if "/virtualnetworklinks/" in k and k.split("/privatednszones/")[-1].startswith(zones)
+    ]
+    assert len(links) == 2, links  # each zone linked to the zone's VNet by the network template
+    for key in links:
+        del arm.world.resources[key]
+    unlinked = _data_steps(actor.start())
+    assert unlinked.keys() == steps.keys()
+    for (_node, what), code in unlinked.items():
+        assert code == ("ForbiddenByFirewall" if what.startswith("read secret") else "AuthorizationFailure"), unlinked

@@ -28,17 +28,11 @@ from tests.support.arm_standin import reach
 if TYPE_CHECKING:
     from tests.support.arm_standin.server import ArmStandIn
 
-# Blob service's refusal of a call its network rules do not let in: 403 AuthorizationFailure, "This request is not
-# authorized to perform this operation." (learn.microsoft.com/rest/api/storageservices/blob-service-error-codes);
-# the code travels in x-ms-error-code and the XML body (learn.microsoft.com/rest/api/storageservices/
-# status-and-error-codes2, "Error response").
-BLOB_REFUSAL = ("AuthorizationFailure", "This request is not authorized to perform this operation.")
-# Key Vault's: 403, inner error ForbiddenByFirewall, "Client address is not authorized and caller is not a trusted
-# service." (learn.microsoft.com/azure/key-vault/general/common-error-codes, ForbiddenByFirewall;
-# learn.microsoft.com/azure/key-vault/general/private-link-diagnostics: "requests still get 403 response with the
-# ForbiddenByFirewall inner error code"; the message goes on with the client address, caller and vault, as in
-# github.com/MicrosoftDocs/azure-devops-docs/issues/8581).
-VAULT_FIREWALL = "Client address is not authorized and caller is not a trusted service."
+# The services' refusals (reach.REFUSALS, with their sources). Blob's code travels in x-ms-error-code and the XML body
+# (learn.microsoft.com/rest/api/storageservices/status-and-error-codes2, "Error response"). Key Vault's message goes
+# on with the client address, caller and vault, as in github.com/MicrosoftDocs/azure-devops-docs/issues/8581.
+BLOB_REFUSAL = reach.REFUSALS["blob"]
+VAULT_FIREWALL = reach.REFUSALS["vault"][1]
 # Key Vault data actions (learn.microsoft.com/azure/role-based-access-control/permissions/security, Microsoft.KeyVault
 # DataActions).
 GET_SECRET = "Microsoft.KeyVault/vaults/secrets/getSecret/action"

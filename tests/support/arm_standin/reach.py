@@ -36,6 +36,16 @@ from dataclasses import dataclass
 from typing import Any
 
 PRIVATE_ENDPOINTS = "microsoft.network/privateendpoints"
+# What each service answers a call its network does not let in, as (code, message). Blob: 403 AuthorizationFailure,
+# "This request is not authorized to perform this operation." (learn.microsoft.com/rest/api/storageservices/
+# blob-service-error-codes). Key Vault: 403, inner error ForbiddenByFirewall, "Client address is not authorized and
+# caller is not a trusted service." (learn.microsoft.com/azure/key-vault/general/common-error-codes;
+# learn.microsoft.com/azure/key-vault/general/private-link-diagnostics: "requests still get 403 response with the
+# ForbiddenByFirewall inner error code").
+REFUSALS = {
+    "blob": ("AuthorizationFailure", "This request is not authorized to perform this operation."),
+    "vault": ("ForbiddenByFirewall", "Client address is not authorized and caller is not a trusted service."),
+}
 # The private DNS zone of each private-link sub-resource (learn.microsoft.com/azure/private-link/private-endpoint-dns,
 # "Storage" and "Security" tables).
 PRIVATE_DNS_ZONES = {"blob": "privatelink.blob.core.windows.net", "vault": "privatelink.vaultcore.azure.net"}
@@ -68,6 +78,26 @@ def refusal(
     if private_route(str(target["id"]), group, origin, resources):
         return None
     return _public_refusal(target, group, origin, peer, resources)
+
+
+def data_plane_refusal(
+    target: str, origin: Origin, resources: dict[str, dict[str, Any]], peer: str = "203.0.113.1"
+) -> tuple[str, str] | None:
+    """The network's refusal, as (code, message), of a data-plane call on `target` (a blob path under a storage
+    account, `.../blobServices/default/containers/<c>[/...]`, or a secret of a vault, `.../secrets/<name>`); None when
+    the call gets through, or when the account or vault is not in the world (nothing to judge). `peer`: the public
+    address a caller without its own `address` is seen from (a documentation address: a VM's outbound one)."""
+    lower = target.lower()
+    if "/blobservices/" in lower:
+        rid, group = lower.split("/blobservices/")[0], "blob"
+    elif "/secrets/" in lower and "/microsoft.keyvault/vaults/" in lower:
+        rid, group = lower.split("/secrets/")[0], "vault"
+    else:
+        return None
+    found = resources.get(rid)
+    if found is None or refusal(found, group, origin, peer, resources) is None:
+        return None
+    return REFUSALS[group]
 
 
 def private_route(target_id: str, group: str, origin: Origin, resources: dict[str, dict[str, Any]]) -> bool:
