@@ -6,6 +6,7 @@ main.json.j2's locker, templates/arm/_private_endpoint.json.j2, the network temp
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ from typing import Any
 import pytest
 
 from hpclz.azure.clients import StaticTokenCredential
+from hpclz.azure.errors import storage_code
 from tests.support.arm_standin import ArmStandIn
 from tests.support.arm_standin.data_planes import BlobFront, VaultFront
 from tests.support.arm_standin.reach import WORKSTATION, Origin
@@ -137,7 +139,7 @@ def _blob_refused(service: Any, name: str) -> str:
         service.get_blob_client(CONTAINER, name).upload_blob(b"wheel bytes", overwrite=True)
     assert refused.value.status_code == 403
     assert "This request is not authorized to perform this operation." in str(refused.value)
-    return str(getattr(refused.value.error_code, "value", refused.value.error_code))
+    return storage_code(refused.value)
 
 
 VM = Origin(subnet=COMPUTE, address="203.0.113.7", name="VM in the zone's compute subnet")
@@ -243,8 +245,10 @@ def _vault_error(call: Any) -> tuple[int, str, str]:
 
     with pytest.raises(HttpResponseError) as refused:
         call()
-    error = refused.value.response.json()["error"]
-    return refused.value.status_code, error["innererror"]["code"], error["message"]
+    response = refused.value.response
+    assert response is not None
+    error = json.loads(response.text())["error"]
+    return int(refused.value.status_code or 0), str(error["innererror"]["code"]), str(error["message"])
 
 
 def test_a_private_vault_refuses_the_workstation_by_firewall(arm: ArmStandIn) -> None:

@@ -20,7 +20,7 @@ import uuid
 from datetime import UTC, datetime
 from email.utils import formatdate
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self
 from urllib.parse import urlsplit
 
 from tests.support.arm_standin import reach
@@ -58,7 +58,7 @@ class _Front:
     def port(self) -> int:
         return int(self._server.server_address[1])
 
-    def start(self) -> _Front:
+    def start(self) -> Self:
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
         return self
 
