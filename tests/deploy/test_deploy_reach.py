@@ -19,12 +19,14 @@ from azure.storage.blob import BlobServiceClient
 from hpclz.azure.locker import CONNECTION_STRING_ENV
 from hpclz.config.loader import load_config
 from hpclz.deploy.wheel import hpclz_wheel
+from hpclz.render.build import build_plan
 from hpclz.render.roles import WHEEL_CONTAINER
 from hpclz.render.zone import Zone
 from tests.conftest import REPO, RunCli
-from tests.support.arm_standin import ArmStandIn
+from tests.support.arm_standin import ArmStandIn, policy
 from tests.support.arm_standin.cyclecloud import CycleCloud, Step
 from tests.support.arm_standin.data_planes import BlobFront
+from tests.support.arm_standin.proving import assign_policies
 from tests.support.arm_standin.reach import WORKSTATION, Origin, private_route
 from tests.support.azurite import ACCOUNT, ACCOUNT_KEY, shared_azurite
 
@@ -118,3 +120,33 @@ def _cyclecloud_reaches_the_locker_and_vault_only_by_the_rendered_dns(arm: ArmSt
     assert unlinked.keys() == steps.keys()
     for (_node, what), code in unlinked.items():
         assert code == ("ForbiddenByFirewall" if what.startswith("read secret") else "AuthorizationFailure"), unlinked
+
+
+def test_a_temporary_opening_of_the_locker_is_refused_by_the_zones_own_policy_where_it_assigns_one(
+    arm: ArmStandIn,
+) -> None:
+    """Why deploy does not open the locker's firewall to the workstation for the upload: IP rules apply only with
+    public network access enabled (reach.py; Learn storage-network-security), and finance's regulated baseline
+    assigns "Storage accounts should disable public network access" with Deny at the storage group, so that very
+    write is refused (the built-in definition, judged by the stand-in's policy engine)."""
+    finance = load_config(REPO / "configs" / "finance.yaml").config
+    assign_policies(arm.world, build_plan(finance))
+    locker, _ = _ids(arm, REPO / "configs" / "finance.yaml")
+    opened = {
+        "id": locker,
+        "name": locker.rsplit("/", 1)[-1],
+        "type": "Microsoft.Storage/storageAccounts",
+        "location": finance.metadata.location,
+        "tags": {},
+        "properties": {
+            "publicNetworkAccess": "Enabled",
+            "networkAcls": {"defaultAction": "Deny", "ipRules": [{"value": "198.51.100.7", "action": "Allow"}]},
+        },
+    }
+    refusal = policy.judge(opened, arm.world.resources, policy.PolicyLog())
+    assert refusal is not None and refusal.code == "RequestDisallowedByPolicy", refusal
+    assert "hpclz-storage-no-public-network" in refusal.message
+    # Public network access off, as the locker is rendered: that assignment no longer refuses it.
+    closed = {**opened, "properties": {**opened["properties"], "publicNetworkAccess": "Disabled"}}
+    still = policy.judge(closed, arm.world.resources, policy.PolicyLog())
+    assert still is None or "hpclz-storage-no-public-network" not in still.message
