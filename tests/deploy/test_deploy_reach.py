@@ -65,6 +65,13 @@ def test_from_a_workstation_the_private_locker_refuses_the_wheel_before_compute_
     submitted = [r.name for r in arm.world.deployments.values()]
     assert any(name.endswith("-storage") for name in submitted), submitted
     assert not [name for name in submitted if name.endswith("-compute")], submitted
+    # The same deploy run again from a VM in the zone's VNet goes on from there.
+    locker, compute_subnet = _ids(arm, manufacturing)
+    with _locker_route(arm, locker, Origin(subnet=compute_subnet), monkeypatch) as inside:
+        again = run_cli("deploy", str(manufacturing), "--yes")
+    assert again.exit_code == 0, again.stdout[-3000:] + again.stderr
+    assert inside.refused == []
+    assert [r.name for r in arm.world.deployments.values() if r.name.endswith("-compute")]
 
 
 @pytest.mark.timeout(240)
