@@ -147,6 +147,39 @@ class BlobFront(_Front):
             connection.close()
 
 
+class VmBlobRoutes:
+    """The VMs' way to the accounts behind `fronts`: a blob URI on one of those fronts (as hpclz hands the Run Command
+    agent its output blob URIs) becomes the same URI on a front that is the VM's route to that account, from the subnet
+    of the VM's NIC (`reach.vm_subnet`) and a public address of its own. Set `standin.compute.blob_route = route`."""
+
+    VM_EGRESS = "203.0.113.50"  # a documentation address: the VM's outbound public address, in no rule of its own
+
+    def __init__(self, standin: ArmStandIn, fronts: list[BlobFront]):
+        self.standin = standin
+        self.fronts = fronts
+        self.made: dict[tuple[str, str | None], BlobFront] = {}
+        self.lock = threading.Lock()
+
+    def route(self, vm: dict[str, Any], uri: str) -> str:
+        parts = urlsplit(uri)
+        front = next((f for f in self.fronts if f.port == parts.port), None)
+        if front is None:
+            return uri
+        subnet = reach.vm_subnet(vm, self.standin.world.resources)
+        with self.lock:
+            key = (front.target_id, subnet)
+            if key not in self.made:
+                origin = reach.Origin(subnet=subnet, address=self.VM_EGRESS, name=str(vm.get("name", "")))
+                upstream = f"{front.upstream.scheme}://{front.upstream.netloc}{front.upstream.path}"
+                self.made[key] = BlobFront(self.standin, front.target_id, upstream, origin).start()
+            mine = self.made[key]
+        return parts._replace(netloc=f"127.0.0.1:{mine.port}").geturl()
+
+    def stop(self) -> None:
+        for front in self.made.values():
+            front.stop()
+
+
 def _blob_refusal() -> tuple[int, dict[str, str], bytes]:
     code, message = BLOB_REFUSAL
     request_id = str(uuid.uuid4())

@@ -114,6 +114,18 @@ def private_route(target_id: str, group: str, origin: Origin, resources: dict[st
     return False
 
 
+def vm_subnet(vm: dict[str, Any], resources: dict[str, dict[str, Any]]) -> str | None:
+    """The subnet of a VM's first NIC that names one (networkProfile.networkInterfaces -> the NIC's
+    ipConfigurations[].properties.subnet.id), or None when the world does not hold it."""
+    for ref in ((vm.get("properties") or {}).get("networkProfile") or {}).get("networkInterfaces", []):
+        nic = resources.get(str(ref.get("id", "")).lower()) or {}
+        for config in (nic.get("properties") or {}).get("ipConfigurations", []):
+            subnet = ((config.get("properties") or {}).get("subnet") or {}).get("id")
+            if subnet:
+                return str(subnet)
+    return None
+
+
 def vnet_of(subnet_id: str) -> str:
     return subnet_id.lower().split("/subnets/")[0]
 
