@@ -12,6 +12,7 @@ import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 from azure.storage.blob import BlobServiceClient
@@ -139,21 +140,22 @@ def test_a_temporary_opening_of_the_locker_is_refused_by_the_zones_own_policy_wh
     finance = load_config(REPO / "configs" / "finance.yaml").config
     assign_policies(arm.world, build_plan(finance))
     locker, _ = _ids(arm, REPO / "configs" / "finance.yaml")
-    opened = {
+    network: dict[str, Any] = {
+        "publicNetworkAccess": "Enabled",
+        "networkAcls": {"defaultAction": "Deny", "ipRules": [{"value": "198.51.100.7", "action": "Allow"}]},
+    }
+    opened: dict[str, Any] = {
         "id": locker,
         "name": locker.rsplit("/", 1)[-1],
         "type": "Microsoft.Storage/storageAccounts",
         "location": finance.metadata.location,
         "tags": {},
-        "properties": {
-            "publicNetworkAccess": "Enabled",
-            "networkAcls": {"defaultAction": "Deny", "ipRules": [{"value": "198.51.100.7", "action": "Allow"}]},
-        },
+        "properties": network,
     }
     refusal = policy.judge(opened, arm.world.resources, policy.PolicyLog())
     assert refusal is not None and refusal.code == "RequestDisallowedByPolicy", refusal
     assert "hpclz-storage-no-public-network" in refusal.message
     # Public network access off, as the locker is rendered: that assignment no longer refuses it.
-    closed = {**opened, "properties": {**opened["properties"], "publicNetworkAccess": "Disabled"}}
+    closed = {**opened, "properties": {**network, "publicNetworkAccess": "Disabled"}}
     still = policy.judge(closed, arm.world.resources, policy.PolicyLog())
     assert still is None or "hpclz-storage-no-public-network" not in still.message
