@@ -328,3 +328,25 @@ def test_data_plane_refusal_finds_the_account_or_vault_behind_a_path(arm: ArmSta
     # Nothing to judge: not a data-plane path, or an account the world does not hold.
     assert data_plane_refusal(ACCOUNT_ID, WORKSTATION, resources) is None
     assert data_plane_refusal(blob.replace("stlocker", "stother"), WORKSTATION, resources) is None
+
+
+def test_a_vault_virtual_network_rule_reads_the_service_endpoint_from_the_vnets_own_subnets(arm: ArmStandIn) -> None:
+    """A subnet declared inside its VNet's body (as the network template declares them) counts as well as a subnet
+    resource; the vault's rule needs the subnet's Microsoft.KeyVault endpoint, a storage one does not do."""
+    reader, token = arm.proving.principal("node", kind="ServicePrincipal")
+    arm.proving.authorization.grant(reader.object_id, "Key Vault Secrets User", VAULT_ID)
+    rules = {"defaultAction": "Deny", "bypass": "None", "virtualNetworkRules": [{"id": COMPUTE}]}
+    _vault(arm, "Enabled", rules)
+
+    def vnet_with(service: str) -> None:
+        subnet = {"name": "compute", "properties": {"serviceEndpoints": [{"service": service}]}}
+        _put(arm, VNET, "Microsoft.Network/virtualNetworks", {"subnets": [subnet]})
+
+    vnet_with("Microsoft.Storage")
+    with vault_from(arm, VM, token) as (client, front):
+        front.secrets["s"] = [("v1", "x")]
+        assert _vault_error(lambda: client.get_secret("s"))[:2] == (403, "ForbiddenByFirewall")
+    vnet_with("Microsoft.KeyVault")
+    with vault_from(arm, VM, token) as (client, front):
+        front.secrets["s"] = [("v1", "x")]
+        assert client.get_secret("s").value == "x"
