@@ -523,6 +523,22 @@ CASES: dict[str, list[Case]] = {
     "HPCLZ-CMP-060": [Case("ai-training", _set(f"{P}.0.containers.pyxis", False))],
     # HB120rs_v3 has 2 local NVMe disks (catalog): without nvme_scratch its nodes get no /scratch.
     "HPCLZ-STO-060": [Case("energy", _set(f"{P}.1.nvme_scratch", DELETE))],
+    # The zone's own data account and CycleCloud's locker (names as render makes them for energy).
+    "HPCLZ-STO-070": [
+        Case(
+            "energy",
+            _set(
+                "state", {"backend": "azure_blob", "account_url": "https://stenergyprodscuseb80.blob.core.windows.net"}
+            ),
+        ),
+        Case(
+            "energy",
+            _set(
+                "state",
+                {"backend": "azure_blob", "account_url": "https://stenergyccprodscuseb80.blob.core.windows.net/"},
+            ),
+        ),
+    ],
     # Host scope on the CycleCloud server (learn.microsoft.com/azure/virtual-machines/maintenance-configurations).
     "HPCLZ-MNT-005": [
         Case("ai-training", _all(_set("maintenance.scope", "Host"), _set("maintenance.window.duration", "06:00")))

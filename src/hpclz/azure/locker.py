@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from hpclz.azure.errors import storage_code
 from hpclz.errors import ExitCode, HpclzError
 
 CONNECTION_STRING_ENV = "HPCLZ_LOCKER_CONNECTION_STRING"
@@ -41,13 +42,12 @@ def upload_once(account: str, container: str, name: str, path: Path) -> bool:
 
 
 def _code(exc: object) -> str:
-    code = getattr(exc, "error_code", None)
-    return str(code) if code else (str(exc).splitlines() or [type(exc).__name__])[0]
+    return storage_code(exc) or (str(exc).splitlines() or [type(exc).__name__])[0]
 
 
 def _hint(exc: object) -> str:
     """Storage's documented error codes (learn.microsoft.com/rest/api/storageservices/blob-service-error-codes)."""
-    code = str(getattr(exc, "error_code", "") or "")
+    code = storage_code(exc)
     if code == "AuthorizationPermissionMismatch":
         return "; the deploying identity needs Storage Blob Data Contributor on that container (identity.groups.admins)"
     if code == "AuthorizationFailure":

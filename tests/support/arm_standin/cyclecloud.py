@@ -34,7 +34,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from tests.support.arm_standin import policy
+from tests.support.arm_standin import policy, reach
 from tests.support.arm_standin.authz import Authorization, Principal
 
 COMPUTE = "microsoft.compute/virtualmachines"
@@ -218,18 +218,30 @@ class CycleCloud:
             return self.steps
         sub = f"/subscriptions/{self.world.subscription_id}"
         self._act("cyclecloud", "list VM sizes", who, "Microsoft.Compute/skus/read", sub)
+        server = reach.Origin(subnet=self.server_subnet(), name="CycleCloud server")
         locker = self._locker(account)
         if locker:
             blob_write = "Microsoft.Storage/storageAccounts/blobServices/containers/blobs/write"
-            self._act("cyclecloud", "upload projects to the locker", who, blob_write, locker, data=True)
+            self._act("cyclecloud", "upload projects to the locker", who, blob_write, locker, data=True, origin=server)
         for name, spec in json.loads(doc.get("secret_parameters") or "{}").items():
-            self._read_secret(name, spec)
+            self._read_secret(name, spec, server)
         parameters = json.loads(self._sub(doc["parameters"]))
         for node in parse_cluster(self._sub(doc["template"]), parameters):
             self._create(node, who, account, locker)
         return self.steps
 
-    def _read_secret(self, name: str, spec: dict[str, Any]) -> None:
+    def server_subnet(self) -> str | None:
+        """The subnet of the CycleCloud server's NIC: where its data-plane calls come from."""
+        vm, _doc = self.server()
+        for ref in ((vm.get("properties") or {}).get("networkProfile") or {}).get("networkInterfaces", []):
+            nic = self.world.resources.get(self._resolve(str(ref.get("id", ""))).lower()) or {}
+            for config in (nic.get("properties") or {}).get("ipConfigurations", []):
+                subnet = ((config.get("properties") or {}).get("subnet") or {}).get("id")
+                if subnet:
+                    return self._resolve(str(subnet))
+        return None
+
+    def _read_secret(self, name: str, spec: dict[str, Any], origin: reach.Origin) -> None:
         reader = self._identity_principal(str(spec.get("identity", "")))
         vault = self._find(str(spec.get("vault", "")), "microsoft.keyvault/vaults")
         target = f"{vault}/secrets/{spec.get('name', name)}"
@@ -237,7 +249,7 @@ class CycleCloud:
             self.steps.append(Step("cyclecloud", f"read secret {name}", target, "NoManagedIdentity", spec["identity"]))
             return
         self._act("cyclecloud", f"read secret {name}", reader, "Microsoft.KeyVault/vaults/secrets/getSecret/action",
-                  target, data=True)  # fmt: skip
+                  target, data=True, origin=origin)  # fmt: skip
 
     def _create(self, node: NodeSpec, who: Principal, account: dict[str, Any], locker: str | None) -> None:
         group = f"/subscriptions/{self.world.subscription_id}/resourceGroups/{account['AzureResourceGroup']}"
@@ -272,10 +284,27 @@ class CycleCloud:
                 reader = self._identity_principal(identity)
                 if reader is not None and reader.name.lower().endswith(_locker_identity(account)):
                     self._act(node.name, "read the locker", reader,
-                              "Microsoft.Storage/storageAccounts/blobServices/containers/blobs/read", locker, data=True)  # fmt: skip
+                              "Microsoft.Storage/storageAccounts/blobServices/containers/blobs/read", locker, data=True,
+                              origin=reach.Origin(subnet=subnet, name=node.name))  # fmt: skip
 
     # ----- helpers -----
-    def _act(self, node: str, what: str, who: Principal, action: str, target: str, data: bool = False) -> bool:
+    def _act(
+        self,
+        node: str,
+        what: str,
+        who: Principal,
+        action: str,
+        target: str,
+        data: bool = False,
+        origin: reach.Origin | None = None,
+    ) -> bool:
+        """One step, refused as Azure would: a data-plane call first by the network between `origin` and the target
+        (tests/support/arm_standin/reach.py: the firewall answers before anyone asks who the caller is), then by
+        authorization."""
+        blocked = reach.data_plane_refusal(target, origin, self.world.resources) if data and origin else None
+        if blocked is not None:
+            self.steps.append(Step(node, what, target, *blocked))
+            return False
         refusal = self.authorization.check(who, action, target, self.world.resources, data=data)
         self.steps.append(Step(node, what, target, *((refusal.code, refusal.message) if refusal else ("", ""))))
         return refusal is None

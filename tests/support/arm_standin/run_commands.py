@@ -70,6 +70,10 @@ class VirtualMachines:
         self.commands: dict[str, RunCommand] = {}
         self.vm_env: dict[str, str] = {}
         self.scripts: list[str] = []  # every script run, for tests to read what hpclz sent
+        # The way from a VM to a blob URI, when a test puts the VM's output blobs behind a network
+        # (data_planes.VmBlobRoutes): the URI the VM's agent then writes to. None: straight to the URI.
+        self.blob_route: Callable[[dict[str, Any], str], str] | None = None
+        self.unwritten: list[tuple[str, str]] = []  # (blob URI, storage error code) the agent could not write
 
     def add(self, rg: str, name: str, tags: dict[str, str], location: str = "eastus2") -> str:
         vm_id = f"/subscriptions/{self.subscription_id}/resourceGroups/{rg}/providers/Microsoft.Compute/virtualMachines/{name}"
@@ -131,7 +135,7 @@ class VirtualMachines:
             id=host["id"] + f"/runCommands/{name}", name=name, location=body.get("location", ""), body=body
         )
         self.commands[key] = run
-        threading.Thread(target=self._execute, args=(run,), daemon=True).start()
+        threading.Thread(target=self._execute, args=(run, host), daemon=True).start()
         if not body.get("properties", {}).get("asyncExecution"):
             run.done.wait()
         return 201, {}, run.view(expand=False)
@@ -150,7 +154,7 @@ class VirtualMachines:
         run = self.commands.pop(path.lower(), None)
         return (200 if run else 204), {}, None
 
-    def _execute(self, run: RunCommand) -> None:
+    def _execute(self, run: RunCommand, host: dict[str, Any]) -> None:
         props = run.body.get("properties", {})
         params = [*props.get("parameters", []), *props.get("protectedParameters", [])]
         env = {**self.vm_env, **{p["name"]: p["value"] for p in params}}
@@ -171,10 +175,21 @@ class VirtualMachines:
             final = "TimedOut"
         for uri, text in ((props.get("outputBlobUri"), run.stdout), (props.get("errorBlobUri"), run.stderr)):
             if uri and text:
-                _append(uri, text)
+                self._write_stream(host, uri, text)
         run.end = _now()
         run.state = final  # only once the blobs hold everything: a client reads them when it sees this
         run.done.set()
+
+    def _write_stream(self, host: dict[str, Any], uri: str, text: str) -> None:
+        """The agent writes from the VM, so through the VM's network. What it reports when the storage account refuses
+        it is not documented; here the blob is simply not there (and the refusal is kept for the test)."""
+        from azure.core.exceptions import HttpResponseError
+
+        try:
+            _append(self.blob_route(host, uri) if self.blob_route else uri, text)
+        except HttpResponseError as exc:
+            code = getattr(exc, "error_code", None)
+            self.unwritten.append((uri, str(getattr(code, "value", code))))
 
 
 def _append(uri: str, text: str) -> None:
