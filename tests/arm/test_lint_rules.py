@@ -171,6 +171,12 @@ CASES: dict[str, tuple[str, list[str], list[str]]] = {
         ["the nodes carry id-riskgrid-compute-prod-weu, which holds Key Vault Secrets User on the whole vault"],
         [],
     ),
+    # energy's accounting template before the move to MySQL 8.4, byte for byte (tests/golden at e9d8a67).
+    "HPCLZ-TPL-054": (
+        "tpl-054-mysql-8-0.json",
+        ["mysql-energy-prod-scus-eb80: MySQL 8.0 (8.0.21) left Azure's standard support on 2026-05-31"],
+        ["resources[mysql-energy-prod-scus-eb80].properties.version"],
+    ),
     # The NIC shape of Azure's quickstart VM templates, whose ip configuration names a publicIPAddress; the
     # private NIC beside it (what hpclz renders for the CycleCloud server and the portal) passes.
     "HPCLZ-TPL-047": (

@@ -18,6 +18,7 @@ from hpclz.rules.template.azure_limits import (
 )
 from hpclz.rules.template.checkov import AllowlistNotStale, CheckovChecksPass
 from hpclz.rules.template.custom_data import CustomDataWithoutSecrets
+from hpclz.rules.template.database import MysqlOnStandardSupport
 from hpclz.rules.template.exposure import (
     BlobPublicAccessDisabled,
     HttpsOnlyUnlessPrivateNfs,
@@ -75,6 +76,7 @@ LINT_RULES: tuple[type[Rule[Any]], ...] = (
     LoginNodesCarryNoDataIdentity,
     NodesCarryRequiredTags,
     NodeIdentitiesReadSingleSecrets,
+    MysqlOnStandardSupport,
     NoPublicIpOnNics,
     VmMonitored,
 )
