@@ -75,7 +75,33 @@ def gather(
                 except AzureError as exc:
                     ctx.unavailable[f"custom image {resource_id}"] = describe(exc).one_line()
     _marketplace_images(arm, loaded, plan.location, ctx)
+    marketplace_terms(arm, plan, ctx)
     return ctx
+
+
+def purchase_plans(plan: DeploymentPlan) -> list[tuple[str, str, str]]:
+    """(publisher, product, name) of every VM purchase plan the templates name (the CycleCloud server's image)."""
+    found = {
+        (str(p.get("publisher")), str(p.get("product")), str(p.get("name")))
+        for d in plan.deployments
+        for r in d.resources()
+        if str(r.get("type", "")).lower() == "microsoft.compute/virtualmachines"
+        and isinstance(p := r.get("plan"), dict)
+    }
+    return sorted(found)
+
+
+def marketplace_terms(arm: Arm, plan: DeploymentPlan, ctx: LiveContext) -> None:
+    """Whether this subscription accepted the terms of each purchase plan: ARM refuses a VM from a Marketplace image
+    with a plan whose terms it has not (HPCLZ-CMP-110), well into the deploy."""
+    for publisher, product, name in purchase_plans(plan):
+        key = f"{publisher}:{product}:{name}"
+        try:
+            terms = arm.marketplace_terms(publisher, product, name)
+        except sdk_error() as exc:
+            ctx.unavailable[f"Marketplace terms of {key}"] = describe(exc).one_line()
+            continue
+        ctx.marketplace_terms[key] = (terms.get("properties") or {}).get("accepted") is True
 
 
 def _marketplace_images(arm: Arm, loaded: LoadedConfig, location: str, ctx: LiveContext) -> None:
