@@ -21,6 +21,8 @@ from hpclz.rules.live import LIVE_RULES
 from hpclz.rules.live.context import LiveContext
 from hpclz.rules.live.flowlogs import watcher_id
 from hpclz.rules.live.images import gallery_definition
+from hpclz.rules.live.marketplace import MarketplaceTermsNotAccepted
+from hpclz.rules.live.subscription import LiveFactsUnavailable
 
 
 def check_access(arm: Arm) -> None:
@@ -236,6 +238,18 @@ def _global_names(arm: Arm, plan: DeploymentPlan, ctx: LiveContext) -> None:
                 continue
             if not answer.get("nameAvailable", True):
                 ctx.names_taken[name] = f"{answer.get('reason')}: {answer.get('message')}"
+
+
+def marketplace_findings(
+    arm: Arm, loaded: LoadedConfig, plan: DeploymentPlan, suppress: Iterable[str] = ()
+) -> list[Finding]:
+    """`plan --what-if`'s share of preflight: the Marketplace terms (HPCLZ-CMP-110), or why they could not be read."""
+    ctx = LiveContext(loaded=loaded, location=plan.location)
+    with azure_errors("reading the Marketplace terms"):
+        marketplace_terms(arm, plan, ctx)
+    rules = (MarketplaceTermsNotAccepted, LiveFactsUnavailable)
+    reported, _ = run_rules(rules, ctx, [*loaded.config.suppress, *suppress])
+    return reported
 
 
 def preflight(
