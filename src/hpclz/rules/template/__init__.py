@@ -38,6 +38,7 @@ from hpclz.rules.template.resources import (
     ParameterValuesValid,
     ResourcesTagged,
 )
+from hpclz.rules.template.sched import SchedShareReachedOnlyByTheCluster
 from hpclz.rules.template.schema import ResourceMatchesSchema, ResourceTypeKnown
 from hpclz.rules.template.secrets import (
     LinuxPasswordLoginDisabled,
@@ -77,6 +78,7 @@ LINT_RULES: tuple[type[Rule[Any]], ...] = (
     NodesCarryRequiredTags,
     NodeIdentitiesReadSingleSecrets,
     MysqlOnStandardSupport,
+    SchedShareReachedOnlyByTheCluster,
     NoPublicIpOnNics,
     VmMonitored,
 )
