@@ -539,6 +539,30 @@ CASES: dict[str, list[Case]] = {
         Case("ai-training", _all(_set("maintenance.scope", "Host"), _set("maintenance.window.duration", "06:00")))
     ],
     "HPCLZ-NET-012": [Case("finance", _set("network.hub_peering.hub_gateway", False))],
+    "HPCLZ-NET-013": [
+        # finance's /sched share is Azure Files: 4010 is hpclz's DenyNfsFromElsewhere on the private-endpoints NSG.
+        Case(
+            "finance",
+            _set(
+                "network.nsg_rules",
+                [
+                    {
+                        "name": "allow-hub-nfs",
+                        "subnet": "private_endpoints",
+                        "priority": 4010,
+                        "destination_port_range": "2049",
+                    }
+                ],
+            ),
+        ),
+        # Two of the config's own rules, one subnet, one direction, one priority (manufacturing's licence rule: 200).
+        Case(
+            "manufacturing",
+            lambda doc: doc["network"]["nsg_rules"].append(
+                {"name": "allow-more-out", "subnet": "compute", "priority": 200, "direction": "Outbound"}
+            ),
+        ),
+    ],
     # ZRS with Archive: access-tiers-overview.md lists LRS, GRS and RA-GRS only.
     "HPCLZ-STO-013": [
         Case("energy", _set("storage.blob.replication", "ZRS")),
