@@ -507,6 +507,17 @@ CASES: dict[str, list[Case]] = {
     # Rows of hpclz.catalog.versions.STACK: 25.11.4 is cyclecloud-slurm 4.0.8's build, not 4.0.9's
     # (Azure/cyclecloud-slurm@50e6739:project.ini:26); 3.0.11 never ran on CycleCloud 8.9; the 3.0.11 triple is an
     # upgrade source only, each row keeping its parts together.
+    # A digest for one file of cyclecloud-slurm 4.0.9's three (project.ini [blobs] Files at 50e6739), and one for a
+    # file the release does not have.
+    "HPCLZ-CMP-018": [
+        Case(
+            "energy",
+            _set(
+                "compute.cyclecloud.slurm_project_sha256",
+                {"azure-slurm-pkg-4.0.9.tar.gz": "a" * 64, "slurm-25.11.5.tar.gz": "b" * 64},
+            ),
+        )
+    ],
     "HPCLZ-CMP-017": [
         Case("ai-training", _set("compute.cyclecloud.slurm_version", "25.11.4")),
         Case("energy", _set("compute.cyclecloud.slurm_project_version", "3.0.11")),
@@ -544,6 +555,30 @@ CASES: dict[str, list[Case]] = {
         Case("ai-training", _all(_set("maintenance.scope", "Host"), _set("maintenance.window.duration", "06:00")))
     ],
     "HPCLZ-NET-012": [Case("finance", _set("network.hub_peering.hub_gateway", False))],
+    "HPCLZ-NET-013": [
+        # finance's /sched share is Azure Files: 4010 is hpclz's DenyNfsFromElsewhere on the private-endpoints NSG.
+        Case(
+            "finance",
+            _set(
+                "network.nsg_rules",
+                [
+                    {
+                        "name": "allow-hub-nfs",
+                        "subnet": "private_endpoints",
+                        "priority": 4010,
+                        "destination_port_range": "2049",
+                    }
+                ],
+            ),
+        ),
+        # Two of the config's own rules, one subnet, one direction, one priority (manufacturing's licence rule: 200).
+        Case(
+            "manufacturing",
+            lambda doc: doc["network"]["nsg_rules"].append(
+                {"name": "allow-more-out", "subnet": "compute", "priority": 200, "direction": "Outbound"}
+            ),
+        ),
+    ],
     # ZRS with Archive: access-tiers-overview.md lists LRS, GRS and RA-GRS only.
     "HPCLZ-STO-013": [
         Case("energy", _set("storage.blob.replication", "ZRS")),

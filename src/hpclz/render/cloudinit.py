@@ -453,6 +453,9 @@ def user_data_document(zone: Zone, files: dict[str, str]) -> str:
     if "account-lookups.json" in files:
         document["account_lookups"] = files["account-lookups.json"]
     document["project"] = project_source(zone)
+    digests = zone.config.compute.cyclecloud.slurm_project_sha256
+    if digests:  # hpclz-cluster-sync uploads the fetched release only when every file matches (HPCLZ-CMP-018)
+        document["project_sha256"] = dumps(dict(sorted(digests.items())))
     return dumps(document)
 
 

@@ -102,6 +102,9 @@ def portal_script(zone: Zone) -> str:
         shared=shared,
         cluster=slurm_cluster_name(zone),
         slurm_version=zone.config.compute.cyclecloud.slurm_version,
+        # CycleCloud's base home directory on the shared file system: <mount_point>/home, as /shared/home is in
+        # cyclecloud-slurm's stock layout (Azure/cyclecloud-slurm@50e6739:templates/slurm.txt:601).
+        users_home=f"{shared['mount_point'].rstrip('/')}/home",
         slurm_repo=SLURM_REPO,
         slurm_files=SLURM_FILES,
         ids=IDS,
