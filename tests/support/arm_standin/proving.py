@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tests.support.arm_standin import policy
-from tests.support.arm_standin.authz import Authorization, Principal, operation, write_operation
+from tests.support.arm_standin.authz import Authorization, Principal, UnknownRole, operation, write_operation
 from tests.support.arm_standin.behaviours import Refusal
 from tests.support.arm_standin.world import ArmError, DeploymentRun, World
 
@@ -65,9 +65,13 @@ class ProvingGround:
         resource's deployment status Forbidden with this error)."""
         if run.principal is None:
             return None
-        refusal = self.authorization.check(
-            run.principal, write_operation(str(resource["type"])), str(resource["id"]), self.world.resources
-        )
+        try:
+            refusal = self.authorization.check(
+                run.principal, write_operation(str(resource["type"])), str(resource["id"]), self.world.resources
+            )
+        except UnknownRole as exc:
+            self.bugs.append(repr(exc))
+            return Refusal("StandInBug", str(exc))
         return Refusal(refusal.code, refusal.message) if refusal else None
 
     def _policy(self, _run: DeploymentRun, resource: dict[str, Any]) -> Refusal | None:
