@@ -101,16 +101,22 @@ def removal_analysis(
     return unneeded, broken
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finance's flow-log storage account keeps public network access on (Network Watcher writes to it as a "
-    "trusted service), which the zone's own regulated baseline (Storage accounts should disable public network "
-    "access, Deny) refuses: not fixed yet",
-)
 def test_finance_deploys_under_its_own_regulated_baseline(
     arm: ArmStandIn, tmp_path: Path, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Finance's regulated baseline denies every storage account with public network access on, except the VNet flow
+    logs' own account, which its "no public network" assignment leaves out (notScopes): Network Watcher writes there
+    as a trusted service, which Azure allows only with public network access enabled from selected networks. Every
+    other account of the zone is judged, and the flow-log account still denies every network by default."""
     deployed(arm, tmp_path, run_cli, "finance", monkeypatch)
+    assert arm.proving.policy_log.denials == []
+    accounts = [r for r in arm.world.resources.values() if r["type"] == "Microsoft.Storage/storageAccounts"]
+    flow = [r for r in accounts if r["properties"].get("publicNetworkAccess") != "Disabled"]
+    assert len(flow) == 1 and "flow" in flow[0]["name"], [(r["name"], r["properties"]) for r in flow]
+    assert flow[0]["properties"]["networkAcls"] == {
+        "defaultAction": "Deny", "bypass": "AzureServices", "ipRules": [], "virtualNetworkRules": []
+    }  # fmt: skip
+    assert len(accounts) > 1
 
 
 def test_cyclecloud_runs_as_the_identity_that_holds_its_roles(
