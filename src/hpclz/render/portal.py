@@ -175,19 +175,25 @@ def _allow(name: str, priority: int, sources: list[str], port: str, description:
 
 
 def _vault_reader(zone: Zone, vm_name: str) -> dict[str, Any] | None:
-    """Key Vault Secrets User on the zone's vault for the portal VM's own identity, when it reads a client secret."""
+    """Key Vault Secrets User on the one secret the portal reads (its OIDC client secret) for the portal VM's own
+    identity, never on the vault: whoever signs in to the portal VM can take its identity's token
+    (learn.microsoft.com/entra/identity/managed-identities-azure-resources/how-to-use-vm-token), and a vault-wide grant
+    would hand them the Slurm database password too. Key Vault RBAC assigns roles at the scope of one secret
+    (learn.microsoft.com/azure/key-vault/general/rbac-guide, "Best Practices for individual keys, secrets, and
+    certificates role assignments"), as hpclz.render.roles grants the nodes theirs."""
     oidc = zone.config.portal.oidc
     if oidc is None or not oidc.client_secret_name or zone.key_vault_new is None:
         return None
     vm = resource_id("Microsoft.Compute/virtualMachines", vm_name)
-    vault = resource_id("Microsoft.KeyVault/vaults", zone.key_vault_name, group=zone.rg["management"])
+    name = oidc.client_secret_name
+    secret = resource_id("Microsoft.KeyVault/vaults/secrets", zone.key_vault_name, name, group=zone.rg["management"])
     role = ROLE_IDS[BuiltinRole.KEY_VAULT_SECRETS_USER]
     api = API_VERSIONS["Microsoft.Compute/virtualMachines"]
     return {
         "deployment": f"{vm_name}-vault-reader",
         "group": zone.rg["management"],
-        "name": expr(f"guid({vault}, {vm}, {literal(role)})"),
-        "scope": f"Microsoft.KeyVault/vaults/{zone.key_vault_name}",
+        "name": expr(f"guid({secret}, {vm}, {literal(role)})"),
+        "scope": f"Microsoft.KeyVault/vaults/{zone.key_vault_name}/secrets/{name}",
         "role_definition_id": expr(role_definition(role)),
         "principal_id": expr(f"reference({vm}, {literal(api)}, 'Full').identity.principalId"),
         "description": "hpclz: Key Vault Secrets User for portal.oidc.client_secret_name",
