@@ -84,7 +84,7 @@ SAME = _Same()
 
 
 def _declared(
-    declared: Any, scope: Scope, parent: tuple[str, str] | None = None, at: str | None | _Same = SAME
+    declared: Any, scope: Scope, parent: tuple[str, str] | None = None, at: str | _Same | None = SAME
 ) -> list[PlannedResource]:
     """`at`: the resource group the resources go to when it is not the one `scope` evaluates expressions in (an
     outer-scoped nested template deployed to another group; None: subscription scope)."""
@@ -104,7 +104,7 @@ def _declared(
 
 
 def _one(
-    item: dict[str, Any], scope: Scope, parent: tuple[str, str] | None = None, at: str | None | _Same = SAME
+    item: dict[str, Any], scope: Scope, parent: tuple[str, str] | None = None, at: str | _Same | None = SAME
 ) -> PlannedResource:
     placed = scope if isinstance(at, _Same) else dataclasses.replace(scope, resource_group=at)
     rtype = str(evaluate(item["type"], scope))
