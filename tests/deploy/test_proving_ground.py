@@ -170,3 +170,10 @@ def test_the_portal_reads_its_client_secret_and_not_the_slurm_database_password(
     assert authz.check(portal, get_secret, f"{vault}/secrets/ood-client-secret", resources, data=True) is None
     refused = authz.check(portal, get_secret, f"{vault}/secrets/slurmdb-password", resources, data=True)
     assert refused is not None and refused.status == 403
+    # And the grant is needed: without it the portal's boot-time read of its client secret is refused.
+    (grant,) = [
+        k for k, r in resources.items()
+        if r["type"] == "Microsoft.Authorization/roleAssignments" and r["properties"]["principalId"] == portal.object_id
+    ]  # fmt: skip
+    del resources[grant]
+    assert authz.check(portal, get_secret, f"{vault}/secrets/ood-client-secret", resources, data=True) is not None
