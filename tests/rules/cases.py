@@ -297,6 +297,23 @@ CASES: dict[str, list[Case]] = {
             ),
         )
     ],
+    # A non-admin principal that could take hpclz's identities or read every secret, both in the management group.
+    "HPCLZ-IDN-012": [
+        Case(
+            "energy",
+            _set(
+                "identity.extra_role_assignments",
+                [{"principal_id": OTHER, "role": "Key Vault Secrets User", "area": "management"}],
+            ),
+        ),
+        Case(
+            "energy",
+            _set(
+                "identity.extra_role_assignments",
+                [{"principal_id": OTHER, "role": "Managed Identity Operator", "area": "management"}],
+            ),
+        ),
+    ],
     # energy names CycleCloud's Entra ID app; without it its groups reach no cluster node.
     "HPCLZ-IDN-009": [Case("energy", _set("identity.cyclecloud_entra", DELETE))],
     "HPCLZ-IDN-010": [Case("energy", _set("identity.key_vault.secrets.slurmdb-password", "plain-Text-Pa55word"))],

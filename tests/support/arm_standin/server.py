@@ -179,12 +179,15 @@ class ArmStandIn:
     def dispatch(
         self, method: str, path: str, body: Any, query: dict[str, list[str]], principal: Any = None
     ) -> tuple[int, dict[str, str], Any]:
+        if principal is not None:
+            # ARM authorizes the caller at the request's scope before it looks the subscription up: a principal with no
+            # role in another subscription is refused AuthorizationFailed over that scope, "or the scope is invalid"
+            # (ARM's own wording; spinnaker/spinnaker.io#240 shows it for a service principal with no role on the
+            # subscription it named). Only a caller whose roles reach there (assigned at "/") learns it does not exist.
+            self.proving.check_request(principal, method, path)
         other = re.match(r"/subscriptions/([^/]+)", path, re.I)
         if other and other.group(1).lower() != self.subscription_id.lower():
-            # ARM finds the subscription before it asks whether the caller may act in it.
             raise ArmError(404, "SubscriptionNotFound", f"The subscription '{other.group(1)}' could not be found.")
-        if principal is not None:
-            self.proving.check_request(principal, method, path)
         for route_method, pattern, fn in self.routes():
             match = re.fullmatch(pattern, path, re.I)
             if route_method == method and match:
