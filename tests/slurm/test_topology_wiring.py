@@ -13,6 +13,7 @@ import sys
 
 import pytest
 
+from hpclz.slurm.client import SlurmError
 from hpclz.slurm.topology import plugin_lines
 from tests.render.test_cloudinit import _artifacts
 from tests.slurm.test_topology import RACK_A, RACK_B, gb_report
@@ -97,6 +98,10 @@ def test_the_scheduler_service_turns_block_topology_on_once_a_whole_rack_reports
         # Converged: the next tick changes nothing.
         third = _run_service(cluster)
         assert third.returncode == 0 and third.stdout.endswith("unchanged\n")
+
+        # A node in no block gets no job, however small: why the other partition needs its block.
+        with pytest.raises(SlurmError, match="Requested topology configuration is not available"):
+            cluster.client.run("sbatch", "-p", "gb300", "-w", "gb5", "-N", "1", "-o", "/dev/null", "--wrap", "true")
 
         # Both partitions schedule under the block plugin: a whole-rack job in the rack, a job on the other partition.
         for partition, count in (("gb300", RACK), ("h100", 1)):

@@ -15,8 +15,8 @@ Rules the generated file keeps, each seen on a real slurmctld 24.11.5 (Debian tr
   available"), so a node whose rack is unknown is held out of scheduling rather than guessed into a block;
 - BlockSizes lists the base block size (topology.conf(5): "Each block must have at least the planning base block
   size count of nodes");
-- topology/block covers the whole cluster: a one-node job pinned to a node of another partition that is in no block
-  was refused at submission, "Requested topology configuration is not available" (tests/slurm/test_topology_wiring.py).
+- topology/block covers the whole cluster, and a one-node job pinned to a node in no block was refused at submission,
+  "Requested topology configuration is not available" (tests/slurm/test_topology_wiring.py).
   So every other partition's nodes form one block of their own (a partition is never split), and a partition too
   small for a block keeps the plugin off, as no block can hold it.
 
