@@ -92,6 +92,7 @@ def test_the_scheduler_service_turns_block_topology_on_once_a_whole_rack_reports
         cluster.wait_for(lambda: _topology_plugin(cluster) == "topology/block", "slurmctld back after reconfigure")
         blocks = _shown_blocks(cluster)
         assert sorted(blocks.values()) == [["gb1", "gb2", "gb3"], OTHER_NODES]
+        assert cluster.client.blocks() == blocks  # what verify reads as racks (hpclz.verify.session)
         held = cluster.topology_conf.read_text()
         assert "# held out: gb4: part rack: 1 of 3 nodes" in held and "# held out: gb5: no fabric report yet" in held
 
