@@ -8,13 +8,16 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import socket
 import subprocess
 import sys
+import time
+from pathlib import Path
 
 import pytest
 
 from hpclz.slurm.client import SlurmError
-from hpclz.slurm.topology import plugin_lines
+from hpclz.slurm.topology import node_domain, plugin_lines
 from tests.render.test_cloudinit import _artifacts
 from tests.slurm.test_topology import RACK_A, RACK_B, gb_report
 from tests.support import trixie_slurm
@@ -126,3 +129,43 @@ def test_strigger_has_no_power_event_so_a_timer_runs_the_generator() -> None:
     text = done.stdout + done.stderr
     events = set(re.findall(r"--(\w+)\s+trigger event when node", text))
     assert events == {"down", "drained", "draining", "fail", "idle", "resume", "up"}
+
+
+def rendered_fabric_report() -> str:
+    """hpclz-fabric-report as ai-training's gb300 node script writes it."""
+    template = _artifacts("ai-training")["cyclecloud/slurm-cluster.txt"]
+    return template.split("/opt/hpclz/bin/hpclz-fabric-report <<'HPCLZ_EOF'\n", 1)[1].split("\nHPCLZ_EOF", 1)[0] + "\n"
+
+
+@pytest.mark.timeout(120)
+def test_a_node_reports_its_fabric_only_once_registration_has_ended(tmp_path: Path) -> None:
+    """The node side, run as rendered: `nvidia-smi` here prints a GB-class node's `nvidia-smi -q` (the real H100
+    capture with its Fabric fields set, tests/slurm/test_topology.py gb_report) and notes each call. While a GPU is
+    In Progress nothing is written; once every GPU is Completed the report appears whole, under the host's name."""
+    bin_dir, reports = tmp_path / "bin", tmp_path / "fabric"
+    bin_dir.mkdir()
+    reports.mkdir()
+    reading, calls = tmp_path / "reading.txt", tmp_path / "calls"
+    reading.write_text(gb_report(RACK_A, state="In Progress", status="N/A"), encoding="utf-8")
+    fake = bin_dir / "nvidia-smi"
+    fake.write_text(f'#!/bin/sh\necho "$@" >>{calls}\ncat {reading}\n')
+    fake.chmod(0o755)
+    script = tmp_path / "hpclz-fabric-report"
+    script.write_text(rendered_fabric_report(), encoding="utf-8")
+    env = os.environ | {"PATH": f"{bin_dir}:{os.environ['PATH']}"}
+    proc = subprocess.Popen(["bash", str(script), str(reports)], env=env, stdout=subprocess.PIPE, text=True)
+    try:
+        while not calls.exists():  # the first reading was taken while a GPU was still registering
+            assert proc.poll() is None, proc.communicate()
+            time.sleep(0.1)
+        assert list(reports.iterdir()) == []
+        done = gb_report(RACK_A)
+        reading.write_text(done, encoding="utf-8")
+        out, _ = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    host = socket.gethostname().split(".")[0]
+    assert proc.returncode == 0 and out.strip() == f"hpclz-fabric-report: wrote {reports}/{host}.txt"
+    assert [p.name for p in reports.iterdir()] == [f"{host}.txt"]
+    assert (reports / f"{host}.txt").read_text(encoding="utf-8") == done.rstrip("\n") + "\n"
+    assert node_domain((reports / f"{host}.txt").read_text(encoding="utf-8")) == (f"{RACK_A[0]}_{RACK_A[1]}", "")

@@ -401,7 +401,9 @@ def _collectives(
     report: VerifyReport,
     work: Path,
 ) -> None:
-    """Per partition (one SKU, one fabric): ring pairs over the nodes that passed, then one all-node run."""
+    """Per partition (one SKU, one fabric): ring pairs over the nodes that passed, then one all-node run. On a
+    rack-scale size with racks in Slurm's block topology, per-rack runs come first (_rack_runs) and the all-node
+    run goes across the racks."""
     by_partition = _healthy_by_partition(tested, infos)
     for partition, healthy in by_partition.items():
         if len(healthy) < 2:
