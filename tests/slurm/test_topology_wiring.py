@@ -75,6 +75,7 @@ def test_the_scheduler_service_turns_block_topology_on_once_a_whole_rack_reports
         cluster.folder.joinpath("hpclz-fabric").mkdir()  # the unit's ExecStartPre
         before = _topology_plugin(cluster)
         assert before != "topology/block"
+        assert cluster.client.blocks() == {}  # no racks for verify until the plugin is on
 
         # No node has reported: nothing is written and the plugin stays off, so slurmctld keeps scheduling.
         first = _run_service(cluster)
@@ -106,6 +107,11 @@ def test_the_scheduler_service_turns_block_topology_on_once_a_whole_rack_reports
         # A node in no block gets no job, however small: why the other partition needs its block.
         with pytest.raises(SlurmError, match="Requested topology configuration is not available"):
             cluster.client.run("sbatch", "-p", "gb300", "-w", "gb5", "-N", "1", "-o", "/dev/null", "--wrap", "true")
+
+        # A job larger than the racks that report is refused at submission, not queued: more racks must be powered
+        # up whole first (cyclecloud-slurm's scale_m1 power_up --racks N).
+        with pytest.raises(SlurmError, match="Requested node configuration is not available"):
+            cluster.client.run("sbatch", "-p", "gb300", "-N", str(RACK + 1), "-o", "/dev/null", "--wrap", "true")
 
         # Both partitions schedule under the block plugin: a whole-rack job in the rack, a job on the other partition.
         for partition, count in (("gb300", RACK), ("h100", 1)):
