@@ -63,7 +63,9 @@ def _shown_blocks(cluster: trixie_slurm.TrixieSlurm) -> dict[str, list[str]]:
 
 
 def _topology_plugin(cluster: trixie_slurm.TrixieSlurm) -> str:
-    return re.search(r"^TopologyPlugin\s*=\s*(\S+)", cluster.scontrol("show", "config"), re.M).group(1)  # type: ignore[union-attr]
+    found = re.search(r"^TopologyPlugin\s*=\s*(\S+)", cluster.scontrol("show", "config"), re.M)
+    assert found is not None
+    return found.group(1)
 
 
 @pytest.mark.slurm

@@ -15,9 +15,9 @@ job, so Slurm runs the pairs that share no node at the same time and queues the 
 The rank side (`python -m hpclz.verify.collective_job`) imports only the standard library and
 hpclz.verify.nccl, whose run_allreduce (torch) is the one timed loop: it runs on compute nodes.
 
-Fault injection for tests, not product behaviour: HPCLZ_VERIFY_THROTTLE_NODE names nodes (comma-separated) whose ranks sleep
-HPCLZ_VERIFY_THROTTLE_S (default 0.05) inside every timed iteration (run_allreduce's `each_iteration` hook),
-because a process on one host cannot make its network slower any other honest way.
+Fault injection for tests, not product behaviour: HPCLZ_VERIFY_THROTTLE_NODE names nodes (comma-separated) whose
+ranks sleep HPCLZ_VERIFY_THROTTLE_S (default 0.05) inside every timed iteration (run_allreduce's `each_iteration`
+hook), because a process on one host cannot make its network slower any other honest way.
 """
 
 from __future__ import annotations
