@@ -177,3 +177,29 @@ def test_the_portal_reads_its_client_secret_and_not_the_slurm_database_password(
     ]  # fmt: skip
     del resources[grant]
     assert authz.check(portal, get_secret, f"{vault}/secrets/ood-client-secret", resources, data=True) is not None
+
+
+def test_the_gb300_partition_deploys_in_rack_aligned_scale_sets_of_a_size_the_subscription_offers(
+    arm: ArmStandIn, tmp_path: Path, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ai-training's GB300 partition (two NVL72 racks) through the stand-in: CycleCloud, as hpclz's identity for it,
+    creates its scale set of ND GB300 v6 VMs holding both racks whole, in one placement group; and where the
+    subscription's resource SKUs do not offer the size, that node is refused as Azure refuses it."""
+    from tests.support.arm_standin.catalog import default_skus
+
+    deployed(arm, tmp_path, run_cli, "ai-training", monkeypatch)
+    actor = CycleCloud(arm.world, arm.proving.authorization, arm.proving.policy_log)
+    assert refused(actor.start(as_identity=scheduler_identity(arm))) == []
+    sets = [
+        r for r in arm.world.resources.values()
+        if r["type"] == "Microsoft.Compute/virtualMachineScaleSets" and r["name"].startswith("cc-gb300")
+    ]  # fmt: skip
+    assert [(s["sku"]["name"], s["sku"]["capacity"]) for s in sets] == [("Standard_ND128isr_GB300_v6", 36)]
+    assert sets[0]["properties"]["singlePlacementGroup"] is True
+
+    location = sets[0]["location"]
+    arm.world.skus = [s for s in default_skus(location) if s["name"] != "Standard_ND128isr_GB300_v6"]
+    assert refused(actor.start(as_identity=scheduler_identity(arm))) == [
+        f"gb300: choose the machine type: SkuNotAvailable: The requested size Standard_ND128isr_GB300_v6 is not "
+        f"available in location {location}"
+    ]

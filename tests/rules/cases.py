@@ -470,6 +470,8 @@ CASES: dict[str, list[Case]] = {
             _all(_set(f"{P}.0.vm_size", GB300), _set(f"{P}.0.image", GB_IMAGE), _set(f"{P}.0.max_nodes", 64)),
         ),
     ],
+    # ai-training's h200 partition cut to 8 nodes beside its two GB300 racks: too small to be a block of 18.
+    "HPCLZ-CMP-072": [Case("ai-training", _set(f"{P}.1.max_nodes", 8))],
     "HPCLZ-CMP-050": [
         Case("ai-training", _set(f"{P}.1.image", "microsoft-dsvm:ubuntu-hpc:2204:latest")),
         Case("manufacturing", _set("compute.scheduler.image", DELETE), severity="warning"),

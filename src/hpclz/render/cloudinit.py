@@ -16,6 +16,7 @@ from __future__ import annotations
 import base64
 import gzip
 import json
+import re
 from typing import Any
 
 from hpclz.catalog import load_catalog
@@ -254,6 +255,7 @@ def _identity_list(zone: Zone, roles: list[str]) -> str:
 
 def node_script(zone: Zone, partition: Partition, mounts: list[dict[str, Any]]) -> Safe:
     events = zone.config.maintenance.scheduled_events
+    topology = rack_topology(zone)
     return render_text(
         "cloud-init/node.sh.j2",
         p=partition,
@@ -262,6 +264,7 @@ def node_script(zone: Zone, partition: Partition, mounts: list[dict[str, Any]]) 
         metrics=node_metrics(zone, _compute_identity(zone), partition.vm_size),
         scratch=_scratch(zone, partition),
         events={"drain_on": sorted(events.drain_on), "requeue_jobs": events.requeue_jobs} if events.enabled else None,
+        fabric_reports=topology["reports"] if topology and partition.name in topology["partitions"] else None,
     )
 
 
@@ -311,6 +314,7 @@ def cluster_files(zone: Zone) -> dict[str, str]:
             mounts=mounts,
             identity=_compute_identity(zone),
             metrics=node_metrics(zone, _compute_identity(zone)),
+            topology=rack_topology(zone),
             locker={
                 "identity": _node_identity(zone, LOCKER_IDENTITY),
                 "account": zone.locker_account_name,
@@ -417,6 +421,36 @@ def project_source(zone: Zone) -> str:
 
 def cluster_name(zone: Zone) -> str:
     return f"{zone.config.metadata.name}-{zone.config.metadata.environment.value}"
+
+
+def slurm_cluster_name(zone: Zone) -> str:
+    """cyclecloud-slurm's "safe" cluster name, the directory under /sched (install.py `_escape`: lowercase,
+    anything but letters, digits and '-' becomes '-')."""
+    return re.sub(r"[^a-z0-9-]", "-", cluster_name(zone).lower())
+
+
+# Where each rack-scale node leaves its `nvidia-smi -q` for the scheduler, beside cyclecloud-slurm's own files in
+# /sched/<cluster> (its config_dir: Azure/cyclecloud-slurm@50e6739 azure-slurm-install/install.py l.139), where its
+# topology.conf and site_specific.conf live too (install.py l.579-585, l.639-645).
+FABRIC_REPORTS = "hpclz-fabric"
+
+
+def rack_topology(zone: Zone) -> dict[str, Any] | None:
+    """What the scheduler needs to keep Slurm's block topology true (hpclz.slurm.topology): the rack-scale
+    partitions, the block size (VMs per NVLink domain) and the /sched paths; None without a rack-scale partition."""
+    catalog = load_catalog()
+    sizes = {p.name: getattr(catalog.sku(p.vm_size), "nvlink_domain_vms", None) for p in zone.config.compute.partitions}
+    racked = {name: size for name, size in sizes.items() if size}
+    if not racked:
+        return None
+    folder = f"/sched/{slurm_cluster_name(zone)}"
+    return {
+        "partitions": sorted(racked),
+        # One BlockSizes for the cluster: the smallest domain, so no rack is below it (topology.conf(5)).
+        "block_size": min(racked.values()),
+        "folder": folder,
+        "reports": f"{folder}/{FABRIC_REPORTS}",
+    }
 
 
 def server_cloud_config(zone: Zone) -> str:

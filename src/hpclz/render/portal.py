@@ -16,7 +16,7 @@ from typing import Any
 from hpclz.config.portal import PortalOidc
 from hpclz.errors import ExitCode, HpclzError
 from hpclz.render.arm import RG_TEMPLATE_SCHEMA
-from hpclz.render.cloudinit import accelerated, cluster_name, custom_data, shared_mounts
+from hpclz.render.cloudinit import accelerated, custom_data, shared_mounts, slurm_cluster_name
 from hpclz.render.components import maintenance_enabled, scheduled_patching
 from hpclz.render.engine import render_text
 from hpclz.render.monitoring import vm_agent
@@ -61,12 +61,6 @@ def portal_enabled(zone: Zone) -> bool:
     """Asked for, and standing on what it needs; otherwise HPCLZ-PRT-001/002 have already refused the config."""
     portal = zone.config.portal
     return portal.enabled and portal.oidc is not None and shared_mounts(zone) is not None
-
-
-def slurm_cluster_name(zone: Zone) -> str:
-    """cyclecloud-slurm's "safe" cluster name, the directory under /sched (install.py `_escape`: lowercase,
-    anything but letters, digits and '-' becomes '-')."""
-    return re.sub(r"[^a-z0-9-]", "-", cluster_name(zone).lower())
 
 
 def _oidc(zone: Zone) -> PortalOidc:

@@ -122,6 +122,11 @@ class VerifyReport(BaseModel):
     collectives: list[CollectiveResult] = Field(default_factory=list)
     workload: WorkloadReport | None = None
     bad_nodes: dict[str, list[str]] = Field(default_factory=dict, description="node -> reasons")
+    slow_racks: dict[str, str] = Field(
+        default_factory=dict,
+        description="rack (NVLink domain, its Slurm block) -> why: a rack whose own all-reduce is slow while no node "
+        "in it stands out",
+    )
     drained: list[str] = Field(default_factory=list)
     resumed: list[str] = Field(default_factory=list)
     duration_s: float = 0.0
