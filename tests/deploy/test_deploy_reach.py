@@ -10,7 +10,11 @@ finds that route only in what the deployments made."""
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
+import signal
+import subprocess
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -28,6 +32,7 @@ from hpclz.render.build import build_plan
 from hpclz.render.roles import WHEEL_CONTAINER
 from hpclz.render.zone import Zone
 from tests.conftest import REPO, RunCli
+from tests.deploy.conftest import HPCLZ
 from tests.support.arm_standin import ArmStandIn, policy
 from tests.support.arm_standin.cyclecloud import CycleCloud, Step
 from tests.support.arm_standin.data_planes import BlobFront, VmBlobRoutes
@@ -35,6 +40,7 @@ from tests.support.arm_standin.imds import Imds
 from tests.support.arm_standin.proving import assign_policies
 from tests.support.arm_standin.reach import WORKSTATION, Origin, private_route
 from tests.support.azurite import ACCOUNT, ACCOUNT_KEY, shared_azurite
+from tests.support.signals import interruptible
 
 
 def _ids(arm: ArmStandIn, config: Path) -> tuple[str, str]:
@@ -221,3 +227,53 @@ def test_a_temporary_opening_of_the_locker_is_refused_by_the_zones_own_policy_wh
     closed = {**opened, "properties": {**network, "publicNetworkAccess": "Disabled"}}
     still = policy.judge(closed, arm.world.resources, policy.PolicyLog())
     assert still is None or "hpclz-storage-no-public-network" not in still.message
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(420)
+def test_a_deploy_killed_while_staging_stages_again_on_the_next_run_and_leaves_nothing(
+    arm: ArmStandIn, manufacturing: Path, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """kill -9 while the VM runs piece 3: that run command and the pieces written so far stay behind; the next deploy
+    sends every piece again under the same names (replacing the leftover command), uploads, and removes it all."""
+    locker, _ = _ids(arm, manufacturing)
+    wheel = hpclz_wheel()
+    service = BlobServiceClient.from_connection_string(shared_azurite().connection_string)
+    with contextlib.suppress(ResourceNotFoundError):  # the shared emulator may hold it from another test
+        service.get_blob_client(WHEEL_CONTAINER, wheel.blob).delete_blob()
+    folder = tmp_path / "vm-var-tmp"
+    folder.mkdir()
+    arrived, release = threading.Event(), threading.Event()
+
+    def hold_third_piece(script: str) -> str:
+        if "piece 3 of" in script and not release.is_set():
+            arrived.set()
+            release.wait(timeout=300)
+        return script
+
+    with _locker_route(arm, locker, WORKSTATION, monkeypatch) as front, _vm_side(arm, front, folder):
+        arm.compute.in_transit = hold_third_piece
+        proc = subprocess.Popen(
+            [*HPCLZ, "deploy", str(manufacturing), "--yes"],
+            env=dict(os.environ),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            preexec_fn=interruptible,
+        )
+        try:
+            assert arrived.wait(timeout=300), "piece 3 never reached the VM"
+        finally:
+            proc.send_signal(signal.SIGKILL)
+            proc.wait(timeout=10)
+            release.set()
+        left = [c for c in arm.compute.commands.values() if c.done.wait(timeout=60)]
+        assert [c.name for c in left] == [f"hpclz-wheel-{wheel.sha256[:12]}-2"]  # piece 3's, never deleted
+        assert len(list(folder.glob("hpclz-wheel-*/*"))) == 3  # pieces 1 to 3 written
+        sent = len(arm.compute.scripts)
+        resumed = run_cli("deploy", str(manufacturing), "--yes")
+    assert resumed.exit_code == 0, resumed.stdout[-3000:] + resumed.stderr
+    again = arm.compute.scripts[sent:]
+    assert sum("piece 1 of" in s for s in again) == 1 and sum("HPCLZ_UPLOAD" in s for s in again) == 1
+    assert arm.compute.commands == {} and list(folder.iterdir()) == []
+    assert service.get_blob_client(WHEEL_CONTAINER, wheel.blob).download_blob().readall() == wheel.path.read_bytes()
