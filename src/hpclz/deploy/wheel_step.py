@@ -6,6 +6,10 @@ and passes "<sha256>/<file name>" as the compute deployment's hpclzWheel paramet
 VM's hpclz-wheel tag; the scheduler checks the file against that digest before pip sees it. The value is a
 deploy-time parameter, not part of the rendered template, so rendering never depends on the wheel; a new wheel
 submits the compute deployment again, as a rotated secret does.
+
+Where the locker's network refuses this machine (403 AuthorizationFailure: a workstation outside the zone's VNet),
+the compute deployment goes on and `Delivery.finish` stages the wheel through the CycleCloud VM it made
+(hpclz.deploy.wheel_staging); docs/deploy.md "Where deploy runs from".
 """
 
 from __future__ import annotations
