@@ -16,7 +16,16 @@ from azure.core.exceptions import HttpResponseError
 
 from hpclz.azure.clients import AzureClients
 from hpclz.deploy.wheel import Wheel
-from hpclz.deploy.wheel_staging import PIECE_BYTES, SCRIPT_LIMIT, Locker, piece_script, pieces, upload_script
+from hpclz.deploy.wheel_staging import (
+    PIECE_BYTES,
+    SCRIPT_LIMIT,
+    UPLOAD,
+    Locker,
+    piece_script,
+    pieces,
+    upload_script,
+)
+from tests.render.test_node_portability import _shellcheck, _vermin
 from tests.support.arm_standin import ArmStandIn
 from tests.support.arm_standin.run_commands import MAX_RUN_COMMANDS
 
@@ -95,3 +104,18 @@ def test_the_standin_holds_at_most_25_managed_run_commands_per_vm(arm: ArmStandI
     commands.begin_create_or_update("rg-cc", "vm-cc", "rc-0", body).result()  # replacing one is not one more
     commands.begin_delete("rg-cc", "vm-cc", "rc-1").result()
     commands.begin_create_or_update("rg-cc", "vm-cc", "one-more", body).result()
+
+
+def test_the_vm_side_runs_on_the_cyclecloud_images_python_and_passes_shellcheck(wheel: Wheel, tmp_path: Path) -> None:
+    """The upload runs with the CycleCloud VM's /usr/bin/python3 (3.6 on AlmaLinux 8: test_node_portability.py);
+    the scripts are bash, checked as every rendered node script is."""
+    upload = tmp_path / "upload.py"
+    upload.write_text(UPLOAD, encoding="utf-8")
+    checked = _vermin(upload)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    parts = pieces(wheel.path.read_bytes())
+    for i, script in enumerate([piece_script(wheel, 0, 3, parts[0]), upload_script(wheel, 3, LOCKER)]):
+        path = tmp_path / f"script-{i}.sh"
+        path.write_text(script, encoding="utf-8")
+        linted = _shellcheck(path)
+        assert linted.returncode == 0, linted.stdout + linted.stderr
