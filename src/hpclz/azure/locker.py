@@ -14,6 +14,12 @@ CONNECTION_STRING_ENV = "HPCLZ_LOCKER_CONNECTION_STRING"
 
 class LockerError(HpclzError):
     exit_code = ExitCode.AZURE_ERROR
+    code = ""  # the storage service's error code, when it sent one
+
+
+# What Blob storage answers a call its network does not let in: 403 AuthorizationFailure, "This request is not
+# authorized to perform this operation." (learn.microsoft.com/rest/api/storageservices/blob-service-error-codes).
+NETWORK_REFUSAL = "AuthorizationFailure"
 
 
 def locker_url(account: str) -> str:
@@ -37,7 +43,9 @@ def upload_once(account: str, container: str, name: str, path: Path) -> bool:
     except ClientAuthenticationError as exc:
         raise LockerError(f"cannot upload {where}: sign-in refused ({_code(exc)})") from None
     except HttpResponseError as exc:
-        raise LockerError(f"cannot upload {where}: {_code(exc)}{_hint(exc)}") from None
+        error = LockerError(f"cannot upload {where}: {_code(exc)}{_hint(exc)}")
+        error.code = storage_code(exc)
+        raise error from None
     return True
 
 

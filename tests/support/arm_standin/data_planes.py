@@ -17,11 +17,11 @@ import ssl
 import threading
 import time
 import uuid
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from email.utils import formatdate
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any, Self
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 from tests.support.arm_standin import reach
 
@@ -37,6 +37,8 @@ VAULT_FIREWALL = reach.REFUSALS["vault"][1]
 # DataActions).
 GET_SECRET = "Microsoft.KeyVault/vaults/secrets/getSecret/action"
 SET_SECRET = "Microsoft.KeyVault/vaults/secrets/setSecret/action"
+BLOB_READ = "Microsoft.Storage/storageAccounts/blobServices/containers/blobs/read"
+BLOB_WRITE = "Microsoft.Storage/storageAccounts/blobServices/containers/blobs/write"
 HOP_HEADERS = {"connection", "keep-alive", "transfer-encoding", "content-length", "host"}
 
 
@@ -135,6 +137,13 @@ class BlobFront(_Front):
     ) -> tuple[int, dict[str, str], bytes]:
         if self.network_refusal("blob", peer) is not None:
             return _blob_refusal()
+        auth = next((v for k, v in headers.items() if k.lower() == "authorization"), "")
+        if auth.startswith("Bearer "):
+            refused = self._entra(method, path, auth)
+            if refused is not None:
+                return refused
+            headers = {k: v for k, v in headers.items() if k.lower() != "authorization"}
+            path = self._signed(path)
         connection = http.client.HTTPConnection(self.upstream.hostname or "127.0.0.1", self.upstream.port, timeout=60)
         try:
             forwarded = {k: v for k, v in headers.items() if k.lower() not in HOP_HEADERS}
@@ -145,6 +154,43 @@ class BlobFront(_Front):
             return response.status, back, data
         finally:
             connection.close()
+
+    def _blob(self, path: str) -> tuple[str, str]:
+        """(container, blob) of a path-style request (/<account>/<container>/<blob>)."""
+        rest = urlsplit(path).path[len(self.upstream.path) :].lstrip("/")
+        container, _, blob = rest.partition("/")
+        return container, unquote(blob)
+
+    def _entra(self, method: str, path: str, auth: str) -> tuple[int, dict[str, str], bytes] | None:
+        """A bearer token: the stand-in's principal and its data actions on the blob (Azure RBAC: Storage Blob Data
+        Reader/Contributor; learn.microsoft.com/azure/role-based-access-control/permissions/storage). Refusals as
+        Blob storage answers them (learn.microsoft.com/rest/api/storageservices/blob-service-error-codes): an unknown
+        token 401 InvalidAuthenticationInfo, a missing data action 403 AuthorizationPermissionMismatch, "This request
+        is not authorized to perform this operation using this permission." """
+        who = self.standin.proving.caller(auth)
+        if who is None:
+            return _storage_error(401, "InvalidAuthenticationInfo", "Server failed to authenticate the request.")
+        container, blob = self._blob(path)
+        action = BLOB_READ if method in ("GET", "HEAD") else BLOB_WRITE
+        scope = f"{self.target_id}/blobServices/default/containers/{container}/blobs/{blob}"
+        if not self.standin.proving.authorization.allowed(who, action, scope, self.standin.world.resources, data=True):
+            self.refused.append(f"{who.name}: no {action}")
+            message = "This request is not authorized to perform this operation using this permission."
+            return _storage_error(403, "AuthorizationPermissionMismatch", message)
+        return None
+
+    def _signed(self, path: str) -> str:
+        """The authorized call as Azurite takes it: a container SAS of the emulator's account key in place of the
+        token (Azurite checks no bearer token over HTTP)."""
+        from azure.storage.blob import ContainerSasPermissions, generate_container_sas
+
+        from tests.support.azurite import ACCOUNT, ACCOUNT_KEY
+
+        container, _ = self._blob(path)
+        permission = ContainerSasPermissions(read=True, write=True, create=True, add=True)
+        expiry = datetime.now(UTC) + timedelta(hours=1)
+        sas = generate_container_sas(ACCOUNT, container, account_key=ACCOUNT_KEY, permission=permission, expiry=expiry)
+        return path + ("&" if "?" in path else "?") + sas
 
 
 class VmBlobRoutes:
@@ -181,7 +227,10 @@ class VmBlobRoutes:
 
 
 def _blob_refusal() -> tuple[int, dict[str, str], bytes]:
-    code, message = BLOB_REFUSAL
+    return _storage_error(403, *BLOB_REFUSAL)
+
+
+def _storage_error(status: int, code: str, message: str) -> tuple[int, dict[str, str], bytes]:
     request_id = str(uuid.uuid4())
     stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f0Z")
     xml = (
@@ -194,7 +243,7 @@ def _blob_refusal() -> tuple[int, dict[str, str], bytes]:
         "x-ms-request-id": request_id,
         "Date": formatdate(usegmt=True),
     }
-    return 403, headers, xml.encode()
+    return status, headers, xml.encode()
 
 
 class VaultFront(_Front):
