@@ -31,6 +31,7 @@ A zero-byte file means the tool is missing; a `sys/` folder plays /sys for sysfs
 
 from __future__ import annotations
 
+import contextlib
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
@@ -71,10 +72,13 @@ def read_nvidia_smi(source: Source) -> NvidiaSmi:
         return NvidiaSmi(False, error=f"nvidia-smi is not responding: {xml.error}", source=xml.origin)
     csv = source.command("query-gpu.csv", ["nvidia-smi", f"--query-gpu={nvsmi.QUERY_FIELDS}", "--format=csv"], limit)
     if csv.ok and csv.text:
-        return NvidiaSmi(True, gpus=nvsmi.parse_csv(csv.text), source=csv.origin)
+        with contextlib.suppress(ValueError):
+            return NvidiaSmi(True, gpus=nvsmi.parse_csv(csv.text), source=csv.origin)
     said = (xml.text or "").strip()
     lost = [bus for bus, _why in nvsmi.lost_gpus(said)]
-    error = f"nvidia-smi failed: {xml.why()}" + (f": {' '.join(said.split())[:300]}" if said else "")
+    # Exit status 0 with text that is no reading ("No devices were found") is a failure all the same.
+    why = xml.why() if not xml.ok else "exit status 0 but no GPU reading"
+    error = f"nvidia-smi failed: {why}" + (f": {' '.join(said.split())[:300]}" if said else "")
     return NvidiaSmi(False, error=error, source=xml.origin, rc=xml.rc, lost=lost)
 
 
