@@ -65,7 +65,6 @@ def test_an_error_message_with_exit_status_0_fails_liveness(name: str, tmp_path:
         (14, "NHC2008", "infoROM corrupted"),
         (15, "NHC2010", "a GPU lost"),
         (18, "NHC2001", "exit status 18"),  # the version mismatch of gputil#55: no line of its own in aznhc's map
-        (137, "NHC2015", "exit status 137"),  # 128+9 from a shell: killed by SIGKILL, aznhc's "fatal signal"
         (255, "NHC2001", "exit status 255"),  # nvidia-smi's "Other error", not a signal (see _nvsmi_failure)
     ],
 )

@@ -22,9 +22,10 @@ What each tier does with the agent's answer:
   Slurm requeues the job elsewhere ("If the Prolog fails ... the node [is set] to a DRAIN state and the job ...
   requeued", slurm.conf(5), Prolog); the epilog exits 0 (the job is over; a failing epilog would replace hpclz's
   reason with Slurm's).
-- no answer (the agent hung past the budget, crashed, or printed no report): inconclusive. A failed tool is not a
-  failed device, and not a pass either: the node is drained for a re-test with a reason that says so, and the
-  job runs (the prolog exits 0).
+- no answer (the agent hung past the budget, crashed, or printed no report), or a report whose only doubt is a
+  check flagged inconclusive (a tool it runs crashed after printing: hpclz.verify.probes.source.Output.crashed):
+  inconclusive. A failed tool is not a failed device, and not a pass either: the node is drained for a re-test with
+  a reason that says so, and the job runs (the prolog exits 0).
 - otherwise pass.
 
 One owner per drain: the gate never touches a node already drained for a reason that is not hpclz's (CycleCloud's
@@ -142,6 +143,10 @@ def decide(bounded: Bounded, report_file: Path, budget_s: float) -> Decision:
         return Decision(FAIL, reason, tuple(c["check_id"] for c in failed), report)
     if not any(c.get("status") == PASS for c in report.get("checks", [])):
         return Decision(INCONCLUSIVE, "health agent measured nothing", report=report)
+    unsure = [c for c in report.get("checks", []) if c.get("inconclusive") and not c.get("suppressed")]
+    if unsure:  # a tool crashed: the node proved nothing either way on what that tool reads
+        reason = "; ".join(f"{c['check_id']} {c.get('message', '')}".strip() for c in unsure)
+        return Decision(INCONCLUSIVE, reason, report=report)
     return Decision(PASS, "healthy", report=report)
 
 

@@ -36,6 +36,11 @@ class CheckResult(BaseModel):
         description="Silenced by the config's suppress list or --suppress: still reported, but it fails, drains "
         "and counts nothing.",
     )
+    inconclusive: bool = Field(
+        default=False,
+        description="Not measured because a tool crashed or gave no usable reading: neither a pass nor a device "
+        "fault (the health gate drains for a re-test).",
+    )
 
 
 class NodeReport(BaseModel):

@@ -5,10 +5,22 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
-from hpclz.verify.checks.core import FAIL, NOT_MEASURED, PASS, WARN, CheckSpec, Verdict, check, no_threshold, num
+from hpclz.verify.checks.core import (
+    FAIL,
+    NOT_MEASURED,
+    PASS,
+    WARN,
+    CheckSpec,
+    Verdict,
+    check,
+    inconclusive,
+    no_threshold,
+    num,
+)
 from hpclz.verify.probes.facts import Gpu, NodeFacts, NvidiaSmi, NvLink, XidEvent
 from hpclz.verify.probes.kernel import FATAL_XIDS, same_device
 from hpclz.verify.probes.nvsmi import normalize_bus_id
+from hpclz.verify.probes.source import INCONCLUSIVE
 from hpclz.verify.thresholds import Thresholds
 
 BRAKES = ("hw_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown", "sw_thermal_slowdown")
@@ -22,6 +34,8 @@ def _silent(facts: NodeFacts) -> Verdict | None:
     """The verdict for GPU checks when there is no GPU reading to judge."""
     if facts.nvsmi.responsive:
         return None
+    if facts.nvsmi.crashed:
+        return inconclusive(f"not measured: {facts.nvsmi.error}")
     return Verdict(NOT_MEASURED, f"not measured: {facts.nvsmi.error or 'nvidia-smi did not answer'}")
 
 
@@ -99,12 +113,20 @@ def nvidia_smi_responsive(facts: NodeFacts, t: Thresholds) -> Verdict:
 
     Stricter than aznhc, which passes on exit status 0 alone: output that is not a GPU reading fails whatever the
     status ("No devices were found", "NVIDIA-SMI has failed ...", "Failed to initialize NVML ...": corpus/nvsmi-error/),
-    as a tool that reads such a line as an answer reports GPUs that are not there (beasteers/singuconda#6)."""
+    as a tool that reads such a line as an answer reports GPUs that are not there (beasteers/singuconda#6).
+
+    A tool that prints and then dies of a signal (nvidia-smi segfaulting after its header, Nevuly/WSL2-Linux-Kernel-
+    Rolling#13; aborting on a stack check inside a container while the same GPU answers outside it,
+    HaveAGitGat/Tdarr#1200: corpus/nvsmi-crash/) proves nothing about the GPU, failed or healthy: the check is
+    inconclusive (not measured, flagged), and the health gate drains for a re-test instead of filing a fault. A
+    signal with nothing printed stays NHC2015, as in aznhc."""
     smi = facts.nvsmi
     if smi.responsive:
         return Verdict(PASS, f"nvidia-smi listed {_gpus(len(smi.gpus))}")
     if t.get("gpu_count") is None and "not installed" in smi.error:
         return Verdict(NOT_MEASURED, f"not measured: {smi.error} (SKU {t.sku or 'unknown'} expects no GPU)")
+    if smi.crashed:
+        return inconclusive(smi.error)
     return _nvsmi_failure(smi)
 
 
@@ -285,6 +307,8 @@ def nvlink(facts: NodeFacts, t: Thresholds) -> Verdict:
     if silent:
         return silent
     if facts.nvlinks.value is None:
+        if facts.nvlinks.why.startswith(INCONCLUSIVE):  # the tool crashed: no evidence against the links
+            return inconclusive(f"NVLink state not read: {facts.nvlinks.why}")
         return Verdict(FAIL, f"NVLink state unreadable: {facts.nvlinks.why}", None, num(expected), "links")
     links: list[NvLink] = list(facts.nvlinks.value)
     fails = []

@@ -76,6 +76,8 @@ def read_nvidia_smi(source: Source) -> NvidiaSmi:
             return NvidiaSmi(True, gpus=nvsmi.parse_csv(csv.text), source=csv.origin)
     said = (xml.text or "").strip()
     lost = [bus for bus, _why in nvsmi.lost_gpus(said)]
+    if xml.crashed and not lost:
+        return NvidiaSmi(False, error=xml.why(), source=xml.origin, rc=xml.rc, crashed=True)
     # Exit status 0 with text that is no reading ("No devices were found") is a failure all the same.
     why = xml.why() if not xml.ok else "exit status 0 but no GPU reading"
     error = f"nvidia-smi failed: {why}" + (f": {' '.join(said.split())[:300]}" if said else "")

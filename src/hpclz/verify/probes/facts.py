@@ -69,6 +69,7 @@ class NvidiaSmi:
     gpus: list[Gpu] = field(default_factory=list)
     rc: int | None = None  # nvidia-smi's exit status when it failed
     lost: list[str] = field(default_factory=list)  # bus ids of GPUs it could not open (GPU is lost, Unknown Error)
+    crashed: bool = False  # it printed, then died of a signal: no verdict on the GPUs either way
     driver_version: str = ""
     source: str = ""
 
