@@ -78,3 +78,12 @@ def test_the_gate_drains_for_a_retest_on_an_inconclusive_check(tmp_path: Path) -
     argv = [sys.executable, "-m", "hpclz.verify.agent", "--fixtures", str(folder), "--tier", "health"]
     decision = decide(run_bounded([*argv, "--json", str(tmp_path / "r.json")], budget_s=60), tmp_path / "r.json", 60)
     assert decision.outcome == INCONCLUSIVE and decision.reason.startswith("HPCLZ-VFY-001 inconclusive:")
+
+
+def test_all_reduce_failing_is_aznhcs_nhcna_and_crashing_after_rows_is_inconclusive(tmp_path: Path) -> None:
+    # aznhc: "nccl_allreduce returned error code N. FaultCode: NHCNA" (customTests/azure_nccl_allreduce.nhc @0078044).
+    rows = (GOOD / "all_reduce_perf.txt").read_text()
+    failed = by_id(agent(node(tmp_path / "rc1", {"all_reduce_perf.txt": (rows, 1)})))["HPCLZ-VFY-030"]
+    assert (failed["status"], failed["nhc_code"]) == ("fail", "NHCNA")
+    crashed = by_id(agent(node(tmp_path / "sig", {"all_reduce_perf.txt": (rows, 139)})))["HPCLZ-VFY-030"]
+    assert (crashed["status"], crashed["inconclusive"], crashed["nhc_code"]) == ("not_measured", True, None)
