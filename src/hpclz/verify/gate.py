@@ -2,7 +2,7 @@
 prolog, and the epilog check. Standard library and Slurm's own `scontrol` only, like the agent it runs.
 
     python3 -m hpclz.verify.gate passive [--confirm 2] [--state DIR]      # HealthCheckProgram
-    python3 -m hpclz.verify.gate prolog --budget 20 [--prolog-timeout 60]  # Prolog
+    python3 -m hpclz.verify.gate prolog --budget 10 --per-gpu 1.25 --prolog-timeout 60  # Prolog
     python3 -m hpclz.verify.gate epilog --budget 20                        # Epilog
     (each also takes --spool DIR, --node NAME, and after `--`, the agent's own arguments)
 
@@ -65,6 +65,31 @@ TOOL_SHARE = 0.4
 DRAIN_SHARE = 0.3
 MAX_DRAIN_RESERVE_S = 2.0
 EXIT_MARGIN_S = 0.3  # printing the line and the interpreter's exit
+# Of PrologEpilogTimeout, what the prolog's budget leaves to slurmd (forking the script, its own wrapper): the larger
+# of 2 s and a tenth. Past the timeout slurmd kills the prolog, drains the node and requeues the job (slurm.conf(5),
+# PrologEpilogTimeout), the outcome the gate exists to avoid.
+PROLOG_MARGIN_MIN_S = 2.0
+PROLOG_MARGIN_SHARE = 0.1
+
+
+def job_gpus(value: str | None) -> int:
+    """How many GPUs the job holds on this node: SLURM_JOB_GPUS, "The GPU IDs of GPUs in the job allocation (if
+    any). Available in the Prolog and Epilog" (slurm.conf(5), Prolog and Epilog Scripts, Slurm 22.05), a comma list
+    such as "0,1,2,3"; unset for a job without GPUs."""
+    return len([i for i in (value or "").split(",") if i.strip()])
+
+
+def prolog_budget(base_s: float, per_gpu_s: float, gpus: int, prolog_timeout_s: float | None) -> float:
+    """The prolog's budget sized to the job: `base_s` plus `per_gpu_s` for each GPU the job holds here, never more
+    than PrologEpilogTimeout less its margin. A job that holds eight GPUs loses eight GPUs' work to a node that
+    fails under it, so it buys the longer check; a CPU job on a GPU node gets the base. slurmd's Prolog sees only
+    its own node's allocation (SLURM_JOB_NODELIST is given to PrologSlurmctld, not to Prolog, in 22.05's
+    slurm.conf(5)), so the size that matters here is the node's share."""
+    budget = base_s + per_gpu_s * gpus
+    if prolog_timeout_s is not None:
+        margin = max(PROLOG_MARGIN_MIN_S, prolog_timeout_s * PROLOG_MARGIN_SHARE)
+        budget = min(budget, prolog_timeout_s - margin)
+    return budget
 
 
 def _process_started() -> float:
@@ -248,12 +273,16 @@ class Gate:
         return "drained"
 
 
-def main(argv: list[str] | None = None) -> int:
+def build(argv: list[str] | None = None) -> Gate | str:
+    """The gate the command line asks for, or the one-line error that refuses it."""
     parser = argparse.ArgumentParser(prog="hpclz-gate", description=__doc__.splitlines()[0])
     parser.add_argument("tier", choices=["passive", "prolog", "epilog"])
-    parser.add_argument("--budget", type=float, help="hard limit in seconds for the whole check")
+    parser.add_argument("--budget", type=float, help="hard limit in seconds for the whole check (prolog: its base)")
     parser.add_argument(
-        "--prolog-timeout", type=float, help="the cluster's PrologEpilogTimeout, to refuse a budget over it"
+        "--per-gpu", type=float, default=0.0, help="prolog: seconds added for each GPU the job holds (SLURM_JOB_GPUS)"
+    )
+    parser.add_argument(
+        "--prolog-timeout", type=float, help="the cluster's PrologEpilogTimeout, to keep the budget under it"
     )
     parser.add_argument("--confirm", type=int, default=2, help="passive: failing readings in a row before a drain")
     parser.add_argument(
@@ -266,9 +295,10 @@ def main(argv: list[str] | None = None) -> int:
     budget = args.budget or DEFAULT_BUDGET_S[args.tier]
     limit = HEALTHCHECK_KILL_S if args.tier == "passive" else args.prolog_timeout
     if limit is not None and budget >= limit:
-        print(f"error: --budget {budget:g} s must be below {limit:g} s for the {args.tier} tier", file=sys.stderr)
-        return 2
-    gate = Gate(
+        return f"error: --budget {budget:g} s must be below {limit:g} s for the {args.tier} tier"
+    if args.tier == "prolog":
+        budget = prolog_budget(budget, args.per_gpu, job_gpus(os.environ.get("SLURM_JOB_GPUS")), limit)
+    return Gate(
         tier=args.tier,
         node=args.node,
         budget_s=budget,
@@ -278,6 +308,13 @@ def main(argv: list[str] | None = None) -> int:
         state=args.state,
         spool=args.spool,
     )
+
+
+def main(argv: list[str] | None = None) -> int:
+    gate = build(argv)
+    if isinstance(gate, str):
+        print(gate, file=sys.stderr)
+        return 2
     status, line = gate.run(STARTED)
     print(line)
     return status
