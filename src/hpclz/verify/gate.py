@@ -46,6 +46,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -273,6 +274,15 @@ class Gate:
         return "drained"
 
 
+def agent_command() -> list[str]:
+    """How to start the verify agent: from the single-file bundle this module was loaded from
+    (hpclz.verify.bundle: a zip that runs the agent by default), else as the installed module."""
+    bundle = Path(__file__).resolve().parents[2]
+    if bundle.is_file() and zipfile.is_zipfile(bundle):
+        return [sys.executable, str(bundle)]
+    return [sys.executable, "-m", "hpclz.verify.agent"]
+
+
 def build(argv: list[str] | None = None) -> Gate | str:
     """The gate the command line asks for, or the one-line error that refuses it."""
     parser = argparse.ArgumentParser(prog="hpclz-gate", description=__doc__.splitlines()[0])
@@ -291,7 +301,11 @@ def build(argv: list[str] | None = None) -> Gate | str:
     parser.add_argument("--spool", type=Path, help="folder to leave failing reports in for hpclz.remediate")
     parser.add_argument("--node", default=os.environ.get("SLURMD_NODENAME") or os.uname().nodename.split(".")[0])
     parser.add_argument("agent_args", nargs="*", help="after --: extra arguments for the verify agent")
-    args = parser.parse_args(argv)
+    # Everything after the first `--` is the agent's, wherever the gate's own options stand.
+    argv = list(sys.argv[1:] if argv is None else argv)
+    split = argv.index("--") if "--" in argv else len(argv)
+    args = parser.parse_args(argv[:split])
+    args.agent_args += argv[split + 1 :]
     budget = args.budget or DEFAULT_BUDGET_S[args.tier]
     limit = HEALTHCHECK_KILL_S if args.tier == "passive" else args.prolog_timeout
     if limit is not None and budget >= limit:
@@ -302,7 +316,7 @@ def build(argv: list[str] | None = None) -> Gate | str:
         tier=args.tier,
         node=args.node,
         budget_s=budget,
-        agent=[sys.executable, "-m", "hpclz.verify.agent", *args.agent_args],
+        agent=[*agent_command(), *args.agent_args],
         slurm=SlurmClient(timeout_s=min(MAX_DRAIN_RESERVE_S, budget * DRAIN_SHARE) / 2),
         confirm=args.confirm,
         state=args.state,
