@@ -9,7 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from hpclz.remediate.engine import INCONCLUSIVE as UNDECIDED
+from hpclz.remediate.engine import verdict_of
 from hpclz.verify.gate import INCONCLUSIVE, decide, run_bounded
+from hpclz.verify.model import NodeReport
 from tests.verify.helpers import FIXTURES, GOOD, agent, by_id
 
 CRASH = FIXTURES / "corpus" / "nvsmi-crash"
@@ -87,3 +90,10 @@ def test_all_reduce_failing_is_aznhcs_nhcna_and_crashing_after_rows_is_inconclus
     assert (failed["status"], failed["nhc_code"]) == ("fail", "NHCNA")
     crashed = by_id(agent(node(tmp_path / "sig", {"all_reduce_perf.txt": (rows, 139)})))["HPCLZ-VFY-030"]
     assert (crashed["status"], crashed["inconclusive"], crashed["nhc_code"]) == ("not_measured", True, None)
+
+
+def test_remediation_reads_a_crashed_tool_as_inconclusive_not_a_pass(tmp_path: Path) -> None:
+    """A node back from repair whose nvidia-smi crashed after printing is not returned to service on that check."""
+    text = (CRASH / "wsl2-kernel-13-segfault-after-header.txt").read_text()
+    report = NodeReport.model_validate(agent(node(tmp_path, both_queries(text, 139)), tier="health"))
+    assert verdict_of(report).outcome == UNDECIDED

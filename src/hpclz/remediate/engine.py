@@ -83,6 +83,8 @@ def verdict_of(report: NodeReport) -> Verdict:
         return Verdict(FAIL, failed)
     if not any(c.status == Status.PASS for c in report.checks):
         return Verdict(INCONCLUSIVE)
+    if any(c.inconclusive and not c.suppressed for c in report.checks):  # a tool crashed after it printed
+        return Verdict(INCONCLUSIVE)
     return Verdict(PASS)
 
 
