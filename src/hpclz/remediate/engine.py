@@ -114,6 +114,8 @@ class Remediator:
             if incident not in opened and not incident.evidence:
                 opened.append(incident)
             incident.evidence.extend(e for e in verdict.evidence if e not in incident.evidence)
+            incident.physical_host = report.physical_host or incident.physical_host
+            incident.gpu_serials.update({g.bus_id: g.serial for g in report.gpus if g.serial})
         if opened:
             for incident in opened:
                 self._log(incident, Stage.DETECTED, Stage.DETECTED, None, _summary(incident))

@@ -63,6 +63,11 @@ def _text(node: ET.Element, path: str) -> str | None:
     return found.text if found is not None else None
 
 
+def _known(text: str | None) -> str | None:
+    text = (text or "").strip()
+    return None if not text or "N/A" in text or "Not Supported" in text else text
+
+
 def _sum(*values: int | None) -> int | None:
     known = [v for v in values if v is not None]
     return sum(known) if known else None
@@ -102,6 +107,8 @@ def _xml_gpu(index: int, node: ET.Element) -> Gpu:
         fabric_status=_text(node, "fabric/status"),
         fabric_clique=_text(node, "fabric/cliqueId"),
         fabric_cluster=_text(node, "fabric/clusterUuid"),
+        serial=_known(_text(node, "serial")),
+        uuid=_known(_text(node, "uuid")),
         **_memory_health(node),
     )
 

@@ -130,6 +130,16 @@ class Source:
         except OSError as exc:
             return Output(None, None, f"not installed: cannot read {live_path}: {exc.strerror}", live_path)
 
+    def binary(self, name: str, live_path: str) -> bytes | None:
+        """A binary system file (or fixture NAME), None where it is not there or not readable."""
+        path = self.find(name) if self.simulated else Path(live_path)
+        if path is None:
+            return None
+        try:
+            return path.read_bytes() or None
+        except OSError:
+            return None
+
     def root(self, live_root: str = "/") -> Path | None:
         """The folder that plays `/` for sysfs/dev globbing: the first fixture folder holding `sys/`, or /."""
         if not self.simulated:
