@@ -66,10 +66,10 @@ _GPU_LABEL = re.compile(r"GPU \d+ \((?P<bus>[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9
 
 def gpu_fields(incident: Incident) -> dict[str, str]:
     """The Guest Health Report's GPU fields for the first GPU the evidence names: "Resource.Hpc.Unhealthy.* fields
-    specific to GPUs: Manufacturer, SerialNumber, ModelNumber, Location (Peripheral Component Interconnect Express
-    (PCIe) location)" (guest-health-impact-report.md @01f777c; optional, and "Providing optional information can
-    speed up the node recovery time"). Manufacturer is written as the page's example writes it ("Nvidia"); ModelNumber
-is left out: nvidia-smi's product name is not a model number."""
+        specific to GPUs: Manufacturer, SerialNumber, ModelNumber, Location (Peripheral Component Interconnect Express
+        (PCIe) location)" (guest-health-impact-report.md @01f777c; optional, and "Providing optional information can
+        speed up the node recovery time"). Manufacturer is written as the page's example writes it ("Nvidia"); ModelNumber
+    is left out: nvidia-smi's product name is not a model number."""
     for evidence in incident.evidence:
         found = _GPU_LABEL.search(evidence.message)
         if found and found["bus"] in incident.gpu_serials:
