@@ -99,3 +99,22 @@ def test_the_installer_writes_the_gate_and_its_prolog_passes_a_healthy_node(tmp_
     job = {**os.environ, "SLURMD_NODENAME": "n1", "SLURM_JOB_GPUS": "0,1,2,3", "HPCLZ_VERIFY_FIXTURES": str(GOOD)}
     ran = subprocess.run(["bash", str(prolog)], env=job, capture_output=True, text=True, timeout=120, check=False)
     assert (ran.returncode, ran.stdout.strip()) == (0, "hpclz gate prolog: n1 healthy"), ran.stderr
+
+
+def test_the_health_program_runs_healthagents_check_first_then_hpclzs(tmp_path: Path) -> None:
+    """One HealthCheckProgram for both: healthagent's health.sh as cyclecloud-slurm installs it, then hpclz's
+    passive tier, whatever healthagent's exits with."""
+    sched = tmp_path / "sched"
+    (sched / "prolog.d").mkdir(parents=True)
+    script = tmp_path / "hpclz-gate-install"
+    script.write_text(_installer("energy"))
+    env = {**os.environ, "HPCLZ_SCHED": str(sched), "HPCLZ_PYTHON": sys.executable}
+    subprocess.run(["bash", str(script)], env=env, capture_output=True, text=True, timeout=120, check=True)
+    marker = tmp_path / "healthagent.ran"
+    (sched / "health.sh").write_text(f"#!/bin/bash\necho ran > {marker}\nexit 1\n")
+    (sched / "health.sh").chmod(0o755)
+    node = {**os.environ, "SLURMD_NODENAME": "n2", "HPCLZ_VERIFY_FIXTURES": str(GOOD)}
+    argv = ["bash", str(sched / "hpclz/health.sh")]
+    ran = subprocess.run(argv, env=node, capture_output=True, text=True, timeout=120, check=False)
+    assert marker.read_text() == "ran\n"
+    assert (ran.returncode, ran.stdout.strip()) == (0, "hpclz gate passive: n2 healthy"), ran.stderr
