@@ -118,3 +118,17 @@ def test_the_health_program_runs_healthagents_check_first_then_hpclzs(tmp_path: 
     ran = subprocess.run(argv, env=node, capture_output=True, text=True, timeout=120, check=False)
     assert marker.read_text() == "ran\n"
     assert (ran.returncode, ran.stdout.strip()) == (0, "hpclz gate passive: n2 healthy"), ran.stderr
+
+
+def test_a_prolog_without_its_bundle_lets_the_job_run(tmp_path: Path) -> None:
+    """A node where the gate is not (yet) installed must not fail jobs: slurmd drains a node whose Prolog exits
+    non-zero and requeues the job (slurm.conf(5), Prolog)."""
+    sched = tmp_path / "sched"
+    (sched / "prolog.d").mkdir(parents=True)
+    script = tmp_path / "hpclz-gate-install"
+    script.write_text(_installer("ai-training"))
+    env = {**os.environ, "HPCLZ_SCHED": str(sched), "HPCLZ_PYTHON": sys.executable}
+    subprocess.run(["bash", str(script)], env=env, capture_output=True, text=True, timeout=120, check=True)
+    (sched / "hpclz/hpclz-node.pyz").unlink()
+    ran = subprocess.run(["bash", str(sched / "prolog.d" / GATE_SCRIPT)], capture_output=True, text=True, check=False)
+    assert (ran.returncode, ran.stderr.strip()) == (0, "hpclz gate: not installed, job not gated")
