@@ -25,6 +25,7 @@ from hpclz.config.storage import ExistingLustre, ExistingShared
 from hpclz.errors import ExitCode, HpclzError
 from hpclz.render.arm import API_VERSIONS, resource_path
 from hpclz.render.engine import PLAIN_NAME, Safe, render_text
+from hpclz.render.health_gate import GATE_SCRIPT, health_gate
 from hpclz.render.prometheus import node_metrics
 from hpclz.render.roles import LOCKER_CONTAINER, WHEEL_CONTAINER, node_identities
 from hpclz.render.writer import dumps
@@ -296,6 +297,7 @@ def cluster_files(zone: Zone) -> dict[str, str]:
                 "racks": racks(p),
             }
         )
+    gate = health_gate(cluster_name(zone))
     template = render_text(
         "cyclecloud/slurm-cluster.txt.j2",
         config=config,
@@ -311,6 +313,9 @@ def cluster_files(zone: Zone) -> dict[str, str]:
         arrays=arrays,
         scheduler_script=render_text(
             "cloud-init/scheduler.sh.j2",
+            gate=gate,
+            budgets=gate.budgets(),
+            script=GATE_SCRIPT,
             mounts=mounts,
             identity=_compute_identity(zone),
             metrics=node_metrics(zone, _compute_identity(zone)),
@@ -339,6 +344,7 @@ def cluster_files(zone: Zone) -> dict[str, str]:
         terminate=any(m["kind"] == "lustre" for m in mounts) or zone.config.maintenance.scheduled_events.enabled,
     )
     parameters = {
+        "HpclzSlurmConfig": gate.slurm_conf(),
         "Credentials": CREDENTIALS,
         "Region": zone.location,
         "ComputeSubnetId": _subnet_for_cyclecloud(zone, "compute"),
