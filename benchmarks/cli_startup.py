@@ -2,6 +2,8 @@
 
 Run: .venv/bin/python benchmarks/cli_startup.py [--runs N] [--src DIR]... [--az PATH] [--as-is]
 
+Cases: `hpclz --help`, `validate`, `plan --offline` and `render --no-gates` on the energy preset.
+
 Each case runs N times, the cases interleaved round-robin so that load from other work on a shared machine falls
 on all of them alike. `cold` runs get an empty cache folder each (HPCLZ_CACHE_DIR: no compiled templates, no
 gate verdicts); `warm` runs share one filled by an unmeasured run first. Reported per case: the median and range
@@ -64,7 +66,9 @@ def cases(out_dir: Path, env: dict[str, str], label: str) -> list[Case]:
     hpclz = [sys.executable, "-m", "hpclz"]
     commands = {
         "validate": ["validate", str(ENERGY)],
-        "plan": ["plan", str(ENERGY)],
+        # --offline: with no price cache younger than a week (every cold run), plan would read the public Retail
+        # Prices API first (hpclz.cost.retail.current_prices): a network round trip, not start-up time.
+        "plan --offline": ["plan", str(ENERGY), "--offline"],
         "render --no-gates": ["render", str(ENERGY), "--no-gates", "--out", str(out_dir)],
     }
     found = [Case(f"{label}--help", [*hpclz, "--help"], env)]
