@@ -95,7 +95,7 @@ def guarded_parser(base: type[Any]) -> type[Any]:
     the composer is at most MAX_DEPTH levels deep and before any object is built or alias expanded.
     """
 
-    class Guarded(base):  # type: ignore[misc, valid-type]  # ruamel's parser classes are untyped
+    class Guarded(base):  # type: ignore[misc]  # ruamel's parser classes are untyped
         def __init__(self, loader: Any) -> None:
             super().__init__(loader)
             self.bounds = _Walker()
