@@ -87,12 +87,14 @@ def guarded_parser(base: type[Any]) -> type[Any]:
     """ruamel's parser class `base`, with every event checked against the limits as the composer takes it.
 
     One pass over the text instead of two (walking `YAML.parse` first, then `YAML.load`, read it twice: about a
-    third of a config's load time). The guarantees hold because of the order ruamel works in: the composer takes
-    every event through `Parser.get_event` (ruamel/yaml/composer.py, compose_node and compose_*_node), builds
-    the whole node graph with an alias as a reference to the anchored node, never a copy, and only then does the
-    constructor build Python objects from it (ruamel/yaml/constructor.py, BaseConstructor.get_single_data:
-    `node = self.composer.get_single_node()`, then `construct_document(node)`). So a breach stops the load while
-    the composer is at most MAX_DEPTH levels deep and before any object is built or alias expanded.
+    third of a config's load time). The guarantees hold because of the order ruamel.yaml (0.19.1, as installed)
+    works in: the composer takes every event through `Parser.get_event` (ruamel/yaml/composer.py, compose_node and
+    compose_*_node), builds the whole node graph with an alias as a reference to the anchored node, never a copy,
+    and only then does the constructor build Python objects from it (ruamel/yaml/constructor.py,
+    BaseConstructor.get_single_data: `node = self.composer.get_single_node()`, then `construct_document(node)`).
+    So a breach stops the load while the composer is at most MAX_DEPTH levels deep and before any object is built
+    or alias expanded. One order changes: an error the composer finds (an undefined alias) is now reported where
+    it occurs, before a limit broken later in the file, not after it.
     """
 
     class Guarded(base):  # type: ignore[misc]  # ruamel's parser classes are untyped
