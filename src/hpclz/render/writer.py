@@ -130,10 +130,10 @@ def write_plan(
             raise HpclzError(f"{path}: cannot write: {exc.strerror or exc}", exit_code=ExitCode.USAGE) from None
         todo.append((path, text))
     # Each file is a new file renamed in (a planted link is replaced, not followed) after an fsync, which waits for
-    # the disk. One after another, the 33 files of the energy preset waited 0.38-0.47 s on the development
-    # machine's ext4 disk, most of a `render --no-gates`; written from a few threads, their fsyncs share journal
-    # commits and took 0.04-0.30 s (measured with hpclz.outfile.write_out_file, 20 KB each). Every file is still
-    # written and synced the same way; the first failure is raised once all have finished.
+    # the disk. On the development machine's ext4 disk, busy with other work, the 33 files of the energy preset
+    # waited 0.38-0.47 s one after another and 0.04-0.30 s from a few threads, whose fsyncs share journal commits;
+    # on the same disk when quiet, both took 0.02-0.04 s (hpclz.outfile.write_out_file, 20 KB each). Every file is
+    # still written and synced the same way; the first failure is raised once all have finished.
     with ThreadPoolExecutor(max_workers=WRITERS) as pool:
         done = [pool.submit(write_out_file, path, text, "rendered file") for path, text in todo]
     for future in done:
