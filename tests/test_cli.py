@@ -57,3 +57,23 @@ def test_init_unknown_preset_lists_the_choices(run_cli: RunCli, tmp_path: Path) 
 )
 def test_a_command_line_names_its_command_from_the_table(args: list[str], named: str) -> None:
     assert command_named(args) == named
+
+
+def _help(tree: object, words: tuple[str, ...], capsys: pytest.CaptureFixture[str]) -> str:
+    main = getattr(tree, "main")  # noqa: B009 - the click command typer built; typer does not type it
+    main(args=[*words, "--help"], prog_name="hpclz", standalone_mode=False)
+    return capsys.readouterr().out
+
+
+def test_a_command_line_builds_only_its_command_and_parses_it_the_same(capsys: pytest.CaptureFixture[str]) -> None:
+    """main() builds the tree for the first word only (hpclz.cli.command_tree); each command's help, which shows
+    every parameter it parses, must read the same as in the whole tree, and the pruned tree holds no other."""
+    from hpclz.cli import command_tree
+    from hpclz.cli.table import COMMANDS, GROUPS
+
+    for command in COMMANDS:
+        pruned = command_tree(command.words[0])
+        assert _help(pruned, command.words, capsys) == _help(command_tree(), command.words, capsys), command.name
+        listed = set(getattr(pruned, "commands"))  # noqa: B009
+        assert listed == {command.words[0]}, command.name
+    assert len(set(getattr(command_tree(), "commands"))) == len({c.words[0] for c in COMMANDS}) > len(GROUPS)  # noqa: B009

@@ -331,3 +331,36 @@ def test_every_reserved_name_is_refused(name: str) -> None:
     name_text = f"'{name}'"  # quoted: "1" and "123" stay strings
     with pytest.raises(ConfigError, match=r"identity\.admin_username"):
         load_config_text(_edit("admin_username: hpcadmin", f"admin_username: {name_text}"))
+
+
+# Azure's limits on the two names (learn.microsoft.com/azure/azure-resource-manager/management/resource-name-rules):
+# a resource group is 1-90 letters, digits, - _ . ( ) (Unicode letters and digits included), a Network Watcher 1-80
+# letters, digits, - _ . ; the model says so with a pattern for the characters and max_length for the length.
+WATCHER = "  flow_logs: {{enabled: true, network_watcher: {{resource_group: '{group}', name: '{name}'}}}}\n"
+
+
+@pytest.mark.parametrize(
+    ("group", "name", "error"),
+    [
+        ("g" * 90, "n" * 80, None),
+        ("Réseau_(prod).1", "Wächter-1.westeurope", None),
+        ("g" * 91, "nw", "network.flow_logs.network_watcher.resource_group: String should have at most 90 characters"),
+        ("rg", "n" * 81, "network.flow_logs.network_watcher.name: String should have at most 80 characters"),
+        ("", "nw", "network.flow_logs.network_watcher.resource_group: expected 1 to 90 letters"),
+        ("rg", "nw/x", "network.flow_logs.network_watcher.name: expected 1 to 80 letters"),
+        ("rg+x", "nw", "network.flow_logs.network_watcher.resource_group: expected 1 to 90 letters"),
+    ],
+)
+def test_network_watcher_names_keep_azures_lengths_and_characters(group: str, name: str, error: str | None) -> None:
+    from hpclz.config import load_config_text
+    from hpclz.errors import ConfigError
+
+    text = _edit("network:\n", "network:\n" + WATCHER.format(group=group, name=name))
+    if error is None:
+        loaded = load_config_text(text)
+        watcher = loaded.config.network.flow_logs.network_watcher
+        assert (watcher.resource_group, watcher.name) == (group, name)
+        return
+    with pytest.raises(ConfigError) as caught:
+        load_config_text(text)
+    assert error in str(caught.value)

@@ -11,17 +11,22 @@ from typing import Any
 import typer
 
 from hpclz import __version__
-from hpclz.cli.table import COMMANDS, GROUPS, command_named
+from hpclz.cli.table import COMMANDS, GROUPS, Command, command_named
 from hpclz.errors import ExitCode
 
-app = typer.Typer(
-    name="hpclz",
-    help="Azure landing zones for HPC and AI training clusters: validate, render, plan, deploy, verify.",
-    no_args_is_help=True,
-    add_completion=True,
-    pretty_exceptions_enable=False,
-    rich_markup_mode=None,
-)
+
+def _typer() -> typer.Typer:
+    return typer.Typer(
+        name="hpclz",
+        help="Azure landing zones for HPC and AI training clusters: validate, render, plan, deploy, verify.",
+        no_args_is_help=True,
+        add_completion=True,
+        pretty_exceptions_enable=False,
+        rich_markup_mode=None,
+    )
+
+
+app = _typer()
 
 
 def _version(value: bool) -> None:
@@ -30,7 +35,6 @@ def _version(value: bool) -> None:
         raise typer.Exit(0)
 
 
-@app.callback()
 def _root(
     _version_flag: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Show the version."),
     verbose: bool = typer.Option(
@@ -43,12 +47,17 @@ def _root(
     set_verbose(verbose)
 
 
-def _register(root: typer.Typer) -> None:
-    """Every command and group of hpclz.cli.table, in its order (`hpclz --help` lists them so)."""
+def _register(root: typer.Typer, commands: tuple[Command, ...] = COMMANDS) -> None:
+    """The root's options and the commands and groups of hpclz.cli.table, in its order (`hpclz --help` lists
+    them so)."""
+    root.callback()(_root)
+    wanted = {c.group for c in commands}
     groups = {
-        g.name: typer.Typer(name=g.name, help=g.help, no_args_is_help=True, rich_markup_mode=None) for g in GROUPS
+        g.name: typer.Typer(name=g.name, help=g.help, no_args_is_help=True, rich_markup_mode=None)
+        for g in GROUPS
+        if g.name in wanted
     }
-    for command in COMMANDS:
+    for command in commands:
         if command.group is None:
             root.command(name=command.name)(command.parse)
         else:
@@ -70,10 +79,21 @@ def _readable(command: Any) -> Any:
     return command
 
 
-def command_tree() -> Any:
+def command_tree(first: str | None = None) -> Any:
     """The click command tree typer builds from the app: what parses a command line, and what docs/commands.md
-    describes."""
-    return _readable(typer.main.get_command(app))
+    describes.
+
+    With `first`, the word a command line starts with: where it names a command or group of the table, the tree
+    holds the root and that one only. typer builds a click command, with every parameter's type, for each command
+    of an app before it reads the arguments (typer/main.py get_command -> get_group -> get_command_from_info per
+    command), about 4 % of `hpclz validate`'s instructions for the 20 commands no one asked for; a line that
+    starts otherwise (`--help`, an option, a typo that click suggests a command for) gets the whole tree."""
+    chosen = tuple(c for c in COMMANDS if c.words[0] == first)
+    if not chosen:
+        return _readable(typer.main.get_command(app))
+    one = _typer()
+    _register(one, chosen)
+    return _readable(typer.main.get_command(one))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -87,8 +107,8 @@ def main(argv: list[str] | None = None) -> int:
         _say(sys.stderr, "error: standard output is closed; hpclz has nowhere to write its result\n")
         return int(ExitCode.FAILED)
     _lenient_streams()
-    command = command_tree()
     args = list(argv if argv is not None else sys.argv[1:])
+    command = command_tree(args[0] if args else None)
     try:
         result = command.main(args=terraform_booleans(args), prog_name="hpclz", standalone_mode=False)
         sys.stdout.flush()  # a full disk or a closed pipe shows here, not as a traceback at exit

@@ -22,7 +22,11 @@ class StrictModel(BaseModel):
     be lost.
     """
 
-    model_config = ConfigDict(extra="forbid", validate_default=True)
+    # defer_build: a model's validator is built when it is first used, not when its class is defined. Loading a
+    # config validates the root model, whose one validator holds every nested model's schema; built eagerly, each
+    # of the ~80 config models also got a validator of its own (pydantic-core SchemaValidator per class,
+    # pydantic/_internal/_model_construction.py complete_model_class) that nothing but the root's ever ran.
+    model_config = ConfigDict(extra="forbid", validate_default=True, defer_build=True)
 
 
 def policy(kind: str) -> JsonDict:

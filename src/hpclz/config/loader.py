@@ -13,7 +13,7 @@ from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from ruamel.yaml.reader import ReaderError
 
 from hpclz.config.base import models_in
-from hpclz.config.bounds import MAX_CONFIG_BYTES, ReadRefused, first_breach, read_bounded
+from hpclz.config.bounds import MAX_CONFIG_BYTES, BoundsExceeded, ReadRefused, guarded_parser, read_bounded
 from hpclz.config.patterns import plain
 from hpclz.config.root import LandingZoneConfig
 from hpclz.config.scan import string_problems
@@ -77,11 +77,12 @@ def _parse(text: str, file: str) -> Any:
     if len(text) > MAX_CONFIG_BYTES:
         raise ConfigError([ConfigProblem(file, 1, 1, "", f"larger than {MAX_CONFIG_BYTES} bytes", "too_large")])
     yaml = YAML(typ="rt")
+    yaml.Parser = guarded_parser(yaml.Parser)  # the limits are checked as the text is read (bounds.guarded_parser)
     try:
-        breach = first_breach(yaml.parse(text))
-        if breach:
-            raise ConfigError([ConfigProblem(file, breach.line, breach.column, "", breach.message, breach.code)])
         return yaml.load(text)
+    except BoundsExceeded as exc:
+        breach = exc.breach
+        raise ConfigError([ConfigProblem(file, breach.line, breach.column, "", breach.message, breach.code)]) from None
     except MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)

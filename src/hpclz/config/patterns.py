@@ -33,8 +33,8 @@ PLAIN: dict[str, str] = {
     r"^[a-zA-Z][a-zA-Z0-9-]{0,39}$": "up to 40 letters, digits or hyphens starting with a letter, like scratch",
     r"^([01]\d|2[0-3]):[0-5]\d$": "a 24-hour time hh:mm, like 02:00",
     r"^([01]\d|2[0-3]):(00|30)$": "a 24-hour time on the hour or half hour, like 01:00 or 23:30",
-    r"^[-\w._()]{1,90}$": "1 to 90 letters, digits, - _ . ( ), like NetworkWatcherRG",
-    r"^[-\w._]{1,80}$": "1 to 80 letters, digits, - _ ., like NetworkWatcher_westeurope",
+    r"^[-\w._()]+$": "1 to 90 letters, digits, - _ . ( ), like NetworkWatcherRG",
+    r"^[-\w._]+$": "1 to 80 letters, digits, - _ ., like NetworkWatcher_westeurope",
     r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,79}$": "up to 80 letters, digits, _ . or - starting with a letter or digit, "
     "like snet-compute",
     r"^[0-9a-f]{64}$": "a SHA-256 digest: 64 lowercase hexadecimal digits, like "

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import json
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -106,6 +107,9 @@ def output_files(plan: DeploymentPlan, template_format: str = "arm", diagram: bo
     return files
 
 
+WRITERS = 8  # threads writing a render's files (write_plan)
+
+
 def write_plan(
     plan: DeploymentPlan,
     out_dir: Path,
@@ -116,7 +120,7 @@ def write_plan(
     """`extra`: diagram files (named in the manifest). `inputs`: files this render read, never removed."""
     files = {**output_files(plan, template_format, diagram=bool(extra)), **(extra or {})}
     _clear_previous(out_dir, inputs)
-    written = []
+    todo: list[tuple[Path, str]] = []
     for relative, text in sorted(files.items()):
         path = out_dir / relative
         try:
@@ -124,8 +128,17 @@ def write_plan(
             path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise HpclzError(f"{path}: cannot write: {exc.strerror or exc}", exit_code=ExitCode.USAGE) from None
-        write_out_file(path, text, "rendered file")  # a new file renamed in: a planted link is replaced, not followed
-        written.append(path)
+        todo.append((path, text))
+    # Each file is a new file renamed in (a planted link is replaced, not followed) after an fsync, which waits for
+    # the disk. On the development machine's ext4 disk, busy with other work, the 33 files of the energy preset
+    # waited 0.38-0.47 s one after another and 0.04-0.30 s from a few threads, whose fsyncs share journal commits;
+    # on the same disk when quiet, both took 0.02-0.04 s (hpclz.outfile.write_out_file, 20 KB each). Every file is
+    # still written and synced the same way; the first failure is raised once all have finished.
+    with ThreadPoolExecutor(max_workers=WRITERS) as pool:
+        done = [pool.submit(write_out_file, path, text, "rendered file") for path, text in todo]
+    for future in done:
+        future.result()
+    written = [path for path, _ in todo]
     return written
 
 

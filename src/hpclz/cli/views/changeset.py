@@ -254,9 +254,14 @@ def _upgrade_section(out: Console, cs: ChangeSet) -> None:
 
 
 def _print_resources(out: Console, resources: list[ResourceChange], show_noise: bool) -> None:
+    # One print for the whole list: each rich Console.print call renders on its own, and one call per resource
+    # (132 for the energy preset) was about 6 % of `hpclz plan` (cProfile); the text printed is the same.
+    blocks = []
     for resource in resources:
         lines = resource_lines(resource, show_noise)
-        out.print("\n".join(lines) + ("\n" if len(lines) > 1 else ""))
+        blocks.append("\n".join(lines) + ("\n" if len(lines) > 1 else "") + "\n")
+    if blocks:
+        out.print("".join(blocks), end="")
 
 
 def _drift_section(out: Console, cs: ChangeSet, show_noise: bool) -> None:
