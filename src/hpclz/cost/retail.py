@@ -8,6 +8,7 @@ a non-empty NextPageLink is the URL of the next page. Pages are followed only on
 from __future__ import annotations
 
 import json
+import logging
 import time
 import urllib.error
 import urllib.parse
@@ -20,6 +21,8 @@ from typing import Any
 from hpclz.config.root import LandingZoneConfig
 from hpclz.cost.prices import RegionPrices, load_region, select, today, write_region
 from hpclz.errors import ExitCode, HpclzError
+
+log = logging.getLogger(__name__)
 
 ENDPOINT = "https://prices.azure.com/api/retail/prices"
 MAX_PAGES = 50  # a filtered query answers in a page or two; more means the filter matched far too much
@@ -130,6 +133,7 @@ def _read(response: Any, url: str, clock: _Clock) -> bytes:
 
 def _get(url: str, clock: _Clock) -> dict[str, Any]:
     request = urllib.request.Request(url, headers={"Accept": "application/json", "User-Agent": "hpclz"})
+    log.info("GET %s", url)
     try:
         with urllib.request.urlopen(request, timeout=min(TIMEOUT_S, clock.left(url))) as response:
             body = json.loads(_read(response, url, clock).decode("utf-8"))
@@ -192,6 +196,7 @@ def current_prices(
     region = config.metadata.location
     book = load_region(region, cache)
     age = _age_days(book.as_of) if book is not None and book.origin == "cache" else None
+    log.info("prices for %s: %s", region, f"{book.origin} as of {book.as_of}" if book else "none cached")
     if age is not None and 0 <= age <= MAX_AGE_DAYS:
         return book, f"price cache read {book.as_of if book else ''} ({age} days old)"
     if offline:

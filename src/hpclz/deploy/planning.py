@@ -3,6 +3,7 @@ and say what an apply would do and cost. Optionally save the plan for `hpclz dep
 
 from __future__ import annotations
 
+import logging
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +29,8 @@ from hpclz.plan.saved import save_plan
 from hpclz.render.model import DeploymentPlan, Scope
 from hpclz.state.identity import ZoneIdentity, refuse_foreign_state
 from hpclz.state.model import StateDocument
+
+log = logging.getLogger(__name__)
 
 
 class PlanResult(ResultBody):
@@ -134,6 +137,11 @@ def planned(loaded: LoadedConfig, options: PlanOptions, findings: list[Finding])
         result.changes = destroy_changeset(deployment_plan, state, options.include_data, owner)
         result.not_saved = "not saved: a destroy plan is applied with `hpclz destroy`" if options.out else None
         return result
+    log.info(
+        "planning against %s: %s",
+        f"state serial {state.serial}" if state else "no state",
+        "ARM what-if" if options.what_if else "offline" if options.offline or not options.refresh else "refresh",
+    )
     result.changes = _changes(loaded, deployment_plan, state, options)
     result.estimate = _estimate(loaded, deployment_plan, state, options)
     result.racks = partition_racks(loaded.config)
