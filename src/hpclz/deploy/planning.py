@@ -44,11 +44,18 @@ class PlanResult(ResultBody):
     estimate: Estimate | None = Field(default=None, description="Monthly cost estimate (hpclz.cost).")
     racks: list[PartitionRacks] = Field(default_factory=list, description="Rack-scale partitions in NVLink domains.")
     quota: list[QuotaNeed] = Field(
-        default_factory=list, description="vCPUs per quota family with every node running, against compute.quotas."
+        default_factory=list,
+        description="vCPUs per quota family with every node running, against compute.quotas (and, where plan read "
+        "Azure, the live limit and use).",
+    )
+    live_checked: bool = Field(
+        default=False, description="The region's SKUs and the vCPU usage were read from Azure (plan read Azure)."
     )
 
     def exit_code(self) -> ExitCode:
         if self.changes is None or self.changes.blocked:
+            return ExitCode.FAILED
+        if any(f.severity is Severity.ERROR for f in self.findings):  # a live check (a size the region lacks)
             return ExitCode.FAILED
         if self.detailed_exitcode and self.changes.has_changes:
             return ExitCode.CHANGES_PRESENT
@@ -67,7 +74,8 @@ class PlanResult(ResultBody):
             body["cost_estimate"] = self.estimate.payload()
         if self.racks:
             body["racks"] = [r.model_dump() for r in self.racks]
-        body["quota"] = [{**q.model_dump(mode="json"), "short": q.short} for q in self.quota]
+        body["quota"] = [{**q.model_dump(mode="json"), "short": q.short, "left": q.left} for q in self.quota]
+        body["live_checked"] = self.live_checked
         return body
 
 
@@ -146,8 +154,28 @@ def planned(loaded: LoadedConfig, options: PlanOptions, findings: list[Finding])
     result.estimate = _estimate(loaded, deployment_plan, state, options)
     result.racks = partition_racks(loaded.config)
     result.quota = quota_needs(loaded.config, load_catalog())
+    if reads_azure(options, state):
+        _live(result, loaded, deployment_plan, options)
     _save(result, options, deployment_plan, loaded, state)
     return result
+
+
+def reads_azure(options: PlanOptions, state: StateDocument | None) -> bool:
+    """Whether this plan reads Azure anyway (what-if, or the refresh of what state records): then it also reads the
+    region's SKUs and the subscription's vCPU usage. A plan of a zone not deployed yet stays credential-free."""
+    if options.offline:
+        return False
+    return options.what_if or options.refresh_only or (options.refresh and state is not None and bool(state.resources))
+
+
+def _live(result: PlanResult, loaded: LoadedConfig, deployment_plan: DeploymentPlan, options: PlanOptions) -> None:
+    from hpclz.deploy.plan_live import live_compute, with_live_quota
+
+    found, usages = live_compute(_arm(loaded), loaded, deployment_plan.location, options.suppress)
+    result.findings = [*result.findings, *found]
+    result.live_checked = True
+    if usages is not None:
+        with_live_quota(result.quota, usages)
 
 
 def _estimate(

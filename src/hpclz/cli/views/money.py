@@ -87,10 +87,19 @@ def quota_lines(needs: list[QuotaNeed], region: str) -> list[str]:
     """vCPUs per quota family with every node running, against compute.quotas; shown whether declared or not."""
     if not needs:
         return []
-    out = ["\n[bold]vCPU quota needed[/] (every node running; compute.quotas is what you declared):"]
+    live = any(n.left is not None for n in needs)
+    against_what = "the subscription's live limit and use" if live else "compute.quotas is what you declared"
+    out = [f"\n[bold]vCPU quota needed[/] (every node running; {against_what}):"]
     for need in needs:
         users = escape(", ".join(need.users))
-        if need.declared is None:
+        if need.left is not None:
+            room = f"{need.limit:,} limit, {need.in_use:,} in use"
+            against = (
+                f"[red]{room}: short by {need.vcpus - need.left:,}[/]"
+                if need.short
+                else f"[green]{room}: {need.left - need.vcpus:,} to spare[/]"
+            )
+        elif need.declared is None:
             against = f"[yellow]no quota declared[/]: check `az vm list-usage -l {escape(region)}`"
         elif need.short:
             against = f"[red]{need.declared:,} declared: short by {need.vcpus - need.declared:,}[/]"
