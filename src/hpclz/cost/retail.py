@@ -25,6 +25,9 @@ from hpclz.errors import ExitCode, HpclzError
 log = logging.getLogger(__name__)
 
 ENDPOINT = "https://prices.azure.com/api/retail/prices"
+# Savings plan rates come only with this version, which is backward compatible with the earlier ones; since it,
+# filter values are case-sensitive (the API page, "Preview version" and "Filter values are case sensitive").
+API_VERSION = "2023-01-01-preview"
 MAX_PAGES = 50  # a filtered query answers in a page or two; more means the filter matched far too much
 TIMEOUT_S = 30  # per socket read
 # The whole refresh, all pages, and one page's size: a server that answers a byte at a time never trips the per-read
@@ -78,7 +81,8 @@ def filters(config: LandingZoneConfig) -> list[str]:
     )
     any_size = " or ".join(f"armSkuName eq {_quote(s)}" for s in sizes)
     out = [
-        f"serviceName eq 'Virtual Machines' and armRegionName eq {region} and priceType eq 'Consumption' and ({any_size})"
+        f"serviceName eq 'Virtual Machines' and armRegionName eq {region} and "
+        f"(priceType eq 'Consumption' or priceType eq 'Reservation') and ({any_size})"
     ]
     if config.network.bastion.enabled:
         out.append(f"serviceName eq 'Azure Bastion' and armRegionName eq {region}")
@@ -96,7 +100,8 @@ def wanted(config: LandingZoneConfig) -> list[str]:
 def fetch(endpoint: str, odata_filter: str, clock: _Clock | None = None) -> list[dict[str, Any]]:
     """Every item the filter matches, following NextPageLink, within `clock`'s deadline."""
     clock = clock or _Clock(Limits())
-    url: str | None = f"{endpoint}?{urllib.parse.urlencode({'$filter': odata_filter}, quote_via=urllib.parse.quote)}"
+    query = {"api-version": API_VERSION, "$filter": odata_filter}
+    url: str | None = f"{endpoint}?{urllib.parse.urlencode(query, quote_via=urllib.parse.quote)}"
     home = urllib.parse.urlsplit(endpoint)[:2]
     items: list[dict[str, Any]] = []
     for _ in range(MAX_PAGES):
