@@ -114,6 +114,13 @@ def test_installed_wheel_runs_schema_and_lint_gates_and_reports_checkov_not_run(
     where = subprocess.check_output([str(installed / "bin" / "python"), "-c", code], text=True, cwd=tmp_path)
     assert all(line.startswith(str(installed)) for line in where.splitlines()), where  # the wheel, not the checkout
     assert Path(where.splitlines()[-1]).is_file()
+    page = subprocess.run(
+        [str(installed / "bin" / "hpclz"), "explain", "docs/exit-codes.md"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    assert page.returncode == 0 and page.stdout.startswith(f"docs/exit-codes.md ({installed}")
     done, envelope = _render(installed, tmp_path, {"PATH": f"{installed / 'bin'}:/usr/bin:/bin"})
     assert done.returncode == 0, done.stderr + done.stdout
     result = envelope["result"]
