@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import os
+import re
 import subprocess
 import sys
 import sysconfig
@@ -105,9 +107,20 @@ def _render(env: Path, cwd: Path, extra_env: dict[str, str]) -> tuple[subprocess
 def test_installed_wheel_runs_schema_and_lint_gates_and_reports_checkov_not_run(
     installed: Path, tmp_path: Path
 ) -> None:
-    code = "from hpclz import package_data, arm; print(arm.__file__); print(package_data.templates_dir())"
+    code = (
+        "from hpclz import package_data, arm; print(arm.__file__); print(package_data.templates_dir()); "
+        "print(package_data.docs_dir() / 'patching.md')"
+    )
     where = subprocess.check_output([str(installed / "bin" / "python"), "-c", code], text=True, cwd=tmp_path)
     assert all(line.startswith(str(installed)) for line in where.splitlines()), where  # the wheel, not the checkout
+    assert Path(where.splitlines()[-1]).is_file()
+    page = subprocess.run(
+        [str(installed / "bin" / "hpclz"), "explain", "docs/exit-codes.md"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    assert page.returncode == 0 and page.stdout.startswith(f"docs/exit-codes.md ({installed}")
     done, envelope = _render(installed, tmp_path, {"PATH": f"{installed / 'bin'}:/usr/bin:/bin"})
     assert done.returncode == 0, done.stderr + done.stdout
     result = envelope["result"]
@@ -174,3 +187,25 @@ def test_an_installed_hpclz_that_was_changed_is_not_repacked(installed: Path, tm
         f"hpclz.errors.HpclzError: {changed} differs from the installed hpclz's RECORD: a changed install is not "
         "deployed; reinstall hpclz or set HPCLZ_WHEEL"
     )
+
+
+_DOC = re.compile(r"(?<![\w/.-])docs/[\w./-]+\.(?:md|json)")
+
+
+def _docs_named_in_messages() -> set[str]:
+    """`docs/...` paths in hpclz's string literals (messages, fixes, rule docstrings `explain` prints), not comments."""
+    named: set[str] = set()
+    for source in (REPO / "src" / "hpclz").rglob("*.py"):
+        for node in ast.walk(ast.parse(source.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                named.update(m.rstrip(".") for m in _DOC.findall(node.value))
+    return named
+
+
+def test_every_doc_a_message_names_ships_in_the_wheel(unpacked_wheel: Path) -> None:
+    named = _docs_named_in_messages()
+    assert {"docs/patching.md", "docs/exit-codes.md", "docs/rules.md"} <= named  # the scan finds messages
+    shipped = unpacked_wheel / "hpclz" / "_data"
+    assert sorted(n for n in named if not (shipped / n).is_file()) == []
+    in_repo = {p.relative_to(REPO / "docs") for p in (REPO / "docs").rglob("*") if p.is_file()}
+    assert {p.relative_to(shipped / "docs") for p in (shipped / "docs").rglob("*") if p.is_file()} == in_repo

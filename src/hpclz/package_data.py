@@ -11,7 +11,7 @@ _CHECKOUT = _PACKAGE.parent.parent
 
 @cache
 def data_dir(name: str) -> Path:
-    """`templates` or `configs`: the wheel ships them under hpclz/_data, a checkout at its root."""
+    """`templates`, `configs` or `docs`: the wheel ships them under hpclz/_data, a checkout at its root."""
     for candidate in (_PACKAGE / "_data" / name, _CHECKOUT / name):
         if candidate.is_dir():
             return candidate
@@ -20,6 +20,11 @@ def data_dir(name: str) -> Path:
 
 def templates_dir() -> Path:
     return data_dir("templates")
+
+
+def docs_dir() -> Path:
+    """Where this installation keeps the documents that messages name under docs/."""
+    return data_dir("docs")
 
 
 def presets_dir() -> Path:

@@ -58,5 +58,8 @@ def test_plan_shows_quota_declared_or_not(run_cli: Run, tmp_path: Path) -> None:
         "vcpus": 384,
         "users": ["gpu 4x96"],
         "declared": 384,
+        "limit": None,  # offline: the live limit and use are not read
+        "in_use": None,
+        "left": None,
         "short": False,
     }

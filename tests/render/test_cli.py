@@ -70,6 +70,7 @@ def test_diagram_says_when_it_cannot_draw_an_image(
     assert result.exit_code == 0, result.stderr
     assert "SVG and PNG not drawn: Graphviz `dot` is not on PATH" in result.stdout
     assert (out / "diagram.dot").exists() and not (out / "diagram.svg").exists()
+    assert (out / "network.dot").exists() and not (out / "network.svg").exists()
     plain = run_cli("render", ENERGY, "--out", str(tmp_path / "e"), "--no-gates")
     assert "Graphviz" not in plain.stdout  # no diagram asked, nothing to say
 
@@ -189,5 +190,7 @@ def test_diagram_images_where_graphviz_is_installed(run_cli: RunCli, tmp_path: P
     require(shutil.which("dot") is not None, "Graphviz dot")
     out = tmp_path / "d"
     assert run_cli("render", ENERGY, "--out", str(out), "--no-gates", "--diagram").exit_code == 0
-    assert (out / "diagram.svg").read_text(encoding="utf-8").lstrip().startswith("<?xml")
-    assert (out / "diagram.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    for stem in ("diagram", "network"):  # the deployments, and the network with the cluster
+        assert (out / f"{stem}.svg").read_text(encoding="utf-8").lstrip().startswith("<?xml")
+        assert (out / f"{stem}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "partition gpu: 0&#45;4 x Standard_ND96isr_H100_v5" in (out / "network.svg").read_text(encoding="utf-8")

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import logging
 import os
 from collections.abc import Iterable, Iterator
 from typing import Any
@@ -30,6 +31,8 @@ from hpclz.state.guard import SecretGuard
 from hpclz.state.lease import LeaseRenewer, check_lease_duration
 from hpclz.state.lockinfo import LockInfo, locked_error_message, unlock_hint
 from hpclz.state.model import StateDocument
+
+log = logging.getLogger(__name__)
 
 CONNECTION_STRING_ENV = "HPCLZ_STATE_CONNECTION_STRING"
 DEFAULT_LEASE_S = 30
@@ -97,6 +100,7 @@ class BlobBackend:
 
     def read(self) -> StateDocument | None:
         doc, etag, _ = self._download()
+        log.info("read state %s: %s", self.location, f"serial {doc.serial}" if doc else "none yet")
         if doc is not None and self.zone is not None:
             check_owner(doc, self.zone, self.location)
         self._read_etag = etag

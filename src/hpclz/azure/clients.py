@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
+import urllib.parse
 from collections.abc import Callable
 from functools import cached_property
 from typing import Any
@@ -12,6 +14,15 @@ from hpclz.azure.settings import AzureSettings, settings_from_env
 from hpclz.errors import ExitCode, HpclzError
 
 BLOB_RETRY_TOTAL = 3
+log = logging.getLogger(__name__)
+
+
+def log_call(response: Any) -> None:
+    """Each ARM call as hpclz's own log line (`-v`): method, path and status, never the query (it may carry a
+    signature) or a body. The SDK calls it for every attempt (azure-core CustomHookPolicy `raw_response_hook`,
+    which the management clients place after the retry policy: azure/mgmt/compute/_client.py `_policies`)."""
+    request, http = response.http_request, response.http_response
+    log.info("%s %s -> %s", request.method, urllib.parse.urlsplit(request.url).path, http.status_code)
 
 
 class StaticTokenCredential:
@@ -62,6 +73,7 @@ class AzureClients:
             "credential_scopes": [s.cloud.scope],
             "retry_policy": retry,
             "polling_interval": s.poll_interval,
+            "raw_response_hook": log_call,
         }
         if s.ca_bundle:
             options["connection_verify"] = s.ca_bundle

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -10,6 +11,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from hpclz.errors import ExitCode, HpclzError
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -64,7 +67,7 @@ CREDENTIAL_NAMES = {
 _ATTEMPT = re.compile(r"^\s*-?\s*(\w+Credential):", re.M)
 SIGN_IN_HINT = (
     "sign in with `az login` (then `az account set --subscription <id>`), or set AZURE_TENANT_ID, "
-    "AZURE_CLIENT_ID and AZURE_CLIENT_SECRET for a service principal; `hpclz --verbose ...` shows each attempt"
+    "AZURE_CLIENT_ID and AZURE_CLIENT_SECRET for a service principal; `hpclz -vv ...` shows each attempt"
 )
 
 
@@ -120,7 +123,12 @@ def azure_errors(doing: str) -> Iterator[None]:
     from azure.core.exceptions import AzureError, ClientAuthenticationError, ServiceRequestError
 
     try:
-        yield
+        try:
+            yield
+        except AzureError:
+            # The whole failure for -vv (traceback included; hpclz.logs drops it at -v); the user gets one line.
+            log.info("%s failed", doing, exc_info=True)
+            raise
     except ClientAuthenticationError as exc:
         no_token = sign_in_failure(str(exc.message or exc))
         if no_token:

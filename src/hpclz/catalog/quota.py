@@ -18,9 +18,19 @@ class QuotaNeed(BaseModel):
     vcpus: int = Field(description="vCPUs needed with every partition at max_nodes and every service VM running.")
     users: list[str] = Field(description="What needs them: `gpu 4x96`, `scheduler 1x8`.")
     declared: int | None = Field(default=None, description="compute.quotas for the family; None: not declared.")
+    limit: int | None = Field(default=None, description="The live vCPU limit (usage API); None: not read.")
+    in_use: int | None = Field(default=None, description="vCPUs in use now (usage API); None: not read.")
+
+    @property
+    def left(self) -> int | None:
+        """vCPUs free now, as Azure counts them; None when not read."""
+        return None if self.limit is None or self.in_use is None else self.limit - self.in_use
 
     @property
     def short(self) -> bool:
+        """Against the live quota where it was read, else against the declared one."""
+        if self.left is not None:
+            return self.vcpus > self.left
         return self.declared is not None and self.vcpus > self.declared
 
 

@@ -37,8 +37,13 @@ def _version(value: bool) -> None:
 
 def _root(
     _version_flag: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Show the version."),
-    verbose: bool = typer.Option(
-        False, "--verbose", "-v", help="Log what hpclz and the Azure SDK do (sign-in attempts, requests) to stderr."
+    verbose: int = typer.Option(
+        0,
+        "--verbose",
+        "-v",
+        count=True,
+        help="Log what hpclz reads and calls to stderr; twice (-vv) adds the Azure SDK's HTTP logging (sign-in "
+        "attempts, requests; secrets redacted) and tracebacks.",
     ),
 ) -> None:
     """Azure landing zones for HPC and AI training clusters."""

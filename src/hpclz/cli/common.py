@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import logging
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from enum import StrEnum
-from typing import TYPE_CHECKING, NoReturn, TextIO
+from typing import TYPE_CHECKING, NoReturn
 
 import typer
 
@@ -24,44 +23,19 @@ class OutputFormat(StrEnum):
     JSON = "json"
 
 
-_VERBOSE = {"on": False}
+_VERBOSE = {"level": 0}
 
 
-class _StderrHandler(logging.StreamHandler[TextIO]):
-    """Writes to whatever sys.stderr is when a record comes, so a replaced (captured) stderr still gets it."""
+def set_verbose(level: int) -> None:
+    """`-v`: hpclz's own log lines on stderr; `-vv`: the Azure SDK's HTTP logging and tracebacks too (hpclz.logs)."""
+    from hpclz.logs import set_level
 
-    def __init__(self) -> None:
-        super().__init__(sys.stderr)
-        self.hpclz = True
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.stream = sys.stderr
-        super().emit(record)
-
-
-def set_verbose(on: bool) -> None:
-    """--verbose: log hpclz and the Azure SDK to stderr. Without it the SDK stays silent: its credential chain
-    logs every failed sign-in attempt as a warning, which buries hpclz's one-line error."""
-    _VERBOSE["on"] = on
-    azure = logging.getLogger("azure")
-    handler = next((h for h in logging.getLogger().handlers if getattr(h, "hpclz", False)), None)
-    if on:
-        if handler is None:
-            handler = _StderrHandler()
-            handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
-            logging.getLogger().addHandler(handler)
-        logging.getLogger().setLevel(logging.DEBUG)
-        azure.propagate = True
-    else:
-        if handler is not None:
-            logging.getLogger().removeHandler(handler)
-        if not any(isinstance(h, logging.NullHandler) for h in azure.handlers):
-            azure.addHandler(logging.NullHandler())
-        azure.propagate = False
+    _VERBOSE["level"] = level
+    set_level(level)
 
 
 def is_verbose() -> bool:
-    return _VERBOSE["on"]
+    return _VERBOSE["level"] >= 1
 
 
 OUTPUT_OPTION = typer.Option(

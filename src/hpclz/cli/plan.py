@@ -13,6 +13,12 @@ def plan(
         False, "--what-if", help="Ask Azure (ARM what-if) instead of comparing with the state offline."
     ),
     show_noise: bool = typer.Option(False, "--show-noise", help="Also show what-if changes filtered as noise."),
+    attributes: bool = typer.Option(
+        False,
+        "--attributes",
+        help="Show every attribute of each resource to create (always in -o json; with --target, the targets' "
+        "attributes are shown without it).",
+    ),
     out: Path | None = typer.Option(
         None, "--out", metavar="FILE", help="Save the plan for `hpclz deploy --plan FILE`."
     ),
@@ -90,4 +96,8 @@ def plan(
             prices_endpoint=prices_endpoint,
         )
         result = run_plan(options)
-        finish(result, output, lambda console, shown: view.show(console, shown, show_noise=show_noise))
+        finish(
+            result,
+            output,
+            lambda console, shown: view.show(console, shown, show_noise=show_noise, show_attributes=attributes),
+        )

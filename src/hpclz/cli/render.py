@@ -12,7 +12,12 @@ def render(
     out: Path = typer.Option(
         Path("rendered"), "--out", "--out-dir", "-d", metavar="DIR", help="Folder for templates and the manifest."
     ),
-    diagram: bool = typer.Option(False, "--diagram", help="Also write a topology picture (Mermaid, DOT, SVG)."),
+    diagram: bool = typer.Option(
+        False,
+        "--diagram",
+        help="Also draw the network with the cluster (network.*) and the deployments (diagram.*): Mermaid and DOT, "
+        "SVG and PNG where Graphviz is installed (it says so when not).",
+    ),
     gates: bool = typer.Option(True, "--gates/--no-gates", help="Check the templates (ARM schemas, lint, checkov)."),
     template_format: str = typer.Option(
         "arm",

@@ -82,7 +82,11 @@ COMMANDS: tuple[Command, ...] = (
     Command("render", render.render, ("hpclz.services.render:render",)),
     Command("plan", plan.plan, ("hpclz.services.plan:plan",)),
     Command("verify", verify.verify, ("hpclz.services.verify:verify",)),
-    Command("explain", explain.explain, ("hpclz.services.explain:explain", "hpclz.services.explain:every_rule")),
+    Command(
+        "explain",
+        explain.explain,
+        ("hpclz.services.explain:explain", "hpclz.services.explain:every_rule", "hpclz.services.explain:doc_page"),
+    ),
     Command("state show", state.show, ("hpclz.services.state:show_state",)),
     Command("state unlock", state.unlock, ("hpclz.services.state:unlock_state",)),
     Command("state forget", state.forget, ("hpclz.services.state:forget_state",)),

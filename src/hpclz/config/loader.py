@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import logging
 from dataclasses import dataclass
 from pathlib import Path as FsPath
 from typing import Any
@@ -20,6 +21,8 @@ from hpclz.config.scan import string_problems
 from hpclz.config.source_map import Path, SourceMap, build, display_path
 from hpclz.errors import ConfigError, ConfigProblem, ExitCode, HpclzError
 
+log = logging.getLogger(__name__)
+
 
 @dataclass
 class LoadedConfig:
@@ -33,6 +36,7 @@ class LoadedConfig:
 
 def load_config(path: str | FsPath) -> LoadedConfig:
     file = str(path)
+    log.info("reading config %s", file)
     try:
         text = read_bounded(path)
     except FileNotFoundError:

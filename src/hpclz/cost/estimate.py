@@ -18,11 +18,32 @@ from hpclz.config.operations import NewMonitoring
 from hpclz.config.root import LandingZoneConfig
 from hpclz.config.storage import NewBlob, NewLustre, NewNetApp
 from hpclz.cost.kinds import NO_CHARGE, UNPRICED
-from hpclz.cost.prices import CURRENCY, NAT_GATEWAY_METER, RegionPrices, bastion_meter, load_region, vm_meter
+from hpclz.cost.prices import (
+    CURRENCY,
+    NAT_GATEWAY_METER,
+    TERMS,
+    RegionPrices,
+    bastion_meter,
+    load_region,
+    reserved_meter,
+    savings_meter,
+    vm_meter,
+)
 
 UNKNOWN_OFFLINE = "price unknown offline"
 NOT_PRICED = "not priced"
 NOT_MAPPED = "not priced by hpclz yet"
+
+
+class Commitment(BaseModel):
+    """A reservation or savings plan price for a pay-as-you-go VM line (hpclz.cost.prices: Retail Prices API)."""
+
+    kind: Literal["reservation", "savings plan"]
+    years: int
+    monthly_usd: float = Field(
+        description="The line's month: a reservation's term price over its months for every node, whatever it "
+        "runs; a savings plan's hourly rate for the hours the line runs."
+    )
 
 
 class CostLine(BaseModel):
@@ -36,6 +57,9 @@ class CostLine(BaseModel):
     spot: bool = False
     note: str = Field(default="", description="Why a line has no price, or what it leaves out.")
     covers: list[str] = Field(default_factory=list, description="ARM resource types the line accounts for.")
+    commitments: list[Commitment] = Field(
+        default_factory=list, description="Reservation and savings plan prices beside pay-as-you-go, where known."
+    )
     source: str | None = None
     as_of: str | None = None
 
@@ -110,7 +134,23 @@ def _priced(line: CostLine, book: RegionPrices | None) -> CostLine:
     line.unit_usd = price.usd
     line.monthly_usd = round(price.usd * line.count * line.hours, 2)
     line.source, line.as_of = price.source, book.as_of if book else None
+    if book is not None and line.meter and line.meter.startswith("vm:"):
+        line.commitments = _commitments(line, line.meter.removeprefix("vm:"), book)
     return line
+
+
+def _commitments(line: CostLine, size: str, book: RegionPrices) -> list[Commitment]:
+    out = []
+    for years in sorted(TERMS.values()):
+        reserved = book.prices.get(reserved_meter(size, years))
+        if reserved is not None:  # the term's price, paid whatever the node runs
+            monthly = reserved.usd / (12 * years) * line.count
+            out.append(Commitment(kind="reservation", years=years, monthly_usd=round(monthly, 2)))
+        plan = book.prices.get(savings_meter(size, years))
+        if plan is not None:  # an hourly rate, for the hours the line runs
+            monthly = plan.usd * line.count * line.hours
+            out.append(Commitment(kind="savings plan", years=years, monthly_usd=round(monthly, 2)))
+    return out
 
 
 def _baseline(config: LandingZoneConfig) -> list[CostLine]:

@@ -9,6 +9,14 @@ meterName "<tier> Gateway". A NAT gateway's hourly price is serviceName and prod
 "1 Hour", priced globally rather than per region (its data-processed meter is per GB). These are the filters
 infracost uses for the same API (infracost/infracost internal/resources/azure/linux_virtual_machine.go,
 bastion_host.go, internal/providers/terraform/azure/nat_gateway.go).
+
+Commitments, from the same API: a VM's reservation is an item of type "Reservation" with `reservationTerm`
+"1 Year" or "3 Years", whose retailPrice is the price of the whole term although its unitOfMeasure reads
+"1 Hour" (a published API answer for Standard_M8ms in eastus: 7740.0 for "1 Year", 11297.0 for "3 Years", in the
+AzureRetailPricesApi client's README sample). A savings plan's hourly rates ride on the pay-as-you-go item as
+`savingsPlan: [{"term": "1 Year", "retailPrice": ..., "unitPrice": ...}, ...]`, returned only by
+api-version=2023-01-01-preview ("Rates for savings plans are only available with" that version, the API page).
+hpclz keeps a reservation as its term's price (unit "1 Year" / "3 Years") and a savings plan as its hourly rate.
 """
 
 from __future__ import annotations
@@ -48,6 +56,42 @@ def bastion_meter(tier: str) -> str:
 
 
 NAT_GATEWAY_METER = "nat-gateway"
+TERMS = {"1 Year": 1, "3 Years": 3}
+
+
+def reserved_meter(size: str, years: int) -> str:
+    return f"vm-ri{years}y:{size}"
+
+
+def savings_meter(size: str, years: int) -> str:
+    return f"vm-savings{years}y:{size}"
+
+
+def _linux_vm(item: dict[str, Any]) -> bool:
+    """A Linux VM's own meter: not Windows, not low priority, not expired or free, named by its ARM size."""
+    if item.get("serviceName") != "Virtual Machines" or item.get("currencyCode", CURRENCY) != CURRENCY:
+        return False
+    if str(item.get("productName", "")).endswith("Windows") or str(item.get("skuName", "")).endswith("Low Priority"):
+        return False
+    return bool(item.get("armSkuName")) and not str(item.get("meterName", "")).endswith(("Expired", "Free"))
+
+
+def commitments(item: dict[str, Any]) -> list[tuple[str, float, str]]:
+    """(meter, USD, unit) of the reservation or savings plan prices an API item carries (see the module docstring)."""
+    if not _linux_vm(item) or str(item.get("skuName", "")).endswith(" Spot"):
+        return []
+    size = str(item["armSkuName"])
+    if item.get("type") == "Reservation":
+        term = str(item.get("reservationTerm", ""))
+        return [(reserved_meter(size, TERMS[term]), float(item["retailPrice"]), term)] if term in TERMS else []
+    if item.get("type") != "Consumption" or item.get("unitOfMeasure") != "1 Hour":
+        return []
+    out = []
+    for plan in item.get("savingsPlan") or []:
+        term, rate = str(plan.get("term", "")), plan.get("retailPrice", plan.get("unitPrice"))
+        if term in TERMS and isinstance(rate, int | float):
+            out.append((savings_meter(size, TERMS[term]), float(rate), "1 Hour"))
+    return out
 
 
 def meter_of(item: dict[str, Any]) -> str | None:
@@ -76,23 +120,22 @@ def select(items: list[dict[str, Any]], source: str) -> tuple[dict[str, Price], 
     clashes: set[str] = set()
     for item in items:
         meter = meter_of(item)
-        if meter is None:
-            continue
-        price = Price(
-            usd=float(item["retailPrice"]),
-            unit=str(item["unitOfMeasure"]),
-            effective=str(item.get("effectiveStartDate", ""))[:10],
-            source=source,
-        )
-        old = chosen.get(meter)
-        if old is None or price.effective > old.effective:
-            chosen[meter] = price
-            clashes.discard(meter)
-        elif price.effective == old.effective and price.usd != old.usd:
-            clashes.add(meter)
+        found = [] if meter is None else [(meter, float(item["retailPrice"]), str(item["unitOfMeasure"]))]
+        for meter, usd, unit in [*found, *commitments(item)]:
+            price = Price(usd=usd, unit=unit, effective=str(item.get("effectiveStartDate", ""))[:10], source=source)
+            _keep(chosen, clashes, meter, price)
     for meter in clashes:
         del chosen[meter]
     return chosen, [f"{m}: several prices with the same start date; left unpriced" for m in sorted(clashes)]
+
+
+def _keep(chosen: dict[str, Price], clashes: set[str], meter: str, price: Price) -> None:
+    old = chosen.get(meter)
+    if old is None or price.effective > old.effective:
+        chosen[meter] = price
+        clashes.discard(meter)
+    elif price.effective == old.effective and price.usd != old.usd:
+        clashes.add(meter)
 
 
 def cache_dir() -> Path:

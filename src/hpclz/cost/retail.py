@@ -8,6 +8,7 @@ a non-empty NextPageLink is the URL of the next page. Pages are followed only on
 from __future__ import annotations
 
 import json
+import logging
 import time
 import urllib.error
 import urllib.parse
@@ -21,7 +22,12 @@ from hpclz.config.root import LandingZoneConfig
 from hpclz.cost.prices import RegionPrices, load_region, select, today, write_region
 from hpclz.errors import ExitCode, HpclzError
 
+log = logging.getLogger(__name__)
+
 ENDPOINT = "https://prices.azure.com/api/retail/prices"
+# Savings plan rates come only with this version, which is backward compatible with the earlier ones; since it,
+# filter values are case-sensitive (the API page, "Preview version" and "Filter values are case sensitive").
+API_VERSION = "2023-01-01-preview"
 MAX_PAGES = 50  # a filtered query answers in a page or two; more means the filter matched far too much
 TIMEOUT_S = 30  # per socket read
 # The whole refresh, all pages, and one page's size: a server that answers a byte at a time never trips the per-read
@@ -75,7 +81,8 @@ def filters(config: LandingZoneConfig) -> list[str]:
     )
     any_size = " or ".join(f"armSkuName eq {_quote(s)}" for s in sizes)
     out = [
-        f"serviceName eq 'Virtual Machines' and armRegionName eq {region} and priceType eq 'Consumption' and ({any_size})"
+        f"serviceName eq 'Virtual Machines' and armRegionName eq {region} and "
+        f"(priceType eq 'Consumption' or priceType eq 'Reservation') and ({any_size})"
     ]
     if config.network.bastion.enabled:
         out.append(f"serviceName eq 'Azure Bastion' and armRegionName eq {region}")
@@ -93,7 +100,8 @@ def wanted(config: LandingZoneConfig) -> list[str]:
 def fetch(endpoint: str, odata_filter: str, clock: _Clock | None = None) -> list[dict[str, Any]]:
     """Every item the filter matches, following NextPageLink, within `clock`'s deadline."""
     clock = clock or _Clock(Limits())
-    url: str | None = f"{endpoint}?{urllib.parse.urlencode({'$filter': odata_filter}, quote_via=urllib.parse.quote)}"
+    query = {"api-version": API_VERSION, "$filter": odata_filter}
+    url: str | None = f"{endpoint}?{urllib.parse.urlencode(query, quote_via=urllib.parse.quote)}"
     home = urllib.parse.urlsplit(endpoint)[:2]
     items: list[dict[str, Any]] = []
     for _ in range(MAX_PAGES):
@@ -130,6 +138,7 @@ def _read(response: Any, url: str, clock: _Clock) -> bytes:
 
 def _get(url: str, clock: _Clock) -> dict[str, Any]:
     request = urllib.request.Request(url, headers={"Accept": "application/json", "User-Agent": "hpclz"})
+    log.info("GET %s", url)
     try:
         with urllib.request.urlopen(request, timeout=min(TIMEOUT_S, clock.left(url))) as response:
             body = json.loads(_read(response, url, clock).decode("utf-8"))
@@ -192,6 +201,7 @@ def current_prices(
     region = config.metadata.location
     book = load_region(region, cache)
     age = _age_days(book.as_of) if book is not None and book.origin == "cache" else None
+    log.info("prices for %s: %s", region, f"{book.origin} as of {book.as_of}" if book else "none cached")
     if age is not None and 0 <= age <= MAX_AGE_DAYS:
         return book, f"price cache read {book.as_of if book else ''} ({age} days old)"
     if offline:

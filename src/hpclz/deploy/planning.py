@@ -3,6 +3,7 @@ and say what an apply would do and cost. Optionally save the plan for `hpclz dep
 
 from __future__ import annotations
 
+import logging
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +30,8 @@ from hpclz.render.model import DeploymentPlan, Scope
 from hpclz.state.identity import ZoneIdentity, refuse_foreign_state
 from hpclz.state.model import StateDocument
 
+log = logging.getLogger(__name__)
+
 
 class PlanResult(ResultBody):
     file: str
@@ -41,11 +44,18 @@ class PlanResult(ResultBody):
     estimate: Estimate | None = Field(default=None, description="Monthly cost estimate (hpclz.cost).")
     racks: list[PartitionRacks] = Field(default_factory=list, description="Rack-scale partitions in NVLink domains.")
     quota: list[QuotaNeed] = Field(
-        default_factory=list, description="vCPUs per quota family with every node running, against compute.quotas."
+        default_factory=list,
+        description="vCPUs per quota family with every node running, against compute.quotas (and, where plan read "
+        "Azure, the live limit and use).",
+    )
+    live_checked: bool = Field(
+        default=False, description="The region's SKUs and the vCPU usage were read from Azure (plan read Azure)."
     )
 
     def exit_code(self) -> ExitCode:
         if self.changes is None or self.changes.blocked or any(f.severity is Severity.ERROR for f in self.findings):
+            return ExitCode.FAILED
+        if any(f.severity is Severity.ERROR for f in self.findings):  # a live check (a size the region lacks)
             return ExitCode.FAILED
         if self.detailed_exitcode and self.changes.has_changes:
             return ExitCode.CHANGES_PRESENT
@@ -64,7 +74,8 @@ class PlanResult(ResultBody):
             body["cost_estimate"] = self.estimate.payload()
         if self.racks:
             body["racks"] = [r.model_dump() for r in self.racks]
-        body["quota"] = [{**q.model_dump(mode="json"), "short": q.short} for q in self.quota]
+        body["quota"] = [{**q.model_dump(mode="json"), "short": q.short, "left": q.left} for q in self.quota]
+        body["live_checked"] = self.live_checked
         return body
 
 
@@ -134,6 +145,11 @@ def planned(loaded: LoadedConfig, options: PlanOptions, findings: list[Finding])
         result.changes = destroy_changeset(deployment_plan, state, options.include_data, owner)
         result.not_saved = "not saved: a destroy plan is applied with `hpclz destroy`" if options.out else None
         return result
+    log.info(
+        "planning against %s: %s",
+        f"state serial {state.serial}" if state else "no state",
+        "ARM what-if" if options.what_if else "offline" if options.offline or not options.refresh else "refresh",
+    )
     result.changes = _changes(loaded, deployment_plan, state, options)
     if options.what_if:  # online: what deploy's preflight would refuse before any write, said now
         from hpclz.deploy.preflight import marketplace_findings
@@ -142,8 +158,28 @@ def planned(loaded: LoadedConfig, options: PlanOptions, findings: list[Finding])
     result.estimate = _estimate(loaded, deployment_plan, state, options)
     result.racks = partition_racks(loaded.config)
     result.quota = quota_needs(loaded.config, load_catalog())
+    if reads_azure(options, state):
+        _live(result, loaded, deployment_plan, options)
     _save(result, options, deployment_plan, loaded, state)
     return result
+
+
+def reads_azure(options: PlanOptions, state: StateDocument | None) -> bool:
+    """Whether this plan reads Azure anyway (what-if, or the refresh of what state records): then it also reads the
+    region's SKUs and the subscription's vCPU usage. A plan of a zone not deployed yet stays credential-free."""
+    if options.offline:
+        return False
+    return options.what_if or options.refresh_only or (options.refresh and state is not None and bool(state.resources))
+
+
+def _live(result: PlanResult, loaded: LoadedConfig, deployment_plan: DeploymentPlan, options: PlanOptions) -> None:
+    from hpclz.deploy.plan_live import live_compute, with_live_quota
+
+    found, usages = live_compute(_arm(loaded), loaded, deployment_plan.location, options.suppress)
+    result.findings = [*result.findings, *found]
+    result.live_checked = True
+    if usages is not None:
+        with_live_quota(result.quota, usages)
 
 
 def _estimate(

@@ -86,7 +86,7 @@ def render_files(loaded: LoadedConfig, findings: list[Finding], opts: RenderOpti
         return RenderResult(file=str(path), out_dir=str(out_dir), plan=None, findings=findings)
     plan = build_plan(loaded.config)
     gated = _run_gates(plan) if opts.gates else GatesRun(not_run={"all": "--no-gates"})
-    extra = diagram_files(plan) if opts.diagram else {}
+    extra = diagram_files(plan, loaded.config) if opts.diagram else {}
     written = write_plan(plan, out_dir, extra, template_format, inputs=(Path(loaded.file),))
     notes = not_rendered(loaded.config)
     if opts.diagram:

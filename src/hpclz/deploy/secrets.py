@@ -10,6 +10,7 @@ from pydantic import SecretStr
 
 from hpclz.config.loader import LoadedConfig
 from hpclz.errors import ExitCode, HpclzError
+from hpclz.logs import register_secret
 from hpclz.render.model import DeploymentPlan
 from hpclz.secretscan import ENV_REFERENCE
 
@@ -38,7 +39,9 @@ def _secret_at(loaded: LoadedConfig, path: str) -> str:
                 f"{loaded.file}: {path}: environment variable {ref.group(1)} is not valid UTF-8",
                 exit_code=ExitCode.CONFIG_INVALID,
             ) from None
+        register_secret(resolved)
         return resolved
+    register_secret(value)
     return value
 
 

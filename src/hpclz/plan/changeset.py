@@ -79,6 +79,12 @@ class ResourceChange(BaseModel):
     verdict: Verdict = Field(default_factory=Verdict)
     changes: list[PropertyChange] = Field(default_factory=list)
     noise: list[PropertyChange] = Field(default_factory=list, description="Filtered what-if property changes.")
+    attributes: list[PropertyChange] = Field(
+        default_factory=list,
+        description="A create: every property the resource is created with, secrets as (sensitive) "
+        "(hpclz.plan.attributes).",
+    )
+    unchanged_attributes: int = Field(default=0, description="An update: how many properties stay as they are.")
 
     @property
     def data_loss(self) -> bool:
@@ -202,6 +208,9 @@ class ChangeSet(BaseModel):
     )
     stack_upgrade: StackUpgrade | None = Field(
         default=None, description="The triple changes: its ordered steps, or why the change is refused."
+    )
+    targets: list[str] = Field(
+        default_factory=list, description="`--target`: the IDs of the resources named (their attributes are shown)."
     )
 
     @property

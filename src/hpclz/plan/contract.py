@@ -136,7 +136,9 @@ def force_replacements(changes: ChangeSet, addresses: Sequence[str]) -> None:
 def targeted(changes: ChangeSet, plan: DeploymentPlan, addresses: Sequence[str]) -> DeploymentPlan:
     """`--target ADDRESS`: only the deployments holding those resources, and what they depend on; the change
     set keeps only their resources (other changes wait for a later, untargeted deploy)."""
-    wanted = {_one(changes, a, "--target").deployment for a in addresses}
+    named = [_one(changes, a, "--target") for a in addresses]
+    changes.targets = [r.id for r in named]
+    wanted = {r.deployment for r in named}
     by_name = {d.name: d for d in plan.deployments}
     todo = list(wanted)
     while todo:

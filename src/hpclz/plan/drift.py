@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from hpclz.plan import policies
+from hpclz.plan.attributes import masked, unchanged_count
 from hpclz.plan.changeset import Action, PropertyChange, ResourceChange, Verdict
 from hpclz.plan.offline import diff_values
 from hpclz.plan.resources import resource_label
@@ -112,13 +113,20 @@ def drift_of(record: ResourceRecord, live: dict[str, Any] | None) -> ResourceCha
     # Shown as Azure has it now -> what deploy puts back. A key Azure does not return (write-only ones such
     # as customData) is not compared; a named item (a security rule) missing or extra is.
     changes = [
-        PropertyChange(path=path, kind=_PUT_BACK_KIND[kind], before=now, after=wanted, verdict=PUT_BACK)
+        PropertyChange(
+            path=path,
+            kind=_PUT_BACK_KIND[kind],
+            before=masked(record.type, path, now),
+            after=masked(record.type, path, wanted),
+            verdict=PUT_BACK,
+        )
         for path, kind, wanted, now in diff_values(before, after)
         if kind is Action.MODIFY or path.endswith("]")
     ]
     if not changes:
         return None
-    return base.model_copy(update={"action": Action.MODIFY, "verdict": PUT_BACK, "changes": changes})
+    update = {"action": Action.MODIFY, "verdict": PUT_BACK, "changes": changes}
+    return base.model_copy(update={**update, "unchanged_attributes": unchanged_count(before, changes)})
 
 
 def as_azure_has_it(recorded: Any, live: Any) -> Any:

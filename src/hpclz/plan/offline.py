@@ -11,6 +11,7 @@ from typing import Any
 
 from hpclz.plan import decode, policies
 from hpclz.plan.assignments import is_role_assignment, key_of, maybe_same, pair_in_passes, surely_same
+from hpclz.plan.attributes import attributes, masked, unchanged_count
 from hpclz.plan.changeset import Action, ChangeSet, PropertyChange, ResourceChange, StateRef, Verdict, worst
 from hpclz.plan.resources import DesiredResource, desired_resources, id_key, parent_key, resource_label
 from hpclz.plan.unchanged import unchanged_deployments
@@ -54,13 +55,23 @@ def _named_list(value: Any) -> bool:
 
 
 def resource_change(
-    rtype: str, name: str, rid: str, deployment: str, data_bearing: bool, before: Any, after: Any
+    rtype: str,
+    name: str,
+    rid: str,
+    deployment: str,
+    data_bearing: bool,
+    before: Any,
+    after: Any,
+    secure: frozenset[str] = frozenset(),
 ) -> ResourceChange:
     """Classify one resource that exists on both sides: no change, in-place modify, or replace."""
     changes = []
     for path, kind, old, new in diff_values(before, after):
         verdict = policies.property_verdict(rtype, path, old, new, data_bearing, after)
         changes += _readable(path, kind, old, new, verdict)
+    for change in changes:  # judged on the real values above; shown masked
+        change.before = masked(rtype, change.path, change.before, secure)
+        change.after = masked(rtype, change.path, change.after, secure)
     return classify(
         ResourceChange(
             id=rid,
@@ -70,6 +81,7 @@ def resource_change(
             action=Action.NO_CHANGE,
             data_bearing=data_bearing,
             changes=changes,
+            unchanged_attributes=unchanged_count(after, changes) if changes else 0,
         )
     )
 
@@ -123,7 +135,7 @@ def offline_changeset(plan: DeploymentPlan, state: StateDocument | None) -> Chan
         else:
             data = record.data_bearing or policies.is_data_bearing(d.type)
             before, after = comparable(record.properties, d.body)
-            change = resource_change(d.type, d.name, record.id, d.deployment, data, before, after)
+            change = resource_change(d.type, d.name, record.id, d.deployment, data, before, after, d.secure)
             change.label = resource_label(d.type, d.name, d.id, d.body)
             changes.resources.append(change)
     # A record marked pending_delete is still in Azure whatever its deployment's hash says.
@@ -230,6 +242,7 @@ def create_change(d: DesiredResource) -> ResourceChange:
         action=Action.CREATE,
         data_bearing=policies.is_data_bearing(d.type),
         verdict=policies.create_verdict(d.type),
+        attributes=attributes(d.type, d.body, d.secure),
     )
 
 

@@ -31,6 +31,7 @@ class DesiredResource:
     deployment: str
     api_version: str
     body: dict[str, Any]
+    secure: frozenset[str] = frozenset()  # secureString/secureObject parameters in scope (hpclz.plan.attributes)
 
 
 @dataclass
@@ -40,6 +41,7 @@ class _Context:
     resource_group: str | None
     parameters: dict[str, Any]
     variables: dict[str, Any]
+    secure: frozenset[str] = frozenset()
 
     def scope_id(self, scope: str) -> str:
         """An extension resource's `scope`: a full ID, or (symbolic form) `Namespace/type/name` in this group."""
@@ -61,6 +63,15 @@ class _Context:
         if isinstance(value, list):
             return [self.resolve(v) for v in value]
         return value
+
+
+def _secure_names(template: dict[str, Any]) -> frozenset[str]:
+    specs = template.get("parameters", {})
+    return frozenset(
+        name
+        for name, spec in specs.items()
+        if isinstance(spec, dict) and str(spec.get("type", "")).lower() in ("securestring", "secureobject")
+    )
 
 
 def _parameter_values(template: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:
@@ -120,7 +131,7 @@ def deployment_resources(deployment: Deployment, subscription: str) -> list[Desi
     rg = deployment.resource_group if deployment.scope is Scope.RESOURCE_GROUP else None
     template = deployment.template
     params = _parameter_values(template, deployment.parameters)
-    ctx = _Context(deployment.name, subscription, rg, params, {})
+    ctx = _Context(deployment.name, subscription, rg, params, {}, _secure_names(template))
     ctx.variables = ctx.resolve(template.get("variables", {}))
     out: list[DesiredResource] = []
     _collect(template.get("resources", []), ctx, "", "", out)
@@ -143,7 +154,8 @@ def _collect(resources: Any, ctx: _Context, parent_type: str, parent_name: str, 
         rid = resource_id(ctx.subscription, ctx.resource_group, rtype, name)
         if "scope" in raw:
             rid = f"{ctx.scope_id(str(ctx.resolve(raw['scope'])))}/providers/{rtype}/{name}"
-        out.append(DesiredResource(rid, rtype, name, ctx.deployment, str(raw.get("apiVersion", "")), body))
+        api = str(raw.get("apiVersion", ""))
+        out.append(DesiredResource(rid, rtype, name, ctx.deployment, api, body, ctx.secure))
         _collect(raw.get("resources", []), ctx, rtype, name, out)
 
 
@@ -157,7 +169,8 @@ def _collect_nested(raw: dict[str, Any], ctx: _Context, out: list[DesiredResourc
     # deploy-to-resource-group.md: "add a nested deployment and include the `subscriptionId` property").
     default = None if "subscriptionId" in raw and "resourceGroup" not in raw else ctx.resource_group
     rg = ctx.resolve(raw.get("resourceGroup", default))
-    nested = _Context(ctx.deployment, ctx.subscription, rg, _parameter_values(template, given), {})
+    values = _parameter_values(template, given)
+    nested = _Context(ctx.deployment, ctx.subscription, rg, values, {}, ctx.secure | _secure_names(template))
     nested.variables = nested.resolve(template.get("variables", {}))
     _collect(template.get("resources", []), nested, "", "", out)
 

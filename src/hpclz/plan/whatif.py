@@ -18,6 +18,7 @@ from typing import Any
 
 from hpclz.errors import ExitCode, HpclzError
 from hpclz.plan import policies
+from hpclz.plan.attributes import attributes, masked, unchanged_count
 from hpclz.plan.changeset import Action, ChangeSet, PropertyChange, ResourceChange, Verdict
 from hpclz.plan.offline import classify
 from hpclz.plan.resources import parse_resource_id, resource_label
@@ -179,7 +180,10 @@ def map_change(raw: dict[str, Any], deployment: str) -> ResourceChange:
         data_bearing=data,
     )
     if kind == "Create":
-        return base.model_copy(update={"action": Action.CREATE, "verdict": policies.create_verdict(rtype)})
+        created = raw.get("after")
+        created = created if isinstance(created, dict) else {}
+        update = {"action": Action.CREATE, "verdict": policies.create_verdict(rtype)}
+        return base.model_copy(update={**update, "attributes": attributes(rtype, created)})
     if kind == "Delete":
         return base.model_copy(update={"action": Action.DELETE, "verdict": policies.delete_verdict(rtype, data)})
     if kind == "NoChange":
@@ -189,6 +193,10 @@ def map_change(raw: dict[str, Any], deployment: str) -> ResourceChange:
         change.verdict = policies.property_verdict(rtype, judged, was, now, data, after)
         change.noise_reason = noise_reason(rtype, change)
         (base.noise if change.noise_reason else base.changes).append(change)
+    for change in [*base.changes, *base.noise]:  # judged on the real values above; shown masked
+        change.before = masked(rtype, change.path, change.before)
+        change.after = masked(rtype, change.path, change.after)
+    base.unchanged_attributes = unchanged_count(after, [*base.changes, *base.noise]) if base.changes else 0
     classify(base)
     if kind == "Deploy" and not base.changes and not base.noise:
         base.action = Action.MODIFY

@@ -7,6 +7,7 @@ its own resource group, after the deployments whose resources it references by d
 from __future__ import annotations
 
 import hashlib
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,6 +18,8 @@ from hpclz.render.arm import RG_TEMPLATE_SCHEMA, SUBSCRIPTION_TEMPLATE_SCHEMA
 from hpclz.render.engine import render_json
 from hpclz.render.model import Deployment, DeploymentPlan, Scope, canonical_json
 from hpclz.render.zone import Zone
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -140,6 +143,7 @@ def build_plan(config: LandingZoneConfig) -> DeploymentPlan:
         config_hash=config_hash(config),
         deployments=deployments,
     )
+    log.info("rendered %d deployments: %s", len(deployments), ", ".join(d.name for d in deployments))
     # A plan Azure would refuse for its size never leaves render (hpclz.render.limits).
     limits.check(limits.measure(plan))
     return plan

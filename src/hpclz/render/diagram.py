@@ -1,4 +1,5 @@
-"""A topology picture of a plan: one box per deployment holding its resources, arrows for depends_on.
+"""Pictures of a plan: the network and the cluster (hpclz.render.topology, `network.*`), and the deployments (one
+box per deployment holding its resources, arrows for depends_on, `diagram.*`).
 
 Mermaid and Graphviz DOT are text, written always; SVG and PNG only where Graphviz `dot` is installed.
 """
@@ -10,12 +11,15 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from hpclz.config.root import LandingZoneConfig
 from hpclz.render.model import DeploymentPlan
+from hpclz.render.topology import NETWORK_STEM, network_files
 
 DIAGRAM_STEM = "diagram"
 IMAGE_FORMATS = ("svg", "png")
 # Every file a diagram may leave behind, so a later render can remove them.
-DIAGRAM_FILES = tuple(f"{DIAGRAM_STEM}.{fmt}" for fmt in ("mmd", "dot", *IMAGE_FORMATS))
+STEMS = (NETWORK_STEM, DIAGRAM_STEM)
+DIAGRAM_FILES = tuple(f"{stem}.{fmt}" for stem in STEMS for fmt in ("mmd", "dot", *IMAGE_FORMATS))
 # Children and glue resources would crowd the picture without telling a reader anything new.
 _HIDDEN = ("Microsoft.Authorization/roleAssignments", "/virtualNetworkLinks", "/privateDnsZoneGroups", "/blobServices")
 
@@ -74,13 +78,15 @@ def dot(plan: DeploymentPlan) -> str:
     return "\n".join(lines) + "\n"
 
 
-def diagram_files(plan: DeploymentPlan) -> dict[str, str]:
-    return {f"{DIAGRAM_STEM}.mmd": mermaid(plan), f"{DIAGRAM_STEM}.dot": dot(plan)}
+def diagram_files(plan: DeploymentPlan, config: LandingZoneConfig | None = None) -> dict[str, str]:
+    """The deployments' picture, and with `config` the network and the cluster's."""
+    files = {f"{DIAGRAM_STEM}.mmd": mermaid(plan), f"{DIAGRAM_STEM}.dot": dot(plan)}
+    return {**(network_files(config, plan) if config is not None else {}), **files}
 
 
 NO_GRAPHVIZ = (
     "diagram: SVG and PNG not drawn: Graphviz `dot` is not on PATH (install the graphviz package); "
-    "the Mermaid (.mmd) and DOT files are written"
+    "the Mermaid (.mmd) and DOT files of the network and the deployments are written"
 )
 
 
@@ -94,10 +100,13 @@ def render_images(out_dir: Path) -> list[Path]:
     exe = shutil.which("dot")
     if exe is None:
         return []
-    dot_file = out_dir / f"{DIAGRAM_STEM}.dot"
     made = []
-    for fmt in IMAGE_FORMATS:
-        target = dot_file.with_suffix(f".{fmt}")
-        subprocess.run([exe, f"-T{fmt}", str(dot_file), "-o", str(target)], check=True, capture_output=True)
-        made.append(target)
+    for stem in STEMS:
+        dot_file = out_dir / f"{stem}.dot"
+        if not dot_file.is_file():
+            continue
+        for fmt in IMAGE_FORMATS:
+            target = dot_file.with_suffix(f".{fmt}")
+            subprocess.run([exe, f"-T{fmt}", str(dot_file), "-o", str(target)], check=True, capture_output=True)
+            made.append(target)
     return made

@@ -1,4 +1,5 @@
-"""`hpclz explain ID`: a rule's documentation, read from the installed package (no docs/ folder needed)."""
+"""`hpclz explain ID`: a rule's documentation, read from the installed package (no docs/ folder needed); and
+`hpclz explain docs/patching.md`: a document a message names, from the copy the package ships (package_data)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ import difflib
 import inspect
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from pydantic import Field
 
 from hpclz.errors import ExitCode, HpclzError
 from hpclz.output import CommandResult, ResultBody
@@ -52,6 +55,36 @@ def explain(opts: ExplainOptions) -> CommandResult[RuleDoc]:
         hint = f"; did you mean {close[0]}?" if close else "; `hpclz explain --list` shows every rule"
         raise HpclzError(f"no rule {rule_id!r}{hint}", exit_code=ExitCode.USAGE)
     return CommandResult(command="explain", payload=_doc(rules[wanted]))
+
+
+class DocPage(ResultBody):
+    path: str = Field(description="As messages name it: docs/patching.md.")
+    location: str = Field(description="Where this installation keeps it.")
+    text: str
+
+
+def is_doc(name: str) -> bool:
+    return name.startswith("docs/") or name.endswith(".md")
+
+
+def doc_page(opts: ExplainOptions) -> CommandResult[DocPage]:
+    """The shipped copy of the docs/ document (or bare file name ending .md) `opts.rule_id` names; only files in the docs
+    folder."""
+    from hpclz.package_data import docs_dir
+
+    name = opts.rule_id
+
+    root = docs_dir().resolve()
+    relative = name.strip().removeprefix("docs/")
+    relative = relative if relative.endswith((".md", ".json")) else f"{relative}.md"
+    target = (root / relative).resolve()
+    if not target.is_relative_to(root) or not target.is_file():
+        shipped = sorted(p.relative_to(root).as_posix() for p in root.rglob("*.md"))
+        close = difflib.get_close_matches(relative, shipped, n=1, cutoff=0.6)
+        hint = f"; did you mean docs/{close[0]}?" if close else f"; shipped: {', '.join(shipped)}"
+        raise HpclzError(f"no document {name!r}{hint}", exit_code=ExitCode.USAGE)
+    page = DocPage(path=f"docs/{relative}", location=str(target), text=target.read_text(encoding="utf-8"))
+    return CommandResult(command="explain", payload=page)
 
 
 def every_rule() -> CommandResult[RuleList]:

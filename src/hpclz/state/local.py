@@ -10,6 +10,7 @@ write.lock          a short mutex around read-check-rename of one write
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,6 +23,8 @@ from hpclz.state.errors import StateConflictError, StateLockedError, StateStorag
 from hpclz.state.guard import SecretGuard
 from hpclz.state.lockinfo import LockInfo, locked_error_message, unlock_hint
 from hpclz.state.model import StateDocument
+
+log = logging.getLogger(__name__)
 
 _UNREAD = object()  # `write` before any `read`: only the document's own serial and lineage are checked
 WRITE_MUTEX_TIMEOUT_S = 10.0
@@ -75,6 +78,7 @@ class LocalBackend:
 
     def read(self) -> StateDocument | None:
         doc = _load(self.state_file)
+        log.info("read state %s: %s", self.location, f"serial {doc.serial}" if doc else "none yet")
         if doc is not None:
             check_owner(doc, self.root.name, self.location)
         self._read_serial = doc.serial if doc else None

@@ -7,10 +7,12 @@ value from the config or a template is escaped: `partitions[gpu]` must not read 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from rich.markup import escape
 
+from hpclz.plan.attributes import SENSITIVE
 from hpclz.plan.changeset import (
     Action,
     ChangeSet,
@@ -48,6 +50,8 @@ MAX_VALUE = 100
 
 def value(v: Any) -> str:
     """A value on one line, whole: a plan that cuts values hides the very change it shows."""
+    if v == SENSITIVE:  # a marker, not a value: unquoted as terraform prints `(sensitive value)`
+        return SENSITIVE
     text = json.dumps(v, sort_keys=True, ensure_ascii=False) if not isinstance(v, str) else json.dumps(v)
     return escape(text)
 
@@ -113,16 +117,39 @@ def property_line(change: PropertyChange, noise: bool = False) -> str:
     return f"      {_symbol(change.kind)} {body}{note}"
 
 
+def attribute_line(change: PropertyChange) -> str:
+    """`+ path = value` (terraform's create), long values below it line by line; an encoded userData or
+    customData as the size of what it carries (`hpclz render` writes it out whole)."""
+    from hpclz.plan.decode import decode_text, is_encoded
+
+    path = escape(change.path)
+    text = decode_text(change.after) if is_encoded(change.path) else None
+    if text is not None:
+        return f"      {_symbol(Action.CREATE)} {path} = [dim](base64, {len(text.splitlines())} lines decoded)[/]"
+    if _long(change.after):
+        return f"      {_symbol(Action.CREATE)} {path} ={_block(change.after, '+', 'green', ' ' * 12)}"
+    return f"      {_symbol(Action.CREATE)} {path} = {value(change.after)}"
+
+
+def _hidden(count: int) -> str:
+    return f"      [dim]# ({count} unchanged attribute{'' if count == 1 else 's'} hidden)[/]"
+
+
 def title_of(change: ResourceChange) -> str:
     """Type and readable label (role assignments: role -> principal at scope); the ID still identifies it."""
     return f"{escape(change.type)} {escape(change.label or change.name)}"
 
 
-def resource_lines(change: ResourceChange, show_noise: bool) -> list[str]:
+def resource_lines(change: ResourceChange, show_noise: bool, show_attributes: bool = False) -> list[str]:
+    """A create is one line, with every attribute below it when `show_attributes`; an update shows each changed
+    property and how many stay as they are."""
     where = f" (deployment {escape(change.deployment)})" if change.deployment else ""
     title = title_of(change)
     v = change.verdict
-    if change.action is Action.CREATE or (change.action is Action.DELETE and not change.data_loss):
+    if change.action is Action.CREATE:
+        attributes = [attribute_line(a) for a in change.attributes] if show_attributes else []
+        return [f"{_symbol(change.action)} {title}[dim]{where}[/]", *attributes]
+    if change.action is Action.DELETE and not change.data_loss:
         return [f"{_symbol(change.action)} {title}[dim]{where}[/]"]
     lines = [f"  [bold]# {title}[/] {HEADINGS[change.action]}{where}"]
     if (
@@ -135,6 +162,8 @@ def resource_lines(change: ResourceChange, show_noise: bool) -> list[str]:
     lines.extend(property_line(p) for p in change.changes)
     if show_noise:
         lines.extend(property_line(p, noise=True) for p in change.noise)
+    if change.unchanged_attributes:
+        lines.append(_hidden(change.unchanged_attributes))
     return lines
 
 
@@ -176,7 +205,10 @@ def impacts(cs: ChangeSet) -> list[str]:
     return out
 
 
-def print_changeset(out: Console, cs: ChangeSet, *, show_noise: bool = False, state_location: str = "") -> None:
+def print_changeset(
+    out: Console, cs: ChangeSet, *, show_noise: bool = False, state_location: str = "", show_attributes: bool = False
+) -> None:
+    """`show_attributes`: every created resource's attributes; without it only those of the `--target` ones."""
     against = (
         f"state serial {cs.state.serial} (lineage {cs.state.lineage[:8]})"
         if cs.state
@@ -192,7 +224,7 @@ def print_changeset(out: Console, cs: ChangeSet, *, show_noise: bool = False, st
         out.print("\n[green]No changes.[/] The landing zone matches the configuration.")
     if cs.mode == "offline" and not cs.refreshed and cs.state is not None:
         out.print("[dim]Compared with the state only (--refresh=false); Azure was not read, so drift is not shown.[/]")
-    _actions_section(out, cs, show_noise)
+    _actions_section(out, cs, show_noise, show_attributes)
     if show_noise:
         _noise_section(out, cs)
     for item in cs.unsupported:
@@ -253,12 +285,15 @@ def _upgrade_section(out: Console, cs: ChangeSet) -> None:
     out.print("\n".join(f"    {escape(step)}" for step in up.steps))
 
 
-def _print_resources(out: Console, resources: list[ResourceChange], show_noise: bool) -> None:
+def _print_resources(
+    out: Console, resources: list[ResourceChange], show_noise: bool, attributes_of: Callable[[str], bool] | None = None
+) -> None:
+    """`attributes_of(id)`: whether that resource's attributes are shown (a create's)."""
     # One print for the whole list: each rich Console.print call renders on its own, and one call per resource
     # (132 for the energy preset) was about 6 % of `hpclz plan` (cProfile); the text printed is the same.
     blocks = []
     for resource in resources:
-        lines = resource_lines(resource, show_noise)
+        lines = resource_lines(resource, show_noise, attributes_of is not None and attributes_of(resource.id))
         blocks.append("\n".join(lines) + ("\n" if len(lines) > 1 else "") + "\n")
     if blocks:
         out.print("".join(blocks), end="")
@@ -271,7 +306,7 @@ def _drift_section(out: Console, cs: ChangeSet, show_noise: bool) -> None:
         _print_resources(out, cs.drift, show_noise)
 
 
-def _actions_section(out: Console, cs: ChangeSet, show_noise: bool) -> None:
+def _actions_section(out: Console, cs: ChangeSet, show_noise: bool, show_attributes: bool) -> None:
     changed = cs.changed_resources
     if not changed:
         return
@@ -283,7 +318,8 @@ def _actions_section(out: Console, cs: ChangeSet, show_noise: bool) -> None:
             "[dim](ARM what-if: changes made outside hpclz are listed too; `hpclz deploy` puts those back unless"
             " run with --refresh=false)[/]\n"
         )
-    _print_resources(out, changed, show_noise)
+    targets = {t.lower() for t in cs.targets}
+    _print_resources(out, changed, show_noise, lambda rid: show_attributes or rid.lower() in targets)
 
 
 def _noise_section(out: Console, cs: ChangeSet) -> None:

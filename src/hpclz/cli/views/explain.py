@@ -8,7 +8,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from hpclz.output import CommandResult
-    from hpclz.services.explain import RuleDoc, RuleList
+    from hpclz.services.explain import DocPage, RuleDoc, RuleList
 
 
 def show(out: Console, result: CommandResult[RuleDoc]) -> None:
@@ -18,6 +18,11 @@ def show(out: Console, result: CommandResult[RuleDoc]) -> None:
         out.print(doc.why + "\n", markup=False)
     out.print(f"Fix: {doc.fix}", markup=False)
     out.print(f"Silence it with --suppress {doc.id} or the config's suppress: list.", markup=False)
+
+
+def show_doc(out: Console, result: CommandResult[DocPage]) -> None:
+    out.print(f"{result.payload.path} ({result.payload.location})\n", markup=False, highlight=False)
+    out.print(result.payload.text, markup=False, highlight=False)
 
 
 def show_list(out: Console, result: CommandResult[RuleList]) -> None:

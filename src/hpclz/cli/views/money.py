@@ -36,6 +36,17 @@ def _line(li: CostLine) -> str:
     return f"    {name}: {units}{usd(li.unit_usd)}/h x {li.hours:g} h = {usd(li.monthly_usd)}/month"
 
 
+def commitment_line(li: CostLine) -> str | None:
+    """`1-year reservation $X/month (-40%), ...` beside a priced pay-as-you-go VM line, where prices are known."""
+    if not li.commitments or not li.monthly_usd:
+        return None
+    parts = []
+    for c in li.commitments:
+        change = (c.monthly_usd - li.monthly_usd) / li.monthly_usd
+        parts.append(f"{c.years}-year {c.kind} {usd(c.monthly_usd)}/month ({change:+.0%})")
+    return f"      [dim]or {'; '.join(parts)}[/]"
+
+
 def subtotal(est: Estimate, group: str) -> str:
     """A group's sum, never a bare $0.00 for lines that have no price: unknown, or a lower bound."""
     lines = [li for li in est.lines if li.group == group]
@@ -46,6 +57,16 @@ def subtotal(est: Estimate, group: str) -> str:
     return f"{group} {'at least ' if len(priced) < len(lines) else ''}{usd(value)}"
 
 
+def _with_commitments(lines: list[CostLine]) -> list[str]:
+    out = []
+    for li in lines:
+        out.append(_line(li))
+        also = commitment_line(li)
+        if also:
+            out.append(also)
+    return out
+
+
 def estimate_lines(est: Estimate) -> list[str]:
     origin = {"cache": "refreshed", "snapshot": "shipped snapshot", "none": "no prices for this region"}
     as_of = f" of {est.prices_as_of}" if est.prices_as_of else ""
@@ -54,9 +75,9 @@ def estimate_lines(est: Estimate) -> list[str]:
         f"{origin.get(est.prices_from, est.prices_from)}{as_of}):",
         *([f"  [dim]{escape(est.prices_note)}[/]"] if est.prices_note else []),
         "  Idle baseline (always on, 730 h/month):",
-        *(_line(li) for li in est.lines if li.group == "baseline"),
+        *_with_commitments([li for li in est.lines if li.group == "baseline"]),
         f"  Partitions (every node, {est.partition_hours:g} h/month):",
-        *(_line(li) for li in est.lines if li.group == "partition"),
+        *_with_commitments([li for li in est.lines if li.group == "partition"]),
     ]
     if est.unpriced and not est.total_usd:
         out.append(
@@ -87,10 +108,19 @@ def quota_lines(needs: list[QuotaNeed], region: str) -> list[str]:
     """vCPUs per quota family with every node running, against compute.quotas; shown whether declared or not."""
     if not needs:
         return []
-    out = ["\n[bold]vCPU quota needed[/] (every node running; compute.quotas is what you declared):"]
+    live = any(n.left is not None for n in needs)
+    against_what = "the subscription's live limit and use" if live else "compute.quotas is what you declared"
+    out = [f"\n[bold]vCPU quota needed[/] (every node running; {against_what}):"]
     for need in needs:
         users = escape(", ".join(need.users))
-        if need.declared is None:
+        if need.left is not None:
+            room = f"{need.limit:,} limit, {need.in_use:,} in use"
+            against = (
+                f"[red]{room}: short by {need.vcpus - need.left:,}[/]"
+                if need.short
+                else f"[green]{room}: {need.left - need.vcpus:,} to spare[/]"
+            )
+        elif need.declared is None:
             against = f"[yellow]no quota declared[/]: check `az vm list-usage -l {escape(region)}`"
         elif need.short:
             against = f"[red]{need.declared:,} declared: short by {need.vcpus - need.declared:,}[/]"

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 from hpclz.cli.views.changeset import print_changeset
 from hpclz.cli.views.findings import print_findings
 from hpclz.cli.views.money import print_estimate, print_quota
+from hpclz.plan.changeset import Action
 from hpclz.severity import Severity
 
 if TYPE_CHECKING:
@@ -16,13 +17,24 @@ if TYPE_CHECKING:
     from hpclz.services.plan import PlanResult
 
 
-def show(console: Console, result: CommandResult[PlanResult], *, show_noise: bool) -> None:
+def show(
+    console: Console, result: CommandResult[PlanResult], *, show_noise: bool, show_attributes: bool = False
+) -> None:
     body = result.payload
     print_findings(console, [f for f in result.findings if f.severity is not Severity.INFO])
     if body.changes is None:
         console.print(f"[red]✗[/] {body.file} fails validation; fix the errors above, then plan again")
         return
-    print_changeset(console, body.changes, show_noise=show_noise, state_location=body.state_location)
+    print_changeset(
+        console,
+        body.changes,
+        show_noise=show_noise,
+        state_location=body.state_location,
+        show_attributes=show_attributes,
+    )
+    hidden = sum(1 for r in body.changes.changed_resources if r.action is Action.CREATE and r.attributes)
+    if hidden and not show_attributes and not body.changes.targets:
+        console.print(f"[dim]Attributes of the {hidden} resources to create: --attributes or -o json shows them.[/]")
     for r in body.racks:
         part = f" and {r.part_rack_nodes} nodes of a part rack" if r.part_rack_nodes else ""
         console.print(
