@@ -128,7 +128,7 @@ class Authorization:
                 str(props.get("roleDefinitionId", "")).rstrip("/").rsplit("/", 1)[-1],
                 str(props.get("scope") or r["id"].lower().split("/providers/microsoft.authorization/")[0]),
             )
-            for r in resources.values()
+            for r in list(resources.values())
             if str(r.get("type", "")).lower() == ROLE_ASSIGNMENTS
             for props in [r.get("properties") or {}]
         ]

@@ -90,7 +90,7 @@ def assignments_over(resource_id: str, resources: dict[str, dict[str, Any]]) -> 
     """The policy assignments whose scope holds the resource (an assignment's scope is the ID it is an extension of)."""
     rid = resource_id.lower()
     out = []
-    for key, r in resources.items():
+    for key, r in list(resources.items()):
         if str(r.get("type", "")).lower() != POLICY_ASSIGNMENTS:
             continue
         scope = key.split("/providers/microsoft.authorization/policyassignments/")[0]

@@ -105,7 +105,7 @@ def private_route(target_id: str, group: str, origin: Origin, resources: dict[st
     if origin.subnet is None:
         return False
     vnet = vnet_of(origin.subnet)
-    for endpoint in resources.values():
+    for endpoint in list(resources.values()):
         if str(endpoint.get("type", "")).lower() != PRIVATE_ENDPOINTS or not _connects(endpoint, target_id, group):
             continue
         endpoint_vnet = vnet_of(str(((endpoint.get("properties") or {}).get("subnet") or {}).get("id", "")))
@@ -160,7 +160,7 @@ def _routes(source_vnet: str, endpoint_vnet: str, resources: dict[str, dict[str,
     return any(
         rid.startswith(prefix)
         and str(((r.get("properties") or {}).get("remoteVirtualNetwork") or {}).get("id", "")).lower() == endpoint_vnet
-        for rid, r in resources.items()
+        for rid, r in list(resources.items())
     )
 
 
@@ -169,7 +169,9 @@ def _resolves_privately(endpoint: dict[str, Any], group: str, vnet: str, resourc
     otherwise the name resolves to the public endpoint and the call goes there."""
     wanted = PRIVATE_DNS_ZONES[group]
     zone_groups = [
-        r for rid, r in resources.items() if rid.startswith(str(endpoint["id"]).lower() + "/privatednszonegroups/")
+        r
+        for rid, r in list(resources.items())
+        if rid.startswith(str(endpoint["id"]).lower() + "/privatednszonegroups/")
     ]
     zones = {
         str((config.get("properties") or {}).get("privateDnsZoneId", "")).lower()
@@ -179,7 +181,7 @@ def _resolves_privately(endpoint: dict[str, Any], group: str, vnet: str, resourc
     for zone in zones:
         if zone.rsplit("/", 1)[-1] != wanted:
             continue
-        links = [r for rid, r in resources.items() if rid.startswith(zone + "/virtualnetworklinks/")]
+        links = [r for rid, r in list(resources.items()) if rid.startswith(zone + "/virtualnetworklinks/")]
         if any(
             str(((link.get("properties") or {}).get("virtualNetwork") or {}).get("id", "")).lower() == vnet
             for link in links
