@@ -883,3 +883,34 @@ def test_a_full_disk_at_lock_time_is_one_line_and_writes_nothing(
     assert writes_since(arm, start) == []
     assert {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()} == before  # no temp file, no lock record
     assert run_cli("deploy", str(energy), "--yes").exit_code == 0  # the lock was released
+
+
+def test_netapp_volume_converted_between_nfsv3_and_nfsv41_in_place(
+    arm: ArmStandIn, manufacturing: Path, run_cli: RunCli
+) -> None:
+    """Azure NetApp Files converts a volume's NFS version in place, data kept, once its clients have unmounted it
+    (https://learn.microsoft.com/azure/azure-netapp-files/convert-nfsv3-nfsv41; hpclz.plan.policies NFS_CONVERSION):
+    no data-loss flag, no delete; consent to the disruption instead."""
+    assert run_cli("deploy", str(manufacturing), "--yes").exit_code == 0
+    volume = next(k for k in arm.world.resources if k.endswith("/volumes/vol-cae-results-test-weu"))
+    edit(
+        manufacturing, (("protocol: NFSv3, mount_point: /anf/results", "protocol: NFSv4.1, mount_point: /anf/results"),)
+    )
+
+    plan = run_cli("plan", str(manufacturing))
+    assert plan.exit_code == 0, plan.stdout + plan.stderr
+    assert "storage.netapp.volumes[results].protocol" in plan.stdout and "converted" in plan.stdout, plan.stdout
+    assert "unmount the volume on every node first" in plan.stdout
+    assert "DATA LOSS" not in plan.stdout and "-/+" not in plan.stdout.split("hpclz will perform")[-1]
+
+    start = len(arm.log)
+    refused = run_cli("deploy", str(manufacturing), "--yes")
+    assert refused.exit_code == 1 and "--allow-disruption" in refused.stderr, refused.stderr
+    assert writes_since(arm, start) == []
+
+    applied = run_cli("deploy", str(manufacturing), "--yes", "--allow-disruption")
+    assert applied.exit_code == 0, applied.stdout + applied.stderr
+    assert "DELETE" not in writes_since(arm, start)
+    assert arm.world.resources[volume]["properties"]["protocolTypes"] == ["NFSv4.1"]
+    assert_plan_clean(run_cli, manufacturing)
+    assert_inventory_is_state(arm, manufacturing)

@@ -82,6 +82,8 @@ _NODE_RESTART = (
 IN_PLACE_REASONS: dict[str, str] = {
     "metadata.tags.*": "tags update in place on every resource",
     "compute.partitions[*].max_nodes": "CycleCloud changes the nodearray limit in place; running nodes stay",
+    "storage.netapp.volumes[*].protocol": policies.NFS_CONVERSION.reason,
+    "storage.shared.protocol": policies.NFS_CONVERSION.reason,
     # hpclz.config.compute.NodeRole says where these facts come from.
     "compute.scheduler.vm_size": _NODE_RESTART.format(node="the scheduler node"),
     "compute.scheduler.image": _NODE_RESTART.format(node="the scheduler node"),
@@ -224,6 +226,8 @@ def _action(policy: Policy, shape: str, partition: str) -> str:
             else ("drain the affected partitions first")
         )
     if policy is Policy.RESTART_NODES:
+        if shape.endswith(".protocol"):
+            return policies.NFS_CONVERSION_ACTION
         return "restart the affected nodes in a maintenance window"
     if policy is Policy.REPLACE_DATA:
         return "copy the data off first"
