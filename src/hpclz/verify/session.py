@@ -441,6 +441,7 @@ def _workload(
     from hpclz.verify.workload import chain
     from hpclz.verify.workload.expectations import for_gpu
     from hpclz.verify.workload.scripts import DEFAULT_IMAGE, TOPO_FILES, WorkloadPlan
+    from hpclz.verify.workload.shape import PROOF_MODEL, STANDIN_MODEL
 
     by_partition = _healthy_by_partition(tested, infos)
     if not by_partition:
@@ -451,7 +452,7 @@ def _workload(
         gpus = entry.gpu_count if entry and entry.gpu_count else 0
         plan = WorkloadPlan(
             work_dir=work / (f"workload-{partition}" if partition else "workload"),
-            shape=chain.STANDIN_MODEL if opts.workload_engine == "cpu" else chain.PROOF_MODEL,
+            shape=STANDIN_MODEL if opts.workload_engine == "cpu" else PROOF_MODEL,
             mode="standin" if opts.workload_engine == "cpu" else "megatron",
             train_iters=opts.workload_iters,
             gpus_per_node=gpus or 1,

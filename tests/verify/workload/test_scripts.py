@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from hpclz.verify.workload import scripts
-from hpclz.verify.workload.chain import PROOF_MODEL
 from hpclz.verify.workload.scripts import WorkloadPlan
+from hpclz.verify.workload.shape import PROOF_MODEL
 from tests.conftest import require
 
 GPU_PLAN = WorkloadPlan(
@@ -68,9 +68,9 @@ def test_training_runs_megatron_in_the_pinned_container_with_azures_nccl_setting
 def test_setup_pins_the_image_by_digest_and_checks_the_checkout() -> None:
     text = scripts.setup_script(GPU_PLAN)
     assert "docker://nvcr.io#nvidia/pytorch@sha256:" in text
-    assert "checkout --quiet --detach 00736f4c796c3b9b4bc0609320064a0afdcd8edc" in text
+    assert "checkout --quiet --detach f2619067782edcbca7b7a3342650bf2fdc9a8942" in text
     assert (
-        "test \"$(git -C '/shared/hpclz proof/Megatron-LM' rev-parse HEAD)\" = 00736f4c796c3b9b4bc0609320064a0afdcd8edc"
+        "test \"$(git -C '/shared/hpclz proof/Megatron-LM' rev-parse HEAD)\" = f2619067782edcbca7b7a3342650bf2fdc9a8942"
         in text
     )
     assert "pip install" not in text  # nothing fetched by name at run time

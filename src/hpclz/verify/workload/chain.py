@@ -24,15 +24,7 @@ from hpclz.verify.workload import megatron_log, scripts
 from hpclz.verify.workload.expectations import Expectation
 from hpclz.verify.workload.judge import Judged, RunLog, judge
 from hpclz.verify.workload.scripts import WorkloadPlan
-from hpclz.verify.workload.shape import GPTShape
 
-# The proof's model: GPT-2 small's shape (12 layers, 768 wide, 12 heads; Radford et al. 2019), a byte vocabulary,
-# 2,048 tokens of context: small enough to train a few hundred steps in minutes on one GPU, large enough that
-# its GEMMs keep a GPU busy.
-PROOF_MODEL = GPTShape(layers=12, hidden=768, heads=12, seq_length=2048, vocab=256, micro_batch=4, global_batch=4)
-# The CPU stand-in proves the scheduler, the shared folder and the job chain, not a CPU's speed: a model small
-# enough that a step takes milliseconds on one core.
-STANDIN_MODEL = GPTShape(layers=2, hidden=64, heads=4, seq_length=64, vocab=256, micro_batch=4, global_batch=4)
 POLL_S = 0.5
 SETUP_S = 1800  # importing a ~20 GB image onto shared storage the first time
 STEP_S = 600

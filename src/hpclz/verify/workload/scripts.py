@@ -51,9 +51,14 @@ TOPO_FILES = {
 # digest does not match, so a wrong pin fails the set-up step loudly, never silently. Override with
 # verify.workload.image in the config.
 DEFAULT_IMAGE = "nvcr.io#nvidia/pytorch@sha256:ca73b4795f0d3ae27e9cd81b1b1f1b7fc6c0a129f7d51a359d2326e95af48a3d"
-# A commit of NVIDIA/Megatron-LM whose tools/preprocess_data.py hpclz's arguments were checked against
-# (--input, --output-prefix, --json-keys, --append-eod, --workers, and the tokenizer arguments).
-DEFAULT_MEGATRON_COMMIT = "00736f4c796c3b9b4bc0609320064a0afdcd8edc"
+# A commit on NVIDIA/Megatron-LM's main branch (2026-03-13, "find optimal number of workers (#3699)") whose
+# tools/preprocess_data.py and pretrain_gpt.py ran with hpclz's arguments on a lent H100 (benchmarks/README.md,
+# "The training proof"). The earlier pin, 00736f4c, was a commit on that pull request's branch whose
+# preprocess_data.py ends main() with an unconditional find_optimal_num_workers(args.performance_dir): with no
+# --find-optimal-num-workers it lists the working folder for timing files, finds none and raises IndexError
+# after writing the data, so the preprocess step exited 1 every time (found by running it here). The squash
+# merge above runs it only under --find-optimal-num-workers (tools/preprocess_data.py lines 469-471).
+DEFAULT_MEGATRON_COMMIT = "f2619067782edcbca7b7a3342650bf2fdc9a8942"
 MEGATRON_REPO = "https://github.com/NVIDIA/Megatron-LM.git"
 RDZV_PORT = 29500  # 04-gpt175B.sh: --rdzv_endpoint "$(hostname)":29500
 
@@ -191,6 +196,10 @@ def _model_args(plan: WorkloadPlan, gpus: int) -> list[str]:
         "--log-interval=1",
         "--log-throughput",
         "--eval-iters=0",
+        # Megatron sizes its evaluation as (train_iters // eval_interval + 1) * eval_iters
+        # (megatron/training/training.py get_train_valid_test_num_samples), and eval_interval has no default: without
+        # it the run dies with a TypeError before the first step (seen on a lent H100, benchmarks/README.md).
+        f"--eval-interval={plan.train_iters}",
         f"--data-cache-path={plan.work_dir / 'datacache'}",
     ]
 
