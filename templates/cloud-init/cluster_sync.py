@@ -17,6 +17,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -175,6 +176,30 @@ def fetched_project(source, base, log_file):
     return folder
 
 
+def verified(folder, document):
+    """The fetched release, when userData pins its files by SHA-256 (compute.cyclecloud.slurm_project_sha256): every
+    file in its blobs/ folder (what `cyclecloud project upload` sends: Azure/cyclecloud-slurm@50e6739:docker-package.sh
+    l.22-46) must be pinned, with that digest, and every pinned file present. On any difference the fetch is thrown
+    away (the next run fetches again) and nothing is uploaded."""
+    pinned = json.loads(document.get("project_sha256") or "{}")
+    if not pinned:
+        return folder
+    blobs = os.path.join(folder, "blobs")
+    found = {}
+    for name in sorted(os.listdir(blobs)) if os.path.isdir(blobs) else []:
+        digest = hashlib.sha256()
+        with open(os.path.join(blobs, name), "rb") as handle:
+            for chunk in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(chunk)
+        found[name] = digest.hexdigest()
+    wrong = sorted(n for n in set(found) | set(pinned) if found.get(n) != pinned.get(n))
+    if wrong:
+        shutil.rmtree(folder, ignore_errors=True)
+        detail = ", ".join(n + " (" + (found.get(n, "missing")[:12]) + ", pinned " + pinned.get(n, "none")[:12] + ")" for n in wrong)
+        raise RuntimeError("cyclecloud-slurm release does not match its pinned SHA-256, not uploaded: " + detail)
+    return folder
+
+
 def account_document(document, subscription):
     """The account with each looked-up field (the orchestrating identity's client ID) read from ARM."""
     account = json.loads(document["account"].replace(PLACEHOLDER, subscription))
@@ -186,7 +211,9 @@ def account_document(document, subscription):
 
 def apply_account(document, subscription, state, project, log_file):
     source = document.get("project", "")
-    key = "\n".join((document["account"], document.get("account_lookups", ""), source, subscription))
+    key = "\n".join(
+        (document["account"], document.get("account_lookups", ""), source, document.get("project_sha256", ""), subscription)
+    )
     digest = hashlib.sha256(key.encode()).hexdigest()
     if digest == read(os.path.join(state, "account.sha256")):
         return
@@ -197,7 +224,7 @@ def apply_account(document, subscription, state, project, log_file):
     edited = cyclecloud(["account", "edit", name, "-f", path], log_file) == 0
     if not edited and cyclecloud(["account", "create", "-f", path], log_file) != 0:
         raise RuntimeError("the CycleCloud account " + name + " could not be created")
-    folder = fetched_project(source, project, log_file)
+    folder = verified(fetched_project(source, project, log_file), document)
     if cyclecloud(["project", "upload", name + "-storage"], log_file, cwd=folder) != 0:
         raise RuntimeError("the Slurm project could not be uploaded to locker " + name + "-storage")
     write(os.path.join(state, "account.sha256"), digest + "\n")

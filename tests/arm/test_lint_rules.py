@@ -171,6 +171,23 @@ CASES: dict[str, tuple[str, list[str], list[str]]] = {
         ["the nodes carry id-riskgrid-compute-prod-weu, which holds Key Vault Secrets User on the whole vault"],
         [],
     ),
+    # energy's accounting template before the move to MySQL 8.4, byte for byte (tests/golden at e9d8a67).
+    "HPCLZ-TPL-054": (
+        "tpl-054-mysql-8-0.json",
+        ["mysql-energy-prod-scus-eb80: MySQL 8.0 (8.0.21) left Azure's standard support on 2026-05-31"],
+        ["resources[mysql-energy-prod-scus-eb80].properties.version"],
+    ),
+    # finance's storage template before the fix (tests/golden at e9d8a67), with the network deployment's VNet and NSGs
+    # added as gates see them from the plan: the private-endpoints subnet's NSG had only DenyInternetInbound, so the
+    # default AllowVnetInBound let the hub and on-premises (the VirtualNetwork tag) mount /sched as root.
+    "HPCLZ-TPL-055": (
+        "tpl-055-sched-reach.json",
+        [
+            "striskgridnfsprodweufx/default/sched: munge.key's share, without root squash: nsg-riskgrid-pe-prod-weu on "
+            "subnet snet-riskgrid-pe-prod-weu: nothing denies NFS before the default AllowVnetInBound"
+        ],
+        ["resources[striskgridnfsprodweufx/default/sched]"],
+    ),
     # The NIC shape of Azure's quickstart VM templates, whose ip configuration names a publicIPAddress; the
     # private NIC beside it (what hpclz renders for the CycleCloud server and the portal) passes.
     "HPCLZ-TPL-047": (

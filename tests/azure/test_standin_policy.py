@@ -139,6 +139,19 @@ def test_effect_parameters_audit_deny_and_enforcement_mode() -> None:
     assert [rid for rid, _ in log.audits] == [ACCOUNT["id"]]
 
 
+def test_not_scopes_leave_out_a_resource_and_its_children_only() -> None:
+    # Excluded scopes (learn.microsoft.com/azure/governance/policy/concepts/assignment-structure): the assignment
+    # judges everything in its scope but the resources named in notScopes and what lies beneath them.
+    deny = _assignment(STORAGE_NO_PUBLIC_NETWORK, {"effect": {"value": "Deny"}})
+    deny["properties"]["notScopes"] = [ACCOUNT["id"].upper()]  # IDs compare case-insensitively
+    stored = {deny["id"].lower(): deny}
+    public = {**ACCOUNT, "properties": {"publicNetworkAccess": "Enabled"}}
+    assert judge(public, stored, PolicyLog()) is None
+    other = {**public, "id": RG + "/providers/Microsoft.Storage/storageAccounts/sa10", "name": "sa10"}
+    refusal = judge(other, stored, PolicyLog())
+    assert refusal is not None and refusal.code == "RequestDisallowedByPolicy"
+
+
 def test_allowed_locations_passes_global_and_denies_elsewhere() -> None:
     assignment = _assignment(ALLOWED_LOCATIONS, {"listOfAllowedLocations": {"value": ["westeurope"]}})
     assert evaluate_assignment(assignment, ACCOUNT) is None

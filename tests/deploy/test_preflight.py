@@ -10,6 +10,7 @@ import pytest
 from tests.conftest import REPO, RunCli
 from tests.support.arm_standin import ArmStandIn, Fault
 from tests.support.arm_standin.catalog import default_usages, usage
+from tests.support.arm_standin.proving import DEPLOYER
 
 
 @pytest.fixture
@@ -81,13 +82,31 @@ def test_rejected_token_is_one_line_exit_5(
     assert "Traceback" not in result.stderr
 
 
+def test_a_subscription_the_user_holds_no_role_in_is_one_line_exit_5(
+    arm: ArmStandIn, zone: Path, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The deploying user holds Owner on the stand-in's subscription only: ARM answers a request in any other
+    subscription AuthorizationFailed over that scope (it authorizes before it looks the subscription up)."""
+    other = "11111111-1111-1111-1111-111111111111"
+    monkeypatch.setenv("AZURE_SUBSCRIPTION_ID", other)
+    result = run_cli("deploy", str(zone), "--yes")
+    assert result.exit_code == 5
+    assert "AuthorizationFailed" in result.stderr and f"over scope '/subscriptions/{other}" in result.stderr
+    assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert _deployed(arm) == []
+
+
 def test_unknown_subscription_is_one_line_exit_5(
     arm: ArmStandIn, zone: Path, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """A caller whose roles reach every subscription (assigned at the root scope "/") is told the one it named does
+    not exist."""
+    arm.proving.authorization.grant(DEPLOYER.object_id, "Owner", "/")
     monkeypatch.setenv("AZURE_SUBSCRIPTION_ID", "11111111-1111-1111-1111-111111111111")
     result = run_cli("deploy", str(zone), "--yes")
     assert result.exit_code == 5
     assert "SubscriptionNotFound" in result.stderr
+    assert "Traceback" not in result.stderr and _deployed(arm) == []
 
 
 def test_forbidden_provider_lookup_is_a_warning(arm: ArmStandIn, zone: Path, run_cli: RunCli) -> None:

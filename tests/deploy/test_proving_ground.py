@@ -4,10 +4,14 @@ cluster the deploy handed the CycleCloud server (tests/support/arm_standin/cycle
 
 from __future__ import annotations
 
+import json
 import shutil
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
+from ruamel.yaml import YAML
 
 from hpclz.config.loader import load_config
 from hpclz.render.build import build_plan
@@ -18,13 +22,25 @@ from tests.support.arm_standin.cyclecloud import CycleCloud, Step
 from tests.support.arm_standin.proving import assign_policies
 
 
-def deployed(arm: ArmStandIn, tmp_path: Path, run_cli: RunCli, preset: str, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """The preset deployed from outside any VNet as the deploying user (Owner), its own policy assignments in force
-    from the start (as on a redeploy, or for anything created once Azure applied them)."""
+def deployed(
+    arm: ArmStandIn,
+    tmp_path: Path,
+    run_cli: RunCli,
+    preset: str,
+    monkeypatch: pytest.MonkeyPatch,
+    edit: Callable[[dict[str, Any]], None] | None = None,
+) -> Path:
+    """The preset (with `edit` applied to its config, if given) deployed from outside any VNet as the deploying user
+    (Owner), its own policy assignments in force from the start (as on a redeploy, or for anything created once Azure
+    applied them)."""
     folder = tmp_path / preset
     folder.mkdir()
     config = folder / "lz.yaml"
     shutil.copy(REPO / "configs" / f"{preset}.yaml", config)
+    if edit is not None:
+        data = YAML(typ="safe").load(config.read_text())
+        edit(data)
+        config.write_text(json.dumps(data))  # JSON is YAML
     monkeypatch.setenv("PRICING_LICENCE_KEY", "finance-pricing-licence")  # finance's Key Vault secret, read at deploy
     assign_policies(arm.world, build_plan(load_config(config).config))
     result = run_cli("deploy", str(config), "--yes")
@@ -101,16 +117,22 @@ def removal_analysis(
     return unneeded, broken
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finance's flow-log storage account keeps public network access on (Network Watcher writes to it as a "
-    "trusted service), which the zone's own regulated baseline (Storage accounts should disable public network "
-    "access, Deny) refuses: not fixed yet",
-)
 def test_finance_deploys_under_its_own_regulated_baseline(
     arm: ArmStandIn, tmp_path: Path, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Finance's regulated baseline denies every storage account with public network access on, except the VNet flow
+    logs' own account, which its "no public network" assignment leaves out (notScopes): Network Watcher writes there
+    as a trusted service, which Azure allows only with public network access enabled from selected networks. Every
+    other account of the zone is judged, and the flow-log account still denies every network by default."""
     deployed(arm, tmp_path, run_cli, "finance", monkeypatch)
+    assert arm.proving.policy_log.denials == []
+    accounts = [r for r in arm.world.resources.values() if r["type"] == "Microsoft.Storage/storageAccounts"]
+    flow = [r for r in accounts if r["properties"].get("publicNetworkAccess") != "Disabled"]
+    assert len(flow) == 1 and "flow" in flow[0]["name"], [(r["name"], r["properties"]) for r in flow]
+    assert flow[0]["properties"]["networkAcls"] == {
+        "defaultAction": "Deny", "bypass": "AzureServices", "ipRules": [], "virtualNetworkRules": []
+    }  # fmt: skip
+    assert len(accounts) > 1
 
 
 def test_cyclecloud_runs_as_the_identity_that_holds_its_roles(
@@ -122,3 +144,62 @@ def test_cyclecloud_runs_as_the_identity_that_holds_its_roles(
     deployed(arm, tmp_path, run_cli, "energy", monkeypatch)
     actor = CycleCloud(arm.world, arm.proving.authorization, arm.proving.policy_log)
     assert refused(actor.start()) == []
+
+
+def test_the_portal_reads_its_client_secret_and_not_the_slurm_database_password(
+    arm: ArmStandIn, tmp_path: Path, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The portal VM's own identity holds Key Vault Secrets User on its OIDC client secret only: it reads that secret
+    (what hpclz-portal-secret does at boot) and is refused the Slurm database password in the same vault, which a
+    vault-wide grant would hand to anyone signed in to the portal."""
+
+    def with_client_secret(data: dict[str, Any]) -> None:
+        data["identity"]["key_vault"]["secrets"]["ood-client-secret"] = "${env:OOD_CLIENT_SECRET}"
+        data["portal"]["oidc"]["client_secret_name"] = "ood-client-secret"
+
+    monkeypatch.setenv("OOD_CLIENT_SECRET", "ood-client-secret-value")
+    deployed(arm, tmp_path, run_cli, "energy", monkeypatch, with_client_secret)
+    (vm,) = [
+        r for r in arm.world.resources.values()
+        if r["type"] == "Microsoft.Compute/virtualMachines" and "-ood" in r["name"]
+    ]  # fmt: skip
+    portal = Principal(vm["identity"]["principalId"], kind="ServicePrincipal", name=vm["id"])
+    (vault,) = [r["id"] for r in arm.world.resources.values() if r["type"] == "Microsoft.KeyVault/vaults"]
+    get_secret = "Microsoft.KeyVault/vaults/secrets/getSecret/action"
+    authz, resources = arm.proving.authorization, arm.world.resources
+    assert authz.check(portal, get_secret, f"{vault}/secrets/ood-client-secret", resources, data=True) is None
+    refused = authz.check(portal, get_secret, f"{vault}/secrets/slurmdb-password", resources, data=True)
+    assert refused is not None and refused.status == 403
+    # And the grant is needed: without it the portal's boot-time read of its client secret is refused.
+    (grant,) = [
+        k for k, r in resources.items()
+        if r["type"] == "Microsoft.Authorization/roleAssignments" and r["properties"]["principalId"] == portal.object_id
+    ]  # fmt: skip
+    del resources[grant]
+    assert authz.check(portal, get_secret, f"{vault}/secrets/ood-client-secret", resources, data=True) is not None
+
+
+def test_the_gb300_partition_deploys_in_rack_aligned_scale_sets_of_a_size_the_subscription_offers(
+    arm: ArmStandIn, tmp_path: Path, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ai-training's GB300 partition (two NVL72 racks) through the stand-in: CycleCloud, as hpclz's identity for it,
+    creates its scale set of ND GB300 v6 VMs holding both racks whole, in one placement group; and where the
+    subscription's resource SKUs do not offer the size, that node is refused as Azure refuses it."""
+    from tests.support.arm_standin.catalog import default_skus
+
+    deployed(arm, tmp_path, run_cli, "ai-training", monkeypatch)
+    actor = CycleCloud(arm.world, arm.proving.authorization, arm.proving.policy_log)
+    assert refused(actor.start(as_identity=scheduler_identity(arm))) == []
+    sets = [
+        r for r in arm.world.resources.values()
+        if r["type"] == "Microsoft.Compute/virtualMachineScaleSets" and r["name"].startswith("cc-gb300")
+    ]  # fmt: skip
+    assert [(s["sku"]["name"], s["sku"]["capacity"]) for s in sets] == [("Standard_ND128isr_GB300_v6", 36)]
+    assert sets[0]["properties"]["singlePlacementGroup"] is True
+
+    location = sets[0]["location"]
+    arm.world.skus = [s for s in default_skus(location) if s["name"] != "Standard_ND128isr_GB300_v6"]
+    assert refused(actor.start(as_identity=scheduler_identity(arm))) == [
+        f"gb300: choose the machine type: SkuNotAvailable: The requested size Standard_ND128isr_GB300_v6 is not "
+        f"available in location {location}"
+    ]

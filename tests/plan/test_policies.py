@@ -39,6 +39,9 @@ CASES: list[tuple[str, str, Any, Any, bool, Policy]] = [
     (MYSQL, "properties.highAvailability.mode", "Disabled", "ZoneRedundant", True, Policy.NOT_ALLOWED),
     (MYSQL, "properties.network.delegatedSubnetResourceId", "a", "b", True, Policy.NOT_ALLOWED),
     (MYSQL, "properties.administratorLogin", "slurmdbd", "admin", True, Policy.NOT_ALLOWED),
+    # learn.microsoft.com/azure/mysql/flexible-server/how-to-upgrade: 8.0 -> 8.4 in place, never back.
+    (MYSQL, "properties.version", "8.0.21", "8.4", True, Policy.RESTART_NODES),
+    (MYSQL, "properties.version", "8.4", "8.0.21", True, Policy.NOT_ALLOWED),
     ("Microsoft.Dashboard/grafana", "properties.zoneRedundancy", "Disabled", "Enabled", False, Policy.REPLACE_DATA),
     ("Microsoft.Dashboard/grafana", "properties.grafanaMajorVersion", "11", "12", False, Policy.IN_PLACE),
     ("Microsoft.Network/bastionHosts", "sku.name", "Basic", "Standard", False, Policy.IN_PLACE),

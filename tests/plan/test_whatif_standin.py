@@ -127,3 +127,21 @@ def test_what_if_sends_secure_parameters_and_never_prints_them(
     assert secret not in result.stdout + result.stderr
     sent = [r for r in arm.log if r.method == "POST" and r.path.lower().endswith("/whatif")]
     assert sent, "no what-if request reached ARM"
+
+
+def test_what_if_says_when_the_cyclecloud_images_terms_are_not_accepted(
+    arm: ArmStandIn, zone: Path, run_cli: Run
+) -> None:
+    """Online, plan reads the CycleCloud image's Marketplace terms as deploy's preflight does (HPCLZ-CMP-110)."""
+
+    def terms_findings() -> tuple[int, list[dict[str, Any]]]:
+        result = run_cli("plan", str(zone), "--what-if", "-o", "json", "--detailed-exitcode")
+        envelope = json.loads(result.stdout)
+        return result.exit_code, [f for f in envelope["findings"] if f["rule_id"] == "HPCLZ-CMP-110"]
+
+    arm.world.unaccepted_terms.add("azurecyclecloud:azure-cyclecloud:cyclecloud8-gen2")
+    code, found = terms_findings()
+    assert code == 1 and len(found) == 1
+    assert "az vm image terms accept --publisher azurecyclecloud --offer azure-cyclecloud" in found[0]["message"]
+    arm.world.unaccepted_terms.clear()
+    assert terms_findings() == (2, [])

@@ -262,3 +262,29 @@ def test_kill_9_before_every_save_resumes_to_the_same_end(
         stages = [e.stage_to for e in remediate.store.events()]
         assert stages[-1] == Stage.RETIRED
     assert died_at == list(range(1, len(died_at) + 1)) and len(died_at) >= 5  # every save of the run was a kill point
+
+
+def test_the_health_report_names_the_physical_host_and_the_faulty_gpus_serial(
+    tmp_path: Path, fleet: Fleet, slurm: SlurmClient, arm: ArmStandIn
+) -> None:
+    """ "All HPC impact requests must include either PhysicalHostName (preferred) or VmUniqueId", and a GPU fault may
+    carry the GPU's SerialNumber and PCIe Location (guest-health-impact-report.md @01f777c): both come from the node's
+    own verify report (Hyper-V KVP pool 3, nvidia-smi's <serial>)."""
+    reads = tmp_path / "xid79-on-azure"
+    reads.mkdir()
+    (reads / "fixtures.base").write_text(str(FAULTS / "xid79"))
+    (reads / "kvp_pool_3").write_bytes((ROOT / "tests/verify/fixtures/kvp/kvp_pool_3").read_bytes())
+    fleet.plant("node2", reads)
+    remediate = engine(tmp_path, fleet, slurm, arm)
+    [incident] = remediate.observe(fleet.reports("node2"))
+    remediate.run()
+    assert remediate.store.load().incidents[incident.id].stage == Stage.RETIRED
+    [impact] = arm.repairs.log.impacts.values()
+    extra = impact["properties"]["additionalProperties"]
+    assert extra["PhysicalHostName"] == "GGBB90904476" and extra["VmUniqueId"]
+    # The Xid 79 fixture names GPU 2 (00000003:00:00.0), whose serial the H200 fixture gives as 0000000000003.
+    assert (extra["SerialNumber"], extra["Location"], extra["Manufacturer"]) == (
+        "0000000000003",
+        "00000003:00:00.0",
+        "Nvidia",
+    )

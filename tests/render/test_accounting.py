@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from hpclz.arm.api_versions import PINNED_API_VERSIONS
 from hpclz.render.model import DeploymentPlan
 from tests.conftest import REPO
 from tests.render.conftest import preset_plan, resources_of, variant
@@ -31,7 +32,9 @@ def test_server_has_private_access_only_and_the_specs_vnet_shape() -> None:
     plan = preset_plan("energy")
     (server,) = resources_of(plan, "Microsoft.DBforMySQL/flexibleServers")
     spec = SPEC_GET["body"]
-    assert server["apiVersion"] == SPEC_GET["api_version"]
+    # The VNet shape is the 2023-12-30 example's; the server renders at the pinned version that allows MySQL 8.4.
+    assert server["apiVersion"] == PINNED_API_VERSIONS["microsoft.dbformysql/flexibleservers"] == "2025-12-01-preview"
+    assert server["properties"]["version"] == "8.4"
     assert set(spec["properties"]["network"]) <= set(server["properties"]["network"])
     assert (
         server["properties"]["network"]["publicNetworkAccess"] == spec["properties"]["network"]["publicNetworkAccess"]

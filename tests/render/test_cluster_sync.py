@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import os
 import subprocess
@@ -134,9 +135,18 @@ def _cyclecloud(folder: Path, log: Path, failing: str = "") -> None:
     script = folder / "cyclecloud"
     fail = f'case "$*" in "{failing}"*) exit 3;; esac\n' if failing else ""
     # `project fetch URL DIR` leaves DIR with the release's project.ini, as CycleCloud's fetch does.
-    fetch = 'if [ "$1 $2" = "project fetch" ]; then mkdir -p "$4" && echo "[project]" > "$4/project.ini"; fi\n'
+    # With one file in blobs/, where a project keeps the files its project.ini lists (Azure/cyclecloud-slurm@50e6739:
+    # docker-package.sh l.22-46).
+    fetch = (
+        'if [ "$1 $2" = "project fetch" ]; then mkdir -p "$4/blobs" && echo "[project]" > "$4/project.ini" && '
+        f'printf %s {RELEASE_BYTES.decode()} > "$4/blobs/{RELEASE_FILE}"; fi\n'
+    )
     script.write_text(f'#!/bin/sh\necho "$(pwd) cyclecloud $*" >> {log}\n{fail}{fetch}exit 0\n', encoding="utf-8")
     script.chmod(0o755)
+
+
+RELEASE_FILE = "azure-slurm-pkg-4.0.9.tar.gz"
+RELEASE_BYTES = b"release-bytes"
 
 
 @pytest.fixture
@@ -399,3 +409,40 @@ def test_a_new_cyclecloud_slurm_release_is_fetched_and_uploaded_once(box: dict[s
     rc, calls = _run(box, imds, json.dumps(document))
     assert rc == 1 and not any("project fetch" in c for c in calls)
     assert "names no cyclecloud-slurm release" in box["log"].read_text(encoding="utf-8")
+
+
+def _pinned(digests: dict[str, str]) -> str:
+    document = json.loads(_document())
+    document["project_sha256"] = json.dumps(digests)
+    return json.dumps(document)
+
+
+def test_a_release_matching_its_pinned_digests_is_uploaded(box: dict[str, Path], imds: str) -> None:
+    rc, calls = _run(box, imds, _pinned({RELEASE_FILE: hashlib.sha256(RELEASE_BYTES).hexdigest()}))
+    assert rc == 0
+    assert any(c.endswith("cyclecloud project upload hpclz-storage") for c in calls)
+
+
+def test_a_release_that_differs_from_its_digests_is_never_uploaded(box: dict[str, Path], imds: str) -> None:
+    """A changed file, a missing one or an unpinned one: the fetch is thrown away, the next run fetches again."""
+    good = hashlib.sha256(RELEASE_BYTES).hexdigest()
+    for digests in ({RELEASE_FILE: "0" * 64}, {RELEASE_FILE: good, "azure-slurm-install-pkg-4.0.9.tar.gz": good}, {}):
+        if not digests:
+            digests = {"other.tar.gz": good}  # the fetched file is not pinned at all
+        rc, calls = _run(box, imds, _pinned(digests))
+        assert rc == 1
+        assert not any("project upload" in c or "import_cluster" in c for c in calls)
+        assert not (box["project"] / "slurm-4.0.9").exists()
+        assert "does not match its pinned SHA-256, not uploaded" in box["log"].read_text(encoding="utf-8")
+
+
+def test_the_config_pins_the_release_in_user_data() -> None:
+    digest = hashlib.sha256(RELEASE_BYTES).hexdigest()
+
+    def pin(data: dict[str, Any]) -> None:
+        data["compute"]["cyclecloud"]["slurm_project_sha256"] = {RELEASE_FILE: digest}
+
+    (compute,) = [d for d in variant("finance", pin).deployments if d.component == "compute"]
+    document = json.loads(compute.artifacts["cloud-init/cyclecloud-userdata.json"])
+    assert json.loads(document["project_sha256"]) == {RELEASE_FILE: digest}
+    assert "project_sha256" not in json.loads(_document())  # the presets pin nothing: no public digest was read

@@ -350,6 +350,30 @@ def test_regulated_baseline_denies_public_storage_and_no_policies_means_no_assig
     assert [r for d in manufacturing.deployments for r in d.template["resources"] if r["type"] == POLICY] == []
 
 
+def test_the_regulated_baseline_leaves_out_the_flow_log_account_only() -> None:
+    """ "No public network" leaves out (notScopes) the VNet flow logs' own account, in the monitoring group that holds
+    it and nowhere else; anonymous blob access stays denied there too. Network Watcher writes flow records as a
+    trusted service only into an account whose public network access is enabled from selected networks
+    (hpclz.render.policy._flow_log_exclusion cites it)."""
+    plan = preset_plan("finance")
+    excluded = {
+        (d.component, r["name"]): r["properties"].get("notScopes")
+        for d in plan.deployments
+        for r in d.template["resources"]
+        if r["type"] == POLICY and "storage-no-public" in r["name"]
+    }
+    flow = [r for d in plan.deployments if d.component == "flowlogs" for r in d.template["resources"]]
+    account = next(r for r in flow if r["type"] == "Microsoft.Storage/storageAccounts")
+    assert {k: v for k, v in excluded.items() if v} == {
+        ("monitoring", "hpclz-storage-no-public-network"): [
+            f"[resourceId('Microsoft.Storage/storageAccounts', '{account['name']}')]"
+        ]
+    }
+    assert account["properties"]["networkAcls"]["defaultAction"] == "Deny"
+    assert account["properties"]["networkAcls"]["ipRules"] == []
+    assert account["properties"]["networkAcls"]["virtualNetworkRules"] == []
+
+
 def test_cyclecloud_identity_holds_what_the_orchestrator_role_lists() -> None:
     """The "CycleCloud Orchestrator Role" (learn.microsoft.com/azure/cyclecloud/how-to/
     managed-identities) lists subnets/join/action, userAssignedIdentities/*/assign/action and subscription-level

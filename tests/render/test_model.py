@@ -29,7 +29,7 @@ UNTAGGABLE = {
     "microsoft.network/privateendpoints/privatednszonegroups",
     "microsoft.network/virtualnetworks/virtualnetworkpeerings",
     "microsoft.maintenance/configurationassignments",
-    "microsoft.dbformysql/flexibleservers/configurations",  # no tags (2023-12-30/Microsoft.DBforMySQL.FlexibleServers)
+    "microsoft.dbformysql/flexibleservers/configurations",  # no tags (2025-12-01-preview/Microsoft.DBforMySQL.FlexibleServers)
 }
 CONFIG_SECTIONS = set(LandingZoneConfig.model_fields)
 

@@ -133,8 +133,16 @@ def test_a_client_secret_is_read_from_key_vault_by_the_vms_own_identity() -> Non
     (role,) = nested["properties"]["template"]["resources"]
     # Key Vault Secrets User (learn.microsoft.com/azure/role-based-access-control/built-in-roles).
     assert "4633458b-17de-408a-b874-0445c86b69e6" in role["properties"]["roleDefinitionId"]
-    assert role["scope"] == "Microsoft.KeyVault/vaults/kv-aitrain-prod-eus2-a1"
+    # On the one secret, never the vault: the portal's users must not reach the Slurm database password through it.
+    assert role["scope"] == "Microsoft.KeyVault/vaults/kv-aitrain-prod-eus2-a1/secrets/ood-client-secret"
+    assert "'Microsoft.KeyVault/vaults/secrets', 'kv-aitrain-prod-eus2-a1', 'ood-client-secret'" in role["name"]
     assert ".identity.principalId" in role["properties"]["principalId"]
+    # Nobody else reads it: the nodes' compute identity holds the config's other secrets, not the portal's.
+    others = [
+        r for d in plan.deployments for r in d.template["resources"]
+        if r["type"] == "Microsoft.Authorization/roleAssignments" and "ood-client-secret" in str(r.get("scope"))
+    ]  # fmt: skip
+    assert others == []
     # The secret itself travels only as the identity deployment's secureString parameter.
     identity = next(d for d in plan.deployments if d.component == "identity")
     assert identity.secure_parameters[SECRET_PARAMETER] == "identity.key_vault.secrets.ood-client-secret"

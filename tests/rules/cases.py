@@ -297,6 +297,23 @@ CASES: dict[str, list[Case]] = {
             ),
         )
     ],
+    # A non-admin principal that could take hpclz's identities or read every secret, both in the management group.
+    "HPCLZ-IDN-012": [
+        Case(
+            "energy",
+            _set(
+                "identity.extra_role_assignments",
+                [{"principal_id": OTHER, "role": "Key Vault Secrets User", "area": "management"}],
+            ),
+        ),
+        Case(
+            "energy",
+            _set(
+                "identity.extra_role_assignments",
+                [{"principal_id": OTHER, "role": "Managed Identity Operator", "area": "management"}],
+            ),
+        ),
+    ],
     # energy names CycleCloud's Entra ID app; without it its groups reach no cluster node.
     "HPCLZ-IDN-009": [Case("energy", _set("identity.cyclecloud_entra", DELETE))],
     "HPCLZ-IDN-010": [Case("energy", _set("identity.key_vault.secrets.slurmdb-password", "plain-Text-Pa55word"))],
@@ -453,6 +470,8 @@ CASES: dict[str, list[Case]] = {
             _all(_set(f"{P}.0.vm_size", GB300), _set(f"{P}.0.image", GB_IMAGE), _set(f"{P}.0.max_nodes", 64)),
         ),
     ],
+    # ai-training's h200 partition cut to 8 nodes beside its two GB300 racks: too small to be a block of 18.
+    "HPCLZ-CMP-072": [Case("ai-training", _set(f"{P}.1.max_nodes", 8))],
     "HPCLZ-CMP-050": [
         Case("ai-training", _set(f"{P}.1.image", "microsoft-dsvm:ubuntu-hpc:2204:latest")),
         Case("manufacturing", _set("compute.scheduler.image", DELETE), severity="warning"),
@@ -507,6 +526,17 @@ CASES: dict[str, list[Case]] = {
     # Rows of hpclz.catalog.versions.STACK: 25.11.4 is cyclecloud-slurm 4.0.8's build, not 4.0.9's
     # (Azure/cyclecloud-slurm@50e6739:project.ini:26); 3.0.11 never ran on CycleCloud 8.9; the 3.0.11 triple is an
     # upgrade source only, each row keeping its parts together.
+    # A digest for one file of cyclecloud-slurm 4.0.9's three (project.ini [blobs] Files at 50e6739), and one for a
+    # file the release does not have.
+    "HPCLZ-CMP-018": [
+        Case(
+            "energy",
+            _set(
+                "compute.cyclecloud.slurm_project_sha256",
+                {"azure-slurm-pkg-4.0.9.tar.gz": "a" * 64, "slurm-25.11.5.tar.gz": "b" * 64},
+            ),
+        )
+    ],
     "HPCLZ-CMP-017": [
         Case("ai-training", _set("compute.cyclecloud.slurm_version", "25.11.4")),
         Case("energy", _set("compute.cyclecloud.slurm_project_version", "3.0.11")),
@@ -523,11 +553,51 @@ CASES: dict[str, list[Case]] = {
     "HPCLZ-CMP-060": [Case("ai-training", _set(f"{P}.0.containers.pyxis", False))],
     # HB120rs_v3 has 2 local NVMe disks (catalog): without nvme_scratch its nodes get no /scratch.
     "HPCLZ-STO-060": [Case("energy", _set(f"{P}.1.nvme_scratch", DELETE))],
+    # The zone's own data account and CycleCloud's locker (names as render makes them for energy).
+    "HPCLZ-STO-070": [
+        Case(
+            "energy",
+            _set(
+                "state", {"backend": "azure_blob", "account_url": "https://stenergyprodscuseb80.blob.core.windows.net"}
+            ),
+        ),
+        Case(
+            "energy",
+            _set(
+                "state",
+                {"backend": "azure_blob", "account_url": "https://stenergyccprodscuseb80.blob.core.windows.net/"},
+            ),
+        ),
+    ],
     # Host scope on the CycleCloud server (learn.microsoft.com/azure/virtual-machines/maintenance-configurations).
     "HPCLZ-MNT-005": [
         Case("ai-training", _all(_set("maintenance.scope", "Host"), _set("maintenance.window.duration", "06:00")))
     ],
     "HPCLZ-NET-012": [Case("finance", _set("network.hub_peering.hub_gateway", False))],
+    "HPCLZ-NET-013": [
+        # finance's /sched share is Azure Files: 4010 is hpclz's DenyNfsFromElsewhere on the private-endpoints NSG.
+        Case(
+            "finance",
+            _set(
+                "network.nsg_rules",
+                [
+                    {
+                        "name": "allow-hub-nfs",
+                        "subnet": "private_endpoints",
+                        "priority": 4010,
+                        "destination_port_range": "2049",
+                    }
+                ],
+            ),
+        ),
+        # Two of the config's own rules, one subnet, one direction, one priority (manufacturing's licence rule: 200).
+        Case(
+            "manufacturing",
+            lambda doc: doc["network"]["nsg_rules"].append(
+                {"name": "allow-more-out", "subnet": "compute", "priority": 200, "direction": "Outbound"}
+            ),
+        ),
+    ],
     # ZRS with Archive: access-tiers-overview.md lists LRS, GRS and RA-GRS only.
     "HPCLZ-STO-013": [
         Case("energy", _set("storage.blob.replication", "ZRS")),

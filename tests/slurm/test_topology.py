@@ -10,8 +10,17 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hpclz.slurm.client import SlurmClient, SlurmError
-from hpclz.slurm.topology import block_topology, converge, main, node_domain, parse_fabric, regenerate
+from hpclz.slurm.client import NodeInfo, SlurmClient, SlurmError
+from hpclz.slurm.topology import (
+    block_topology,
+    converge,
+    main,
+    node_domain,
+    parse_fabric,
+    partition_blocks,
+    plugin_lines,
+    regenerate,
+)
 from tests.conftest import REPO
 from tests.support import trixie_slurm
 
@@ -89,6 +98,35 @@ def test_a_change_in_comments_only_needs_no_reconfigure(tmp_path: Path) -> None:
     later = block_topology(domains, 18, {"gb19": "no fabric report yet"})
     assert converge(SlurmClient(bin_dir=tmp_path), conf, later) is False
     assert "powered off" in conf.read_text()
+
+
+def test_other_partitions_get_one_block_each_and_a_small_one_keeps_the_plugin_off() -> None:
+    """topology/block is cluster-wide, and a node in no block gets no job (tests/slurm/test_topology_wiring.py)."""
+    nodes = [NodeInfo(f"h{i}", "idle~", partitions=("h100",)) for i in range(1, 19)]
+    (block,) = partition_blocks(nodes, 18)
+    assert (block.name, len(block.nodes), block.nodes[:2]) == ("partition_h100", 18, ("h1", "h2"))
+    small = [*nodes, NodeInfo("c1", "idle", partitions=("cpu", "all")), NodeInfo("c2", "idle", partitions=("cpu",))]
+    with pytest.raises(SlurmError, match=r"partition cpu \(2 nodes\) has fewer nodes than a block of 18"):
+        partition_blocks(small, 18)
+
+
+def test_a_site_conf_that_chose_another_topology_plugin_is_left_alone(tmp_path: Path) -> None:
+    """Nothing is written and nothing reconfigured (the client has no scontrol: a reconfigure would raise)."""
+    site, conf = tmp_path / "site_specific.conf", tmp_path / "topology.conf"
+    site.write_text("TopologyPlugin=topology/tree\n")
+    topology = block_topology({f"gb{i}": "a" for i in range(1, 19)}, 18)
+    with pytest.raises(SlurmError, match=r"sets TopologyPlugin=topology/tree; .* needs TopologyPlugin=topology/block"):
+        converge(SlurmClient(bin_dir=tmp_path), conf, topology, (site, plugin_lines(["gb300"])))
+    assert site.read_text() == "TopologyPlugin=topology/tree\n" and not conf.exists()
+
+
+def test_a_site_conf_that_already_holds_the_lines_needs_no_reconfigure(tmp_path: Path) -> None:
+    site, conf = tmp_path / "site_specific.conf", tmp_path / "topology.conf"
+    topology = block_topology({f"gb{i}": "a" for i in range(1, 19)}, 18)
+    site.write_text("# kept\n" + "\n".join(plugin_lines(["gb300"])) + "\n")
+    conf.write_text(topology.conf())
+    assert converge(SlurmClient(bin_dir=tmp_path), conf, topology, (site, plugin_lines(["gb300"]))) is False
+    assert plugin_lines(["gb300", "gb200"])[2] == "SuspendExcParts=gb200,gb300"
 
 
 # -- a real slurmctld with topology/block ---------------------------------------------------------------------

@@ -39,6 +39,14 @@ class ClusterHooks(Protocol):
 
 
 DAEMONS = ("munged", "slurmctld", "slurmd")
+SCHEDULER_PARAMETERS = "SchedulerParameters="
+AUTH_INFO = "AuthInfo="
+
+
+def _values(lines: list[str], key: str) -> list[str]:
+    return [line.removeprefix(key) for line in lines if line.startswith(key)]
+
+
 MARKER = "HPCLZ_TEST_SLURM_HARNESS"  # set in every daemon's environment, so teardown finds its own strays
 START_TIMEOUT_S = 30.0
 ROOT_PREFIX = "hpclz-slurm-"
@@ -128,6 +136,11 @@ def write_config(
         f"NodeName={n} NodeHostname={host} NodeAddr=127.0.0.1 Port={p} CPUs=1 State=UNKNOWN"
         for n, p in zip(nodes, node_ports, strict=True)
     ]
+    extra = power.lines(root) if power else _partitions(nodes)
+    # slurm.conf keeps the last of a repeated key, so a hook's SchedulerParameters and AuthInfo join the harness's.
+    scheduler = ["batch_sched_delay=0", "sched_min_interval=0", *_values(extra, SCHEDULER_PARAMETERS)]
+    auth = [f"socket={root / MUNGE_SOCKET}", *_values(extra, AUTH_INFO)]
+    extra = [line for line in extra if not line.startswith((SCHEDULER_PARAMETERS, AUTH_INFO))]
     conf = root / "slurm.conf"
     conf.write_text(
         "\n".join(
@@ -139,7 +152,7 @@ def write_config(
                 "SlurmdUser=root",
                 "AuthType=auth/munge",
                 "CredType=cred/munge",
-                f"AuthInfo=socket={root / MUNGE_SOCKET}",
+                AUTH_INFO + ",".join(auth),
                 "ProctrackType=proctrack/linuxproc",
                 "TaskPlugin=task/none",
                 "SelectType=select/cons_tres",
@@ -151,7 +164,7 @@ def write_config(
                 "JobCompType=jobcomp/none",
                 "SchedulerType=sched/backfill",
                 # Stock Slurm waits ~2.5 s between a submit and the allocation; tests run many short jobs in a row.
-                "SchedulerParameters=batch_sched_delay=0,sched_min_interval=0",
+                SCHEDULER_PARAMETERS + ",".join(scheduler),
                 "KillWait=2",
                 "MinJobAge=60",
                 "InactiveLimit=0",
@@ -162,7 +175,7 @@ def write_config(
                 f"SlurmctldLogFile={root / 'log' / 'slurmctld.log'}",
                 f"SlurmdLogFile={root / 'log'}/slurmd-%n.log",
                 *node_lines,
-                *(power.lines(root) if power else _partitions(nodes)),
+                *extra,
                 "",
             ]
         )

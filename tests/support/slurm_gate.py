@@ -7,7 +7,8 @@ anything, like an nvidia-smi stuck in the driver. The prolog appends one line pe
 `node job started ended status`, the figures the benchmark reads.
 
 Slurm facts this relies on (slurm.conf(5), 22.05): a Prolog that exits non-zero drains the node and requeues the
-batch job, held unless SchedulerParameters has nohold_on_prolog_fail; PrologEpilogTimeout bounds it.
+batch job, held unless SchedulerParameters has nohold_on_prolog_fail (set here, as the rendered cluster sets it);
+PrologEpilogTimeout bounds it.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import TypedDict
 from tests.support.remediation import GOOD
 
 PROLOG_TIMEOUT_S = 30
+REQUEUE_WAIT_S = 10
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -60,6 +62,12 @@ class GateHooks:
         return [
             f"Prolog={root / 'gate' / 'prolog.sh'}",
             f"PrologEpilogTimeout={PROLOG_TIMEOUT_S}",
+            # Requeue a job whose prolog failed without holding it, so it runs on another node (slurm.conf(5),
+            # SchedulerParameters: nohold_on_prolog_fail, in 22.05.8's man page as shipped by Debian 12).
+            "SchedulerParameters=nohold_on_prolog_fail",
+            # A requeued job waits cred_expire before it may start again, 120 s by default (slurm.conf(5), AuthInfo:
+            # "This also controls how long a requeued job must wait before starting again"); shortened for tests.
+            f"AuthInfo=cred_expire={REQUEUE_WAIT_S}",
             f"PartitionName=debug Nodes={','.join(self.nodes)} Default=YES MaxTime=INFINITE State=UP",
         ]
 

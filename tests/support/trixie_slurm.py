@@ -60,6 +60,11 @@ class TrixieSlurm:
     nodes: list[str]
     partition: str
     processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+    # Other partitions and their nodes (each also in `nodes`); `partition` holds the rest.
+    others: dict[str, list[str]] = field(default_factory=dict)
+    # True: the block plugin is not in slurm.conf, which includes site_specific.conf instead, as cyclecloud-slurm's
+    # does (Azure/cyclecloud-slurm@50e6739 azure-slurm-install/templates/slurm.conf.template l.77).
+    site_specific: bool = False
 
     @property
     def folder(self) -> Path:
@@ -68,6 +73,10 @@ class TrixieSlurm:
     @property
     def topology_conf(self) -> Path:
         return self.folder / "topology.conf"
+
+    @property
+    def site_conf(self) -> Path:
+        return self.folder / "site_specific.conf"
 
     @property
     def jobcomp(self) -> Path:
@@ -116,13 +125,15 @@ class TrixieSlurm:
         raise TimeoutError(f"{what} not ready after {timeout_s:.0f} s; logs in {self.folder / 'log'}")
 
     def idle(self, nodes: list[str]) -> bool:
-        states = {n.name: n for n in self.client.nodes(partition=self.partition)}
+        states = {n.name: n for n in self.client.nodes()}
         return all(states[n].base.startswith("idle") and not states[n].flags for n in nodes)
 
 
 def write_config(cluster: TrixieSlurm, topology: str) -> None:
     folder = cluster.folder
     ctld_port, *ports = free_ports(1 + len(cluster.nodes))
+    elsewhere = {n for nodes in cluster.others.values() for n in nodes}
+    own = [n for n in cluster.nodes if n not in elsewhere]
     lines = [
         "ClusterName=hpclzblock",
         "SlurmctldHost=localhost(127.0.0.1)",
@@ -143,9 +154,13 @@ def write_config(cluster: TrixieSlurm, topology: str) -> None:
         "SchedulerParameters=batch_sched_delay=0,sched_min_interval=0",
         "MinJobAge=2",
         # As cyclecloud-slurm's scale_m1 section asks for GB200/GB300 (Azure/cyclecloud-slurm@50e6739 README.md
-        # l.377-378): block topology, with node ranks following the blocks.
-        "TopologyPlugin=topology/block",
-        "TopologyParam=BlockAsNodeRank",
+        # l.377-378): block topology, with node ranks following the blocks; or, as its installer does, an included
+        # site_specific.conf where those lines go later.
+        *(
+            [f"Include {INSIDE}/site_specific.conf"]
+            if cluster.site_specific
+            else ["TopologyPlugin=topology/block", "TopologyParam=BlockAsNodeRank"]
+        ),
         # Power saving as CycleCloud configures it, with programs that only return: the test stops and starts
         # slurmd itself (a VM deallocated, then allocated again). SuspendTime is long so nothing powers down alone.
         "SuspendProgram=/bin/true",
@@ -166,20 +181,29 @@ def write_config(cluster: TrixieSlurm, topology: str) -> None:
             f"NodeName={n} NodeHostname=localhost NodeAddr=127.0.0.1 Port={p} CPUs=1 State=UNKNOWN"
             for n, p in zip(cluster.nodes, ports, strict=True)
         ),
-        f"PartitionName={cluster.partition} Nodes={','.join(cluster.nodes)} Default=YES MaxTime=INFINITE State=UP",
+        f"PartitionName={cluster.partition} Nodes={','.join(own)} Default=YES MaxTime=INFINITE State=UP",
+        *(f"PartitionName={name} Nodes={','.join(n)} MaxTime=INFINITE State=UP" for name, n in cluster.others.items()),
         "",
     ]
     (folder / "slurm.conf").write_text("\n".join(lines))
     (folder / "cgroup.conf").write_text("CgroupPlugin=disabled\n")
     cluster.topology_conf.write_text(topology)
+    if cluster.site_specific:
+        cluster.site_conf.write_text("# site specific slurm configuration. This is preserved during upgrades\n")
     for tool in CLIENTS:
         wrapper = folder / "bin" / tool
         wrapper.write_text(f'#!/bin/sh\nexec chroot {CHROOT} env SLURM_CONF={INSIDE}/slurm.conf /usr/bin/{tool} "$@"\n')
         wrapper.chmod(0o755)
 
 
-def start(nodes: list[str], partition: str, topology: str) -> TrixieSlurm:
-    cluster = TrixieSlurm(nodes=nodes, partition=partition)
+def start(
+    nodes: list[str],
+    partition: str,
+    topology: str,
+    others: dict[str, list[str]] | None = None,
+    site_specific: bool = False,
+) -> TrixieSlurm:
+    cluster = TrixieSlurm(nodes=nodes, partition=partition, others=others or {}, site_specific=site_specific)
     shutil.rmtree(cluster.folder, ignore_errors=True)
     for sub in ("munge", "state", "spool", "run", "log", "bin"):
         (cluster.folder / sub).mkdir(parents=True, mode=0o755)
@@ -241,8 +265,14 @@ def _marked() -> list[int]:
 
 
 @contextlib.contextmanager
-def running(nodes: list[str], partition: str, topology: str) -> Iterator[TrixieSlurm]:
-    cluster = start(nodes, partition, topology)
+def running(
+    nodes: list[str],
+    partition: str,
+    topology: str,
+    others: dict[str, list[str]] | None = None,
+    site_specific: bool = False,
+) -> Iterator[TrixieSlurm]:
+    cluster = start(nodes, partition, topology, others, site_specific)
     try:
         yield cluster
     finally:

@@ -33,7 +33,8 @@ def test_the_bundle_holds_exactly_the_modules_the_agent_loads() -> None:
         [
             sys.executable,
             "-c",
-            "import sys, hpclz.verify.agent; print(sorted(m for m in sys.modules if m == 'hpclz' or m.startswith('hpclz.')))",
+            "import sys, hpclz.verify.agent, hpclz.verify.gate; "
+            "print(sorted(m for m in sys.modules if m == 'hpclz' or m.startswith('hpclz.')))",
         ],
         capture_output=True,
         text=True,
@@ -48,7 +49,7 @@ def test_the_bundle_holds_exactly_the_modules_the_agent_loads() -> None:
 def test_a_module_outside_the_standard_library_stops_the_build(tmp_path: Path) -> None:
     package = tmp_path / "hpclz"
     (package / "verify").mkdir(parents=True)
-    for name in ("__init__.py", "verify/__init__.py"):
+    for name in ("__init__.py", "verify/__init__.py", "verify/gate.py"):
         (package / name).write_text("")
     (package / "verify" / "agent.py").write_text("import json\n\nimport pydantic\n")
     with pytest.raises(RuntimeError, match=r"hpclz\.verify\.agent imports pydantic: "):
@@ -74,3 +75,13 @@ def test_the_bundle_imports_and_runs_without_pydantic_or_the_azure_sdk(tmp_path:
     assert ran.returncode == 0, ran.stderr
     report = NodeReport.model_validate_json(ran.stdout)
     assert report.node == "n7" and report.status is Status.PASS and report.checks
+
+
+def test_the_bundle_runs_the_gate_which_runs_the_agent_from_the_same_file(tmp_path: Path) -> None:
+    """What a node runs from the prolog the cluster installs: `python3 <bundle> gate prolog ...`, standard library
+    only; a healthy node passes without a Slurm call (the gate drains only on a failure)."""
+    target = build(tmp_path / "node.pyz")
+    argv = [str(target), "gate", "prolog", "--budget", "30", "--prolog-timeout", "60", "--node", "n7"]
+    ran = _bare(*argv, "--", "--fixtures", str(GOOD))
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert ran.stdout.strip() == "hpclz gate prolog: n7 healthy"

@@ -235,3 +235,6 @@ def test_lost_carrier_counts_on_aznhcs_flapping_test_data() -> None:
     corpus = FIXTURES / "corpus" / "aznhc"
     assert count_lost_carrier((corpus / "0flap_syslog").read_text()) == {}
     assert count_lost_carrier((corpus / "1dev_6flap_syslog").read_text()) == {"ib6": 6}  # "Gained carrier" not counted
+    # aznhc's /ib[0-9a-zA-Z_]+/ takes a predictable interface name too: its own data with ib6 renamed (synthetic).
+    renamed = (corpus / "1dev_6flap_syslog").read_text().replace("ib6:", "ibP257s1:")
+    assert count_lost_carrier(renamed) == {"ibP257s1": 6}

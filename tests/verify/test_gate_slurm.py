@@ -11,7 +11,7 @@ import pytest
 
 from tests.conftest import require
 from tests.support.slurm import LocalSlurm, slurm_available, start_cluster, stop_cluster
-from tests.support.slurm_gate import GateHooks, PrologRun, plant, prolog_runs
+from tests.support.slurm_gate import REQUEUE_WAIT_S, GateHooks, PrologRun, plant, prolog_runs
 from tests.verify.helpers import FAULTS
 
 NODES = ["g1", "g2", "g3"]
@@ -92,3 +92,28 @@ def test_a_hung_agent_is_killed_at_the_budget_and_the_job_runs(gated: LocalSlurm
         assert reason == "hpclz: gate prolog inconclusive, re-test: health agent did not finish within 15 s (killed)"
     finally:
         plant(gated.root, "g3")
+
+
+def test_a_failed_prolog_requeues_the_job_unheld_and_it_runs_on_another_node(gated: LocalSlurm, tmp_path: Path) -> None:
+    """nohold_on_prolog_fail (slurm.conf(5) 22.05, SchedulerParameters): "the job will be requeued but not held so
+    that the scheduler can dispatch it to another host". Without it the job would wait, held, for a person."""
+    gated.reset_nodes()
+    plant(gated.root, "g1", FAULTS / "xid79")
+    try:
+        marker = tmp_path / "moved.ran"
+        script = tmp_path / "moved.sh"
+        script.write_text(f"#!/bin/bash\necho $SLURMD_NODENAME > {marker}\n")
+        # Nothing pins the job: the scheduler tries g1 first (the first node of equal weight), its prolog fails,
+        # and the job must come back unheld and run on g3 (g2 excluded, so the test knows where).
+        job = gated.client(
+            "sbatch", "--parsable", "--job-name=moved", "--exclude=g2", f"--output={tmp_path}/m.out", str(script)
+        ).strip()
+        wait("the job, on another node", marker.exists, timeout=60 + REQUEUE_WAIT_S)
+        assert marker.read_text().strip() == "g3"
+        runs = {r["node"]: r["status"] for r in job_of(gated, job)}
+        assert runs == {"g1": 1, "g3": 0}, runs
+        assert node(gated, "g1")[1].startswith("hpclz: gate prolog failed: HPCLZ-VFY-006 Xid 79")
+        assert "Restarts=1" in gated.client("scontrol", "show", "job", job)
+    finally:
+        plant(gated.root, "g1")
+        gated.client("scancel", job)

@@ -102,3 +102,13 @@ def test_bad_nodes_name_each_failing_check_the_same_way_for_slurm_and_local_runs
         local_node.node: local.bad_nodes[local_node.node],
     }
     assert local.bad_nodes[local_node.node][0].startswith("HPCLZ-VFY-030 Intra-node all-reduce bus bandwidth: busbw")
+
+
+def test_a_slow_rack_is_printed_as_a_rack() -> None:
+    why = "rack nvl_b (18 nodes): bus bandwidth 410 GB/s < 600 GB/s; ring pairs inside it are slow alike"
+    run = CollectiveResult(name="rack-nvl_b", nodes=[f"gb{i}" for i in range(19, 37)], backend="nccl", ranks=72,
+                           status=Status.FAIL, message="bus bandwidth 410 GB/s < 600 GB/s")  # fmt: skip
+    console = Console(record=True, width=250)
+    rep.print_report(console, VerifyReport(collectives=[run], slow_racks={"nvl_b": why}))
+    text = console.export_text()
+    assert f"slow rack nvl_b: {why}" in text and "bad node" not in text

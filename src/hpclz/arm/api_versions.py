@@ -91,10 +91,14 @@ PINNED_BY_VERSION: dict[str, tuple[str, ...]] = {
         "Microsoft.RecoveryServices/vaults/backupPolicies",
         "Microsoft.RecoveryServices/vaults/backupFabrics/protectionContainers/protectedItems",
     ),
-    # Azure Database for MySQL flexible servers (Slurm accounting, compute.accounting mode new): the GA version
-    # before 2024-12-30 that carries VNet integration (network.delegatedSubnetResourceId, privateDnsZoneResourceId),
-    # backup retention and geo-redundancy, and high availability.
-    "2023-12-30": (
+    # Azure Database for MySQL flexible servers (Slurm accounting, compute.accounting mode new): the newest upstream
+    # version, and with 2025-06-01-preview the only ones whose ServerProperties.version enum holds "8.4" (every GA
+    # version up to 2024-12-30 allows only "5.7" and "8.0.21": azure-resource-manager-schemas@a1454431
+    # schemas/<version>/Microsoft.DBforMySQL.FlexibleServers.json, definitions.ServerProperties.properties.version).
+    # MySQL 8.0 left Azure's standard support on 2026-05-31 and runs in paid extended support from 2026-06-01
+    # (learn.microsoft.com/azure/mysql/concepts-version-policy), so a new server must be 8.4 (HPCLZ-TPL-054).
+    # It keeps what the server renders: VNet integration, backup retention and geo-redundancy, high availability.
+    "2025-12-01-preview": (
         "Microsoft.DBforMySQL/flexibleServers",
         "Microsoft.DBforMySQL/flexibleServers/configurations",
     ),

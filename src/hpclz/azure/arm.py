@@ -22,6 +22,11 @@ NETWORK_API = pinned_version("Microsoft.Network/virtualNetworks") or "2024-05-01
 STORAGE_API = pinned_version("Microsoft.Storage/storageAccounts") or "2023-05-01"
 
 
+# Microsoft.MarketplaceOrdering agreements (azure-rest-api-specs@e5e3b4c:specification/marketplaceordering/
+# resource-manager/Microsoft.MarketplaceOrdering/stable/2021-01-01/Agreements.json), the version `az vm image terms
+# show` calls; offerType "virtualmachine" is the only one the spec allows.
+MARKETPLACE_ORDERING_API = "2021-01-01"
+
 # Compute Gallery (GalleryRP) and managed images (ComputeRP) API versions, from azure-rest-api-specs
 # specification/compute/resource-manager/Microsoft.Compute/{GalleryRP/stable/2023-07-03,ComputeRP/stable/2024-03-01}.
 GALLERY_API = "2023-07-03"
@@ -198,6 +203,23 @@ class Arm:
         publisher, offer, sku, version = urn.split(":")
         images = self.clients.compute.virtual_machine_images
         return _unless_missing(lambda: images.get(location, publisher, offer, sku, version))
+
+    def marketplace_terms(self, publisher: str, offer: str, plan: str) -> dict[str, Any]:
+        """A Marketplace plan's terms for this subscription (MarketplaceAgreements_Get: GET .../providers/
+        Microsoft.MarketplaceOrdering/offerTypes/virtualmachine/publishers/{publisher}/offers/{offer}/plans/{plan}/
+        agreements/current): AgreementTerms, whose properties.accepted is true "If any version of the terms have been
+        accepted, otherwise false" (Agreements.json at 2021-01-01). No azure-mgmt package is needed for one GET: the
+        request goes through the resource client's pipeline (its credential, retries and error mapping)."""
+        from azure.core.rest import HttpRequest
+
+        url = (
+            f"/subscriptions/{self.subscription_id}/providers/Microsoft.MarketplaceOrdering/offerTypes/virtualmachine"
+            f"/publishers/{publisher}/offers/{offer}/plans/{plan}/agreements/current"
+        )
+        request = HttpRequest("GET", url, params={"api-version": MARKETPLACE_ORDERING_API})
+        response = self.clients.resources.send_request(request)
+        response.raise_for_status()
+        return dict(response.json())
 
     def skus(self, location: str) -> list[dict[str, Any]]:
         return [plain(s) for s in self.clients.compute.resource_skus.list(filter=f"location eq '{location}'")]

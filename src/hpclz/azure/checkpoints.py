@@ -118,9 +118,11 @@ def _errors(action: str) -> Iterator[None]:
 
 def _describe(exc: Any) -> str:
     """The service's error code; where the SDK could not parse one (a 501 from an emulator), status and reason."""
-    code = getattr(exc, "error_code", None)
+    from hpclz.azure.errors import storage_code
+
+    code = storage_code(exc)
     if code:
-        return str(code)
+        return code
     status = getattr(exc, "status_code", None)
     if status is None:  # refused before any response, e.g. no credential could get a token
         return f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"

@@ -68,6 +68,13 @@ SIGN_IN_HINT = (
 )
 
 
+def storage_code(exc: object) -> str:
+    """A storage error's code as the service sent it ("AuthorizationFailure"), or "". azure-storage-blob hands it over
+    as a StorageErrorCode, a str enum whose str() on Python 3.11 is "StorageErrorCode.AUTHORIZATION_FAILURE"."""
+    code = getattr(exc, "error_code", None) or ""
+    return str(getattr(code, "value", code))
+
+
 def sign_in_failure(message: str) -> str | None:
     """One line for a credential chain that produced no token; None when `message` is not such a failure."""
     if "Attempted credentials" not in message and "failed to retrieve a token" not in message:

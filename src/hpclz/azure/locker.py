@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from hpclz.azure.errors import storage_code
 from hpclz.errors import ExitCode, HpclzError
 
 CONNECTION_STRING_ENV = "HPCLZ_LOCKER_CONNECTION_STRING"
@@ -13,6 +14,12 @@ CONNECTION_STRING_ENV = "HPCLZ_LOCKER_CONNECTION_STRING"
 
 class LockerError(HpclzError):
     exit_code = ExitCode.AZURE_ERROR
+    code = ""  # the storage service's error code, when it sent one
+
+
+# What Blob storage answers a call its network does not let in: 403 AuthorizationFailure, "This request is not
+# authorized to perform this operation." (learn.microsoft.com/rest/api/storageservices/blob-service-error-codes).
+NETWORK_REFUSAL = "AuthorizationFailure"
 
 
 def locker_url(account: str) -> str:
@@ -36,18 +43,19 @@ def upload_once(account: str, container: str, name: str, path: Path) -> bool:
     except ClientAuthenticationError as exc:
         raise LockerError(f"cannot upload {where}: sign-in refused ({_code(exc)})") from None
     except HttpResponseError as exc:
-        raise LockerError(f"cannot upload {where}: {_code(exc)}{_hint(exc)}") from None
+        error = LockerError(f"cannot upload {where}: {_code(exc)}{_hint(exc)}")
+        error.code = storage_code(exc)
+        raise error from None
     return True
 
 
 def _code(exc: object) -> str:
-    code = getattr(exc, "error_code", None)
-    return str(code) if code else (str(exc).splitlines() or [type(exc).__name__])[0]
+    return storage_code(exc) or (str(exc).splitlines() or [type(exc).__name__])[0]
 
 
 def _hint(exc: object) -> str:
     """Storage's documented error codes (learn.microsoft.com/rest/api/storageservices/blob-service-error-codes)."""
-    code = str(getattr(exc, "error_code", "") or "")
+    code = storage_code(exc)
     if code == "AuthorizationPermissionMismatch":
         return "; the deploying identity needs Storage Blob Data Contributor on that container (identity.groups.admins)"
     if code == "AuthorizationFailure":

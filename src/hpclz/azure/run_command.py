@@ -210,3 +210,37 @@ def _follow(
 def _text(value: Any) -> str:
     """An SDK enum's wire value (str() of one gives `ExecutionState.RUNNING`), or the string itself."""
     return str(getattr(value, "value", value) or "")
+
+
+def run_inline(
+    clients: AzureClients,
+    vm_id: str,
+    name: str,
+    script: str,
+    *,
+    timeout_s: int,
+    progress: Callable[[str], None],
+) -> RunOutcome:
+    """A short managed run command whose output fits the instance view (its last 4 KB: "Output and error fields in
+    `instanceView` is limited to last 4KB", the managed Run Commands page): created under `name`, followed to its
+    end, then deleted, whatever happened. A name reused after an interrupted run replaces that run's command."""
+    _sub, group, vm = split_vm_id(vm_id)
+    body = {
+        "location": _location(clients, group, vm),
+        "properties": {"source": {"script": script}, "asyncExecution": True, "timeoutInSeconds": timeout_s},
+    }
+    commands = clients.compute.virtual_machine_run_commands
+    try:
+        with azure_errors(f"start the run command {name} on {vm}"):
+            commands.begin_create_or_update(group, vm, name, body).result()
+        view = _follow(commands, (group, vm, name), progress, clients.settings.poll_interval, timeout_s + LATE_S)
+    finally:
+        with azure_errors(f"delete the run command {name} on {vm}"):
+            commands.begin_delete(group, vm, name).result()
+    return RunOutcome(
+        state=_text(view.execution_state),
+        exit_code=view.exit_code,
+        stdout=str(view.output or ""),
+        stderr=str(view.error or ""),
+        message=str(view.execution_message or ""),
+    )

@@ -19,7 +19,7 @@ from azure.core.exceptions import (
     ServiceRequestError,
 )
 
-from hpclz.azure.errors import sign_in_failure
+from hpclz.azure.errors import sign_in_failure, storage_code
 from hpclz.state.errors import StateStorageError
 
 __all__ = [
@@ -59,5 +59,4 @@ def storage_errors(action: str) -> Iterator[None]:
 
 
 def _code(exc: Any) -> str:
-    code = getattr(exc, "error_code", None)
-    return str(code) if code else (str(exc).splitlines() or [type(exc).__name__])[0]
+    return storage_code(exc) or (str(exc).splitlines() or [type(exc).__name__])[0]

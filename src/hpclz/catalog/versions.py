@@ -98,6 +98,17 @@ STACK: tuple[StackTriple, ...] = (
 
 CURRENT: StackTriple = next(t for t in STACK if t.role == "current")
 
+# Each cyclecloud-slurm release's files, as its project.ini lists them ([blobs] Files): what `cyclecloud project
+# fetch` brings into blobs/ and `project upload` puts in the locker (Azure/cyclecloud-slurm@50e6739:project.ini:7-8,
+# docker-package.sh l.22-46). Only releases whose project.ini was read are listed.
+PROJECT_BLOBS: dict[str, tuple[str, ...]] = {
+    "4.0.9": (
+        "azure-slurm-pkg-4.0.9.tar.gz",
+        "azure-slurm-install-pkg-4.0.9.tar.gz",
+        "azure_slurm_exporter-0.2.0.tar.gz",
+    ),
+}
+
 
 def find(cyclecloud: str, project: str, slurm: str) -> StackTriple | None:
     return next((t for t in STACK if t.key == (cyclecloud, project, slurm)), None)

@@ -28,7 +28,11 @@ def verify(
     nodes: str | None = typer.Option(
         None, "--nodes", "-w", metavar="HOSTLIST", help="Only these nodes, a Slurm hostlist: gpu[001-016]."
     ),
-    nccl: bool = typer.Option(False, "--nccl", help="Also run all-reduce: ring pairs of nodes, then all nodes."),
+    nccl: bool = typer.Option(
+        False,
+        "--nccl",
+        help="Also run all-reduce: ring pairs of nodes, then all nodes (rack-scale sizes: each rack, then across racks).",
+    ),
     drain: bool = typer.Option(
         False, "--drain", help="Drain failing nodes (reason 'hpclz: ...'); resume nodes hpclz drained that now pass."
     ),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
@@ -30,6 +30,21 @@ class CycleCloud(StrictModel):
     version: str = Field(default="8.9.1", pattern=r"^\d+\.\d+\.\d+$", json_schema_extra=policy("replace"))
     slurm_project_version: str = Field(default="4.0.9", pattern=r"^\d+\.\d+\.\d+$", json_schema_extra=policy("replace"))
     slurm_version: str = Field(default="25.11.5", pattern=r"^\d+\.\d+\.\d+(-\d+)?$")
+    # The released project's files (project.ini [blobs] Files, which `cyclecloud project upload` takes from blobs/:
+    # Azure/cyclecloud-slurm@50e6739:docker-package.sh l.22-46) by SHA-256, as published with the release. hpclz
+    # ships none: no public source read here states the 4.0.9 assets' digests, and a digest hpclz computed from a
+    # download it cannot make would be invented. Given, hpclz-cluster-sync uploads nothing that differs.
+    slurm_project_sha256: dict[
+        Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.+-]{0,127}$")],
+        Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")],
+    ] = Field(
+        default_factory=dict,
+        description=(
+            "SHA-256 of each file of the cyclecloud-slurm release (e.g. azure-slurm-pkg-4.0.9.tar.gz), from the "
+            "release's assets; empty: the fetched files are uploaded as GitHub serves them, unchecked."
+        ),
+        json_schema_extra=policy("in_place"),
+    )
     # Azure resizes a VM in place and restarts it (learn.microsoft.com/azure/virtual-machines/sizes/resize-vm): the
     # server keeps its disks, so a new size is a restart, never a replacement.
     vm_size: str = Field(default="Standard_D4as_v5", pattern=VM_SIZE_PATTERN, json_schema_extra=policy("restart_nodes"))

@@ -226,7 +226,7 @@ def _apply(
 ) -> ExitCode:
     from hpclz.deploy.destroy import outcome_dict
     from hpclz.deploy.prune import failures
-    from hpclz.deploy.wheel_step import resubmit_for_wheel, uploading, with_wheel
+    from hpclz.deploy.wheel_step import Delivery, resubmit_for_wheel, with_wheel
     from hpclz.render.zone import Zone
     from hpclz.state.factory import new_state
     from hpclz.state.renamed import config_ref
@@ -248,11 +248,13 @@ def _apply(
             doc = backend.write(doc.model_copy(update={"config_file": ref}))
         removals = removals_for(arm, plan, doc, result.changes)
         runner = _runner(arm, plan, doc, backend, with_wheel(plan, secrets, wheel), on_event, removals, result.changes)
-        runner.before_submit = uploading(plan, Zone(loaded.config).locker_account_name, wheel, runner.before_submit)
+        delivery = Delivery(plan, Zone(loaded.config), wheel, on_event)
+        runner.before_submit = delivery.wrap(runner.before_submit)
         run = _run(runner, loaded)
         final = runner.doc
         if run.ok:
             final = after_run(loaded, plan, backend, removals, final, secrets, partial=bool(contract.scope.target))
+            final = delivery.finish(arm.clients, final, backend.write)
     result.removed = [outcome_dict(o) for o in removals.outcomes]
     _report(result, plan, run, final)
     if not run.ok:

@@ -45,7 +45,7 @@ class PlanResult(ResultBody):
     )
 
     def exit_code(self) -> ExitCode:
-        if self.changes is None or self.changes.blocked:
+        if self.changes is None or self.changes.blocked or any(f.severity is Severity.ERROR for f in self.findings):
             return ExitCode.FAILED
         if self.detailed_exitcode and self.changes.has_changes:
             return ExitCode.CHANGES_PRESENT
@@ -137,6 +137,10 @@ def planned(loaded: LoadedConfig, options: PlanOptions, findings: list[Finding])
         result.not_saved = "not saved: a destroy plan is applied with `hpclz destroy`" if options.out else None
         return result
     result.changes = _changes(loaded, deployment_plan, state, options)
+    if options.what_if:  # online: what deploy's preflight would refuse before any write, said now
+        from hpclz.deploy.preflight import marketplace_findings
+
+        result.findings += marketplace_findings(_arm(loaded), loaded, deployment_plan, options.suppress)
     result.estimate = _estimate(loaded, deployment_plan, state, options)
     result.racks = partition_racks(loaded.config)
     result.quota = quota_needs(loaded.config, load_catalog())

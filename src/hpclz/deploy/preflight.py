@@ -21,6 +21,8 @@ from hpclz.rules.live import LIVE_RULES
 from hpclz.rules.live.context import LiveContext
 from hpclz.rules.live.flowlogs import watcher_id
 from hpclz.rules.live.images import gallery_definition
+from hpclz.rules.live.marketplace import MarketplaceTermsNotAccepted
+from hpclz.rules.live.subscription import LiveFactsUnavailable
 
 
 def check_access(arm: Arm) -> None:
@@ -75,7 +77,33 @@ def gather(
                 except AzureError as exc:
                     ctx.unavailable[f"custom image {resource_id}"] = describe(exc).one_line()
     _marketplace_images(arm, loaded, plan.location, ctx)
+    marketplace_terms(arm, plan, ctx)
     return ctx
+
+
+def purchase_plans(plan: DeploymentPlan) -> list[tuple[str, str, str]]:
+    """(publisher, product, name) of every VM purchase plan the templates name (the CycleCloud server's image)."""
+    found = {
+        (str(p.get("publisher")), str(p.get("product")), str(p.get("name")))
+        for d in plan.deployments
+        for r in d.resources()
+        if str(r.get("type", "")).lower() == "microsoft.compute/virtualmachines"
+        and isinstance(p := r.get("plan"), dict)
+    }
+    return sorted(found)
+
+
+def marketplace_terms(arm: Arm, plan: DeploymentPlan, ctx: LiveContext) -> None:
+    """Whether this subscription accepted the terms of each purchase plan: ARM refuses a VM from a Marketplace image
+    with a plan whose terms it has not (HPCLZ-CMP-110), well into the deploy."""
+    for publisher, product, name in purchase_plans(plan):
+        key = f"{publisher}:{product}:{name}"
+        try:
+            terms = arm.marketplace_terms(publisher, product, name)
+        except sdk_error() as exc:
+            ctx.unavailable[f"Marketplace terms of {key}"] = describe(exc).one_line()
+            continue
+        ctx.marketplace_terms[key] = (terms.get("properties") or {}).get("accepted") is True
 
 
 def _marketplace_images(arm: Arm, loaded: LoadedConfig, location: str, ctx: LiveContext) -> None:
@@ -210,6 +238,18 @@ def _global_names(arm: Arm, plan: DeploymentPlan, ctx: LiveContext) -> None:
                 continue
             if not answer.get("nameAvailable", True):
                 ctx.names_taken[name] = f"{answer.get('reason')}: {answer.get('message')}"
+
+
+def marketplace_findings(
+    arm: Arm, loaded: LoadedConfig, plan: DeploymentPlan, suppress: Iterable[str] = ()
+) -> list[Finding]:
+    """`plan --what-if`'s share of preflight: the Marketplace terms (HPCLZ-CMP-110), or why they could not be read."""
+    ctx = LiveContext(loaded=loaded, location=plan.location)
+    with azure_errors("reading the Marketplace terms"):
+        marketplace_terms(arm, plan, ctx)
+    rules = (MarketplaceTermsNotAccepted, LiveFactsUnavailable)
+    reported, _ = run_rules(rules, ctx, [*loaded.config.suppress, *suppress])
+    return reported
 
 
 def preflight(

@@ -254,6 +254,28 @@ def mysql_ha_verdict(before: Any, after: Any, _context: Any = None) -> Verdict:
     return _v(Policy.IN_PLACE, "same-zone high availability is turned on or off in place", source=source)
 
 
+def mysql_version_verdict(before: Any, after: Any, _context: Any = None) -> Verdict:
+    """A major version upgrade runs in place ("from MySQL 5.7 to 8.0 or 8.0 to 8.4 ... without moving data or
+    changing application connection strings"), with downtime, and "Upgrading the major MySQL version is
+    irreversible" (how-to-upgrade)."""
+    source = f"{MYSQL_DOCS}/how-to-upgrade"
+    order = ("5.7", "8.0.21", "8.4")
+    if before in order and after in order and order.index(after) < order.index(before):
+        return _v(
+            Policy.NOT_ALLOWED,
+            f"MySQL {before} cannot go back to {after}: a major version upgrade is irreversible",
+            "keep the server's version, or restore a backup taken before the upgrade into a new server",
+            source,
+        )
+    return _v(
+        Policy.RESTART_NODES,
+        f"the accounting server upgrades in place from MySQL {before} to {after}; it is down while it upgrades "
+        "(how long depends on its tables) and cannot go back",
+        "take an on-demand backup first and schedule it: sacct and new job records wait until the server is back",
+        source,
+    )
+
+
 _MYSQL_RESTART = _v(
     Policy.RESTART_NODES,
     "the accounting server restarts for a new compute tier or size (60-120 s): slurmdbd reconnects, jobs keep running",
@@ -484,13 +506,14 @@ RESOURCE_RULES: dict[str, list[PropertyRule]] = {
             ),
         ),
         PropertyRule("properties.highAvailability*", mysql_ha_verdict),
+        PropertyRule("properties.version", mysql_version_verdict),
         PropertyRule(
             "properties.administratorLogin",
             _v(
                 Policy.NOT_ALLOWED,
                 "the administrator login is set only when the server is created (ARM ServerProperties.administratorLogin)",
                 "keep admin_user",
-                "Microsoft.DBforMySQL 2023-12-30 schema: 'Can only be specified when the server is being created'",
+                "Microsoft.DBforMySQL 2025-12-01-preview schema: 'Can only be specified when the server is being created'",
             ),
         ),
         PropertyRule(

@@ -83,6 +83,8 @@ def verdict_of(report: NodeReport) -> Verdict:
         return Verdict(FAIL, failed)
     if not any(c.status == Status.PASS for c in report.checks):
         return Verdict(INCONCLUSIVE)
+    if any(c.inconclusive and not c.suppressed for c in report.checks):  # a tool crashed after it printed
+        return Verdict(INCONCLUSIVE)
     return Verdict(PASS)
 
 
@@ -112,6 +114,8 @@ class Remediator:
             if incident not in opened and not incident.evidence:
                 opened.append(incident)
             incident.evidence.extend(e for e in verdict.evidence if e not in incident.evidence)
+            incident.physical_host = report.physical_host or incident.physical_host
+            incident.gpu_serials.update({g.bus_id: g.serial for g in report.gpus if g.serial})
         if opened:
             for incident in opened:
                 self._log(incident, Stage.DETECTED, Stage.DETECTED, None, _summary(incident))

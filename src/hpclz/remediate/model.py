@@ -43,6 +43,8 @@ class Incident(BaseModel):
     actions_done: list[str] = Field(default_factory=list)
     inconclusive_checks: int = 0
     report_id: str | None = None  # Azure's impactUniqueId once filed
+    physical_host: str | None = None  # from the node's verify report (Hyper-V KVP): what a health report names
+    gpu_serials: dict[str, str] = Field(default_factory=dict, description="GPU bus id -> serial, from the report")
     note: str = ""  # why it waits or stopped, for people
     closed_at: str | None = None
 

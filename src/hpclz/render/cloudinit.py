@@ -16,6 +16,7 @@ from __future__ import annotations
 import base64
 import gzip
 import json
+import re
 from typing import Any
 
 from hpclz.catalog import load_catalog
@@ -24,6 +25,7 @@ from hpclz.config.storage import ExistingLustre, ExistingShared
 from hpclz.errors import ExitCode, HpclzError
 from hpclz.render.arm import API_VERSIONS, resource_path
 from hpclz.render.engine import PLAIN_NAME, Safe, render_text
+from hpclz.render.health_gate import GATE_SCRIPT, health_gate
 from hpclz.render.prometheus import node_metrics
 from hpclz.render.roles import LOCKER_CONTAINER, WHEEL_CONTAINER, node_identities
 from hpclz.render.writer import dumps
@@ -254,6 +256,7 @@ def _identity_list(zone: Zone, roles: list[str]) -> str:
 
 def node_script(zone: Zone, partition: Partition, mounts: list[dict[str, Any]]) -> Safe:
     events = zone.config.maintenance.scheduled_events
+    topology = rack_topology(zone)
     return render_text(
         "cloud-init/node.sh.j2",
         p=partition,
@@ -262,6 +265,7 @@ def node_script(zone: Zone, partition: Partition, mounts: list[dict[str, Any]]) 
         metrics=node_metrics(zone, _compute_identity(zone), partition.vm_size),
         scratch=_scratch(zone, partition),
         events={"drain_on": sorted(events.drain_on), "requeue_jobs": events.requeue_jobs} if events.enabled else None,
+        fabric_reports=topology["reports"] if topology and partition.name in topology["partitions"] else None,
     )
 
 
@@ -298,6 +302,7 @@ def cluster_files(zone: Zone) -> dict[str, str]:
                 "racks": racks(p),
             }
         )
+    gate = health_gate(cluster_name(zone))
     template = render_text(
         "cyclecloud/slurm-cluster.txt.j2",
         config=config,
@@ -313,9 +318,13 @@ def cluster_files(zone: Zone) -> dict[str, str]:
         arrays=arrays,
         scheduler_script=render_text(
             "cloud-init/scheduler.sh.j2",
+            gate=gate,
+            budgets=gate.budgets(),
+            script=GATE_SCRIPT,
             mounts=mounts,
             identity=_compute_identity(zone),
             metrics=node_metrics(zone, _compute_identity(zone)),
+            topology=rack_topology(zone),
             locker={
                 "identity": _node_identity(zone, LOCKER_IDENTITY),
                 "account": zone.locker_account_name,
@@ -340,6 +349,7 @@ def cluster_files(zone: Zone) -> dict[str, str]:
         terminate=any(m["kind"] == "lustre" for m in mounts) or zone.config.maintenance.scheduled_events.enabled,
     )
     parameters = {
+        "HpclzSlurmConfig": gate.slurm_conf(),
         "Credentials": CREDENTIALS,
         "Region": zone.location,
         "ComputeSubnetId": _subnet_for_cyclecloud(zone, "compute"),
@@ -424,6 +434,36 @@ def cluster_name(zone: Zone) -> str:
     return f"{zone.config.metadata.name}-{zone.config.metadata.environment.value}"
 
 
+def slurm_cluster_name(zone: Zone) -> str:
+    """cyclecloud-slurm's "safe" cluster name, the directory under /sched (install.py `_escape`: lowercase,
+    anything but letters, digits and '-' becomes '-')."""
+    return re.sub(r"[^a-z0-9-]", "-", cluster_name(zone).lower())
+
+
+# Where each rack-scale node leaves its `nvidia-smi -q` for the scheduler, beside cyclecloud-slurm's own files in
+# /sched/<cluster> (its config_dir: Azure/cyclecloud-slurm@50e6739 azure-slurm-install/install.py l.139), where its
+# topology.conf and site_specific.conf live too (install.py l.579-585, l.639-645).
+FABRIC_REPORTS = "hpclz-fabric"
+
+
+def rack_topology(zone: Zone) -> dict[str, Any] | None:
+    """What the scheduler needs to keep Slurm's block topology true (hpclz.slurm.topology): the rack-scale
+    partitions, the block size (VMs per NVLink domain) and the /sched paths; None without a rack-scale partition."""
+    catalog = load_catalog()
+    sizes = {p.name: getattr(catalog.sku(p.vm_size), "nvlink_domain_vms", None) for p in zone.config.compute.partitions}
+    racked = {name: size for name, size in sizes.items() if size}
+    if not racked:
+        return None
+    folder = f"/sched/{slurm_cluster_name(zone)}"
+    return {
+        "partitions": sorted(racked),
+        # One BlockSizes for the cluster: the smallest domain, so no rack is below it (topology.conf(5)).
+        "block_size": min(racked.values()),
+        "folder": folder,
+        "reports": f"{folder}/{FABRIC_REPORTS}",
+    }
+
+
 def server_cloud_config(zone: Zone) -> str:
     """The one-time install: nothing in it may follow a config field that can change after the VM exists."""
     bootstrap = render_text(
@@ -458,6 +498,9 @@ def user_data_document(zone: Zone, files: dict[str, str]) -> str:
     if "account-lookups.json" in files:
         document["account_lookups"] = files["account-lookups.json"]
     document["project"] = project_source(zone)
+    digests = zone.config.compute.cyclecloud.slurm_project_sha256
+    if digests:  # hpclz-cluster-sync uploads the fetched release only when every file matches (HPCLZ-CMP-018)
+        document["project_sha256"] = dumps(dict(sorted(digests.items())))
     return dumps(document)
 
 

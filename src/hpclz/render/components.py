@@ -36,8 +36,12 @@ from hpclz.render.zone import SubnetView, Zone
 
 
 def network(zone: Zone) -> dict[str, Any]:
+    # The subnets the cluster's VMs (CycleCloud, scheduler, login, portal, nodes) sit in: the only NFS clients of
+    # storage.shared's share.
+    cluster = [v.cidr for v in zone.subnets if v.hosts_vms] if zone.shared_files else None
+
     def nsg_rules(view: SubnetView) -> list[dict[str, Any]]:
-        return security_rules(view, zone.config.network.nsg_rules)
+        return security_rules(view, zone.config.network.nsg_rules, cluster)
 
     return {"nsg_rules": nsg_rules, "assignments": assignments(zone, "network")}
 

@@ -12,6 +12,13 @@ from hpclz.config.network import NsgRule
 from hpclz.render.zone import SubnetView
 
 DENY_INTERNET_PRIORITY = 4096
+# NFS to the Azure Files share of storage.shared (/sched, where cyclecloud-slurm keeps munge.key, and home): its
+# private endpoint sits in the private-endpoints subnet, whose NSG applies to it (privateEndpointNetworkPolicies
+# Enabled, learn.microsoft.com/azure/private-link/disable-private-endpoint-network-policy). NFS Azure file shares
+# use TCP 2049 only (learn.microsoft.com/azure/storage/files/files-nfs-protocol, "Security and networking").
+NFS_PORT = "2049"
+NFS_ALLOW_PRIORITY = 4000
+NFS_DENY_PRIORITY = 4010
 
 
 def _rule(
@@ -71,10 +78,48 @@ def _extra(rule: NsgRule) -> dict[str, Any]:
     return out
 
 
-def security_rules(view: SubnetView, extra: list[NsgRule]) -> list[dict[str, Any]]:
+def nfs_rules(cluster_cidrs: list[str]) -> list[dict[str, Any]]:
+    """NFS to the shared file share only from the cluster's own subnets. The NSG's default AllowVnetInBound lets in
+    the whole VirtualNetwork tag, which covers peered VNets and on-premises ranges behind a gateway
+    (learn.microsoft.com/azure/virtual-network/service-tags-overview, VirtualNetwork): without these rules the hub
+    and on-premises reach /sched, whose share squashes no root (cyclecloud-slurm writes munge.key there as root and
+    chowns it: Azure/cyclecloud-slurm@50e6739:azure-slurm-install/install.py l.328-354), as root (HPCLZ-TPL-055)."""
+    allow = _rule(
+        "AllowNfsFromCluster",
+        NFS_ALLOW_PRIORITY,
+        "Inbound",
+        "Allow",
+        "Tcp",
+        "*",
+        "*",
+        [NFS_PORT],
+        "hpclz: storage.shared NFS from the cluster's subnets only",
+    )
+    del allow["properties"]["sourceAddressPrefix"]
+    allow["properties"]["sourceAddressPrefixes"] = cluster_cidrs
+    deny = _rule(
+        "DenyNfsFromElsewhere",
+        NFS_DENY_PRIORITY,
+        "Inbound",
+        "Deny",
+        "*",
+        "*",
+        "*",
+        [NFS_PORT],
+        "hpclz: no NFS to /sched and home from the hub, peered VNets or on-premises",
+    )
+    return [allow, deny]
+
+
+def security_rules(
+    view: SubnetView, extra: list[NsgRule], cluster_cidrs: list[str] | None = None
+) -> list[dict[str, Any]]:
+    """`cluster_cidrs`: the cluster's subnets, when the private-endpoints subnet fronts an NFS share (storage.shared)."""
     if view.role == "bastion":
         return BASTION_RULES
     rules = [_extra(r) for r in extra if r.subnet == view.role]
+    if view.role == "private_endpoints" and cluster_cidrs:
+        rules += nfs_rules(cluster_cidrs)
     rules.append(
         _rule(
             "DenyInternetInbound",

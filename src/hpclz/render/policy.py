@@ -11,6 +11,8 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any
 
+from hpclz.render import flowlogs
+from hpclz.render.arm import expr, resource_id
 from hpclz.render.zone import Zone
 
 DEFINITIONS = "/providers/Microsoft.Authorization/policyDefinitions/"
@@ -38,6 +40,10 @@ class Assignment:
     definition: str
     parameters: dict[str, Any]
     message: str
+    # Resource IDs (ARM expressions) the assignment leaves out: "If a child resource container or child resource
+    # shouldn't have the definition applied, each can be excluded from evaluation by setting notScopes"
+    # (learn.microsoft.com/azure/governance/policy/concepts/assignment-structure, "Excluded scopes").
+    not_scopes: tuple[str, ...] = ()
 
     @property
     def definition_id(self) -> str:
@@ -74,11 +80,24 @@ def assignments(zone: Zone, component: str) -> list[Assignment]:
                 )
             )
     if policies.regulated_baseline:
-        out.extend(_regulated(zone))
+        out.extend(_regulated(zone, component))
     return out
 
 
-def _regulated(zone: Zone) -> list[Assignment]:
+def _flow_log_exclusion(zone: Zone, component: str) -> tuple[str, ...]:
+    """The VNet flow logs' own account, left out of "no public network" in the group that holds it. Network Watcher
+    writes flow records into it as a trusted Microsoft service, and Azure documents that exception for an account whose
+    public network access is "Enabled from selected virtual networks and IP addresses" with "Allow trusted Microsoft
+    services" ticked (learn.microsoft.com/azure/network-watcher/network-watcher-nsg-flow-logging-overview, FAQ "How do
+    I use NSG flow logs with a Storage account behind a firewall?"); with public network access Disabled only private
+    endpoints reach an account, and Network Watcher does not write through one. The account denies every network by
+    default and allows no IP or subnet (templates/arm/flowlogs), so the exclusion opens nothing but that trusted path."""
+    if component != AREA_OWNERS["monitoring"] or not flowlogs.flow_logs_enabled(zone):
+        return ()
+    return (expr(resource_id("Microsoft.Storage/storageAccounts", flowlogs.flow_log_account(zone))),)
+
+
+def _regulated(zone: Zone, component: str) -> list[Assignment]:
     deny = {"effect": {"value": "Deny"}}
     where = f"landing zone {zone.config.metadata.name}"
     return [
@@ -89,6 +108,7 @@ def _regulated(zone: Zone) -> list[Assignment]:
             STORAGE_NO_PUBLIC_NETWORK,
             deny,
             f"Storage accounts of {where} are reached through private endpoints only.",
+            not_scopes=_flow_log_exclusion(zone, component),
         ),
         Assignment(
             "hpclz-storage-no-public-blob",

@@ -13,16 +13,15 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from hpclz.config.identity import BuiltinRole
 from hpclz.config.portal import PortalOidc
 from hpclz.errors import ExitCode, HpclzError
-from hpclz.render.arm import API_VERSIONS, RG_TEMPLATE_SCHEMA, expr, literal, resource_id, role_definition
-from hpclz.render.cloudinit import accelerated, cluster_name, custom_data, shared_mounts
+from hpclz.render.arm import RG_TEMPLATE_SCHEMA
+from hpclz.render.cloudinit import accelerated, custom_data, shared_mounts, slurm_cluster_name
 from hpclz.render.components import maintenance_enabled, scheduled_patching
 from hpclz.render.engine import render_text
 from hpclz.render.monitoring import vm_agent
 from hpclz.render.nsg import DENY_INTERNET_PRIORITY
-from hpclz.render.roles import ROLE_IDS, entra_login
+from hpclz.render.roles import entra_login, portal_vault_reader
 from hpclz.render.zone import Zone
 
 LABEL = "ood"
@@ -64,12 +63,6 @@ def portal_enabled(zone: Zone) -> bool:
     return portal.enabled and portal.oidc is not None and shared_mounts(zone) is not None
 
 
-def slurm_cluster_name(zone: Zone) -> str:
-    """cyclecloud-slurm's "safe" cluster name, the directory under /sched (install.py `_escape`: lowercase,
-    anything but letters, digits and '-' becomes '-')."""
-    return re.sub(r"[^a-z0-9-]", "-", cluster_name(zone).lower())
-
-
 def _oidc(zone: Zone) -> PortalOidc:
     oidc = zone.config.portal.oidc
     if oidc is None:
@@ -102,6 +95,9 @@ def portal_script(zone: Zone) -> str:
         shared=shared,
         cluster=slurm_cluster_name(zone),
         slurm_version=zone.config.compute.cyclecloud.slurm_version,
+        # CycleCloud's base home directory on the shared file system: <mount_point>/home, as /shared/home is in
+        # cyclecloud-slurm's stock layout (Azure/cyclecloud-slurm@50e6739:templates/slurm.txt:601).
+        users_home=f"{shared['mount_point'].rstrip('/')}/home",
         slurm_repo=SLURM_REPO,
         slurm_files=SLURM_FILES,
         ids=IDS,
@@ -174,26 +170,6 @@ def _allow(name: str, priority: int, sources: list[str], port: str, description:
     return {"name": name, "properties": props}
 
 
-def _vault_reader(zone: Zone, vm_name: str) -> dict[str, Any] | None:
-    """Key Vault Secrets User on the zone's vault for the portal VM's own identity, when it reads a client secret."""
-    oidc = zone.config.portal.oidc
-    if oidc is None or not oidc.client_secret_name or zone.key_vault_new is None:
-        return None
-    vm = resource_id("Microsoft.Compute/virtualMachines", vm_name)
-    vault = resource_id("Microsoft.KeyVault/vaults", zone.key_vault_name, group=zone.rg["management"])
-    role = ROLE_IDS[BuiltinRole.KEY_VAULT_SECRETS_USER]
-    api = API_VERSIONS["Microsoft.Compute/virtualMachines"]
-    return {
-        "deployment": f"{vm_name}-vault-reader",
-        "group": zone.rg["management"],
-        "name": expr(f"guid({vault}, {vm}, {literal(role)})"),
-        "scope": f"Microsoft.KeyVault/vaults/{zone.key_vault_name}",
-        "role_definition_id": expr(role_definition(role)),
-        "principal_id": expr(f"reference({vm}, {literal(api)}, 'Full').identity.principalId"),
-        "description": "hpclz: Key Vault Secrets User for portal.oidc.client_secret_name",
-    }
-
-
 def portal(zone: Zone) -> dict[str, Any]:
     config = zone.config
     publisher, offer, sku, version = config.portal.image.split(":")
@@ -226,7 +202,7 @@ def portal(zone: Zone) -> dict[str, Any]:
     return {
         "vm": vm,
         "nsg_rules": security_rules(zone),
-        "vault_reader": _vault_reader(zone, vm_name),
+        "vault_reader": portal_vault_reader(zone, vm_name),
         "artifacts": {"cloud-init/portal.sh": script},
         "parameters": {"portalVmSize": config.portal.vm_size},
         "rg_schema": RG_TEMPLATE_SCHEMA,

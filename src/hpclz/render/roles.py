@@ -8,6 +8,7 @@ Built-in role definition IDs are the same in every tenant
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from hpclz.config.identity import BuiltinRole
 from hpclz.render.arm import API_VERSIONS, expr, literal, resource_id, resource_id_expr, resource_path, role_definition
@@ -289,15 +290,17 @@ def _secret_readers(zone: Zone) -> list[Assignment]:
     at the scope of one secret: learn.microsoft.com/azure/key-vault/general/rbac-guide, "Best Practices for
     individual keys, secrets, and certificates role assignments"). The compute identity reads the config's secrets
     meant for jobs; the CycleCloud server (scheduler identity) reads the accounting password when it imports the
-    cluster, and nothing else."""
+    cluster, and nothing else; the portal's client secret is the portal VM's alone."""
     kv = zone.key_vault_new
     if kv is None:
         return []
     identities = zone.config.identity.managed_identities
-    accounting = _accounting_secret(zone)
+    accounting = accounting_secret(zone)
     out = []
+    # Not the portal's OIDC client secret either: the portal VM's own identity reads that one (portal_vault_reader).
+    others = {accounting, portal_secret(zone)}
     for who, secrets in (
-        ("compute", [n for n in sorted(kv.secrets) if n != accounting] if identities.compute else []),
+        ("compute", [n for n in sorted(kv.secrets) if n not in others] if identities.compute else []),
         (
             "scheduler",
             [accounting] if accounting and _reads_accounting_secret(zone) and accounting in kv.secrets else [],
@@ -310,7 +313,7 @@ def _secret_readers(zone: Zone) -> list[Assignment]:
     return out
 
 
-def _accounting_secret(zone: Zone) -> str | None:
+def accounting_secret(zone: Zone) -> str | None:
     accounting = zone.config.compute.accounting
     name = getattr(accounting, "password_secret_name", None) if accounting.mode != "disabled" else None
     return str(name) if name else None
@@ -356,3 +359,34 @@ def prometheus_assignments(zone: Zone, ids: dict[str, tuple[str, ...]]) -> list[
         )
         out += _groups(zone, "admins", [BuiltinRole.GRAFANA_ADMIN], on=ids["grafana"])
     return out
+
+
+def portal_secret(zone: Zone) -> str | None:
+    """The Key Vault secret the portal VM reads at boot (its OIDC client secret), when the portal is on and has one."""
+    oidc = zone.config.portal.oidc if zone.config.portal.enabled else None
+    return oidc.client_secret_name if oidc is not None and oidc.client_secret_name else None
+
+
+def portal_vault_reader(zone: Zone, vm_name: str) -> dict[str, Any] | None:
+    """Key Vault Secrets User on the one secret the portal reads (its OIDC client secret) for the portal VM's own
+    identity, never on the vault: whoever signs in to the portal VM can take its identity's token
+    (learn.microsoft.com/entra/identity/managed-identities-azure-resources/how-to-use-vm-token), and a vault-wide grant
+    would hand them the Slurm database password too. Key Vault RBAC assigns roles at the scope of one secret
+    (learn.microsoft.com/azure/key-vault/general/rbac-guide, "Best Practices for individual keys, secrets, and
+    certificates role assignments"), as hpclz.render.roles grants the nodes theirs."""
+    name = portal_secret(zone)
+    if name is None or zone.key_vault_new is None:
+        return None
+    vm = resource_id("Microsoft.Compute/virtualMachines", vm_name)
+    secret = resource_id("Microsoft.KeyVault/vaults/secrets", zone.key_vault_name, name, group=zone.rg["management"])
+    role = ROLE_IDS[BuiltinRole.KEY_VAULT_SECRETS_USER]
+    api = API_VERSIONS["Microsoft.Compute/virtualMachines"]
+    return {
+        "deployment": f"{vm_name}-vault-reader",
+        "group": zone.rg["management"],
+        "name": expr(f"guid({secret}, {vm}, {literal(role)})"),
+        "scope": f"Microsoft.KeyVault/vaults/{zone.key_vault_name}/secrets/{name}",
+        "role_definition_id": expr(role_definition(role)),
+        "principal_id": expr(f"reference({vm}, {literal(api)}, 'Full').identity.principalId"),
+        "description": "hpclz: Key Vault Secrets User for portal.oidc.client_secret_name",
+    }

@@ -9,6 +9,7 @@ Every call has a timeout: a hung controller must not hang `hpclz verify`.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 from collections.abc import Sequence
@@ -191,6 +192,13 @@ class SlurmClient:
             parts = (*seen.partitions, part.rstrip("*")) if seen else (part.rstrip("*"),)
             merged[name] = NodeInfo(name=name, state=state, reason=reason, partitions=parts)
         return list(merged.values())
+
+    def blocks(self) -> dict[str, list[str]]:
+        """Block name -> its nodes, from `scontrol show topology` under topology/block (a line per block,
+        "BlockName=<name> ... Nodes=<hostlist>", as slurmctld 24.11 prints it: tests/slurm/test_topology_wiring.py);
+        empty under any other topology plugin."""
+        found = re.findall(r"^BlockName=(\S+)\s.*?\bNodes=(\S+)", self.run("scontrol", "show", "topology"), re.M)
+        return {name: self.expand(nodes) for name, nodes in found}
 
     def expand(self, hostlist: str) -> list[str]:
         """node[1-3],gpu7 -> names, by Slurm's own parser."""

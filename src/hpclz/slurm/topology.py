@@ -14,14 +14,25 @@ Rules the generated file keeps, each seen on a real slurmctld 24.11.5 (Debian tr
 - a node in no block is never allocated (a 20-node job on 18 blocked nodes: "Requested node configuration is not
   available"), so a node whose rack is unknown is held out of scheduling rather than guessed into a block;
 - BlockSizes lists the base block size (topology.conf(5): "Each block must have at least the planning base block
-  size count of nodes").
+  size count of nodes");
+- topology/block covers the whole cluster, and a one-node job pinned to a node in no block was refused at submission,
+  "Requested topology configuration is not available" (tests/slurm/test_topology_wiring.py).
+  So every other partition's nodes form one block of their own (a partition is never split), and a partition too
+  small for a block keeps the plugin off, as no block can hold it.
+
+Enabling the plugin: cyclecloud-slurm's slurm.conf includes site_specific.conf (Azure/cyclecloud-slurm@50e6739,
+azure-slurm-install/templates/slurm.conf.template l.77; the file lives in /sched/<cluster>, linked from /etc/slurm,
+install.py l.579-585, l.677-680), and its README says to put `TopologyPlugin=topology/block` and
+`TopologyParam=BlockAsNodeRank` there only once topology.conf holds the racks, because "TopologyPlugin=topology/block
+requires a populated topology.conf to exist before slurmctld starts" (README.md l.375-392). `--site-conf` does that:
+the lines are added in the same pass that first writes a rack block, before its one `scontrol reconfigure`.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from hpclz.slurm.client import NodeInfo, SlurmClient, SlurmError
@@ -113,17 +124,22 @@ class Block:
 
 @dataclass(frozen=True)
 class BlockTopology:
-    """The blocks to schedule on and the nodes held out of every block, each with why."""
+    """The blocks to schedule on and the nodes held out of every block, each with why. `blocks` are racks;
+    `partition_blocks` are the other partitions, one block each (see module doc)."""
 
     blocks: tuple[Block, ...]
     held_out: tuple[tuple[str, str], ...]
     block_size: int
+    partition_blocks: tuple[Block, ...] = ()
 
     def conf(self) -> str:
         """topology.conf text for topology/block (topology.conf(5), BlockName/Nodes/BlockSizes)."""
         lines = ["# hpclz: generated from the nodes' nvidia-smi -q Fabric ClusterUUID and CliqueId; do not edit."]
         for block in self.blocks:
             lines.append(f"# {block.domain}: {len(block.nodes)} nodes")
+            lines.append(f"BlockName={block.name} Nodes={','.join(block.nodes)}")
+        for block in self.partition_blocks:
+            lines.append(f"# {block.domain}: no NVLink domain; one block so that its nodes stay schedulable")
             lines.append(f"BlockName={block.name} Nodes={','.join(block.nodes)}")
         for node, why in self.held_out:
             lines.append(f"# held out: {node}: {why}")
@@ -158,6 +174,27 @@ def block_topology(domains: Mapping[str, str | None], block_size: int, why: Mapp
     )
 
 
+def partition_blocks(nodes: Iterable[NodeInfo], block_size: int) -> tuple[Block, ...]:
+    """One block per partition for nodes outside the rack-scale partitions (a node in two partitions joins the block
+    of its first). A partition with fewer nodes than a block holds cannot have one: the plugin cannot be used."""
+    grouped: dict[str, list[str]] = {}
+    for node in nodes:
+        grouped.setdefault(node.partitions[0] if node.partitions else "none", []).append(node.name)
+    small = {p: len(n) for p, n in grouped.items() if len(n) < block_size}
+    if small:
+        named = ", ".join(f"{p} ({n} nodes)" for p, n in sorted(small.items()))
+        raise SlurmError(
+            f"partition {named} has fewer nodes than a block of {block_size}; topology/block would leave them "
+            "unschedulable (a node in no block gets no job), so the plugin stays off",
+            hint="give each partition at least as many nodes as an NVLink domain, or keep rack-scale sizes in a "
+            "cluster of their own",
+        )
+    return tuple(
+        Block(name=f"partition_{name}", domain=f"partition {name}", nodes=tuple(sorted(nodes, key=natural_key)))
+        for name, nodes in sorted(grouped.items())
+    )
+
+
 def _block_name(domain: str) -> str:
     cluster, _, clique = domain.partition("_")
     return f"nvl_{cluster.split('-')[0]}_{clique}"
@@ -183,9 +220,12 @@ def current_domains(nodes: Iterable[NodeInfo], reports: Path) -> tuple[dict[str,
     return domains, why
 
 
-def converge(client: SlurmClient, conf_path: Path, topology: BlockTopology) -> bool:
+def converge(
+    client: SlurmClient, conf_path: Path, topology: BlockTopology, site: tuple[Path, tuple[str, ...]] | None = None
+) -> bool:
     """Write topology.conf and run `scontrol reconfigure` when it changed; True when it did. Refuses a topology
-    with no block: with topology/block and no block no node could be allocated at all."""
+    with no rack block: its rack-scale nodes could not be allocated at all. With `site` (site_specific.conf and the
+    plugin's lines) those lines are added there too when missing (see module doc), in the same pass."""
     if not topology.blocks:
         raise SlurmError(
             f"no full NVLink domain of {topology.block_size} nodes reports yet; {conf_path} left as it is",
@@ -194,23 +234,80 @@ def converge(client: SlurmClient, conf_path: Path, topology: BlockTopology) -> b
     text = topology.conf()
     # Only what Slurm reads counts: a held-out node's reason changing (powered off, then part rack) is no reason to
     # restart slurmctld (24.11's reconfigure restarts it in place).
-    if conf_path.is_file() and _settings(conf_path.read_text(encoding="utf-8")) == _settings(text):
+    same = conf_path.is_file() and _settings(conf_path.read_text(encoding="utf-8")) == _settings(text)
+    enabled = site is None or _enable_plugin(*site, dry_run=True) is False
+    if same and enabled:
         return False
-    staged = conf_path.with_name(conf_path.name + ".hpclz-new")
-    staged.write_text(text, encoding="utf-8")
-    staged.replace(conf_path)
+    if not same:
+        _write(conf_path, text)
+    if site is not None:
+        _enable_plugin(*site, dry_run=False)
     client.run("scontrol", "reconfigure")
     return True
+
+
+PLUGIN_COMMENT = "# hpclz: Slurm block topology for the NVLink domains (hpclz.slurm.topology keeps topology.conf true)"
+
+
+def plugin_lines(partitions: Iterable[str]) -> tuple[str, ...]:
+    """What cyclecloud-slurm's README asks slurm.conf to hold for GB200/GB300: the block plugin, node ranks that
+    follow the blocks, and the rack-scale partitions kept out of auto-suspend, whose racks are powered up and down
+    whole instead (Azure/cyclecloud-slurm@50e6739 README.md l.375-379, "Required slurm.conf settings")."""
+    return (
+        "TopologyPlugin=topology/block",
+        "TopologyParam=BlockAsNodeRank",
+        f"SuspendExcParts={','.join(sorted(partitions))}",
+    )
+
+
+def _enable_plugin(site_conf: Path, wanted: tuple[str, ...], *, dry_run: bool) -> bool:
+    """Add the plugin's lines to site_specific.conf; True when they were (or, dry, would be) added. One of those keys
+    already set there to another value is someone else's choice: refused, not overwritten."""
+    text = site_conf.read_text(encoding="utf-8") if site_conf.is_file() else ""
+    settings = _settings(text)
+    keys = {line.split("=", 1)[0].lower(): line for line in wanted}
+    other = [s for s in settings if s.split("=", 1)[0].lower() in keys and s not in wanted]
+    if other:
+        want = keys[other[0].split("=", 1)[0].lower()]
+        raise SlurmError(
+            f"{site_conf} sets {other[0]}; block topology for the NVLink domains needs {want}",
+            hint=f"remove that line from {site_conf} to let hpclz manage the topology",
+        )
+    missing = [line for line in wanted if line not in settings]
+    if missing and not dry_run:
+        body = text if not text or text.endswith("\n") else text + "\n"
+        _write(site_conf, body + "\n".join([PLUGIN_COMMENT, *missing]) + "\n")
+    return bool(missing)
+
+
+def _write(path: Path, text: str) -> None:
+    staged = path.with_name(path.name + ".hpclz-new")
+    staged.write_text(text, encoding="utf-8")
+    staged.replace(path)
 
 
 def _settings(text: str) -> list[str]:
     return [line.strip() for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
 
 
-def regenerate(client: SlurmClient, partition: str, reports: Path, conf_path: Path, block_size: int) -> bool:
-    """One pass on the scheduler: read the partition's nodes and their fabric reports, converge topology.conf."""
-    domains, why = current_domains(client.nodes(partition=partition), reports)
-    return converge(client, conf_path, block_topology(domains, block_size, why))
+def regenerate(
+    client: SlurmClient,
+    partition: str | Sequence[str],
+    reports: Path,
+    conf_path: Path,
+    block_size: int,
+    site_conf: Path | None = None,
+) -> bool:
+    """One pass on the scheduler: read the rack-scale partitions' nodes and their fabric reports, give every other
+    partition its block, converge topology.conf (and, with `site_conf`, the plugin's lines)."""
+    racked = {partition} if isinstance(partition, str) else set(partition)
+    nodes = client.nodes()
+    rack_nodes = [n for n in nodes if racked & set(n.partitions)]
+    domains, why = current_domains(rack_nodes, reports)
+    topology = block_topology(domains, block_size, why)
+    others = partition_blocks([n for n in nodes if not racked & set(n.partitions)], block_size)
+    site = (site_conf, plugin_lines(racked)) if site_conf is not None else None
+    return converge(client, conf_path, replace(topology, partition_blocks=others), site)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -218,15 +315,18 @@ def main(argv: list[str] | None = None) -> int:
     import argparse
 
     parser = argparse.ArgumentParser(prog="python3 -m hpclz.slurm.topology", description=main.__doc__)
-    parser.add_argument("--partition", required=True, help="the rack-scale partition (its nodes only)")
+    parser.add_argument(
+        "--partition", required=True, action="append", help="a rack-scale partition (repeat for several)"
+    )
     parser.add_argument("--reports", type=Path, required=True, help="folder of <node>.txt, each its nvidia-smi -q")
     parser.add_argument("--conf", type=Path, required=True, help="topology.conf that slurm.conf reads")
     parser.add_argument("--block-size", type=int, default=18, help="VMs per NVLink domain (18: ND GB200/GB300 v6)")
+    parser.add_argument("--site-conf", type=Path, default=None, help="site_specific.conf: the plugin's lines go here")
     parser.add_argument("--slurm-conf", type=Path, default=None)
     args = parser.parse_args(argv)
     try:
         client = SlurmClient.from_env(conf=args.slurm_conf)
-        changed = regenerate(client, args.partition, args.reports, args.conf, args.block_size)
+        changed = regenerate(client, args.partition, args.reports, args.conf, args.block_size, args.site_conf)
     except SlurmError as exc:
         print(f"error: {exc}")
         return int(exc.exit_code)

@@ -96,6 +96,12 @@ def run_agent(
         "tier": "+".join(tiers),
         "duration_s": round(time.monotonic() - started, 3),
         "checks": outcomes,
+        # What a Guest Health Report names: the physical host, and each GPU by serial and PCIe location.
+        "physical_host": facts.physical_host.value,
+        "gpus": [
+            {"index": g.index, "bus_id": g.bus_id, "name": g.name, "serial": g.serial, "uuid": g.uuid}
+            for g in facts.nvsmi.gpus
+        ],
     }
     if facts.nccl.value is not None:
         report["collective"] = facts.nccl.value

@@ -1,8 +1,11 @@
 """Pack the node agent into one file: `python -m hpclz.verify.bundle agent.pyz`, then `python3 agent.pyz --nhc`.
 
+The same file runs the health gate: `python3 agent.pyz gate prolog --budget 10 ...` (hpclz.verify.gate), which
+then runs the agent from the same file.
+
 The bundle is a zipapp of the agent's standard-library modules and its data files, so a node needs only python3
 (3.11+): copy the file, no venv, no pip. Its module list is derived, not kept by hand: every hpclz module that
-hpclz.verify.agent imports at module level, followed transitively, with the packages that hold them. Imports
+hpclz.verify.agent and hpclz.verify.gate import at module level, followed transitively, with the packages that hold them. Imports
 inside functions (torch in hpclz.verify.nccl, the pydantic-side rule wrappers behind hpclz.verify.checks'
 VERIFY_RULES) and under `if TYPE_CHECKING:` are not followed: the agent never needs them, and a module the agent
 does import that reaches outside the standard library stops the build.
@@ -16,9 +19,17 @@ import zipfile
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1]  # src/hpclz
-ENTRY = "hpclz.verify.agent"
+ENTRIES = ("hpclz.verify.agent", "hpclz.verify.gate")
 DATA = ("verify/thresholds.json", "verify/topology/*.xml")  # read through importlib.resources, also from the zip
-MAIN = "import sys\n\nfrom hpclz.verify.agent import main\n\nsys.exit(main())\n"
+GATE_COMMAND = "gate"
+MAIN = (
+    "import sys\n\n"
+    f"if sys.argv[1:2] == [{GATE_COMMAND!r}]:\n"
+    "    from hpclz.verify.gate import main\n\n"
+    "    sys.exit(main(sys.argv[2:]))\n"
+    "from hpclz.verify.agent import main\n\n"
+    "sys.exit(main())\n"
+)
 
 
 def _path(module: str, package: Path) -> Path | None:
@@ -52,7 +63,7 @@ def _imported(module: str, path: Path, root: Path) -> list[str]:
 def modules(package: Path = PACKAGE) -> list[Path]:
     """The agent's modules and the packages holding them, as files under `package` (hpclz's folder), sorted."""
     seen: dict[str, Path] = {}
-    todo = [ENTRY]
+    todo = list(ENTRIES)
     while todo:
         module = todo.pop()
         if module in seen:

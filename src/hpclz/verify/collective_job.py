@@ -1,5 +1,12 @@
 """Collectives across nodes through Slurm: ring pairs that isolate a slow node, then one all-node run.
 
+On rack-scale sizes (ND GB200/GB300 v6, 18 VMs to an NVLink domain) the racks come first: one all-reduce per rack,
+inside its NVLink domain (MNNVL), all racks at once since they share no node, judged against the per-rack baseline
+(Microsoft's GB300 baseline is per rack, "NCCL all_reduce busbw (intra-rack, MNNVL, 16 G) ~937 GB/s", and across
+racks, "inter-rack, IB-only" ~200 GB/s: Azure/ai-infrastructure-on-azure@a01b073
+skills/slurm/sku_performance_baseline/SKILL.md l.18-19). A slow rack gets ring pairs inside it: a node whose every
+pair is slow is the one to blame; when no node stands out the rack itself is named, not its 18 nodes.
+
 Ring pairs (node i with i+1, the last with the first) follow Azure's NDv4 harness
 (azurehpc experimental/ndv4_a100_healthchecks): every node sits in two pairs, so a node whose every
 pair is slow while other pairs are fast is the one to blame. Each pair is its own `sbatch --exclusive`
@@ -8,9 +15,9 @@ job, so Slurm runs the pairs that share no node at the same time and queues the 
 The rank side (`python -m hpclz.verify.collective_job`) imports only the standard library and
 hpclz.verify.nccl, whose run_allreduce (torch) is the one timed loop: it runs on compute nodes.
 
-Fault injection for tests, not product behaviour: HPCLZ_VERIFY_THROTTLE_NODE names a node whose rank sleeps
-HPCLZ_VERIFY_THROTTLE_S (default 0.05) inside every timed iteration (run_allreduce's `each_iteration` hook),
-because a process on one host cannot make its network slower any other honest way.
+Fault injection for tests, not product behaviour: HPCLZ_VERIFY_THROTTLE_NODE names nodes (comma-separated) whose
+ranks sleep HPCLZ_VERIFY_THROTTLE_S (default 0.05) inside every timed iteration (run_allreduce's `each_iteration`
+hook), because a process on one host cannot make its network slower any other honest way.
 """
 
 from __future__ import annotations
@@ -21,7 +28,7 @@ import os
 import shlex
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -233,6 +240,61 @@ def _bw_text(r: CollectiveResult) -> str:
     return f"{bw:.3g} GB/s" if bw is not None else r.message or "no result"
 
 
+RACK_PREFIX = "rack-"
+
+
+def rack_groups(racks: Mapping[str, Sequence[str]], nodes: Sequence[str]) -> dict[str, list[str]]:
+    """One run per rack over its nodes among `nodes`, for racks with at least two of them, named `rack-<rack>`."""
+    chosen = set(nodes)
+    groups = {}
+    for rack, members in sorted(racks.items()):
+        inside = [n for n in members if n in chosen]
+        if len(inside) >= 2:
+            groups[f"{RACK_PREFIX}{rack}"] = inside
+    return groups
+
+
+def run_racks(
+    client: SlurmClient, racks: Mapping[str, Sequence[str]], nodes: Sequence[str], plan: CollectivePlan
+) -> list[CollectiveResult]:
+    groups = rack_groups(racks, nodes)
+    return run_collectives(client, groups, plan) if groups else []
+
+
+def analyse_racks(results: list[CollectiveResult], threshold: float | None) -> list[CollectiveResult]:
+    """Mark each rack's run pass/fail and return the slow ones: below the size's per-rack threshold, or without one
+    below half the best rack (one rack alone, with no threshold, cannot be slow)."""
+    from hpclz.verify.model import Status
+
+    measured = [bw for r in results if (bw := busbw(r)) is not None]
+    best = max(measured, default=0.0)
+    floor = threshold if threshold is not None else (RELATIVE_SLOW * best if len(measured) > 1 else None)
+    slow = []
+    for r in results:
+        bw = busbw(r)
+        r.threshold_busbw_gbps = floor
+        if bw is None:
+            r.status = Status.FAIL
+            slow.append(r)
+        elif floor is not None and bw < floor:
+            r.status = Status.FAIL
+            against = "" if threshold is not None else f" (half the best rack's {best:.3g})"
+            r.message = f"bus bandwidth {bw:.3g} GB/s < {floor:.3g} GB/s{against}"
+            slow.append(r)
+        else:
+            r.status = Status.PASS
+    return slow
+
+
+def name_rack(result: CollectiveResult, pairs: list[CollectiveResult], blamed: dict[str, str]) -> str | None:
+    """Why a slow rack is the rack's fault, or None when its ring pairs convicted nodes instead."""
+    if blamed:
+        return None
+    rack = result.name.removeprefix(RACK_PREFIX)
+    inside = "; ring pairs inside it are slow alike, no node stands out" if pairs else ""
+    return f"rack {rack} ({len(result.nodes)} nodes): {result.message or 'no result'}{inside}"
+
+
 def pair_failures(blamed: dict[str, str]) -> dict[str, NodeReport]:
     from hpclz.verify.checks.outcomes import SLOW_PAIR
     from hpclz.verify.dispatch import failed
@@ -244,7 +306,7 @@ def pair_failures(blamed: dict[str, str]) -> dict[str, NodeReport]:
 
 
 def throttle_s(node: str) -> float:
-    if os.environ.get(THROTTLE_NODE) != node:
+    if node not in os.environ.get(THROTTLE_NODE, "").split(","):
         return 0.0
     return float(os.environ.get(THROTTLE_S, "0.05"))
 

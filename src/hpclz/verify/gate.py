@@ -2,7 +2,7 @@
 prolog, and the epilog check. Standard library and Slurm's own `scontrol` only, like the agent it runs.
 
     python3 -m hpclz.verify.gate passive [--confirm 2] [--state DIR]      # HealthCheckProgram
-    python3 -m hpclz.verify.gate prolog --budget 20 [--prolog-timeout 60]  # Prolog
+    python3 -m hpclz.verify.gate prolog --budget 10 --per-gpu 1.25 --prolog-timeout 60  # Prolog
     python3 -m hpclz.verify.gate epilog --budget 20                        # Epilog
     (each also takes --spool DIR, --node NAME, and after `--`, the agent's own arguments)
 
@@ -22,9 +22,10 @@ What each tier does with the agent's answer:
   Slurm requeues the job elsewhere ("If the Prolog fails ... the node [is set] to a DRAIN state and the job ...
   requeued", slurm.conf(5), Prolog); the epilog exits 0 (the job is over; a failing epilog would replace hpclz's
   reason with Slurm's).
-- no answer (the agent hung past the budget, crashed, or printed no report): inconclusive. A failed tool is not a
-  failed device, and not a pass either: the node is drained for a re-test with a reason that says so, and the
-  job runs (the prolog exits 0).
+- no answer (the agent hung past the budget, crashed, or printed no report), or a report whose only doubt is a
+  check flagged inconclusive (a tool it runs crashed after printing: hpclz.verify.probes.source.Output.crashed):
+  inconclusive. A failed tool is not a failed device, and not a pass either: the node is drained for a re-test with
+  a reason that says so, and the job runs (the prolog exits 0).
 - otherwise pass.
 
 One owner per drain: the gate never touches a node already drained for a reason that is not hpclz's (CycleCloud's
@@ -45,6 +46,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -64,6 +66,31 @@ TOOL_SHARE = 0.4
 DRAIN_SHARE = 0.3
 MAX_DRAIN_RESERVE_S = 2.0
 EXIT_MARGIN_S = 0.3  # printing the line and the interpreter's exit
+# Of PrologEpilogTimeout, what the prolog's budget leaves to slurmd (forking the script, its own wrapper): the larger
+# of 2 s and a tenth. Past the timeout slurmd kills the prolog, drains the node and requeues the job (slurm.conf(5),
+# PrologEpilogTimeout), the outcome the gate exists to avoid.
+PROLOG_MARGIN_MIN_S = 2.0
+PROLOG_MARGIN_SHARE = 0.1
+
+
+def job_gpus(value: str | None) -> int:
+    """How many GPUs the job holds on this node: SLURM_JOB_GPUS, "The GPU IDs of GPUs in the job allocation (if
+    any). Available in the Prolog and Epilog" (slurm.conf(5), Prolog and Epilog Scripts, Slurm 22.05), a comma list
+    such as "0,1,2,3"; unset for a job without GPUs."""
+    return len([i for i in (value or "").split(",") if i.strip()])
+
+
+def prolog_budget(base_s: float, per_gpu_s: float, gpus: int, prolog_timeout_s: float | None) -> float:
+    """The prolog's budget sized to the job: `base_s` plus `per_gpu_s` for each GPU the job holds here, never more
+    than PrologEpilogTimeout less its margin. A job that holds eight GPUs loses eight GPUs' work to a node that
+    fails under it, so it buys the longer check; a CPU job on a GPU node gets the base. slurmd's Prolog sees only
+    its own node's allocation (SLURM_JOB_NODELIST is given to PrologSlurmctld, not to Prolog, in 22.05's
+    slurm.conf(5)), so the size that matters here is the node's share."""
+    budget = base_s + per_gpu_s * gpus
+    if prolog_timeout_s is not None:
+        margin = max(PROLOG_MARGIN_MIN_S, prolog_timeout_s * PROLOG_MARGIN_SHARE)
+        budget = min(budget, prolog_timeout_s - margin)
+    return budget
 
 
 def _process_started() -> float:
@@ -142,6 +169,10 @@ def decide(bounded: Bounded, report_file: Path, budget_s: float) -> Decision:
         return Decision(FAIL, reason, tuple(c["check_id"] for c in failed), report)
     if not any(c.get("status") == PASS for c in report.get("checks", [])):
         return Decision(INCONCLUSIVE, "health agent measured nothing", report=report)
+    unsure = [c for c in report.get("checks", []) if c.get("inconclusive") and not c.get("suppressed")]
+    if unsure:  # a tool crashed: the node proved nothing either way on what that tool reads
+        reason = "; ".join(f"{c['check_id']} {c.get('message', '')}".strip() for c in unsure)
+        return Decision(INCONCLUSIVE, reason, report=report)
     return Decision(PASS, "healthy", report=report)
 
 
@@ -243,12 +274,25 @@ class Gate:
         return "drained"
 
 
-def main(argv: list[str] | None = None) -> int:
+def agent_command() -> list[str]:
+    """How to start the verify agent: from the single-file bundle this module was loaded from
+    (hpclz.verify.bundle: a zip that runs the agent by default), else as the installed module."""
+    bundle = Path(__file__).resolve().parents[2]
+    if bundle.is_file() and zipfile.is_zipfile(bundle):
+        return [sys.executable, str(bundle)]
+    return [sys.executable, "-m", "hpclz.verify.agent"]
+
+
+def build(argv: list[str] | None = None) -> Gate | str:
+    """The gate the command line asks for, or the one-line error that refuses it."""
     parser = argparse.ArgumentParser(prog="hpclz-gate", description=__doc__.splitlines()[0])
     parser.add_argument("tier", choices=["passive", "prolog", "epilog"])
-    parser.add_argument("--budget", type=float, help="hard limit in seconds for the whole check")
+    parser.add_argument("--budget", type=float, help="hard limit in seconds for the whole check (prolog: its base)")
     parser.add_argument(
-        "--prolog-timeout", type=float, help="the cluster's PrologEpilogTimeout, to refuse a budget over it"
+        "--per-gpu", type=float, default=0.0, help="prolog: seconds added for each GPU the job holds (SLURM_JOB_GPUS)"
+    )
+    parser.add_argument(
+        "--prolog-timeout", type=float, help="the cluster's PrologEpilogTimeout, to keep the budget under it"
     )
     parser.add_argument("--confirm", type=int, default=2, help="passive: failing readings in a row before a drain")
     parser.add_argument(
@@ -257,23 +301,39 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--spool", type=Path, help="folder to leave failing reports in for hpclz.remediate")
     parser.add_argument("--node", default=os.environ.get("SLURMD_NODENAME") or os.uname().nodename.split(".")[0])
     parser.add_argument("agent_args", nargs="*", help="after --: extra arguments for the verify agent")
-    args = parser.parse_args(argv)
+    # Everything after the first `--` is the agent's, wherever the gate's own options stand.
+    argv = list(sys.argv[1:] if argv is None else argv)
+    split = argv.index("--") if "--" in argv else len(argv)
+    args = parser.parse_args(argv[:split])
+    args.agent_args += argv[split + 1 :]
     budget = args.budget or DEFAULT_BUDGET_S[args.tier]
     limit = HEALTHCHECK_KILL_S if args.tier == "passive" else args.prolog_timeout
     if limit is not None and budget >= limit:
-        print(f"error: --budget {budget:g} s must be below {limit:g} s for the {args.tier} tier", file=sys.stderr)
-        return 2
-    gate = Gate(
+        return f"error: --budget {budget:g} s must be below {limit:g} s for the {args.tier} tier"
+    if args.tier == "prolog":
+        budget = prolog_budget(budget, args.per_gpu, job_gpus(os.environ.get("SLURM_JOB_GPUS")), limit)
+    return Gate(
         tier=args.tier,
         node=args.node,
         budget_s=budget,
-        agent=[sys.executable, "-m", "hpclz.verify.agent", *args.agent_args],
+        agent=[*agent_command(), *args.agent_args],
         slurm=SlurmClient(timeout_s=min(MAX_DRAIN_RESERVE_S, budget * DRAIN_SHARE) / 2),
         confirm=args.confirm,
         state=args.state,
         spool=args.spool,
     )
-    status, line = gate.run(STARTED)
+
+
+def main(argv: list[str] | None = None) -> int:
+    gate = build(argv)
+    if isinstance(gate, str):
+        print(gate, file=sys.stderr)
+        return 2
+    try:
+        status, line = gate.run(STARTED)
+    except Exception as exc:  # a bug in the gate is no verdict on the node: never fail (and drain for) a job on it
+        print(f"hpclz gate {gate.tier}: {gate.node} not checked: {type(exc).__name__}: {exc} (a bug in hpclz)")
+        return 0
     print(line)
     return status
 

@@ -36,12 +36,32 @@ class CheckResult(BaseModel):
         description="Silenced by the config's suppress list or --suppress: still reported, but it fails, drains "
         "and counts nothing.",
     )
+    inconclusive: bool = Field(
+        default=False,
+        description="Not measured because a tool crashed or gave no usable reading: neither a pass nor a device "
+        "fault (the health gate drains for a re-test).",
+    )
+
+
+class GpuIdentity(BaseModel):
+    """One GPU as nvidia-smi names it: what a Guest Health Report's GPU fields carry (SerialNumber, Location)."""
+
+    index: int
+    bus_id: str
+    name: str = ""
+    serial: str | None = None
+    uuid: str | None = None
 
 
 class NodeReport(BaseModel):
     node: str
     sku: str | None = None
     hostname: str | None = None
+    physical_host: str | None = Field(
+        default=None,
+        description="Azure's physical host name (Hyper-V KVP pool 3), which a Guest Health Report prefers.",
+    )
+    gpus: list[GpuIdentity] = Field(default_factory=list)
     tier: str = "health"
     duration_s: float = 0.0
     checks: list[CheckResult] = Field(default_factory=list)
@@ -122,6 +142,11 @@ class VerifyReport(BaseModel):
     collectives: list[CollectiveResult] = Field(default_factory=list)
     workload: WorkloadReport | None = None
     bad_nodes: dict[str, list[str]] = Field(default_factory=dict, description="node -> reasons")
+    slow_racks: dict[str, str] = Field(
+        default_factory=dict,
+        description="rack (NVLink domain, its Slurm block) -> why: a rack whose own all-reduce is slow while no node "
+        "in it stands out",
+    )
     drained: list[str] = Field(default_factory=list)
     resumed: list[str] = Field(default_factory=list)
     duration_s: float = 0.0

@@ -153,6 +153,8 @@ def print_report(out: Console, report: VerifyReport, *, everything: bool = False
                 )
     for node, reasons in sorted(report.bad_nodes.items()):
         out.print(f"[bold red]bad node[/] {node}: {'; '.join(reasons)}")
+    for rack, why in sorted(report.slow_racks.items()):
+        out.print(f"[bold red]slow rack[/] {rack}: {why}")
 
 
 def to_json(report: VerifyReport) -> str:

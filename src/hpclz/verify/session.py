@@ -47,6 +47,7 @@ from hpclz.verify.thresholds import agent_arguments, load_thresholds, overrides_
 PING_GRACE_S = 5.0
 QUEUE_WAIT_S = 300  # how long a job may wait for its nodes (busy with user jobs) before they count as no result
 INTERNODE = "internode_allreduce_busbw_gbps"  # the ring pairs' threshold (hpclz.verify.thresholds)
+RACK = "rack_allreduce_busbw_gbps"  # one rack's own all-reduce (MNNVL) on rack-scale sizes
 MASTER_ADDR_ENV = "HPCLZ_VERIFY_MASTER_ADDR"  # where ranks meet when node names do not resolve (tests)
 
 
@@ -400,7 +401,9 @@ def _collectives(
     report: VerifyReport,
     work: Path,
 ) -> None:
-    """Per partition (one SKU, one fabric): ring pairs over the nodes that passed, then one all-node run."""
+    """Per partition (one SKU, one fabric): ring pairs over the nodes that passed, then one all-node run. On a
+    rack-scale size with racks in Slurm's block topology, per-rack runs come first (_rack_runs) and the all-node
+    run goes across the racks."""
     by_partition = _healthy_by_partition(tested, infos)
     for partition, healthy in by_partition.items():
         if len(healthy) < 2:
@@ -415,15 +418,66 @@ def _collectives(
             partition=partition,
             master_addr=os.environ.get(MASTER_ADDR_ENV),
         )
-        pairs = coll.run_pairs(client, healthy, plan)
-        blamed = coll.analyse_pairs(pairs, plan.threshold_busbw_gbps)
-        report.collectives.extend(pairs)
+        racks = _racks(client, sku, healthy)
+        if racks:
+            blamed, out = _rack_runs(client, config, racks, healthy, plan, report)
+        else:
+            pairs = coll.run_pairs(client, healthy, plan)
+            blamed, out = coll.analyse_pairs(pairs, plan.threshold_busbw_gbps), set()
+            report.collectives.extend(pairs)
         for node, failure in coll.pair_failures(blamed).items():
             _convict(client, opts, tested, report, node, failure.checks)
-        rest = [n for n in healthy if n not in blamed]
+        rest = [n for n in healthy if n not in blamed and n not in out]
         if len(rest) >= 2:
             name = "all-nodes" if len(by_partition) == 1 else f"all-nodes-{partition}"
+            name = (
+                f"across-racks-{partition}" if len({r for r, ns in racks.items() if set(ns) & set(rest)}) > 1 else name
+            )
             report.collectives.append(_judge_all(coll.run_all_nodes(client, rest, plan, name=name)))
+
+
+def _racks(client: SlurmClient, sku: str | None, healthy: list[str]) -> dict[str, list[str]]:
+    """The racks (NVLink domains) of a rack-scale size, as Slurm's block topology holds them (hpclz.slurm.topology
+    keeps it true to what the GPUs report); none for other sizes or without the block plugin."""
+    from hpclz.catalog.skus import load_catalog
+
+    entry = load_catalog().sku(sku) if sku else None
+    if entry is None or not entry.nvlink_domain_vms:
+        return {}
+    try:
+        blocks = client.blocks()
+    except SlurmError:
+        return {}
+    return {name: [n for n in nodes if n in healthy] for name, nodes in blocks.items() if set(nodes) & set(healthy)}
+
+
+def _rack_runs(
+    client: SlurmClient,
+    config: LandingZoneConfig,
+    racks: dict[str, list[str]],
+    healthy: list[str],
+    plan: coll.CollectivePlan,
+    report: VerifyReport,
+) -> tuple[dict[str, str], set[str]]:
+    """One all-reduce per rack against the per-rack threshold; ring pairs only inside a slow rack, to find a slow
+    node there. Returns the nodes blamed and the nodes of racks named as slow (left out of the run across racks)."""
+    sku = _partition_sku(config, plan.partition)
+    limits = load_thresholds(sku, _overrides(config, sku)) if sku else None
+    per_rack = limits.get(RACK) if limits else None
+    runs = coll.run_racks(client, racks, healthy, replace(plan, threshold_busbw_gbps=per_rack))
+    report.collectives.extend(runs)
+    blamed: dict[str, str] = {}
+    out: set[str] = set()
+    for slow in coll.analyse_racks(runs, per_rack):
+        pairs = coll.run_pairs(client, slow.nodes, plan) if len(slow.nodes) > 2 else []
+        found = coll.analyse_pairs(pairs, None) if pairs else {}
+        report.collectives.extend(pairs)
+        why = coll.name_rack(slow, pairs, found)
+        if why is not None:
+            report.slow_racks[slow.name.removeprefix(coll.RACK_PREFIX)] = why
+            out.update(slow.nodes)
+        blamed.update(found)
+    return blamed, out
 
 
 def _workload(

@@ -46,6 +46,7 @@ METRICS: dict[str, str] = {
     "ib_write_bw_gdr_gbps": "ib_write_bw loopback per InfiniBand HCA from GPU memory (GPUDirect RDMA), Gb/s, at least",
     "nvlink_fabric": "1: every GPU must report its multi-node NVLink fabric registered, all in one domain (IMEX)",
     "internode_allreduce_busbw_gbps": "2-node (ring pair) NCCL all-reduce bus bandwidth at the largest size, GB/s, at least",
+    "rack_allreduce_busbw_gbps": "all-reduce bus bandwidth inside one NVLink domain (a rack, MNNVL) at the largest size, GB/s, at least",
 }
 
 

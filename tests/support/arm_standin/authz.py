@@ -53,6 +53,11 @@ class Grant:
     scope: str
 
 
+class UnknownRole(KeyError):
+    """An assignment the decision depends on names a role whose definition the stand-in does not hold: it cannot
+    judge the request, and says so instead of refusing (or granting) in Azure's name."""
+
+
 @dataclass
 class Refusal:
     status: int
@@ -134,12 +139,19 @@ class Authorization:
     ) -> bool:
         roles = builtin_roles()
         ids = principal.ids()
+        unknown: list[str] = []
         for g in self.grants(resources):
             if g.principal_id.lower() not in ids or not within(g.scope, scope):
                 continue
             role = roles.get(g.role_id.lower())
-            if role is not None and role_grants(role, operation, data):
+            if role is None:
+                unknown.append(g.role_id)
+            elif role_grants(role, operation, data):
                 return True
+        if unknown:
+            raise UnknownRole(
+                f"role definition(s) {sorted(set(unknown))} not in {ROLES_FILE.name}: cannot judge {operation} at {scope}"
+            )
         return False
 
     def check(

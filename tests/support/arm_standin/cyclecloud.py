@@ -12,8 +12,10 @@ from the cluster template itself (never from a second list). Then, as CycleCloud
   Azure.MachineType without it, Azure/cyclecloud-slurm-workspace#345);
 - uploads the cluster's projects to the locker (blob write in the account's RMStorageAccount/RMStorageContainer);
 - reads the secret parameters from Key Vault with the identity each names (hpclz-cluster-sync, at import);
+- refuses a node whose MachineType the subscription's resource SKUs do not offer in its region (SkuNotAvailable);
 - creates each `[[node]]` as a VM with its NIC (and a managed disk per `[[[volume]]]`), and each `[[nodearray]]`
-  as a virtual machine scale set ("`[[node]]` corresponds to Azure VM, `[[[volume]]]` corresponds to Azure Disk, and
+  as virtual machine scale sets of at most Azure.MaxScalesetSize VMs each (scale_sets below) ("`[[node]]`
+  corresponds to Azure VM, `[[[volume]]]` corresponds to Azure Disk, and
   `[[[network-interface]]]` corresponds to Network Interface", MicrosoftDocs/azure-docs articles/cyclecloud/
   cluster-references/cluster-template-reference.md; "Standalone nodes are constructed from single VMs on Azure. Node
   arrays map to virtual machine scale sets", articles/cyclecloud/concepts/clusters.md), each with the node's
@@ -34,7 +36,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from tests.support.arm_standin import policy
+from tests.support.arm_standin import policy, reach
 from tests.support.arm_standin.authz import Authorization, Principal
 
 COMPUTE = "microsoft.compute/virtualmachines"
@@ -218,18 +220,30 @@ class CycleCloud:
             return self.steps
         sub = f"/subscriptions/{self.world.subscription_id}"
         self._act("cyclecloud", "list VM sizes", who, "Microsoft.Compute/skus/read", sub)
+        server = reach.Origin(subnet=self.server_subnet(), name="CycleCloud server")
         locker = self._locker(account)
         if locker:
             blob_write = "Microsoft.Storage/storageAccounts/blobServices/containers/blobs/write"
-            self._act("cyclecloud", "upload projects to the locker", who, blob_write, locker, data=True)
+            self._act("cyclecloud", "upload projects to the locker", who, blob_write, locker, data=True, origin=server)
         for name, spec in json.loads(doc.get("secret_parameters") or "{}").items():
-            self._read_secret(name, spec)
+            self._read_secret(name, spec, server)
         parameters = json.loads(self._sub(doc["parameters"]))
         for node in parse_cluster(self._sub(doc["template"]), parameters):
             self._create(node, who, account, locker)
         return self.steps
 
-    def _read_secret(self, name: str, spec: dict[str, Any]) -> None:
+    def server_subnet(self) -> str | None:
+        """The subnet of the CycleCloud server's NIC: where its data-plane calls come from."""
+        vm, _doc = self.server()
+        for ref in ((vm.get("properties") or {}).get("networkProfile") or {}).get("networkInterfaces", []):
+            nic = self.world.resources.get(self._resolve(str(ref.get("id", ""))).lower()) or {}
+            for config in (nic.get("properties") or {}).get("ipConfigurations", []):
+                subnet = ((config.get("properties") or {}).get("subnet") or {}).get("id")
+                if subnet:
+                    return self._resolve(str(subnet))
+        return None
+
+    def _read_secret(self, name: str, spec: dict[str, Any], origin: reach.Origin) -> None:
         reader = self._identity_principal(str(spec.get("identity", "")))
         vault = self._find(str(spec.get("vault", "")), "microsoft.keyvault/vaults")
         target = f"{vault}/secrets/{spec.get('name', name)}"
@@ -237,7 +251,7 @@ class CycleCloud:
             self.steps.append(Step("cyclecloud", f"read secret {name}", target, "NoManagedIdentity", spec["identity"]))
             return
         self._act("cyclecloud", f"read secret {name}", reader, "Microsoft.KeyVault/vaults/secrets/getSecret/action",
-                  target, data=True)  # fmt: skip
+                  target, data=True, origin=origin)  # fmt: skip
 
     def _create(self, node: NodeSpec, who: Principal, account: dict[str, Any], locker: str | None) -> None:
         group = f"/subscriptions/{self.world.subscription_id}/resourceGroups/{account['AzureResourceGroup']}"
@@ -252,10 +266,21 @@ class CycleCloud:
             "type": "UserAssigned",
             "userAssignedIdentities": {self._resolve(i): {} for i in node.identities},
         }
+        if not self._offered(node, str(base["location"])):
+            return
         if node.kind == "nodearray":
-            vmss = f"{group}/providers/Microsoft.Compute/virtualMachineScaleSets/{cluster}-{node.name}"
-            self._write(node.name, "create the scale set", who, "Microsoft.Compute/virtualMachineScaleSets", vmss,
-                        {**base, "identity": identity_body, "properties": {"subnet": subnet}})  # fmt: skip
+            for vmss, size in scale_sets(
+                node, f"{group}/providers/Microsoft.Compute/virtualMachineScaleSets/{cluster}"
+            ):
+                body = {
+                    **base,
+                    "identity": identity_body,
+                    "sku": {"name": node.settings.get("MachineType"), "capacity": size},
+                    "properties": {"subnet": subnet, "singlePlacementGroup": _flag(node, "Azure.SinglePlacementGroup")},
+                }
+                self._write(
+                    node.name, "create the scale set", who, "Microsoft.Compute/virtualMachineScaleSets", vmss, body
+                )
         else:
             nic = f"{group}/providers/Microsoft.Network/networkInterfaces/{cluster}-{node.name}-nic"
             self._write(node.name, "create the NIC", who, "Microsoft.Network/networkInterfaces", nic,
@@ -272,10 +297,41 @@ class CycleCloud:
                 reader = self._identity_principal(identity)
                 if reader is not None and reader.name.lower().endswith(_locker_identity(account)):
                     self._act(node.name, "read the locker", reader,
-                              "Microsoft.Storage/storageAccounts/blobServices/containers/blobs/read", locker, data=True)  # fmt: skip
+                              "Microsoft.Storage/storageAccounts/blobServices/containers/blobs/read", locker, data=True,
+                              origin=reach.Origin(subnet=subnet, name=node.name))  # fmt: skip
+
+    def _offered(self, node: NodeSpec, location: str) -> bool:
+        """CycleCloud builds a node only from a size the subscription's resource SKUs offer in the region (it lists
+        them first, "list VM sizes"); a size the list lacks is refused as Azure refuses it (SkuNotAvailable)."""
+        from tests.support.arm_standin.catalog import default_skus
+
+        machine = node.settings.get("MachineType", "")
+        skus = self.world.skus if self.world.skus is not None else default_skus(location)
+        names = {str(s["name"]).lower() for s in skus if location.lower() in [x.lower() for x in s["locations"]]}
+        if machine.lower() in names:
+            return True
+        why = f"The requested size {machine} is not available in location {location}"
+        self.steps.append(Step(node.name, "choose the machine type", machine, "SkuNotAvailable", why))
+        return False
 
     # ----- helpers -----
-    def _act(self, node: str, what: str, who: Principal, action: str, target: str, data: bool = False) -> bool:
+    def _act(
+        self,
+        node: str,
+        what: str,
+        who: Principal,
+        action: str,
+        target: str,
+        data: bool = False,
+        origin: reach.Origin | None = None,
+    ) -> bool:
+        """One step, refused as Azure would: a data-plane call first by the network between `origin` and the target
+        (tests/support/arm_standin/reach.py: the firewall answers before anyone asks who the caller is), then by
+        authorization."""
+        blocked = reach.data_plane_refusal(target, origin, self.world.resources) if data and origin else None
+        if blocked is not None:
+            self.steps.append(Step(node, what, target, *blocked))
+            return False
         refusal = self.authorization.check(who, action, target, self.world.resources, data=data)
         self.steps.append(Step(node, what, target, *((refusal.code, refusal.message) if refusal else ("", ""))))
         return refusal is None
@@ -319,6 +375,29 @@ class CycleCloud:
         if not found:
             return None
         return Principal(str(found["properties"]["principalId"]), kind="ServicePrincipal", name=self._resolve(rid))
+
+
+# "Nodearray is a driver for Azure VirtualMachine ScaleSets (VMSS) and can have many backing VMSSs";
+# Azure.MaxScaleSetSize: "Limit the number of VMs in a single VMSS. Once this maximum is reached, CycleCloud will add
+# additional VMSS to cluster. (Default: `40`)"; Azure.SinglePlacementGroup "(Default: false)"
+# (MicrosoftDocs/azure-docs@0821e41 articles/cyclecloud/cluster-references/node-nodearray-reference.md, Nodearray-
+# Specific Attributes).
+DEFAULT_SCALESET_SIZE = 40
+
+
+def scale_sets(node: NodeSpec, prefix: str) -> list[tuple[str, int]]:
+    """The scale sets backing a nodearray grown to MaxCount, each at most MaxScaleSetSize VMs: (ID, capacity). The
+    stand-in creates them all at once; CycleCloud adds each as the array grows past the one before."""
+    size = int(node.settings.get("Azure.MaxScalesetSize", DEFAULT_SCALESET_SIZE))
+    total = int(node.settings.get("MaxCount", size))
+    counts = [min(size, total - start) for start in range(0, total, size)] or [0]
+    if len(counts) == 1:
+        return [(f"{prefix}-{node.name}", counts[0])]
+    return [(f"{prefix}-{node.name}-{i}", count) for i, count in enumerate(counts, start=1)]
+
+
+def _flag(node: NodeSpec, key: str) -> bool:
+    return node.settings.get(key, "false").lower() == "true"
 
 
 def _locker_identity(account: dict[str, Any]) -> str:

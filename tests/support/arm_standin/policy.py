@@ -94,8 +94,14 @@ def assignments_over(resource_id: str, resources: dict[str, dict[str, Any]]) -> 
         if str(r.get("type", "")).lower() != POLICY_ASSIGNMENTS:
             continue
         scope = key.split("/providers/microsoft.authorization/policyassignments/")[0]
-        if rid == scope or rid.startswith(scope + "/"):
-            out.append(r)
+        if not (rid == scope or rid.startswith(scope + "/")):
+            continue
+        # notScopes: the resource containers and resources the assignment leaves out, children included
+        # (learn.microsoft.com/azure/governance/policy/concepts/assignment-structure, "Excluded scopes").
+        excluded = [str(x).rstrip("/").lower() for x in (r.get("properties") or {}).get("notScopes") or []]
+        if any(rid == x or rid.startswith(x + "/") for x in excluded):
+            continue
+        out.append(r)
     return out
 
 

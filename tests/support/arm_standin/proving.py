@@ -13,8 +13,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tests.support.arm_standin import policy
-from tests.support.arm_standin.authz import Authorization, Principal, operation, write_operation
+from tests.support.arm_standin.authz import Authorization, Principal, UnknownRole, operation, write_operation
 from tests.support.arm_standin.behaviours import Refusal
+from tests.support.arm_standin.expressions import Scope, evaluate
 from tests.support.arm_standin.world import ArmError, DeploymentRun, World
 
 DEPLOYER = Principal("00000000-0000-0000-0000-0000000de910", kind="User", name="deploying user")
@@ -66,9 +67,13 @@ class ProvingGround:
         resource's deployment status Forbidden with this error)."""
         if run.principal is None:
             return None
-        refusal = self.authorization.check(
-            run.principal, write_operation(str(resource["type"])), str(resource["id"]), self.world.resources
-        )
+        try:
+            refusal = self.authorization.check(
+                run.principal, write_operation(str(resource["type"])), str(resource["id"]), self.world.resources
+            )
+        except UnknownRole as exc:
+            self.bugs.append(repr(exc))
+            return Refusal("StandInBug", str(exc))
         return Refusal(refusal.code, refusal.message) if refusal else None
 
     def _policy(self, _run: DeploymentRun, resource: dict[str, Any]) -> Refusal | None:
@@ -95,11 +100,13 @@ def assign_policies(world: World, plan: Any) -> list[str]:
                 f"/subscriptions/{world.subscription_id}/resourceGroups/{d.resource_group}"
                 f"/providers/Microsoft.Authorization/policyAssignments/{r['name']}"
             )
+            # The template's expressions (notScopes' resourceId()) as ARM resolves them in that group.
+            scope = Scope(world.subscription_id, d.resource_group, "", "")
             world.resources[rid.lower()] = {
                 "id": rid,
                 "name": r["name"],
                 "type": "Microsoft.Authorization/policyAssignments",
-                "properties": r.get("properties") or {},
+                "properties": evaluate(r.get("properties") or {}, scope),
             }
             made.append(rid)
     return made

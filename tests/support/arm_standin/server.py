@@ -29,6 +29,7 @@ from tests.support.arm_standin.certs import make_certificate
 from tests.support.arm_standin.faults import Faults
 from tests.support.arm_standin.features import FEATURE, feature_body
 from tests.support.arm_standin.in_use import in_use_refusal
+from tests.support.arm_standin.marketplace_terms import TERMS, terms_body
 from tests.support.arm_standin.names import CHECK_NAME, name_answer
 from tests.support.arm_standin.proving import ProvingGround
 from tests.support.arm_standin.repair import Repairs
@@ -142,6 +143,7 @@ class ArmStandIn:
             ("GET", SUB + r"/providers/microsoft\.compute/skus", self._skus),
             ("GET", SUB + r"/providers/microsoft\.compute/locations/(?P<loc>[^/]+)/usages", self._usages),
             ("GET", SUB + VM_IMAGE, self._vm_image),
+            ("GET", SUB + TERMS, self._terms),
             ("GET", SUB + r"/providers/(?P<ns>[^/]+)", self._provider),
             ("POST", SUB + r"/providers/(?P<ns>[^/]+)/register", self._register),
             ("GET", SUB + r"/operationresults/(?P<op>[^/]+)", self._operation_result),
@@ -177,12 +179,15 @@ class ArmStandIn:
     def dispatch(
         self, method: str, path: str, body: Any, query: dict[str, list[str]], principal: Any = None
     ) -> tuple[int, dict[str, str], Any]:
+        if principal is not None:
+            # ARM authorizes the caller at the request's scope before it looks the subscription up: a principal with no
+            # role in another subscription is refused AuthorizationFailed over that scope, "or the scope is invalid"
+            # (ARM's own wording; spinnaker/spinnaker.io#240 shows it for a service principal with no role on the
+            # subscription it named). Only a caller whose roles reach there (assigned at "/") learns it does not exist.
+            self.proving.check_request(principal, method, path)
         other = re.match(r"/subscriptions/([^/]+)", path, re.I)
         if other and other.group(1).lower() != self.subscription_id.lower():
-            # ARM finds the subscription before it asks whether the caller may act in it.
             raise ArmError(404, "SubscriptionNotFound", f"The subscription '{other.group(1)}' could not be found.")
-        if principal is not None:
-            self.proving.check_request(principal, method, path)
         for route_method, pattern, fn in self.routes():
             match = re.fullmatch(pattern, path, re.I)
             if route_method == method and match:
@@ -460,6 +465,11 @@ class ArmStandIn:
             # "StatusCode: 404", "Artifact: VMImage was not found.").
             raise ArmError(404, "NotFound", "Artifact: VMImage was not found.")
         return 200, {}, vm_image_body(sub, loc, pub, offer, sku, version, self.world.image_status.get(urn))
+
+    def _terms(
+        self, body: Any, path: str, sub: str, publisher: str, offer: str, plan: str
+    ) -> tuple[int, dict[str, str], Any]:
+        return 200, {}, terms_body(self.world.unaccepted_terms, sub, publisher, offer, plan)
 
 
 def _make_handler(standin: ArmStandIn) -> type[BaseHTTPRequestHandler]:

@@ -76,7 +76,18 @@ def expand(template: dict[str, Any], parameters: dict[str, Any], scope: Scope) -
     return _declared(template.get("resources") or [], scope)
 
 
-def _declared(declared: Any, scope: Scope, parent: tuple[str, str] | None = None) -> list[PlannedResource]:
+class _Same:
+    """Resources go to the group their expressions are evaluated in (the template's own)."""
+
+
+SAME = _Same()
+
+
+def _declared(
+    declared: Any, scope: Scope, parent: tuple[str, str] | None = None, at: str | _Same | None = SAME
+) -> list[PlannedResource]:
+    """`at`: the resource group the resources go to when it is not the one `scope` evaluates expressions in (an
+    outer-scoped nested template deployed to another group; None: subscription scope)."""
     items = list(declared.values()) if isinstance(declared, dict) else list(declared)
     planned: list[PlannedResource] = []
     for item in items:
@@ -88,11 +99,14 @@ def _declared(declared: Any, scope: Scope, parent: tuple[str, str] | None = None
                 scope.copy_index[copy.get("name", "")] = index
             if "condition" in item and not evaluate(item["condition"], scope):
                 continue
-            planned.append(_one(item, scope, parent))
+            planned.append(_one(item, scope, parent, at))
     return planned
 
 
-def _one(item: dict[str, Any], scope: Scope, parent: tuple[str, str] | None = None) -> PlannedResource:
+def _one(
+    item: dict[str, Any], scope: Scope, parent: tuple[str, str] | None = None, at: str | _Same | None = SAME
+) -> PlannedResource:
+    placed = scope if isinstance(at, _Same) else dataclasses.replace(scope, resource_group=at)
     rtype = str(evaluate(item["type"], scope))
     name = str(evaluate(item["name"], scope))
     if parent and "/" not in rtype:  # a child declared inside its parent: type and name are relative to it
@@ -105,7 +119,7 @@ def _one(item: dict[str, Any], scope: Scope, parent: tuple[str, str] | None = No
     else:
         body = {k: evaluate(v, scope) for k, v in item.items() if k not in skipped}
     explicit_scope = body.get("scope") if isinstance(body.get("scope"), str) else None
-    target_group = scope.resource_group
+    target_group = placed.resource_group
     if rtype.lower() == "microsoft.resources/deployments":
         if item.get("resourceGroup"):
             target_group = str(evaluate(item["resourceGroup"], scope))
@@ -114,24 +128,32 @@ def _one(item: dict[str, Any], scope: Scope, parent: tuple[str, str] | None = No
             # subscription": "add a nested deployment and include the `subscriptionId` property",
             # learn.microsoft.com/azure/azure-resource-manager/templates/deploy-to-resource-group).
             target_group = None
-        inner_scope = Scope(
-            subscription_id=scope.subscription_id,
-            resource_group=target_group,
-            location=scope.location,
-            deployment_name=name,
-            lookup=scope.lookup,
-        )
         props = item.get("properties", {})
         inner_template = props.get("template") or {}
-        inner_params = evaluate(props.get("parameters") or {}, scope)
-        nested = expand(inner_template, inner_params, inner_scope)
+        evaluation = str((props.get("expressionEvaluationOptions") or {}).get("scope", "outer")).lower()
+        if evaluation == "inner":
+            inner_scope = Scope(
+                subscription_id=scope.subscription_id,
+                resource_group=target_group,
+                location=scope.location,
+                deployment_name=name,
+                lookup=scope.lookup,
+            )
+            inner_params = evaluate(props.get("parameters") or {}, scope)
+            nested = expand(inner_template, inner_params, inner_scope)
+        else:
+            # Outer, ARM's default: the nested template's expressions are the parent's, evaluated in the parent
+            # template's scope (its parameters, variables, resourceGroup() and resourceId()'s default group), while its
+            # resources still go to the nested deployment's group ("Expression evaluation scope in nested templates",
+            # learn.microsoft.com/azure/azure-resource-manager/templates/linked-templates: "The default value is outer").
+            nested = _declared(inner_template.get("resources") or [], scope, None, target_group)
         group_scope = Scope(scope.subscription_id, target_group, scope.location, name)
         rid = resource_id(group_scope, rtype, name)
         return PlannedResource(rid, rtype, name, str(item.get("apiVersion", "")), None, body, target_group, nested)
-    rid = resource_id(scope, rtype, name, explicit_scope)
+    rid = resource_id(placed, rtype, name, explicit_scope)
     location = body.get("location")
     # Like ARM, child resources are deployed (and listed as operations) after their parent.
-    children = _declared(item.get("resources") or [], scope, (rtype, name))
+    children = _declared(item.get("resources") or [], scope, (rtype, name), at)
     return PlannedResource(
         rid,
         rtype,

@@ -118,6 +118,7 @@ class World:
         # Marketplace image versions (publisher:offer:sku:version, lower case) no region has, and the
         # imageDeprecationStatus a version reports; any other version exists and is Active.
         self.missing_images: set[str] = set()
+        self.unaccepted_terms: set[str] = set()  # Marketplace plans "publisher:offer:plan" (lower case) not accepted
         self.image_status: dict[str, dict[str, Any]] = {}
         self.faults = Faults()
         self.names = behaviours.GlobalNames()

@@ -6,7 +6,7 @@ from collections import Counter
 from collections.abc import Iterable
 
 from hpclz.catalog.quota import quota_needs
-from hpclz.catalog.versions import CURRENT, describe_supported, find, renderable, slurm_major
+from hpclz.catalog.versions import CURRENT, PROJECT_BLOBS, describe_supported, find, renderable, slurm_major
 from hpclz.config.compute import ExistingAccounting, NewAccounting
 from hpclz.config.identity import NewKeyVault
 from hpclz.findings import Finding, Severity
@@ -388,6 +388,38 @@ class SupportedClusterVersions(Rule[ConfigContext]):
         )
 
 
+class SlurmProjectDigests(Rule[ConfigContext]):
+    """The cyclecloud-slurm release that hpclz-cluster-sync fetches from GitHub and uploads to the locker, and that
+    every node then installs as root, is checked against compute.cyclecloud.slurm_project_sha256 when that names the
+    files: a swapped or truncated asset is never uploaded. The digests must cover exactly the release's files
+    (project.ini [blobs] Files: Azure/cyclecloud-slurm@50e6739:project.ini:7-8 for 4.0.9), or the sync would refuse
+    a good release. hpclz ships no digests (no public source it could read states them), so an empty map is allowed:
+    the fetch is then trusted as GitHub serves it over TLS."""
+
+    id = "HPCLZ-CMP-018"
+    severity = Severity.ERROR
+    title = "cyclecloud-slurm release files not pinned by SHA-256, or pinned wrongly"
+    fix = (
+        "Set compute.cyclecloud.slurm_project_sha256 to {file: sha256} for every file of the release's assets "
+        "(sha256sum of each download from github.com/Azure/cyclecloud-slurm/releases/<version>)."
+    )
+
+    def check(self, ctx: ConfigContext) -> Iterable[Finding]:
+        cc = ctx.config.compute.cyclecloud
+        path = ("compute", "cyclecloud", "slurm_project_sha256")
+        files = PROJECT_BLOBS.get(cc.slurm_project_version)
+        if not cc.slurm_project_sha256 or files is None:
+            return  # nothing pinned (docs/cluster-services.md says what that trusts), or a release not read here
+        missing = sorted(set(files) - set(cc.slurm_project_sha256))
+        extra = sorted(set(cc.slurm_project_sha256) - set(files))
+        if missing or extra:
+            said = [f"no digest for {', '.join(missing)}"] if missing else []
+            said += [f"{', '.join(extra)} is not a file of the release"] if extra else []
+            yield self.finding(
+                ctx, path, f"cyclecloud-slurm {cc.slurm_project_version}: {'; '.join(said)} ({', '.join(files)})"
+            )
+
+
 def _first_unknown(cyclecloud: str, project: str) -> str:
     """The field to point at: the first one no renderable row matches with the fields before it."""
     rows = renderable()
@@ -490,6 +522,7 @@ COMPUTE_RULES: tuple[type[Rule[ConfigContext]], ...] = (
     NvmeScratchNeedsNvme,
     VerifyPartitionsExist,
     SupportedClusterVersions,
+    SlurmProjectDigests,
     ContainersComeWithTheProject,
     CustomImageGeneration,
     CustomImageRegion,

@@ -333,6 +333,128 @@ class NoUserReachesCycleCloudIdentity(Rule[ConfigContext]):
             )
 
 
+# What each built-in role lets its holder do beyond its job, from the roles' JSON in the Azure RBAC built-in roles
+# reference (learn.microsoft.com/azure/role-based-access-control/built-in-roles): run a command as root on a VM
+# (Microsoft.Compute/virtualMachines/runCommands/write: Owner's and Contributor's "*", Virtual Machine Contributor's
+# "Microsoft.Compute/virtualMachines/*"), assign roles (Microsoft.Authorization/roleAssignments/write: Owner's "*",
+# User Access Administrator's "Microsoft.Authorization/*"; Contributor's notActions take it out), attach a user-assigned
+# identity to a VM it makes and so take that identity (Microsoft.ManagedIdentity/userAssignedIdentities/assign/action:
+# "*", Managed Identity Operator's "userAssignedIdentities/*/assign/action") and read secret values
+# (Microsoft.KeyVault/vaults/secrets/getSecret/action, a data action: Key Vault Administrator's "vaults/*", Key Vault
+# Secrets User). tests/rules/test_reach_capabilities.py checks this table against the real role JSON.
+RUN_COMMAND, ASSIGN_ROLES, TAKE_IDENTITY, READ_SECRETS = (
+    "run command",
+    "assign roles",
+    "take an identity",
+    "read secrets",
+)
+CAPABILITIES: dict[BuiltinRole, frozenset[str]] = {
+    BuiltinRole.OWNER: frozenset({RUN_COMMAND, ASSIGN_ROLES, TAKE_IDENTITY}),
+    BuiltinRole.CONTRIBUTOR: frozenset({RUN_COMMAND, TAKE_IDENTITY}),
+    BuiltinRole.USER_ACCESS_ADMINISTRATOR: frozenset({ASSIGN_ROLES}),
+    BuiltinRole.VM_CONTRIBUTOR: frozenset({RUN_COMMAND}),
+    BuiltinRole.MANAGED_IDENTITY_OPERATOR: frozenset({TAKE_IDENTITY}),
+    BuiltinRole.KEY_VAULT_ADMINISTRATOR: frozenset({READ_SECRETS}),
+    BuiltinRole.KEY_VAULT_SECRETS_USER: frozenset({READ_SECRETS}),
+}
+
+
+def beyond_its_own(role: BuiltinRole | None, scope: str | None, own_secrets: set[str]) -> set[str]:
+    """What a grant of `role` at `scope` (a resource path below `providers/`, or None for its whole resource group)
+    lets an identity do beyond its job: every capability of CAPABILITIES but reading secrets, when the grant is on one
+    secret of `own_secrets` (Key Vault RBAC scopes a role to a single secret: learn.microsoft.com/azure/key-vault/
+    general/rbac-guide)."""
+    can = set(CAPABILITIES.get(role, frozenset())) if role is not None else set()
+    secret = scope.rpartition("/secrets/")[2] if scope and "/secrets/" in scope else None
+    if READ_SECRETS in can and secret is not None and secret in own_secrets:
+        can.discard(READ_SECRETS)
+    return can
+
+
+class NoReachBeyondTheJob(Rule[ConfigContext]):
+    """Least privilege as reach: what a non-admin can get to, directly or through the managed identities of the VMs it
+    signs in to (any process on a VM gets its identities' tokens from the instance metadata service:
+    learn.microsoft.com/entra/identity/managed-identities-azure-resources/how-to-use-vm-token).
+
+    - A non-admin principal the config names (users and readers groups, extra role assignments) must not take hpclz's
+      identities or read the vault's secrets: both live in the management group, so Contributor, Managed Identity
+      Operator or a Key Vault secret-reading role there reaches CycleCloud's identity and the Slurm database password.
+      (VM sign-in and run command on the compute group: HPCLZ-IDN-011; Owner and User Access Administrator: IDN-003.)
+    - The identities on VMs users sign in to hold no run command, role assignment or identity attach anywhere, and read
+      only their own secrets, each granted on that one secret: the compute identity (every partition node, where jobs
+      run) the config's secrets but the Slurm database password and the portal's client secret; the locker identity
+      (every node, login nodes included) none; the portal VM's identity (Open OnDemand users run there) its client
+      secret. The analysis follows every role assignment hpclz renders (hpclz.render.roles)."""
+
+    id = "HPCLZ-IDN-012"
+    severity = Severity.ERROR
+    title = "A non-admin principal, or an identity on a VM users sign in to, reaches beyond its job"
+    fix = (
+        "Grant only identity.groups.admins roles that manage identities, VMs or the vault; give others data roles on "
+        "the one container or secret they need."
+    )
+
+    def check(self, ctx: ConfigContext) -> Iterable[Finding]:
+        # Imported here: `hpclz validate` loads the render model only when this rule runs.
+        from hpclz.config.identity import Area
+        from hpclz.render import prometheus
+        from hpclz.render.roles import (
+            ROLE_IDS,
+            accounting_secret,
+            assignments,
+            portal_secret,
+            portal_vault_reader,
+            prometheus_assignments,
+        )
+        from hpclz.render.zone import LOCKER_IDENTITY, Zone
+
+        zone = Zone(ctx.config)
+        identity = ctx.config.identity
+        admins = {g.lower() for g in identity.groups.admins}
+        names = {role_id: role for role, role_id in ROLE_IDS.items()}
+        rendered = [(area.value, a) for area in Area for a in assignments(zone, area.value)]
+        rendered += [("monitoring", a) for a in prometheus_assignments(zone, prometheus.ids(zone))]
+
+        def role_of(definition: str) -> BuiltinRole | None:
+            return next((r for rid, r in names.items() if rid in definition), None)
+
+        for area, a in rendered:
+            role = role_of(a.role_definition_id)
+            if a.principal_id.startswith("[") or a.principal_id.lower() in admins or role is None:
+                continue
+            reach = CAPABILITIES.get(role, frozenset()) & {TAKE_IDENTITY, READ_SECRETS}
+            if area == Area.MANAGEMENT.value and reach:
+                yield self.finding(
+                    ctx,
+                    _path(a.path),
+                    f"{a.principal_id} holds {role.value} on the management group: it can "
+                    f"{' and '.join(sorted(reach))} there (hpclz's managed identities, every secret in the vault)",
+                )
+
+        vault = identity.key_vault
+        jobs = set(vault.secrets) if isinstance(vault, NewKeyVault) else set()
+        allowed: dict[str, set[str]] = {
+            "compute": jobs - {n for n in (accounting_secret(zone), portal_secret(zone)) if n},
+            LOCKER_IDENTITY: set(),
+        }
+        on_user_vms = {zone.identity_principal(who): who for who in allowed}
+        grants = [(on_user_vms[a.principal_id], role_of(a.role_definition_id), a.scope, a.path)
+                  for _area, a in rendered if a.principal_id in on_user_vms]  # fmt: skip
+        reader = portal_vault_reader(zone, "portal")  # the VM's name enters only the assignment's name
+        if reader is not None:
+            grants.append(("portal", BuiltinRole.KEY_VAULT_SECRETS_USER, reader["scope"], "portal.oidc"))
+            allowed["portal"] = {str(portal_secret(zone))}
+        for who, role, scope, path in grants:
+            can = beyond_its_own(role, scope, allowed[who])
+            if can and role is not None:
+                yield self.finding(
+                    ctx,
+                    _path(path),
+                    f"the {who} identity (on VMs users sign in to) holds {role.value} at "
+                    f"{scope or 'its resource group'}: its users can {' and '.join(sorted(can))}",
+                )
+
+
 def _path(dotted: str) -> tuple[str | int, ...]:
     """`identity.extra_role_assignments[2]` -> ("identity", "extra_role_assignments", 2)."""
     out: list[str | int] = []
@@ -356,4 +478,5 @@ IDENTITY_RULES: tuple[type[Rule[ConfigContext]], ...] = (
     GroupsNeedCycleCloudEntra,
     VaultSecretIsAReference,
     NoUserReachesCycleCloudIdentity,
+    NoReachBeyondTheJob,
 )

@@ -248,6 +248,42 @@ class NoInternetInboundToNodes(Rule[ConfigContext]):
                 )
 
 
+class NsgPriorityFree(Rule[ConfigContext]):
+    """Two security rules of one NSG may not share a priority and a direction: ARM refuses the NSG ("Rules cannot have
+    the same Priority and Direction", SecurityRuleConflict; learn.microsoft.com/azure/virtual-network/network-security-
+    groups-overview: priorities 100-4096, processed in order). hpclz renders its own inbound rules beside the config's:
+    DenyInternetInbound at 4096 on every subnet's NSG, and, when storage.shared is an Azure Files NFS share,
+    AllowNfsFromCluster (4000) and DenyNfsFromElsewhere (4010) on the private-endpoints subnet's."""
+
+    id = "HPCLZ-NET-013"
+    severity = Severity.ERROR
+    title = "NSG rule priority already taken on its subnet"
+    fix = "Give the rule a priority no other rule of that subnet and direction uses (hpclz's own: 4000, 4010, 4096)."
+
+    def check(self, ctx: ConfigContext) -> Iterable[Finding]:
+        from hpclz.config.storage import AzureFilesShared
+        from hpclz.render.nsg import DENY_INTERNET_PRIORITY, NFS_ALLOW_PRIORITY, NFS_DENY_PRIORITY
+
+        config = ctx.config
+        taken: dict[tuple[str, str, int], str] = {}
+        for subnet in ("admin", "compute", "lustre", "netapp", "private_endpoints", "database"):
+            taken[(subnet, "Inbound", DENY_INTERNET_PRIORITY)] = "hpclz's DenyInternetInbound"
+        if isinstance(config.storage.shared, AzureFilesShared):
+            taken[("private_endpoints", "Inbound", NFS_ALLOW_PRIORITY)] = "hpclz's AllowNfsFromCluster"
+            taken[("private_endpoints", "Inbound", NFS_DENY_PRIORITY)] = "hpclz's DenyNfsFromElsewhere"
+        for i, rule in enumerate(config.network.nsg_rules):
+            key = (rule.subnet, rule.direction, rule.priority)
+            if key in taken:
+                yield self.finding(
+                    ctx,
+                    ("network", "nsg_rules", i, "priority"),
+                    f"NSG rule {rule.name}: {rule.direction.lower()} priority {rule.priority} on the {rule.subnet} "
+                    f"subnet is already {taken[key]}",
+                )
+            else:
+                taken[key] = f"rule {rule.name}'s"
+
+
 class PrivateWayIn(Rule[ConfigContext]):
     """Nodes have no public IPs, so operators arrive through Bastion or over a peered hub (VPN/ExpressRoute).
     Without either, nobody can log in to the cluster."""
@@ -329,6 +365,7 @@ NETWORK_RULES: tuple[type[Rule[ConfigContext]], ...] = (
     NetAppSubnetDelegated,
     NoInternetRemoteLogin,
     NoInternetInboundToNodes,
+    NsgPriorityFree,
     PrivateWayIn,
     OutboundPath,
     RemoteGatewaysNeedHubGateway,

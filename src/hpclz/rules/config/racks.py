@@ -95,4 +95,41 @@ class PartitionInWholeRacks(Rule[ConfigContext]):
             )
 
 
-RACK_RULES: tuple[type[Rule[ConfigContext]], ...] = (ImageArchitectureMatchesSize, PartitionInWholeRacks)
+class OtherPartitionsFillABlock(Rule[ConfigContext]):
+    """Jobs of up to one rack stay inside one NVLink domain only under Slurm's block topology, and that topology
+    covers the whole cluster: a node in no block gets no job at all, even a one-node job ("Requested topology
+    configuration is not available", slurmctld 24.11, tests/slurm/test_topology_wiring.py). So hpclz.slurm.topology
+    gives each other partition one block of its own, and a block must hold at least the base block size, one rack
+    (topology.conf(5): "Each block must have at least the planning base block size count of nodes"; slurmctld exits
+    on a smaller one). A partition with fewer nodes than a rack cannot be a block: the scheduler's hpclz-topology then
+    keeps the plugin off and says why, and the rack-scale partition's jobs are placed with no regard to racks."""
+
+    id = "HPCLZ-CMP-072"
+    severity = Severity.WARNING
+    title = "A partition beside a rack-scale partition is smaller than a block of Slurm's topology"
+    fix = (
+        "Give every other partition at least as many nodes (max_nodes) as a rack of the rack-scale size (18 VMs for "
+        "ND GB200 v6 and ND GB300 v6), or put the rack-scale partition in a landing zone of its own."
+    )
+
+    def check(self, ctx: ConfigContext) -> Iterable[Finding]:
+        racks = {p.name: sku.nvlink_domain_vms for _, p, sku in ctx.partitions() if sku and sku.nvlink_domain_vms}
+        if not racks:
+            return
+        block = min(racks.values())
+        for i, partition, _sku in ctx.partitions():
+            if partition.name in racks or partition.max_nodes >= block:
+                continue
+            yield self.finding(
+                ctx,
+                ("compute", "partitions", i, "max_nodes"),
+                f"partition {partition.name}: {partition.max_nodes} nodes is fewer than a block of {block} (one rack "
+                f"of {', '.join(sorted(racks))}); Slurm's block topology stays off and jobs are not kept inside racks",
+            )
+
+
+RACK_RULES: tuple[type[Rule[ConfigContext]], ...] = (
+    ImageArchitectureMatchesSize,
+    PartitionInWholeRacks,
+    OtherPartitionsFillABlock,
+)

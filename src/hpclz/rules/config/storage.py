@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from pathlib import PurePosixPath
+from urllib.parse import urlsplit
 
 from hpclz.config.storage import AzureFilesShared, NetAppShared
 from hpclz.findings import Finding, Severity
@@ -502,6 +503,43 @@ class LustreHsmPrincipal(Rule[ConfigContext]):
             )
 
 
+class StateInZoneAccount(Rule[ConfigContext]):
+    """`hpclz deploy` reads and writes its state from the machine it runs on, a workstation outside the landing
+    zone's VNet unless the team runs it from inside. No storage account the zone creates lets that machine in: each
+    has networkAcls defaultAction Deny with no IP rules, and all but the flow-log account also disable public network
+    access (templates/arm/storage/main.json.j2, templates/arm/flowlogs/main.json.j2), and Azure Storage answers a call
+    from outside its rules 403 AuthorizationFailure (learn.microsoft.com/azure/storage/common/storage-network-security;
+    learn.microsoft.com/rest/api/storageservices/blob-service-error-codes). The zone's first deploy would also have to
+    keep its state in an account that only that deploy creates."""
+
+    id = "HPCLZ-STO-070"
+    severity = Severity.ERROR
+    title = "State kept in a storage account this landing zone creates"
+    fix = "Point state.account_url at an account outside the landing zone that the deploying machine reaches."
+
+    # The zone's storage accounts by their name parts (render.zone, render.flowlogs) and what each is for.
+    ACCOUNTS = (
+        ((), "storage.blob"),
+        ((CYCLECLOUD_LABEL,), "CycleCloud's locker"),
+        (("nfs",), "storage.shared"),
+        (("flow",), "network flow logs"),
+    )
+
+    def check(self, ctx: ConfigContext) -> Iterable[Finding]:
+        state = ctx.config.state
+        if state.backend != "azure_blob":
+            return
+        account = (urlsplit(state.account_url).hostname or "").split(".")[0].lower()
+        for parts, purpose in self.ACCOUNTS:
+            if ctx.names.name("storage_account", *parts) == account:
+                yield self.finding(
+                    ctx,
+                    ("state", "account_url"),
+                    f"{account} is the zone's own account for {purpose}: it refuses every caller outside the zone's "
+                    "network, so deploy could not read or write its state there",
+                )
+
+
 STORAGE_RULES: tuple[type[Rule[ConfigContext]], ...] = (
     LustreCapacityValid,
     LustreHsmContainerExists,
@@ -522,4 +560,5 @@ STORAGE_RULES: tuple[type[Rule[ConfigContext]], ...] = (
     SharedNetAppNeedsPool,
     ArchiveTierRedundancy,
     LustreHsmPrincipal,
+    StateInZoneAccount,
 )

@@ -16,7 +16,7 @@ from hpclz.rules.live.compute import QuotaShort, SkuNotOffered, SkuRestricted, Z
 from hpclz.rules.live.existing import ExistingLustreMatches, ExistingVaultUnfit
 from hpclz.rules.live.flowlogs import NetworkWatcherMissing
 from hpclz.rules.live.images import CustomImageFitsNodes, CustomImageUsable
-from hpclz.rules.live.marketplace import MarketplaceImageUnavailable
+from hpclz.rules.live.marketplace import MarketplaceImageUnavailable, MarketplaceTermsNotAccepted
 from hpclz.rules.live.names import GlobalNameTaken, SoftDeletedVaultHoldsName
 from hpclz.rules.live.netapp import ExistingNetAppVolumes
 from hpclz.rules.live.network import ExistingVnetMatches, HubHasNoGateway, SpokePeeringNotConnected
@@ -49,6 +49,7 @@ LIVE_RULES: tuple[type[Rule[Any]], ...] = (
     CustomImageUsable,
     CustomImageFitsNodes,
     MarketplaceImageUnavailable,
+    MarketplaceTermsNotAccepted,
     ZoneNotOfferedLive,
     NetworkWatcherMissing,
 )

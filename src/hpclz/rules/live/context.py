@@ -32,6 +32,8 @@ class LiveContext:
     names_taken: dict[str, str] = field(default_factory=dict)  # global name this zone would create -> ARM's reason
     images: dict[str, dict[str, Any] | None] = field(default_factory=dict)  # custom image ID -> ARM body, None: 404
     marketplace_images: dict[str, dict[str, Any] | None] = field(default_factory=dict)  # pinned URN -> body
+    # "publisher:product:plan" of each VM purchase plan the templates name -> Marketplace terms accepted?
+    marketplace_terms: dict[str, bool] = field(default_factory=dict)
     network_watcher: dict[str, Any] | None = None  # the flow log's Network Watcher as read; {}: absent; None: not read
     vnet_exists: bool = False  # the zone's VNet is already there (then Azure would have enabled the watcher)
     # What `existing` blocks name, as read (hpclz.deploy.live_reads); {}: absent, None: not read.

@@ -47,3 +47,32 @@ class MarketplaceImageUnavailable(Rule[LiveContext]):
                     f"{who}: {urn} is {status['imageState']} ({when})",
                     severity=Severity.WARNING,
                 )
+
+
+class MarketplaceTermsNotAccepted(Rule[LiveContext]):
+    """The CycleCloud server boots Microsoft's CycleCloud Marketplace image, which carries a purchase plan (CCWS's
+    bicep/vm.bicep:46-50 at Azure/cyclecloud-slurm-workspace@bc0fc1b). Its terms must be accepted in the subscription
+    "so that the image can be used to create VMs" (`az vm image terms accept`, learn.microsoft.com/cli/azure/vm/image/
+    terms); otherwise the compute deployment fails after the network, storage and identity deployments have run.
+    The terms are read with MarketplaceAgreements_Get (Microsoft.MarketplaceOrdering 2021-01-01, properties.accepted:
+    "If any version of the terms have been accepted, otherwise false")."""
+
+    id = "HPCLZ-CMP-110"
+    severity = Severity.ERROR
+    title = "Marketplace terms of the CycleCloud image not accepted in this subscription"
+    fix = "Accept them once per subscription: az vm image terms accept --publisher P --offer O --plan N"
+
+    def check(self, ctx: LiveContext) -> Iterable[Finding]:
+        cyclecloud = ctx.loaded.config.compute.cyclecloud
+        path = ("compute", "cyclecloud", "image" if cyclecloud.image else "version")
+        for key, accepted in sorted(ctx.marketplace_terms.items()):
+            if accepted:
+                continue
+            publisher, offer, plan = key.split(":")
+            accept = f"az vm image terms accept --publisher {publisher} --offer {offer} --plan {plan}"
+            yield self.finding(
+                ctx,
+                path,
+                f"the Marketplace terms of {key} are not accepted in this subscription; accept them with: {accept}",
+                fix=f"Run `{accept}` once with an account that may accept them for the subscription.",
+            )

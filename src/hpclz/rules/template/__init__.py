@@ -18,6 +18,7 @@ from hpclz.rules.template.azure_limits import (
 )
 from hpclz.rules.template.checkov import AllowlistNotStale, CheckovChecksPass
 from hpclz.rules.template.custom_data import CustomDataWithoutSecrets
+from hpclz.rules.template.database import MysqlOnStandardSupport
 from hpclz.rules.template.exposure import (
     BlobPublicAccessDisabled,
     HttpsOnlyUnlessPrivateNfs,
@@ -37,6 +38,7 @@ from hpclz.rules.template.resources import (
     ParameterValuesValid,
     ResourcesTagged,
 )
+from hpclz.rules.template.sched import SchedShareReachedOnlyByTheCluster
 from hpclz.rules.template.schema import ResourceMatchesSchema, ResourceTypeKnown
 from hpclz.rules.template.secrets import (
     LinuxPasswordLoginDisabled,
@@ -75,6 +77,8 @@ LINT_RULES: tuple[type[Rule[Any]], ...] = (
     LoginNodesCarryNoDataIdentity,
     NodesCarryRequiredTags,
     NodeIdentitiesReadSingleSecrets,
+    MysqlOnStandardSupport,
+    SchedShareReachedOnlyByTheCluster,
     NoPublicIpOnNics,
     VmMonitored,
 )

@@ -28,6 +28,12 @@ class Verdict:
     threshold: float | str | None = None
     unit: str = ""
     nhc_code: str | None = None
+    inconclusive: bool = False  # not measured because a tool failed, not because nothing applies
+
+
+def inconclusive(why: str) -> Verdict:
+    """A tool crashed or gave no usable reading: neither a failed device nor a pass."""
+    return Verdict(NOT_MEASURED, why, inconclusive=True)
 
 
 @dataclass
@@ -44,6 +50,7 @@ class Outcome:
     nhc_code: str | None = None
     fix: str = ""
     duration_s: float = 0.0
+    inconclusive: bool = False
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -83,6 +90,7 @@ class CheckSpec:
             nhc_code=verdict.nhc_code or (self.nhc_code if verdict.status == FAIL else None),
             fix=self.fix if verdict.status in (FAIL, WARN) else "",
             duration_s=round(time.monotonic() - started, 6),
+            inconclusive=verdict.inconclusive,
         )
 
 

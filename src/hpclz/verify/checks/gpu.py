@@ -5,10 +5,22 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
-from hpclz.verify.checks.core import FAIL, NOT_MEASURED, PASS, WARN, CheckSpec, Verdict, check, no_threshold, num
-from hpclz.verify.probes.facts import Gpu, NodeFacts, NvLink, XidEvent
+from hpclz.verify.checks.core import (
+    FAIL,
+    NOT_MEASURED,
+    PASS,
+    WARN,
+    CheckSpec,
+    Verdict,
+    check,
+    inconclusive,
+    no_threshold,
+    num,
+)
+from hpclz.verify.probes.facts import Gpu, NodeFacts, NvidiaSmi, NvLink, XidEvent
 from hpclz.verify.probes.kernel import FATAL_XIDS, same_device
 from hpclz.verify.probes.nvsmi import normalize_bus_id
+from hpclz.verify.probes.source import INCONCLUSIVE
 from hpclz.verify.thresholds import Thresholds
 
 BRAKES = ("hw_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown", "sw_thermal_slowdown")
@@ -22,6 +34,8 @@ def _silent(facts: NodeFacts) -> Verdict | None:
     """The verdict for GPU checks when there is no GPU reading to judge."""
     if facts.nvsmi.responsive:
         return None
+    if facts.nvsmi.crashed:
+        return inconclusive(f"not measured: {facts.nvsmi.error}")
     return Verdict(NOT_MEASURED, f"not measured: {facts.nvsmi.error or 'nvidia-smi did not answer'}")
 
 
@@ -44,10 +58,40 @@ def _verdict(fails: list[str], warns: list[str], ok: str, unit: str = "") -> Ver
     return Verdict(PASS, ok, measured=0, threshold=0, unit=unit)
 
 
-# nvidia-smi(1), RETURN VALUE: 14 "infoROM is corrupted", 15 "The GPU has fallen off the bus or has otherwise become
-# inaccessible".
+# nvidia-smi(1), RETURN VALUE (the NVML return codes: 9 "NVIDIA driver is not loaded", 14 "infoROM is corrupted", 15
+# "The GPU has fallen off the bus or has otherwise become inaccessible", 255 "Other error"), with aznhc's fault code
+# for each, as csc_nvidia_smi.nhc maps them (Azure/azurehpc-health-checks@09ab175, lines 41-76; the same map at
+# 0e0a1ac). NHCNA is aznhc's "not a hardware fault" (a driver or set-up problem: its Guest Health Report dictionary
+# has no line for it).
 NVSMI_RC_INFOROM = 14
 NVSMI_RC_LOST = 15
+NVSMI_RC_OTHER = 255
+NVSMI_RC_CODES: dict[int, tuple[str, str]] = {
+    2: ("NHCNA", "invalid argument or flag"),
+    4: ("NHCNA", "permission denied"),
+    8: ("NHC2001", "power cables not attached"),
+    9: ("NHCNA", "NVIDIA driver not loaded"),
+    10: ("NHC2001", "interrupt issue with a GPU"),
+    12: ("NHCNA", "NVML shared library not found"),
+    NVSMI_RC_INFOROM: ("NHC2008", "infoROM corrupted"),
+}
+
+
+def _nvsmi_failure(smi: NvidiaSmi) -> Verdict:
+    """aznhc's reading of why nvidia-smi failed. Two deliberate differences: a GPU named in nvidia-smi's own words
+    ("GPU is lost", corpus/nvsmi-lost/) is NHC2010 whatever the status; and 255 is nvidia-smi's "Other error" (NHC2001),
+    where aznhc's `-gt 127` reads it as a fatal signal 127 (Linux has 64 signals). A process killed by a signal (a
+    negative status from Python, 128+N from a shell) is NHC2015 as in aznhc, like a hang."""
+    rc = smi.rc
+    if smi.lost or rc == NVSMI_RC_LOST:
+        which = f"GPU {', '.join(smi.lost)}" if smi.lost else "a GPU"
+        return Verdict(FAIL, f"{which} lost: fallen off the bus or inaccessible ({smi.error})", nhc_code="NHC2010")
+    if rc is not None and rc in NVSMI_RC_CODES:
+        code, what = NVSMI_RC_CODES[rc]
+        return Verdict(FAIL, f"{what} ({smi.error})", nhc_code=code)
+    if "not responding" in smi.error or (rc is not None and (rc < 0 or 128 < rc < NVSMI_RC_OTHER)):
+        return Verdict(FAIL, smi.error, nhc_code="NHC2015")
+    return Verdict(FAIL, smi.error, nhc_code="NHC2001")
 
 
 @check(
@@ -57,28 +101,33 @@ NVSMI_RC_LOST = 15
     nhc_code="NHC2015",
 )
 def nvidia_smi_responsive(facts: NodeFacts, t: Thresholds) -> Verdict:
-    """The driver must answer `nvidia-smi -q -x` within its timeout (aznhc check_nvsmi_healthmon).
+    """The driver must answer `nvidia-smi -q -x` within its timeout with a reading (aznhc check_nvsmi_healthmon).
     A hung or failing nvidia-smi means the driver or a GPU is wedged; nothing else on the node can be trusted.
 
-    The fault code follows why it failed, as aznhc's csc_nvidia_smi.nhc maps nvidia-smi's exit status (lines 34-77 at
-    Azure/azurehpc-health-checks@0e0a1ac; the statuses are nvidia-smi(1)'s RETURN VALUE): a GPU nvidia-smi cannot
+    The fault code follows why it failed, as aznhc's csc_nvidia_smi.nhc maps nvidia-smi's exit status (lines 41-76 at
+    Azure/azurehpc-health-checks@09ab175; the statuses are nvidia-smi(1)'s RETURN VALUE): a GPU nvidia-smi cannot
     open ("Unable to determine the device handle for GPU ...: GPU is lost", real outputs in corpus/nvsmi-lost/) or
-    status 15, fallen off the bus, is NHC2010; 14, infoROM corrupted, NHC2008; a hang (killed by a signal) NHC2015;
-    any other failure NHC2001. A GPU that falls off the bus need not leave an Xid 79 line in the kernel log (none
-    in those reports), so this is the check that catches it then."""
+    status 15, fallen off the bus, is NHC2010; 14, infoROM corrupted, NHC2008; 9 (driver not loaded), 2, 4 and 12
+    NHCNA; a hang or a signal NHC2015; any other failure NHC2001. A GPU that falls off the bus need not leave an
+    Xid 79 line in the kernel log (none in those reports), so this is the check that catches it then.
+
+    Stricter than aznhc, which passes on exit status 0 alone: output that is not a GPU reading fails whatever the
+    status ("No devices were found", "NVIDIA-SMI has failed ...", "Failed to initialize NVML ...": corpus/nvsmi-error/),
+    as a tool that reads such a line as an answer reports GPUs that are not there (beasteers/singuconda#6).
+
+    A tool that prints and then dies of a signal (nvidia-smi segfaulting after its header, Nevuly/WSL2-Linux-Kernel-
+    Rolling#13; aborting on a stack check inside a container while the same GPU answers outside it,
+    HaveAGitGat/Tdarr#1200: corpus/nvsmi-crash/) proves nothing about the GPU, failed or healthy: the check is
+    inconclusive (not measured, flagged), and the health gate drains for a re-test instead of filing a fault. A
+    signal with nothing printed stays NHC2015, as in aznhc."""
     smi = facts.nvsmi
     if smi.responsive:
         return Verdict(PASS, f"nvidia-smi listed {_gpus(len(smi.gpus))}")
     if t.get("gpu_count") is None and "not installed" in smi.error:
         return Verdict(NOT_MEASURED, f"not measured: {smi.error} (SKU {t.sku or 'unknown'} expects no GPU)")
-    if smi.lost or smi.rc == NVSMI_RC_LOST:
-        which = f"GPU {', '.join(smi.lost)}" if smi.lost else "a GPU"
-        return Verdict(FAIL, f"{which} lost: fallen off the bus or inaccessible ({smi.error})", nhc_code="NHC2010")
-    if smi.rc == NVSMI_RC_INFOROM:
-        return Verdict(FAIL, f"infoROM corrupted ({smi.error})", nhc_code="NHC2008")
-    if "not responding" in smi.error:
-        return Verdict(FAIL, smi.error, nhc_code="NHC2015")
-    return Verdict(FAIL, smi.error, nhc_code="NHC2001")
+    if smi.crashed:
+        return inconclusive(smi.error)
+    return _nvsmi_failure(smi)
 
 
 @check(
@@ -258,6 +307,8 @@ def nvlink(facts: NodeFacts, t: Thresholds) -> Verdict:
     if silent:
         return silent
     if facts.nvlinks.value is None:
+        if facts.nvlinks.why.startswith(INCONCLUSIVE):  # the tool crashed: no evidence against the links
+            return inconclusive(f"NVLink state not read: {facts.nvlinks.why}")
         return Verdict(FAIL, f"NVLink state unreadable: {facts.nvlinks.why}", None, num(expected), "links")
     links: list[NvLink] = list(facts.nvlinks.value)
     fails = []

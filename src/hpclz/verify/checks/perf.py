@@ -8,8 +8,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from hpclz.verify.checks.core import FAIL, NOT_MEASURED, PASS, WARN, CheckSpec, Verdict, check, no_threshold, num
+from hpclz.verify.checks.core import (
+    FAIL,
+    NOT_MEASURED,
+    PASS,
+    WARN,
+    CheckSpec,
+    Verdict,
+    check,
+    inconclusive,
+    no_threshold,
+    num,
+)
 from hpclz.verify.probes.facts import NodeFacts, Reading
+from hpclz.verify.probes.source import INCONCLUSIVE
 from hpclz.verify.thresholds import Thresholds
 
 
@@ -227,6 +239,9 @@ def p2p_bandwidth(facts: NodeFacts, t: Thresholds) -> Verdict:
     )
 
 
+NO_RESULT_CODE = "NHCNA"
+
+
 @check(
     "HPCLZ-VFY-030",
     "Intra-node all-reduce bus bandwidth",
@@ -237,18 +252,31 @@ def p2p_bandwidth(facts: NodeFacts, t: Thresholds) -> Verdict:
 def nccl_intranode(facts: NodeFacts, t: Thresholds) -> Verdict:
     """All-reduce across the node's GPUs at one large size (16 GiB, as aznhc check_nccl_allreduce), busbw =
     2(n-1)/n x algbw, against the SKU threshold (431 GB/s on ND H200 v5, 460 on ND H100 v5). Wrong results fail
-    whatever the bandwidth, as aznhc fails any output line containing FAILED (azure_nccl_allreduce.nhc)."""
-    return _allreduce(facts, t, facts.nccl, "nccl_allreduce_busbw_gbps")
+    whatever the bandwidth, as aznhc fails any output line containing FAILED (azure_nccl_allreduce.nhc). A run that
+    failed before any result is aznhc's NHCNA (a set-up fault, not the GPUs'); one that printed rows and then died of
+    a signal is inconclusive."""
+    return _allreduce(facts, t, facts.nccl, "nccl_allreduce_busbw_gbps", NO_RESULT_CODE)
 
 
-def _allreduce(facts: NodeFacts, t: Thresholds, reading: Reading[dict[str, Any]], metric: str) -> Verdict:
+def _allreduce(
+    facts: NodeFacts, t: Thresholds, reading: Reading[dict[str, Any]], metric: str, no_result_code: str | None = None
+) -> Verdict:
     if reading.value is None:
-        return _unmeasured(facts, t, (metric,), reading.why)
+        if f"{INCONCLUSIVE}:" in reading.why:  # it printed, then crashed: no verdict on the GPUs either way
+            return inconclusive(f"not measured: {reading.why}")
+        verdict = _unmeasured(facts, t, (metric,), reading.why)
+        if verdict.status == FAIL:
+            verdict.nhc_code = no_result_code
+        return verdict
     run: dict[str, Any] = reading.value
     points = run.get("points") or []
     threshold = t.get(metric)
     if not points:
-        return Verdict(FAIL, f"all-reduce produced no result: {run.get('message', '')}", None, threshold, "GB/s")
+        # The run failed before a result: aznhc codes that NHCNA, not a hardware fault ("nccl_allreduce returned error
+        # code N. FaultCode: NHCNA", customTests/azure_nccl_allreduce.nhc @0078044 lines 22-24); NHC2010 is only for
+        # wrong results and low bandwidth (lines 50-53, 76).
+        message = f"all-reduce produced no result: {run.get('message', '')}"
+        return Verdict(FAIL, message, None, threshold, "GB/s", nhc_code=no_result_code)
     top = max(points, key=lambda p: p["size_bytes"])
     busbw = float(top["busbw_gbps"])
     shown = f"busbw {busbw:.1f} GB/s at {top['size_bytes']} bytes over {run.get('ranks')} ranks ({run.get('backend')})"

@@ -25,19 +25,21 @@ reads captured outputs instead of running anything (lookup rules: hpclz.verify.p
 | carrier-24h.txt       | `journalctl --since -24h -g "lost carrier"` (IB link flapping)  |
 | stream.txt            | STREAM (`stream` on PATH)                                     |
 | ib_write_bw-<hca>.txt | the client side of an `ib_write_bw` loopback on that HCA      |
+| kvp_pool_3            | /var/lib/hyperv/.kvp_pool_3 (binary: the host's physical name, hpclz.verify.probes.kvp) |
 
 A zero-byte file means the tool is missing; a `sys/` folder plays /sys for sysfs readers.
 """
 
 from __future__ import annotations
 
+import contextlib
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 from xml.etree.ElementTree import ParseError
 
-from hpclz.verify.probes import host, infiniband, kernel, nvlink, nvsmi, topology
+from hpclz.verify.probes import host, infiniband, kernel, kvp, nvlink, nvsmi, topology
 from hpclz.verify.probes.facts import IbPort, NodeFacts, NvidiaSmi, NvLink, Reading, XidEvent
 from hpclz.verify.probes.source import Output, Source
 
@@ -71,10 +73,15 @@ def read_nvidia_smi(source: Source) -> NvidiaSmi:
         return NvidiaSmi(False, error=f"nvidia-smi is not responding: {xml.error}", source=xml.origin)
     csv = source.command("query-gpu.csv", ["nvidia-smi", f"--query-gpu={nvsmi.QUERY_FIELDS}", "--format=csv"], limit)
     if csv.ok and csv.text:
-        return NvidiaSmi(True, gpus=nvsmi.parse_csv(csv.text), source=csv.origin)
+        with contextlib.suppress(ValueError):
+            return NvidiaSmi(True, gpus=nvsmi.parse_csv(csv.text), source=csv.origin)
     said = (xml.text or "").strip()
     lost = [bus for bus, _why in nvsmi.lost_gpus(said)]
-    error = f"nvidia-smi failed: {xml.why()}" + (f": {' '.join(said.split())[:300]}" if said else "")
+    if xml.crashed and not lost:
+        return NvidiaSmi(False, error=xml.why(), source=xml.origin, rc=xml.rc, crashed=True)
+    # Exit status 0 with text that is no reading ("No devices were found") is a failure all the same.
+    why = xml.why() if not xml.ok else "exit status 0 but no GPU reading"
+    error = f"nvidia-smi failed: {why}" + (f": {' '.join(said.split())[:300]}" if said else "")
     return NvidiaSmi(False, error=error, source=xml.origin, rc=xml.rc, lost=lost)
 
 
@@ -126,6 +133,14 @@ def read_pci_gpus(source: Source) -> Reading[list[str]]:
     return _reading(source.command("lspci-gpus.txt", ["lspci", "-D", "-d", "10de::0302"]), host.parse_lspci)
 
 
+def read_physical_host(source: Source) -> Reading[str]:
+    data = source.binary("kvp_pool_3", kvp.KVP_POOL_3)
+    if data is None:
+        return Reading(None, f"no Hyper-V KVP pool at {kvp.KVP_POOL_3}")
+    name = kvp.physical_host(data)
+    return Reading(name) if name else Reading(None, f"no {kvp.PHYSICAL_HOST_NAME} in {kvp.KVP_POOL_3}")
+
+
 def collect_facts(source: Source, sku: str | None, want_nvlink: bool = True) -> NodeFacts:
     smi = read_nvidia_smi(source)
     root = source.root()
@@ -153,5 +168,6 @@ def collect_facts(source: Source, sku: str | None, want_nvlink: bool = True) -> 
         mem_total_kb=_reading(meminfo, host.parse_meminfo_kb),
         swap_kb=_reading(meminfo, host.parse_swap_kb),
         topology=topology.read_topology(source, sku),
+        physical_host=read_physical_host(source),
         simulated=source.simulated,
     )

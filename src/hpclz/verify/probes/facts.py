@@ -55,6 +55,8 @@ class Gpu:
     fabric_status: str | None = None
     fabric_clique: str | None = None
     fabric_cluster: str | None = None
+    serial: str | None = None  # the board's serial number (nvidia-smi -q -x <serial>), which a health report names
+    uuid: str | None = None
 
     def label(self) -> str:
         return f"GPU {self.index} ({self.bus_id})"
@@ -69,6 +71,7 @@ class NvidiaSmi:
     gpus: list[Gpu] = field(default_factory=list)
     rc: int | None = None  # nvidia-smi's exit status when it failed
     lost: list[str] = field(default_factory=list)  # bus ids of GPUs it could not open (GPU is lost, Unknown Error)
+    crashed: bool = False  # it printed, then died of a signal: no verdict on the GPUs either way
     driver_version: str = ""
     source: str = ""
 
@@ -164,4 +167,5 @@ class NodeFacts:
     nccl_ib_loopback: Reading[dict[str, Any]] = field(
         default_factory=lambda: Reading(None, "--nccl not requested")
     )  # same shape
+    physical_host: Reading[str] = field(default_factory=Reading)  # Azure's name for the host (Hyper-V KVP pool 3)
     simulated: bool = False

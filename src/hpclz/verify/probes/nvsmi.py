@@ -63,14 +63,22 @@ def _text(node: ET.Element, path: str) -> str | None:
     return found.text if found is not None else None
 
 
+def _known(text: str | None) -> str | None:
+    text = (text or "").strip()
+    return None if not text or "N/A" in text or "Not Supported" in text else text
+
+
 def _sum(*values: int | None) -> int | None:
     known = [v for v in values if v is not None]
     return sum(known) if known else None
 
 
 def parse_xml(text: str) -> tuple[list[Gpu], str]:
-    """GPUs in the order nvidia-smi lists them (its index order) and the driver version."""
+    """GPUs in the order nvidia-smi lists them (its index order) and the driver version. Any XML that is not an
+    `<nvidia_smi_log>` raises ParseError: it is not a reading, whatever the exit status."""
     root = ET.fromstring(_strip_doctype(text))
+    if root.tag != "nvidia_smi_log":
+        raise ET.ParseError(f"not an nvidia-smi log: <{root.tag}>")
     gpus = [_xml_gpu(index, node) for index, node in enumerate(root.findall("gpu"))]
     return gpus, _text(root, "driver_version") or ""
 
@@ -99,6 +107,8 @@ def _xml_gpu(index: int, node: ET.Element) -> Gpu:
         fabric_status=_text(node, "fabric/status"),
         fabric_clique=_text(node, "fabric/cliqueId"),
         fabric_cluster=_text(node, "fabric/clusterUuid"),
+        serial=_known(_text(node, "serial")),
+        uuid=_known(_text(node, "uuid")),
         **_memory_health(node),
     )
 
@@ -160,11 +170,16 @@ def _strip_doctype(text: str) -> str:
 
 
 def parse_csv(text: str) -> list[Gpu]:
-    """`--query-gpu` CSV with its header line (`--format=csv`); unknown columns are ignored."""
+    """`--query-gpu` CSV with its header line (`--format=csv`); unknown columns are ignored.
+
+    Text whose first line is not the query's header raises ValueError: nvidia-smi prints its errors ("No devices
+    were found", "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver", real outputs in
+    corpus/nvsmi-error/) where the header would be, and read as a CSV such a line is a header with no rows, i.e.
+    zero GPUs and no error: a liveness check that passes on an error message."""
     rows = list(csv.reader(io.StringIO(text.strip()), skipinitialspace=True))
-    if not rows:
-        return []
-    header = [re.sub(r"\s*\[.*\]$", "", h.strip()) for h in rows[0]]
+    header = [re.sub(r"\s*\[.*\]$", "", h.strip()) for h in rows[0]] if rows else []
+    if not {"index", "pci.bus_id"} <= set(header):
+        raise ValueError("not a --query-gpu answer: no index and pci.bus_id header")
     gpus = []
     for position, row in enumerate(rows[1:]):
         if not row:

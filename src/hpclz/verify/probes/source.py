@@ -22,6 +22,9 @@ from pathlib import Path
 
 BASE_POINTER = "fixtures.base"
 DEFAULT_TIMEOUT_S = 20.0
+SHELL_SIGNAL_BASE = 128
+MAX_SIGNAL = 64  # signal(7): Linux numbers its signals 1-64
+INCONCLUSIVE = "inconclusive"
 
 
 @dataclass(frozen=True)
@@ -38,12 +41,31 @@ class Output:
         return self.text is not None and self.rc == 0 and self.error is None
 
     @property
+    def signal(self) -> int | None:
+        """The signal that killed the tool: Python reports it as a negative status, a shell (and a fixture's .rc,
+        captured from one) as 128 + the signal (bash(1), EXIT STATUS)."""
+        if self.rc is None or self.rc == 0:
+            return None
+        if self.rc < 0:
+            return -self.rc
+        return self.rc - SHELL_SIGNAL_BASE if SHELL_SIGNAL_BASE < self.rc <= SHELL_SIGNAL_BASE + MAX_SIGNAL else None
+
+    @property
+    def crashed(self) -> bool:
+        """The tool printed something and then died of a signal (a segfault, an abort). What it printed may be good
+        readings, but a tool that crashed proves nothing either way about the device: inconclusive."""
+        return self.signal is not None and bool((self.text or "").strip())
+
+    @property
     def missing(self) -> bool:
         return self.error is not None and self.error.startswith("not installed")
 
     def why(self) -> str:
         if self.error:
             return self.error
+        if self.crashed:
+            lines = len((self.text or "").strip().splitlines())
+            return f"{INCONCLUSIVE}: {self.origin} crashed (signal {self.signal}) after printing {lines} lines"
         if self.rc not in (0, None):
             return f"exit status {self.rc}"
         return "no output"
@@ -107,6 +129,16 @@ class Source:
             return Output(Path(live_path).read_text(errors="replace"), 0, None, live_path)
         except OSError as exc:
             return Output(None, None, f"not installed: cannot read {live_path}: {exc.strerror}", live_path)
+
+    def binary(self, name: str, live_path: str) -> bytes | None:
+        """A binary system file (or fixture NAME), None where it is not there or not readable."""
+        path = self.find(name) if self.simulated else Path(live_path)
+        if path is None:
+            return None
+        try:
+            return path.read_bytes() or None
+        except OSError:
+            return None
 
     def root(self, live_root: str = "/") -> Path | None:
         """The folder that plays `/` for sysfs/dev globbing: the first fixture folder holding `sys/`, or /."""

@@ -1,0 +1,179 @@
+"""The block topology's wiring as ai-training renders it into its cluster, driven on a real slurmctld 24.11
+(tests/support/trixie_slurm.py): the scheduler's hpclz-topology service, run with the arguments its rendered unit
+gives, against a cluster whose slurm.conf includes site_specific.conf and starts without the block plugin, as
+cyclecloud-slurm's does (Azure/cyclecloud-slurm@50e6739 azure-slurm-install/templates/slurm.conf.template l.77)."""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from hpclz.slurm.client import SlurmError
+from hpclz.slurm.topology import node_domain, plugin_lines
+from tests.render.test_cloudinit import _artifacts
+from tests.slurm.test_topology import RACK_A, RACK_B, gb_report
+from tests.support import trixie_slurm
+
+# Racks of three VMs here instead of 18 (the unit's --block-size is replaced): the same rules, a third of the daemons.
+RACK = 3
+RACK_NODES = [f"gb{i}" for i in range(1, 6)]
+OTHER_NODES = [f"h{i}" for i in range(1, 4)]
+
+
+def rendered_service() -> list[str]:
+    """ExecStart of hpclz-topology.service in ai-training's cluster template (the scheduler's cloud-init)."""
+    template = _artifacts("ai-training")["cyclecloud/slurm-cluster.txt"]
+    unit = template.split("/etc/systemd/system/hpclz-topology.service <<'HPCLZ_EOF'\n", 1)[1].split("HPCLZ_EOF", 1)[0]
+    (line,) = [line for line in unit.splitlines() if line.startswith("ExecStart=")]
+    return shlex.split(line.removeprefix("ExecStart="))
+
+
+def test_the_scheduler_unit_runs_the_generator_on_the_racks_paths() -> None:
+    argv = rendered_service()
+    assert argv[:3] == ["/opt/hpclz/venv/bin/python", "-m", "hpclz.slurm.topology"]
+    options = dict(zip(argv[3::2], argv[4::2], strict=True))
+    assert options == {
+        "--partition": "gb300",
+        "--reports": "/sched/aitrain-prod/hpclz-fabric",
+        "--conf": "/sched/aitrain-prod/topology.conf",
+        "--site-conf": "/sched/aitrain-prod/site_specific.conf",
+        "--block-size": "18",
+    }
+
+
+def _run_service(cluster: trixie_slurm.TrixieSlurm) -> subprocess.CompletedProcess[str]:
+    """The rendered command, with /sched/<cluster> pointing at the test cluster's folder and racks of RACK VMs."""
+    argv = [arg.replace("/sched/aitrain-prod", str(cluster.folder)) for arg in rendered_service()[1:]]
+    argv[argv.index("--block-size") + 1] = str(RACK)
+    env = os.environ | {"HPCLZ_SLURM_BIN": str(cluster.folder / "bin")}
+    return subprocess.run([sys.executable, *argv], capture_output=True, text=True, env=env, timeout=120, check=False)
+
+
+def _shown_blocks(cluster: trixie_slurm.TrixieSlurm) -> dict[str, list[str]]:
+    shown = cluster.scontrol("show", "topology")
+    return {name: cluster.client.expand(nodes) for name, nodes in re.findall(r"BlockName=(\S+).*?Nodes=(\S+)", shown)}
+
+
+def _topology_plugin(cluster: trixie_slurm.TrixieSlurm) -> str:
+    found = re.search(r"^TopologyPlugin\s*=\s*(\S+)", cluster.scontrol("show", "config"), re.M)
+    assert found is not None
+    return found.group(1)
+
+
+@pytest.mark.slurm
+@pytest.mark.timeout(300)
+def test_the_scheduler_service_turns_block_topology_on_once_a_whole_rack_reports() -> None:
+    trixie_slurm.require_trixie()
+    others = {"h100": OTHER_NODES}
+    with trixie_slurm.running(RACK_NODES + OTHER_NODES, "gb300", "", others, site_specific=True) as cluster:
+        cluster.folder.joinpath("hpclz-fabric").mkdir()  # the unit's ExecStartPre
+        before = _topology_plugin(cluster)
+        assert before != "topology/block"
+        assert cluster.client.blocks() == {}  # no racks for verify until the plugin is on
+
+        # No node has reported: nothing is written and the plugin stays off, so slurmctld keeps scheduling.
+        first = _run_service(cluster)
+        assert first.returncode != 0 and "no full NVLink domain of 3 nodes reports yet" in first.stdout
+        assert "TopologyPlugin" not in cluster.site_conf.read_text()
+
+        # Three nodes report rack A, one rack B (a part rack), one nothing yet: one pass writes the rack's block and
+        # a block for the other partition, turns the plugin on in site_specific.conf and reconfigures once.
+        reports = cluster.folder / "hpclz-fabric"
+        for node, rack in {"gb1": RACK_A, "gb2": RACK_A, "gb3": RACK_A, "gb4": RACK_B}.items():
+            (reports / f"{node}.txt").write_text(gb_report(rack), encoding="utf-8")
+        second = _run_service(cluster)
+        assert second.returncode == 0, second.stdout + second.stderr
+        assert second.stdout.endswith("rewritten, scontrol reconfigure run\n")
+        site = cluster.site_conf.read_text()
+        assert all(line in site.splitlines() for line in plugin_lines(["gb300"]))
+        assert site.startswith("# site specific slurm configuration")  # what was there is kept
+        cluster.wait_for(lambda: _topology_plugin(cluster) == "topology/block", "slurmctld back after reconfigure")
+        blocks = _shown_blocks(cluster)
+        assert sorted(blocks.values()) == [["gb1", "gb2", "gb3"], OTHER_NODES]
+        assert cluster.client.blocks() == blocks  # what verify reads as racks (hpclz.verify.session)
+        held = cluster.topology_conf.read_text()
+        assert "# held out: gb4: part rack: 1 of 3 nodes" in held and "# held out: gb5: no fabric report yet" in held
+
+        # Converged: the next tick changes nothing.
+        third = _run_service(cluster)
+        assert third.returncode == 0 and third.stdout.endswith("unchanged\n")
+
+        # A node in no block gets no job, however small: why the other partition needs its block.
+        with pytest.raises(SlurmError, match="Requested topology configuration is not available"):
+            cluster.client.run("sbatch", "-p", "gb300", "-w", "gb5", "-N", "1", "-o", "/dev/null", "--wrap", "true")
+
+        # A job larger than the racks that report is refused at submission, not queued: more racks must be powered
+        # up whole first (cyclecloud-slurm's scale_m1 power_up --racks N).
+        with pytest.raises(SlurmError, match="Requested node configuration is not available"):
+            cluster.client.run("sbatch", "-p", "gb300", "-N", str(RACK + 1), "-o", "/dev/null", "--wrap", "true")
+
+        # Both partitions schedule under the block plugin: a whole-rack job in the rack, a job on the other partition.
+        for partition, count in (("gb300", RACK), ("h100", 1)):
+            cluster.client.run(
+                "sbatch", "--wait", "-p", partition, "-N", str(count), "-o", "/dev/null", "--wrap", "true"
+            )
+        ran = re.findall(r"NodeList=(\S+) NodeCnt=(\d+)", cluster.jobcomp.read_text(encoding="utf-8"))
+        placed = [set(cluster.client.expand(nodes)) for nodes, _ in ran]
+        assert {"gb1", "gb2", "gb3"} in placed and any(nodes <= set(OTHER_NODES) for nodes in placed)
+
+
+@pytest.mark.slurm
+@pytest.mark.timeout(120)
+def test_strigger_has_no_power_event_so_a_timer_runs_the_generator() -> None:
+    """Why the scheduler runs hpclz-topology from a timer: Slurm 24.11.5's strigger offers these node events and
+    none for a node powering up or down (its --help, read here)."""
+    trixie_slurm.require_trixie()
+    with trixie_slurm.running(["gb1"], "gb300", "BlockName=b Nodes=gb1\nBlockSizes=1\n"):
+        command = ["chroot", str(trixie_slurm.CHROOT), "env", f"SLURM_CONF={trixie_slurm.INSIDE}/slurm.conf"]
+        done = subprocess.run([*command, "strigger", "--help"], capture_output=True, text=True, timeout=60, check=False)
+    text = done.stdout + done.stderr
+    events = set(re.findall(r"--(\w+)\s+trigger event when node", text))
+    assert events == {"down", "drained", "draining", "fail", "idle", "resume", "up"}
+
+
+def rendered_fabric_report() -> str:
+    """hpclz-fabric-report as ai-training's gb300 node script writes it."""
+    template = _artifacts("ai-training")["cyclecloud/slurm-cluster.txt"]
+    return template.split("/opt/hpclz/bin/hpclz-fabric-report <<'HPCLZ_EOF'\n", 1)[1].split("\nHPCLZ_EOF", 1)[0] + "\n"
+
+
+@pytest.mark.timeout(120)
+def test_a_node_reports_its_fabric_only_once_registration_has_ended(tmp_path: Path) -> None:
+    """The node side, run as rendered: `nvidia-smi` here prints a GB-class node's `nvidia-smi -q` (the real H100
+    capture with its Fabric fields set, tests/slurm/test_topology.py gb_report) and notes each call. While a GPU is
+    In Progress nothing is written; once every GPU is Completed the report appears whole, under the host's name."""
+    bin_dir, reports = tmp_path / "bin", tmp_path / "fabric"
+    bin_dir.mkdir()
+    reports.mkdir()
+    reading, calls = tmp_path / "reading.txt", tmp_path / "calls"
+    reading.write_text(gb_report(RACK_A, state="In Progress", status="N/A"), encoding="utf-8")
+    fake = bin_dir / "nvidia-smi"
+    fake.write_text(f'#!/bin/sh\necho "$@" >>{calls}\ncat {reading}\n')
+    fake.chmod(0o755)
+    script = tmp_path / "hpclz-fabric-report"
+    script.write_text(rendered_fabric_report(), encoding="utf-8")
+    env = os.environ | {"PATH": f"{bin_dir}:{os.environ['PATH']}"}
+    proc = subprocess.Popen(["bash", str(script), str(reports)], env=env, stdout=subprocess.PIPE, text=True)
+    try:
+        while not calls.exists():  # the first reading was taken while a GPU was still registering
+            assert proc.poll() is None, proc.communicate()
+            time.sleep(0.1)
+        assert list(reports.iterdir()) == []
+        done = gb_report(RACK_A)
+        reading.write_text(done, encoding="utf-8")
+        out, _ = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    host = socket.gethostname().split(".")[0]
+    assert proc.returncode == 0 and out.strip() == f"hpclz-fabric-report: wrote {reports}/{host}.txt"
+    assert [p.name for p in reports.iterdir()] == [f"{host}.txt"]
+    assert (reports / f"{host}.txt").read_text(encoding="utf-8") == done.rstrip("\n") + "\n"
+    assert node_domain((reports / f"{host}.txt").read_text(encoding="utf-8")) == (f"{RACK_A[0]}_{RACK_A[1]}", "")

@@ -1,0 +1,359 @@
+"""The data planes of the stand-in's storage accounts and key vaults, each behind its network (reach.py).
+
+A front is one caller's way in: `BlobFront(standin, account_id, upstream, origin)` listens on a loopback port of its
+own and is the route `origin` takes to that account's Blob endpoint; it answers as Azure Storage does when the
+network refuses the call and otherwise passes the request to Azurite (`upstream`, the emulator's account URL), so
+the real storage SDK talks to a real Blob service. `VaultFront(standin, vault_id, origin)` is the same for a key
+vault's secrets, answered by the front itself (Key Vault's REST API, secrets get and set) after the firewall and
+then Azure RBAC (the proving ground's role assignments, data actions). The account or vault is the world's resource
+as deployments left it, read on every call: a later deployment that changes its network settings changes the answer.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import ssl
+import threading
+import time
+import uuid
+from datetime import UTC, datetime, timedelta
+from email.utils import formatdate
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import TYPE_CHECKING, Any, Self
+from urllib.parse import unquote, urlsplit
+
+from tests.support.arm_standin import reach
+
+if TYPE_CHECKING:
+    from tests.support.arm_standin.server import ArmStandIn
+
+# The services' refusals (reach.REFUSALS, with their sources). Blob's code travels in x-ms-error-code and the XML body
+# (learn.microsoft.com/rest/api/storageservices/status-and-error-codes2, "Error response"). Key Vault's message goes
+# on with the client address, caller and vault, as in github.com/MicrosoftDocs/azure-devops-docs/issues/8581.
+BLOB_REFUSAL = reach.REFUSALS["blob"]
+VAULT_FIREWALL = reach.REFUSALS["vault"][1]
+# Key Vault data actions (learn.microsoft.com/azure/role-based-access-control/permissions/security, Microsoft.KeyVault
+# DataActions).
+GET_SECRET = "Microsoft.KeyVault/vaults/secrets/getSecret/action"
+SET_SECRET = "Microsoft.KeyVault/vaults/secrets/setSecret/action"
+BLOB_READ = "Microsoft.Storage/storageAccounts/blobServices/containers/blobs/read"
+BLOB_WRITE = "Microsoft.Storage/storageAccounts/blobServices/containers/blobs/write"
+HOP_HEADERS = {"connection", "keep-alive", "transfer-encoding", "content-length", "host"}
+
+
+class _Front:
+    def __init__(self, standin: ArmStandIn, target_id: str, origin: reach.Origin, tls: bool):
+        self.standin = standin
+        self.target_id = target_id
+        self.origin = origin
+        self.refused: list[str] = []  # what the network turned away, for tests to read
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._server.daemon_threads = True
+        if tls:
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(standin.cert, standin.key)
+            self._server.socket = context.wrap_socket(self._server.socket, server_side=True)
+        self.scheme = "https" if tls else "http"
+
+    @property
+    def port(self) -> int:
+        return int(self._server.server_address[1])
+
+    def start(self) -> Self:
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def target(self) -> dict[str, Any]:
+        found = self.standin.world.resources.get(self.target_id.lower())
+        if found is None:
+            raise LookupError(f"no resource {self.target_id} in the stand-in's world")
+        return found
+
+    def network_refusal(self, group: str, peer: str) -> str | None:
+        why = reach.refusal(self.target(), group, self.origin, peer, self.standin.world.resources)
+        if why is not None:
+            self.refused.append(why)
+        return why
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        front = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:  # noqa: ARG002 (the base class names it)
+                return
+
+            def _handle(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length) if length else b""
+                try:
+                    status, headers, data = front.answer(
+                        self.command, self.path, dict(self.headers), body, self.client_address[0]
+                    )
+                except Exception as exc:  # a stand-in bug shows as a 500 and fails the test, never a hang
+                    front.standin.bugs.append(repr(exc))
+                    status, headers, data = 500, {}, repr(exc).encode()
+                self.send_response(status)
+                for key, value in headers.items():
+                    self.send_header(key, value)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                if data and self.command != "HEAD":
+                    self.wfile.write(data)
+
+            do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = do_PATCH = _handle
+
+        return Handler
+
+    def answer(
+        self, method: str, path: str, headers: dict[str, str], body: bytes, peer: str
+    ) -> tuple[int, dict[str, str], bytes]:
+        raise NotImplementedError
+
+
+class BlobFront(_Front):
+    """`origin`'s route to a storage account's Blob endpoint, in front of Azurite's account at `upstream`."""
+
+    def __init__(self, standin: ArmStandIn, account_id: str, upstream: str, origin: reach.Origin = reach.WORKSTATION):
+        super().__init__(standin, account_id, origin, tls=False)
+        self.upstream = urlsplit(upstream)
+
+    @property
+    def account_url(self) -> str:
+        """The account's Blob endpoint as this caller sees it (Azurite's path-style URL: /<account>)."""
+        return f"http://127.0.0.1:{self.port}{self.upstream.path}"
+
+    def connection_string(self, account: str, key: str) -> str:
+        return f"DefaultEndpointsProtocol=http;AccountName={account};AccountKey={key};BlobEndpoint={self.account_url};"
+
+    def answer(
+        self, method: str, path: str, headers: dict[str, str], body: bytes, peer: str
+    ) -> tuple[int, dict[str, str], bytes]:
+        if self.network_refusal("blob", peer) is not None:
+            return _blob_refusal()
+        auth = next((v for k, v in headers.items() if k.lower() == "authorization"), "")
+        if auth.startswith("Bearer "):
+            refused = self._entra(method, path, auth)
+            if refused is not None:
+                return refused
+            headers = {k: v for k, v in headers.items() if k.lower() != "authorization"}
+            path = self._signed(path)
+        connection = http.client.HTTPConnection(self.upstream.hostname or "127.0.0.1", self.upstream.port, timeout=60)
+        try:
+            forwarded = {k: v for k, v in headers.items() if k.lower() not in HOP_HEADERS}
+            connection.request(method, path, body=body or None, headers={**forwarded, "Content-Length": str(len(body))})
+            response = connection.getresponse()
+            data = response.read()
+            back = {k: v for k, v in response.getheaders() if k.lower() not in HOP_HEADERS}
+            return response.status, back, data
+        finally:
+            connection.close()
+
+    def _blob(self, path: str) -> tuple[str, str]:
+        """(container, blob) of a path-style request (/<account>/<container>/<blob>)."""
+        rest = urlsplit(path).path[len(self.upstream.path) :].lstrip("/")
+        container, _, blob = rest.partition("/")
+        return container, unquote(blob)
+
+    def _entra(self, method: str, path: str, auth: str) -> tuple[int, dict[str, str], bytes] | None:
+        """A bearer token: the stand-in's principal and its data actions on the blob (Azure RBAC: Storage Blob Data
+        Reader/Contributor; learn.microsoft.com/azure/role-based-access-control/permissions/storage). Refusals as
+        Blob storage answers them (learn.microsoft.com/rest/api/storageservices/blob-service-error-codes): an unknown
+        token 401 InvalidAuthenticationInfo, a missing data action 403 AuthorizationPermissionMismatch, "This request
+        is not authorized to perform this operation using this permission." """
+        who = self.standin.proving.caller(auth)
+        if who is None:
+            return _storage_error(401, "InvalidAuthenticationInfo", "Server failed to authenticate the request.")
+        container, blob = self._blob(path)
+        action = BLOB_READ if method in ("GET", "HEAD") else BLOB_WRITE
+        scope = f"{self.target_id}/blobServices/default/containers/{container}/blobs/{blob}"
+        if not self.standin.proving.authorization.allowed(who, action, scope, self.standin.world.resources, data=True):
+            self.refused.append(f"{who.name}: no {action}")
+            message = "This request is not authorized to perform this operation using this permission."
+            return _storage_error(403, "AuthorizationPermissionMismatch", message)
+        return None
+
+    def _signed(self, path: str) -> str:
+        """The authorized call as Azurite takes it: a container SAS of the emulator's account key in place of the
+        token (Azurite checks no bearer token over HTTP)."""
+        from azure.storage.blob import ContainerSasPermissions, generate_container_sas
+
+        from tests.support.azurite import ACCOUNT, ACCOUNT_KEY
+
+        container, _ = self._blob(path)
+        permission = ContainerSasPermissions(read=True, write=True, create=True, add=True)
+        expiry = datetime.now(UTC) + timedelta(hours=1)
+        sas = generate_container_sas(ACCOUNT, container, account_key=ACCOUNT_KEY, permission=permission, expiry=expiry)
+        return path + ("&" if "?" in path else "?") + sas
+
+
+class VmBlobRoutes:
+    """The VMs' way to the accounts behind `fronts`: a blob URI on one of those fronts (as hpclz hands the Run Command
+    agent its output blob URIs) becomes the same URI on a front that is the VM's route to that account, from the subnet
+    of the VM's NIC (`reach.vm_subnet`) and a public address of its own. Set `standin.compute.blob_route = route`."""
+
+    VM_EGRESS = "203.0.113.50"  # a documentation address: the VM's outbound public address, in no rule of its own
+
+    def __init__(self, standin: ArmStandIn, fronts: list[BlobFront]):
+        self.standin = standin
+        self.fronts = fronts
+        self.made: dict[tuple[str, str | None], BlobFront] = {}
+        self.lock = threading.Lock()
+
+    def route(self, vm: dict[str, Any], uri: str) -> str:
+        parts = urlsplit(uri)
+        front = next((f for f in self.fronts if f.port == parts.port), None)
+        if front is None:
+            return uri
+        subnet = reach.vm_subnet(vm, self.standin.world.resources)
+        with self.lock:
+            key = (front.target_id, subnet)
+            if key not in self.made:
+                origin = reach.Origin(subnet=subnet, address=self.VM_EGRESS, name=str(vm.get("name", "")))
+                upstream = f"{front.upstream.scheme}://{front.upstream.netloc}{front.upstream.path}"
+                self.made[key] = BlobFront(self.standin, front.target_id, upstream, origin).start()
+            mine = self.made[key]
+        return parts._replace(netloc=f"127.0.0.1:{mine.port}").geturl()
+
+    def stop(self) -> None:
+        for front in self.made.values():
+            front.stop()
+
+
+def _blob_refusal() -> tuple[int, dict[str, str], bytes]:
+    return _storage_error(403, *BLOB_REFUSAL)
+
+
+def _storage_error(status: int, code: str, message: str) -> tuple[int, dict[str, str], bytes]:
+    request_id = str(uuid.uuid4())
+    stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f0Z")
+    xml = (
+        '<?xml version="1.0" encoding="utf-8"?><Error>'
+        f"<Code>{code}</Code><Message>{message}\nRequestId:{request_id}\nTime:{stamp}</Message></Error>"
+    )
+    headers = {
+        "Content-Type": "application/xml",
+        "x-ms-error-code": code,
+        "x-ms-request-id": request_id,
+        "Date": formatdate(usegmt=True),
+    }
+    return status, headers, xml.encode()
+
+
+class VaultFront(_Front):
+    """`origin`'s route to a key vault's secrets (Key Vault REST API 7.x: Set Secret, Get Secret). Bearer tokens are
+    the stand-in's principals; Key Vault first challenges an unauthenticated call (401 with the tenant and resource
+    its client then asks a token for: learn.microsoft.com/azure/key-vault/general/authentication-requests-and-responses,
+    "Authentication")."""
+
+    def __init__(self, standin: ArmStandIn, vault_id: str, origin: reach.Origin = reach.WORKSTATION):
+        super().__init__(standin, vault_id, origin, tls=True)
+        self.secrets: dict[str, list[tuple[str, str]]] = {}  # name -> [(version, value)], newest last
+        self.lock = threading.Lock()
+
+    @property
+    def vault_url(self) -> str:
+        return f"https://127.0.0.1:{self.port}"
+
+    def answer(
+        self, method: str, path: str, headers: dict[str, str], body: bytes, peer: str
+    ) -> tuple[int, dict[str, str], bytes]:
+        status, extra, data = self._answer(method, path, headers, body, peer)
+        return status, {"Content-Type": "application/json; charset=utf-8", **extra}, data
+
+    def _answer(
+        self, method: str, path: str, headers: dict[str, str], body: bytes, peer: str
+    ) -> tuple[int, dict[str, str], bytes]:
+        auth = next((v for k, v in headers.items() if k.lower() == "authorization"), None)
+        if auth is None:
+            challenge = (
+                f'Bearer authorization="https://login.microsoftonline.com/{uuid.UUID(int=0)}", '
+                'resource="https://vault.azure.net"'
+            )
+            return (
+                401,
+                {"WWW-Authenticate": challenge},
+                _json(
+                    {
+                        "error": {
+                            "code": "Unauthorized",
+                            "message": "AKV10000: Request is missing a Bearer or PoP token.",
+                        }
+                    }
+                ),
+            )
+        who = self.standin.proving.caller(auth)
+        if who is None:
+            return 401, {}, _json({"error": {"code": "Unauthorized", "message": "AKV10022: Invalid audience."}})
+        parts = [p for p in urlsplit(path).path.split("/") if p]
+        if len(parts) < 2 or parts[0] != "secrets" or method not in ("GET", "PUT"):
+            return (
+                400,
+                {},
+                _json({"error": {"code": "BadParameter", "message": f"{method} {path} is not a secrets call"}}),
+            )
+        if self.network_refusal("vault", peer) is not None:
+            return 403, {}, _json(self._firewall_error(peer, who.object_id))
+        name, action = parts[1], (SET_SECRET if method == "PUT" else GET_SECRET)
+        scope = f"{self.target_id}/secrets/{name}"
+        if not self.standin.proving.authorization.allowed(who, action, scope, self.standin.world.resources, data=True):
+            return 403, {}, _json(self._rbac_error(who.object_id, action, scope))
+        if method == "PUT":
+            return 200, {}, _json(self._set(name, str(json.loads(body or b"{}").get("value", ""))))
+        return self._get(name, parts[2] if len(parts) > 2 else None)
+
+    def _firewall_error(self, peer: str, caller: str) -> dict[str, Any]:
+        address = self.origin.address or peer
+        vault = self.target()
+        message = (
+            f"{VAULT_FIREWALL}\r\nClient address: {address}\r\nCaller: oid={caller}\r\n"
+            f"Vault: {vault['name']};location={vault.get('location', '')}"
+        )
+        return {"error": {"code": "Forbidden", "message": message, "innererror": {"code": "ForbiddenByFirewall"}}}
+
+    @staticmethod
+    def _rbac_error(caller: str, action: str, scope: str) -> dict[str, Any]:
+        """Inner error ForbiddenByRbac (learn.microsoft.com/azure/key-vault/general/common-error-codes), message
+        "Caller is not authorized to perform action on resource.", then the caller, the action (e.g. "Action:
+        'Microsoft.KeyVault/vaults/secrets/setSecret/action'") and the resource, as Key Vault's refusals are quoted
+        in public deployment reports."""
+        message = (
+            "Caller is not authorized to perform action on resource.\r\nIf role assignments, deny assignments or role "
+            "definitions were changed recently, please observe propagation time.\r\n"
+            f"Caller: oid={caller}\r\nAction: '{action}'\r\nResource: '{scope.lower()}'\r\nAssignment: (not found)"
+        )
+        return {"error": {"code": "Forbidden", "message": message, "innererror": {"code": "ForbiddenByRbac"}}}
+
+    def _bundle(self, name: str, version: str, value: str) -> dict[str, Any]:
+        now = int(time.time())
+        return {
+            "value": value,
+            "id": f"{self.vault_url}/secrets/{name}/{version}",
+            "attributes": {"enabled": True, "created": now, "updated": now, "recoveryLevel": "Recoverable+Purgeable"},
+        }
+
+    def _set(self, name: str, value: str) -> dict[str, Any]:
+        version = uuid.uuid4().hex
+        with self.lock:
+            self.secrets.setdefault(name, []).append((version, value))
+        return self._bundle(name, version, value)
+
+    def _get(self, name: str, version: str | None) -> tuple[int, dict[str, str], bytes]:
+        with self.lock:
+            versions = self.secrets.get(name, [])
+            found = [v for v in versions if version is None or v[0] == version]
+        if not found:
+            # Key Vault's answer for a missing secret: 404 SecretNotFound (Get Secret, REST API reference examples).
+            message = f"A secret with (name/id) {name} was not found in this key vault."
+            return 404, {}, _json({"error": {"code": "SecretNotFound", "message": message}})
+        return 200, {}, _json(self._bundle(name, *found[-1]))
+
+
+def _json(body: dict[str, Any]) -> bytes:
+    return json.dumps(body).encode()
