@@ -9,7 +9,12 @@ records), or refuse it before its first write.
 from __future__ import annotations
 
 import json
+import os
+import resource
 import shutil
+import signal
+import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -17,7 +22,7 @@ import pytest
 
 from hpclz.errors import HpclzError
 from tests.conftest import REPO, RunCli
-from tests.deploy.conftest import azure_made, our_groups, state_of
+from tests.deploy.conftest import HPCLZ, azure_made, our_groups, state_of
 from tests.support.arm_standin import ArmStandIn
 
 pytestmark = pytest.mark.slow
@@ -28,6 +33,20 @@ PARTITION_HBV3 = (
     "      infiniband: true\n      nvme_scratch: {enabled: true}   # 2 local NVMe disks: /scratch on this partition too\n"
     "      zone: 1\n      idle_shutdown_minutes: 15\n"
 )
+
+PARTITION_HBV4 = (
+    "    - name: hbv4               # 176 AMD Genoa-X cores, 200 Gb/s NDR InfiniBand: wave-equation kernels\n"
+    f"      vm_size: Standard_HB176rs_v4\n      image: {PIN}\n      max_nodes: 128\n      infiniband: true\n"
+    "      zone: 1\n      nvme_scratch: {enabled: true, mount_point: /mnt/nvme}\n      idle_shutdown_minutes: 15\n"
+    "      default: true\n"
+)
+# monitoring: {mode: disabled} takes no other setting: the preset's are removed with it.
+MONITORING_SETTINGS = (
+    ("  retention_days: 90\n", ""),
+    ("  action_group: {short_name: energyops, emails: [hpc-oncall@example.com]}\n", ""),
+    ("  prometheus: {mode: new}\n", ""),
+)
+SCHEDULER = f"scheduler: {{vm_size: Standard_D8as_v5, image: {PIN}}}"
 
 
 @dataclass(frozen=True)
@@ -43,6 +62,7 @@ class Row:
     refused_without: str = ""  # deploy's refusal without `flags`
     refused_code: int = 1
     writes: tuple[str, ...] = field(default=())  # write methods deploy must make, in order of first use
+    before: tuple[tuple[str, str], ...] = ()  # edits made before the first deploy (the zone the row starts from)
 
 
 ROWS = [
@@ -209,6 +229,39 @@ ROWS = [
         writes=("PUT",),
     ),
     Row(
+        "move a partition to the end of the list",
+        ((PARTITION_HBV4, ""), ("  quotas:", PARTITION_HBV4 + "  quotas:")),
+        "partitions are matched by name, and CycleCloud reads a cluster's sections in any order (\"The specific order "
+        'of the sections is not important", learn.microsoft.com/azure/cyclecloud/cluster-references/'
+        "cluster-template-reference); hbv4 stays the default partition (default: true)",
+        "No changes.",
+        applied=True,
+        writes=(),
+    ),
+    Row(
+        "resize the scheduler",
+        ((SCHEDULER, SCHEDULER.replace("Standard_D8as_v5", "Standard_D16as_v5")),),
+        "the scheduler is CycleCloud's node, defined in the cluster the CycleCloud VM's userData carries (updated in "
+        "place); its new size applies when CycleCloud next starts it, and its persistent volumes are re-attached "
+        "(hpclz.config.compute.NodeRole cites both): a restart, no data-loss flag",
+        "the scheduler node picks it up when CycleCloud next starts it",
+        applied=True,
+        flags=("--allow-disruption",),
+        refused_without="--allow-disruption",
+        writes=("PUT",),
+    ),
+    Row(
+        "bump the scheduler's image",
+        # A later version string of the same image (made up: CycleCloud, not ARM, resolves the scheduler's image).
+        ((SCHEDULER, SCHEDULER.replace("22.04.2026082801", "22.04.2026091501")),),
+        "as a new size: the node boots the new image when CycleCloud next starts it, its persistent volumes kept",
+        "compute.scheduler.image",
+        applied=True,
+        flags=("--allow-disruption",),
+        refused_without="--allow-disruption",
+        writes=("PUT",),
+    ),
+    Row(
         "move the accounting server to a new subnet",
         (
             (
@@ -263,6 +316,30 @@ ROWS = [
         writes=("PUT",),
     ),
     Row(
+        "turn the portal off",
+        (("portal:\n  enabled: true", "portal:\n  enabled: false"),),
+        "ARM's incremental mode leaves the portal's VM, NIC, NSG and extensions in place "
+        "(https://learn.microsoft.com/azure/azure-resource-manager/templates/deployment-modes#incremental-mode): "
+        "hpclz deletes them itself, dependants first; the portal holds no data",
+        "portal.enabled: true -> false",
+        applied=True,
+        writes=("DELETE",),
+    ),
+    Row(
+        "turn monitoring off",
+        (("monitoring:\n  mode: new", "monitoring:\n  mode: disabled"), *MONITORING_SETTINGS),
+        "the Log Analytics workspace goes with the logs it holds (a data-loss consent); the VMs' data collection "
+        "rule associations and agents go with it (https://learn.microsoft.com/azure/azure-monitor/agents/"
+        "data-collection-rule-azure-monitor-agent): deleted by hpclz, not left behind",
+        "DATA LOSS: new -> disabled: the Log Analytics workspace is deleted",
+        applied=True,
+        flags=("--allow-data-loss",),
+        refused_without="--allow-data-loss",
+        writes=("PUT", "DELETE"),
+        # Production refuses monitoring off (HPCLZ-MON-001): the row starts from the same zone as `test`.
+        before=(("environment: prod ", "environment: test "),),
+    ),
+    Row(
         "upgrade CycleCloud",
         (("    version: 8.9.1", "    version: 8.9.2"),),
         "the CycleCloud version is installed once by the server VM's customData, which cannot change after "
@@ -315,6 +392,7 @@ def assert_plan_clean(run_cli: RunCli, config: Path) -> None:
 
 @pytest.mark.parametrize("row", ROWS, ids=[r.name for r in ROWS])
 def test_day2_row(row: Row, arm: ArmStandIn, energy: Path, run_cli: RunCli) -> None:
+    edit(energy, row.before)
     assert run_cli("deploy", str(energy), "--yes").exit_code == 0
     edit(energy, row.edits)
 
@@ -345,7 +423,8 @@ def test_day2_row(row: Row, arm: ArmStandIn, energy: Path, run_cli: RunCli) -> N
     assert applied.exit_code == 0, applied.stdout + applied.stderr
     made = writes_since(arm, start)
     assert list(dict.fromkeys(made)) == list(row.writes), made
-    assert "hpclz will perform the following actions" in applied.stderr  # the plan shown before applying
+    if row.writes:
+        assert "hpclz will perform the following actions" in applied.stderr  # the plan shown before applying
     assert_plan_clean(run_cli, energy)
     assert_inventory_is_state(arm, energy)
 
@@ -679,3 +758,159 @@ def test_a_state_of_another_zone_under_a_shared_blob_name_is_refused_by_identity
     with pytest.raises(HpclzError, match="refusing the state at blob") as refused:
         refuse_foreign_state(doc, wanted, "blob", "lz.yaml")
     assert refused.value.exit_code == 64
+
+
+DEFENDER = ("# defender: {plans: [VirtualMachines, StorageAccounts, KeyVaults, Arm]}", "defender: {plans: [KeyVaults]}")
+
+
+def test_defender_plan_removed_is_left_on_forgotten_and_later_deploys_are_clean(
+    arm: ArmStandIn, energy: Path, run_cli: RunCli
+) -> None:
+    """A Defender plan is the subscription's pricing tier, not a resource of the zone: turning it off would change
+    it for every workload there (https://learn.microsoft.com/azure/defender-for-cloud/tutorial-enable-servers-plan),
+    so hpclz leaves it on and forgets it (docs/defender.md); no deploy after that may fail over it."""
+    edit(energy, (DEFENDER,))
+    assert run_cli("deploy", str(energy), "--yes").exit_code == 0
+    pricing = next(k for k, r in arm.world.resources.items() if r["type"] == "Microsoft.Security/pricings")
+    assert pricing in {r["id"].lower() for r in state_of(energy)["resources"]}
+
+    edit(energy, ((DEFENDER[1], DEFENDER[0]),))
+    plan = run_cli("plan", str(energy))
+    assert plan.exit_code == 0 and "defender" in plan.stdout, plan.stdout + plan.stderr
+    start = len(arm.log)
+    removed = run_cli("deploy", str(energy), "--yes")
+    assert removed.exit_code == 0, removed.stdout + removed.stderr
+    assert not [r for r in arm.log[start:] if r.method == "DELETE" and "pricings" in r.path.lower()]
+    assert pricing in arm.world.resources  # left on in Azure
+    assert pricing not in {r["id"].lower() for r in state_of(energy)["resources"]}
+    assert_plan_clean(run_cli, energy)
+
+    edit(energy, (("workload: seismic", "workload: seismic-v2"),))  # an unrelated change afterwards
+    unrelated = run_cli("deploy", str(energy), "--yes")
+    assert unrelated.exit_code == 0, unrelated.stdout + unrelated.stderr
+    assert_plan_clean(run_cli, energy)
+
+
+def test_portal_off_then_on_again_converges_each_time(arm: ArmStandIn, energy: Path, run_cli: RunCli) -> None:
+    assert run_cli("deploy", str(energy), "--yes").exit_code == 0
+    portal_vm = "/virtualmachines/vm-energy-ood-prod-scus"
+    edit(energy, (("portal:\n  enabled: true", "portal:\n  enabled: false"),))
+    start = len(arm.log)
+    assert run_cli("deploy", str(energy), "--yes").exit_code == 0
+    deleted = [r.path.lower().rsplit("/", 1)[-1] for r in arm.log[start:] if r.method == "DELETE"]
+    # Dependants first: the VM before the NIC it holds, the NIC before the NSG it names (Azure refuses that NSG
+    # with InUseNetworkSecurityGroupCannotBeDeleted while the NIC names it: tests/support/arm_standin/in_use.py).
+    assert deleted.index("vm-energy-ood-prod-scus") < deleted.index("nic-energy-ood-prod-scus")
+    assert deleted.index("nic-energy-ood-prod-scus") < deleted.index("nsg-energy-ood-prod-scus")
+    assert not any(k.endswith(portal_vm) or "-ood-" in k for k in arm.world.resources)
+    assert_plan_clean(run_cli, energy)
+    assert_inventory_is_state(arm, energy)
+
+    edit(energy, (("portal:\n  enabled: false", "portal:\n  enabled: true"),))
+    assert run_cli("deploy", str(energy), "--yes").exit_code == 0
+    assert any(k.endswith(portal_vm) for k in arm.world.resources)
+    assert_plan_clean(run_cli, energy)
+    assert_inventory_is_state(arm, energy)
+
+
+@pytest.mark.parametrize(
+    ("field", "old", "new"),
+    [
+        ("metadata.name", "name: energy ", "name: energy2 "),
+        ("metadata.environment", "environment: prod ", "environment: test "),
+    ],
+)
+def test_renaming_the_zone_or_environment_is_not_allowed(
+    field: str, old: str, new: str, arm: ArmStandIn, energy: Path, run_cli: RunCli
+) -> None:
+    """Every resource and group name derives from the zone's name and environment (hpclz.naming): under a new one
+    the same config would build a second zone on the same address space and leave the first running, unmanaged."""
+    assert run_cli("deploy", str(energy), "--yes").exit_code == 0
+    before = sorted(p.relative_to(energy.parent) for p in (energy.parent / ".hpclz").rglob("*"))
+    serial = state_of(energy)["serial"]
+    edit(energy, ((old, new),))
+    start = len(arm.log)
+    for command in (("plan",), ("deploy", "--yes"), ("deploy", "--yes", "--allow-data-loss", "--allow-disruption")):
+        refused = run_cli(*command[:1], str(energy), *command[1:])
+        assert refused.exit_code == 1, (command, refused.stdout, refused.stderr)
+        line = next(x for x in refused.stderr.splitlines() if x.startswith("error:"))
+        assert f"{field}: " in line and "NOT ALLOWED" in line and "energy-prod" in line, line
+        assert "nothing was changed" in line
+    assert writes_since(arm, start) == []
+    assert sorted(p.relative_to(energy.parent) for p in (energy.parent / ".hpclz").rglob("*")) == before
+    assert state_of(energy)["serial"] == serial
+
+    # Back under its own name the zone is as it was; a copy of the config in its own file may be a second zone.
+    edit(energy, ((new, old),))
+    assert_plan_clean(run_cli, energy)
+
+
+def _file_size_limit(limit: int) -> Callable[[], None]:
+    """In the child only: files may grow to `limit` bytes, and a bigger write fails with EFBIG instead of killing the
+    process ("If the file size limit is exceeded ... SIGXFSZ ... If the signal is ignored, the write fails with
+    EFBIG": setrlimit(2), RLIMIT_FSIZE). What a full disk does to the lock record, without root or a loop device."""
+
+    def limited() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
+
+    return limited
+
+
+def test_a_full_disk_at_lock_time_is_one_line_and_writes_nothing(
+    arm: ArmStandIn, energy: Path, run_cli: RunCli
+) -> None:
+    assert run_cli("deploy", str(energy), "--yes").exit_code == 0
+    edit(energy, (("workload: seismic", "workload: seismic-v2"),))
+    folder = energy.parent / ".hpclz"
+    before = {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+    start = len(arm.log)
+    from hpclz.deploy.wheel import WHEEL_ENV, hpclz_wheel
+
+    wheel = str(hpclz_wheel().path)  # built by the deploy above: the child only reads it
+    full = subprocess.run(
+        [*HPCLZ, "deploy", str(energy), "--yes"],
+        env={**os.environ, WHEEL_ENV: wheel},
+        capture_output=True,
+        text=True,
+        timeout=110,
+        preexec_fn=_file_size_limit(64),  # the lock record is a few hundred bytes
+    )
+    assert full.returncode != 0
+    lines = full.stderr.strip().splitlines()
+    assert lines[-1].startswith("error: cannot lock state ") and "File too large" in lines[-1], full.stderr
+    assert "Traceback" not in full.stderr and "internal error" not in full.stderr
+    assert writes_since(arm, start) == []
+    assert {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()} == before  # no temp file, no lock record
+    assert run_cli("deploy", str(energy), "--yes").exit_code == 0  # the lock was released
+
+
+def test_netapp_volume_converted_between_nfsv3_and_nfsv41_in_place(
+    arm: ArmStandIn, manufacturing: Path, run_cli: RunCli
+) -> None:
+    """Azure NetApp Files converts a volume's NFS version in place, data kept, once its clients have unmounted it
+    (https://learn.microsoft.com/azure/azure-netapp-files/convert-nfsv3-nfsv41; hpclz.plan.policies NFS_CONVERSION):
+    no data-loss flag, no delete; consent to the disruption instead."""
+    assert run_cli("deploy", str(manufacturing), "--yes").exit_code == 0
+    volume = next(k for k in arm.world.resources if k.endswith("/volumes/vol-cae-results-test-weu"))
+    edit(
+        manufacturing, (("protocol: NFSv3, mount_point: /anf/results", "protocol: NFSv4.1, mount_point: /anf/results"),)
+    )
+
+    plan = run_cli("plan", str(manufacturing))
+    assert plan.exit_code == 0, plan.stdout + plan.stderr
+    assert "storage.netapp.volumes[results].protocol" in plan.stdout and "converted" in plan.stdout, plan.stdout
+    assert "unmount the volume on every node first" in plan.stdout
+    assert "DATA LOSS" not in plan.stdout and "-/+" not in plan.stdout.split("hpclz will perform")[-1]
+
+    start = len(arm.log)
+    refused = run_cli("deploy", str(manufacturing), "--yes")
+    assert refused.exit_code == 1 and "--allow-disruption" in refused.stderr, refused.stderr
+    assert writes_since(arm, start) == []
+
+    applied = run_cli("deploy", str(manufacturing), "--yes", "--allow-disruption")
+    assert applied.exit_code == 0, applied.stdout + applied.stderr
+    assert "DELETE" not in writes_since(arm, start)
+    assert arm.world.resources[volume]["properties"]["protocolTypes"] == ["NFSv4.1"]
+    assert_plan_clean(run_cli, manufacturing)
+    assert_inventory_is_state(arm, manufacturing)

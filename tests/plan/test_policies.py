@@ -55,7 +55,15 @@ CASES: list[tuple[str, str, Any, Any, bool, Policy]] = [
         ["NFSv3"],
         ["NFSv4.1"],
         True,
-        Policy.REPLACE_DATA,
+        Policy.RESTART_NODES,  # converted in place once unmounted (hpclz.plan.policies NFS_CONVERSION)
+    ),
+    (
+        "Microsoft.NetApp/netAppAccounts/capacityPools/volumes",
+        "properties.exportPolicy.rules[0].nfsv41",
+        False,
+        True,
+        True,
+        Policy.RESTART_NODES,
     ),
     (
         "Microsoft.NetApp/netAppAccounts/capacityPools",

@@ -60,8 +60,15 @@ class CycleCloud(StrictModel):
 
 
 class NodeRole(StrictModel):
-    vm_size: str = Field(pattern=VM_SIZE_PATTERN, json_schema_extra=policy("replace"))
-    image: str = Field(default=DEFAULT_HPC_IMAGE, pattern=IMAGE_PATTERN, json_schema_extra=policy("replace"))
+    """The scheduler node and the login nodearray: CycleCloud's nodes, defined in the cluster that travels in the
+    CycleCloud VM's userData (updated in place). A new size or image reaches a node the next time CycleCloud starts
+    it; the scheduler's /sched and /shared volumes are `Persistent = True`, which CycleCloud keeps when the node is
+    terminated and re-attaches "the next time the node is started" (docs.cyclecomputing.com/user-guide-v6.8.1/storage),
+    and with `storage.shared` both live on the shares. So either change is
+    a restart of the node in a maintenance window, never a replacement that loses data."""
+
+    vm_size: str = Field(pattern=VM_SIZE_PATTERN, json_schema_extra=policy("restart_nodes"))
+    image: str = Field(default=DEFAULT_HPC_IMAGE, pattern=IMAGE_PATTERN, json_schema_extra=policy("restart_nodes"))
 
 
 class LoginNodes(NodeRole):

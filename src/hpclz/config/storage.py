@@ -57,7 +57,8 @@ class ExistingLustre(StrictModel):
 class NetAppVolume(StrictModel):
     name: str = Field(pattern=r"^[a-zA-Z][a-zA-Z0-9-]{0,39}$")
     quota_gib: Integer = Field(ge=50, json_schema_extra=policy("in_place"))
-    protocol: Literal["NFSv3", "NFSv4.1"] = Field(default="NFSv4.1", json_schema_extra=policy("replace_data"))
+    # Converted in place, once every node has unmounted it (hpclz.plan.policies NFS_CONVERSION cites Azure).
+    protocol: Literal["NFSv3", "NFSv4.1"] = Field(default="NFSv4.1", json_schema_extra=policy("restart_nodes"))
     mount_point: MountPoint
 
 
@@ -188,7 +189,8 @@ class NetAppShared(StrictModel):
     mode: Literal["netapp"] = "netapp"
     home_gib: Integer = Field(default=1024, ge=50, le=102400, json_schema_extra=policy("in_place"))
     sched_gib: Integer = Field(default=100, ge=50, le=102400, json_schema_extra=policy("in_place"))
-    protocol: Literal["NFSv3", "NFSv4.1"] = Field(default="NFSv3", json_schema_extra=policy("replace_data"))
+    # Converted in place, once every node has unmounted it (hpclz.plan.policies NFS_CONVERSION cites Azure).
+    protocol: Literal["NFSv3", "NFSv4.1"] = Field(default="NFSv3", json_schema_extra=policy("restart_nodes"))
     mount_point: MountPoint = Field(
         default="/shared",
         description="Where home directories live (CycleCloud keeps users' homes in <mount_point>/home).",

@@ -229,6 +229,7 @@ def _apply(
     from hpclz.deploy.wheel_step import Delivery, resubmit_for_wheel, with_wheel
     from hpclz.render.zone import Zone
     from hpclz.state.factory import new_state
+    from hpclz.state.renamed import config_ref
 
     result.state_location = backend.location
     with backend.lock("deploy"):
@@ -242,6 +243,9 @@ def _apply(
             return ExitCode.FAILED
         result.stage = "deploy"
         doc = doc or backend.write(new_state(loaded.config))
+        ref = config_ref(backend, loaded.file)
+        if ref is not None and doc.config_file != ref:  # what tells a later rename of this zone (state.renamed)
+            doc = backend.write(doc.model_copy(update={"config_file": ref}))
         removals = removals_for(arm, plan, doc, result.changes)
         runner = _runner(arm, plan, doc, backend, with_wheel(plan, secrets, wheel), on_event, removals, result.changes)
         delivery = Delivery(plan, Zone(loaded.config), wheel, on_event)
@@ -360,9 +364,14 @@ def _report(result: DeployResult, plan: DeploymentPlan, run: RunResult, final: S
 def _backend(loaded: LoadedConfig, arm: Any) -> StateBackend:
     """The config's state backend; a Blob one signs in with the same credential as ARM."""
     from hpclz.azure.backends import open_backend
+    from hpclz.state.renamed import refuse_renamed_zone
 
     file = Path(loaded.file)
-    return open_backend(loaded.config, base_dir=file.parent, credential=arm.clients.credential, config_file=str(file))
+    backend = open_backend(
+        loaded.config, base_dir=file.parent, credential=arm.clients.credential, config_file=str(file)
+    )
+    refuse_renamed_zone(backend, loaded)  # before the lock, which makes the new zone's state folder
+    return backend
 
 
 def _unchanged(plan: DeploymentPlan, backend: StateBackend) -> set[str]:

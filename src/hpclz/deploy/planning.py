@@ -124,6 +124,7 @@ def planned(loaded: LoadedConfig, options: PlanOptions, findings: list[Finding])
     """The plan of a loaded config whose validation gave `findings` (any error: no plan worth showing)."""
     from hpclz.azure.backends import open_backend
     from hpclz.render.build import build_plan
+    from hpclz.state.renamed import refuse_renamed_zone
 
     if options.offline and (options.what_if or options.refresh_only):
         flag = "--what-if" if options.what_if else "--refresh-only"
@@ -135,6 +136,7 @@ def planned(loaded: LoadedConfig, options: PlanOptions, findings: list[Finding])
     deployment_plan = build_plan(loaded.config)
     backend = open_backend(loaded.config, base_dir=Path(path).resolve().parent, config_file=str(path))
     result.state_location = backend.location
+    refuse_renamed_zone(backend, loaded)
     state = backend.read()
     # The region is compared by the config diff (NOT ALLOWED), which says more than a refusal would.
     refuse_foreign_state(

@@ -81,7 +81,14 @@ def without(doc: StateDocument, gone: set[str], plan: DeploymentPlan) -> StateDo
     updated.resources = [r for r in updated.resources if r.id.lower() not in gone]
     owners = {r.deployment for r in updated.resources}
     planned = {d.name for d in plan.deployments}
-    updated.deployments = {n: d for n, d in updated.deployments.items() if n in planned or n in owners}
+    kept = {n: d for n, d in updated.deployments.items() if n in planned or n in owners}
+    # A dropped deployment's last run is named as taken down, as destroy names its runs: turned on again, the
+    # component is submitted anew instead of adopting that run from ARM's history (hpclz.deploy.runner).
+    updated.destroyed_runs = {
+        **updated.destroyed_runs,
+        **{n: d.correlation_id for n, d in updated.deployments.items() if n not in kept and d.correlation_id},
+    }
+    updated.deployments = kept
     return updated
 
 

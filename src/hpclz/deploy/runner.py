@@ -153,7 +153,13 @@ class Runner:
         remote = self.arm.get_deployment(d)
         remote_state = _state(remote)
         ours = remote is not None and (remote.get("tags") or {}).get(HASH_TAG) == digest
-        adoptable = remote_state in ACTIVE or (remote_state == "Succeeded" and d.name not in self._resubmit)
+        # A run whose resources hpclz has since deleted (destroy, or the component switched off and pruned) made
+        # nothing that is still there: it is submitted again, never adopted. ARM keeps the last run of each name
+        # in the history, so a portal turned off and on again finds its first run there, Succeeded, with this hash.
+        taken_down = _correlation(remote) is not None and self.doc.destroyed_runs.get(d.name) == _correlation(remote)
+        adoptable = remote_state in ACTIVE or (
+            remote_state == "Succeeded" and d.name not in self._resubmit and not taken_down
+        )
         if ours and adoptable:
             self._emit(Event(d.name, Step.ATTACHED, f"found in ARM ({remote_state}); not submitting again"))
             previous = self.doc.deployments.get(d.name)
@@ -411,6 +417,11 @@ class _Clock:
             "hpclz stopped waiting but ARM carries on: rerun deploy to re-attach, or cancel it in Azure",
             remote.get("id"),
         )
+
+
+def _correlation(remote: dict[str, Any] | None) -> str | None:
+    value = ((remote or {}).get("properties") or {}).get("correlationId")
+    return str(value) if value else None
 
 
 def _state(remote: dict[str, Any] | None) -> str | None:

@@ -73,9 +73,22 @@ NOT_ALLOWED_WAYS: dict[str, str] = {
     "network.vnet.subnets": "add a subnet with the new setting, move the delegated service (NetApp, Lustre) to it",
 }
 
+_NODE_RESTART = (
+    "the cluster definition changes in place; {node} picks it up when CycleCloud next starts it "
+    "(terminate and start it in a maintenance window; the scheduler's persistent /sched and /shared volumes are "
+    "re-attached)"
+)
+
 IN_PLACE_REASONS: dict[str, str] = {
     "metadata.tags.*": "tags update in place on every resource",
     "compute.partitions[*].max_nodes": "CycleCloud changes the nodearray limit in place; running nodes stay",
+    "storage.netapp.volumes[*].protocol": policies.NFS_CONVERSION.reason,
+    "storage.shared.protocol": policies.NFS_CONVERSION.reason,
+    # hpclz.config.compute.NodeRole says where these facts come from.
+    "compute.scheduler.vm_size": _NODE_RESTART.format(node="the scheduler node"),
+    "compute.scheduler.image": _NODE_RESTART.format(node="the scheduler node"),
+    "compute.login.vm_size": _NODE_RESTART.format(node="each login node"),
+    "compute.login.image": _NODE_RESTART.format(node="each login node"),
     # Retention is set per blob version when `hpclz checkpoints manifest` seals it, never on the container, so
     # a new value reaches only later seals. A locked expiry can be extended but never shortened or removed
     # (learn.microsoft.com/azure/storage/blobs/immutable-version-level-worm-policies).
@@ -213,6 +226,8 @@ def _action(policy: Policy, shape: str, partition: str) -> str:
             else ("drain the affected partitions first")
         )
     if policy is Policy.RESTART_NODES:
+        if shape.endswith(".protocol"):
+            return policies.NFS_CONVERSION_ACTION
         return "restart the affected nodes in a maintenance window"
     if policy is Policy.REPLACE_DATA:
         return "copy the data off first"

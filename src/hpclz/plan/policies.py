@@ -37,6 +37,18 @@ def _v(policy: Policy, reason: str, action_needed: str = "", source: str = "") -
     return Verdict(policy=policy, reason=reason, action_needed=action_needed, source=source)
 
 
+NFS_CONVERSION_ACTION = (
+    "unmount the volume on every node first (jobs using it stop), then remount it with the new NFS version: "
+    "the nodes' mounts follow the cluster definition when they restart"
+)
+NFS_CONVERSION = Verdict(
+    policy=Policy.RESTART_NODES,
+    reason="the volume is converted between NFSv3 and NFSv4.1 in place: its data and snapshots stay",
+    action_needed=NFS_CONVERSION_ACTION,
+    source="https://learn.microsoft.com/azure/azure-netapp-files/convert-nfsv3-nfsv41",
+)
+
+
 def _networks(value: Any) -> list[Any]:
     items = value if isinstance(value, list) else [value] if value else []
     out = []
@@ -383,15 +395,13 @@ RESOURCE_RULES: dict[str, list[PropertyRule]] = {
     ],
     "microsoft.netapp/netappaccounts/capacitypools/volumes": [
         PropertyRule("properties.usageThreshold", _v(Policy.IN_PLACE, "volume quota resizes in place")),
-        PropertyRule(
-            "properties.protocolTypes*",
-            _v(
-                Policy.REPLACE_DATA,
-                "hpclz recreates a volume whose protocol changes",
-                "copy the data off first, or convert in place with ANF protocol conversion after unmounting clients",
-                f"{DOCS}/azure-netapp-files/convert-nfsv3-nfsv41",
-            ),
-        ),
+        # Azure NetApp Files converts an NFS volume between NFSv3 and NFSv4.1 in place: the option "doesn't require
+        # creating new volumes or performing data copies. The conversion operations preserve the data and update the
+        # volume export policies as part of the operation" (MicrosoftDocs/azure-docs articles/azure-netapp-files/
+        # whats-new.md, December 2021; the procedure: convert-nfsv3-nfsv41, which has clients unmount it first).
+        PropertyRule("properties.protocolTypes*", NFS_CONVERSION),
+        PropertyRule("properties.exportPolicy.rules*.nfsv3", NFS_CONVERSION),
+        PropertyRule("properties.exportPolicy.rules*.nfsv41", NFS_CONVERSION),
         PropertyRule(
             "properties.creationToken",
             _v(Policy.REPLACE_DATA, "a volume's file path (creationToken) is fixed at creation", "copy the data off"),

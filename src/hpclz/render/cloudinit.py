@@ -282,7 +282,12 @@ def cluster_files(zone: Zone) -> dict[str, str]:
     has_default = any(p.default for p in partitions)
     mounts = _mounts(zone)
     arrays = []
-    for index, p in enumerate(partitions):
+    # The default partition follows the config's order (the first one when none says default: true), but the
+    # nodearrays are written in name order: "The specific order of the sections is not important" to CycleCloud
+    # (learn.microsoft.com/azure/cyclecloud/cluster-references/cluster-template-reference), so moving a partition
+    # in the YAML renders the same cluster and plans no change.
+    first = partitions[0].name if partitions else ""
+    for p in sorted(partitions, key=lambda part: part.name):
         script = node_script(zone, p, mounts)
         if "'''" in script:
             raise HpclzError(f"compute.partitions[{p.name}]: node script contains ''' which CycleCloud cannot quote")
@@ -291,7 +296,7 @@ def cluster_files(zone: Zone) -> dict[str, str]:
                 "p": p,
                 "script": script,
                 "accelerated": accelerated(zone, p.vm_size),
-                "default": p.default or (not has_default and index == 0),
+                "default": p.default or (not has_default and p.name == first),
                 "shutdown": "Deallocate" if p.eviction_policy == "deallocate" else "Terminate",
                 "scaleset": scaleset_size(p),
                 "racks": racks(p),

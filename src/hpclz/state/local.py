@@ -175,7 +175,13 @@ class LocalBackend:
             raise StateStorageError(f"cannot lock state {self.location}: {exc.strerror or exc}") from None
         info = LockInfo.for_operation(operation)
         try:
-            write_atomic(self._info_file, info.model_dump_json(indent=2).encode())
+            try:
+                write_atomic(self._info_file, info.model_dump_json(indent=2).encode())
+            except OSError as exc:  # a full disk or a file-size limit: write_atomic removed its temp file
+                raise StateStorageError(
+                    f"cannot lock state {self.location}: cannot write {self._info_file.name}: {exc.strerror or exc}; "
+                    "nothing was changed"
+                ) from None
             self._held = info
             yield info
         finally:
@@ -235,6 +241,11 @@ class LocalBackend:
             return LockInfo.model_validate_json(self._info_file.read_bytes())
         except (FileNotFoundError, ValidationError):
             return None
+
+
+def load_document(path: Path) -> StateDocument | None:
+    """The document at `path` (None when there is none), checked as every read is."""
+    return _load(path)
 
 
 def _load(path: Path) -> StateDocument | None:

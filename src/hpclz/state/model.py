@@ -91,6 +91,11 @@ class StateDocument(Record):
     subscription_id: str | None = None
     location: str | None = Field(default=None, description="The zone's region (hpclz.state.identity).")
     config_hash: str = ""
+    config_file: str | None = Field(
+        default=None,
+        description="Local state: the config file that deployed this zone, relative to the state folder; the same "
+        "file later naming another zone is a rename, refused (hpclz.state.renamed).",
+    )
     deployments: dict[str, DeploymentRecord] = Field(default_factory=dict)
     resources: list[ResourceRecord] = Field(default_factory=list)
     outputs: dict[str, Any] = Field(default_factory=dict)

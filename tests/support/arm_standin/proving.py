@@ -56,7 +56,8 @@ class ProvingGround:
     def check_request(self, who: Principal, method: str, path: str) -> None:
         """ARM checks the caller's right to the request's operation at its scope before anything else."""
         action, scope = operation(method, path)
-        refusal = self.authorization.check(who, action, scope, self.world.resources)
+        with self.world.lock:  # deployments' threads store resources meanwhile (World._guarded)
+            refusal = self.authorization.check(who, action, scope, self.world.resources)
         if refusal is not None:
             raise ArmError(refusal.status, refusal.code, refusal.message)
 

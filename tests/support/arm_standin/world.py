@@ -418,10 +418,13 @@ class World:
         view = {**_late(resource), "id": resource.id, "name": resource.name, "type": resource.type}
         if resource.location and "location" not in view:
             view["location"] = resource.location
-        for guard in self.guards:
-            refusal = guard(run, view)
-            if refusal is not None:
-                return refusal
+        # Under the world's lock, as _refusal is: the guards (RBAC, Azure Policy) read every resource, which other
+        # deployments' threads are storing meanwhile ("dictionary changed size during iteration" hung a deployment).
+        with self.lock:
+            for guard in self.guards:
+                refusal = guard(run, view)
+                if refusal is not None:
+                    return refusal
         return None
 
     def _store(self, resource: PlannedResource) -> None:
