@@ -54,7 +54,7 @@ def _sync(home: Path, prefix: Path) -> subprocess.CompletedProcess[str]:
 
 
 def test_the_portal_gets_each_cluster_user_with_the_clusters_ids(tmp_path: Path, portal_etc: Path) -> None:
-    home = tmp_path / "shared" / "home"
+    home = tmp_path / "cluster-fs" / "home"
     home.mkdir(parents=True)
     cluster = {"alice": (20001, 20001), "bob": (20002, 100), "ubuntu": (1000, 1000)}
     for name, (uid, gid) in cluster.items():
