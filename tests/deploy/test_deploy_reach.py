@@ -15,8 +15,6 @@ import shutil
 import signal
 import subprocess
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +22,6 @@ import pytest
 from azure.core.exceptions import ResourceNotFoundError
 from azure.storage.blob import BlobServiceClient
 
-from hpclz.azure.locker import CONNECTION_STRING_ENV
 from hpclz.config.loader import load_config
 from hpclz.deploy.wheel import hpclz_wheel
 from hpclz.deploy.wheel_staging import SCRIPT_LIMIT
@@ -33,53 +30,13 @@ from hpclz.render.roles import WHEEL_CONTAINER
 from hpclz.render.zone import Zone
 from tests.conftest import REPO, RunCli
 from tests.deploy.conftest import HPCLZ
+from tests.deploy.outside import ids, locker_route, vm_side
 from tests.support.arm_standin import ArmStandIn, policy
 from tests.support.arm_standin.cyclecloud import CycleCloud, Step
-from tests.support.arm_standin.data_planes import BlobFront, VmBlobRoutes
-from tests.support.arm_standin.imds import Imds
 from tests.support.arm_standin.proving import assign_policies
 from tests.support.arm_standin.reach import WORKSTATION, Origin, private_route
-from tests.support.azurite import ACCOUNT, ACCOUNT_KEY, shared_azurite
+from tests.support.azurite import shared_azurite
 from tests.support.signals import interruptible
-
-
-def _ids(arm: ArmStandIn, config: Path) -> tuple[str, str]:
-    """The locker account's ID and the zone's compute subnet's ID, as the zone's templates name them."""
-    zone = Zone(load_config(config).config)
-    sub = f"/subscriptions/{arm.subscription_id}/resourceGroups"
-    locker = f"{sub}/{zone.rg['storage']}/providers/Microsoft.Storage/storageAccounts/{zone.locker_account_name}"
-    vnet = f"{sub}/{zone.rg['network']}/providers/Microsoft.Network/virtualNetworks/{zone.vnet_name}"
-    return locker, f"{vnet}/subnets/{zone.subnet('compute').name}"
-
-
-@contextmanager
-def _locker_route(arm: ArmStandIn, locker: str, origin: Origin, monkeypatch: pytest.MonkeyPatch) -> Iterator[BlobFront]:
-    front = BlobFront(arm, locker, shared_azurite().account_url, origin).start()
-    monkeypatch.setenv(CONNECTION_STRING_ENV, front.connection_string(ACCOUNT, ACCOUNT_KEY))
-    try:
-        yield front
-    finally:
-        front.stop()
-
-
-@contextmanager
-def _vm_side(arm: ArmStandIn, front: BlobFront, folder: Path) -> Iterator[Imds]:
-    """What a VM's scripts see: the locker by the VM's own network (its NIC's subnet, reach.py), the instance metadata
-    service for the identities the VM carries, and `folder` in place of the VM's /var/tmp."""
-    routes = VmBlobRoutes(arm, [front])
-    imds = Imds(arm).start()
-    arm.compute.from_vm += [routes.route, imds.route]
-    arm.compute.vm_env.update(
-        HPCLZ_BLOB_URL=front.account_url,
-        HPCLZ_IMDS_URL=imds.url,
-        HPCLZ_STAGE_DIR=str(folder),
-        HPCLZ_LOCKER_ATTEMPTS="1",
-    )
-    try:
-        yield imds
-    finally:
-        imds.stop()
-        routes.stop()
 
 
 def _damage_second_piece(script: str) -> str:
@@ -99,14 +56,14 @@ def test_from_a_workstation_deploy_stages_the_wheel_through_the_cyclecloud_vm(
     deployment made the CycleCloud VM it sends the wheel there in pieces by managed Run Command; the VM checks each,
     joins them, checks the whole against hpclz's SHA-256 and puts it in the locker with CycleCloud's identity, through
     the zone's private endpoint. A piece damaged on the way stops deploy with one line; run again, it completes."""
-    locker, _ = _ids(arm, manufacturing)
+    locker, _ = ids(arm, manufacturing)
     wheel = hpclz_wheel()
     service = BlobServiceClient.from_connection_string(shared_azurite().connection_string)
     with contextlib.suppress(ResourceNotFoundError):  # the shared emulator may hold it from another test
         service.get_blob_client(WHEEL_CONTAINER, wheel.blob).delete_blob()
     folder = tmp_path / "vm-var-tmp"
     folder.mkdir()
-    with _locker_route(arm, locker, WORKSTATION, monkeypatch) as front, _vm_side(arm, front, folder) as imds:
+    with locker_route(arm, locker, WORKSTATION, monkeypatch) as front, vm_side(arm, front, folder) as imds:
         arm.compute.in_transit = _damage_second_piece
         damaged = run_cli("deploy", str(manufacturing), "--yes")
         assert damaged.exit_code != 0
@@ -137,7 +94,7 @@ def test_from_a_workstation_deploy_stages_the_wheel_through_the_cyclecloud_vm(
     assert sum("HPCLZ_UPLOAD" in s for s in sent) == 1  # the damaged run stopped before its upload step
     # A third deploy from the workstation has nothing to stage: state records the wheel in the locker.
     scripts = len(arm.compute.scripts)
-    with _locker_route(arm, locker, WORKSTATION, monkeypatch):
+    with locker_route(arm, locker, WORKSTATION, monkeypatch):
         third = run_cli("deploy", str(manufacturing), "--yes")
     assert third.exit_code == 0, third.stdout[-3000:] + third.stderr
     assert len(arm.compute.scripts) == scripts
@@ -151,9 +108,9 @@ def test_from_inside_the_zones_vnet_the_rendered_private_endpoint_and_dns_carry_
     energy = tmp_path / "energy" / "lz.yaml"
     energy.parent.mkdir()
     shutil.copy(REPO / "configs" / "energy.yaml", energy)
-    locker, compute_subnet = _ids(arm, energy)
+    locker, compute_subnet = ids(arm, energy)
     jump_host = Origin(subnet=compute_subnet, name="a VM in the zone's compute subnet")
-    with _locker_route(arm, locker, jump_host, monkeypatch) as front:
+    with locker_route(arm, locker, jump_host, monkeypatch) as front:
         result = run_cli("deploy", str(energy), "--yes")
     assert result.exit_code == 0, result.stdout[-3000:] + result.stderr
     assert front.refused == []
@@ -207,7 +164,7 @@ def test_a_temporary_opening_of_the_locker_is_refused_by_the_zones_own_policy_wh
     write is refused (the built-in definition, judged by the stand-in's policy engine)."""
     finance = load_config(REPO / "configs" / "finance.yaml").config
     assign_policies(arm.world, build_plan(finance))
-    locker, _ = _ids(arm, REPO / "configs" / "finance.yaml")
+    locker, _ = ids(arm, REPO / "configs" / "finance.yaml")
     network: dict[str, Any] = {
         "publicNetworkAccess": "Enabled",
         "networkAcls": {"defaultAction": "Deny", "ipRules": [{"value": "198.51.100.7", "action": "Allow"}]},
@@ -236,7 +193,7 @@ def test_a_deploy_killed_while_staging_stages_again_on_the_next_run_and_leaves_n
 ) -> None:
     """kill -9 while the VM runs piece 3: that run command and the pieces written so far stay behind; the next deploy
     sends every piece again under the same names (replacing the leftover command), uploads, and removes it all."""
-    locker, _ = _ids(arm, manufacturing)
+    locker, _ = ids(arm, manufacturing)
     wheel = hpclz_wheel()
     service = BlobServiceClient.from_connection_string(shared_azurite().connection_string)
     with contextlib.suppress(ResourceNotFoundError):  # the shared emulator may hold it from another test
@@ -251,7 +208,7 @@ def test_a_deploy_killed_while_staging_stages_again_on_the_next_run_and_leaves_n
             release.wait(timeout=300)
         return script
 
-    with _locker_route(arm, locker, WORKSTATION, monkeypatch) as front, _vm_side(arm, front, folder):
+    with locker_route(arm, locker, WORKSTATION, monkeypatch) as front, vm_side(arm, front, folder):
         arm.compute.in_transit = hold_third_piece
         proc = subprocess.Popen(
             [*HPCLZ, "deploy", str(manufacturing), "--yes"],

@@ -16,6 +16,7 @@ from ruamel.yaml import YAML
 from hpclz.config.loader import load_config
 from hpclz.render.build import build_plan
 from tests.conftest import REPO, RunCli
+from tests.deploy.outside import from_workstation
 from tests.support.arm_standin import ArmStandIn
 from tests.support.arm_standin.authz import Principal
 from tests.support.arm_standin.cyclecloud import CycleCloud, Step
@@ -43,8 +44,13 @@ def deployed(
         config.write_text(json.dumps(data))  # JSON is YAML
     monkeypatch.setenv("PRICING_LICENCE_KEY", "finance-pricing-licence")  # finance's Key Vault secret, read at deploy
     assign_policies(arm.world, build_plan(load_config(config).config))
-    result = run_cli("deploy", str(config), "--yes")
+    # From a workstation outside every VNet with the locker's network enforced: the private locker refuses the
+    # direct upload, so deploy stages the wheel through the CycleCloud VM, as on an empty subscription.
+    with from_workstation(arm, config, monkeypatch, folder / "vm-var-tmp") as (front, _imds):
+        result = run_cli("deploy", str(config), "--yes")
     assert result.exit_code == 0, result.stdout[-4000:] + result.stderr
+    assert "staging through the CycleCloud VM" in result.stdout + result.stderr
+    assert set(front.refused) == {"public network access is disabled"}
     return config
 
 
