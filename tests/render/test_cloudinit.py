@@ -162,10 +162,10 @@ def test_scheduler_installs_hpclz_for_verify() -> None:
 
 def test_shared_file_systems_are_mounted_from_arm_lookups() -> None:
     energy = _node_scripts(_artifacts("energy")["cyclecloud/slurm-cluster.txt"])[0]
-    assert "mount -t lustre" in energy and "properties.clientInfo.mgsAddress" in energy
+    assert 'hpclz_fstab "$addr@tcp:/lustrefs" /lustre lustre' in energy and "properties.clientInfo.mgsAddress" in energy
     # Two NetApp volumes (apps, results); home is the shared NFS account, mounted by CycleCloud instead.
     cae = _node_scripts(_artifacts("manufacturing")["cyclecloud/slurm-cluster.txt"])[0]
-    assert cae.count("mount -t nfs") == 2 and "vers=3" in cae and "vers=4.1" in cae
+    assert cae.count(" nfs rw,hard,") == 2 and "vers=3" in cae and "vers=4.1" in cae
 
 
 def test_scheduler_and_login_nodes_mount_what_the_jobs_mount() -> None:
@@ -174,7 +174,7 @@ def test_scheduler_and_login_nodes_mount_what_the_jobs_mount() -> None:
     scheduler, login = _scripts(cluster)[:2]
     assert "hpclz on the Slurm scheduler node" in scheduler and "hpclz on the Slurm login nodes" in login
     for script in (scheduler, login):
-        assert "mount -t lustre" in script and "properties.clientInfo.mgsAddress" in script
+        assert 'hpclz_fstab "$addr@tcp:/lustrefs"' in script and "properties.clientInfo.mgsAddress" in script
 
 
 def test_cluster_follows_the_stock_cyclecloud_slurm_template() -> None:
@@ -299,7 +299,7 @@ def test_an_existing_lustre_with_its_address_is_mounted_without_a_node_identity(
 
     compute = next(d for d in variant("energy", existing).deployments if d.component == "compute")
     script = _node_scripts(compute.artifacts["cyclecloud/slurm-cluster.txt"])[0]
-    assert "addr=10.9.0.4" in script and "mount -t lustre" in script and "/shared" in script
+    assert "addr=10.9.0.4" in script and 'hpclz_fstab "$addr@tcp:/lustrefs" /shared lustre' in script
 
 
 def test_node_and_bootstrap_scripts_are_valid_bash(preset_path: Path, tmp_path: Path) -> None:

@@ -76,7 +76,7 @@ class LoginNodes(NodeRole):
 
 
 class NvmeScratch(StrictModel):
-    """Local NVMe disks striped as RAID0 and mounted for job scratch (lost on deallocation)."""
+    """Local NVMe disks striped as RAID0 and mounted for job scratch at every boot (data lost on deallocation)."""
 
     enabled: bool = True
     mount_point: SafeMountPath = Field(default="/mnt/nvme", pattern=r"^/[A-Za-z0-9_./-]*$")

@@ -25,7 +25,7 @@ from hpclz.config.storage import ExistingLustre, ExistingShared
 from hpclz.errors import ExitCode, HpclzError
 from hpclz.render.arm import API_VERSIONS, resource_path
 from hpclz.render.engine import PLAIN_NAME, Safe, render_text
-from hpclz.render.health_gate import GATE_SCRIPT, health_gate
+from hpclz.render.health_gate import GATE_SCRIPT, GATE_STAMP, health_gate
 from hpclz.render.prometheus import node_metrics
 from hpclz.render.roles import LOCKER_CONTAINER, WHEEL_CONTAINER, node_identities
 from hpclz.render.writer import dumps
@@ -260,6 +260,7 @@ def node_script(zone: Zone, partition: Partition, mounts: list[dict[str, Any]]) 
     return render_text(
         "cloud-init/node.sh.j2",
         p=partition,
+        gate=health_gate(cluster_name(zone)),
         mounts=mounts,
         identity=_compute_identity(zone),
         metrics=node_metrics(zone, _compute_identity(zone), partition.vm_size),
@@ -319,6 +320,7 @@ def cluster_files(zone: Zone) -> dict[str, str]:
         scheduler_script=render_text(
             "cloud-init/scheduler.sh.j2",
             gate=gate,
+            gate_stamp=GATE_STAMP,
             budgets=gate.budgets(),
             script=GATE_SCRIPT,
             mounts=mounts,

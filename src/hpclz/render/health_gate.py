@@ -18,9 +18,17 @@ Where cyclecloud-slurm 4.0.9 (the pinned project, Azure/cyclecloud-slurm@50e6739
   first, then hpclz's passive tier: both keep running, each drains with its own reason and neither resumes the
   other's nodes (hpclz.verify.gate).
 
-The files are written by `hpclz-gate-install` on the scheduler, started by a systemd path unit once
-cyclecloud-slurm has created /sched/<cluster>/prolog.d ("PathExists= ... If the file exists, the configured unit is
-activated", systemd.path(5)): the scheduler's cloud-init runs before CycleCloud mounts and configures /sched.
+hpclz's HealthCheckProgram is `/opt/hpclz/bin/hpclz-health`, on each execute node's own disk, written by the node's
+cloud-init at its start: it never names a missing file. It runs healthagent's /sched/<cluster>/health.sh when that
+exists, then hpclz's passive tier only once the scheduler has installed it, so a node whose gate is not (yet)
+installed still gets healthagent's check.
+
+The gate's files under /sched are written by `hpclz-gate-install` on the scheduler, which a systemd timer starts
+every minute until the install is done: it waits (exit 0, nothing written) until cyclecloud-slurm has created
+/sched/<cluster>/prolog.d (install.py:506-507), then installs and leaves a stamp on the scheduler's own disk. A timer
+and not a path unit, because the scheduler's cloud-init runs before CycleCloud mounts /sched: a path unit armed then
+watches, with inotify, the local /sched that the mount then hides ("path units use the inotify(7) API to monitor
+file systems", systemd.path(5)); a timer's start tests the path as it is when it fires.
 """
 
 from __future__ import annotations
@@ -40,6 +48,10 @@ PASSIVE_BUDGET_S = 25.0
 HEALTH_INTERVAL_S = 60  # cyclecloud-slurm's own interval with healthagent on (install.py:521)
 STOCK_SCHEDULER_PARAMETERS = "max_switch_wait=24:00:00"  # slurm.conf.template:52 @50e6739
 GATE_SCRIPT = "50-hpclz-gate.sh"
+HEALTH_PROGRAM = "/opt/hpclz/bin/hpclz-health"
+# On the scheduler's own disk: the gate is installed (removed by each run of the scheduler's cloud-init, so that a new
+# hpclz wheel installs its bundle again).
+GATE_STAMP = "/var/lib/hpclz/gate-installed"
 
 
 def slurm_cluster_name(cluster: str) -> str:
@@ -60,8 +72,19 @@ class HealthGate:
         return f"{self.home}/hpclz-node.pyz"
 
     @property
+    def passive(self) -> str:
+        """hpclz's passive tier as the scheduler installs it under /sched."""
+        return f"{self.home}/passive.sh"
+
+    @property
+    def healthagent(self) -> str:
+        """healthagent's check as cyclecloud-slurm installs it (install.py:522)."""
+        return f"{self.sched}/health.sh"
+
+    @property
     def health_program(self) -> str:
-        return f"{self.home}/health.sh"
+        """Slurm's HealthCheckProgram: on each execute node's own disk, so it always exists."""
+        return HEALTH_PROGRAM
 
     def slurm_conf(self) -> str:
         """The lines cyclecloud-slurm appends to slurm.conf (`slurm.additional.config`)."""
