@@ -31,7 +31,7 @@ def test_answers_reach_the_config_and_it_validates(tmp_path: Path, run_cli: RunC
     text = (tmp_path / "lz.yaml").read_text(encoding="utf-8")
     data = YAML(typ="safe").load(text)
     assert data["metadata"]["name"] == "seis" and data["metadata"]["location"] == "southcentralus"
-    assert [(p["name"], p["max_nodes"]) for p in data["compute"]["partitions"]] == [("hbv4", 128), ("gpu", 2)]
+    assert [(p["name"], p["max_nodes"]) for p in data["compute"]["partitions"]] == [("hbv4", 100), ("gpu", 2)]
     assert "# prefix of every resource name" in text  # the preset's comments stay
     assert run_cli("validate", str(tmp_path / "lz.yaml")).exit_code == 0
 

@@ -134,4 +134,4 @@ def test_other_core_tags_are_refused(tag: str) -> None:
     from hpclz.errors import ConfigError
 
     with pytest.raises(ConfigError, match=f"YAML tag '{re.escape(tag)}'"):
-        load_config_text(BASE.replace("max_nodes: 128", f"max_nodes: {tag} 128", 1))
+        load_config_text(BASE.replace("max_nodes: 100", f"max_nodes: {tag} 100", 1))

@@ -39,7 +39,7 @@ CASES = [
     # (id, config text, expected path, message fragment, line marker)
     (
         "bool-as-int",
-        _edit("max_nodes: 128", "max_nodes: true"),
+        _edit("max_nodes: 100", "max_nodes: true"),
         "compute.partitions[hbv4].max_nodes",
         "expected an integer, not a boolean",
         "max_nodes: true",

@@ -25,7 +25,7 @@ CASES = [
     # (id, config text, expected path, message fragment, line marker)
     (
         "wrong-type",
-        _edit("max_nodes: 128", "max_nodes: lots"),
+        _edit("max_nodes: 100", "max_nodes: lots"),
         "compute.partitions[hbv4].max_nodes",
         "valid integer",
         "max_nodes: lots",

@@ -36,7 +36,9 @@ PARTITION_HBV3 = (
 
 PARTITION_HBV4 = (
     "    - name: hbv4               # 176 AMD Genoa-X cores, 200 Gb/s NDR InfiniBand: wave-equation kernels\n"
-    f"      vm_size: Standard_HB176rs_v4\n      image: {PIN}\n      max_nodes: 128\n      infiniband: true\n"
+    f"      vm_size: Standard_HB176rs_v4\n      image: {PIN}\n      max_nodes: 100"
+    "           # one scale set in one placement group (100 VMs at most): one InfiniBand fabric (HPCLZ-CMP-019)\n"
+    "      infiniband: true\n"
     "      zone: 1\n      nvme_scratch: {enabled: true, mount_point: /mnt/nvme}\n      idle_shutdown_minutes: 15\n"
     "      default: true\n"
 )
@@ -78,9 +80,9 @@ ROWS = [
     ),
     Row(
         "grow a partition",
-        (("max_nodes: 128", "max_nodes: 130"),),
+        (("max_nodes: 100", "max_nodes: 130"),),
         "CycleCloud changes a nodearray's limit in place; running nodes stay",
-        "compute.partitions[hbv4].max_nodes: 128 -> 130",
+        "compute.partitions[hbv4].max_nodes: 100 -> 130",
         applied=True,
         writes=("PUT",),
     ),

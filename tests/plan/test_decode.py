@@ -37,7 +37,7 @@ def _grow(d: dict[str, Any]) -> None:
 
 def test_user_data_is_diffed_as_the_cluster_it_carries() -> None:
     text, changes = _printed(_grow)
-    assert 'properties.userData:cluster.template.nodearray[hbv4].MaxCount: "128" -> "130"' in text
+    assert 'properties.userData:cluster.template.nodearray[hbv4].MaxCount: "100" -> "130"' in text
     assert not BASE64_RUN.search(text), "an encoded value reached the plan"
     vm = next(r for r in changes.resources if r.type == "Microsoft.Compute/virtualMachines")
     assert vm.action is Action.MODIFY and all(c.path.startswith("properties.userData:cluster.") for c in vm.changes)

@@ -130,7 +130,7 @@ def test_writes_never_follow_a_planted_link(run_cli: RunCli, tmp_path: Path) -> 
 
 def test_invalid_config_is_one_located_line(run_cli: RunCli, tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
-    bad.write_text(Path(ENERGY).read_text(encoding="utf-8").replace("max_nodes: 128", "max_nodes: lots"))
+    bad.write_text(Path(ENERGY).read_text(encoding="utf-8").replace("max_nodes: 100", "max_nodes: lots"))
     result = run_cli("render", str(bad), "--out", str(tmp_path / "o"), "--no-gates")
     assert result.exit_code == 3
     assert f"{bad}:" in result.stderr and "max_nodes" in result.stderr

@@ -105,6 +105,25 @@ def test_boot_script_pins_open_ondemand_and_the_clusters_slurm() -> None:
     assert re.search(r"st\w+\.file\.core\.windows\.net:/st\w+/sched /sched nfs vers=4,minorversion=1", script)
 
 
+def test_nodejs_22_comes_from_nodesource_before_ondemand_is_installed() -> None:
+    """The ondemand 4.1.4 deb "Depends: ... nodejs (>= 22.0), nodejs (<< 23.0)" (OSC/ondemand@6b54ef1, tag v4.1.4,
+    packaging/deb/control:18) and Ubuntu 22.04 ships nodejs 12: without NodeSource's node_22.x repository (what OSC/ood-ansible adds,
+    tasks/install-package.yml) apt cannot install ondemand at all."""
+    script = _script(_portal(preset_plan("ai-training")))
+    key = (
+        "fetch_key https://deb.nodesource.com/gpgkey/nodesource-repo.gpg.key "
+        "6F71F525282841EEDAF851B42F59B5F99B1BE0B4 /etc/apt/keyrings/nodesource.gpg\n"
+    )
+    source = (
+        "echo 'deb [signed-by=/etc/apt/keyrings/nodesource.gpg] https://deb.nodesource.com/node_22.x nodistro main' "
+        "> /etc/apt/sources.list.d/hpclz-nodesource.list\n"
+    )
+    assert key in script and source in script
+    install = script.index("apt-get install -y ondemand=4.1.4\n")
+    # The repository is known to apt (an `apt-get update` after it) before ondemand's dependencies are resolved.
+    assert script.index(key) < script.index(source) < script.rindex("apt-get update\n", 0, install) < install
+
+
 def test_sign_in_without_a_secret_is_the_id_token_flow_ccws_uses() -> None:
     script = _script(_portal(preset_plan("ai-training")))
     metadata = (

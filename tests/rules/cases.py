@@ -188,6 +188,14 @@ CASES: dict[str, list[Case]] = {
         Case("ai-training", _all(_set(f"{P}.1.vm_size", "Standard_NC96ads_A100_v4"), _set(f"{P}.1.infiniband", False))),
     ],
     "HPCLZ-CMP-006": [Case("energy", _set(f"{P}.2.max_nodes", 1))],
+    # 101 HBv4 nodes: two scale sets of at most 100 (one placement group each); 91 GB300 nodes: two of 90 (5 racks).
+    "HPCLZ-CMP-019": [
+        Case("energy", _set(f"{P}.0.max_nodes", 101)),
+        Case(
+            "ai-training",
+            _all(_set(f"{P}.0.vm_size", GB300), _set(f"{P}.0.image", GB_IMAGE), _set(f"{P}.0.max_nodes", 108)),
+        ),
+    ],
     "HPCLZ-CMP-007": [Case("finance", _set("storage.blob", {"mode": "disabled"}))],
     "HPCLZ-CMP-008": [
         Case("ai-training", _set(f"{P}.1.name", "h100")),

@@ -45,6 +45,19 @@ OOD = {
     "key_url": "https://apt.osc.edu/ondemand/DEB-GPG-KEY-ondemand",
     "key_fingerprint": "FE143EA1CB378B569BBF7C544B72FE2B92D31755",
 }
+# Node.js for Open OnDemand: the ondemand 4.1.4 deb "Depends: ... nodejs (>= 22.0), nodejs (<< 23.0)"
+# (OSC/ondemand@6b54ef1, tag v4.1.4, packaging/deb/control:18; 4.0 wanted 20.x, @0a4dda9), and Ubuntu 22.04's own
+# nodejs is 12. OSC/ood-ansible adds NodeSource's
+# apt repository for it (@7f5c473:tasks/install-package.yml, "install node's apt repo", node_{{ nodejs_version }}.x).
+# NodeSource's current layout and key: https://github.com/nodesource/distributions README, installation instructions
+# (gpgkey/nodesource-repo.gpg.key, "deb [signed-by=...] https://deb.nodesource.com/node_$NODE_MAJOR.x nodistro main");
+# the key's fingerprint as other projects pin it (langgenius/dify api/Dockerfile NODESOURCE_KEY_FPR).
+NODESOURCE = {
+    "major": "22",
+    "repo": "https://deb.nodesource.com/node_22.x",
+    "key_url": "https://deb.nodesource.com/gpgkey/nodesource-repo.gpg.key",
+    "key_fingerprint": "6F71F525282841EEDAF851B42F59B5F99B1BE0B4",
+}
 MICROSOFT_KEY = {
     "url": "https://packages.microsoft.com/keys/microsoft.asc",
     "fingerprint": "BC528686B50D79E339D3721CEB3E94ADBE1229CF",
@@ -102,6 +115,7 @@ def portal_script(zone: Zone) -> str:
         slurm_files=SLURM_FILES,
         ids=IDS,
         ood=OOD,
+        nodesource=NODESOURCE,
         microsoft_key=MICROSOFT_KEY,
         oidc=oidc,
         user_map=_user_map(oidc),

@@ -10,6 +10,7 @@ from hpclz.catalog.versions import CURRENT, PROJECT_BLOBS, describe_supported, f
 from hpclz.config.compute import ExistingAccounting, NewAccounting
 from hpclz.config.identity import NewKeyVault
 from hpclz.findings import Finding, Severity
+from hpclz.render.cloudinit import scaleset_size
 from hpclz.rules.base import Rule
 from hpclz.rules.context import ConfigContext
 
@@ -133,6 +134,45 @@ class SingleNodeInfiniband(Rule[ConfigContext]):
                     f"partition {partition.name} is capped at 1 node but {sku.name} carries "
                     f"{sku.infiniband.describe() if sku.infiniband else 'InfiniBand'} it cannot use",
                 )
+
+
+class InfinibandPartitionFitsOnePlacementGroup(Rule[ConfigContext]):
+    """An InfiniBand partition is one CycleCloud nodearray with `Azure.SinglePlacementGroup = true` and
+    `Azure.MaxScalesetSize` = hpclz.render.cloudinit.scaleset_size (templates/cyclecloud/slurm-cluster.txt.j2). A
+    scale set in one placement group holds at most 100 VMs ("When true this limits the scale set to a single placement
+    group, of max size 100 virtual machines", learn.microsoft.com/dotnet/api/azure.resourcemanager.compute.models.
+    virtualmachinescalesetproperties.singleplacementgroup; learn.microsoft.com/azure/virtual-machine-scale-sets/
+    virtual-machine-scale-sets-placement-groups), and CycleCloud puts the nodes past MaxScalesetSize into another
+    scale set (learn.microsoft.com/azure/cyclecloud/cluster-references/node-nodearray-reference, MaxScalesetSize;
+    the stock template's hpc array sets it from HPCMaxScalesetSize, default 100, Azure/cyclecloud-slurm@b26ab06
+    templates/slurm.txt). The InfiniBand fabric reaches the RDMA VMs of one scale set in a single placement group
+    (learn.microsoft.com/azure/virtual-machines/setup-infiniband), so a partition larger than one scale set is two
+    or more fabrics, and a job spanning them cannot run MPI or NCCL over one InfiniBand fabric.
+    A warning: smaller jobs still fit one scale set, and some sites want the capacity."""
+
+    id = "HPCLZ-CMP-019"
+    severity = Severity.WARNING
+    title = "An InfiniBand partition is larger than one scale set (placement group)"
+    fix = (
+        "Cap max_nodes at one placement group (100 VMs; 90 for ND GB200/GB300 v6, five racks of 18), or split the "
+        "nodes into partitions of at most that size so each job stays on one InfiniBand fabric."
+    )
+
+    def check(self, ctx: ConfigContext) -> Iterable[Finding]:
+        for i, partition, _sku in ctx.partitions():
+            if not partition.infiniband:
+                continue
+            per_set = scaleset_size(partition)
+            if partition.max_nodes <= per_set:
+                continue
+            sets = -(-partition.max_nodes // per_set)
+            yield self.finding(
+                ctx,
+                (*PARTS, i, "max_nodes"),
+                f"partition {partition.name}: {partition.max_nodes} nodes is {sets} scale sets of at most {per_set} "
+                f"(one placement group each), so {sets} InfiniBand fabrics; a job of more than {per_set} nodes "
+                "cannot span them on one fabric",
+            )
 
 
 class SpotNeedsCheckpoints(Rule[ConfigContext]):
@@ -513,6 +553,7 @@ COMPUTE_RULES: tuple[type[Rule[ConfigContext]], ...] = (
     InfinibandCapable,
     MultiNodeGpuWithoutInfiniband,
     SingleNodeInfiniband,
+    InfinibandPartitionFitsOnePlacementGroup,
     SpotNeedsCheckpoints,
     PartitionNamesUsable,
     OneDefaultPartition,

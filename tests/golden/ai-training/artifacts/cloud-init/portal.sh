@@ -228,6 +228,11 @@ OnUnitActiveSec=5min
 WantedBy=timers.target
 HPCLZ_EOF
 
+# Node.js 22 from NodeSource: the ondemand package depends on nodejs (>= 22.0, << 23.0), which
+# Ubuntu 22.04 does not ship (OSC/ondemand packaging/deb/control; OSC/ood-ansible tasks/install-package.yml).
+fetch_key https://deb.nodesource.com/gpgkey/nodesource-repo.gpg.key 6F71F525282841EEDAF851B42F59B5F99B1BE0B4 /etc/apt/keyrings/nodesource.gpg
+echo 'deb [signed-by=/etc/apt/keyrings/nodesource.gpg] https://deb.nodesource.com/node_22.x nodistro main' > /etc/apt/sources.list.d/hpclz-nodesource.list
+
 # Open OnDemand 4.1.4 from OSC's 4.1 repository.
 fetch_key https://apt.osc.edu/ondemand/DEB-GPG-KEY-ondemand FE143EA1CB378B569BBF7C544B72FE2B92D31755 /etc/apt/keyrings/ondemand-web.gpg
 codename=$(. /etc/os-release && echo "$VERSION_CODENAME")
