@@ -234,6 +234,28 @@ def _bootstrap(plan: Any) -> str:
     return str(next(f["content"] for f in files if f["path"] == "/opt/hpclz/bin/bootstrap-cyclecloud"))
 
 
+@pytest.mark.parametrize("entra", [True, False])
+def test_every_file_imported_by_cyclecloud_is_owned_by_cycle_server(entra: bool) -> None:
+    """CycleCloud runs as cycle_server and imports what lands in its data directory; CCWS chowns each record file to
+    cycle_server:cycle_server and then moves it in, "since ownership matters" (Azure/cyclecloud-slurm-workspace@bc0fc1b:
+    bicep/files-to-load/cyclecloud_install.py lines 215-224). A file written there directly as root under umask 077
+    (0600, root) is never read: the admin user would never exist."""
+
+    def drop(data: dict[str, Any]) -> None:
+        data["identity"].pop("cyclecloud_entra", None)
+
+    bootstrap = _bootstrap(preset_plan("energy") if entra else variant("energy", drop))
+    lines = [line.strip() for line in bootstrap.splitlines() if not line.lstrip().startswith("#")]
+    data_dir = "/opt/cycle_server/config/data/"
+    targets = [(i, line) for i, line in enumerate(lines) if data_dir in line and "while [ -e" not in line]
+    assert any("hpclz-admin.json" in line for _, line in targets)
+    assert any("entra_auth.txt" in line for _, line in targets) is entra
+    for index, line in targets:
+        move = re.fullmatch(rf"mv (\S+) {re.escape(data_dir)}\S+", line)
+        assert move, f"written into CycleCloud's data directory other than by mv: {line}"
+        assert f"chown cycle_server:cycle_server {move[1]}" in lines[:index], line
+
+
 def test_cyclecloud_entra_imports_the_ccws_records_and_signs_the_cli_in_with_the_vm_identity() -> None:
     """As CCWS's installer (Azure/cyclecloud-slurm-workspace@bc0fc1b:bicep/install.sh, ENABLE_ENTRA_AUTH)."""
     bootstrap = _bootstrap(preset_plan("energy"))
