@@ -160,6 +160,37 @@ def test_scheduler_installs_hpclz_for_verify() -> None:
     assert "/userAssignedIdentities/id-energy-locker-prod-scus stenergyccprodscuseb80 hpclz" in scheduler
 
 
+def _venv_steps(scheduler: str) -> str:
+    """The rendered hpclz-install-wheel, from its first line to the one that makes the venv."""
+    start = scheduler.index("cat > /opt/hpclz/bin/hpclz-install-wheel <<'HPCLZ_EOF'\n")
+    body = scheduler[start : scheduler.index("\nHPCLZ_EOF\n", start)]
+    return body[: body.index('python3 -m venv "$HPCLZ_HOME/venv"')]
+
+
+@pytest.mark.parametrize("has_ensurepip", [True, False])
+def test_the_scheduler_gets_python3_venv_before_making_hpclz_a_venv(tmp_path: Path, has_ensurepip: bool) -> None:
+    """hpclz-install-wheel runs under set -e before cyclecloud-slurm installs python3-venv
+    (Azure/cyclecloud-slurm@50e6739:azure-slurm-install/ubuntu.sh l.64-67), on ubuntu-hpc images that install
+    python3-pip only (Azure/azhpc-images@8e9d055f:distros/ubuntu22.04/install_utils.sh l.46); Ubuntu's venv then
+    stops with "ensurepip is not available". The rendered guard runs here under this machine's python3, with
+    ensurepip hidden the way Ubuntu leaves it when python3-venv is absent, and apt-get recorded instead of run."""
+    scheduler = _scripts(_artifacts("energy")["cyclecloud/slurm-cluster.txt"])[0]
+    steps = _venv_steps(scheduler)
+    assert "if ! python3 -c 'import ensurepip'" in steps, "the venv is made with nothing installing python3-venv"
+    guard = steps[steps.index("if ! python3 -c 'import ensurepip'") :]
+    calls = tmp_path / "apt-calls"
+    script = tmp_path / "guard.sh"
+    script.write_text(f'set -euo pipefail\napt-get() {{ echo "$*" >> {calls}; }}\n{guard}', encoding="utf-8")
+    hidden = tmp_path / "no-ensurepip"
+    hidden.mkdir()
+    (hidden / "ensurepip.py").write_text("raise ModuleNotFoundError(\"No module named 'ensurepip'\")\n")
+    env = {**os.environ, "PYTHONPATH": "" if has_ensurepip else str(hidden)}
+    ran = subprocess.run(["bash", str(script)], capture_output=True, text=True, check=False, env=env)
+    assert ran.returncode == 0, ran.stderr
+    recorded = calls.read_text(encoding="utf-8").splitlines() if calls.exists() else []
+    assert recorded == ([] if has_ensurepip else ["update", "install -y python3-venv"])
+
+
 def test_shared_file_systems_are_mounted_from_arm_lookups() -> None:
     energy = _node_scripts(_artifacts("energy")["cyclecloud/slurm-cluster.txt"])[0]
     assert "mount -t lustre" in energy and "properties.clientInfo.mgsAddress" in energy
