@@ -424,7 +424,14 @@ def test_accounting_wires_slurmdbd_through_cluster_settings_and_never_renders_th
     assert "slurm.accounting.enabled = true" in template
     assert 'slurm.accounting.url = "slurmdb-prod.mysql.database.azure.com"' in template
     assert 'slurm.accounting.user = "slurmdbd"' in template
-    assert "slurm.accounting.password = $AccountingPassword" in template
+    # The MySQL admin password reaches the scheduler alone: cyclecloud-slurm reads it only there
+    # (Azure/cyclecloud-slurm@50e6739:azure-slurm-install/install.py l.358-363); anywhere else, root on that node
+    # (a login node's included) holds the database's admin login.
+    defaults, rest = template.split("    [[node scheduler]]\n")
+    scheduler = rest.split("\n    [[nodearray ")[0]
+    assert "slurm.accounting.password" not in defaults
+    assert scheduler.count("slurm.accounting.password = $AccountingPassword") == 1
+    assert template.count("slurm.accounting.password") == 1
     everything = json.dumps([d.template for d in plan.deployments]) + json.dumps(
         [d.artifacts for d in plan.deployments]
     )
@@ -436,6 +443,16 @@ def test_accounting_wires_slurmdbd_through_cluster_settings_and_never_renders_th
         if r["type"] == "Microsoft.Authorization/roleAssignments"
     ]
     assert any("Key Vault Secrets User" in text and "scheduler" in text for text in roles), roles
+
+
+@pytest.mark.parametrize("stem", ["ai-training", "energy", "finance"])
+def test_the_accounting_password_goes_to_the_scheduler_alone(stem: str) -> None:
+    """Every preset with Slurm accounting: the password setting appears once, in [[node scheduler]]."""
+    template = _artifacts(stem)["cyclecloud/slurm-cluster.txt"]
+    assert "slurm.accounting.enabled = true" in template
+    scheduler = template.split("    [[node scheduler]]\n")[1].split("\n    [[nodearray ")[0]
+    assert template.count("slurm.accounting.password") == 1
+    assert "slurm.accounting.password = $AccountingPassword" in scheduler
 
 
 def test_accounting_is_off_unless_configured() -> None:
