@@ -130,6 +130,17 @@ def test_one_nodearray_per_partition_with_its_settings() -> None:
     assert "cyclecloud.cluster.autoscale.idle_time_after_jobs = 300" in arrays["montecarlo"]
 
 
+@pytest.mark.parametrize("stem", ["ai-training", "energy", "finance", "manufacturing"])
+def test_only_htc_shaped_partitions_schedule_vcpus(stem: str) -> None:
+    """The stock template sets slurm.use_pcpu = false on its htc and dynamic arrays "for all hyperthreaded VMs" and
+    leaves hpc and gpu at the default (Azure/cyclecloud-slurm@50e6739:templates/slurm.txt l.243-247, l.285-286).
+    finance's montecarlo (Standard_F72s_v2, spot, no InfiniBand, no GPU) is the presets' only such partition."""
+    arrays = _nodearrays(_artifacts(stem)["cyclecloud/slurm-cluster.txt"])
+    off = {name for name, text in arrays.items() if "slurm.use_pcpu = false" in text}
+    assert off == ({"montecarlo"} if stem == "finance" else set())
+    assert all("slurm.use_pcpu = true" not in text for text in arrays.values())
+
+
 def test_gpu_partitions_lock_clocks_and_build_nvme_scratch() -> None:
     arrays = _nodearrays(_artifacts("ai-training")["cyclecloud/slurm-cluster.txt"])
     script = _scripts(arrays["h100"])[0]
