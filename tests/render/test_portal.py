@@ -332,11 +332,15 @@ def test_a_slurm_command_on_the_joined_portal_reads_every_file_slurm_conf_includ
     for name in ETC_SLURM["links"]["files"]:
         if name != "slurm.conf":
             (cluster / name).write_text("\n", encoding="utf-8")
+    # plugstack.conf as install.py writes it (l.631-638); the portal has no plugstack.conf.d of its own.
+    (cluster / "plugstack.conf").write_text(f"include {tmp_path}/etc/slurm/plugstack.conf.d/*\n", encoding="utf-8")
     assert subprocess.run(["bash", str(join)], capture_output=True, text=True, check=False).returncode == 0
     env = {**os.environ, "SLURM_CONF": str(tmp_path / "etc" / "slurm" / "slurm.conf")}
-    ran = subprocess.run(["sinfo"], capture_output=True, text=True, check=False, env=env, timeout=100)
-    assert "cannot stat file" not in ran.stderr and "Parse error" not in ran.stderr, ran.stderr
-    assert "Unable to contact slurm controller" in ran.stderr, ran.stderr
+    # sinfo reads slurm.conf and its Includes; sbatch (what Open OnDemand submits with) reads plugstack.conf too.
+    for command in (["sinfo"], ["sbatch", "--wrap", "hostname"]):
+        ran = subprocess.run(command, capture_output=True, text=True, check=False, env=env, timeout=100, cwd=tmp_path)
+        assert "cannot stat file" not in ran.stderr and "Parse error" not in ran.stderr, ran.stderr
+        assert "Unable to contact slurm controller" in ran.stderr, ran.stderr
 
 
 def test_only_the_pinned_key_of_a_file_holding_two_is_trusted(tmp_path: Path) -> None:
