@@ -329,16 +329,18 @@ def test_a_slurm_command_on_the_joined_portal_reads_every_file_slurm_conf_includ
     # No controller listens on a port just found free on loopback: the command must get as far as asking it.
     conf = f"ClusterName=aitrain-prod\nSlurmctldHost=localhost(127.0.0.1)\nSlurmctldPort={_free_port()}\n{includes}"
     (cluster / "slurm.conf").write_text(conf, encoding="utf-8")
+    # The join may run between the scheduler writing slurm.conf and the files it Includes (install.py writes
+    # slurm.conf at l.529-530, the others at l.579-645, accounting.conf after them, l.1155-1158): it joins then.
+    assert subprocess.run(["bash", str(join)], capture_output=True, text=True, check=False).returncode == 0
     for name in ETC_SLURM["links"]["files"]:
         if name != "slurm.conf":
             (cluster / name).write_text("\n", encoding="utf-8")
     # plugstack.conf as install.py writes it (l.631-638); the portal has no plugstack.conf.d of its own.
     (cluster / "plugstack.conf").write_text(f"include {tmp_path}/etc/slurm/plugstack.conf.d/*\n", encoding="utf-8")
-    assert subprocess.run(["bash", str(join)], capture_output=True, text=True, check=False).returncode == 0
     env = {**os.environ, "SLURM_CONF": str(tmp_path / "etc" / "slurm" / "slurm.conf")}
     # sinfo reads slurm.conf and its Includes; sbatch (what Open OnDemand submits with) reads plugstack.conf too.
     for command in (["sinfo"], ["sbatch", "--wrap", "hostname"]):
-        ran = subprocess.run(command, capture_output=True, text=True, check=False, env=env, timeout=100, cwd=tmp_path)
+        ran = subprocess.run(command, capture_output=True, text=True, check=False, env=env, timeout=90, cwd=tmp_path)
         assert "cannot stat file" not in ran.stderr and "Parse error" not in ran.stderr, ran.stderr
         assert "Unable to contact slurm controller" in ran.stderr, ran.stderr
 
