@@ -11,6 +11,7 @@ from hpclz.findings import Finding
 from hpclz.rules.base import RULE_ID, Rule, run_rules
 from hpclz.rules.template import LINT_RULES, TEMPLATE_RULES
 from tests.arm.support import context, load
+from tests.render.conftest import preset_plan
 
 # rule ID -> (bad fixture, fragments that must appear in the findings' messages, JSON paths they point at)
 CASES: dict[str, tuple[str, list[str], list[str]]] = {
@@ -169,6 +170,13 @@ CASES: dict[str, tuple[str, list[str], list[str]]] = {
     "HPCLZ-TPL-053": (
         "tpl-051-login-data-identity.json",
         ["the nodes carry id-riskgrid-compute-prod-weu, which holds Key Vault Secrets User on the whole vault"],
+        [],
+    ),
+    # energy's compute template before the accounting password moved to the scheduler, byte for byte (tests/golden at
+    # c2e3f21): [[node defaults]] handed the MySQL admin login to every node.
+    "HPCLZ-TPL-056": (
+        "tpl-056-secret-in-node-defaults.json",
+        ["[[node defaults]] sets the secret $AccountingPassword"],
         [],
     ),
     # energy's accounting template before the move to MySQL 8.4, byte for byte (tests/golden at e9d8a67).
@@ -380,3 +388,9 @@ def test_login_nodes_without_the_plan_see_no_data_role() -> None:
     template = load("bad/tpl-051-login-data-identity.json")
     template["resources"] = [r for r in template["resources"] if r["type"] != "Microsoft.Authorization/roleAssignments"]
     assert run(RULES["HPCLZ-TPL-051"], template) == []
+
+
+@pytest.mark.parametrize("stem", ["ai-training", "energy", "finance", "manufacturing"])
+def test_every_preset_gives_its_secret_parameters_to_the_scheduler_alone(stem: str) -> None:
+    (compute,) = [d for d in preset_plan(stem).deployments if d.component == "compute"]
+    assert run(RULES["HPCLZ-TPL-056"], compute.template) == []

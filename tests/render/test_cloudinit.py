@@ -130,6 +130,17 @@ def test_one_nodearray_per_partition_with_its_settings() -> None:
     assert "cyclecloud.cluster.autoscale.idle_time_after_jobs = 300" in arrays["montecarlo"]
 
 
+@pytest.mark.parametrize("stem", ["ai-training", "energy", "finance", "manufacturing"])
+def test_only_htc_shaped_partitions_schedule_vcpus(stem: str) -> None:
+    """The stock template sets slurm.use_pcpu = false on its htc and dynamic arrays "for all hyperthreaded VMs" and
+    leaves hpc and gpu at the default (Azure/cyclecloud-slurm@50e6739:templates/slurm.txt l.243-247, l.285-286).
+    finance's montecarlo (Standard_F72s_v2, spot, no InfiniBand, no GPU) is the presets' only such partition."""
+    arrays = _nodearrays(_artifacts(stem)["cyclecloud/slurm-cluster.txt"])
+    off = {name for name, text in arrays.items() if "slurm.use_pcpu = false" in text}
+    assert off == ({"montecarlo"} if stem == "finance" else set())
+    assert all("slurm.use_pcpu = true" not in text for text in arrays.values())
+
+
 def test_gpu_partitions_lock_clocks_and_build_nvme_scratch() -> None:
     arrays = _nodearrays(_artifacts("ai-training")["cyclecloud/slurm-cluster.txt"])
     script = _scripts(arrays["h100"])[0]
@@ -158,6 +169,37 @@ def test_scheduler_installs_hpclz_for_verify() -> None:
     assert "\n/opt/hpclz/bin/hpclz-install-wheel\n" in scheduler
     assert "hpclz==" not in scheduler
     assert "/userAssignedIdentities/id-energy-locker-prod-scus stenergyccprodscuseb80 hpclz" in scheduler
+
+
+def _venv_steps(scheduler: str) -> str:
+    """The rendered hpclz-install-wheel, from its first line to the one that makes the venv."""
+    start = scheduler.index("cat > /opt/hpclz/bin/hpclz-install-wheel <<'HPCLZ_EOF'\n")
+    body = scheduler[start : scheduler.index("\nHPCLZ_EOF\n", start)]
+    return body[: body.index('python3 -m venv "$HPCLZ_HOME/venv"')]
+
+
+@pytest.mark.parametrize("has_ensurepip", [True, False])
+def test_the_scheduler_gets_python3_venv_before_making_hpclz_a_venv(tmp_path: Path, has_ensurepip: bool) -> None:
+    """hpclz-install-wheel runs under set -e before cyclecloud-slurm installs python3-venv
+    (Azure/cyclecloud-slurm@50e6739:azure-slurm-install/ubuntu.sh l.64-67), on ubuntu-hpc images that install
+    python3-pip only (Azure/azhpc-images@8e9d055f:distros/ubuntu22.04/install_utils.sh l.46); Ubuntu's venv then
+    stops with "ensurepip is not available". The rendered guard runs here under this machine's python3, with
+    ensurepip hidden the way Ubuntu leaves it when python3-venv is absent, and apt-get recorded instead of run."""
+    scheduler = _scripts(_artifacts("energy")["cyclecloud/slurm-cluster.txt"])[0]
+    steps = _venv_steps(scheduler)
+    assert "if ! python3 -c 'import ensurepip'" in steps, "the venv is made with nothing installing python3-venv"
+    guard = steps[steps.index("if ! python3 -c 'import ensurepip'") :]
+    calls = tmp_path / "apt-calls"
+    script = tmp_path / "guard.sh"
+    script.write_text(f'set -euo pipefail\napt-get() {{ echo "$*" >> {calls}; }}\n{guard}', encoding="utf-8")
+    hidden = tmp_path / "no-ensurepip"
+    hidden.mkdir()
+    (hidden / "ensurepip.py").write_text("raise ModuleNotFoundError(\"No module named 'ensurepip'\")\n")
+    env = {**os.environ, "PYTHONPATH": "" if has_ensurepip else str(hidden)}
+    ran = subprocess.run(["bash", str(script)], capture_output=True, text=True, check=False, env=env)
+    assert ran.returncode == 0, ran.stderr
+    recorded = calls.read_text(encoding="utf-8").splitlines() if calls.exists() else []
+    assert recorded == ([] if has_ensurepip else ["update", "install -y python3-venv"])
 
 
 def test_shared_file_systems_are_mounted_from_arm_lookups() -> None:
@@ -232,6 +274,28 @@ def _bootstrap(plan: Any) -> str:
     (vm,) = cyclecloud_vms(plan)
     files = YAML(typ="safe").load(_unpacked(vm["properties"]["osProfile"]["customData"]))["write_files"]
     return str(next(f["content"] for f in files if f["path"] == "/opt/hpclz/bin/bootstrap-cyclecloud"))
+
+
+@pytest.mark.parametrize("entra", [True, False])
+def test_every_file_imported_by_cyclecloud_is_owned_by_cycle_server(entra: bool) -> None:
+    """CycleCloud runs as cycle_server and imports what lands in its data directory; CCWS chowns each record file to
+    cycle_server:cycle_server and then moves it in, "since ownership matters" (Azure/cyclecloud-slurm-workspace@bc0fc1b:
+    bicep/files-to-load/cyclecloud_install.py lines 215-224). A file written there directly as root under umask 077
+    (0600, root) is never read: the admin user would never exist."""
+
+    def drop(data: dict[str, Any]) -> None:
+        data["identity"].pop("cyclecloud_entra", None)
+
+    bootstrap = _bootstrap(preset_plan("energy") if entra else variant("energy", drop))
+    lines = [line.strip() for line in bootstrap.splitlines() if not line.lstrip().startswith("#")]
+    data_dir = "/opt/cycle_server/config/data/"
+    targets = [(i, line) for i, line in enumerate(lines) if data_dir in line and "while [ -e" not in line]
+    assert any("hpclz-admin.json" in line for _, line in targets)
+    assert any("entra_auth.txt" in line for _, line in targets) is entra
+    for index, line in targets:
+        move = re.fullmatch(rf"mv (\S+) {re.escape(data_dir)}\S+", line)
+        assert move, f"written into CycleCloud's data directory other than by mv: {line}"
+        assert f"chown cycle_server:cycle_server {move[1]}" in lines[:index], line
 
 
 def test_cyclecloud_entra_imports_the_ccws_records_and_signs_the_cli_in_with_the_vm_identity() -> None:
@@ -371,7 +435,14 @@ def test_accounting_wires_slurmdbd_through_cluster_settings_and_never_renders_th
     assert "slurm.accounting.enabled = true" in template
     assert 'slurm.accounting.url = "slurmdb-prod.mysql.database.azure.com"' in template
     assert 'slurm.accounting.user = "slurmdbd"' in template
-    assert "slurm.accounting.password = $AccountingPassword" in template
+    # The MySQL admin password reaches the scheduler alone: cyclecloud-slurm reads it only there
+    # (Azure/cyclecloud-slurm@50e6739:azure-slurm-install/install.py l.358-363); anywhere else, root on that node
+    # (a login node's included) holds the database's admin login.
+    defaults, rest = template.split("    [[node scheduler]]\n")
+    scheduler = rest.split("\n    [[nodearray ")[0]
+    assert "slurm.accounting.password" not in defaults
+    assert scheduler.count("slurm.accounting.password = $AccountingPassword") == 1
+    assert template.count("slurm.accounting.password") == 1
     everything = json.dumps([d.template for d in plan.deployments]) + json.dumps(
         [d.artifacts for d in plan.deployments]
     )
@@ -383,6 +454,16 @@ def test_accounting_wires_slurmdbd_through_cluster_settings_and_never_renders_th
         if r["type"] == "Microsoft.Authorization/roleAssignments"
     ]
     assert any("Key Vault Secrets User" in text and "scheduler" in text for text in roles), roles
+
+
+@pytest.mark.parametrize("stem", ["ai-training", "energy", "finance"])
+def test_the_accounting_password_goes_to_the_scheduler_alone(stem: str) -> None:
+    """Every preset with Slurm accounting: the password setting appears once, in [[node scheduler]]."""
+    template = _artifacts(stem)["cyclecloud/slurm-cluster.txt"]
+    assert "slurm.accounting.enabled = true" in template
+    scheduler = template.split("    [[node scheduler]]\n")[1].split("\n    [[nodearray ")[0]
+    assert template.count("slurm.accounting.password") == 1
+    assert "slurm.accounting.password = $AccountingPassword" in scheduler
 
 
 def test_accounting_is_off_unless_configured() -> None:

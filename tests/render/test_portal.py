@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import base64
 import gzip
+import json
+import os
 import re
 import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from socket import socket as tcp_socket
 from typing import Any
 
 import pytest
@@ -278,13 +281,19 @@ def test_the_portal_and_cluster_files_are_the_yaml_open_ondemand_reads() -> None
     assert cluster["v2"]["job"] == {"adapter": "slurm", "bin": "/usr/bin", "conf": "/etc/slurm/slurm.conf"}
 
 
-def test_the_join_unit_waits_for_sched_then_copies_the_key_and_links_the_config(tmp_path: Path) -> None:
-    """hpclz-portal-join run for real on a /sched laid out as cyclecloud-slurm 3.0.11's scheduler leaves it
-    (install.py: /sched/<cluster>/munge.key, slurm.conf and the files slurm.conf includes), moved under tmp_path."""
+ETC_SLURM = json.loads(
+    (Path(__file__).resolve().parents[1] / "fixtures" / "cyclecloud-slurm" / "etc-slurm-4.0.9.json").read_text(
+        encoding="utf-8"
+    )
+)
+
+
+def _join_script(tmp_path: Path) -> Path:
+    """hpclz-portal-join as rendered, with /sched, munge's key and /etc/slurm moved under tmp_path."""
     script = _script(_portal(preset_plan("ai-training")))
-    body = _heredoc(script, "/opt/hpclz/bin/hpclz-portal-join")
     body = (
-        body.replace("/sched/", f"{tmp_path}/sched/")
+        _heredoc(script, "/opt/hpclz/bin/hpclz-portal-join")
+        .replace("/sched/", f"{tmp_path}/sched/")
         .replace("/etc/munge/munge.key", f"{tmp_path}/etc/munge.key")
         .replace("/etc/slurm", f"{tmp_path}/etc/slurm")
         .replace("-o munge -g munge ", "")  # ownership needs the munge account, which this machine may lack
@@ -292,23 +301,67 @@ def test_the_join_unit_waits_for_sched_then_copies_the_key_and_links_the_config(
     )
     join = tmp_path / "join.sh"
     join.write_text(body, encoding="utf-8")
+    (tmp_path / "etc").mkdir()
+    return join
+
+
+def _free_port() -> int:
+    with tcp_socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def test_the_join_unit_waits_for_sched_then_copies_the_key_and_links_the_config(tmp_path: Path) -> None:
+    """hpclz-portal-join run for real on a /sched laid out as cyclecloud-slurm 4.0.9's scheduler leaves it
+    (tests/fixtures/cyclecloud-slurm/etc-slurm-4.0.9.json: /sched/<cluster>/munge.key, slurm.conf and the files
+    every node links into /etc/slurm), moved under tmp_path."""
+    join = _join_script(tmp_path)
     cluster = tmp_path / "sched" / "aitrain-prod"
     cluster.mkdir(parents=True)
-    (tmp_path / "etc").mkdir()
 
     waiting = subprocess.run(["bash", str(join)], capture_output=True, text=True, check=False)
     assert waiting.returncode == 1 and "not ready yet" in waiting.stdout  # systemd retries it a minute later
 
     (cluster / "munge.key").write_bytes(bytes(range(256)) * 4)  # 1024 bytes, as install.py writes it
-    for name in ("slurm.conf", "azure.conf", "keep_alive.conf", "cgroup.conf"):
+    linked = ETC_SLURM["links"]["files"]
+    for name in linked:
         (cluster / name).write_text(f"# {name}\n", encoding="utf-8")
     joined = subprocess.run(["bash", str(join)], capture_output=True, text=True, check=False)
     assert joined.returncode == 0, joined.stderr
     key = tmp_path / "etc" / "munge.key"
     assert key.read_bytes() == (cluster / "munge.key").read_bytes() and oct(key.stat().st_mode)[-3:] == "600"
     links = {p.name: p.resolve() for p in (tmp_path / "etc" / "slurm").iterdir()}
-    assert links == {n: cluster / n for n in ("slurm.conf", "azure.conf", "keep_alive.conf", "cgroup.conf")}
+    assert links == {n: cluster / n for n in linked}
     assert "joined cluster aitrain-prod" in joined.stdout
+
+
+def test_a_slurm_command_on_the_joined_portal_reads_every_file_slurm_conf_includes(tmp_path: Path) -> None:
+    """cyclecloud-slurm's slurm.conf Includes azure.conf, accounting.conf, keep_alive.conf and site_specific.conf
+    (etc-slurm-4.0.9.json); a real Slurm client (Debian's slurm-wlm) reading the joined /etc/slurm must get past
+    them to the controller. Missing one, it retries for 60 s and stops: "s_p_parse_file: cannot stat file"."""
+    require(shutil.which("sinfo") is not None, "Slurm client commands (slurm-wlm)")
+    join = _join_script(tmp_path)
+    cluster = tmp_path / "sched" / "aitrain-prod"
+    cluster.mkdir(parents=True)
+    (cluster / "munge.key").write_bytes(bytes(range(256)) * 4)
+    includes = "".join(f"Include {name}\n" for name in ETC_SLURM["slurm_conf_includes"]["files"])
+    # No controller listens on a port just found free on loopback: the command must get as far as asking it.
+    conf = f"ClusterName=aitrain-prod\nSlurmctldHost=localhost(127.0.0.1)\nSlurmctldPort={_free_port()}\n{includes}"
+    (cluster / "slurm.conf").write_text(conf, encoding="utf-8")
+    # The join may run between the scheduler writing slurm.conf and the files it Includes (install.py writes
+    # slurm.conf at l.529-530, the others at l.579-645, accounting.conf after them, l.1155-1158): it joins then.
+    assert subprocess.run(["bash", str(join)], capture_output=True, text=True, check=False).returncode == 0
+    for name in ETC_SLURM["links"]["files"]:
+        if name != "slurm.conf":
+            (cluster / name).write_text("\n", encoding="utf-8")
+    # plugstack.conf as install.py writes it (l.631-638); the portal has no plugstack.conf.d of its own.
+    (cluster / "plugstack.conf").write_text(f"include {tmp_path}/etc/slurm/plugstack.conf.d/*\n", encoding="utf-8")
+    env = {**os.environ, "SLURM_CONF": str(tmp_path / "etc" / "slurm" / "slurm.conf")}
+    # sinfo reads slurm.conf and its Includes; sbatch (what Open OnDemand submits with) reads plugstack.conf too.
+    for command in (["sinfo"], ["sbatch", "--wrap", "hostname"]):
+        ran = subprocess.run(command, capture_output=True, text=True, check=False, env=env, timeout=90, cwd=tmp_path)
+        assert "cannot stat file" not in ran.stderr and "Parse error" not in ran.stderr, ran.stderr
+        assert "Unable to contact slurm controller" in ran.stderr, ran.stderr
 
 
 def test_only_the_pinned_key_of_a_file_holding_two_is_trusted(tmp_path: Path) -> None:

@@ -65,6 +65,17 @@ def accelerated(zone: Zone, vm_size: str) -> bool:
     return zone.config.network.accelerated_networking and (sku is None or sku.accelerated_networking)
 
 
+def schedules_vcpus(p: Partition) -> bool:
+    """A partition shaped like the stock template's htc array (no InfiniBand, no GPU), whose nodes Slurm should count
+    in vCPUs, not cores: stock sets `slurm.use_pcpu = false` there, "for all hyperthreaded VMs"
+    (Azure/cyclecloud-slurm@50e6739:templates/slurm.txt l.243-247, dynamic array l.285-286), and leaves its hpc and
+    gpu arrays at the default, true. With true, azslurm writes ThreadsPerCore=vCPUs/cores and Slurm hands out whole
+    cores, two vCPUs per one-CPU task on a hyperthreaded size (azure-slurm/slurmcc/cli.py l.843-852). A size the
+    catalog does not know keeps the default."""
+    sku = load_catalog().sku(p.vm_size)
+    return sku is not None and not sku.is_gpu and not p.infiniband
+
+
 def _relative_id(zone: Zone, type_: str, *names: str, area: str = "storage") -> str:
     return f"resourceGroups/{zone.rg[area]}/providers/{resource_path(type_, *names)}"
 
@@ -301,6 +312,7 @@ def cluster_files(zone: Zone) -> dict[str, str]:
                 "shutdown": "Deallocate" if p.eviction_policy == "deallocate" else "Terminate",
                 "scaleset": scaleset_size(p),
                 "racks": racks(p),
+                "vcpus": schedules_vcpus(p),
             }
         )
     gate = health_gate(cluster_name(zone))

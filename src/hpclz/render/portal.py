@@ -66,8 +66,22 @@ MICROSOFT_KEY = {
 SLURM_REPO = "https://packages.microsoft.com/repos/slurm-ubuntu-jammy/"
 # The uid/gid cyclecloud-slurm gives munge and slurm on every node (install.py defaults), so files on /sched match.
 IDS = {"slurm": 11100, "munge": 11101}
-# Files cyclecloud-slurm links from /sched/<cluster>/ into /etc/slurm on every node (install.py _complete_install_all).
-SLURM_FILES = ("slurm.conf", "azure.conf", "keep_alive.conf", "accounting.conf", "gres.conf", "cgroup.conf")
+# Files cyclecloud-slurm links from /sched/<cluster>/ into /etc/slurm on every node, login nodes included
+# (Azure/cyclecloud-slurm@50e6739:azure-slurm-install/install.py, _complete_install_all, l.648-734). Its slurm.conf
+# Includes azure.conf, accounting.conf, keep_alive.conf and site_specific.conf (templates/slurm.conf.template
+# l.67-77), and a Slurm command stops on an Include it cannot read ("s_p_parse_file: cannot stat file", Slurm 22.05,
+# tests/render/test_portal.py). prolog.d and epilog.d are left out: the portal runs no jobs.
+SLURM_FILES = (
+    "slurm.conf",
+    "azure.conf",
+    "keep_alive.conf",
+    "accounting.conf",
+    "site_specific.conf",
+    "gres.conf",
+    "cgroup.conf",
+    "plugstack.conf",
+    "topology.conf",
+)
 
 
 def portal_enabled(zone: Zone) -> bool:

@@ -28,7 +28,11 @@ from hpclz.rules.template.exposure import (
 from hpclz.rules.template.expressions import DeclarationsUsed, ExpressionParses, FunctionsExist, ReferencesDeclared
 from hpclz.rules.template.locker import LockerAccountHoldsNoData, LoginNodesCarryNoDataIdentity
 from hpclz.rules.template.monitoring import VmMonitored
-from hpclz.rules.template.nodes import NodeIdentitiesReadSingleSecrets, NodesCarryRequiredTags
+from hpclz.rules.template.nodes import (
+    NodeIdentitiesReadSingleSecrets,
+    NodesCarryRequiredTags,
+    SecretParametersReachTheSchedulerAlone,
+)
 from hpclz.rules.template.public_ip import NoPublicIpOnNics
 from hpclz.rules.template.resources import (
     ApiVersionPinned,
@@ -77,6 +81,7 @@ LINT_RULES: tuple[type[Rule[Any]], ...] = (
     LoginNodesCarryNoDataIdentity,
     NodesCarryRequiredTags,
     NodeIdentitiesReadSingleSecrets,
+    SecretParametersReachTheSchedulerAlone,
     MysqlOnStandardSupport,
     SchedShareReachedOnlyByTheCluster,
     NoPublicIpOnNics,

@@ -134,3 +134,44 @@ def _vault_wide_readers(ctx: TemplateContext) -> dict[str, str]:
             if name:
                 out.setdefault(name, f"{role} on the whole vault {scope[2]}")
     return out
+
+
+class SecretParametersReachTheSchedulerAlone(Rule[TemplateContext]):
+    """A secret cluster parameter (one hpclz-cluster-sync reads from Key Vault at import, `secret_parameters` in the
+    CycleCloud server's userData) is set in the scheduler's own configuration, never in `[[node defaults]]` or a
+    nodearray: every node gets the settings of its sections, and root on a login or compute node reads them. The only
+    such secret is the Slurm accounting password, the MySQL server's admin login, and cyclecloud-slurm reads it on
+    the scheduler alone (Azure/cyclecloud-slurm@50e6739:azure-slurm-install/install.py l.358-363: accounting()
+    returns on any other role)."""
+
+    id = "HPCLZ-TPL-056"
+    severity = Severity.ERROR
+    title = "A secret cluster parameter reaches nodes other than the scheduler"
+    fix = "Set the secret parameter only in [[node scheduler]]'s [[[configuration]]] of the cluster template."
+
+    def check(self, ctx: TemplateContext) -> Iterable[Finding]:
+        for found in ctx.resources:
+            document = decoded_user_data(found.resource) if found.type.lower() == VM else None
+            if not document:
+                continue
+            secrets = _secret_parameters(document)
+            for header, body in _sections(str(document.get("template", ""))):
+                if header == "[[node scheduler]]":
+                    continue
+                for name in sorted(secrets):
+                    if re.search(rf"^\s*[\w.-]+\s*=\s*\${re.escape(name)}\s*$", body, flags=re.M):
+                        yield self.finding(ctx, found.path, f"{found.label}: {header} sets the secret ${name}")
+
+
+def _secret_parameters(document: dict[str, Any]) -> set[str]:
+    try:
+        secrets = json.loads(str(document.get("secret_parameters") or "{}"))
+    except ValueError:
+        return set()
+    return {str(name) for name in secrets} if isinstance(secrets, dict) else set()
+
+
+def _sections(cluster: str) -> list[tuple[str, str]]:
+    """`[[node x]]` / `[[nodearray x]]` -> its whole text, sub-sections included, multi-line `'''` values removed."""
+    parts = _HEADER.split(re.sub(r"'''.*?'''", "''", cluster, flags=re.S))
+    return [(parts[i].strip(), parts[i + 1]) for i in range(1, len(parts) - 1, 2)]

@@ -54,7 +54,7 @@ apt-mark hold slurm-smd slurm-smd-client
 cat > /opt/hpclz/bin/hpclz-portal-join <<'HPCLZ_EOF'
 #!/bin/bash
 # hpclz: copy the cluster's munge key and link its slurm.conf files from /sched, as cyclecloud-slurm's login
-# nodes do (Azure/cyclecloud-slurm@b26ab06:slurm/install/install.py munge_key, _complete_install_all).
+# nodes do (Azure/cyclecloud-slurm@50e6739:azure-slurm-install/install.py munge_key, _complete_install_all).
 set -euo pipefail
 cfg=/sched/energy-prod
 if [ ! -s "$cfg/munge.key" ] || [ ! -s "$cfg/slurm.conf" ]; then
@@ -63,8 +63,11 @@ if [ ! -s "$cfg/munge.key" ] || [ ! -s "$cfg/slurm.conf" ]; then
 fi
 install -o munge -g munge -m 0600 "$cfg/munge.key" /etc/munge/munge.key
 mkdir -p /etc/slurm
-for f in slurm.conf azure.conf keep_alive.conf accounting.conf gres.conf cgroup.conf; do
-  if [ -e "$cfg/$f" ]; then ln -sfn "$cfg/$f" "/etc/slurm/$f"; fi
+# Every link, present or not yet: the scheduler writes slurm.conf before the files it Includes, and accounting.conf
+# last (Azure/cyclecloud-slurm@50e6739:azure-slurm-install/install.py l.529-530, l.579-645, l.1155-1158), and a link
+# made now resolves once its file is written; one skipped would never be made, since this unit then succeeds.
+for f in slurm.conf azure.conf keep_alive.conf accounting.conf site_specific.conf gres.conf cgroup.conf plugstack.conf topology.conf; do
+  ln -sfn "$cfg/$f" "/etc/slurm/$f"
 done
 systemctl restart munge
 echo "hpclz-portal-join: joined cluster energy-prod"
