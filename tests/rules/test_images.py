@@ -93,8 +93,10 @@ def test_bumping_a_pinned_version_plans_a_node_roll() -> None:
     assert "hpclz nodes roll CONFIG --partition gpu (State=POWER_DOWN_ASAP: running jobs finish first)" in text
 
 
-def test_bumping_the_scheduler_image_replaces_the_scheduler() -> None:
+def test_bumping_the_scheduler_image_restarts_the_scheduler() -> None:
+    """CycleCloud starts the scheduler from its new image on the next start, its persistent volumes kept: a node
+    restart (docs/deploy.md, the paragraph on a new size or image for the scheduler), not a data-loss replacement."""
     base = preset("energy")
     config = edited(base, lambda d: d["compute"]["scheduler"].update(image=OLDER))
     (change,) = [c for c in config_changes(applied_state(base).applied_config, config) if "scheduler" in c.path]
-    assert change.path == "compute.scheduler.image" and change.verdict.policy is Policy.REPLACE
+    assert change.path == "compute.scheduler.image" and change.verdict.policy is Policy.RESTART_NODES
