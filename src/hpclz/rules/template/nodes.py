@@ -52,9 +52,16 @@ def _settings(body: str, parameters: dict[str, Any]) -> dict[str, str]:
     return out
 
 
+def _listed_resources(template: dict[str, Any]) -> list[Any]:
+    """The template's top-level resources, or none where `resources` is not a list (a rule never crashes on a
+    malformed template: the schema gate reports that)."""
+    listed = template.get("resources")
+    return listed if isinstance(listed, list) else []
+
+
 def _required_tags(template: dict[str, Any]) -> list[str]:
     out = []
-    for resource in template.get("resources") or []:
+    for resource in _listed_resources(template):
         if not isinstance(resource, dict) or str(resource.get("type", "")).lower() != POLICY_ASSIGNMENT:
             continue
         props = _props(resource)
@@ -123,7 +130,7 @@ def _vault_wide_readers(ctx: TemplateContext) -> dict[str, str]:
     """identity name -> '<role> on the whole vault <name>', from this template's and the plan's role assignments."""
     out: dict[str, str] = {}
     for template in (ctx.template, *ctx.plan_templates.values()):
-        for resource in template.get("resources") or []:
+        for resource in _listed_resources(template):
             if not isinstance(resource, dict) or str(resource.get("type", "")).lower() != ROLE_ASSIGNMENT:
                 continue
             role = _role(resource, SECRET_READERS)
