@@ -127,7 +127,8 @@ def test_one_nodearray_per_partition_with_its_settings() -> None:
     assert 'ShutdownPolicy = "Terminate"' in arrays["montecarlo"]
     assert "Interruptible" not in arrays["hx"] and "SinglePlacementGroup" not in arrays["montecarlo"]
     assert "slurm.default_partition = true" in arrays["hx"]
-    assert "cyclecloud.cluster.autoscale.idle_time_after_jobs = 300" in arrays["montecarlo"]
+    # Idle time is Slurm's cluster-wide SuspendTime (test_the_cluster_gets_the_shortest_partition_idle_time).
+    assert all("idle_time_after_jobs" not in array for array in arrays.values())
 
 
 @pytest.mark.parametrize("stem", ["ai-training", "energy", "finance", "manufacturing"])
@@ -394,11 +395,25 @@ def test_large_cloud_config_is_gzipped_deterministically() -> None:
     assert base64.b64decode(custom_data(small)).decode() == small
 
 
-def test_scheduler_gets_the_shortest_partition_idle_time() -> None:
-    cluster = _artifacts("finance")["cyclecloud/slurm-cluster.txt"]
-    scheduler = cluster.split("[[nodearray")[0]
-    assert "cyclecloud.cluster.autoscale.idle_time_after_jobs = 300" in scheduler
-    assert "idle_time_after_jobs" not in _artifacts("ai-training")["cyclecloud/slurm-cluster.txt"]
+def test_the_cluster_gets_the_shortest_partition_idle_time() -> None:
+    """cyclecloud-slurm 4.0.9 writes partition lines with no SuspendTime= (Azure/cyclecloud-slurm@50e6739:
+    azure-slurm/slurmcc/cli.py l.862-864): the shortest idle time becomes the SuspendTime hpclz appends to
+    slurm.conf, after the template's SuspendTime=300 (templates/slurm.conf.template l.47)."""
+
+    def suspend(stem: str) -> list[str]:
+        params = json.loads(_artifacts(stem)["cyclecloud/slurm-params.json"])
+        return re.findall(r"^SuspendTime=(\d+)$", params["HpclzSlurmConfig"], re.M)
+
+    def edit(doc: dict[str, Any]) -> None:
+        doc["compute"]["partitions"][0]["idle_shutdown_minutes"] = 7
+        doc["compute"]["partitions"][1]["idle_shutdown_minutes"] = 20
+
+    assert suspend("finance") == ["300"]
+    assert suspend("ai-training") == []
+    (compute,) = [d for d in variant("finance", edit).deployments if d.component == "compute"]
+    params = json.loads(compute.artifacts["cyclecloud/slurm-params.json"])
+    assert re.findall(r"^SuspendTime=(\d+)$", params["HpclzSlurmConfig"], re.M) == ["420"]
+    assert "idle_time_after_jobs =" not in _artifacts("finance")["cyclecloud/slurm-cluster.txt"]
 
 
 def test_shared_home_and_sched_are_cyclecloud_nfs_mounts_on_every_node() -> None:

@@ -20,9 +20,12 @@ from tests.support.slurm import slurm_available, start_cluster, stop_cluster
 from tests.verify.helpers import GOOD
 
 PRESETS = ("ai-training", "energy")
+# compute.partitions[].idle_shutdown_minutes, the shortest, in each preset (configs/*.yaml): none in ai-training.
+IDLE_MINUTES = {"ai-training": None, "energy": 15}
 # What azure-slurm-install/templates/slurm.conf.template @50e6739 writes before the appended lines, with healthagent
-# on (lines 52, 59-63; install.py:521-522 for the interval and program).
+# on (lines 47, 52, 59-63; install.py:521-522 for the interval and program).
 STOCK = [
+    "SuspendTime=300",
     "SchedulerParameters=max_switch_wait=24:00:00",
     "HealthCheckInterval=60",
     "HealthCheckNodeState=ANY",
@@ -76,8 +79,20 @@ def test_the_cluster_hands_its_slurm_lines_to_cyclecloud_slurm(stem: str) -> Non
     template, parameters = _cluster(stem)
     assert "        slurm.additional.config = $HpclzSlurmConfig\n" in template
     gate = health_gate(re.search(r"^\[cluster (.+)\]$", template, re.M).group(1))  # type: ignore[union-attr]
-    assert parameters["HpclzSlurmConfig"] == gate.slurm_conf()
+    assert parameters["HpclzSlurmConfig"] == gate.slurm_conf(IDLE_MINUTES[stem])
     assert "PathExists=" not in "".join(_scripts(template))
+
+
+@pytest.mark.parametrize("stem", PRESETS)
+def test_the_idle_time_is_slurms_suspendtime_not_a_setting_cyclecloud_slurm_ignores(stem: str) -> None:
+    """cyclecloud-slurm 4.0.9 reads no cyclecloud.cluster.autoscale.idle_time_after_jobs (no occurrence in
+    Azure/cyclecloud-slurm@50e6739) and hard-codes SuspendTime=300 (templates/slurm.conf.template l.47): the idle
+    time reaches Slurm only as a SuspendTime line appended after the template's."""
+    template, parameters = _cluster(stem)
+    assert "idle_time_after_jobs =" not in template
+    suspend = re.findall(r"^SuspendTime=(\d+)$", parameters["HpclzSlurmConfig"], re.M)
+    minutes = IDLE_MINUTES[stem]
+    assert suspend == ([str(minutes * 60)] if minutes else [])
 
 
 @pytest.mark.parametrize("stem", PRESETS)
@@ -104,7 +119,7 @@ def test_slurmctld_keeps_the_appended_lines_over_the_stock_ones(tmp_path: Path) 
     try:
         cluster.wait_idle()
         with cluster.conf.open("a") as conf:
-            conf.write("\n".join(line.format(cluster="ai-training") for line in STOCK) + "\n" + gate.slurm_conf())
+            conf.write("\n".join(line.format(cluster="ai-training") for line in STOCK) + "\n" + gate.slurm_conf(15))
         cluster.client("scontrol", "reconfigure")
         shown = dict(
             (key.strip(), value.strip())
@@ -118,6 +133,8 @@ def test_slurmctld_keeps_the_appended_lines_over_the_stock_ones(tmp_path: Path) 
     assert shown["PrologEpilogTimeout"] == str(PROLOG_EPILOG_TIMEOUT_S)
     assert shown["HealthCheckProgram"] == HEALTH_PROGRAM
     assert (shown["HealthCheckInterval"], shown["HealthCheckNodeState"]) == ("60 sec", "ANY")
+    # The partitions' shortest idle time, 15 minutes, over the template's SuspendTime=300.
+    assert shown["SuspendTime"] == "900 sec"
 
 
 def test_the_installer_waits_for_cyclecloud_slurms_prolog_folder_then_installs_once(tmp_path: Path) -> None:

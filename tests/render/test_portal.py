@@ -108,6 +108,18 @@ def test_boot_script_pins_open_ondemand_and_the_clusters_slurm() -> None:
     assert re.search(r"st\w+\.file\.core\.windows\.net:/st\w+/sched /sched nfs vers=4,minorversion=1", script)
 
 
+@pytest.mark.parametrize("preset", ["ai-training", "energy"])
+def test_the_portal_mounts_sched_read_only_and_home_read_write(preset: str) -> None:
+    """/sched holds slurm.conf and prolog.d scripts that run as root on every compute node, on a share without root
+    squash: the user-facing portal mounts it read-only (it only reads munge.key and the conf files there)."""
+    script = _script(_portal(preset_plan(preset)))
+    sched = re.findall(r"echo '\S+:\S+ /sched nfs (\S+) 0 0' >> /etc/fstab", script)
+    home = re.findall(r"echo '\S+:\S+/home /shared nfs (\S+) 0 0' >> /etc/fstab", script)
+    assert len(sched) == 1 and len(home) == 1
+    assert "ro" in sched[0].split(",")
+    assert "ro" not in home[0].split(",")
+
+
 def test_nodejs_22_comes_from_nodesource_before_ondemand_is_installed() -> None:
     """The ondemand 4.1.4 deb "Depends: ... nodejs (>= 22.0), nodejs (<< 23.0)" (OSC/ondemand@6b54ef1, tag v4.1.4,
     packaging/deb/control:18) and Ubuntu 22.04 ships nodejs 12: without NodeSource's node_22.x repository (what OSC/ood-ansible adds,

@@ -448,6 +448,10 @@ CASES: dict[str, list[Case]] = {
         Case("finance", _set("maintenance.scheduled_events.drain_on", ["Reboot", "Redeploy"])),
     ],
     "HPCLZ-COST-001": [Case("manufacturing", _set(f"{P}.0.idle_shutdown_minutes", DELETE))],
+    "HPCLZ-COST-005": [
+        Case("energy", _set(f"{P}.2.idle_shutdown_minutes", 30)),
+        Case("manufacturing", _set(f"{P}.1.idle_shutdown_minutes", DELETE)),
+    ],
     "HPCLZ-COST-002": [Case("ai-training", _set("compute.login.vm_size", "Standard_NC24ads_A100_v4"))],
     "HPCLZ-COST-003": [Case("ai-training", _set(f"{P}.0.spot_max_price", 3.5))],
     # Zones from real `az vm list-skus` listings (tests/fixtures/skus/README.md): westus2 2023-07-08 shows

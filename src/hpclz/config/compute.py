@@ -120,7 +120,14 @@ class Partition(StrictModel):
     nvme_scratch: NvmeScratch | None = Field(default=None, json_schema_extra=policy("drain_partition"))
     containers: Containers = Field(default_factory=Containers, json_schema_extra=policy("drain_partition"))
     idle_shutdown_minutes: Integer | None = Field(
-        default=None, ge=1, le=1440, description="Slurm SuspendTime: stop idle nodes after this long."
+        default=None,
+        ge=1,
+        le=1440,
+        description=(
+            "Stop idle nodes after this long (Slurm SuspendTime). Cluster-wide: the shortest partition's value "
+            "applies to every partition (cyclecloud-slurm writes no per-partition SuspendTime; HPCLZ-COST-005); "
+            "none set anywhere: cyclecloud-slurm's 5 minutes."
+        ),
     )
     default: bool = False
     zone: AvailabilityZone | None = Field(

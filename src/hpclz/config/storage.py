@@ -60,6 +60,20 @@ class NetAppVolume(StrictModel):
     # Converted in place, once every node has unmounted it (hpclz.plan.policies NFS_CONVERSION cites Azure).
     protocol: Literal["NFSv3", "NFSv4.1"] = Field(default="NFSv4.1", json_schema_extra=policy("restart_nodes"))
     mount_point: MountPoint
+    # ANF sets a new volume's root to 0770 owned by root unless told otherwise, which denies every user's job; the
+    # mode can be set at creation or changed later ("The Unix permissions setting is set to 0770 by default ... You
+    # can specify these settings during volume creation or after volume creation", MicrosoftDocs/azure-docs
+    # articles/azure-netapp-files/configure-unix-permissions-change-ownership-mode.md). Octal 4 digit format
+    # (Microsoft.NetApp 2024-07-01 VolumeProperties.unixPermissions).
+    unix_permissions: str = Field(
+        default="0755",
+        pattern=r"^[0-7]{4}$",
+        description=(
+            "Mode of the volume's root directory when hpclz creates it (octal, 4 digits). 0755 lets every user "
+            "read and traverse it; 1777 (sticky, as /tmp) lets every user write their own files there."
+        ),
+        json_schema_extra=policy("in_place"),
+    )
 
 
 NetAppVolumes = Annotated[list[NetAppVolume], AfterValidator(unique_by("name", "NetApp volume"))]

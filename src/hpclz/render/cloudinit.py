@@ -43,6 +43,17 @@ WHEEL_PARAMETER = "hpclzWheel"
 MAX_SCALESET = 100
 
 
+def suspend_minutes(partitions: list[Partition]) -> int | None:
+    """The one idle time Slurm can apply: the shortest partition's idle_shutdown_minutes, as a cluster-wide
+    SuspendTime. cyclecloud-slurm 4.0.9 writes every partition line itself with no SuspendTime= option
+    (Azure/cyclecloud-slurm@50e6739:azure-slurm/slurmcc/cli.py l.862-864: "PartitionName=... Nodes=... Default=...
+    DefMemPerCPU=... MaxTime=INFINITE State=UP"), so a per-partition idle time cannot be expressed through it; and it
+    reads no `cyclecloud.cluster.autoscale.idle_time_after_jobs` (no occurrence in that tree). None: no partition
+    sets one, and cyclecloud-slurm's own SuspendTime=300 stands (azure-slurm-install/templates/slurm.conf.template
+    l.47)."""
+    return min((p.idle_shutdown_minutes for p in partitions if p.idle_shutdown_minutes), default=None)
+
+
 def scaleset_size(partition: Partition) -> int:
     """Nodes per scale set. For a rack-scale size (ND GB200/GB300 v6: 18 VMs to an NVLink domain) a whole number of
     racks, so no scale set, and no placement group, ends in part of a rack: 90 of the 100 a placement group holds."""
@@ -354,16 +365,13 @@ def cluster_files(zone: Zone) -> dict[str, str]:
             metrics=node_metrics(zone, _node_identity(zone, LOCKER_IDENTITY)),
         ),
         scheduler_an=accelerated(zone, config.compute.scheduler.vm_size),
-        suspend_seconds=min(
-            (p.idle_shutdown_minutes * 60 for p in partitions if p.idle_shutdown_minutes), default=None
-        ),
         login_an=accelerated(zone, config.compute.login.vm_size),
         shared=shared_mounts(zone),
         accounting=accounting_settings(zone),
         terminate=any(m["kind"] == "lustre" for m in mounts) or zone.config.maintenance.scheduled_events.enabled,
     )
     parameters = {
-        "HpclzSlurmConfig": gate.slurm_conf(),
+        "HpclzSlurmConfig": gate.slurm_conf(suspend_minutes(config.compute.partitions)),
         "Credentials": CREDENTIALS,
         "Region": zone.location,
         "ComputeSubnetId": _subnet_for_cyclecloud(zone, "compute"),

@@ -86,8 +86,19 @@ class HealthGate:
         """Slurm's HealthCheckProgram: on each execute node's own disk, so it always exists."""
         return HEALTH_PROGRAM
 
-    def slurm_conf(self) -> str:
-        """The lines cyclecloud-slurm appends to slurm.conf (`slurm.additional.config`)."""
+    def slurm_conf(self, suspend_minutes: int | None = None) -> str:
+        """The lines cyclecloud-slurm appends to slurm.conf (`slurm.additional.config`), after its own template
+        (Azure/cyclecloud-slurm@50e6739:azure-slurm-install/install.py l.588-593, append_file), so a key set here
+        replaces the template's: the template's SuspendTime=300 (templates/slurm.conf.template l.47) gives way to
+        compute.partitions' shortest idle_shutdown_minutes (hpclz.render.cloudinit.suspend_minutes)."""
+        idle = (
+            [
+                "# compute.partitions[].idle_shutdown_minutes, the shortest: Slurm's SuspendTime, cluster-wide",
+                f"SuspendTime={suspend_minutes * 60}",
+            ]
+            if suspend_minutes
+            else []
+        )
         return "\n".join(
             [
                 "# hpclz health gate (python3 -m hpclz.verify.gate): healthagent's check, then hpclz's passive tier",
@@ -97,6 +108,7 @@ class HealthGate:
                 f"PrologEpilogTimeout={PROLOG_EPILOG_TIMEOUT_S}",
                 "# a job whose prolog failed is requeued, not held, so it starts on another node",
                 f"SchedulerParameters={STOCK_SCHEDULER_PARAMETERS},nohold_on_prolog_fail",
+                *idle,
                 "",
             ]
         )

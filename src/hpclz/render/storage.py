@@ -115,7 +115,7 @@ def _netapp(zone: Zone) -> dict[str, Any] | None:
             "spec": v,
             "path": f"storage.netapp.volumes[{v.name}]",
             "bytes": v.quota_gib * GIB,
-            "unix_permissions": None,
+            "unix_permissions": v.unix_permissions,
             "snapshot_policy": None,
         }
         for v in netapp.volumes

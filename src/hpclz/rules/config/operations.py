@@ -7,6 +7,7 @@ from datetime import datetime
 from itertools import pairwise
 
 from hpclz.findings import Finding, Severity
+from hpclz.render.cloudinit import suspend_minutes
 from hpclz.rules.base import Rule
 from hpclz.rules.context import ConfigContext
 
@@ -186,6 +187,36 @@ class IdleShutdownOutsideProd(Rule[ConfigContext]):
                 )
 
 
+class IdleTimesDiffer(Rule[ConfigContext]):
+    """Slurm's SuspendTime is applied cluster-wide: cyclecloud-slurm 4.0.9 writes every PartitionName line itself
+    with no SuspendTime= option (Azure/cyclecloud-slurm@50e6739:azure-slurm/slurmcc/cli.py l.862-864), so hpclz sets
+    the global SuspendTime to the shortest partition idle time (hpclz.render.cloudinit.suspend_minutes) and every
+    other partition's nodes stop after that too."""
+
+    id = "HPCLZ-COST-005"
+    severity = Severity.WARNING
+    title = "Partitions ask for different idle times"
+    fix = "Give every partition the same idle_shutdown_minutes: the shortest one applies to all of them."
+
+    def check(self, ctx: ConfigContext) -> Iterable[Finding]:
+        applied = suspend_minutes(ctx.config.compute.partitions)
+        if applied is None:
+            return
+        for i, partition, _ in ctx.partitions():
+            if partition.idle_shutdown_minutes != applied:
+                asked = (
+                    f"asks for {partition.idle_shutdown_minutes} minutes"
+                    if partition.idle_shutdown_minutes
+                    else "sets no idle time"
+                )
+                yield self.finding(
+                    ctx,
+                    ("compute", "partitions", i, "idle_shutdown_minutes"),
+                    f"partition {partition.name} {asked}, but its idle nodes stop after {applied} (Slurm's "
+                    "SuspendTime is cluster-wide)",
+                )
+
+
 class ServiceNodesNotAccelerated(Rule[ConfigContext]):
     """The scheduler, login nodes and CycleCloud server run daemons and shells; a GPU or InfiniBand size there
     costs many times a general-purpose one and is rarely meant."""
@@ -336,6 +367,7 @@ class EstimateNearBudget(Rule[ConfigContext]):
 
 COST_RULES: tuple[type[Rule[ConfigContext]], ...] = (
     IdleShutdownOutsideProd,
+    IdleTimesDiffer,
     ServiceNodesNotAccelerated,
     SpotSettingsOnRegular,
     LifecycleOrder,
