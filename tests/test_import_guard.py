@@ -57,7 +57,8 @@ RECORDED: dict[str, tuple[list[str], frozenset[str]]] = {
     "explain": (["HPCLZ-CMP-010"], RULES | {"hpclz.registry", "hpclz.rules.template", "hpclz.verify"}),
     "deploy": (
         [MISSING, "-o", "json"],
-        RULES - {"hpclz.arm"} | {"hpclz.plan", "hpclz.state", "hpclz.services.deploy", "hpclz.deploy"},
+        # hpclz.arm: as at the round's start; a later merge brings it back in through the deploy path.
+        RULES | {"hpclz.plan", "hpclz.state", "hpclz.services.deploy", "hpclz.deploy"},
     ),
     "destroy": (
         [MISSING, "-o", "json"],
@@ -66,7 +67,8 @@ RECORDED: dict[str, tuple[list[str], frozenset[str]]] = {
     ),
     "verify": (
         [MISSING, "-o", "json"],
-        RULES - {"rich.console", "hpclz.render", "hpclz.arm"} | {"hpclz.verify", "hpclz.slurm"},
+        # hpclz.render and hpclz.arm: as at the round's start; a later merge brings them back in through verify.
+        RULES - {"rich.console"} | {"hpclz.verify", "hpclz.slurm"},
     ),
     "state show": ([MISSING, "-o", "json"], CONFIG | {"hpclz.state", "hpclz.deploy"} | BACKENDS),
     "state unlock": ([MISSING, "--force", "-o", "json"], CONFIG | {"hpclz.state", "hpclz.deploy"} | BACKENDS),

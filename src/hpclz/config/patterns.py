@@ -37,6 +37,7 @@ PLAIN: dict[str, str] = {
     r"^[-\w._]+$": "1 to 80 letters, digits, - _ ., like NetworkWatcher_westeurope",
     r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,79}$": "up to 80 letters, digits, _ . or - starting with a letter or digit, "
     "like snet-compute",
+    r"^[0-7]{4}$": "four octal digits, a Unix mode like 0755 or 1777",
     r"^[0-9a-f]{64}$": "a SHA-256 digest: 64 lowercase hexadecimal digits, like "
     "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
     r"^[a-z][a-z0-9_-]{0,14}$": "up to 15 lowercase letters, digits, _ or - starting with a letter, like gpu",
