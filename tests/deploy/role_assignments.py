@@ -1,0 +1,76 @@
+"""Every role assignment hpclz renders, as a kind: (role, principal, scope kind). The principal is the config item the
+assignment is for, as its ARM description names it ("hpclz: <role> for <config item>", src/hpclz/render/roles.py);
+the scope kind is the resource type of its scope, or the resource group (by the deployment's component) or the
+subscription the assignment is made at."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from hpclz.config.loader import load_config
+from hpclz.render.build import build_plan
+from tests.conftest import REPO
+
+PRESETS = ("energy", "finance", "ai-training", "manufacturing")
+ROLE_ASSIGNMENTS = "microsoft.authorization/roleassignments"
+
+
+@dataclass(frozen=True, order=True)
+class Kind:
+    role: str
+    principal: str
+    scope: str
+
+    def __str__(self) -> str:
+        return f"{self.role} for {self.principal} at {self.scope}"
+
+
+def principal_of(description: str) -> tuple[str, str]:
+    """(role, config item) from "hpclz: <role> for <config item>[ -> <object ID>][ (<why>)]"."""
+    assert description.startswith("hpclz: ") and " for " in description, description
+    role, _, rest = description[len("hpclz: ") :].partition(" for ")
+    return role, rest.split(" -> ", 1)[0].split(" (", 1)[0]
+
+
+def scope_kind(scope: str | None, where: str) -> str:
+    """A relative resource scope ("Microsoft.Storage/storageAccounts/<n>/blobServices/default/containers/<n>") as
+    its type ("Microsoft.Storage/storageAccounts/blobServices/containers"); none: the deployment's own scope."""
+    if not scope:
+        return where
+    parts = scope.strip("/").split("/")
+    return "/".join([parts[0], *parts[1::2]])
+
+
+def _walk(resources: list[dict[str, Any]], where: str) -> Iterator[tuple[Kind, dict[str, Any]]]:
+    for r in resources:
+        kind = str(r.get("type", "")).lower()
+        if kind == "microsoft.resources/deployments":
+            nested = (r.get("properties") or {}).get("template") or {}
+            inner = "subscription" if "resourceGroup" not in r and "subscriptionId" in r else "resource group (nested)"
+            yield from _walk(list(nested.get("resources") or []), inner)
+        elif kind == ROLE_ASSIGNMENTS:
+            role, principal = principal_of(str((r.get("properties") or {}).get("description", "")))
+            yield Kind(role, principal, scope_kind(r.get("scope"), where)), r
+
+
+@cache
+def rendered(preset: str) -> tuple[tuple[Kind, dict[str, Any]], ...]:
+    """The preset's role assignments as its plan renders them (no gates: render only)."""
+    plan = build_plan(load_config(REPO / "configs" / f"{preset}.yaml").config)
+    out: list[tuple[Kind, dict[str, Any]]] = []
+    for d in plan.deployments:
+        where = "subscription" if d.scope == "subscription" else f"resource group ({d.component})"
+        out.extend(_walk(d.resources(), where))
+    return tuple(out)
+
+
+def kinds() -> dict[Kind, set[str]]:
+    """Every kind any preset renders, with the presets that render it."""
+    found: dict[Kind, set[str]] = {}
+    for preset in PRESETS:
+        for kind, _ in rendered(preset):
+            found.setdefault(kind, set()).add(preset)
+    return found
