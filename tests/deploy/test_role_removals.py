@@ -8,19 +8,42 @@ skip. The coverage tests render only (no stand-in), so a new or changed assignme
 from __future__ import annotations
 
 import importlib
+import json
+import urllib.error
+import urllib.parse
+import urllib.request
+import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import pytest
+from azure.storage.blob import BlobServiceClient
 
 from hpclz.config.identity import BuiltinRole
+from hpclz.config.loader import load_config
 from hpclz.render.roles import ROLE_IDS
+from hpclz.render.zone import Zone
+from tests.conftest import RunCli
+from tests.deploy.outside import ids
 from tests.deploy.role_assignments import PRESETS, Kind, kinds, rendered
+from tests.deploy.test_proving_ground import deployed, refused, scheduler_identity
+from tests.support.arm_standin import ArmStandIn
+from tests.support.arm_standin.cyclecloud import CycleCloud
+from tests.support.arm_standin.data_planes import BlobFront
+from tests.support.arm_standin.imds import Imds
+from tests.support.arm_standin.reach import Origin
+from tests.support.azurite import shared_azurite
 
 BLOB_CONTAINER = "Microsoft.Storage/storageAccounts/blobServices/containers"
 ACCOUNT = "Microsoft.Storage/storageAccounts"
 SCHEDULER = "identity.managed_identities.scheduler"
 COMPUTE = "identity.managed_identities.compute"
 LOCKER = "compute.cyclecloud"  # the locker identity: it exists because the CycleCloud server does (render/roles.py)
+BLOB_CONTAINERS = (
+    "tests.deploy.test_role_removals::test_each_blob_data_grant_on_a_container_is_what_lets_its_writer_write_there"
+)
 CYCLECLOUD_START = "tests.deploy.test_proving_ground::test_cyclecloud_creates_every_node_and_needs_every_role_it_holds"
 
 
@@ -54,6 +77,17 @@ REMOVALS: dict[Kind, Removal] = {
     ),
     Kind("Storage Blob Data Reader", LOCKER, ACCOUNT): Removal(
         "each node reads its cluster-init project from the locker at boot", CYCLECLOUD_START
+    ),
+    # Each grant scoped to one container, removed in turn on ai-training: its writer's Put Blob there is refused.
+    Kind("Storage Blob Data Contributor", COMPUTE, BLOB_CONTAINER): Removal(
+        "a job on a compute node writes a checkpoint (or a dataset) with the node's identity", BLOB_CONTAINERS
+    ),
+    Kind("Storage Blob Data Contributor", "identity.groups.users", BLOB_CONTAINER): Removal(
+        "a user writes a checkpoint (or a dataset) with their own Entra ID token", BLOB_CONTAINERS
+    ),
+    Kind("Storage Blob Data Contributor", "identity.groups.admins", BLOB_CONTAINER): Removal(
+        "an admin's `hpclz deploy` from inside the VNet uploads the wheel to the locker's hpclz container",
+        BLOB_CONTAINERS,
     ),
 }
 
@@ -93,10 +127,6 @@ NO_SCENARIO_YET: dict[Kind, str] = {
         "login nodes look up the NetApp mount address at boot",
     Kind("Key Vault Secrets User", COMPUTE, "Microsoft.KeyVault/vaults/secrets"):
         "compute nodes read finance's pricing-library licence",
-    Kind("Storage Blob Data Contributor", COMPUTE, BLOB_CONTAINER): "a compute node writes a checkpoint",
-    Kind("Storage Blob Data Contributor", "identity.groups.users", BLOB_CONTAINER): "a user writes a dataset",
-    Kind("Storage Blob Data Contributor", "identity.groups.admins", BLOB_CONTAINER):
-        "admins stage hpclz's wheel in the locker's hpclz container",
     Kind("Storage Account Contributor", "storage.lustre.hsm.resource_provider_object_id", ACCOUNT):
         "Azure Managed Lustre's HSM links the filesystem to the container (no Lustre service in the stand-in)",
     Kind("Storage Blob Data Contributor", "storage.lustre.hsm.resource_provider_object_id", ACCOUNT):
@@ -137,3 +167,115 @@ def test_each_assignment_carries_the_role_its_description_names(preset: str) -> 
 @pytest.mark.xfail(strict=True, reason="open findings: rendered assignments no removal scenario proves yet")
 def test_no_rendered_assignment_lacks_a_removal_scenario() -> None:
     assert sorted(str(k) for k in NO_SCENARIO_YET) == []
+
+
+# ----- scenarios in a deployed preset's world -----
+def _put_blob(url: str, token: str) -> tuple[int, str]:
+    """A node's script writes a blob with a bearer token over its own network, as Blob storage's REST API takes it
+    (Put Blob: learn.microsoft.com/rest/api/storageservices/put-blob): (status, x-ms-error-code)."""
+    headers = {"Authorization": "Bearer " + token, "x-ms-version": "2021-08-06", "x-ms-blob-type": "BlockBlob"}
+    request = urllib.request.Request(url, data=b"step", headers=headers, method="PUT")
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, ""
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.headers.get("x-ms-error-code") or ""
+
+
+def _imds_token(imds: Imds, node: dict[str, Any], identity: str) -> str:
+    """The token the node's metadata service hands its scripts for `identity` (an identity the node carries)."""
+    query = urllib.parse.urlencode(
+        {"api-version": "2018-02-01", "resource": "https://storage.azure.com/", "mi_res_id": identity}
+    )
+    request = urllib.request.Request(
+        f"{imds.route(node, imds.url)}/metadata/identity/oauth2/token?{query}", headers={"Metadata": "true"}
+    )
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return str(json.loads(response.read())["access_token"])
+
+
+def _grants(arm: ArmStandIn, kind: Kind) -> dict[str, dict[str, Any]]:
+    """The world's role assignments of this kind (as deploy made them): key -> resource."""
+    prefix = f"hpclz: {kind.role} for {kind.principal}"
+    return {
+        key: r for key, r in arm.world.resources.items()
+        if r["type"] == "Microsoft.Authorization/roleAssignments"
+        and str(r["properties"].get("description", "")).startswith(prefix)
+        and "/blobservices/default/containers/" in str(r["properties"].get("scope", "")).lower()
+    }  # fmt: skip
+
+
+def _removed(arm: ArmStandIn, key: str, step: Callable[[], tuple[int, str]]) -> tuple[int, str]:
+    grant = arm.world.resources.pop(key)
+    try:
+        return step()
+    finally:
+        arm.world.resources[key] = grant
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_each_blob_data_grant_on_a_container_is_what_lets_its_writer_write_there(
+    arm: ArmStandIn, tmp_path: Path, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ai-training deployed, and CycleCloud's nodes created; then each Storage Blob Data Contributor hpclz scopes to one
+    container (the compute identity's, the users group's, the admins group's on the locker's hpclz container) removed
+    in turn: its writer's Put Blob into that container, from the compute subnet, is refused with Blob storage's
+    403 AuthorizationPermissionMismatch, and goes in once the assignment is back. The compute identity's token comes
+    from the metadata service of a node that carries it, as a job's script gets it."""
+    config = deployed(arm, tmp_path, run_cli, "ai-training", monkeypatch)
+    assert refused(CycleCloud(arm.world, arm.proving.authorization, arm.proving.policy_log).start(
+        as_identity=scheduler_identity(arm))) == []  # fmt: skip
+    _, compute_subnet = ids(arm, config)
+    origin = Origin(subnet=compute_subnet, address="203.0.113.50", name="a compute node")
+    zone = Zone(load_config(config).config)
+    groups = zone.config.identity.groups
+    compute_identity = next(
+        r["id"] for r in arm.world.resources.values()
+        if r["type"] == "Microsoft.ManagedIdentity/userAssignedIdentities" and r["name"] == zone.identity_name("compute")
+    )  # fmt: skip
+    node = next(
+        r for r in arm.world.resources.values()
+        if r["type"] in ("Microsoft.Compute/virtualMachines", "Microsoft.Compute/virtualMachineScaleSets")
+        and any(k.lower() == compute_identity.lower() for k in (r.get("identity") or {}).get("userAssignedIdentities", {}))
+    )  # fmt: skip
+    imds = Imds(arm).start()
+    _, user_token = arm.proving.principal("a user", groups=tuple(groups.users))
+    _, admin_token = arm.proving.principal("an admin", groups=tuple(groups.admins))
+    writers = {
+        Kind("Storage Blob Data Contributor", COMPUTE, BLOB_CONTAINER): _imds_token(imds, node, compute_identity),
+        Kind("Storage Blob Data Contributor", "identity.groups.users", BLOB_CONTAINER): user_token,
+        Kind("Storage Blob Data Contributor", "identity.groups.admins", BLOB_CONTAINER): admin_token,
+    }
+    azurite = shared_azurite()
+    service = BlobServiceClient.from_connection_string(azurite.connection_string)
+    fronts: dict[str, BlobFront] = {}
+    proved: dict[str, tuple[tuple[int, str], tuple[int, str]]] = {}
+    try:
+        for kind, token in writers.items():
+            grants = _grants(arm, kind)
+            assert grants, str(kind)
+            for key, grant in grants.items():
+                scope = str(grant["properties"]["scope"])
+                account, _, container = scope.partition("/blobServices/default/containers/")
+                if account.lower() not in fronts:
+                    fronts[account.lower()] = BlobFront(arm, account, azurite.account_url, origin).start()
+                if not service.get_container_client(container).exists():
+                    service.create_container(container)
+                url = f"{fronts[account.lower()].account_url}/{container}/role-removal-{uuid.uuid4()}.bin"
+
+                def step(url: str = url, token: str = token) -> tuple[int, str]:
+                    return _put_blob(url, token)
+
+                proved[f"{kind} ({container})"] = (_removed(arm, key, step), step())
+    finally:
+        for front in fronts.values():
+            front.stop()
+        imds.stop()
+    # Every such grant ai-training renders was removed (checkpoints and datasets for the identity and the users, the
+    # locker's hpclz container for the admins), each breaking its own writer only.
+    assert len(proved) == sum(1 for kind, _ in rendered("ai-training") if kind in writers), proved
+    assert proved and all(
+        without == (403, "AuthorizationPermissionMismatch") and with_it == (201, "")
+        for without, with_it in proved.values()
+    ), proved
