@@ -16,7 +16,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 from azure.storage.blob import BlobServiceClient
@@ -24,10 +24,10 @@ from azure.storage.blob import BlobServiceClient
 from hpclz.config.identity import BuiltinRole
 from hpclz.config.loader import load_config
 from hpclz.render.roles import ROLE_IDS
-from hpclz.render.zone import Zone
+from hpclz.render.zone import LOCKER_IDENTITY, Zone
 from tests.conftest import RunCli
 from tests.deploy.outside import ids
-from tests.deploy.role_assignments import PRESETS, Kind, kinds, rendered
+from tests.deploy.role_assignments import PRESETS, Kind, kinds, principal_of, rendered, scope_kind
 from tests.deploy.test_proving_ground import deployed, refused, scheduler_identity
 from tests.support.arm_standin import ArmStandIn
 from tests.support.arm_standin.cyclecloud import CycleCloud
@@ -36,13 +36,19 @@ from tests.support.arm_standin.imds import Imds
 from tests.support.arm_standin.reach import Origin
 from tests.support.azurite import shared_azurite
 
+T = TypeVar("T")
 BLOB_CONTAINER = "Microsoft.Storage/storageAccounts/blobServices/containers"
 ACCOUNT = "Microsoft.Storage/storageAccounts"
 SCHEDULER = "identity.managed_identities.scheduler"
 COMPUTE = "identity.managed_identities.compute"
 LOCKER = "compute.cyclecloud"  # the locker identity: it exists because the CycleCloud server does (render/roles.py)
+ARM_AUDIENCE = "https://management.azure.com/"
 BLOB_CONTAINERS = (
     "tests.deploy.test_role_removals::test_each_blob_data_grant_on_a_container_is_what_lets_its_writer_write_there"
+)
+BOOT_READS = (
+    "tests.deploy.test_role_removals::"
+    "test_each_reader_grant_of_a_node_identity_is_what_lets_its_nodes_read_that_resource_at_boot"
 )
 CYCLECLOUD_START = "tests.deploy.test_proving_ground::test_cyclecloud_creates_every_node_and_needs_every_role_it_holds"
 
@@ -58,7 +64,7 @@ class Removal:
 # removal breaks no step of cluster start.
 REMOVALS: dict[Kind, Removal] = {
     Kind("Virtual Machine Contributor", SCHEDULER, "resource group (compute)"): Removal(
-        "CycleCloud creates the scheduler, login and nodearray VMs and their NICs", CYCLECLOUD_START
+        "CycleCloud creates the scheduler, login and nodearray VMs and scale sets", CYCLECLOUD_START
     ),
     Kind("Virtual Machine Contributor", SCHEDULER, "Microsoft.Network/virtualNetworks"): Removal(
         "CycleCloud joins each node's NIC to the compute subnet (subnets/join/action)", CYCLECLOUD_START
@@ -67,16 +73,17 @@ REMOVALS: dict[Kind, Removal] = {
         "CycleCloud attaches the node and locker identities to the VMs it creates", CYCLECLOUD_START
     ),
     Kind("Reader", SCHEDULER, "subscription"): Removal(
-        "CycleCloud reads the subscription's VM sizes (resource SKUs) and quota", CYCLECLOUD_START
+        "CycleCloud lists the VM sizes (Microsoft.Compute/skus/read)", CYCLECLOUD_START
     ),
     Kind("Storage Blob Data Contributor", SCHEDULER, ACCOUNT): Removal(
-        "CycleCloud writes the cluster's project files to its locker", CYCLECLOUD_START
+        "CycleCloud uploads the cluster's projects to the locker", CYCLECLOUD_START
     ),
     Kind("Key Vault Secrets User", SCHEDULER, "Microsoft.KeyVault/vaults/secrets"): Removal(
-        "cluster import reads the Slurm database password from Key Vault", CYCLECLOUD_START
+        "CycleCloud reads the cluster's secret parameters from Key Vault (the Slurm database password)",
+        CYCLECLOUD_START,
     ),
     Kind("Storage Blob Data Reader", LOCKER, ACCOUNT): Removal(
-        "each node reads its cluster-init project from the locker at boot", CYCLECLOUD_START
+        "each node reads the locker at boot (its cluster-init projects)", CYCLECLOUD_START
     ),
     # Each grant scoped to one container, removed in turn on ai-training: its writer's Put Blob there is refused.
     Kind("Storage Blob Data Contributor", COMPUTE, BLOB_CONTAINER): Removal(
@@ -89,10 +96,43 @@ REMOVALS: dict[Kind, Removal] = {
         "an admin's `hpclz deploy` from inside the VNet uploads the wheel to the locker's hpclz container",
         BLOB_CONTAINERS,
     ),
+    # Each Reader scoped to one resource for a node identity, removed in turn on energy and manufacturing: the node's
+    # boot-time read of that resource (hpclz-arm-get) is refused.
+    Kind("Reader", COMPUTE, "Microsoft.Insights/dataCollectionEndpoints"): Removal(
+        "nodes read the endpoint to build the remote-write URL at boot", BOOT_READS
+    ),
+    Kind("Reader", COMPUTE, "Microsoft.Insights/dataCollectionRules"): Removal(
+        "nodes read the rule to build the remote-write URL at boot", BOOT_READS
+    ),
+    Kind("Reader", LOCKER, "Microsoft.Insights/dataCollectionEndpoints"): Removal(
+        "login nodes read the endpoint to build the remote-write URL", BOOT_READS
+    ),
+    Kind("Reader", LOCKER, "Microsoft.Insights/dataCollectionRules"): Removal(
+        "login nodes read the rule to build the remote-write URL", BOOT_READS
+    ),
+    Kind("Reader", COMPUTE, "Microsoft.ManagedIdentity/userAssignedIdentities"): Removal(
+        "the scheduler and partitions read the compute identity's client ID for remote write", BOOT_READS
+    ),
+    Kind("Reader", LOCKER, "Microsoft.ManagedIdentity/userAssignedIdentities"): Removal(
+        "login nodes read the locker identity's client ID for remote write", BOOT_READS
+    ),
+    Kind("Reader", COMPUTE, "Microsoft.StorageCache/amlFilesystems"): Removal(
+        "nodes look up the Lustre MGS address at boot", BOOT_READS
+    ),
+    Kind("Reader", LOCKER, "Microsoft.StorageCache/amlFilesystems"): Removal(
+        "login nodes look up the Lustre MGS address at boot", BOOT_READS
+    ),
+    Kind("Reader", COMPUTE, "Microsoft.NetApp/netAppAccounts/capacityPools/volumes"): Removal(
+        "nodes look up the NetApp mount address at boot", BOOT_READS
+    ),
+    Kind("Reader", LOCKER, "Microsoft.NetApp/netAppAccounts/capacityPools/volumes"): Removal(
+        "login nodes look up the NetApp mount address at boot", BOOT_READS
+    ),
 }
 
-# Rendered, and no removal scenario proves them yet: the use src/hpclz/render/roles.py grants each for, unproved. Every entry is an open finding
-# (test_no_rendered_assignment_lacks_a_removal_scenario, a strict xfail, fails once the list is empty: then drop it).
+# Rendered, and no removal scenario proves them yet: the use src/hpclz/render/roles.py grants each for, unproved.
+# Every entry is an open finding (test_no_rendered_assignment_lacks_a_removal_scenario, a strict xfail, fails once the
+# list is empty: then drop it).
 NO_SCENARIO_YET: dict[Kind, str] = {
     Kind("Contributor", "identity.groups.admins", "resource group (compute)"): "admins repair and resize cluster VMs",
     Kind("Virtual Machine Administrator Login", "identity.groups.admins", "resource group (compute)"):
@@ -111,20 +151,6 @@ NO_SCENARIO_YET: dict[Kind, str] = {
         "the scheduler and partitions publish their metrics through the data collection rule (no ingestion endpoint in the stand-in yet)",
     Kind("Monitoring Metrics Publisher", LOCKER, "Microsoft.Insights/dataCollectionRules"):
         "the login nodes publish their metrics through the data collection rule",
-    Kind("Reader", COMPUTE, "Microsoft.Insights/dataCollectionEndpoints"): "nodes read the endpoint to build the remote-write URL at boot",
-    Kind("Reader", COMPUTE, "Microsoft.Insights/dataCollectionRules"): "nodes read the rule to build the remote-write URL at boot",
-    Kind("Reader", LOCKER, "Microsoft.Insights/dataCollectionEndpoints"): "login nodes read the endpoint to build the remote-write URL",
-    Kind("Reader", LOCKER, "Microsoft.Insights/dataCollectionRules"): "login nodes read the rule to build the remote-write URL",
-    Kind("Reader", COMPUTE, "Microsoft.ManagedIdentity/userAssignedIdentities"):
-        "the scheduler and partitions read the compute identity's client ID for remote write",
-    Kind("Reader", LOCKER, "Microsoft.ManagedIdentity/userAssignedIdentities"):
-        "login nodes read the locker identity's client ID for remote write",
-    Kind("Reader", COMPUTE, "Microsoft.StorageCache/amlFilesystems"): "nodes look up the Lustre MGS address at boot",
-    Kind("Reader", LOCKER, "Microsoft.StorageCache/amlFilesystems"): "login nodes look up the Lustre MGS address at boot",
-    Kind("Reader", COMPUTE, "Microsoft.NetApp/netAppAccounts/capacityPools/volumes"):
-        "nodes look up the NetApp mount address at boot",
-    Kind("Reader", LOCKER, "Microsoft.NetApp/netAppAccounts/capacityPools/volumes"):
-        "login nodes look up the NetApp mount address at boot",
     Kind("Key Vault Secrets User", COMPUTE, "Microsoft.KeyVault/vaults/secrets"):
         "compute nodes read finance's pricing-library licence",
     Kind("Storage Account Contributor", "storage.lustre.hsm.resource_provider_object_id", ACCOUNT):
@@ -182,11 +208,9 @@ def _put_blob(url: str, token: str) -> tuple[int, str]:
         return exc.code, exc.headers.get("x-ms-error-code") or ""
 
 
-def _imds_token(imds: Imds, node: dict[str, Any], identity: str) -> str:
+def _imds_token(imds: Imds, node: dict[str, Any], identity: str, audience: str = "https://storage.azure.com/") -> str:
     """The token the node's metadata service hands its scripts for `identity` (an identity the node carries)."""
-    query = urllib.parse.urlencode(
-        {"api-version": "2018-02-01", "resource": "https://storage.azure.com/", "mi_res_id": identity}
-    )
+    query = urllib.parse.urlencode({"api-version": "2018-02-01", "resource": audience, "mi_res_id": identity})
     request = urllib.request.Request(
         f"{imds.route(node, imds.url)}/metadata/identity/oauth2/token?{query}", headers={"Metadata": "true"}
     )
@@ -205,7 +229,7 @@ def _grants(arm: ArmStandIn, kind: Kind) -> dict[str, dict[str, Any]]:
     }  # fmt: skip
 
 
-def _removed(arm: ArmStandIn, key: str, step: Callable[[], tuple[int, str]]) -> tuple[int, str]:
+def _removed(arm: ArmStandIn, key: str, step: Callable[[], T]) -> T:
     grant = arm.world.resources.pop(key)
     try:
         return step()
@@ -279,3 +303,89 @@ def test_each_blob_data_grant_on_a_container_is_what_lets_its_writer_write_there
         without == (403, "AuthorizationPermissionMismatch") and with_it == (201, "")
         for without, with_it in proved.values()
     ), proved
+
+
+READ_SCOPES = (
+    "Microsoft.StorageCache/amlFilesystems",
+    "Microsoft.NetApp/netAppAccounts/capacityPools/volumes",
+    "Microsoft.Insights/dataCollectionRules",
+    "Microsoft.Insights/dataCollectionEndpoints",
+    "Microsoft.ManagedIdentity/userAssignedIdentities",
+)
+
+
+def _carrier(arm: ArmStandIn, identity: str) -> dict[str, Any]:
+    """A node CycleCloud created (VM or scale set) that carries `identity`."""
+    return next(
+        r for r in arm.world.resources.values()
+        if r["type"] in ("Microsoft.Compute/virtualMachines", "Microsoft.Compute/virtualMachineScaleSets")
+        and any(k.lower() == identity.lower() for k in (r.get("identity") or {}).get("userAssignedIdentities", {}))
+    )  # fmt: skip
+
+
+def _arm_read(arm: ArmStandIn, token: str, resource_id: str) -> str:
+    """The node's boot-time read of one resource (hpclz-arm-get, templates/cloud-init/arm_get.py: a GET of the
+    resource with the identity's token), through the real azure-mgmt-resource client: "read", or ARM's error code."""
+    from azure.core.exceptions import HttpResponseError
+
+    from hpclz.azure.clients import AzureClients, StaticTokenCredential
+    from hpclz.render.arm import API_VERSIONS
+
+    kind = scope_kind(resource_id.split("/providers/", 1)[1], "")
+    clients = AzureClients(arm.subscription_id, credential=StaticTokenCredential(token))
+    try:
+        clients.resources.resources.get_by_id(resource_id, api_version=API_VERSIONS[kind])
+    except HttpResponseError as exc:
+        return str(exc.error.code if exc.error else exc.status_code)
+    return "read"
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("preset", ["energy", "manufacturing"])
+def test_each_reader_grant_of_a_node_identity_is_what_lets_its_nodes_read_that_resource_at_boot(
+    arm: ArmStandIn, tmp_path: Path, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch, preset: str
+) -> None:
+    """The preset deployed and CycleCloud's nodes created; then each Reader hpclz scopes to one resource for a node
+    identity (the compute identity, and the locker identity the login nodes carry) removed in turn: the read a node
+    makes at boot with that identity's token from its metadata service (the Lustre file system or NetApp volume for
+    its mount address, the data collection rule and endpoint and the identity itself for Prometheus's remote write)
+    is refused with ARM's AuthorizationFailed, and succeeds once the assignment is back."""
+    config = deployed(arm, tmp_path, run_cli, preset, monkeypatch)
+    assert refused(CycleCloud(arm.world, arm.proving.authorization, arm.proving.policy_log).start(
+        as_identity=scheduler_identity(arm))) == []  # fmt: skip
+    zone = Zone(load_config(config).config)
+    identities = {
+        path: next(
+            r for r in arm.world.resources.values()
+            if r["type"] == "Microsoft.ManagedIdentity/userAssignedIdentities" and r["name"] == zone.identity_name(role)
+        )["id"]
+        for path, role in ((COMPUTE, "compute"), (LOCKER, LOCKER_IDENTITY))
+    }  # fmt: skip
+    imds = Imds(arm).start()
+    proved: dict[str, tuple[str, str]] = {}
+    try:
+        tokens = {path: _imds_token(imds, _carrier(arm, rid), rid, ARM_AUDIENCE) for path, rid in identities.items()}
+        for key, grant in list(arm.world.resources.items()):
+            if grant["type"] != "Microsoft.Authorization/roleAssignments":
+                continue
+            scope = str(grant["properties"].get("scope", ""))
+            role, path = principal_of(str(grant["properties"].get("description", "")))
+            if role != "Reader" or path not in tokens or "/providers/" not in scope:
+                continue
+            if scope_kind(scope.split("/providers/", 1)[1], "") not in READ_SCOPES:
+                continue
+            token = tokens[path]
+
+            def step(scope: str = scope, token: str = token) -> str:
+                return _arm_read(arm, token, scope)
+
+            proved[f"Reader for {path} at {scope.split('/providers/', 1)[1]}"] = (_removed(arm, key, step), step())
+    finally:
+        imds.stop()
+    expected = sum(
+        1 for kind, _ in rendered(preset)
+        if kind.role == "Reader" and kind.principal in (COMPUTE, LOCKER) and kind.scope in READ_SCOPES
+    )  # fmt: skip
+    assert expected and len(proved) == expected, proved
+    assert all(v == ("AuthorizationFailed", "read") for v in proved.values()), proved
