@@ -59,12 +59,34 @@ def _walk(resources: list[dict[str, Any]], where: str) -> Iterator[tuple[Kind, d
 @cache
 def rendered(preset: str) -> tuple[tuple[Kind, dict[str, Any]], ...]:
     """The preset's role assignments as its plan renders them (no gates: render only)."""
+    return tuple((kind, r) for kind, r, _ in _rendered(preset))
+
+
+@cache
+def _rendered(preset: str) -> tuple[tuple[Kind, dict[str, Any], str | None], ...]:
     plan = build_plan(load_config(REPO / "configs" / f"{preset}.yaml").config)
-    out: list[tuple[Kind, dict[str, Any]]] = []
+    out: list[tuple[Kind, dict[str, Any], str | None]] = []
     for d in plan.deployments:
         where = "subscription" if d.scope == "subscription" else f"resource group ({d.component})"
-        out.extend(_walk(d.resources(), where))
+        out.extend((kind, r, d.resource_group) for kind, r in _walk(d.resources(), where))
     return tuple(out)
+
+
+def kind_of(preset: str, grant: dict[str, Any]) -> Kind:
+    """The kind of a role assignment a deploy of the preset made (the stand-in's resource: its description, and its
+    scope, or the resource group its ID lies in)."""
+    props = grant.get("properties") or {}
+    role, principal = principal_of(str(props.get("description", "")))
+    scope = str(props.get("scope") or str(grant["id"]).lower().split("/providers/microsoft.authorization/")[0])
+    if "/providers/" in scope:
+        return Kind(role, principal, scope_kind(scope.split("/providers/", 1)[1], ""))
+    if "/resourcegroups/" not in scope.lower():
+        return Kind(role, principal, "subscription")
+    group = scope.lower().split("/resourcegroups/", 1)[1].split("/")[0]
+    for kind, r, rg in _rendered(preset):
+        if (kind.role, kind.principal) == (role, principal) and not r.get("scope") and (rg or "").lower() == group:
+            return kind
+    raise LookupError(f"{preset} renders no {role} for {principal} at resource group {group}")
 
 
 def kinds() -> dict[Kind, set[str]]:

@@ -27,11 +27,11 @@ from hpclz.render.roles import ROLE_IDS
 from hpclz.render.zone import LOCKER_IDENTITY, Zone
 from tests.conftest import RunCli
 from tests.deploy.outside import ids
-from tests.deploy.role_assignments import PRESETS, Kind, kinds, principal_of, rendered, scope_kind
+from tests.deploy.role_assignments import PRESETS, Kind, kind_of, kinds, rendered
 from tests.deploy.test_proving_ground import deployed, refused, scheduler_identity
 from tests.support.arm_standin import ArmStandIn
 from tests.support.arm_standin.cyclecloud import CycleCloud
-from tests.support.arm_standin.data_planes import BlobFront
+from tests.support.arm_standin.data_planes import BlobFront, VaultFront
 from tests.support.arm_standin.imds import Imds
 from tests.support.arm_standin.reach import Origin
 from tests.support.azurite import shared_azurite
@@ -43,13 +43,20 @@ SCHEDULER = "identity.managed_identities.scheduler"
 COMPUTE = "identity.managed_identities.compute"
 LOCKER = "compute.cyclecloud"  # the locker identity: it exists because the CycleCloud server does (render/roles.py)
 ARM_AUDIENCE = "https://management.azure.com/"
-BLOB_CONTAINERS = (
-    "tests.deploy.test_role_removals::test_each_blob_data_grant_on_a_container_is_what_lets_its_writer_write_there"
+HERE = "tests.deploy.test_role_removals::"  # the scenarios below (SCENARIOS), run by test_each_removal_refuses...
+BLOB_CONTAINERS = HERE + "blob_container_writes"
+GROUP_LISTS = HERE + "group_lists"
+SECRET_READS = HERE + "secret_reads"
+STORAGE_AUDIENCE = "https://storage.azure.com/"
+READERS = "identity.groups.readers"
+READ_SCOPES = (
+    "Microsoft.StorageCache/amlFilesystems",
+    "Microsoft.NetApp/netAppAccounts/capacityPools/volumes",
+    "Microsoft.Insights/dataCollectionRules",
+    "Microsoft.Insights/dataCollectionEndpoints",
+    "Microsoft.ManagedIdentity/userAssignedIdentities",
 )
-BOOT_READS = (
-    "tests.deploy.test_role_removals::"
-    "test_each_reader_grant_of_a_node_identity_is_what_lets_its_nodes_read_that_resource_at_boot"
-)
+BOOT_READS = HERE + "boot_reads"
 CYCLECLOUD_START = "tests.deploy.test_proving_ground::test_cyclecloud_creates_every_node_and_needs_every_role_it_holds"
 
 
@@ -85,7 +92,7 @@ REMOVALS: dict[Kind, Removal] = {
     Kind("Storage Blob Data Reader", LOCKER, ACCOUNT): Removal(
         "each node reads the locker at boot (its cluster-init projects)", CYCLECLOUD_START
     ),
-    # Each grant scoped to one container, removed in turn on ai-training: its writer's Put Blob there is refused.
+    # Each grant scoped to one container, removed in turn: its writer's Put Blob there is refused.
     Kind("Storage Blob Data Contributor", COMPUTE, BLOB_CONTAINER): Removal(
         "a job on a compute node writes a checkpoint (or a dataset) with the node's identity", BLOB_CONTAINERS
     ),
@@ -96,7 +103,7 @@ REMOVALS: dict[Kind, Removal] = {
         "an admin's `hpclz deploy` from inside the VNet uploads the wheel to the locker's hpclz container",
         BLOB_CONTAINERS,
     ),
-    # Each Reader scoped to one resource for a node identity, removed in turn on energy and manufacturing: the node's
+    # Each Reader scoped to one resource for a node identity, removed in turn: the node's
     # boot-time read of that resource (hpclz-arm-get) is refused.
     Kind("Reader", COMPUTE, "Microsoft.Insights/dataCollectionEndpoints"): Removal(
         "nodes read the endpoint to build the remote-write URL at boot", BOOT_READS
@@ -128,6 +135,25 @@ REMOVALS: dict[Kind, Removal] = {
     Kind("Reader", LOCKER, "Microsoft.NetApp/netAppAccounts/capacityPools/volumes"): Removal(
         "login nodes look up the NetApp mount address at boot", BOOT_READS
     ),
+    # A member of the readers group lists each group's resources; a node reads each secret its identity is given.
+    Kind("Reader", READERS, "resource group (compute)"): Removal(
+        "a reader lists the compute group's resources", GROUP_LISTS
+    ),
+    Kind("Reader", READERS, "resource group (identity)"): Removal(
+        "a reader lists the identity group's resources", GROUP_LISTS
+    ),
+    Kind("Reader", READERS, "resource group (monitoring)"): Removal(
+        "a reader lists the monitoring group's resources", GROUP_LISTS
+    ),
+    Kind("Reader", READERS, "resource group (network)"): Removal(
+        "a reader lists the network group's resources", GROUP_LISTS
+    ),
+    Kind("Reader", READERS, "resource group (storage)"): Removal(
+        "a reader lists the storage group's resources", GROUP_LISTS
+    ),
+    Kind("Key Vault Secrets User", COMPUTE, "Microsoft.KeyVault/vaults/secrets"): Removal(
+        "a compute node reads the secret it is given (finance's pricing-library licence)", SECRET_READS
+    ),
 }
 
 # Rendered, and no removal scenario proves them yet: the use src/hpclz/render/roles.py grants each for, unproved.
@@ -137,11 +163,6 @@ NO_SCENARIO_YET: dict[Kind, str] = {
     Kind("Contributor", "identity.groups.admins", "resource group (compute)"): "admins repair and resize cluster VMs",
     Kind("Virtual Machine Administrator Login", "identity.groups.admins", "resource group (compute)"):
         "admins sign in to the CycleCloud VM with Entra ID SSH",
-    Kind("Reader", "identity.groups.readers", "resource group (compute)"): "readers list the compute group",
-    Kind("Reader", "identity.groups.readers", "resource group (identity)"): "readers list the identity group",
-    Kind("Reader", "identity.groups.readers", "resource group (monitoring)"): "readers list the monitoring group",
-    Kind("Reader", "identity.groups.readers", "resource group (network)"): "readers list the network group",
-    Kind("Reader", "identity.groups.readers", "resource group (storage)"): "readers list the storage group",
     Kind("Grafana Admin", "identity.groups.admins", "Microsoft.Dashboard/grafana"):
         "admins sign in to Grafana and manage its dashboards (no Grafana data plane in the stand-in yet)",
     Kind("Monitoring Data Reader", "monitoring.prometheus.grafana", "Microsoft.Monitor/accounts"):
@@ -151,8 +172,6 @@ NO_SCENARIO_YET: dict[Kind, str] = {
         "the scheduler and partitions publish their metrics through the data collection rule (no ingestion endpoint in the stand-in yet)",
     Kind("Monitoring Metrics Publisher", LOCKER, "Microsoft.Insights/dataCollectionRules"):
         "the login nodes publish their metrics through the data collection rule",
-    Kind("Key Vault Secrets User", COMPUTE, "Microsoft.KeyVault/vaults/secrets"):
-        "compute nodes read finance's pricing-library licence",
     Kind("Storage Account Contributor", "storage.lustre.hsm.resource_provider_object_id", ACCOUNT):
         "Azure Managed Lustre's HSM links the filesystem to the container (no Lustre service in the stand-in)",
     Kind("Storage Blob Data Contributor", "storage.lustre.hsm.resource_provider_object_id", ACCOUNT):
@@ -176,7 +195,7 @@ def test_no_row_outlives_its_assignment() -> None:
     assert not set(REMOVALS) & set(NO_SCENARIO_YET)
 
 
-def test_each_proof_names_a_test_that_exists() -> None:
+def test_each_proof_names_a_test_or_scenario_that_exists() -> None:
     for removal in REMOVALS.values():
         module, _, name = removal.proved_by.partition("::")
         assert callable(getattr(importlib.import_module(module), name, None)), removal.proved_by
@@ -195,10 +214,74 @@ def test_no_rendered_assignment_lacks_a_removal_scenario() -> None:
     assert sorted(str(k) for k in NO_SCENARIO_YET) == []
 
 
-# ----- scenarios in a deployed preset's world -----
+# ----- scenarios, each in one deployed preset's world -----
+# A scenario runs its step once per rendered assignment of its kinds in the world, with that assignment removed and
+# then with it back, and returns (kind, label, without, with it) for each; WORLDS deploys each preset once for all.
+Outcome = tuple[Kind, str, object, object]
+
+
+@dataclass
+class World:
+    """A preset deployed from outside the VNet (tests/deploy/test_proving_ground.deployed) and the nodes CycleCloud's
+    actor created in it; a node in the compute subnet with the instance metadata service for the identities it
+    carries."""
+
+    arm: ArmStandIn
+    preset: str
+    zone: Zone
+    imds: Imds
+    origin: Origin
+
+    def identity(self, role: str) -> str:
+        return str(
+            next(
+                r["id"] for r in self.arm.world.resources.values()
+                if r["type"] == "Microsoft.ManagedIdentity/userAssignedIdentities"
+                and r["name"] == self.zone.identity_name(role)
+            )
+        )  # fmt: skip
+
+    def node_token(self, role: str, audience: str) -> str:
+        """The token a node's metadata service hands its scripts for the identity (a node that carries it)."""
+        identity = self.identity(role)
+        node = next(
+            r for r in self.arm.world.resources.values()
+            if r["type"] in ("Microsoft.Compute/virtualMachines", "Microsoft.Compute/virtualMachineScaleSets")
+            and any(k.lower() == identity.lower() for k in (r.get("identity") or {}).get("userAssignedIdentities", {}))
+        )  # fmt: skip
+        query = urllib.parse.urlencode({"api-version": "2018-02-01", "resource": audience, "mi_res_id": identity})
+        url = f"{self.imds.route(node, self.imds.url)}/metadata/identity/oauth2/token?{query}"
+        with urllib.request.urlopen(urllib.request.Request(url, headers={"Metadata": "true"}), timeout=30) as answer:
+            return str(json.loads(answer.read())["access_token"])
+
+    def grants(self, *of: Kind) -> list[tuple[str, dict[str, Any], Kind]]:
+        """The world's role assignments of these kinds, as deploy made them: (key, resource, kind)."""
+        out = []
+        for key, r in list(self.arm.world.resources.items()):
+            if r["type"] == "Microsoft.Authorization/roleAssignments":
+                kind = kind_of(self.preset, r)
+                if kind in of:
+                    out.append((key, r, kind))
+        return out
+
+    def without(self, key: str, step: Callable[[], T]) -> tuple[T, T]:
+        """The step with the assignment removed, then with it back."""
+        grant = self.arm.world.resources.pop(key)
+        try:
+            refused = step()
+        finally:
+            self.arm.world.resources[key] = grant
+        return refused, step()
+
+
+def scope_of(grant: dict[str, Any]) -> str:
+    props = grant["properties"]
+    return str(props.get("scope") or str(grant["id"]).split("/providers/Microsoft.Authorization/")[0])
+
+
 def _put_blob(url: str, token: str) -> tuple[int, str]:
-    """A node's script writes a blob with a bearer token over its own network, as Blob storage's REST API takes it
-    (Put Blob: learn.microsoft.com/rest/api/storageservices/put-blob): (status, x-ms-error-code)."""
+    """Put Blob with a bearer token, as a node's script or a user's tool sends it (learn.microsoft.com/rest/api/
+    storageservices/put-blob): (status, x-ms-error-code)."""
     headers = {"Authorization": "Bearer " + token, "x-ms-version": "2021-08-06", "x-ms-blob-type": "BlockBlob"}
     request = urllib.request.Request(url, data=b"step", headers=headers, method="PUT")
     try:
@@ -208,184 +291,171 @@ def _put_blob(url: str, token: str) -> tuple[int, str]:
         return exc.code, exc.headers.get("x-ms-error-code") or ""
 
 
-def _imds_token(imds: Imds, node: dict[str, Any], identity: str, audience: str = "https://storage.azure.com/") -> str:
-    """The token the node's metadata service hands its scripts for `identity` (an identity the node carries)."""
-    query = urllib.parse.urlencode({"api-version": "2018-02-01", "resource": audience, "mi_res_id": identity})
-    request = urllib.request.Request(
-        f"{imds.route(node, imds.url)}/metadata/identity/oauth2/token?{query}", headers={"Metadata": "true"}
-    )
-    with urllib.request.urlopen(request, timeout=30) as response:
-        return str(json.loads(response.read())["access_token"])
+def _arm_client(world: World, token: str) -> Any:
+    from hpclz.azure.clients import AzureClients, StaticTokenCredential
+
+    return AzureClients(world.arm.subscription_id, credential=StaticTokenCredential(token))
 
 
-def _grants(arm: ArmStandIn, kind: Kind) -> dict[str, dict[str, Any]]:
-    """The world's role assignments of this kind (as deploy made them): key -> resource."""
-    prefix = f"hpclz: {kind.role} for {kind.principal}"
-    return {
-        key: r for key, r in arm.world.resources.items()
-        if r["type"] == "Microsoft.Authorization/roleAssignments"
-        and str(r["properties"].get("description", "")).startswith(prefix)
-        and "/blobservices/default/containers/" in str(r["properties"].get("scope", "")).lower()
-    }  # fmt: skip
+def _code(call: Callable[[], object], ok: str) -> str:
+    """`ok` when the call goes through, else the service's error code (ARM's, or Key Vault's inner one)."""
+    from azure.core.exceptions import HttpResponseError
 
-
-def _removed(arm: ArmStandIn, key: str, step: Callable[[], T]) -> T:
-    grant = arm.world.resources.pop(key)
     try:
-        return step()
-    finally:
-        arm.world.resources[key] = grant
+        call()
+    except HttpResponseError as exc:
+        inner = getattr(exc.error, "innererror", None) or {}
+        return str(
+            inner.get("code")
+            if isinstance(inner, dict) and inner.get("code")
+            else (exc.error.code if exc.error else exc.status_code)
+        )
+    return ok
 
 
-@pytest.mark.slow
-@pytest.mark.timeout(300)
-def test_each_blob_data_grant_on_a_container_is_what_lets_its_writer_write_there(
-    arm: ArmStandIn, tmp_path: Path, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """ai-training deployed, and CycleCloud's nodes created; then each Storage Blob Data Contributor hpclz scopes to one
-    container (the compute identity's, the users group's, the admins group's on the locker's hpclz container) removed
-    in turn: its writer's Put Blob into that container, from the compute subnet, is refused with Blob storage's
-    403 AuthorizationPermissionMismatch, and goes in once the assignment is back. The compute identity's token comes
-    from the metadata service of a node that carries it, as a job's script gets it."""
-    config = deployed(arm, tmp_path, run_cli, "ai-training", monkeypatch)
-    assert refused(CycleCloud(arm.world, arm.proving.authorization, arm.proving.policy_log).start(
-        as_identity=scheduler_identity(arm))) == []  # fmt: skip
-    _, compute_subnet = ids(arm, config)
-    origin = Origin(subnet=compute_subnet, address="203.0.113.50", name="a compute node")
-    zone = Zone(load_config(config).config)
-    groups = zone.config.identity.groups
-    compute_identity = next(
-        r["id"] for r in arm.world.resources.values()
-        if r["type"] == "Microsoft.ManagedIdentity/userAssignedIdentities" and r["name"] == zone.identity_name("compute")
-    )  # fmt: skip
-    node = next(
-        r for r in arm.world.resources.values()
-        if r["type"] in ("Microsoft.Compute/virtualMachines", "Microsoft.Compute/virtualMachineScaleSets")
-        and any(k.lower() == compute_identity.lower() for k in (r.get("identity") or {}).get("userAssignedIdentities", {}))
-    )  # fmt: skip
-    imds = Imds(arm).start()
-    _, user_token = arm.proving.principal("a user", groups=tuple(groups.users))
-    _, admin_token = arm.proving.principal("an admin", groups=tuple(groups.admins))
+def blob_container_writes(world: World) -> list[Outcome]:
+    """Each Storage Blob Data Contributor scoped to one container: its writer's Put Blob into that container from the
+    compute subnet (the compute identity with its node's token; a member of the users or admins group with their
+    own). Refused: Blob storage's 403 AuthorizationPermissionMismatch."""
+    _, user = world.arm.proving.principal("a user", groups=tuple(world.zone.config.identity.groups.users))
+    _, admin = world.arm.proving.principal("an admin", groups=tuple(world.zone.config.identity.groups.admins))
     writers = {
-        Kind("Storage Blob Data Contributor", COMPUTE, BLOB_CONTAINER): _imds_token(imds, node, compute_identity),
-        Kind("Storage Blob Data Contributor", "identity.groups.users", BLOB_CONTAINER): user_token,
-        Kind("Storage Blob Data Contributor", "identity.groups.admins", BLOB_CONTAINER): admin_token,
+        Kind("Storage Blob Data Contributor", COMPUTE, BLOB_CONTAINER): world.node_token("compute", STORAGE_AUDIENCE),
+        Kind("Storage Blob Data Contributor", "identity.groups.users", BLOB_CONTAINER): user,
+        Kind("Storage Blob Data Contributor", "identity.groups.admins", BLOB_CONTAINER): admin,
     }
     azurite = shared_azurite()
     service = BlobServiceClient.from_connection_string(azurite.connection_string)
     fronts: dict[str, BlobFront] = {}
-    proved: dict[str, tuple[tuple[int, str], tuple[int, str]]] = {}
+    out: list[Outcome] = []
     try:
-        for kind, token in writers.items():
-            grants = _grants(arm, kind)
-            assert grants, str(kind)
-            for key, grant in grants.items():
-                scope = str(grant["properties"]["scope"])
-                account, _, container = scope.partition("/blobServices/default/containers/")
-                if account.lower() not in fronts:
-                    fronts[account.lower()] = BlobFront(arm, account, azurite.account_url, origin).start()
-                if not service.get_container_client(container).exists():
-                    service.create_container(container)
-                url = f"{fronts[account.lower()].account_url}/{container}/role-removal-{uuid.uuid4()}.bin"
+        for key, grant, kind in world.grants(*writers):
+            account, _, container = scope_of(grant).partition("/blobServices/default/containers/")
+            if account.lower() not in fronts:
+                fronts[account.lower()] = BlobFront(world.arm, account, azurite.account_url, world.origin).start()
+            if not service.get_container_client(container).exists():
+                service.create_container(container)
+            url = f"{fronts[account.lower()].account_url}/{container}/role-removal-{uuid.uuid4()}.bin"
 
-                def step(url: str = url, token: str = token) -> tuple[int, str]:
-                    return _put_blob(url, token)
+            def step(url: str = url, token: str = writers[kind]) -> tuple[int, str]:
+                return _put_blob(url, token)
 
-                proved[f"{kind} ({container})"] = (_removed(arm, key, step), step())
+            out.append((kind, container, *world.without(key, step)))
     finally:
         for front in fronts.values():
             front.stop()
-        imds.stop()
-    # Every such grant ai-training renders was removed (checkpoints and datasets for the identity and the users, the
-    # locker's hpclz container for the admins), each breaking its own writer only.
-    assert len(proved) == sum(1 for kind, _ in rendered("ai-training") if kind in writers), proved
-    assert proved and all(
-        without == (403, "AuthorizationPermissionMismatch") and with_it == (201, "")
-        for without, with_it in proved.values()
-    ), proved
+    return out
 
 
-READ_SCOPES = (
-    "Microsoft.StorageCache/amlFilesystems",
-    "Microsoft.NetApp/netAppAccounts/capacityPools/volumes",
-    "Microsoft.Insights/dataCollectionRules",
-    "Microsoft.Insights/dataCollectionEndpoints",
-    "Microsoft.ManagedIdentity/userAssignedIdentities",
-)
-
-
-def _carrier(arm: ArmStandIn, identity: str) -> dict[str, Any]:
-    """A node CycleCloud created (VM or scale set) that carries `identity`."""
-    return next(
-        r for r in arm.world.resources.values()
-        if r["type"] in ("Microsoft.Compute/virtualMachines", "Microsoft.Compute/virtualMachineScaleSets")
-        and any(k.lower() == identity.lower() for k in (r.get("identity") or {}).get("userAssignedIdentities", {}))
-    )  # fmt: skip
-
-
-def _arm_read(arm: ArmStandIn, token: str, resource_id: str) -> str:
-    """The node's boot-time read of one resource (hpclz-arm-get, templates/cloud-init/arm_get.py: a GET of the
-    resource with the identity's token), through the real azure-mgmt-resource client: "read", or ARM's error code."""
-    from azure.core.exceptions import HttpResponseError
-
-    from hpclz.azure.clients import AzureClients, StaticTokenCredential
+def boot_reads(world: World) -> list[Outcome]:
+    """Each Reader scoped to one resource for a node identity: the read a node makes of it at boot with that identity's
+    metadata-service token (hpclz-arm-get, templates/cloud-init/arm_get.py: a GET of the resource) through the real
+    azure-mgmt-resource client. Refused: ARM's AuthorizationFailed."""
     from hpclz.render.arm import API_VERSIONS
 
-    kind = scope_kind(resource_id.split("/providers/", 1)[1], "")
-    clients = AzureClients(arm.subscription_id, credential=StaticTokenCredential(token))
-    try:
-        clients.resources.resources.get_by_id(resource_id, api_version=API_VERSIONS[kind])
-    except HttpResponseError as exc:
-        return str(exc.error.code if exc.error else exc.status_code)
-    return "read"
+    tokens = {
+        COMPUTE: world.node_token("compute", ARM_AUDIENCE),
+        LOCKER: world.node_token(LOCKER_IDENTITY, ARM_AUDIENCE),
+    }
+    out: list[Outcome] = []
+    for key, grant, kind in world.grants(*(Kind("Reader", who, t) for who in tokens for t in READ_SCOPES)):
+        resources = _arm_client(world, tokens[kind.principal]).resources.resources
+        scope = scope_of(grant)
+
+        def step(scope: str = scope, resources: Any = resources, api: str = API_VERSIONS[kind.scope]) -> str:
+            return _code(lambda: resources.get_by_id(scope, api_version=api), "read")
+
+        out.append((kind, scope.split("/providers/", 1)[1], *world.without(key, step)))
+    return out
+
+
+def group_lists(world: World) -> list[Outcome]:
+    """Each Reader of the readers group on a resource group: a member lists that group's resources (az resource list
+    -g, through the real azure-mgmt-resource client). Refused: ARM's AuthorizationFailed."""
+    _, reader = world.arm.proving.principal("a reader", groups=tuple(world.zone.config.identity.groups.readers))
+    resources = _arm_client(world, reader).resources.resources
+    out: list[Outcome] = []
+    for key, grant, kind in world.grants(*(k for k in REMOVALS if k.principal == READERS)):
+        group = scope_of(grant).rsplit("/", 1)[-1]
+
+        def step(group: str = group) -> str:
+            return _code(lambda: list(resources.list_by_resource_group(group)), "listed")
+
+        out.append((kind, group, *world.without(key, step)))
+    return out
+
+
+def secret_reads(world: World) -> list[Outcome]:
+    """Each Key Vault Secrets User of the compute identity on one secret: a node reads that secret with its identity's
+    token through the real azure-keyvault-secrets client, from the compute subnet. Refused: Key Vault's 403
+    Forbidden, inner code ForbiddenByRbac."""
+    from azure.keyvault.secrets import SecretClient
+
+    from hpclz.azure.clients import StaticTokenCredential
+
+    token = world.node_token("compute", "https://vault.azure.net")
+    out: list[Outcome] = []
+    for key, grant, kind in world.grants(Kind("Key Vault Secrets User", COMPUTE, "Microsoft.KeyVault/vaults/secrets")):
+        vault, _, name = scope_of(grant).partition("/secrets/")
+        front = VaultFront(world.arm, vault, world.origin).start()
+        front.secrets[name] = [("1", "a value")]  # seeded: the read, not the value, is what this step proves
+        try:
+            client = SecretClient(
+                front.vault_url, StaticTokenCredential(token), verify_challenge_resource=False,
+                connection_verify=str(world.arm.cert),
+            )  # fmt: skip
+
+            def step(name: str = name, client: Any = client) -> str:
+                return _code(lambda: client.get_secret(name), "read")
+
+            out.append((kind, name, *world.without(key, step)))
+        finally:
+            front.stop()
+    return out
+
+
+# Each scenario and what its step answers without the assignment, then with it.
+SCENARIOS: dict[str, tuple[Callable[[World], list[Outcome]], object, object]] = {
+    "blob_container_writes": (blob_container_writes, (403, "AuthorizationPermissionMismatch"), (201, "")),
+    "boot_reads": (boot_reads, "AuthorizationFailed", "read"),
+    "group_lists": (group_lists, "AuthorizationFailed", "listed"),
+    "secret_reads": (secret_reads, "ForbiddenByRbac", "read"),
+}
+# The presets deployed for them: between them they render every kind the scenarios prove.
+WORLDS = ("energy", "finance", "manufacturing")
+
+
+def test_each_scenario_kind_is_rendered_by_a_preset_it_runs_on() -> None:
+    found = kinds()
+    for kind, removal in REMOVALS.items():
+        if removal.proved_by.startswith(HERE):
+            assert found[kind] & set(WORLDS), f"{kind}: rendered only by {sorted(found[kind])}, not deployed here"
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(300)
-@pytest.mark.parametrize("preset", ["energy", "manufacturing"])
-def test_each_reader_grant_of_a_node_identity_is_what_lets_its_nodes_read_that_resource_at_boot(
+@pytest.mark.timeout(400)
+@pytest.mark.parametrize("preset", WORLDS)
+def test_each_removal_refuses_the_step_that_needs_it(
     arm: ArmStandIn, tmp_path: Path, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch, preset: str
 ) -> None:
-    """The preset deployed and CycleCloud's nodes created; then each Reader hpclz scopes to one resource for a node
-    identity (the compute identity, and the locker identity the login nodes carry) removed in turn: the read a node
-    makes at boot with that identity's token from its metadata service (the Lustre file system or NetApp volume for
-    its mount address, the data collection rule and endpoint and the identity itself for Prometheus's remote write)
-    is refused with ARM's AuthorizationFailed, and succeeds once the assignment is back."""
+    """The preset deployed once and CycleCloud's nodes created; then, for each kind REMOVALS proves here, every
+    assignment of that kind the deploy made is removed in turn: its step is refused with the service's own error code,
+    and goes through once the assignment is back. An assignment whose removal breaks nothing fails here by name."""
     config = deployed(arm, tmp_path, run_cli, preset, monkeypatch)
-    assert refused(CycleCloud(arm.world, arm.proving.authorization, arm.proving.policy_log).start(
-        as_identity=scheduler_identity(arm))) == []  # fmt: skip
-    zone = Zone(load_config(config).config)
-    identities = {
-        path: next(
-            r for r in arm.world.resources.values()
-            if r["type"] == "Microsoft.ManagedIdentity/userAssignedIdentities" and r["name"] == zone.identity_name(role)
-        )["id"]
-        for path, role in ((COMPUTE, "compute"), (LOCKER, LOCKER_IDENTITY))
-    }  # fmt: skip
+    actor = CycleCloud(arm.world, arm.proving.authorization, arm.proving.policy_log)
+    assert refused(actor.start(as_identity=scheduler_identity(arm))) == []
+    _, compute_subnet = ids(arm, config)
     imds = Imds(arm).start()
-    proved: dict[str, tuple[str, str]] = {}
+    world = World(arm, preset, Zone(load_config(config).config), imds, Origin(compute_subnet, "203.0.113.50", "node"))
     try:
-        tokens = {path: _imds_token(imds, _carrier(arm, rid), rid, ARM_AUDIENCE) for path, rid in identities.items()}
-        for key, grant in list(arm.world.resources.items()):
-            if grant["type"] != "Microsoft.Authorization/roleAssignments":
-                continue
-            scope = str(grant["properties"].get("scope", ""))
-            role, path = principal_of(str(grant["properties"].get("description", "")))
-            if role != "Reader" or path not in tokens or "/providers/" not in scope:
-                continue
-            if scope_kind(scope.split("/providers/", 1)[1], "") not in READ_SCOPES:
-                continue
-            token = tokens[path]
-
-            def step(scope: str = scope, token: str = token) -> str:
-                return _arm_read(arm, token, scope)
-
-            proved[f"Reader for {path} at {scope.split('/providers/', 1)[1]}"] = (_removed(arm, key, step), step())
+        for name, (scenario, without, with_it) in SCENARIOS.items():
+            mine = {k for k, r in REMOVALS.items() if r.proved_by == f"{HERE}{name}"}
+            outcomes = scenario(world)
+            unneeded = [f"{k} ({label}): {a!r}" for k, label, a, _ in outcomes if a != without]
+            assert unneeded == [], f"{name}: removal refused nothing: {unneeded}"
+            failing = [f"{k} ({label}): {b!r}" for k, label, _, b in outcomes if b != with_it]
+            assert failing == [], f"{name}: the step fails even with the assignment: {failing}"
+            # Every assignment of these kinds the preset renders was removed once (none left unexamined).
+            assert sorted(str(k) for k, *_ in outcomes) == sorted(str(k) for k, _ in rendered(preset) if k in mine)
     finally:
         imds.stop()
-    expected = sum(
-        1 for kind, _ in rendered(preset)
-        if kind.role == "Reader" and kind.principal in (COMPUTE, LOCKER) and kind.scope in READ_SCOPES
-    )  # fmt: skip
-    assert expected and len(proved) == expected, proved
-    assert all(v == ("AuthorizationFailed", "read") for v in proved.values()), proved
