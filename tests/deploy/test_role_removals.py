@@ -154,13 +154,16 @@ REMOVALS: dict[Kind, Removal] = {
     Kind("Key Vault Secrets User", COMPUTE, "Microsoft.KeyVault/vaults/secrets"): Removal(
         "a compute node reads the secret it is given (finance's pricing-library licence)", SECRET_READS
     ),
+    Kind("Contributor", "identity.groups.admins", "resource group (compute)"): Removal(
+        "an admin runs `hpclz verify --via run-command` (a managed run command on a cluster VM)",
+        HERE + "admin_run_commands",
+    ),
 }
 
 # Rendered, and no removal scenario proves them yet: the use src/hpclz/render/roles.py grants each for, unproved.
 # Every entry is an open finding (test_no_rendered_assignment_lacks_a_removal_scenario, a strict xfail, fails once the
 # list is empty: then drop it).
 NO_SCENARIO_YET: dict[Kind, str] = {
-    Kind("Contributor", "identity.groups.admins", "resource group (compute)"): "admins repair and resize cluster VMs",
     Kind("Virtual Machine Administrator Login", "identity.groups.admins", "resource group (compute)"):
         "admins sign in to the CycleCloud VM with Entra ID SSH",
     Kind("Grafana Admin", "identity.groups.admins", "Microsoft.Dashboard/grafana"):
@@ -414,12 +417,40 @@ def secret_reads(world: World) -> list[Outcome]:
     return out
 
 
+def admin_run_commands(world: World) -> list[Outcome]:
+    """Contributor of the admins group on the compute group: a member runs a managed run command on a cluster VM, the
+    way `hpclz verify --via run-command` does (hpclz.azure.run_command.run_inline, through the real
+    azure-mgmt-compute client; Microsoft.Compute/virtualMachines/runCommands/write, which Contributor's "*" holds).
+    Refused: ARM's AuthorizationFailed, as hpclz's one-line error."""
+    from hpclz.azure.run_command import run_inline
+    from hpclz.errors import HpclzError
+
+    _, admin = world.arm.proving.principal("an admin", groups=tuple(world.zone.config.identity.groups.admins))
+    clients = _arm_client(world, admin)
+    group = world.zone.rg["compute"].lower()
+    vm = next(
+        str(r["id"]) for r in world.arm.world.resources.values()
+        if r["type"] == "Microsoft.Compute/virtualMachines" and f"/resourcegroups/{group}/" in str(r["id"]).lower()
+    )  # fmt: skip
+
+    def step() -> str:
+        try:
+            done = run_inline(clients, vm, "hpclz-role-removal", "echo ran", timeout_s=60, progress=lambda _: None)
+        except HpclzError as exc:
+            return "AuthorizationFailed" if "AuthorizationFailed" in str(exc) else str(exc)
+        return "ran" if done.exit_code == 0 and done.stdout.strip() == "ran" else f"{done.state}: {done.stderr}"
+
+    kind = Kind("Contributor", "identity.groups.admins", "resource group (compute)")
+    return [(kind, group, *world.without(key, step)) for key, _, kind in world.grants(kind)]
+
+
 # Each scenario and what its step answers without the assignment, then with it.
 SCENARIOS: dict[str, tuple[Callable[[World], list[Outcome]], object, object]] = {
     "blob_container_writes": (blob_container_writes, (403, "AuthorizationPermissionMismatch"), (201, "")),
     "boot_reads": (boot_reads, "AuthorizationFailed", "read"),
     "group_lists": (group_lists, "AuthorizationFailed", "listed"),
     "secret_reads": (secret_reads, "ForbiddenByRbac", "read"),
+    "admin_run_commands": (admin_run_commands, "AuthorizationFailed", "ran"),
 }
 # The presets deployed for them: between them they render every kind the scenarios prove.
 WORLDS = ("energy", "finance", "manufacturing")
