@@ -25,7 +25,7 @@ from hpclz.config.identity import BuiltinRole
 from hpclz.config.loader import load_config
 from hpclz.render.roles import ROLE_IDS
 from hpclz.render.zone import LOCKER_IDENTITY, Zone
-from tests.conftest import RunCli
+from tests.conftest import REPO, RunCli
 from tests.deploy.outside import ids
 from tests.deploy.role_assignments import PRESETS, Kind, kind_of, kinds, rendered
 from tests.deploy.test_proving_ground import deployed, refused, scheduler_identity
@@ -490,3 +490,27 @@ def test_each_removal_refuses_the_step_that_needs_it(
             assert sorted(str(k) for k, *_ in outcomes) == sorted(str(k) for k, _ in rendered(preset) if k in mine)
     finally:
         imds.stop()
+
+
+# ----- the table in docs/azure-rules.md -----
+DOCS = REPO / "docs" / "azure-rules.md"
+DOCS_START = "<!-- role-removals: start (tests/deploy/test_role_removals.py writes it: docs_table) -->"
+DOCS_END = "<!-- role-removals: end -->"
+
+
+def docs_table() -> str:
+    """Every rendered kind, who holds it where, the step that needs it and what proves it (or that nothing does)."""
+    lines = ["| Role | Holder | Scope | Step that needs it | Removal shown by |", "|---|---|---|---|---|"]
+    rows = [(k, r.step, f"`{r.proved_by.replace('tests.deploy.', 'tests/deploy/').replace('::', '.py::', 1)}`")
+            for k, r in REMOVALS.items()]  # fmt: skip
+    rows += [(k, step, "**open finding: no scenario yet**") for k, step in NO_SCENARIO_YET.items()]
+    for kind, step, proof in sorted(rows, key=lambda row: (row[0].principal, row[0].role, row[0].scope)):
+        lines.append(f"| {kind.role} | `{kind.principal}` | {kind.scope} | {step} | {proof} |")
+    return "\n".join([DOCS_START, *lines, DOCS_END])
+
+
+def test_the_docs_table_is_the_tables_here() -> None:
+    text = DOCS.read_text()
+    assert DOCS_START in text and DOCS_END in text
+    shown = text[text.index(DOCS_START) : text.index(DOCS_END) + len(DOCS_END)]
+    assert shown == docs_table(), "docs/azure-rules.md's role table is stale: paste docs_table() in its place"
