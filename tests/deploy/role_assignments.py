@@ -5,16 +5,35 @@ subscription the assignment is made at."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import json
+import tempfile
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cache
+from pathlib import Path
 from typing import Any
+
+from ruamel.yaml import YAML
 
 from hpclz.config.loader import load_config
 from hpclz.render.build import build_plan
 from tests.conftest import REPO
 
 PRESETS = ("energy", "finance", "ai-training", "manufacturing")
+
+
+def _portal_client_secret(data: dict[str, Any]) -> None:
+    """The portal with an OIDC client secret in the zone's vault (what
+    tests/deploy/test_proving_ground.py::test_the_portal_reads_its_client_secret_and_not_the_slurm_database_password
+    deploys): the portal VM's own identity then reads that one secret."""
+    data["identity"]["key_vault"]["secrets"]["ood-client-secret"] = "${env:OOD_CLIENT_SECRET}"
+    data["portal"]["oidc"]["client_secret_name"] = "ood-client-secret"
+
+
+# Assignments no preset renders as shipped but a config option adds: (preset, edit) under a name of its own.
+VARIANTS: dict[str, tuple[str, Callable[[dict[str, Any]], None]]] = {
+    "energy+portal-client-secret": ("energy", _portal_client_secret),
+}
 ROLE_ASSIGNMENTS = "microsoft.authorization/roleassignments"
 
 
@@ -64,7 +83,17 @@ def rendered(preset: str) -> tuple[tuple[Kind, dict[str, Any]], ...]:
 
 @cache
 def _rendered(preset: str) -> tuple[tuple[Kind, dict[str, Any], str | None], ...]:
-    plan = build_plan(load_config(REPO / "configs" / f"{preset}.yaml").config)
+    config = REPO / "configs" / f"{preset}.yaml"
+    if preset in VARIANTS:
+        base, edit = VARIANTS[preset]
+        data = YAML(typ="safe").load((REPO / "configs" / f"{base}.yaml").read_text())
+        edit(data)
+        with tempfile.TemporaryDirectory() as folder:
+            config = Path(folder) / "lz.yaml"
+            config.write_text(json.dumps(data))  # JSON is YAML
+            plan = build_plan(load_config(config).config)
+    else:
+        plan = build_plan(load_config(config).config)
     out: list[tuple[Kind, dict[str, Any], str | None]] = []
     for d in plan.deployments:
         where = "subscription" if d.scope == "subscription" else f"resource group ({d.component})"
@@ -90,9 +119,9 @@ def kind_of(preset: str, grant: dict[str, Any]) -> Kind:
 
 
 def kinds() -> dict[Kind, set[str]]:
-    """Every kind any preset renders, with the presets that render it."""
+    """Every kind any preset (or variant) renders, with the presets that render it."""
     found: dict[Kind, set[str]] = {}
-    for preset in PRESETS:
+    for preset in (*PRESETS, *VARIANTS):
         for kind, _ in rendered(preset):
             found.setdefault(kind, set()).add(preset)
     return found

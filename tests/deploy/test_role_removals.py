@@ -27,7 +27,7 @@ from hpclz.render.roles import ROLE_IDS
 from hpclz.render.zone import LOCKER_IDENTITY, Zone
 from tests.conftest import REPO, RunCli
 from tests.deploy.outside import ids
-from tests.deploy.role_assignments import PRESETS, Kind, kind_of, kinds, rendered
+from tests.deploy.role_assignments import PRESETS, VARIANTS, Kind, kind_of, kinds, rendered
 from tests.deploy.test_proving_ground import deployed, refused, scheduler_identity
 from tests.support.arm_standin import ArmStandIn
 from tests.support.arm_standin.cyclecloud import CycleCloud
@@ -91,6 +91,10 @@ REMOVALS: dict[Kind, Removal] = {
     ),
     Kind("Storage Blob Data Reader", LOCKER, ACCOUNT): Removal(
         "each node reads the locker at boot (its cluster-init projects)", CYCLECLOUD_START
+    ),
+    Kind("Key Vault Secrets User", "portal.oidc.client_secret_name", "Microsoft.KeyVault/vaults/secrets"): Removal(
+        "the portal VM reads its OIDC client secret at boot (hpclz-portal-secret)",
+        "tests.deploy.test_proving_ground::test_the_portal_reads_its_client_secret_and_not_the_slurm_database_password",
     ),
     # Each grant scoped to one container, removed in turn: its writer's Put Blob there is refused.
     Kind("Storage Blob Data Contributor", COMPUTE, BLOB_CONTAINER): Removal(
@@ -204,7 +208,7 @@ def test_each_proof_names_a_test_or_scenario_that_exists() -> None:
         assert callable(getattr(importlib.import_module(module), name, None)), removal.proved_by
 
 
-@pytest.mark.parametrize("preset", PRESETS)
+@pytest.mark.parametrize("preset", [*PRESETS, *VARIANTS])
 def test_each_assignment_carries_the_role_its_description_names(preset: str) -> None:
     """The kind's role is read from the ARM description; it must be the role the assignment grants."""
     by_name = {role.value: ROLE_IDS[role] for role in BuiltinRole}
