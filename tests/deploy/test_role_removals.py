@@ -1,5 +1,5 @@
 """Least privilege by removal, for every role assignment hpclz renders: one table (REMOVALS) names, for each kind of
-assignment (role, principal, scope kind) any of the four presets renders, the step of deploy, cluster start, verify
+assignment (role, principal, scope kind) any of the four presets (or a config option, VARIANTS) renders, the step of deploy, cluster start, verify
 or destroy that needs it and the test that removes exactly that assignment in the stand-in's world and shows the step
 refused with Azure's error code while it succeeds with the assignment in place. Kinds no scenario proves yet are
 listed apart (NO_SCENARIO_YET) with the step that should need them: a finding, reported by a strict xfail, never a
@@ -176,7 +176,8 @@ NO_SCENARIO_YET: dict[Kind, str] = {
         "Grafana queries the workspace's Prometheus endpoint (no query endpoint in the stand-in yet, and the role's "
         "published JSON is not in data/builtin_roles.json)",
     Kind("Monitoring Metrics Publisher", COMPUTE, "Microsoft.Insights/dataCollectionRules"):
-        "the scheduler and partitions publish their metrics through the data collection rule (no ingestion endpoint in the stand-in yet)",
+        "the scheduler and partitions publish their metrics through the data collection rule (no ingestion endpoint "
+        "in the stand-in yet)",
     Kind("Monitoring Metrics Publisher", LOCKER, "Microsoft.Insights/dataCollectionRules"):
         "the login nodes publish their metrics through the data collection rule",
     Kind("Storage Account Contributor", "storage.lustre.hsm.resource_provider_object_id", ACCOUNT):
@@ -203,9 +204,12 @@ def test_no_row_outlives_its_assignment() -> None:
 
 
 def test_each_proof_names_a_test_or_scenario_that_exists() -> None:
+    """A proof here is a scenario test_each_removal_refuses_the_step_that_needs_it runs; elsewhere, a test."""
     for removal in REMOVALS.values():
         module, _, name = removal.proved_by.partition("::")
         assert callable(getattr(importlib.import_module(module), name, None)), removal.proved_by
+        if removal.proved_by.startswith(HERE):
+            assert name in SCENARIOS, removal.proved_by
 
 
 @pytest.mark.parametrize("preset", [*PRESETS, *VARIANTS])
