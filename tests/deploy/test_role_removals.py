@@ -8,7 +8,9 @@ skip. The coverage tests render only (no stand-in), so a new or changed assignme
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import json
+import os
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -17,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
+from unittest import mock
 
 import pytest
 from azure.storage.blob import BlobServiceClient
@@ -49,14 +52,9 @@ GROUP_LISTS = HERE + "group_lists"
 SECRET_READS = HERE + "secret_reads"
 STORAGE_AUDIENCE = "https://storage.azure.com/"
 READERS = "identity.groups.readers"
-READ_SCOPES = (
-    "Microsoft.StorageCache/amlFilesystems",
-    "Microsoft.NetApp/netAppAccounts/capacityPools/volumes",
-    "Microsoft.Insights/dataCollectionRules",
-    "Microsoft.Insights/dataCollectionEndpoints",
-    "Microsoft.ManagedIdentity/userAssignedIdentities",
-)
+READ_SCOPES = ("Microsoft.StorageCache/amlFilesystems", "Microsoft.NetApp/netAppAccounts/capacityPools/volumes")
 BOOT_READS = HERE + "boot_reads"
+REMOTE_WRITE = HERE + "remote_write_lookups"
 CYCLECLOUD_START = "tests.deploy.test_proving_ground::test_cyclecloud_creates_every_node_and_needs_every_role_it_holds"
 
 
@@ -107,25 +105,25 @@ REMOVALS: dict[Kind, Removal] = {
         "an admin's `hpclz deploy` from inside the VNet uploads the wheel to the locker's hpclz container",
         BLOB_CONTAINERS,
     ),
-    # Each Reader scoped to one resource for a node identity, removed in turn: the node's
-    # boot-time read of that resource (hpclz-arm-get) is refused.
+    # Each Reader scoped to one resource for a node identity, removed in turn: the node's boot-time read of that
+    # resource (hpclz-arm-get for the file systems, hpclz-prometheus-url for remote write) is refused.
     Kind("Reader", COMPUTE, "Microsoft.Insights/dataCollectionEndpoints"): Removal(
-        "nodes read the endpoint to build the remote-write URL at boot", BOOT_READS
+        "nodes read the endpoint to build the remote-write URL at boot", REMOTE_WRITE
     ),
     Kind("Reader", COMPUTE, "Microsoft.Insights/dataCollectionRules"): Removal(
-        "nodes read the rule to build the remote-write URL at boot", BOOT_READS
+        "nodes read the rule to build the remote-write URL at boot", REMOTE_WRITE
     ),
     Kind("Reader", LOCKER, "Microsoft.Insights/dataCollectionEndpoints"): Removal(
-        "login nodes read the endpoint to build the remote-write URL", BOOT_READS
+        "login nodes read the endpoint to build the remote-write URL", REMOTE_WRITE
     ),
     Kind("Reader", LOCKER, "Microsoft.Insights/dataCollectionRules"): Removal(
-        "login nodes read the rule to build the remote-write URL", BOOT_READS
+        "login nodes read the rule to build the remote-write URL", REMOTE_WRITE
     ),
     Kind("Reader", COMPUTE, "Microsoft.ManagedIdentity/userAssignedIdentities"): Removal(
-        "the scheduler and partitions read the compute identity's client ID for remote write", BOOT_READS
+        "the scheduler and partitions read the compute identity's client ID for remote write", REMOTE_WRITE
     ),
     Kind("Reader", LOCKER, "Microsoft.ManagedIdentity/userAssignedIdentities"): Removal(
-        "login nodes read the locker identity's client ID for remote write", BOOT_READS
+        "login nodes read the locker identity's client ID for remote write", REMOTE_WRITE
     ),
     Kind("Reader", COMPUTE, "Microsoft.StorageCache/amlFilesystems"): Removal(
         "nodes look up the Lustre MGS address at boot", BOOT_READS
@@ -252,14 +250,18 @@ class World:
             )
         )  # fmt: skip
 
-    def node_token(self, role: str, audience: str) -> str:
-        """The token a node's metadata service hands its scripts for the identity (a node that carries it)."""
-        identity = self.identity(role)
-        node = next(
+    def carrier(self, identity: str) -> dict[str, Any]:
+        """A node CycleCloud created (VM or scale set) that carries the identity."""
+        return next(
             r for r in self.arm.world.resources.values()
             if r["type"] in ("Microsoft.Compute/virtualMachines", "Microsoft.Compute/virtualMachineScaleSets")
             and any(k.lower() == identity.lower() for k in (r.get("identity") or {}).get("userAssignedIdentities", {}))
         )  # fmt: skip
+
+    def node_token(self, role: str, audience: str) -> str:
+        """The token a node's metadata service hands its scripts for the identity (a node that carries it)."""
+        identity = self.identity(role)
+        node = self.carrier(identity)
         query = urllib.parse.urlencode({"api-version": "2018-02-01", "resource": audience, "mi_res_id": identity})
         url = f"{self.imds.route(node, self.imds.url)}/metadata/identity/oauth2/token?{query}"
         with urllib.request.urlopen(urllib.request.Request(url, headers={"Metadata": "true"}), timeout=30) as answer:
@@ -452,6 +454,59 @@ def admin_run_commands(world: World) -> list[Outcome]:
     return [(kind, group, *world.without(key, step)) for key, _, kind in world.grants(kind)]
 
 
+REMOTE_WRITE_SCOPES = (
+    "Microsoft.Insights/dataCollectionRules",
+    "Microsoft.Insights/dataCollectionEndpoints",
+    "Microsoft.ManagedIdentity/userAssignedIdentities",
+)
+HELPER = REPO / "templates" / "cloud-init" / "prometheus_url.py"
+
+
+def remote_write_lookups(world: World) -> list[Outcome]:
+    """Each Reader of a node identity on itself, the data collection rule or its endpoint: the node's own helper
+    (templates/cloud-init/prometheus_url.py, its lookup: three ARM reads with the identity's token from the node's
+    metadata service) builds Prometheus's remote-write URL and client ID, or is refused with ARM's
+    AuthorizationFailed on the read the removal took away. The helper runs as it is, pointed at the stand-in through
+    its HPCLZ_IMDS and HPCLZ_ARM; its retry loop (main) is left out, which waits minutes between attempts."""
+    sub = f"/subscriptions/{world.arm.subscription_id}/"
+    # The rule and endpoint the identities' Readers name (the Prometheus ones: the zone has other rules).
+    rule, endpoint = (
+        next(scope_of(g) for _, g, _ in world.grants(Kind("Reader", COMPUTE, t)))
+        for t in ("Microsoft.Insights/dataCollectionRules", "Microsoft.Insights/dataCollectionEndpoints")
+    )
+    immutable = world.arm.world.resources[rule.lower()]["properties"]["immutableId"]
+    ingest = world.arm.world.resources[endpoint.lower()]["properties"]["metricsIngestion"]["endpoint"]
+    helpers: dict[str, tuple[Any, str, str]] = {}
+    for path, role in ((COMPUTE, "compute"), (LOCKER, LOCKER_IDENTITY)):
+        identity = world.identity(role)
+        node = world.carrier(identity)
+        env = {"HPCLZ_IMDS": world.imds.route(node, world.imds.url) + "/metadata", "HPCLZ_ARM": world.arm.url}
+        with mock.patch.dict(os.environ, env):
+            spec = importlib.util.spec_from_file_location(f"prometheus_url_{role}", HELPER)
+            assert spec is not None and spec.loader is not None
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+        client_id = world.arm.world.resources[identity.lower()]["properties"]["clientId"]
+        helpers[path] = (module, identity.removeprefix(sub), client_id)
+    out: list[Outcome] = []
+    for key, grant, kind in world.grants(*(Kind("Reader", who, t) for who in helpers for t in REMOTE_WRITE_SCOPES)):
+        module, identity, client_id = helpers[kind.principal]
+        expected_url = ingest.rstrip("/") + module.WRITE_PATH.format(immutable)
+
+        def step(
+            module: Any = module, identity: str = identity, client_id: str = client_id, expected_url: str = expected_url
+        ) -> str:
+            with mock.patch.dict(os.environ, {"SSL_CERT_FILE": str(world.arm.cert)}):
+                try:
+                    url, got = module.lookup(identity, rule.removeprefix(sub), endpoint.removeprefix(sub))
+                except urllib.error.HTTPError as exc:
+                    return str(json.loads(exc.read() or b"{}").get("error", {}).get("code", exc.code))
+            return "built" if (url, got) == (expected_url, client_id) else f"{url} {got}"
+
+        out.append((kind, scope_of(grant).split("/providers/", 1)[1], *world.without(key, step)))
+    return out
+
+
 # Each scenario and what its step answers without the assignment, then with it.
 SCENARIOS: dict[str, tuple[Callable[[World], list[Outcome]], object, object]] = {
     "blob_container_writes": (blob_container_writes, (403, "AuthorizationPermissionMismatch"), (201, "")),
@@ -459,6 +514,7 @@ SCENARIOS: dict[str, tuple[Callable[[World], list[Outcome]], object, object]] = 
     "group_lists": (group_lists, "AuthorizationFailed", "listed"),
     "secret_reads": (secret_reads, "ForbiddenByRbac", "read"),
     "admin_run_commands": (admin_run_commands, "AuthorizationFailed", "ran"),
+    "remote_write_lookups": (remote_write_lookups, "AuthorizationFailed", "built"),
 }
 # The presets deployed for them: between them they render every kind the scenarios prove.
 WORLDS = ("energy", "finance", "manufacturing")
