@@ -469,6 +469,8 @@ def remote_write_lookups(world: World) -> list[Outcome]:
     AuthorizationFailed on the read the removal took away. The helper runs as it is, pointed at the stand-in through
     its HPCLZ_IMDS and HPCLZ_ARM; its retry loop (main) is left out, which waits minutes between attempts."""
     sub = f"/subscriptions/{world.arm.subscription_id}/"
+    if not world.grants(Kind("Reader", COMPUTE, "Microsoft.Insights/dataCollectionRules")):
+        return []  # no managed Prometheus in this preset
     # The rule and endpoint the identities' Readers name (the Prometheus ones: the zone has other rules).
     rule, endpoint = (
         next(scope_of(g) for _, g, _ in world.grants(Kind("Reader", COMPUTE, t)))
