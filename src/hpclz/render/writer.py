@@ -92,7 +92,12 @@ def manifest(plan: DeploymentPlan, template_format: str = "arm", diagram: bool =
 
 def output_files(plan: DeploymentPlan, template_format: str = "arm", diagram: bool = False) -> dict[str, str]:
     """Relative path -> content of every file `write_plan` writes: ARM JSON, or Bicep (main.bicep + modules)."""
+    from hpclz.render.egress import EGRESS_JSON, EGRESS_MD, egress_json, egress_markdown
+
     files = {MANIFEST: dumps(manifest(plan, template_format, diagram))}
+    # What the zone's VMs fetch from outside it, for the hub team's firewall (docs/egress.md).
+    files[EGRESS_JSON] = dumps(egress_json(plan))
+    files[EGRESS_MD] = egress_markdown(plan)
     if template_format == "bicep":
         from hpclz.render.bicep import bicep_files
 
