@@ -98,6 +98,10 @@ def output_files(plan: DeploymentPlan, template_format: str = "arm", diagram: bo
     # What the zone's VMs fetch from outside it, for the hub team's firewall (docs/egress.md).
     files[EGRESS_JSON] = dumps(egress_json(plan))
     files[EGRESS_MD] = egress_markdown(plan)
+    from hpclz.render.hub_egress import HUB_TEMPLATE, hub_template
+
+    if (hub := hub_template(plan)) is not None:
+        files[HUB_TEMPLATE] = dumps(hub)
     if template_format == "bicep":
         from hpclz.render.bicep import bicep_files
 
