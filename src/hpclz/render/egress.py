@@ -99,7 +99,8 @@ DESTINATIONS: tuple[Destination, ...] = (
     Destination(
         "github.com",
         CYCLECLOUD,
-        "the cyclecloud-slurm release named as the cluster's project (userData `project`), staged from GitHub",
+        "hpclz-cluster-sync runs `cyclecloud project fetch` on the cyclecloud-slurm release the userData names "
+        "(`project`), then uploads it to the locker",
         LOCKED_DOWN_GITHUB,
     ),
     Destination(
