@@ -54,6 +54,12 @@ GITHUB_RELEASE = r"https://github\.com/[\w.-]+/[\w.-]+/releases/"
 # (Azure/cyclecloud-slurm@50e6739 azure-slurm-install/ubuntu.sh l.94-104).
 CYCLECLOUD_SLURM_APT = "Azure/cyclecloud-slurm@50e6739 (4.0.9) azure-slurm-install/ubuntu.sh l.94-104"
 SLURM_PROJECT = r"\[\[\[cluster-init cyclecloud/slurm:"
+# CycleCloud's healthagent spec pip-installs its sdist on every node, so its build backend and dependencies come from
+# the package index (Azure/cyclecloud-healthagent@b8c76db, 2.0.2: specs/default/cluster-init/scripts/
+# setup-healthagent.sh l.127; pyproject.toml l.2-9: setuptools, dbus-next, systemd-python, pyyaml, pydantic), and
+# apt-installs DCGM 4 on GPU nodes (l.166-168). Which healthagent CycleCloud 8.9.1 bundles is not verified here.
+HEALTHAGENT = r"\[\[\[cluster-init cyclecloud/healthagent:"
+HEALTHAGENT_PIP = "Azure/cyclecloud-healthagent@b8c76db (2.0.2) setup-healthagent.sh l.127, pyproject.toml l.2-9"
 
 
 @dataclass(frozen=True)
@@ -173,6 +179,28 @@ DESTINATIONS: tuple[Destination, ...] = (
         "cyclecloud-slurm installs Slurm (slurm-smd-*) from Microsoft's repository",
         CYCLECLOUD_SLURM_APT,
         trigger=SLURM_PROJECT,
+    ),
+    Destination(
+        "pypi.org",
+        NODES,
+        "healthagent's pip install resolves its build backend and dependencies from PyPI's index",
+        HEALTHAGENT_PIP + "; pip's default index https://pypi.org/simple (pip.pypa.io/en/stable/cli/pip_install)",
+        trigger=HEALTHAGENT,
+    ),
+    Destination(
+        "files.pythonhosted.org",
+        NODES,
+        "the files PyPI's index links to",
+        HEALTHAGENT_PIP + "; docs.pypi.org/api (distribution files are served from files.pythonhosted.org)",
+        trigger=HEALTHAGENT,
+    ),
+    Destination(
+        "developer.download.nvidia.com",
+        NODES,
+        "the image's CUDA repository: DCGM 4 for healthagent on GPU nodes, and every `apt update`",
+        "Azure/cyclecloud-healthagent@b8c76db setup-healthagent.sh l.166-168; Azure/azhpc-images@8e9d055f "
+        "components/install_nvidiagpudriver.sh l.51 (cuda-keyring)",
+        trigger=HEALTHAGENT,
     ),
     Destination(
         "azure.archive.ubuntu.com",
