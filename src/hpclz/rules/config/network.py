@@ -348,8 +348,9 @@ class HubMustAllowEgress(Rule[ConfigContext]):
     severity = Severity.INFO
     title = "Egress leaves through the hub firewall: the hub must allow what the zone fetches"
     fix = (
-        "Give the hub team the list `hpclz render` writes (egress.md: application rules for the host names, network "
-        "rules for the service tags), or enable network.nat_gateway."
+        "Give the hub team what `hpclz render` writes: egress.md (application rules for the host names, network "
+        "rules for the service tags) and egress-hub.template.json (the same as a Firewall Policy rule collection "
+        "group they deploy), or enable network.nat_gateway."
     )
 
     def check(self, ctx: ConfigContext) -> Iterable[Finding]:
