@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,10 +19,10 @@ from hpclz.arm.schema_gate import validate_template
 from hpclz.gates import Gate, check_plan
 from hpclz.render import egress, hub_egress
 from hpclz.render.model import Deployment, DeploymentPlan
-from hpclz.render.writer import output_files
+from hpclz.render.writer import output_files, write_plan
 from tests.arm.support import deployment, plan_of, require_schemas
 from tests.conftest import PRESETS, require
-from tests.render.conftest import preset_plan
+from tests.render.conftest import preset_plan, variant
 
 STEMS = [p.stem for p in PRESETS]
 
@@ -167,3 +168,16 @@ def test_the_hub_template_passes_every_gate() -> None:
     # HPCLZ-TPL-031 speaks of the allowlist's entries for the zone's own templates, none of which is scanned here.
     findings = [f.message for gate in report.results.values() for f in gate.findings if f.rule_id != "HPCLZ-TPL-031"]
     assert findings == []
+
+
+def test_a_later_render_without_a_hub_route_removes_the_hub_template(tmp_path: Path) -> None:
+    write_plan(preset_plan("finance"), tmp_path)
+    assert (tmp_path / hub_egress.HUB_TEMPLATE).is_file()
+
+    def nat(doc: dict[str, Any]) -> None:
+        doc["network"]["nat_gateway"]["enabled"] = True
+        del doc["network"]["hub_peering"]["firewall_private_ip"]
+
+    write_plan(variant("finance", nat), tmp_path)
+    assert not (tmp_path / hub_egress.HUB_TEMPLATE).exists()
+    assert (tmp_path / egress.EGRESS_JSON).is_file()

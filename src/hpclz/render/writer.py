@@ -78,6 +78,8 @@ def manifest(plan: DeploymentPlan, template_format: str = "arm", diagram: bool =
     shape: dict[str, Any] = {"format": template_format} if template_format != "arm" else {}
     if diagram:  # so that the next render removes them, and only them
         shape["diagram_files"] = list(DIAGRAM_FILES)
+    # Named, so that a later render of a zone no longer routed to a hub firewall leaves no stale hub template behind.
+    shape["egress_files"] = egress_names(plan)
     return {
         **shape,
         "landing_zone": plan.landing_zone,
@@ -92,16 +94,7 @@ def manifest(plan: DeploymentPlan, template_format: str = "arm", diagram: bool =
 
 def output_files(plan: DeploymentPlan, template_format: str = "arm", diagram: bool = False) -> dict[str, str]:
     """Relative path -> content of every file `write_plan` writes: ARM JSON, or Bicep (main.bicep + modules)."""
-    from hpclz.render.egress import EGRESS_JSON, EGRESS_MD, egress_json, egress_markdown
-
-    files = {MANIFEST: dumps(manifest(plan, template_format, diagram))}
-    # What the zone's VMs fetch from outside it, for the hub team's firewall (docs/egress.md).
-    files[EGRESS_JSON] = dumps(egress_json(plan))
-    files[EGRESS_MD] = egress_markdown(plan)
-    from hpclz.render.hub_egress import HUB_TEMPLATE, hub_template
-
-    if (hub := hub_template(plan)) is not None:
-        files[HUB_TEMPLATE] = dumps(hub)
+    files = {MANIFEST: dumps(manifest(plan, template_format, diagram)), **egress_files(plan)}
     if template_format == "bicep":
         from hpclz.render.bicep import bicep_files
 
@@ -113,6 +106,24 @@ def output_files(plan: DeploymentPlan, template_format: str = "arm", diagram: bo
             files[f"{stem}.parameters.json"] = dumps(parameters_file(d))
         for name, text in d.artifacts.items():
             files[f"{ARTIFACTS}/{name}"] = text
+    return files
+
+
+def egress_names(plan: DeploymentPlan) -> list[str]:
+    from hpclz.render.egress import EGRESS_JSON, EGRESS_MD
+    from hpclz.render.hub_egress import HUB_TEMPLATE, routes_to_appliance
+
+    return [EGRESS_JSON, EGRESS_MD, *([HUB_TEMPLATE] if routes_to_appliance(plan) else [])]
+
+
+def egress_files(plan: DeploymentPlan) -> dict[str, str]:
+    """What the zone's VMs fetch from outside it, for the hub team's firewall (docs/egress.md)."""
+    from hpclz.render.egress import EGRESS_JSON, EGRESS_MD, egress_json, egress_markdown
+    from hpclz.render.hub_egress import HUB_TEMPLATE, hub_template
+
+    files = {EGRESS_JSON: dumps(egress_json(plan)), EGRESS_MD: egress_markdown(plan)}
+    if (hub := hub_template(plan)) is not None:
+        files[HUB_TEMPLATE] = dumps(hub)
     return files
 
 
@@ -166,6 +177,7 @@ def _listed(old: dict[str, Any]) -> list[str]:
     for entry in old.get("deployments", []):
         names += [entry["template"], entry["parameters"], *entry.get("artifacts", [])]
     names += list(old.get("diagram_files", []))
+    names += list(old.get("egress_files", []))
     return names
 
 
