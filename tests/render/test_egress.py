@@ -108,6 +108,9 @@ def test_render_writes_the_list_for_the_hub_team() -> None:
     assert "Https:443 github.com" in document["hub_must_allow"]
     assert "Https:443 management.azure.com" in document["hub_must_allow"]
     assert "Http:80 azure.archive.ubuntu.com" in document["hub_must_allow"]
+    # From the VM extensions the compute deployment installs on the CycleCloud server, not from any script.
+    assert "Https:443 pas.windows.net" in document["hub_must_allow"]
+    assert "Https:443 global.handler.control.monitor.azure.com" in document["hub_must_allow"]
     assert not any("blob.core.windows.net" in entry for entry in document["hub_must_allow"])
     assert "| nodes | `packages.microsoft.com` | Https:443 |" in files[egress.EGRESS_MD]
 

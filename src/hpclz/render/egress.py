@@ -20,7 +20,7 @@ from typing import Any
 from ruamel.yaml import YAML
 
 from hpclz.arm.walk import iter_resources
-from hpclz.render.model import DeploymentPlan
+from hpclz.render.model import Deployment, DeploymentPlan
 
 EGRESS_JSON = "egress.json"
 EGRESS_MD = "egress.md"
@@ -61,6 +61,19 @@ SLURM_PROJECT = r"\[\[\[cluster-init cyclecloud/slurm:"
 HEALTHAGENT = r"\[\[\[cluster-init cyclecloud/healthagent:"
 HEALTHAGENT_PIP = "Azure/cyclecloud-healthagent@b8c76db (2.0.2) setup-healthagent.sh l.127, pyproject.toml l.2-9"
 
+# VM extensions the plan installs fetch on their own: role_texts adds "vm-extension:<type>" to the role of the VM.
+AAD_LOGIN = "vm-extension:AADSSHLoginForLinux"
+AMA = "vm-extension:AzureMonitorLinuxAgent"
+# learn.microsoft.com/entra/identity/devices/howto-vm-sign-in-azure-ad-linux, "Meet requirements ... Network"
+# (MicrosoftDocs/entra-docs@07cd7ac docs/identity/devices/howto-vm-sign-in-azure-ad-linux.md): packages.microsoft.com,
+# login.microsoftonline.com and pas.windows.net over TCP 443.
+AAD_LOGIN_NETWORK = "learn.microsoft.com/entra/identity/devices/howto-vm-sign-in-azure-ad-linux (Network)"
+# learn.microsoft.com/azure/azure-monitor/agents/azure-monitor-agent-requirements, "Networking": the Azure Resource
+# Manager service tag and global.handler.control.monitor.azure.com, <region>.handler.control.monitor.azure.com,
+# <workspace-id>.ods.opinsights.azure.com over HTTPS.
+AMA_NETWORK = "learn.microsoft.com/azure/azure-monitor/agents/azure-monitor-agent-requirements (Networking)"
+EXTENSION_ROLE = {"compute": CYCLECLOUD, "portal": PORTAL}  # the deployment that creates the role's VM
+
 
 @dataclass(frozen=True)
 class Destination:
@@ -94,6 +107,39 @@ def _cc(host: str, reason: str, tag: str | None = None) -> Destination:
     return Destination(host, CYCLECLOUD, reason, LOCKED_DOWN, trigger="cyclecloud initialize", service_tag=tag)
 
 
+def _extension_rows(role: str) -> tuple[Destination, ...]:
+    ama = "the Azure Monitor agent's"
+    return (
+        Destination(
+            "pas.windows.net", role, "Entra ID sign-in's Azure RBAC flows", AAD_LOGIN_NETWORK, trigger=AAD_LOGIN
+        ),
+        Destination(
+            "global.handler.control.monitor.azure.com",
+            role,
+            f"{ama} configuration service",
+            AMA_NETWORK,
+            trigger=AMA,
+            service_tag="AzureMonitor",
+        ),
+        Destination(
+            "*.handler.control.monitor.azure.com",
+            role,
+            f"{ama} regional configuration service",
+            AMA_NETWORK,
+            trigger=AMA,
+            service_tag="AzureMonitor",
+        ),
+        Destination(
+            "*.ods.opinsights.azure.com",
+            role,
+            f"{ama} upload to the Log Analytics workspace",
+            AMA_NETWORK,
+            trigger=AMA,
+            service_tag="AzureMonitor",
+        ),
+    )
+
+
 DESTINATIONS: tuple[Destination, ...] = (
     _cc("management.azure.com", "CycleCloud orchestrates VMs through Azure Resource Manager", "AzureResourceManager"),
     _cc("login.microsoftonline.com", "CycleCloud's managed-identity and Entra ID sign-in", "AzureActiveDirectory"),
@@ -102,6 +148,14 @@ DESTINATIONS: tuple[Destination, ...] = (
     _cc("dc.applicationinsights.microsoft.com", "CycleCloud Application Insights", "AzureMonitor"),
     _cc("dc.services.visualstudio.com", "CycleCloud Application Insights", "AzureMonitor"),
     _cc("ratecard.azure-api.net", "CycleCloud's price data"),
+    Destination(
+        "packages.microsoft.com",
+        CYCLECLOUD,
+        "the Entra ID sign-in extension installs its aadsshlogin packages",
+        AAD_LOGIN_NETWORK,
+        trigger=AAD_LOGIN,
+    ),
+    *_extension_rows(CYCLECLOUD),
     Destination(
         "github.com",
         CYCLECLOUD,
@@ -223,8 +277,11 @@ DESTINATIONS: tuple[Destination, ...] = (
     Destination(
         "packages.microsoft.com",
         PORTAL,
-        "the cluster's Slurm client (slurm-smd-client) from Microsoft's repository, and Microsoft's signing key",
-        "Azure/cyclecloud-slurm@50e6739 azure-slurm-install/ubuntu.sh l.75 (render/portal.py SLURM_REPO)",
+        "the cluster's Slurm client (slurm-smd-client) from Microsoft's repository, and Microsoft's signing key; the "
+        "Entra ID sign-in extension's aadsshlogin packages",
+        "Azure/cyclecloud-slurm@50e6739 azure-slurm-install/ubuntu.sh l.75 (render/portal.py SLURM_REPO); "
+        + AAD_LOGIN_NETWORK,
+        trigger=rf"packages\.microsoft\.com|{AAD_LOGIN}",
     ),
     Destination(
         "deb.nodesource.com",
@@ -241,8 +298,10 @@ DESTINATIONS: tuple[Destination, ...] = (
     Destination(
         "login.microsoftonline.com",
         PORTAL,
-        "Open OnDemand's Entra ID sign-in (OpenID Connect metadata and tokens)",
-        "learn.microsoft.com/entra/identity-platform/v2-protocols-oidc (OpenID configuration document)",
+        "Open OnDemand's Entra ID sign-in (OpenID Connect metadata and tokens); SSH sign-in with Entra ID",
+        "learn.microsoft.com/entra/identity-platform/v2-protocols-oidc (OpenID configuration document); "
+        + AAD_LOGIN_NETWORK,
+        trigger=rf"login\.microsoftonline\.com|{AAD_LOGIN}",
         service_tag="AzureActiveDirectory",
     ),
     Destination(
@@ -263,6 +322,7 @@ DESTINATIONS: tuple[Destination, ...] = (
         port=80,
         trigger=r"apt-get (?:update|install)",
     ),
+    *_extension_rows(PORTAL),
 )
 
 # Hosts the artefacts name that no VM reaches through the network, each with why.
@@ -344,7 +404,18 @@ def role_texts(plan: DeploymentPlan) -> dict[str, str]:
         for name, text in sorted(deployment.artifacts.items()):
             for role, piece in _pieces(name, text):
                 texts[role].append(piece)
+        if deployment.component in EXTENSION_ROLE:
+            texts[EXTENSION_ROLE[deployment.component]] += _extensions(deployment)
     return {role: "\n".join(parts) for role, parts in texts.items()}
+
+
+def _extensions(deployment: Deployment) -> list[str]:
+    """A "vm-extension:<type>" marker for each VM extension the deployment installs."""
+    return [
+        f"vm-extension:{found.resource.get('properties', {}).get('type')}"
+        for found in iter_resources(deployment.template.get("resources"))
+        if found.type.lower() == "microsoft.compute/virtualmachines/extensions"
+    ]
 
 
 def named_hosts(plan: DeploymentPlan) -> dict[str, set[str]]:
