@@ -323,6 +323,15 @@ DESTINATIONS: tuple[Destination, ...] = (
         trigger=r"apt-get (?:update|install)",
     ),
     *_extension_rows(PORTAL),
+    # The CycleCloud server has its own Azure Resource Manager row, which the agent's need adds nothing to.
+    Destination(
+        "management.azure.com",
+        PORTAL,
+        "the Azure Monitor agent needs the Azure Resource Manager service tag",
+        AMA_NETWORK,
+        trigger=AMA,
+        service_tag="AzureResourceManager",
+    ),
 )
 
 # Hosts the artefacts name that no VM reaches through the network, each with why.
