@@ -354,14 +354,22 @@ class HubMustAllowEgress(Rule[ConfigContext]):
     )
 
     def check(self, ctx: ConfigContext) -> Iterable[Finding]:
-        from hpclz.render.egress import CYCLECLOUD, DESTINATIONS
+        from hpclz.render.egress import CYCLECLOUD, DESTINATIONS, GITHUB_RELEASE
 
         network = ctx.config.network
         hub = network.hub_peering
         if network.nat_gateway.enabled or hub is None or hub.firewall_private_ip is None:
             return
-        # Private endpoints may serve Storage and Key Vault; the rest always leaves through the hub.
-        always = sorted({d.host for d in DESTINATIONS if d.role == CYCLECLOUD and d.private_dns_zone is None})
+        # What every CycleCloud server fetches whatever the config: its own needs and the cyclecloud-slurm release.
+        # Private endpoints may serve Storage and Key Vault; VM extensions depend on the config (egress.md has them).
+        every_zone = (None, "cyclecloud initialize", GITHUB_RELEASE)
+        always = sorted(
+            {
+                d.host
+                for d in DESTINATIONS
+                if d.role == CYCLECLOUD and d.private_dns_zone is None and d.trigger in every_zone
+            }
+        )
         yield self.finding(
             ctx,
             ("network", "hub_peering", "firewall_private_ip"),
