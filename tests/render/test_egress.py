@@ -184,3 +184,13 @@ def test_a_later_render_without_a_hub_route_removes_the_hub_template(tmp_path: P
     write_plan(variant("finance", nat), tmp_path)
     assert not (tmp_path / hub_egress.HUB_TEMPLATE).exists()
     assert (tmp_path / egress.EGRESS_JSON).is_file()
+
+
+def test_a_fetch_inside_a_cloud_config_file_is_caught() -> None:
+    """Embedded files are JSON-escaped quoted values of the cloud-config: decoded, their comments left out."""
+    script = "#!/bin/bash\n# see https://docs.example.org/x\ncurl -o /tmp/a https://downloads.example.net/a\n"
+    cloud_config = f"#cloud-config\nwrite_files:\n  - path: /opt/x\n    content: {json.dumps(script)}\n"
+    plan = _with_artifact(preset_plan("finance"), "cloud-init/extra.yaml", cloud_config)
+    named = egress.named_hosts(plan)[egress.CYCLECLOUD]
+    assert "downloads.example.net" in named
+    assert "docs.example.org" not in named

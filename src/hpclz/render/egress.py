@@ -17,8 +17,6 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from ruamel.yaml import YAML
-
 from hpclz.arm.walk import iter_resources
 from hpclz.render.model import Deployment, DeploymentPlan
 
@@ -97,10 +95,11 @@ class Destination:
             return host.endswith(self.host[1:]) and host != self.host[2:]
         return host == self.host
 
-    def used_in(self, text: str) -> bool:
+    def used_in(self, text: str, hosts: set[str] | None = None) -> bool:
+        """`hosts`: those of `text` (hosts_in), when the caller has them already."""
         if self.trigger is not None:
             return re.search(self.trigger, text) is not None
-        return any(self.matches(host) for host in hosts_in(text))
+        return any(self.matches(host) for host in (hosts_in(text) if hosts is None else hosts))
 
 
 def _cc(host: str, reason: str, tag: str | None = None) -> Destination:
@@ -374,6 +373,25 @@ def _strings(node: Any) -> Iterator[str]:
             yield from _strings(value)
 
 
+# A cloud-config line whose value is one double-quoted scalar: render writes embedded files that way, JSON-escaped.
+QUOTED_VALUE = re.compile(r'^\s*(?:-\s+)?[\w-]+:\s*("(?:[^"\\]|\\.)*")\s*$')
+
+
+def _cloud_config_pieces(text: str) -> Iterator[str]:
+    """A cloud-config's lines, each quoted value decoded into the file it holds. Read line by line rather than parsed
+    as YAML: ruamel's pure-Python loader took about half a second for one CycleCloud cloud-config. A value that is not
+    JSON-escaped stays as written and is still scanned."""
+    for line in text.splitlines():
+        match = QUOTED_VALUE.match(line)
+        if match:
+            try:
+                yield str(json.loads(match.group(1)))
+                continue
+            except ValueError:
+                pass
+        yield line
+
+
 def _role_of(name: str) -> str | None:
     """The VM role that runs (or, for CycleCloud's own inputs, reads) an artefact; None for what no VM reads."""
     if name.startswith("grafana/"):
@@ -393,11 +411,7 @@ def _pieces(name: str, text: str) -> Iterator[tuple[str, str]]:
     if role is None:
         return
     if name.endswith(".yaml"):
-        document = YAML(typ="safe").load(text)
-        for entry in document.get("write_files", []) if isinstance(document, dict) else []:
-            yield role, _code(str(entry.get("content", "")))
-        commands = document.get("runcmd", []) if isinstance(document, dict) else []
-        yield role, "\n".join(_strings(commands))
+        yield role, "\n".join(_code(piece) for piece in _cloud_config_pieces(text))
     elif name.endswith(".json"):
         document = json.loads(text)
         for key, value in document.items() if isinstance(document, dict) else []:
@@ -471,10 +485,11 @@ class Allowed:
 def allow_list(plan: DeploymentPlan) -> list[Allowed]:
     """The rows of DESTINATIONS the rendered plan uses, in table order."""
     texts = role_texts(plan)
+    hosts = {role: hosts_in(text) for role, text in texts.items()}
     private = _private_groups(plan)
     rows = []
     for d in DESTINATIONS:
-        if d.used_in(texts[d.role]):
+        if d.used_in(texts[d.role], hosts[d.role]):
             in_zone = (d.private_dns_zone, d.private_group) in private
             rows.append(Allowed(d, in_zone))
     return rows
@@ -484,8 +499,8 @@ def through_hub(rows: Iterable[Allowed]) -> list[Allowed]:
     return [row for row in rows if not row.in_zone]
 
 
-def egress_json(plan: DeploymentPlan) -> dict[str, Any]:
-    rows = allow_list(plan)
+def egress_json(plan: DeploymentPlan, rows: list[Allowed] | None = None) -> dict[str, Any]:
+    rows = allow_list(plan) if rows is None else rows
     return {
         "landing_zone": plan.landing_zone,
         "environment": plan.environment,
@@ -496,8 +511,8 @@ def egress_json(plan: DeploymentPlan) -> dict[str, Any]:
     }
 
 
-def egress_markdown(plan: DeploymentPlan) -> str:
-    rows = allow_list(plan)
+def egress_markdown(plan: DeploymentPlan, rows: list[Allowed] | None = None) -> str:
+    rows = allow_list(plan) if rows is None else rows
     lines = [
         f"# Egress of {plan.landing_zone} ({plan.environment})",
         "",

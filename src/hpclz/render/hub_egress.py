@@ -111,13 +111,13 @@ def _collection(name: str, priority: int, rules: list[dict[str, Any]]) -> dict[s
     }
 
 
-def hub_template(plan: DeploymentPlan) -> dict[str, Any] | None:
+def hub_template(plan: DeploymentPlan, rows: list[Allowed] | None = None) -> dict[str, Any] | None:
     """The rule collection group that lets this zone's egress through the hub's firewall; None when the plan does
     not route egress to one."""
     if not routes_to_appliance(plan):
         return None
     zone = f"hpclz-{plan.landing_zone}-{plan.environment}"
-    rows = through_hub(allow_list(plan))
+    rows = through_hub(allow_list(plan) if rows is None else rows)
     return {
         "$schema": RG_TEMPLATE_SCHEMA,
         "contentVersion": "1.0.0.0",

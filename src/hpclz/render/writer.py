@@ -118,11 +118,12 @@ def egress_names(plan: DeploymentPlan) -> list[str]:
 
 def egress_files(plan: DeploymentPlan) -> dict[str, str]:
     """What the zone's VMs fetch from outside it, for the hub team's firewall (docs/egress.md)."""
-    from hpclz.render.egress import EGRESS_JSON, EGRESS_MD, egress_json, egress_markdown
+    from hpclz.render.egress import EGRESS_JSON, EGRESS_MD, allow_list, egress_json, egress_markdown
     from hpclz.render.hub_egress import HUB_TEMPLATE, hub_template
 
-    files = {EGRESS_JSON: dumps(egress_json(plan)), EGRESS_MD: egress_markdown(plan)}
-    if (hub := hub_template(plan)) is not None:
+    rows = allow_list(plan)
+    files = {EGRESS_JSON: dumps(egress_json(plan, rows)), EGRESS_MD: egress_markdown(plan, rows)}
+    if (hub := hub_template(plan, rows)) is not None:
         files[HUB_TEMPLATE] = dumps(hub)
     return files
 
