@@ -269,6 +269,13 @@ def test_bootstrap_turns_https_on_before_initializing_over_https() -> None:
 
     assert first("webServerEnableHttps=true") < first("cycle_server start") < first("await_startup")
     assert first("await_startup") < first("cyclecloud initialize --batch --url=https://localhost:443")
+    # CCWS waits, bounded, for the web server and the imported records before the CLI signs in
+    # (Azure/cyclecloud-slurm-workspace@bc0fc1b:bicep/install.sh l.256-257, l.262-263).
+    initialize = first("cyclecloud initialize --batch --url=https://localhost:443")
+    assert first("await_startup") < first("hpclz-cc-await https") < initialize
+    assert first("mv /opt/hpclz/hpclz-admin.json") < first("hpclz-cc-await imported") < initialize
+    assert "/opt/cycle_server/config/data/hpclz-admin.json" in lines[first("hpclz-cc-await imported")]
+    assert "/opt/hpclz/bin/hpclz-cc-await" in files
 
 
 def _bootstrap(plan: Any) -> str:
@@ -290,7 +297,7 @@ def test_every_file_imported_by_cyclecloud_is_owned_by_cycle_server(entra: bool)
     bootstrap = _bootstrap(preset_plan("energy") if entra else variant("energy", drop))
     lines = [line.strip() for line in bootstrap.splitlines() if not line.lstrip().startswith("#")]
     data_dir = "/opt/cycle_server/config/data/"
-    targets = [(i, line) for i, line in enumerate(lines) if data_dir in line and "while [ -e" not in line]
+    targets = [(i, line) for i, line in enumerate(lines) if data_dir in line and "hpclz-cc-await" not in line]
     assert any("hpclz-admin.json" in line for _, line in targets)
     assert any("entra_auth.txt" in line for _, line in targets) is entra
     for index, line in targets:
@@ -317,7 +324,11 @@ def test_cyclecloud_entra_imports_the_ccws_records_and_signs_the_cli_in_with_the
     assert "ENTRA_CLIENT_ID=3f0c9a52-7d1e-4b8a-9c64-2e5b81d7a4f0" in bootstrap
     assert "ENTRA_ENDPOINT=https://login.microsoftonline.com" in bootstrap
     lines = bootstrap.splitlines()
-    wait = next(i for i, line in enumerate(lines) if line.startswith("timeout 360 bash -c"))
+    wait = next(
+        i
+        for i, line in enumerate(lines)
+        if line.startswith("/opt/hpclz/bin/hpclz-cc-await imported /opt/cycle_server/config/data/entra_auth.txt")
+    )
     initialize = lines.index(
         'cyclecloud initialize --batch --identity --object_id="$ENTRA_OBJECT_ID" --url=https://localhost '
         "--verify-ssl=false --force"

@@ -55,6 +55,7 @@ def _rendered_scripts(stem: str) -> list[str]:
     scripts = [
         *_scripts(_artifacts(stem)["cyclecloud/slurm-cluster.txt"]),
         files["/opt/hpclz/bin/bootstrap-cyclecloud"],
+        files["/opt/hpclz/bin/hpclz-cc-await"],
         # The Open OnDemand VM's boot script (portal.*), where the preset has the portal.
         *[d.artifacts["cloud-init/portal.sh"] for d in preset_plan(stem).deployments if d.component == "portal"],
     ]

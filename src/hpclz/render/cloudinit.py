@@ -499,6 +499,7 @@ def server_cloud_config(zone: Zone) -> str:
         config=zone.config,
         bootstrap=bootstrap,
         sync_script=render_text("cloud-init/cluster_sync.py"),
+        await_script=render_text("cloud-init/cc_await.sh"),
         sync_service=render_text("cloud-init/cluster-sync.service.j2"),
         sync_timer=render_text("cloud-init/cluster-sync.timer.j2"),
     )
