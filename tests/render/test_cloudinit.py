@@ -83,7 +83,8 @@ def test_custom_data_installs_cyclecloud_and_the_sync_service_only(preset_path: 
     assert "OnUnitInactiveSec=" in files["/etc/systemd/system/hpclz-cluster-sync.timer"]
     # Nothing that follows a partition edit may be here: customData cannot change after the VM exists.
     text = _artifacts(preset_path.stem)["cloud-init/cyclecloud-server.yaml"]
-    assert "[[nodearray" not in text and "MachineType" not in text and "import_cluster" not in bootstrap
+    # (MachineType = is the template's attribute; cluster-sync's wait names the Azure.MachineType records.)
+    assert "[[nodearray" not in text and "MachineType = " not in text and "import_cluster" not in bootstrap
 
 
 def test_user_data_carries_the_cluster_its_parameters_and_the_account(preset_path: Path) -> None:
