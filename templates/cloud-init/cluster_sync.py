@@ -44,6 +44,13 @@ WHEEL_FILE = "@HPCLZ_WHEEL_FILE@"
 VAULT_URL = os.environ.get("HPCLZ_VAULT_URL", "https://{vault}.vault.azure.net")
 # Get Secret, latest version: https://learn.microsoft.com/en-us/rest/api/keyvault/secrets/get-secret/get-secret
 VAULT_API = "7.4"
+# The locker's Blob endpoint; HPCLZ_BLOB_URL points it at a local stand-in in tests. A request with a bearer token needs
+# x-ms-version 2017-11-09 or later (learn.microsoft.com/rest/api/storageservices/authorize-with-azure-active-directory).
+BLOB_URL = os.environ.get("HPCLZ_BLOB_URL", "https://{account}.blob.core.windows.net")
+STORAGE_API = "2021-08-06"
+# The blob beside the wheels that names the wheel the scheduler should run, "<sha256>/<file name>"; the scheduler's
+# hpclz-wheel-update timer reads it (hpclz-install-wheel --follow).
+CURRENT_WHEEL = "current"
 # Azure Resource Manager; HPCLZ_ARM_URL points it at a local stand-in in tests.
 ARM_URL = os.environ.get("HPCLZ_ARM_URL", "https://management.azure.com")
 # CycleCloud's own command, where CCWS calls it (Azure/cyclecloud-slurm-workspace@bc0fc1b:bicep/install.sh l.273);
@@ -213,6 +220,31 @@ def wheel_tag(log_file):
     return match.group(1), match.group(2)
 
 
+def publish_wheel(document, subscription, wheel, log_file):
+    """The tag's wheel as the locker's `current` blob, where a running scheduler looks for it. Put Blob, a BlockBlob
+    replaced whole (learn.microsoft.com/rest/api/storageservices/put-blob), with CycleCloud's identity (token audience
+    https://storage.azure.com/). Anyone who may write the locker may already run code on every node: "When a node
+    starts, it processes and runs a sequence of specs", and the projects holding them "are assumed to be stored in the
+    locker" (learn.microsoft.com/azure/cyclecloud/how-to/projects, .../cluster-references/cluster-init-reference).
+    The pointer gives no one more than that."""
+    spec = json.loads(document.get("wheel_locker") or "{}")
+    if wheel is None or not spec:
+        return
+    token = managed_token(spec["identity"], subscription, "https://storage.azure.com/")
+    url = BLOB_URL.format(account=spec["account"]) + "/" + spec["container"] + "/" + CURRENT_WHEEL
+    headers = {
+        "Authorization": "Bearer " + token,
+        "x-ms-version": STORAGE_API,
+        "x-ms-blob-type": "BlockBlob",
+        "Content-Type": "text/plain",
+    }
+    body = (wheel[0] + "/" + wheel[1] + "\n").encode()
+    request = urllib.request.Request(url, data=body, headers=headers, method="PUT")
+    with urllib.request.urlopen(request, timeout=30):
+        pass
+    log("published wheel " + wheel[1] + " (sha256 " + wheel[0][:12] + ") as " + spec["container"] + "/current", log_file)
+
+
 def with_wheel(template, wheel):
     if wheel is None:
         return template
@@ -324,6 +356,7 @@ def sync(state, project, log_file):
     await_machine_types(cluster, log_file)
     if cyclecloud(["start_cluster", cluster], log_file) != 0:
         raise RuntimeError("start_cluster " + cluster + " failed")
+    publish_wheel(document, subscription, wheel, log_file)
     write(os.path.join(state, "userdata.sha256"), digest + "\n")
     log("cluster " + cluster + " imported and started from userData sha256 " + digest[:12], log_file)
 

@@ -177,7 +177,7 @@ def _venv_steps(scheduler: str) -> str:
     """The rendered hpclz-install-wheel, from its first line to the one that makes the venv."""
     start = scheduler.index("cat > /opt/hpclz/bin/hpclz-install-wheel <<'HPCLZ_EOF'\n")
     body = scheduler[start : scheduler.index("\nHPCLZ_EOF\n", start)]
-    return body[: body.index('python3 -m venv "$HPCLZ_HOME/venv"')]
+    return body[: body.index('python3 -m venv "$new"')]
 
 
 @pytest.mark.parametrize("has_ensurepip", [True, False])
@@ -463,8 +463,9 @@ def test_accounting_wires_slurmdbd_through_cluster_settings_and_never_renders_th
     assert 'slurm.accounting.url = "slurmdb-prod.mysql.database.azure.com"' in template
     assert 'slurm.accounting.user = "slurmdbd"' in template
     # The MySQL admin password reaches the scheduler alone: cyclecloud-slurm reads it only there
-    # (Azure/cyclecloud-slurm@50e6739:azure-slurm-install/install.py l.358-363); anywhere else, root on that node
-    # (a login node's included) holds the database's admin login.
+    # (Azure/cyclecloud-slurm@50e6739:azure-slurm-install/install.py l.358-363); anywhere else, every node's jetpack
+    # configuration would hold it too. (It still reaches root on every node through /sched's slurmdbd.conf:
+    # install.py l.139, l.417-436, reported by HPCLZ-CMP-047.)
     defaults, rest = template.split("    [[node scheduler]]\n")
     scheduler = rest.split("\n    [[nodearray ")[0]
     assert "slurm.accounting.password" not in defaults

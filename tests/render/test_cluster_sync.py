@@ -100,6 +100,32 @@ def arm(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
         yield url
 
 
+class FakeBlob(BaseHTTPRequestHandler):
+    """Put Blob on the locker (learn.microsoft.com/rest/api/storageservices/put-blob: 201 Created), recording each
+    request; `status` answers otherwise."""
+
+    puts: ClassVar[list[tuple[str, dict[str, str], bytes]]] = []
+    status: ClassVar[int] = 201
+
+    def do_PUT(self) -> None:
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        FakeBlob.puts.append((self.path, {k.lower(): v for k, v in self.headers.items()}, body))
+        self.send_response(self.status)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture(autouse=True)
+def blob(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    FakeBlob.puts, FakeBlob.status = [], 201
+    with serve(FakeBlob) as url:
+        monkeypatch.setenv("HPCLZ_BLOB_URL", url + "/{account}")
+        yield url
+
+
 @pytest.fixture(autouse=True)
 def vault(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """Every run may read a secret: the finance preset keeps its accounting password in Key Vault."""
@@ -550,3 +576,41 @@ def test_machine_types_never_known_fail_the_run_before_start_with_one_line(box: 
     assert sum(c.startswith("execute --format json") for c in _cs_calls(box)) == 60
     (line,) = [x for x in box["log"].read_text(encoding="utf-8").splitlines() if "failed, will retry" in x]
     assert line.endswith("no machine-type record for node(s) scheduler of riskgrid-prod after 60 checks; not started")
+
+
+def test_the_tags_wheel_is_published_in_the_locker_for_a_running_scheduler(box: dict[str, Path], imds: str) -> None:
+    """The scheduler's hpclz-wheel-update timer reads the locker's `current` blob (test_install_wheel); it is written
+    with CycleCloud's identity, after the cluster was imported with the same wheel."""
+    FakeImds.tags = [{"name": "hpclz-wheel", "value": f"{DIGEST}/hpclz-0.1.0-py3-none-any.whl"}]
+    FakeImds.token_queries = []
+    rc, _ = _run(box, imds, _document())
+    assert rc == 0
+    spec = json.loads(json.loads(_document())["wheel_locker"])
+    assert spec["container"] == "hpclz" and spec["identity"].endswith("/id-riskgrid-scheduler-prod-weu")
+    ((path, headers, body),) = FakeBlob.puts
+    assert path == f"/{spec['account']}/hpclz/current"
+    assert body == f"{DIGEST}/hpclz-0.1.0-py3-none-any.whl\n".encode()
+    assert headers["x-ms-blob-type"] == "BlockBlob" and headers["authorization"] == "Bearer vault-token"
+    assert headers["x-ms-version"] >= "2017-11-09"  # bearer tokens need it (authorize-with-azure-active-directory)
+    (storage,) = [q for q in FakeImds.token_queries if "storage.azure.com" in q]
+    assert "id-riskgrid-scheduler-prod-weu" in storage
+    # A second deploy's wheel is published again; the same one is not.
+    _run(box, imds, _document())
+    FakeImds.tags = [{"name": "hpclz-wheel", "value": f"{'2' * 64}/hpclz-0.1.0-py3-none-any.whl"}]
+    rc, _ = _run(box, imds, _document())
+    assert rc == 0 and [b for _, _, b in FakeBlob.puts][1:] == [f"{'2' * 64}/hpclz-0.1.0-py3-none-any.whl\n".encode()]
+
+
+def test_no_wheel_tag_publishes_nothing(box: dict[str, Path], imds: str) -> None:
+    rc, _ = _run(box, imds, _document())
+    assert rc == 0 and FakeBlob.puts == []
+
+
+def test_a_refused_publication_fails_the_run_and_is_retried(box: dict[str, Path], imds: str) -> None:
+    FakeImds.tags = [{"name": "hpclz-wheel", "value": f"{DIGEST}/hpclz-0.1.0-py3-none-any.whl"}]
+    FakeBlob.status = 403
+    rc, _ = _run(box, imds, _document())
+    assert rc == 1 and "HTTP Error 403" in box["log"].read_text(encoding="utf-8")
+    FakeBlob.status = 201
+    rc, calls = _run(box, imds, _document())
+    assert rc == 0 and len(FakeBlob.puts) == 2 and calls[-1].endswith("start_cluster riskgrid-prod")
