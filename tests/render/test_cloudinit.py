@@ -173,6 +173,25 @@ def test_scheduler_installs_hpclz_for_verify() -> None:
     assert "/userAssignedIdentities/id-energy-locker-prod-scus stenergyccprodscuseb80 hpclz" in scheduler
 
 
+def test_a_running_scheduler_checks_for_a_new_wheel_every_ten_minutes() -> None:
+    """After its first install the scheduler enables hpclz-wheel-update.timer, whose service runs the same installer
+    with --follow (the locker's `current` wheel: tests/render/test_install_wheel.py)."""
+    scheduler = _scripts(_artifacts("energy")["cyclecloud/slurm-cluster.txt"])[0]
+    units = dict(
+        re.findall(
+            r"cat > (/etc/systemd/system/hpclz-wheel-update\.\w+) <<'HPCLZ_EOF'\n(.*?)^HPCLZ_EOF$",
+            scheduler,
+            flags=re.S | re.M,
+        )
+    )
+    service = units["/etc/systemd/system/hpclz-wheel-update.service"]
+    timer = units["/etc/systemd/system/hpclz-wheel-update.timer"]
+    assert "Type=oneshot" in service and "ExecStart=/opt/hpclz/bin/hpclz-install-wheel --follow" in service
+    assert "OnUnitInactiveSec=10min" in timer and "WantedBy=timers.target" in timer
+    first = scheduler.index("\n/opt/hpclz/bin/hpclz-install-wheel\n")
+    assert first < scheduler.index("systemctl enable --now hpclz-wheel-update.timer")
+
+
 def _venv_steps(scheduler: str) -> str:
     """The rendered hpclz-install-wheel, from its first line to the one that makes the venv."""
     start = scheduler.index("cat > /opt/hpclz/bin/hpclz-install-wheel <<'HPCLZ_EOF'\n")
