@@ -192,6 +192,22 @@ def test_a_running_scheduler_checks_for_a_new_wheel_every_ten_minutes() -> None:
     assert first < scheduler.index("systemctl enable --now hpclz-wheel-update.timer")
 
 
+def test_without_a_scheduler_identity_nothing_publishes_a_wheel_and_nothing_follows_one() -> None:
+    """The locker's `current` blob is written with CycleCloud's identity, the scheduler identity
+    (hpclz.render.roles.locker_assignments); without it the scheduler keeps the wheel it booted with."""
+
+    def drop(data: dict[str, Any]) -> None:
+        data["identity"]["managed_identities"] = {"scheduler": False, "compute": False}
+
+    (compute,) = [d for d in variant("manufacturing", drop).deployments if d.component == "compute"]
+    assert "wheel_locker" not in json.loads(compute.artifacts["cloud-init/cyclecloud-userdata.json"])
+    scheduler = _scripts(compute.artifacts["cyclecloud/slurm-cluster.txt"])[0]
+    assert (
+        "\n/opt/hpclz/bin/hpclz-install-wheel\n" in scheduler
+        and "/etc/systemd/system/hpclz-wheel-update" not in scheduler
+    )
+
+
 def _venv_steps(scheduler: str) -> str:
     """The rendered hpclz-install-wheel, from its first line to the one that makes the venv."""
     start = scheduler.index("cat > /opt/hpclz/bin/hpclz-install-wheel <<'HPCLZ_EOF'\n")

@@ -350,6 +350,8 @@ def cluster_files(zone: Zone) -> dict[str, str]:
             identity=_compute_identity(zone),
             metrics=node_metrics(zone, _compute_identity(zone)),
             topology=rack_topology(zone),
+            # Only where hpclz-cluster-sync publishes the locker's `current` wheel (user_data_document).
+            follow_wheel=zone.config.identity.managed_identities.scheduler,
             locker={
                 "identity": _node_identity(zone, LOCKER_IDENTITY),
                 "account": zone.locker_account_name,
