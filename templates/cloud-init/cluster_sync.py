@@ -7,6 +7,9 @@ every few minutes: it reads userData from the instance metadata service and, onl
 the last one applied, re-imports the cluster (import_cluster --force) and starts it. The hash is recorded after
 success only, so a failed import is retried on the next run. The account is re-applied, and the pinned
 cyclecloud-slurm release fetched and uploaded to its locker, only when the account or the release changed.
+On a first start CycleCloud may not be ready for either yet: as CCWS does, the upload waits for the locker's record to
+be "Created" and the start for the region's machine types; each wait is bounded, and a run that gives up fails with one
+line and is retried by the timer.
 """
 
 import argparse
@@ -41,8 +44,30 @@ WHEEL_FILE = "@HPCLZ_WHEEL_FILE@"
 VAULT_URL = os.environ.get("HPCLZ_VAULT_URL", "https://{vault}.vault.azure.net")
 # Get Secret, latest version: https://learn.microsoft.com/en-us/rest/api/keyvault/secrets/get-secret/get-secret
 VAULT_API = "7.4"
+# The locker's Blob endpoint; HPCLZ_BLOB_URL points it at a local stand-in in tests. A request with a bearer token needs
+# x-ms-version 2017-11-09 or later (learn.microsoft.com/rest/api/storageservices/authorize-with-azure-active-directory).
+BLOB_URL = os.environ.get("HPCLZ_BLOB_URL", "https://{account}.blob.core.windows.net")
+STORAGE_API = "2021-08-06"
+# The blob beside the wheels that names the wheel the scheduler should run, "<sha256>/<file name>"; the scheduler's
+# hpclz-wheel-update timer reads it (hpclz-install-wheel --follow).
+CURRENT_WHEEL = "current"
 # Azure Resource Manager; HPCLZ_ARM_URL points it at a local stand-in in tests.
 ARM_URL = os.environ.get("HPCLZ_ARM_URL", "https://management.azure.com")
+# CycleCloud's own command, where CCWS calls it (Azure/cyclecloud-slurm-workspace@bc0fc1b:bicep/install.sh l.273);
+# HPCLZ_CYCLE_SERVER points at a test double, HPCLZ_POLL_SECONDS shortens the waits in tests.
+CYCLE_SERVER = os.environ.get("HPCLZ_CYCLE_SERVER", "/opt/cycle_server/cycle_server")
+POLL = float(os.environ.get("HPCLZ_POLL_SECONDS", "5"))
+# The locker is usable once its Cloud.Locker record reaches State "Created". CCWS checks every 5 s and, after two
+# minutes without it, runs the Retry:Cloud.Locker action ("We strictly need to retry creating the locker record after
+# waiting for two minutes ... Resetting too frequently will cause the locker record to never be created",
+# install.sh l.269-284). CCWS loops for ever; here five such rounds (10 minutes), then this run fails and the timer
+# runs the whole sync again.
+LOCKER_CHECKS = 24
+LOCKER_ROUNDS = 5
+# A cluster starts once CycleCloud knows every node's machine type in the region: CCWS runs the timer that loads them
+# (plugin.azure.monitor_reference) and waits until no node of the cluster lacks its Azure.MachineType or
+# Cloud.MachineType record (install.sh l.316-331). Bounded here: 60 checks 10 s apart.
+MACHINE_TYPE_CHECKS = 60
 
 
 def log(line, log_file):
@@ -96,6 +121,57 @@ def cyclecloud(args, log_file, cwd=None):
     return done.returncode
 
 
+def cycle_server(args, log_file):
+    """One `cycle_server` call's output; a failed call is logged and answers nothing, so a wait goes on."""
+    done = subprocess.run(
+        [CYCLE_SERVER, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True
+    )
+    if done.returncode != 0:
+        log("cycle_server " + args[0] + " failed (" + str(done.returncode) + "): " + done.stderr.strip()[-300:], log_file)
+        return ""
+    return done.stdout
+
+
+def await_locker(name, log_file):
+    query = 'select * from Cloud.Locker where State=="Created" && Name=="' + name + '"'
+    for _ in range(LOCKER_ROUNDS):
+        for _ in range(LOCKER_CHECKS):
+            if cycle_server(["execute", query], log_file).strip():
+                return
+            time.sleep(POLL)
+        log("locker " + name + " is not Created yet: asking CycleCloud to retry it (Retry:Cloud.Locker)", log_file)
+        cycle_server(["run_action", "Retry:Cloud.Locker", "-f", 'Name=="' + name + '"'], log_file)
+    raise RuntimeError(
+        "locker " + name + " did not reach state Created in " + str(LOCKER_ROUNDS) + " retries; nothing uploaded"
+    )
+
+
+def await_machine_types(cluster, log_file):
+    cycle_server(["run_action", "Run:Application.Timer", "-eq", "Name", "plugin.azure.monitor_reference"], log_file)
+    query = (
+        "SELECT Name, M.Name as MachineType, CM.Name as CMName FROM Cloud.Node"
+        " OUTER JOIN Azure.MachineType M ON MachineType === M.Name && Region === M.Location"
+        " OUTER JOIN Cloud.MachineType CM ON MachineType === CM.Name"
+        ' WHERE ClusterName == "' + cluster + '"'
+    )
+    missing = ["(no answer)"]
+    for attempt in range(MACHINE_TYPE_CHECKS):
+        if attempt:
+            time.sleep(2 * POLL)
+        try:
+            rows = json.loads(cycle_server(["execute", "--format", "json", query], log_file) or "null")
+        except ValueError:
+            rows = None
+        if isinstance(rows, list):
+            missing = sorted(str(r.get("Name")) for r in rows if r.get("MachineType") is None or r.get("CMName") is None)
+            if not missing:
+                return
+    raise RuntimeError(
+        "CycleCloud has no machine-type record for node(s) " + ", ".join(missing) + " of " + cluster
+        + " after " + str(MACHINE_TYPE_CHECKS) + " checks; not started"
+    )
+
+
 def managed_token(identity, subscription, audience):
     """A token for the managed identity the spec names
     (https://learn.microsoft.com/en-us/entra/identity/managed-identities-azure-resources/how-to-use-vm-token)."""
@@ -142,6 +218,31 @@ def wheel_tag(log_file):
         log("tag " + WHEEL_TAG + " is " + (repr(value) if value else "not set") + ": no hpclz wheel to install", log_file)
         return None
     return match.group(1), match.group(2)
+
+
+def publish_wheel(document, subscription, wheel, log_file):
+    """The tag's wheel as the locker's `current` blob, where a running scheduler looks for it. Put Blob, a BlockBlob
+    replaced whole (learn.microsoft.com/rest/api/storageservices/put-blob), with CycleCloud's identity (token audience
+    https://storage.azure.com/). Anyone who may write the locker may already run code on every node: "When a node
+    starts, it processes and runs a sequence of specs", and the projects holding them "are assumed to be stored in the
+    locker" (learn.microsoft.com/azure/cyclecloud/how-to/projects, .../cluster-references/cluster-init-reference).
+    The pointer gives no one more than that."""
+    spec = json.loads(document.get("wheel_locker") or "{}")
+    if wheel is None or not spec:
+        return
+    token = managed_token(spec["identity"], subscription, "https://storage.azure.com/")
+    url = BLOB_URL.format(account=spec["account"]) + "/" + spec["container"] + "/" + CURRENT_WHEEL
+    headers = {
+        "Authorization": "Bearer " + token,
+        "x-ms-version": STORAGE_API,
+        "x-ms-blob-type": "BlockBlob",
+        "Content-Type": "text/plain",
+    }
+    body = (wheel[0] + "/" + wheel[1] + "\n").encode()
+    request = urllib.request.Request(url, data=body, headers=headers, method="PUT")
+    with urllib.request.urlopen(request, timeout=30):
+        pass
+    log("published wheel " + wheel[1] + " (sha256 " + wheel[0][:12] + ") as " + spec["container"] + "/current", log_file)
 
 
 def with_wheel(template, wheel):
@@ -224,6 +325,7 @@ def apply_account(document, subscription, state, project, log_file):
     edited = cyclecloud(["account", "edit", name, "-f", path], log_file) == 0
     if not edited and cyclecloud(["account", "create", "-f", path], log_file) != 0:
         raise RuntimeError("the CycleCloud account " + name + " could not be created")
+    await_locker(name + "-storage", log_file)
     folder = verified(fetched_project(source, project, log_file), document)
     if cyclecloud(["project", "upload", name + "-storage"], log_file, cwd=folder) != 0:
         raise RuntimeError("the Slurm project could not be uploaded to locker " + name + "-storage")
@@ -251,8 +353,10 @@ def sync(state, project, log_file):
     cluster = document["cluster"]
     if cyclecloud(["import_cluster", cluster, "-f", template, "-p", parameters, "--force"], log_file) != 0:
         raise RuntimeError("import_cluster " + cluster + " failed")
+    await_machine_types(cluster, log_file)
     if cyclecloud(["start_cluster", cluster], log_file) != 0:
         raise RuntimeError("start_cluster " + cluster + " failed")
+    publish_wheel(document, subscription, wheel, log_file)
     write(os.path.join(state, "userdata.sha256"), digest + "\n")
     log("cluster " + cluster + " imported and started from userData sha256 " + digest[:12], log_file)
 

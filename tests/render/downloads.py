@@ -7,6 +7,9 @@ A download is pinned when the script checks what arrived before using it:
   64-hex digest assigned in the same script (or `sha256sum -c`); the one digest not written by render is
   `@HPCLZ_WHEEL_SHA256@`, which hpclz-cluster-sync replaces with the 64-hex value of the CycleCloud VM's
   hpclz-wheel tag before the script reaches a node (it refuses any other shape);
+- `hpclz-locker-get ... current <file>`: the locker's pointer to the wheel a running scheduler follows is a name,
+  not code: pinned when the script reads it into a variable and matches it against the hpclz-wheel tag's shape
+  (`^([0-9a-f]{64})/(hpclz-...whl)$`) before using it; the wheel it names is then checked by that digest;
 - `pip install`: every argument is a local file the script verified with `sha256sum` as above; a requirement
   name (`hpclz==0.1.0`) is a package-index download and never pinned here.
 Packages installed by name with apt-get/dnf come from the image's signed repositories and are not downloads in
@@ -53,6 +56,14 @@ def _file_verified(script: str, path: str) -> bool:
     return any(_compared(script, f"sha256sum {candidate}", digests) for candidate in (path, f'"{path}"'))
 
 
+def _pointer_checked(script: str, path: str) -> bool:
+    """`var=$(head ... <path> ...)` and then `[[ "$var" =~ ^([0-9a-f]{64})/(hpclz-` in the same script."""
+    for match in re.finditer(r"(\w+)=\$\(head [^)]*" + re.escape(path) + r"[^)]*\)", script):
+        if f'[[ "${match[1]}" =~ ^([0-9a-f]{{64}})/(hpclz-' in script:
+            return True
+    return False
+
+
 def _clone_target(words: list[str]) -> str | None:
     args = [w for w in words[words.index("clone") + 1 :] if not w.startswith("-")]
     # `--branch X` takes a value: drop it from the positional arguments.
@@ -90,7 +101,8 @@ def unpinned_downloads(script: str) -> list[str]:
             if target is None or not _compared(script, f"git -C {target} rev-parse HEAD", commits):
                 problems.append(line.strip())
         elif words[0].endswith("hpclz-locker-get"):
-            if not _file_verified(script, words[-1]):
+            target = words[-1]
+            if not (_file_verified(script, target) or (words[-2] == "current" and _pointer_checked(script, target))):
                 problems.append(line.strip())
         elif words[0] in ("curl", "wget") or re.search(r"\$\((?:curl|wget)\b", line):
             target = _curl_target(words)

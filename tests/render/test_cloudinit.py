@@ -83,7 +83,8 @@ def test_custom_data_installs_cyclecloud_and_the_sync_service_only(preset_path: 
     assert "OnUnitInactiveSec=" in files["/etc/systemd/system/hpclz-cluster-sync.timer"]
     # Nothing that follows a partition edit may be here: customData cannot change after the VM exists.
     text = _artifacts(preset_path.stem)["cloud-init/cyclecloud-server.yaml"]
-    assert "[[nodearray" not in text and "MachineType" not in text and "import_cluster" not in bootstrap
+    # (MachineType = is the template's attribute; cluster-sync's wait names the Azure.MachineType records.)
+    assert "[[nodearray" not in text and "MachineType = " not in text and "import_cluster" not in bootstrap
 
 
 def test_user_data_carries_the_cluster_its_parameters_and_the_account(preset_path: Path) -> None:
@@ -172,11 +173,46 @@ def test_scheduler_installs_hpclz_for_verify() -> None:
     assert "/userAssignedIdentities/id-energy-locker-prod-scus stenergyccprodscuseb80 hpclz" in scheduler
 
 
+def test_a_running_scheduler_checks_for_a_new_wheel_every_ten_minutes() -> None:
+    """After its first install the scheduler enables hpclz-wheel-update.timer, whose service runs the same installer
+    with --follow (the locker's `current` wheel: tests/render/test_install_wheel.py)."""
+    scheduler = _scripts(_artifacts("energy")["cyclecloud/slurm-cluster.txt"])[0]
+    units = dict(
+        re.findall(
+            r"cat > (/etc/systemd/system/hpclz-wheel-update\.\w+) <<'HPCLZ_EOF'\n(.*?)^HPCLZ_EOF$",
+            scheduler,
+            flags=re.S | re.M,
+        )
+    )
+    service = units["/etc/systemd/system/hpclz-wheel-update.service"]
+    timer = units["/etc/systemd/system/hpclz-wheel-update.timer"]
+    assert "Type=oneshot" in service and "ExecStart=/opt/hpclz/bin/hpclz-install-wheel --follow" in service
+    assert "OnUnitInactiveSec=10min" in timer and "WantedBy=timers.target" in timer
+    first = scheduler.index("\n/opt/hpclz/bin/hpclz-install-wheel\n")
+    assert first < scheduler.index("systemctl enable --now hpclz-wheel-update.timer")
+
+
+def test_without_a_scheduler_identity_nothing_publishes_a_wheel_and_nothing_follows_one() -> None:
+    """The locker's `current` blob is written with CycleCloud's identity, the scheduler identity
+    (hpclz.render.roles.locker_assignments); without it the scheduler keeps the wheel it booted with."""
+
+    def drop(data: dict[str, Any]) -> None:
+        data["identity"]["managed_identities"] = {"scheduler": False, "compute": False}
+
+    (compute,) = [d for d in variant("manufacturing", drop).deployments if d.component == "compute"]
+    assert "wheel_locker" not in json.loads(compute.artifacts["cloud-init/cyclecloud-userdata.json"])
+    scheduler = _scripts(compute.artifacts["cyclecloud/slurm-cluster.txt"])[0]
+    assert (
+        "\n/opt/hpclz/bin/hpclz-install-wheel\n" in scheduler
+        and "/etc/systemd/system/hpclz-wheel-update" not in scheduler
+    )
+
+
 def _venv_steps(scheduler: str) -> str:
     """The rendered hpclz-install-wheel, from its first line to the one that makes the venv."""
     start = scheduler.index("cat > /opt/hpclz/bin/hpclz-install-wheel <<'HPCLZ_EOF'\n")
     body = scheduler[start : scheduler.index("\nHPCLZ_EOF\n", start)]
-    return body[: body.index('python3 -m venv "$HPCLZ_HOME/venv"')]
+    return body[: body.index('python3 -m venv "$new"')]
 
 
 @pytest.mark.parametrize("has_ensurepip", [True, False])
@@ -269,6 +305,13 @@ def test_bootstrap_turns_https_on_before_initializing_over_https() -> None:
 
     assert first("webServerEnableHttps=true") < first("cycle_server start") < first("await_startup")
     assert first("await_startup") < first("cyclecloud initialize --batch --url=https://localhost:443")
+    # CCWS waits, bounded, for the web server and the imported records before the CLI signs in
+    # (Azure/cyclecloud-slurm-workspace@bc0fc1b:bicep/install.sh l.256-257, l.262-263).
+    initialize = first("cyclecloud initialize --batch --url=https://localhost:443")
+    assert first("await_startup") < first("hpclz-cc-await https") < initialize
+    assert first("mv /opt/hpclz/hpclz-admin.json") < first("hpclz-cc-await imported") < initialize
+    assert "/opt/cycle_server/config/data/hpclz-admin.json" in lines[first("hpclz-cc-await imported")]
+    assert "/opt/hpclz/bin/hpclz-cc-await" in files
 
 
 def _bootstrap(plan: Any) -> str:
@@ -290,7 +333,7 @@ def test_every_file_imported_by_cyclecloud_is_owned_by_cycle_server(entra: bool)
     bootstrap = _bootstrap(preset_plan("energy") if entra else variant("energy", drop))
     lines = [line.strip() for line in bootstrap.splitlines() if not line.lstrip().startswith("#")]
     data_dir = "/opt/cycle_server/config/data/"
-    targets = [(i, line) for i, line in enumerate(lines) if data_dir in line and "while [ -e" not in line]
+    targets = [(i, line) for i, line in enumerate(lines) if data_dir in line and "hpclz-cc-await" not in line]
     assert any("hpclz-admin.json" in line for _, line in targets)
     assert any("entra_auth.txt" in line for _, line in targets) is entra
     for index, line in targets:
@@ -317,7 +360,11 @@ def test_cyclecloud_entra_imports_the_ccws_records_and_signs_the_cli_in_with_the
     assert "ENTRA_CLIENT_ID=3f0c9a52-7d1e-4b8a-9c64-2e5b81d7a4f0" in bootstrap
     assert "ENTRA_ENDPOINT=https://login.microsoftonline.com" in bootstrap
     lines = bootstrap.splitlines()
-    wait = next(i for i, line in enumerate(lines) if line.startswith("timeout 360 bash -c"))
+    wait = next(
+        i
+        for i, line in enumerate(lines)
+        if line.startswith("/opt/hpclz/bin/hpclz-cc-await imported /opt/cycle_server/config/data/entra_auth.txt")
+    )
     initialize = lines.index(
         'cyclecloud initialize --batch --identity --object_id="$ENTRA_OBJECT_ID" --url=https://localhost '
         "--verify-ssl=false --force"
@@ -451,8 +498,9 @@ def test_accounting_wires_slurmdbd_through_cluster_settings_and_never_renders_th
     assert 'slurm.accounting.url = "slurmdb-prod.mysql.database.azure.com"' in template
     assert 'slurm.accounting.user = "slurmdbd"' in template
     # The MySQL admin password reaches the scheduler alone: cyclecloud-slurm reads it only there
-    # (Azure/cyclecloud-slurm@50e6739:azure-slurm-install/install.py l.358-363); anywhere else, root on that node
-    # (a login node's included) holds the database's admin login.
+    # (Azure/cyclecloud-slurm@50e6739:azure-slurm-install/install.py l.358-363); anywhere else, every node's jetpack
+    # configuration would hold it too. (It still reaches root on every node through /sched's slurmdbd.conf:
+    # install.py l.139, l.417-436, reported by HPCLZ-CMP-047.)
     defaults, rest = template.split("    [[node scheduler]]\n")
     scheduler = rest.split("\n    [[nodearray ")[0]
     assert "slurm.accounting.password" not in defaults

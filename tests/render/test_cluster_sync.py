@@ -100,6 +100,32 @@ def arm(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
         yield url
 
 
+class FakeBlob(BaseHTTPRequestHandler):
+    """Put Blob on the locker (learn.microsoft.com/rest/api/storageservices/put-blob: 201 Created), recording each
+    request; `status` answers otherwise."""
+
+    puts: ClassVar[list[tuple[str, dict[str, str], bytes]]] = []
+    status: ClassVar[int] = 201
+
+    def do_PUT(self) -> None:
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        FakeBlob.puts.append((self.path, {k.lower(): v for k, v in self.headers.items()}, body))
+        self.send_response(self.status)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture(autouse=True)
+def blob(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    FakeBlob.puts, FakeBlob.status = [], 201
+    with serve(FakeBlob) as url:
+        monkeypatch.setenv("HPCLZ_BLOB_URL", url + "/{account}")
+        yield url
+
+
 @pytest.fixture(autouse=True)
 def vault(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """Every run may read a secret: the finance preset keeps its accounting password in Key Vault."""
@@ -145,15 +171,48 @@ def _cyclecloud(folder: Path, log: Path, failing: str = "") -> None:
     script.chmod(0o755)
 
 
+def _cycle_server(folder: Path) -> Path:
+    """A `cycle_server` stand-in answering CycleCloud's record queries from two files, one answer a line, the first
+    line taken per call until one is left: `lockers` holds the locker's State as time goes on ("Creating", then
+    "Created"), `machine-types` the JSON rows of the machine-type query. `execute` filters on State=="Created" and the
+    locker's name as the query does (Azure/cyclecloud-slurm-workspace@bc0fc1b:bicep/install.sh l.273), so a locker
+    still "Creating" answers nothing. Every call is recorded in `cs-calls`."""
+    script = folder / "cycle_server"
+    script.write_text(
+        f"""#!/bin/bash
+echo "$*" >> {folder}/cs-calls
+take() {{ head -n1 "{folder}/$1"; [ "$(wc -l < "{folder}/$1")" -le 1 ] || sed -i 1d "{folder}/$1"; }}
+if [ "$1" = execute ]; then
+  case "$*" in
+    *Cloud.Locker*) state=$(take lockers)
+      case "$*" in *'State=="'$state'"'*'Name=="hpclz-storage"'*)
+        printf 'AdType = "Cloud.Locker"\nName = "hpclz-storage"\nState = "%s"\n' "$state";; esac;;
+    *Azure.MachineType*) take machine-types;;
+  esac
+fi
+""",
+        encoding="utf-8",
+    )
+    script.chmod(0o755)
+    (folder / "lockers").write_text("Created\n", encoding="utf-8")
+    (folder / "machine-types").write_text(json.dumps(LOADED) + "\n", encoding="utf-8")
+    return script
+
+
+# The machine-type query's rows (install.sh l.320-327) once CycleCloud has loaded the region's records.
+LOADED = [{"Name": "scheduler", "MachineType": "Standard_D4as_v5", "CMName": "Standard_D4as_v5"}]
+
+
 RELEASE_FILE = "azure-slurm-pkg-4.0.9.tar.gz"
 RELEASE_BYTES = b"release-bytes"
 
 
 @pytest.fixture
 def box(tmp_path: Path) -> dict[str, Path]:
-    folders = {name: tmp_path / name for name in ("bin", "state", "project")}
+    folders = {name: tmp_path / name for name in ("bin", "state", "project", "cs")}
     for folder in folders.values():
         folder.mkdir()
+    _cycle_server(folders["cs"])
     folders["calls"] = tmp_path / "calls.log"
     folders["log"] = tmp_path / "sync.log"
     _cyclecloud(folders["bin"], folders["calls"])
@@ -169,11 +228,24 @@ def _secret_specs(stem: str = "finance") -> list[dict[str, str]]:
     return list(json.loads(json.loads(_document(stem)).get("secret_parameters") or "{}").values())
 
 
+def _env(box: dict[str, Path], imds: str) -> dict[str, str]:
+    return {
+        **os.environ,
+        "HPCLZ_IMDS_URL": imds,
+        "PATH": f"{box['bin']}:{os.environ['PATH']}",
+        "HPCLZ_CYCLE_SERVER": str(box["cs"] / "cycle_server"),
+        "HPCLZ_POLL_SECONDS": "0",
+    }
+
+
+def _command(box: dict[str, Path]) -> list[str]:
+    args = ["--state", str(box["state"]), "--project", str(box["project"]), "--log", str(box["log"])]
+    return [sys.executable, str(SYNC), *args]
+
+
 def _run(box: dict[str, Path], imds: str, document: str) -> tuple[int, list[str]]:
     FakeImds.user_data = user_data(document)
-    env = {**os.environ, "HPCLZ_IMDS_URL": imds, "PATH": f"{box['bin']}:{os.environ['PATH']}"}
-    args = ["--state", str(box["state"]), "--project", str(box["project"]), "--log", str(box["log"])]
-    done = subprocess.run([sys.executable, str(SYNC), *args], env=env, capture_output=True, text=True, timeout=60)
+    done = subprocess.run(_command(box), env=_env(box, imds), capture_output=True, text=True, timeout=60)
     calls = box["calls"].read_text(encoding="utf-8").splitlines() if box["calls"].exists() else []
     box["calls"].unlink(missing_ok=True)
     return done.returncode, calls
@@ -250,9 +322,7 @@ def test_an_account_that_does_not_exist_yet_is_created(box: dict[str, Path], imd
 
 def test_user_data_that_is_not_an_hpclz_cluster_is_refused(box: dict[str, Path], imds: str) -> None:
     FakeImds.user_data = base64.b64encode(b'{"something": "else"}').decode()
-    env = {**os.environ, "HPCLZ_IMDS_URL": imds, "PATH": f"{box['bin']}:{os.environ['PATH']}"}
-    args = ["--state", str(box["state"]), "--project", str(box["project"]), "--log", str(box["log"])]
-    done = subprocess.run([sys.executable, str(SYNC), *args], env=env, capture_output=True, text=True, timeout=60)
+    done = subprocess.run(_command(box), env=_env(box, imds), capture_output=True, text=True, timeout=60)
     assert done.returncode == 1
     assert "not an hpclz cluster definition" in box["log"].read_text(encoding="utf-8")
     assert not box["calls"].exists()
@@ -446,3 +516,101 @@ def test_the_config_pins_the_release_in_user_data() -> None:
     document = json.loads(compute.artifacts["cloud-init/cyclecloud-userdata.json"])
     assert json.loads(document["project_sha256"]) == {RELEASE_FILE: digest}
     assert "project_sha256" not in json.loads(_document())  # the presets pin nothing: no public digest was read
+
+
+def _cs_calls(box: dict[str, Path]) -> list[str]:
+    return (box["cs"] / "cs-calls").read_text(encoding="utf-8").splitlines()
+
+
+def test_the_project_is_uploaded_only_once_the_locker_is_created(box: dict[str, Path], imds: str) -> None:
+    """CCWS waits for Cloud.Locker State "Created" before its first upload (Azure/cyclecloud-slurm-workspace@bc0fc1b:
+    bicep/install.sh l.269-284): a locker still "Creating" is waited for, not uploaded to."""
+    (box["cs"] / "lockers").write_text("Creating\nCreating\nCreating\nCreated\n", encoding="utf-8")
+    rc, calls = _run(box, imds, _document())
+    assert rc == 0 and calls[-1].endswith("start_cluster riskgrid-prod")
+    queries = [c for c in _cs_calls(box) if "Cloud.Locker" in c]
+    assert len(queries) == 4 and all('State=="Created" && Name=="hpclz-storage"' in q for q in queries)
+    assert not any("Retry:Cloud.Locker" in c for c in _cs_calls(box))  # found within the first two minutes
+
+
+def test_a_locker_never_created_is_retried_as_ccws_does_then_fails_this_run_visibly(
+    box: dict[str, Path], imds: str
+) -> None:
+    (box["cs"] / "lockers").write_text("Creating\n", encoding="utf-8")
+    rc, calls = _run(box, imds, _document())
+    assert rc == 1
+    assert not any("project upload" in c or "import_cluster" in c for c in calls)
+    cs = _cs_calls(box)
+    # Every 24 checks (two minutes at CCWS's 5 s), one Retry:Cloud.Locker; five rounds, then this run gives up.
+    assert cs.count('run_action Retry:Cloud.Locker -f Name=="hpclz-storage"') == 5
+    assert sum("Cloud.Locker where" in c for c in cs) == 5 * 24
+    (line,) = [x for x in box["log"].read_text(encoding="utf-8").splitlines() if "failed, will retry" in x]
+    assert line.endswith("locker hpclz-storage did not reach state Created in 5 retries; nothing uploaded")
+    # The next run (the timer) finds it created and carries on.
+    (box["cs"] / "lockers").write_text("Created\n", encoding="utf-8")
+    rc, calls = _run(box, imds, _document())
+    assert rc == 0 and calls[-1].endswith("start_cluster riskgrid-prod")
+
+
+def test_the_cluster_starts_once_its_machine_types_are_known(box: dict[str, Path], imds: str) -> None:
+    """CCWS loads the region's machine types (plugin.azure.monitor_reference) and waits until every node of the cluster
+    has its Azure.MachineType and Cloud.MachineType records before start_cluster (bicep/install.sh l.316-340)."""
+    unknown = [{"Name": "scheduler", "MachineType": None, "CMName": None}]
+    lines = [json.dumps(unknown), json.dumps(unknown), json.dumps(LOADED)]
+    (box["cs"] / "machine-types").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    rc, calls = _run(box, imds, _document())
+    assert rc == 0
+    cs = _cs_calls(box)
+    assert cs[-4] == "run_action Run:Application.Timer -eq Name plugin.azure.monitor_reference"
+    assert [c.startswith("execute --format json SELECT Name, M.Name") for c in cs[-3:]] == [True] * 3
+    assert 'WHERE ClusterName == "riskgrid-prod"' in cs[-1]
+    assert [c.split(" ", 2)[2].split(" ")[0] for c in calls[-2:]] == ["import_cluster", "start_cluster"]
+
+
+def test_machine_types_never_known_fail_the_run_before_start_with_one_line(box: dict[str, Path], imds: str) -> None:
+    unknown = [{"Name": "scheduler", "MachineType": "Standard_D4as_v5", "CMName": None}]
+    (box["cs"] / "machine-types").write_text(json.dumps(unknown) + "\n", encoding="utf-8")
+    rc, calls = _run(box, imds, _document())
+    assert rc == 1
+    assert calls[-1].endswith("--force")  # imported, never started
+    assert sum(c.startswith("execute --format json") for c in _cs_calls(box)) == 60
+    (line,) = [x for x in box["log"].read_text(encoding="utf-8").splitlines() if "failed, will retry" in x]
+    assert line.endswith("no machine-type record for node(s) scheduler of riskgrid-prod after 60 checks; not started")
+
+
+def test_the_tags_wheel_is_published_in_the_locker_for_a_running_scheduler(box: dict[str, Path], imds: str) -> None:
+    """The scheduler's hpclz-wheel-update timer reads the locker's `current` blob (test_install_wheel); it is written
+    with CycleCloud's identity, after the cluster was imported with the same wheel."""
+    FakeImds.tags = [{"name": "hpclz-wheel", "value": f"{DIGEST}/hpclz-0.1.0-py3-none-any.whl"}]
+    FakeImds.token_queries = []
+    rc, _ = _run(box, imds, _document())
+    assert rc == 0
+    spec = json.loads(json.loads(_document())["wheel_locker"])
+    assert spec["container"] == "hpclz" and spec["identity"].endswith("/id-riskgrid-scheduler-prod-weu")
+    ((path, headers, body),) = FakeBlob.puts
+    assert path == f"/{spec['account']}/hpclz/current"
+    assert body == f"{DIGEST}/hpclz-0.1.0-py3-none-any.whl\n".encode()
+    assert headers["x-ms-blob-type"] == "BlockBlob" and headers["authorization"] == "Bearer vault-token"
+    assert headers["x-ms-version"] >= "2017-11-09"  # bearer tokens need it (authorize-with-azure-active-directory)
+    (storage,) = [q for q in FakeImds.token_queries if "storage.azure.com" in q]
+    assert "id-riskgrid-scheduler-prod-weu" in storage
+    # A second deploy's wheel is published again; the same one is not.
+    _run(box, imds, _document())
+    FakeImds.tags = [{"name": "hpclz-wheel", "value": f"{'2' * 64}/hpclz-0.1.0-py3-none-any.whl"}]
+    rc, _ = _run(box, imds, _document())
+    assert rc == 0 and [b for _, _, b in FakeBlob.puts][1:] == [f"{'2' * 64}/hpclz-0.1.0-py3-none-any.whl\n".encode()]
+
+
+def test_no_wheel_tag_publishes_nothing(box: dict[str, Path], imds: str) -> None:
+    rc, _ = _run(box, imds, _document())
+    assert rc == 0 and FakeBlob.puts == []
+
+
+def test_a_refused_publication_fails_the_run_and_is_retried(box: dict[str, Path], imds: str) -> None:
+    FakeImds.tags = [{"name": "hpclz-wheel", "value": f"{DIGEST}/hpclz-0.1.0-py3-none-any.whl"}]
+    FakeBlob.status = 403
+    rc, _ = _run(box, imds, _document())
+    assert rc == 1 and "HTTP Error 403" in box["log"].read_text(encoding="utf-8")
+    FakeBlob.status = 201
+    rc, calls = _run(box, imds, _document())
+    assert rc == 0 and len(FakeBlob.puts) == 2 and calls[-1].endswith("start_cluster riskgrid-prod")

@@ -56,10 +56,10 @@ def _helpers() -> dict[str, str]:
     return dict(re.findall(r"cat > (\S+) <<'HPCLZ_EOF'\n(.*?)^HPCLZ_EOF$", scheduler, flags=re.S | re.M))
 
 
-def _wheel(path: Path) -> bytes:
+def _wheel(path: Path, probe: int = 1) -> bytes:
     """A real, minimal wheel (PEP 427): one module, its metadata and RECORD."""
     files = {
-        "hpclz_probe.py": "PROBE = 1\n",
+        "hpclz_probe.py": f"PROBE = {probe}\n",
         "hpclz-0.0.1.dist-info/METADATA": "Metadata-Version: 2.1\nName: hpclz\nVersion: 0.0.1\n",
         "hpclz-0.0.1.dist-info/WHEEL": "Wheel-Version: 1.0\nGenerator: tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
     }
@@ -92,7 +92,7 @@ def home(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def _install(home: Path, imds: str, store: Azurite, digest: str) -> subprocess.CompletedProcess[str]:
+def _install(home: Path, imds: str, store: Azurite, digest: str, *args: str) -> subprocess.CompletedProcess[str]:
     # What hpclz-cluster-sync does with the CycleCloud VM's hpclz-wheel tag before the scheduler runs the script.
     text = _helpers()["/opt/hpclz/bin/hpclz-install-wheel"]
     text = text.replace("@HPCLZ_WHEEL_SHA256@", digest).replace("@HPCLZ_WHEEL_FILE@", WHEEL)
@@ -107,7 +107,7 @@ def _install(home: Path, imds: str, store: Azurite, digest: str) -> subprocess.C
         "PIP_DISABLE_PIP_VERSION_CHECK": "1",
         "PIP_NO_INDEX": "1",  # nothing may come from a package index
     }
-    return subprocess.run(["bash", str(script)], env=env, capture_output=True, text=True, timeout=300)
+    return subprocess.run(["bash", str(script), *args], env=env, capture_output=True, text=True, timeout=300)
 
 
 def _put(store: Azurite, name: str, data: bytes) -> None:
@@ -126,12 +126,13 @@ def test_a_tampered_wheel_is_refused_and_removed(home: Path, imds: str, store: A
     assert done.returncode == 1
     assert f"refused {WHEEL}: its SHA-256 is {hashlib.sha256(good + b'tampered').hexdigest()}" in done.stderr
     assert not (home / "wheel" / WHEEL).exists() and not (home / "venv").exists()
+    assert list((home / "venvs").iterdir()) == []
 
 
 def test_no_digest_given_installs_nothing(home: Path, imds: str, store: Azurite) -> None:
     done = _install(home, imds, store, "@HPCLZ_WHEEL_SHA256@")
     assert done.returncode == 1 and "no hpclz wheel was given" in done.stderr
-    assert not (home / "wheel").exists()
+    assert list((home / "wheel").iterdir()) == [] and not (home / "venv").exists()
 
 
 @pytest.mark.slow
@@ -145,3 +146,92 @@ def test_a_matching_wheel_is_installed_from_the_local_file(
     assert done.returncode == 0, done.stderr
     assert f"installed {WHEEL} (sha256 {digest})" in done.stdout
     assert list((home / "venv" / "lib").glob("python3*/site-packages/hpclz_probe.py"))
+
+
+UNBAKED = "@HPCLZ_WHEEL_SHA256@"  # a scheduler that follows the locker needs no digest baked in
+
+
+def _wheel_in(folder: Path, probe: int) -> bytes:
+    folder.mkdir()
+    return _wheel(folder / WHEEL, probe)
+
+
+def _current(home: Path) -> str:
+    """The venv the scheduler runs: $HPCLZ_HOME/venv is a link to venvs/<sha256>."""
+    return (home / "venv").readlink().name
+
+
+def _probe(home: Path) -> str:
+    (module,) = (home / "venv" / "lib").glob("python3*/site-packages/hpclz_probe.py")
+    return module.read_text(encoding="utf-8")
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_a_running_scheduler_follows_the_lockers_current_wheel(
+    home: Path, imds: str, store: Azurite, tmp_path: Path
+) -> None:
+    """The chain a second `hpclz deploy` sets off: the CycleCloud VM's hpclz-wheel tag changes, hpclz-cluster-sync
+    publishes it as the locker's `current` blob (test_cluster_sync), and the scheduler's hpclz-wheel-update timer runs
+    `hpclz-install-wheel --follow`, which installs the new wheel only once its SHA-256 matches."""
+    first = _wheel_in(tmp_path / "one", 1)
+    one = hashlib.sha256(first).hexdigest()
+    _put(store, f"{one}/{WHEEL}", first)
+    _put(store, "current", f"{one}/{WHEEL}\n".encode())
+    done = _install(home, imds, store, UNBAKED, "--follow")
+    assert done.returncode == 0, done.stderr
+    assert _current(home) == one and _probe(home) == "PROBE = 1\n"
+    # Nothing new: nothing fetched or installed.
+    done = _install(home, imds, store, UNBAKED, "--follow")
+    assert (done.returncode, done.stdout.strip()) == (
+        0,
+        f"hpclz-install-wheel: {WHEEL} (sha256 {one}) is already installed",
+    )
+    # The second deploy's wheel.
+    second = _wheel_in(tmp_path / "two", 2)
+    two = hashlib.sha256(second).hexdigest()
+    _put(store, f"{two}/{WHEEL}", second)
+    _put(store, "current", f"{two}/{WHEEL}\n".encode())
+    done = _install(home, imds, store, UNBAKED, "--follow")
+    assert done.returncode == 0, done.stderr
+    assert _current(home) == two and _probe(home) == "PROBE = 2\n"
+    assert sorted(p.name for p in (home / "venvs").iterdir()) == sorted([one, two])  # the previous one is kept
+    # A wheel whose bytes do not match the digest the locker names is refused; the running hpclz stays.
+    bad = "f" * 64
+    _put(store, f"{bad}/{WHEEL}", first)
+    _put(store, "current", f"{bad}/{WHEEL}\n".encode())
+    done = _install(home, imds, store, UNBAKED, "--follow")
+    assert done.returncode == 1
+    assert f"refused {WHEEL}: its SHA-256 is {one}, expected {bad}" in done.stderr
+    assert _current(home) == two and _probe(home) == "PROBE = 2\n"
+    assert not (home / "venvs" / bad).exists()
+
+
+@pytest.mark.parametrize("pointer", ["", "not-a-digest/hpclz-0.0.1-py3-none-any.whl", f"{'a' * 64}/../../etc/passwd"])
+def test_a_malformed_current_wheel_is_refused_before_any_download(
+    home: Path, imds: str, store: Azurite, pointer: str
+) -> None:
+    _put(store, "current", pointer.encode())
+    done = _install(home, imds, store, UNBAKED, "--follow")
+    assert done.returncode == 1
+    assert "the locker's current wheel is not <sha256>/<hpclz wheel>" in done.stderr
+    assert sorted(p.name for p in (home / "wheel").iterdir()) == ["current"]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_a_wheel_pip_cannot_install_leaves_the_previous_venv(
+    home: Path, imds: str, store: Azurite, tmp_path: Path
+) -> None:
+    good = _wheel(tmp_path / WHEEL)
+    digest = hashlib.sha256(good).hexdigest()
+    _put(store, f"{digest}/{WHEEL}", good)
+    assert _install(home, imds, store, digest).returncode == 0
+    broken = b"not a zip file"
+    other = hashlib.sha256(broken).hexdigest()
+    _put(store, f"{other}/{WHEEL}", broken)
+    _put(store, "current", f"{other}/{WHEEL}\n".encode())
+    done = _install(home, imds, store, UNBAKED, "--follow")
+    assert done.returncode == 1
+    assert f"pip could not install {WHEEL} (sha256 {other}); the previous hpclz stays" in done.stderr
+    assert _current(home) == digest and not (home / "venvs" / other).exists()

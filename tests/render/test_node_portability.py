@@ -55,6 +55,7 @@ def _rendered_scripts(stem: str) -> list[str]:
     scripts = [
         *_scripts(_artifacts(stem)["cyclecloud/slurm-cluster.txt"]),
         files["/opt/hpclz/bin/bootstrap-cyclecloud"],
+        files["/opt/hpclz/bin/hpclz-cc-await"],
         # The Open OnDemand VM's boot script (portal.*), where the preset has the portal.
         *[d.artifacts["cloud-init/portal.sh"] for d in preset_plan(stem).deployments if d.component == "portal"],
     ]
@@ -128,8 +129,10 @@ apt-get install -y ./enroot_"${ENROOT_VERSION}"-1_"${arch}".deb
         "#!/bin/bash\ndnf install -y https://github.com/NVIDIA/enroot/releases/download/v3.5.0/enroot-3.5.0-1.el8.x86_64.rpm\n",
         # A digest that is assigned but never compared is no pin.
         "#!/bin/bash\nSUM=" + "a" * 64 + "\ncurl -fsSL -o /tmp/x.deb https://example.invalid/x.deb\n",
+        # The locker's wheel pointer used without checking its shape.
+        "#!/bin/bash\nhpclz-locker-get id acct hpclz current /tmp/current\nwanted=$(head -c 200 /tmp/current)\n",
     ],
-    ids=["enroot-deb", "pip-index", "clone-unchecked", "rpm-url", "digest-unused"],
+    ids=["enroot-deb", "pip-index", "clone-unchecked", "rpm-url", "digest-unused", "pointer-unchecked"],
 )
 def test_the_download_check_finds_an_unpinned_download(script: str) -> None:
     assert unpinned_downloads(script)
@@ -139,6 +142,14 @@ def test_the_download_check_accepts_a_verified_file() -> None:
     script = (
         "#!/bin/bash\nSUM=" + "a" * 64 + "\ncurl -fsSL -o /tmp/x.deb https://example.invalid/x.deb\n"
         'actual=$(sha256sum /tmp/x.deb | cut -d" " -f1)\n[ "$actual" = "$SUM" ] || exit 1\n'
+    )
+    assert unpinned_downloads(script) == []
+
+
+def test_the_download_check_accepts_a_wheel_pointer_checked_for_shape() -> None:
+    script = (
+        "#!/bin/bash\nhpclz-locker-get id acct hpclz current /tmp/current\nwanted=$(head -c 200 /tmp/current)\n"
+        '[[ "$wanted" =~ ^([0-9a-f]{64})/(hpclz-[A-Za-z0-9_.]+-py3-none-any\\.whl)$ ]] || exit 1\n'
     )
     assert unpinned_downloads(script) == []
 

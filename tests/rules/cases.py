@@ -382,6 +382,16 @@ CASES: dict[str, list[Case]] = {
             ),
         )
     ],
+    # Any accounting: cyclecloud-slurm's slurmdbd.conf on /sched holds the password (the rule's docstring).
+    "HPCLZ-CMP-047": [
+        Case(
+            "manufacturing",
+            _all(
+                _set("compute.accounting", ACCOUNTING),
+                _set("identity.key_vault.secrets", {"slurmdb-password": "${env:SLURMDB_PASSWORD}"}),
+            ),
+        )
+    ],
     # Slurm accounting mode new, on the energy preset's MySQL flexible server (learn.microsoft.com/azure/mysql/
     # flexible-server: concepts-networking-vnet, concepts-high-availability, concepts-service-tiers-storage).
     "HPCLZ-CMP-042": [

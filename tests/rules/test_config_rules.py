@@ -27,6 +27,10 @@ DELIBERATE = {
     ("ai-training", "HPCLZ-ZON-002"),
     ("energy", "HPCLZ-ZON-002"),
     ("finance", "HPCLZ-ZON-002"),
+    # Slurm accounting: the password in /sched's slurmdbd.conf, readable by root on every node (HPCLZ-CMP-047).
+    ("ai-training", "HPCLZ-CMP-047"),
+    ("energy", "HPCLZ-CMP-047"),
+    ("finance", "HPCLZ-CMP-047"),
     # CycleCloud's Entra ID app registration is the user's own; only energy shows one (HPCLZ-IDN-009).
     ("ai-training", "HPCLZ-IDN-009"),
     ("finance", "HPCLZ-IDN-009"),

@@ -350,6 +350,8 @@ def cluster_files(zone: Zone) -> dict[str, str]:
             identity=_compute_identity(zone),
             metrics=node_metrics(zone, _compute_identity(zone)),
             topology=rack_topology(zone),
+            # Only where hpclz-cluster-sync publishes the locker's `current` wheel (user_data_document).
+            follow_wheel=zone.config.identity.managed_identities.scheduler,
             locker={
                 "identity": _node_identity(zone, LOCKER_IDENTITY),
                 "account": zone.locker_account_name,
@@ -499,6 +501,7 @@ def server_cloud_config(zone: Zone) -> str:
         config=zone.config,
         bootstrap=bootstrap,
         sync_script=render_text("cloud-init/cluster_sync.py"),
+        await_script=render_text("cloud-init/cc_await.sh"),
         sync_service=render_text("cloud-init/cluster-sync.service.j2"),
         sync_timer=render_text("cloud-init/cluster-sync.timer.j2"),
     )
@@ -519,6 +522,17 @@ def user_data_document(zone: Zone, files: dict[str, str]) -> str:
         document["arm_parameters"] = files["arm-parameters.json"]
     if "account-lookups.json" in files:
         document["account_lookups"] = files["account-lookups.json"]
+    if zone.config.identity.managed_identities.scheduler:
+        # Where hpclz-cluster-sync publishes the wheel the VM's hpclz-wheel tag names, for a running scheduler to
+        # follow (hpclz-install-wheel --follow): the wheel container, written with CycleCloud's identity, the only
+        # identity with a data role on the whole locker (hpclz.render.roles.locker_assignments).
+        document["wheel_locker"] = dumps(
+            {
+                "account": zone.locker_account_name,
+                "container": WHEEL_CONTAINER,
+                "identity": _node_identity(zone, "scheduler"),
+            }
+        )
     document["project"] = project_source(zone)
     digests = zone.config.compute.cyclecloud.slurm_project_sha256
     if digests:  # hpclz-cluster-sync uploads the fetched release only when every file matches (HPCLZ-CMP-018)

@@ -391,6 +391,36 @@ class AccountingNeedsSchedulerIdentity(Rule[ConfigContext]):
             )
 
 
+class AccountingPasswordOnSched(Rule[ConfigContext]):
+    """cyclecloud-slurm 4.0.9 writes slurmdbd's database password in clear into /sched/<cluster>/slurmdbd.conf
+    (`StoragePass=`, owner slurm, `chmod 600`) and links /etc/slurm/slurmdbd.conf to it
+    (Azure/cyclecloud-slurm@50e6739:azure-slurm-install/install.py l.139 config_dir = f"/sched/{...}", l.417-436,
+    l.470-476; installlib.py l.127-135, l.200-225). Neither the folder nor the password's source is a setting: the
+    password comes only from slurm.accounting.password (install.py l.98). hpclz mounts /sched on every node
+    (cyclecloud.mounts.nfs_sched in [[node defaults]]) from a share or export without root squash, which the scheduler
+    needs to chown the munge key there (HPCLZ-TPL-055's docstring; Microsoft.Storage 2023-05-01 rootSquash: "The
+    default is NoRootSquash"; the built-in export's options = no_root_squash). So root on any node of the cluster,
+    login and portal included, can read the MySQL login that slurmdbd uses; users without root cannot (mode 600).
+    hpclz cannot remove this with a documented setting, so it says so."""
+
+    id = "HPCLZ-CMP-047"
+    severity = Severity.INFO
+    title = "Slurm accounting password is readable by root on every node that mounts /sched"
+    fix = (
+        "Give root on the cluster's nodes only to those who may hold the accounting database login, keep the MySQL "
+        "server reachable from the cluster's subnets alone, and rotate the secret when a node's root was shared."
+    )
+
+    def check(self, ctx: ConfigContext) -> Iterable[Finding]:
+        if ctx.config.compute.accounting.mode != "disabled":
+            yield self.finding(
+                ctx,
+                (*ACCOUNTING, "mode"),
+                "cyclecloud-slurm writes the database password into /sched/<cluster>/slurmdbd.conf (mode 600, "
+                "owner slurm); /sched has no root squash, so root on any node that mounts it can read it",
+            )
+
+
 class SupportedClusterVersions(Rule[ConfigContext]):
     """CycleCloud, cyclecloud-slurm and Slurm ship as a strict triple: an unlisted Slurm build leaves the nodes
     without Slurm (Azure/cyclecloud-slurm-workspace#141 and #346). hpclz renders only the rows of
@@ -569,4 +599,5 @@ COMPUTE_RULES: tuple[type[Rule[ConfigContext]], ...] = (
     CustomImageRegion,
     AccountingPasswordInVault,
     AccountingNeedsSchedulerIdentity,
+    AccountingPasswordOnSched,
 )
