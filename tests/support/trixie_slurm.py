@@ -35,7 +35,8 @@ from hpclz.slurm.client import SlurmClient
 from tests.conftest import REPO, require
 from tests.support.local_http import free_ports
 
-CHROOT = REPO / ".tools" / "trixie"
+# HPCLZ_SLURM_CHROOT: another chroot with the same packages (a worktree that builds its own while developing).
+CHROOT = Path(os.environ.get("HPCLZ_SLURM_CHROOT") or REPO / ".tools" / "trixie")
 INSIDE = "/hpclz-test"  # the cluster's folder as the daemons see it
 MARKER = "HPCLZ_TEST_TRIXIE_SLURM"
 CLIENTS = ("scontrol", "sinfo", "sbatch", "squeue", "scancel")
@@ -55,6 +56,21 @@ def require_trixie() -> None:
     )
 
 
+def version() -> tuple[int, int]:
+    """(major, minor) of the chroot's slurmctld: `slurmctld -V` prints "slurm-wlm 26.05.5" on Debian sid."""
+    out = subprocess.run(
+        ["chroot", str(CHROOT), "/usr/sbin/slurmctld", "-V"], capture_output=True, text=True, timeout=60, check=True
+    ).stdout
+    major, minor = out.split()[-1].split(".")[:2]
+    return int(major), int(minor)
+
+
+def require_topology_yaml() -> None:
+    """Slurm 25.05 or later, which reads topology.yaml (several topologies, one per partition)."""
+    require_trixie()
+    require(version() >= (25, 5), f"Slurm 25.05+ in the chroot at {CHROOT} (topology.yaml)")
+
+
 @dataclass
 class TrixieSlurm:
     nodes: list[str]
@@ -65,6 +81,9 @@ class TrixieSlurm:
     # True: the block plugin is not in slurm.conf, which includes site_specific.conf instead, as cyclecloud-slurm's
     # does (Azure/cyclecloud-slurm@50e6739 azure-slurm-install/templates/slurm.conf.template l.77).
     site_specific: bool = False
+    # Slurm 25.05+: topology.yaml's text, and each partition's `Topology=` (slurm.conf(5)); no TopologyPlugin line then.
+    topology_yaml: str | None = None
+    partition_topology: dict[str, str] = field(default_factory=dict)
 
     @property
     def folder(self) -> Path:
@@ -73,6 +92,10 @@ class TrixieSlurm:
     @property
     def topology_conf(self) -> Path:
         return self.folder / "topology.conf"
+
+    @property
+    def topology_yaml_path(self) -> Path:
+        return self.folder / "topology.yaml"
 
     @property
     def site_conf(self) -> Path:
@@ -159,6 +182,8 @@ def write_config(cluster: TrixieSlurm, topology: str) -> None:
         *(
             [f"Include {INSIDE}/site_specific.conf"]
             if cluster.site_specific
+            else []
+            if cluster.topology_yaml is not None
             else ["TopologyPlugin=topology/block", "TopologyParam=BlockAsNodeRank"]
         ),
         # Power saving as CycleCloud configures it, with programs that only return: the test stops and starts
@@ -181,13 +206,19 @@ def write_config(cluster: TrixieSlurm, topology: str) -> None:
             f"NodeName={n} NodeHostname=localhost NodeAddr=127.0.0.1 Port={p} CPUs=1 State=UNKNOWN"
             for n, p in zip(cluster.nodes, ports, strict=True)
         ),
-        f"PartitionName={cluster.partition} Nodes={','.join(own)} Default=YES MaxTime=INFINITE State=UP",
-        *(f"PartitionName={name} Nodes={','.join(n)} MaxTime=INFINITE State=UP" for name, n in cluster.others.items()),
+        f"PartitionName={cluster.partition} Nodes={','.join(own)} Default=YES MaxTime=INFINITE State=UP"
+        + _topology(cluster, cluster.partition),
+        *(
+            f"PartitionName={name} Nodes={','.join(n)} MaxTime=INFINITE State=UP" + _topology(cluster, name)
+            for name, n in cluster.others.items()
+        ),
         "",
     ]
     (folder / "slurm.conf").write_text("\n".join(lines))
     (folder / "cgroup.conf").write_text("CgroupPlugin=disabled\n")
     cluster.topology_conf.write_text(topology)
+    if cluster.topology_yaml is not None:
+        cluster.topology_yaml_path.write_text(cluster.topology_yaml)
     if cluster.site_specific:
         cluster.site_conf.write_text("# site specific slurm configuration. This is preserved during upgrades\n")
     for tool in CLIENTS:
@@ -196,14 +227,23 @@ def write_config(cluster: TrixieSlurm, topology: str) -> None:
         wrapper.chmod(0o755)
 
 
+def _topology(cluster: TrixieSlurm, partition: str) -> str:
+    name = cluster.partition_topology.get(partition)
+    return f" Topology={name}" if name else ""
+
+
 def start(
     nodes: list[str],
     partition: str,
     topology: str,
     others: dict[str, list[str]] | None = None,
     site_specific: bool = False,
+    topology_yaml: tuple[str, dict[str, str]] | None = None,
 ) -> TrixieSlurm:
+    """`topology_yaml`: (topology.yaml's text, each partition's topology name) for Slurm 25.05+."""
     cluster = TrixieSlurm(nodes=nodes, partition=partition, others=others or {}, site_specific=site_specific)
+    if topology_yaml is not None:
+        cluster.topology_yaml, cluster.partition_topology = topology_yaml[0], dict(topology_yaml[1])
     shutil.rmtree(cluster.folder, ignore_errors=True)
     for sub in ("munge", "state", "spool", "run", "log", "bin"):
         (cluster.folder / sub).mkdir(parents=True, mode=0o755)
@@ -271,8 +311,9 @@ def running(
     topology: str,
     others: dict[str, list[str]] | None = None,
     site_specific: bool = False,
+    topology_yaml: tuple[str, dict[str, str]] | None = None,
 ) -> Iterator[TrixieSlurm]:
-    cluster = start(nodes, partition, topology, others, site_specific)
+    cluster = start(nodes, partition, topology, others, site_specific, topology_yaml)
     try:
         yield cluster
     finally:
