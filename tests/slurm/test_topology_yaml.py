@@ -137,13 +137,15 @@ def _regenerate(cluster: trixie_slurm.TrixieSlurm, reports: Path, switches: Path
     )
 
 
-def _finished(cluster: trixie_slurm.TrixieSlurm) -> list[tuple[str, set[str]]]:
-    """(partition, nodes) of each finished job, from the jobcomp/filetxt record."""
+def _records(cluster: trixie_slurm.TrixieSlurm) -> list[tuple[str, str]]:
+    """(partition, node hostlist) of each finished job, from the jobcomp/filetxt record."""
     text = cluster.jobcomp.read_text(encoding="utf-8") if cluster.jobcomp.exists() else ""
-    return [
-        (part, set(cluster.client.expand(nodes)))
-        for part, nodes in re.findall(r"JobId=\d+ .*?Partition=(\S+) .*?NodeList=(\S+)", text)
-    ]
+    return re.findall(r"JobId=\d+ .*?Partition=(\S+) .*?NodeList=(\S+)", text)
+
+
+def _finished(cluster: trixie_slurm.TrixieSlurm) -> list[tuple[str, set[str]]]:
+    """(partition, nodes) of each finished job, the hostlists expanded by Slurm's own parser."""
+    return [(part, set(cluster.client.expand(nodes))) for part, nodes in _records(cluster)]
 
 
 @pytest.mark.slow
@@ -164,6 +166,9 @@ def test_racks_as_blocks_and_switches_as_a_tree_each_partition_by_its_own_topolo
         racks = [frozenset(n for n in GB if RACK_OF[n] == r) for r in (RACK_A, RACK_B)]
         leaves = [frozenset(n for n in IB if GUID_OF[n] in g) for g in LEAVES.values()]
         assert _regenerate(cluster, reports, switches) is False  # already true: no reconfigure
+        # What verify reads as racks: the cluster default is flat, the racks are the named block topology's.
+        assert cluster.client.blocks() == {}
+        assert {frozenset(nodes) for nodes in cluster.client.blocks(BLOCK_TOPOLOGY).values()} == set(racks)
         for size, count in MIX.items():
             cluster.client.run(
                 "sbatch", "-p", "gb300", f"--array=1-{count}", "-N", str(size), "-o", "/dev/null", "--wrap", "true"
@@ -174,7 +179,7 @@ def test_racks_as_blocks_and_switches_as_a_tree_each_partition_by_its_own_topolo
             )
         cluster.client.run("sbatch", "-p", "cpu", "-N", "2", "-o", "/dev/null", "--wrap", "true")
         total = sum(MIX.values()) + sum(TREE_MIX.values()) + 1
-        cluster.wait_for(lambda: len(_finished(cluster)) >= total, f"{total} jobs to finish", 600)
+        cluster.wait_for(lambda: len(_records(cluster)) >= total, f"{total} jobs to finish", 600)
         done = _finished(cluster)
         rack_jobs = [nodes for part, nodes in done if part == "gb300"]
         small = [nodes for nodes in rack_jobs if len(nodes) <= RACK_SIZE]
@@ -204,5 +209,5 @@ def test_racks_as_blocks_and_switches_as_a_tree_each_partition_by_its_own_topolo
         # slurmctld took it: a job of one rack still runs inside the remaining block, a leaf job under one switch.
         cluster.client.run("sbatch", "--wait", "-p", "gb300", "-N", str(RACK_SIZE), "-o", "/dev/null", "--wrap", "true")
         cluster.client.run("sbatch", "--wait", "-p", "h100", "-N", "3", "-o", "/dev/null", "--wrap", "true")
-        last = _finished(cluster)[-2:]
+        last = [(part, set(cluster.client.expand(nodes))) for part, nodes in _records(cluster)[-2:]]
         assert last[0] == ("gb300", set(racks[0])) and any(last[1][1] <= leaf for leaf in leaves)
