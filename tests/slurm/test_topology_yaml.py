@@ -20,6 +20,7 @@ from hpclz.slurm.topology_yaml import (
     ROOT_SWITCH,
     TREE_TOPOLOGY,
     converge_yaml,
+    main,
     port_guids,
     regenerate_yaml,
     sharp_switches,
@@ -211,3 +212,41 @@ def test_racks_as_blocks_and_switches_as_a_tree_each_partition_by_its_own_topolo
         cluster.client.run("sbatch", "--wait", "-p", "h100", "-N", "3", "-o", "/dev/null", "--wrap", "true")
         last = [(part, set(cluster.client.expand(nodes))) for part, nodes in _records(cluster)[-2:]]
         assert last[0] == ("gb300", set(racks[0])) and any(last[1][1] <= leaf for leaf in leaves)
+
+
+def _topology_of(cluster: trixie_slurm.TrixieSlurm, partition: str) -> str:
+    found = re.search(r"\bTopology=(\S*)", cluster.scontrol("show", "partition", partition))
+    return found.group(1) if found else ""
+
+
+@pytest.mark.slurm
+@pytest.mark.timeout(300)
+def test_partitions_written_by_someone_else_get_their_topology_back_after_every_reconfigure(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """cyclecloud-slurm writes the partition lines, without `Topology=`: the scheduler's pass sets each partition's
+    topology with `scontrol update`, which a reconfigure undoes, and the next pass sets it again. Racks of three."""
+    trixie_slurm.require_topology_yaml()
+    gb, ib = [f"gb{i}" for i in range(1, 4)], ["h1", "h2"]
+    reports, switches = tmp_path / "reports", tmp_path / "sharp-topology.txt"
+    reports.mkdir()
+    for node in gb:
+        (reports / f"{node}.txt").write_text(gb_report(RACK_A), encoding="utf-8")
+    for node, guid in zip(ib, ["0x1001", "0x1002"], strict=True):
+        (reports / f"{node}.ibstat").write_text(ibstat_report([guid]), encoding="utf-8")
+    switches.write_text(sharp_file({"ibsw1": ["0x1001", "0x1002"]}), encoding="utf-8")
+    initial = topology_yaml(None, None)  # the flat default alone, as before the first pass
+    with trixie_slurm.running(gb + ib, "gb300", "", {"h100": ib}, topology_yaml=(initial, {})) as cluster:
+        monkeypatch.setenv("HPCLZ_SLURM_BIN", str(cluster.folder / "bin"))
+        argv = ["--rack-partition", "gb300", "--tree-partition", "h100", "--reports", str(reports)]
+        argv += ["--yaml", str(cluster.topology_yaml_path), "--switches", str(switches), "--block-size", "3"]
+        assert (_topology_of(cluster, "gb300"), _topology_of(cluster, "h100")) == ("", "")
+        assert main(argv) == 0 and capsys.readouterr().out.endswith("changed\n")
+        assert (_topology_of(cluster, "gb300"), _topology_of(cluster, "h100")) == (BLOCK_TOPOLOGY, TREE_TOPOLOGY)
+        assert main(argv) == 0 and capsys.readouterr().out.endswith("unchanged\n")
+        cluster.client.run("scontrol", "reconfigure")  # someone else's: slurm.conf's partition lines come back
+        cluster.wait_for(lambda: _topology_of(cluster, "gb300") == "", "slurmctld back without the partition topology")
+        assert main(argv) == 0 and capsys.readouterr().out.endswith("changed\n")
+        assert (_topology_of(cluster, "gb300"), _topology_of(cluster, "h100")) == (BLOCK_TOPOLOGY, TREE_TOPOLOGY)
+        cluster.client.run("sbatch", "--wait", "-p", "gb300", "-N", "3", "-o", "/dev/null", "--wrap", "true")
+        assert re.search(r"Partition=gb300 .*?NodeList=gb\[1-3\]", cluster.jobcomp.read_text(encoding="utf-8"))

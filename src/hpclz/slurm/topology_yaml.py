@@ -197,6 +197,34 @@ def converge_yaml(client: SlurmClient, path: Path, text: str) -> bool:
     return True
 
 
+def partition_topologies(client: SlurmClient, wanted: Mapping[str, str], wait_s: float = 60.0) -> list[str]:
+    """Give each partition its topology with `scontrol update PartitionName=<p> Topology=<t>` where it has another;
+    the partitions changed. cyclecloud-slurm writes the partition lines (`azslurm partitions` > azure.conf,
+    Azure/cyclecloud-slurm@049346f azure-slurm-install/templates/slurm.conf.template l.66-67), and a second line for
+    the same partition in site_specific.conf stops slurmctld ("fatal: _build_single_partitionline_info: duplicate
+    entry for partition gb300", slurmctld 26.05.5, seen here). An update holds until the next `scontrol reconfigure`
+    or restart, which returns the partition to slurm.conf's (seen with 26.05.5: tests/slurm/test_topology_yaml.py),
+    so every pass checks and sets it again. After a reconfigure slurmctld restarts in place: wait for it."""
+    import time
+
+    deadline = time.monotonic() + wait_s
+    changed: list[str] = []
+    for partition, topology in sorted(wanted.items()):
+        while True:
+            try:
+                shown = client.run("scontrol", "show", "partition", partition)
+                break
+            except SlurmError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(1.0)
+        found = re.search(r"\bTopology=(\S*)", shown)
+        if (found.group(1) if found else "") != topology:
+            client.run("scontrol", "update", f"PartitionName={partition}", f"Topology={topology}")
+            changed.append(partition)
+    return changed
+
+
 def regenerate_yaml(
     client: SlurmClient,
     *,
@@ -208,7 +236,8 @@ def regenerate_yaml(
     switches: Path | None = None,
 ) -> bool:
     """One pass on the scheduler: the rack partitions' blocks from their fabric reports, the InfiniBand partitions'
-    tree from their ibstat reports and the SHARP topology file, converged into topology.yaml."""
+    tree from their ibstat reports and the SHARP topology file, converged into topology.yaml, and each of those
+    partitions set to its topology. True when anything changed."""
     nodes = client.nodes()
     blocks = tree = None
     if rack_partitions:
@@ -221,4 +250,43 @@ def regenerate_yaml(
         ib_nodes = [n for n in nodes if set(tree_partitions) & set(n.partitions)]
         guids, why = current_guids(ib_nodes, reports)
         tree = tree_topology(guids, sharp_switches(switches.read_text(encoding="utf-8")), why)
-    return converge_yaml(client, path, topology_yaml(blocks, tree))
+    reconfigured = converge_yaml(client, path, topology_yaml(blocks, tree))
+    wanted = {p: BLOCK_TOPOLOGY for p in rack_partitions} | {p: TREE_TOPOLOGY for p in tree_partitions}
+    return bool(partition_topologies(client, wanted)) or reconfigured
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python3 -m hpclz.slurm.topology_yaml`: run on the scheduler (Slurm 25.05+) after nodes power up or down."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python3 -m hpclz.slurm.topology_yaml", description=main.__doc__)
+    parser.add_argument("--rack-partition", action="append", default=[], help="a GB-class partition (repeatable)")
+    parser.add_argument("--tree-partition", action="append", default=[], help="an InfiniBand partition (repeatable)")
+    parser.add_argument("--reports", type=Path, required=True, help="folder of <node>.txt and <node>.ibstat")
+    parser.add_argument("--yaml", type=Path, required=True, help="topology.yaml beside slurm.conf")
+    parser.add_argument("--switches", type=Path, default=None, help="`sharp_cmd topology` output")
+    parser.add_argument("--block-size", type=int, default=18, help="VMs per NVLink domain (18: ND GB200/GB300 v6)")
+    parser.add_argument("--slurm-conf", type=Path, default=None)
+    args = parser.parse_args(argv)
+    if not args.rack_partition and not args.tree_partition:
+        parser.error("name at least one --rack-partition or --tree-partition")
+    try:
+        client = SlurmClient.from_env(conf=args.slurm_conf)
+        changed = regenerate_yaml(
+            client,
+            rack_partitions=args.rack_partition,
+            tree_partitions=args.tree_partition,
+            reports=args.reports,
+            path=args.yaml,
+            block_size=args.block_size,
+            switches=args.switches,
+        )
+    except SlurmError as exc:
+        print(f"error: {exc}")
+        return int(exc.exit_code)
+    print(f"{args.yaml}: {'changed' if changed else 'unchanged'}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
