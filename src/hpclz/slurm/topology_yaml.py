@@ -18,6 +18,11 @@ azure-slurm/slurmcc/topology.py): each node's port GUIDs from `ibstat` ("Port GU
 `0x00` that ibstat prints and SHARP omits (l.353-357), and the SHARP tool's grouping of GUIDs by switch, one line per
 leaf switch, `SwitchName=ibsw2 Nodes=0x155dfffd341acb,0x155dfffd341b0b` (`sharp_cmd topology`, l.395, l.437); a node
 joins the first switch that lists one of its GUIDs (l.441-460) and one switch above joins the leaves (l.552).
+
+Seen on a real slurmctld 26.05.5 (Debian sid), with blocks of three nodes and three nodes in none: unlike 24.11, a
+one-node job pinned to a node in no block ran there, a two-node job ran inside the block, and a four-node job was
+refused ("Requested node configuration is not available"). So on 26.05 a held-out node may still take a one-node job
+(one VM: no NVLink domain to split), and multi-node jobs stay in blocks.
 """
 
 from __future__ import annotations
