@@ -223,7 +223,7 @@ def write_config(cluster: TrixieSlurm, topology: str) -> None:
     (folder / "slurm.conf").write_text("\n".join(lines))
     (folder / "cgroup.conf").write_text("CgroupPlugin=disabled\n")
     cluster.topology_conf.write_text(topology)
-    if cluster.topology_yaml is not None:
+    if cluster.topology_yaml:  # empty: none yet, as before the scheduler's first pass
         cluster.topology_yaml_path.write_text(cluster.topology_yaml)
     if cluster.site_specific:
         cluster.site_conf.write_text("# site specific slurm configuration. This is preserved during upgrades\n")

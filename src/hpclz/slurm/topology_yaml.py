@@ -37,9 +37,11 @@ from hpclz.slurm.client import NodeInfo, SlurmClient, SlurmError
 from hpclz.slurm.topology import (
     POWERED_OFF,
     BlockTopology,
+    add_site_lines,
     block_topology,
     current_domains,
     natural_key,
+    plugin_lines,
 )
 
 BLOCK_TOPOLOGY = "nvlink"
@@ -191,10 +193,13 @@ def settings(text: str) -> str:
     return "\n".join(line for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#"))
 
 
-def converge_yaml(client: SlurmClient, path: Path, text: str) -> bool:
-    """Write topology.yaml and run one `scontrol reconfigure` when what Slurm reads of it changed; True when it did."""
+def converge_yaml(client: SlurmClient, path: Path, text: str, *, reconfigure: bool = False) -> bool:
+    """Write topology.yaml and run one `scontrol reconfigure` when what Slurm reads of it changed (or `reconfigure`:
+    slurm.conf's own lines changed); True when it did."""
     if path.is_file() and settings(path.read_text(encoding="utf-8")) == settings(text):
-        return False
+        if reconfigure:
+            client.run("scontrol", "reconfigure")
+        return reconfigure
     staged = path.with_name(path.name + ".hpclz-new")
     staged.write_text(text, encoding="utf-8")
     staged.replace(path)
@@ -239,6 +244,7 @@ def regenerate_yaml(
     path: Path,
     block_size: int,
     switches: Path | None = None,
+    site_conf: Path | None = None,
 ) -> bool:
     """One pass on the scheduler: the rack partitions' blocks from their fabric reports, the InfiniBand partitions'
     tree from their ibstat reports and the SHARP topology file, converged into topology.yaml, and each of those
@@ -255,7 +261,12 @@ def regenerate_yaml(
         ib_nodes = [n for n in nodes if set(tree_partitions) & set(n.partitions)]
         guids, why = current_guids(ib_nodes, reports)
         tree = tree_topology(guids, sharp_switches(switches.read_text(encoding="utf-8")), why)
-    reconfigured = converge_yaml(client, path, topology_yaml(blocks, tree))
+    text = topology_yaml(blocks, tree)
+    # The lines cyclecloud-slurm's README asks for beside block topology, but the plugin: topology.yaml names it
+    # (hpclz.slurm.topology.plugin_lines). Added once the file can be written, in the same reconfigure.
+    site = [line for line in plugin_lines(rack_partitions) if not line.startswith("TopologyPlugin=")]
+    added = site_conf is not None and bool(rack_partitions) and add_site_lines(site_conf, tuple(site))
+    reconfigured = converge_yaml(client, path, text, reconfigure=added)
     wanted = {p: BLOCK_TOPOLOGY for p in rack_partitions} | {p: TREE_TOPOLOGY for p in tree_partitions}
     return bool(partition_topologies(client, wanted)) or reconfigured
 
@@ -271,6 +282,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--yaml", type=Path, required=True, help="topology.yaml beside slurm.conf")
     parser.add_argument("--switches", type=Path, default=None, help="`sharp_cmd topology` output")
     parser.add_argument("--block-size", type=int, default=18, help="VMs per NVLink domain (18: ND GB200/GB300 v6)")
+    parser.add_argument("--site-conf", type=Path, default=None, help="site_specific.conf: SuspendExcParts goes here")
     parser.add_argument("--slurm-conf", type=Path, default=None)
     args = parser.parse_args(argv)
     if not args.rack_partition and not args.tree_partition:
@@ -285,6 +297,7 @@ def main(argv: list[str] | None = None) -> int:
             path=args.yaml,
             block_size=args.block_size,
             switches=args.switches,
+            site_conf=args.site_conf,
         )
     except SlurmError as exc:
         print(f"error: {exc}")
