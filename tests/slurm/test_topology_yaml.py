@@ -27,6 +27,8 @@ from hpclz.slurm.topology_yaml import (
     topology_yaml,
     tree_topology,
 )
+from tests.rules.cases import Case, _all, _set
+from tests.rules.test_config_rules import _findings
 from tests.slurm.test_topology import RACK_A, RACK_B, gb_report
 from tests.support import trixie_slurm
 
@@ -250,3 +252,11 @@ def test_partitions_written_by_someone_else_get_their_topology_back_after_every_
         assert (_topology_of(cluster, "gb300"), _topology_of(cluster, "h100")) == (BLOCK_TOPOLOGY, TREE_TOPOLOGY)
         cluster.client.run("sbatch", "--wait", "-p", "gb300", "-N", "3", "-o", "/dev/null", "--wrap", "true")
         assert re.search(r"Partition=gb300 .*?NodeList=gb\[1-3\]", cluster.jobcomp.read_text(encoding="utf-8"))
+
+
+def test_a_small_partition_beside_racks_is_no_finding_once_slurm_reads_topology_yaml() -> None:
+    """HPCLZ-CMP-072 warns only where topology.conf's one cluster-wide plugin needs every partition to fill a block."""
+    small = _set("compute.partitions.1.max_nodes", 8)
+    assert _findings("HPCLZ-CMP-072", Case("ai-training", small)) == []  # the preset's Slurm 25.11.5
+    before = Case("ai-training", _all(small, _set("compute.cyclecloud.slurm_version", "24.11.5")))
+    assert [f.rule_id for f in _findings("HPCLZ-CMP-072", before)] == ["HPCLZ-CMP-072"]

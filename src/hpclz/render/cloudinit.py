@@ -468,15 +468,6 @@ def slurm_cluster_name(zone: Zone) -> str:
 FABRIC_REPORTS = "hpclz-fabric"
 
 
-TOPOLOGY_YAML_SINCE = (25, 5)
-
-
-def _slurm_release(version: str) -> tuple[int, int]:
-    """25.11.5 -> (25, 11): the config's pattern guarantees the two leading numbers."""
-    major, minor = version.split(".")[:2]
-    return int(major), int(minor)
-
-
 def rack_topology(zone: Zone) -> dict[str, Any] | None:
     """What the scheduler needs to keep Slurm's block topology true (hpclz.slurm.topology): the rack-scale
     partitions, the block size (VMs per NVLink domain) and the /sched paths; None without a rack-scale partition."""
@@ -487,10 +478,9 @@ def rack_topology(zone: Zone) -> dict[str, Any] | None:
         return None
     folder = f"/sched/{slurm_cluster_name(zone)}"
     return {
-        # Slurm 25.05 added topology.yaml, per-partition topologies (https://slurm.schedmd.com/topology.yaml.html,
-        # dated May 2025; Debian trixie's 24.11.5 ships only topology.conf(5)): from 25.05 the scheduler writes
-        # topology.yaml (hpclz.slurm.topology_yaml), before it topology.conf with the cluster-wide block plugin.
-        "yaml": _slurm_release(zone.config.compute.cyclecloud.slurm_version) >= TOPOLOGY_YAML_SINCE,
+        # From Slurm 25.05 the scheduler writes topology.yaml (hpclz.slurm.topology_yaml), before it topology.conf
+        # with the cluster-wide block plugin (hpclz.slurm.topology).
+        "yaml": zone.config.compute.cyclecloud.slurm_reads_topology_yaml,
         "partitions": sorted(racked),
         # One BlockSizes for the cluster: the smallest domain, so no rack is below it (topology.conf(5)).
         "block_size": min(racked.values()),
