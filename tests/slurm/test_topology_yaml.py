@@ -147,8 +147,10 @@ def _records(cluster: trixie_slurm.TrixieSlurm) -> list[tuple[str, str]]:
 
 
 def _finished(cluster: trixie_slurm.TrixieSlurm) -> list[tuple[str, set[str]]]:
-    """(partition, nodes) of each finished job, the hostlists expanded by Slurm's own parser."""
-    return [(part, set(cluster.client.expand(nodes))) for part, nodes in _records(cluster)]
+    """(partition, nodes) of each finished job, each distinct hostlist expanded once by Slurm's own parser."""
+    records = _records(cluster)
+    expanded = {nodes: set(cluster.client.expand(nodes)) for nodes in {n for _, n in records}}
+    return [(part, expanded[nodes]) for part, nodes in records]
 
 
 @pytest.mark.slow
