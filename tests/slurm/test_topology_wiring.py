@@ -16,8 +16,11 @@ from pathlib import Path
 
 import pytest
 
+from hpclz.config import load_config_text
+from hpclz.render.build import build_plan
 from hpclz.slurm.client import SlurmError
 from hpclz.slurm.topology import node_domain, plugin_lines
+from tests.conftest import PRESETS
 from tests.render.test_cloudinit import _artifacts
 from tests.slurm.test_topology import RACK_A, RACK_B, gb_report
 from tests.support import trixie_slurm
@@ -28,16 +31,42 @@ RACK_NODES = [f"gb{i}" for i in range(1, 6)]
 OTHER_NODES = [f"h{i}" for i in range(1, 4)]
 
 
-def rendered_service() -> list[str]:
-    """ExecStart of hpclz-topology.service in ai-training's cluster template (the scheduler's cloud-init)."""
-    template = _artifacts("ai-training")["cyclecloud/slurm-cluster.txt"]
+# ai-training pins Slurm 25.11.5, which reads topology.yaml; before 25.05 the scheduler writes topology.conf.
+BEFORE_YAML = "24.11.5"
+
+
+def _cluster_template(slurm_version: str | None = None) -> str:
+    if slurm_version is None:
+        return _artifacts("ai-training")["cyclecloud/slurm-cluster.txt"]
+    path = next(p for p in PRESETS if p.stem == "ai-training")
+    text = path.read_text(encoding="utf-8").replace("slurm_version: 25.11.5", f"slurm_version: {slurm_version}")
+    assert f"slurm_version: {slurm_version}" in text
+    (compute,) = [
+        d for d in build_plan(load_config_text(text, str(path)).config).deployments if d.component == "compute"
+    ]
+    return compute.artifacts["cyclecloud/slurm-cluster.txt"]
+
+
+def rendered_service(slurm_version: str | None = BEFORE_YAML) -> list[str]:
+    """ExecStart of hpclz-topology.service in ai-training's cluster template (the scheduler's cloud-init), as the
+    preset renders it (None) or with another Slurm version."""
+    template = _cluster_template(slurm_version)
     unit = template.split("/etc/systemd/system/hpclz-topology.service <<'HPCLZ_EOF'\n", 1)[1].split("HPCLZ_EOF", 1)[0]
     (line,) = [line for line in unit.splitlines() if line.startswith("ExecStart=")]
     return shlex.split(line.removeprefix("ExecStart="))
 
 
 def test_the_scheduler_unit_runs_the_generator_on_the_racks_paths() -> None:
-    argv = rendered_service()
+    argv = rendered_service(None)
+    assert argv[:3] == ["/opt/hpclz/venv/bin/python", "-m", "hpclz.slurm.topology_yaml"]
+    assert dict(zip(argv[3::2], argv[4::2], strict=True)) == {
+        "--rack-partition": "gb300",
+        "--reports": "/sched/aitrain-prod/hpclz-fabric",
+        "--yaml": "/sched/aitrain-prod/topology.yaml",
+        "--site-conf": "/sched/aitrain-prod/site_specific.conf",
+        "--block-size": "18",
+    }
+    argv = rendered_service(BEFORE_YAML)
     assert argv[:3] == ["/opt/hpclz/venv/bin/python", "-m", "hpclz.slurm.topology"]
     options = dict(zip(argv[3::2], argv[4::2], strict=True))
     assert options == {
@@ -49,9 +78,11 @@ def test_the_scheduler_unit_runs_the_generator_on_the_racks_paths() -> None:
     }
 
 
-def _run_service(cluster: trixie_slurm.TrixieSlurm) -> subprocess.CompletedProcess[str]:
-    """The rendered command, with /sched/<cluster> pointing at the test cluster's folder and racks of RACK VMs."""
-    argv = [arg.replace("/sched/aitrain-prod", str(cluster.folder)) for arg in rendered_service()[1:]]
+def _run_service(
+    cluster: trixie_slurm.TrixieSlurm, slurm_version: str | None = BEFORE_YAML
+) -> subprocess.CompletedProcess[str]:
+    """The rendered command, with /sched/aitrain-prod pointing at the test cluster's folder and racks of RACK VMs."""
+    argv = [arg.replace("/sched/aitrain-prod", str(cluster.folder)) for arg in rendered_service(slurm_version)[1:]]
     argv[argv.index("--block-size") + 1] = str(RACK)
     env = os.environ | {"HPCLZ_SLURM_BIN": str(cluster.folder / "bin")}
     return subprocess.run([sys.executable, *argv], capture_output=True, text=True, env=env, timeout=120, check=False)
@@ -177,3 +208,42 @@ def test_a_node_reports_its_fabric_only_once_registration_has_ended(tmp_path: Pa
     assert [p.name for p in reports.iterdir()] == [f"{host}.txt"]
     assert (reports / f"{host}.txt").read_text(encoding="utf-8") == done.rstrip("\n") + "\n"
     assert node_domain((reports / f"{host}.txt").read_text(encoding="utf-8")) == (f"{RACK_A[0]}_{RACK_A[1]}", "")
+
+
+@pytest.mark.slurm
+@pytest.mark.timeout(300)
+def test_the_rendered_service_on_slurm_25_05_writes_topology_yaml_and_sets_the_rack_partition() -> None:
+    """ai-training as rendered (Slurm 25.11.5) on a real slurmctld 26.05.5 (Debian sid): slurm.conf as
+    cyclecloud-slurm writes it, partitions without `Topology=` and site_specific.conf included, no topology.yaml
+    yet. The other partition is smaller than a rack, which kept topology.conf's cluster-wide plugin off; per-partition
+    topologies leave it flat."""
+    trixie_slurm.require_topology_yaml()
+    others = {"h100": OTHER_NODES[:2]}
+    nodes = RACK_NODES[:3] + OTHER_NODES[:2]
+    with trixie_slurm.running(nodes, "gb300", "", others, site_specific=True, topology_yaml=("", {})) as cluster:
+        assert not cluster.topology_yaml_path.exists()  # as before the first pass
+        reports = cluster.folder / "hpclz-fabric"
+        reports.mkdir()
+        first = _run_service(cluster, None)
+        assert first.returncode != 0 and "no full NVLink domain of 3 nodes reports yet" in first.stdout
+        assert not cluster.topology_yaml_path.exists() and "SuspendExcParts" not in cluster.site_conf.read_text()
+
+        for node in RACK_NODES[:3]:
+            (reports / f"{node}.txt").write_text(gb_report(RACK_A), encoding="utf-8")
+        second = _run_service(cluster, None)
+        assert second.returncode == 0 and second.stdout.endswith("changed\n"), second.stdout + second.stderr
+        site = cluster.site_conf.read_text().splitlines()
+        assert "SuspendExcParts=gb300" in site and "TopologyParam=BlockAsNodeRank" in site
+        assert not any(line.startswith("TopologyPlugin") for line in site)
+        assert "Topology=nvlink" in cluster.scontrol("show", "partition", "gb300")
+        assert "Topology=" not in cluster.scontrol("show", "partition", "h100")
+        assert sorted(cluster.client.blocks("nvlink").values()) == [RACK_NODES[:3]]
+        third = _run_service(cluster, None)
+        assert third.returncode == 0 and third.stdout.endswith("unchanged\n")
+
+        for partition, count in (("gb300", RACK), ("h100", 2)):
+            cluster.client.run(
+                "sbatch", "--wait", "-p", partition, "-N", str(count), "-o", "/dev/null", "--wrap", "true"
+            )
+        ran = re.findall(r"Partition=(\S+) .*?NodeList=(\S+)", cluster.jobcomp.read_text(encoding="utf-8"))
+        assert [(p, cluster.client.expand(n)) for p, n in ran] == [("gb300", RACK_NODES[:3]), ("h100", others["h100"])]

@@ -36,15 +36,18 @@ from tests.conftest import REPO, require
 from tests.support.local_http import free_ports
 
 CHROOT = REPO / ".tools" / "trixie"
+# Slurm 25.05+ for topology.yaml: Debian unstable (slurm-wlm 26.05.5 when this was written), also built by
+# scripts/install-test-deps. HPCLZ_SID_CHROOT names another copy (a worktree that builds its own while developing).
+SID = Path(os.environ.get("HPCLZ_SID_CHROOT") or REPO / ".tools" / "sid")
 INSIDE = "/hpclz-test"  # the cluster's folder as the daemons see it
 MARKER = "HPCLZ_TEST_TRIXIE_SLURM"
 CLIENTS = ("scontrol", "sinfo", "sbatch", "squeue", "scancel")
 START_TIMEOUT_S = 60.0
 
 
-def trixie_available() -> bool:
-    return all((CHROOT / "usr" / "sbin" / d).exists() for d in ("slurmctld", "slurmd", "munged")) and all(
-        (CHROOT / "usr" / "bin" / c).exists() for c in CLIENTS
+def trixie_available(chroot: Path = CHROOT) -> bool:
+    return all((chroot / "usr" / "sbin" / d).exists() for d in ("slurmctld", "slurmd", "munged")) and all(
+        (chroot / "usr" / "bin" / c).exists() for c in CLIENTS
     )
 
 
@@ -53,6 +56,24 @@ def require_trixie() -> None:
         trixie_available() and os.geteuid() == 0 and shutil.which("unshare") is not None,
         "Slurm 24.11 in a Debian trixie chroot (.tools/trixie from scripts/install-test-deps; root, unshare)",
     )
+
+
+def version(chroot: Path) -> tuple[int, int]:
+    """(major, minor) of the chroot's slurmctld: `slurmctld -V` prints "slurm-wlm 26.05.5" on Debian sid."""
+    out = subprocess.run(
+        ["chroot", str(chroot), "/usr/sbin/slurmctld", "-V"], capture_output=True, text=True, timeout=60, check=True
+    ).stdout
+    major, minor = out.split()[-1].split(".")[:2]
+    return int(major), int(minor)
+
+
+def require_topology_yaml() -> None:
+    """Slurm 25.05 or later, which reads topology.yaml (several topologies, one per partition)."""
+    require(
+        trixie_available(SID) and os.geteuid() == 0 and shutil.which("unshare") is not None,
+        "Slurm 26.05 in a Debian sid chroot (.tools/sid from scripts/install-test-deps; root, unshare)",
+    )
+    require(version(SID) >= (25, 5), f"Slurm 25.05+ in the chroot at {SID} (topology.yaml)")
 
 
 @dataclass
@@ -65,14 +86,22 @@ class TrixieSlurm:
     # True: the block plugin is not in slurm.conf, which includes site_specific.conf instead, as cyclecloud-slurm's
     # does (Azure/cyclecloud-slurm@50e6739 azure-slurm-install/templates/slurm.conf.template l.77).
     site_specific: bool = False
+    # Slurm 25.05+: topology.yaml's text, and each partition's `Topology=` (slurm.conf(5)); no TopologyPlugin line then.
+    topology_yaml: str | None = None
+    partition_topology: dict[str, str] = field(default_factory=dict)
+    chroot: Path = CHROOT
 
     @property
     def folder(self) -> Path:
-        return CHROOT / INSIDE.lstrip("/")
+        return self.chroot / INSIDE.lstrip("/")
 
     @property
     def topology_conf(self) -> Path:
         return self.folder / "topology.conf"
+
+    @property
+    def topology_yaml_path(self) -> Path:
+        return self.folder / "topology.yaml"
 
     @property
     def site_conf(self) -> Path:
@@ -100,8 +129,8 @@ class TrixieSlurm:
         proc.wait(timeout=15)
 
     def _spawn(self, name: str, argv: list[str]) -> None:
-        mounts = f"mount -t proc proc {CHROOT}/proc && mount -t sysfs sysfs {CHROOT}/sys"
-        script = f'{mounts} && exec chroot {CHROOT} "$@"'
+        mounts = f"mount -t proc proc {self.chroot}/proc && mount -t sysfs sysfs {self.chroot}/sys"
+        script = f'{mounts} && exec chroot {self.chroot} "$@"'
         env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", MARKER: "1", "SLURM_CONF": f"{INSIDE}/slurm.conf"}
         out = (self.folder / "log" / f"{name}.out").open("wb")
         self.processes[name] = subprocess.Popen(
@@ -159,6 +188,8 @@ def write_config(cluster: TrixieSlurm, topology: str) -> None:
         *(
             [f"Include {INSIDE}/site_specific.conf"]
             if cluster.site_specific
+            else []
+            if cluster.topology_yaml is not None
             else ["TopologyPlugin=topology/block", "TopologyParam=BlockAsNodeRank"]
         ),
         # Power saving as CycleCloud configures it, with programs that only return: the test stops and starts
@@ -181,19 +212,32 @@ def write_config(cluster: TrixieSlurm, topology: str) -> None:
             f"NodeName={n} NodeHostname=localhost NodeAddr=127.0.0.1 Port={p} CPUs=1 State=UNKNOWN"
             for n, p in zip(cluster.nodes, ports, strict=True)
         ),
-        f"PartitionName={cluster.partition} Nodes={','.join(own)} Default=YES MaxTime=INFINITE State=UP",
-        *(f"PartitionName={name} Nodes={','.join(n)} MaxTime=INFINITE State=UP" for name, n in cluster.others.items()),
+        f"PartitionName={cluster.partition} Nodes={','.join(own)} Default=YES MaxTime=INFINITE State=UP"
+        + _topology(cluster, cluster.partition),
+        *(
+            f"PartitionName={name} Nodes={','.join(n)} MaxTime=INFINITE State=UP" + _topology(cluster, name)
+            for name, n in cluster.others.items()
+        ),
         "",
     ]
     (folder / "slurm.conf").write_text("\n".join(lines))
     (folder / "cgroup.conf").write_text("CgroupPlugin=disabled\n")
     cluster.topology_conf.write_text(topology)
+    if cluster.topology_yaml:  # empty: none yet, as before the scheduler's first pass
+        cluster.topology_yaml_path.write_text(cluster.topology_yaml)
     if cluster.site_specific:
         cluster.site_conf.write_text("# site specific slurm configuration. This is preserved during upgrades\n")
     for tool in CLIENTS:
         wrapper = folder / "bin" / tool
-        wrapper.write_text(f'#!/bin/sh\nexec chroot {CHROOT} env SLURM_CONF={INSIDE}/slurm.conf /usr/bin/{tool} "$@"\n')
+        wrapper.write_text(
+            f'#!/bin/sh\nexec chroot {cluster.chroot} env SLURM_CONF={INSIDE}/slurm.conf /usr/bin/{tool} "$@"\n'
+        )
         wrapper.chmod(0o755)
+
+
+def _topology(cluster: TrixieSlurm, partition: str) -> str:
+    name = cluster.partition_topology.get(partition)
+    return f" Topology={name}" if name else ""
 
 
 def start(
@@ -202,13 +246,18 @@ def start(
     topology: str,
     others: dict[str, list[str]] | None = None,
     site_specific: bool = False,
+    topology_yaml: tuple[str, dict[str, str]] | None = None,
 ) -> TrixieSlurm:
+    """`topology_yaml`: (topology.yaml's text, each partition's topology name): Slurm 25.05+, the sid chroot."""
     cluster = TrixieSlurm(nodes=nodes, partition=partition, others=others or {}, site_specific=site_specific)
+    if topology_yaml is not None:
+        cluster.topology_yaml, cluster.partition_topology = topology_yaml[0], dict(topology_yaml[1])
+        cluster.chroot = SID
     shutil.rmtree(cluster.folder, ignore_errors=True)
     for sub in ("munge", "state", "spool", "run", "log", "bin"):
         (cluster.folder / sub).mkdir(parents=True, mode=0o755)
     cluster.folder.chmod(0o755)  # munged refuses a socket folder others cannot traverse
-    hosts = CHROOT / "etc" / "hosts"
+    hosts = cluster.chroot / "etc" / "hosts"
     if not hosts.exists():
         hosts.write_text("127.0.0.1\tlocalhost\n")
     key = cluster.folder / "munge" / "munge.key"
@@ -271,8 +320,9 @@ def running(
     topology: str,
     others: dict[str, list[str]] | None = None,
     site_specific: bool = False,
+    topology_yaml: tuple[str, dict[str, str]] | None = None,
 ) -> Iterator[TrixieSlurm]:
-    cluster = start(nodes, partition, topology, others, site_specific)
+    cluster = start(nodes, partition, topology, others, site_specific, topology_yaml)
     try:
         yield cluster
     finally:

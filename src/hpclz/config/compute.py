@@ -30,6 +30,15 @@ class CycleCloud(StrictModel):
     version: str = Field(default="8.9.1", pattern=r"^\d+\.\d+\.\d+$", json_schema_extra=policy("replace"))
     slurm_project_version: str = Field(default="4.0.9", pattern=r"^\d+\.\d+\.\d+$", json_schema_extra=policy("replace"))
     slurm_version: str = Field(default="25.11.5", pattern=r"^\d+\.\d+\.\d+(-\d+)?$")
+
+    @property
+    def slurm_reads_topology_yaml(self) -> bool:
+        """Slurm 25.05 added topology.yaml, several topologies with each partition naming its own
+        (https://slurm.schedmd.com/topology.yaml.html, dated May 2025; Debian trixie's 24.11.5 ships only
+        topology.conf(5)): from 25.05 hpclz schedules racks by a per-partition block topology."""
+        major, minor = self.slurm_version.split(".")[:2]
+        return (int(major), int(minor)) >= (25, 5)
+
     # The released project's files (project.ini [blobs] Files, which `cyclecloud project upload` takes from blobs/:
     # Azure/cyclecloud-slurm@50e6739:docker-package.sh l.22-46) by SHA-256, as published with the release. hpclz
     # ships none: no public source read here states the 4.0.9 assets' digests, and a digest hpclz computed from a

@@ -480,6 +480,9 @@ def rack_topology(zone: Zone) -> dict[str, Any] | None:
         return None
     folder = f"/sched/{slurm_cluster_name(zone)}"
     return {
+        # From Slurm 25.05 the scheduler writes topology.yaml (hpclz.slurm.topology_yaml), before it topology.conf
+        # with the cluster-wide block plugin (hpclz.slurm.topology).
+        "yaml": zone.config.compute.cyclecloud.slurm_reads_topology_yaml,
         "partitions": sorted(racked),
         # One BlockSizes for the cluster: the smallest domain, so no rack is below it (topology.conf(5)).
         "block_size": min(racked.values()),

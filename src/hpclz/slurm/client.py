@@ -193,11 +193,14 @@ class SlurmClient:
             merged[name] = NodeInfo(name=name, state=state, reason=reason, partitions=parts)
         return list(merged.values())
 
-    def blocks(self) -> dict[str, list[str]]:
+    def blocks(self, topology: str | None = None) -> dict[str, list[str]]:
         """Block name -> its nodes, from `scontrol show topology` under topology/block (a line per block,
-        "BlockName=<name> ... Nodes=<hostlist>", as slurmctld 24.11 prints it: tests/slurm/test_topology_wiring.py);
-        empty under any other topology plugin."""
-        found = re.findall(r"^BlockName=(\S+)\s.*?\bNodes=(\S+)", self.run("scontrol", "show", "topology"), re.M)
+        "BlockName=<name> ... Nodes=<hostlist>", as slurmctld 24.11 and 26.05 print it: tests/slurm/
+        test_topology_wiring.py, test_topology_yaml.py); empty under any other topology plugin. `topology`: a
+        topology of topology.yaml by name (Slurm 25.05+; with none named scontrol shows the cluster default, scontrol(1)
+        of 26.05: "show topology [topology_name]")."""
+        shown = self.run("scontrol", "show", "topology", *([topology] if topology else []))
+        found = re.findall(r"^BlockName=(\S+)\s.*?\bNodes=(\S+)", shown, re.M)
         return {name: self.expand(nodes) for name, nodes in found}
 
     def expand(self, hostlist: str) -> list[str]:

@@ -260,6 +260,12 @@ def plugin_lines(partitions: Iterable[str]) -> tuple[str, ...]:
     )
 
 
+def add_site_lines(site_conf: Path, wanted: tuple[str, ...]) -> bool:
+    """Add what is missing of `wanted` to site_specific.conf; True when anything was (another value of one of those
+    keys is refused, see `_enable_plugin`)."""
+    return _enable_plugin(site_conf, wanted, dry_run=False)
+
+
 def _enable_plugin(site_conf: Path, wanted: tuple[str, ...], *, dry_run: bool) -> bool:
     """Add the plugin's lines to site_specific.conf; True when they were (or, dry, would be) added. One of those keys
     already set there to another value is someone else's choice: refused, not overwritten."""

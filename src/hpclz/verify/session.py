@@ -438,16 +438,23 @@ def _collectives(
 
 def _racks(client: SlurmClient, sku: str | None, healthy: list[str]) -> dict[str, list[str]]:
     """The racks (NVLink domains) of a rack-scale size, as Slurm's block topology holds them (hpclz.slurm.topology
-    keeps it true to what the GPUs report); none for other sizes or without the block plugin."""
+    and topology_yaml keep it true to what the GPUs report); none for other sizes or without the block plugin."""
     from hpclz.catalog.skus import load_catalog
 
     entry = load_catalog().sku(sku) if sku else None
     if entry is None or not entry.nvlink_domain_vms:
         return {}
+    from hpclz.slurm.topology_yaml import BLOCK_TOPOLOGY
+
     try:
         blocks = client.blocks()
     except SlurmError:
         return {}
+    if not blocks:  # Slurm 25.05+ with topology.yaml: the default topology is flat, the racks are hpclz's block one
+        try:
+            blocks = client.blocks(BLOCK_TOPOLOGY)
+        except SlurmError:
+            return {}
     return {name: [n for n in nodes if n in healthy] for name, nodes in blocks.items() if set(nodes) & set(healthy)}
 
 

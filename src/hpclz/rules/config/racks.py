@@ -102,7 +102,9 @@ class OtherPartitionsFillABlock(Rule[ConfigContext]):
     gives each other partition one block of its own, and a block must hold at least the base block size, one rack
     (topology.conf(5): "Each block must have at least the planning base block size count of nodes"; slurmctld exits
     on a smaller one). A partition with fewer nodes than a rack cannot be a block: the scheduler's hpclz-topology then
-    keeps the plugin off and says why, and the rack-scale partition's jobs are placed with no regard to racks."""
+    keeps the plugin off and says why, and the rack-scale partition's jobs are placed with no regard to racks.
+    From Slurm 25.05 each partition names its own topology in topology.yaml (hpclz.slurm.topology_yaml): only the
+    rack-scale partitions are in blocks, so the other partitions' sizes no longer matter and the rule is silent."""
 
     id = "HPCLZ-CMP-072"
     severity = Severity.WARNING
@@ -114,7 +116,7 @@ class OtherPartitionsFillABlock(Rule[ConfigContext]):
 
     def check(self, ctx: ConfigContext) -> Iterable[Finding]:
         racks = {p.name: sku.nvlink_domain_vms for _, p, sku in ctx.partitions() if sku and sku.nvlink_domain_vms}
-        if not racks:
+        if not racks or ctx.config.compute.cyclecloud.slurm_reads_topology_yaml:
             return
         block = min(racks.values())
         for i, partition, _sku in ctx.partitions():
