@@ -101,7 +101,9 @@ def test_human_output_names_file_line_rule_path_and_fix(run_cli: RunCli) -> None
     assert f"ai-training.yaml:{line}:3: warning HPCLZ-MON-002 Production log retention under 90 days" in out
     assert "monitoring.retention_days: logs are kept 30 days" in out
     assert "fix: Raise monitoring.retention_days" in out
-    assert "fails at --fail-level warning (0 errors, 2 warnings, 3 info;" in out  # HPCLZ-MNT-031, HPCLZ-ZON-002: info
+    assert (
+        "fails at --fail-level warning (0 errors, 2 warnings, 4 info;" in out
+    )  # info: HPCLZ-MNT-031, ZON-002, CMP-010, CMP-047
 
 
 def test_config_paths_with_list_names_survive_rich_markup(run_cli: RunCli, tmp_path: Path) -> None:
@@ -122,7 +124,7 @@ def test_json_output_carries_every_finding_with_location(run_cli: RunCli) -> Non
     mon = next(f for f in envelope["findings"] if f["rule_id"] == "HPCLZ-MON-002")
     assert mon["severity"] == "warning" and mon["line"] and mon["path"] == "monitoring.retention_days"
     assert mon["docs"] == "hpclz explain HPCLZ-MON-002"
-    assert envelope["result"]["counts"] == {"error": 0, "warning": 2, "info": 3}
+    assert envelope["result"]["counts"] == {"error": 0, "warning": 2, "info": 4}
 
 
 def test_live_preflight_ids_may_be_suppressed_in_the_config(run_cli: RunCli, tmp_path: Path) -> None:
