@@ -7,6 +7,7 @@ skip. The coverage tests render only (no stand-in), so a new or changed assignme
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.util
 import json
@@ -44,6 +45,7 @@ BLOB_CONTAINER = "Microsoft.Storage/storageAccounts/blobServices/containers"
 ACCOUNT = "Microsoft.Storage/storageAccounts"
 SCHEDULER = "identity.managed_identities.scheduler"
 COMPUTE = "identity.managed_identities.compute"
+HSM = "storage.lustre.hsm.resource_provider_object_id"  # the tenant's HPC Cache Resource Provider
 LOCKER = "compute.cyclecloud"  # the locker identity: it exists because the CycleCloud server does (render/roles.py)
 ARM_AUDIENCE = "https://management.azure.com/"
 HERE = "tests.deploy.test_role_removals::"  # the scenarios below (SCENARIOS), run by test_each_removal_refuses...
@@ -160,6 +162,15 @@ REMOVALS: dict[Kind, Removal] = {
         "an admin runs `hpclz verify --via run-command` (a managed run command on a cluster VM)",
         HERE + "admin_run_commands",
     ),
+    # Managed Lustre's resource provider on the HSM account, each role removed in turn: creating the file system fails.
+    Kind("Storage Account Contributor", HSM, ACCOUNT): Removal(
+        "Azure Managed Lustre creates the file system linked to the HSM container (the account's keys)",
+        HERE + "lustre_hsm_creations",
+    ),
+    Kind("Storage Blob Data Contributor", HSM, ACCOUNT): Removal(
+        "Azure Managed Lustre creates the file system linked to the HSM container (its blobs and logs)",
+        HERE + "lustre_hsm_creations",
+    ),
 }
 
 # Rendered, and no removal scenario proves them yet: the use src/hpclz/render/roles.py grants each for, unproved.
@@ -178,10 +189,6 @@ NO_SCENARIO_YET: dict[Kind, str] = {
         "in the stand-in yet)",
     Kind("Monitoring Metrics Publisher", LOCKER, "Microsoft.Insights/dataCollectionRules"):
         "the login nodes publish their metrics through the data collection rule",
-    Kind("Storage Account Contributor", "storage.lustre.hsm.resource_provider_object_id", ACCOUNT):
-        "Azure Managed Lustre's HSM links the filesystem to the container (no Lustre service in the stand-in)",
-    Kind("Storage Blob Data Contributor", "storage.lustre.hsm.resource_provider_object_id", ACCOUNT):
-        "Azure Managed Lustre's HSM imports and exports blobs (no Lustre service in the stand-in)",
 }  # fmt: skip
 
 
@@ -509,6 +516,61 @@ def remote_write_lookups(world: World) -> list[Outcome]:
     return out
 
 
+HSM_KINDS = (Kind("Storage Account Contributor", HSM, ACCOUNT), Kind("Storage Blob Data Contributor", HSM, ACCOUNT))
+AMLFS = "Microsoft.StorageCache/amlFilesystems"
+
+
+def lustre_hsm_creations(world: World) -> list[Outcome]:
+    """Each role of the tenant's HPC Cache Resource Provider on the HSM account: Managed Lustre's creation of the file
+    system linked to the account's container fails without it ("If the file system can't access your blob container,
+    file system creation fails": MicrosoftDocs/azure-stack-docs@f1e86c5c94e6ff51da9c97c87bc5084b963f3a8d:
+    azure-managed-lustre/amlfs-prerequisites.md; the stand-in's check: tests/support/arm_standin/managed_lustre.py).
+    The step: the deployed file system is taken out of the world and the deploying user deploys it again, the resource
+    as the preset renders it, through the real azure-mgmt-resource client. Refused: the deployment fails with ARM's
+    ResourceDeploymentFailure for the file system (terminal provisioning state Failed); Azure documents no code of the
+    service's own, so none is asserted."""
+    found = world.grants(*HSM_KINDS)
+    lustre = world.zone.lustre_new
+    if not found or lustre is None or lustre.hsm is None:
+        return []  # no HSM in this preset
+    from azure.core.exceptions import HttpResponseError
+
+    from hpclz.render.build import build_plan
+
+    world.arm.proving.storage_cache_rp = str(lustre.hsm.resource_provider_object_id)
+    group, rendered_fs = next(
+        (d.resource_group, r) for d in build_plan(world.zone.config).deployments if d.resource_group
+        for r in d.resources() if str(r.get("type", "")).lower() == AMLFS.lower()
+    )  # fmt: skip
+    key, deployed_fs = next(
+        (k, r) for k, r in world.arm.world.resources.items()
+        if r["type"].lower() == AMLFS.lower() and r["name"] == rendered_fs["name"]
+    )  # fmt: skip
+    template = {
+        "$schema": "https://schema.management.azure.com/schemas/2019-04-01/deploymentTemplate.json#",
+        "contentVersion": "1.0.0.0",
+        "resources": [{k: v for k, v in rendered_fs.items() if k != "dependsOn"}],  # what it waited for is there
+    }
+    deployments = _arm_client(world, world.arm.token).deployments.deployments
+
+    def step() -> str:
+        name = f"role-removal-amlfs-{uuid.uuid4().hex[:8]}"
+        world.arm.world.resources.pop(key)
+        try:
+            body = {"properties": {"mode": "Incremental", "template": template}}
+            with contextlib.suppress(HttpResponseError):  # the failure is read from the deployment below
+                deployments.begin_create_or_update(group, name, body).result()
+            error = deployments.get(group, name).properties.error
+            return "created" if error is None else str(error.details[0].code)
+        finally:
+            world.arm.world.resources[key] = deployed_fs
+
+    try:
+        return [(kind, kind.role, *world.without(k, step)) for k, _, kind in found]
+    finally:
+        world.arm.proving.storage_cache_rp = None
+
+
 # Each scenario and what its step answers without the assignment, then with it.
 SCENARIOS: dict[str, tuple[Callable[[World], list[Outcome]], object, object]] = {
     "blob_container_writes": (blob_container_writes, (403, "AuthorizationPermissionMismatch"), (201, "")),
@@ -517,6 +579,7 @@ SCENARIOS: dict[str, tuple[Callable[[World], list[Outcome]], object, object]] = 
     "secret_reads": (secret_reads, "ForbiddenByRbac", "read"),
     "admin_run_commands": (admin_run_commands, "AuthorizationFailed", "ran"),
     "remote_write_lookups": (remote_write_lookups, "AuthorizationFailed", "built"),
+    "lustre_hsm_creations": (lustre_hsm_creations, "ResourceDeploymentFailure", "created"),
 }
 # The presets deployed for them: between them they render every kind the scenarios prove.
 WORLDS = ("energy", "finance", "manufacturing")
