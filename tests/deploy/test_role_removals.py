@@ -162,6 +162,9 @@ REMOVALS: dict[Kind, Removal] = {
         "an admin runs `hpclz verify --via run-command` (a managed run command on a cluster VM)",
         HERE + "admin_run_commands",
     ),
+    Kind("Grafana Admin", "identity.groups.admins", "Microsoft.Dashboard/grafana"): Removal(
+        "an admin signs in to Grafana as its org admin (and lists its users)", HERE + "grafana_admin_sign_ins"
+    ),
     # Managed Lustre's resource provider on the HSM account, each role removed in turn: creating the file system fails.
     Kind("Storage Account Contributor", HSM, ACCOUNT): Removal(
         "Azure Managed Lustre creates the file system linked to the HSM container (the account's keys)",
@@ -179,8 +182,6 @@ REMOVALS: dict[Kind, Removal] = {
 NO_SCENARIO_YET: dict[Kind, str] = {
     Kind("Virtual Machine Administrator Login", "identity.groups.admins", "resource group (compute)"):
         "admins sign in to the CycleCloud VM with Entra ID SSH",
-    Kind("Grafana Admin", "identity.groups.admins", "Microsoft.Dashboard/grafana"):
-        "admins sign in to Grafana and manage its dashboards (no Grafana data plane in the stand-in yet)",
     Kind("Monitoring Data Reader", "monitoring.prometheus.grafana", "Microsoft.Monitor/accounts"):
         "Grafana queries the workspace's Prometheus endpoint (no query endpoint in the stand-in yet, and the role's "
         "published JSON is not in data/builtin_roles.json)",
@@ -571,6 +572,44 @@ def lustre_hsm_creations(world: World) -> list[Outcome]:
         world.arm.proving.storage_cache_rp = None
 
 
+def grafana_admin_sign_ins(world: World) -> list[Outcome]:
+    """Grafana Admin of the admins group on the Managed Grafana instance: a member signs in with their Entra ID token
+    and lists the organization's users (Grafana's GET /api/org/users, for org admins), as the Grafana role the
+    assignment gives (tests/support/arm_standin/data_planes.GrafanaFront: the role's data action
+    Microsoft.Dashboard/grafana/ActAsGrafanaAdmin/action). Refused: Managed Grafana's "No Roles Assigned" page
+    (articles/managed-grafana/troubleshoot-managed-grafana.md)."""
+    import ssl
+
+    from tests.support.arm_standin.data_planes import GrafanaFront
+
+    who, admin = world.arm.proving.principal("an admin", groups=tuple(world.zone.config.identity.groups.admins))
+    context = ssl.create_default_context(cafile=str(world.arm.cert))
+    out: list[Outcome] = []
+    for key, grant, kind in world.grants(
+        Kind("Grafana Admin", "identity.groups.admins", "Microsoft.Dashboard/grafana")
+    ):
+        front = GrafanaFront(world.arm, scope_of(grant), world.origin).start()
+        request = urllib.request.Request(
+            f"{front.endpoint}/api/org/users",
+            headers={"Authorization": "Bearer " + admin, "Accept": "application/json"},
+        )
+
+        def step(request: urllib.request.Request = request) -> str:
+            try:
+                with urllib.request.urlopen(request, timeout=30, context=context) as answer:
+                    users = json.loads(answer.read())
+            except urllib.error.HTTPError as exc:
+                page = exc.read().decode()
+                return "No Roles Assigned" if "<h1>No Roles Assigned</h1>" in page else f"{exc.code} {page}"
+            return next((str(u["role"]) for u in users if u["login"] == who.object_id), f"not listed: {users}")
+
+        try:
+            out.append((kind, scope_of(grant).rsplit("/", 1)[-1], *world.without(key, step)))
+        finally:
+            front.stop()
+    return out
+
+
 # Each scenario and what its step answers without the assignment, then with it.
 SCENARIOS: dict[str, tuple[Callable[[World], list[Outcome]], object, object]] = {
     "blob_container_writes": (blob_container_writes, (403, "AuthorizationPermissionMismatch"), (201, "")),
@@ -580,6 +619,7 @@ SCENARIOS: dict[str, tuple[Callable[[World], list[Outcome]], object, object]] = 
     "admin_run_commands": (admin_run_commands, "AuthorizationFailed", "ran"),
     "remote_write_lookups": (remote_write_lookups, "AuthorizationFailed", "built"),
     "lustre_hsm_creations": (lustre_hsm_creations, "ResourceDeploymentFailure", "created"),
+    "grafana_admin_sign_ins": (grafana_admin_sign_ins, "No Roles Assigned", "Admin"),
 }
 # The presets deployed for them: between them they render every kind the scenarios prove.
 WORLDS = ("energy", "finance", "manufacturing")

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Self
 from urllib.parse import unquote, urlsplit
 
 from tests.support.arm_standin import reach
+from tests.support.arm_standin.authz import Principal
 
 if TYPE_CHECKING:
     from tests.support.arm_standin.server import ArmStandIn
@@ -357,3 +358,65 @@ class VaultFront(_Front):
 
 def _json(body: dict[str, Any]) -> bytes:
     return json.dumps(body).encode()
+
+
+# Azure Managed Grafana: the Grafana Admin role's one data action (data/builtin_roles.json, from MicrosoftDocs/azure-docs
+# @03e5750af10b23b5ba437d5b333ec5e9437844f9:articles/role-based-access-control/built-in-roles/monitor.md).
+ACT_AS_GRAFANA_ADMIN = "Microsoft.Dashboard/grafana/ActAsGrafanaAdmin/action"
+# What a signed-in user with no Grafana role gets: an error page "No Roles Assigned" (MicrosoftDocs/azure-docs@
+# 464821f6c61a7a7a5d3835f57ae810fe75643c55:articles/managed-grafana/troubleshoot-managed-grafana.md, "Solution 3: fix
+# access role issues"; "To access the Grafana user interface, users must possess one of these roles":
+# learn.microsoft.com/azure/managed-grafana/concept-role-based-access-control).
+NO_ROLES_ASSIGNED = "No Roles Assigned"
+
+
+class GrafanaFront(_Front):
+    """`origin`'s way to an Azure Managed Grafana instance's endpoint, answered by the front: a caller signs in with
+    their Entra ID token, and the Grafana role they act as is the one their Azure role assignments on the instance
+    give (the Grafana roles table in concept-role-based-access-control: Grafana Admin performs all Grafana
+    operations). The stand-in holds the JSON of Grafana Admin only: a caller whose other Grafana role assignment
+    would decide is not judged (authz.UnknownRole, a 500 that fails the test). No role: the "No Roles Assigned" page,
+    with a 403 status of the stand-in's choosing (the documentation shows the page, not its status). Signed in as
+    Admin, Grafana's HTTP API answers `GET /api/org/users`, "Accessible to users with org admin role", with the
+    organization's users and their roles, in the shape of its example response (grafana.com/docs/http_api/org/, "Get
+    all users within the current organization"). Grafana's network access (public or private endpoint) is not
+    modelled here."""
+
+    def __init__(self, standin: ArmStandIn, grafana_id: str, origin: reach.Origin = reach.WORKSTATION):
+        super().__init__(standin, grafana_id, origin, tls=True)
+        self.users: dict[str, str] = {}  # object ID -> Grafana role, of each caller who signed in
+
+    @property
+    def endpoint(self) -> str:
+        return f"https://127.0.0.1:{self.port}"
+
+    def role(self, who: Principal) -> str | None:
+        resources = self.standin.world.resources
+        allowed = self.standin.proving.authorization.allowed(who, ACT_AS_GRAFANA_ADMIN, self.target_id, resources, True)
+        return "Admin" if allowed else None
+
+    def answer(
+        self,
+        method: str,
+        path: str,
+        headers: dict[str, str],
+        body: bytes,  # noqa: ARG002 (the base class names it)
+        peer: str,  # noqa: ARG002
+    ) -> tuple[int, dict[str, str], bytes]:
+        auth = next((v for k, v in headers.items() if k.lower() == "authorization"), None)
+        who = self.standin.proving.caller(auth)
+        if who is None:
+            return 401, {}, b""
+        role = self.role(who)
+        if role is None:
+            page = f"<html><body><h1>{NO_ROLES_ASSIGNED}</h1></body></html>".encode()
+            return 403, {"Content-Type": "text/html; charset=utf-8"}, page
+        self.users[who.object_id] = role  # a user shows up in Grafana once signed in (troubleshoot-managed-grafana.md)
+        json_headers = {"Content-Type": "application/json"}
+        if method == "GET" and urlsplit(path).path.rstrip("/") == "/api/org/users":
+            users = [
+                {"orgId": 1, "userId": n, "email": "", "login": oid, "role": r}
+                for n, (oid, r) in enumerate(sorted(self.users.items()), start=1)
+            ]
+            return 200, json_headers, json.dumps(users).encode()
+        return 404, {}, b""  # no other Grafana call is served
