@@ -165,6 +165,13 @@ REMOVALS: dict[Kind, Removal] = {
     Kind("Grafana Admin", "identity.groups.admins", "Microsoft.Dashboard/grafana"): Removal(
         "an admin signs in to Grafana as its org admin (and lists its users)", HERE + "grafana_admin_sign_ins"
     ),
+    Kind("Monitoring Metrics Publisher", COMPUTE, "Microsoft.Insights/dataCollectionRules"): Removal(
+        "the scheduler and partitions remote-write their metrics through the data collection rule",
+        HERE + "metrics_publishing",
+    ),
+    Kind("Monitoring Metrics Publisher", LOCKER, "Microsoft.Insights/dataCollectionRules"): Removal(
+        "the login nodes remote-write their metrics through the data collection rule", HERE + "metrics_publishing"
+    ),
     # Managed Lustre's resource provider on the HSM account, each role removed in turn: creating the file system fails.
     Kind("Storage Account Contributor", HSM, ACCOUNT): Removal(
         "Azure Managed Lustre creates the file system linked to the HSM container (the account's keys)",
@@ -185,11 +192,6 @@ NO_SCENARIO_YET: dict[Kind, str] = {
     Kind("Monitoring Data Reader", "monitoring.prometheus.grafana", "Microsoft.Monitor/accounts"):
         "Grafana queries the workspace's Prometheus endpoint (no query endpoint in the stand-in yet, and the role's "
         "published JSON is not in data/builtin_roles.json)",
-    Kind("Monitoring Metrics Publisher", COMPUTE, "Microsoft.Insights/dataCollectionRules"):
-        "the scheduler and partitions publish their metrics through the data collection rule (no ingestion endpoint "
-        "in the stand-in yet)",
-    Kind("Monitoring Metrics Publisher", LOCKER, "Microsoft.Insights/dataCollectionRules"):
-        "the login nodes publish their metrics through the data collection rule",
 }  # fmt: skip
 
 
@@ -470,22 +472,16 @@ REMOTE_WRITE_SCOPES = (
 HELPER = REPO / "templates" / "cloud-init" / "prometheus_url.py"
 
 
-def remote_write_lookups(world: World) -> list[Outcome]:
-    """Each Reader of a node identity on itself, the data collection rule or its endpoint: the node's own helper
-    (templates/cloud-init/prometheus_url.py, its lookup: three ARM reads with the identity's token from the node's
-    metadata service) builds Prometheus's remote-write URL and client ID, or is refused with ARM's
-    AuthorizationFailed on the read the removal took away. The helper runs as it is, pointed at the stand-in through
-    its HPCLZ_IMDS and HPCLZ_ARM; its retry loop (main) is left out, which waits minutes between attempts."""
+def _remote_write_helpers(world: World) -> tuple[str, str, str, dict[str, tuple[Any, str, str]]]:
+    """The subscription's prefix, the Prometheus rule and endpoint the identities' Readers name (the zone has other
+    rules), and per node identity the node's helper (templates/cloud-init/prometheus_url.py, pointed at the stand-in
+    through its HPCLZ_IMDS and HPCLZ_ARM from a node that carries the identity), the identity's ID relative to the
+    subscription and its client ID."""
     sub = f"/subscriptions/{world.arm.subscription_id}/"
-    if not world.grants(Kind("Reader", COMPUTE, "Microsoft.Insights/dataCollectionRules")):
-        return []  # no managed Prometheus in this preset
-    # The rule and endpoint the identities' Readers name (the Prometheus ones: the zone has other rules).
     rule, endpoint = (
         next(scope_of(g) for _, g, _ in world.grants(Kind("Reader", COMPUTE, t)))
         for t in ("Microsoft.Insights/dataCollectionRules", "Microsoft.Insights/dataCollectionEndpoints")
     )
-    immutable = world.arm.world.resources[rule.lower()]["properties"]["immutableId"]
-    ingest = world.arm.world.resources[endpoint.lower()]["properties"]["metricsIngestion"]["endpoint"]
     helpers: dict[str, tuple[Any, str, str]] = {}
     for path, role in ((COMPUTE, "compute"), (LOCKER, LOCKER_IDENTITY)):
         identity = world.identity(role)
@@ -498,6 +494,20 @@ def remote_write_lookups(world: World) -> list[Outcome]:
             spec.loader.exec_module(module)
         client_id = world.arm.world.resources[identity.lower()]["properties"]["clientId"]
         helpers[path] = (module, identity.removeprefix(sub), client_id)
+    return sub, rule, endpoint, helpers
+
+
+def remote_write_lookups(world: World) -> list[Outcome]:
+    """Each Reader of a node identity on itself, the data collection rule or its endpoint: the node's own helper
+    (templates/cloud-init/prometheus_url.py, its lookup: three ARM reads with the identity's token from the node's
+    metadata service) builds Prometheus's remote-write URL and client ID, or is refused with ARM's
+    AuthorizationFailed on the read the removal took away. The helper runs as it is, pointed at the stand-in through
+    its HPCLZ_IMDS and HPCLZ_ARM; its retry loop (main) is left out, which waits minutes between attempts."""
+    if not world.grants(Kind("Reader", COMPUTE, "Microsoft.Insights/dataCollectionRules")):
+        return []  # no managed Prometheus in this preset
+    sub, rule, endpoint, helpers = _remote_write_helpers(world)
+    immutable = world.arm.world.resources[rule.lower()]["properties"]["immutableId"]
+    ingest = world.arm.world.resources[endpoint.lower()]["properties"]["metricsIngestion"]["endpoint"]
     out: list[Outcome] = []
     for key, grant, kind in world.grants(*(Kind("Reader", who, t) for who in helpers for t in REMOTE_WRITE_SCOPES)):
         module, identity, client_id = helpers[kind.principal]
@@ -610,6 +620,66 @@ def grafana_admin_sign_ins(world: World) -> list[Outcome]:
     return out
 
 
+MONITOR_AUDIENCE = "https://monitor.azure.com/"  # Prometheus's azuread remote-write token for Azure's public cloud
+
+
+def metrics_publishing(world: World) -> list[Outcome]:
+    """Monitoring Metrics Publisher of a node identity on the data collection rule: the node's Prometheus remote-writes
+    its metrics to the endpoint's ingestion URL for the rule (the URL the node's own helper builds,
+    templates/cloud-init/prometheus_url.py, with the identity the node's metrics.sh.j2 hands Prometheus), with that
+    identity's metadata-service token for Azure Monitor. Prometheus itself is not installed here: the step is the HTTP
+    call it makes (a POST of a snappy-compressed protobuf body with its remote-write headers, here an empty one). The
+    endpoint: tests/support/arm_standin/data_planes.IngestionFront. Refused: 403 OperationFailed, "The authentication
+    token provided does not have access to ingest data for the data collection rule ..."."""
+    import ssl
+
+    from tests.support.arm_standin.data_planes import IngestionFront
+
+    kinds = [
+        Kind("Monitoring Metrics Publisher", who, "Microsoft.Insights/dataCollectionRules") for who in (COMPUTE, LOCKER)
+    ]
+    found = world.grants(*kinds)
+    if not found:
+        return []  # no managed Prometheus in this preset
+    sub, rule, endpoint, helpers = _remote_write_helpers(world)
+    front = IngestionFront(world.arm, endpoint, world.origin).start()
+    context = ssl.create_default_context(cafile=str(world.arm.cert))
+    tokens = {
+        COMPUTE: world.node_token("compute", MONITOR_AUDIENCE),
+        LOCKER: world.node_token(LOCKER_IDENTITY, MONITOR_AUDIENCE),
+    }
+    urls = {}
+    out: list[Outcome] = []
+    try:
+        with mock.patch.dict(os.environ, {"SSL_CERT_FILE": str(world.arm.cert)}):
+            for who, (module, identity, _) in helpers.items():
+                built, _ = module.lookup(identity, rule.removeprefix(sub), endpoint.removeprefix(sub))
+                # The endpoint's ingestion host is Azure's name; the node's route to it here is the front.
+                urls[who] = front.url + built.split(".metrics.ingest.monitor.azure.com", 1)[1]
+        for key, grant, kind in found:
+            url = urls[kind.principal]
+            # Remote write's request headers (prometheus.io/docs/specs/remote_write_spec, "Protocol").
+            headers = {
+                "Authorization": "Bearer " + tokens[kind.principal],
+                "Content-Encoding": "snappy",
+                "Content-Type": "application/x-protobuf",
+                "X-Prometheus-Remote-Write-Version": "0.1.0",
+            }
+            request = urllib.request.Request(url, data=b"", headers=headers, method="POST")
+
+            def step(request: urllib.request.Request = request) -> tuple[int, str]:
+                try:
+                    with urllib.request.urlopen(request, timeout=30, context=context) as answer:
+                        return answer.status, ""
+                except urllib.error.HTTPError as exc:
+                    return exc.code, str(json.loads(exc.read() or b"{}").get("error", {}).get("code", ""))
+
+            out.append((kind, scope_of(grant).rsplit("/", 1)[-1], *world.without(key, step)))
+    finally:
+        front.stop()
+    return out
+
+
 # Each scenario and what its step answers without the assignment, then with it.
 SCENARIOS: dict[str, tuple[Callable[[World], list[Outcome]], object, object]] = {
     "blob_container_writes": (blob_container_writes, (403, "AuthorizationPermissionMismatch"), (201, "")),
@@ -620,6 +690,7 @@ SCENARIOS: dict[str, tuple[Callable[[World], list[Outcome]], object, object]] = 
     "remote_write_lookups": (remote_write_lookups, "AuthorizationFailed", "built"),
     "lustre_hsm_creations": (lustre_hsm_creations, "ResourceDeploymentFailure", "created"),
     "grafana_admin_sign_ins": (grafana_admin_sign_ins, "No Roles Assigned", "Admin"),
+    "metrics_publishing": (metrics_publishing, (403, "OperationFailed"), (200, "")),
 }
 # The presets deployed for them: between them they render every kind the scenarios prove.
 WORLDS = ("energy", "finance", "manufacturing")
