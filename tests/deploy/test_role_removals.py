@@ -188,10 +188,13 @@ REMOVALS: dict[Kind, Removal] = {
 # list is empty: then drop it).
 NO_SCENARIO_YET: dict[Kind, str] = {
     Kind("Virtual Machine Administrator Login", "identity.groups.admins", "resource group (compute)"):
-        "admins sign in to the CycleCloud VM with Entra ID SSH",
+        "admins sign in to the CycleCloud VM with Entra ID SSH (refused only on the SSH prompt, \"Access denied: to "
+        "sign-in you be assigned a role with action 'Microsoft.Compute/virtualMachines/login/action'\", "
+        "howto-vm-sign-in-azure-ad-linux, \"Access denied: Azure role not assigned\": the AADSSHLoginForLinux "
+        "extension's sign-in, which the stand-in does not serve)",
     Kind("Monitoring Data Reader", "monitoring.prometheus.grafana", "Microsoft.Monitor/accounts"):
-        "Grafana queries the workspace's Prometheus endpoint (no query endpoint in the stand-in yet, and the role's "
-        "published JSON is not in data/builtin_roles.json)",
+        "Grafana queries the workspace's Prometheus endpoint (the role's published JSON is in no stored source, so "
+        "the stand-in cannot judge a query by it: data/builtin_roles.json's _provenance)",
 }  # fmt: skip
 
 
