@@ -13,9 +13,10 @@ and a logging container, the tenant's HPC Cache Resource Provider (its object ID
 unset = not judged) must hold, through the world's role assignments and the real built-in role JSONs (authz.py):
 - the account's keys, `Microsoft.Storage/storageAccounts/listkeys/action` at the account (the page's key-access
   requirement; Storage Account Contributor's `Microsoft.Storage/storageAccounts/*` holds it), and
-- the containers' blobs, `.../blobServices/containers/blobs/read` and `/write` on the data container (import reads
-  it, export writes it: azure-managed-lustre/blob-integration.md) and `/write` on the logging container (Storage
-  Blob Data Contributor's data actions hold them).
+- the containers' blobs, `.../blobServices/containers/blobs/read` and `/write` on the data container (the page: its
+  files are imported into the file system, and the roles must "permit the Azure Managed Lustre system to modify
+  data") and `/write` on the logging container (import and export write their logs there); Storage Blob Data
+  Contributor's data actions hold them.
 Which operations the service performs with the two roles is Microsoft's to know: these are the ones the page's
 requirements imply, one per role, so removing either role fails creation.
 
