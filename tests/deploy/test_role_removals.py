@@ -7,6 +7,7 @@ skip. The coverage tests render only (no stand-in), so a new or changed assignme
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.util
 import json
@@ -44,6 +45,7 @@ BLOB_CONTAINER = "Microsoft.Storage/storageAccounts/blobServices/containers"
 ACCOUNT = "Microsoft.Storage/storageAccounts"
 SCHEDULER = "identity.managed_identities.scheduler"
 COMPUTE = "identity.managed_identities.compute"
+HSM = "storage.lustre.hsm.resource_provider_object_id"  # the tenant's HPC Cache Resource Provider
 LOCKER = "compute.cyclecloud"  # the locker identity: it exists because the CycleCloud server does (render/roles.py)
 ARM_AUDIENCE = "https://management.azure.com/"
 HERE = "tests.deploy.test_role_removals::"  # the scenarios below (SCENARIOS), run by test_each_removal_refuses...
@@ -160,6 +162,25 @@ REMOVALS: dict[Kind, Removal] = {
         "an admin runs `hpclz verify --via run-command` (a managed run command on a cluster VM)",
         HERE + "admin_run_commands",
     ),
+    Kind("Grafana Admin", "identity.groups.admins", "Microsoft.Dashboard/grafana"): Removal(
+        "an admin signs in to Grafana as its org admin (and lists its users)", HERE + "grafana_admin_sign_ins"
+    ),
+    Kind("Monitoring Metrics Publisher", COMPUTE, "Microsoft.Insights/dataCollectionRules"): Removal(
+        "the scheduler and partitions remote-write their metrics through the data collection rule",
+        HERE + "metrics_publishing",
+    ),
+    Kind("Monitoring Metrics Publisher", LOCKER, "Microsoft.Insights/dataCollectionRules"): Removal(
+        "the login nodes remote-write their metrics through the data collection rule", HERE + "metrics_publishing"
+    ),
+    # Managed Lustre's resource provider on the HSM account, each role removed in turn: creating the file system fails.
+    Kind("Storage Account Contributor", HSM, ACCOUNT): Removal(
+        "Azure Managed Lustre creates the file system linked to the HSM container (the account's keys)",
+        HERE + "lustre_hsm_creations",
+    ),
+    Kind("Storage Blob Data Contributor", HSM, ACCOUNT): Removal(
+        "Azure Managed Lustre creates the file system linked to the HSM container (its blobs and logs)",
+        HERE + "lustre_hsm_creations",
+    ),
 }
 
 # Rendered, and no removal scenario proves them yet: the use src/hpclz/render/roles.py grants each for, unproved.
@@ -167,21 +188,13 @@ REMOVALS: dict[Kind, Removal] = {
 # list is empty: then drop it).
 NO_SCENARIO_YET: dict[Kind, str] = {
     Kind("Virtual Machine Administrator Login", "identity.groups.admins", "resource group (compute)"):
-        "admins sign in to the CycleCloud VM with Entra ID SSH",
-    Kind("Grafana Admin", "identity.groups.admins", "Microsoft.Dashboard/grafana"):
-        "admins sign in to Grafana and manage its dashboards (no Grafana data plane in the stand-in yet)",
+        "admins sign in to the CycleCloud VM with Entra ID SSH (refused only on the SSH prompt, \"Access denied: to "
+        "sign-in you be assigned a role with action 'Microsoft.Compute/virtualMachines/login/action'\", "
+        "howto-vm-sign-in-azure-ad-linux, \"Access denied: Azure role not assigned\": the AADSSHLoginForLinux "
+        "extension's sign-in, which the stand-in does not serve)",
     Kind("Monitoring Data Reader", "monitoring.prometheus.grafana", "Microsoft.Monitor/accounts"):
-        "Grafana queries the workspace's Prometheus endpoint (no query endpoint in the stand-in yet, and the role's "
-        "published JSON is not in data/builtin_roles.json)",
-    Kind("Monitoring Metrics Publisher", COMPUTE, "Microsoft.Insights/dataCollectionRules"):
-        "the scheduler and partitions publish their metrics through the data collection rule (no ingestion endpoint "
-        "in the stand-in yet)",
-    Kind("Monitoring Metrics Publisher", LOCKER, "Microsoft.Insights/dataCollectionRules"):
-        "the login nodes publish their metrics through the data collection rule",
-    Kind("Storage Account Contributor", "storage.lustre.hsm.resource_provider_object_id", ACCOUNT):
-        "Azure Managed Lustre's HSM links the filesystem to the container (no Lustre service in the stand-in)",
-    Kind("Storage Blob Data Contributor", "storage.lustre.hsm.resource_provider_object_id", ACCOUNT):
-        "Azure Managed Lustre's HSM imports and exports blobs (no Lustre service in the stand-in)",
+        "Grafana queries the workspace's Prometheus endpoint (the role's published JSON is in no stored source, so "
+        "the stand-in cannot judge a query by it: data/builtin_roles.json's _provenance)",
 }  # fmt: skip
 
 
@@ -462,22 +475,16 @@ REMOTE_WRITE_SCOPES = (
 HELPER = REPO / "templates" / "cloud-init" / "prometheus_url.py"
 
 
-def remote_write_lookups(world: World) -> list[Outcome]:
-    """Each Reader of a node identity on itself, the data collection rule or its endpoint: the node's own helper
-    (templates/cloud-init/prometheus_url.py, its lookup: three ARM reads with the identity's token from the node's
-    metadata service) builds Prometheus's remote-write URL and client ID, or is refused with ARM's
-    AuthorizationFailed on the read the removal took away. The helper runs as it is, pointed at the stand-in through
-    its HPCLZ_IMDS and HPCLZ_ARM; its retry loop (main) is left out, which waits minutes between attempts."""
+def _remote_write_helpers(world: World) -> tuple[str, str, str, dict[str, tuple[Any, str, str]]]:
+    """The subscription's prefix, the Prometheus rule and endpoint the identities' Readers name (the zone has other
+    rules), and per node identity the node's helper (templates/cloud-init/prometheus_url.py, pointed at the stand-in
+    through its HPCLZ_IMDS and HPCLZ_ARM from a node that carries the identity), the identity's ID relative to the
+    subscription and its client ID."""
     sub = f"/subscriptions/{world.arm.subscription_id}/"
-    if not world.grants(Kind("Reader", COMPUTE, "Microsoft.Insights/dataCollectionRules")):
-        return []  # no managed Prometheus in this preset
-    # The rule and endpoint the identities' Readers name (the Prometheus ones: the zone has other rules).
     rule, endpoint = (
         next(scope_of(g) for _, g, _ in world.grants(Kind("Reader", COMPUTE, t)))
         for t in ("Microsoft.Insights/dataCollectionRules", "Microsoft.Insights/dataCollectionEndpoints")
     )
-    immutable = world.arm.world.resources[rule.lower()]["properties"]["immutableId"]
-    ingest = world.arm.world.resources[endpoint.lower()]["properties"]["metricsIngestion"]["endpoint"]
     helpers: dict[str, tuple[Any, str, str]] = {}
     for path, role in ((COMPUTE, "compute"), (LOCKER, LOCKER_IDENTITY)):
         identity = world.identity(role)
@@ -490,6 +497,20 @@ def remote_write_lookups(world: World) -> list[Outcome]:
             spec.loader.exec_module(module)
         client_id = world.arm.world.resources[identity.lower()]["properties"]["clientId"]
         helpers[path] = (module, identity.removeprefix(sub), client_id)
+    return sub, rule, endpoint, helpers
+
+
+def remote_write_lookups(world: World) -> list[Outcome]:
+    """Each Reader of a node identity on itself, the data collection rule or its endpoint: the node's own helper
+    (templates/cloud-init/prometheus_url.py, its lookup: three ARM reads with the identity's token from the node's
+    metadata service) builds Prometheus's remote-write URL and client ID, or is refused with ARM's
+    AuthorizationFailed on the read the removal took away. The helper runs as it is, pointed at the stand-in through
+    its HPCLZ_IMDS and HPCLZ_ARM; its retry loop (main) is left out, which waits minutes between attempts."""
+    if not world.grants(Kind("Reader", COMPUTE, "Microsoft.Insights/dataCollectionRules")):
+        return []  # no managed Prometheus in this preset
+    sub, rule, endpoint, helpers = _remote_write_helpers(world)
+    immutable = world.arm.world.resources[rule.lower()]["properties"]["immutableId"]
+    ingest = world.arm.world.resources[endpoint.lower()]["properties"]["metricsIngestion"]["endpoint"]
     out: list[Outcome] = []
     for key, grant, kind in world.grants(*(Kind("Reader", who, t) for who in helpers for t in REMOTE_WRITE_SCOPES)):
         module, identity, client_id = helpers[kind.principal]
@@ -509,6 +530,159 @@ def remote_write_lookups(world: World) -> list[Outcome]:
     return out
 
 
+HSM_KINDS = (Kind("Storage Account Contributor", HSM, ACCOUNT), Kind("Storage Blob Data Contributor", HSM, ACCOUNT))
+AMLFS = "Microsoft.StorageCache/amlFilesystems"
+
+
+def lustre_hsm_creations(world: World) -> list[Outcome]:
+    """Each role of the tenant's HPC Cache Resource Provider on the HSM account: Managed Lustre's creation of the file
+    system linked to the account's container fails without it ("If the file system can't access your blob container,
+    file system creation fails": MicrosoftDocs/azure-stack-docs@f1e86c5c94e6ff51da9c97c87bc5084b963f3a8d:
+    azure-managed-lustre/amlfs-prerequisites.md; the stand-in's check: tests/support/arm_standin/managed_lustre.py).
+    The step: the deployed file system is taken out of the world and the deploying user deploys it again, the resource
+    as the preset renders it, through the real azure-mgmt-resource client. Refused: the deployment fails with ARM's
+    ResourceDeploymentFailure for the file system (terminal provisioning state Failed); Azure documents no code of the
+    service's own, so none is asserted."""
+    found = world.grants(*HSM_KINDS)
+    lustre = world.zone.lustre_new
+    if not found or lustre is None or lustre.hsm is None:
+        return []  # no HSM in this preset
+    from azure.core.exceptions import HttpResponseError
+
+    from hpclz.render.build import build_plan
+
+    world.arm.proving.storage_cache_rp = str(lustre.hsm.resource_provider_object_id)
+    group, rendered_fs = next(
+        (d.resource_group, r) for d in build_plan(world.zone.config).deployments if d.resource_group
+        for r in d.resources() if str(r.get("type", "")).lower() == AMLFS.lower()
+    )  # fmt: skip
+    key, deployed_fs = next(
+        (k, r) for k, r in world.arm.world.resources.items()
+        if r["type"].lower() == AMLFS.lower() and r["name"] == rendered_fs["name"]
+    )  # fmt: skip
+    template = {
+        "$schema": "https://schema.management.azure.com/schemas/2019-04-01/deploymentTemplate.json#",
+        "contentVersion": "1.0.0.0",
+        "resources": [{k: v for k, v in rendered_fs.items() if k != "dependsOn"}],  # what it waited for is there
+    }
+    deployments = _arm_client(world, world.arm.token).deployments.deployments
+
+    def step() -> str:
+        name = f"role-removal-amlfs-{uuid.uuid4().hex[:8]}"
+        world.arm.world.resources.pop(key)
+        try:
+            body = {"properties": {"mode": "Incremental", "template": template}}
+            with contextlib.suppress(HttpResponseError):  # the failure is read from the deployment below
+                deployments.begin_create_or_update(group, name, body).result()
+            error = deployments.get(group, name).properties.error
+            return "created" if error is None else str(error.details[0].code)
+        finally:
+            world.arm.world.resources[key] = deployed_fs
+
+    try:
+        return [(kind, kind.role, *world.without(k, step)) for k, _, kind in found]
+    finally:
+        world.arm.proving.storage_cache_rp = None
+
+
+def grafana_admin_sign_ins(world: World) -> list[Outcome]:
+    """Grafana Admin of the admins group on the Managed Grafana instance: a member signs in with their Entra ID token
+    and lists the organization's users (Grafana's GET /api/org/users, for org admins), as the Grafana role the
+    assignment gives (tests/support/arm_standin/data_planes.GrafanaFront: the role's data action
+    Microsoft.Dashboard/grafana/ActAsGrafanaAdmin/action). Refused: Managed Grafana's "No Roles Assigned" page
+    (articles/managed-grafana/troubleshoot-managed-grafana.md)."""
+    import ssl
+
+    from tests.support.arm_standin.data_planes import GrafanaFront
+
+    who, admin = world.arm.proving.principal("an admin", groups=tuple(world.zone.config.identity.groups.admins))
+    context = ssl.create_default_context(cafile=str(world.arm.cert))
+    out: list[Outcome] = []
+    for key, grant, kind in world.grants(
+        Kind("Grafana Admin", "identity.groups.admins", "Microsoft.Dashboard/grafana")
+    ):
+        front = GrafanaFront(world.arm, scope_of(grant), world.origin).start()
+        request = urllib.request.Request(
+            f"{front.endpoint}/api/org/users",
+            headers={"Authorization": "Bearer " + admin, "Accept": "application/json"},
+        )
+
+        def step(request: urllib.request.Request = request) -> str:
+            try:
+                with urllib.request.urlopen(request, timeout=30, context=context) as answer:
+                    users = json.loads(answer.read())
+            except urllib.error.HTTPError as exc:
+                page = exc.read().decode()
+                return "No Roles Assigned" if "<h1>No Roles Assigned</h1>" in page else f"{exc.code} {page}"
+            return next((str(u["role"]) for u in users if u["login"] == who.object_id), f"not listed: {users}")
+
+        try:
+            out.append((kind, scope_of(grant).rsplit("/", 1)[-1], *world.without(key, step)))
+        finally:
+            front.stop()
+    return out
+
+
+MONITOR_AUDIENCE = "https://monitor.azure.com/"  # Prometheus's azuread remote-write token for Azure's public cloud
+
+
+def metrics_publishing(world: World) -> list[Outcome]:
+    """Monitoring Metrics Publisher of a node identity on the data collection rule: the node's Prometheus remote-writes
+    its metrics to the endpoint's ingestion URL for the rule (the URL the node's own helper builds,
+    templates/cloud-init/prometheus_url.py, with the identity the node's metrics.sh.j2 hands Prometheus), with that
+    identity's metadata-service token for Azure Monitor. Prometheus itself is not installed here: the step is the HTTP
+    call it makes (a POST of a snappy-compressed protobuf body with its remote-write headers, here an empty one). The
+    endpoint: tests/support/arm_standin/data_planes.IngestionFront. Refused: 403 OperationFailed, "The authentication
+    token provided does not have access to ingest data for the data collection rule ..."."""
+    import ssl
+
+    from tests.support.arm_standin.data_planes import IngestionFront
+
+    kinds = [
+        Kind("Monitoring Metrics Publisher", who, "Microsoft.Insights/dataCollectionRules") for who in (COMPUTE, LOCKER)
+    ]
+    found = world.grants(*kinds)
+    if not found:
+        return []  # no managed Prometheus in this preset
+    sub, rule, endpoint, helpers = _remote_write_helpers(world)
+    front = IngestionFront(world.arm, endpoint, world.origin).start()
+    context = ssl.create_default_context(cafile=str(world.arm.cert))
+    tokens = {
+        COMPUTE: world.node_token("compute", MONITOR_AUDIENCE),
+        LOCKER: world.node_token(LOCKER_IDENTITY, MONITOR_AUDIENCE),
+    }
+    urls = {}
+    out: list[Outcome] = []
+    try:
+        with mock.patch.dict(os.environ, {"SSL_CERT_FILE": str(world.arm.cert)}):
+            for who, (module, identity, _) in helpers.items():
+                built, _ = module.lookup(identity, rule.removeprefix(sub), endpoint.removeprefix(sub))
+                # The endpoint's ingestion host is Azure's name; the node's route to it here is the front.
+                urls[who] = front.url + built.split(".metrics.ingest.monitor.azure.com", 1)[1]
+        for key, grant, kind in found:
+            url = urls[kind.principal]
+            # Remote write's request headers (prometheus.io/docs/specs/remote_write_spec, "Protocol").
+            headers = {
+                "Authorization": "Bearer " + tokens[kind.principal],
+                "Content-Encoding": "snappy",
+                "Content-Type": "application/x-protobuf",
+                "X-Prometheus-Remote-Write-Version": "0.1.0",
+            }
+            request = urllib.request.Request(url, data=b"", headers=headers, method="POST")
+
+            def step(request: urllib.request.Request = request) -> tuple[int, str]:
+                try:
+                    with urllib.request.urlopen(request, timeout=30, context=context) as answer:
+                        return answer.status, ""
+                except urllib.error.HTTPError as exc:
+                    return exc.code, str(json.loads(exc.read() or b"{}").get("error", {}).get("code", ""))
+
+            out.append((kind, scope_of(grant).rsplit("/", 1)[-1], *world.without(key, step)))
+    finally:
+        front.stop()
+    return out
+
+
 # Each scenario and what its step answers without the assignment, then with it.
 SCENARIOS: dict[str, tuple[Callable[[World], list[Outcome]], object, object]] = {
     "blob_container_writes": (blob_container_writes, (403, "AuthorizationPermissionMismatch"), (201, "")),
@@ -517,6 +691,9 @@ SCENARIOS: dict[str, tuple[Callable[[World], list[Outcome]], object, object]] = 
     "secret_reads": (secret_reads, "ForbiddenByRbac", "read"),
     "admin_run_commands": (admin_run_commands, "AuthorizationFailed", "ran"),
     "remote_write_lookups": (remote_write_lookups, "AuthorizationFailed", "built"),
+    "lustre_hsm_creations": (lustre_hsm_creations, "ResourceDeploymentFailure", "created"),
+    "grafana_admin_sign_ins": (grafana_admin_sign_ins, "No Roles Assigned", "Admin"),
+    "metrics_publishing": (metrics_publishing, (403, "OperationFailed"), (200, "")),
 }
 # The presets deployed for them: between them they render every kind the scenarios prove.
 WORLDS = ("energy", "finance", "manufacturing")

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import re
 import ssl
 import threading
 import time
@@ -24,6 +25,8 @@ from typing import TYPE_CHECKING, Any, Self
 from urllib.parse import unquote, urlsplit
 
 from tests.support.arm_standin import reach
+from tests.support.arm_standin.authz import Principal
+from tests.support.arm_standin.world import TENANT
 
 if TYPE_CHECKING:
     from tests.support.arm_standin.server import ArmStandIn
@@ -357,3 +360,145 @@ class VaultFront(_Front):
 
 def _json(body: dict[str, Any]) -> bytes:
     return json.dumps(body).encode()
+
+
+# Azure Managed Grafana: the Grafana Admin role's one data action (data/builtin_roles.json, from MicrosoftDocs/azure-docs
+# @03e5750af10b23b5ba437d5b333ec5e9437844f9:articles/role-based-access-control/built-in-roles/monitor.md).
+ACT_AS_GRAFANA_ADMIN = "Microsoft.Dashboard/grafana/ActAsGrafanaAdmin/action"
+# What a signed-in user with no Grafana role gets: an error page "No Roles Assigned" (MicrosoftDocs/azure-docs@
+# 464821f6c61a7a7a5d3835f57ae810fe75643c55:articles/managed-grafana/troubleshoot-managed-grafana.md, "Solution 3: fix
+# access role issues"; "To access the Grafana user interface, users must possess one of these roles":
+# learn.microsoft.com/azure/managed-grafana/concept-role-based-access-control).
+NO_ROLES_ASSIGNED = "No Roles Assigned"
+
+
+class GrafanaFront(_Front):
+    """`origin`'s way to an Azure Managed Grafana instance's endpoint, answered by the front: a caller signs in with
+    their Entra ID token, and the Grafana role they act as is the one their Azure role assignments on the instance
+    give (the Grafana roles table in concept-role-based-access-control: Grafana Admin performs all Grafana
+    operations). The stand-in holds the JSON of Grafana Admin only: a caller whose other Grafana role assignment
+    would decide is not judged (authz.UnknownRole, a 500 that fails the test). No role: the "No Roles Assigned" page,
+    with a 403 status of the stand-in's choosing (the documentation shows the page, not its status). Signed in as
+    Admin, Grafana's HTTP API answers `GET /api/org/users`, "Accessible to users with org admin role", with the
+    organization's users and their roles, in the shape of its example response (grafana.com/docs/http_api/org/, "Get
+    all users within the current organization"). Grafana's network access (public or private endpoint) is not
+    modelled here."""
+
+    def __init__(self, standin: ArmStandIn, grafana_id: str, origin: reach.Origin = reach.WORKSTATION):
+        super().__init__(standin, grafana_id, origin, tls=True)
+        self.users: dict[str, str] = {}  # object ID -> Grafana role, of each caller who signed in
+
+    @property
+    def endpoint(self) -> str:
+        return f"https://127.0.0.1:{self.port}"
+
+    def role(self, who: Principal) -> str | None:
+        resources = self.standin.world.resources
+        allowed = self.standin.proving.authorization.allowed(who, ACT_AS_GRAFANA_ADMIN, self.target_id, resources, True)
+        return "Admin" if allowed else None
+
+    def answer(
+        self,
+        method: str,
+        path: str,
+        headers: dict[str, str],
+        body: bytes,  # noqa: ARG002 (the base class names it)
+        peer: str,  # noqa: ARG002
+    ) -> tuple[int, dict[str, str], bytes]:
+        auth = next((v for k, v in headers.items() if k.lower() == "authorization"), None)
+        who = self.standin.proving.caller(auth)
+        if who is None:
+            return 401, {}, b""
+        role = self.role(who)
+        if role is None:
+            page = f"<html><body><h1>{NO_ROLES_ASSIGNED}</h1></body></html>".encode()
+            return 403, {"Content-Type": "text/html; charset=utf-8"}, page
+        self.users[who.object_id] = role  # a user shows up in Grafana once signed in (troubleshoot-managed-grafana.md)
+        json_headers = {"Content-Type": "application/json"}
+        if method == "GET" and urlsplit(path).path.rstrip("/") == "/api/org/users":
+            users = [
+                {"orgId": 1, "userId": n, "email": "", "login": oid, "role": r}
+                for n, (oid, r) in enumerate(sorted(self.users.items()), start=1)
+            ]
+            return 200, json_headers, json.dumps(users).encode()
+        return 404, {}, b""  # no other Grafana call is served
+
+
+# Azure Monitor's ingestion through a data collection endpoint (Prometheus remote write to
+# <metricsIngestion.endpoint>/dataCollectionRules/<immutableId>/streams/Microsoft-PrometheusMetrics/api/v1/write, the
+# path templates/cloud-init/prometheus_url.py builds). Who may send: "Monitoring Metrics Publisher role on the
+# workspace's data collection rule", without which Prometheus logs HTTP 403 (MicrosoftDocs/azure-docs@
+# ad35a0318021549d8b4e112f44939c1ebfd35a2a:articles/azure-monitor/containers/prometheus-remote-write-troubleshooting.md,
+# "HTTP 403 error in the Prometheus log"). Which data action the service checks is not published: the operations list
+# names Microsoft.Insights/DataCollectionRules/Data/Write, "Send data to a data collection rule"
+# (learn.microsoft.com/azure/role-based-access-control/permissions/monitor, Microsoft.Insights DataActions), while the
+# role's published JSON (data/builtin_roles.json) holds Microsoft.Insights/Metrics/Write and /Telemetry/Write; the
+# stand-in lets a caller send who holds any of them on the rule, so the role the documentation names is what decides.
+INGEST_ACTIONS = (
+    "Microsoft.Insights/DataCollectionRules/Data/Write",
+    "Microsoft.Insights/Metrics/Write",
+    "Microsoft.Insights/Telemetry/Write",
+)
+INGEST_PATH = re.compile(r"^/dataCollectionRules/(?P<rule>[^/]+)/streams/(?P<stream>[^/]+)/")
+
+
+class IngestionFront(_Front):
+    """`origin`'s way to a data collection endpoint's ingestion, answered by the front: a bearer token's principal
+    sends to the rule the path's immutable ID names. Refused without the rule's data action: 403, code OperationFailed,
+    message "The authentication token provided does not have access to ingest data for the data collection rule with
+    immutable Id '<id>'" and the pipeline's detail, as the Azure SDKs' ingestion troubleshooting guides print it
+    (Azure/azure-sdk-for-net@ad59f3b9c300366a3652176050462367b0c6fe33:sdk/monitor/Azure.Monitor.Ingestion/
+    TROUBLESHOOTING.md, Azure/azure-sdk-for-python@2be1f52208fa38ccd4a7f8c35d1196d3e61b7c6c:sdk/monitor/
+    azure-monitor-ingestion/TROUBLESHOOTING.md, "Troubleshooting authorization errors"). Sent: 200 with no body (the
+    payload, snappy-compressed protobuf, is not read: what is proved is who may send). The endpoint's network access
+    is not modelled here."""
+
+    def __init__(self, standin: ArmStandIn, endpoint_id: str, origin: reach.Origin = reach.WORKSTATION):
+        super().__init__(standin, endpoint_id, origin, tls=True)
+        self.accepted: list[tuple[str, str]] = []  # (caller's object ID, rule's immutable ID) of each send let in
+
+    @property
+    def url(self) -> str:
+        return f"https://127.0.0.1:{self.port}"
+
+    def answer(
+        self,
+        method: str,
+        path: str,
+        headers: dict[str, str],
+        body: bytes,  # noqa: ARG002 (the base class names it)
+        peer: str,  # noqa: ARG002
+    ) -> tuple[int, dict[str, str], bytes]:
+        auth = next((v for k, v in headers.items() if k.lower() == "authorization"), None)
+        who = self.standin.proving.caller(auth)
+        if who is None:
+            return 401, {}, b""
+        found = INGEST_PATH.match(urlsplit(path).path)
+        resources = self.standin.world.resources
+        rule = next(
+            (
+                r
+                for r in list(resources.values())
+                if found
+                and str(r.get("type", "")).lower() == "microsoft.insights/datacollectionrules"
+                and (r.get("properties") or {}).get("immutableId") == found["rule"]
+            ),
+            None,
+        )
+        if method != "POST" or found is None or rule is None:
+            return 404, {}, b""  # no other call, and no rule of that ID, is served
+        authz = self.standin.proving.authorization
+        if not any(authz.allowed(who, action, str(rule["id"]), resources, data=True) for action in INGEST_ACTIONS):
+            message = (
+                "The authentication token provided does not have access to ingest data for the data collection rule "
+                f"with immutable Id '{found['rule']}' PipelineAccessResult: AccessGranted: False, IsRbacPresent: "
+                f"False, IsDcrDceBindingValid: , DcrArmId: {rule['id']}, Message: Required authorization action was "
+                f"not found for tenantId {TENANT} objectId {who.object_id} on resourceId {rule['id']}"
+            )
+            return (
+                403,
+                {"Content-Type": "application/json"},
+                _json({"error": {"code": "OperationFailed", "message": message}}),
+            )
+        self.accepted.append((who.object_id, found["rule"]))
+        return 200, {}, b""

@@ -12,7 +12,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from tests.support.arm_standin import policy
+from tests.support.arm_standin import managed_lustre, policy
 from tests.support.arm_standin.authz import Authorization, Principal, UnknownRole, operation, write_operation
 from tests.support.arm_standin.behaviours import Refusal
 from tests.support.arm_standin.expressions import Scope, evaluate
@@ -31,11 +31,14 @@ class ProvingGround:
     bugs: list[str] = field(
         default_factory=list
     )  # the stand-in's own list: a definition it cannot judge fails the test
+    # The tenant's "HPC Cache Resource Provider" service principal (its object ID), whose access to a file system's
+    # HSM containers Managed Lustre's creation needs (managed_lustre.py); None: not judged.
+    storage_cache_rp: str | None = None
 
     def __post_init__(self) -> None:
         self.principals[self.token] = DEPLOYER
         self.authorization.grant(DEPLOYER.object_id, "Owner", self.subscription_scope)
-        self.world.guards.extend([self._authorized_write, self._policy])
+        self.world.guards.extend([self._authorized_write, self._policy, self._lustre_hsm])
 
     @property
     def subscription_scope(self) -> str:
@@ -75,6 +78,15 @@ class ProvingGround:
             self.bugs.append(repr(exc))
             return Refusal("StandInBug", str(exc))
         return Refusal(refusal.code, refusal.message) if refusal else None
+
+    def _lustre_hsm(self, _run: DeploymentRun, resource: dict[str, Any]) -> Refusal | None:
+        try:
+            return managed_lustre.hsm_access_refusal(
+                self.authorization, self.world.resources, self.storage_cache_rp, resource
+            )
+        except UnknownRole as exc:
+            self.bugs.append(repr(exc))
+            return Refusal("StandInBug", str(exc))
 
     def _policy(self, _run: DeploymentRun, resource: dict[str, Any]) -> Refusal | None:
         try:
