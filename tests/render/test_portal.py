@@ -417,3 +417,39 @@ def test_without_a_window_or_zone_the_portal_is_neither_zonal_nor_scheduled() ->
     assert "zones" not in vm
     assert "patchSettings" not in vm["properties"]["osProfile"]["linuxConfiguration"]
     assert not _of(portal, "Microsoft.Maintenance/configurationAssignments")
+
+
+@pytest.mark.parametrize("preset", ["ai-training", "energy"])
+def test_the_shell_app_opens_the_first_login_node_by_the_host_name_it_takes(preset: str) -> None:
+    """OOD's shell app needs the cluster's `login.host` (osc.github.io/ood-documentation/latest/installation/
+    add-cluster-config.html). The login nodearray carries cyclecloud-slurm's stock prefix, `<cluster>-`
+    (Azure/cyclecloud-slurm@50e6739:templates/slurm.txt l.198), so login-1 renames itself `<cluster>-login-1`
+    (azure-slurm-install/install.py l.1027-1039), and that is the host the portal's cluster file names."""
+    from ruamel.yaml import YAML
+
+    from tests.render.test_cloudinit import _nodearrays
+
+    plan = preset_plan(preset)
+    script = _script(_portal(plan))
+    found = re.search(r"^cfg=/sched/(\S+)$", script, flags=re.M)
+    assert found is not None
+    cluster = found.group(1)
+    config = YAML(typ="safe").load(_heredoc(script, f"/etc/ood/config/clusters.d/{cluster}.yml"))
+    assert config["v2"]["login"] == {"host": f"{cluster}-login-1"}
+    compute = next(d for d in plan.deployments if "cyclecloud/slurm-cluster.txt" in d.artifacts)
+    login = _nodearrays(compute.artifacts["cyclecloud/slurm-cluster.txt"])["login"]
+    assert f'slurm.node_prefix = "{cluster}-"' in login
+    assert "slurm.use_nodename_as_hostname = true" in login
+
+
+def test_without_login_nodes_the_cluster_file_names_no_login_host() -> None:
+    """compute.login.count 0: CycleCloud starts no login node, so there is no host for the shell app to open."""
+    from ruamel.yaml import YAML
+
+    def edit(data: dict[str, Any]) -> None:
+        data["compute"].setdefault("login", {"vm_size": "Standard_D8as_v5"})["count"] = 0
+
+    script = _script(_portal(variant("ai-training", edit)))
+    config = YAML(typ="safe").load(_heredoc(script, "/etc/ood/config/clusters.d/aitrain-prod.yml"))
+    assert "login" not in config["v2"]
+    assert config["v2"]["job"]["adapter"] == "slurm"

@@ -16,7 +16,7 @@ from typing import Any
 from hpclz.config.portal import PortalOidc
 from hpclz.errors import ExitCode, HpclzError
 from hpclz.render.arm import RG_TEMPLATE_SCHEMA
-from hpclz.render.cloudinit import accelerated, custom_data, shared_mounts, slurm_cluster_name
+from hpclz.render.cloudinit import accelerated, custom_data, login_prefix, shared_mounts, slurm_cluster_name
 from hpclz.render.components import maintenance_enabled, scheduled_patching
 from hpclz.render.engine import render_text
 from hpclz.render.monitoring import vm_agent
@@ -84,6 +84,29 @@ SLURM_FILES = (
 )
 
 
+def login_host(zone: Zone) -> str | None:
+    """The host name of the cluster's first login node, where the portal's shell app connects; None without login
+    nodes (compute.login.count 0).
+
+    CycleCloud names a nodearray's nodes `<nodearray>-<n>` from 1, and cyclecloud-slurm with
+    `slurm.node_prefix` set generates "prefix-nodearray-1" (Azure/cyclecloud-slurm@50e6739:templates/slurm.txt
+    l.844-852, NodeNamePrefix). With `slurm.use_nodename_as_hostname` a login node renames itself to that prefix
+    plus its lowercased node name (azure-slurm-install/install.py l.1027-1039, set_hostname), and its waagent
+    publishes the new name to the VNet's DNS (installlib.py l.437-438, l.472-491: Provisioning.MonitorHostName=y,
+    waagent restarted), where Azure-provided name resolution answers it for every VM of the VNet
+    (learn.microsoft.com/azure/virtual-network/virtual-networks-name-resolution-for-vms-and-role-instances). The
+    cluster template sets the prefix to `<cluster>-`, the stock "Cluster Prefix" default.
+
+    With several login nodes Microsoft's portal project also takes the first: `login: host: "{{login_nodes |
+    first}}"` (Azure/cyclecloud-open-ondemand@35cf46d:specs/default/cluster-init/files/playbooks/roles/
+    register_cluster/templates/slurm_cluster.yml.j2 l.6-7). Its list is the Ready login nodes CycleCloud reports at
+    registration; hpclz renders before any node exists, and login-1 is the node the login nodearray always holds
+    while compute.login.count is 1 or more (InitialCount = MaxCount = count)."""
+    if not zone.config.compute.login.count:
+        return None
+    return f"{login_prefix(zone)}login-1"
+
+
 def portal_enabled(zone: Zone) -> bool:
     """Asked for, and standing on what it needs; otherwise HPCLZ-PRT-001/002 have already refused the config."""
     portal = zone.config.portal
@@ -137,6 +160,7 @@ def portal_script(zone: Zone) -> str:
         server_name=portal.server_name,
         certificate_name=portal.server_name or "localhost",
         logout_host=hosts[-1],
+        login_host=login_host(zone),
     )
 
 
