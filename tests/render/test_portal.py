@@ -79,7 +79,8 @@ def test_the_portal_has_no_public_ip_and_takes_https_only_from_bastion() -> None
     assert rules["AllowBastionSsh"]["sourceAddressPrefix"] == "10.40.1.0/26"
     assert rules["DenyAllInbound"] == {**rules["DenyAllInbound"], "access": "Deny", "sourceAddressPrefix": "*"}
     allowed = [p for p in rules.values() if p["access"] == "Allow"]
-    assert {p["destinationPortRange"] for p in allowed} == {"443", "22"}
+    # srun's range from the cluster's subnets (test_slurm_reaches_srun_on_the_portal_on_the_pinned_range_only).
+    assert {p["destinationPortRange"] for p in allowed} == {"443", "22", "60001-63000"}
 
 
 def test_allowed_ranges_join_bastion_for_https_only() -> None:
@@ -453,3 +454,36 @@ def test_without_login_nodes_the_cluster_file_names_no_login_host() -> None:
     config = YAML(typ="safe").load(_heredoc(script, "/etc/ood/config/clusters.d/aitrain-prod.yml"))
     assert "login" not in config["v2"]
     assert config["v2"]["job"]["adapter"] == "slurm"
+
+
+def _subnet_cidrs(preset: str) -> dict[str, str]:
+    from hpclz.config.loader import load_config
+
+    subnets = load_config(Path(__file__).resolve().parents[2] / "configs" / f"{preset}.yaml").config.network.vnet
+    return {role: str(getattr(subnets.subnets, role).cidr) for role in ("admin", "compute")}
+
+
+@pytest.mark.parametrize("preset", ["ai-training", "energy"])
+def test_slurm_reaches_srun_on_the_portal_on_the_pinned_range_only(preset: str) -> None:
+    """srun and salloc typed on the portal listen for slurmctld and slurmstepd (slurm.conf(5), SrunPortRange;
+    slurm.schedmd.com/network.html): the cluster's slurm.conf, which the portal links, pins the range, and the
+    portal's NSG lets exactly that range in, TCP, from the scheduler's (admin) and the nodes' (compute) subnets."""
+    plan = preset_plan(preset)
+    (nsg,) = _of(_portal(plan), "Microsoft.Network/networkSecurityGroups")
+    rules = {r["name"]: r["properties"] for r in nsg["properties"]["securityRules"]}
+    srun = rules["AllowSlurmToSrun"]
+    cidrs = _subnet_cidrs(preset)
+    assert srun["sourceAddressPrefixes"] == [cidrs["admin"], cidrs["compute"]]
+    assert (srun["protocol"], srun["direction"], srun["access"]) == ("Tcp", "Inbound", "Allow")
+    assert srun["destinationPortRange"] == "60001-63000"
+    assert srun["priority"] < rules["DenyAllInbound"]["priority"]
+    compute = next(d for d in plan.deployments if "cyclecloud/slurm-params.json" in d.artifacts)
+    conf = json.loads(compute.artifacts["cyclecloud/slurm-params.json"])["HpclzSlurmConfig"]
+    assert "SrunPortRange=60001-63000" in conf.splitlines()
+
+
+def test_without_the_portal_the_cluster_keeps_slurms_ephemeral_srun_ports() -> None:
+    """No portal, no NSG in front of an srun host: cyclecloud-slurm's slurm.conf stays as it ships (no range)."""
+    plan = preset_plan("manufacturing")
+    compute = next(d for d in plan.deployments if "cyclecloud/slurm-params.json" in d.artifacts)
+    assert "SrunPortRange" not in json.loads(compute.artifacts["cyclecloud/slurm-params.json"])["HpclzSlurmConfig"]

@@ -20,7 +20,7 @@ from hpclz.render.cloudinit import accelerated, custom_data, login_prefix, share
 from hpclz.render.components import maintenance_enabled, scheduled_patching
 from hpclz.render.engine import render_text
 from hpclz.render.monitoring import vm_agent
-from hpclz.render.nsg import DENY_INTERNET_PRIORITY
+from hpclz.render.nsg import DENY_INTERNET_PRIORITY, SRUN_PORT_RANGE
 from hpclz.render.roles import entra_login, portal_vault_reader
 from hpclz.render.zone import Zone
 
@@ -173,9 +173,21 @@ def _sources(zone: Zone) -> list[str]:
     return out
 
 
+def slurm_sources(zone: Zone) -> list[str]:
+    """Where the daemons that call srun back run: slurmctld on the scheduler (admin subnet) and slurmstepd on the
+    partitions' nodes (compute subnet), as the cluster template places them (SubnetId = $AdminSubnetId on the
+    scheduler, $ComputeSubnetId on every nodearray by default). Steps 1b-8 of srun's sequence
+    (slurm.schedmd.com/network.html, "srun communication"): slurmctld answers and pings srun, slurmstepd
+    "connects I/O" and "notifies srun" on task termination."""
+    return [str(zone.subnet("admin").cidr), str(zone.subnet("compute").cidr)]
+
+
 def security_rules(zone: Zone) -> list[dict[str, Any]]:
-    """HTTPS from Bastion and the listed private ranges, SSH from Bastion only, nothing else inbound: the NIC's
-    NSG, on top of the admin subnet's (which allows the whole VNet)."""
+    """HTTPS from Bastion and the listed private ranges, SSH from Bastion only, srun's and salloc's ports from the
+    cluster's subnets, nothing else inbound: the NIC's NSG, on top of the admin subnet's (which allows the whole
+    VNet). Connections the portal opens (to slurmctld, slurmd, the login node's SSH, an app on a compute node)
+    need nothing here: an NSG is stateful, "you only need a rule in one direction" (learn.microsoft.com/azure/
+    virtual-network/network-security-groups-overview, Security rules)."""
     rules: list[dict[str, Any]] = []
     sources = _sources(zone)
     if sources:
@@ -185,6 +197,15 @@ def security_rules(zone: Zone) -> list[dict[str, Any]]:
         rules.append(
             _allow("AllowBastionSsh", 110, [str(zone.subnet("bastion").cidr)], "22", "hpclz: admin SSH via Bastion")
         )
+    rules.append(
+        _allow(
+            "AllowSlurmToSrun",
+            120,
+            slurm_sources(zone),
+            SRUN_PORT_RANGE,
+            "hpclz: slurmctld (admin subnet) and slurmstepd (compute subnet) call srun and salloc back",
+        )
+    )
     rules.append(
         {
             "name": "DenyAllInbound",
