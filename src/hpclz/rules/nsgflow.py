@@ -8,6 +8,8 @@ from __future__ import annotations
 from ipaddress import ip_network
 from typing import Any
 
+from hpclz.rules.exposure import port_spans
+
 # Address prefixes that cover any address inside the VNet; other service tags (Internet, AzureCloud...) do not.
 WITHIN_VNET = {"*", "any", "virtualnetwork"}
 
@@ -57,3 +59,53 @@ def first_match(nsg: dict[str, Any], direction: str, source: str, destination: s
     rules: list[dict[str, Any]] = [*(props.get("securityRules") or []), *(props.get("defaultSecurityRules") or [])]
     rules.sort(key=lambda r: int((r.get("properties") or {}).get("priority", 65500)))
     return next((r for r in rules if _matches(r.get("properties") or {}, direction, source, destination, port)), None)
+
+
+def _default(name: str, priority: int, direction: str, access: str, source: str, destination: str) -> dict[str, Any]:
+    props = {
+        "priority": priority,
+        "direction": direction,
+        "access": access,
+        "protocol": "*",
+        "sourceAddressPrefix": source,
+        "destinationAddressPrefix": destination,
+        "destinationPortRange": "*",
+    }
+    return {"name": name, "properties": props}
+
+
+# Every NSG's default rules, which an NSG hpclz renders does not list: "Azure creates the following default rules
+# in each network security group that you create" (learn.microsoft.com/azure/virtual-network/
+# network-security-groups-overview, Default security rules).
+DEFAULT_RULES: tuple[dict[str, Any], ...] = (
+    _default("AllowVNetInBound", 65000, "Inbound", "Allow", "VirtualNetwork", "VirtualNetwork"),
+    _default("AllowAzureLoadBalancerInBound", 65001, "Inbound", "Allow", "AzureLoadBalancer", "*"),
+    _default("DenyAllInBound", 65500, "Inbound", "Deny", "*", "*"),
+    _default("AllowVnetOutBound", 65000, "Outbound", "Allow", "VirtualNetwork", "VirtualNetwork"),
+    _default("AllowInternetOutBound", 65001, "Outbound", "Allow", "*", "Internet"),
+    _default("DenyAllOutBound", 65500, "Outbound", "Deny", "*", "*"),
+)
+
+
+def _edges(rules: list[dict[str, Any]], low: int, high: int) -> list[int]:
+    """The ports of low..high where the deciding rule can change: low, and where any rule's port span starts or
+    ends. Between two edges every rule matches all ports or none, so checking the edges checks the range."""
+    edges = {low}
+    for rule in rules:
+        specs = _listed(rule.get("properties") or {}, "destinationPortRange", "destinationPortRanges")
+        for start, end in (span for spec in specs for span in port_spans(spec)):
+            edges.update(p for p in (start, end + 1) if low <= p <= high)
+    return sorted(edges)
+
+
+def refusal(
+    rules: list[dict[str, Any]], direction: str, source: str, destination: str, ports: tuple[int, int]
+) -> tuple[int, dict[str, Any]] | None:
+    """The first port of the range whose TCP flow these rules, with Azure's defaults after them, deny, and the rule
+    that denies it; None when every port of the range is let through."""
+    nsg = {"properties": {"securityRules": rules, "defaultSecurityRules": list(DEFAULT_RULES)}}
+    for port in _edges(rules, *ports):
+        rule = first_match(nsg, direction, source, destination, port)
+        if rule is None or (rule.get("properties") or {}).get("access") != "Allow":
+            return port, rule or {"name": "(none)", "properties": {}}
+    return None
