@@ -343,8 +343,14 @@ def test_the_join_unit_waits_for_sched_then_copies_the_key_and_links_the_config(
     assert joined.returncode == 0, joined.stderr
     key = tmp_path / "etc" / "munge.key"
     assert key.read_bytes() == (cluster / "munge.key").read_bytes() and oct(key.stat().st_mode)[-3:] == "600"
-    links = {p.name: p.resolve() for p in (tmp_path / "etc" / "slurm").iterdir()}
-    assert links == {n: cluster / n for n in linked}
+    etc = tmp_path / "etc" / "slurm"
+    links = {p.name: p.resolve() for p in etc.iterdir() if p.is_symlink()}
+    assert links == {n: cluster / n for n in linked if n != "slurm.conf"}
+    # slurm.conf is the portal's own: the cluster's, then srun's ports (test_srun_ports.py runs it).
+    own = etc / "slurm.conf"
+    assert not own.is_symlink()
+    assert own.read_text(encoding="utf-8") == f"Include {cluster / 'slurm.conf'}\nSrunPortRange=60001-63000\n"
+    assert {p.name for p in etc.iterdir()} == set(linked)
     assert "joined cluster aitrain-prod" in joined.stdout
 
 
@@ -466,8 +472,9 @@ def _subnet_cidrs(preset: str) -> dict[str, str]:
 @pytest.mark.parametrize("preset", ["ai-training", "energy"])
 def test_slurm_reaches_srun_on_the_portal_on_the_pinned_range_only(preset: str) -> None:
     """srun and salloc typed on the portal listen for slurmctld and slurmstepd (slurm.conf(5), SrunPortRange;
-    slurm.schedmd.com/network.html): the cluster's slurm.conf, which the portal links, pins the range, and the
-    portal's NSG lets exactly that range in, TCP, from the scheduler's (admin) and the nodes' (compute) subnets."""
+    slurm.schedmd.com/network.html): the portal's own slurm.conf pins the range after the cluster's, and the
+    portal's NSG lets exactly that range in, TCP, from the scheduler's (admin) and the nodes' (compute) subnets.
+    The cluster's slurm.conf is left as cyclecloud-slurm writes it (tests/slurm/test_srun_ports.py runs the result)."""
     plan = preset_plan(preset)
     (nsg,) = _of(_portal(plan), "Microsoft.Network/networkSecurityGroups")
     rules = {r["name"]: r["properties"] for r in nsg["properties"]["securityRules"]}
@@ -477,13 +484,7 @@ def test_slurm_reaches_srun_on_the_portal_on_the_pinned_range_only(preset: str) 
     assert (srun["protocol"], srun["direction"], srun["access"]) == ("Tcp", "Inbound", "Allow")
     assert srun["destinationPortRange"] == "60001-63000"
     assert srun["priority"] < rules["DenyAllInbound"]["priority"]
-    compute = next(d for d in plan.deployments if "cyclecloud/slurm-params.json" in d.artifacts)
-    conf = json.loads(compute.artifacts["cyclecloud/slurm-params.json"])["HpclzSlurmConfig"]
-    assert "SrunPortRange=60001-63000" in conf.splitlines()
-
-
-def test_without_the_portal_the_cluster_keeps_slurms_ephemeral_srun_ports() -> None:
-    """No portal, no NSG in front of an srun host: cyclecloud-slurm's slurm.conf stays as it ships (no range)."""
-    plan = preset_plan("manufacturing")
+    join = _heredoc(_script(_portal(plan)), "/opt/hpclz/bin/hpclz-portal-join")
+    assert "printf 'Include %s\\nSrunPortRange=%s\\n' \"$cfg/slurm.conf\" 60001-63000 >" in join
     compute = next(d for d in plan.deployments if "cyclecloud/slurm-params.json" in d.artifacts)
     assert "SrunPortRange" not in json.loads(compute.artifacts["cyclecloud/slurm-params.json"])["HpclzSlurmConfig"]

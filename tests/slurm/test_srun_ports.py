@@ -1,13 +1,13 @@
-"""srun and salloc listen only inside the SrunPortRange hpclz pins for the portal, as the portal's NSG assumes:
-real Slurm 22.05 (Debian's slurm-wlm) commands run against the local test cluster with the rendered line added to
-their slurm.conf, and the ports their processes listen on read back with ss(8). Without the line the same cluster
+"""srun and salloc on the portal listen only inside the SrunPortRange the portal's NSG opens: the portal's join
+script, as rendered, run for real on a /sched holding the local test cluster's slurm.conf, then real Slurm 22.05
+(Debian's slurm-wlm) srun and salloc reading the slurm.conf the script wrote, and the ports their processes listen on
+read back with ss(8). Without the line the same cluster
 gave srun ephemeral ports 35429, 37657, 44083, 45817 and salloc 45721 (captured 2026-11-27, Slurm 22.05.8), so
 salloc's listener, which takes slurmctld's messages ("create message thread to handle pings and such from
 slurmctld", salloc.c), follows SrunPortRange as srun's do."""
 
 from __future__ import annotations
 
-import json
 import re
 import subprocess
 import time
@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from hpclz.render.nsg import SRUN_PORTS
-from tests.render.conftest import preset_plan
+from tests.render.test_portal import _join_script
 from tests.support import slurm as harness
 from tests.support.slurm import LocalSlurm
 
@@ -25,12 +25,16 @@ slurm_cluster = harness.slurm_cluster
 POLL_S = 30.0  # how long to wait for the command to start listening; a bound, not a measured time
 
 
-def _pinned_line() -> str:
-    """The SrunPortRange line the ai-training preset hands cyclecloud-slurm (slurm.additional.config)."""
-    compute = next(d for d in preset_plan("ai-training").deployments if "cyclecloud/slurm-params.json" in d.artifacts)
-    conf = json.loads(compute.artifacts["cyclecloud/slurm-params.json"])["HpclzSlurmConfig"]
-    (line,) = [x for x in conf.splitlines() if x.startswith("SrunPortRange=")]
-    return line
+def _portal_conf(cluster: LocalSlurm, tmp_path: Path) -> Path:
+    """/etc/slurm/slurm.conf as hpclz-portal-join writes it, for a cluster whose slurm.conf is the test cluster's."""
+    join = _join_script(tmp_path)
+    sched = tmp_path / "sched" / "aitrain-prod"
+    sched.mkdir(parents=True)
+    (sched / "munge.key").write_bytes(bytes(range(256)) * 4)
+    (sched / "slurm.conf").write_text(cluster.conf.read_text(encoding="utf-8"), encoding="utf-8")
+    done = subprocess.run(["bash", str(join)], capture_output=True, text=True, check=False, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return tmp_path / "etc" / "slurm" / "slurm.conf"
 
 
 def _listening(pid: int) -> set[int]:
@@ -44,10 +48,8 @@ def test_srun_and_salloc_listen_inside_the_pinned_range(
     tmp_path: Path,
     command: list[str],
 ) -> None:
-    line = _pinned_line()
-    assert line == f"SrunPortRange={SRUN_PORTS[0]}-{SRUN_PORTS[1]}"
-    conf = tmp_path / "slurm.conf"
-    conf.write_text(slurm_cluster.conf.read_text(encoding="utf-8") + line + "\n", encoding="utf-8")
+    conf = _portal_conf(slurm_cluster, tmp_path)
+    assert f"SrunPortRange={SRUN_PORTS[0]}-{SRUN_PORTS[1]}" in conf.read_text(encoding="utf-8").splitlines()
     env = {**slurm_cluster.env, "SLURM_CONF": str(conf)}
     process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=tmp_path)
     try:

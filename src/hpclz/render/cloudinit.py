@@ -26,7 +26,6 @@ from hpclz.errors import ExitCode, HpclzError
 from hpclz.render.arm import API_VERSIONS, resource_path
 from hpclz.render.engine import PLAIN_NAME, Safe, render_text
 from hpclz.render.health_gate import GATE_SCRIPT, GATE_STAMP, health_gate
-from hpclz.render.nsg import SRUN_PORT_RANGE
 from hpclz.render.prometheus import node_metrics
 from hpclz.render.roles import LOCKER_CONTAINER, WHEEL_CONTAINER, node_identities
 from hpclz.render.writer import dumps
@@ -373,7 +372,7 @@ def cluster_files(zone: Zone) -> dict[str, str]:
         terminate=any(m["kind"] == "lustre" for m in mounts) or zone.config.maintenance.scheduled_events.enabled,
     )
     parameters = {
-        "HpclzSlurmConfig": gate.slurm_conf(suspend_minutes(config.compute.partitions)) + srun_ports(zone),
+        "HpclzSlurmConfig": gate.slurm_conf(suspend_minutes(config.compute.partitions)),
         "Credentials": CREDENTIALS,
         "Region": zone.location,
         "ComputeSubnetId": _subnet_for_cyclecloud(zone, "compute"),
@@ -452,21 +451,6 @@ def project_source(zone: Zone) -> str:
     """The release hpclz-cluster-sync fetches and uploads. In userData, so a new cyclecloud-slurm release reaches
     the server without recreating it."""
     return SLURM_RELEASES + zone.config.compute.cyclecloud.slurm_project_version
-
-
-def srun_ports(zone: Zone) -> str:
-    """slurm.conf's SrunPortRange, cluster-wide, when the portal is on: the portal reads the cluster's own slurm.conf
-    (its /etc/slurm links to /sched), and its NSG lets slurmctld and slurmstepd reach srun and salloc there only
-    on this range (hpclz.render.portal.security_rules)."""
-    if not zone.config.portal.enabled:
-        return ""
-    return "\n".join(
-        [
-            "# portal.enabled: srun and salloc listen here for slurmctld and slurmstepd; the portal's NSG opens only this",
-            f"SrunPortRange={SRUN_PORT_RANGE}",
-            "",
-        ]
-    )
 
 
 def cluster_name(zone: Zone) -> str:

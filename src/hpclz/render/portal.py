@@ -70,9 +70,9 @@ IDS = {"slurm": 11100, "munge": 11101}
 # (Azure/cyclecloud-slurm@50e6739:azure-slurm-install/install.py, _complete_install_all, l.648-734). Its slurm.conf
 # Includes azure.conf, accounting.conf, keep_alive.conf and site_specific.conf (templates/slurm.conf.template
 # l.67-77), and a Slurm command stops on an Include it cannot read ("s_p_parse_file: cannot stat file", Slurm 22.05,
-# tests/render/test_portal.py). prolog.d and epilog.d are left out: the portal runs no jobs.
+# tests/render/test_portal.py). prolog.d and epilog.d are left out: the portal runs no jobs. slurm.conf itself is not
+# linked: the portal's own includes the cluster's and adds SrunPortRange (hpclz.render.nsg.SRUN_PORTS).
 SLURM_FILES = (
-    "slurm.conf",
     "azure.conf",
     "keep_alive.conf",
     "accounting.conf",
@@ -161,6 +161,7 @@ def portal_script(zone: Zone) -> str:
         certificate_name=portal.server_name or "localhost",
         logout_host=hosts[-1],
         login_host=login_host(zone),
+        srun_ports=SRUN_PORT_RANGE,
     )
 
 
