@@ -4,7 +4,7 @@ script, as rendered, run for real on a /sched holding the local test cluster's s
 read back with ss(8). Without the line the same cluster
 gave srun ephemeral ports 35429, 37657, 44083, 45817 and salloc 45721 (captured 2026-11-27, Slurm 22.05.8), so
 salloc's listener, which takes slurmctld's messages ("create message thread to handle pings and such from
-slurmctld", salloc.c), follows SrunPortRange as srun's do."""
+slurmctld", SchedMD/slurm src/salloc/salloc.c), follows SrunPortRange as srun's do."""
 
 from __future__ import annotations
 
