@@ -79,7 +79,8 @@ def test_the_portal_has_no_public_ip_and_takes_https_only_from_bastion() -> None
     assert rules["AllowBastionSsh"]["sourceAddressPrefix"] == "10.40.1.0/26"
     assert rules["DenyAllInbound"] == {**rules["DenyAllInbound"], "access": "Deny", "sourceAddressPrefix": "*"}
     allowed = [p for p in rules.values() if p["access"] == "Allow"]
-    assert {p["destinationPortRange"] for p in allowed} == {"443", "22"}
+    # srun's range from the cluster's subnets (test_slurm_reaches_srun_on_the_portal_on_the_pinned_range_only).
+    assert {p["destinationPortRange"] for p in allowed} == {"443", "22", "60001-63000"}
 
 
 def test_allowed_ranges_join_bastion_for_https_only() -> None:
@@ -342,8 +343,14 @@ def test_the_join_unit_waits_for_sched_then_copies_the_key_and_links_the_config(
     assert joined.returncode == 0, joined.stderr
     key = tmp_path / "etc" / "munge.key"
     assert key.read_bytes() == (cluster / "munge.key").read_bytes() and oct(key.stat().st_mode)[-3:] == "600"
-    links = {p.name: p.resolve() for p in (tmp_path / "etc" / "slurm").iterdir()}
-    assert links == {n: cluster / n for n in linked}
+    etc = tmp_path / "etc" / "slurm"
+    links = {p.name: p.resolve() for p in etc.iterdir() if p.is_symlink()}
+    assert links == {n: cluster / n for n in linked if n != "slurm.conf"}
+    # slurm.conf is the portal's own: the cluster's, then srun's ports (test_srun_ports.py runs it).
+    own = etc / "slurm.conf"
+    assert not own.is_symlink()
+    assert own.read_text(encoding="utf-8") == f"Include {cluster / 'slurm.conf'}\nSrunPortRange=60001-63000\n"
+    assert {p.name for p in etc.iterdir()} == set(linked)
     assert "joined cluster aitrain-prod" in joined.stdout
 
 
@@ -417,3 +424,67 @@ def test_without_a_window_or_zone_the_portal_is_neither_zonal_nor_scheduled() ->
     assert "zones" not in vm
     assert "patchSettings" not in vm["properties"]["osProfile"]["linuxConfiguration"]
     assert not _of(portal, "Microsoft.Maintenance/configurationAssignments")
+
+
+@pytest.mark.parametrize("preset", ["ai-training", "energy"])
+def test_the_shell_app_opens_the_first_login_node_by_the_host_name_it_takes(preset: str) -> None:
+    """OOD's shell app needs the cluster's `login.host` (osc.github.io/ood-documentation/latest/installation/
+    add-cluster-config.html). The login nodearray carries cyclecloud-slurm's stock prefix, `<cluster>-`
+    (Azure/cyclecloud-slurm@50e6739:templates/slurm.txt l.198), so login-1 renames itself `<cluster>-login-1`
+    (azure-slurm-install/install.py l.1027-1039), and that is the host the portal's cluster file names."""
+    from ruamel.yaml import YAML
+
+    from tests.render.test_cloudinit import _nodearrays
+
+    plan = preset_plan(preset)
+    script = _script(_portal(plan))
+    found = re.search(r"^cfg=/sched/(\S+)$", script, flags=re.M)
+    assert found is not None
+    cluster = found.group(1)
+    config = YAML(typ="safe").load(_heredoc(script, f"/etc/ood/config/clusters.d/{cluster}.yml"))
+    assert config["v2"]["login"] == {"host": f"{cluster}-login-1"}
+    compute = next(d for d in plan.deployments if "cyclecloud/slurm-cluster.txt" in d.artifacts)
+    login = _nodearrays(compute.artifacts["cyclecloud/slurm-cluster.txt"])["login"]
+    assert f'slurm.node_prefix = "{cluster}-"' in login
+    assert "slurm.use_nodename_as_hostname = true" in login
+
+
+def test_without_login_nodes_the_cluster_file_names_no_login_host() -> None:
+    """compute.login.count 0: CycleCloud starts no login node, so there is no host for the shell app to open."""
+    from ruamel.yaml import YAML
+
+    def edit(data: dict[str, Any]) -> None:
+        data["compute"].setdefault("login", {"vm_size": "Standard_D8as_v5"})["count"] = 0
+
+    script = _script(_portal(variant("ai-training", edit)))
+    config = YAML(typ="safe").load(_heredoc(script, "/etc/ood/config/clusters.d/aitrain-prod.yml"))
+    assert "login" not in config["v2"]
+    assert config["v2"]["job"]["adapter"] == "slurm"
+
+
+def _subnet_cidrs(preset: str) -> dict[str, str]:
+    from hpclz.config.loader import load_config
+
+    subnets = load_config(Path(__file__).resolve().parents[2] / "configs" / f"{preset}.yaml").config.network.vnet
+    return {role: str(getattr(subnets.subnets, role).cidr) for role in ("admin", "compute")}
+
+
+@pytest.mark.parametrize("preset", ["ai-training", "energy"])
+def test_slurm_reaches_srun_on_the_portal_on_the_pinned_range_only(preset: str) -> None:
+    """srun and salloc typed on the portal listen for slurmctld and slurmstepd (slurm.conf(5), SrunPortRange;
+    slurm.schedmd.com/network.html): the portal's own slurm.conf pins the range after the cluster's, and the
+    portal's NSG lets exactly that range in, TCP, from the scheduler's (admin) and the nodes' (compute) subnets.
+    The cluster's slurm.conf is left as cyclecloud-slurm writes it (tests/slurm/test_srun_ports.py runs the result)."""
+    plan = preset_plan(preset)
+    (nsg,) = _of(_portal(plan), "Microsoft.Network/networkSecurityGroups")
+    rules = {r["name"]: r["properties"] for r in nsg["properties"]["securityRules"]}
+    srun = rules["AllowSlurmToSrun"]
+    cidrs = _subnet_cidrs(preset)
+    assert srun["sourceAddressPrefixes"] == [cidrs["admin"], cidrs["compute"]]
+    assert (srun["protocol"], srun["direction"], srun["access"]) == ("Tcp", "Inbound", "Allow")
+    assert srun["destinationPortRange"] == "60001-63000"
+    assert srun["priority"] < rules["DenyAllInbound"]["priority"]
+    join = _heredoc(_script(_portal(plan)), "/opt/hpclz/bin/hpclz-portal-join")
+    assert "printf 'Include %s\\nSrunPortRange=%s\\n' \"$cfg/slurm.conf\" 60001-63000 >" in join
+    compute = next(d for d in plan.deployments if "cyclecloud/slurm-params.json" in d.artifacts)
+    assert "SrunPortRange" not in json.loads(compute.artifacts["cyclecloud/slurm-params.json"])["HpclzSlurmConfig"]

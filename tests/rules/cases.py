@@ -449,6 +449,58 @@ CASES: dict[str, list[Case]] = {
             ),
         ),
     ],
+    # ai-training's admin subnet is 10.40.0.0/24, its compute subnet 10.40.8.0/21.
+    "HPCLZ-PRT-006": [
+        # The compute subnet refuses the admin subnet: srun's step launch (slurmd 6818) and the app proxy.
+        Case(
+            "ai-training",
+            _set(
+                "network.nsg_rules",
+                [
+                    {
+                        "name": "no-admin",
+                        "subnet": "compute",
+                        "priority": 200,
+                        "access": "Deny",
+                        "source_address_prefix": "10.40.0.0/24",
+                    }
+                ],
+            ),
+        ),
+        # A deny in the middle of srun's range, on the portal's subnet, from the whole VNet.
+        Case(
+            "ai-training",
+            _set(
+                "network.nsg_rules",
+                [
+                    {
+                        "name": "no-high",
+                        "subnet": "admin",
+                        "priority": 300,
+                        "access": "Deny",
+                        "destination_port_range": "61000-61010",
+                    }
+                ],
+            ),
+        ),
+        # The portal's subnet may not open SSH anywhere: the shell app cannot reach the login node.
+        Case(
+            "energy",
+            _set(
+                "network.nsg_rules",
+                [
+                    {
+                        "name": "no-ssh-out",
+                        "subnet": "admin",
+                        "priority": 300,
+                        "direction": "Outbound",
+                        "access": "Deny",
+                        "destination_port_range": "22",
+                    }
+                ],
+            ),
+        ),
+    ],
     "HPCLZ-MON-001": [Case("ai-training", _set("monitoring", {"mode": "disabled"}))],
     "HPCLZ-MON-002": [Case("energy", _set("monitoring.retention_days", 30))],
     "HPCLZ-MON-003": [Case("finance", _set("monitoring.action_group.emails", []))],

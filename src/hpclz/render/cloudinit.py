@@ -332,6 +332,7 @@ def cluster_files(zone: Zone) -> dict[str, str]:
         config=config,
         cc=config.compute.cyclecloud,
         cluster_name=cluster_name(zone),
+        login_prefix=login_prefix(zone),
         # Every node CycleCloud creates carries the zone's tags, those the zone's own "Require a tag on resources"
         # assignments demand included: that deny policy (Azure/azure-policy built-in-policies/policyDefinitions/Tags/
         # RequireTag_Deny.json, mode Indexed) judges every VM, scale set, NIC and disk written into the compute
@@ -462,6 +463,14 @@ def slurm_cluster_name(zone: Zone) -> str:
     """cyclecloud-slurm's "safe" cluster name, the directory under /sched (install.py `_escape`: lowercase,
     anything but letters, digits and '-' becomes '-')."""
     return re.sub(r"[^a-z0-9-]", "-", cluster_name(zone).lower())
+
+
+def login_prefix(zone: Zone) -> str:
+    """`slurm.node_prefix` of the login nodearray: the stock template's default, `StrJoin("-", ClusterName, "")`
+    (Azure/cyclecloud-slurm@50e6739:templates/slurm.txt l.198), made safe for a host name as cyclecloud-slurm
+    makes it (azure-slurm-install/install.py l.107-111). A login node needs one: with use_nodename_as_hostname and
+    no prefix, install.py l.1035 calls `str.startswith(None)` and the node's install stops with a TypeError."""
+    return f"{slurm_cluster_name(zone)}-"
 
 
 # Where each rack-scale node leaves its `nvidia-smi -q` for the scheduler, beside cyclecloud-slurm's own files in

@@ -19,6 +19,20 @@ DENY_INTERNET_PRIORITY = 4096
 NFS_PORT = "2049"
 NFS_ALLOW_PRIORITY = 4000
 NFS_DENY_PRIORITY = 4010
+# Where srun (and salloc) listen for the cluster's calls back: "The srun creates a set of listening ports to
+# communicate with the controller, the slurmstepd and to handle the application I/O. By default these ports are
+# ephemeral" (slurm.conf(5), SrunPortRange, Slurm 22.05), and "This is necessary for login nodes that are behind a
+# firewall" (slurm.schedmd.com/network.html, Communication for slurmd). cyclecloud-slurm 4.0.9's slurm.conf sets no
+# range (Azure/cyclecloud-slurm@50e6739:azure-slurm-install/templates/slurm.conf.template), so hpclz pins the man
+# page's own example, 3000 ports above the slurmctld/slurmd ports it must stay clear of (6817, 6818): "A single srun
+# opens 3 listening ports plus 2 more for every 48 hosts".
+SRUN_PORTS = (60001, 63000)
+SRUN_PORT_RANGE = f"{SRUN_PORTS[0]}-{SRUN_PORTS[1]}"
+# slurmctld's and slurmd's own ports, as cyclecloud-slurm leaves them (its template sets neither SlurmctldPort nor
+# SlurmdPort): "The default port used by slurmctld to listen for incoming requests is 6817", slurmd's 6818
+# (slurm.schedmd.com/network.html).
+SLURMCTLD_PORT = 6817
+SLURMD_PORT = 6818
 
 
 def _rule(

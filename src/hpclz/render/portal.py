@@ -16,11 +16,11 @@ from typing import Any
 from hpclz.config.portal import PortalOidc
 from hpclz.errors import ExitCode, HpclzError
 from hpclz.render.arm import RG_TEMPLATE_SCHEMA
-from hpclz.render.cloudinit import accelerated, custom_data, shared_mounts, slurm_cluster_name
+from hpclz.render.cloudinit import accelerated, custom_data, login_prefix, shared_mounts, slurm_cluster_name
 from hpclz.render.components import maintenance_enabled, scheduled_patching
 from hpclz.render.engine import render_text
 from hpclz.render.monitoring import vm_agent
-from hpclz.render.nsg import DENY_INTERNET_PRIORITY
+from hpclz.render.nsg import DENY_INTERNET_PRIORITY, SRUN_PORT_RANGE
 from hpclz.render.roles import entra_login, portal_vault_reader
 from hpclz.render.zone import Zone
 
@@ -70,9 +70,9 @@ IDS = {"slurm": 11100, "munge": 11101}
 # (Azure/cyclecloud-slurm@50e6739:azure-slurm-install/install.py, _complete_install_all, l.648-734). Its slurm.conf
 # Includes azure.conf, accounting.conf, keep_alive.conf and site_specific.conf (templates/slurm.conf.template
 # l.67-77), and a Slurm command stops on an Include it cannot read ("s_p_parse_file: cannot stat file", Slurm 22.05,
-# tests/render/test_portal.py). prolog.d and epilog.d are left out: the portal runs no jobs.
+# tests/render/test_portal.py). prolog.d and epilog.d are left out: the portal runs no jobs. slurm.conf itself is not
+# linked: the portal's own includes the cluster's and adds SrunPortRange (hpclz.render.nsg.SRUN_PORTS).
 SLURM_FILES = (
-    "slurm.conf",
     "azure.conf",
     "keep_alive.conf",
     "accounting.conf",
@@ -82,6 +82,29 @@ SLURM_FILES = (
     "plugstack.conf",
     "topology.conf",
 )
+
+
+def login_host(zone: Zone) -> str | None:
+    """The host name of the cluster's first login node, where the portal's shell app connects; None without login
+    nodes (compute.login.count 0).
+
+    CycleCloud names a nodearray's nodes `<nodearray>-<n>` from 1, and cyclecloud-slurm with
+    `slurm.node_prefix` set generates "prefix-nodearray-1" (Azure/cyclecloud-slurm@50e6739:templates/slurm.txt
+    l.844-852, NodeNamePrefix). With `slurm.use_nodename_as_hostname` a login node renames itself to that prefix
+    plus its lowercased node name (azure-slurm-install/install.py l.1027-1039, set_hostname), and its waagent
+    publishes the new name to the VNet's DNS (installlib.py l.437-438, l.472-491: Provisioning.MonitorHostName=y,
+    waagent restarted), where Azure-provided name resolution answers it for every VM of the VNet
+    (learn.microsoft.com/azure/virtual-network/virtual-networks-name-resolution-for-vms-and-role-instances). The
+    cluster template sets the prefix to `<cluster>-`, the stock "Cluster Prefix" default.
+
+    With several login nodes Microsoft's portal project also takes the first: `login: host: "{{login_nodes |
+    first}}"` (Azure/cyclecloud-open-ondemand@35cf46d:specs/default/cluster-init/files/playbooks/roles/
+    register_cluster/templates/slurm_cluster.yml.j2 l.6-7). Its list is the Ready login nodes CycleCloud reports at
+    registration; hpclz renders before any node exists, and login-1 is the node the login nodearray always holds
+    while compute.login.count is 1 or more (InitialCount = MaxCount = count)."""
+    if not zone.config.compute.login.count:
+        return None
+    return f"{login_prefix(zone)}login-1"
 
 
 def portal_enabled(zone: Zone) -> bool:
@@ -137,6 +160,8 @@ def portal_script(zone: Zone) -> str:
         server_name=portal.server_name,
         certificate_name=portal.server_name or "localhost",
         logout_host=hosts[-1],
+        login_host=login_host(zone),
+        srun_ports=SRUN_PORT_RANGE,
     )
 
 
@@ -149,9 +174,21 @@ def _sources(zone: Zone) -> list[str]:
     return out
 
 
+def slurm_sources(zone: Zone) -> list[str]:
+    """Where the daemons that call srun back run: slurmctld on the scheduler (admin subnet) and slurmstepd on the
+    partitions' nodes (compute subnet), as the cluster template places them (SubnetId = $AdminSubnetId on the
+    scheduler, $ComputeSubnetId on every nodearray by default). Steps 1b-8 of srun's sequence
+    (slurm.schedmd.com/network.html, "srun communication"): slurmctld answers and pings srun, slurmstepd
+    "connects I/O" and "notifies srun" on task termination."""
+    return [str(zone.subnet("admin").cidr), str(zone.subnet("compute").cidr)]
+
+
 def security_rules(zone: Zone) -> list[dict[str, Any]]:
-    """HTTPS from Bastion and the listed private ranges, SSH from Bastion only, nothing else inbound: the NIC's
-    NSG, on top of the admin subnet's (which allows the whole VNet)."""
+    """HTTPS from Bastion and the listed private ranges, SSH from Bastion only, srun's and salloc's ports from the
+    cluster's subnets, nothing else inbound: the NIC's NSG, on top of the admin subnet's (which allows the whole
+    VNet). Connections the portal opens (to slurmctld, slurmd, the login node's SSH, an app on a compute node)
+    need nothing here: an NSG is stateful, "you only need a rule in one direction" (learn.microsoft.com/azure/
+    virtual-network/network-security-groups-overview, Security rules)."""
     rules: list[dict[str, Any]] = []
     sources = _sources(zone)
     if sources:
@@ -161,6 +198,15 @@ def security_rules(zone: Zone) -> list[dict[str, Any]]:
         rules.append(
             _allow("AllowBastionSsh", 110, [str(zone.subnet("bastion").cidr)], "22", "hpclz: admin SSH via Bastion")
         )
+    rules.append(
+        _allow(
+            "AllowSlurmToSrun",
+            120,
+            slurm_sources(zone),
+            SRUN_PORT_RANGE,
+            "hpclz: slurmctld (admin subnet) and slurmstepd (compute subnet) call srun and salloc back",
+        )
+    )
     rules.append(
         {
             "name": "DenyAllInbound",

@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from ipaddress import IPv4Network
+from typing import TYPE_CHECKING, Any
 
 from hpclz.config.identity import NewKeyVault
 from hpclz.findings import Finding, Severity
 from hpclz.rules.base import Rule
 from hpclz.rules.context import ConfigContext
+from hpclz.rules.nsgflow import refusal
+
+if TYPE_CHECKING:
+    from hpclz.render.zone import Zone
 
 PRIVATE_BLOCKS = tuple(
     IPv4Network(block) for block in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10")
@@ -115,10 +121,113 @@ class PortalSecretInVault(Rule[ConfigContext]):
             )
 
 
+# Open OnDemand's interactive apps listen on a port find_port picks on the compute node, by default in 2000-65535
+# (OSC/ood_core@0070ddd:lib/ood_core/batch_connect/template.rb, min_port 2000, max_port 65535); the portal's proxy
+# connects to it from the admin subnet.
+APP_PORTS = (2000, 65535)
+
+
+@dataclass(frozen=True)
+class _Flow:
+    """A TCP flow the portal needs: what it is for, who opens it, who takes it, on which ports."""
+
+    purpose: str
+    source: str  # subnet role
+    destination: str  # subnet role
+    ports: tuple[int, int]
+    to_portal: bool = False  # the portal is the destination (its NIC's NSG decides too)
+
+
+def _flows(ctx: ConfigContext) -> list[_Flow]:
+    from hpclz.render.nsg import SLURMCTLD_PORT, SLURMD_PORT, SRUN_PORTS
+
+    flows = [
+        _Flow("slurmctld calling srun and salloc back on the portal", "admin", "admin", SRUN_PORTS, to_portal=True),
+        _Flow("slurmstepd sending srun its tasks' I/O", "compute", "admin", SRUN_PORTS, to_portal=True),
+        _Flow("Slurm commands on the portal reaching slurmctld", "admin", "admin", (SLURMCTLD_PORT, SLURMCTLD_PORT)),
+        _Flow("srun on the portal launching tasks through slurmd", "admin", "compute", (SLURMD_PORT, SLURMD_PORT)),
+        _Flow("the portal's proxy reaching interactive apps on compute nodes", "admin", "compute", APP_PORTS),
+    ]
+    if ctx.config.compute.login.count:
+        flows.append(_Flow("the portal's shell app reaching the login node's SSH", "admin", "admin", (22, 22)))
+    return flows
+
+
+class PortalSlurmFlowsAllowed(Rule[ConfigContext]):
+    """What the portal does beyond serving pages travels inside the VNet, and every NSG on the way must let it
+    through (an NSG is stateful: only the opening direction needs a rule, learn.microsoft.com/azure/virtual-network/
+    network-security-groups-overview). Slurm "requires IP connectivity bidirectionally between all hosts in each
+    cluster and from any hosts where srun may be run" (slurm.schedmd.com/network.html): client commands reach
+    slurmctld on 6817, srun reaches slurmd on 6818, and slurmctld and slurmstepd connect back to srun (and salloc)
+    on SrunPortRange, which hpclz pins when the portal is on (hpclz.render.nsg.SRUN_PORTS). The shell app opens
+    SSH on the login node, and the interactive-app proxy reaches the port an app took on its compute node (2000-65535,
+    ood_core's find_port). Each flow is evaluated on the NSGs hpclz renders, the config's network.nsg_rules
+    included, with Azure's default rules after them; a refused one leaves srun hanging, the shell closed, or the
+    app's page blank."""
+
+    id = "HPCLZ-PRT-006"
+    severity = Severity.ERROR
+    title = "An NSG refuses a flow the portal's shell, srun or interactive apps need"
+    fix = (
+        "Remove or narrow the network.nsg_rules entry named in the finding so it no longer denies that flow "
+        "between the admin and compute subnets (or give the flow an Allow rule of higher priority)."
+    )
+
+    def check(self, ctx: ConfigContext) -> Iterable[Finding]:
+        from hpclz.render.zone import Zone
+
+        config = ctx.config
+        if not config.portal.enabled:
+            return
+        zone = Zone(config)
+        if not (zone.has_subnet("admin") and zone.has_subnet("compute")):
+            return
+        for flow in _flows(ctx):
+            for where, direction, rules in _nsgs_on_the_way(zone, flow):
+                source, destination = str(zone.subnet(flow.source).cidr), str(zone.subnet(flow.destination).cidr)
+                refused = refusal(rules, direction, source, destination, flow.ports)
+                if refused is None:
+                    continue
+                port, rule = refused
+                yield self.finding(
+                    ctx,
+                    _config_path(ctx, str(rule.get("name"))),
+                    f"{flow.purpose}: {where} NSG rule {rule.get('name')} (priority "
+                    f"{(rule.get('properties') or {}).get('priority')}) denies {direction.lower()} TCP {port} from "
+                    f"{flow.source} ({source}) to {flow.destination} ({destination})",
+                )
+                break
+
+
+def _nsgs_on_the_way(zone: Zone, flow: _Flow) -> list[tuple[str, str, list[dict[str, Any]]]]:
+    """(which NSG, direction, its rules): the source subnet's outbound, the destination subnet's inbound, and the
+    portal NIC's own when the portal is an end. Subnet NSGs are hpclz's only in a VNet it creates."""
+    from hpclz.render.nsg import security_rules as subnet_rules
+    from hpclz.render.portal import security_rules as portal_rules
+
+    extra = zone.config.network.nsg_rules
+    out: list[tuple[str, str, list[dict[str, Any]]]] = []
+    for role, direction in ((flow.source, "Outbound"), (flow.destination, "Inbound")):
+        view = zone.subnet(role)
+        if view.nsg_name is not None and zone.existing_vnet is None:
+            out.append((f"the {role} subnet's", direction, subnet_rules(view, extra)))
+    portal_direction = "Inbound" if flow.to_portal else "Outbound"
+    out.append(("the portal's", portal_direction, portal_rules(zone)))
+    return out
+
+
+def _config_path(ctx: ConfigContext, rule_name: str) -> tuple[str | int, ...]:
+    for index, rule in enumerate(ctx.config.network.nsg_rules):
+        if rule.name == rule_name:
+            return ("network", "nsg_rules", index)
+    return ("portal", "enabled")
+
+
 PORTAL_RULES: tuple[type[Rule[ConfigContext]], ...] = (
     PortalNeedsSharedStorage,
     PortalNeedsSignIn,
     PortalPrivateOnly,
     PortalUnreachable,
     PortalSecretInVault,
+    PortalSlurmFlowsAllowed,
 )

@@ -69,9 +69,15 @@ mkdir -p /etc/slurm
 # Every link, present or not yet: the scheduler writes slurm.conf before the files it Includes, and accounting.conf
 # last (Azure/cyclecloud-slurm@50e6739:azure-slurm-install/install.py l.529-530, l.579-645, l.1155-1158), and a link
 # made now resolves once its file is written; one skipped would never be made, since this unit then succeeds.
-for f in slurm.conf azure.conf keep_alive.conf accounting.conf site_specific.conf gres.conf cgroup.conf plugstack.conf topology.conf; do
+for f in azure.conf keep_alive.conf accounting.conf site_specific.conf gres.conf cgroup.conf plugstack.conf topology.conf; do
   ln -sfn "$cfg/$f" "/etc/slurm/$f"
 done
+# The portal's own slurm.conf: the cluster's, then the ports srun and salloc listen on here, which the portal's NSG
+# lets in from the cluster's subnets ("This is necessary for login nodes that are behind a firewall":
+# slurm.schedmd.com/network.html, SrunPortRange). Its relative Includes resolve: the files sit beside the cluster's
+# slurm.conf and are linked beside this one. mv replaces the link an earlier hpclz left here.
+printf 'Include %s\nSrunPortRange=%s\n' "$cfg/slurm.conf" 60001-63000 > /etc/slurm/slurm.conf.hpclz
+mv -f /etc/slurm/slurm.conf.hpclz /etc/slurm/slurm.conf
 systemctl restart munge
 echo "hpclz-portal-join: joined cluster energy-prod"
 HPCLZ_EOF
@@ -297,6 +303,11 @@ cat > /etc/ood/config/clusters.d/energy-prod.yml <<'HPCLZ_EOF'
 v2:
   metadata:
     title: "Slurm energy-prod"
+  # The shell app's "connect to a cluster login node from the Dashboard" needs login.host, the SSH server host
+  # (osc.github.io/ood-documentation/latest/installation/add-cluster-config.html): the first login node, by the
+  # name it takes in the VNet's DNS (hpclz.render.portal.login_host), as Microsoft's portal sets it.
+  login:
+    host: "energy-prod-login-1"
   job:
     # No `cluster:` (sbatch -M): that needs the cluster registered in slurmdbd, which accounting may not run.
     adapter: "slurm"
