@@ -36,8 +36,10 @@ from tests.conftest import REPO, require
 from tests.support.local_http import free_ports
 
 CHROOT = REPO / ".tools" / "trixie"
-INSIDE = "/hpclz-test"  # the cluster's folder as the daemons see it
-MARKER = "HPCLZ_TEST_TRIXIE_SLURM"
+# The cluster's folder as the daemons see it: one per test process, so parallel test workers (pytest-xdist) and other
+# checkouts' runs never share a state folder, and teardown kills only the strays of its own process's clusters.
+INSIDE = f"/hpclz-test-{os.getpid()}"
+MARKER = "HPCLZ_TEST_TRIXIE_SLURM"  # its value is INSIDE, in every daemon's environment
 CLIENTS = ("scontrol", "sinfo", "sbatch", "squeue", "scancel")
 START_TIMEOUT_S = 60.0
 
@@ -102,7 +104,7 @@ class TrixieSlurm:
     def _spawn(self, name: str, argv: list[str]) -> None:
         mounts = f"mount -t proc proc {CHROOT}/proc && mount -t sysfs sysfs {CHROOT}/sys"
         script = f'{mounts} && exec chroot {CHROOT} "$@"'
-        env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", MARKER: "1", "SLURM_CONF": f"{INSIDE}/slurm.conf"}
+        env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", MARKER: INSIDE, "SLURM_CONF": f"{INSIDE}/slurm.conf"}
         out = (self.folder / "log" / f"{name}.out").open("wb")
         self.processes[name] = subprocess.Popen(
             ["unshare", "-m", "--propagation", "private", "sh", "-c", script, name, *argv],
@@ -253,7 +255,7 @@ def stop(cluster: TrixieSlurm) -> None:
 
 
 def _marked() -> list[int]:
-    needle = f"{MARKER}=1".encode()
+    needle = f"{MARKER}={INSIDE}".encode()
     pids = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit() or int(entry.name) == os.getpid():
