@@ -67,6 +67,8 @@ class TrixieSlurm:
     # True: the block plugin is not in slurm.conf, which includes site_specific.conf instead, as cyclecloud-slurm's
     # does (Azure/cyclecloud-slurm@50e6739 azure-slurm-install/templates/slurm.conf.template l.77).
     site_specific: bool = False
+    # CPUs per node: jobs of one CPU per node share a node up to this many at once.
+    cpus: int = 1
 
     @property
     def folder(self) -> Path:
@@ -171,6 +173,10 @@ def write_config(cluster: TrixieSlurm, topology: str) -> None:
         "SuspendTimeout=5",
         "ResumeTimeout=120",
         "SlurmctldParameters=idle_on_node_suspend,power_save_interval=1,power_save_min_interval=0",
+        # More CPUs than this machine has: "any node with less than the configured resources will not be set to
+        # INVAL/INVALID_REG" (slurm.conf(5) of 24.11, SlurmdParameters=config_overrides); without it no slurmd of a
+        # 4-CPU node came up on this 2-core machine within a minute.
+        *(["SlurmdParameters=config_overrides"] if cluster.cpus > 1 else []),
         "JobCompType=jobcomp/filetxt",
         f"JobCompLoc={INSIDE}/log/jobcomp.txt",
         f"StateSaveLocation={INSIDE}/state",
@@ -180,7 +186,7 @@ def write_config(cluster: TrixieSlurm, topology: str) -> None:
         f"SlurmctldLogFile={INSIDE}/log/slurmctld.log",
         f"SlurmdLogFile={INSIDE}/log/slurmd-%n.log",
         *(
-            f"NodeName={n} NodeHostname=localhost NodeAddr=127.0.0.1 Port={p} CPUs=1 State=UNKNOWN"
+            f"NodeName={n} NodeHostname=localhost NodeAddr=127.0.0.1 Port={p} CPUs={cluster.cpus} State=UNKNOWN"
             for n, p in zip(cluster.nodes, ports, strict=True)
         ),
         f"PartitionName={cluster.partition} Nodes={','.join(own)} Default=YES MaxTime=INFINITE State=UP",
@@ -204,8 +210,9 @@ def start(
     topology: str,
     others: dict[str, list[str]] | None = None,
     site_specific: bool = False,
+    cpus: int = 1,
 ) -> TrixieSlurm:
-    cluster = TrixieSlurm(nodes=nodes, partition=partition, others=others or {}, site_specific=site_specific)
+    cluster = TrixieSlurm(nodes=nodes, partition=partition, others=others or {}, site_specific=site_specific, cpus=cpus)
     shutil.rmtree(cluster.folder, ignore_errors=True)
     for sub in ("munge", "state", "spool", "run", "log", "bin"):
         (cluster.folder / sub).mkdir(parents=True, mode=0o755)
@@ -273,8 +280,9 @@ def running(
     topology: str,
     others: dict[str, list[str]] | None = None,
     site_specific: bool = False,
+    cpus: int = 1,
 ) -> Iterator[TrixieSlurm]:
-    cluster = start(nodes, partition, topology, others, site_specific)
+    cluster = start(nodes, partition, topology, others, site_specific, cpus)
     try:
         yield cluster
     finally:
