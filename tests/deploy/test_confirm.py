@@ -49,7 +49,9 @@ def _on_a_terminal(args: list[str], keys: bytes, timeout: float = 90) -> tuple[i
         os.kill(pid, signal.SIGKILL)
         os.waitpid(pid, 0)
         os.close(fd)
-        raise AssertionError(f"hpclz still running after {timeout:g} s (typed: {typed}): {screen.decode(errors='replace')}")
+        raise AssertionError(
+            f"hpclz still running after {timeout:g} s (typed: {typed}): {screen.decode(errors='replace')}"
+        )
     _, status = os.waitpid(pid, 0)
     os.close(fd)
     assert typed, f"no prompt seen: {screen.decode(errors='replace')}"
