@@ -31,6 +31,8 @@ DELIBERATE = {
     ("ai-training", "HPCLZ-IDN-009"),
     ("finance", "HPCLZ-IDN-009"),
     ("manufacturing", "HPCLZ-IDN-009"),
+    # finance's only egress is the hub firewall: the hub team needs the list of what the zone fetches.
+    ("finance", "HPCLZ-NET-014"),
 }
 
 CASE_PARAMS = [
