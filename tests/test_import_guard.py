@@ -57,8 +57,7 @@ RECORDED: dict[str, tuple[list[str], frozenset[str]]] = {
     "explain": (["HPCLZ-CMP-010"], RULES | {"hpclz.registry", "hpclz.rules.template", "hpclz.verify"}),
     "deploy": (
         [MISSING, "-o", "json"],
-        # hpclz.arm: as at the round's start; a later merge brings it back in through the deploy path.
-        RULES | {"hpclz.plan", "hpclz.state", "hpclz.services.deploy", "hpclz.deploy"},
+        RULES - {"hpclz.arm"} | {"hpclz.plan", "hpclz.state", "hpclz.services.deploy", "hpclz.deploy"},
     ),
     "destroy": (
         [MISSING, "-o", "json"],
@@ -67,8 +66,7 @@ RECORDED: dict[str, tuple[list[str], frozenset[str]]] = {
     ),
     "verify": (
         [MISSING, "-o", "json"],
-        # hpclz.render and hpclz.arm: as at the round's start; a later merge brings them back in through verify.
-        RULES - {"rich.console"} | {"hpclz.verify", "hpclz.slurm"},
+        RULES - {"rich.console", "hpclz.render", "hpclz.arm"} | {"hpclz.verify", "hpclz.slurm"},
     ),
     "state show": ([MISSING, "-o", "json"], CONFIG | {"hpclz.state", "hpclz.deploy"} | BACKENDS),
     "state unlock": ([MISSING, "--force", "-o", "json"], CONFIG | {"hpclz.state", "hpclz.deploy"} | BACKENDS),
@@ -99,6 +97,25 @@ def heavy_imports(*args: str, cwd: Path) -> set[str]:
     return _heavy(done.stdout)
 
 
+def import_chain(heavy: str, *args: str, cwd: Path) -> list[str]:
+    """The modules through which a command first imported `heavy`, outermost first: what to make lazy. Read from
+    `python -X importtime`, which prints each module after the ones it imported, indented one step deeper than its
+    importer (docs.python.org/3/using/cmdline.html#cmdoption-X, importtime)."""
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", PROBE, *args], capture_output=True, text=True, timeout=120, cwd=cwd
+    )
+    rows = [line.split("|")[-1] for line in done.stderr.splitlines() if line.startswith("import time:")][1:]
+    depth = [len(row) - len(row.lstrip()) for row in rows]
+    names = [row.strip() for row in rows]
+    first = next(i for i, n in enumerate(names) if n == heavy or n.startswith(heavy + "."))
+    chain, level = [names[first]], depth[first]
+    for name, indent in zip(names[first + 1 :], depth[first + 1 :], strict=True):
+        if indent < level:  # the first shallower row after a module is the module that imported it
+            chain.append(name)
+            level = indent
+    return list(reversed(chain))
+
+
 def _heavy(stdout: str) -> set[str]:
     loaded = json.loads(stdout.rsplit("@@", 1)[1])
     return {h for h in HEAVY if any(m == h or m.startswith(h + ".") for m in loaded)}
@@ -119,7 +136,10 @@ def test_heavy_lists_name_modules_that_exist() -> None:
 def test_a_command_imports_no_heavy_module_it_did_not_need_before(command: str, tmp_path: Path) -> None:
     args, allowed = RECORDED[command]
     found = heavy_imports(*command.split(), *(a.replace("{tmp}", str(tmp_path)) for a in args), cwd=tmp_path)
-    assert found <= allowed, f"hpclz {command} now imports {sorted(found - allowed)}"
+    extra = sorted(found - allowed)
+    assert not extra, f"hpclz {command} now imports {extra}: " + "; ".join(
+        import_chain(extra[0], *command.split(), *(a.replace("{tmp}", str(tmp_path)) for a in args), cwd=tmp_path)
+    )
 
 
 def test_help_imports_nothing_heavy(tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import pty
 import select
+import signal
 import time
 from pathlib import Path
 
@@ -44,6 +45,13 @@ def _on_a_terminal(args: list[str], keys: bytes, timeout: float = 90) -> tuple[i
         if not chunk:
             break
         screen += chunk
+    else:  # the deadline, the terminal still open: stop hpclz, so the test fails here with its screen, not at the timeout
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        os.close(fd)
+        raise AssertionError(
+            f"hpclz still running after {timeout:g} s (typed: {typed}): {screen.decode(errors='replace')}"
+        )
     _, status = os.waitpid(pid, 0)
     os.close(fd)
     assert typed, f"no prompt seen: {screen.decode(errors='replace')}"

@@ -187,6 +187,9 @@ def _run_health_program(tmp_path: Path, stem: str, sched: Path) -> subprocess.Co
     return subprocess.run(["bash", str(program)], env=node, capture_output=True, text=True, timeout=120, check=False)
 
 
+# The installed passive tier keeps its failing-streak memory where a node keeps it, /var/tmp/hpclz-gate/gate-n2.json
+# (hpclz.verify.gate DEFAULT_STATE), through one fixed gate-n2.tmp: one pytest-xdist worker runs these.
+@pytest.mark.xdist_group("var-tmp-hpclz-gate")
 @pytest.mark.parametrize("stem", PRESETS)
 def test_the_health_program_runs_healthagents_check_first_then_hpclzs(tmp_path: Path, stem: str) -> None:
     """One HealthCheckProgram for both: healthagent's health.sh as cyclecloud-slurm installs it, then hpclz's

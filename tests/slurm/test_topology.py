@@ -180,7 +180,11 @@ def test_jobs_of_up_to_one_rack_land_in_one_block_and_topology_follows_power_eve
     # slurmctld needs a topology at start: the one the same reports give.
     domains = {n: node_domain((reports / f"{n}.txt").read_text(encoding="utf-8"))[0] for n in NODES}
     initial = block_topology(domains, RACK_SIZE).conf()
-    with trixie_slurm.running(NODES, "gpu", initial) as cluster:
+    # Four CPUs a node, so up to four one-CPU-a-node jobs share a node: slurmctld started jobs here only on whole
+    # seconds (its log: 65 waves of two 18-node jobs took 61 s, every "sched: Allocate" at hh:mm:ss.00x), so the
+    # mix took one second per wave of jobs that fill the cluster, 313 waves with one CPU a node (281 s here, 329 s
+    # in a loaded full run). Four jobs to a node make it about 83 waves, and more jobs compete for each rack at once.
+    with trixie_slurm.running(NODES, "gpu", initial, cpus=4) as cluster:
         racks = {frozenset(n for n in NODES if RACK_OF[n] == r) for r in (RACK_A, RACK_B)}
         assert {frozenset(b) for b in _shown_blocks(cluster).values()} == racks
         assert _regenerate(cluster, reports) is False  # already true: no reconfigure

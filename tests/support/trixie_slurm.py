@@ -39,8 +39,10 @@ CHROOT = REPO / ".tools" / "trixie"
 # Slurm 25.05+ for topology.yaml: Debian unstable (slurm-wlm 26.05.5 when this was written), also built by
 # scripts/install-test-deps. HPCLZ_SID_CHROOT names another copy (a worktree that builds its own while developing).
 SID = Path(os.environ.get("HPCLZ_SID_CHROOT") or REPO / ".tools" / "sid")
-INSIDE = "/hpclz-test"  # the cluster's folder as the daemons see it
-MARKER = "HPCLZ_TEST_TRIXIE_SLURM"
+# The cluster's folder as the daemons see it: one per test process, so parallel test workers (pytest-xdist) and other
+# checkouts' runs never share a state folder, and teardown kills only the strays of its own process's clusters.
+INSIDE = f"/hpclz-test-{os.getpid()}"
+MARKER = "HPCLZ_TEST_TRIXIE_SLURM"  # its value is INSIDE, in every daemon's environment
 CLIENTS = ("scontrol", "sinfo", "sbatch", "squeue", "scancel")
 START_TIMEOUT_S = 60.0
 
@@ -90,6 +92,8 @@ class TrixieSlurm:
     topology_yaml: str | None = None
     partition_topology: dict[str, str] = field(default_factory=dict)
     chroot: Path = CHROOT
+    # CPUs per node: jobs of one CPU per node share a node up to this many at once.
+    cpus: int = 1
 
     @property
     def folder(self) -> Path:
@@ -131,7 +135,7 @@ class TrixieSlurm:
     def _spawn(self, name: str, argv: list[str]) -> None:
         mounts = f"mount -t proc proc {self.chroot}/proc && mount -t sysfs sysfs {self.chroot}/sys"
         script = f'{mounts} && exec chroot {self.chroot} "$@"'
-        env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", MARKER: "1", "SLURM_CONF": f"{INSIDE}/slurm.conf"}
+        env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", MARKER: INSIDE, "SLURM_CONF": f"{INSIDE}/slurm.conf"}
         out = (self.folder / "log" / f"{name}.out").open("wb")
         self.processes[name] = subprocess.Popen(
             ["unshare", "-m", "--propagation", "private", "sh", "-c", script, name, *argv],
@@ -200,6 +204,10 @@ def write_config(cluster: TrixieSlurm, topology: str) -> None:
         "SuspendTimeout=5",
         "ResumeTimeout=120",
         "SlurmctldParameters=idle_on_node_suspend,power_save_interval=1,power_save_min_interval=0",
+        # More CPUs than this machine has: "any node with less than the configured resources will not be set to
+        # INVAL/INVALID_REG" (slurm.conf(5) of 24.11, SlurmdParameters=config_overrides); without it no slurmd of a
+        # 4-CPU node came up on this 2-core machine within a minute.
+        *(["SlurmdParameters=config_overrides"] if cluster.cpus > 1 else []),
         "JobCompType=jobcomp/filetxt",
         f"JobCompLoc={INSIDE}/log/jobcomp.txt",
         f"StateSaveLocation={INSIDE}/state",
@@ -209,7 +217,7 @@ def write_config(cluster: TrixieSlurm, topology: str) -> None:
         f"SlurmctldLogFile={INSIDE}/log/slurmctld.log",
         f"SlurmdLogFile={INSIDE}/log/slurmd-%n.log",
         *(
-            f"NodeName={n} NodeHostname=localhost NodeAddr=127.0.0.1 Port={p} CPUs=1 State=UNKNOWN"
+            f"NodeName={n} NodeHostname=localhost NodeAddr=127.0.0.1 Port={p} CPUs={cluster.cpus} State=UNKNOWN"
             for n, p in zip(cluster.nodes, ports, strict=True)
         ),
         f"PartitionName={cluster.partition} Nodes={','.join(own)} Default=YES MaxTime=INFINITE State=UP"
@@ -247,9 +255,10 @@ def start(
     others: dict[str, list[str]] | None = None,
     site_specific: bool = False,
     topology_yaml: tuple[str, dict[str, str]] | None = None,
+    cpus: int = 1,
 ) -> TrixieSlurm:
     """`topology_yaml`: (topology.yaml's text, each partition's topology name): Slurm 25.05+, the sid chroot."""
-    cluster = TrixieSlurm(nodes=nodes, partition=partition, others=others or {}, site_specific=site_specific)
+    cluster = TrixieSlurm(nodes=nodes, partition=partition, others=others or {}, site_specific=site_specific, cpus=cpus)
     if topology_yaml is not None:
         cluster.topology_yaml, cluster.partition_topology = topology_yaml[0], dict(topology_yaml[1])
         cluster.chroot = SID
@@ -302,7 +311,7 @@ def stop(cluster: TrixieSlurm) -> None:
 
 
 def _marked() -> list[int]:
-    needle = f"{MARKER}=1".encode()
+    needle = f"{MARKER}={INSIDE}".encode()
     pids = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit() or int(entry.name) == os.getpid():
@@ -321,8 +330,9 @@ def running(
     others: dict[str, list[str]] | None = None,
     site_specific: bool = False,
     topology_yaml: tuple[str, dict[str, str]] | None = None,
+    cpus: int = 1,
 ) -> Iterator[TrixieSlurm]:
-    cluster = start(nodes, partition, topology, others, site_specific, topology_yaml)
+    cluster = start(nodes, partition, topology, others, site_specific, topology_yaml, cpus)
     try:
         yield cluster
     finally:

@@ -10,7 +10,6 @@ from hpclz.catalog.versions import CURRENT, PROJECT_BLOBS, describe_supported, f
 from hpclz.config.compute import ExistingAccounting, NewAccounting
 from hpclz.config.identity import NewKeyVault
 from hpclz.findings import Finding, Severity
-from hpclz.render.cloudinit import scaleset_size
 from hpclz.rules.base import Rule
 from hpclz.rules.context import ConfigContext
 
@@ -159,6 +158,10 @@ class InfinibandPartitionFitsOnePlacementGroup(Rule[ConfigContext]):
     )
 
     def check(self, ctx: ConfigContext) -> Iterable[Finding]:
+        # Imported here: hpclz.render.cloudinit loads render's ARM tables (hpclz.arm), which the commands that only
+        # load these rules (deploy and verify, before their config is read) never need.
+        from hpclz.render.cloudinit import scaleset_size
+
         for i, partition, _sku in ctx.partitions():
             if not partition.infiniband:
                 continue

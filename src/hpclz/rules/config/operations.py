@@ -7,7 +7,6 @@ from datetime import datetime
 from itertools import pairwise
 
 from hpclz.findings import Finding, Severity
-from hpclz.render.cloudinit import suspend_minutes
 from hpclz.rules.base import Rule
 from hpclz.rules.context import ConfigContext
 
@@ -199,6 +198,10 @@ class IdleTimesDiffer(Rule[ConfigContext]):
     fix = "Give every partition the same idle_shutdown_minutes: the shortest one applies to all of them."
 
     def check(self, ctx: ConfigContext) -> Iterable[Finding]:
+        # Imported here, as in HPCLZ-CMP-019: hpclz.render.cloudinit loads hpclz.arm, which deploy and verify never
+        # need before their config is read.
+        from hpclz.render.cloudinit import suspend_minutes
+
         applied = suspend_minutes(ctx.config.compute.partitions)
         if applied is None:
             return
