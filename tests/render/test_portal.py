@@ -49,6 +49,22 @@ def _no_gpg_agent_left(tmp_path: Path) -> Iterator[None]:
         subprocess.run(["gpgconf", "--homedir", str(socket.parent), "--kill", "gpg-agent"], check=False, timeout=30)
 
 
+@pytest.fixture
+def gpg_dir() -> Iterator[Path]:
+    """A short folder for the gpg tests: gpg-agent's socket lives in the keyring folder, and a socket path must fit
+    sun_path's 108 bytes (unix(7)); a pytest-xdist worker's tmp_path (.../popen-gw0/test_.../...) plus mktemp's
+    folder does not, and gpg then fails with "failed to start agent"."""
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp(prefix="hpclz-gpg-", dir="/tmp"))
+    try:
+        yield folder
+    finally:
+        for socket in folder.rglob("S.gpg-agent"):
+            subprocess.run(["gpgconf", "--homedir", str(socket.parent), "--kill", "gpg-agent"], check=False, timeout=30)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def _with_secret(data: dict[str, Any]) -> None:
     data["identity"]["key_vault"].setdefault("secrets", {})["ood-client-secret"] = "${env:OOD_CLIENT_SECRET}"
     data["portal"]["oidc"]["client_secret_name"] = "ood-client-secret"
@@ -230,26 +246,26 @@ def _key(home: Path) -> tuple[Path, str]:
     return armored, fingerprint
 
 
-def test_a_repository_key_with_another_fingerprint_is_refused(tmp_path: Path) -> None:
+def test_a_repository_key_with_another_fingerprint_is_refused(gpg_dir: Path) -> None:
     """The check runs for real: curl fetches the key, gpg reads its fingerprint, a mismatch stops the boot."""
     require(shutil.which("gpg") is not None and shutil.which("curl") is not None, "gpg and curl")
-    armored, fingerprint = _key(tmp_path / "gnupg")
+    armored, fingerprint = _key(gpg_dir / "gnupg")
     function = _fetch_key(_script(_portal(preset_plan("ai-training"))))
-    env = {"GNUPGHOME": str(tmp_path / "gnupg"), "PATH": "/usr/bin:/bin", "TMPDIR": str(tmp_path)}
+    env = {"GNUPGHOME": str(gpg_dir / "gnupg"), "PATH": "/usr/bin:/bin", "TMPDIR": str(gpg_dir)}
 
     def run(expected: str, keyring: Path) -> subprocess.CompletedProcess[str]:
         call = f"{function}\nfetch_key file://{armored} {expected} {keyring}\n"
         return subprocess.run(["bash", "-euo", "pipefail", "-c", call], env=env, capture_output=True, text=True)
 
-    wrong = run("FE143EA1CB378B569BBF7C544B72FE2B92D31755", tmp_path / "wrong.gpg")
+    wrong = run("FE143EA1CB378B569BBF7C544B72FE2B92D31755", gpg_dir / "wrong.gpg")
     assert wrong.returncode == 1 and "refusing it" in wrong.stderr
-    assert not (tmp_path / "wrong.gpg").exists()
-    right = run(fingerprint, tmp_path / "right.gpg")
+    assert not (gpg_dir / "wrong.gpg").exists()
+    right = run(fingerprint, gpg_dir / "right.gpg")
     assert right.returncode == 0, right.stderr
-    exported = (tmp_path / "right.gpg").read_bytes()
+    exported = (gpg_dir / "right.gpg").read_bytes()
     assert exported[:1] != b"-"  # binary, what apt's signed-by reads
     shown = subprocess.run(
-        ["gpg", "--show-keys", "--with-colons", str(tmp_path / "right.gpg")], env=env, capture_output=True, text=True
+        ["gpg", "--show-keys", "--with-colons", str(gpg_dir / "right.gpg")], env=env, capture_output=True, text=True
     )
     assert f":{fingerprint}:" in shown.stdout
 
@@ -383,20 +399,20 @@ def test_a_slurm_command_on_the_joined_portal_reads_every_file_slurm_conf_includ
         assert "Unable to contact slurm controller" in ran.stderr, ran.stderr
 
 
-def test_only_the_pinned_key_of_a_file_holding_two_is_trusted(tmp_path: Path) -> None:
+def test_only_the_pinned_key_of_a_file_holding_two_is_trusted(gpg_dir: Path) -> None:
     """A key file with a second key appended (a tampered download) yields a keyring of the pinned key alone."""
     require(shutil.which("gpg") is not None and shutil.which("curl") is not None, "gpg and curl")
-    pinned, fingerprint = _key(tmp_path / "pinned")
-    other, other_fingerprint = _key(tmp_path / "other")
-    both = tmp_path / "both.asc"
+    pinned, fingerprint = _key(gpg_dir / "pinned")
+    other, other_fingerprint = _key(gpg_dir / "other")
+    both = gpg_dir / "both.asc"
     both.write_bytes(pinned.read_bytes() + other.read_bytes())
     function = _fetch_key(_script(_portal(preset_plan("ai-training"))))
-    env = {"GNUPGHOME": str(tmp_path / "pinned"), "PATH": "/usr/bin:/bin", "TMPDIR": str(tmp_path)}
-    call = f"{function}\nfetch_key file://{both} {fingerprint} {tmp_path / 'apt.gpg'}\n"
+    env = {"GNUPGHOME": str(gpg_dir / "pinned"), "PATH": "/usr/bin:/bin", "TMPDIR": str(gpg_dir)}
+    call = f"{function}\nfetch_key file://{both} {fingerprint} {gpg_dir / 'apt.gpg'}\n"
     done = subprocess.run(["bash", "-euo", "pipefail", "-c", call], env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     shown = subprocess.run(
-        ["gpg", "--show-keys", "--with-colons", str(tmp_path / "apt.gpg")], env=env, capture_output=True, text=True
+        ["gpg", "--show-keys", "--with-colons", str(gpg_dir / "apt.gpg")], env=env, capture_output=True, text=True
     ).stdout
     assert f":{fingerprint}:" in shown and f":{other_fingerprint}:" not in shown
 

@@ -51,18 +51,37 @@ def find_azurite() -> str | None:
 
 
 def _wait_listening(process: subprocess.Popen[bytes], port: int, log: Path) -> None:
+    """Until Azurite itself says it listens on `port`. A connect alone is not proof: the port was free when chosen,
+    and another test process (a pytest-xdist worker) may bind it before Azurite does; Azurite then exits with
+    "listen EADDRINUSE" while the connect reaches the other process's server."""
+    listening = f"successfully listens on http://127.0.0.1:{port}"
     deadline = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise RuntimeError(f"azurite-blob exited with {process.returncode}: {log.read_text()[-2000:]}")
-        with socket.socket() as sock:
-            if sock.connect_ex(("127.0.0.1", port)) == 0:
-                return
+            raise AzuriteExited(f"azurite-blob exited with {process.returncode}: {log.read_text()[-2000:]}")
+        if listening in log.read_text(errors="replace"):
+            with socket.socket() as sock:
+                if sock.connect_ex(("127.0.0.1", port)) == 0:
+                    return
         time.sleep(0.1)
     raise RuntimeError(f"azurite-blob did not listen on port {port} within {START_TIMEOUT_S} s")
 
 
+class AzuriteExited(RuntimeError):
+    """Azurite ended before it listened (a port taken between choosing it and binding it): start it again."""
+
+
 def start_azurite(binary: str, workdir: Path) -> tuple[subprocess.Popen[bytes], Azurite]:
+    for attempt in range(3):
+        try:
+            return _start_on_a_free_port(binary, workdir)
+        except AzuriteExited:
+            if attempt == 2:
+                raise
+    raise AssertionError("unreachable")
+
+
+def _start_on_a_free_port(binary: str, workdir: Path) -> tuple[subprocess.Popen[bytes], Azurite]:
     [port] = free_ports(1)
     log = workdir / "azurite.log"
     # --skipApiVersionCheck: azure-storage-blob sends a newer service version than Azurite knows.
