@@ -417,3 +417,56 @@ def test_without_a_window_or_zone_the_portal_is_neither_zonal_nor_scheduled() ->
     assert "zones" not in vm
     assert "patchSettings" not in vm["properties"]["osProfile"]["linuxConfiguration"]
     assert not _of(portal, "Microsoft.Maintenance/configurationAssignments")
+
+
+def _execute_arrays(cluster: str) -> dict[str, int]:
+    """The rendered cluster template's execute nodearrays (one per partition) and their MaxCount."""
+    parts = re.split(r"^    \[\[nodearray ([^\]]+)\]\]$", cluster, flags=re.M)
+    arrays = dict(zip(parts[1::2], parts[2::2], strict=True))
+    return {
+        name: int(re.search(r"^    MaxCount = (\d+)$", text, flags=re.M).group(1))  # type: ignore[union-attr]
+        for name, text in arrays.items()
+        if "slurm.role = execute" in text
+    }
+
+
+@pytest.mark.parametrize("preset", ["ai-training", "energy"])
+def test_host_regex_lets_the_proxy_reach_every_partitions_nodes_and_nothing_else(preset: str) -> None:
+    from ruamel.yaml import YAML
+
+    plan = preset_plan(preset)
+    script = _script(_portal(plan))
+    portal = YAML(typ="safe").load(_heredoc(script, "/etc/ood/config/ood_portal.yml"))
+    assert (portal["node_uri"], portal["rnode_uri"]) == ("/node", "/rnode")
+    regex = portal["host_regex"]
+    (compute,) = [d for d in plan.deployments if d.component == "compute"]
+    cluster = compute.artifacts["cyclecloud/slurm-cluster.txt"]
+    # cyclecloud-slurm names a node <slurm.node_prefix><nodearray>-<i>, i = 1..MaxCount (Azure/cyclecloud-slurm@50e6739
+    # azure-slurm/slurmcc/partition.py l.193-209); the rendered template sets no prefix, so the names below are the
+    # host names (slurm.use_nodename_as_hostname) of every node every partition can have.
+    assert "slurm.node_prefix" not in cluster
+    arrays = _execute_arrays(cluster)
+    assert len(arrays) >= 2
+    for array, max_count in arrays.items():
+        for i in range(1, max_count + 1):
+            # OOD puts host_regex between `/node/` and `/<port>` in an Apache LocationMatch (ood-portal.conf.erb l.236):
+            # the whole host segment must match.
+            assert re.fullmatch(regex, f"{array}-{i}"), f"{array}-{i}"
+        assert not re.fullmatch(regex, f"{array}-0")
+        assert not re.fullmatch(regex, f"{array}-{10 ** len(str(max(arrays.values())))}")
+        assert not re.fullmatch(regex, f"{array}-1.attacker.example")
+        assert not re.fullmatch(regex, f"{array}1-1")
+    for other in ("login-1", "scheduler", "localhost", "169.254.169.254", "10.40.0.4", "login.microsoftonline.com"):
+        assert not re.fullmatch(regex, other), other
+    # The session publishes the node's short host name, the form host_regex matches.
+    cluster_file = YAML(typ="safe").load(_heredoc(script, f"/etc/ood/config/clusters.d/{_cluster_name(script)}.yml"))
+    assert cluster_file["v2"]["batch_connect"] == {
+        "basic": {"set_host": "host=$(hostname -s)"},
+        "vnc": {"set_host": "host=$(hostname -s)"},
+    }
+
+
+def _cluster_name(script: str) -> str:
+    match = re.search(r"cat > /etc/ood/config/clusters\.d/([^ ]+)\.yml <<", script)
+    assert match is not None
+    return match.group(1)
