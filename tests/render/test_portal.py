@@ -148,7 +148,7 @@ def test_sign_in_without_a_secret_is_the_id_token_flow_ccws_uses() -> None:
     assert 'oidc_client_id: "3c1f9a52-7d4e-4b8a-9e21-5f6d0c8b2a17"' in script
     assert "OIDCResponseType: id_token" in script
     assert "AuthType openid-connect" in script
-    assert 'user_map_match: "^([^@]+)@example\\\\.com$"' in script
+    assert 'user_map_match: "^([^@]+)@contosoai\\\\.onmicrosoft\\\\.com$"' in script
     assert "oidc_client_secret" not in script and "hpclz-portal-secret" not in script
     assert not _of(_portal(preset_plan("ai-training")), "Microsoft.Resources/deployments")
 
@@ -285,9 +285,11 @@ def test_the_portal_and_cluster_files_are_the_yaml_open_ondemand_reads() -> None
     assert portal["auth"] == ["AuthType openid-connect", "Require valid-user"]
     assert portal["oidc_uri"] == "/oidc" and portal["port"] == 443
     # OOD maps the claim to the Linux user with this regex's first group (ood-portal-yml.html, user_map_match).
-    matched = re.match(portal["user_map_match"], "alice@example.com")
+    # The domain is the config's (portal.oidc.user_domain), never a placeholder (HPCLZ-PRT-006).
+    matched = re.match(portal["user_map_match"], "alice@contosoai.onmicrosoft.com")
     assert matched is not None and matched.group(1) == "alice"
-    assert re.match(portal["user_map_match"], "alice@example.community") is None
+    assert re.match(portal["user_map_match"], "alice@contosoai.onmicrosoft.community") is None
+    assert re.match(portal["user_map_match"], "alice@contosoaixonmicrosoft.com") is None
     assert portal["oidc_settings"]["OIDCResponseType"] == "id_token"
     cluster = YAML(typ="safe").load(_heredoc(script, "/etc/ood/config/clusters.d/aitrain-prod.yml"))
     assert cluster["v2"]["job"] == {"adapter": "slurm", "bin": "/usr/bin", "conf": "/etc/slurm/slurm.conf"}

@@ -400,6 +400,12 @@ CASES: dict[str, list[Case]] = {
     "HPCLZ-SEC-002": [Case("finance", _set("defender.plans", ["StorageAccounts", "KeyVaults"]))],
     "HPCLZ-PRT-001": [Case("ai-training", _set("storage.shared", {"mode": "disabled"}))],
     "HPCLZ-PRT-002": [Case("ai-training", _set("portal.oidc", DELETE))],
+    "HPCLZ-PRT-006": [
+        Case("energy", _set("portal.oidc.user_domain", DELETE)),
+        Case("energy", _set("portal.oidc.user_domain", "example.com")),
+        Case("ai-training", _set("portal.oidc.user_domain", "corp.example.org")),
+        Case("ai-training", _set("portal.oidc.user_domain", "contoso.local")),
+    ],
     # 0.0.0.0/0 is the whole Internet; 8.8.8.0/24 holds Google's public DNS (developers.google.com/speed/public-dns,
     # 8.8.8.8); 203.0.113.0/24
     # is RFC 5737's documentation range, which Python's ipaddress calls private but no private network uses.
