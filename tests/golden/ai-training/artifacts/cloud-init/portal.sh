@@ -278,7 +278,12 @@ oidc_provider_metadata_url: "https://login.microsoftonline.com/0c6a3d1e-4b2f-4e8
 oidc_client_id: "3c1f9a52-7d4e-4b8a-9e21-5f6d0c8b2a17"
 oidc_remote_user_claim: "upn"
 oidc_scope: "openid profile"
-user_map_match: "^([^@]+)@example\\.com$"
+user_map_match: "^([^@]+)@contosoai\\.onmicrosoft\\.com$"
+# Interactive apps reach their job's node through the portal's reverse proxy, for the partitions' nodes only
+# (hpclz.render.portal.host_regex; OSC's ood_portal_example.yml: the default proxies to any host).
+host_regex: "(?:h100|h200|gb300)-[1-9][0-9]{0,1}"
+node_uri: "/node"
+rnode_uri: "/rnode"
 logout_redirect: "/oidc?logout=https%3A%2F%2Flocalhost%3A9443"
 oidc_settings:
   OIDCPassIDTokenAs: serialized
@@ -302,6 +307,15 @@ v2:
     adapter: "slurm"
     bin: "/usr/bin"
     conf: "/etc/slurm/slurm.conf"
+  # The host an interactive session publishes is the node's short host name, which is its Slurm node name and what
+  # host_regex matches (ood_portal.yml). set_host is the shell the job runs to name "the host name of the compute
+  # node from within a running batch job", and a cluster file's batch_connect applies to every app of the cluster
+  # (https://osc.github.io/ood-documentation/latest/reference/files/submit-yml-erb.html).
+  batch_connect:
+    basic:
+      set_host: "host=$(hostname -s)"
+    vnc:
+      set_host: "host=$(hostname -s)"
 HPCLZ_EOF
 
 /opt/ood/ood-portal-generator/sbin/update_ood_portal -f

@@ -278,7 +278,12 @@ oidc_provider_metadata_url: "https://login.microsoftonline.com/b7e41d96-05a3-4f2
 oidc_client_id: "5e2d8b41-9c3a-4f7e-a6d1-0b8c4e2f9a73"
 oidc_remote_user_claim: "upn"
 oidc_scope: "openid profile"
-user_map_match: "^([^@]+)@example\\.com$"
+user_map_match: "^([^@]+)@contosoenergy\\.onmicrosoft\\.com$"
+# Interactive apps reach their job's node through the portal's reverse proxy, for the partitions' nodes only
+# (hpclz.render.portal.host_regex; OSC's ood_portal_example.yml: the default proxies to any host).
+host_regex: "(?:hbv4|hbv3|gpu)-[1-9][0-9]{0,2}"
+node_uri: "/node"
+rnode_uri: "/rnode"
 logout_redirect: "/oidc?logout=https%3A%2F%2Flocalhost%3A9443"
 oidc_settings:
   OIDCPassIDTokenAs: serialized
@@ -302,6 +307,15 @@ v2:
     adapter: "slurm"
     bin: "/usr/bin"
     conf: "/etc/slurm/slurm.conf"
+  # The host an interactive session publishes is the node's short host name, which is its Slurm node name and what
+  # host_regex matches (ood_portal.yml). set_host is the shell the job runs to name "the host name of the compute
+  # node from within a running batch job", and a cluster file's batch_connect applies to every app of the cluster
+  # (https://osc.github.io/ood-documentation/latest/reference/files/submit-yml-erb.html).
+  batch_connect:
+    basic:
+      set_host: "host=$(hostname -s)"
+    vnc:
+      set_host: "host=$(hostname -s)"
 HPCLZ_EOF
 
 /opt/ood/ood-portal-generator/sbin/update_ood_portal -f
