@@ -323,7 +323,12 @@ CASES: dict[str, list[Case]] = {
         ),
     ],
     # energy names CycleCloud's Entra ID app; without it its groups reach no cluster node.
-    "HPCLZ-IDN-009": [Case("energy", _set("identity.cyclecloud_entra", DELETE))],
+    # Groups named, no CycleCloud Entra ID app: no member gets a node account, whether or not they reach the server.
+    "HPCLZ-IDN-009": [
+        Case("energy", _set("identity.cyclecloud_entra", DELETE)),
+        Case("ai-training", _all(_set("identity.cyclecloud_entra", DELETE), _set("identity.entra_login", False))),
+        Case("manufacturing", _all(_set("identity.cyclecloud_entra", DELETE), _set("identity.groups.admins", []))),
+    ],
     "HPCLZ-IDN-010": [Case("energy", _set("identity.key_vault.secrets.slurmdb-password", "plain-Text-Pa55word"))],
     "HPCLZ-IDN-007": [
         Case("finance", _set("identity.key_vault.secrets.Pricing-Library-Licence", "${env:OTHER}")),

@@ -27,10 +27,6 @@ DELIBERATE = {
     ("ai-training", "HPCLZ-ZON-002"),
     ("energy", "HPCLZ-ZON-002"),
     ("finance", "HPCLZ-ZON-002"),
-    # CycleCloud's Entra ID app registration is the user's own; only energy shows one (HPCLZ-IDN-009).
-    ("ai-training", "HPCLZ-IDN-009"),
-    ("finance", "HPCLZ-IDN-009"),
-    ("manufacturing", "HPCLZ-IDN-009"),
 }
 
 CASE_PARAMS = [
