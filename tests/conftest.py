@@ -30,6 +30,11 @@ os.environ.setdefault("SLURMDB_PASSWORD", "slurmdb-Test-4b1d9e")
 # loopback has no listener here, so the read is refused at once and plan says it could not read prices. Tests of the
 # read itself serve a stand-in (tests/cost/test_retail.py) and pass its URL.
 os.environ.setdefault("HPCLZ_PRICES_ENDPOINT", "http://127.0.0.1:9/api/retail/prices")
+# And the price cache starts empty: a developer's ~/.cache/hpclz/prices (refreshed by a real `hpclz prices refresh`)
+# would otherwise change what plan estimates, and the tests' figures would depend on the machine they run on.
+if "HPCLZ_PRICES_DIR" not in os.environ:
+    os.environ["HPCLZ_PRICES_DIR"] = tempfile.mkdtemp(prefix="hpclz-test-prices-")
+    atexit.register(shutil.rmtree, os.environ["HPCLZ_PRICES_DIR"], ignore_errors=True)
 
 
 def require(condition: bool, what: str) -> None:

@@ -14,9 +14,11 @@ from typing import Any
 import pytest
 
 from hpclz.azure.clients import AzureClients
-from hpclz.azure.run_command import OutputBlobs, run_script
+from hpclz.azure.run_command import OutputBlobs, run_inline, run_script
+from hpclz.errors import HpclzError
 from tests.support.arm_standin import ArmStandIn
 from tests.support.arm_standin.data_planes import BlobFront, VmBlobRoutes
+from tests.support.arm_standin.faults import Fault
 from tests.support.arm_standin.reach import WORKSTATION
 from tests.support.azurite import ACCOUNT, ACCOUNT_KEY, shared_azurite
 
@@ -95,3 +97,30 @@ def test_a_virtual_network_rule_for_the_vms_subnet_lets_the_agent_write(arm: Arm
     _put(arm, SUBNET, "Microsoft.Network/virtualNetworks/subnets", endpoint)
     assert _run(arm, _scheduler(arm)) == "hello from the vm\n"
     assert arm.compute.unwritten == []
+
+
+def _runs_of(arm: ArmStandIn, method: str) -> list[int]:
+    return [r.status for r in arm.log if r.method == method and "/runCommands/" in r.path]
+
+
+def test_a_refused_create_is_still_cleaned_up_and_its_own_error_is_the_one_reported(arm: ArmStandIn) -> None:
+    """A PUT that fails may still have left the run command behind, so the delete is tried after it too; the line
+    the operator reads is the create's refusal, not the delete's."""
+    vm_id = _scheduler(arm)
+    arm.faults.add(Fault("error", method="PUT", path="/runCommands/", status=409, code="Conflict", times=None))
+    arm.faults.add(Fault("error", method="DELETE", path="/runCommands/", status=500, times=None))
+    clients = AzureClients(arm.subscription_id)
+    with pytest.raises(HpclzError) as refused:
+        run_inline(clients, vm_id, "hpclz-probe", "true", timeout_s=60, progress=print)
+    assert refused.value.message.startswith("start the run command hpclz-probe on scheduler"), refused.value.message
+    assert _runs_of(arm, "PUT") and set(_runs_of(arm, "PUT")) == {409}
+    assert _runs_of(arm, "DELETE") and set(_runs_of(arm, "DELETE")) == {500}
+
+
+def test_a_run_that_ends_deletes_its_command(arm: ArmStandIn) -> None:
+    vm_id = _scheduler(arm)
+    clients = AzureClients(arm.subscription_id)
+    outcome = run_inline(clients, vm_id, "hpclz-probe", "echo hi", timeout_s=60, progress=print)
+    assert outcome.state == "Succeeded"
+    assert set(_runs_of(arm, "DELETE")) <= {200, 202, 204} and _runs_of(arm, "DELETE")
+    assert not [rid for rid in arm.world.resources if "/runcommands/" in rid]

@@ -161,14 +161,7 @@ def run_script(
             "errorBlobUri": err_uri,
         },
     }
-    commands = clients.compute.virtual_machine_run_commands
-    with azure_errors(f"start the run command on {vm}"):
-        commands.begin_create_or_update(group, vm, name, body).result()
-    try:
-        view = _follow(commands, (group, vm, name), progress, clients.settings.poll_interval, timeout_s + LATE_S)
-    finally:
-        with azure_errors(f"delete the run command {name} on {vm}"):
-            commands.begin_delete(group, vm, name).result()
+    view = _create_follow_delete(clients, (group, vm, name), body, progress, timeout_s + LATE_S)
     return RunOutcome(
         state=_text(view.execution_state),
         exit_code=view.exit_code,
@@ -176,6 +169,31 @@ def run_script(
         stderr=blobs.read("stderr"),
         message=str(view.execution_message or ""),
     )
+
+
+def _create_follow_delete(
+    clients: AzureClients,
+    where: tuple[str, str, str],
+    body: dict[str, Any],
+    progress: Callable[[str], None],
+    limit_s: float,
+) -> Any:
+    """Create the run command, follow it to its end, and delete it whatever happened. A create that failed may still
+    have left the resource behind (a long-running PUT can fail after ARM accepted it), so the delete is tried then
+    too; when both fail, the first error is the one reported, since it says why the run did not happen."""
+    group, vm, name = where
+    commands = clients.compute.virtual_machine_run_commands
+    try:
+        with azure_errors(f"start the run command {name} on {vm}"):
+            commands.begin_create_or_update(group, vm, name, body).result()
+        view = _follow(commands, where, progress, clients.settings.poll_interval, limit_s)
+    except BaseException:
+        with contextlib.suppress(HpclzError), azure_errors(f"delete the run command {name} on {vm}"):
+            commands.begin_delete(group, vm, name).result()
+        raise
+    with azure_errors(f"delete the run command {name} on {vm}"):
+        commands.begin_delete(group, vm, name).result()
+    return view
 
 
 def _location(clients: AzureClients, group: str, vm: str) -> str:
@@ -229,14 +247,7 @@ def run_inline(
         "location": _location(clients, group, vm),
         "properties": {"source": {"script": script}, "asyncExecution": True, "timeoutInSeconds": timeout_s},
     }
-    commands = clients.compute.virtual_machine_run_commands
-    try:
-        with azure_errors(f"start the run command {name} on {vm}"):
-            commands.begin_create_or_update(group, vm, name, body).result()
-        view = _follow(commands, (group, vm, name), progress, clients.settings.poll_interval, timeout_s + LATE_S)
-    finally:
-        with azure_errors(f"delete the run command {name} on {vm}"):
-            commands.begin_delete(group, vm, name).result()
+    view = _create_follow_delete(clients, (group, vm, name), body, progress, timeout_s + LATE_S)
     return RunOutcome(
         state=_text(view.execution_state),
         exit_code=view.exit_code,
