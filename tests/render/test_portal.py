@@ -460,6 +460,13 @@ def test_host_regex_lets_the_proxy_reach_every_partitions_nodes_and_nothing_else
         assert not re.fullmatch(regex, f"{array}1-1")
     for other in ("login-1", "scheduler", "localhost", "169.254.169.254", "10.40.0.4", "login.microsoftonline.com"):
         assert not re.fullmatch(regex, other), other
+    # The way Apache applies it: OOD's LocationMatch for node_uri, `^<node_uri>/(?<host><host_regex>)/(?<port>\d+)`
+    # (ood-portal.conf.erb l.236; Python spells a named group (?P<...>)), for a few request paths.
+    location = re.compile(rf"^{portal['node_uri']}/(?P<host>{regex})/(?P<port>\d+)")
+    first = next(iter(arrays))
+    assert location.match(f"/node/{first}-1/8888/lab").group("host") == f"{first}-1"  # type: ignore[union-attr]
+    for path in (f"/node/{first}-1.attacker.example/8888", "/node/login-1/22", "/node/10.40.0.4/80", "/node/x/1"):
+        assert location.match(path) is None, path
     # The session publishes the node's short host name, the form host_regex matches.
     cluster_file = YAML(typ="safe").load(_heredoc(script, f"/etc/ood/config/clusters.d/{_cluster_name(script)}.yml"))
     assert cluster_file["v2"]["batch_connect"] == {
