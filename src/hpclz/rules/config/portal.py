@@ -165,6 +165,35 @@ class PortalSignInDomain(Rule[ConfigContext]):
             yield self.finding(ctx, path, f"{domain} is a reserved or placeholder name, no tenant's sign-in domain")
 
 
+class PortalAndCycleCloudShareATenant(Rule[ConfigContext]):
+    """Open OnDemand "maps the user to a local user account managed by CycleCloud created with the same name as the
+    Microsoft Entra ID user" (learn.microsoft.com/azure/cyclecloud/how-to/ccws/open-ondemand-add-users), and CycleCloud
+    binds each user record to a tenant: "If the object ID or tenant ID don't match the ones in the access token,
+    CycleCloud treats it as an authentication error" (learn.microsoft.com/azure/cyclecloud/how-to/user-authentication).
+    A portal signing users in from another tenant than CycleCloud's app serves people CycleCloud gives no node account,
+    so every session they start fails."""
+
+    id = "HPCLZ-PRT-007"
+    severity = Severity.ERROR
+    title = "Portal signs users in from another tenant than CycleCloud's"
+    fix = (
+        "Register both apps in the tenant your users sign in to, and set the same tenant_id in portal.oidc and "
+        "identity.cyclecloud_entra."
+    )
+
+    def check(self, ctx: ConfigContext) -> Iterable[Finding]:
+        portal, entra = ctx.config.portal, ctx.config.identity.cyclecloud_entra
+        if not portal.enabled or portal.oidc is None or entra is None:
+            return
+        if portal.oidc.tenant_id.lower() != entra.tenant_id.lower():
+            yield self.finding(
+                ctx,
+                ("portal", "oidc", "tenant_id"),
+                f"{portal.oidc.tenant_id} is not identity.cyclecloud_entra.tenant_id {entra.tenant_id}: the portal's "
+                "users get no account on the cluster",
+            )
+
+
 PORTAL_RULES: tuple[type[Rule[ConfigContext]], ...] = (
     PortalNeedsSharedStorage,
     PortalNeedsSignIn,
@@ -172,4 +201,5 @@ PORTAL_RULES: tuple[type[Rule[ConfigContext]], ...] = (
     PortalUnreachable,
     PortalSecretInVault,
     PortalSignInDomain,
+    PortalAndCycleCloudShareATenant,
 )
