@@ -438,7 +438,10 @@ def test_host_regex_lets_the_proxy_reach_every_partitions_nodes_and_nothing_else
 
     plan = preset_plan(preset)
     script = _script(_portal(plan))
-    portal = YAML(typ="safe").load(_heredoc(script, "/etc/ood/config/ood_portal.yml"))
+    # The settings travel in the portal VM's userData, which hpclz-portal-proxy writes into ood_portal.yml.
+    (vm,) = _of(_portal(plan), "Microsoft.Compute/virtualMachines")
+    portal = json.loads(base64.b64decode(vm["properties"]["userData"]))
+    assert portal["kind"] == "hpclz-portal-proxy"
     assert (portal["node_uri"], portal["rnode_uri"]) == ("/node", "/rnode")
     regex = portal["host_regex"]
     (compute,) = [d for d in plan.deployments if d.component == "compute"]

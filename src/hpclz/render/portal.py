@@ -10,6 +10,8 @@ certificate, Entra ID through mod_auth_openidc) and what a cyclecloud-slurm logi
 
 from __future__ import annotations
 
+import base64
+import json
 import re
 from typing import Any
 
@@ -130,9 +132,23 @@ def host_regex(zone: Zone) -> str:
     other host, no domain). The index is bounded by the digits of the largest max_nodes; the proxy reaches only
     hosts that resolve in the VNet, and no node past an array's MaxCount exists."""
     partitions = zone.config.compute.partitions
-    names = "|".join(re.escape(f"{NODE_PREFIX}{p.name}") for p in partitions)
+    # Sorted: reordering compute.partitions changes nothing here.
+    names = "|".join(sorted(re.escape(f"{NODE_PREFIX}{p.name}") for p in partitions))
     digits = len(str(max(p.max_nodes for p in partitions)))
     return f"(?:{names})-[1-9][0-9]{{0,{digits - 1}}}"
+
+
+def proxy_user_data(zone: Zone) -> str:
+    """The portal VM's userData: the interactive-app proxy settings, which follow the partitions and so must change
+    in place (userData: learn.microsoft.com/azure/virtual-machines/user-data), where the boot script cannot;
+    hpclz-portal-proxy (templates/cloud-init/portal_proxy.py) applies them."""
+    document = {
+        "kind": "hpclz-portal-proxy",
+        "host_regex": host_regex(zone),
+        "node_uri": NODE_URI,
+        "rnode_uri": RNODE_URI,
+    }
+    return base64.b64encode(json.dumps(document, sort_keys=True).encode()).decode()
 
 
 def _user_map(oidc: PortalOidc) -> str | None:
@@ -169,7 +185,6 @@ def portal_script(zone: Zone) -> str:
         microsoft_key=MICROSOFT_KEY,
         oidc=oidc,
         user_map=_user_map(oidc),
-        proxy={"host_regex": host_regex(zone), "node_uri": NODE_URI, "rnode_uri": RNODE_URI},
         secret=secret,
         server_name=portal.server_name,
         certificate_name=portal.server_name or "localhost",
@@ -251,6 +266,7 @@ def portal(zone: Zone) -> dict[str, Any]:
         "nsg": zone.names.name("network_security_group", LABEL),
         "image": {"publisher": publisher, "offer": offer, "sku": sku, "version": version},
         "custom_data": custom_data(script),
+        "user_data": proxy_user_data(zone),
         "accelerated": accelerated(zone, config.portal.vm_size),
         # Same as the CycleCloud server: the VM login roles need the Entra ID SSH extension and a system identity,
         # and identity.entra_login turns both off together.
