@@ -171,6 +171,23 @@ CASES: dict[str, list[Case]] = {
         )
     ],
     "HPCLZ-NET-010": [Case("finance", _set("network.hub_peering", DELETE))],
+    "HPCLZ-NET-014": [
+        Case(
+            "manufacturing",
+            _all(
+                _set("network.nat_gateway.enabled", False),
+                _set(
+                    "network.hub_peering",
+                    {
+                        "remote_vnet_id": f"/subscriptions/{ZERO}/resourceGroups/rg-hub/providers/"
+                        "Microsoft.Network/virtualNetworks/vnet-hub",
+                        "remote_address_space": ["10.0.0.0/16"],
+                        "firewall_private_ip": "10.0.1.4",
+                    },
+                ),
+            ),
+        )
+    ],
     "HPCLZ-NET-011": [
         Case("ai-training", _set("network.nat_gateway.enabled", False)),
         Case("finance", _set("network.hub_peering.firewall_private_ip", DELETE)),

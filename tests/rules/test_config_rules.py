@@ -27,6 +27,8 @@ DELIBERATE = {
     ("ai-training", "HPCLZ-ZON-002"),
     ("energy", "HPCLZ-ZON-002"),
     ("finance", "HPCLZ-ZON-002"),
+    # finance's only egress is the hub firewall: the hub team needs the list of what the zone fetches.
+    ("finance", "HPCLZ-NET-014"),
 }
 
 CASE_PARAMS = [

@@ -24,6 +24,8 @@ PINNED_BY_VERSION: dict[str, tuple[str, ...]] = {
         "Microsoft.Network/applicationSecurityGroups",
         "Microsoft.Network/networkWatchers",
         "Microsoft.Network/networkWatchers/flowLogs",
+        # The hub's egress rule collection group hpclz renders for the hub team (hpclz.render.hub_egress).
+        "Microsoft.Network/firewallPolicies/ruleCollectionGroups",
     ),
     "2024-06-01": (
         "Microsoft.Network/privateDnsZones",

@@ -78,6 +78,8 @@ def manifest(plan: DeploymentPlan, template_format: str = "arm", diagram: bool =
     shape: dict[str, Any] = {"format": template_format} if template_format != "arm" else {}
     if diagram:  # so that the next render removes them, and only them
         shape["diagram_files"] = list(DIAGRAM_FILES)
+    # Named, so that a later render of a zone no longer routed to a hub firewall leaves no stale hub template behind.
+    shape["egress_files"] = egress_names(plan)
     return {
         **shape,
         "landing_zone": plan.landing_zone,
@@ -92,7 +94,7 @@ def manifest(plan: DeploymentPlan, template_format: str = "arm", diagram: bool =
 
 def output_files(plan: DeploymentPlan, template_format: str = "arm", diagram: bool = False) -> dict[str, str]:
     """Relative path -> content of every file `write_plan` writes: ARM JSON, or Bicep (main.bicep + modules)."""
-    files = {MANIFEST: dumps(manifest(plan, template_format, diagram))}
+    files = {MANIFEST: dumps(manifest(plan, template_format, diagram)), **egress_files(plan)}
     if template_format == "bicep":
         from hpclz.render.bicep import bicep_files
 
@@ -104,6 +106,25 @@ def output_files(plan: DeploymentPlan, template_format: str = "arm", diagram: bo
             files[f"{stem}.parameters.json"] = dumps(parameters_file(d))
         for name, text in d.artifacts.items():
             files[f"{ARTIFACTS}/{name}"] = text
+    return files
+
+
+def egress_names(plan: DeploymentPlan) -> list[str]:
+    from hpclz.render.egress import EGRESS_JSON, EGRESS_MD
+    from hpclz.render.hub_egress import HUB_TEMPLATE, routes_to_appliance
+
+    return [EGRESS_JSON, EGRESS_MD, *([HUB_TEMPLATE] if routes_to_appliance(plan) else [])]
+
+
+def egress_files(plan: DeploymentPlan) -> dict[str, str]:
+    """What the zone's VMs fetch from outside it, for the hub team's firewall (docs/egress.md)."""
+    from hpclz.render.egress import EGRESS_JSON, EGRESS_MD, allow_list, egress_json, egress_markdown
+    from hpclz.render.hub_egress import HUB_TEMPLATE, hub_template
+
+    rows = allow_list(plan)
+    files = {EGRESS_JSON: dumps(egress_json(plan, rows)), EGRESS_MD: egress_markdown(plan, rows)}
+    if (hub := hub_template(plan, rows)) is not None:
+        files[HUB_TEMPLATE] = dumps(hub)
     return files
 
 
@@ -157,6 +178,7 @@ def _listed(old: dict[str, Any]) -> list[str]:
     for entry in old.get("deployments", []):
         names += [entry["template"], entry["parameters"], *entry.get("artifacts", [])]
     names += list(old.get("diagram_files", []))
+    names += list(old.get("egress_files", []))
     return names
 
 

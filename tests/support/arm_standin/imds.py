@@ -60,6 +60,16 @@ class Imds:
         rest = "/" + segments[3]
         if rest == "/metadata/instance/compute/subscriptionId":
             return 200, self.standin.world.subscription_id
+        if rest == "/metadata/instance/compute":
+            # The compute category as JSON (same page, "Instance metadata": compute.subscriptionId, name, resourceId),
+            # the fields the stand-in knows.
+            return 200, json.dumps(
+                {
+                    "subscriptionId": self.standin.world.subscription_id,
+                    "name": vm.get("name", ""),
+                    "resourceId": vm["id"],
+                }
+            )
         if rest == "/metadata/identity/oauth2/token":
             return self._token(vm, query.get("mi_res_id", ""))
         return 404, "not found"

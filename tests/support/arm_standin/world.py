@@ -471,6 +471,8 @@ def _late(resource: PlannedResource) -> dict[str, Any]:
 
 IDENTITY = "microsoft.managedidentity/userassignedidentities"
 ROLE_ASSIGNMENT = "microsoft.authorization/roleassignments"
+DATA_COLLECTION_RULE = "microsoft.insights/datacollectionrules"
+DATA_COLLECTION_ENDPOINT = "microsoft.insights/datacollectionendpoints"
 TENANT = "00000000-0000-0000-0000-00000000aaaa"
 
 
@@ -487,6 +489,19 @@ def _read_only(resource: PlannedResource) -> dict[str, Any]:
         }
     if rtype == ROLE_ASSIGNMENT:
         return {"scope": re.split(r"/providers/Microsoft\.Authorization/roleAssignments/", resource.id, flags=re.I)[0]}
+    if rtype == DATA_COLLECTION_RULE:
+        # "dcr-" and 32 hex digits (Azure/azure-rest-api-specs@ba16d1a: Microsoft.Insights 2022-06-01 example
+        # DataCollectionRulesCreate.json: "dcr-b74e0d383fc9415abaa584ec41adece3").
+        return {"immutableId": "dcr-" + uuid.uuid5(uuid.NAMESPACE_URL, f"dcr|{resource.id.lower()}").hex}
+    if rtype == DATA_COLLECTION_ENDPOINT:
+        # https://<name>-<suffix>.<region>-1.metrics.ingest.monitor.azure.com (learn.microsoft.com/azure/azure-monitor/
+        # data-collection/data-collection-endpoint-overview, "Sample data collection endpoint").
+        name = resource.id.rstrip("/").rsplit("/", 1)[-1].lower()
+        suffix = uuid.uuid5(uuid.NAMESPACE_URL, f"dce|{resource.id.lower()}").hex[:4]
+        region = str(resource.body.get("location", "")).lower()
+        return {
+            "metricsIngestion": {"endpoint": f"https://{name}-{suffix}.{region}-1.metrics.ingest.monitor.azure.com"}
+        }
     return {}
 
 

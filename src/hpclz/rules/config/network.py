@@ -334,6 +334,51 @@ class OutboundPath(Rule[ConfigContext]):
             )
 
 
+class HubMustAllowEgress(Rule[ConfigContext]):
+    """Without a NAT gateway, 0.0.0.0/0 from the zone's subnets goes to the hub's Azure Firewall, which denies what
+    its rules do not allow (learn.microsoft.com/azure/firewall/rule-processing: "By default, Azure Firewall denies
+    all traffic until you manually configure rules to allow traffic"). The CycleCloud server needs Azure Resource Manager, Entra ID,
+    telemetry and GitHub for the cyclecloud-slurm release (learn.microsoft.com/azure/cyclecloud/how-to/
+    running-in-locked-down-network, MicrosoftDocs/azure-docs@0aa710a l.15-23, l.88-97), the nodes their package
+    repositories: a hub that allows none of it leaves the CycleCloud server and every node hanging at boot.
+    `hpclz render` writes the full list derived from the rendered artefacts (egress.md, egress.json:
+    hpclz.render.egress); this finding names what the CycleCloud server needs in every zone."""
+
+    id = "HPCLZ-NET-014"
+    severity = Severity.INFO
+    title = "Egress leaves through the hub firewall: the hub must allow what the zone fetches"
+    fix = (
+        "Give the hub team what `hpclz render` writes: egress.md (application rules for the host names, network "
+        "rules for the service tags) and egress-hub.template.json (the same as a Firewall Policy rule collection "
+        "group they deploy), or enable network.nat_gateway."
+    )
+
+    def check(self, ctx: ConfigContext) -> Iterable[Finding]:
+        from hpclz.render.egress import CYCLECLOUD, DESTINATIONS, GITHUB_RELEASE
+
+        network = ctx.config.network
+        hub = network.hub_peering
+        if network.nat_gateway.enabled or hub is None or hub.firewall_private_ip is None:
+            return
+        # What every CycleCloud server fetches whatever the config: its own needs and the cyclecloud-slurm release.
+        # Private endpoints may serve Storage and Key Vault; VM extensions depend on the config (egress.md has them).
+        every_zone = (None, "cyclecloud initialize", GITHUB_RELEASE)
+        always = sorted(
+            {
+                d.host
+                for d in DESTINATIONS
+                if d.role == CYCLECLOUD and d.private_dns_zone is None and d.trigger in every_zone
+            }
+        )
+        yield self.finding(
+            ctx,
+            ("network", "hub_peering", "firewall_private_ip"),
+            f"0.0.0.0/0 goes to the hub firewall {hub.firewall_private_ip}; it must allow at least the CycleCloud "
+            f"server's {', '.join(always)} and the nodes' package repositories: `hpclz render` writes the full list "
+            "to egress.md",
+        )
+
+
 class RemoteGatewaysNeedHubGateway(Rule[ConfigContext]):
     """`useRemoteGateways` on the spoke side fails unless the hub VNet has a VPN or ExpressRoute gateway and its
     side of the peering allows gateway transit (learn.microsoft.com/azure/virtual-network/
@@ -368,5 +413,6 @@ NETWORK_RULES: tuple[type[Rule[ConfigContext]], ...] = (
     NsgPriorityFree,
     PrivateWayIn,
     OutboundPath,
+    HubMustAllowEgress,
     RemoteGatewaysNeedHubGateway,
 )

@@ -1,0 +1,582 @@
+"""Least privilege by removal, for every role assignment hpclz renders: one table (REMOVALS) names, for each kind of
+assignment (role, principal, scope kind) any of the four presets (or a config option, VARIANTS) renders, the step of deploy, cluster start, verify
+or destroy that needs it and the test that removes exactly that assignment in the stand-in's world and shows the step
+refused with Azure's error code while it succeeds with the assignment in place. Kinds no scenario proves yet are
+listed apart (NO_SCENARIO_YET) with the step that should need them: a finding, reported by a strict xfail, never a
+skip. The coverage tests render only (no stand-in), so a new or changed assignment fails here at once."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import json
+import os
+import urllib.error
+import urllib.parse
+import urllib.request
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+from unittest import mock
+
+import pytest
+from azure.storage.blob import BlobServiceClient
+
+from hpclz.config.identity import BuiltinRole
+from hpclz.config.loader import load_config
+from hpclz.render.roles import ROLE_IDS
+from hpclz.render.zone import LOCKER_IDENTITY, Zone
+from tests.conftest import REPO, RunCli
+from tests.deploy.outside import ids
+from tests.deploy.role_assignments import PRESETS, VARIANTS, Kind, kind_of, kinds, rendered
+from tests.deploy.test_proving_ground import deployed, refused, scheduler_identity
+from tests.support.arm_standin import ArmStandIn
+from tests.support.arm_standin.cyclecloud import CycleCloud
+from tests.support.arm_standin.data_planes import BlobFront, VaultFront
+from tests.support.arm_standin.imds import Imds
+from tests.support.arm_standin.reach import Origin
+from tests.support.azurite import shared_azurite
+
+T = TypeVar("T")
+BLOB_CONTAINER = "Microsoft.Storage/storageAccounts/blobServices/containers"
+ACCOUNT = "Microsoft.Storage/storageAccounts"
+SCHEDULER = "identity.managed_identities.scheduler"
+COMPUTE = "identity.managed_identities.compute"
+LOCKER = "compute.cyclecloud"  # the locker identity: it exists because the CycleCloud server does (render/roles.py)
+ARM_AUDIENCE = "https://management.azure.com/"
+HERE = "tests.deploy.test_role_removals::"  # the scenarios below (SCENARIOS), run by test_each_removal_refuses...
+BLOB_CONTAINERS = HERE + "blob_container_writes"
+GROUP_LISTS = HERE + "group_lists"
+SECRET_READS = HERE + "secret_reads"
+STORAGE_AUDIENCE = "https://storage.azure.com/"
+READERS = "identity.groups.readers"
+READ_SCOPES = ("Microsoft.StorageCache/amlFilesystems", "Microsoft.NetApp/netAppAccounts/capacityPools/volumes")
+BOOT_READS = HERE + "boot_reads"
+REMOTE_WRITE = HERE + "remote_write_lookups"
+CYCLECLOUD_START = "tests.deploy.test_proving_ground::test_cyclecloud_creates_every_node_and_needs_every_role_it_holds"
+
+
+@dataclass(frozen=True)
+class Removal:
+    step: str  # what fails without the assignment
+    proved_by: str  # "module::test" that removes it and shows that step refused
+
+
+# Proved: CycleCloud's identity's grants and the locker identity's read of the locker are each removed in turn by
+# removal_analysis (tests/deploy/test_proving_ground.py) on energy, ai-training and manufacturing, which fails when a
+# removal breaks no step of cluster start.
+REMOVALS: dict[Kind, Removal] = {
+    Kind("Virtual Machine Contributor", SCHEDULER, "resource group (compute)"): Removal(
+        "CycleCloud creates the scheduler, login and nodearray VMs and scale sets", CYCLECLOUD_START
+    ),
+    Kind("Virtual Machine Contributor", SCHEDULER, "Microsoft.Network/virtualNetworks"): Removal(
+        "CycleCloud joins each node's NIC to the compute subnet (subnets/join/action)", CYCLECLOUD_START
+    ),
+    Kind("Managed Identity Operator", SCHEDULER, "Microsoft.ManagedIdentity/userAssignedIdentities"): Removal(
+        "CycleCloud attaches the node and locker identities to the VMs it creates", CYCLECLOUD_START
+    ),
+    Kind("Reader", SCHEDULER, "subscription"): Removal(
+        "CycleCloud lists the VM sizes (Microsoft.Compute/skus/read)", CYCLECLOUD_START
+    ),
+    Kind("Storage Blob Data Contributor", SCHEDULER, ACCOUNT): Removal(
+        "CycleCloud uploads the cluster's projects to the locker", CYCLECLOUD_START
+    ),
+    Kind("Key Vault Secrets User", SCHEDULER, "Microsoft.KeyVault/vaults/secrets"): Removal(
+        "CycleCloud reads the cluster's secret parameters from Key Vault (the Slurm database password)",
+        CYCLECLOUD_START,
+    ),
+    Kind("Storage Blob Data Reader", LOCKER, ACCOUNT): Removal(
+        "each node reads the locker at boot (its cluster-init projects)", CYCLECLOUD_START
+    ),
+    Kind("Key Vault Secrets User", "portal.oidc.client_secret_name", "Microsoft.KeyVault/vaults/secrets"): Removal(
+        "the portal VM reads its OIDC client secret at boot (hpclz-portal-secret)",
+        "tests.deploy.test_proving_ground::test_the_portal_reads_its_client_secret_and_not_the_slurm_database_password",
+    ),
+    # Each grant scoped to one container, removed in turn: its writer's Put Blob there is refused.
+    Kind("Storage Blob Data Contributor", COMPUTE, BLOB_CONTAINER): Removal(
+        "a job on a compute node writes a checkpoint (or a dataset) with the node's identity", BLOB_CONTAINERS
+    ),
+    Kind("Storage Blob Data Contributor", "identity.groups.users", BLOB_CONTAINER): Removal(
+        "a user writes a checkpoint (or a dataset) with their own Entra ID token", BLOB_CONTAINERS
+    ),
+    Kind("Storage Blob Data Contributor", "identity.groups.admins", BLOB_CONTAINER): Removal(
+        "an admin's `hpclz deploy` from inside the VNet uploads the wheel to the locker's hpclz container",
+        BLOB_CONTAINERS,
+    ),
+    # Each Reader scoped to one resource for a node identity, removed in turn: the node's boot-time read of that
+    # resource (hpclz-arm-get for the file systems, hpclz-prometheus-url for remote write) is refused.
+    Kind("Reader", COMPUTE, "Microsoft.Insights/dataCollectionEndpoints"): Removal(
+        "nodes read the endpoint to build the remote-write URL at boot", REMOTE_WRITE
+    ),
+    Kind("Reader", COMPUTE, "Microsoft.Insights/dataCollectionRules"): Removal(
+        "nodes read the rule to build the remote-write URL at boot", REMOTE_WRITE
+    ),
+    Kind("Reader", LOCKER, "Microsoft.Insights/dataCollectionEndpoints"): Removal(
+        "login nodes read the endpoint to build the remote-write URL", REMOTE_WRITE
+    ),
+    Kind("Reader", LOCKER, "Microsoft.Insights/dataCollectionRules"): Removal(
+        "login nodes read the rule to build the remote-write URL", REMOTE_WRITE
+    ),
+    Kind("Reader", COMPUTE, "Microsoft.ManagedIdentity/userAssignedIdentities"): Removal(
+        "the scheduler and partitions read the compute identity's client ID for remote write", REMOTE_WRITE
+    ),
+    Kind("Reader", LOCKER, "Microsoft.ManagedIdentity/userAssignedIdentities"): Removal(
+        "login nodes read the locker identity's client ID for remote write", REMOTE_WRITE
+    ),
+    Kind("Reader", COMPUTE, "Microsoft.StorageCache/amlFilesystems"): Removal(
+        "nodes look up the Lustre MGS address at boot", BOOT_READS
+    ),
+    Kind("Reader", LOCKER, "Microsoft.StorageCache/amlFilesystems"): Removal(
+        "login nodes look up the Lustre MGS address at boot", BOOT_READS
+    ),
+    Kind("Reader", COMPUTE, "Microsoft.NetApp/netAppAccounts/capacityPools/volumes"): Removal(
+        "nodes look up the NetApp mount address at boot", BOOT_READS
+    ),
+    Kind("Reader", LOCKER, "Microsoft.NetApp/netAppAccounts/capacityPools/volumes"): Removal(
+        "login nodes look up the NetApp mount address at boot", BOOT_READS
+    ),
+    # A member of the readers group lists each group's resources; a node reads each secret its identity is given.
+    Kind("Reader", READERS, "resource group (compute)"): Removal(
+        "a reader lists the compute group's resources", GROUP_LISTS
+    ),
+    Kind("Reader", READERS, "resource group (identity)"): Removal(
+        "a reader lists the identity group's resources", GROUP_LISTS
+    ),
+    Kind("Reader", READERS, "resource group (monitoring)"): Removal(
+        "a reader lists the monitoring group's resources", GROUP_LISTS
+    ),
+    Kind("Reader", READERS, "resource group (network)"): Removal(
+        "a reader lists the network group's resources", GROUP_LISTS
+    ),
+    Kind("Reader", READERS, "resource group (storage)"): Removal(
+        "a reader lists the storage group's resources", GROUP_LISTS
+    ),
+    Kind("Key Vault Secrets User", COMPUTE, "Microsoft.KeyVault/vaults/secrets"): Removal(
+        "a compute node reads the secret it is given (finance's pricing-library licence)", SECRET_READS
+    ),
+    Kind("Contributor", "identity.groups.admins", "resource group (compute)"): Removal(
+        "an admin runs `hpclz verify --via run-command` (a managed run command on a cluster VM)",
+        HERE + "admin_run_commands",
+    ),
+}
+
+# Rendered, and no removal scenario proves them yet: the use src/hpclz/render/roles.py grants each for, unproved.
+# Every entry is an open finding (test_no_rendered_assignment_lacks_a_removal_scenario, a strict xfail, fails once the
+# list is empty: then drop it).
+NO_SCENARIO_YET: dict[Kind, str] = {
+    Kind("Virtual Machine Administrator Login", "identity.groups.admins", "resource group (compute)"):
+        "admins sign in to the CycleCloud VM with Entra ID SSH",
+    Kind("Grafana Admin", "identity.groups.admins", "Microsoft.Dashboard/grafana"):
+        "admins sign in to Grafana and manage its dashboards (no Grafana data plane in the stand-in yet)",
+    Kind("Monitoring Data Reader", "monitoring.prometheus.grafana", "Microsoft.Monitor/accounts"):
+        "Grafana queries the workspace's Prometheus endpoint (no query endpoint in the stand-in yet, and the role's "
+        "published JSON is not in data/builtin_roles.json)",
+    Kind("Monitoring Metrics Publisher", COMPUTE, "Microsoft.Insights/dataCollectionRules"):
+        "the scheduler and partitions publish their metrics through the data collection rule (no ingestion endpoint "
+        "in the stand-in yet)",
+    Kind("Monitoring Metrics Publisher", LOCKER, "Microsoft.Insights/dataCollectionRules"):
+        "the login nodes publish their metrics through the data collection rule",
+    Kind("Storage Account Contributor", "storage.lustre.hsm.resource_provider_object_id", ACCOUNT):
+        "Azure Managed Lustre's HSM links the filesystem to the container (no Lustre service in the stand-in)",
+    Kind("Storage Blob Data Contributor", "storage.lustre.hsm.resource_provider_object_id", ACCOUNT):
+        "Azure Managed Lustre's HSM imports and exports blobs (no Lustre service in the stand-in)",
+}  # fmt: skip
+
+
+def test_every_rendered_assignment_has_a_row() -> None:
+    """A kind any preset renders that neither table names fails here, by name: a new assignment needs its scenario."""
+    found = kinds()
+    missing = sorted(str(k) for k in found if k not in REMOVALS and k not in NO_SCENARIO_YET)
+    assert missing == [], f"role assignments with no removal scenario: {missing}"
+
+
+def test_no_row_outlives_its_assignment() -> None:
+    """A row whose kind no preset renders any more (role, principal or scope changed) fails: the table follows the
+    render, never the other way round."""
+    found = kinds()
+    stale = sorted(str(k) for k in [*REMOVALS, *NO_SCENARIO_YET] if k not in found)
+    assert stale == []
+    assert not set(REMOVALS) & set(NO_SCENARIO_YET)
+
+
+def test_each_proof_names_a_test_or_scenario_that_exists() -> None:
+    """A proof here is a scenario test_each_removal_refuses_the_step_that_needs_it runs; elsewhere, a test."""
+    for removal in REMOVALS.values():
+        module, _, name = removal.proved_by.partition("::")
+        assert callable(getattr(importlib.import_module(module), name, None)), removal.proved_by
+        if removal.proved_by.startswith(HERE):
+            assert name in SCENARIOS, removal.proved_by
+
+
+@pytest.mark.parametrize("preset", [*PRESETS, *VARIANTS])
+def test_each_assignment_carries_the_role_its_description_names(preset: str) -> None:
+    """The kind's role is read from the ARM description; it must be the role the assignment grants."""
+    by_name = {role.value: ROLE_IDS[role] for role in BuiltinRole}
+    for kind, resource in rendered(preset):
+        assert by_name[kind.role] in str(resource["properties"]["roleDefinitionId"]), (preset, str(kind))
+
+
+@pytest.mark.xfail(strict=True, reason="open findings: rendered assignments no removal scenario proves yet")
+def test_no_rendered_assignment_lacks_a_removal_scenario() -> None:
+    assert sorted(str(k) for k in NO_SCENARIO_YET) == []
+
+
+# ----- scenarios, each in one deployed preset's world -----
+# A scenario runs its step once per rendered assignment of its kinds in the world, with that assignment removed and
+# then with it back, and returns (kind, label, without, with it) for each; WORLDS deploys each preset once for all.
+Outcome = tuple[Kind, str, object, object]
+
+
+@dataclass
+class World:
+    """A preset deployed from outside the VNet (tests/deploy/test_proving_ground.deployed) and the nodes CycleCloud's
+    actor created in it; a node in the compute subnet with the instance metadata service for the identities it
+    carries."""
+
+    arm: ArmStandIn
+    preset: str
+    zone: Zone
+    imds: Imds
+    origin: Origin
+
+    def identity(self, role: str) -> str:
+        return str(
+            next(
+                r["id"] for r in self.arm.world.resources.values()
+                if r["type"] == "Microsoft.ManagedIdentity/userAssignedIdentities"
+                and r["name"] == self.zone.identity_name(role)
+            )
+        )  # fmt: skip
+
+    def carrier(self, identity: str) -> dict[str, Any]:
+        """A node CycleCloud created (VM or scale set) that carries the identity."""
+        return next(
+            r for r in self.arm.world.resources.values()
+            if r["type"] in ("Microsoft.Compute/virtualMachines", "Microsoft.Compute/virtualMachineScaleSets")
+            and any(k.lower() == identity.lower() for k in (r.get("identity") or {}).get("userAssignedIdentities", {}))
+        )  # fmt: skip
+
+    def node_token(self, role: str, audience: str) -> str:
+        """The token a node's metadata service hands its scripts for the identity (a node that carries it)."""
+        identity = self.identity(role)
+        node = self.carrier(identity)
+        query = urllib.parse.urlencode({"api-version": "2018-02-01", "resource": audience, "mi_res_id": identity})
+        url = f"{self.imds.route(node, self.imds.url)}/metadata/identity/oauth2/token?{query}"
+        with urllib.request.urlopen(urllib.request.Request(url, headers={"Metadata": "true"}), timeout=30) as answer:
+            return str(json.loads(answer.read())["access_token"])
+
+    def grants(self, *of: Kind) -> list[tuple[str, dict[str, Any], Kind]]:
+        """The world's role assignments of these kinds, as deploy made them: (key, resource, kind)."""
+        out = []
+        for key, r in list(self.arm.world.resources.items()):
+            if r["type"] == "Microsoft.Authorization/roleAssignments":
+                kind = kind_of(self.preset, r)
+                if kind in of:
+                    out.append((key, r, kind))
+        return out
+
+    def without(self, key: str, step: Callable[[], T]) -> tuple[T, T]:
+        """The step with the assignment removed, then with it back."""
+        grant = self.arm.world.resources.pop(key)
+        try:
+            refused = step()
+        finally:
+            self.arm.world.resources[key] = grant
+        return refused, step()
+
+
+def scope_of(grant: dict[str, Any]) -> str:
+    props = grant["properties"]
+    return str(props.get("scope") or str(grant["id"]).split("/providers/Microsoft.Authorization/")[0])
+
+
+def _put_blob(url: str, token: str) -> tuple[int, str]:
+    """Put Blob with a bearer token, as a node's script or a user's tool sends it (learn.microsoft.com/rest/api/
+    storageservices/put-blob): (status, x-ms-error-code)."""
+    headers = {"Authorization": "Bearer " + token, "x-ms-version": "2021-08-06", "x-ms-blob-type": "BlockBlob"}
+    request = urllib.request.Request(url, data=b"step", headers=headers, method="PUT")
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, ""
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.headers.get("x-ms-error-code") or ""
+
+
+def _arm_client(world: World, token: str) -> Any:
+    from hpclz.azure.clients import AzureClients, StaticTokenCredential
+
+    return AzureClients(world.arm.subscription_id, credential=StaticTokenCredential(token))
+
+
+def _code(call: Callable[[], object], ok: str) -> str:
+    """`ok` when the call goes through, else the service's error code (ARM's, or Key Vault's inner one)."""
+    from azure.core.exceptions import HttpResponseError
+
+    try:
+        call()
+    except HttpResponseError as exc:
+        inner = getattr(exc.error, "innererror", None) or {}
+        return str(
+            inner.get("code")
+            if isinstance(inner, dict) and inner.get("code")
+            else (exc.error.code if exc.error else exc.status_code)
+        )
+    return ok
+
+
+def blob_container_writes(world: World) -> list[Outcome]:
+    """Each Storage Blob Data Contributor scoped to one container: its writer's Put Blob into that container from the
+    compute subnet (the compute identity with its node's token; a member of the users or admins group with their
+    own). Refused: Blob storage's 403 AuthorizationPermissionMismatch."""
+    _, user = world.arm.proving.principal("a user", groups=tuple(world.zone.config.identity.groups.users))
+    _, admin = world.arm.proving.principal("an admin", groups=tuple(world.zone.config.identity.groups.admins))
+    writers = {
+        Kind("Storage Blob Data Contributor", COMPUTE, BLOB_CONTAINER): world.node_token("compute", STORAGE_AUDIENCE),
+        Kind("Storage Blob Data Contributor", "identity.groups.users", BLOB_CONTAINER): user,
+        Kind("Storage Blob Data Contributor", "identity.groups.admins", BLOB_CONTAINER): admin,
+    }
+    azurite = shared_azurite()
+    service = BlobServiceClient.from_connection_string(azurite.connection_string)
+    fronts: dict[str, BlobFront] = {}
+    out: list[Outcome] = []
+    try:
+        for key, grant, kind in world.grants(*writers):
+            account, _, container = scope_of(grant).partition("/blobServices/default/containers/")
+            if account.lower() not in fronts:
+                fronts[account.lower()] = BlobFront(world.arm, account, azurite.account_url, world.origin).start()
+            if not service.get_container_client(container).exists():
+                service.create_container(container)
+            url = f"{fronts[account.lower()].account_url}/{container}/role-removal-{uuid.uuid4()}.bin"
+
+            def step(url: str = url, token: str = writers[kind]) -> tuple[int, str]:
+                return _put_blob(url, token)
+
+            out.append((kind, container, *world.without(key, step)))
+    finally:
+        for front in fronts.values():
+            front.stop()
+    return out
+
+
+def boot_reads(world: World) -> list[Outcome]:
+    """Each Reader scoped to one resource for a node identity: the read a node makes of it at boot with that identity's
+    metadata-service token (hpclz-arm-get, templates/cloud-init/arm_get.py: a GET of the resource) through the real
+    azure-mgmt-resource client. Refused: ARM's AuthorizationFailed."""
+    from hpclz.render.arm import API_VERSIONS
+
+    tokens = {
+        COMPUTE: world.node_token("compute", ARM_AUDIENCE),
+        LOCKER: world.node_token(LOCKER_IDENTITY, ARM_AUDIENCE),
+    }
+    out: list[Outcome] = []
+    for key, grant, kind in world.grants(*(Kind("Reader", who, t) for who in tokens for t in READ_SCOPES)):
+        resources = _arm_client(world, tokens[kind.principal]).resources.resources
+        scope = scope_of(grant)
+
+        def step(scope: str = scope, resources: Any = resources, api: str = API_VERSIONS[kind.scope]) -> str:
+            return _code(lambda: resources.get_by_id(scope, api_version=api), "read")
+
+        out.append((kind, scope.split("/providers/", 1)[1], *world.without(key, step)))
+    return out
+
+
+def group_lists(world: World) -> list[Outcome]:
+    """Each Reader of the readers group on a resource group: a member lists that group's resources (az resource list
+    -g, through the real azure-mgmt-resource client). Refused: ARM's AuthorizationFailed."""
+    _, reader = world.arm.proving.principal("a reader", groups=tuple(world.zone.config.identity.groups.readers))
+    resources = _arm_client(world, reader).resources.resources
+    out: list[Outcome] = []
+    for key, grant, kind in world.grants(*(k for k in REMOVALS if k.principal == READERS)):
+        group = scope_of(grant).rsplit("/", 1)[-1]
+
+        def step(group: str = group) -> str:
+            return _code(lambda: list(resources.list_by_resource_group(group)), "listed")
+
+        out.append((kind, group, *world.without(key, step)))
+    return out
+
+
+def secret_reads(world: World) -> list[Outcome]:
+    """Each Key Vault Secrets User of the compute identity on one secret: a node reads that secret with its identity's
+    token through the real azure-keyvault-secrets client, from the compute subnet. Refused: Key Vault's 403
+    Forbidden, inner code ForbiddenByRbac."""
+    from azure.keyvault.secrets import SecretClient
+
+    from hpclz.azure.clients import StaticTokenCredential
+
+    token = world.node_token("compute", "https://vault.azure.net")
+    out: list[Outcome] = []
+    for key, grant, kind in world.grants(Kind("Key Vault Secrets User", COMPUTE, "Microsoft.KeyVault/vaults/secrets")):
+        vault, _, name = scope_of(grant).partition("/secrets/")
+        front = VaultFront(world.arm, vault, world.origin).start()
+        front.secrets[name] = [("1", "a value")]  # seeded: the read, not the value, is what this step proves
+        try:
+            client = SecretClient(
+                front.vault_url, StaticTokenCredential(token), verify_challenge_resource=False,
+                connection_verify=str(world.arm.cert),
+            )  # fmt: skip
+
+            def step(name: str = name, client: Any = client) -> str:
+                return _code(lambda: client.get_secret(name), "read")
+
+            out.append((kind, name, *world.without(key, step)))
+        finally:
+            front.stop()
+    return out
+
+
+def admin_run_commands(world: World) -> list[Outcome]:
+    """Contributor of the admins group on the compute group: a member runs a managed run command on a cluster VM, the
+    way `hpclz verify --via run-command` does (hpclz.azure.run_command.run_inline, through the real
+    azure-mgmt-compute client; Microsoft.Compute/virtualMachines/runCommands/write, which Contributor's "*" holds).
+    Refused: ARM's AuthorizationFailed, as hpclz's one-line error."""
+    from hpclz.azure.run_command import run_inline
+    from hpclz.errors import HpclzError
+
+    _, admin = world.arm.proving.principal("an admin", groups=tuple(world.zone.config.identity.groups.admins))
+    clients = _arm_client(world, admin)
+    group = world.zone.rg["compute"].lower()
+    vm = next(
+        str(r["id"]) for r in world.arm.world.resources.values()
+        if r["type"] == "Microsoft.Compute/virtualMachines" and f"/resourcegroups/{group}/" in str(r["id"]).lower()
+    )  # fmt: skip
+
+    def step() -> str:
+        try:
+            done = run_inline(clients, vm, "hpclz-role-removal", "echo ran", timeout_s=60, progress=lambda _: None)
+        except HpclzError as exc:
+            return "AuthorizationFailed" if "AuthorizationFailed" in str(exc) else str(exc)
+        return "ran" if done.exit_code == 0 and done.stdout.strip() == "ran" else f"{done.state}: {done.stderr}"
+
+    kind = Kind("Contributor", "identity.groups.admins", "resource group (compute)")
+    return [(kind, group, *world.without(key, step)) for key, _, kind in world.grants(kind)]
+
+
+REMOTE_WRITE_SCOPES = (
+    "Microsoft.Insights/dataCollectionRules",
+    "Microsoft.Insights/dataCollectionEndpoints",
+    "Microsoft.ManagedIdentity/userAssignedIdentities",
+)
+HELPER = REPO / "templates" / "cloud-init" / "prometheus_url.py"
+
+
+def remote_write_lookups(world: World) -> list[Outcome]:
+    """Each Reader of a node identity on itself, the data collection rule or its endpoint: the node's own helper
+    (templates/cloud-init/prometheus_url.py, its lookup: three ARM reads with the identity's token from the node's
+    metadata service) builds Prometheus's remote-write URL and client ID, or is refused with ARM's
+    AuthorizationFailed on the read the removal took away. The helper runs as it is, pointed at the stand-in through
+    its HPCLZ_IMDS and HPCLZ_ARM; its retry loop (main) is left out, which waits minutes between attempts."""
+    sub = f"/subscriptions/{world.arm.subscription_id}/"
+    if not world.grants(Kind("Reader", COMPUTE, "Microsoft.Insights/dataCollectionRules")):
+        return []  # no managed Prometheus in this preset
+    # The rule and endpoint the identities' Readers name (the Prometheus ones: the zone has other rules).
+    rule, endpoint = (
+        next(scope_of(g) for _, g, _ in world.grants(Kind("Reader", COMPUTE, t)))
+        for t in ("Microsoft.Insights/dataCollectionRules", "Microsoft.Insights/dataCollectionEndpoints")
+    )
+    immutable = world.arm.world.resources[rule.lower()]["properties"]["immutableId"]
+    ingest = world.arm.world.resources[endpoint.lower()]["properties"]["metricsIngestion"]["endpoint"]
+    helpers: dict[str, tuple[Any, str, str]] = {}
+    for path, role in ((COMPUTE, "compute"), (LOCKER, LOCKER_IDENTITY)):
+        identity = world.identity(role)
+        node = world.carrier(identity)
+        env = {"HPCLZ_IMDS": world.imds.route(node, world.imds.url) + "/metadata", "HPCLZ_ARM": world.arm.url}
+        with mock.patch.dict(os.environ, env):
+            spec = importlib.util.spec_from_file_location(f"prometheus_url_{role}", HELPER)
+            assert spec is not None and spec.loader is not None
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+        client_id = world.arm.world.resources[identity.lower()]["properties"]["clientId"]
+        helpers[path] = (module, identity.removeprefix(sub), client_id)
+    out: list[Outcome] = []
+    for key, grant, kind in world.grants(*(Kind("Reader", who, t) for who in helpers for t in REMOTE_WRITE_SCOPES)):
+        module, identity, client_id = helpers[kind.principal]
+        expected_url = ingest.rstrip("/") + module.WRITE_PATH.format(immutable)
+
+        def step(
+            module: Any = module, identity: str = identity, client_id: str = client_id, expected_url: str = expected_url
+        ) -> str:
+            with mock.patch.dict(os.environ, {"SSL_CERT_FILE": str(world.arm.cert)}):
+                try:
+                    url, got = module.lookup(identity, rule.removeprefix(sub), endpoint.removeprefix(sub))
+                except urllib.error.HTTPError as exc:
+                    return str(json.loads(exc.read() or b"{}").get("error", {}).get("code", exc.code))
+            return "built" if (url, got) == (expected_url, client_id) else f"{url} {got}"
+
+        out.append((kind, scope_of(grant).split("/providers/", 1)[1], *world.without(key, step)))
+    return out
+
+
+# Each scenario and what its step answers without the assignment, then with it.
+SCENARIOS: dict[str, tuple[Callable[[World], list[Outcome]], object, object]] = {
+    "blob_container_writes": (blob_container_writes, (403, "AuthorizationPermissionMismatch"), (201, "")),
+    "boot_reads": (boot_reads, "AuthorizationFailed", "read"),
+    "group_lists": (group_lists, "AuthorizationFailed", "listed"),
+    "secret_reads": (secret_reads, "ForbiddenByRbac", "read"),
+    "admin_run_commands": (admin_run_commands, "AuthorizationFailed", "ran"),
+    "remote_write_lookups": (remote_write_lookups, "AuthorizationFailed", "built"),
+}
+# The presets deployed for them: between them they render every kind the scenarios prove.
+WORLDS = ("energy", "finance", "manufacturing")
+
+
+def test_each_scenario_kind_is_rendered_by_a_preset_it_runs_on() -> None:
+    found = kinds()
+    for kind, removal in REMOVALS.items():
+        if removal.proved_by.startswith(HERE):
+            assert found[kind] & set(WORLDS), f"{kind}: rendered only by {sorted(found[kind])}, not deployed here"
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(400)
+@pytest.mark.parametrize("preset", WORLDS)
+def test_each_removal_refuses_the_step_that_needs_it(
+    arm: ArmStandIn, tmp_path: Path, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch, preset: str
+) -> None:
+    """The preset deployed once and CycleCloud's nodes created; then, for each kind REMOVALS proves here, every
+    assignment of that kind the deploy made is removed in turn: its step is refused with the service's own error code,
+    and goes through once the assignment is back. An assignment whose removal breaks nothing fails here by name."""
+    config = deployed(arm, tmp_path, run_cli, preset, monkeypatch)
+    actor = CycleCloud(arm.world, arm.proving.authorization, arm.proving.policy_log)
+    assert refused(actor.start(as_identity=scheduler_identity(arm))) == []
+    _, compute_subnet = ids(arm, config)
+    imds = Imds(arm).start()
+    world = World(arm, preset, Zone(load_config(config).config), imds, Origin(compute_subnet, "203.0.113.50", "node"))
+    try:
+        for name, (scenario, without, with_it) in SCENARIOS.items():
+            mine = {k for k, r in REMOVALS.items() if r.proved_by == f"{HERE}{name}"}
+            outcomes = scenario(world)
+            unneeded = [f"{k} ({label}): {a!r}" for k, label, a, _ in outcomes if a != without]
+            assert unneeded == [], f"{name}: removal refused nothing: {unneeded}"
+            failing = [f"{k} ({label}): {b!r}" for k, label, _, b in outcomes if b != with_it]
+            assert failing == [], f"{name}: the step fails even with the assignment: {failing}"
+            # Every assignment of these kinds the preset renders was removed once (none left unexamined).
+            assert sorted(str(k) for k, *_ in outcomes) == sorted(str(k) for k, _ in rendered(preset) if k in mine)
+    finally:
+        imds.stop()
+
+
+# ----- the table in docs/azure-rules.md -----
+DOCS = REPO / "docs" / "azure-rules.md"
+DOCS_START = "<!-- role-removals: start (tests/deploy/test_role_removals.py writes it: docs_table) -->"
+DOCS_END = "<!-- role-removals: end -->"
+
+
+def docs_table() -> str:
+    """Every rendered kind, who holds it where, the step that needs it and what proves it (or that nothing does)."""
+    lines = ["| Role | Holder | Scope | Step that needs it | Removal shown by |", "|---|---|---|---|---|"]
+    rows = [(k, r.step, f"`{r.proved_by.replace('tests.deploy.', 'tests/deploy/').replace('::', '.py::', 1)}`")
+            for k, r in REMOVALS.items()]  # fmt: skip
+    rows += [(k, step, "**open finding: no scenario yet**") for k, step in NO_SCENARIO_YET.items()]
+    for kind, step, proof in sorted(rows, key=lambda row: (row[0].principal, row[0].role, row[0].scope)):
+        lines.append(f"| {kind.role} | `{kind.principal}` | {kind.scope} | {step} | {proof} |")
+    return "\n".join([DOCS_START, *lines, DOCS_END])
+
+
+def test_the_docs_table_is_the_tables_here() -> None:
+    text = DOCS.read_text()
+    assert DOCS_START in text and DOCS_END in text
+    shown = text[text.index(DOCS_START) : text.index(DOCS_END) + len(DOCS_END)]
+    assert shown == docs_table(), "docs/azure-rules.md's role table is stale: paste docs_table() in its place"
