@@ -285,7 +285,7 @@ def test_the_portal_and_cluster_files_are_the_yaml_open_ondemand_reads() -> None
     assert portal["auth"] == ["AuthType openid-connect", "Require valid-user"]
     assert portal["oidc_uri"] == "/oidc" and portal["port"] == 443
     # OOD maps the claim to the Linux user with this regex's first group (ood-portal-yml.html, user_map_match).
-    # The domain is the config's (portal.oidc.user_domain), never a placeholder (HPCLZ-PRT-006).
+    # The domain is the config's (portal.oidc.user_domain), never a placeholder (HPCLZ-PRT-008).
     matched = re.match(portal["user_map_match"], "alice@contosoai.onmicrosoft.com")
     assert matched is not None and matched.group(1) == "alice"
     assert re.match(portal["user_map_match"], "alice@contosoai.onmicrosoft.community") is None

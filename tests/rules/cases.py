@@ -423,7 +423,7 @@ CASES: dict[str, list[Case]] = {
     "HPCLZ-PRT-001": [Case("ai-training", _set("storage.shared", {"mode": "disabled"}))],
     "HPCLZ-PRT-002": [Case("ai-training", _set("portal.oidc", DELETE))],
     "HPCLZ-PRT-007": [Case("energy", _set("identity.cyclecloud_entra.tenant_id", OTHER))],
-    "HPCLZ-PRT-006": [
+    "HPCLZ-PRT-008": [
         Case("energy", _set("portal.oidc.user_domain", DELETE)),
         Case("energy", _set("portal.oidc.user_domain", "example.com")),
         Case("ai-training", _set("portal.oidc.user_domain", "corp.example.org")),

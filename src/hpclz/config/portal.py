@@ -46,7 +46,7 @@ class PortalOidc(StrictModel):
         json_schema_extra=policy("replace"),
     )
     # A DNS name of two labels or more (a verified domain of the tenant, or its <name>.onmicrosoft.com one); reserved and
-    # placeholder names are refused by HPCLZ-PRT-006, which also refuses an unset domain on an enabled portal.
+    # placeholder names are refused by HPCLZ-PRT-008, which also refuses an unset domain on an enabled portal.
     user_domain: str | None = Field(
         default=None,
         pattern=r"^(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z][A-Za-z0-9-]{0,61}[A-Za-z0-9]$",
@@ -54,7 +54,7 @@ class PortalOidc(StrictModel):
         examples=["contoso.com"],
         description=(
             "The UPN suffix users sign in with: Open OnDemand maps user@<user_domain> to the Linux user `user` "
-            "(user_map_match). Required with an enabled portal (HPCLZ-PRT-006)."
+            "(user_map_match). Required with an enabled portal (HPCLZ-PRT-008)."
         ),
         json_schema_extra=policy("replace"),
     )

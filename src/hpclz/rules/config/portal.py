@@ -145,7 +145,7 @@ class PortalSignInDomain(Rule[ConfigContext]):
     (templates/cloud-init/portal_users.py NAME); with a placeholder domain no real user's claim matches, and OOD
     refuses every sign-in."""
 
-    id = "HPCLZ-PRT-006"
+    id = "HPCLZ-PRT-008"
     severity = Severity.ERROR
     title = "Portal signs users in without the tenant's sign-in domain"
     fix = (
