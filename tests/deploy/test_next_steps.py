@@ -56,7 +56,8 @@ def test_no_entra_command_when_entra_login_is_off(tmp_path: Path) -> None:
     config.write_text(text.replace("identity:\n", "identity:\n  entra_login: false\n", 1), encoding="utf-8")
     loaded, doc = _server_only(str(config))
     assert loaded.config.identity.entra_login is False
-    assert not any("Entra ID" in step for step in next_steps(loaded, doc))
+    # The server takes no Entra ID sign-in; the nodes still do, through CycleCloud's app (identity.cyclecloud_entra).
+    assert not any("CycleCloud server shell with your Entra ID account" in step for step in next_steps(loaded, doc))
 
 
 def test_cyclecloud_entra_says_how_entra_users_reach_the_nodes() -> None:
@@ -66,6 +67,23 @@ def test_cyclecloud_entra_says_how_entra_users_reach_the_nodes() -> None:
     assert "Global.Node.User" in step and "https://10.60.1.4/home" in step and "SSH public key" in step
 
 
-def test_no_node_sign_in_step_without_cyclecloud_entra() -> None:
+def test_each_group_gets_the_app_roles_of_its_cluster_role_and_readers_none() -> None:
+    """The app roles CCWS's app defines (Azure/cyclecloud-slurm-workspace@bc0fc1b:bicep/entra/ccwEntraApp.bicep)."""
     loaded, doc = _server_only(str(REPO / "configs" / "finance.yaml"))
-    assert not any(s.startswith("Cluster nodes with your Entra ID account") for s in next_steps(loaded, doc))
+    groups = loaded.config.identity.groups
+    steps = [s for s in next_steps(loaded, doc) if s.startswith("In CycleCloud's app")]
+    (admins,) = [s for s in steps if groups.admins[0] in s]
+    (users,) = [s for s in steps if groups.users[0] in s]
+    assert "SuperUser and Global.Node.Admin: node access account with sudo" in admins
+    assert "User and Global.Node.User: node access account (" in users
+    assert groups.readers and not any(groups.readers[0] in s for s in steps)
+
+
+def test_no_node_sign_in_step_without_cyclecloud_entra(tmp_path: Path) -> None:
+    text = (REPO / "configs" / "finance.yaml").read_text(encoding="utf-8")
+    config = tmp_path / "finance.yaml"
+    config.write_text("".join(line for line in text.splitlines(keepends=True) if "cyclecloud_entra:" not in line))
+    loaded, doc = _server_only(str(config))
+    assert loaded.config.identity.cyclecloud_entra is None
+    steps = next_steps(loaded, doc)
+    assert not any(s.startswith(("Cluster nodes with your Entra ID account", "In CycleCloud's app")) for s in steps)

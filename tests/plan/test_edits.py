@@ -292,10 +292,17 @@ PARTITION_EDITS = [
 def test_partition_edits_change_only_userdata_and_are_never_blocked(case: str) -> None:
     changes = plan_for(TABLE[case])
     assert changes.blocked == []
-    (vm,) = changes.changed_resources
+    # The portal, where there is one, follows the partitions in its userData too (its proxy's host_regex), in place.
+    portal = [r for r in changes.changed_resources if "-ood-" in r.name]
+    (vm,) = [r for r in changes.changed_resources if r not in portal]
     # userData is shown as the cluster it carries (hpclz.plan.decode); nothing else on the VM changes.
     assert vm.changes and all(c.path.startswith("properties.userData:cluster.") for c in vm.changes)
     assert "re-imports the Slurm cluster" in vm.verdict.reason
+    if case in ("add a partition", "remove a partition"):  # energy has a portal; its host_regex names partitions
+        assert len(portal) == 1
+    for r in portal:
+        assert r.verdict.policy is Policy.IN_PLACE and "hpclz-portal-proxy" in r.verdict.reason
+        assert r.changes and all(c.path.startswith("properties.userData") for c in r.changes)
 
 
 def test_a_changed_cyclecloud_version_replaces_the_server_and_is_blocked_off_the_table() -> None:

@@ -165,7 +165,7 @@ def test_sign_in_without_a_secret_is_the_id_token_flow_ccws_uses() -> None:
     assert 'oidc_client_id: "3c1f9a52-7d4e-4b8a-9e21-5f6d0c8b2a17"' in script
     assert "OIDCResponseType: id_token" in script
     assert "AuthType openid-connect" in script
-    assert 'user_map_match: "^([^@]+)@example\\\\.com$"' in script
+    assert 'user_map_match: "^([^@]+)@contosoai\\\\.onmicrosoft\\\\.com$"' in script
     assert "oidc_client_secret" not in script and "hpclz-portal-secret" not in script
     assert not _of(_portal(preset_plan("ai-training")), "Microsoft.Resources/deployments")
 
@@ -302,9 +302,11 @@ def test_the_portal_and_cluster_files_are_the_yaml_open_ondemand_reads() -> None
     assert portal["auth"] == ["AuthType openid-connect", "Require valid-user"]
     assert portal["oidc_uri"] == "/oidc" and portal["port"] == 443
     # OOD maps the claim to the Linux user with this regex's first group (ood-portal-yml.html, user_map_match).
-    matched = re.match(portal["user_map_match"], "alice@example.com")
+    # The domain is the config's (portal.oidc.user_domain), never a placeholder (HPCLZ-PRT-008).
+    matched = re.match(portal["user_map_match"], "alice@contosoai.onmicrosoft.com")
     assert matched is not None and matched.group(1) == "alice"
-    assert re.match(portal["user_map_match"], "alice@example.community") is None
+    assert re.match(portal["user_map_match"], "alice@contosoai.onmicrosoft.community") is None
+    assert re.match(portal["user_map_match"], "alice@contosoaixonmicrosoft.com") is None
     assert portal["oidc_settings"]["OIDCResponseType"] == "id_token"
     cluster = YAML(typ="safe").load(_heredoc(script, "/etc/ood/config/clusters.d/aitrain-prod.yml"))
     assert cluster["v2"]["job"] == {"adapter": "slurm", "bin": "/usr/bin", "conf": "/etc/slurm/slurm.conf"}
@@ -504,3 +506,69 @@ def test_slurm_reaches_srun_on_the_portal_on_the_pinned_range_only(preset: str) 
     assert "printf 'Include %s\\nSrunPortRange=%s\\n' \"$cfg/slurm.conf\" 60001-63000 >" in join
     compute = next(d for d in plan.deployments if "cyclecloud/slurm-params.json" in d.artifacts)
     assert "SrunPortRange" not in json.loads(compute.artifacts["cyclecloud/slurm-params.json"])["HpclzSlurmConfig"]
+
+
+def _execute_arrays(cluster: str) -> dict[str, int]:
+    """The rendered cluster template's execute nodearrays (one per partition) and their MaxCount."""
+    parts = re.split(r"^    \[\[nodearray ([^\]]+)\]\]$", cluster, flags=re.M)
+    arrays = dict(zip(parts[1::2], parts[2::2], strict=True))
+    return {
+        name: int(re.search(r"^    MaxCount = (\d+)$", text, flags=re.M).group(1))  # type: ignore[union-attr]
+        for name, text in arrays.items()
+        if "slurm.role = execute" in text
+    }
+
+
+@pytest.mark.parametrize("preset", ["ai-training", "energy"])
+def test_host_regex_lets_the_proxy_reach_every_partitions_nodes_and_nothing_else(preset: str) -> None:
+    from ruamel.yaml import YAML
+
+    plan = preset_plan(preset)
+    script = _script(_portal(plan))
+    # The settings travel in the portal VM's userData, which hpclz-portal-proxy writes into ood_portal.yml.
+    (vm,) = _of(_portal(plan), "Microsoft.Compute/virtualMachines")
+    portal = json.loads(base64.b64decode(vm["properties"]["userData"]))
+    assert portal["kind"] == "hpclz-portal-proxy"
+    assert (portal["node_uri"], portal["rnode_uri"]) == ("/node", "/rnode")
+    regex = portal["host_regex"]
+    (compute,) = [d for d in plan.deployments if d.component == "compute"]
+    cluster = compute.artifacts["cyclecloud/slurm-cluster.txt"]
+    # cyclecloud-slurm names a node <slurm.node_prefix><nodearray>-<i>, i = 1..MaxCount (Azure/cyclecloud-slurm@50e6739
+    # azure-slurm/slurmcc/partition.py l.193-209); the rendered template sets no prefix, so the names below are the
+    # host names (slurm.use_nodename_as_hostname) of every node every partition can have. Only the login nodearray
+    # carries a prefix (the portal's shell opens <cluster>-login-1).
+    parts = re.split(r"^    \[\[nodearray ([^\]]+)\]\]$", cluster, flags=re.M)
+    prefixed = {name for name, text in zip(parts[1::2], parts[2::2], strict=True) if "slurm.node_prefix" in text}
+    assert prefixed == {"login"}, prefixed
+    arrays = _execute_arrays(cluster)
+    assert len(arrays) >= 2
+    for array, max_count in arrays.items():
+        for i in range(1, max_count + 1):
+            # OOD puts host_regex between `/node/` and `/<port>` in an Apache LocationMatch (ood-portal.conf.erb l.236):
+            # the whole host segment must match.
+            assert re.fullmatch(regex, f"{array}-{i}"), f"{array}-{i}"
+        assert not re.fullmatch(regex, f"{array}-0")
+        assert not re.fullmatch(regex, f"{array}-{10 ** len(str(max(arrays.values())))}")
+        assert not re.fullmatch(regex, f"{array}-1.attacker.example")
+        assert not re.fullmatch(regex, f"{array}1-1")
+    for other in ("login-1", "scheduler", "localhost", "169.254.169.254", "10.40.0.4", "login.microsoftonline.com"):
+        assert not re.fullmatch(regex, other), other
+    # The way Apache applies it: OOD's LocationMatch for node_uri, `^<node_uri>/(?<host><host_regex>)/(?<port>\d+)`
+    # (ood-portal.conf.erb l.236; Python spells a named group (?P<...>)), for a few request paths.
+    location = re.compile(rf"^{portal['node_uri']}/(?P<host>{regex})/(?P<port>\d+)")
+    first = next(iter(arrays))
+    assert location.match(f"/node/{first}-1/8888/lab").group("host") == f"{first}-1"  # type: ignore[union-attr]
+    for path in (f"/node/{first}-1.attacker.example/8888", "/node/login-1/22", "/node/10.40.0.4/80", "/node/x/1"):
+        assert location.match(path) is None, path
+    # The session publishes the node's short host name, the form host_regex matches.
+    cluster_file = YAML(typ="safe").load(_heredoc(script, f"/etc/ood/config/clusters.d/{_cluster_name(script)}.yml"))
+    assert cluster_file["v2"]["batch_connect"] == {
+        "basic": {"set_host": "host=$(hostname -s)"},
+        "vnc": {"set_host": "host=$(hostname -s)"},
+    }
+
+
+def _cluster_name(script: str) -> str:
+    match = re.search(r"cat > /etc/ood/config/clusters\.d/([^ ]+)\.yml <<", script)
+    assert match is not None
+    return match.group(1)

@@ -340,7 +340,12 @@ CASES: dict[str, list[Case]] = {
         ),
     ],
     # energy names CycleCloud's Entra ID app; without it its groups reach no cluster node.
-    "HPCLZ-IDN-009": [Case("energy", _set("identity.cyclecloud_entra", DELETE))],
+    # Groups named, no CycleCloud Entra ID app: no member gets a node account, whether or not they reach the server.
+    "HPCLZ-IDN-009": [
+        Case("energy", _set("identity.cyclecloud_entra", DELETE)),
+        Case("ai-training", _all(_set("identity.cyclecloud_entra", DELETE), _set("identity.entra_login", False))),
+        Case("manufacturing", _all(_set("identity.cyclecloud_entra", DELETE), _set("identity.groups.admins", []))),
+    ],
     "HPCLZ-IDN-010": [Case("energy", _set("identity.key_vault.secrets.slurmdb-password", "plain-Text-Pa55word"))],
     "HPCLZ-IDN-007": [
         Case("finance", _set("identity.key_vault.secrets.Pricing-Library-Licence", "${env:OTHER}")),
@@ -427,6 +432,13 @@ CASES: dict[str, list[Case]] = {
     "HPCLZ-SEC-002": [Case("finance", _set("defender.plans", ["StorageAccounts", "KeyVaults"]))],
     "HPCLZ-PRT-001": [Case("ai-training", _set("storage.shared", {"mode": "disabled"}))],
     "HPCLZ-PRT-002": [Case("ai-training", _set("portal.oidc", DELETE))],
+    "HPCLZ-PRT-007": [Case("energy", _set("identity.cyclecloud_entra.tenant_id", OTHER))],
+    "HPCLZ-PRT-008": [
+        Case("energy", _set("portal.oidc.user_domain", DELETE)),
+        Case("energy", _set("portal.oidc.user_domain", "example.com")),
+        Case("ai-training", _set("portal.oidc.user_domain", "corp.example.org")),
+        Case("ai-training", _set("portal.oidc.user_domain", "contoso.local")),
+    ],
     # 0.0.0.0/0 is the whole Internet; 8.8.8.0/24 holds Google's public DNS (developers.google.com/speed/public-dns,
     # 8.8.8.8); 203.0.113.0/24
     # is RFC 5737's documentation range, which Python's ipaddress calls private but no private network uses.

@@ -31,10 +31,6 @@ DELIBERATE = {
     ("ai-training", "HPCLZ-CMP-047"),
     ("energy", "HPCLZ-CMP-047"),
     ("finance", "HPCLZ-CMP-047"),
-    # CycleCloud's Entra ID app registration is the user's own; only energy shows one (HPCLZ-IDN-009).
-    ("ai-training", "HPCLZ-IDN-009"),
-    ("finance", "HPCLZ-IDN-009"),
-    ("manufacturing", "HPCLZ-IDN-009"),
     # finance's only egress is the hub firewall: the hub team needs the list of what the zone fetches.
     ("finance", "HPCLZ-NET-014"),
 }

@@ -45,12 +45,17 @@ class PortalOidc(StrictModel):
         "learn.microsoft.com/entra/identity-platform/id-token-claims-reference).",
         json_schema_extra=policy("replace"),
     )
+    # A DNS name of two labels or more (a verified domain of the tenant, or its <name>.onmicrosoft.com one); reserved and
+    # placeholder names are refused by HPCLZ-PRT-008, which also refuses an unset domain on an enabled portal.
     user_domain: str | None = Field(
         default=None,
-        pattern=r"^[A-Za-z0-9][A-Za-z0-9.-]*$",
+        pattern=r"^(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z][A-Za-z0-9-]{0,61}[A-Za-z0-9]$",
         max_length=253,
         examples=["contoso.com"],
-        description="Map user@<user_domain> to the Linux user `user`; empty: the whole claim is the user name.",
+        description=(
+            "The UPN suffix users sign in with: Open OnDemand maps user@<user_domain> to the Linux user `user` "
+            "(user_map_match). Required with an enabled portal (HPCLZ-PRT-008)."
+        ),
         json_schema_extra=policy("replace"),
     )
 

@@ -75,12 +75,23 @@ def _cyclecloud_entra(loaded: LoadedConfig, server: str) -> list[str]:
     of their CycleCloud profile, on every node (learn.microsoft.com/azure/cyclecloud/how-to/user-access); with
     Entra ID sign-in, node access is the app's Global.Node.User or Global.Node.Admin role (the roles
     Azure/cyclecloud-slurm-workspace@bc0fc1b:bicep/entra/ccwEntraApp.bicep defines; docs/entra-login.md)."""
-    if loaded.config.identity.cyclecloud_entra is None:
+    from hpclz.render.entra import app_role_assignments
+    from hpclz.render.zone import Zone
+
+    entra = loaded.config.identity.cyclecloud_entra
+    if entra is None:
         return []
+    steps = [
+        f"In CycleCloud's app {entra.client_id}, give {a['path']} ({a['group']}) the app roles "
+        f"{' and '.join(a['app_roles'])}: node access {a['node_access']} (docs/entra-login.md)"
+        for a in app_role_assignments(Zone(loaded.config))
+        if a["app_roles"]
+    ]
     return [
+        *steps,
         f"Cluster nodes with your Entra ID account: hold the CycleCloud app's Global.Node.User role, sign in at "
         f"https://{server}/home and add your SSH public key to your CycleCloud profile, then ssh to a login node "
-        "as your CycleCloud user name from a machine that reaches the VNet (docs/entra-login.md)"
+        "as your CycleCloud user name from a machine that reaches the VNet (docs/entra-login.md)",
     ]
 
 

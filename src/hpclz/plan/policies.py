@@ -317,14 +317,39 @@ _PORTAL_CUSTOM_DATA = _v(
 )
 
 
-def _custom_data_verdict(body: Any) -> Verdict:
+_USER_DATA = _v(
+    Policy.IN_PLACE,
+    "userData updates in place without a restart; on the CycleCloud server hpclz-cluster-sync re-imports "
+    "the Slurm cluster from it within minutes (partitions whose size or image change still need draining)",
+    "after the re-import, run `azslurm scale` on the Slurm scheduler so slurm.conf lists the new partitions",
+    f"{DOCS}/virtual-machines/user-data",
+)
+# The portal's userData carries only its interactive-app proxy settings (hpclz.render.portal.proxy_user_data).
+_PORTAL_USER_DATA = _v(
+    Policy.IN_PLACE,
+    "userData updates in place without a restart; on the portal hpclz-portal-proxy writes the new proxy settings "
+    "(which partitions' nodes interactive apps reach) into ood_portal.yml within 5 minutes and restarts Apache",
+    "none: open interactive-app sessions on removed partitions end with their jobs",
+    f"{DOCS}/virtual-machines/user-data",
+)
+
+
+def _on_portal(body: Any) -> bool:
     """The portal by its computer name (`<zone>-ood`, hpclz.render.portal), which both the rendered body and
     what-if's after-body carry (the resource name is not in the former)."""
     from hpclz.render.portal import LABEL
 
     os_profile = ((body or {}).get("properties") or {}).get("osProfile") if isinstance(body, dict) else None
     name = os_profile.get("computerName") if isinstance(os_profile, dict) else None
-    return _PORTAL_CUSTOM_DATA if str(name).endswith(f"-{LABEL}") else _CUSTOM_DATA
+    return str(name).endswith(f"-{LABEL}")
+
+
+def _user_data_verdict(body: Any) -> Verdict:
+    return _PORTAL_USER_DATA if _on_portal(body) else _USER_DATA
+
+
+def _custom_data_verdict(body: Any) -> Verdict:
+    return _PORTAL_CUSTOM_DATA if _on_portal(body) else _CUSTOM_DATA
 
 
 RESOURCE_RULES: dict[str, list[PropertyRule]] = {
@@ -568,16 +593,7 @@ RESOURCE_RULES: dict[str, list[PropertyRule]] = {
             ),
         ),
         PropertyRule("properties.osProfile.customData", lambda _b, _a, body: _custom_data_verdict(body)),
-        PropertyRule(
-            "properties.userData",
-            _v(
-                Policy.IN_PLACE,
-                "userData updates in place without a restart; on the CycleCloud server hpclz-cluster-sync re-imports "
-                "the Slurm cluster from it within minutes (partitions whose size or image change still need draining)",
-                "after the re-import, run `azslurm scale` on the Slurm scheduler so slurm.conf lists the new partitions",
-                f"{DOCS}/virtual-machines/user-data",
-            ),
-        ),
+        PropertyRule("properties.userData", lambda _b, _a, body: _user_data_verdict(body)),
         PropertyRule(
             "properties.osProfile*",
             _v(

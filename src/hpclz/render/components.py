@@ -23,6 +23,7 @@ from hpclz.render.cloudinit import (
     user_data,
     user_data_document,
 )
+from hpclz.render.entra import app_roles_file
 from hpclz.render.monitoring import vm_agent
 from hpclz.render.nsg import security_rules
 from hpclz.render.roles import (
@@ -133,6 +134,9 @@ def compute(zone: Zone) -> dict[str, Any]:
     }
     artifacts = {f"cyclecloud/{name}": text for name, text in files.items()}
     artifacts["cloud-init/cyclecloud-server.yaml"] = cloud_config
+    roles = app_roles_file(zone)
+    if roles is not None:  # read by people and `hpclz deploy`'s next steps, never by a VM
+        artifacts["cyclecloud/entra-app-roles.json"] = roles
     artifacts["cloud-init/cyclecloud-userdata.json"] = document
     return {
         "server": server,

@@ -10,6 +10,8 @@ certificate, Entra ID through mod_auth_openidc) and what a cyclecloud-slurm logi
 
 from __future__ import annotations
 
+import base64
+import json
 import re
 from typing import Any
 
@@ -120,6 +122,56 @@ def _oidc(zone: Zone) -> PortalOidc:
             "portal.oidc: missing, but the portal needs it (see `hpclz validate`)", exit_code=ExitCode.CONFIG_INVALID
         )
     return oidc
+
+
+# How cyclecloud-slurm 4.0.9 names a partition's nodes: `<slurm.node_prefix><nodearray>-<i>` for i from 1 to the
+# array's MaxCount (Azure/cyclecloud-slurm@50e6739:azure-slurm/slurmcc/partition.py l.193-209,
+# _construct_static_node_list), and with slurm.use_nodename_as_hostname the node name is its host name
+# (azure-slurm-install/install.py l.104-105, l.1028). hpclz's cluster template names each nodearray after its
+# partition and sets no slurm.node_prefix (templates/cyclecloud/slurm-cluster.txt.j2; the stock template's
+# "Cluster Prefix" default is not taken), so the prefix is empty; tests/render/test_portal.py fails if the rendered
+# template sets one.
+NODE_PREFIX = ""
+# Open OnDemand's reverse proxy for interactive apps: `<node_uri>/<host>/<port>` and `<rnode_uri>/<host>/<port>`,
+# with `<host>` matched by host_regex inside an Apache LocationMatch (OSC/ondemand@6b54ef1, tag v4.1.4,
+# ood-portal-generator/templates/ood-portal.conf.erb l.236, l.272; ood_portal_example.yml l.245-264: both URIs are
+# off by default and host_regex defaults to '[^/]+', "this allows external hosts as well"). CCWS's portal sets
+# node_uri '/node' and rnode_uri '/rnode' (Azure/cyclecloud-open-ondemand@1b2e3e5:specs/default/cluster-init/files/
+# playbooks/vars-ood.yml l.16-18).
+NODE_URI = "/node"
+RNODE_URI = "/rnode"
+
+
+def node_names(zone: Zone) -> dict[str, list[str]]:
+    """Every host name a partition's nodes can have, by partition (what cyclecloud-slurm names them, above)."""
+    return {
+        p.name: [f"{NODE_PREFIX}{p.name}-{i}" for i in range(1, p.max_nodes + 1)]
+        for p in zone.config.compute.partitions
+    }
+
+
+def host_regex(zone: Zone) -> str:
+    """ood_portal.yml host_regex: the partitions' node names and nothing else (no login node, no scheduler, no
+    other host, no domain). The index is bounded by the digits of the largest max_nodes; the proxy reaches only
+    hosts that resolve in the VNet, and no node past an array's MaxCount exists."""
+    partitions = zone.config.compute.partitions
+    # Sorted: reordering compute.partitions changes nothing here.
+    names = "|".join(sorted(re.escape(f"{NODE_PREFIX}{p.name}") for p in partitions))
+    digits = len(str(max(p.max_nodes for p in partitions)))
+    return f"(?:{names})-[1-9][0-9]{{0,{digits - 1}}}"
+
+
+def proxy_user_data(zone: Zone) -> str:
+    """The portal VM's userData: the interactive-app proxy settings, which follow the partitions and so must change
+    in place (userData: learn.microsoft.com/azure/virtual-machines/user-data), where the boot script cannot;
+    hpclz-portal-proxy (templates/cloud-init/portal_proxy.py) applies them."""
+    document = {
+        "kind": "hpclz-portal-proxy",
+        "host_regex": host_regex(zone),
+        "node_uri": NODE_URI,
+        "rnode_uri": RNODE_URI,
+    }
+    return base64.b64encode(json.dumps(document, sort_keys=True).encode()).decode()
 
 
 def _user_map(oidc: PortalOidc) -> str | None:
@@ -260,6 +312,7 @@ def portal(zone: Zone) -> dict[str, Any]:
         "nsg": zone.names.name("network_security_group", LABEL),
         "image": {"publisher": publisher, "offer": offer, "sku": sku, "version": version},
         "custom_data": custom_data(script),
+        "user_data": proxy_user_data(zone),
         "accelerated": accelerated(zone, config.portal.vm_size),
         # Same as the CycleCloud server: the VM login roles need the Entra ID SSH extension and a system identity,
         # and identity.entra_login turns both off together.

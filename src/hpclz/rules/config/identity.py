@@ -232,27 +232,29 @@ class GroupsNeedCycleCloudEntra(Rule[ConfigContext]):
     """The cluster's nodes (scheduler, login nodes, partitions) are CycleCloud's: CycleCloud creates their scale
     sets, so hpclz's VM login roles and the Entra ID SSH extension reach only the CycleCloud server. CycleCloud's
     built-in user management puts a local account on every node for each CycleCloud user with node access
-    (learn.microsoft.com/azure/cyclecloud/how-to/user-access), and CycleCloud knows Entra ID users only when it
-    signs them in with Entra ID (learn.microsoft.com/azure/cyclecloud/how-to/user-authentication). Without
-    identity.cyclecloud_entra the groups' members can sign in to the server but get no account on any node."""
+    (learn.microsoft.com/azure/cyclecloud/how-to/user-access), and CycleCloud knows Entra ID users, with the node
+    roles the app gives them, only when it signs them in with Entra ID
+    (learn.microsoft.com/azure/cyclecloud/how-to/user-authentication; hpclz.render.entra). Without
+    identity.cyclecloud_entra no member of the admins or users groups gets an account on any node: the cluster the
+    config describes has no user but the VM agent's `cyclecloud` service account."""
 
     id = "HPCLZ-IDN-009"
-    severity = Severity.WARNING
+    severity = Severity.ERROR
     title = "Entra ID groups are set but CycleCloud does not sign users in with Entra ID"
     fix = (
         "Register CycleCloud's Entra ID app (docs/entra-login.md) and set identity.cyclecloud_entra "
-        "{client_id, tenant_id}; assign the groups its Global.Node.User role."
+        "{client_id, tenant_id}; give the groups the app roles `hpclz deploy` prints."
     )
 
     def check(self, ctx: ConfigContext) -> Iterable[Finding]:
         identity = ctx.config.identity
         groups = identity.groups.admins + identity.groups.users
-        if identity.entra_login and groups and identity.cyclecloud_entra is None:
+        if groups and identity.cyclecloud_entra is None:
             yield self.finding(
                 ctx,
                 ("identity", "groups"),
                 f"identity.groups names {len(groups)} admin/user group(s), but identity.cyclecloud_entra is unset: "
-                "their members reach the CycleCloud server with Entra ID, but none of the cluster's nodes",
+                "none of their members gets an account on any of the cluster's nodes",
             )
 
 

@@ -223,6 +223,85 @@ def _config_path(ctx: ConfigContext, rule_name: str) -> tuple[str | int, ...]:
     return ("portal", "enabled")
 
 
+# Names that are never a tenant's domain: RFC 2606 reserves example.com, example.net and example.org for documentation
+# (section 3) and the TLDs .example, .test, .invalid and .localhost (section 2); RFC 6761 section 6 keeps them
+# special-use. A .local suffix is multicast DNS's (RFC 6762 section 3): Entra ID verifies only "a valid Internet
+# domain", and synchronizes a .local UPN to the tenant's .onmicrosoft.com domain
+# (learn.microsoft.com/microsoft-365/enterprise/prepare-a-non-routable-domain-for-directory-synchronization).
+PLACEHOLDER_DOMAINS = frozenset({"example.com", "example.net", "example.org"})
+PLACEHOLDER_TLDS = frozenset({"example", "test", "invalid", "localhost", "local"})
+
+
+def placeholder_domain(domain: str) -> bool:
+    name = domain.lower().rstrip(".")
+    labels = name.split(".")
+    return (
+        len(labels) < 2
+        or labels[-1] in PLACEHOLDER_TLDS
+        or any(".".join(labels[i:]) in PLACEHOLDER_DOMAINS for i in range(len(labels)))
+    )
+
+
+class PortalSignInDomain(Rule[ConfigContext]):
+    """Open OnDemand runs a signed-in user's session as the Linux user that user_map_match's first group names, and
+    without it the whole claim is the user name (OSC/ondemand@6b54ef1, tag v4.1.4, ood-portal-generator/share/
+    ood_portal_example.yml l.142-147: "Lua regular expression used to map authenticated-user to system-user",
+    default '.*'). The claim is the user's UPN, `alice@<domain>` (portal.oidc.user_claim; Entra ID's upn claim:
+    learn.microsoft.com/entra/identity-platform/id-token-claims-reference), so hpclz maps `^([^@]+)@<user_domain>$`,
+    as CCWS's vars-entra.yml does with entra_map_match (Azure/cyclecloud-open-ondemand@1507b51). With no domain the
+    Linux user would be `alice@<domain>`, a name the portal's account mirror never creates
+    (templates/cloud-init/portal_users.py NAME); with a placeholder domain no real user's claim matches, and OOD
+    refuses every sign-in."""
+
+    id = "HPCLZ-PRT-008"
+    severity = Severity.ERROR
+    title = "Portal signs users in without the tenant's sign-in domain"
+    fix = (
+        "Set portal.oidc.user_domain to the UPN suffix your users sign in with (a verified domain of the tenant, or "
+        "its initial <name>.onmicrosoft.com: az rest --url https://graph.microsoft.com/v1.0/domains)."
+    )
+
+    def check(self, ctx: ConfigContext) -> Iterable[Finding]:
+        portal = ctx.config.portal
+        if not portal.enabled or portal.oidc is None:
+            return
+        domain = portal.oidc.user_domain
+        path = ("portal", "oidc", "user_domain")
+        if domain is None:
+            yield self.finding(ctx, path, "unset: Open OnDemand would look for a Linux user named like alice@<domain>")
+        elif placeholder_domain(domain):
+            yield self.finding(ctx, path, f"{domain} is a reserved or placeholder name, no tenant's sign-in domain")
+
+
+class PortalAndCycleCloudShareATenant(Rule[ConfigContext]):
+    """Open OnDemand "maps the user to a local user account managed by CycleCloud created with the same name as the
+    Microsoft Entra ID user" (learn.microsoft.com/azure/cyclecloud/how-to/ccws/open-ondemand-add-users), and CycleCloud
+    binds each user record to a tenant: "If the object ID or tenant ID don't match the ones in the access token,
+    CycleCloud treats it as an authentication error" (learn.microsoft.com/azure/cyclecloud/how-to/user-authentication).
+    A portal signing users in from another tenant than CycleCloud's app serves people CycleCloud gives no node account,
+    so every session they start fails."""
+
+    id = "HPCLZ-PRT-007"
+    severity = Severity.ERROR
+    title = "Portal signs users in from another tenant than CycleCloud's"
+    fix = (
+        "Register both apps in the tenant your users sign in to, and set the same tenant_id in portal.oidc and "
+        "identity.cyclecloud_entra."
+    )
+
+    def check(self, ctx: ConfigContext) -> Iterable[Finding]:
+        portal, entra = ctx.config.portal, ctx.config.identity.cyclecloud_entra
+        if not portal.enabled or portal.oidc is None or entra is None:
+            return
+        if portal.oidc.tenant_id.lower() != entra.tenant_id.lower():
+            yield self.finding(
+                ctx,
+                ("portal", "oidc", "tenant_id"),
+                f"{portal.oidc.tenant_id} is not identity.cyclecloud_entra.tenant_id {entra.tenant_id}: the portal's "
+                "users get no account on the cluster",
+            )
+
+
 PORTAL_RULES: tuple[type[Rule[ConfigContext]], ...] = (
     PortalNeedsSharedStorage,
     PortalNeedsSignIn,
@@ -230,4 +309,6 @@ PORTAL_RULES: tuple[type[Rule[ConfigContext]], ...] = (
     PortalUnreachable,
     PortalSecretInVault,
     PortalSlurmFlowsAllowed,
+    PortalSignInDomain,
+    PortalAndCycleCloudShareATenant,
 )

@@ -284,7 +284,7 @@ oidc_provider_metadata_url: "https://login.microsoftonline.com/0c6a3d1e-4b2f-4e8
 oidc_client_id: "3c1f9a52-7d4e-4b8a-9e21-5f6d0c8b2a17"
 oidc_remote_user_claim: "upn"
 oidc_scope: "openid profile"
-user_map_match: "^([^@]+)@example\\.com$"
+user_map_match: "^([^@]+)@contosoai\\.onmicrosoft\\.com$"
 logout_redirect: "/oidc?logout=https%3A%2F%2Flocalhost%3A9443"
 oidc_settings:
   OIDCPassIDTokenAs: serialized
@@ -295,6 +295,133 @@ oidc_settings:
 HPCLZ_EOF
 printf 'oidc_crypto_passphrase: "%s"\n' "$crypto" >> /etc/ood/config/ood_portal.yml
 umask 022
+
+# Interactive apps reach their job's node through the portal's reverse proxy, for the partitions' nodes only
+# (host_regex, node_uri, rnode_uri: hpclz.render.portal; OSC's ood_portal_example.yml: by default it proxies to any
+# host). They follow the partitions, which change after this VM exists, so they come from userData, which ARM updates
+# in place, unlike this script: set now, and again by a timer whenever userData changes.
+cat > /opt/hpclz/bin/hpclz-portal-proxy <<'HPCLZ_EOF'
+#!/usr/bin/env python3
+"""hpclz-portal-proxy CONFIG: keep Open OnDemand's interactive-app proxy settings (host_regex, node_uri, rnode_uri in
+ood_portal.yml) equal to the ones this VM's userData carries.
+
+Which hosts the proxy may reach follows the cluster's partitions (hpclz.render.portal.host_regex), and partitions
+change after the portal exists. The boot script (customData) cannot change after the VM is created; userData can, in
+place, and the instance metadata service serves it, base64-encoded
+(learn.microsoft.com/azure/virtual-machines/user-data, "Retrieving user data"), as it does for the CycleCloud
+server's cluster sync. A systemd timer runs this at boot and every few minutes.
+
+The three keys are rewritten in place; every other line (the OIDC settings, the crypto passphrase) is kept as is.
+Exit status: 0 unchanged, 2 changed (the caller regenerates Apache's config), 1 error (nothing written).
+Python 3.6 and the standard library only, like every node helper.
+"""
+
+import base64
+import json
+import os
+import re
+import sys
+import urllib.request
+
+IMDS = os.environ.get("HPCLZ_IMDS_URL", "http://169.254.169.254")
+USER_DATA_URL = IMDS + "/metadata/instance/compute/userData?api-version=2021-01-01&format=text"
+KEYS = ("host_regex", "node_uri", "rnode_uri")
+CHANGED = 2
+
+
+def settings(user_data):
+    """The three settings from userData's JSON document; ValueError when it is not hpclz's portal document."""
+    document = json.loads(base64.b64decode(user_data.strip()).decode())
+    if document.get("kind") != "hpclz-portal-proxy":
+        raise ValueError("userData is not an hpclz portal proxy document")
+    out = {}
+    for key in KEYS:
+        value = document.get(key)
+        if not isinstance(value, str) or not value or "\n" in value:
+            raise ValueError("userData has no usable " + key)
+        out[key] = value
+    try:
+        re.compile(out["host_regex"])
+    except re.error as error:
+        raise ValueError("userData's host_regex is no regular expression: " + str(error))
+    return out
+
+
+def rewritten(text, wanted):
+    """ood_portal.yml with the three keys set to `wanted` (JSON strings are YAML strings), every other line kept."""
+    pattern = re.compile(r"^(" + "|".join(KEYS) + r"):")
+    kept = [line for line in text.splitlines() if not pattern.match(line)]
+    return "\n".join(kept + [key + ": " + json.dumps(wanted[key]) for key in KEYS]) + "\n"
+
+
+def main(argv):
+    if len(argv) != 1:
+        print("usage: hpclz-portal-proxy /etc/ood/config/ood_portal.yml", file=sys.stderr)
+        return 1
+    path = argv[0]
+    request = urllib.request.Request(USER_DATA_URL, headers={"Metadata": "true"})
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            wanted = settings(response.read().decode())
+        with open(path) as handle:
+            current = handle.read()
+    except (OSError, ValueError) as error:
+        print("hpclz-portal-proxy: " + str(error), file=sys.stderr)
+        return 1
+    text = rewritten(current, wanted)
+    if text == current:
+        return 0
+    # Written aside with the file's own mode (it holds the OIDC secrets, root-only), then moved over it whole.
+    temporary = path + ".hpclz-new"
+    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, os.stat(path).st_mode & 0o777)
+    with os.fdopen(descriptor, "w") as handle:
+        handle.write(text)
+    os.replace(temporary, path)
+    print("hpclz-portal-proxy: host_regex " + wanted["host_regex"])
+    return CHANGED
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
+HPCLZ_EOF
+chmod 755 /opt/hpclz/bin/hpclz-portal-proxy
+cat > /opt/hpclz/bin/hpclz-portal-proxy-apply <<'HPCLZ_EOF'
+#!/bin/bash
+# hpclz: rewrite the proxy settings from userData; on a change, regenerate Apache's config and restart it if running.
+set -uo pipefail
+rc=0
+/opt/hpclz/bin/hpclz-portal-proxy /etc/ood/config/ood_portal.yml || rc=$?
+if [ "$rc" -eq 2 ]; then
+  /opt/ood/ood-portal-generator/sbin/update_ood_portal -f && systemctl try-restart apache2
+  exit $?
+fi
+exit "$rc"
+HPCLZ_EOF
+chmod 755 /opt/hpclz/bin/hpclz-portal-proxy-apply
+cat > /etc/systemd/system/hpclz-portal-proxy.service <<'HPCLZ_EOF'
+[Unit]
+Description=hpclz: Open OnDemand's interactive-app proxy settings from this VM's userData
+After=network-online.target
+Wants=network-online.target
+
+[Service]
+Type=oneshot
+ExecStart=/opt/hpclz/bin/hpclz-portal-proxy-apply
+HPCLZ_EOF
+cat > /etc/systemd/system/hpclz-portal-proxy.timer <<'HPCLZ_EOF'
+[Unit]
+Description=hpclz: apply a changed userData to the portal's proxy settings every 5 minutes
+
+[Timer]
+OnBootSec=2min
+OnUnitActiveSec=5min
+
+[Install]
+WantedBy=timers.target
+HPCLZ_EOF
+rc=0
+/opt/hpclz/bin/hpclz-portal-proxy /etc/ood/config/ood_portal.yml || rc=$?
+[ "$rc" -eq 0 ] || [ "$rc" -eq 2 ]
 
 # The cluster, for the job composer and active jobs apps: Slurm's own client commands, its own slurm.conf.
 mkdir -p /etc/ood/config/clusters.d
@@ -313,6 +440,15 @@ v2:
     adapter: "slurm"
     bin: "/usr/bin"
     conf: "/etc/slurm/slurm.conf"
+  # The host an interactive session publishes is the node's short host name, which is its Slurm node name and what
+  # host_regex matches (ood_portal.yml). set_host is the shell the job runs to name "the host name of the compute
+  # node from within a running batch job", and a cluster file's batch_connect applies to every app of the cluster
+  # (https://osc.github.io/ood-documentation/latest/reference/files/submit-yml-erb.html).
+  batch_connect:
+    basic:
+      set_host: "host=$(hostname -s)"
+    vnc:
+      set_host: "host=$(hostname -s)"
 HPCLZ_EOF
 
 /opt/ood/ood-portal-generator/sbin/update_ood_portal -f
@@ -320,6 +456,7 @@ systemctl daemon-reload
 # Its first try may come before the scheduler wrote /sched; systemd retries it (Restart=on-failure).
 systemctl enable --now hpclz-portal-join.service || true
 systemctl enable --now hpclz-portal-users.timer
+systemctl enable --now hpclz-portal-proxy.timer
 systemctl enable apache2
 systemctl restart apache2
 echo "hpclz portal setup done"
