@@ -50,6 +50,7 @@ LOCKER = "compute.cyclecloud"  # the locker identity: it exists because the Cycl
 ARM_AUDIENCE = "https://management.azure.com/"
 HERE = "tests.deploy.test_role_removals::"  # the scenarios below (SCENARIOS), run by test_each_removal_refuses...
 BLOB_CONTAINERS = HERE + "blob_container_writes"
+BLOB_READS = HERE + "blob_container_reads"
 GROUP_LISTS = HERE + "group_lists"
 SECRET_READS = HERE + "secret_reads"
 STORAGE_AUDIENCE = "https://storage.azure.com/"
@@ -98,7 +99,11 @@ REMOVALS: dict[Kind, Removal] = {
     ),
     # Each grant scoped to one container, removed in turn: its writer's Put Blob there is refused.
     Kind("Storage Blob Data Contributor", COMPUTE, BLOB_CONTAINER): Removal(
-        "a job on a compute node writes a checkpoint (or a dataset) with the node's identity", BLOB_CONTAINERS
+        "a job on a compute node writes a checkpoint with the node's identity", BLOB_CONTAINERS
+    ),
+    # A datasets container: jobs read it with the compute identity and may not write it (render/roles.py).
+    Kind("Storage Blob Data Reader", COMPUTE, BLOB_CONTAINER): Removal(
+        "a job on a compute node reads a dataset with the node's identity (and cannot overwrite it)", BLOB_READS
     ),
     Kind("Storage Blob Data Contributor", "identity.groups.users", BLOB_CONTAINER): Removal(
         "a user writes a checkpoint (or a dataset) with their own Entra ID token", BLOB_CONTAINERS
@@ -365,6 +370,50 @@ def blob_container_writes(world: World) -> list[Outcome]:
 
             def step(url: str = url, token: str = writers[kind]) -> tuple[int, str]:
                 return _put_blob(url, token)
+
+            out.append((kind, container, *world.without(key, step)))
+    finally:
+        for front in fronts.values():
+            front.stop()
+    return out
+
+
+def _get_blob(url: str, token: str) -> tuple[int, str]:
+    """Get Blob with a bearer token (learn.microsoft.com/rest/api/storageservices/get-blob): (status, x-ms-error-code)."""
+    headers = {"Authorization": "Bearer " + token, "x-ms-version": "2021-08-06"}
+    request = urllib.request.Request(url, headers=headers, method="GET")
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            response.read()
+            return response.status, ""
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.headers.get("x-ms-error-code") or ""
+
+
+def blob_container_reads(world: World) -> list[Outcome]:
+    """Each Storage Blob Data Reader of the compute identity on a datasets container: a job's Get Blob there with the
+    node's token, and its Put Blob, which the reader role never allows (Storage Blob Data Reader has no write data
+    action: learn.microsoft.com/azure/role-based-access-control/built-in-roles/storage). Refused: Blob storage's 403
+    AuthorizationPermissionMismatch."""
+    kind = Kind("Storage Blob Data Reader", COMPUTE, BLOB_CONTAINER)
+    token = world.node_token("compute", STORAGE_AUDIENCE)
+    azurite = shared_azurite()
+    service = BlobServiceClient.from_connection_string(azurite.connection_string)
+    fronts: dict[str, BlobFront] = {}
+    out: list[Outcome] = []
+    try:
+        for key, grant, _ in world.grants(kind):
+            account, _, container = scope_of(grant).partition("/blobServices/default/containers/")
+            if account.lower() not in fronts:
+                fronts[account.lower()] = BlobFront(world.arm, account, azurite.account_url, world.origin).start()
+            if not service.get_container_client(container).exists():
+                service.create_container(container)
+            name = f"role-removal-{uuid.uuid4()}.bin"
+            service.get_blob_client(container, name).upload_blob(b"dataset")  # the users' upload, with the key
+            url = f"{fronts[account.lower()].account_url}/{container}/{name}"
+
+            def step(url: str = url) -> tuple[tuple[int, str], tuple[int, str]]:
+                return _get_blob(url, token), _put_blob(url, token)
 
             out.append((kind, container, *world.without(key, step)))
     finally:
@@ -686,6 +735,11 @@ def metrics_publishing(world: World) -> list[Outcome]:
 # Each scenario and what its step answers without the assignment, then with it.
 SCENARIOS: dict[str, tuple[Callable[[World], list[Outcome]], object, object]] = {
     "blob_container_writes": (blob_container_writes, (403, "AuthorizationPermissionMismatch"), (201, "")),
+    "blob_container_reads": (
+        blob_container_reads,
+        ((403, "AuthorizationPermissionMismatch"), (403, "AuthorizationPermissionMismatch")),
+        ((200, ""), (403, "AuthorizationPermissionMismatch")),  # reads, and still cannot write
+    ),
     "boot_reads": (boot_reads, "AuthorizationFailed", "read"),
     "group_lists": (group_lists, "AuthorizationFailed", "listed"),
     "secret_reads": (secret_reads, "ForbiddenByRbac", "read"),

@@ -96,7 +96,13 @@ class ExistingNetApp(StrictModel):
 
 class BlobContainer(StrictModel):
     name: ContainerName
-    purpose: Literal["checkpoints", "datasets", "general"] = "general"
+    purpose: Literal["checkpoints", "datasets", "general"] = Field(
+        default="general",
+        description=(
+            "datasets: input that jobs read; the compute identity gets read-only access (users write it with their "
+            "own sign-in). checkpoints and general: the compute identity may write."
+        ),
+    )
     versioning: bool = Field(default=True, description="Blob versioning protects checkpoints from overwrite.")
     immutable: bool = Field(
         default=False,

@@ -240,8 +240,13 @@ def cyclecloud_subscription_assignments(zone: Zone) -> list[Assignment]:
 
 
 def _data_containers(zone: Zone) -> list[Assignment]:
-    """Users and the nodes' identity write the data containers only, each scoped on its own (Azure RBAC scopes
+    """Users and the nodes' identity reach the data containers only, each scoped on its own (Azure RBAC scopes
     blob data roles down to a container: learn.microsoft.com/azure/storage/blobs/assign-azure-role-data-access).
+    Every job on every node holds the one compute identity (any process on a VM gets its tokens from the instance
+    metadata service: learn.microsoft.com/entra/identity/managed-identities-azure-resources/how-to-use-vm-token), so
+    what it may write, any job may overwrite: a `datasets` container is input, read by jobs and written by its users
+    with their own Entra ID tokens, and the compute identity only reads it (Storage Blob Data Reader). Checkpoints and
+    general containers stay writable; versioning, soft delete and sealed versions keep what a job overwrites.
     The CycleCloud locker is not here: it has an account of its own (locker_assignments)."""
     blob = zone.blob_new
     if blob is None:
@@ -253,7 +258,9 @@ def _data_containers(zone: Zone) -> list[Assignment]:
         on = (type_, account, "default", container.name)
         out += _groups(zone, "users", [BuiltinRole.STORAGE_BLOB_DATA_CONTRIBUTOR], on=on)
         if zone.config.identity.managed_identities.compute:
-            out.append(_identity(zone, "compute", BuiltinRole.STORAGE_BLOB_DATA_CONTRIBUTOR, on=on))
+            reads_only = container.purpose == "datasets"
+            role = BuiltinRole.STORAGE_BLOB_DATA_READER if reads_only else BuiltinRole.STORAGE_BLOB_DATA_CONTRIBUTOR
+            out.append(_identity(zone, "compute", role, on=on))
     return out
 
 
