@@ -235,3 +235,35 @@ def test_a_wheel_pip_cannot_install_leaves_the_previous_venv(
     assert done.returncode == 1
     assert f"pip could not install {WHEEL} (sha256 {other}); the previous hpclz stays" in done.stderr
     assert _current(home) == digest and not (home / "venvs" / other).exists()
+
+
+def test_a_first_install_that_fails_does_not_end_the_schedulers_setup(tmp_path: Path) -> None:
+    """The scheduler's setup runs once, under `set -euo pipefail`; the wheel can reach the locker after it (deploy
+    from a workstation stages it last). Run as rendered, with no wheel given yet, the setup goes on past the failed
+    install, links the hpclz command, and enables the timer that installs the wheel later."""
+    (scheduler,) = [
+        s for s in _scripts(_artifacts("finance")["cyclecloud/slurm-cluster.txt"]) if "hpclz-install-wheel" in s
+    ]
+    start = scheduler.index("cat > /opt/hpclz/bin/hpclz-install-wheel")
+    end = scheduler.index("systemctl enable --now hpclz-wheel-update.timer\n") + len("systemctl enable --now ")
+    end = scheduler.index("\n", end) + 1
+    fragment = scheduler[start:end]
+    for path in ("/opt/hpclz", "/etc/systemd/system", "/usr/local/bin"):
+        (tmp_path / path.strip("/")).mkdir(parents=True, exist_ok=True)
+        fragment = fragment.replace(path, str(tmp_path / path.strip("/")))
+    (tmp_path / "opt/hpclz/bin").mkdir()  # the setup's first lines make it
+    fakes = tmp_path / "fakes"
+    fakes.mkdir()
+    calls = tmp_path / "systemctl.calls"
+    (fakes / "systemctl").write_text(f'#!/bin/sh\necho "$*" >> {calls}\n', encoding="utf-8")
+    (fakes / "systemctl").chmod(0o755)
+    env = {"PATH": f"{fakes}:/usr/bin:/bin", "HPCLZ_HOME": str(tmp_path / "opt/hpclz")}
+    done = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", fragment], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert "no hpclz wheel was given to this cluster" in done.stderr
+    assert "hpclz-wheel-update.timer installs it once the locker names it" in done.stderr
+    assert (tmp_path / "usr/local/bin/hpclz").is_symlink()
+    assert "enable --now hpclz-wheel-update.timer" in calls.read_text(encoding="utf-8")
+    assert (tmp_path / "etc/systemd/system/hpclz-wheel-update.timer").exists()
