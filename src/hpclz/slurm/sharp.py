@@ -20,16 +20,18 @@ says why: never a guessed tree.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from hpclz.slurm.client import NodeInfo, SlurmClient, SlurmError
 from hpclz.slurm.topology import POWERED_OFF
-from hpclz.slurm.topology_yaml import sharp_switches as _switches
 
+WHY = "hpclz-sharp: "
 ASKED = "# hpclz: sharp_cmd topology asked for: "
 SRUN_TIMEOUT_S = 300.0
-# Run on the node under bash. `$@`: the port GUIDs. The topology file is printed on stdout, everything else on stderr.
+# Run on the node under bash. `$@`: the port GUIDs. Prints the topology file, or one `hpclz-sharp: <why>` line (srun's
+# own last line, "task 0: Exited with exit code N", would hide why); SHARP's own output goes to stderr.
 NODE_SCRIPT = r"""set -u
 host=$(hostname -s)
 base=${SHARP_CMD:-}
@@ -37,23 +39,37 @@ if [ -z "$base" ]; then
   for d in /opt/hpcx-*/; do [ -x "${d}sharp/bin/sharp_cmd" ] && base=$d && break; done
 fi
 if [ -z "$base" ] || [ ! -x "${base}sharp/bin/sharp_cmd" ]; then
-  echo "no SHARP on $host: no ${base:-/opt/hpcx-*/}sharp/bin/sharp_cmd" >&2
-  exit 3
+  echo "hpclz-sharp: no SHARP on $host: no ${base:-/opt/hpcx-*/}sharp/bin/sharp_cmd"
+  exit 0
 fi
 if ! "${base}sharp/bin/sharp_hello" >&2; then
-  echo "sharp_hello failed on $host: SHARP is disabled on the fabric" >&2
-  exit 4
+  echo "hpclz-sharp: sharp_hello failed on $host: SHARP is disabled on the fabric"
+  exit 0
 fi
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 printf '%s\n' "$@" >"$dir/guids.txt"
 if ! SHARP_SMX_UCX_INTERFACE=mlx5_ib0:1 "${base}sharp/bin/sharp_cmd" topology --ib-dev mlx5_ib0:1 \
     --guids_file "$dir/guids.txt" --topology_file "$dir/topology.txt" >&2; then
-  echo "sharp_cmd topology failed on $host" >&2
-  exit 5
+  echo "hpclz-sharp: sharp_cmd topology failed on $host"
+  exit 0
 fi
 cat "$dir/topology.txt"
 """
+
+
+_SWITCH = re.compile(r"^\s*SwitchName=(\S+)\s+Nodes=(\S+)", re.M)
+
+
+def sharp_guid(guid: str) -> str:
+    """A port GUID as SHARP writes it: lower case, without the `0x00` ibstat prints (topology.py l.353-357)."""
+    guid = guid.strip().lower()
+    return "0x" + guid[4:] if guid.startswith("0x00") else guid
+
+
+def sharp_switches(text: str) -> list[tuple[str, list[str]]]:
+    """(switch, its port GUIDs) for each leaf line of `sharp_cmd topology` output, in file order."""
+    return [(name, [sharp_guid(g) for g in guids.split(",") if g]) for name, guids in _SWITCH.findall(text)]
 
 
 def _asked(text: str) -> set[str]:
@@ -74,7 +90,7 @@ def read_switches(
         return None, "no InfiniBand partition node has reported its port GUIDs yet"
     if kept.is_file():
         text = kept.read_text(encoding="utf-8")
-        known = _switches(text)
+        known = sharp_switches(text)
         if known and set(wanted) <= _asked(text) | {g for _, members in known for g in members}:
             return known, ""
     # azslurm runs SHARP on a powered-on idle node of the partition (topology.py l.100-118, l.276, l.409).
@@ -93,9 +109,12 @@ def read_switches(
         )  # fmt: skip
     except SlurmError as exc:
         return None, f"SHARP's switch grouping not read on {host.name}: {exc}"
-    found = _switches(out)
-    if not found:
-        return None, f"sharp_cmd topology on {host.name} listed no switch"
+    found = sharp_switches(out)
+    said = [line.removeprefix(WHY) for line in out.splitlines() if line.startswith(WHY)]
+    if said or not found:
+        return None, f"SHARP's switch grouping not read on {host.name}: " + (
+            said[-1] if said else "sharp_cmd topology listed no switch"
+        )
     staged = kept.with_name(kept.name + ".hpclz-new")
     staged.write_text(ASKED + ",".join(wanted) + "\n" + out, encoding="utf-8")
     staged.replace(kept)

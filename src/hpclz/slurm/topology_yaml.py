@@ -34,6 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hpclz.slurm.client import NodeInfo, SlurmClient, SlurmError
+from hpclz.slurm.sharp import read_switches, sharp_guid
+from hpclz.slurm.sharp import sharp_switches as sharp_switches
 from hpclz.slurm.topology import (
     POWERED_OFF,
     BlockTopology,
@@ -51,22 +53,11 @@ ROOT_SWITCH = "ib_root"
 TOPOLOGY_YAML = "topology.yaml"
 IBSTAT_SUFFIX = ".ibstat"
 _PORT_GUID = re.compile(r"^\s*Port GUID:\s*(0x[0-9a-fA-F]+)\s*$", re.M)
-_SWITCH = re.compile(r"^\s*SwitchName=(\S+)\s+Nodes=(\S+)", re.M)
 
 
 def port_guids(ibstat: str) -> list[str]:
     """The port GUIDs in `ibstat` text, as SHARP writes them: lower case, without ibstat's leading `0x00`."""
-    return [_sharp_guid(g) for g in _PORT_GUID.findall(ibstat)]
-
-
-def _sharp_guid(guid: str) -> str:
-    guid = guid.strip().lower()
-    return "0x" + guid[4:] if guid.startswith("0x00") else guid
-
-
-def sharp_switches(text: str) -> list[tuple[str, list[str]]]:
-    """(switch, its port GUIDs) for each leaf line of `sharp_cmd topology` output, in file order."""
-    return [(name, [_sharp_guid(g) for g in guids.split(",") if g]) for name, guids in _SWITCH.findall(text)]
+    return [sharp_guid(g) for g in _PORT_GUID.findall(ibstat)]
 
 
 @dataclass(frozen=True)
@@ -258,8 +249,6 @@ def regenerate_yaml(
         domains, why = current_domains(racked, reports)
         blocks = block_topology(domains, block_size, why)
     if tree_partitions:
-        from hpclz.slurm.sharp import read_switches
-
         ib_nodes = [n for n in nodes if set(tree_partitions) & set(n.partitions)]
         guids, why = current_guids(ib_nodes, reports)
         grouping, reason = (
