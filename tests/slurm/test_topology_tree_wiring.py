@@ -190,6 +190,14 @@ def test_the_rendered_service_builds_the_tree_from_sharp_through_srun_and_stays_
         assert fourth.returncode == 0 and fourth.stdout.endswith("unchanged\n"), fourth.stdout + fourth.stderr
         assert len(calls.read_text().splitlines()) == 1
 
+        # h5's VM comes back with other ports (hpc-48's, under the same switch): a GUID SHARP was not asked about, so
+        # SHARP is asked again, and the tree does not change.
+        (reports / "h5.ibstat").write_text(ibstat_report(guids["hpcbench-hpc-48"]), encoding="utf-8")
+        fifth = _run(cluster, sharp=True)
+        assert fifth.returncode == 0 and fifth.stdout.endswith("unchanged\n"), fifth.stdout + fifth.stderr
+        assert len(calls.read_text().splitlines()) == 2
+        assert set(guids["hpcbench-hpc-48"]) <= set((cluster.folder / "hpcx" / "asked").read_text().split())
+
         # A two-node job on h100 runs under one leaf switch.
         cluster.client.run("sbatch", "--wait", "-p", "h100", "-N", "2", "-o", "/dev/null", "--wrap", "true")
         ran = re.findall(r"Partition=h100 .*?NodeList=(\S+)", cluster.jobcomp.read_text(encoding="utf-8"))
