@@ -59,13 +59,17 @@ def rendered_service(slurm_version: str | None = BEFORE_YAML) -> list[str]:
 def test_the_scheduler_unit_runs_the_generator_on_the_racks_paths() -> None:
     argv = rendered_service(None)
     assert argv[:3] == ["/opt/hpclz/venv/bin/python", "-m", "hpclz.slurm.topology_yaml"]
-    assert dict(zip(argv[3::2], argv[4::2], strict=True)) == {
-        "--rack-partition": "gb300",
-        "--reports": "/sched/aitrain-prod/hpclz-fabric",
-        "--yaml": "/sched/aitrain-prod/topology.yaml",
-        "--site-conf": "/sched/aitrain-prod/site_specific.conf",
-        "--block-size": "18",
-    }
+    # The rack partition as blocks, the preset's InfiniBand partitions (h100, h200: `infiniband: true`) as a tree.
+    assert list(zip(argv[3::2], argv[4::2], strict=True)) == [
+        ("--rack-partition", "gb300"),
+        ("--tree-partition", "h100"),
+        ("--tree-partition", "h200"),
+        ("--reports", "/sched/aitrain-prod/hpclz-fabric"),
+        ("--yaml", "/sched/aitrain-prod/topology.yaml"),
+        ("--site-conf", "/sched/aitrain-prod/site_specific.conf"),
+        ("--block-size", "18"),
+        ("--switches", "/sched/aitrain-prod/hpclz-fabric/sharp-topology.txt"),
+    ]
     argv = rendered_service(BEFORE_YAML)
     assert argv[:3] == ["/opt/hpclz/venv/bin/python", "-m", "hpclz.slurm.topology"]
     options = dict(zip(argv[3::2], argv[4::2], strict=True))

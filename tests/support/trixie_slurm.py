@@ -43,7 +43,7 @@ SID = Path(os.environ.get("HPCLZ_SID_CHROOT") or REPO / ".tools" / "sid")
 # checkouts' runs never share a state folder, and teardown kills only the strays of its own process's clusters.
 INSIDE = f"/hpclz-test-{os.getpid()}"
 MARKER = "HPCLZ_TEST_TRIXIE_SLURM"  # its value is INSIDE, in every daemon's environment
-CLIENTS = ("scontrol", "sinfo", "sbatch", "squeue", "scancel")
+CLIENTS = ("scontrol", "sinfo", "sbatch", "squeue", "scancel", "srun")
 START_TIMEOUT_S = 60.0
 
 

@@ -289,6 +289,7 @@ def node_script(zone: Zone, partition: Partition, mounts: list[dict[str, Any]]) 
         scratch=_scratch(zone, partition),
         events={"drain_on": sorted(events.drain_on), "requeue_jobs": events.requeue_jobs} if events.enabled else None,
         fabric_reports=topology["reports"] if topology and partition.name in topology["partitions"] else None,
+        ib_reports=topology["reports"] if topology and partition.name in topology["tree_partitions"] else None,
     )
 
 
@@ -477,26 +478,35 @@ def login_prefix(zone: Zone) -> str:
 # /sched/<cluster> (its config_dir: Azure/cyclecloud-slurm@50e6739 azure-slurm-install/install.py l.139), where its
 # topology.conf and site_specific.conf live too (install.py l.579-585, l.639-645).
 FABRIC_REPORTS = "hpclz-fabric"
+SHARP_TOPOLOGY = "sharp-topology.txt"
 
 
 def rack_topology(zone: Zone) -> dict[str, Any] | None:
-    """What the scheduler needs to keep Slurm's block topology true (hpclz.slurm.topology): the rack-scale
-    partitions, the block size (VMs per NVLink domain) and the /sched paths; None without a rack-scale partition."""
+    """What the scheduler needs to keep Slurm's topology true (hpclz.slurm.topology, hpclz.slurm.topology_yaml): the
+    rack-scale partitions and their block size (VMs per NVLink domain), from Slurm 25.05 the other InfiniBand
+    partitions (a tree of switches), and the /sched paths; None where there is no partition to place."""
     catalog = load_catalog()
-    sizes = {p.name: getattr(catalog.sku(p.vm_size), "nvlink_domain_vms", None) for p in zone.config.compute.partitions}
+    partitions = zone.config.compute.partitions
+    sizes = {p.name: getattr(catalog.sku(p.vm_size), "nvlink_domain_vms", None) for p in partitions}
     racked = {name: size for name, size in sizes.items() if size}
-    if not racked:
+    yaml = zone.config.compute.cyclecloud.slurm_reads_topology_yaml
+    # Only topology.yaml gives each partition its own topology; topology.conf's one plugin is the racks' blocks.
+    tree = sorted(p.name for p in partitions if p.infiniband and p.name not in racked) if yaml else []
+    if not racked and not tree:
         return None
     folder = f"/sched/{slurm_cluster_name(zone)}"
     return {
         # From Slurm 25.05 the scheduler writes topology.yaml (hpclz.slurm.topology_yaml), before it topology.conf
         # with the cluster-wide block plugin (hpclz.slurm.topology).
-        "yaml": zone.config.compute.cyclecloud.slurm_reads_topology_yaml,
+        "yaml": yaml,
         "partitions": sorted(racked),
+        "tree_partitions": tree,
         # One BlockSizes for the cluster: the smallest domain, so no rack is below it (topology.conf(5)).
-        "block_size": min(racked.values()),
+        "block_size": min(racked.values()) if racked else None,
         "folder": folder,
         "reports": f"{folder}/{FABRIC_REPORTS}",
+        # Where the scheduler keeps SHARP's switch grouping (hpclz.slurm.sharp).
+        "switches": f"{folder}/{FABRIC_REPORTS}/{SHARP_TOPOLOGY}",
     }
 
 

@@ -29,11 +29,13 @@ from __future__ import annotations
 
 import io
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from hpclz.slurm.client import NodeInfo, SlurmClient, SlurmError
+from hpclz.slurm.sharp import read_switches, sharp_guid
+from hpclz.slurm.sharp import sharp_switches as sharp_switches
 from hpclz.slurm.topology import (
     POWERED_OFF,
     BlockTopology,
@@ -51,22 +53,11 @@ ROOT_SWITCH = "ib_root"
 TOPOLOGY_YAML = "topology.yaml"
 IBSTAT_SUFFIX = ".ibstat"
 _PORT_GUID = re.compile(r"^\s*Port GUID:\s*(0x[0-9a-fA-F]+)\s*$", re.M)
-_SWITCH = re.compile(r"^\s*SwitchName=(\S+)\s+Nodes=(\S+)", re.M)
 
 
 def port_guids(ibstat: str) -> list[str]:
     """The port GUIDs in `ibstat` text, as SHARP writes them: lower case, without ibstat's leading `0x00`."""
-    return [_sharp_guid(g) for g in _PORT_GUID.findall(ibstat)]
-
-
-def _sharp_guid(guid: str) -> str:
-    guid = guid.strip().lower()
-    return "0x" + guid[4:] if guid.startswith("0x00") else guid
-
-
-def sharp_switches(text: str) -> list[tuple[str, list[str]]]:
-    """(switch, its port GUIDs) for each leaf line of `sharp_cmd topology` output, in file order."""
-    return [(name, [_sharp_guid(g) for g in guids.split(",") if g]) for name, guids in _SWITCH.findall(text)]
+    return [sharp_guid(g) for g in _PORT_GUID.findall(ibstat)]
 
 
 @dataclass(frozen=True)
@@ -245,10 +236,12 @@ def regenerate_yaml(
     block_size: int,
     switches: Path | None = None,
     site_conf: Path | None = None,
+    say: Callable[[str], object] = print,
 ) -> bool:
     """One pass on the scheduler: the rack partitions' blocks from their fabric reports, the InfiniBand partitions'
     tree from their ibstat reports and the SHARP topology file, converged into topology.yaml, and each of those
-    partitions set to its topology. True when anything changed."""
+    partitions set to its topology. True when anything changed. When SHARP's switch grouping cannot be read, the
+    InfiniBand partitions stay flat and `say` is told why."""
     nodes = client.nodes()
     blocks = tree = None
     if rack_partitions:
@@ -256,18 +249,28 @@ def regenerate_yaml(
         domains, why = current_domains(racked, reports)
         blocks = block_topology(domains, block_size, why)
     if tree_partitions:
-        if switches is None or not switches.is_file():
-            raise SlurmError(f"no SHARP topology file at {switches}; {TOPOLOGY_YAML} left as it is")
         ib_nodes = [n for n in nodes if set(tree_partitions) & set(n.partitions)]
         guids, why = current_guids(ib_nodes, reports)
-        tree = tree_topology(guids, sharp_switches(switches.read_text(encoding="utf-8")), why)
+        grouping, reason = (
+            read_switches(client, ib_nodes, guids, tree_partitions, switches)
+            if switches is not None
+            else (None, "no --switches file to keep SHARP's switch grouping in")
+        )
+        if grouping is not None:
+            tree = tree_topology(guids, grouping, why)
+            if not tree.leaves:
+                tree, reason = None, "no InfiniBand partition node is under a switch SHARP lists"
+        if tree is None:
+            # Never a guessed tree: without SHARP's grouping these partitions are placed blind, never refused.
+            say(f"{TREE_TOPOLOGY}: {', '.join(tree_partitions)} stay {FLAT_TOPOLOGY}: {reason}")
     text = topology_yaml(blocks, tree)
     # The lines cyclecloud-slurm's README asks for beside block topology, but the plugin: topology.yaml names it
     # (hpclz.slurm.topology.plugin_lines). Added once the file can be written, in the same reconfigure.
     site = [line for line in plugin_lines(rack_partitions) if not line.startswith("TopologyPlugin=")]
     added = site_conf is not None and bool(rack_partitions) and add_site_lines(site_conf, tuple(site))
     reconfigured = converge_yaml(client, path, text, reconfigure=added)
-    wanted = {p: BLOCK_TOPOLOGY for p in rack_partitions} | {p: TREE_TOPOLOGY for p in tree_partitions}
+    wanted = {p: BLOCK_TOPOLOGY for p in rack_partitions}
+    wanted |= {p: TREE_TOPOLOGY for p in tree_partitions} if tree is not None else {}
     return bool(partition_topologies(client, wanted)) or reconfigured
 
 
@@ -280,7 +283,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tree-partition", action="append", default=[], help="an InfiniBand partition (repeatable)")
     parser.add_argument("--reports", type=Path, required=True, help="folder of <node>.txt and <node>.ibstat")
     parser.add_argument("--yaml", type=Path, required=True, help="topology.yaml beside slurm.conf")
-    parser.add_argument("--switches", type=Path, default=None, help="`sharp_cmd topology` output")
+    parser.add_argument(
+        "--switches",
+        type=Path,
+        default=None,
+        help="where `sharp_cmd topology` output is kept (read again on new GUIDs)",
+    )
     parser.add_argument("--block-size", type=int, default=18, help="VMs per NVLink domain (18: ND GB200/GB300 v6)")
     parser.add_argument("--site-conf", type=Path, default=None, help="site_specific.conf: SuspendExcParts goes here")
     parser.add_argument("--slurm-conf", type=Path, default=None)
