@@ -768,12 +768,23 @@ def _bastion_targets(world: World) -> list[list[str]]:
     targets = []
     for vm in (r for r in mine if r["type"] == "Microsoft.Compute/virtualMachines"):
         refs = ((vm.get("properties") or {}).get("networkProfile") or {}).get("networkInterfaces") or []
-        named = [nics[n] for ref in refs for n in nics if f"'{n}'" in str(ref.get("id", "")).lower()]
+        # An ID, or the template's resourceId('...networkInterfaces', '<name>') as deploy wrote it.
+        ends = [str(ref.get("id", "")).lower().rstrip("')]").rsplit("/", 1)[-1].rsplit("'", 1)[-1] for ref in refs]
+        named = [nics[end] for end in ends if end in nics]
         if named:  # a VM deploy made (CycleCloud's own VMs name their NIC otherwise in the stand-in)
             targets.append([str(vm["id"]), *named])
-    targets += [[str(r["id"])] for r in mine
-                if r["type"] == "Microsoft.Compute/virtualMachineScaleSets" and "login" in str(r["name"]).lower()]
-    assert targets, "no Bastion target in the compute group"
+    targets += [
+        [str(r["id"])]
+        for r in mine
+        if r["type"] == "Microsoft.Compute/virtualMachineScaleSets" and "login" in str(r["name"]).lower()
+    ]
+    # Every way in the docs name is a target: the CycleCloud server, the portal and the login nodes where configured.
+    config, names = world.zone.config, world.zone.names
+    expected = {names.name("virtual_machine", "cc").lower()}
+    expected |= {names.name("virtual_machine", "ood").lower()} if config.portal.enabled else set()
+    got = {t[0].rsplit("/", 1)[-1].lower() for t in targets}
+    assert expected <= got, (expected, got)
+    assert any("login" in g for g in got) == (config.compute.login.count > 0), got
     return targets
 
 
