@@ -183,9 +183,9 @@ def bastion_readers(zone: Zone, area: str) -> list[Assignment]:
 
     - On the Bastion host: Reader for users and admins (admins hold nothing in the network group otherwise).
     - On the compute group: Reader for users. The CycleCloud server, the portal VM and their NICs are there, and so
-      are the login nodes, which CycleCloud creates after deploy as a scale set with its NICs: a resource that does not
-      exist at deploy time can only be reached through its resource group's scope (learn.microsoft.com/azure/
-      role-based-access-control/scope-overview). Reader holds no action beyond */read (built-in-roles/general), so no
+      are the login nodes, which CycleCloud creates after deploy as a scale set with its NICs: a scope is a management
+      group, subscription, resource group or resource (learn.microsoft.com/azure/role-based-access-control/
+      scope-overview), so a resource made after deploy is covered only through a scope above it, here its group. Reader holds no action beyond */read (built-in-roles/general), so no
       run command, sign-in, identity attach, key listing or secret read (HPCLZ-IDN-011, IDN-012). Admins hold
       Contributor there already; a users group also named in readers has this very assignment (same name) already."""
     if not has_bastion(zone):
