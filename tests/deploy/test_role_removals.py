@@ -8,6 +8,7 @@ skip. The coverage tests render only (no stand-in), so a new or changed assignme
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib
 import importlib.util
 import json
@@ -176,6 +177,21 @@ REMOVALS: dict[Kind, Removal] = {
     ),
     Kind("Monitoring Metrics Publisher", LOCKER, "Microsoft.Insights/dataCollectionRules"): Removal(
         "the login nodes remote-write their metrics through the data collection rule", HERE + "metrics_publishing"
+    ),
+    # Each Reader a Bastion tunnel needs (the host, and the target VM with its NIC), removed in turn: the tunnel to the
+    # CycleCloud server, the portal and a login node is refused.
+    Kind("Reader", "identity.groups.users", "Microsoft.Network/bastionHosts"): Removal(
+        "a member of the users group opens a Bastion tunnel to the CycleCloud server, the portal or a login node",
+        HERE + "bastion_tunnels",
+    ),
+    Kind("Reader", "identity.groups.admins", "Microsoft.Network/bastionHosts"): Removal(
+        "a member of the admins group opens a Bastion tunnel to the CycleCloud server, the portal or a login node",
+        HERE + "bastion_tunnels",
+    ),
+    Kind("Reader", "identity.groups.users", "resource group (compute)"): Removal(
+        "a member of the users group opens a Bastion tunnel to the CycleCloud server, the portal or a login node "
+        "(the target VM or scale set and its NIC)",
+        HERE + "bastion_tunnels",
     ),
     # Managed Lustre's resource provider on the HSM account, each role removed in turn: creating the file system fails.
     Kind("Storage Account Contributor", HSM, ACCOUNT): Removal(
@@ -733,6 +749,86 @@ def metrics_publishing(world: World) -> list[Outcome]:
 
 
 # Each scenario and what its step answers without the assignment, then with it.
+BASTION = "Microsoft.Network/bastionHosts"
+USERS = "identity.groups.users"
+ADMINS = "identity.groups.admins"
+BASTION_KINDS = (
+    Kind("Reader", USERS, BASTION),
+    Kind("Reader", ADMINS, BASTION),
+    Kind("Reader", USERS, "resource group (compute)"),
+)
+
+
+def _bastion_targets(world: World) -> list[list[str]]:
+    """What a tunnel to each target reads: the VMs deploy made in the compute group (the CycleCloud server, the portal)
+    with the NIC each names, and the login nodes' scale set CycleCloud created there (the stand-in models no scale-set
+    instances or their NICs, so the tunnel to a login node reads the scale set)."""
+    group = f"/resourcegroups/{world.zone.rg['compute'].lower()}/"
+    mine = [r for r in world.arm.world.resources.values() if group in str(r["id"]).lower()]
+    nics = {str(r["name"]).lower(): str(r["id"]) for r in mine if r["type"] == "Microsoft.Network/networkInterfaces"}
+    targets = []
+    for vm in (r for r in mine if r["type"] == "Microsoft.Compute/virtualMachines"):
+        refs = ((vm.get("properties") or {}).get("networkProfile") or {}).get("networkInterfaces") or []
+        # An ID, or the template's resourceId('...networkInterfaces', '<name>') as deploy wrote it.
+        ends = [str(ref.get("id", "")).lower().rstrip("')]").rsplit("/", 1)[-1].rsplit("'", 1)[-1] for ref in refs]
+        named = [nics[end] for end in ends if end in nics]
+        if named:  # a VM deploy made (CycleCloud's own VMs name their NIC otherwise in the stand-in)
+            targets.append([str(vm["id"]), *named])
+    targets += [
+        [str(r["id"])]
+        for r in mine
+        if r["type"] == "Microsoft.Compute/virtualMachineScaleSets" and "login" in str(r["name"]).lower()
+    ]
+    # Every way in the docs name is a target: the CycleCloud server, the portal and the login nodes where configured.
+    config, names = world.zone.config, world.zone.names
+    expected = {names.name("virtual_machine", "cc").lower()}
+    expected |= {names.name("virtual_machine", "ood").lower()} if config.portal.enabled else set()
+    got = {t[0].rsplit("/", 1)[-1].lower() for t in targets}
+    assert expected <= got, (expected, got)
+    assert any("login" in g for g in got) == (config.compute.login.count > 0), got
+    return targets
+
+
+def bastion_tunnels(world: World) -> list[Outcome]:
+    """Reader for the users and admins groups on the Bastion host and for the users group on the compute group: a
+    member opens `az network bastion tunnel` (or `ssh`) to the CycleCloud server, the portal VM and a login node. The
+    reads it makes with the member's token, through the real azure-mgmt-resource client, in order: the Bastion host
+    (the CLI's Show before anything else: Azure/azure-cli-extensions@00f32d8:src/bastion/azext_bastion/custom.py,
+    create_bastion_tunnel and ssh_bastion_host lines 138-147), then the target VM and the NIC with its private IP,
+    which the Bastion service reads with the token the CLI hands it (Azure Bastion's "Required roles": Reader on the
+    VM, on that NIC and on the Bastion resource, learn.microsoft.com/azure/bastion/bastion-connect-vm-ssh-linux).
+    A tunnel stops at its first refused read. Refused: ARM's AuthorizationFailed, for every target."""
+    from hpclz.render.arm import API_VERSIONS
+
+    grants = world.grants(*BASTION_KINDS)
+    if not grants:  # no Bastion in this preset (finance: users arrive over hub peering)
+        return []
+    groups = world.zone.config.identity.groups
+    _, user = world.arm.proving.principal("a user", groups=tuple(groups.users))
+    _, admin = world.arm.proving.principal("an admin", groups=tuple(groups.admins))
+    tokens = {USERS: user, ADMINS: admin}
+    bastion = next(str(r["id"]) for r in world.arm.world.resources.values() if r["type"] == BASTION)
+    targets = _bastion_targets(world)
+    out: list[Outcome] = []
+    for key, grant, kind in grants:
+        resources = _arm_client(world, tokens[kind.principal]).resources.resources
+
+        def tunnel(reads: list[str], resources: Any = resources) -> str:
+            for rid in reads:
+                api = API_VERSIONS[rid.split("/providers/", 1)[1].rsplit("/", 1)[0]]
+                code = _code(functools.partial(resources.get_by_id, rid, api_version=api), "opened")
+                if code != "opened":
+                    return code
+            return "opened"
+
+        def step() -> object:
+            results = {reads[0].rsplit("/", 1)[-1]: tunnel([bastion, *reads]) for reads in targets}
+            return next(iter(results.values())) if len(set(results.values())) == 1 else results
+
+        out.append((kind, scope_of(grant).rsplit("/", 1)[-1], *world.without(key, step)))
+    return out
+
+
 SCENARIOS: dict[str, tuple[Callable[[World], list[Outcome]], object, object]] = {
     "blob_container_writes": (blob_container_writes, (403, "AuthorizationPermissionMismatch"), (201, "")),
     "blob_container_reads": (
@@ -748,6 +844,7 @@ SCENARIOS: dict[str, tuple[Callable[[World], list[Outcome]], object, object]] = 
     "lustre_hsm_creations": (lustre_hsm_creations, "ResourceDeploymentFailure", "created"),
     "grafana_admin_sign_ins": (grafana_admin_sign_ins, "No Roles Assigned", "Admin"),
     "metrics_publishing": (metrics_publishing, (403, "OperationFailed"), (200, "")),
+    "bastion_tunnels": (bastion_tunnels, "AuthorizationFailed", "opened"),
 }
 # The presets deployed for them: between them they render every kind the scenarios prove.
 WORLDS = ("energy", "finance", "manufacturing")

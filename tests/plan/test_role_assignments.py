@@ -38,6 +38,10 @@ def user_roles(group: str) -> set[str]:
         # resource scopes: each data container on its own, never the CycleCloud locker (HPCLZ-TPL-050)
         f"Storage Blob Data Contributor -> group {group[:8]}… at seismic-archive",
         f"Storage Blob Data Contributor -> group {group[:8]}… at checkpoints",
+        # Azure Bastion's required roles for a tunnel (src/hpclz/render/roles.py bastion_readers): the host, and the
+        # compute group with the CycleCloud server, the portal, the login nodes and their NICs.
+        f"Reader -> group {group[:8]}… at bas-energy-prod-scus",
+        f"Reader -> group {group[:8]}… at rg-energy-compute-prod-scus",
     }
 
 

@@ -46,9 +46,16 @@ class Area(StrEnum):
 class ClusterGroups(StrictModel):
     """Entra ID group object IDs per cluster role. Each role maps to least-privilege built-in roles."""
 
-    admins: list[Guid] = Field(default_factory=list, description="VM Administrator Login + Contributor on compute.")
+    admins: list[Guid] = Field(
+        default_factory=list,
+        description="VM Administrator Login + Contributor on compute; Reader on the Bastion host (its tunnels).",
+    )
     users: list[Guid] = Field(
-        default_factory=list, description="Blob data on storage; no sign-in to the CycleCloud server."
+        default_factory=list,
+        description=(
+            "Blob data on storage; Reader on the Bastion host and the compute group (what a Bastion tunnel to the "
+            "CycleCloud server, the portal or a login node needs); no sign-in to the CycleCloud server."
+        ),
     )
     readers: list[Guid] = Field(default_factory=list, description="Reader on every landing-zone resource group.")
 

@@ -118,6 +118,7 @@ def assignments(zone: Zone, area: str) -> list[Assignment]:
     """Every role assignment that lands in the resource group of `area`."""
     identity = zone.config.identity
     out = _groups(zone, "readers", [BuiltinRole.READER])
+    out += bastion_readers(zone, area)
     if area == "compute":
         # The VM login roles mean something only with Entra ID SSH login (identity.entra_login, HPCLZ-IDN-008).
         login = identity.entra_login
@@ -164,6 +165,41 @@ def assignments(zone: Zone, area: str) -> list[Assignment]:
                 )
             )
     return out
+
+
+def has_bastion(zone: Zone) -> bool:
+    """Whether the network template renders the Bastion host (templates/arm/network/main.json.j2)."""
+    return zone.config.network.bastion.enabled and zone.has_subnet("bastion")
+
+
+def bastion_readers(zone: Zone, area: str) -> list[Assignment]:
+    """What the users and admins groups need to open `az network bastion tunnel` / `ssh` to the CycleCloud server, the
+    portal and the login nodes. Azure Bastion's "Required roles" (learn.microsoft.com/azure/bastion/
+    bastion-connect-vm-ssh-linux, connect-vm-native-client-linux and the Bastion FAQ): Reader on the VM, Reader on the
+    NIC with its private IP, Reader on the Bastion resource, and Reader on the target's VNet only when Bastion sits in
+    a peered VNet (hpclz's Bastion is in the zone's own VNet: templates/arm/network/main.json.j2). The CLI reads the
+    Bastion host first (Show, Azure/azure-cli-extensions@00f32d8:src/bastion/azext_bastion/custom.py
+    create_bastion_tunnel and ssh_bastion_host, lines 138-147), then hands the user's token to the Bastion service.
+
+    - On the Bastion host: Reader for users and admins (admins hold nothing in the network group otherwise).
+    - On the compute group: Reader for users. The CycleCloud server, the portal VM and their NICs are there, and so
+      are the login nodes, which CycleCloud creates after deploy as a scale set with its NICs: a scope is a management
+      group, subscription, resource group or resource (learn.microsoft.com/azure/role-based-access-control/
+      scope-overview), so a resource made after deploy is covered only through a scope above it, here its group. Reader holds no action beyond */read (built-in-roles/general), so no
+      run command, sign-in, identity attach, key listing or secret read (HPCLZ-IDN-011, IDN-012). Admins hold
+      Contributor there already; a users group also named in readers has this very assignment (same name) already."""
+    if not has_bastion(zone):
+        return []
+    if area == "network":
+        bastion = ("Microsoft.Network/bastionHosts", zone.names.name("bastion"))
+        return [
+            *_groups(zone, "users", [BuiltinRole.READER], on=bastion),
+            *_groups(zone, "admins", [BuiltinRole.READER], on=bastion),
+        ]
+    if area == "compute":
+        readers = {g.lower() for g in zone.config.identity.groups.readers}
+        return [a for a in _groups(zone, "users", [BuiltinRole.READER]) if a.principal_id.lower() not in readers]
+    return []
 
 
 def entra_login(zone: Zone) -> bool:
