@@ -14,6 +14,7 @@ line and is retried by the timer.
 
 import argparse
 import base64
+import configparser
 import fcntl
 import gzip
 import hashlib
@@ -89,7 +90,7 @@ def decode(user_data):
     if raw[:2] == b"\x1f\x8b":
         raw = gzip.decompress(raw)
     document = json.loads(raw.decode())
-    for key in ("cluster", "template", "parameters", "account", "project"):
+    for key in ("cluster", "template", "parameters", "account", "project", "project_name"):
         if key not in document:
             raise ValueError("userData has no " + key + ": not an hpclz cluster definition")
     return document
@@ -264,8 +265,13 @@ def cluster_parameters(document, subscription):
     return json.dumps(parameters, indent=2, sort_keys=True) + "\n"
 
 
-def fetched_project(source, base, log_file):
-    """The cyclecloud-slurm release `source` names, fetched once into its own folder under `base`."""
+def fetched_project(source, name, base, log_file):
+    """The cyclecloud-slurm release `source` names, fetched once into its own folder under `base`, and only when its
+    project.ini names project `name` at that release: `cyclecloud project upload` stores a project under the name and
+    version of its project.ini, and the cluster's specs (`[[[cluster-init slurm:<spec>:<release>]]]`, no cyclecloud/
+    prefix) run only what was uploaded under exactly those ("Without cyclecloud/ in the cluster-init reference,
+    CycleCloud expects you to upload the project manually": learn.microsoft.com/azure/cyclecloud/cluster-references/
+    cluster-init-reference). Any other fetch is thrown away and nothing is uploaded."""
     release = source.rstrip("/").rsplit("/", 1)[-1]
     if not re.match(r"^[0-9]+\.[0-9]+\.[0-9]+$", release):
         raise ValueError("userData names no cyclecloud-slurm release: " + repr(source))
@@ -274,6 +280,18 @@ def fetched_project(source, base, log_file):
         if cyclecloud(["project", "fetch", source, folder + ".tmp"], log_file) != 0:
             raise RuntimeError("cyclecloud project fetch " + source + " failed")
         os.replace(folder + ".tmp", folder)
+    parser = configparser.ConfigParser(interpolation=None)
+    try:
+        parser.read(os.path.join(folder, "project.ini"))
+        found = (parser.get("project", "name", fallback=""), parser.get("project", "version", fallback=""))
+    except configparser.Error as exc:
+        found = ("unreadable: " + str(exc).splitlines()[0], "")
+    if found != (name, release):
+        shutil.rmtree(folder, ignore_errors=True)
+        raise RuntimeError(
+            "the fetch of " + source + " is project " + repr(found[0]) + " version " + repr(found[1])
+            + ", not " + name + " " + release + " as the cluster's specs name it; not uploaded"
+        )
     return folder
 
 
@@ -313,7 +331,14 @@ def account_document(document, subscription):
 def apply_account(document, subscription, state, project, log_file):
     source = document.get("project", "")
     key = "\n".join(
-        (document["account"], document.get("account_lookups", ""), source, document.get("project_sha256", ""), subscription)
+        (
+            document["account"],
+            document.get("account_lookups", ""),
+            source,
+            document["project_name"],
+            document.get("project_sha256", ""),
+            subscription,
+        )
     )
     digest = hashlib.sha256(key.encode()).hexdigest()
     if digest == read(os.path.join(state, "account.sha256")):
@@ -326,7 +351,7 @@ def apply_account(document, subscription, state, project, log_file):
     if not edited and cyclecloud(["account", "create", "-f", path], log_file) != 0:
         raise RuntimeError("the CycleCloud account " + name + " could not be created")
     await_locker(name + "-storage", log_file)
-    folder = verified(fetched_project(source, project, log_file), document)
+    folder = verified(fetched_project(source, document["project_name"], project, log_file), document)
     if cyclecloud(["project", "upload", name + "-storage"], log_file, cwd=folder) != 0:
         raise RuntimeError("the Slurm project could not be uploaded to locker " + name + "-storage")
     write(os.path.join(state, "account.sha256"), digest + "\n")
