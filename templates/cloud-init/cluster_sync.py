@@ -7,6 +7,20 @@ every few minutes: it reads userData from the instance metadata service and, onl
 the last one applied, re-imports the cluster (import_cluster --force) and starts it. The hash is recorded after
 success only, so a failed import is retried on the next run. The account is re-applied, and the pinned
 cyclecloud-slurm release fetched and uploaded to its locker, only when the account or the release changed.
+
+What the nodes run, and what of it is checked here. The cluster's slurm specs name the upload without the cyclecloud/
+prefix (`[[[cluster-init slurm:<spec>:<release>]]]`), so CycleCloud runs the project as uploaded, not one it fetches
+itself ("Without cyclecloud/ in the cluster-init reference, CycleCloud expects you to upload the project manually":
+learn.microsoft.com/azure/cyclecloud/cluster-references/cluster-init-reference). Before `project upload` this script
+checks (1) that the fetch's project.ini names the project and release the specs name (userData's project_name and
+the release in its URL), and (2), only when userData pins them (compute.cyclecloud.slurm_project_sha256), that every
+file in the fetch's blobs/ has its SHA-256; any difference throws the fetch away and uploads nothing. Not checked by
+any digest: the rest of the fetch (project.ini itself and specs/, the cluster-init scripts and Chef roles every node
+runs as root), which is uploaded as `cyclecloud project fetch` got it over TLS. Not fetched or checked here at all:
+the healthagent and monitoring specs, which keep the cyclecloud/ prefix as in the stock template, so CycleCloud takes
+them from GitHub itself, at a version the spec does not name (Azure/cyclecloud-slurm@50e6739:templates/slurm.txt
+l.72-73; its integration/README.md l.8-9: CycleCloud stages such projects in work/staging/projects/<name> "so that
+the latest artifacts are downloaded from GitHub").
 On a first start CycleCloud may not be ready for either yet: as CCWS does, the upload waits for the locker's record to
 be "Created" and the start for the region's machine types; each wait is bounded, and a run that gives up fails with one
 line and is retried by the timer.
@@ -297,9 +311,11 @@ def fetched_project(source, name, base, log_file):
 
 def verified(folder, document):
     """The fetched release, when userData pins its files by SHA-256 (compute.cyclecloud.slurm_project_sha256): every
-    file in its blobs/ folder (what `cyclecloud project upload` sends: Azure/cyclecloud-slurm@50e6739:docker-package.sh
-    l.22-46) must be pinned, with that digest, and every pinned file present. On any difference the fetch is thrown
-    away (the next run fetches again) and nothing is uploaded."""
+    file in its blobs/ folder (the release's packages, project.ini [blobs] Files, which `cyclecloud project upload`
+    sends: Azure/cyclecloud-slurm@50e6739:docker-package.sh l.22-46) must be pinned, with that digest, and every pinned
+    file present. On any difference the fetch is thrown away (the next run fetches again) and nothing is uploaded.
+    Only blobs/ is checked: project.ini and specs/ (the cluster-init scripts) have no digest to check against. With
+    nothing pinned, the fetch is uploaded unchecked."""
     pinned = json.loads(document.get("project_sha256") or "{}")
     if not pinned:
         return folder
