@@ -6,21 +6,8 @@ the VM's userData, which ARM updates in place, unlike customData. A systemd time
 every few minutes: it reads userData from the instance metadata service and, only when its SHA-256 differs from
 the last one applied, re-imports the cluster (import_cluster --force) and starts it. The hash is recorded after
 success only, so a failed import is retried on the next run. The account is re-applied, and the pinned
-cyclecloud-slurm release fetched and uploaded to its locker, only when the account or the release changed.
-
-What the nodes run, and what of it is checked here. The cluster's slurm specs name the upload without the cyclecloud/
-prefix (`[[[cluster-init slurm:<spec>:<release>]]]`), so CycleCloud runs the project as uploaded, not one it fetches
-itself ("Without cyclecloud/ in the cluster-init reference, CycleCloud expects you to upload the project manually":
-learn.microsoft.com/azure/cyclecloud/cluster-references/cluster-init-reference). Before `project upload` this script
-checks (1) that the fetch's project.ini names the project and release the specs name (userData's project_name and
-the release in its URL), and (2), only when userData pins them (compute.cyclecloud.slurm_project_sha256), that every
-file in the fetch's blobs/ has its SHA-256; any difference throws the fetch away and uploads nothing. Not checked by
-any digest: the rest of the fetch (project.ini itself and specs/, the cluster-init scripts and Chef roles every node
-runs as root), which is uploaded as `cyclecloud project fetch` got it over TLS. Not fetched or checked here at all:
-the healthagent and monitoring specs, which keep the cyclecloud/ prefix as in the stock template, so CycleCloud takes
-them from GitHub itself, at a version the spec does not name (Azure/cyclecloud-slurm@50e6739:templates/slurm.txt
-l.72-73; its integration/README.md l.8-9: CycleCloud stages such projects in work/staging/projects/<name> "so that
-the latest artifacts are downloaded from GitHub").
+cyclecloud-slurm release fetched, checked and uploaded to its locker (the one the nodes run;
+healthagent and monitoring come from GitHub, unpinned: docs/locker.md), only when the account or the release changed.
 On a first start CycleCloud may not be ready for either yet: as CCWS does, the upload waits for the locker's record to
 be "Created" and the start for the region's machine types; each wait is bounded, and a run that gives up fails with one
 line and is retried by the timer.
@@ -280,12 +267,7 @@ def cluster_parameters(document, subscription):
 
 
 def fetched_project(source, name, base, log_file):
-    """The cyclecloud-slurm release `source` names, fetched once into its own folder under `base`, and only when its
-    project.ini names project `name` at that release: `cyclecloud project upload` stores a project under the name and
-    version of its project.ini, and the cluster's specs (`[[[cluster-init slurm:<spec>:<release>]]]`, no cyclecloud/
-    prefix) run only what was uploaded under exactly those ("Without cyclecloud/ in the cluster-init reference,
-    CycleCloud expects you to upload the project manually": learn.microsoft.com/azure/cyclecloud/cluster-references/
-    cluster-init-reference). Any other fetch is thrown away and nothing is uploaded."""
+    """The release `source` names, fetched once under `base`, if its project.ini names `name` at that release."""
     release = source.rstrip("/").rsplit("/", 1)[-1]
     if not re.match(r"^[0-9]+\.[0-9]+\.[0-9]+$", release):
         raise ValueError("userData names no cyclecloud-slurm release: " + repr(source))
@@ -294,28 +276,23 @@ def fetched_project(source, name, base, log_file):
         if cyclecloud(["project", "fetch", source, folder + ".tmp"], log_file) != 0:
             raise RuntimeError("cyclecloud project fetch " + source + " failed")
         os.replace(folder + ".tmp", folder)
-    parser = configparser.ConfigParser(interpolation=None)
+    ini = configparser.ConfigParser()
     try:
-        parser.read(os.path.join(folder, "project.ini"))
-        found = (parser.get("project", "name", fallback=""), parser.get("project", "version", fallback=""))
-    except configparser.Error as exc:
-        found = ("unreadable: " + str(exc).splitlines()[0], "")
+        ini.read(os.path.join(folder, "project.ini"))
+    except configparser.Error:
+        pass
+    found = tuple(ini.get("project", k, fallback="") for k in ("name", "version"))
     if found != (name, release):
         shutil.rmtree(folder, ignore_errors=True)
-        raise RuntimeError(
-            "the fetch of " + source + " is project " + repr(found[0]) + " version " + repr(found[1])
-            + ", not " + name + " " + release + " as the cluster's specs name it; not uploaded"
-        )
+        raise RuntimeError("fetched %r %r, not %s %s; not uploaded" % (found + (name, release)))
     return folder
 
 
 def verified(folder, document):
     """The fetched release, when userData pins its files by SHA-256 (compute.cyclecloud.slurm_project_sha256): every
-    file in its blobs/ folder (the release's packages, project.ini [blobs] Files, which `cyclecloud project upload`
-    sends: Azure/cyclecloud-slurm@50e6739:docker-package.sh l.22-46) must be pinned, with that digest, and every pinned
-    file present. On any difference the fetch is thrown away (the next run fetches again) and nothing is uploaded.
-    Only blobs/ is checked: project.ini and specs/ (the cluster-init scripts) have no digest to check against. With
-    nothing pinned, the fetch is uploaded unchecked."""
+    file in its blobs/ folder (what `cyclecloud project upload` sends: Azure/cyclecloud-slurm@50e6739:docker-package.sh
+    l.22-46) must be pinned, with that digest, and every pinned file present. On any difference the fetch is thrown
+    away (the next run fetches again) and nothing is uploaded. Not specs/ (the scripts)."""
     pinned = json.loads(document.get("project_sha256") or "{}")
     if not pinned:
         return folder
@@ -347,14 +324,8 @@ def account_document(document, subscription):
 def apply_account(document, subscription, state, project, log_file):
     source = document.get("project", "")
     key = "\n".join(
-        (
-            document["account"],
-            document.get("account_lookups", ""),
-            source,
-            document["project_name"],
-            document.get("project_sha256", ""),
-            subscription,
-        )
+        (document["account"], document.get("account_lookups", ""), source, document["project_name"],
+         document.get("project_sha256", ""), subscription)
     )
     digest = hashlib.sha256(key.encode()).hexdigest()
     if digest == read(os.path.join(state, "account.sha256")):

@@ -498,14 +498,21 @@ def test_a_fetch_naming_another_project_or_version_is_never_uploaded(box: dict[s
     assert any("project fetch" in c for c in calls)
     assert not any("project upload" in c or "import_cluster" in c for c in calls)
     assert not (box["project"] / "slurm-4.0.9").exists()
-    assert "is project 'ccw' version '4.0.9', not slurm 4.0.9" in box["log"].read_text(encoding="utf-8")
+    assert "fetched 'ccw' '4.0.9', not slurm 4.0.9; not uploaded" in box["log"].read_text(encoding="utf-8")
     # The right name, but the fetch says another version than the release it was asked for.
     document = json.loads(_document())
     (box["project"] / "slurm-4.0.9").mkdir()
     (box["project"] / "slurm-4.0.9" / "project.ini").write_text("[project]\nname = slurm\nversion = 4.0.8\n")
     rc, calls = _run(box, imds, json.dumps(document))
     assert rc == 1 and not any("project upload" in c for c in calls)
-    assert "version '4.0.8', not slurm 4.0.9" in box["log"].read_text(encoding="utf-8")
+    assert "fetched 'slurm' '4.0.8', not slurm 4.0.9; not uploaded" in box["log"].read_text(encoding="utf-8")
+    # An unreadable project.ini (no section header) is thrown away as well.
+    (box["project"] / "slurm-4.0.9").mkdir()
+    (box["project"] / "slurm-4.0.9" / "project.ini").write_text("name = slurm\n")
+    rc, calls = _run(box, imds, json.dumps(document))
+    assert rc == 1 and not any("project upload" in c for c in calls)
+    assert "fetched '' '', not slurm 4.0.9; not uploaded" in box["log"].read_text(encoding="utf-8")
+    assert not (box["project"] / "slurm-4.0.9").exists()
     # Then the timer's next run fetches it again, and uploads what the specs name.
     rc, calls = _run(box, imds, json.dumps(document))
     assert rc == 0
