@@ -6,7 +6,8 @@ the VM's userData, which ARM updates in place, unlike customData. A systemd time
 every few minutes: it reads userData from the instance metadata service and, only when its SHA-256 differs from
 the last one applied, re-imports the cluster (import_cluster --force) and starts it. The hash is recorded after
 success only, so a failed import is retried on the next run. The account is re-applied, and the pinned
-cyclecloud-slurm release fetched and uploaded to its locker, only when the account or the release changed.
+cyclecloud-slurm release fetched, checked and uploaded to its locker (the one the nodes run;
+healthagent and monitoring come from GitHub, unpinned: docs/locker.md), only when the account or the release changed.
 On a first start CycleCloud may not be ready for either yet: as CCWS does, the upload waits for the locker's record to
 be "Created" and the start for the region's machine types; each wait is bounded, and a run that gives up fails with one
 line and is retried by the timer.
@@ -14,6 +15,7 @@ line and is retried by the timer.
 
 import argparse
 import base64
+import configparser
 import fcntl
 import gzip
 import hashlib
@@ -89,7 +91,7 @@ def decode(user_data):
     if raw[:2] == b"\x1f\x8b":
         raw = gzip.decompress(raw)
     document = json.loads(raw.decode())
-    for key in ("cluster", "template", "parameters", "account", "project"):
+    for key in ("cluster", "template", "parameters", "account", "project", "project_name"):
         if key not in document:
             raise ValueError("userData has no " + key + ": not an hpclz cluster definition")
     return document
@@ -264,8 +266,8 @@ def cluster_parameters(document, subscription):
     return json.dumps(parameters, indent=2, sort_keys=True) + "\n"
 
 
-def fetched_project(source, base, log_file):
-    """The cyclecloud-slurm release `source` names, fetched once into its own folder under `base`."""
+def fetched_project(source, name, base, log_file):
+    """The release `source` names, fetched once under `base`, if its project.ini names `name` at that release."""
     release = source.rstrip("/").rsplit("/", 1)[-1]
     if not re.match(r"^[0-9]+\.[0-9]+\.[0-9]+$", release):
         raise ValueError("userData names no cyclecloud-slurm release: " + repr(source))
@@ -274,6 +276,15 @@ def fetched_project(source, base, log_file):
         if cyclecloud(["project", "fetch", source, folder + ".tmp"], log_file) != 0:
             raise RuntimeError("cyclecloud project fetch " + source + " failed")
         os.replace(folder + ".tmp", folder)
+    ini = configparser.ConfigParser()
+    try:
+        ini.read(os.path.join(folder, "project.ini"))
+    except configparser.Error:
+        pass
+    found = tuple(ini.get("project", k, fallback="") for k in ("name", "version"))
+    if found != (name, release):
+        shutil.rmtree(folder, ignore_errors=True)
+        raise RuntimeError("fetched %r %r, not %s %s; not uploaded" % (found + (name, release)))
     return folder
 
 
@@ -281,7 +292,7 @@ def verified(folder, document):
     """The fetched release, when userData pins its files by SHA-256 (compute.cyclecloud.slurm_project_sha256): every
     file in its blobs/ folder (what `cyclecloud project upload` sends: Azure/cyclecloud-slurm@50e6739:docker-package.sh
     l.22-46) must be pinned, with that digest, and every pinned file present. On any difference the fetch is thrown
-    away (the next run fetches again) and nothing is uploaded."""
+    away (the next run fetches again) and nothing is uploaded. Not specs/ (the scripts)."""
     pinned = json.loads(document.get("project_sha256") or "{}")
     if not pinned:
         return folder
@@ -313,7 +324,8 @@ def account_document(document, subscription):
 def apply_account(document, subscription, state, project, log_file):
     source = document.get("project", "")
     key = "\n".join(
-        (document["account"], document.get("account_lookups", ""), source, document.get("project_sha256", ""), subscription)
+        (document["account"], document.get("account_lookups", ""), source, document["project_name"],
+         document.get("project_sha256", ""), subscription)
     )
     digest = hashlib.sha256(key.encode()).hexdigest()
     if digest == read(os.path.join(state, "account.sha256")):
@@ -326,7 +338,7 @@ def apply_account(document, subscription, state, project, log_file):
     if not edited and cyclecloud(["account", "create", "-f", path], log_file) != 0:
         raise RuntimeError("the CycleCloud account " + name + " could not be created")
     await_locker(name + "-storage", log_file)
-    folder = verified(fetched_project(source, project, log_file), document)
+    folder = verified(fetched_project(source, document["project_name"], project, log_file), document)
     if cyclecloud(["project", "upload", name + "-storage"], log_file, cwd=folder) != 0:
         raise RuntimeError("the Slurm project could not be uploaded to locker " + name + "-storage")
     write(os.path.join(state, "account.sha256"), digest + "\n")

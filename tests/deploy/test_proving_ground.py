@@ -4,6 +4,7 @@ cluster the deploy handed the CycleCloud server (tests/support/arm_standin/cycle
 
 from __future__ import annotations
 
+import base64
 import json
 import shutil
 from collections.abc import Callable
@@ -13,6 +14,7 @@ from typing import Any
 import pytest
 from ruamel.yaml import YAML
 
+from hpclz.catalog.versions import CURRENT
 from hpclz.config.loader import load_config
 from hpclz.render.build import build_plan
 from tests.conftest import REPO, RunCli
@@ -211,3 +213,49 @@ def test_the_gb300_partition_deploys_in_rack_aligned_scale_sets_of_a_size_the_su
         f"gb300: choose the machine type: SkuNotAvailable: The requested size Standard_ND128isr_GB300_v6 is not "
         f"available in location {location}"
     ]
+
+
+def _with_user_data(arm: ArmStandIn, actor: CycleCloud, edit: Callable[[dict[str, Any]], None]) -> None:
+    """The CycleCloud server's userData in the stand-in, edited as a changed deployment would leave it."""
+    vm, document = actor.server()
+    edit(document)
+    vm["properties"]["userData"] = base64.b64encode(json.dumps(document).encode()).decode()
+
+
+def test_nodes_run_the_slurm_project_only_from_the_locker_upload(
+    arm: ArmStandIn, tmp_path: Path, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every node runs its slurm specs, which name the project hpclz-cluster-sync uploads without the cyclecloud/
+    prefix, from the locker; a spec naming a release that was never uploaded, or a deployment that uploads nothing
+    under the name the specs use, fails on the node as a Software Installation Failure
+    (learn.microsoft.com/azure/cyclecloud/how-to/projects)."""
+    deployed(arm, tmp_path, run_cli, "energy", monkeypatch)
+    actor = CycleCloud(arm.world, arm.proving.authorization, arm.proving.policy_log)
+    cyclecloud = scheduler_identity(arm)
+    steps = actor.start(as_identity=cyclecloud)
+    assert refused(steps) == []
+    ran = {(s.node, s.what.removeprefix("run cluster-init ")) for s in steps if s.what.startswith("run cluster-init")}
+    arrays = {s.node for s in steps if s.what == "create the scale set"} - {"login"}
+    assert arrays
+    release = CURRENT.project
+    for node in ("scheduler", "login", *arrays):
+        role = node if node in ("scheduler", "login") else "execute"
+        assert {spec for n, spec in ran if n == node} == {f"slurm:default:{release}", f"slurm:{role}:{release}"}
+
+    array = sorted(arrays)[0]
+
+    def older_release(document: dict[str, Any]) -> None:
+        document["template"] = document["template"].replace(
+            f"[[[cluster-init slurm:execute:{release}]]]", "[[[cluster-init slurm:execute:4.0.8]]]", 1
+        )
+
+    _with_user_data(arm, actor, older_release)
+    assert refused(actor.start(as_identity=cyclecloud)) == [
+        f"{array}: run cluster-init slurm:execute:4.0.8: SoftwareInstallationFailure: project slurm version 4.0.8 "
+        "was never uploaded to the locker"
+    ]
+
+    _with_user_data(arm, actor, lambda document: document.update(project_name="cyclecloud-slurm"))
+    failed = refused(actor.start(as_identity=cyclecloud))
+    assert failed and all("SoftwareInstallationFailure: project slurm version" in line for line in failed)
+    assert {line.split(":", 1)[0] for line in failed} == {"scheduler", "login", *arrays}

@@ -272,11 +272,11 @@ def test_cluster_follows_the_stock_cyclecloud_slurm_template() -> None:
     for volume, size in (("sched", 30), ("shared", 100)):
         assert f"[[[volume {volume}]]]\n        Size = {size}" in cluster
         assert f"[[[configuration cyclecloud.exports.builtin{volume}]]]\n        export_path = /{volume}" in cluster
-    assert "[[[cluster-init cyclecloud/slurm:default:4.0.9]]]" in cluster
+    assert "[[[cluster-init slurm:default:4.0.9]]]" in cluster
     # With storage.shared (every preset) the scheduler keeps no volumes of its own: it mounts the NFS shares too.
     with_share = _artifacts("ai-training")["cyclecloud/slurm-cluster.txt"]
     assert "[[[volume sched]]]" not in with_share and "cyclecloud.mounts.nfs_sched.disabled" not in with_share
-    assert "[[[cluster-init cyclecloud/slurm:default:4.0.9]]]" in with_share
+    assert "[[[cluster-init slurm:default:4.0.9]]]" in with_share
 
 
 def test_an_infiniband_scale_set_stays_within_one_placement_group() -> None:

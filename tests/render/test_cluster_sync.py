@@ -6,6 +6,7 @@ import base64
 import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -160,11 +161,14 @@ def _cyclecloud(folder: Path, log: Path, failing: str = "") -> None:
     """A cyclecloud stand-in recording its arguments and working folder; a call starting with `failing` fails."""
     script = folder / "cyclecloud"
     fail = f'case "$*" in "{failing}"*) exit 3;; esac\n' if failing else ""
-    # `project fetch URL DIR` leaves DIR with the release's project.ini, as CycleCloud's fetch does.
-    # With one file in blobs/, where a project keeps the files its project.ini lists (Azure/cyclecloud-slurm@50e6739:
-    # docker-package.sh l.22-46).
+    # `project fetch URL DIR` leaves DIR with the release's project.ini, as CycleCloud's fetch does: `[project]`
+    # name = slurm, version = the release (Azure/cyclecloud-slurm@50e6739:project.ini l.1-4), or the name in
+    # $HPCLZ_TEST_PROJECT_NAME. With one file in blobs/, where a project keeps the files its project.ini lists
+    # (Azure/cyclecloud-slurm@50e6739:docker-package.sh l.22-46).
     fetch = (
-        'if [ "$1 $2" = "project fetch" ]; then mkdir -p "$4/blobs" && echo "[project]" > "$4/project.ini" && '
+        'if [ "$1 $2" = "project fetch" ]; then mkdir -p "$4/blobs" && '
+        'printf "[project]\\nname = %s\\nversion = %s\\n" "${HPCLZ_TEST_PROJECT_NAME:-slurm}" "${3##*/}" '
+        '> "$4/project.ini" && '
         f'printf %s {RELEASE_BYTES.decode()} > "$4/blobs/{RELEASE_FILE}"; fi\n'
     )
     script.write_text(f'#!/bin/sh\necho "$(pwd) cyclecloud $*" >> {log}\n{fail}{fetch}exit 0\n', encoding="utf-8")
@@ -479,6 +483,61 @@ def test_a_new_cyclecloud_slurm_release_is_fetched_and_uploaded_once(box: dict[s
     rc, calls = _run(box, imds, json.dumps(document))
     assert rc == 1 and not any("project fetch" in c for c in calls)
     assert "names no cyclecloud-slurm release" in box["log"].read_text(encoding="utf-8")
+
+
+def test_a_fetch_naming_another_project_or_version_is_never_uploaded(box: dict[str, Path], imds: str) -> None:
+    """The cluster's specs run the upload stored under project.ini's name and version (`slurm:<spec>:4.0.9`, no
+    cyclecloud/ prefix: learn.microsoft.com/azure/cyclecloud/cluster-references/cluster-init-reference); a fetch
+    that is another project, or says another version than the release asked for, would leave them without it."""
+    env = {**_env(box, imds), "HPCLZ_TEST_PROJECT_NAME": "ccw"}
+    FakeImds.user_data = user_data(_document())
+    done = subprocess.run(_command(box), env=env, capture_output=True, text=True, timeout=60)
+    calls = box["calls"].read_text(encoding="utf-8").splitlines()
+    box["calls"].unlink()
+    assert done.returncode == 1
+    assert any("project fetch" in c for c in calls)
+    assert not any("project upload" in c or "import_cluster" in c for c in calls)
+    assert not (box["project"] / "slurm-4.0.9").exists()
+    assert "fetched 'ccw' '4.0.9', not slurm 4.0.9; not uploaded" in box["log"].read_text(encoding="utf-8")
+    # The right name, but the fetch says another version than the release it was asked for.
+    document = json.loads(_document())
+    (box["project"] / "slurm-4.0.9").mkdir()
+    (box["project"] / "slurm-4.0.9" / "project.ini").write_text("[project]\nname = slurm\nversion = 4.0.8\n")
+    rc, calls = _run(box, imds, json.dumps(document))
+    assert rc == 1 and not any("project upload" in c for c in calls)
+    assert "fetched 'slurm' '4.0.8', not slurm 4.0.9; not uploaded" in box["log"].read_text(encoding="utf-8")
+    # An unreadable project.ini (no section header) is thrown away as well.
+    (box["project"] / "slurm-4.0.9").mkdir()
+    (box["project"] / "slurm-4.0.9" / "project.ini").write_text("name = slurm\n")
+    rc, calls = _run(box, imds, json.dumps(document))
+    assert rc == 1 and not any("project upload" in c for c in calls)
+    assert "fetched '' '', not slurm 4.0.9; not uploaded" in box["log"].read_text(encoding="utf-8")
+    assert not (box["project"] / "slurm-4.0.9").exists()
+    # Then the timer's next run fetches it again, and uploads what the specs name.
+    rc, calls = _run(box, imds, json.dumps(document))
+    assert rc == 0
+    assert any(c.endswith("cyclecloud project upload hpclz-storage") for c in calls)
+
+
+def test_the_specs_name_the_project_the_sync_uploads() -> None:
+    """Every slurm spec of the rendered cluster names, without the cyclecloud/ prefix, the project and release that
+    userData tells the sync to fetch, check and upload; no spec of that project keeps the prefix, which would make
+    CycleCloud take it from GitHub itself (cluster-init-reference, above)."""
+    for stem in ("finance", "ai-training"):
+        document = json.loads(_document(stem))
+        name, release = document["project_name"], document["project"].rsplit("/", 1)[-1]
+        specs = re.findall(r"^\s*\[\[\[cluster-init ([^\]]+)\]\]\]\s*$", document["template"], re.MULTILINE)
+        assert specs
+        assert not [s for s in specs if s.startswith(f"cyclecloud/{name}:")], stem
+        ours = [s for s in specs if s.split(":", 1)[0] == name]
+        assert sorted(set(ours)) == sorted(
+            f"{name}:{role}:{release}" for role in ("default", "execute", "login", "scheduler")
+        )
+        # Only healthagent and monitoring, which hpclz does not upload, keep the prefix (docs/ccws-parity.md).
+        assert {s for s in specs if s not in ours} == {
+            "cyclecloud/healthagent:default",
+            "cyclecloud/monitoring:default",
+        }
 
 
 def _pinned(digests: dict[str, str]) -> str:

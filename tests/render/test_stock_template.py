@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from hpclz.catalog.versions import CURRENT
+from hpclz.render.cloudinit import SLURM_PROJECT
 from tests.conftest import REPO
 from tests.render.conftest import preset_plan
 
@@ -76,8 +77,13 @@ def parse(template: str) -> dict[str, Section]:
 
 
 def _spec_kept(spec: str, rendered: list[str], release: str) -> bool:
-    """A slurm spec may carry the pinned release (`cyclecloud/slurm:execute:4.0.9`); the others are as stock."""
-    return spec in rendered or (spec.startswith("cyclecloud/slurm:") and f"{spec}:{release}" in rendered)
+    """A spec of a project hpclz-cluster-sync uploads (FACTS["uploaded_projects"]) is kept when the rendered template
+    names that upload, without the cyclecloud/ prefix and at the pinned release (`slurm:execute:4.0.9`); the others
+    are as stock."""
+    project = spec.removeprefix("cyclecloud/").split(":", 1)[0]
+    if project in FACTS["uploaded_projects"]["projects"]:
+        return f"{spec.removeprefix('cyclecloud/')}:{release}" in rendered
+    return spec in rendered
 
 
 def _section_missing(where: str, section: Section, facts: dict[str, Any], release: str) -> list[str]:
@@ -132,15 +138,16 @@ def _cluster(stem: str) -> str:
 def test_the_facts_are_the_pinned_release() -> None:
     assert FACTS["release"] == CURRENT.project
     assert "50e673900227073883c5d74828863be4435bdb9a" in FACTS["provenance"]
+    assert FACTS["uploaded_projects"]["projects"] == [SLURM_PROJECT]
 
 
 @pytest.mark.parametrize("stem", PRESETS)
 def test_every_preset_keeps_every_stock_fact(stem: str) -> None:
     template = _cluster(stem)
     assert missing(template) == []
-    # The release's specs, pinned: never a spec of another release.
-    for spec in re.findall(r"\[\[\[cluster-init (cyclecloud/slurm:[a-z]+:[0-9.]+)\]\]\]", template):
-        assert spec.endswith(f":{CURRENT.project}"), spec
+    # The release's specs, pinned: never a spec of another release, never the project CycleCloud takes from GitHub.
+    for spec in re.findall(r"\[\[\[cluster-init ((?:cyclecloud/)?slurm:[a-z]+:[0-9.]+)\]\]\]", template):
+        assert spec.startswith("slurm:") and spec.endswith(f":{CURRENT.project}"), spec
 
 
 @pytest.mark.parametrize(
@@ -161,6 +168,19 @@ def test_a_dropped_fact_is_reported(drop: str, reported: str) -> None:
 def test_a_spec_of_another_release_is_reported() -> None:
     template = _cluster("energy").replace(f"slurm:execute:{CURRENT.project}", "slurm:execute:3.0.11")
     assert any("cluster-init cyclecloud/slurm:execute" in line for line in missing(template))
+
+
+def test_a_prefixed_spec_of_the_uploaded_project_is_reported() -> None:
+    """`cyclecloud/slurm:...` would make CycleCloud run the project it downloads from GitHub itself, not the upload
+    hpclz-cluster-sync checked (learn.microsoft.com/azure/cyclecloud/cluster-references/cluster-init-reference)."""
+    template = _cluster("energy")
+    assert missing(template) == []
+    prefixed = template.replace(
+        f"[[[cluster-init slurm:execute:{CURRENT.project}]]]",
+        f"[[[cluster-init cyclecloud/slurm:execute:{CURRENT.project}]]]",
+    )
+    assert prefixed != template
+    assert any("cluster-init cyclecloud/slurm:execute" in line for line in missing(prefixed))
 
 
 def test_the_parser_skips_cloud_init_scripts() -> None:

@@ -332,6 +332,7 @@ def cluster_files(zone: Zone) -> dict[str, str]:
         "cyclecloud/slurm-cluster.txt.j2",
         config=config,
         cc=config.compute.cyclecloud,
+        slurm_project=SLURM_PROJECT,
         cluster_name=cluster_name(zone),
         login_prefix=login_prefix(zone),
         # Every node CycleCloud creates carries the zone's tags, those the zone's own "Require a tag on resources"
@@ -448,6 +449,13 @@ def account_lookups(zone: Zone) -> dict[str, dict[str, str]]:
 # (`cyclecloud project fetch <url> <dir>`, as CCWS's create_cc_param.py does for each cluster-init spec,
 # Azure/cyclecloud-slurm-workspace@bc0fc1b:bicep/files-to-load/create_cc_param.py) and uploads it to the locker.
 SLURM_RELEASES = "https://github.com/Azure/cyclecloud-slurm/releases/"
+# The project's name in the release's project.ini (`[project] name = slurm`, Azure/cyclecloud-slurm@50e6739:project.ini
+# l.1-2, the same at every tag 3.0.0-4.0.9), under which `cyclecloud project upload` stores it in the locker. The
+# cluster's slurm specs name it without the `cyclecloud/` prefix, so the nodes run that upload ("Without cyclecloud/
+# in the cluster-init reference, CycleCloud expects you to upload the project manually":
+# learn.microsoft.com/azure/cyclecloud/cluster-references/cluster-init-reference); hpclz-cluster-sync refuses a fetch
+# whose project.ini names another project or version.
+SLURM_PROJECT = "slurm"
 
 
 def project_source(zone: Zone) -> str:
@@ -556,6 +564,7 @@ def user_data_document(zone: Zone, files: dict[str, str]) -> str:
             }
         )
     document["project"] = project_source(zone)
+    document["project_name"] = SLURM_PROJECT  # the name the cluster's slurm specs use: the sync checks project.ini
     digests = zone.config.compute.cyclecloud.slurm_project_sha256
     if digests:  # hpclz-cluster-sync uploads the fetched release only when every file matches (HPCLZ-CMP-018)
         document["project_sha256"] = dumps(dict(sorted(digests.items())))

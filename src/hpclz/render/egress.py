@@ -51,7 +51,8 @@ GITHUB_RELEASE = r"https://github\.com/[\w.-]+/[\w.-]+/releases/"
 # cyclecloud-slurm 4.0.9 adds Microsoft's Slurm repository on every Ubuntu node and installs slurm-smd-* from it
 # (Azure/cyclecloud-slurm@50e6739 azure-slurm-install/ubuntu.sh l.94-104).
 CYCLECLOUD_SLURM_APT = "Azure/cyclecloud-slurm@50e6739 (4.0.9) azure-slurm-install/ubuntu.sh l.94-104"
-SLURM_PROJECT = r"\[\[\[cluster-init cyclecloud/slurm:"
+# The slurm specs name the project hpclz-cluster-sync uploads, without the cyclecloud/ prefix (render/cloudinit.py).
+SLURM_PROJECT = r"\[\[\[cluster-init slurm:"
 # CycleCloud's healthagent spec pip-installs its sdist on every node, so its build backend and dependencies come from
 # the package index (Azure/cyclecloud-healthagent@b8c76db, 2.0.2: specs/default/cluster-init/scripts/
 # setup-healthagent.sh l.127; pyproject.toml l.2-9: setuptools, dbus-next, systemd-python, pyyaml, pydantic), and

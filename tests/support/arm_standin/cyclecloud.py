@@ -10,7 +10,9 @@ from the cluster template itself (never from a second list). Then, as CycleCloud
   system-assigned identity (learn.microsoft.com/entra/identity/managed-identities-azure-resources/how-to-use-vm-token);
 - lists VM sizes and quota at subscription scope (Microsoft.Compute/skus/read: CycleCloud never fills
   Azure.MachineType without it, Azure/cyclecloud-slurm-workspace#345);
-- uploads the cluster's projects to the locker (blob write in the account's RMStorageAccount/RMStorageContainer);
+- uploads the cluster's projects to the locker (blob write in the account's RMStorageAccount/RMStorageContainer):
+  the project userData names (`project_name`, at the release its `project` URL ends in), as hpclz-cluster-sync's
+  `cyclecloud project upload` stores it under project.ini's name and version;
 - reads the secret parameters from Key Vault with the identity each names (hpclz-cluster-sync, at import);
 - refuses a node whose MachineType the subscription's resource SKUs do not offer in its region (SkuNotAvailable);
 - creates each `[[node]]` as a VM with its NIC (and a managed disk per `[[[volume]]]`), and each `[[nodearray]]`
@@ -22,7 +24,15 @@ from the cluster template itself (never from a second list). Then, as CycleCloud
   `Tags.*` and `Azure.Identities`, in the subnet its SubnetId names (`<group>/<vnet>/<subnet>`), in the account's
   AzureResourceGroup;
 - each created node's identities read the locker (blob read), as the nodes do at boot with LockerAuthMode
-  ManagedIdentity.
+  ManagedIdentity;
+- each node runs its cluster-init specs, those of `[[node defaults]]` first: a spec without the cyclecloud/ prefix
+  is resolved only from the locker upload ("By default, projects are assumed to be stored in the locker already
+  [...] Without cyclecloud/ in the cluster-init reference, CycleCloud expects you to upload the project manually",
+  learn.microsoft.com/azure/cyclecloud/cluster-references/cluster-init-reference), and one whose project and version
+  were never uploaded fails as CycleCloud reports it ("If you define a project on a node but it doesn't exist in the
+  expected storage location, the node reports a Software Installation Failure to CycleCloud",
+  learn.microsoft.com/azure/cyclecloud/how-to/projects). A `cyclecloud/` spec, which CycleCloud fetches from GitHub
+  itself, is not modelled.
 Every step passes the stand-in's authorization (real roles) and every write its policy assignments (real
 definitions), and is refused as Azure would refuse it. Quota is not modelled.
 """
@@ -44,6 +54,9 @@ IDENTITY = "microsoft.managedidentity/userassignedidentities"
 _SECTION = re.compile(r"^\s*\[\[(node|nodearray)\s+([^\]]+)\]\]\s*$")
 _SUB_SECTION = re.compile(r"^\s*\[\[\[(\w+)\s*([^\]]*)\]\]\]\s*$")
 _SETTING = re.compile(r"^\s*([A-Za-z][\w.]*)\s*=\s*(.*)$")
+_CLUSTER_INIT = re.compile(r"^\s*\[\[\[cluster-init\s+([^\]\s]+)\s*\]\]\]\s*$")
+# CycleCloud's code for a spec it cannot find in the locker (learn.microsoft.com/azure/cyclecloud/how-to/projects).
+SOFTWARE_INSTALLATION_FAILURE = "SoftwareInstallationFailure"
 
 
 @dataclass
@@ -54,6 +67,7 @@ class NodeSpec:
     kind: str  # node | nodearray
     settings: dict[str, str] = field(default_factory=dict)
     volumes: list[str] = field(default_factory=list)
+    cluster_init: list[str] = field(default_factory=list)
 
     @property
     def tags(self) -> dict[str, str]:
@@ -68,6 +82,7 @@ def parse_cluster(template: str, parameters: dict[str, Any]) -> list[NodeSpec]:
     """The nodes and nodearrays of a CycleCloud cluster template, `$Parameter` values filled from `parameters`; a
     multi-line `'''` value (CloudInit) is skipped whole."""
     defaults: dict[str, str] = {}
+    default_specs: list[str] = []
     nodes: list[NodeSpec] = []
     current: NodeSpec | None = None
     in_defaults = in_sub = False
@@ -81,11 +96,8 @@ def parse_cluster(template: str, parameters: dict[str, Any]) -> list[NodeSpec]:
             if current is not None:
                 nodes.append(current)
             continue
-        sub = _SUB_SECTION.match(line)
-        if sub:
+        if _sub_section(line, default_specs if in_defaults else None, current):
             in_sub = True
-            if sub.group(1) == "volume" and current is not None:
-                current.volumes.append(sub.group(2).strip())
             continue
         setting = _SETTING.match(line)
         if setting is None:
@@ -106,7 +118,26 @@ def parse_cluster(template: str, parameters: dict[str, Any]) -> list[NodeSpec]:
             current.settings[key] = value
     for node in nodes:
         node.settings = {**defaults, **node.settings}
+        # Every node runs the defaults' specs, first (the example of learn.microsoft.com/azure/cyclecloud/
+        # cluster-references/cluster-init-reference: "my-proj:default runs first because it comes from the" defaults).
+        node.cluster_init = [*default_specs, *node.cluster_init]
     return nodes
+
+
+def _sub_section(line: str, default_specs: list[str] | None, current: NodeSpec | None) -> bool:
+    """Whether the line opens a `[[[...]]]` subsection; a cluster-init spec goes to the defaults' list (when given)
+    or the current node's, a volume to the current node's volumes."""
+    spec = _CLUSTER_INIT.match(line)
+    if spec:
+        if default_specs is not None:
+            default_specs.append(spec.group(1))
+        elif current is not None:
+            current.cluster_init.append(spec.group(1))
+        return True
+    sub = _SUB_SECTION.match(line)
+    if sub and sub.group(1) == "volume" and current is not None:
+        current.volumes.append(sub.group(2).strip())
+    return sub is not None
 
 
 def _value(raw: str, parameters: dict[str, Any]) -> str:
@@ -131,6 +162,13 @@ def user_data_document(vm: dict[str, Any]) -> dict[str, Any] | None:
     except ValueError:
         return None
     return doc if isinstance(doc, dict) and doc.get("kind") == "hpclz-cyclecloud-cluster" else None
+
+
+def uploaded_projects(doc: dict[str, Any]) -> set[tuple[str, str]]:
+    """(name, version) of what hpclz-cluster-sync uploads from this userData: the project it names, at the release
+    its URL ends in (templates/cloud-init/cluster_sync.py `fetched_project` refuses any other)."""
+    name, source = str(doc.get("project_name", "")), str(doc.get("project", ""))
+    return {(name, source.rstrip("/").rsplit("/", 1)[-1])} if name and source else set()
 
 
 RESOURCE_ID = re.compile(r"^\[resourceId\('([^']+)',\s*'([^']+)',\s*'([^']+)'\)\]$")
@@ -222,15 +260,35 @@ class CycleCloud:
         self._act("cyclecloud", "list VM sizes", who, "Microsoft.Compute/skus/read", sub)
         server = reach.Origin(subnet=self.server_subnet(), name="CycleCloud server")
         locker = self._locker(account)
+        uploaded: set[tuple[str, str]] = set()
         if locker:
             blob_write = "Microsoft.Storage/storageAccounts/blobServices/containers/blobs/write"
-            self._act("cyclecloud", "upload projects to the locker", who, blob_write, locker, data=True, origin=server)
+            if self._act("cyclecloud", "upload projects to the locker", who, blob_write, locker, data=True,
+                         origin=server):  # fmt: skip
+                uploaded = uploaded_projects(doc)
         for name, spec in json.loads(doc.get("secret_parameters") or "{}").items():
             self._read_secret(name, spec, server)
         parameters = json.loads(self._sub(doc["parameters"]))
         for node in parse_cluster(self._sub(doc["template"]), parameters):
+            before = len(self.steps)
             self._create(node, who, account, locker)
+            # A node that was not built, or could not read the locker, never gets to its specs.
+            if not any(s.refused for s in self.steps[before:]):
+                self._run_cluster_init(node, locker, uploaded)
         return self.steps
+
+    def _run_cluster_init(self, node: NodeSpec, locker: str | None, uploaded: set[tuple[str, str]]) -> None:
+        """Each spec without the cyclecloud/ prefix, `<project>:<spec>:<version>`, from the locker's upload only."""
+        for spec in node.cluster_init:
+            if spec.startswith("cyclecloud/"):
+                continue
+            project, _spec, version = [*spec.split(":"), "", ""][:3]
+            what = f"run cluster-init {spec}"
+            if locker and (project, version) in uploaded:
+                self.steps.append(Step(node.name, what, locker))
+                continue
+            why = f"project {project} version {version or '(none)'} was never uploaded to the locker"
+            self.steps.append(Step(node.name, what, locker or "", SOFTWARE_INSTALLATION_FAILURE, why))
 
     def server_subnet(self) -> str | None:
         """The subnet of the CycleCloud server's NIC: where its data-plane calls come from."""
