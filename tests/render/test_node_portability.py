@@ -186,3 +186,40 @@ def test_a_node_script_that_assumes_x86_is_caught() -> None:
     assert _single_arch_lines('case "$(uname -m)" in\n  x86_64) a=amd64 ;;\nesac\n') == [
         "a uname -m switch without an aarch64 branch"
     ]
+
+
+def _here_document_faults(script: str) -> list[str]:
+    """Lines where a here-document's end marker is not a line of its own. bash ends a here-document only at a
+    line that is exactly the delimiter (bash(1), "Here Documents"), so a marker glued to the line before (a template
+    tag that swallowed the newline) lets the body run on into the next file it writes, and the script fails later,
+    where nobody looks. Also a here-document that starts inside another one."""
+    faults: list[str] = []
+    inside = False
+    for number, line in enumerate(script.splitlines(), start=1):
+        if inside:
+            if line == "HPCLZ_EOF":
+                inside = False
+            elif "HPCLZ_EOF" in line:
+                faults.append(f"line {number}: {line[-120:]}")
+        elif re.search(r"<<'?HPCLZ_EOF'?$", line):  # quoted or not
+            inside = True
+        elif "HPCLZ_EOF" in line:
+            faults.append(f"line {number}: {line[-120:]}")
+    if inside:
+        faults.append("a here-document never ends")
+    return faults
+
+
+@pytest.mark.parametrize("preset", PRESETS, ids=lambda p: p.stem)
+def test_every_here_document_ends_on_a_line_of_its_own(preset: Path) -> None:
+    for index, text in enumerate(_rendered_scripts(preset.stem)):
+        assert _here_document_faults(text) == [], f"{preset.stem} script {index}"
+
+
+def test_the_here_document_check_finds_a_glued_end_marker() -> None:
+    glued = "cat > /a <<'HPCLZ_EOF'\nExecStart=/bin/true --x yHPCLZ_EOF\ncat > /b <<'HPCLZ_EOF'\n[Timer]\nHPCLZ_EOF\n"
+    assert _here_document_faults(glued) == [
+        "line 2: ExecStart=/bin/true --x yHPCLZ_EOF",
+        "line 3: cat > /b <<'HPCLZ_EOF'",
+    ]
+    assert _here_document_faults("cat > /a <<'HPCLZ_EOF'\nx\nHPCLZ_EOF\n") == []
