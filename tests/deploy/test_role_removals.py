@@ -17,7 +17,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -371,27 +371,45 @@ def blob_container_writes(world: World) -> list[Outcome]:
         Kind("Storage Blob Data Contributor", "identity.groups.users", BLOB_CONTAINER): user,
         Kind("Storage Blob Data Contributor", "identity.groups.admins", BLOB_CONTAINER): admin,
     }
-    azurite = shared_azurite()
-    service = BlobServiceClient.from_connection_string(azurite.connection_string)
-    fronts: dict[str, BlobFront] = {}
     out: list[Outcome] = []
-    try:
+    with _container_blobs(world) as blob_url:
         for key, grant, kind in world.grants(*writers):
-            account, _, container = scope_of(grant).partition("/blobServices/default/containers/")
-            if account.lower() not in fronts:
-                fronts[account.lower()] = BlobFront(world.arm, account, azurite.account_url, world.origin).start()
-            if not service.get_container_client(container).exists():
-                service.create_container(container)
-            url = f"{fronts[account.lower()].account_url}/{container}/role-removal-{uuid.uuid4()}.bin"
+            container, url = blob_url(grant)
 
             def step(url: str = url, token: str = writers[kind]) -> tuple[int, str]:
                 return _put_blob(url, token)
 
             out.append((kind, container, *world.without(key, step)))
+    return out
+
+
+@contextlib.contextmanager
+def _container_blobs(
+    world: World, content: bytes | None = None
+) -> Iterator[Callable[[dict[str, Any]], tuple[str, str]]]:
+    """For a container-scoped grant: (container, the URL of a new blob there through its account's Blob front, as
+    the grant's holder reaches it from the compute subnet). With `content`, the blob is written first with the
+    account key (a user's upload), so that a read has something to read."""
+    azurite = shared_azurite()
+    service = BlobServiceClient.from_connection_string(azurite.connection_string)
+    fronts: dict[str, BlobFront] = {}
+
+    def blob_url(grant: dict[str, Any]) -> tuple[str, str]:
+        account, _, container = scope_of(grant).partition("/blobServices/default/containers/")
+        if account.lower() not in fronts:
+            fronts[account.lower()] = BlobFront(world.arm, account, azurite.account_url, world.origin).start()
+        if not service.get_container_client(container).exists():
+            service.create_container(container)
+        name = f"role-removal-{uuid.uuid4()}.bin"
+        if content is not None:
+            service.get_blob_client(container, name).upload_blob(content)
+        return container, f"{fronts[account.lower()].account_url}/{container}/{name}"
+
+    try:
+        yield blob_url
     finally:
         for front in fronts.values():
             front.stop()
-    return out
 
 
 def _get_blob(url: str, token: str) -> tuple[int, str]:
@@ -413,28 +431,15 @@ def blob_container_reads(world: World) -> list[Outcome]:
     AuthorizationPermissionMismatch."""
     kind = Kind("Storage Blob Data Reader", COMPUTE, BLOB_CONTAINER)
     token = world.node_token("compute", STORAGE_AUDIENCE)
-    azurite = shared_azurite()
-    service = BlobServiceClient.from_connection_string(azurite.connection_string)
-    fronts: dict[str, BlobFront] = {}
     out: list[Outcome] = []
-    try:
+    with _container_blobs(world, content=b"dataset") as blob_url:
         for key, grant, _ in world.grants(kind):
-            account, _, container = scope_of(grant).partition("/blobServices/default/containers/")
-            if account.lower() not in fronts:
-                fronts[account.lower()] = BlobFront(world.arm, account, azurite.account_url, world.origin).start()
-            if not service.get_container_client(container).exists():
-                service.create_container(container)
-            name = f"role-removal-{uuid.uuid4()}.bin"
-            service.get_blob_client(container, name).upload_blob(b"dataset")  # the users' upload, with the key
-            url = f"{fronts[account.lower()].account_url}/{container}/{name}"
+            container, url = blob_url(grant)
 
             def step(url: str = url) -> tuple[tuple[int, str], tuple[int, str]]:
                 return _get_blob(url, token), _put_blob(url, token)
 
             out.append((kind, container, *world.without(key, step)))
-    finally:
-        for front in fronts.values():
-            front.stop()
     return out
 
 
