@@ -70,9 +70,10 @@ def test_without_user_access_administrator_deploy_stops_at_the_first_role_assign
     assert result.exit_code != 0
     one_line_refusal(result.stdout + result.stderr, "Microsoft.Authorization/roleAssignments/write")
     assert not [r for r in arm.world.resources.values() if r["type"] == "Microsoft.Authorization/roleAssignments"]
-    # The identity step (the first to grant roles) fails; what depends on it never starts.
+    # The network step (the first to grant roles: Reader on the Bastion host for the users and admins groups,
+    # hpclz.render.roles.bastion_readers) fails; what depends on it never starts.
     both = result.stdout + result.stderr
-    assert "hpclz-cae-test-identity: failed - AuthorizationFailed" in both, both[-3000:]
+    assert "hpclz-cae-test-network: failed - AuthorizationFailed" in both, both[-3000:]
     assert "hpclz-cae-test-compute: blocked - not started" in both
 
 

@@ -64,11 +64,11 @@ def test_the_scheduler_unit_runs_the_generator_on_the_racks_paths() -> None:
         ("--rack-partition", "gb300"),
         ("--tree-partition", "h100"),
         ("--tree-partition", "h200"),
+        ("--block-size", "18"),
+        ("--switches", "/sched/aitrain-prod/hpclz-fabric/sharp-topology.txt"),
         ("--reports", "/sched/aitrain-prod/hpclz-fabric"),
         ("--yaml", "/sched/aitrain-prod/topology.yaml"),
         ("--site-conf", "/sched/aitrain-prod/site_specific.conf"),
-        ("--block-size", "18"),
-        ("--switches", "/sched/aitrain-prod/hpclz-fabric/sharp-topology.txt"),
     ]
     argv = rendered_service(BEFORE_YAML)
     assert argv[:3] == ["/opt/hpclz/venv/bin/python", "-m", "hpclz.slurm.topology"]

@@ -192,6 +192,19 @@ def _partitions(nodes: list[str]) -> list[str]:
 
 
 def start_cluster(nodes: list[str], power: ClusterHooks | None = None) -> LocalSlurm:
+    """A fresh cluster on free loopback ports. The ports are free when chosen, but another test process (a
+    pytest-xdist worker) may bind one before the daemon does; that daemon then cannot listen and its node never
+    answers, so a start whose nodes do not come up is tried again, twice, on new ports."""
+    for attempt in range(3):
+        try:
+            return _start_cluster_once(nodes, power)
+        except (TimeoutError, RuntimeError):
+            if attempt == 2:
+                raise
+    raise AssertionError("unreachable")
+
+
+def _start_cluster_once(nodes: list[str], power: ClusterHooks | None) -> LocalSlurm:
     reap_orphans()
     root = Path(tempfile.mkdtemp(prefix=ROOT_PREFIX))
     (root / "owner.pid").write_text(str(os.getpid()))

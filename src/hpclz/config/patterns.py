@@ -47,6 +47,9 @@ PLAIN: dict[str, str] = {
     r"^[A-Za-z0-9_=,.-]+$": "NFS mount options separated by commas, like rw,hard,vers=3,nconnect=8",
     r"^Standard_[A-Za-z0-9_]{2,30}$": "a MySQL flexible server compute size, like Standard_B2ms or Standard_D2ads_v5",
     r"^[a-z_][a-z0-9_]{0,31}$": "up to 32 lowercase letters, digits or _ starting with a letter or _, like slurmdbd",
+    r"^(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z][A-Za-z0-9-]{0,61}[A-Za-z0-9]$": (
+        "a DNS domain name of dot-separated labels, like contoso.com or contosoai.onmicrosoft.com"
+    ),
 }
 
 
