@@ -46,6 +46,11 @@ HOP_HEADERS = {"connection", "keep-alive", "transfer-encoding", "content-length"
 
 
 class _Front:
+    def bearer_caller(self, headers: dict[str, str]) -> Principal | None:
+        """The principal whose token the request's Authorization header carries, or None without one."""
+        auth = next((v for k, v in headers.items() if k.lower() == "authorization"), None)
+        return self.standin.proving.caller(auth)
+
     def __init__(self, standin: ArmStandIn, target_id: str, origin: reach.Origin, tls: bool):
         self.standin = standin
         self.target_id = target_id
@@ -405,8 +410,7 @@ class GrafanaFront(_Front):
         body: bytes,  # noqa: ARG002 (the base class names it)
         peer: str,  # noqa: ARG002
     ) -> tuple[int, dict[str, str], bytes]:
-        auth = next((v for k, v in headers.items() if k.lower() == "authorization"), None)
-        who = self.standin.proving.caller(auth)
+        who = self.bearer_caller(headers)
         if who is None:
             return 401, {}, b""
         role = self.role(who)
@@ -469,8 +473,7 @@ class IngestionFront(_Front):
         body: bytes,  # noqa: ARG002 (the base class names it)
         peer: str,  # noqa: ARG002
     ) -> tuple[int, dict[str, str], bytes]:
-        auth = next((v for k, v in headers.items() if k.lower() == "authorization"), None)
-        who = self.standin.proving.caller(auth)
+        who = self.bearer_caller(headers)
         if who is None:
             return 401, {}, b""
         found = INGEST_PATH.match(urlsplit(path).path)
