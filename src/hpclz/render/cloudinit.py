@@ -578,6 +578,9 @@ def user_data_document(zone: Zone, files: dict[str, str]) -> str:
                 "identity": _node_identity(zone, "scheduler"),
             }
         )
+    # The CycleCloud release the server runs: hpclz-cluster-sync upgrades the cyclecloud8 package to it in place, so the
+    # server and its database stay (compute.cyclecloud.image_release keeps the image it was created from).
+    document["cyclecloud_version"] = zone.config.compute.cyclecloud.version
     document["project"] = project_source(zone)
     document["project_name"] = SLURM_PROJECT  # the name the cluster's slurm specs use: the sync checks project.ini
     digests = zone.config.compute.cyclecloud.slurm_project_sha256
