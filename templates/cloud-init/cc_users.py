@@ -42,9 +42,11 @@ SUBSCRIPTION_URL = IMDS + "/metadata/instance/compute/subscriptionId?api-version
 BLOB_URL = os.environ.get("HPCLZ_BLOB_URL", "https://{account}.blob.core.windows.net")
 STORAGE_API = "2021-08-06"
 CYCLE_SERVER = os.environ.get("HPCLZ_CYCLE_SERVER", "/opt/cycle_server/cycle_server")
-# A first boot may come before the locker answers (its private endpoint's DNS record, a role just granted): restore
-# asks again, 12 times 10 s apart, then stops the bootstrap rather than let CycleCloud number users anew.
-TRIES = 12
+# A first boot may come before the locker answers: a data role granted in the same deployment can take up to 10
+# minutes to take effect (learn.microsoft.com/azure/role-based-access-control/troubleshooting, role assignment
+# changes not detected). Restore asks again for 10 minutes, 60 times 10 s apart, then stops the bootstrap rather than
+# let CycleCloud number users anew.
+TRIES = 60
 POLL = float(os.environ.get("HPCLZ_POLL_SECONDS", "10"))
 # The fields carried: the AuthenticatedUser fields CCWS itself writes for a user (install.sh's cc-vm-mi record:
 # Name, UID, NodeUserName, Authentication, EntraTID, EntraOID) that say who a user is and which number it has.

@@ -194,6 +194,7 @@ def upgrade_cyclecloud(document, log_file):
     shutil.rmtree(folder, ignore_errors=True)
     zipfile.ZipFile(tools).extractall(folder)
     (installer,) = [n for n in sorted(os.listdir(folder)) if n.startswith("cyclecloud-cli-installer")]
+    # Through bash: zipfile, unlike unzip, does not keep install.sh's executable bit.
     if command(["bash", "install.sh", "--system"], log_file, os.path.join(folder, installer)).returncode != 0:
         raise RuntimeError("the CycleCloud " + wanted + " CLI did not install")
     cycle_server(["await_startup"], log_file)

@@ -236,7 +236,7 @@ def test_a_locker_that_never_answers_stops_the_restore(box: dict[str, Any]) -> N
     FakeBlob.status = 503
     done = _restore(box)
     assert done.returncode == 1 and "failed: HTTP Error 503" in done.stderr
-    assert FakeBlob.gets == 12  # bounded: twelve tries
+    assert FakeBlob.gets == 60  # bounded: 60 tries 10 s apart, RBAC's 10 minutes
     assert not (box["dir"] / "hpclz-users.json").exists()
 
 
