@@ -103,13 +103,27 @@ def current_records():
     )
     if done.returncode != 0:
         raise RuntimeError("cycle_server execute failed (" + str(done.returncode) + "): " + done.stderr.strip()[-300:])
-    rows = json.loads(done.stdout or "[]")
-    users = [
-        {k: row[k] for k in FIELDS if row.get(k) is not None}
-        for row in rows
-        if not row.get("ServiceAccount") and row.get("Name") and isinstance(row.get("UID"), int)
-    ]
+    users = []
+    for row in json.loads(done.stdout or "[]"):
+        uid = number(row.get("UID"))
+        # A user who never reached a node may have no UID yet: nothing to keep.
+        if row.get("ServiceAccount") or not row.get("Name") or uid is None:
+            continue
+        users.append(dict({k: row[k] for k in FIELDS if row.get(k) is not None}, UID=uid))
     return sorted(users, key=lambda u: u["Name"])
+
+
+def number(value):
+    """A UID as a number, whether the JSON answer carries 20001, 20001.0 or "20001"; None otherwise."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str) and value.isdigit():
+        return int(value)
+    return None
 
 
 def export(state):

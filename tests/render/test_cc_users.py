@@ -43,6 +43,10 @@ ALICE = {
     "Superuser": True,
 }
 BOB = {"Name": "bob@contoso.com", "UID": 20000, "NodeUserName": "bob", "Password": "hash"}
+# A UID as a string or a float in the JSON answer is still that number; a user with no UID yet has none to keep.
+CAROL = {"Name": "carol@contoso.com", "UID": "20003"}
+DAVE = {"Name": "dave@contoso.com", "UID": 20004.0}
+ERIN = {"Name": "erin@contoso.com", "UID": None}
 SERVICE = {"Name": "cc-vm-mi", "UID": 19000, "ServiceAccount": True, "EntraOID": "o-vm"}
 ADMIN = {"Name": "hpcadmin", "UID": 20002}
 
@@ -115,7 +119,9 @@ def box(tmp_path: Path) -> Iterator[dict[str, Any]]:
     script.write_text(text, encoding="utf-8")
     FakeImds.user_data = {"user_records": json.dumps(SPEC)}
     FakeBlob.blobs, FakeBlob.puts, FakeBlob.gets, FakeBlob.status = {}, 0, 0, 0
-    (tmp_path / "records.json").write_text(json.dumps([ALICE, BOB, SERVICE, ADMIN]), encoding="utf-8")
+    (tmp_path / "records.json").write_text(
+        json.dumps([ALICE, BOB, SERVICE, ADMIN, CAROL, DAVE, ERIN]), encoding="utf-8"
+    )
     double = tmp_path / "cycle_server"
     double.write_text(
         f'#!/bin/bash\nprintf "%s\\n" "$*" >> {tmp_path}/calls\ncat {tmp_path}/records.json\n', encoding="utf-8"
@@ -152,6 +158,8 @@ def test_export_keeps_names_and_uids_and_never_a_secret(box: dict[str, Any]) -> 
     assert exported == [  # sorted by name
         {k: ALICE[k] for k in ("Name", "UID", "NodeUserName", "Authentication", "EntraTID", "EntraOID")},
         {k: v for k, v in BOB.items() if k != "Password"},
+        {"Name": "carol@contoso.com", "UID": 20003},
+        {"Name": "dave@contoso.com", "UID": 20004},
         ADMIN,
     ]
     body = FakeBlob.blobs[BLOB_PATH].decode()
@@ -168,9 +176,9 @@ def test_export_keeps_names_and_uids_and_never_a_secret(box: dict[str, Any]) -> 
 def test_an_unchanged_export_is_not_written_again_and_a_change_is(box: dict[str, Any]) -> None:
     assert _export(box).returncode == 0 and _export(box).returncode == 0
     assert FakeBlob.puts == 1
-    (box["dir"] / "records.json").write_text(json.dumps([ALICE, BOB, ADMIN, {"Name": "carol", "UID": 20003}]))
+    (box["dir"] / "records.json").write_text(json.dumps([ALICE, BOB, ADMIN, {"Name": "frank", "UID": 20005}]))
     assert _export(box).returncode == 0
-    assert FakeBlob.puts == 2 and "carol" in FakeBlob.blobs[BLOB_PATH].decode()
+    assert FakeBlob.puts == 2 and "frank" in FakeBlob.blobs[BLOB_PATH].decode()
 
 
 def test_a_refused_write_fails_the_export_and_records_nothing(box: dict[str, Any]) -> None:
@@ -194,7 +202,12 @@ def test_restore_writes_the_old_records_and_hands_the_admin_its_uid(box: dict[st
     assert done.returncode == 0, done.stderr
     assert done.stdout == "20002\n"  # the bootstrap puts it in its own admin record
     records = json.loads((box["dir"] / "hpclz-users.json").read_text(encoding="utf-8"))
-    assert {r["Name"]: r["UID"] for r in records} == {"alice@contoso.com": 20001, "bob@contoso.com": 20000}
+    assert {r["Name"]: r["UID"] for r in records} == {
+        "alice@contoso.com": 20001,
+        "bob@contoso.com": 20000,
+        "carol@contoso.com": 20003,
+        "dave@contoso.com": 20004,
+    }
     assert {r["AdType"] for r in records} == {"AuthenticatedUser"}
     assert records[0]["EntraOID"] == "o-alice"
 
