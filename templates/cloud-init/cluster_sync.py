@@ -4,7 +4,8 @@
 hpclz renders the cluster (one nodearray per partition), its parameters and the CycleCloud Azure account into
 the VM's userData, which ARM updates in place, unlike customData. A systemd timer runs this script at boot and
 every few minutes: it reads userData from the instance metadata service and, only when its SHA-256 differs from
-the last one applied, re-imports the cluster (import_cluster --force) and starts it. The hash is recorded after
+the last one applied, upgrades CycleCloud in place when userData names a newer release, re-imports the cluster
+(import_cluster --force) and starts it. The hash is recorded after
 success only, so a failed import is retried on the next run. The account is re-applied, and the pinned
 cyclecloud-slurm release fetched, checked and uploaded to its locker (the one the nodes run;
 healthagent and monitoring come from GitHub, unpinned: docs/locker.md), only when the account or the release changed.
@@ -28,6 +29,7 @@ import sys
 import time
 import urllib.parse
 import urllib.request
+import zipfile
 
 # HPCLZ_IMDS_URL points the script at a local stand-in in tests; on Azure it is always the link-local address.
 IMDS = os.environ.get("HPCLZ_IMDS_URL", "http://169.254.169.254")
@@ -70,6 +72,19 @@ LOCKER_ROUNDS = 5
 # (plugin.azure.monitor_reference) and waits until no node of the cluster lacks its Azure.MachineType or
 # Cloud.MachineType record (install.sh l.316-331). Bounded here: 60 checks 10 s apart.
 MACHINE_TYPE_CHECKS = 60
+# CycleCloud 8 upgrades in place, keeping its database: "You can upgrade the Azure CycleCloud application in place";
+# "When you install cyclecloud8, the installation scripts find your existing data and configuration and automatically
+# handle any upgrade migrations"; on Enterprise Linux (the image's AlmaLinux 8) "sudo yum -y upgrade cyclecloud8",
+# from Microsoft's repository configured as the manual installation does it; "CycleCloud is unavailable while the
+# upgrade happens. The upgrade usually takes 2-3 minutes", and running clusters keep running (MicrosoftDocs/azure-docs
+# @0206fe6 articles/cyclecloud/how-to/upgrade-and-migrate.md; @0aa710a articles/cyclecloud/how-to/install-manual.md,
+# "Installing on Enterprise Linux (RHEL) clones"). The package is pinned to userData's release with a NAME-VERSION
+# spec (dnf.readthedocs.io/en/latest/command_ref.html, "Specifying Packages"). HPCLZ_YUM_REPOS points at a test folder.
+YUM_REPOS = os.environ.get("HPCLZ_YUM_REPOS", "/etc/yum.repos.d")
+CYCLECLOUD_REPO = (
+    "[cyclecloud]\nname=cyclecloud\nbaseurl=https://packages.microsoft.com/yumrepos/cyclecloud\ngpgcheck=1\n"
+    "gpgkey=https://packages.microsoft.com/keys/microsoft.asc\n"
+)
 
 
 def log(line, log_file):
@@ -132,6 +147,58 @@ def cycle_server(args, log_file):
         log("cycle_server " + args[0] + " failed (" + str(done.returncode) + "): " + done.stderr.strip()[-300:], log_file)
         return ""
     return done.stdout
+
+
+def command(args, log_file, cwd=None):
+    log("running: " + " ".join(args), log_file)
+    done = subprocess.run(args, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
+    for line in (done.stdout + done.stderr).splitlines()[-20:]:
+        log("  " + line, log_file)
+    return done
+
+
+def release(text):
+    """8.9.1 of an RPM version such as 8.9.1 or 8.9.1-3570: what userData's release is compared with."""
+    return tuple(int(part) for part in re.findall(r"[0-9]+", text)[:3])
+
+
+def installed_cyclecloud(log_file):
+    done = command(["rpm", "-q", "--queryformat", "%{VERSION}", "cyclecloud8"], log_file)
+    if done.returncode != 0:
+        raise RuntimeError("rpm knows no cyclecloud8 package here: " + (done.stdout + done.stderr).strip()[-200:])
+    return done.stdout.strip()
+
+
+def upgrade_cyclecloud(document, log_file):
+    """CycleCloud to userData's release, in place, before anything else talks to it; never backwards."""
+    wanted = document.get("cyclecloud_version", "")
+    if not wanted:
+        return
+    installed = installed_cyclecloud(log_file)
+    if release(installed) == release(wanted):
+        return
+    if release(installed) > release(wanted):
+        raise RuntimeError("CycleCloud " + installed + " runs here, newer than userData's " + wanted + "; never downgraded")
+    log("upgrading CycleCloud " + installed + " -> " + wanted + " in place (its data stays in /opt/cycle_server)", log_file)
+    repos = [os.path.join(YUM_REPOS, n) for n in sorted(os.listdir(YUM_REPOS)) if n.endswith(".repo")]
+    if not any("packages.microsoft.com/yumrepos/cyclecloud" in read(r) for r in repos):
+        write(os.path.join(YUM_REPOS, "cyclecloud.repo"), CYCLECLOUD_REPO)
+    if command(["yum", "-y", "upgrade", "cyclecloud8-" + wanted], log_file).returncode != 0:
+        raise RuntimeError("yum could not upgrade cyclecloud8 to " + wanted)
+    now = installed_cyclecloud(log_file)
+    if release(now) != release(wanted):
+        raise RuntimeError("cyclecloud8 is " + now + " after the upgrade, not " + wanted)
+    # The CLI from the upgraded server's own zip, as the bootstrap installs it (CCWS: cyclecloud_install.py:409-425).
+    tools = os.path.join(os.path.dirname(CYCLE_SERVER), "tools", "cyclecloud-cli.zip")
+    folder = os.environ.get("HPCLZ_CLI_DIR", "/opt/hpclz/cli-installer")
+    shutil.rmtree(folder, ignore_errors=True)
+    zipfile.ZipFile(tools).extractall(folder)
+    (installer,) = [n for n in sorted(os.listdir(folder)) if n.startswith("cyclecloud-cli-installer")]
+    # Through bash: zipfile, unlike unzip, does not keep install.sh's executable bit.
+    if command(["bash", "install.sh", "--system"], log_file, os.path.join(folder, installer)).returncode != 0:
+        raise RuntimeError("the CycleCloud " + wanted + " CLI did not install")
+    cycle_server(["await_startup"], log_file)
+    log("CycleCloud " + wanted + " runs", log_file)
 
 
 def await_locker(name, log_file):
@@ -356,6 +423,7 @@ def sync(state, project, log_file):
     log("userData changed (sha256 " + (applied[:12] or "none") + " -> " + digest[:12] + "): re-importing", log_file)
     document = decode(user_data)
     subscription = imds(SUBSCRIPTION_URL).strip()
+    upgrade_cyclecloud(document, log_file)
     apply_account(document, subscription, state, project, log_file)
     template = os.path.join(state, "slurm-cluster.txt")
     parameters = os.path.join(state, "slurm-params.json")

@@ -6,6 +6,9 @@ daemon accepts 25.05, 24.11 and 24.05, so 23.11 must stop at 25.05 first.
 
 from __future__ import annotations
 
+import base64
+import gzip
+import json
 from typing import Any
 
 from rich.console import Console
@@ -15,7 +18,11 @@ from hpclz.config.root import LandingZoneConfig
 from hpclz.plan.changeset import ChangeSet, Policy
 from hpclz.plan.config_diff import config_changes, config_snapshot
 from hpclz.plan.upgrade import PATHS, stack_upgrade
+from hpclz.render.build import build_plan
+from hpclz.render.cloudinit import USER_RECORDS_BLOB
+from hpclz.render.model import DeploymentPlan
 from tests.plan.support import edited, preset
+from tests.render.conftest import cyclecloud_vms
 
 OLD_2311 = ("8.7.1", "3.0.11", "23.11.10-2")
 OLD_2405 = ("8.7.1", "3.0.11", "24.05.4-2")
@@ -86,9 +93,62 @@ def test_walk_from_the_old_triple_one_hop_at_a_time() -> None:
         drained = [c for c in changes.config_changes if c.path in PATHS]
         assert drained and all(c.verdict.policy.rank >= Policy.DRAIN_PARTITION.rank for c in drained)
     assert first.stack_upgrade is not None
-    assert "CycleCloud 8.7.1 -> 8.9.0" in first.stack_upgrade.steps[0]
-    assert "Marketplace image version 8.9.020260513" in first.stack_upgrade.steps[0]
+    # 8.7.1 was installed from packages, with no Marketplace image hpclz knows: the server is recreated, after the
+    # steps that leave no node behind and keep the users' UIDs.
+    terminate, users, replace = _order(
+        first.stack_upgrade.steps, "cyclecloud terminate_cluster", "hpclz-cc-users export", "CycleCloud 8.7.1 -> 8.9.0"
+    )
+    assert terminate < users < replace
+    assert "Marketplace image version 8.9.020260513" in first.stack_upgrade.steps[replace]
+    assert "image_release" not in first.stack_upgrade.steps[replace]  # no image of 8.7.1 to keep
     assert "Slurm 25.05 -> 25.11 is within the window" in _text(second)
+
+
+def _keeping_the_image(triple: tuple[str, str, str], release: str) -> LandingZoneConfig:
+    def edit(d: dict[str, Any]) -> None:
+        d["compute"]["cyclecloud"]["image_release"] = release
+
+    return edited(_on(triple), edit)
+
+
+def test_a_new_cyclecloud_release_on_the_same_image_is_an_in_place_upgrade() -> None:
+    old, new = _on(STONE), _keeping_the_image(CURRENT, "8.9.0")
+    up = stack_upgrade(config_snapshot(old), config_snapshot(new))
+    assert up is not None and up.allowed and not up.replaces_server
+    (server,) = [s for s in up.steps if "CycleCloud 8.9.0 -> 8.9.1" in s]
+    assert "in place" in server and "yum -y upgrade cyclecloud8-8.9.1" in server and "--replace" not in server
+    assert not [s for s in up.steps if "terminate_cluster" in s]
+    # Nothing the deploy sends replaces the server: its imageReference is the one it was created with, and only
+    # userData names the release it runs now.
+    (before,), (after,) = (_server(build_plan(c)) for c in (old, new))
+    assert (
+        before["properties"]["storageProfile"]["imageReference"]
+        == after["properties"]["storageProfile"]["imageReference"]
+    )
+    assert _user_data(after)["cyclecloud_version"] == "8.9.1" and _user_data(before)["cyclecloud_version"] == "8.9.0"
+    changes = config_changes(config_snapshot(old), new)
+    assert all(c.verdict.policy is Policy.DRAIN_PARTITION for c in changes if c.path in PATHS)
+
+
+def test_a_new_release_with_a_new_image_replaces_the_server_and_says_how_to_keep_it() -> None:
+    up = _plan(STONE, CURRENT).stack_upgrade
+    assert up is not None and up.allowed and up.replaces_server
+    terminate, users, replace = _order(
+        up.steps, "cyclecloud terminate_cluster", "hpclz-cc-users export", "CycleCloud 8.9.0 -> 8.9.1"
+    )
+    assert terminate < users < replace
+    assert "set compute.cyclecloud.image_release: 8.9.0" in up.steps[replace]
+    changes = _plan(STONE, CURRENT).config_changes
+    assert all(c.verdict.policy is Policy.REPLACE for c in changes if c.path == "compute.cyclecloud.version")
+
+
+def _server(plan: DeploymentPlan) -> list[dict[str, Any]]:
+    return cyclecloud_vms(plan)
+
+
+def _user_data(vm: dict[str, Any]) -> dict[str, Any]:
+    raw = base64.b64decode(vm["properties"]["userData"])
+    return dict(json.loads(gzip.decompress(raw)))
 
 
 def test_24_05_goes_straight_to_25_11() -> None:
@@ -110,3 +170,35 @@ def test_an_unknown_triple_is_refused() -> None:
 
 def test_no_triple_change_means_no_upgrade() -> None:
     assert _plan(CURRENT, CURRENT).stack_upgrade is None
+
+
+def _zone(d: dict[str, Any]) -> None:
+    d["compute"]["service_zone"] = "2" if d["compute"]["service_zone"] != "2" else "3"
+
+
+def _image(d: dict[str, Any]) -> None:
+    d["compute"]["cyclecloud"]["image"] = "azurecyclecloud:azure-cyclecloud:cyclecloud8-gen2:8.9.020260513"
+
+
+def _entra(d: dict[str, Any]) -> None:
+    d["identity"]["cyclecloud_entra"] = {
+        "tenant_id": "11111111-1111-1111-1111-111111111111",
+        "client_id": "22222222-2222-2222-2222-222222222222",
+    }
+
+
+def test_every_change_that_recreates_the_server_says_to_terminate_the_cluster_and_keep_the_users() -> None:
+    before = preset("energy")
+    for edit, path in (
+        (_zone, "compute.service_zone"),
+        (_image, "compute.cyclecloud.image"),
+        (_entra, "identity.cyclecloud_entra"),
+    ):
+        changes = [c for c in config_changes(config_snapshot(before), edited(before, edit)) if c.path.startswith(path)]
+        assert changes, path
+        for change in changes:
+            assert change.verdict.policy is Policy.REPLACE, path
+            action = change.verdict.action_needed
+            assert action.index("cyclecloud terminate_cluster") < action.index("hpclz-cc-users export"), path
+            assert action.index("hpclz-cc-users export") < action.index("hpclz deploy --replace"), path
+            assert USER_RECORDS_BLOB in action

@@ -9,6 +9,7 @@ import os
 import re
 import subprocess
 import sys
+import zipfile
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
@@ -211,15 +212,36 @@ RELEASE_FILE = "azure-slurm-pkg-4.0.9.tar.gz"
 RELEASE_BYTES = b"release-bytes"
 
 
+def _packages(box: dict[str, Path], installed: str) -> None:
+    """`rpm` and `yum` stand-ins for the image's cyclecloud8 package: `rpm -q --queryformat %{VERSION} cyclecloud8`
+    answers the installed version, `yum -y upgrade cyclecloud8-X` records itself and installs X (or fails when
+    $HPCLZ_TEST_YUM_FAILS is set); and the server's CLI zip (/opt/cycle_server/tools/cyclecloud-cli.zip, as the
+    bootstrap installs it), whose install.sh records itself."""
+    version = box["cs"] / "cyclecloud8-version"
+    version.write_text(installed, encoding="utf-8")
+    (box["bin"] / "rpm").write_text(f'#!/bin/sh\necho "rpm $*" >> {box["calls"]}\ncat {version}\n', encoding="utf-8")
+    (box["bin"] / "yum").write_text(
+        f'#!/bin/sh\necho "$(pwd) yum $*" >> {box["calls"]}\n[ -z "$HPCLZ_TEST_YUM_FAILS" ] || exit 1\n'
+        f'printf %s "${{3#cyclecloud8-}}" > {version}\n',
+        encoding="utf-8",
+    )
+    for name in ("rpm", "yum"):
+        (box["bin"] / name).chmod(0o755)
+    (box["cs"] / "tools").mkdir(exist_ok=True)
+    with zipfile.ZipFile(box["cs"] / "tools" / "cyclecloud-cli.zip", "w") as cli:
+        cli.writestr("cyclecloud-cli-installer/install.sh", f'echo "$(pwd) install.sh $*" >> {box["calls"]}\n')
+
+
 @pytest.fixture
 def box(tmp_path: Path) -> dict[str, Path]:
-    folders = {name: tmp_path / name for name in ("bin", "state", "project", "cs")}
+    folders = {name: tmp_path / name for name in ("bin", "state", "project", "cs", "repos", "cli")}
     for folder in folders.values():
         folder.mkdir()
     _cycle_server(folders["cs"])
     folders["calls"] = tmp_path / "calls.log"
     folders["log"] = tmp_path / "sync.log"
     _cyclecloud(folders["bin"], folders["calls"])
+    _packages(folders, "8.9.1")  # the presets' release: nothing to upgrade
     return folders
 
 
@@ -239,6 +261,8 @@ def _env(box: dict[str, Path], imds: str) -> dict[str, str]:
         "PATH": f"{box['bin']}:{os.environ['PATH']}",
         "HPCLZ_CYCLE_SERVER": str(box["cs"] / "cycle_server"),
         "HPCLZ_POLL_SECONDS": "0",
+        "HPCLZ_YUM_REPOS": str(box["repos"]),
+        "HPCLZ_CLI_DIR": str(box["cli"]),
     }
 
 
@@ -250,7 +274,9 @@ def _command(box: dict[str, Path]) -> list[str]:
 def _run(box: dict[str, Path], imds: str, document: str) -> tuple[int, list[str]]:
     FakeImds.user_data = user_data(document)
     done = subprocess.run(_command(box), env=_env(box, imds), capture_output=True, text=True, timeout=60)
-    calls = box["calls"].read_text(encoding="utf-8").splitlines() if box["calls"].exists() else []
+    lines = box["calls"].read_text(encoding="utf-8").splitlines() if box["calls"].exists() else []
+    # The installed-version query every changed userData makes is not a call of interest here.
+    calls = [c for c in lines if not c.startswith("rpm -q --queryformat %{VERSION} cyclecloud8")]
     box["calls"].unlink(missing_ok=True)
     return done.returncode, calls
 
@@ -673,3 +699,72 @@ def test_a_refused_publication_fails_the_run_and_is_retried(box: dict[str, Path]
     FakeBlob.status = 201
     rc, calls = _run(box, imds, _document())
     assert rc == 0 and len(FakeBlob.puts) == 2 and calls[-1].endswith("start_cluster riskgrid-prod")
+
+
+def _at(document: str, version: str) -> str:
+    data = json.loads(document)
+    data["cyclecloud_version"] = version
+    return json.dumps(data)
+
+
+def test_a_newer_cyclecloud_release_is_an_in_place_package_upgrade_before_the_import(
+    box: dict[str, Path], imds: str
+) -> None:
+    _packages(box, "8.9.0")
+    rc, calls = _run(box, imds, _at(_document(), "8.9.1"))
+    assert rc == 0, box["log"].read_text(encoding="utf-8")
+    cli = box["cli"] / "cyclecloud-cli-installer"
+    assert calls[:2] == [f"{Path.cwd()} yum -y upgrade cyclecloud8-8.9.1", f"{cli} install.sh --system"]
+    assert [c.split(" ", 2)[2].split(" ")[0] for c in calls[2:]] == [
+        "account",
+        "project",
+        "project",
+        "import_cluster",
+        "start_cluster",
+    ]
+    # Microsoft's repository as the manual installation configures it, added when no repository names it.
+    assert "baseurl=https://packages.microsoft.com/yumrepos/cyclecloud\n" in (
+        box["repos"] / "cyclecloud.repo"
+    ).read_text(encoding="utf-8")
+    assert "await_startup" in (box["cs"] / "cs-calls").read_text(encoding="utf-8").splitlines()
+    assert "upgrading CycleCloud 8.9.0 -> 8.9.1 in place" in box["log"].read_text(encoding="utf-8")
+
+
+def test_a_repository_already_configured_is_kept(box: dict[str, Path], imds: str) -> None:
+    _packages(box, "8.9.0")
+    (box["repos"] / "microsoft-cyclecloud.repo").write_text(
+        "[cc]\nbaseurl=https://packages.microsoft.com/yumrepos/cyclecloud\n", encoding="utf-8"
+    )
+    assert _run(box, imds, _at(_document(), "8.9.1"))[0] == 0
+    assert sorted(p.name for p in box["repos"].iterdir()) == ["microsoft-cyclecloud.repo"]
+
+
+def test_the_release_already_running_installs_nothing(box: dict[str, Path], imds: str) -> None:
+    _packages(box, "8.9.1-3570")  # an RPM version with its build: the release is what counts
+    rc, calls = _run(box, imds, _at(_document(), "8.9.1"))
+    assert rc == 0 and not [c for c in calls if " yum " in c or "install.sh" in c]
+
+
+def test_a_failed_upgrade_stops_the_run_before_the_import_and_is_retried(
+    box: dict[str, Path], imds: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _packages(box, "8.9.0")
+    monkeypatch.setenv("HPCLZ_TEST_YUM_FAILS", "1")
+    rc, calls = _run(box, imds, _at(_document(), "8.9.1"))
+    assert rc == 1 and calls == [f"{Path.cwd()} yum -y upgrade cyclecloud8-8.9.1"]
+    assert "yum could not upgrade cyclecloud8 to 8.9.1" in box["log"].read_text(encoding="utf-8")
+    monkeypatch.delenv("HPCLZ_TEST_YUM_FAILS")
+    rc, calls = _run(box, imds, _at(_document(), "8.9.1"))
+    assert rc == 0 and calls[0] == f"{Path.cwd()} yum -y upgrade cyclecloud8-8.9.1"
+
+
+def test_a_server_running_a_newer_release_is_never_downgraded(box: dict[str, Path], imds: str) -> None:
+    rc, calls = _run(box, imds, _at(_document(), "8.9.0"))
+    assert rc == 1 and calls == []
+    assert "CycleCloud 8.9.1 runs here, newer than userData's 8.9.0; never downgraded" in box["log"].read_text(
+        encoding="utf-8"
+    )
+
+
+def test_user_data_names_the_release_the_server_runs() -> None:
+    assert json.loads(_document())["cyclecloud_version"] == "8.9.1"

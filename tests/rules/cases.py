@@ -655,6 +655,19 @@ CASES: dict[str, list[Case]] = {
             ),
         ),
     ],
+    # The server's image release: one hpclz has no image of, one newer than the release it would run.
+    "HPCLZ-CMP-020": [
+        Case("ai-training", _set("compute.cyclecloud.image_release", "8.8.0")),
+        Case(
+            "finance",
+            _all(
+                _set("compute.cyclecloud.version", "8.9.0"),
+                _set("compute.cyclecloud.slurm_project_version", "4.0.6"),
+                _set("compute.cyclecloud.slurm_version", "25.05.5"),
+                _set("compute.cyclecloud.image_release", "8.9.1"),
+            ),
+        ),
+    ],
     # cyclecloud-slurm 4.0.9 installs enroot and pyxis on every node (azure-slurm-install/install.py:929-997).
     "HPCLZ-CMP-060": [Case("ai-training", _set(f"{P}.0.containers.pyxis", False))],
     # HB120rs_v3 has 2 local NVMe disks (catalog): without nvme_scratch its nodes get no /scratch.

@@ -11,7 +11,7 @@ from hpclz.config import load_config
 from hpclz.findings import Finding
 from hpclz.registry import CONFIG_RULES
 from hpclz.services.validate import check_config
-from tests.rules.cases import CASES, Case, load_case
+from tests.rules.cases import CASES, Case, _set, load_case
 
 # Rules that report a fact on every config by design (no passing case exists): the quota report.
 ALWAYS_REPORTS = {"HPCLZ-CMP-010"}
@@ -136,3 +136,9 @@ def test_org004_checks_the_names_render_writes(preset_path: Path) -> None:
         if kind != "virtual_machine" or (path not in cyclecloud_owned and path[:2] != ("compute", "partitions"))
     }
     assert planned - rendered == set()
+
+
+def test_a_server_kept_on_the_image_it_was_created_from_passes() -> None:
+    """HPCLZ-CMP-020's passing case beside the presets: CycleCloud 8.9.1 upgraded in place on the 8.9.0 image."""
+    case = Case("finance", _set("compute.cyclecloud.image_release", "8.9.0"))
+    assert _findings("HPCLZ-CMP-020", case) == []

@@ -187,3 +187,8 @@ def _unwind(previous: dict[StackTriple, StackTriple], source: StackTriple, targe
 
 def _version(text: str) -> tuple[int, ...]:
     return tuple(int(part) for part in text.replace("-", ".").split("."))
+
+
+def release_order(text: str) -> tuple[int, ...]:
+    """A CycleCloud release (8.9.1) as a tuple that sorts as the releases do."""
+    return _version(text)

@@ -27,8 +27,15 @@ DEFAULT_HPC_IMAGE = "microsoft-dsvm:ubuntu-hpc:2204:latest"
 class CycleCloud(StrictModel):
     """Azure CycleCloud runs the Slurm cluster. Versions are pinned: an upgrade is a deliberate change."""
 
-    version: str = Field(default="8.9.1", pattern=r"^\d+\.\d+\.\d+$", json_schema_extra=policy("replace"))
-    slurm_project_version: str = Field(default="4.0.9", pattern=r"^\d+\.\d+\.\d+$", json_schema_extra=policy("replace"))
+    # A new 8.x release is an in-place package upgrade on the running server, which keeps its database
+    # (learn.microsoft.com/azure/cyclecloud/how-to/upgrade-and-migrate: "You can upgrade the Azure CycleCloud
+    # application in place"); hpclz-cluster-sync runs it when userData names the release. Only a new image replaces
+    # the server: see `image_release`.
+    version: str = Field(default="8.9.1", pattern=r"^\d+\.\d+\.\d+$", json_schema_extra=policy("in_place"))
+    # In userData: hpclz-cluster-sync fetches and uploads the new release and imports the cluster again, in place.
+    slurm_project_version: str = Field(
+        default="4.0.9", pattern=r"^\d+\.\d+\.\d+$", json_schema_extra=policy("in_place")
+    )
     slurm_version: str = Field(default="25.11.5", pattern=r"^\d+\.\d+\.\d+(-\d+)?$")
 
     @property
@@ -38,6 +45,11 @@ class CycleCloud(StrictModel):
         topology.conf(5)): from 25.05 hpclz schedules racks by a per-partition block topology."""
         major, minor = self.slurm_version.split(".")[:2]
         return (int(major), int(minor)) >= (25, 5)
+
+    @property
+    def server_image_release(self) -> str:
+        """The release whose Marketplace image the server boots: the one it was created from."""
+        return self.image_release or self.version
 
     # The released project's files (project.ini [blobs] Files, which `cyclecloud project upload` takes from blobs/:
     # Azure/cyclecloud-slurm@50e6739:docker-package.sh l.22-46) by SHA-256, as published with the release. hpclz
@@ -57,11 +69,21 @@ class CycleCloud(StrictModel):
     # Azure resizes a VM in place and restarts it (learn.microsoft.com/azure/virtual-machines/sizes/resize-vm): the
     # server keeps its disks, so a new size is a restart, never a replacement.
     vm_size: str = Field(default="Standard_D4as_v5", pattern=VM_SIZE_PATTERN, json_schema_extra=policy("restart_nodes"))
+    image_release: str | None = Field(
+        default=None,
+        pattern=r"^\d+\.\d+\.\d+$",
+        description=(
+            "The CycleCloud release whose Marketplace image the server was created from; unset: `version`. When "
+            "`version` moves to a newer release, keep this at the release the server was created with: the server "
+            "then upgrades CycleCloud in place and keeps its database; a new value recreates the server."
+        ),
+        json_schema_extra=policy("replace"),
+    )
     image: str | None = Field(
         default=None,
         pattern=IMAGE_URN_PATTERN,
         description=(
-            "Unset: Microsoft's CycleCloud Marketplace image of `version` "
+            "Unset: Microsoft's CycleCloud Marketplace image of `image_release` (or `version`) "
             "(azurecyclecloud:azure-cyclecloud:cyclecloud8-gen2:<its image version>), as CCWS deploys it."
         ),
         json_schema_extra=policy("replace"),

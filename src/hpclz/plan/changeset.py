@@ -148,6 +148,11 @@ class StackUpgrade(BaseModel):
     road: list[str] = Field(default_factory=list, description="Triples to deploy in order, ending with the target.")
     steps: list[str] = Field(default_factory=list, description="Ordered steps of the next deploy (allowed only).")
     source_doc: str = ""
+    replaces_server: bool = Field(
+        default=False,
+        description="The CycleCloud server is recreated from a new image (its database starts empty), not upgraded "
+        "in place.",
+    )
 
 
 class Summary(BaseModel):

@@ -17,7 +17,7 @@ from pydantic import BaseModel
 
 from hpclz.config.base import UPDATE_POLICY
 from hpclz.config.root import LandingZoneConfig
-from hpclz.plan import policies
+from hpclz.plan import policies, server_rebuild
 from hpclz.plan.changeset import Action, ConfigChange, Policy, Verdict
 from hpclz.plan.upgrade import annotate, stack_upgrade
 
@@ -218,7 +218,19 @@ def _leaf(path: str, shape: str, old: Any, new: Any, declared: Policy | None, pa
     return ConfigChange(path=path, kind=kind, before=old, after=new, verdict=verdict)
 
 
+# Fields whose change recreates the CycleCloud server (its zone, its Entra ID sign-in and its image are read once, at
+# creation: render/components.py): before that, the steps that keep its users' UIDs and leave no node behind.
+SERVER_REBUILT = (
+    "compute.service_zone",
+    "identity.cyclecloud_entra",
+    "compute.cyclecloud.image",
+    "compute.cyclecloud.image_release",
+)
+
+
 def _action(policy: Policy, shape: str, partition: str) -> str:
+    if policy is Policy.REPLACE and any(shape == f or shape.startswith(f + ".") for f in SERVER_REBUILT):
+        return server_rebuild.replace_action()
     if policy is Policy.DRAIN_PARTITION:
         return (
             f"drain partition {partition} first; {ROLL.format(p=partition)}"

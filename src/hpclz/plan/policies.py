@@ -16,6 +16,7 @@ from fnmatch import fnmatchcase
 from ipaddress import ip_network
 from typing import Any
 
+from hpclz.plan import server_rebuild
 from hpclz.plan.changeset import Policy, Verdict
 from hpclz.render.model import DATA_BEARING_TYPES
 
@@ -588,7 +589,8 @@ RESOURCE_RULES: dict[str, list[PropertyRule]] = {
             _v(
                 Policy.REPLACE,
                 "a VM's availability zone is set when it is created; moving it to another zone means a new VM",
-                "recreate the CycleCloud server in a maintenance window (its cluster definition comes back from userData)",
+                "recreate the CycleCloud server in a maintenance window (its cluster definition comes back from "
+                "userData): " + server_rebuild.replace_action(),
                 f"{DOCS}/virtual-machines/move-virtual-machines-regional-zonal-portal (a zonal move creates a new VM)",
             ),
         ),

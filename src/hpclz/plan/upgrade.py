@@ -15,12 +15,14 @@ from hpclz.catalog.versions import (
     UPGRADES_GUIDE,
     StackTriple,
     find,
+    marketplace_image,
     skew,
     slurm_major,
     upgrade_path,
     window,
 )
 from hpclz.plan.changeset import Action, ConfigChange, Policy, StackUpgrade, Verdict, worst
+from hpclz.plan.server_rebuild import SERVER, before_replace
 
 FIELDS = ("version", "slurm_project_version", "slurm_version")
 PATHS = tuple(f"compute.cyclecloud.{f}" for f in FIELDS)
@@ -60,13 +62,19 @@ def stack_upgrade(before: dict[str, Any], after: dict[str, Any]) -> StackUpgrade
         )
     partitions = [str(p.get("name")) for p in after.get("compute", {}).get("partitions", [])]
     accounting = after.get("compute", {}).get("accounting", {}).get("mode", "disabled") != "disabled"
+    images = (server_image(before), server_image(after))
     return StackUpgrade(
         **common,
         allowed=True,
         reason=f"Slurm {slurm_major(old.slurm)} -> {slurm_major(new.slurm)} is within the window",
         road=[new.describe()],
-        steps=_steps(old, new, partitions, accounting),
+        steps=_steps(old, new, partitions, accounting, images),
+        replaces_server=old.cyclecloud != new.cyclecloud and not _in_place(images),
     )
+
+
+def _in_place(images: tuple[str | None, str | None]) -> bool:
+    return images[0] is not None and images[0] == images[1]
 
 
 def _too_far(old: StackTriple, new: StackTriple) -> str:
@@ -86,14 +94,51 @@ def _no_road(old: StackTriple, new: StackTriple) -> str:
     return f"no road of supported triples leads from {old.describe()} to {new.describe()}"
 
 
-def _steps(old: StackTriple, new: StackTriple, partitions: list[str], accounting: bool) -> list[str]:
+def server_image(data: dict[str, Any]) -> str | None:
+    """The image the CycleCloud server of a config boots, as render picks it (render/components.py
+    `cyclecloud_image`): the given URN, else the Marketplace image of `image_release`, else of `version`."""
+    cc = data.get("compute", {}).get("cyclecloud", {})
+    if cc.get("image"):
+        return str(cc["image"])
+    return marketplace_image(str(cc.get("image_release") or cc.get("version", "")))
+
+
+def _server_steps(old: StackTriple, new: StackTriple, images: tuple[str | None, str | None]) -> list[str]:
+    """CycleCloud's own step: in place while the server keeps its image, else a replace that keeps users and nodes."""
+    if _in_place(images):
+        # learn.microsoft.com/azure/cyclecloud/how-to/upgrade-and-migrate: "You can upgrade the Azure CycleCloud
+        # application in place"; "CycleCloud is unavailable while the upgrade happens. The upgrade usually takes 2-3
+        # minutes"; running clusters keep running, without autoscale meanwhile.
+        return [
+            f"CycleCloud {old.cyclecloud} -> {new.cyclecloud} in place: hpclz deploy updates the server's userData; "
+            f"hpclz-cluster-sync runs `yum -y upgrade cyclecloud8-{new.cyclecloud}` from packages.microsoft.com, "
+            "reinstalls the CLI and imports the cluster again with cyclecloud-slurm "
+            f"{new.project}. The server keeps its database, its users' UIDs and its nodes; CycleCloud is unavailable "
+            "for 2-3 minutes, no node autoscales meanwhile"
+        ]
+    keep = (
+        f" (to keep the server and upgrade in place instead, set compute.cyclecloud.image_release: {old.cyclecloud})"
+        if marketplace_image(old.cyclecloud) == images[0] and images[0] is not None
+        else ""
+    )
+    return [
+        *before_replace(),
+        f"CycleCloud {old.cyclecloud} -> {new.cyclecloud}: hpclz deploy --replace {SERVER} recreates the server from "
+        f"Marketplace image version {new.image_version}, with an empty database{keep}; it imports the users with "
+        f"their UIDs, then the cluster from userData with cyclecloud-slurm {new.project}",
+    ]
+
+
+def _steps(
+    old: StackTriple,
+    new: StackTriple,
+    partitions: list[str],
+    accounting: bool,
+    images: tuple[str | None, str | None],
+) -> list[str]:
     steps: list[str] = []
     if old.cyclecloud != new.cyclecloud:
-        steps.append(
-            f"CycleCloud {old.cyclecloud} -> {new.cyclecloud}: hpclz deploy --replace "
-            "Microsoft.Compute/virtualMachines/<CycleCloud VM> recreates the server from Marketplace image version "
-            f"{new.image_version}; it imports the cluster again from userData with cyclecloud-slurm {new.project}"
-        )
+        steps.extend(_server_steps(old, new, images))
     elif old.project != new.project:
         steps.append(
             f"cyclecloud-slurm {old.project} -> {new.project}: hpclz deploy; hpclz-cluster-sync uploads the new "
@@ -121,7 +166,8 @@ def annotate(changes: list[ConfigChange], upgrade: StackUpgrade | None) -> None:
         if change.path not in PATHS or change.kind is not Action.MODIFY:
             continue
         if upgrade.allowed:
-            policy = worst([change.verdict.policy, Policy.DRAIN_PARTITION])
+            floor = Policy.REPLACE if upgrade.replaces_server else Policy.DRAIN_PARTITION
+            policy = worst([change.verdict.policy, floor])
             action = "; ".join(upgrade.steps)
         else:
             policy = Policy.NOT_ALLOWED

@@ -458,6 +458,10 @@ SLURM_RELEASES = "https://github.com/Azure/cyclecloud-slurm/releases/"
 SLURM_PROJECT = "slurm"
 
 
+# The blob in the hpclz container holding CycleCloud's user records: name, UID, node and Entra ID names only.
+USER_RECORDS_BLOB = "cyclecloud-users.json"
+
+
 def project_source(zone: Zone) -> str:
     """The release hpclz-cluster-sync fetches and uploads. In userData, so a new cyclecloud-slurm release reaches
     the server without recreating it."""
@@ -532,6 +536,7 @@ def server_cloud_config(zone: Zone) -> str:
         bootstrap=bootstrap,
         sync_script=render_text("cloud-init/cluster_sync.py"),
         await_script=render_text("cloud-init/cc_await.sh"),
+        users_script=render_text("cloud-init/cc_users.py"),
         sync_service=render_text("cloud-init/cluster-sync.service.j2"),
         sync_timer=render_text("cloud-init/cluster-sync.timer.j2"),
     )
@@ -563,6 +568,19 @@ def user_data_document(zone: Zone, files: dict[str, str]) -> str:
                 "identity": _node_identity(zone, "scheduler"),
             }
         )
+        # Where the server keeps its users' names and UIDs (hpclz-cc-users) for a server that replaces it: the same
+        # hpclz container, written with the same identity; a new server reads it back at its first boot.
+        document["user_records"] = dumps(
+            {
+                "account": zone.locker_account_name,
+                "container": WHEEL_CONTAINER,
+                "blob": USER_RECORDS_BLOB,
+                "identity": _node_identity(zone, "scheduler"),
+            }
+        )
+    # The CycleCloud release the server runs: hpclz-cluster-sync upgrades the cyclecloud8 package to it in place, so the
+    # server and its database stay (compute.cyclecloud.image_release keeps the image it was created from).
+    document["cyclecloud_version"] = zone.config.compute.cyclecloud.version
     document["project"] = project_source(zone)
     document["project_name"] = SLURM_PROJECT  # the name the cluster's slurm specs use: the sync checks project.ini
     digests = zone.config.compute.cyclecloud.slurm_project_sha256

@@ -73,14 +73,17 @@ def identity(zone: Zone) -> dict[str, Any]:
 
 def cyclecloud_image(cc: CycleCloud, vm_name: str) -> dict[str, Any]:
     """The CycleCloud server's image as CCWS deploys it (Azure/cyclecloud-slurm-workspace@bc0fc1b:bicep/ccw.bicep:
-    121-149, bicep/vm.bicep:46-50,59-70): Microsoft's Marketplace image of the pinned release, with its purchase plan
+    121-149, bicep/vm.bicep:46-50,59-70), of the release the server was created from (`image_release`), never of the
+    release it runs now: an in-place upgrade moves that on without ARM seeing a new imageReference. Microsoft's Marketplace image of the pinned release, with its purchase plan
     (publisher, product, name = the URN's first three parts) and its data disk created from the image
     (`FromImage`, Premium_LRS, ReadWrite caching) for the azurecyclecloud publisher. A config-given URN of
     another publisher keeps CCWS's other branch: no plan unless the image is azurecyclecloud's, an empty 128 GB disk."""
-    urn = cc.image or marketplace_image(cc.version)
+    urn = cc.image or marketplace_image(cc.server_image_release)
     if urn is None:  # HPCLZ-CMP-017 refuses such a version before render is asked
+        field = "image_release" if cc.image_release else "version"
         raise HpclzError(
-            f"compute.cyclecloud.version: no CycleCloud image is known for {cc.version}; set compute.cyclecloud.image",
+            f"compute.cyclecloud.{field}: no CycleCloud image is known for {cc.server_image_release}; set "
+            "compute.cyclecloud.image",
             exit_code=ExitCode.CONFIG_INVALID,
         )
     publisher, offer, sku, version = urn.split(":")

@@ -155,6 +155,14 @@ DESTINATIONS: tuple[Destination, ...] = (
         AAD_LOGIN_NETWORK,
         trigger=AAD_LOGIN,
     ),
+    Destination(
+        "packages.microsoft.com",
+        CYCLECLOUD,
+        "hpclz-cluster-sync upgrades the cyclecloud8 package in place when userData names a newer CycleCloud release",
+        "learn.microsoft.com/azure/cyclecloud/how-to/upgrade-and-migrate (yum -y upgrade cyclecloud8); "
+        "how-to/install-manual (baseurl https://packages.microsoft.com/yumrepos/cyclecloud)",
+        trigger=r"packages\.microsoft\.com/yumrepos/cyclecloud",
+    ),
     *_extension_rows(CYCLECLOUD),
     Destination(
         "github.com",

@@ -6,7 +6,16 @@ from collections import Counter
 from collections.abc import Iterable
 
 from hpclz.catalog.quota import quota_needs
-from hpclz.catalog.versions import CURRENT, PROJECT_BLOBS, describe_supported, find, renderable, slurm_major
+from hpclz.catalog.versions import (
+    CURRENT,
+    PROJECT_BLOBS,
+    describe_supported,
+    find,
+    marketplace_image,
+    release_order,
+    renderable,
+    slurm_major,
+)
 from hpclz.config.compute import ExistingAccounting, NewAccounting
 from hpclz.config.identity import NewKeyVault
 from hpclz.findings import Finding, Severity
@@ -493,6 +502,34 @@ class SlurmProjectDigests(Rule[ConfigContext]):
             )
 
 
+class ServerImageRelease(Rule[ConfigContext]):
+    """The CycleCloud server boots the Marketplace image of the release it was created from (`image_release`) and
+    upgrades the cyclecloud8 package in place to `version`, keeping its database
+    (learn.microsoft.com/azure/cyclecloud/how-to/upgrade-and-migrate, "You can upgrade the Azure CycleCloud
+    application in place"). The image must be one hpclz knows, and never of a newer release than `version`: CycleCloud
+    upgrades only forward, and a package older than the image is a downgrade nobody documents."""
+
+    id = "HPCLZ-CMP-020"
+    severity = Severity.ERROR
+    title = "CycleCloud's image release is unknown or newer than the release it runs"
+    fix = (
+        "Set compute.cyclecloud.image_release to the release the server was created from (at most `version`), "
+        "or leave it unset for a new server."
+    )
+
+    def check(self, ctx: ConfigContext) -> Iterable[Finding]:
+        cc = ctx.config.compute.cyclecloud
+        if cc.image_release is None or cc.image is not None:
+            return
+        where = ("compute", "cyclecloud", "image_release")
+        if marketplace_image(cc.image_release) is None:
+            yield self.finding(ctx, where, f"hpclz knows no CycleCloud Marketplace image of {cc.image_release}")
+        elif release_order(cc.image_release) > release_order(cc.version):
+            yield self.finding(
+                ctx, where, f"the image's CycleCloud {cc.image_release} is newer than the {cc.version} it would run"
+            )
+
+
 def _first_unknown(cyclecloud: str, project: str) -> str:
     """The field to point at: the first one no renderable row matches with the fields before it."""
     rows = renderable()
@@ -596,6 +633,7 @@ COMPUTE_RULES: tuple[type[Rule[ConfigContext]], ...] = (
     NvmeScratchNeedsNvme,
     VerifyPartitionsExist,
     SupportedClusterVersions,
+    ServerImageRelease,
     SlurmProjectDigests,
     ContainersComeWithTheProject,
     CustomImageGeneration,
