@@ -443,8 +443,16 @@ def test_custom_data_is_always_gzipped_deterministically_and_an_oversized_one_re
     assert gzip.decompress(base64.b64decode(custom_data(small))).decode() == small
     large = "#cloud-config\n" + "x" * (CUSTOM_DATA_LIMIT + 10)
     assert gzip.decompress(base64.b64decode(custom_data(large))).decode() == large
-    with pytest.raises(HpclzError, match="65535-byte customData limit"):
-        custom_data(base64.b64encode(os.urandom(70000)).decode())  # random bytes barely compress
+    noise = base64.b64encode(os.urandom(70000)).decode()  # random bytes barely compress
+    with pytest.raises(
+        HpclzError, match=r"^compute\.cyclecloud: the CycleCloud server's cloud-init is \d+ bytes compressed"
+    ):
+        custom_data(noise)
+    with pytest.raises(
+        HpclzError,
+        match=r"^portal: the portal's boot script is \d+ bytes compressed, over Azure's 65535-byte customData limit$",
+    ):
+        custom_data(noise, "portal: the portal's boot script")
 
 
 def test_the_cluster_gets_the_shortest_partition_idle_time() -> None:

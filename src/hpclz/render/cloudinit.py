@@ -585,16 +585,16 @@ def user_data(document: str) -> str:
     return encoded
 
 
-def custom_data(cloud_config: str) -> str:
+def custom_data(cloud_config: str, what: str = "compute.cyclecloud: the CycleCloud server's cloud-init") -> str:
     """Always gzip-compressed, as userData is (hpclz.render.payload cites cloud-init unpacking it): plain, the
     CycleCloud server's cloud-config used half of the 65,535 bytes, and it embeds hpclz-cluster-sync, which grows with
-    each feature; compressed, it keeps most of them free. The rendered artifacts/ copy stays the plain cloud-config."""
+    each feature; compressed, it keeps most of them free. The rendered artifacts/ copy stays the plain cloud-config.
+    `what` names the config field and payload in the one-line error (the portal's boot script goes through here too)."""
     encoded = pack(cloud_config)
     sent = len(base64.b64decode(encoded))
     if sent > CUSTOM_DATA_LIMIT:
         raise HpclzError(
-            f"compute.cyclecloud: the CycleCloud server's cloud-init is {sent} bytes compressed, over Azure's "
-            f"{CUSTOM_DATA_LIMIT}-byte customData limit",
+            f"{what} is {sent} bytes compressed, over Azure's {CUSTOM_DATA_LIMIT}-byte customData limit",
             exit_code=ExitCode.CONFIG_INVALID,
         )
     return encoded
