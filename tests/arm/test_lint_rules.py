@@ -70,12 +70,21 @@ CASES: dict[str, tuple[str, list[str], list[str]]] = {
         [],
     ),
     "HPCLZ-TPL-023": ("tpl-023-password-login.json", ["disablePasswordAuthentication is False, not true"], []),
+    # vm-c's customData is gzip-compressed as hpclz renders every boot payload (cloud-init gunzips it:
+    # cloudinit.readthedocs.io/en/stable/explanation/format.html, "Gzip compressed content"): a storage key on line 4
+    # of the cloud-config inside, packed with gzip.compress(level 9, mtime 0) and base64; a scan of the base64 alone,
+    # or of the gzip bytes, finds nothing.
     "HPCLZ-TPL-026": (
         "tpl-026-custom-data.json",
-        ["customData line 5 holds a private key", "userData line 3 holds a password assignment"],
+        [
+            "customData line 5 holds a private key",
+            "userData line 3 holds a password assignment",
+            "customData line 4 holds a storage account key",
+        ],
         [
             "resources[vmss-a].properties.virtualMachineProfile.osProfile.customData",
             "resources[vm-b].properties.userData",
+            "resources[vm-c].properties.osProfile.customData",
         ],
     ),
     "HPCLZ-TPL-024": (

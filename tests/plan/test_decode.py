@@ -16,6 +16,7 @@ from hpclz.plan.changeset import Action, PropertyChange
 from hpclz.plan.contract import changeset_for
 from hpclz.plan.decode import cluster_template, decode_text, readable
 from hpclz.render.build import build_plan
+from hpclz.render.payload import pack
 from tests.plan.support import applied_state, edited, preset
 
 BASE64_RUN = re.compile(r"[A-Za-z0-9+/]{80,}")
@@ -51,6 +52,16 @@ def test_custom_data_is_diffed_line_by_line() -> None:
     assert "properties.osProfile.customData:decoded:" in text
     assert '"      ADMIN=hpcadmin" -> "      ADMIN=hpcops"' in text
     assert not BASE64_RUN.search(text)
+
+
+def test_gzip_compressed_custom_data_is_diffed_line_by_line() -> None:
+    # customData is always gzip and base64 (hpclz.render.payload.pack): the plan shows the lines inside it.
+    before = pack("#cloud-config\nruncmd:\n  - [echo, one]\n")
+    after = pack("#cloud-config\nruncmd:\n  - [echo, two]\n")
+    assert base64.b64decode(before)[:2] == b"\x1f\x8b"
+    assert readable("properties.osProfile.customData", before, after) == [
+        ("properties.osProfile.customData:decoded", "  - [echo, one]", "  - [echo, two]")
+    ]
 
 
 def test_cluster_template_sections_and_multiline_values() -> None:

@@ -6,6 +6,7 @@ resources (learn.microsoft.com/azure/azure-resource-manager/templates/best-pract
 
 from __future__ import annotations
 
+import base64
 import json
 from pathlib import Path
 
@@ -14,7 +15,7 @@ import pytest
 from hpclz.errors import HpclzError
 from hpclz.render.limits import RESOURCE_BYTES, TEMPLATE_BYTES, TEMPLATE_RESOURCES, LimitUse, check, measure
 from tests.conftest import REPO
-from tests.render.conftest import preset_plan
+from tests.render.conftest import cyclecloud_vms, preset_plan
 
 PRESETS = sorted(p.stem for p in (REPO / "configs").glob("*.yaml"))
 
@@ -40,6 +41,19 @@ def test_user_data_is_measured_as_azure_counts_it() -> None:
     (user,) = [u for name, u in uses.items() if name.endswith("userData")]
     assert user.compressed and user.uncompressed is not None and user.uncompressed > user.used
     assert user.unit == "base64 characters" and user.limit == 65536
+
+
+@pytest.mark.parametrize("stem", PRESETS)
+def test_custom_data_is_measured_compressed_as_azure_counts_it(stem: str) -> None:
+    """Azure counts customData's bytes after base64 decoding (Microsoft.Compute OSProfile.customData: "The maximum
+    length of the binary array is 65535 bytes"), which hpclz always gzips."""
+    plan = preset_plan(stem)
+    (server,) = cyclecloud_vms(plan)
+    sent = len(base64.b64decode(server["properties"]["osProfile"]["customData"]))
+    (use,) = [u for u in measure(plan) if u.what == f"compute {server['name']} customData"]
+    assert use.compressed and use.used == sent and use.unit == "bytes" and use.limit == 65535
+    assert use.uncompressed is not None and use.uncompressed > 2 * use.used
+    assert f"gzip of {use.uncompressed:,} bytes" in use.line()
 
 
 def test_a_use_over_its_limit_is_refused_in_one_line() -> None:

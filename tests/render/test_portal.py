@@ -36,7 +36,8 @@ def _of(deployment: Deployment, type_: str) -> list[dict[str, Any]]:
 def _script(deployment: Deployment) -> str:
     (vm,) = _of(deployment, "Microsoft.Compute/virtualMachines")
     raw = base64.b64decode(vm["properties"]["osProfile"]["customData"])
-    text = (gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw).decode()
+    assert raw[:2] == b"\x1f\x8b"  # gzip, always: cloud-init unpacks it (hpclz.render.payload)
+    text = gzip.decompress(raw).decode()
     assert text == deployment.artifacts["cloud-init/portal.sh"]
     return text
 

@@ -1,18 +1,17 @@
-"""Readable diffs of the values a VM carries encoded: `userData` (hpclz's cluster definition, base64 and
-maybe gzip around JSON) and `customData` (cloud-init, base64). A diff of two base64 strings says nothing;
-a diff of the CycleCloud cluster they carry (nodearrays, machine types, node counts, mounts) says what
-changes on the cluster.
+"""Readable diffs of the values a VM carries encoded: `userData` (hpclz's cluster definition, gzip and base64
+around JSON) and `customData` (cloud-init, gzip and base64), both unpacked by hpclz.render.payload. A diff of two
+base64 strings says nothing; a diff of the CycleCloud cluster they carry (nodearrays, machine types, node counts,
+mounts) says what changes on the cluster.
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
 import difflib
-import gzip
 import json
 import re
 from typing import Any
+
+from hpclz.render.payload import unpack
 
 ENCODED = ("userData", "customData")
 _SECTION = re.compile(r"^\s*(\[+)\s*([^\]]+?)\s*\]+\s*$")
@@ -26,15 +25,8 @@ def is_encoded(path: str) -> bool:
 
 def decode_text(value: Any) -> str | None:
     """The text inside a base64 value (gunzipped when gzip), or None when it is not one."""
-    if not isinstance(value, str) or value.startswith("["):  # an ARM expression is shown as it is
-        return None
-    try:
-        raw = base64.b64decode(value, validate=True)
-        if raw[:2] == b"\x1f\x8b":
-            raw = gzip.decompress(raw)
-        return raw.decode("utf-8")
-    except (binascii.Error, ValueError, OSError, UnicodeDecodeError):
-        return None
+    unpacked = unpack(value)
+    return unpacked.text() if unpacked is not None else None
 
 
 def cluster_template(text: str) -> dict[str, str]:

@@ -6,15 +6,14 @@ Two payloads, because Azure can update only one of them after the VM exists:
 - userData (updated in place by ARM, read from the instance metadata service): the cluster definition, its
   parameters and the CycleCloud account, as one JSON document. hpclz-cluster-sync re-imports the cluster whenever
   it changes, so partition edits reach CycleCloud without recreating the VM.
-Node scripts are rendered once per partition and embedded in the cluster template. A payload that outgrows its
-limit is gzip-compressed (fixed mtime, so still byte-identical across runs); cloud-init and the sync script both
-unpack it.
+Node scripts are rendered once per partition and embedded in the cluster template. Both payloads are always
+gzip-compressed (fixed mtime, so still byte-identical across runs; hpclz.render.payload); cloud-init and the sync
+script both unpack them.
 """
 
 from __future__ import annotations
 
 import base64
-import gzip
 import json
 import re
 from typing import Any
@@ -26,6 +25,7 @@ from hpclz.errors import ExitCode, HpclzError
 from hpclz.render.arm import API_VERSIONS, resource_path
 from hpclz.render.engine import PLAIN_NAME, Safe, render_text
 from hpclz.render.health_gate import GATE_SCRIPT, GATE_STAMP, health_gate
+from hpclz.render.payload import pack
 from hpclz.render.prometheus import node_metrics
 from hpclz.render.roles import LOCKER_CONTAINER, WHEEL_CONTAINER, node_identities
 from hpclz.render.writer import dumps
@@ -593,7 +593,7 @@ def user_data(document: str) -> str:
     """Always gzip-compressed (fixed mtime, byte-identical across runs): the cluster definition grows with every
     partition, and plain it came within 15 % of the limit in a preset; compressed, each keeps most of its 64 KB
     free (`hpclz render` reports the headroom, hpclz.render.limits)."""
-    encoded = base64.b64encode(gzip.compress(document.encode(), compresslevel=9, mtime=0)).decode()
+    encoded = pack(document)
     if len(encoded) > USER_DATA_LIMIT:
         raise HpclzError(
             f"compute.partitions: the CycleCloud cluster definition is {len(encoded)} base64 characters compressed, "
@@ -603,14 +603,16 @@ def user_data(document: str) -> str:
     return encoded
 
 
-def custom_data(cloud_config: str) -> str:
-    raw = cloud_config.encode()
-    if len(raw) > CUSTOM_DATA_LIMIT:
-        raw = gzip.compress(raw, compresslevel=9, mtime=0)
-    if len(raw) > CUSTOM_DATA_LIMIT:
+def custom_data(cloud_config: str, what: str = "compute.cyclecloud: the CycleCloud server's cloud-init") -> str:
+    """Always gzip-compressed, as userData is (hpclz.render.payload cites cloud-init unpacking it): plain, the
+    CycleCloud server's cloud-config used half of the 65,535 bytes, and it embeds hpclz-cluster-sync, which grows with
+    each feature; compressed, it keeps most of them free. The rendered artifacts/ copy stays the plain cloud-config.
+    `what` names the config field and payload in the one-line error (the portal's boot script goes through here too)."""
+    encoded = pack(cloud_config)
+    sent = len(base64.b64decode(encoded))
+    if sent > CUSTOM_DATA_LIMIT:
         raise HpclzError(
-            f"compute.cyclecloud: the CycleCloud server's cloud-init is {len(raw)} bytes compressed, over Azure's "
-            f"{CUSTOM_DATA_LIMIT}-byte customData limit",
+            f"{what} is {sent} bytes compressed, over Azure's {CUSTOM_DATA_LIMIT}-byte customData limit",
             exit_code=ExitCode.CONFIG_INVALID,
         )
-    return base64.b64encode(raw).decode()
+    return encoded

@@ -13,8 +13,6 @@ Render reports each one with its headroom and refuses a plan that goes over any 
 
 from __future__ import annotations
 
-import base64
-import gzip
 import json
 from typing import Any
 
@@ -23,6 +21,7 @@ from pydantic import BaseModel, Field
 from hpclz.errors import ExitCode, HpclzError
 from hpclz.render.cloudinit import CUSTOM_DATA_LIMIT, USER_DATA_LIMIT
 from hpclz.render.model import DeploymentPlan
+from hpclz.render.payload import unpack
 
 TEMPLATE_BYTES = 4 * 1024 * 1024
 RESOURCE_BYTES = 1024 * 1024
@@ -54,13 +53,14 @@ class LimitUse(BaseModel):
 
 
 def _payload(what: str, encoded: str, *, custom: bool) -> LimitUse:
-    raw = base64.b64decode(encoded)
-    compressed = raw[:2] == b"\x1f\x8b"
-    uncompressed = len(gzip.decompress(raw)) if compressed else None
+    unpacked = unpack(encoded)
+    compressed = unpacked is not None and unpacked.compressed
+    uncompressed = len(unpacked.data) if unpacked is not None and compressed else None
     if custom:
         return LimitUse(
             what=f"{what} customData",
-            used=len(raw),
+            # A literal that is not base64 is measured as it stands: Azure counts at most that many decoded bytes.
+            used=unpacked.sent if unpacked is not None else len(encoded.encode()),
             limit=CUSTOM_DATA_LIMIT,
             unit="bytes",
             compressed=compressed,

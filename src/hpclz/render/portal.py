@@ -311,7 +311,7 @@ def portal(zone: Zone) -> dict[str, Any]:
         "nic": zone.names.name("network_interface", LABEL),
         "nsg": zone.names.name("network_security_group", LABEL),
         "image": {"publisher": publisher, "offer": offer, "sku": sku, "version": version},
-        "custom_data": custom_data(script),
+        "custom_data": custom_data(script, "portal: the portal's boot script"),
         "user_data": proxy_user_data(zone),
         "accelerated": accelerated(zone, config.portal.vm_size),
         # Same as the CycleCloud server: the VM login roles need the Entra ID SSH extension and a system identity,

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import base64
-import binascii
 import re
 from collections.abc import Iterable
 
 from hpclz.arm.expressions import ExpressionError, Literal, expression_body, parse, walk
 from hpclz.arm.walk import iter_entries
 from hpclz.findings import Finding, Severity
+from hpclz.render.payload import unpack
 from hpclz.rules.base import Rule
 from hpclz.rules.template.context import TemplateContext
 
@@ -25,9 +24,12 @@ SECRET_PATTERNS: dict[str, re.Pattern[str]] = {
 
 
 class CustomDataWithoutSecrets(Rule[TemplateContext]):
-    """VM and scale-set customData/userData (cloud-init) must not carry secrets: it is readable from the instance
-    metadata service by every process on the node and is stored with the VM model. The payload is base64, so
-    it is decoded before scanning for private keys, storage keys, SAS tokens and password assignments.
+    """VM and scale-set customData/userData (cloud-init) must not carry secrets: userData is readable from the
+    instance metadata service by every process on the node, customData is copied to the VM's disk
+    (/var/lib/waagent/ovf-env.xml), and both are stored with the VM model (learn.microsoft.com/azure/virtual-machines/
+    custom-data: "We advise not to store sensitive data in custom data"). The payload is base64 and gzip-compressed
+    (cloud-init unpacks it: hpclz.render.payload), so it is decoded and unpacked before scanning for private keys,
+    storage keys, SAS tokens and password assignments.
     Replaces checkov's CKV_AZURE_45, which runs its secret regexes on the undecoded base64 text and does not
     finish on a 45 KB cloud-init (see checkov-allowlist.yaml). arm-ttk has no custom-data test."""
 
@@ -64,8 +66,7 @@ def _texts(payload: str) -> list[str]:
 
 
 def _decode(text: str) -> str:
-    """cloud-init arrives base64-encoded in ARM; plain text (already decoded) is scanned as it is."""
-    try:
-        return base64.b64decode(text, validate=True).decode("utf-8", errors="replace")
-    except (binascii.Error, ValueError):
-        return text
+    """A payload as the VM reads it: base64, gunzipped when gzip (hpclz.render.payload); plain text (an
+    expression's literal, already decoded) is scanned as it is."""
+    unpacked = unpack(text)
+    return unpacked.data.decode("utf-8", errors="replace") if unpacked is not None else text

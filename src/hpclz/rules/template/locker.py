@@ -10,9 +10,6 @@ how-to-use-vm-token): an identity with data roles there hands those roles to eve
 
 from __future__ import annotations
 
-import base64
-import binascii
-import gzip
 import json
 import re
 from collections.abc import Iterable, Iterator
@@ -20,6 +17,7 @@ from typing import Any
 
 from hpclz.arm.walk import ResourceAt
 from hpclz.findings import Finding, Severity
+from hpclz.render.payload import unpack
 from hpclz.rules.base import Rule
 from hpclz.rules.template.context import TemplateContext
 
@@ -124,16 +122,13 @@ class LockerAccountHoldsNoData(Rule[TemplateContext]):
 
 
 def decoded_user_data(resource: dict[str, Any]) -> dict[str, Any] | None:
-    """The hpclz cluster document in a VM's userData (base64, gzip-compressed when large), or None."""
-    text = _props(resource).get("userData")
-    if not isinstance(text, str) or text.startswith("["):
+    """The hpclz cluster document in a VM's userData (gzip and base64, hpclz.render.payload), or None."""
+    unpacked = unpack(_props(resource).get("userData"))
+    if unpacked is None:
         return None
     try:
-        raw = base64.b64decode(text, validate=True)
-        if raw[:2] == b"\x1f\x8b":
-            raw = gzip.decompress(raw)
-        document = json.loads(raw.decode())
-    except (binascii.Error, ValueError, OSError):
+        document = json.loads(unpacked.data.decode())
+    except ValueError:  # not JSON, or not UTF-8 (UnicodeDecodeError is a ValueError)
         return None
     return document if isinstance(document, dict) and document.get("kind") == "hpclz-cyclecloud-cluster" else None
 
