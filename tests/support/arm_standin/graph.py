@@ -102,7 +102,12 @@ class GraphFront(_Front):
         return [entry for entry in self.log if entry[0] != "GET"]
 
     def answer(
-        self, method: str, path: str, headers: dict[str, str], body: bytes, peer: str
+        self,
+        method: str,
+        path: str,
+        headers: dict[str, str],
+        body: bytes,
+        peer: str,  # noqa: ARG002 (the base class names it; Graph is public, no network rule applies)
     ) -> tuple[int, dict[str, str], bytes]:
         route = unquote(urlsplit(path).path)
         who = self.bearer_caller(headers)
