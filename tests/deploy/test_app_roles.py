@@ -193,3 +193,20 @@ def test_a_stand_in_token_never_goes_to_the_real_graph(
     _, result = grant(Graph(settings, StaticTokenCredential(arm.token)), load_config(zone), _doc(), _saved([]))
     assert result is not None and result.refused is not None and "HPCLZ_GRAPH_ENDPOINT" in result.refused
     assert len(result.missing) == 4 and arm.graph.log == []
+
+
+def test_an_unreachable_graph_is_one_line_and_changes_nothing(
+    monkeypatch: pytest.MonkeyPatch, arm: ArmStandIn, zone: Path
+) -> None:
+    import socket
+
+    with socket.socket() as unused:  # a loopback port nobody listens on
+        unused.bind(("127.0.0.1", 0))
+        port = unused.getsockname()[1]
+    monkeypatch.setenv("HPCLZ_GRAPH_ENDPOINT", f"https://127.0.0.1:{port}")
+    graph = Graph(settings_from_env(), StaticTokenCredential(arm.token))
+    saved: list[StateDocument] = []
+    _, result = grant(graph, load_config(zone), _doc(), _saved(saved))
+    assert result is not None and result.refused is not None and len(result.missing) == 4
+    assert result.refused.startswith("Microsoft Graph did not make the app role assignments (Microsoft Graph at ")
+    assert "\n" not in result.refused and saved == []
