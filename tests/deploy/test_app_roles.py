@@ -17,7 +17,7 @@ from hpclz.azure.clients import StaticTokenCredential
 from hpclz.azure.graph import Graph
 from hpclz.azure.settings import settings_from_env
 from hpclz.config.loader import load_config
-from hpclz.deploy.app_roles import grant, revoke
+from hpclz.deploy.app_roles import ASSIGNMENT_TYPE, grant, revoke
 from hpclz.state.model import StateDocument
 from tests.conftest import RunCli
 from tests.deploy.conftest import destroy_everything, state_of
@@ -70,7 +70,10 @@ def test_deploy_makes_the_missing_assignments_records_them_and_destroy_takes_onl
     assert len(arm.graph.writes()) == writes  # nothing changed: reads only
     assert "+ app role" not in again.stdout and _give_steps(again.stdout) == []
 
-    destroy_everything(run_cli, arm, zone)
+    first_destroy = run_cli("destroy", str(zone), "--yes", "--include-data")
+    shown = {line.split()[2] for line in first_destroy.stderr.splitlines() if f"deleted {ASSIGNMENT_TYPE} " in line}
+    assert shown == {r["id"] for r in recorded}, first_destroy.stderr
+    destroy_everything(run_cli, arm, zone)  # the backup vault's second round (tests/deploy/conftest.py)
     deletes = [w for w in arm.graph.writes() if w[0] == "DELETE"]
     assert sorted(path.rsplit("/", 1)[-1] for _, path, _ in deletes) == sorted(r["id"] for r in recorded)
     assert sp.assignments == [by_hand]  # the hand-made assignment stays
@@ -154,7 +157,7 @@ def test_the_owner_of_the_app_may_assign_and_revoke_leaves_what_it_did_not_make(
     assert result is not None and result.refused is None and len(result.made) == 4
     by_hand = arm.graph.assignment(sp, "0d6f1c55-8f7e-4f0b-9c1d-2a3b4c5d6e7f", sp.roles["User"])
     doc, outcomes = revoke(graph, doc, _saved([]))
-    assert [o["action"] for o in outcomes] == ["deleted"] * 4
+    assert [o.action.value for o in outcomes] == ["deleted"] * 4
     assert sp.assignments == [by_hand] and doc.app_role_assignments == []
 
 
@@ -164,7 +167,7 @@ def test_a_refused_delete_stays_recorded(arm: ArmStandIn, graph: Graph, zone: Pa
     doc, _ = grant(graph, load_config(zone), _doc(), _saved([]))
     arm.graph.directory_roles.clear()  # the role was only eligible, and has lapsed
     doc, outcomes = revoke(graph, doc, _saved([]))
-    assert {o["action"] for o in outcomes} == {"failed"} and all(DENIED in o["reason"] for o in outcomes)
+    assert {o.action.value for o in outcomes} == {"failed"} and all(DENIED in o.reason for o in outcomes)
     assert len(doc.app_role_assignments) == 4 and len(sp.assignments) == 4
 
 

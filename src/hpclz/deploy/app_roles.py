@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
 
@@ -30,6 +30,7 @@ from hpclz.state.model import AppRoleAssignmentRecord, StateDocument
 
 if TYPE_CHECKING:
     from hpclz.azure.graph import Graph, GraphError
+    from hpclz.deploy.destroy import Outcome
 
 # Graph's object type path for an assignment, as destroy names what it deleted.
 ASSIGNMENT_TYPE = "Microsoft.Graph/servicePrincipals/appRoleAssignedTo"
@@ -189,32 +190,34 @@ def _refusal(exc: GraphError) -> str:
 
 
 def revoke(
-    graph: Graph, doc: StateDocument, save: Callable[[StateDocument], StateDocument]
-) -> tuple[StateDocument, list[dict[str, Any]]]:
-    """Destroy: delete every assignment state records (and only those); one outcome each, as destroy reports them. What
-    Graph refuses stays recorded, so a later destroy tries again."""
+    graph: Graph,
+    doc: StateDocument,
+    save: Callable[[StateDocument], StateDocument],
+    on_outcome: Callable[[Outcome], None] = lambda _o: None,
+) -> tuple[StateDocument, list[Outcome]]:
+    """Destroy: delete every assignment state records (and only those), one outcome each as destroy reports its
+    resources. What Graph refuses stays recorded, so a later destroy tries again."""
     from hpclz.azure.graph import GraphError
+    from hpclz.deploy.destroy import Action, Outcome
 
-    outcomes: list[dict[str, Any]] = []
+    outcomes: list[Outcome] = []
     why = graph.settings.graph_refusal()
     for record in list(doc.app_role_assignments):
         name = f"servicePrincipals/{record.resource_id}/appRoleAssignedTo/{record.id}"
         what = f"{record.app_role} for group {record.principal_id}"
-        if why is not None:
-            outcomes.append(_outcome(name, "failed", f"{what}: Microsoft Graph not called: {why}"))
-            continue
         try:
+            if why is not None:
+                raise GraphError(0, "NotCalled", f"Microsoft Graph not called: {why}")
             deleted = graph.unassign(record.resource_id, record.id)
         except GraphError as exc:
-            reason = f"{what}: {_refusal(exc)}" if exc.refused else f"{what}: {exc.one_line()}"
-            outcomes.append(_outcome(name, "failed", reason))
-            continue
-        doc = save(
-            doc.model_copy(update={"app_role_assignments": [r for r in doc.app_role_assignments if r != record]})
-        )
-        outcomes.append(_outcome(name, "deleted" if deleted else "already gone", what))
+            outcome = Outcome(
+                name, ASSIGNMENT_TYPE, Action.FAILED, f"{what}: {_refusal(exc) if exc.refused else exc.one_line()}"
+            )
+        else:
+            doc = save(
+                doc.model_copy(update={"app_role_assignments": [r for r in doc.app_role_assignments if r != record]})
+            )
+            outcome = Outcome(name, ASSIGNMENT_TYPE, Action.DELETED if deleted else Action.GONE, what)
+        on_outcome(outcome)
+        outcomes.append(outcome)
     return doc, outcomes
-
-
-def _outcome(name: str, action: str, reason: str) -> dict[str, Any]:
-    return {"id": name, "type": ASSIGNMENT_TYPE, "action": action, "reason": reason}

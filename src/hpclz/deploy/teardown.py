@@ -135,23 +135,24 @@ def _destroy(
         with azure_errors("destroy"):
             remaining = destroyer.run(include_data)
         remaining = backend.write(remaining)
-        remaining, revoked = _revoke_app_roles(arm, remaining, backend.write)
-    result.outcomes = [outcome_dict(o) for o in destroyer.outcomes] + revoked
-    result.kept = [o.id for o in destroyer.outcomes if o.action is Action.KEPT]
-    result.failed = [o["id"] for o in result.outcomes if o["action"] == Action.FAILED.value]
+        remaining, revoked = _revoke_app_roles(arm, remaining, backend.write, on_event)
+    outcomes = destroyer.outcomes + revoked
+    result.outcomes = [outcome_dict(o) for o in outcomes]
+    result.kept = [o.id for o in outcomes if o.action is Action.KEPT]
+    result.failed = [o.id for o in outcomes if o.action is Action.FAILED]
     return ExitCode.AZURE_ERROR if result.failed else ExitCode.OK
 
 
 def _revoke_app_roles(
-    arm: Any, doc: StateDocument, save: Callable[[StateDocument], StateDocument]
-) -> tuple[StateDocument, list[dict[str, Any]]]:
+    arm: Any, doc: StateDocument, save: Callable[[StateDocument], StateDocument], on_event: Callable[[Any], None]
+) -> tuple[StateDocument, list[Any]]:
     """The app role assignments deploy made in CycleCloud's Entra app (Microsoft Graph), and no other."""
     if not doc.app_role_assignments:
         return doc, []
     from hpclz.azure.graph import Graph
     from hpclz.deploy.app_roles import revoke
 
-    return revoke(Graph(arm.clients.settings, arm.clients.credential), doc, save)
+    return revoke(Graph(arm.clients.settings, arm.clients.credential), doc, save, on_event)
 
 
 def _any_running(doc: StateDocument) -> bool:
