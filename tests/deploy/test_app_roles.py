@@ -64,6 +64,10 @@ def test_deploy_makes_the_missing_assignments_records_them_and_destroy_takes_onl
     state_text = next((zone.parent / ".hpclz").rglob("state.json")).read_text()
     assert arm.token not in first.stdout + first.stderr and arm.token not in state_text
 
+    shown = run_cli("state", "show", str(zone))
+    assert "app role assignments in CycleCloud's Entra app (3):" in shown.stdout
+    assert all(f"group {r['principal_id']}  [{r['id']}]" in shown.stdout for r in recorded), shown.stdout
+
     writes = len(arm.graph.writes())
     again = run_cli("deploy", str(zone), "--yes")
     assert again.exit_code == 0, again.stderr + again.stdout
