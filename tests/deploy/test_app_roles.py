@@ -69,8 +69,11 @@ def test_deploy_makes_the_missing_assignments_records_them_and_destroy_takes_onl
     assert all(f"group {r['principal_id']}  [{r['id']}]" in shown.stdout for r in recorded), shown.stdout
 
     writes = len(arm.graph.writes())
-    again = run_cli("deploy", str(zone), "--yes")
+    again = run_cli("-vv", "deploy", str(zone), "--yes")
     assert again.exit_code == 0, again.stderr + again.stdout
+    # Each Graph call is a log line, and the SDK's HTTP log redacts the token.
+    assert f"GET /v1.0/servicePrincipals/{sp.id}/appRoleAssignedTo -> 200" in again.stderr
+    assert arm.token not in again.stdout + again.stderr
     assert len(arm.graph.writes()) == writes  # nothing changed: reads only
     assert "+ app role" not in again.stdout and _give_steps(again.stdout) == []
 

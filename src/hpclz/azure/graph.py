@@ -67,6 +67,7 @@ class Graph:
             BearerTokenCredentialPolicy,
             CustomHookPolicy,
             HeadersPolicy,
+            HttpLoggingPolicy,
             RetryPolicy,
             UserAgentPolicy,
         )
@@ -80,6 +81,7 @@ class Graph:
             RetryPolicy(retry_total=s.retry_total, retry_backoff_factor=s.retry_backoff),
             BearerTokenCredentialPolicy(self.credential, s.graph_scope),
             CustomHookPolicy(raw_response_hook=_log_call),
+            HttpLoggingPolicy(),  # `-vv` only (azure.core's logger); it redacts the Authorization header
         ]
         transport = RequestsTransport(connection_verify=s.ca_bundle or True)
         return PipelineClient(s.graph_url, policies=policies, transport=transport)

@@ -78,11 +78,11 @@ def wanted(loaded: LoadedConfig) -> list[_Wanted]:
 
     if loaded.config.identity.cyclecloud_entra is None:
         return []
-    return [
-        _Wanted(row["path"], row["group"], role)
-        for row in app_role_assignments(Zone(loaded.config))
-        for role in row["app_roles"]
-    ]
+    found: dict[tuple[str, str], _Wanted] = {}
+    for row in app_role_assignments(Zone(loaded.config)):
+        for role in row["app_roles"]:  # a group named twice is given each role once
+            found.setdefault(_key(row["group"], role), _Wanted(row["path"], row["group"], role))
+    return list(found.values())
 
 
 def _key(principal: str, role_id: str) -> tuple[str, str]:
