@@ -78,8 +78,8 @@ def test_deploy_makes_the_missing_assignments_records_them_and_destroy_takes_onl
     assert "+ app role" not in again.stdout and _give_steps(again.stdout) == []
 
     first_destroy = run_cli("destroy", str(zone), "--yes", "--include-data")
-    shown = {line.split()[2] for line in first_destroy.stderr.splitlines() if f"deleted {ASSIGNMENT_TYPE} " in line}
-    assert shown == {r["id"] for r in recorded}, first_destroy.stderr
+    listed = {line.split()[2] for line in first_destroy.stderr.splitlines() if f"deleted {ASSIGNMENT_TYPE} " in line}
+    assert listed == {r["id"] for r in recorded}, first_destroy.stderr
     destroy_everything(run_cli, arm, zone)  # the backup vault's second round (tests/deploy/conftest.py)
     deletes = [w for w in arm.graph.writes() if w[0] == "DELETE"]
     assert sorted(path.rsplit("/", 1)[-1] for _, path, _ in deletes) == sorted(r["id"] for r in recorded)
