@@ -220,3 +220,17 @@ def test_an_unreachable_graph_is_one_line_and_changes_nothing(
     assert result is not None and result.refused is not None and len(result.missing) == 4
     assert result.refused.startswith("Microsoft Graph did not make the app role assignments (Microsoft Graph at ")
     assert "\n" not in result.refused and saved == []
+
+
+def test_a_record_naming_another_groups_assignment_is_left_alone(arm: ArmStandIn, graph: Graph, zone: Path) -> None:
+    sp = arm.graph.add_app(APP)
+    arm.graph.directory_roles[DEPLOYER.object_id] = {"Cloud Application Administrator"}
+    by_hand = arm.graph.assignment(sp, "0d6f1c55-8f7e-4f0b-9c1d-2a3b4c5d6e7f", sp.roles["User"])
+    doc, _ = grant(graph, load_config(zone), _doc(), _saved([]))
+    # State edited by hand: one record now names the hand-made assignment's ID.
+    forged = doc.app_role_assignments[0].model_copy(update={"id": by_hand["id"]})
+    doc = doc.model_copy(update={"app_role_assignments": [forged, *doc.app_role_assignments[1:]]})
+    doc, outcomes = revoke(graph, doc, _saved([]))
+    assert [o.action.value for o in outcomes] == ["left alone", "deleted", "deleted", "deleted"]
+    assert "not proved hpclz's" in outcomes[0].reason
+    assert by_hand in sp.assignments and doc.app_role_assignments == [forged]

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
@@ -30,7 +30,7 @@ from hpclz.state.model import AppRoleAssignmentRecord, StateDocument
 
 if TYPE_CHECKING:
     from hpclz.azure.graph import Graph, GraphError
-    from hpclz.deploy.destroy import Outcome
+    from hpclz.deploy.destroy import Action, Outcome
 
 # Graph's object type path for an assignment, as destroy names what it deleted.
 ASSIGNMENT_TYPE = "Microsoft.Graph/servicePrincipals/appRoleAssignedTo"
@@ -195,29 +195,47 @@ def revoke(
     save: Callable[[StateDocument], StateDocument],
     on_outcome: Callable[[Outcome], None] = lambda _o: None,
 ) -> tuple[StateDocument, list[Outcome]]:
-    """Destroy: delete every assignment state records (and only those), one outcome each as destroy reports its
-    resources. What Graph refuses stays recorded, so a later destroy tries again."""
-    from hpclz.azure.graph import GraphError
+    """Destroy: delete the assignments state records (and only those), one outcome each as destroy reports its
+    resources. State is a file anyone can edit and Graph tags nothing, so a record is deleted only when Graph still
+    holds that ID for the same group, role and app; otherwise it is left alone. What Graph refuses stays recorded,
+    so a later destroy tries again."""
     from hpclz.deploy.destroy import Action, Outcome
 
     outcomes: list[Outcome] = []
-    why = graph.settings.graph_refusal()
+    listed: dict[str, dict[str, dict[str, Any]]] = {}
     for record in list(doc.app_role_assignments):
-        name = f"servicePrincipals/{record.resource_id}/appRoleAssignedTo/{record.id}"
-        what = f"{record.app_role} for group {record.principal_id}"
-        try:
-            if why is not None:
-                raise GraphError(0, "NotCalled", f"Microsoft Graph not called: {why}")
-            deleted = graph.unassign(record.resource_id, record.id)
-        except GraphError as exc:
-            outcome = Outcome(
-                name, ASSIGNMENT_TYPE, Action.FAILED, f"{what}: {_refusal(exc) if exc.refused else exc.one_line()}"
-            )
-        else:
+        action, reason = _revoke_one(graph, record, listed)
+        if action in (Action.DELETED, Action.GONE):
             doc = save(
                 doc.model_copy(update={"app_role_assignments": [r for r in doc.app_role_assignments if r != record]})
             )
-            outcome = Outcome(name, ASSIGNMENT_TYPE, Action.DELETED if deleted else Action.GONE, what)
+        name = f"servicePrincipals/{record.resource_id}/appRoleAssignedTo/{record.id}"
+        outcome = Outcome(name, ASSIGNMENT_TYPE, action, f"{record.app_role} for group {record.principal_id}{reason}")
         on_outcome(outcome)
         outcomes.append(outcome)
     return doc, outcomes
+
+
+def _revoke_one(
+    graph: Graph, record: AppRoleAssignmentRecord, listed: dict[str, dict[str, dict[str, Any]]]
+) -> tuple[Action, str]:
+    from hpclz.azure.graph import GraphError
+    from hpclz.deploy.destroy import Action
+
+    why = graph.settings.graph_refusal()
+    if why is not None:
+        return Action.FAILED, f": Microsoft Graph not called: {why}"
+    try:
+        if record.resource_id not in listed:
+            listed[record.resource_id] = {str(a.get("id")): a for a in graph.assigned_to(record.resource_id)}
+        found = listed[record.resource_id].get(record.id)
+        if found is None:
+            return Action.GONE, ""
+        if _key(str(found.get("principalId")), str(found.get("appRoleId"))) != _key(
+            record.principal_id, record.app_role_id
+        ):
+            return Action.LEFT, ": Graph holds this ID for another group or role than state records, not proved hpclz's"
+        deleted = graph.unassign(record.resource_id, record.id)
+    except GraphError as exc:
+        return Action.FAILED, f": {_refusal(exc) if exc.refused else exc.one_line()}"
+    return (Action.DELETED if deleted else Action.GONE), ""
