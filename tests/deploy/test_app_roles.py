@@ -41,6 +41,7 @@ def _give_steps(stdout: str) -> list[str]:
     return [line.strip() for line in stdout.split("Next steps", 1)[1].splitlines() if "give identity.groups" in line]
 
 
+@pytest.mark.timeout(240)  # two deploys and two destroys of the largest preset
 def test_deploy_makes_the_missing_assignments_records_them_and_destroy_takes_only_those(
     arm: ArmStandIn, zone: Path, run_cli: RunCli
 ) -> None:
