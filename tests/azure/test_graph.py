@@ -67,3 +67,11 @@ def test_an_unknown_token_is_401(arm: ArmStandIn) -> None:
     with pytest.raises(urllib.error.HTTPError) as refused:
         urllib.request.urlopen(request, timeout=30, context=context)
     assert refused.value.code == 401
+
+
+def test_every_page_of_assignments_is_read(arm: ArmStandIn, graph: Graph) -> None:
+    sp = arm.graph.add_app(APP)
+    arm.graph.page_size = 2
+    made = [arm.graph.assignment(sp, f"99999999-8888-4777-8666-00000000000{i}", sp.roles["User"]) for i in range(5)]
+    assert graph.assigned_to(sp.id) == made
+    assert [path for _, path, _ in arm.graph.log].count(f"/v1.0/servicePrincipals/{sp.id}/appRoleAssignedTo") == 3

@@ -8,7 +8,8 @@ HPCLZ_GRAPH_ENDPOINT (ArmStandIn.env()), with the same bearer tokens as ARM (the
   for a missing directory object, as the CLI for Microsoft 365 documents it for `aad user remove`:
   pnp/cli-microsoft365@9ca33b5:docs/docs/cmd/aad/user/user-remove.md, "Remarks"; the code: learn.microsoft.com/graph/
   errors);
-- `GET /v1.0/servicePrincipals/{id}/appRoleAssignedTo`: the assignments, `{"value": [...]}`; a default member user
+- `GET /v1.0/servicePrincipals/{id}/appRoleAssignedTo`: the assignments, `{"value": [...]}`, `page_size` at a time
+  with an absolute `@odata.nextLink` to the next page (learn.microsoft.com/graph/paging); a default member user
   may read service principals (learn.microsoft.com/entra/fundamentals/users-default-permissions, "Read all
   properties of ... enterprise applications"), so every known caller may list;
 - `POST` there: only a caller holding one of the Entra roles the API accepts, or owning the service principal
@@ -33,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
 
 from tests.support.arm_standin import reach
+from tests.support.arm_standin.authz import Principal
 from tests.support.arm_standin.data_planes import _Front
 
 if TYPE_CHECKING:
@@ -87,6 +89,7 @@ class GraphFront(_Front):
         self.apps: dict[str, ServicePrincipal] = {}
         self.directory_roles: dict[str, set[str]] = {}
         self.log: list[tuple[str, str, int]] = []
+        self.page_size = 100
         self._lock = threading.Lock()
 
     @property
@@ -109,18 +112,28 @@ class GraphFront(_Front):
         body: bytes,
         peer: str,  # noqa: ARG002 (the base class names it; Graph is public, no network rule applies)
     ) -> tuple[int, dict[str, str], bytes]:
-        route = unquote(urlsplit(path).path)
+        parts = urlsplit(path)
+        route = unquote(parts.path)
         who = self.bearer_caller(headers)
         if who is None:
             status, data = 401, _error("InvalidAuthenticationToken", "Access token is empty or invalid.")
         else:
             with self._lock:
-                status, data = self._route(method, route, who.object_id, json.loads(body) if body else None)
+                status, data = self._route(method, route, who, json.loads(body) if body else None)
+            skip = re.search(r"(?:^|&)\$skiptoken=(\d+)", unquote(parts.query))
+            if status == 200 and isinstance(data, dict) and "value" in data:
+                data = self._page(route, data["value"], int(skip.group(1)) if skip else 0)
         self.log.append((method, route, status))
         payload = b"" if data is None else json.dumps(data).encode()
         return status, {"Content-Type": "application/json"}, payload
 
-    def _route(self, method: str, route: str, caller: str, body: Any) -> tuple[int, Any]:
+    def _page(self, route: str, items: list[dict[str, Any]], start: int) -> dict[str, Any]:
+        page: dict[str, Any] = {"value": items[start : start + self.page_size]}
+        if start + self.page_size < len(items):
+            page["@odata.nextLink"] = f"{self.url}{route}?$skiptoken={start + self.page_size}"
+        return page
+
+    def _route(self, method: str, route: str, who: Principal, body: Any) -> tuple[int, Any]:
         by_app = re.fullmatch(SP + r"\(appId='([^']+)'\)", route)
         if method == "GET" and by_app:
             sp = self.apps.get(by_app.group(1).lower())
@@ -133,7 +146,9 @@ class GraphFront(_Front):
             return _not_found(listed.group(1))
         if method == "GET" and listed.group(2) is None:
             return 200, {"value": list(sp.assignments)}
-        if not (self.directory_roles.get(caller, set()) & ASSIGNING_ROLES or caller in sp.owners):
+        # Ownership counts for a member user only ("a native member of the tenant (member user) and an owner").
+        owner = who.kind == "User" and who.object_id in sp.owners
+        if not (self.directory_roles.get(who.object_id, set()) & ASSIGNING_ROLES or owner):
             return 403, _error(*DENIED)
         if method == "POST" and listed.group(2) is None:
             return self._post(sp, body or {})
