@@ -148,13 +148,20 @@ class _Granting:
             self._keep(kept)
 
     def _prune(self, sp_id: str, wanted_keys: set[tuple[str, str]]) -> None:
-        """What an earlier deploy made that the config no longer implies (a group dropped, another app) goes."""
+        """What an earlier deploy made that the config no longer implies (a group dropped, another app) goes, with the
+        proof destroy asks for (`_proved_delete`)."""
+        from hpclz.deploy.destroy import Action
+
+        listed: dict[str, dict[str, dict[str, Any]]] = {}
         for record in list(self.doc.app_role_assignments):
             if record.resource_id == sp_id and _key(record.principal_id, record.app_role_id) in wanted_keys:
                 continue
-            self.graph.unassign(record.resource_id, record.id)
+            action = _proved_delete(self.graph, record, listed)
+            if action is Action.LEFT:
+                continue
             self._keep([r for r in self.doc.app_role_assignments if r.id != record.id])
-            self.result.removed.append(AppRoleLine(path="", group=record.principal_id, app_role=record.app_role))
+            if action is Action.DELETED:
+                self.result.removed.append(AppRoleLine(path="", group=record.principal_id, app_role=record.app_role))
 
 
 def grant(
@@ -226,16 +233,28 @@ def _revoke_one(
     if why is not None:
         return Action.FAILED, f": Microsoft Graph not called: {why}"
     try:
-        if record.resource_id not in listed:
-            listed[record.resource_id] = {str(a.get("id")): a for a in graph.assigned_to(record.resource_id)}
-        found = listed[record.resource_id].get(record.id)
-        if found is None:
-            return Action.GONE, ""
-        if _key(str(found.get("principalId")), str(found.get("appRoleId"))) != _key(
-            record.principal_id, record.app_role_id
-        ):
-            return Action.LEFT, ": Graph holds this ID for another group or role than state records, not proved hpclz's"
-        deleted = graph.unassign(record.resource_id, record.id)
+        action = _proved_delete(graph, record, listed)
     except GraphError as exc:
         return Action.FAILED, f": {_refusal(exc) if exc.refused else exc.one_line()}"
-    return (Action.DELETED if deleted else Action.GONE), ""
+    if action is Action.LEFT:
+        return action, ": Graph holds this ID for another group or role than state records, not proved hpclz's"
+    return action, ""
+
+
+def _proved_delete(
+    graph: Graph, record: AppRoleAssignmentRecord, listed: dict[str, dict[str, dict[str, Any]]]
+) -> Action:
+    """Delete a recorded assignment only while Graph holds its ID for the recorded group and role in the recorded
+    app's service principal (listed once per service principal): DELETED, GONE (Graph has no such ID) or LEFT."""
+    from hpclz.deploy.destroy import Action
+
+    if record.resource_id not in listed:
+        listed[record.resource_id] = {str(a.get("id")): a for a in graph.assigned_to(record.resource_id)}
+    found = listed[record.resource_id].get(record.id)
+    if found is None:
+        return Action.GONE
+    if _key(str(found.get("principalId")), str(found.get("appRoleId"))) != _key(
+        record.principal_id, record.app_role_id
+    ):
+        return Action.LEFT
+    return Action.DELETED if graph.unassign(record.resource_id, record.id) else Action.GONE
