@@ -15,7 +15,9 @@ credential every ARM client gets (token scope: `AzureSettings.graph_scope`). Sha
 
 A refusal is Graph's error body, `{"error": {"code": "Authorization_RequestDenied", "message": "Insufficient privileges
 to complete the operation."}}` (as captured in microsoftgraph/microsoft-graph-docs#10290 for this very POST); an
-unknown object is 404 `Request_ResourceNotFound` (learn.microsoft.com/graph/errors, "Code property").
+unknown object is 404 `Request_ResourceNotFound`, "Resource '<id>' does not exist or one of its queried
+reference-property objects are not present." (captured for a v1.0 servicePrincipals call in EirikHaughom/ADME#5, and
+for a service principal read in Azure/azure-powershell#18179).
 """
 
 from __future__ import annotations

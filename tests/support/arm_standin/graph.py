@@ -4,10 +4,10 @@
 HPCLZ_GRAPH_ENDPOINT (ArmStandIn.env()), with the same bearer tokens as ARM (the proving ground's principals).
 
 - `GET /v1.0/servicePrincipals(appId='{appId}')`: the service principal, or 404 Request_ResourceNotFound
-  ("Resource '{id}' does not exist or one of its queried reference-property objects are not present.", Graph's text
-  for a missing directory object, as the CLI for Microsoft 365 documents it for `aad user remove`:
-  pnp/cli-microsoft365@9ca33b5:docs/docs/cmd/aad/user/user-remove.md, "Remarks"; the code: learn.microsoft.com/graph/
-  errors);
+  ("Resource '{id}' does not exist or one of its queried reference-property objects are not present.": Graph's body
+  captured for a v1.0 servicePrincipals call in EirikHaughom/ADME#5 and for a service principal read in
+  Azure/azure-powershell#18179; the CLI for Microsoft 365 documents the same text for `aad user remove`,
+  pnp/cli-microsoft365@9ca33b5:docs/docs/cmd/aad/user/user-remove.md, "Remarks");
 - `GET /v1.0/servicePrincipals/{id}/appRoleAssignedTo`: the assignments, `{"value": [...]}`, `page_size` at a time
   with an absolute `@odata.nextLink` to the next page (learn.microsoft.com/graph/paging); a default member user
   may read service principals (learn.microsoft.com/entra/fundamentals/users-default-permissions, "Read all
