@@ -8,7 +8,7 @@ from hpclz.azure.clients import AzureClients, StaticTokenCredential, make_creden
 from hpclz.azure.settings import settings_from_env
 from hpclz.errors import ExitCode, HpclzError
 
-ENV = ("HPCLZ_AZURE_CLOUD", "HPCLZ_ARM_ENDPOINT", "HPCLZ_ARM_CA_BUNDLE", "HPCLZ_AZURE_TOKEN")
+ENV = ("HPCLZ_AZURE_CLOUD", "HPCLZ_ARM_ENDPOINT", "HPCLZ_ARM_CA_BUNDLE", "HPCLZ_AZURE_TOKEN", "HPCLZ_GRAPH_ENDPOINT")
 
 
 @pytest.fixture(autouse=True)
@@ -34,6 +34,32 @@ def test_cloud_selects_endpoint_scope_and_authority(
     assert settings.cloud.scope == f"{endpoint}/.default"
     clients = AzureClients("00000000-0000-0000-0000-000000000001", settings, credential=StaticTokenCredential("t"))
     assert clients.deployments._config.credential_scopes == [f"{endpoint}/.default"]
+
+
+@pytest.mark.parametrize(
+    ("cloud", "graph"),
+    [
+        # learn.microsoft.com/graph/deployments, "Microsoft Graph and Graph Explorer service root endpoints".
+        ("public", "https://graph.microsoft.com"),
+        ("usgov", "https://graph.microsoft.us"),
+        ("china", "https://microsoftgraph.chinacloudapi.cn"),
+    ],
+)
+def test_cloud_selects_the_graph_root_and_its_scope(monkeypatch: pytest.MonkeyPatch, cloud: str, graph: str) -> None:
+    monkeypatch.setenv("HPCLZ_AZURE_CLOUD", cloud)
+    settings = settings_from_env()
+    assert settings.graph_url == graph and settings.graph_scope == f"{graph}/.default"
+    assert settings.graph_refusal() is None
+    monkeypatch.setenv("HPCLZ_GRAPH_ENDPOINT", "https://127.0.0.1:8443/")
+    assert settings_from_env().graph_url == "https://127.0.0.1:8443"
+
+
+def test_a_fixed_token_is_never_meant_for_the_clouds_own_graph(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HPCLZ_ARM_ENDPOINT", "https://127.0.0.1:8444")
+    monkeypatch.setenv("HPCLZ_AZURE_TOKEN", "t")
+    assert "HPCLZ_GRAPH_ENDPOINT" in (settings_from_env().graph_refusal() or "")
+    monkeypatch.setenv("HPCLZ_GRAPH_ENDPOINT", "https://127.0.0.1:8445")
+    assert settings_from_env().graph_refusal() is None
 
 
 def test_default_credential_is_used_without_a_static_token() -> None:

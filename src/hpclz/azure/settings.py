@@ -2,6 +2,8 @@
 
 The config's metadata.cloud picks a sovereign cloud; HPCLZ_AZURE_CLOUD overrides it for one run. HPCLZ_ARM_ENDPOINT (+ HPCLZ_ARM_CA_BUNDLE) points at another
 ARM endpoint, such as the test stand-in; only then may HPCLZ_AZURE_TOKEN supply a fixed bearer token.
+HPCLZ_GRAPH_ENDPOINT does the same for Microsoft Graph (the same CA bundle); a fixed token is never sent to the
+cloud's own Graph.
 """
 
 from __future__ import annotations
@@ -18,6 +20,10 @@ class Cloud:
     name: str
     arm_endpoint: str
     authority: str
+    # Microsoft Graph's root per national cloud: learn.microsoft.com/graph/deployments, "Microsoft Graph and Graph
+    # Explorer service root endpoints" (Global https://graph.microsoft.com, US Government L4 https://graph.microsoft.us,
+    # China operated by 21Vianet https://microsoftgraph.chinacloudapi.cn).
+    graph_endpoint: str = "https://graph.microsoft.com"
 
     @property
     def scope(self) -> str:
@@ -26,8 +32,15 @@ class Cloud:
 
 CLOUDS = {
     "public": Cloud("public", "https://management.azure.com", "login.microsoftonline.com"),
-    "usgov": Cloud("usgov", "https://management.usgovcloudapi.net", "login.microsoftonline.us"),
-    "china": Cloud("china", "https://management.chinacloudapi.cn", "login.chinacloudapi.cn"),
+    "usgov": Cloud(
+        "usgov", "https://management.usgovcloudapi.net", "login.microsoftonline.us", "https://graph.microsoft.us"
+    ),
+    "china": Cloud(
+        "china",
+        "https://management.chinacloudapi.cn",
+        "login.chinacloudapi.cn",
+        "https://microsoftgraph.chinacloudapi.cn",
+    ),
 }
 
 
@@ -42,10 +55,29 @@ class AzureSettings:
     retry_backoff: float
     retry_after_cap: float = 120.0
     deploy_timeout: float | None = None  # seconds; None: per resource type (hpclz.azure.waiting)
+    graph_endpoint: str | None = None  # None: the cloud's own Microsoft Graph
 
     @property
     def custom_endpoint(self) -> bool:
         return self.arm_endpoint != self.cloud.arm_endpoint
+
+    @property
+    def graph_url(self) -> str:
+        return (self.graph_endpoint or self.cloud.graph_endpoint).rstrip("/")
+
+    @property
+    def graph_scope(self) -> str:
+        """The token scope for Graph, `https://graph.microsoft.com/.default` in the public cloud: "Any permission scope
+        value (including the .default scope) that contains the Microsoft Graph domain MUST use the domain of the
+        Microsoft Graph service root endpoint for the national cloud deployment" (learn.microsoft.com/graph/sdks/
+        national-clouds, "Permission scopes")."""
+        return self.graph_url + "/.default"
+
+    def graph_refusal(self) -> str | None:
+        """Why hpclz must not call Graph with these settings: a fixed token is a test stand-in's, never the cloud's."""
+        if self.static_token and self.graph_url == self.cloud.graph_endpoint:
+            return "HPCLZ_AZURE_TOKEN is a stand-in's token and HPCLZ_GRAPH_ENDPOINT names no stand-in Graph"
+        return None
 
 
 def _number(name: str, default: float) -> float:
@@ -84,6 +116,7 @@ def settings_from_env(configured_cloud: str | None = None) -> AzureSettings:
         retry_backoff=_number("HPCLZ_RETRY_BACKOFF", 0.8),
         retry_after_cap=_number("HPCLZ_RETRY_AFTER_CAP", 120.0),
         deploy_timeout=_number("HPCLZ_DEPLOY_TIMEOUT", 0.0) or None,
+        graph_endpoint=(os.environ.get("HPCLZ_GRAPH_ENDPOINT") or "").rstrip("/") or None,
     )
 
 

@@ -82,7 +82,10 @@ def deploy(
     """Show the plan, then deploy exactly it: in dependency order, with a locked, resumable state.
 
     Refused before any change: NOT ALLOWED changes (always), replacements and data loss without
-    --allow-data-loss, drains and restarts without --allow-disruption, another zone's state."""
+    --allow-data-loss, drains and restarts without --allow-disruption, another zone's state.
+
+    Then, with identity.cyclecloud_entra, gives identity.groups their CycleCloud app roles through Microsoft
+    Graph; what Graph refuses is one line and stays in the next steps (docs/entra-login.md)."""
     with guarded("deploy", output):
         from hpclz.cli.progress import Progress
         from hpclz.cli.views import deploy as view

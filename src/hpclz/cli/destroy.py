@@ -19,7 +19,9 @@ def destroy(
     ),
     output: OutputFormat = OUTPUT_OPTION,
 ) -> None:
-    """Delete what hpclz created (recorded in state, tagged hpclz-managed), in reverse dependency order."""
+    """Delete what hpclz created (recorded in state, tagged hpclz-managed), in reverse dependency order.
+
+    The CycleCloud app role assignments deploy made through Microsoft Graph go too; no other."""
     with guarded("destroy", output):
         from hpclz.cli.deploy import ask
         from hpclz.cli.views import destroy as view

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, Field
 
 from hpclz.config.loader import LoadedConfig
+from hpclz.deploy.app_roles import AppRolesResult
 from hpclz.deploy.contract import Contract, after_run, announce_waits, check_contract, removals_for
 from hpclz.deploy.next_steps import next_steps
 from hpclz.deploy.secrets import require_prerequisites, resolve_secrets
@@ -79,6 +80,10 @@ class DeployResult(ResultBody):
     )
     state_updated: list[str] = Field(
         default_factory=list, description="`--refresh-only`: what state now records as Azure has it, one line each."
+    )
+    app_roles: AppRolesResult | None = Field(
+        default=None,
+        description="CycleCloud's app roles for identity.groups, made through Microsoft Graph (hpclz.deploy.app_roles).",
     )
 
     def json_body(self) -> dict[str, Any]:
@@ -255,14 +260,26 @@ def _apply(
         if run.ok:
             final = after_run(loaded, plan, backend, removals, final, secrets, partial=bool(contract.scope.target))
             final = delivery.finish(arm.clients, final, backend.write)
+            final, result.app_roles = _app_roles(arm, loaded, final, backend)
     result.removed = [outcome_dict(o) for o in removals.outcomes]
     _report(result, plan, run, final)
     if not run.ok:
         return ExitCode.INTERRUPTED if run.interrupted else ExitCode.AZURE_ERROR
     if failures(removals.outcomes):
         return ExitCode.AZURE_ERROR  # the deletes that did not happen stay in state: a rerun tries again
-    result.next_steps = next_steps(loaded, final)
+    missing = None if result.app_roles is None else {(m.path, m.app_role) for m in result.app_roles.missing}
+    result.next_steps = next_steps(loaded, final, missing)
     return ExitCode.OK
+
+
+def _app_roles(
+    arm: Any, loaded: LoadedConfig, doc: StateDocument, backend: StateBackend
+) -> tuple[StateDocument, AppRolesResult | None]:
+    """Entra ID is not ARM: the app roles go through Microsoft Graph with the deploy's own credential."""
+    from hpclz.azure.graph import Graph
+    from hpclz.deploy.app_roles import grant
+
+    return grant(Graph(arm.clients.settings, arm.clients.credential), loaded, doc, backend.write)
 
 
 def _locked_changes(

@@ -70,23 +70,26 @@ def _through_bastion(loaded: LoadedConfig, doc: StateDocument, server_id: str) -
     return steps
 
 
-def _cyclecloud_entra(loaded: LoadedConfig, server: str) -> list[str]:
+def _cyclecloud_entra(loaded: LoadedConfig, server: str, missing: set[tuple[str, str]] | None) -> list[str]:
     """CycleCloud's built-in user management gives each user with node access a local account, with the SSH key
     of their CycleCloud profile, on every node (learn.microsoft.com/azure/cyclecloud/how-to/user-access); with
     Entra ID sign-in, node access is the app's Global.Node.User or Global.Node.Admin role (the roles
-    Azure/cyclecloud-slurm-workspace@bc0fc1b:bicep/entra/ccwEntraApp.bicep defines; docs/entra-login.md)."""
+    Azure/cyclecloud-slurm-workspace@bc0fc1b:bicep/entra/ccwEntraApp.bicep defines; docs/entra-login.md).
+    `missing`: the (config path, app role) pairs deploy could not make through Graph; None: every one."""
     from hpclz.render.entra import app_role_assignments
     from hpclz.render.zone import Zone
 
     entra = loaded.config.identity.cyclecloud_entra
     if entra is None:
         return []
-    steps = [
-        f"In CycleCloud's app {entra.client_id}, give {a['path']} ({a['group']}) the app roles "
-        f"{' and '.join(a['app_roles'])}: node access {a['node_access']} (docs/entra-login.md)"
-        for a in app_role_assignments(Zone(loaded.config))
-        if a["app_roles"]
-    ]
+    steps = []
+    for a in app_role_assignments(Zone(loaded.config)):
+        roles = [r for r in a["app_roles"] if missing is None or (a["path"], r) in missing]
+        if roles:
+            steps.append(
+                f"In CycleCloud's app {entra.client_id}, give {a['path']} ({a['group']}) the app roles "
+                f"{' and '.join(roles)}: node access {a['node_access']} (docs/entra-login.md)"
+            )
     return [
         *steps,
         f"Cluster nodes with your Entra ID account: hold the CycleCloud app's Global.Node.User role, sign in at "
@@ -102,8 +105,11 @@ def _entra(loaded: LoadedConfig) -> bool:
     return entra_login(Zone(loaded.config))
 
 
-def next_steps(loaded: LoadedConfig, doc: StateDocument) -> list[str]:
-    """How to reach the CycleCloud UI and the cluster's nodes, and where `hpclz verify` runs."""
+def next_steps(
+    loaded: LoadedConfig, doc: StateDocument, missing_app_roles: set[tuple[str, str]] | None = None
+) -> list[str]:
+    """How to reach the CycleCloud UI and the cluster's nodes, and where `hpclz verify` runs. `missing_app_roles`:
+    the CycleCloud app roles (config path, role) still to give; None: all of them (deploy made none)."""
     from hpclz.render.cloudinit import cluster_name
     from hpclz.render.zone import Zone
 
@@ -125,7 +131,7 @@ def next_steps(loaded: LoadedConfig, doc: StateDocument) -> list[str]:
     config = Path(loaded.file).name
     if loaded.config.compute.login.count:
         steps.append(f"Login node, from the CycleCloud server: cyclecloud connect login-1 -c {cluster}")
-    steps += _cyclecloud_entra(loaded, address or name)
+    steps += _cyclecloud_entra(loaded, address or name, missing_app_roles)
     steps += portal_steps(loaded, doc)
     steps.append(
         f"Verify, on the scheduler (from the CycleCloud server: cyclecloud connect scheduler -c {cluster}), "

@@ -99,7 +99,7 @@ def _destroy(
         doc = backend.read()
         # Destroy deletes every ID the state lists: another zone's state would tear that zone down.
         refuse_foreign_state(doc, ZoneIdentity.of_config(loaded.config), backend.location, loaded.file)
-        if doc is None or not (doc.resources or _any_running(doc)):
+        if doc is None or not (doc.resources or _any_running(doc) or doc.app_role_assignments):
             return ExitCode.OK
         # The state knows where hpclz deployed: deleting in another subscription would miss it all.
         subscription = resolve_subscription(doc.subscription_id or loaded.config.metadata.resolved_subscription_id())
@@ -111,7 +111,7 @@ def _destroy(
         for item in found:
             on_event(item)
         result.in_flight = [f.as_dict() for f in found]
-        if not doc.resources and not found:
+        if not doc.resources and not found and not doc.app_role_assignments:
             return ExitCode.OK
         if not confirm(doc):
             # A "no" is a decision, not an interruption: exit 1 (docs/exit-codes.md); Ctrl-C at the prompt is 130.
@@ -134,11 +134,25 @@ def _destroy(
         destroyer = Destroyer(arm, doc, [d.name for d in planned] or reverse_order(loaded, doc), on_event, planned)
         with azure_errors("destroy"):
             remaining = destroyer.run(include_data)
-        backend.write(remaining)
-    result.outcomes = [outcome_dict(o) for o in destroyer.outcomes]
-    result.kept = [o.id for o in destroyer.outcomes if o.action is Action.KEPT]
-    result.failed = [o.id for o in destroyer.outcomes if o.action is Action.FAILED]
+        remaining = backend.write(remaining)
+        remaining, revoked = _revoke_app_roles(arm, remaining, backend.write, on_event)
+    outcomes = destroyer.outcomes + revoked
+    result.outcomes = [outcome_dict(o) for o in outcomes]
+    result.kept = [o.id for o in outcomes if o.action is Action.KEPT]
+    result.failed = [o.id for o in outcomes if o.action is Action.FAILED]
     return ExitCode.AZURE_ERROR if result.failed else ExitCode.OK
+
+
+def _revoke_app_roles(
+    arm: Any, doc: StateDocument, save: Callable[[StateDocument], StateDocument], on_event: Callable[[Any], None]
+) -> tuple[StateDocument, list[Any]]:
+    """The app role assignments deploy made in CycleCloud's Entra app (Microsoft Graph), and no other."""
+    if not doc.app_role_assignments:
+        return doc, []
+    from hpclz.azure.graph import Graph
+    from hpclz.deploy.app_roles import revoke
+
+    return revoke(Graph(arm.clients.settings, arm.clients.credential), doc, save, on_event)
 
 
 def _any_running(doc: StateDocument) -> bool:

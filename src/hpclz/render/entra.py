@@ -12,8 +12,8 @@ Administrator, SuperUser, User, Global.Node.User and Global.Node.Admin and gives
 Global.Node.Admin (Azure/cyclecloud-slurm-workspace@bc0fc1b:bicep/entra/ccwEntraApp.bicep l.105-160, l.224-236).
 
 An app role assignment is a Microsoft Graph object (appRoleAssignedTo), outside ARM, so hpclz renders the
-assignments the config implies (artifact `cyclecloud/entra-app-roles.json`) and `hpclz deploy` prints them; the
-commands are in docs/entra-login.md.
+assignments the config implies (artifact `cyclecloud/entra-app-roles.json`), `hpclz deploy` makes the missing ones
+through Graph (hpclz.deploy.app_roles) and prints those Graph would not make; docs/entra-login.md.
 
 UIDs: "CycleCloud autogenerates a UID and GID for users" (user-authentication, "Configuring access to cluster
 nodes") from 20000 up ("By default, CycleCloud reserves UIDs 20000 and higher for node users": user-management,

@@ -77,6 +77,18 @@ class DeploymentRecord(Record):
     )
 
 
+class AppRoleAssignmentRecord(Record):
+    """An app role assignment hpclz made in CycleCloud's Entra app (Microsoft Graph, not ARM): destroy deletes exactly
+    these, by `id`, and never one it finds there without a record."""
+
+    id: str = Field(description="The appRoleAssignment's Graph ID.")
+    resource_id: str = Field(description="Object ID of the app's service principal (the assignment's resourceId).")
+    principal_id: str = Field(description="Object ID of the group given the role (identity.groups).")
+    app_role_id: str
+    app_role: str = Field(description="The app role's value, e.g. Global.Node.User.")
+    app_id: str = Field(description="The app's client ID (identity.cyclecloud_entra.client_id).")
+
+
 class StateDocument(Record):
     schema_version: int = Field(default=STATE_SCHEMA_VERSION, ge=1, le=STATE_SCHEMA_VERSION)
     lineage: str = Field(
@@ -113,6 +125,11 @@ class StateDocument(Record):
         default_factory=dict,
         description="Deployment name -> ARM correlation ID of the run whose resources destroy took down: a later "
         "destroy does not read that run back from ARM's deployment history (hpclz.deploy.in_flight).",
+    )
+    app_role_assignments: list[AppRoleAssignmentRecord] = Field(
+        default_factory=list,
+        description="App role assignments deploy made through Microsoft Graph in CycleCloud's Entra app "
+        "(hpclz.deploy.app_roles); destroy deletes these and no other.",
     )
     created_at: datetime = Field(default_factory=now)
     updated_at: datetime = Field(default_factory=now)

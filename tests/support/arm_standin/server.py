@@ -28,6 +28,7 @@ from tests.support.arm_standin.catalog import VM_IMAGE, default_skus, default_us
 from tests.support.arm_standin.certs import make_certificate
 from tests.support.arm_standin.faults import Faults
 from tests.support.arm_standin.features import FEATURE, feature_body
+from tests.support.arm_standin.graph import GraphFront
 from tests.support.arm_standin.in_use import in_use_refusal
 from tests.support.arm_standin.marketplace_terms import TERMS, terms_body
 from tests.support.arm_standin.names import CHECK_NAME, name_answer
@@ -72,6 +73,8 @@ class ArmStandIn:
             lambda kind, done: self._async(kind, done, lambda: None),
             lambda op: self._op_url(f"/subscriptions/{self.subscription_id}/operationresults/{op}"),
         )
+        # Microsoft Graph (CycleCloud's app and its app role assignments), reached through HPCLZ_GRAPH_ENDPOINT.
+        self.graph = GraphFront(self)
         # Deployment name (lower case) -> seconds ARM takes to answer its PUT after starting the run: a client killed
         # in that time leaves a run in ARM that it never learnt of (a slow answer, or one lost on the way back).
         self.slow_put_answer: dict[str, float] = {}
@@ -97,6 +100,7 @@ class ArmStandIn:
             "HPCLZ_POLL_INTERVAL": str(poll_interval),
             "HPCLZ_RETRY_BACKOFF": "0.01",
             "AZURE_SUBSCRIPTION_ID": self.subscription_id,
+            "HPCLZ_GRAPH_ENDPOINT": self.graph.url,
             # Deploy uploads hpclz's wheel to CycleCloud's locker before the compute deployment: Azurite stands in.
             **locker_env(),
         }
@@ -112,12 +116,14 @@ class ArmStandIn:
         context.load_cert_chain(self.cert, self.key)
         self._server.socket = context.wrap_socket(self._server.socket, server_side=True)
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        self.graph.start()
         return self
 
     def stop(self) -> None:
         if self._server:
             self._server.shutdown()
             self._server.server_close()
+            self.graph.stop()
 
     def __enter__(self) -> ArmStandIn:
         return self.start()

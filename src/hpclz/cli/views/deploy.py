@@ -76,6 +76,7 @@ def _show_success(out: Console, body: DeployResult) -> None:
         _show_refresh_only(out, body)
         return
     out.print(f"[green]✓[/] deployed {body.file} (state: {body.state_location})")
+    _show_app_roles(out, body)
     if body.outputs:
         out.print("\n[bold]Outputs[/]")
         for key, value in sorted(body.outputs.items()):
@@ -83,3 +84,19 @@ def _show_success(out: Console, body: DeployResult) -> None:
     out.print("\n[bold]Next steps[/]")
     for step in body.next_steps:
         out.print(f"  {step}", highlight=False, soft_wrap=True)
+
+
+def _show_app_roles(out: Console, body: DeployResult) -> None:
+    from rich.markup import escape
+
+    roles = body.app_roles
+    if roles is None:
+        return
+    for line in roles.made:
+        out.print(
+            f"[green]+[/] app role {escape(line.app_role)} for {escape(line.path)} ({line.group})", highlight=False
+        )
+    for line in roles.removed:
+        out.print(f"[red]-[/] app role {escape(line.app_role)} for group {line.group}", highlight=False)
+    if roles.refused:
+        out.print(f"[yellow]![/] {escape(roles.refused)}", highlight=False, soft_wrap=True)

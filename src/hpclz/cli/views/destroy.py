@@ -31,6 +31,12 @@ def show_state(err: Console, doc: StateDocument, include_data: bool) -> None:
     """Before the question: how much state lists, and what happens to each data-bearing resource."""
     data = [r for r in doc.resources if r.data_bearing]
     err.print(f"{len(doc.resources)} resources recorded in state, {len(data)} data-bearing:", highlight=False)
+    if doc.app_role_assignments:
+        err.print(
+            f"  DELETE {len(doc.app_role_assignments)} app role assignments hpclz made in CycleCloud's Entra app "
+            f"{doc.app_role_assignments[0].app_id}",
+            highlight=False,
+        )
     for r in data:
         err.print(f"  {'DELETE' if include_data else 'keep'} {r.type} {r.name}", highlight=False)
     for r in doc.resources:

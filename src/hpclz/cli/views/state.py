@@ -38,6 +38,10 @@ def show(out: Console, command: CommandResult[StateShowResult]) -> None:
     out.print(f"resources ({len(doc.resources)}):")
     for r in doc.resources:
         out.print(f"  {escape(r.type)}  {escape(r.name)}  [dim]{escape(r.id)}[/]")
+    if doc.app_role_assignments:
+        out.print(f"app role assignments in CycleCloud's Entra app ({len(doc.app_role_assignments)}):")
+        for a in doc.app_role_assignments:
+            out.print(escape(f"  {a.app_role}  group {a.principal_id}  [{a.id}]"), highlight=False)
     if doc.outputs:
         out.print("outputs:")
         for key, value in doc.outputs.items():
