@@ -279,15 +279,24 @@ def _identity_list(zone: Zone, roles: list[str]) -> str:
 def node_script(zone: Zone, partition: Partition, mounts: list[dict[str, Any]]) -> Safe:
     events = zone.config.maintenance.scheduled_events
     topology = rack_topology(zone)
+    gate = health_gate(cluster_name(zone))
+    # The Scheduled Events watcher asks the boot tier of hpclz's gate (from the bundle the scheduler installs under
+    # /sched) before it resumes a node it drained for a reboot or redeploy (templates/cloud-init/scheduled_events.py).
+    watcher = {
+        "drain_on": sorted(events.drain_on),
+        "requeue_jobs": events.requeue_jobs,
+        "gate": ["python3", gate.bundle, "gate", "boot"],
+        "gate_ready": gate.bundle,
+    }
     return render_text(
         "cloud-init/node.sh.j2",
         p=partition,
-        gate=health_gate(cluster_name(zone)),
+        gate=gate,
         mounts=mounts,
         identity=_compute_identity(zone),
         metrics=node_metrics(zone, _compute_identity(zone), partition.vm_size),
         scratch=_scratch(zone, partition),
-        events={"drain_on": sorted(events.drain_on), "requeue_jobs": events.requeue_jobs} if events.enabled else None,
+        events=watcher if events.enabled else None,
         fabric_reports=topology["reports"] if topology and partition.name in topology["partitions"] else None,
         ib_reports=topology["reports"] if topology and partition.name in topology["tree_partitions"] else None,
     )
