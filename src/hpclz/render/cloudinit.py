@@ -106,6 +106,7 @@ def _mounts(zone: Zone) -> list[dict[str, Any]]:
                 "address": None,
                 "resource": _relative_id(zone, "Microsoft.StorageCache/amlFilesystems", zone.lustre_name),
                 "api": API_VERSIONS["Microsoft.StorageCache/amlFilesystems"],
+                "nfs4": False,
             }
         )
     elif isinstance(storage.lustre, ExistingLustre):
@@ -116,6 +117,7 @@ def _mounts(zone: Zone) -> list[dict[str, Any]]:
                 "path": "storage.lustre",
                 "mount_point": lustre.mount_point,
                 "address": lustre.mgs_address,
+                "nfs4": False,
             }
         )
     if zone.netapp_new and lookup:
@@ -129,6 +131,7 @@ def _mounts(zone: Zone) -> list[dict[str, Any]]:
                     "mount_point": volume.mount_point,
                     "export": volume.name,
                     "options": f"rw,hard,rsize=262144,wsize=262144,vers={version},tcp",
+                    "nfs4": version == "4.1",  # the node sets the NFSv4 ID domain first (_mounts.sh.j2)
                     "resource": _relative_id(
                         zone, type_, zone.netapp_account, zone.netapp_pool, zone.netapp_volume(volume)
                     ),
