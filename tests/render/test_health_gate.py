@@ -93,6 +93,10 @@ def test_the_idle_time_is_slurms_suspendtime_not_a_setting_cyclecloud_slurm_igno
     suspend = re.findall(r"^SuspendTime=(\d+)$", parameters["HpclzSlurmConfig"], re.M)
     minutes = IDLE_MINUTES[stem]
     assert suspend == ([str(minutes * 60)] if minutes else [])
+    # The template's comment says where the value is, and the same value.
+    said = re.findall(r"^        # SuspendTime=(\d+) \(compute\.partitions' shortest", template, re.M)
+    assert said == suspend
+    assert ("cyclecloud-slurm's SuspendTime=300 stands" in template) == (not minutes)
 
 
 @pytest.mark.parametrize("stem", PRESETS)

@@ -386,6 +386,7 @@ def cluster_files(zone: Zone) -> dict[str, str]:
         shared=shared_mounts(zone),
         accounting=accounting_settings(zone),
         terminate=any(m["kind"] == "lustre" for m in mounts) or zone.config.maintenance.scheduled_events.enabled,
+        suspend_minutes=suspend_minutes(config.compute.partitions),
     )
     parameters = {
         "HpclzSlurmConfig": gate.slurm_conf(suspend_minutes(config.compute.partitions)),
