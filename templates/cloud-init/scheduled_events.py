@@ -57,7 +57,9 @@ def imds(url, body=None):
 # Flags Slurm adds to a node on its way to power down (`scontrol show node` State=, e.g. IDLE+DRAIN+POWER_DOWN;
 # SchedMD/slurm src/common/slurm_protocol_defs.c node_state_flag_string), as `hpclz nodes roll` leaves it.
 POWER_FLAGS = ("POWER_DOWN", "POWERING_DOWN", "POWERED_DOWN")
-# Flags of a node whose slurmd has not (yet) registered: not responding (`*` in sinfo), or down.
+# Flags of a node whose slurmd has not (yet) registered: not responding (`*` in sinfo), or down. With
+# ReturnToService=2 "a DOWN node will become available for use upon registration with a valid configuration. The
+# node could have been set DOWN for any reason" (slurm.conf(5), 22.05), an unexpected reboot included; its drain stays.
 UNREGISTERED = ("NOT_RESPONDING", "DOWN")
 
 
