@@ -11,9 +11,11 @@ import os
 import re
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from tests.render.conftest import variant
 from tests.render.test_cloudinit import _artifacts, _scripts
 
 DOMAIN = "defaultv4iddomain.com"
@@ -79,3 +81,18 @@ def test_every_role_sets_the_domain_before_its_first_nfsv41_mount() -> None:
 def test_no_nfsv41_volume_no_id_domain(stem: str) -> None:
     for script in _scripts(_artifacts(stem)["cyclecloud/slurm-cluster.txt"]):
         assert "idmapd" not in script and "nfsidmap" not in script
+
+
+def test_shared_home_on_netapp_over_nfsv41_sets_the_domain_on_every_role() -> None:
+    """storage.shared on NetApp (CycleCloud mounts it) over NFSv4.1, with no NFSv4.1 volume of hpclz's own."""
+
+    def edit(doc: dict[str, Any]) -> None:
+        doc["storage"]["shared"]["protocol"] = "NFSv4.1"
+        for volume in doc["storage"]["netapp"]["volumes"]:
+            volume["protocol"] = "NFSv3"
+
+    (compute,) = [d for d in variant("manufacturing", edit).deployments if d.component == "compute"]
+    scripts = _scripts(compute.artifacts["cyclecloud/slurm-cluster.txt"])
+    assert len(scripts) >= 3 and all("vers=4.1" not in s for s in scripts)  # no NFSv4.1 mount of hpclz's
+    for script in scripts:
+        assert _idmap_part(script).count("nfsidmap -c") == 1

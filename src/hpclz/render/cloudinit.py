@@ -141,6 +141,13 @@ def _mounts(zone: Zone) -> list[dict[str, Any]]:
     return mounts
 
 
+def nfs4_idmap(zone: Zone, mounts: list[dict[str, Any]]) -> bool:
+    """Does a node mount an Azure NetApp Files volume over NFSv4.1, hpclz's own or storage.shared on NetApp (which
+    CycleCloud mounts)? It then sets ANF's NFSv4 ID domain (templates/cloud-init/_mounts.sh.j2)."""
+    shared = zone.shared_netapp
+    return any(m["nfs4"] for m in mounts) or (shared is not None and shared.protocol == "NFSv4.1")
+
+
 # The mount the Azure Files NFS docs give, nconnect included:
 # https://learn.microsoft.com/en-us/azure/storage/files/storage-files-how-to-mount-nfs-shares
 AZURE_FILES_NFS_OPTIONS = "vers=4,minorversion=1,sec=sys,nconnect=4"
@@ -296,6 +303,7 @@ def node_script(zone: Zone, partition: Partition, mounts: list[dict[str, Any]]) 
         p=partition,
         gate=gate,
         mounts=mounts,
+        idmap=nfs4_idmap(zone, mounts),
         identity=_compute_identity(zone),
         metrics=node_metrics(zone, _compute_identity(zone), partition.vm_size),
         scratch=_scratch(zone, partition),
@@ -362,6 +370,7 @@ def cluster_files(zone: Zone) -> dict[str, str]:
             budgets=gate.budgets(),
             script=GATE_SCRIPT,
             mounts=mounts,
+            idmap=nfs4_idmap(zone, mounts),
             identity=_compute_identity(zone),
             metrics=node_metrics(zone, _compute_identity(zone)),
             topology=rack_topology(zone),
@@ -378,6 +387,7 @@ def cluster_files(zone: Zone) -> dict[str, str]:
         login_script=render_text(
             "cloud-init/login.sh.j2",
             mounts=mounts,
+            idmap=nfs4_idmap(zone, mounts),
             identity=_node_identity(zone, LOCKER_IDENTITY),
             metrics=node_metrics(zone, _node_identity(zone, LOCKER_IDENTITY)),
         ),
