@@ -16,7 +16,8 @@ Machine is being deleted", Terminate "the virtual machine is scheduled to be del
   cli.py l.469-510). So the watcher keeps a record of each drain with the boot it was made in; once this VM runs
   a later boot, the event is no longer listed and slurmd has registered, it runs hpclz's boot health gate
   (`gate boot`, hpclz.verify.gate) and resumes the node only if the gate passed and the drain is still its own:
-  a drain whose reason an admin, a health check or the gate has since replaced is never lifted.
+  a drain whose reason an admin, a health check or the gate has since replaced is never lifted. A Freeze (a pause
+  of seconds, no reboot) is given back the same way once Azure no longer lists it.
 - Preempt, Terminate: the VM goes away, so slurmd never registers again, ReturnToService never applies and the node
   stayed DOWN+DRAIN for good. Instead the watcher hands it to Slurm's power saving with
   `State=POWER_DOWN_FORCE` ("Will cancel all jobs on the node, power it down, and reset its state to IDLE",
@@ -41,6 +42,9 @@ NAME_URL = IMDS + "/metadata/instance/compute/name?api-version=2021-02-01&format
 POLL_SECONDS = 10
 TAG = "hpclz: scheduled-event"
 COMES_BACK = ("Reboot", "Redeploy")
+# Freeze: "the Virtual Machine is scheduled to pause for a few seconds" (the same page): no reboot, so the watcher
+# itself sees the event end (Azure stops listing it) and gives the node back then, through the same gate.
+PAUSES = ("Freeze",)
 GOES_AWAY = ("Preempt", "Terminate")
 # Kept on the OS disk, which a reboot and a redeploy keep; the kernel's id of the running boot (proc(5), random).
 DEFAULT_RECORDS = "/var/lib/hpclz/scheduled-events-drains.json"
@@ -146,9 +150,10 @@ def prepare(node, event, settings):
     taken = "DRAIN" in flags and not reason.startswith(TAG)
     if not rolling(flags) and not taken:
         scontrol_update(node, "state=drain", "reason=" + reason_for(event))
-        if event["EventType"] in COMES_BACK:
+        if event["EventType"] in COMES_BACK + PAUSES:
             records = load_records(settings)
-            records[event["EventId"]] = {"reason": ours(event), "boot": read_boot(settings)}
+            record = {"reason": ours(event), "boot": read_boot(settings), "type": event["EventType"]}
+            records[event["EventId"]] = record
             save_records(settings, records)
     if settings["requeue_jobs"]:
         requeue(node)
@@ -157,16 +162,18 @@ def prepare(node, event, settings):
 
 
 def return_node(node, document, settings):
-    """Resume the node drained for a Reboot or Redeploy that is over: the VM runs a later boot than the drain's,
-    Azure no longer lists the event, slurmd has registered, the drain is still the watcher's, and the boot gate
-    passed. A record whose drain someone else has since taken over (or lifted) is dropped without a change."""
+    """Resume the node drained for a Reboot or Redeploy that is over: the VM runs a later boot than the drain's
+    (for a Freeze, no reboot is awaited), Azure no longer lists the event, slurmd has registered, the drain is still
+    the watcher's, and the boot gate passed. A record whose drain someone else has since taken over (or lifted) is
+    dropped without a change."""
     records = load_records(settings)
     if not records:
         return
     boot = read_boot(settings)
     listed = set(e.get("EventId") for e in document.get("Events", []))
     for event_id, record in sorted(records.items()):
-        if record["boot"] == boot or event_id in listed:
+        back = record["boot"] != boot or record.get("type") in PAUSES
+        if not back or event_id in listed:
             continue
         flags, reason = show_node(node)
         if "DRAIN" not in flags or not reason.startswith(record["reason"]):

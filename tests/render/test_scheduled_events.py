@@ -146,7 +146,7 @@ def _settings(tmp_path: Path, cluster: LocalSlurm, node: str, fixtures: Path | N
     gate = [sys.executable, "-m", "hpclz.verify.gate", "boot", "--budget", "30", "--state", str(state)]
     gate += ["--", "--fixtures", str(fixtures or GOOD)]
     settings = {
-        "drain_on": ["Reboot", "Redeploy", "Preempt", "Terminate"],
+        "drain_on": ["Freeze", "Reboot", "Redeploy", "Preempt", "Terminate"],
         "requeue_jobs": True,
         "node": node,
         "records": str(tmp_path / "records.json"),
@@ -199,6 +199,19 @@ def test_a_watcher_drain_is_lifted_once_the_rebooted_node_passes_its_boot_gate(
     assert "DRAIN" not in state and reason == ""
     clean_slurm.wait_idle(["node1"])  # back in service (sinfo `idle`, not `drained`)
     assert json.loads((tmp_path / "records.json").read_text()) == {}
+
+
+def test_a_freeze_drain_is_lifted_once_azure_no_longer_lists_the_event(
+    clean_slurm: LocalSlurm, imds: str, tmp_path: Path
+) -> None:
+    """A Freeze pauses the VM without a reboot: the watcher, still running, gives the node back when the event ends."""
+    settings = _settings(tmp_path, clean_slurm, "node2")
+    _watch(clean_slurm, imds, settings, [_event("Freeze", ["vm-node-1"])])
+    _watch(clean_slurm, imds, settings, [_event("Freeze", ["vm-node-1"])])
+    assert _node(clean_slurm, "node2")[1].startswith("hpclz: scheduled-event Freeze E-Freeze not before")
+    _watch(clean_slurm, imds, settings, [])
+    assert "DRAIN" not in _node(clean_slurm, "node2")[0]
+    clean_slurm.wait_idle(["node2"])
 
 
 def test_an_admins_drain_is_never_lifted(clean_slurm: LocalSlurm, imds: str, tmp_path: Path) -> None:
