@@ -150,10 +150,11 @@ def prepare(node, event, settings):
     taken = "DRAIN" in flags and not reason.startswith(TAG)
     if not rolling(flags) and not taken:
         scontrol_update(node, "state=drain", "reason=" + reason_for(event))
-        if event["EventType"] in COMES_BACK + PAUSES:
-            records = load_records(settings)
-            record = {"reason": ours(event), "boot": read_boot(settings), "type": event["EventType"]}
-            records[event["EventId"]] = record
+        records = load_records(settings)
+        # Once only: an event Azure still lists after the reboot (a watcher restarted with the VM handles it again)
+        # keeps the boot of its first drain, so the reboot is still seen as one.
+        if event["EventType"] in COMES_BACK + PAUSES and event["EventId"] not in records:
+            records[event["EventId"]] = {"reason": ours(event), "boot": read_boot(settings), "type": event["EventType"]}
             save_records(settings, records)
     if settings["requeue_jobs"]:
         requeue(node)
