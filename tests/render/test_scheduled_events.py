@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 import pytest
 
 from tests.support import slurm as harness
-from tests.support import slurm_power
+from tests.support import slurm_power, trixie_slurm
 from tests.support.local_http import serve
 from tests.support.remediation import FAULTS, GOOD
 from tests.support.slurm import LocalSlurm
@@ -136,7 +136,7 @@ def test_a_node_hpclz_is_rolling_keeps_the_rolls_drain_and_reason(tmp_path: Path
 # -- with the real Slurm daemons -------------------------------------------------------------------------------------
 
 
-def _settings(tmp_path: Path, cluster: LocalSlurm, node: str, fixtures: Path | None = None) -> Path:
+def _settings(tmp_path: Path, node: str, fixtures: Path | None = None) -> Path:
     """The watcher's settings as the node script renders them, but for `node` of the test cluster, a boot id file the
     test rewrites to stand for a reboot, and the boot gate run from this checkout against verify fixtures."""
     boot = tmp_path / "boot_id"
@@ -160,8 +160,12 @@ def _settings(tmp_path: Path, cluster: LocalSlurm, node: str, fixtures: Path | N
 
 def _watch(cluster: LocalSlurm, imds: str, settings: Path, events: list[dict[str, Any]]) -> None:
     """One poll of the watcher (its `--once`) with Azure listing `events` for vm-node-1."""
+    _watch_with(cluster.env, imds, settings, events)
+
+
+def _watch_with(env: dict[str, str], imds: str, settings: Path, events: list[dict[str, Any]]) -> None:
     FakeImds.events = {"DocumentIncarnation": 1, "Events": events}
-    env = {**cluster.env, "HPCLZ_IMDS_URL": imds}
+    env = {**env, "HPCLZ_IMDS_URL": imds}
     done = subprocess.run(
         [sys.executable, str(WATCHER), str(settings), "--once"], env=env, capture_output=True, text=True, timeout=90
     )
@@ -185,7 +189,7 @@ def _node(cluster: LocalSlurm, node: str) -> tuple[list[str], str]:
 def test_a_watcher_drain_is_lifted_once_the_rebooted_node_passes_its_boot_gate(
     clean_slurm: LocalSlurm, imds: str, tmp_path: Path
 ) -> None:
-    settings = _settings(tmp_path, clean_slurm, "node1")
+    settings = _settings(tmp_path, "node1")
     _watch(clean_slurm, imds, settings, [_event("Reboot", ["vm-node-1"])])
     state, reason = _node(clean_slurm, "node1")
     assert "DRAIN" in state and reason.startswith("hpclz: scheduled-event Reboot E-Reboot not before")
@@ -208,7 +212,7 @@ def test_a_freeze_drain_is_lifted_once_azure_no_longer_lists_the_event(
     clean_slurm: LocalSlurm, imds: str, tmp_path: Path
 ) -> None:
     """A Freeze pauses the VM without a reboot: the watcher, still running, gives the node back when the event ends."""
-    settings = _settings(tmp_path, clean_slurm, "node2")
+    settings = _settings(tmp_path, "node2")
     _watch(clean_slurm, imds, settings, [_event("Freeze", ["vm-node-1"])])
     _watch(clean_slurm, imds, settings, [_event("Freeze", ["vm-node-1"])])
     assert _node(clean_slurm, "node2")[1].startswith("hpclz: scheduled-event Freeze E-Freeze not before")
@@ -220,11 +224,11 @@ def test_a_freeze_drain_is_lifted_once_azure_no_longer_lists_the_event(
 def test_an_admins_drain_is_never_lifted(clean_slurm: LocalSlurm, imds: str, tmp_path: Path) -> None:
     """node2: an admin drains it after the watcher did; node3: an admin drained it before the event came."""
     (tmp_path / "n2").mkdir()
-    settings2 = _settings(tmp_path / "n2", clean_slurm, "node2")
+    settings2 = _settings(tmp_path / "n2", "node2")
     _watch(clean_slurm, imds, settings2, [_event("Redeploy", ["vm-node-1"])])
     clean_slurm.client("scontrol", "update", "NodeName=node2", "State=DRAIN", "Reason=admin: reseat the DIMM")
     (tmp_path / "n3").mkdir()
-    settings3 = _settings(tmp_path / "n3", clean_slurm, "node3")
+    settings3 = _settings(tmp_path / "n3", "node3")
     clean_slurm.client("scontrol", "update", "NodeName=node3", "State=DRAIN", "Reason=admin: firmware update")
     _watch(clean_slurm, imds, settings3, [_event("Reboot", ["vm-node-1"])])
     assert _node(clean_slurm, "node3")[1] == "admin: firmware update"  # not replaced by the watcher's
@@ -238,7 +242,7 @@ def test_an_admins_drain_is_never_lifted(clean_slurm: LocalSlurm, imds: str, tmp
 def test_a_failed_boot_gate_keeps_the_node_drained_with_the_gates_reason(
     clean_slurm: LocalSlurm, imds: str, tmp_path: Path
 ) -> None:
-    settings = _settings(tmp_path, clean_slurm, "node4", fixtures=FAULTS / "xid79")
+    settings = _settings(tmp_path, "node4", fixtures=FAULTS / "xid79")
     _watch(clean_slurm, imds, settings, [_event("Reboot", ["vm-node-1"])])
     _reboot(tmp_path)
     _watch(clean_slurm, imds, settings, [])
@@ -257,10 +261,36 @@ def test_an_evicted_node_is_handed_to_power_saving_not_left_down_and_drained(
         "sbatch", "--parsable", "-p", "hpc", "-w", node, "-o", str(tmp_path / "job.out"), "--wrap", "sleep 600"
     ).strip()
     wait_until(lambda: power_cluster.client("squeue", "-h", "-j", job, "-o", "%T").strip() == "RUNNING", "job runs")
-    _watch(power_cluster, imds, _settings(tmp_path, power_cluster, node), [_event(kind, ["vm-node-1"])])
+    _watch(power_cluster, imds, _settings(tmp_path, node), [_event(kind, ["vm-node-1"])])
     wait_until(lambda: "POWERED_DOWN" in _node(power_cluster, node)[0], f"{node} powered down")
     state = _node(power_cluster, node)[0]
     assert "DRAIN" not in state and "DOWN" not in state and state[0] == "IDLE"
     # The job was requeued, not cancelled: it waits to run again.
     assert power_cluster.client("squeue", "-h", "-j", job, "-o", "%T").strip() == "PENDING"
     power_cluster.client("scancel", job)
+
+
+@pytest.mark.slurm
+def test_an_evicted_node_is_powered_down_on_slurm_24_11_too(imds: str, tmp_path: Path) -> None:
+    """The same eviction on Debian trixie's Slurm 24.11 (tests/support/trixie_slurm.py, power saving as CycleCloud
+    sets it), nearer the Slurm the cluster runs: POWER_DOWN_FORCE there too ends IDLE+POWERED_DOWN, not drained."""
+    trixie_slurm.require_trixie()
+    with trixie_slurm.running(["t1", "t2"], "hpc", "", site_specific=True) as cluster:
+        job = cluster.client.run("sbatch", "--parsable", "-w", "t1", "-o", "/dev/null", "--wrap", "sleep 600").strip()
+
+        def job_state() -> str:
+            return cluster.client.run("squeue", "-h", "-j", job, "-o", "%T").strip()
+
+        cluster.wait_for(lambda: job_state() == "RUNNING", "the job runs")
+        settings = _settings(tmp_path, "t1")
+        env = {**os.environ, "PATH": f"{cluster.folder / 'bin'}:{os.environ['PATH']}"}
+        _watch_with(env, imds, settings, [_event("Preempt", ["vm-node-1"])])
+
+        def state() -> list[str]:
+            shown = cluster.scontrol("show", "node", "t1", "-o")
+            return next(t for t in shown.split() if t.startswith("State=")).removeprefix("State=").split("+")
+
+        cluster.wait_for(lambda: "POWERED_DOWN" in state(), "t1 powered down")
+        assert "DRAIN" not in state() and "DOWN" not in state() and state()[0] == "IDLE"
+        assert job_state() == "PENDING"  # requeued, not cancelled
+        cluster.client.run("scancel", job)
