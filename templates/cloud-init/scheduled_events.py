@@ -1,9 +1,30 @@
 #!/usr/bin/env python3
-"""hpclz Scheduled Events watcher: drain this Slurm node before Azure maintenance or eviction, then acknowledge.
+"""hpclz Scheduled Events watcher: drain this Slurm node before Azure maintenance or eviction, then acknowledge;
+give the node back to Slurm once the event is over.
 
 Polls the instance metadata service; for an event of a configured type that names this VM, it drains the
-node with a reason starting `hpclz:` (so `hpclz verify` and operators can tell it apart), requeues the jobs
-running on it when configured, and acknowledges the event so Azure may start it.
+node with a reason starting `hpclz: scheduled-event <EventType> <EventId>` (so `hpclz verify`, operators and this
+watcher can tell its own drain from any other), requeues the jobs running on it when configured, and acknowledges
+the event so Azure may start it. What comes after depends on whether the VM comes back
+(learn.microsoft.com/azure/virtual-machines/linux/scheduled-events, "Event properties", EventType: Reboot "the
+Virtual Machine is scheduled for reboot", Redeploy "scheduled to move to another node"; Preempt "the Spot Virtual
+Machine is being deleted", Terminate "the virtual machine is scheduled to be deleted"):
+- Reboot, Redeploy: the VM, its OS disk and this watcher (a systemd service) come back. Nothing in Slurm or
+  CycleCloud lifts the drain then: ReturnToService=2 (cyclecloud-slurm's slurm.conf.template l.3 @50e6739) returns a
+  DOWN node, not a DRAINED one (slurm.conf(5), ReturnToService), and cyclecloud-slurm's `azslurm return_to_idle`
+  acts only on CLOUD nodes that are DOWN and POWERED_DOWN (Azure/cyclecloud-slurm@50e6739 azure-slurm/slurmcc/
+  cli.py l.469-510). So the watcher keeps a record of each drain with the boot it was made in; once this VM runs
+  a later boot, the event is no longer listed and slurmd has registered, it runs hpclz's boot health gate
+  (`gate boot`, hpclz.verify.gate) and resumes the node only if the gate passed and the drain is still its own:
+  a drain whose reason an admin, a health check or the gate has since replaced is never lifted. A Freeze (a pause
+  of seconds, no reboot) is given back the same way once Azure no longer lists it.
+- Preempt, Terminate: the VM goes away, so slurmd never registers again, ReturnToService never applies and the node
+  stayed DOWN+DRAIN for good. Instead the watcher hands it to Slurm's power saving with
+  `State=POWER_DOWN_FORCE` ("Will cancel all jobs on the node, power it down, and reset its state to IDLE",
+  scontrol(1) of Slurm 22.05, NODE STATE): slurmctld runs the SuspendProgram, cyclecloud-slurm's
+  suspend_program.sh, which removes the node in CycleCloud, and the node ends IDLE+POWERED_DOWN (`idle~`), which
+  Slurm powers up again (ResumeProgram: CycleCloud creates a new VM) when a job needs it. Its jobs were requeued
+  first, so the force cancels none.
 """
 
 import json
@@ -19,6 +40,15 @@ IMDS = os.environ.get("HPCLZ_IMDS_URL", "http://169.254.169.254")
 EVENTS_URL = IMDS + "/metadata/scheduledevents?api-version=2020-07-01"
 NAME_URL = IMDS + "/metadata/instance/compute/name?api-version=2021-02-01&format=text"
 POLL_SECONDS = 10
+TAG = "hpclz: scheduled-event"
+COMES_BACK = ("Reboot", "Redeploy")
+# Freeze: "the Virtual Machine is scheduled to pause for a few seconds" (the same page): no reboot, so the watcher
+# itself sees the event end (Azure stops listing it) and gives the node back then, through the same gate.
+PAUSES = ("Freeze",)
+GOES_AWAY = ("Preempt", "Terminate")
+# Kept on the OS disk, which a reboot and a redeploy keep; the kernel's id of the running boot (proc(5), random).
+DEFAULT_RECORDS = "/var/lib/hpclz/scheduled-events-drains.json"
+DEFAULT_BOOT_ID = "/proc/sys/kernel/random/boot_id"
 
 
 def imds(url, body=None):
@@ -31,11 +61,14 @@ def imds(url, body=None):
 # Flags Slurm adds to a node on its way to power down (`scontrol show node` State=, e.g. IDLE+DRAIN+POWER_DOWN;
 # SchedMD/slurm src/common/slurm_protocol_defs.c node_state_flag_string), as `hpclz nodes roll` leaves it.
 POWER_FLAGS = ("POWER_DOWN", "POWERING_DOWN", "POWERED_DOWN")
+# Flags of a node whose slurmd has not (yet) registered: not responding (`*` in sinfo), or down. With
+# ReturnToService=2 "a DOWN node will become available for use upon registration with a valid configuration. The
+# node could have been set DOWN for any reason" (slurm.conf(5), 22.05), an unexpected reboot included; its drain stays.
+UNREGISTERED = ("NOT_RESPONDING", "DOWN")
 
 
-def rolling(node):
-    """Is the node already drained for power down (a roll)? Its own drain, and its reason, are kept then: a
-    second drain adds nothing and would replace the roll's reason."""
+def show_node(node):
+    """(the node's state flags, its reason) from `scontrol show node -o` (Reason= runs to the end of its field)."""
     shown = subprocess.run(
         ["scontrol", "show", "node", node, "-o"],
         stdout=subprocess.PIPE,
@@ -43,17 +76,30 @@ def rolling(node):
         universal_newlines=True,
         check=True,
     ).stdout
+    flags = []
     for token in shown.split():
         if token.startswith("State="):
-            return any(flag in POWER_FLAGS for flag in token[len("State=") :].split("+"))
-    return False
+            flags = token[len("State=") :].split("+")
+    reason = ""
+    if " Reason=" in shown:
+        reason = shown.split(" Reason=", 1)[1]
+        # `Reason=text [user@time]`: the text ends where scontrol appends who set it and when
+        reason = reason.split(" [", 1)[0].strip()
+    return flags, reason
 
 
-def drain(node, event):
-    if rolling(node):
-        return
-    reason = "hpclz: " + event["EventType"] + " " + event["EventId"] + " not before " + event.get("NotBefore", "")
-    subprocess.run(["scontrol", "update", "nodename=" + node, "state=drain", "reason=" + reason], check=True)
+def rolling(flags):
+    """Is the node already drained for power down (a roll)? Its own drain, and its reason, are kept then: a
+    second drain adds nothing and would replace the roll's reason."""
+    return any(flag in POWER_FLAGS for flag in flags)
+
+
+def scontrol_update(node, *settings):
+    subprocess.run(["scontrol", "update", "nodename=" + node] + list(settings), check=True)
+
+
+def reason_for(event):
+    return ours(event) + " " + event.get("NotBefore", "")
 
 
 def requeue(node):
@@ -68,11 +114,94 @@ def requeue(node):
         subprocess.run(["scontrol", "requeue", job], check=False)
 
 
+def read_boot(settings):
+    with open(settings.get("boot_id", DEFAULT_BOOT_ID)) as handle:
+        return handle.read().strip()
+
+
+def load_records(settings):
+    try:
+        with open(settings.get("records", DEFAULT_RECORDS)) as handle:
+            return json.load(handle)
+    except (OSError, ValueError):
+        return {}
+
+
+def save_records(settings, records):
+    path = settings.get("records", DEFAULT_RECORDS)
+    folder = os.path.dirname(path)
+    if folder and not os.path.isdir(folder):
+        os.makedirs(folder)
+    with open(path + ".tmp", "w") as handle:
+        json.dump(records, handle)
+    os.replace(path + ".tmp", path)
+
+
+def ours(event):
+    """The start of the reason the watcher drains with for this event, up to its NotBefore time."""
+    return TAG + " " + event["EventType"] + " " + event["EventId"] + " not before"
+
+
+def prepare(node, event, settings):
+    """Drain, requeue, and for an event that removes the VM, power the node down. A node a roll holds (drained for
+    power down) or one drained already by someone else (an admin, a health check) keeps its drain and reason: the
+    watcher neither replaces that reason nor records the drain as its own, so it never lifts it either."""
+    flags, reason = show_node(node)
+    taken = "DRAIN" in flags and not reason.startswith(TAG)
+    if not rolling(flags) and not taken:
+        scontrol_update(node, "state=drain", "reason=" + reason_for(event))
+        records = load_records(settings)
+        # Once only: an event Azure still lists after the reboot (a watcher restarted with the VM handles it again)
+        # keeps the boot of its first drain, so the reboot is still seen as one.
+        if event["EventType"] in COMES_BACK + PAUSES and event["EventId"] not in records:
+            records[event["EventId"]] = {"reason": ours(event), "boot": read_boot(settings), "type": event["EventType"]}
+            save_records(settings, records)
+    if settings["requeue_jobs"]:
+        requeue(node)
+    if event["EventType"] in GOES_AWAY and not ("POWERING_DOWN" in flags or "POWERED_DOWN" in flags):
+        scontrol_update(node, "state=power_down_force")
+
+
+def return_node(node, document, settings):
+    """Resume the node drained for a Reboot or Redeploy that is over: the VM runs a later boot than the drain's
+    (for a Freeze, no reboot is awaited), Azure no longer lists the event, slurmd has registered, the drain is still
+    the watcher's, and the boot gate passed. A record whose drain someone else has since taken over (or lifted) is
+    dropped without a change."""
+    records = load_records(settings)
+    if not records:
+        return
+    boot = read_boot(settings)
+    listed = set(e.get("EventId") for e in document.get("Events", []))
+    for event_id, record in sorted(records.items()):
+        back = record["boot"] != boot or record.get("type") in PAUSES
+        if not back or event_id in listed:
+            continue
+        flags, reason = show_node(node)
+        if "DRAIN" not in flags or not reason.startswith(record["reason"]):
+            del records[event_id]
+            continue
+        if any(flag in UNREGISTERED for flag in flags):
+            continue  # slurmd has not registered since the boot: ask again at the next poll
+        if settings.get("gate_ready") and not os.path.exists(settings["gate_ready"]):
+            continue  # the gate is not installed yet (/sched not mounted): ask again at the next poll
+        # The gate names the node from SLURMD_NODENAME, as under slurmd (hpclz.verify.gate, --node).
+        gate = subprocess.run(settings["gate"], env=dict(os.environ, SLURMD_NODENAME=node), check=False)
+        flags, reason = show_node(node)
+        if gate.returncode == 0 and "DRAIN" in flags and reason.startswith(record["reason"]):
+            scontrol_update(node, "state=resume")
+            print("hpclz-scheduled-events: " + node + " resumed after " + record["reason"])
+        else:
+            print("hpclz-scheduled-events: " + node + " kept drained: " + (reason or "gate failed"), file=sys.stderr)
+        del records[event_id]
+    save_records(settings, records)
+
+
 def main(settings_file, once=False):
     with open(settings_file) as handle:
         settings = json.load(handle)
     drain_on = set(settings["drain_on"])
-    node = socket.gethostname().split(".")[0]
+    # settings["node"] only in tests; on a node, Slurm's NodeName is the host's short name (cyclecloud-slurm).
+    node = settings.get("node") or socket.gethostname().split(".")[0]
     vm_name = imds(NAME_URL).strip()
     handled = set()
     while True:
@@ -82,12 +211,11 @@ def main(settings_file, once=False):
                 mine = vm_name in event.get("Resources", [])
                 if event["EventId"] in handled or not mine or event["EventType"] not in drain_on:
                     continue
-                drain(node, event)
-                if settings["requeue_jobs"]:
-                    requeue(node)
+                prepare(node, event, settings)
                 imds(EVENTS_URL, {"StartRequests": [{"EventId": event["EventId"]}]})
                 handled.add(event["EventId"])
-        except (OSError, ValueError, KeyError, subprocess.CalledProcessError) as exc:
+            return_node(node, document, settings)
+        except (OSError, ValueError, KeyError, IndexError, subprocess.CalledProcessError) as exc:
             print("hpclz-scheduled-events: " + str(exc), file=sys.stderr)
         if once:
             return

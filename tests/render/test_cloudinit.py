@@ -164,8 +164,10 @@ def test_nodes_watch_scheduled_events_and_drain_with_an_hpclz_reason() -> None:
     script = _node_scripts(_artifacts("ai-training")["cyclecloud/slurm-cluster.txt"])[0]
     assert "metadata/scheduledevents?api-version=2020-07-01" in script
     assert '"drain_on": ["Preempt", "Reboot", "Redeploy", "Terminate"]' in script
+    # The boot gate the watcher asks before it resumes a node, from the bundle the scheduler installs under /sched.
+    assert '"gate": ["python3", "/sched/aitrain-prod/hpclz/hpclz-node.pyz", "gate", "boot"]' in script
     watcher = (TEMPLATES / "scheduled_events.py").read_text(encoding="utf-8")
-    assert 'reason = "hpclz: "' in watcher and "StartRequests" in watcher
+    assert 'TAG = "hpclz: scheduled-event"' in watcher and "StartRequests" in watcher
 
 
 def test_scheduler_installs_hpclz_for_verify() -> None:

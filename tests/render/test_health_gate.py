@@ -17,6 +17,7 @@ from hpclz.render.health_gate import GATE_SCRIPT, GATE_STAMP, HEALTH_PROGRAM, PR
 from tests.conftest import require
 from tests.render.test_cloudinit import _artifacts, _scripts
 from tests.support.slurm import slurm_available, start_cluster, stop_cluster
+from tests.support.slurm_power import wait_until
 from tests.verify.helpers import GOOD
 
 PRESETS = ("ai-training", "energy")
@@ -93,6 +94,10 @@ def test_the_idle_time_is_slurms_suspendtime_not_a_setting_cyclecloud_slurm_igno
     suspend = re.findall(r"^SuspendTime=(\d+)$", parameters["HpclzSlurmConfig"], re.M)
     minutes = IDLE_MINUTES[stem]
     assert suspend == ([str(minutes * 60)] if minutes else [])
+    # The template's comment says where the value is, and the same value.
+    said = re.findall(r"^        # SuspendTime=(\d+) \(compute\.partitions' shortest", template, re.M)
+    assert said == suspend
+    assert ("cyclecloud-slurm's SuspendTime=300 stands" in template) == (not minutes)
 
 
 @pytest.mark.parametrize("stem", PRESETS)
@@ -120,6 +125,8 @@ def test_slurmctld_keeps_the_appended_lines_over_the_stock_ones(tmp_path: Path) 
         cluster.wait_idle()
         with cluster.conf.open("a") as conf:
             conf.write("\n".join(line.format(cluster="ai-training") for line in STOCK) + "\n" + gate.slurm_conf(15))
+        log = cluster.root / "log" / "slurmctld.log"
+        logged = len(log.read_text())
         cluster.client("scontrol", "reconfigure")
         shown = dict(
             (key.strip(), value.strip())
@@ -127,8 +134,20 @@ def test_slurmctld_keeps_the_appended_lines_over_the_stock_ones(tmp_path: Path) 
                 line.partition("=") for line in cluster.client("scontrol", "show", "config").splitlines()
             )
         )
+
+        # What the reconfigure logged: Slurm's "<key> specified more than once, latest value used" (parse_config.c)
+        # for each repeated key. The harness's own SchedulerParameters line is a third one of that key.
+        # Slurm 22.05 writes it as "error: SuspendTime 1 specified more than once, latest value used".
+        def repeats() -> set[str]:
+            return set(re.findall(r"error: (\w+) \d+ specified more than once", log.read_text()[logged:]))
+
+        wait_until(lambda: "SchedulerParameters" in repeats(), "slurmctld's reconfigure logged")
+        repeated = repeats()
     finally:
         stop_cluster(cluster)
+    # The keys cyclecloud-slurm gives hpclz no setting for (hpclz.render.health_gate.HealthGate.slurm_conf); no
+    # HealthCheckNodeState, whose stock value is hpclz's.
+    assert repeated == {"HealthCheckProgram", "HealthCheckInterval", "SchedulerParameters", "SuspendTime"}
     assert shown["SchedulerParameters"] == "max_switch_wait=24:00:00,nohold_on_prolog_fail"
     assert shown["PrologEpilogTimeout"] == str(PROLOG_EPILOG_TIMEOUT_S)
     assert shown["HealthCheckProgram"] == HEALTH_PROGRAM

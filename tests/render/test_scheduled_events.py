@@ -1,4 +1,6 @@
-"""The node's Scheduled Events watcher against a local instance-metadata stand-in and recording Slurm tools."""
+"""The node's Scheduled Events watcher against a local instance-metadata stand-in: with recording Slurm tools, and
+with the real Slurm daemons (tests/support/slurm.py; the power-saving variant, tests/support/slurm_power.py, for an
+evicted node), the boot tier of hpclz's gate reading the verify fixtures."""
 
 from __future__ import annotations
 
@@ -13,7 +15,16 @@ from typing import Any, ClassVar
 
 import pytest
 
+from tests.support import slurm as harness
+from tests.support import slurm_power, trixie_slurm
 from tests.support.local_http import serve
+from tests.support.remediation import FAULTS, GOOD
+from tests.support.slurm import LocalSlurm
+from tests.support.slurm_power import wait_until
+
+slurm_cluster = harness.slurm_cluster
+clean_slurm = harness.clean_slurm
+power_cluster = slurm_power.power_cluster
 
 WATCHER = Path(__file__).resolve().parents[2] / "templates" / "cloud-init" / "scheduled_events.py"
 
@@ -68,7 +79,11 @@ def _run(
 ) -> list[str]:
     FakeImds.events = {"DocumentIncarnation": 1, "Events": events}
     settings = tmp_path / "settings.json"
-    settings.write_text(json.dumps({"drain_on": drain_on, "requeue_jobs": True}), encoding="utf-8")
+    boot = tmp_path / "boot_id"
+    boot.write_text("boot-1\n", encoding="utf-8")
+    records = str(tmp_path / "records.json")
+    watcher = {"drain_on": drain_on, "requeue_jobs": True, "records": records, "boot_id": str(boot)}
+    settings.write_text(json.dumps(watcher), encoding="utf-8")
     log = tmp_path / "calls.log"
     _slurm_tools(tmp_path, log, node_line)
     env = {**os.environ, "HPCLZ_IMDS_URL": imds, "PATH": f"{tmp_path}:{os.environ['PATH']}"}
@@ -94,7 +109,8 @@ def test_drains_requeues_and_acknowledges_an_event_for_this_vm(tmp_path: Path, i
     calls = _run(tmp_path, imds, [_event("Reboot", ["vm-node-1"])], ["Reboot", "Preempt"])
     node = os.uname().nodename.split(".")[0]
     assert calls[0] == f"scontrol show node {node} -o"
-    assert calls[1].startswith(f"scontrol update nodename={node} state=drain reason=hpclz: Reboot E-Reboot")
+    reason = "reason=hpclz: scheduled-event Reboot E-Reboot not before Mon, 19 Sep 2016 18:29:47 GMT"
+    assert calls[1] == f"scontrol update nodename={node} state=drain {reason}"
     assert calls[2:] == ["squeue -h -w " + node + " -o %i", "scontrol requeue 101", "scontrol requeue 102"]
     assert FakeImds.acknowledged == [{"StartRequests": [{"EventId": "E-Reboot"}]}]
 
@@ -115,3 +131,166 @@ def test_a_node_hpclz_is_rolling_keeps_the_rolls_drain_and_reason(tmp_path: Path
     assert calls[0] == f"scontrol show node {node} -o"
     assert "scontrol requeue 101" in calls
     assert FakeImds.acknowledged == [{"StartRequests": [{"EventId": "E-Reboot"}]}]
+
+
+# -- with the real Slurm daemons -------------------------------------------------------------------------------------
+
+
+def _settings(tmp_path: Path, node: str, fixtures: Path | None = None) -> Path:
+    """The watcher's settings as the node script renders them, but for `node` of the test cluster, a boot id file the
+    test rewrites to stand for a reboot, and the boot gate run from this checkout against verify fixtures."""
+    boot = tmp_path / "boot_id"
+    if not boot.exists():
+        boot.write_text("boot-1\n", encoding="utf-8")
+    state = tmp_path / "gate-state"
+    gate = [sys.executable, "-m", "hpclz.verify.gate", "boot", "--budget", "30", "--state", str(state)]
+    gate += ["--", "--fixtures", str(fixtures or GOOD)]
+    settings = {
+        "drain_on": ["Freeze", "Reboot", "Redeploy", "Preempt", "Terminate"],
+        "requeue_jobs": True,
+        "node": node,
+        "records": str(tmp_path / "records.json"),
+        "boot_id": str(boot),
+        "gate": gate,
+    }
+    path = tmp_path / "settings.json"
+    path.write_text(json.dumps(settings), encoding="utf-8")
+    return path
+
+
+def _watch(cluster: LocalSlurm, imds: str, settings: Path, events: list[dict[str, Any]]) -> None:
+    """One poll of the watcher (its `--once`) with Azure listing `events` for vm-node-1."""
+    _watch_with(cluster.env, imds, settings, events)
+
+
+def _watch_with(env: dict[str, str], imds: str, settings: Path, events: list[dict[str, Any]]) -> None:
+    FakeImds.events = {"DocumentIncarnation": 1, "Events": events}
+    env = {**env, "HPCLZ_IMDS_URL": imds}
+    done = subprocess.run(
+        [sys.executable, str(WATCHER), str(settings), "--once"], env=env, capture_output=True, text=True, timeout=90
+    )
+    assert done.returncode == 0, done.stderr
+    # The watcher reports a failed Slurm or metadata call on stderr and carries on: none may happen here.
+    errors = [line for line in done.stderr.splitlines() if line.startswith("hpclz-scheduled-events: ")]
+    assert all("kept drained" in line for line in errors), done.stderr
+
+
+def _reboot(tmp_path: Path) -> None:
+    (tmp_path / "boot_id").write_text("boot-2\n", encoding="utf-8")
+
+
+def _node(cluster: LocalSlurm, node: str) -> tuple[list[str], str]:
+    shown = cluster.client("scontrol", "show", "node", node, "-o")
+    state = next(t for t in shown.split() if t.startswith("State=")).removeprefix("State=").split("+")
+    reason = shown.split(" Reason=", 1)[1].split(" [", 1)[0] if " Reason=" in shown else ""
+    return state, reason
+
+
+def test_a_watcher_drain_is_lifted_once_the_rebooted_node_passes_its_boot_gate(
+    clean_slurm: LocalSlurm, imds: str, tmp_path: Path
+) -> None:
+    settings = _settings(tmp_path, "node1")
+    _watch(clean_slurm, imds, settings, [_event("Reboot", ["vm-node-1"])])
+    state, reason = _node(clean_slurm, "node1")
+    assert "DRAIN" in state and reason.startswith("hpclz: scheduled-event Reboot E-Reboot not before")
+    # Azure still lists the event, or the VM has not rebooted yet: the drain stays.
+    _watch(clean_slurm, imds, settings, [_event("Reboot", ["vm-node-1"])])
+    _watch(clean_slurm, imds, settings, [])
+    assert "DRAIN" in _node(clean_slurm, "node1")[0]
+    _reboot(tmp_path)
+    # The watcher starts again with the VM and may see the event once more before Azure stops listing it.
+    _watch(clean_slurm, imds, settings, [_event("Reboot", ["vm-node-1"])])
+    assert "DRAIN" in _node(clean_slurm, "node1")[0]
+    _watch(clean_slurm, imds, settings, [])
+    state, reason = _node(clean_slurm, "node1")
+    assert "DRAIN" not in state and reason == ""
+    clean_slurm.wait_idle(["node1"])  # back in service (sinfo `idle`, not `drained`)
+    assert json.loads((tmp_path / "records.json").read_text()) == {}
+
+
+def test_a_freeze_drain_is_lifted_once_azure_no_longer_lists_the_event(
+    clean_slurm: LocalSlurm, imds: str, tmp_path: Path
+) -> None:
+    """A Freeze pauses the VM without a reboot: the watcher, still running, gives the node back when the event ends."""
+    settings = _settings(tmp_path, "node2")
+    _watch(clean_slurm, imds, settings, [_event("Freeze", ["vm-node-1"])])
+    _watch(clean_slurm, imds, settings, [_event("Freeze", ["vm-node-1"])])
+    assert _node(clean_slurm, "node2")[1].startswith("hpclz: scheduled-event Freeze E-Freeze not before")
+    _watch(clean_slurm, imds, settings, [])
+    assert "DRAIN" not in _node(clean_slurm, "node2")[0]
+    clean_slurm.wait_idle(["node2"])
+
+
+def test_an_admins_drain_is_never_lifted(clean_slurm: LocalSlurm, imds: str, tmp_path: Path) -> None:
+    """node2: an admin drains it after the watcher did; node3: an admin drained it before the event came."""
+    (tmp_path / "n2").mkdir()
+    settings2 = _settings(tmp_path / "n2", "node2")
+    _watch(clean_slurm, imds, settings2, [_event("Redeploy", ["vm-node-1"])])
+    clean_slurm.client("scontrol", "update", "NodeName=node2", "State=DRAIN", "Reason=admin: reseat the DIMM")
+    (tmp_path / "n3").mkdir()
+    settings3 = _settings(tmp_path / "n3", "node3")
+    clean_slurm.client("scontrol", "update", "NodeName=node3", "State=DRAIN", "Reason=admin: firmware update")
+    _watch(clean_slurm, imds, settings3, [_event("Reboot", ["vm-node-1"])])
+    assert _node(clean_slurm, "node3")[1] == "admin: firmware update"  # not replaced by the watcher's
+    for folder, settings in ((tmp_path / "n2", settings2), (tmp_path / "n3", settings3)):
+        _reboot(folder)
+        _watch(clean_slurm, imds, settings, [])
+    assert _node(clean_slurm, "node2") == (["IDLE", "DRAIN"], "admin: reseat the DIMM")
+    assert _node(clean_slurm, "node3") == (["IDLE", "DRAIN"], "admin: firmware update")
+
+
+def test_a_failed_boot_gate_keeps_the_node_drained_with_the_gates_reason(
+    clean_slurm: LocalSlurm, imds: str, tmp_path: Path
+) -> None:
+    settings = _settings(tmp_path, "node4", fixtures=FAULTS / "xid79")
+    _watch(clean_slurm, imds, settings, [_event("Reboot", ["vm-node-1"])])
+    _reboot(tmp_path)
+    _watch(clean_slurm, imds, settings, [])
+    state, reason = _node(clean_slurm, "node4")
+    assert "DRAIN" in state and reason.startswith("hpclz: gate boot failed: HPCLZ-VFY-006")
+    _watch(clean_slurm, imds, settings, [])  # and a later poll does not resume it either
+    assert "DRAIN" in _node(clean_slurm, "node4")[0]
+
+
+@pytest.mark.parametrize("kind", ["Preempt", "Terminate"])
+def test_an_evicted_node_is_handed_to_power_saving_not_left_down_and_drained(
+    power_cluster: LocalSlurm, imds: str, tmp_path: Path, kind: str
+) -> None:
+    node = "cc1" if kind == "Preempt" else "cc2"
+    job = power_cluster.client(
+        "sbatch", "--parsable", "-p", "hpc", "-w", node, "-o", str(tmp_path / "job.out"), "--wrap", "sleep 600"
+    ).strip()
+    wait_until(lambda: power_cluster.client("squeue", "-h", "-j", job, "-o", "%T").strip() == "RUNNING", "job runs")
+    _watch(power_cluster, imds, _settings(tmp_path, node), [_event(kind, ["vm-node-1"])])
+    wait_until(lambda: "POWERED_DOWN" in _node(power_cluster, node)[0], f"{node} powered down")
+    state = _node(power_cluster, node)[0]
+    assert "DRAIN" not in state and "DOWN" not in state and state[0] == "IDLE"
+    # The job was requeued, not cancelled: it waits to run again.
+    assert power_cluster.client("squeue", "-h", "-j", job, "-o", "%T").strip() == "PENDING"
+    power_cluster.client("scancel", job)
+
+
+@pytest.mark.slurm
+def test_an_evicted_node_is_powered_down_on_slurm_24_11_too(imds: str, tmp_path: Path) -> None:
+    """The same eviction on Debian trixie's Slurm 24.11 (tests/support/trixie_slurm.py, power saving as CycleCloud
+    sets it), nearer the Slurm the cluster runs: POWER_DOWN_FORCE there too ends IDLE+POWERED_DOWN, not drained."""
+    trixie_slurm.require_trixie()
+    with trixie_slurm.running(["t1", "t2"], "hpc", "", site_specific=True) as cluster:
+        job = cluster.client.run("sbatch", "--parsable", "-w", "t1", "-o", "/dev/null", "--wrap", "sleep 600").strip()
+
+        def job_state() -> str:
+            return cluster.client.run("squeue", "-h", "-j", job, "-o", "%T").strip()
+
+        cluster.wait_for(lambda: job_state() == "RUNNING", "the job runs")
+        settings = _settings(tmp_path, "t1")
+        env = {**os.environ, "PATH": f"{cluster.folder / 'bin'}:{os.environ['PATH']}"}
+        _watch_with(env, imds, settings, [_event("Preempt", ["vm-node-1"])])
+
+        def state() -> list[str]:
+            shown = cluster.scontrol("show", "node", "t1", "-o")
+            return next(t for t in shown.split() if t.startswith("State=")).removeprefix("State=").split("+")
+
+        cluster.wait_for(lambda: "POWERED_DOWN" in state(), "t1 powered down")
+        assert "DRAIN" not in state() and "DOWN" not in state() and state()[0] == "IDLE"
+        assert job_state() == "PENDING"  # requeued, not cancelled
+        cluster.client.run("scancel", job)

@@ -94,7 +94,7 @@ def test_suspend_exc_nodes_split_outside_brackets() -> None:
 
 
 def test_verify_leaves_rolling_nodes_alone_whoever_drained_them() -> None:
-    watcher = "hpclz: Reboot E1 not before Mon, 19 Sep 2016 18:29:47 GMT"
+    watcher = "hpclz: scheduled-event Reboot E1 not before Mon, 19 Sep 2016 18:29:47 GMT"
     assert NodeInfo("n", "drained", reason=watcher).drained_by_hpclz  # verify may re-test and resume it
     assert not NodeInfo("n", "drained!", reason=watcher).drained_by_hpclz  # on its way to power down
     assert not NodeInfo("n", "draining!", reason=watcher).drained_by_hpclz

@@ -98,7 +98,9 @@ def test_a_node_running_a_job_keeps_it_and_powers_down_when_it_ends(
     assert "cc2" not in suspended(power_cluster)
 
     # A Scheduled Events drain on top (the watcher's reason) must not make verify --drain resume it.
-    power_cluster.client("scontrol", "update", "NodeName=cc2", "State=DRAIN", "Reason=hpclz: Reboot E1 not before x")
+    power_cluster.client(
+        "scontrol", "update", "NodeName=cc2", "State=DRAIN", "Reason=hpclz: scheduled-event Reboot E1 not before x"
+    )
     info = {n.name: n for n in client.nodes(partition="hpc")}["cc2"]
     assert info.state == "draining!" and not info.drained_by_hpclz
     assert "cc2" not in select([info], drain=True).retest

@@ -95,6 +95,15 @@ def test_prolog_with_a_hung_agent_lets_the_job_run_and_drains_for_a_retest(slurm
     )
 
 
+def test_boot_tier_says_no_to_anything_but_a_pass(slurm: SlurmClient) -> None:
+    """The Scheduled Events watcher resumes a node only on exit 0: a hung agent (inconclusive) drains for a re-test
+    and exits 1, unlike the prolog, which lets the job run then."""
+    status, line = Gate("boot", "node3", 0.5, HUNG, slurm).run()
+    assert status == 1 and "inconclusive" in line
+    assert reason(slurm, "node3")[1].startswith("hpclz: gate boot inconclusive, re-test")
+    assert Gate("boot", "node1", 30, agent(GOOD), slurm).run() == (0, "hpclz gate boot: node1 healthy")
+
+
 def test_prolog_passes_a_healthy_node_untouched(slurm: SlurmClient) -> None:
     assert Gate("prolog", "node1", 30, agent(GOOD), slurm).run()[0] == 0
     assert reason(slurm, "node1") == ("idle", "")

@@ -144,7 +144,7 @@ class Partition(StrictModel):
     infiniband: bool = Field(default=False, json_schema_extra=policy("drain_partition"))
     gpu_clocks: Literal["default", "max"] = Field(
         default="default",
-        description="`max` locks GPU application clocks at their maximum at boot.",
+        description="`max` locks GPU application clocks at their maximum, at every boot (a oneshot service before slurmd).",
         json_schema_extra=policy("drain_partition"),
     )
     # Node settings applied at boot: running nodes keep the old ones until the partition is drained.

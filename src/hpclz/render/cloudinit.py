@@ -106,6 +106,7 @@ def _mounts(zone: Zone) -> list[dict[str, Any]]:
                 "address": None,
                 "resource": _relative_id(zone, "Microsoft.StorageCache/amlFilesystems", zone.lustre_name),
                 "api": API_VERSIONS["Microsoft.StorageCache/amlFilesystems"],
+                "nfs4": False,
             }
         )
     elif isinstance(storage.lustre, ExistingLustre):
@@ -116,6 +117,7 @@ def _mounts(zone: Zone) -> list[dict[str, Any]]:
                 "path": "storage.lustre",
                 "mount_point": lustre.mount_point,
                 "address": lustre.mgs_address,
+                "nfs4": False,
             }
         )
     if zone.netapp_new and lookup:
@@ -129,6 +131,7 @@ def _mounts(zone: Zone) -> list[dict[str, Any]]:
                     "mount_point": volume.mount_point,
                     "export": volume.name,
                     "options": f"rw,hard,rsize=262144,wsize=262144,vers={version},tcp",
+                    "nfs4": version == "4.1",  # the node sets the NFSv4 ID domain first (_mounts.sh.j2)
                     "resource": _relative_id(
                         zone, type_, zone.netapp_account, zone.netapp_pool, zone.netapp_volume(volume)
                     ),
@@ -136,6 +139,13 @@ def _mounts(zone: Zone) -> list[dict[str, Any]]:
                 }
             )
     return mounts
+
+
+def nfs4_idmap(zone: Zone, mounts: list[dict[str, Any]]) -> bool:
+    """Does a node mount an Azure NetApp Files volume over NFSv4.1, hpclz's own or storage.shared on NetApp (which
+    CycleCloud mounts)? It then sets ANF's NFSv4 ID domain (templates/cloud-init/_mounts.sh.j2)."""
+    shared = zone.shared_netapp
+    return any(m["nfs4"] for m in mounts) or (shared is not None and shared.protocol == "NFSv4.1")
 
 
 # The mount the Azure Files NFS docs give, nconnect included:
@@ -279,15 +289,25 @@ def _identity_list(zone: Zone, roles: list[str]) -> str:
 def node_script(zone: Zone, partition: Partition, mounts: list[dict[str, Any]]) -> Safe:
     events = zone.config.maintenance.scheduled_events
     topology = rack_topology(zone)
+    gate = health_gate(cluster_name(zone))
+    # The Scheduled Events watcher asks the boot tier of hpclz's gate (from the bundle the scheduler installs under
+    # /sched) before it resumes a node it drained for a reboot or redeploy (templates/cloud-init/scheduled_events.py).
+    watcher = {
+        "drain_on": sorted(events.drain_on),
+        "requeue_jobs": events.requeue_jobs,
+        "gate": ["python3", gate.bundle, "gate", "boot"],
+        "gate_ready": gate.bundle,
+    }
     return render_text(
         "cloud-init/node.sh.j2",
         p=partition,
-        gate=health_gate(cluster_name(zone)),
+        gate=gate,
         mounts=mounts,
+        idmap=nfs4_idmap(zone, mounts),
         identity=_compute_identity(zone),
         metrics=node_metrics(zone, _compute_identity(zone), partition.vm_size),
         scratch=_scratch(zone, partition),
-        events={"drain_on": sorted(events.drain_on), "requeue_jobs": events.requeue_jobs} if events.enabled else None,
+        events=watcher if events.enabled else None,
         fabric_reports=topology["reports"] if topology and partition.name in topology["partitions"] else None,
         ib_reports=topology["reports"] if topology and partition.name in topology["tree_partitions"] else None,
     )
@@ -350,6 +370,7 @@ def cluster_files(zone: Zone) -> dict[str, str]:
             budgets=gate.budgets(),
             script=GATE_SCRIPT,
             mounts=mounts,
+            idmap=nfs4_idmap(zone, mounts),
             identity=_compute_identity(zone),
             metrics=node_metrics(zone, _compute_identity(zone)),
             topology=rack_topology(zone),
@@ -366,6 +387,7 @@ def cluster_files(zone: Zone) -> dict[str, str]:
         login_script=render_text(
             "cloud-init/login.sh.j2",
             mounts=mounts,
+            idmap=nfs4_idmap(zone, mounts),
             identity=_node_identity(zone, LOCKER_IDENTITY),
             metrics=node_metrics(zone, _node_identity(zone, LOCKER_IDENTITY)),
         ),
@@ -374,6 +396,7 @@ def cluster_files(zone: Zone) -> dict[str, str]:
         shared=shared_mounts(zone),
         accounting=accounting_settings(zone),
         terminate=any(m["kind"] == "lustre" for m in mounts) or zone.config.maintenance.scheduled_events.enabled,
+        suspend_minutes=suspend_minutes(config.compute.partitions),
     )
     parameters = {
         "HpclzSlurmConfig": gate.slurm_conf(suspend_minutes(config.compute.partitions)),

@@ -93,18 +93,25 @@ class HealthGate:
         compute.partitions' shortest idle_shutdown_minutes (hpclz.render.cloudinit.suspend_minutes)."""
         idle = (
             [
-                "# compute.partitions[].idle_shutdown_minutes, the shortest: Slurm's SuspendTime, cluster-wide",
+                "# compute.partitions[].idle_shutdown_minutes, the shortest: Slurm's SuspendTime, cluster-wide (over",
+                "# cyclecloud-slurm's SuspendTime=300 above, as its README's SuspendTime=-1 example is given)",
                 f"SuspendTime={suspend_minutes * 60}",
             ]
             if suspend_minutes
             else []
         )
+        # Slurm warns at each daemon start of a key given twice ("specified more than once, latest value used")
+        # and keeps the last. cyclecloud-slurm 4.0.9 has no setting for these three: install.py l.513-527 derives
+        # HealthCheckProgram and HealthCheckInterval from healthagent being there (its program or "", 60 or 0), and
+        # templates/slurm.conf.template l.52 writes SchedulerParameters as a constant; only `slurm.additional.config`
+        # reaches slurm.conf after them. HealthCheckNodeState is not repeated: the template's ANY (l.61) is hpclz's.
         return "\n".join(
             [
-                "# hpclz health gate (python3 -m hpclz.verify.gate): healthagent's check, then hpclz's passive tier",
+                "# hpclz health gate (python3 -m hpclz.verify.gate): healthagent's check, then hpclz's passive tier.",
+                "# HealthCheckProgram, HealthCheckInterval and SchedulerParameters repeat cyclecloud-slurm's lines",
+                "# above (it has no setting for them): Slurm logs each as specified more than once and keeps this one.",
                 f"HealthCheckProgram={self.health_program}",
                 f"HealthCheckInterval={HEALTH_INTERVAL_S}",
-                "HealthCheckNodeState=ANY",
                 f"PrologEpilogTimeout={PROLOG_EPILOG_TIMEOUT_S}",
                 "# a job whose prolog failed is requeued, not held, so it starts on another node",
                 f"SchedulerParameters={STOCK_SCHEDULER_PARAMETERS},nohold_on_prolog_fail",

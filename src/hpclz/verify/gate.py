@@ -4,6 +4,7 @@ prolog, and the epilog check. Standard library and Slurm's own `scontrol` only, 
     python3 -m hpclz.verify.gate passive [--confirm 2] [--state DIR]      # HealthCheckProgram
     python3 -m hpclz.verify.gate prolog --budget 10 --per-gpu 1.25 --prolog-timeout 60  # Prolog
     python3 -m hpclz.verify.gate epilog --budget 20                        # Epilog
+    python3 -m hpclz.verify.gate boot --budget 60                          # the Scheduled Events watcher, at boot
     (each also takes --spool DIR, --node NAME, and after `--`, the agent's own arguments)
 
 Why two tiers and a hard budget: slurmd kills a HealthCheckProgram that runs past 60 s (slurm.conf(5),
@@ -27,6 +28,9 @@ What each tier does with the agent's answer:
   inconclusive. A failed tool is not a failed device, and not a pass either: the node is drained for a re-test with
   a reason that says so, and the job runs (the prolog exits 0).
 - otherwise pass.
+- the boot tier is asked by the node's Scheduled Events watcher whether a node it drained for a reboot or redeploy
+  may come back: it drains at the first failing or inconclusive reading (with its own reason, which replaces the
+  watcher's, so the watcher leaves the node drained) and exits 1 unless the node passed.
 
 One owner per drain: the gate never touches a node already drained for a reason that is not hpclz's (CycleCloud's
 healthagent drains with "Healthcheck failures. ..." and resumes only such nodes: Azure/cyclecloud-healthagent
@@ -59,7 +63,7 @@ HEALTHCHECK_KILL_S = 60.0  # slurm.conf(5), HealthCheckProgram: "killed if it ru
 DEFAULT_STATE = "/var/tmp/hpclz-gate"  # survives a reboot (FHS: /var/tmp is kept between boots), unlike /tmp
 IMMEDIATE = frozenset({"HPCLZ-VFY-006"})  # kernel-log Xid lines record an event: no second reading needed
 KILL_GRACE_S = 0.2  # after SIGKILL, how long to wait for the group to be reaped before giving up on it
-DEFAULT_BUDGET_S = {"passive": 30.0, "prolog": 20.0, "epilog": 20.0}
+DEFAULT_BUDGET_S = {"passive": 30.0, "prolog": 20.0, "epilog": 20.0, "boot": 60.0}
 # Each tool the agent runs gets this share of the budget, so one hung tool leaves time for the others' readings.
 TOOL_SHARE = 0.4
 # Of the budget, what is kept back for the drain after the agent (sinfo, then scontrol update), at most 2 s.
@@ -247,7 +251,9 @@ class Gate:
             self.spool.mkdir(parents=True, exist_ok=True)
             (self.spool / f"{self.node}-{time.time_ns()}.json").write_text(json.dumps(decision.report))
         line = f"hpclz gate {self.tier}: {self.node} {what}: {decision.reason} ({drained})"
-        return (1 if decision.outcome == FAIL and self.tier == "prolog" else 0), line
+        # The boot tier answers whether the node may be resumed: only a pass says yes.
+        refuse = self.tier == "boot" or (decision.outcome == FAIL and self.tier == "prolog")
+        return (1 if refuse else 0), line
 
     def _confirmed(self, decision: Decision) -> bool:
         """A failing or inconclusive reading drains only once the same one came `confirm` times in a row."""
@@ -286,7 +292,7 @@ def agent_command() -> list[str]:
 def build(argv: list[str] | None = None) -> Gate | str:
     """The gate the command line asks for, or the one-line error that refuses it."""
     parser = argparse.ArgumentParser(prog="hpclz-gate", description=__doc__.splitlines()[0])
-    parser.add_argument("tier", choices=["passive", "prolog", "epilog"])
+    parser.add_argument("tier", choices=["passive", "prolog", "epilog", "boot"])
     parser.add_argument("--budget", type=float, help="hard limit in seconds for the whole check (prolog: its base)")
     parser.add_argument(
         "--per-gpu", type=float, default=0.0, help="prolog: seconds added for each GPU the job holds (SLURM_JOB_GPUS)"
