@@ -101,7 +101,7 @@ def imds(url):
 
 
 def decode(user_data):
-    """base64, gzip-compressed when hpclz needed the room, around a JSON document."""
+    """base64 of a gzip-compressed JSON document (hpclz.render.payload.pack); a plain one is read too."""
     raw = base64.b64decode(user_data.strip())
     if raw[:2] == b"\x1f\x8b":
         raw = gzip.decompress(raw)
