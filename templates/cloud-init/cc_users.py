@@ -28,6 +28,7 @@ import base64
 import gzip
 import hashlib
 import json
+import lzma
 import os
 import subprocess
 import sys
@@ -66,7 +67,9 @@ def imds(url):
 def spec():
     """userData's `user_records` ({"account", "container", "blob", "identity"}), or None where it names none."""
     data = base64.b64decode(imds(USER_DATA_URL).strip())
-    if data[:2] == b"\x1f\x8b":
+    if data[:6] == b"\xfd7zXZ\x00":  # xz, as hpclz packs it (hpclz.render.payload)
+        data = lzma.decompress(data)
+    elif data[:2] == b"\x1f\x8b":
         data = gzip.decompress(data)
     text = json.loads(data.decode()).get("user_records")
     return json.loads(text) if text else None

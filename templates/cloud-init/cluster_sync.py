@@ -21,6 +21,7 @@ import fcntl
 import gzip
 import hashlib
 import json
+import lzma
 import os
 import re
 import shutil
@@ -101,9 +102,11 @@ def imds(url):
 
 
 def decode(user_data):
-    """base64 of a gzip-compressed JSON document (hpclz.render.payload.pack); a plain one is read too."""
+    """base64 of an xz-compressed JSON document (hpclz.render.payload.pack); gzip and plain ones are read too."""
     raw = base64.b64decode(user_data.strip())
-    if raw[:2] == b"\x1f\x8b":
+    if raw[:6] == b"\xfd7zXZ\x00":
+        raw = lzma.decompress(raw)
+    elif raw[:2] == b"\x1f\x8b":
         raw = gzip.decompress(raw)
     document = json.loads(raw.decode())
     for key in ("cluster", "template", "parameters", "account", "project", "project_name"):

@@ -41,6 +41,7 @@ def test_user_data_is_measured_as_azure_counts_it() -> None:
     (user,) = [u for name, u in uses.items() if name.endswith("userData")]
     assert user.compressed and user.uncompressed is not None and user.uncompressed > user.used
     assert user.unit == "base64 characters" and user.limit == 65536
+    assert user.codec == "xz" and f"xz of {user.uncompressed:,} bytes" in user.line()
 
 
 @pytest.mark.parametrize("stem", PRESETS)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import base64
 import gzip
+import lzma
+import random
 
 from hpclz.render.payload import pack, unpack
 
@@ -40,6 +42,24 @@ def test_what_is_not_a_payload_is_none() -> None:
     damaged = base64.b64encode(gzip.compress(CLOUD_CONFIG.encode(), mtime=0)[:-8]).decode()  # no gzip trailer
     assert unpack(damaged) is None
     assert unpack(base64.b64encode(b"\x1f\x8bnot deflate at all").decode()) is None
+    assert unpack(base64.b64encode(b"\xfd7zXZ\x00not an xz stream").decode()) is None
+
+
+def test_xz_is_byte_identical_across_runs_and_unpacked() -> None:
+    packed = pack(CLOUD_CONFIG, xz=True)
+    raw = base64.b64decode(packed, validate=True)
+    assert raw[:6] == b"\xfd7zXZ\x00" and lzma.decompress(raw).decode() == CLOUD_CONFIG
+    assert pack(CLOUD_CONFIG, xz=True) == packed
+    unpacked = unpack(packed)
+    assert unpacked is not None and unpacked.codec == "xz" and unpacked.text() == CLOUD_CONFIG
+
+
+def test_xz_reaches_back_across_a_repeat_that_gzip_cannot() -> None:
+    # Two copies of 40 KB of incompressible text: DEFLATE looks back at most 32 KB (RFC 1951, 2), xz's dictionary
+    # spans both, so only xz packs the second copy into almost nothing. The cluster definition's nodearrays repeat so.
+    block = base64.b64encode(random.Random(0).randbytes(30_000)).decode()
+    text = block + "\n" + block
+    assert len(pack(text, xz=True)) < 0.7 * len(pack(text))
 
 
 def test_binary_content_has_no_text() -> None:

@@ -613,10 +613,11 @@ def user_data_document(zone: Zone, files: dict[str, str]) -> str:
 
 
 def user_data(document: str) -> str:
-    """Always gzip-compressed (fixed mtime, byte-identical across runs): the cluster definition grows with every
-    partition, and plain it came within 15 % of the limit in a preset; compressed, each keeps most of its 64 KB
-    free (`hpclz render` reports the headroom, hpclz.render.limits)."""
-    encoded = pack(document)
+    """Always xz-compressed (byte-identical across runs): the cluster definition grows with every partition, and plain
+    it came within 15 % of the limit in a preset; gzip stopped helping once each partition's nodearray outgrew its 32 KB
+    window (hpclz.render.payload says why xz, and who reads it); compressed, each keeps most of its 64 KB free
+    (`hpclz render` reports the headroom, hpclz.render.limits)."""
+    encoded = pack(document, xz=True)
     if len(encoded) > USER_DATA_LIMIT:
         raise HpclzError(
             f"compute.partitions: the CycleCloud cluster definition is {len(encoded)} base64 characters compressed, "

@@ -36,7 +36,8 @@ class LimitUse(BaseModel):
     used: int
     limit: int
     unit: str = Field(description="bytes, base64 characters or resources")
-    compressed: bool = Field(default=False, description="The payload is gzip-compressed to fit.")
+    compressed: bool = Field(default=False, description="The payload is compressed to fit.")
+    codec: str | None = Field(default=None, description="gzip or xz, when compressed.")
     uncompressed: int | None = Field(default=None, description="Bytes before compression, when compressed.")
 
     @property
@@ -48,13 +49,14 @@ class LimitUse(BaseModel):
         return self.used > self.limit
 
     def line(self) -> str:
-        packed = f", gzip of {self.uncompressed:,} bytes" if self.compressed and self.uncompressed else ""
+        packed = f", {self.codec} of {self.uncompressed:,} bytes" if self.compressed and self.uncompressed else ""
         return f"{self.what}: {self.used:,} of {self.limit:,} {self.unit} ({self.headroom_pct:.1f} % headroom{packed})"
 
 
 def _payload(what: str, encoded: str, *, custom: bool) -> LimitUse:
     unpacked = unpack(encoded)
     compressed = unpacked is not None and unpacked.compressed
+    codec = unpacked.codec if unpacked is not None else None
     uncompressed = len(unpacked.data) if unpacked is not None and compressed else None
     if custom:
         return LimitUse(
@@ -64,6 +66,7 @@ def _payload(what: str, encoded: str, *, custom: bool) -> LimitUse:
             limit=CUSTOM_DATA_LIMIT,
             unit="bytes",
             compressed=compressed,
+            codec=codec,
             uncompressed=uncompressed,
         )
     return LimitUse(
@@ -72,6 +75,7 @@ def _payload(what: str, encoded: str, *, custom: bool) -> LimitUse:
         limit=USER_DATA_LIMIT,
         unit="base64 characters",
         compressed=compressed,
+        codec=codec,
         uncompressed=uncompressed,
     )
 

@@ -42,6 +42,7 @@ from __future__ import annotations
 import base64
 import gzip
 import json
+import lzma
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -150,12 +151,14 @@ def _value(raw: str, parameters: dict[str, Any]) -> str:
 
 
 def user_data_document(vm: dict[str, Any]) -> dict[str, Any] | None:
-    """The cluster document in a VM's userData (base64 of the JSON, gzip first when large), or None."""
+    """The cluster document in a VM's userData (base64 of the JSON, xz- or gzip-compressed first), or None."""
     encoded = (vm.get("properties") or {}).get("userData")
     if not isinstance(encoded, str):
         return None
     raw = base64.b64decode(encoded)
-    if raw[:2] == b"\x1f\x8b":
+    if raw[:6] == b"\xfd7zXZ\x00":  # the .xz stream header (The .xz File Format 1.0.4, 2.1.1.1)
+        raw = lzma.decompress(raw)
+    elif raw[:2] == b"\x1f\x8b":
         raw = gzip.decompress(raw)
     try:
         doc = json.loads(raw)
