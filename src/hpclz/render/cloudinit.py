@@ -487,6 +487,9 @@ def login_prefix(zone: Zone) -> str:
 # topology.conf and site_specific.conf live too (install.py l.579-585, l.639-645).
 FABRIC_REPORTS = "hpclz-fabric"
 SHARP_TOPOLOGY = "sharp-topology.txt"
+# Slurm reads topology.yaml from the directory of the slurm.conf path it is given, /etc/slurm/slurm.conf on every
+# cyclecloud-slurm node (Azure/cyclecloud-slurm@50e6739 azure-slurm-install/install.py l.656-659).
+TOPOLOGY_YAML_LINK = "/etc/slurm/topology.yaml"
 
 
 def rack_topology(zone: Zone) -> dict[str, Any] | None:
@@ -515,6 +518,9 @@ def rack_topology(zone: Zone) -> dict[str, Any] | None:
         "reports": f"{folder}/{FABRIC_REPORTS}",
         # Where the scheduler keeps SHARP's switch grouping (hpclz.slurm.sharp).
         "switches": f"{folder}/{FABRIC_REPORTS}/{SHARP_TOPOLOGY}",
+        # Where Slurm looks for topology.yaml: beside /etc/slurm/slurm.conf, cyclecloud-slurm's link into the folder,
+        # never beside the link's target (hpclz.slurm.topology_yaml.link_yaml).
+        "link": TOPOLOGY_YAML_LINK if yaml else None,
     }
 
 
