@@ -6,6 +6,7 @@ cyclecloud-slurm's does (Azure/cyclecloud-slurm@50e6739 azure-slurm-install/temp
 from __future__ import annotations
 
 import os
+import posixpath
 import re
 import shlex
 import socket
@@ -81,6 +82,19 @@ def test_the_scheduler_unit_runs_the_generator_on_the_racks_paths() -> None:
         "--site-conf": "/sched/aitrain-prod/site_specific.conf",
         "--block-size": "18",
     }
+
+
+def test_every_node_links_topology_yaml_as_the_scheduler_does() -> None:
+    """slurmd reads topology.yaml beside /etc/slurm/slurm.conf as slurmctld does (hpclz.render.cloudinit
+    TOPOLOGY_YAML_LINK): each nodearray's script (login included: `scontrol show topology` reads it too) makes the link the scheduler's pass makes, from Slurm 25.05 only."""
+    template = _cluster_template(None)
+    argv = rendered_service(None)
+    link, target = Path(argv[argv.index("--link") + 1]), argv[argv.index("--yaml") + 1]
+    arrays = re.findall(r"^\s*\[\[nodearray (\S+)\]\]", template, re.M)
+    made = re.findall(r"^ln -sfn (\S+) (\S+/topology\.yaml)$", template, re.M)
+    assert len(arrays) == 4 and made == [(posixpath.relpath(target, link.parent), str(link))] * len(arrays)
+    assert posixpath.normpath(posixpath.join(str(link.parent), made[0][0])) == target
+    assert not re.findall(r"^ln -sfn \S+ \S+/topology\.yaml$", _cluster_template(BEFORE_YAML), re.M)
 
 
 def as_test_cluster(argv: list[str], cluster: trixie_slurm.TrixieSlurm, link: bool = True) -> list[str]:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import base64
 import gzip
 import json
+import posixpath
 import re
 from typing import Any
 
@@ -290,6 +291,7 @@ def node_script(zone: Zone, partition: Partition, mounts: list[dict[str, Any]]) 
         events={"drain_on": sorted(events.drain_on), "requeue_jobs": events.requeue_jobs} if events.enabled else None,
         fabric_reports=topology["reports"] if topology and partition.name in topology["partitions"] else None,
         ib_reports=topology["reports"] if topology and partition.name in topology["tree_partitions"] else None,
+        topology_link=topology_link(zone),
     )
 
 
@@ -368,6 +370,7 @@ def cluster_files(zone: Zone) -> dict[str, str]:
             mounts=mounts,
             identity=_node_identity(zone, LOCKER_IDENTITY),
             metrics=node_metrics(zone, _node_identity(zone, LOCKER_IDENTITY)),
+            topology_link=topology_link(zone),
         ),
         scheduler_an=accelerated(zone, config.compute.scheduler.vm_size),
         login_an=accelerated(zone, config.compute.login.vm_size),
@@ -521,7 +524,16 @@ def rack_topology(zone: Zone) -> dict[str, Any] | None:
         # Where Slurm looks for topology.yaml: beside /etc/slurm/slurm.conf, cyclecloud-slurm's link into the folder,
         # never beside the link's target (hpclz.slurm.topology_yaml.link_yaml).
         "link": TOPOLOGY_YAML_LINK if yaml else None,
+        # What the link holds: relative, as hpclz.slurm.topology_yaml.link_yaml makes it on the scheduler.
+        "link_target": posixpath.relpath(f"{folder}/topology.yaml", posixpath.dirname(TOPOLOGY_YAML_LINK)),
     }
+
+
+def topology_link(zone: Zone) -> dict[str, Any] | None:
+    """Where a node links topology.yaml from (templates/cloud-init/_topology_link.sh.j2): only where the scheduler
+    writes one (Slurm 25.05+, a rack or tree partition)."""
+    topology = rack_topology(zone)
+    return topology if topology and topology["yaml"] else None
 
 
 def server_cloud_config(zone: Zone) -> str:
