@@ -257,7 +257,12 @@ def test_the_rendered_service_on_slurm_25_05_writes_topology_yaml_and_sets_the_r
         reports.mkdir()
         first = _run_service(cluster, None)
         assert first.returncode != 0 and "no full NVLink domain of 3 nodes reports yet" in first.stdout
-        assert not cluster.topology_yaml_path.exists() and "SuspendExcParts" not in cluster.site_conf.read_text()
+        # No rack reports yet, so nothing is written, but the racks are out of auto-suspend from this first pass.
+        assert not cluster.topology_yaml_path.exists() and "SuspendExcParts=gb300" in cluster.site_conf.read_text()
+        cluster.wait_for(
+            lambda: re.search(r"^SuspendExcParts\s*=\s*gb300$", cluster.scontrol("show", "config"), re.M) is not None,
+            "slurmctld back with SuspendExcParts",
+        )
         assert not (cluster.etc / "topology.yaml").is_symlink()  # nothing linked before there is a file
 
         for node in RACK_NODES[:3]:

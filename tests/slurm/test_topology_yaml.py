@@ -304,6 +304,15 @@ def test_partitions_written_by_someone_else_get_their_topology_back_after_every_
         assert re.search(r"Partition=gb300 .*?NodeList=gb\[1-3\]", cluster.jobcomp.read_text(encoding="utf-8"))
 
 
+def test_a_rack_partitions_idle_time_is_a_warning_and_never_slurms_suspend_time() -> None:
+    """HPCLZ-CMP-073: the racks are out of auto-suspend; their 5 minutes is not the cluster's SuspendTime, or
+    HPCLZ-COST-005 would flag h100 and h200 (60 minutes) as stopped after 5."""
+    idle = _all(*(_set(f"compute.partitions.{i}.idle_shutdown_minutes", m) for i, m in ((0, 60), (1, 60), (2, 5))))
+    case = Case("ai-training", idle)
+    assert [f.rule_id for f in _findings("HPCLZ-CMP-073", case)] == ["HPCLZ-CMP-073"]
+    assert _findings("HPCLZ-COST-005", case) == []
+
+
 def test_a_small_partition_beside_racks_is_no_finding_once_slurm_reads_topology_yaml() -> None:
     """HPCLZ-CMP-072 warns only where topology.conf's one cluster-wide plugin needs every partition to fill a block."""
     small = _set("compute.partitions.1.max_nodes", 8)

@@ -46,13 +46,21 @@ MAX_SCALESET = 100
 
 def suspend_minutes(partitions: list[Partition]) -> int | None:
     """The one idle time Slurm can apply: the shortest partition's idle_shutdown_minutes, as a cluster-wide
-    SuspendTime. cyclecloud-slurm 4.0.9 writes every partition line itself with no SuspendTime= option
+    SuspendTime, rack-scale partitions left out (kept out of auto-suspend: HPCLZ-CMP-073). cyclecloud-slurm 4.0.9 writes every partition line itself with no SuspendTime= option
     (Azure/cyclecloud-slurm@50e6739:azure-slurm/slurmcc/cli.py l.862-864: "PartitionName=... Nodes=... Default=...
     DefMemPerCPU=... MaxTime=INFINITE State=UP"), so a per-partition idle time cannot be expressed through it; and it
     reads no `cyclecloud.cluster.autoscale.idle_time_after_jobs` (no occurrence in that tree). None: no partition
     sets one, and cyclecloud-slurm's own SuspendTime=300 stands (azure-slurm-install/templates/slurm.conf.template
     l.47)."""
-    return min((p.idle_shutdown_minutes for p in partitions if p.idle_shutdown_minutes), default=None)
+    catalog = load_catalog()
+    return min(
+        (
+            p.idle_shutdown_minutes
+            for p in partitions
+            if p.idle_shutdown_minutes and not getattr(catalog.sku(p.vm_size), "nvlink_domain_vms", None)
+        ),
+        default=None,
+    )
 
 
 def scaleset_size(partition: Partition) -> int:

@@ -32,6 +32,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from hpclz.slurm.client import NodeInfo, SlurmClient, SlurmError
 from hpclz.slurm.sharp import read_switches, sharp_guid
@@ -53,6 +54,7 @@ ROOT_SWITCH = "ib_root"
 UNPLACED_SWITCH = "ib_unplaced"
 TOPOLOGY_YAML = "topology.yaml"
 IBSTAT_SUFFIX = ".ibstat"
+_T = TypeVar("_T")
 _PORT_GUID = re.compile(r"^\s*Port GUID:\s*(0x[0-9a-fA-F]+)\s*$", re.M)
 
 
@@ -244,6 +246,20 @@ def converge_yaml(client: SlurmClient, path: Path, text: str, *, reconfigure: bo
     return True
 
 
+def _after_reconfigure(read: Callable[[], _T], wait_s: float = 60.0) -> _T:
+    """`read()` once slurmctld answers: after a reconfigure it restarts in place (seen with 26.05.5)."""
+    import time
+
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            return read()
+        except SlurmError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(1.0)
+
+
 def partition_topologies(client: SlurmClient, wanted: Mapping[str, str], wait_s: float = 60.0) -> list[str]:
     """Give each partition its topology with `scontrol update PartitionName=<p> Topology=<t>` where it has another;
     the partitions changed. cyclecloud-slurm writes the partition lines (`azslurm partitions` > azure.conf,
@@ -290,7 +306,15 @@ def regenerate_yaml(
     partitions set to its topology, `link` (topology.yaml beside slurm.conf) pointing at `path` before the first
     reconfigure. True when anything changed. When SHARP's switch grouping cannot be read, the
     InfiniBand partitions stay flat and `say` is told why."""
-    nodes = client.nodes()
+    # The lines cyclecloud-slurm's README asks for beside block topology, but the plugin: topology.yaml names it
+    # (hpclz.slurm.topology.plugin_lines). Added on the first pass, before any rack reports: SuspendExcParts keeps the
+    # rack partitions out of auto-suspend from the start, so Slurm never powers down part of a rack that scale_m1
+    # powered up whole, and BlockAsNodeRank needs no block to be set.
+    site = [line for line in plugin_lines(rack_partitions) if not line.startswith("TopologyPlugin=")]
+    added = site_conf is not None and bool(rack_partitions) and add_site_lines(site_conf, tuple(site))
+    if added:
+        client.run("scontrol", "reconfigure")
+    nodes = _after_reconfigure(client.nodes)
     blocks = tree = None
     if rack_partitions:
         racked = [n for n in nodes if set(rack_partitions) & set(n.partitions)]
@@ -312,12 +336,8 @@ def regenerate_yaml(
             # Never a guessed tree: without SHARP's grouping these partitions are placed blind, never refused.
             say(f"{TREE_TOPOLOGY}: {', '.join(tree_partitions)} stay {FLAT_TOPOLOGY}: {reason}")
     text = topology_yaml(blocks, tree)
-    # The lines cyclecloud-slurm's README asks for beside block topology, but the plugin: topology.yaml names it
-    # (hpclz.slurm.topology.plugin_lines). Added once the file can be written, in the same reconfigure.
-    site = [line for line in plugin_lines(rack_partitions) if not line.startswith("TopologyPlugin=")]
-    added = site_conf is not None and bool(rack_partitions) and add_site_lines(site_conf, tuple(site))
     linked = link is not None and link_yaml(link, path)
-    reconfigured = converge_yaml(client, path, text, reconfigure=added or linked)
+    reconfigured = converge_yaml(client, path, text, reconfigure=linked) or added
     wanted = {p: BLOCK_TOPOLOGY for p in rack_partitions}
     wanted |= {p: TREE_TOPOLOGY for p in tree_partitions} if tree is not None else {}
     return bool(partition_topologies(client, wanted)) or reconfigured
