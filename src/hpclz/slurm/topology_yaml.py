@@ -22,7 +22,11 @@ joins the first switch that lists one of its GUIDs (l.441-460) and one switch ab
 Seen on a real slurmctld 26.05.5 (Debian sid), with blocks of three nodes and three nodes in none: unlike 24.11, a
 one-node job pinned to a node in no block ran there, a two-node job ran inside the block, and a four-node job was
 refused ("Requested node configuration is not available"). So on 26.05 a held-out node may still take a one-node job
-(one VM: no NVLink domain to split), and multi-node jobs stay in blocks.
+(one VM: no NVLink domain to split), and multi-node jobs stay in blocks. The tree holds every node of its partitions,
+powered off or never reported included (TreeTopology): Slurm powers a node up only for a job it may allocate it to.
+
+Slurm reads the file only beside the slurm.conf path it is given (/etc/slurm/slurm.conf, a link into /sched), so each
+pass links /etc/slurm/topology.yaml to the file it writes (link_yaml).
 """
 
 from __future__ import annotations
@@ -32,7 +36,6 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
 
 from hpclz.slurm.client import NodeInfo, SlurmClient, SlurmError
 from hpclz.slurm.sharp import read_switches, sharp_guid
@@ -54,7 +57,6 @@ ROOT_SWITCH = "ib_root"
 UNPLACED_SWITCH = "ib_unplaced"
 TOPOLOGY_YAML = "topology.yaml"
 IBSTAT_SUFFIX = ".ibstat"
-_T = TypeVar("_T")
 _PORT_GUID = re.compile(r"^\s*Port GUID:\s*(0x[0-9a-fA-F]+)\s*$", re.M)
 
 
@@ -246,20 +248,6 @@ def converge_yaml(client: SlurmClient, path: Path, text: str, *, reconfigure: bo
     return True
 
 
-def _after_reconfigure(read: Callable[[], _T], wait_s: float = 60.0) -> _T:
-    """`read()` once slurmctld answers: after a reconfigure it restarts in place (seen with 26.05.5)."""
-    import time
-
-    deadline = time.monotonic() + wait_s
-    while True:
-        try:
-            return read()
-        except SlurmError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(1.0)
-
-
 def partition_topologies(client: SlurmClient, wanted: Mapping[str, str], wait_s: float = 60.0) -> list[str]:
     """Give each partition its topology with `scontrol update PartitionName=<p> Topology=<t>` where it has another;
     the partitions changed. cyclecloud-slurm writes the partition lines (`azslurm partitions` > azure.conf,
@@ -288,6 +276,41 @@ def partition_topologies(client: SlurmClient, wanted: Mapping[str, str], wait_s:
     return changed
 
 
+def _topologies(
+    client: SlurmClient,
+    rack_partitions: Sequence[str],
+    tree_partitions: Sequence[str],
+    reports: Path,
+    block_size: int,
+    switches: Path | None,
+    say: Callable[[str], object],
+) -> tuple[BlockTopology | None, TreeTopology | None]:
+    """The rack partitions' blocks and the InfiniBand partitions' tree, from what the nodes report; the tree is None
+    (its partitions stay flat, `say` told why) when SHARP's switch grouping cannot be read."""
+    nodes = client.nodes()
+    blocks = tree = None
+    if rack_partitions:
+        racked = [n for n in nodes if set(rack_partitions) & set(n.partitions)]
+        domains, why = current_domains(racked, reports)
+        blocks = block_topology(domains, block_size, why)
+    if tree_partitions:
+        ib_nodes = [n for n in nodes if set(tree_partitions) & set(n.partitions)]
+        guids, why = current_guids(ib_nodes, reports)
+        grouping, reason = (
+            read_switches(client, ib_nodes, guids, tree_partitions, switches)
+            if switches is not None
+            else (None, "no --switches file to keep SHARP's switch grouping in")
+        )
+        if grouping is not None:
+            tree = tree_topology(guids, grouping, why)
+            if not tree.leaves:
+                tree, reason = None, "no InfiniBand partition node is under a switch SHARP lists"
+        if tree is None:
+            # Never a guessed tree: without SHARP's grouping these partitions are placed blind, never refused.
+            say(f"{TREE_TOPOLOGY}: {', '.join(tree_partitions)} stay {FLAT_TOPOLOGY}: {reason}")
+    return blocks, tree
+
+
 def regenerate_yaml(
     client: SlurmClient,
     *,
@@ -309,35 +332,19 @@ def regenerate_yaml(
     # The lines cyclecloud-slurm's README asks for beside block topology, but the plugin: topology.yaml names it
     # (hpclz.slurm.topology.plugin_lines). Added on the first pass, before any rack reports: SuspendExcParts keeps the
     # rack partitions out of auto-suspend from the start, so Slurm never powers down part of a rack that scale_m1
-    # powered up whole, and BlockAsNodeRank needs no block to be set.
+    # powered up whole, and BlockAsNodeRank needs no block to be set. One reconfigure, at the end of the pass: SHARP's
+    # grouping is read through srun on an idle node, which a restarting slurmctld does not show at once.
     site = [line for line in plugin_lines(rack_partitions) if not line.startswith("TopologyPlugin=")]
     added = site_conf is not None and bool(rack_partitions) and add_site_lines(site_conf, tuple(site))
-    if added:
-        client.run("scontrol", "reconfigure")
-    nodes = _after_reconfigure(client.nodes)
-    blocks = tree = None
-    if rack_partitions:
-        racked = [n for n in nodes if set(rack_partitions) & set(n.partitions)]
-        domains, why = current_domains(racked, reports)
-        blocks = block_topology(domains, block_size, why)
-    if tree_partitions:
-        ib_nodes = [n for n in nodes if set(tree_partitions) & set(n.partitions)]
-        guids, why = current_guids(ib_nodes, reports)
-        grouping, reason = (
-            read_switches(client, ib_nodes, guids, tree_partitions, switches)
-            if switches is not None
-            else (None, "no --switches file to keep SHARP's switch grouping in")
-        )
-        if grouping is not None:
-            tree = tree_topology(guids, grouping, why)
-            if not tree.leaves:
-                tree, reason = None, "no InfiniBand partition node is under a switch SHARP lists"
-        if tree is None:
-            # Never a guessed tree: without SHARP's grouping these partitions are placed blind, never refused.
-            say(f"{TREE_TOPOLOGY}: {', '.join(tree_partitions)} stay {FLAT_TOPOLOGY}: {reason}")
-    text = topology_yaml(blocks, tree)
+    try:
+        blocks, tree = _topologies(client, rack_partitions, tree_partitions, reports, block_size, switches, say)
+        text = topology_yaml(blocks, tree)
+    except SlurmError:
+        if added:  # nothing else to write yet: the racks still leave auto-suspend now
+            client.run("scontrol", "reconfigure")
+        raise
     linked = link is not None and link_yaml(link, path)
-    reconfigured = converge_yaml(client, path, text, reconfigure=linked) or added
+    reconfigured = converge_yaml(client, path, text, reconfigure=linked or added)
     wanted = {p: BLOCK_TOPOLOGY for p in rack_partitions}
     wanted |= {p: TREE_TOPOLOGY for p in tree_partitions} if tree is not None else {}
     return bool(partition_topologies(client, wanted)) or reconfigured
