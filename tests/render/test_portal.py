@@ -364,12 +364,13 @@ def test_the_join_unit_waits_for_sched_then_copies_the_key_and_links_the_config(
     assert key.read_bytes() == (cluster / "munge.key").read_bytes() and oct(key.stat().st_mode)[-3:] == "600"
     etc = tmp_path / "etc" / "slurm"
     links = {p.name: p.resolve() for p in etc.iterdir() if p.is_symlink()}
-    assert links == {n: cluster / n for n in linked if n != "slurm.conf"}
+    # cyclecloud-slurm's links, and topology.yaml, which hpclz-topology writes beside them from Slurm 25.05.
+    assert links == {n: cluster / n for n in linked if n != "slurm.conf"} | {"topology.yaml": cluster / "topology.yaml"}
     # slurm.conf is the portal's own: the cluster's, then srun's ports (test_srun_ports.py runs it).
     own = etc / "slurm.conf"
     assert not own.is_symlink()
     assert own.read_text(encoding="utf-8") == f"Include {cluster / 'slurm.conf'}\nSrunPortRange=60001-63000\n"
-    assert {p.name for p in etc.iterdir()} == set(linked)
+    assert {p.name for p in etc.iterdir()} == set(linked) | {"topology.yaml"}
     assert "joined cluster aitrain-prod" in joined.stdout
 
 

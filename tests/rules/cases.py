@@ -578,6 +578,8 @@ CASES: dict[str, list[Case]] = {
     "HPCLZ-CMP-072": [
         Case("ai-training", _all(_set(f"{P}.1.max_nodes", 8), _set("compute.cyclecloud.slurm_version", "24.11.5")))
     ],
+    # ai-training's GB300 partition (the third) asking for an idle time: it is kept out of auto-suspend.
+    "HPCLZ-CMP-073": [Case("ai-training", _set(f"{P}.2.idle_shutdown_minutes", 30))],
     "HPCLZ-CMP-050": [
         Case("ai-training", _set(f"{P}.1.image", "microsoft-dsvm:ubuntu-hpc:2204:latest")),
         Case("manufacturing", _set("compute.scheduler.image", DELETE), severity="warning"),

@@ -24,7 +24,7 @@ from hpclz.slurm.sharp import ASKED
 from hpclz.slurm.topology_yaml import ROOT_SWITCH, TREE_TOPOLOGY, port_guids
 from tests.render.test_cloudinit import _artifacts
 from tests.slurm.test_topology import RACK_A, gb_report
-from tests.slurm.test_topology_wiring import rendered_service
+from tests.slurm.test_topology_wiring import as_test_cluster, rendered_service
 from tests.slurm.test_topology_yaml import ibstat_report
 from tests.support import trixie_slurm
 
@@ -120,7 +120,7 @@ def _fake_sharp(folder: Path, hello_ok: bool) -> None:
 def _run(cluster: trixie_slurm.TrixieSlurm, sharp: bool) -> subprocess.CompletedProcess[str]:
     """The rendered command, /sched/aitrain-prod pointing at the test cluster's folder, racks of three VMs;
     SHARP_CMD (azslurm's own override, topology.py l.392-407) names the stand-in when `sharp`."""
-    argv = [arg.replace("/sched/aitrain-prod", str(cluster.folder)) for arg in rendered_service(None)[1:]]
+    argv = as_test_cluster(rendered_service(None)[1:], cluster)
     argv[argv.index("--block-size") + 1] = "3"
     env = os.environ | {"HPCLZ_SLURM_BIN": str(cluster.folder / "bin")}
     env.pop("SHARP_CMD", None)

@@ -6,6 +6,7 @@ cyclecloud-slurm's does (Azure/cyclecloud-slurm@50e6739 azure-slurm-install/temp
 from __future__ import annotations
 
 import os
+import posixpath
 import re
 import shlex
 import socket
@@ -68,6 +69,7 @@ def test_the_scheduler_unit_runs_the_generator_on_the_racks_paths() -> None:
         ("--switches", "/sched/aitrain-prod/hpclz-fabric/sharp-topology.txt"),
         ("--reports", "/sched/aitrain-prod/hpclz-fabric"),
         ("--yaml", "/sched/aitrain-prod/topology.yaml"),
+        ("--link", "/etc/slurm/topology.yaml"),
         ("--site-conf", "/sched/aitrain-prod/site_specific.conf"),
     ]
     argv = rendered_service(BEFORE_YAML)
@@ -82,11 +84,36 @@ def test_the_scheduler_unit_runs_the_generator_on_the_racks_paths() -> None:
     }
 
 
+def test_every_node_links_topology_yaml_as_the_scheduler_does() -> None:
+    """slurmd reads topology.yaml beside /etc/slurm/slurm.conf as slurmctld does (hpclz.render.cloudinit
+    TOPOLOGY_YAML_LINK): each nodearray's script (login included: `scontrol show topology` reads it too) makes the link the scheduler's pass makes, from Slurm 25.05 only."""
+    template = _cluster_template(None)
+    argv = rendered_service(None)
+    link, target = Path(argv[argv.index("--link") + 1]), argv[argv.index("--yaml") + 1]
+    arrays = re.findall(r"^\s*\[\[nodearray (\S+)\]\]", template, re.M)
+    made = re.findall(r"^ln -sfn (\S+) (\S+/topology\.yaml)$", template, re.M)
+    assert len(arrays) == 4 and made == [(posixpath.relpath(target, link.parent), str(link))] * len(arrays)
+    assert posixpath.normpath(posixpath.join(str(link.parent), made[0][0])) == target
+    assert not re.findall(r"^ln -sfn \S+ \S+/topology\.yaml$", _cluster_template(BEFORE_YAML), re.M)
+
+
+def as_test_cluster(argv: list[str], cluster: trixie_slurm.TrixieSlurm, link: bool = True) -> list[str]:
+    """The rendered command's arguments with /sched/aitrain-prod the test cluster's folder and /etc/slurm its `etc`
+    (where its slurm.conf links into the folder, as on a cyclecloud-slurm node); without --link when not `link`."""
+    out = [
+        arg.replace("/sched/aitrain-prod", str(cluster.folder)).replace("/etc/slurm", str(cluster.etc)) for arg in argv
+    ]
+    if not link and "--link" in out:
+        at = out.index("--link")
+        del out[at : at + 2]
+    return out
+
+
 def _run_service(
-    cluster: trixie_slurm.TrixieSlurm, slurm_version: str | None = BEFORE_YAML
+    cluster: trixie_slurm.TrixieSlurm, slurm_version: str | None = BEFORE_YAML, link: bool = True
 ) -> subprocess.CompletedProcess[str]:
     """The rendered command, with /sched/aitrain-prod pointing at the test cluster's folder and racks of RACK VMs."""
-    argv = [arg.replace("/sched/aitrain-prod", str(cluster.folder)) for arg in rendered_service(slurm_version)[1:]]
+    argv = as_test_cluster(rendered_service(slurm_version)[1:], cluster, link)
     argv[argv.index("--block-size") + 1] = str(RACK)
     env = os.environ | {"HPCLZ_SLURM_BIN": str(cluster.folder / "bin")}
     return subprocess.run([sys.executable, *argv], capture_output=True, text=True, env=env, timeout=120, check=False)
@@ -230,10 +257,25 @@ def test_the_rendered_service_on_slurm_25_05_writes_topology_yaml_and_sets_the_r
         reports.mkdir()
         first = _run_service(cluster, None)
         assert first.returncode != 0 and "no full NVLink domain of 3 nodes reports yet" in first.stdout
-        assert not cluster.topology_yaml_path.exists() and "SuspendExcParts" not in cluster.site_conf.read_text()
+        # No rack reports yet, so nothing is written, but the racks are out of auto-suspend from this first pass.
+        assert not cluster.topology_yaml_path.exists() and "SuspendExcParts=gb300" in cluster.site_conf.read_text()
+        cluster.wait_for(
+            lambda: re.search(r"^SuspendExcParts\s*=\s*gb300$", cluster.scontrol("show", "config"), re.M) is not None,
+            "slurmctld back with SuspendExcParts",
+        )
+        assert not (cluster.etc / "topology.yaml").is_symlink()  # nothing linked before there is a file
 
         for node in RACK_NODES[:3]:
             (reports / f"{node}.txt").write_text(gb_report(RACK_A), encoding="utf-8")
+        # The rendered command less its --link: topology.yaml is written beside slurm.conf's target (/sched) only,
+        # slurmctld 26.05.5 reads none after the reconfigure, and the partition cannot be given its topology.
+        unlinked = _run_service(cluster, None, link=False)
+        assert unlinked.returncode != 0 and cluster.topology_yaml_path.is_file()
+        assert "Topology=nvlink failed: slurm_update error: Requested topology configuration is not available" in (
+            unlinked.stdout
+        )
+        assert cluster.scontrol("show", "topology").strip() == ""
+        # As rendered: /etc/slurm/topology.yaml links to it, and the same pass reconfigures.
         second = _run_service(cluster, None)
         assert second.returncode == 0 and second.stdout.endswith("changed\n"), second.stdout + second.stderr
         site = cluster.site_conf.read_text().splitlines()
@@ -242,6 +284,7 @@ def test_the_rendered_service_on_slurm_25_05_writes_topology_yaml_and_sets_the_r
         assert "Topology=nvlink" in cluster.scontrol("show", "partition", "gb300")
         assert "Topology=" not in cluster.scontrol("show", "partition", "h100")
         assert sorted(cluster.client.blocks("nvlink").values()) == [RACK_NODES[:3]]
+        assert (cluster.etc / "topology.yaml").resolve() == cluster.topology_yaml_path.resolve()
         third = _run_service(cluster, None)
         assert third.returncode == 0 and third.stdout.endswith("unchanged\n")
 

@@ -17,6 +17,12 @@ Facts this harness relies on, each seen here with 24.11.5:
   the 36-node cluster back to `idle` within 2 minutes after a `scontrol reconfigure`, so the power-up test judges
   the topology while the nodes are powering up and schedules no job on them;
 - `jobcomp/filetxt` writes one line per finished job with its `NodeList`: the record the placement test reads.
+
+The files sit as cyclecloud-slurm lays them out: written in the cluster's folder (its /sched/<cluster>), and every
+daemon and client given `etc/slurm.conf` (its /etc/slurm/slurm.conf), a link into that folder, beside links to
+cgroup.conf and topology.conf (Azure/cyclecloud-slurm@50e6739 azure-slurm-install/install.py l.648-701). Slurm reads
+the other files beside the path it is given, not beside the link's target (src/common/read_config.c
+get_extra_conf_path), so topology.yaml is read only where a link to it is made in `etc` (hpclz.slurm.topology_yaml).
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from hpclz.slurm.client import SlurmClient
+from hpclz.slurm.topology_yaml import link_yaml
 from tests.conftest import REPO, require
 from tests.support.local_http import free_ports
 
@@ -94,10 +101,24 @@ class TrixieSlurm:
     chroot: Path = CHROOT
     # CPUs per node: jobs of one CPU per node share a node up to this many at once.
     cpus: int = 1
+    # Link etc/topology.yaml to the folder's before slurmctld starts, as the scheduler's hpclz-topology pass does.
+    yaml_link: bool = True
+    # ResumeProgram: /bin/true, or a script noting each power-up request in `resumed`.
+    note_resume: bool = False
 
     @property
     def folder(self) -> Path:
         return self.chroot / INSIDE.lstrip("/")
+
+    @property
+    def etc(self) -> Path:
+        """The /etc/slurm-like folder: slurm.conf here is a link into `folder`."""
+        return self.folder / "etc"
+
+    @property
+    def resumed(self) -> Path:
+        """Each ResumeProgram call's node list, one a line (`note_resume`)."""
+        return self.folder / "log" / "resumed.txt"
 
     @property
     def topology_conf(self) -> Path:
@@ -125,7 +146,7 @@ class TrixieSlurm:
 
     def start_slurmd(self, node: str) -> None:
         (self.folder / "spool" / node).mkdir(parents=True, exist_ok=True)
-        self._spawn(f"slurmd-{node}", ["/usr/sbin/slurmd", "-D", "-N", node, "-f", f"{INSIDE}/slurm.conf"])
+        self._spawn(f"slurmd-{node}", ["/usr/sbin/slurmd", "-D", "-N", node, "-f", f"{INSIDE}/etc/slurm.conf"])
 
     def stop_slurmd(self, node: str) -> None:
         proc = self.processes.pop(f"slurmd-{node}")
@@ -135,7 +156,7 @@ class TrixieSlurm:
     def _spawn(self, name: str, argv: list[str]) -> None:
         mounts = f"mount -t proc proc {self.chroot}/proc && mount -t sysfs sysfs {self.chroot}/sys"
         script = f'{mounts} && exec chroot {self.chroot} "$@"'
-        env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", MARKER: INSIDE, "SLURM_CONF": f"{INSIDE}/slurm.conf"}
+        env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", MARKER: INSIDE, "SLURM_CONF": f"{INSIDE}/etc/slurm.conf"}
         out = (self.folder / "log" / f"{name}.out").open("wb")
         self.processes[name] = subprocess.Popen(
             ["unshare", "-m", "--propagation", "private", "sh", "-c", script, name, *argv],
@@ -199,7 +220,7 @@ def write_config(cluster: TrixieSlurm, topology: str) -> None:
         # Power saving as CycleCloud configures it, with programs that only return: the test stops and starts
         # slurmd itself (a VM deallocated, then allocated again). SuspendTime is long so nothing powers down alone.
         "SuspendProgram=/bin/true",
-        "ResumeProgram=/bin/true",
+        f"ResumeProgram={INSIDE}/bin/resume" if cluster.note_resume else "ResumeProgram=/bin/true",
         "SuspendTime=3600",
         "SuspendTimeout=5",
         "ResumeTimeout=120",
@@ -235,10 +256,19 @@ def write_config(cluster: TrixieSlurm, topology: str) -> None:
         cluster.topology_yaml_path.write_text(cluster.topology_yaml)
     if cluster.site_specific:
         cluster.site_conf.write_text("# site specific slurm configuration. This is preserved during upgrades\n")
+    cluster.etc.mkdir()
+    for name in ("slurm.conf", "cgroup.conf", "topology.conf"):
+        (cluster.etc / name).symlink_to(f"../{name}")
+    if cluster.topology_yaml and cluster.yaml_link:
+        link_yaml(cluster.etc / "topology.yaml", cluster.topology_yaml_path)
+    if cluster.note_resume:
+        resume = folder / "bin" / "resume"
+        resume.write_text(f'#!/bin/sh\necho "$1" >>{INSIDE}/log/resumed.txt\n')
+        resume.chmod(0o755)
     for tool in CLIENTS:
         wrapper = folder / "bin" / tool
         wrapper.write_text(
-            f'#!/bin/sh\nexec chroot {cluster.chroot} env SLURM_CONF={INSIDE}/slurm.conf /usr/bin/{tool} "$@"\n'
+            f'#!/bin/sh\nexec chroot {cluster.chroot} env SLURM_CONF={INSIDE}/etc/slurm.conf /usr/bin/{tool} "$@"\n'
         )
         wrapper.chmod(0o755)
 
@@ -256,9 +286,20 @@ def start(
     site_specific: bool = False,
     topology_yaml: tuple[str, dict[str, str]] | None = None,
     cpus: int = 1,
+    yaml_link: bool = True,
+    note_resume: bool = False,
 ) -> TrixieSlurm:
-    """`topology_yaml`: (topology.yaml's text, each partition's topology name): Slurm 25.05+, the sid chroot."""
-    cluster = TrixieSlurm(nodes=nodes, partition=partition, others=others or {}, site_specific=site_specific, cpus=cpus)
+    """`topology_yaml`: (topology.yaml's text, each partition's topology name): Slurm 25.05+, the sid chroot; its
+    text, when there is one, is linked beside etc/slurm.conf unless `yaml_link` is False."""
+    cluster = TrixieSlurm(
+        nodes=nodes,
+        partition=partition,
+        others=others or {},
+        site_specific=site_specific,
+        cpus=cpus,
+        yaml_link=yaml_link,
+        note_resume=note_resume,
+    )
     if topology_yaml is not None:
         cluster.topology_yaml, cluster.partition_topology = topology_yaml[0], dict(topology_yaml[1])
         cluster.chroot = SID
@@ -283,7 +324,7 @@ def start(
             ],
         )  # fmt: skip
         cluster.wait_for(lambda: (cluster.folder / "munge" / "munge.socket.2").exists(), "munged")
-        cluster._spawn("slurmctld", ["/usr/sbin/slurmctld", "-D", "-i", "-f", f"{INSIDE}/slurm.conf"])
+        cluster._spawn("slurmctld", ["/usr/sbin/slurmctld", "-D", "-i", "-f", f"{INSIDE}/etc/slurm.conf"])
         cluster.wait_for(lambda: bool(cluster.client.run("sinfo", "-h")), "slurmctld")
         for node in nodes:
             cluster.start_slurmd(node)
@@ -331,8 +372,10 @@ def running(
     site_specific: bool = False,
     topology_yaml: tuple[str, dict[str, str]] | None = None,
     cpus: int = 1,
+    yaml_link: bool = True,
+    note_resume: bool = False,
 ) -> Iterator[TrixieSlurm]:
-    cluster = start(nodes, partition, topology, others, site_specific, topology_yaml, cpus)
+    cluster = start(nodes, partition, topology, others, site_specific, topology_yaml, cpus, yaml_link, note_resume)
     try:
         yield cluster
     finally:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import base64
 import json
+import posixpath
 import re
 from typing import Any
 
@@ -45,13 +46,21 @@ MAX_SCALESET = 100
 
 def suspend_minutes(partitions: list[Partition]) -> int | None:
     """The one idle time Slurm can apply: the shortest partition's idle_shutdown_minutes, as a cluster-wide
-    SuspendTime. cyclecloud-slurm 4.0.9 writes every partition line itself with no SuspendTime= option
+    SuspendTime, rack-scale partitions left out (kept out of auto-suspend: HPCLZ-CMP-073). cyclecloud-slurm 4.0.9 writes every partition line itself with no SuspendTime= option
     (Azure/cyclecloud-slurm@50e6739:azure-slurm/slurmcc/cli.py l.862-864: "PartitionName=... Nodes=... Default=...
     DefMemPerCPU=... MaxTime=INFINITE State=UP"), so a per-partition idle time cannot be expressed through it; and it
     reads no `cyclecloud.cluster.autoscale.idle_time_after_jobs` (no occurrence in that tree). None: no partition
     sets one, and cyclecloud-slurm's own SuspendTime=300 stands (azure-slurm-install/templates/slurm.conf.template
     l.47)."""
-    return min((p.idle_shutdown_minutes for p in partitions if p.idle_shutdown_minutes), default=None)
+    catalog = load_catalog()
+    return min(
+        (
+            p.idle_shutdown_minutes
+            for p in partitions
+            if p.idle_shutdown_minutes and not getattr(catalog.sku(p.vm_size), "nvlink_domain_vms", None)
+        ),
+        default=None,
+    )
 
 
 def scaleset_size(partition: Partition) -> int:
@@ -310,6 +319,7 @@ def node_script(zone: Zone, partition: Partition, mounts: list[dict[str, Any]]) 
         events=watcher if events.enabled else None,
         fabric_reports=topology["reports"] if topology and partition.name in topology["partitions"] else None,
         ib_reports=topology["reports"] if topology and partition.name in topology["tree_partitions"] else None,
+        topology_link=topology_link(zone),
     )
 
 
@@ -390,6 +400,7 @@ def cluster_files(zone: Zone) -> dict[str, str]:
             idmap=nfs4_idmap(zone, mounts),
             identity=_node_identity(zone, LOCKER_IDENTITY),
             metrics=node_metrics(zone, _node_identity(zone, LOCKER_IDENTITY)),
+            topology_link=topology_link(zone),
         ),
         scheduler_an=accelerated(zone, config.compute.scheduler.vm_size),
         login_an=accelerated(zone, config.compute.login.vm_size),
@@ -514,6 +525,9 @@ def login_prefix(zone: Zone) -> str:
 # topology.conf and site_specific.conf live too (install.py l.579-585, l.639-645).
 FABRIC_REPORTS = "hpclz-fabric"
 SHARP_TOPOLOGY = "sharp-topology.txt"
+# Slurm reads topology.yaml from the directory of the slurm.conf path it is given, /etc/slurm/slurm.conf on every
+# cyclecloud-slurm node (Azure/cyclecloud-slurm@50e6739 azure-slurm-install/install.py l.656-659).
+TOPOLOGY_YAML_LINK = "/etc/slurm/topology.yaml"
 
 
 def rack_topology(zone: Zone) -> dict[str, Any] | None:
@@ -542,7 +556,19 @@ def rack_topology(zone: Zone) -> dict[str, Any] | None:
         "reports": f"{folder}/{FABRIC_REPORTS}",
         # Where the scheduler keeps SHARP's switch grouping (hpclz.slurm.sharp).
         "switches": f"{folder}/{FABRIC_REPORTS}/{SHARP_TOPOLOGY}",
+        # Where Slurm looks for topology.yaml: beside /etc/slurm/slurm.conf, cyclecloud-slurm's link into the folder,
+        # never beside the link's target (hpclz.slurm.topology_yaml.link_yaml).
+        "link": TOPOLOGY_YAML_LINK if yaml else None,
+        # What the link holds: relative, as hpclz.slurm.topology_yaml.link_yaml makes it on the scheduler.
+        "link_target": posixpath.relpath(f"{folder}/topology.yaml", posixpath.dirname(TOPOLOGY_YAML_LINK)),
     }
+
+
+def topology_link(zone: Zone) -> dict[str, Any] | None:
+    """Where a node links topology.yaml from (templates/cloud-init/_topology_link.sh.j2): only where the scheduler
+    writes one (Slurm 25.05+, a rack or tree partition)."""
+    topology = rack_topology(zone)
+    return topology if topology and topology["yaml"] else None
 
 
 def server_cloud_config(zone: Zone) -> str:

@@ -83,6 +83,10 @@ SLURM_FILES = (
     "cgroup.conf",
     "plugstack.conf",
     "topology.conf",
+    # Slurm 25.05+ reads topology.yaml beside slurm.conf before topology.conf, clients included (`scontrol show
+    # topology` loads the plugins: SchedMD/slurm slurm-26-05-3-1 src/api/topo_info.c l.77, l.153); hpclz-topology
+    # writes it into /sched/<cluster> (hpclz.slurm.topology_yaml). A link to a file not yet written resolves later.
+    "topology.yaml",
 )
 
 

@@ -22,7 +22,11 @@ joins the first switch that lists one of its GUIDs (l.441-460) and one switch ab
 Seen on a real slurmctld 26.05.5 (Debian sid), with blocks of three nodes and three nodes in none: unlike 24.11, a
 one-node job pinned to a node in no block ran there, a two-node job ran inside the block, and a four-node job was
 refused ("Requested node configuration is not available"). So on 26.05 a held-out node may still take a one-node job
-(one VM: no NVLink domain to split), and multi-node jobs stay in blocks.
+(one VM: no NVLink domain to split), and multi-node jobs stay in blocks. The tree holds every node of its partitions,
+powered off or never reported included (TreeTopology): Slurm powers a node up only for a job it may allocate it to.
+
+Slurm reads the file only beside the slurm.conf path it is given (/etc/slurm/slurm.conf, a link into /sched), so each
+pass links /etc/slurm/topology.yaml to the file it writes (link_yaml).
 """
 
 from __future__ import annotations
@@ -50,6 +54,7 @@ BLOCK_TOPOLOGY = "nvlink"
 TREE_TOPOLOGY = "infiniband"
 FLAT_TOPOLOGY = "flat"
 ROOT_SWITCH = "ib_root"
+UNPLACED_SWITCH = "ib_unplaced"
 TOPOLOGY_YAML = "topology.yaml"
 IBSTAT_SUFFIX = ".ibstat"
 _PORT_GUID = re.compile(r"^\s*Port GUID:\s*(0x[0-9a-fA-F]+)\s*$", re.M)
@@ -69,17 +74,28 @@ class Switch:
 
 @dataclass(frozen=True)
 class TreeTopology:
-    """The leaf switches with the nodes under them, and the nodes held out of the tree, each with why."""
+    """The leaf switches with the nodes under them, and the nodes no switch is known for (`unplaced`), each with why.
+
+    Every node of a tree partition is in the tree: the unplaced ones under one more leaf switch, joined at the top like
+    the others. Slurm powers up only nodes it may allocate, and a node outside the tree is not allocated to a
+    multi-node job (seen with slurmctld 26.05.5: tests/slurm/test_topology_yaml.py), so a powered-off node held out
+    would never be powered up for one. A tree does not forbid spanning switches: topology.conf(5) (Slurm 26.05, the
+    tree plugin topology.yaml(5) refers to): "All nodes in the network must be connected to at least one switch" and
+    "Jobs can only span nodes connected by the same switch fabric", which the switch above the leaves makes one. The
+    unplaced switch is a guess that costs placement only: the next pass after the node reports moves it."""
 
     leaves: tuple[Switch, ...]
-    held_out: tuple[tuple[str, str], ...]
+    unplaced: tuple[tuple[str, str], ...]
 
     @property
     def switches(self) -> tuple[Switch, ...]:
-        """The leaves, and one switch above them where there are several (as azslurm's tree output does)."""
-        if len(self.leaves) < 2:
-            return self.leaves
-        return (Switch(ROOT_SWITCH, children=tuple(leaf.name for leaf in self.leaves)), *self.leaves)
+        """The leaves, the unplaced nodes' leaf, and one switch above them where there are several (as azslurm's tree
+        output does)."""
+        extra = (Switch(UNPLACED_SWITCH, nodes=tuple(node for node, _ in self.unplaced)),) if self.unplaced else ()
+        leaves = (*self.leaves, *extra)
+        if len(leaves) < 2:
+            return leaves
+        return (Switch(ROOT_SWITCH, children=tuple(leaf.name for leaf in leaves)), *leaves)
 
 
 def tree_topology(
@@ -87,7 +103,8 @@ def tree_topology(
     switches: Sequence[tuple[str, Sequence[str]]],
     why: Mapping[str, str] = {},
 ) -> TreeTopology:
-    """Place each node under the first leaf switch that lists one of its GUIDs; None (no report) is held out."""
+    """Place each node under the first leaf switch that lists one of its GUIDs; one with none listed or None (no
+    report) is unplaced."""
     leaf_of: dict[str, str] = {}
     for switch, members in switches:
         for guid in members:
@@ -105,7 +122,7 @@ def tree_topology(
         Switch(_switch_name(name), nodes=tuple(sorted(nodes, key=natural_key)))
         for name, nodes in sorted(grouped.items(), key=lambda item: order[item[0]])
     )
-    return TreeTopology(leaves=leaves_out, held_out=tuple(sorted(held, key=lambda h: natural_key(h[0]))))
+    return TreeTopology(leaves=leaves_out, unplaced=tuple(sorted(held, key=lambda h: natural_key(h[0]))))
 
 
 def _switch_name(name: str) -> str:
@@ -114,16 +131,18 @@ def _switch_name(name: str) -> str:
 
 
 def current_guids(nodes: Iterable[NodeInfo], reports: Path) -> tuple[dict[str, list[str] | None], dict[str, str]]:
-    """Each node's port GUIDs from its report `<reports>/<node>.ibstat`; a powered-off node has none (its VM comes
-    back wherever Azure places it), nor a node that has not reported."""
+    """Each node's port GUIDs from its report `<reports>/<node>.ibstat`, powered off or not: a powered-off node stays
+    under the switch of its last report (the reports stay on /sched) so that Slurm may still allocate it, and so
+    power it up, for a multi-node job; its VM may come back under another switch, and its next report moves it there
+    (TreeTopology). None for a node that has not reported."""
     guids: dict[str, list[str] | None] = {}
     why: dict[str, str] = {}
     for node in nodes:
         report = reports / f"{node.name}{IBSTAT_SUFFIX}"
-        if set(node.flags) & POWERED_OFF or "powered" in node.base or "powering_down" in node.base:
-            guids[node.name], why[node.name] = None, f"powered off ({node.state})"
-        elif not report.is_file():
-            guids[node.name], why[node.name] = None, "no InfiniBand report yet"
+        if not report.is_file():
+            off = set(node.flags) & POWERED_OFF or "powered" in node.base or "powering_down" in node.base
+            guids[node.name] = None
+            why[node.name] = f"powered off ({node.state}) before it reported" if off else "no InfiniBand report yet"
         else:
             found = port_guids(report.read_text(encoding="utf-8"))
             guids[node.name] = found or None
@@ -169,7 +188,7 @@ def topology_yaml(blocks: BlockTopology | None, tree: TreeTopology | None) -> st
             entry |= {"children": ",".join(s.children)} if s.children else {"nodes": ",".join(s.nodes)}
             switches.append(entry)
         doc.append({"topology": TREE_TOPOLOGY, "cluster_default": False, "tree": {"switches": switches}})
-        comments += [f"# {TREE_TOPOLOGY}: held out: {node}: {why}" for node, why in tree.held_out]
+        comments += [f"# {TREE_TOPOLOGY}: under {UNPLACED_SWITCH}: {node}: {why}" for node, why in tree.unplaced]
     out = io.StringIO()
     # Round-trip mode keeps each mapping's order: topology.yaml(5) wants `topology` "the first attribute".
     yaml = YAML(typ="rt")
@@ -182,6 +201,37 @@ def topology_yaml(blocks: BlockTopology | None, tree: TreeTopology | None) -> st
 def settings(text: str) -> str:
     """What Slurm reads of the file: the comments (why each node is held out) may change without a reconfigure."""
     return "\n".join(line for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#"))
+
+
+def link_yaml(link: Path, target: Path) -> bool:
+    """Make `link` (topology.yaml beside the slurm.conf path the daemons are given) a symbolic link to `target`, the
+    file this module writes; True when it changed. Relative, so it resolves the same from any root (a chroot).
+
+    Slurm finds topology.yaml in the directory of the slurm.conf PATH, as a string: `get_extra_conf_path()` takes
+    SLURM_CONF (default /etc/slurm/slurm.conf), cuts it after the last '/' and appends the name; it never follows
+    /etc/slurm/slurm.conf's link into /sched (SchedMD/slurm@56fe867 (slurm-26-05-3-1) src/common/read_config.c
+    l.6411-6446), and `topology_g_init()` reads "topology.yaml" through it, falling back to topology.conf and
+    TopologyPlugin when it is absent (src/interfaces/topology.c l.284-300). topology.yaml(5): "The file must be
+    located in the same directory as slurm.conf". cyclecloud-slurm links slurm.conf and topology.conf from
+    /sched/<cluster> into /etc/slurm (Azure/cyclecloud-slurm@50e6739 azure-slurm-install/install.py l.656-659,
+    l.698-701) and nothing links topology.yaml: without this link slurmctld reads none (seen with 26.05.5,
+    tests/slurm/test_topology_wiring.py)."""
+    import os
+
+    wanted = os.path.relpath(target, link.parent)
+    if link.is_symlink() and str(link.readlink()) == wanted:
+        return False
+    staged = link.with_name(link.name + ".hpclz-new")
+    try:
+        staged.unlink(missing_ok=True)
+        staged.symlink_to(wanted)
+    except FileNotFoundError:
+        raise SlurmError(
+            f"{link.parent} does not exist: Slurm is not installed here yet; {TOPOLOGY_YAML} not linked",
+            hint="run again once cyclecloud-slurm has installed Slurm",
+        ) from None
+    staged.replace(link)
+    return True
 
 
 def converge_yaml(client: SlurmClient, path: Path, text: str, *, reconfigure: bool = False) -> bool:
@@ -226,22 +276,17 @@ def partition_topologies(client: SlurmClient, wanted: Mapping[str, str], wait_s:
     return changed
 
 
-def regenerate_yaml(
+def _topologies(
     client: SlurmClient,
-    *,
     rack_partitions: Sequence[str],
     tree_partitions: Sequence[str],
     reports: Path,
-    path: Path,
     block_size: int,
-    switches: Path | None = None,
-    site_conf: Path | None = None,
-    say: Callable[[str], object] = print,
-) -> bool:
-    """One pass on the scheduler: the rack partitions' blocks from their fabric reports, the InfiniBand partitions'
-    tree from their ibstat reports and the SHARP topology file, converged into topology.yaml, and each of those
-    partitions set to its topology. True when anything changed. When SHARP's switch grouping cannot be read, the
-    InfiniBand partitions stay flat and `say` is told why."""
+    switches: Path | None,
+    say: Callable[[str], object],
+) -> tuple[BlockTopology | None, TreeTopology | None]:
+    """The rack partitions' blocks and the InfiniBand partitions' tree, from what the nodes report; the tree is None
+    (its partitions stay flat, `say` told why) when SHARP's switch grouping cannot be read."""
     nodes = client.nodes()
     blocks = tree = None
     if rack_partitions:
@@ -263,12 +308,43 @@ def regenerate_yaml(
         if tree is None:
             # Never a guessed tree: without SHARP's grouping these partitions are placed blind, never refused.
             say(f"{TREE_TOPOLOGY}: {', '.join(tree_partitions)} stay {FLAT_TOPOLOGY}: {reason}")
-    text = topology_yaml(blocks, tree)
+    return blocks, tree
+
+
+def regenerate_yaml(
+    client: SlurmClient,
+    *,
+    rack_partitions: Sequence[str],
+    tree_partitions: Sequence[str],
+    reports: Path,
+    path: Path,
+    block_size: int,
+    switches: Path | None = None,
+    site_conf: Path | None = None,
+    link: Path | None = None,
+    say: Callable[[str], object] = print,
+) -> bool:
+    """One pass on the scheduler: the rack partitions' blocks from their fabric reports, the InfiniBand partitions'
+    tree from their ibstat reports and the SHARP topology file, converged into topology.yaml, and each of those
+    partitions set to its topology, `link` (topology.yaml beside slurm.conf) pointing at `path` before the first
+    reconfigure. True when anything changed. When SHARP's switch grouping cannot be read, the
+    InfiniBand partitions stay flat and `say` is told why."""
     # The lines cyclecloud-slurm's README asks for beside block topology, but the plugin: topology.yaml names it
-    # (hpclz.slurm.topology.plugin_lines). Added once the file can be written, in the same reconfigure.
+    # (hpclz.slurm.topology.plugin_lines). Added on the first pass, before any rack reports: SuspendExcParts keeps the
+    # rack partitions out of auto-suspend from the start, so Slurm never powers down part of a rack that scale_m1
+    # powered up whole, and BlockAsNodeRank needs no block to be set. One reconfigure, at the end of the pass: SHARP's
+    # grouping is read through srun on an idle node, which a restarting slurmctld does not show at once.
     site = [line for line in plugin_lines(rack_partitions) if not line.startswith("TopologyPlugin=")]
     added = site_conf is not None and bool(rack_partitions) and add_site_lines(site_conf, tuple(site))
-    reconfigured = converge_yaml(client, path, text, reconfigure=added)
+    try:
+        blocks, tree = _topologies(client, rack_partitions, tree_partitions, reports, block_size, switches, say)
+        text = topology_yaml(blocks, tree)
+    except SlurmError:
+        if added:  # nothing else to write yet: the racks still leave auto-suspend now
+            client.run("scontrol", "reconfigure")
+        raise
+    linked = link is not None and link_yaml(link, path)
+    reconfigured = converge_yaml(client, path, text, reconfigure=linked or added)
     wanted = {p: BLOCK_TOPOLOGY for p in rack_partitions}
     wanted |= {p: TREE_TOPOLOGY for p in tree_partitions} if tree is not None else {}
     return bool(partition_topologies(client, wanted)) or reconfigured
@@ -291,6 +367,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--block-size", type=int, default=18, help="VMs per NVLink domain (18: ND GB200/GB300 v6)")
     parser.add_argument("--site-conf", type=Path, default=None, help="site_specific.conf: SuspendExcParts goes here")
+    parser.add_argument(
+        "--link",
+        type=Path,
+        default=None,
+        help="topology.yaml beside the slurm.conf path Slurm is given (/etc/slurm), linked to --yaml",
+    )
     parser.add_argument("--slurm-conf", type=Path, default=None)
     args = parser.parse_args(argv)
     if not args.rack_partition and not args.tree_partition:
@@ -306,6 +388,7 @@ def main(argv: list[str] | None = None) -> int:
             block_size=args.block_size,
             switches=args.switches,
             site_conf=args.site_conf,
+            link=args.link,
         )
     except SlurmError as exc:
         print(f"error: {exc}")

@@ -179,8 +179,9 @@ class IdleShutdownOutsideProd(Rule[ConfigContext]):
     def check(self, ctx: ConfigContext) -> Iterable[Finding]:
         if ctx.is_prod:
             return
-        for i, partition, _ in ctx.partitions():
-            if partition.idle_shutdown_minutes is None:
+        for i, partition, sku in ctx.partitions():
+            # A rack-scale partition is never stopped when idle, whatever it sets (HPCLZ-CMP-073).
+            if partition.idle_shutdown_minutes is None and not (sku and sku.nvlink_domain_vms):
                 yield self.finding(
                     ctx, ("compute", "partitions", i), f"partition {partition.name} never stops idle nodes"
                 )
@@ -205,8 +206,9 @@ class IdleTimesDiffer(Rule[ConfigContext]):
         applied = suspend_minutes(ctx.config.compute.partitions)
         if applied is None:
             return
-        for i, partition, _ in ctx.partitions():
-            if partition.idle_shutdown_minutes != applied:
+        for i, partition, sku in ctx.partitions():
+            # A rack-scale partition is out of auto-suspend: its idle time is neither applied nor given another's.
+            if partition.idle_shutdown_minutes != applied and not (sku and sku.nvlink_domain_vms):
                 asked = (
                     f"asks for {partition.idle_shutdown_minutes} minutes"
                     if partition.idle_shutdown_minutes

@@ -130,8 +130,37 @@ class OtherPartitionsFillABlock(Rule[ConfigContext]):
             )
 
 
+class RackIdleTimeNeverApplies(Rule[ConfigContext]):
+    """A rack-scale partition is kept out of Slurm's auto-suspend, as cyclecloud-slurm asks for GB200/GB300
+    ("the gbx00 partition must be excluded from auto-suspend", `SuspendExcParts`: Azure/cyclecloud-slurm@50e6739
+    README.md l.375-379): the scheduler's hpclz-topology writes that line on its first pass (hpclz.slurm.topology,
+    hpclz.slurm.topology_yaml). Its racks are powered up and down whole with cyclecloud-slurm's `scale_m1`; Slurm
+    never powers one of its nodes down when idle, and a waiting job never powers up a rack that is off (a node in no
+    block gets no multi-node job: docs/gb-racks.md). So the partition's idle_shutdown_minutes never applies, and idle
+    racks bill until an operator powers them down."""
+
+    id = "HPCLZ-CMP-073"
+    severity = Severity.WARNING
+    title = "A rack-scale partition's idle time never applies: its racks stay up until powered down whole"
+    fix = (
+        "Remove idle_shutdown_minutes from the rack-scale partition; power its racks up and down whole with "
+        "cyclecloud-slurm's scale_m1 (docs/gb-racks.md)."
+    )
+
+    def check(self, ctx: ConfigContext) -> Iterable[Finding]:
+        for i, partition, sku in ctx.partitions():
+            if sku and sku.nvlink_domain_vms and partition.idle_shutdown_minutes:
+                yield self.finding(
+                    ctx,
+                    ("compute", "partitions", i, "idle_shutdown_minutes"),
+                    f"partition {partition.name}: racks of {sku.nvlink_domain_vms} {partition.vm_size} are kept out of "
+                    "Slurm's auto-suspend and are never stopped when idle; power them down whole with scale_m1",
+                )
+
+
 RACK_RULES: tuple[type[Rule[ConfigContext]], ...] = (
     ImageArchitectureMatchesSize,
     PartitionInWholeRacks,
     OtherPartitionsFillABlock,
+    RackIdleTimeNeverApplies,
 )

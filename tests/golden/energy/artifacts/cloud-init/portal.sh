@@ -69,7 +69,7 @@ mkdir -p /etc/slurm
 # Every link, present or not yet: the scheduler writes slurm.conf before the files it Includes, and accounting.conf
 # last (Azure/cyclecloud-slurm@50e6739:azure-slurm-install/install.py l.529-530, l.579-645, l.1155-1158), and a link
 # made now resolves once its file is written; one skipped would never be made, since this unit then succeeds.
-for f in azure.conf keep_alive.conf accounting.conf site_specific.conf gres.conf cgroup.conf plugstack.conf topology.conf; do
+for f in azure.conf keep_alive.conf accounting.conf site_specific.conf gres.conf cgroup.conf plugstack.conf topology.conf topology.yaml; do
   ln -sfn "$cfg/$f" "/etc/slurm/$f"
 done
 # The portal's own slurm.conf: the cluster's, then the ports srun and salloc listen on here, which the portal's NSG
