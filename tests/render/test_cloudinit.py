@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import gzip
 import json
+import lzma
 import os
 import re
 import shutil
@@ -29,12 +30,20 @@ def _artifacts(stem: str) -> dict[str, str]:
 
 
 def _unpacked(encoded: str) -> str:
-    """A boot payload as the VM reads it: base64 around gzip, always (cloud-init gunzips "content found to be gzip
+    """customData as the VM reads it: base64 around gzip, always (cloud-init gunzips "content found to be gzip
     compressed": cloudinit.readthedocs.io/en/stable/explanation/format.html). Unpacked here with the standard library,
     not hpclz.render.payload, so a payload that went out plain fails."""
     raw = base64.b64decode(encoded, validate=True)
-    assert raw[:2] == b"\x1f\x8b", "a boot payload went out without gzip"
+    assert raw[:2] == b"\x1f\x8b", "customData went out without gzip"
     return gzip.decompress(raw).decode()
+
+
+def _unpacked_xz(encoded: str) -> str:
+    """The CycleCloud server's userData as hpclz-cluster-sync reads it: base64 around xz, always (hpclz.render.payload
+    says why xz). Standard library again, so a plain or gzip payload fails."""
+    raw = base64.b64decode(encoded, validate=True)
+    assert raw[:6] == b"\xfd7zXZ\x00", "userData went out without xz"
+    return lzma.decompress(raw).decode()
 
 
 def _cloud_config(stem: str) -> dict[str, Any]:
@@ -62,7 +71,7 @@ def _node_scripts(cluster: str) -> list[str]:
 
 def _user_data(stem: str) -> dict[str, Any]:
     (vm,) = cyclecloud_vms(preset_plan(stem))
-    text = _unpacked(vm["properties"]["userData"])
+    text = _unpacked_xz(vm["properties"]["userData"])
     assert text == _artifacts(stem)["cloud-init/cyclecloud-userdata.json"]
     return dict(json.loads(text))
 
@@ -111,13 +120,13 @@ def test_a_partition_edit_changes_user_data_but_not_custom_data() -> None:
     assert after["properties"]["userData"] != before["properties"]["userData"]
 
 
-def test_user_data_is_always_gzipped_and_an_oversized_one_refused() -> None:
+def test_user_data_is_always_xz_compressed_and_an_oversized_one_refused() -> None:
     small = '{"cluster": "x"}\n'
-    assert gzip.decompress(base64.b64decode(user_data(small))).decode() == small
+    assert _unpacked_xz(user_data(small)) == small
     large = json.dumps({"template": "".join(f"line {i}\n" for i in range(20000))})
     encoded = user_data(large)
     assert len(encoded) <= USER_DATA_LIMIT and encoded == user_data(large)
-    assert gzip.decompress(base64.b64decode(encoded)).decode() == large
+    assert _unpacked_xz(encoded) == large
     with pytest.raises(HpclzError, match="userData limit"):
         user_data(base64.b64encode(os.urandom(60000)).decode())
 
