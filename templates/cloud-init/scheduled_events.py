@@ -196,21 +196,62 @@ def return_node(node, document, settings):
     save_records(settings, records)
 
 
+def node_name(settings):
+    """The Slurm node name this VM carries now: its short host name, read at each poll, never once at start.
+
+    With slurm.use_nodename_as_hostname, cyclecloud-slurm renames the host to its Slurm node name while it installs
+    Slurm (Azure/cyclecloud-slurm@50e6739 azure-slurm-install/install.py set_hostname l.1027-1049, called from main
+    at l.1143), and that runs from jetpack, after the node's CloudInit has started this watcher: on a node's first
+    boot the watcher starts under the VM's original host name. settings["hostname_file"] stands in for the host name
+    in tests only (a file holding it, read the same way); a node's settings never carry it."""
+    source = settings.get("hostname_file")
+    if source:
+        with open(source) as handle:
+            name = handle.read().strip()
+    else:
+        name = socket.gethostname()
+    return name.split(".")[0]
+
+
+def slurm_knows(node):
+    """Does slurmctld answer for this node name? Not while the host still carries its pre-rename name: `scontrol show
+    node <name>` exits non-zero for a name that is none of Slurm's nodes (exit_code = 1, "Node %s not found",
+    SchedMD/slurm src/scontrol/info_node.c; seen on Slurm 22.05 in tests/render/test_scheduled_events.py), and
+    while slurmctld cannot be reached."""
+    shown = subprocess.run(
+        ["scontrol", "show", "node", node, "-o"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=False
+    )
+    return shown.returncode == 0
+
+
 def main(settings_file, once=False):
     with open(settings_file) as handle:
         settings = json.load(handle)
     drain_on = set(settings["drain_on"])
-    # settings["node"] only in tests; on a node, Slurm's NodeName is the host's short name (cyclecloud-slurm).
-    node = settings.get("node") or socket.gethostname().split(".")[0]
+    # settings["poll_seconds"] only in tests, which run the watcher as a service for several polls.
+    poll_seconds = settings.get("poll_seconds", POLL_SECONDS)
     vm_name = imds(NAME_URL).strip()
     handled = set()
     while True:
         try:
+            node = node_name(settings)
             document = json.loads(imds(EVENTS_URL))
             for event in document.get("Events", []):
                 mine = vm_name in event.get("Resources", [])
                 if event["EventId"] in handled or not mine or event["EventType"] not in drain_on:
                     continue
+                if not slurm_knows(node):
+                    # Not acknowledged: asked again at the next poll, under the name the host carries then. An event
+                    # left unacknowledged still starts once its NotBefore time passes ("Once an event is scheduled
+                    # it will move into the started state after it is either approved or the not before time
+                    # passes", learn.microsoft.com/azure/virtual-machines/linux/scheduled-events, "Event
+                    # scheduling"), so the maintenance is never held up, only left undrained if Slurm never answers.
+                    print(
+                        "hpclz-scheduled-events: Slurm knows no node " + node + " (yet): " + event["EventId"] + " is "
+                        "not acknowledged; asked again at the next poll",
+                        file=sys.stderr,
+                    )
+                    break
                 prepare(node, event, settings)
                 imds(EVENTS_URL, {"StartRequests": [{"EventId": event["EventId"]}]})
                 handled.add(event["EventId"])
@@ -219,7 +260,7 @@ def main(settings_file, once=False):
             print("hpclz-scheduled-events: " + str(exc), file=sys.stderr)
         if once:
             return
-        time.sleep(POLL_SECONDS)
+        time.sleep(poll_seconds)
 
 
 if __name__ == "__main__":

@@ -104,7 +104,8 @@ def test_the_idle_time_is_slurms_suspendtime_not_a_setting_cyclecloud_slurm_igno
 def test_a_timer_starts_the_installer_until_it_is_done(stem: str) -> None:
     """cyclecloud-slurm mounts /sched after the scheduler's cloud-init: a path unit armed then would watch the local
     folder the mount hides (systemd.path(5), inotify), so a timer starts the installer every minute (systemd.timer(5))
-    and the installer decides; each cloud-init run removes the stamp so a new wheel installs again."""
+    and the installer decides; each cloud-init run removes the stamp, so a new scheduler VM installs its own budgets
+    (a new wheel on a running scheduler: test_install_wheel.py::test_a_new_wheel_reaches_the_health_gate)."""
     scheduler = _scheduler(stem)
     timer = _heredoc(scheduler, "/etc/systemd/system/hpclz-gate-install.timer")
     assert "OnBootSec=1min\nOnUnitActiveSec=1min\n" in timer and "WantedBy=timers.target" in timer

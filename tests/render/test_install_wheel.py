@@ -10,6 +10,7 @@ import json
 import os
 import re
 import subprocess
+import sys
 import zipfile
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler
@@ -205,6 +206,49 @@ def test_a_running_scheduler_follows_the_lockers_current_wheel(
     assert f"refused {WHEEL}: its SHA-256 is {one}, expected {bad}" in done.stderr
     assert _current(home) == two and _probe(home) == "PROBE = 2\n"
     assert not (home / "venvs" / bad).exists()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_a_new_wheel_reaches_the_health_gate(home: Path, imds: str, store: Azurite, tmp_path: Path) -> None:
+    """hpclz-gate-install, as rendered and run by its timer, after hpclz-install-wheel --follow: installed for the
+    first wheel, it does nothing while that wheel runs, and installs the gate (bundle, passive tier, prolog, epilog)
+    again once the venv runs the second wheel. The bundle is packed by this checkout's hpclz (HPCLZ_PYTHON), the test
+    wheels carrying none; the wheel is read from the venv link the install switched."""
+    sched = tmp_path / "sched"
+    (sched / "prolog.d").mkdir(parents=True)
+    stamp = tmp_path / "stamp" / "gate-installed"
+    gate = home / "bin" / "hpclz-gate-install"
+    gate.write_text(_helpers()["/opt/hpclz/bin/hpclz-gate-install"], encoding="utf-8")
+    env = {
+        **os.environ,
+        "HPCLZ_SCHED": str(sched),
+        "HPCLZ_VENV": str(home / "venv"),
+        "HPCLZ_PYTHON": sys.executable,
+        "HPCLZ_STAMP": str(stamp),
+    }
+
+    def timer_run() -> str:
+        done = subprocess.run(["bash", str(gate)], env=env, capture_output=True, text=True, timeout=120, check=False)
+        assert done.returncode == 0, done.stderr
+        return done.stdout.strip()
+
+    digests = []
+    for probe in (1, 2):
+        data = _wheel_in(tmp_path / f"w{probe}", probe)
+        digests.append(hashlib.sha256(data).hexdigest())
+        _put(store, f"{digests[-1]}/{WHEEL}", data)
+        _put(store, "current", f"{digests[-1]}/{WHEEL}\n".encode())
+        done = _install(home, imds, store, UNBAKED, "--follow")
+        assert done.returncode == 0 and _current(home) == digests[-1], done.stderr
+        said = timer_run().splitlines()
+        assert said[-1] == f"hpclz-gate-install: health gate installed in {sched} from hpclz wheel {digests[-1]}"
+        assert stamp.read_text(encoding="utf-8") == digests[-1] + "\n"
+        assert (sched / "hpclz" / "passive.sh").is_file() and (sched / "hpclz" / "hpclz-node.pyz").is_file()
+        # While this wheel runs, the timer's next runs leave the gate as it is (a removed file stays removed).
+        (sched / "hpclz" / "passive.sh").unlink()
+        assert timer_run() == ""
+        assert not (sched / "hpclz" / "passive.sh").exists()
 
 
 @pytest.mark.parametrize("pointer", ["", "not-a-digest/hpclz-0.0.1-py3-none-any.whl", f"{'a' * 64}/../../etc/passwd"])

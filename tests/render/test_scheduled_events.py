@@ -32,9 +32,12 @@ WATCHER = Path(__file__).resolve().parents[2] / "templates" / "cloud-init" / "sc
 class FakeImds(BaseHTTPRequestHandler):
     events: ClassVar[dict[str, Any]] = {}
     acknowledged: ClassVar[list[Any]] = []
+    polls: ClassVar[int] = 0
 
     def do_GET(self) -> None:
         assert self.headers["Metadata"] == "true"
+        if "/scheduledevents" in self.path:
+            FakeImds.polls += 1
         body = "vm-node-1" if "/compute/name" in self.path else json.dumps(self.events)
         self._reply(body)
 
@@ -108,10 +111,11 @@ def _event(kind: str, resources: list[str]) -> dict[str, Any]:
 def test_drains_requeues_and_acknowledges_an_event_for_this_vm(tmp_path: Path, imds: str) -> None:
     calls = _run(tmp_path, imds, [_event("Reboot", ["vm-node-1"])], ["Reboot", "Preempt"])
     node = os.uname().nodename.split(".")[0]
-    assert calls[0] == f"scontrol show node {node} -o"
+    # Asked whether Slurm knows the host's name now, then the node's state, under the same name.
+    assert calls[:2] == [f"scontrol show node {node} -o"] * 2
     reason = "reason=hpclz: scheduled-event Reboot E-Reboot not before Mon, 19 Sep 2016 18:29:47 GMT"
-    assert calls[1] == f"scontrol update nodename={node} state=drain {reason}"
-    assert calls[2:] == ["squeue -h -w " + node + " -o %i", "scontrol requeue 101", "scontrol requeue 102"]
+    assert calls[2] == f"scontrol update nodename={node} state=drain {reason}"
+    assert calls[3:] == ["squeue -h -w " + node + " -o %i", "scontrol requeue 101", "scontrol requeue 102"]
     assert FakeImds.acknowledged == [{"StartRequests": [{"EventId": "E-Reboot"}]}]
 
 
@@ -128,7 +132,7 @@ def test_a_node_hpclz_is_rolling_keeps_the_rolls_drain_and_reason(tmp_path: Path
     calls = _run(tmp_path, imds, [_event("Reboot", ["vm-node-1"])], ["Reboot"], node_line=line)
     node = os.uname().nodename.split(".")[0]
     assert not [c for c in calls if c.startswith("scontrol update")]
-    assert calls[0] == f"scontrol show node {node} -o"
+    assert calls[:2] == [f"scontrol show node {node} -o"] * 2
     assert "scontrol requeue 101" in calls
     assert FakeImds.acknowledged == [{"StartRequests": [{"EventId": "E-Reboot"}]}]
 
@@ -137,18 +141,21 @@ def test_a_node_hpclz_is_rolling_keeps_the_rolls_drain_and_reason(tmp_path: Path
 
 
 def _settings(tmp_path: Path, node: str, fixtures: Path | None = None) -> Path:
-    """The watcher's settings as the node script renders them, but for `node` of the test cluster, a boot id file the
-    test rewrites to stand for a reboot, and the boot gate run from this checkout against verify fixtures."""
+    """The watcher's settings as the node script renders them, but with a host name file (the watcher's test-only
+    stand-in for the host name) naming `node` of the test cluster, a boot id file the test rewrites to stand for a
+    reboot, and the boot gate run from this checkout against verify fixtures."""
     boot = tmp_path / "boot_id"
     if not boot.exists():
         boot.write_text("boot-1\n", encoding="utf-8")
+    hostname = tmp_path / "hostname"
+    hostname.write_text(node + "\n", encoding="utf-8")
     state = tmp_path / "gate-state"
     gate = [sys.executable, "-m", "hpclz.verify.gate", "boot", "--budget", "30", "--state", str(state)]
     gate += ["--", "--fixtures", str(fixtures or GOOD)]
     settings = {
         "drain_on": ["Freeze", "Reboot", "Redeploy", "Preempt", "Terminate"],
         "requeue_jobs": True,
-        "node": node,
+        "hostname_file": str(hostname),
         "records": str(tmp_path / "records.json"),
         "boot_id": str(boot),
         "gate": gate,
@@ -267,6 +274,45 @@ def test_an_evicted_node_is_handed_to_power_saving_not_left_down_and_drained(
     assert "DRAIN" not in state and "DOWN" not in state and state[0] == "IDLE"
     # The job was requeued, not cancelled: it waits to run again.
     assert power_cluster.client("squeue", "-h", "-j", job, "-o", "%T").strip() == "PENDING"
+    power_cluster.client("scancel", job)
+
+
+def test_a_watcher_started_before_the_host_takes_its_slurm_name_acts_under_that_name(
+    power_cluster: LocalSlurm, imds: str, tmp_path: Path
+) -> None:
+    """CloudInit starts the watcher before cyclecloud-slurm renames the host to its Slurm node name
+    (Azure/cyclecloud-slurm@50e6739 azure-slurm-install/install.py set_hostname l.1027-1049, called at l.1143, under
+    jetpack, which runs after CloudInit). The watcher runs here as the service does, polling, with the host name file
+    first naming the VM (no Slurm node): the event waits unacknowledged; once the host carries cc3's name (an FQDN,
+    as `hostname` may print), the next poll requeues cc3's job and powers cc3 down as for a node started under it."""
+    job = power_cluster.client(
+        "sbatch", "--parsable", "-p", "hpc", "-w", "cc3", "-o", str(tmp_path / "job.out"), "--wrap", "sleep 600"
+    ).strip()
+    wait_until(lambda: power_cluster.client("squeue", "-h", "-j", job, "-o", "%T").strip() == "RUNNING", "job runs")
+    settings = _settings(tmp_path, "vm-node-1")  # the host name before the rename: Slurm knows no such node
+    watcher = {**json.loads(settings.read_text(encoding="utf-8")), "poll_seconds": 0.2}
+    settings.write_text(json.dumps(watcher), encoding="utf-8")
+    FakeImds.events = {"DocumentIncarnation": 1, "Events": [_event("Preempt", ["vm-node-1"])]}
+    FakeImds.polls = 0
+    log = tmp_path / "watcher.log"
+    env = {**power_cluster.env, "HPCLZ_IMDS_URL": imds}
+    with log.open("w", encoding="utf-8") as out:
+        service = subprocess.Popen([sys.executable, str(WATCHER), str(settings)], env=env, stdout=out, stderr=out)
+        try:
+            wait_until(lambda: FakeImds.polls >= 3, "three polls under the pre-rename name")
+            assert FakeImds.acknowledged == []
+            assert power_cluster.client("squeue", "-h", "-j", job, "-o", "%T").strip() == "RUNNING"
+            (tmp_path / "hostname").write_text("cc3.cluster.internal\n", encoding="utf-8")
+            wait_until(lambda: FakeImds.acknowledged != [], "the event acknowledged under the node's name")
+            wait_until(lambda: "POWERED_DOWN" in _node(power_cluster, "cc3")[0], "cc3 powered down")
+        finally:
+            service.terminate()
+            service.wait(timeout=30)
+    assert FakeImds.acknowledged == [{"StartRequests": [{"EventId": "E-Preempt"}]}]
+    state = _node(power_cluster, "cc3")[0]
+    assert "DRAIN" not in state and "DOWN" not in state and state[0] == "IDLE"
+    assert power_cluster.client("squeue", "-h", "-j", job, "-o", "%T").strip() == "PENDING"  # requeued
+    assert "Slurm knows no node vm-node-1 (yet): E-Preempt is not acknowledged" in log.read_text(encoding="utf-8")
     power_cluster.client("scancel", job)
 
 

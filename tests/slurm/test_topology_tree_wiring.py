@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import os
 import re
-import socket
 import subprocess
 import sys
+import time
 from collections import defaultdict
 from pathlib import Path
 
@@ -27,6 +27,7 @@ from tests.slurm.test_topology import RACK_A, gb_report
 from tests.slurm.test_topology_wiring import as_test_cluster, rendered_service
 from tests.slurm.test_topology_yaml import ibstat_report
 from tests.support import trixie_slurm
+from tests.support.renamed_host import RenamedHost
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -87,12 +88,24 @@ def test_a_node_reports_the_ibstat_of_its_mlx5_ib_devices(tmp_path: Path) -> Non
     script = tmp_path / "hpclz-ib-report"
     script.write_text(_script(_artifacts("ai-training")["cyclecloud/slurm-cluster.txt"], "hpclz-ib-report"))
     env = os.environ | {"PATH": f"{bin_dir}:{os.environ['PATH']}"}
-    done = subprocess.run(["bash", str(script), str(reports)], env=env, capture_output=True, text=True, timeout=60)
-    host = socket.gethostname().split(".")[0]
-    assert done.returncode == 0 and done.stdout.strip() == f"hpclz-ib-report: wrote {reports}/{host}.ibstat"
-    assert [p.name for p in reports.iterdir()] == [f"{host}.ibstat"]
+    # The service starts before cyclecloud-slurm renames the host to its Slurm node name (tests/support/renamed_host.py):
+    # nothing is written under the VM's first name, which Slurm does not know; the report lands under h1's.
+    host = RenamedHost(bin_dir, "vm4f2a0000001", ["h1", "h2"])
+    proc = subprocess.Popen(["bash", str(script), str(reports)], env=env, stdout=subprocess.PIPE, text=True)
+    try:
+        while not host.calls():
+            assert proc.poll() is None, proc.communicate()
+            time.sleep(0.1)
+        assert host.calls()[0] == "show node vm4f2a0000001"
+        assert list(reports.iterdir()) == []
+        host.rename("h1.internal.cloudapp.net")
+        out, _ = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0 and out.strip() == f"hpclz-ib-report: wrote {reports}/h1.ibstat"
+    assert [p.name for p in reports.iterdir()] == ["h1.ibstat"]
     assert (tmp_path / "asked").read_text().split() == [f"mlx5_ib{i}" for i in range(len(guids))]
-    assert port_guids((reports / f"{host}.ibstat").read_text(encoding="utf-8")) == guids
+    assert port_guids((reports / "h1.ibstat").read_text(encoding="utf-8")) == guids
 
 
 def _fake_sharp(folder: Path, hello_ok: bool) -> None:

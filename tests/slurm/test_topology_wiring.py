@@ -9,7 +9,6 @@ import os
 import posixpath
 import re
 import shlex
-import socket
 import subprocess
 import sys
 import time
@@ -25,6 +24,7 @@ from tests.conftest import PRESETS
 from tests.render.test_cloudinit import _artifacts
 from tests.slurm.test_topology import RACK_A, RACK_B, gb_report
 from tests.support import trixie_slurm
+from tests.support.renamed_host import RenamedHost
 
 # Racks of three VMs here instead of 18 (the unit's --block-size is replaced): the same rules, a third of the daemons.
 RACK = 3
@@ -211,10 +211,12 @@ def rendered_fabric_report() -> str:
 def test_a_node_reports_its_fabric_only_once_registration_has_ended(tmp_path: Path) -> None:
     """The node side, run as rendered: `nvidia-smi` here prints a GB-class node's `nvidia-smi -q` (the real H100
     capture with its Fabric fields set, tests/slurm/test_topology.py gb_report) and notes each call. While a GPU is
-    In Progress nothing is written; once every GPU is Completed the report appears whole, under the host's name."""
+    In Progress nothing is written; once every GPU is Completed the report appears whole, under the host's name, which
+    here is already its Slurm node name (tests/support/renamed_host.py)."""
     bin_dir, reports = tmp_path / "bin", tmp_path / "fabric"
     bin_dir.mkdir()
     reports.mkdir()
+    RenamedHost(bin_dir, "gb1", ["gb1", "gb2"])
     reading, calls = tmp_path / "reading.txt", tmp_path / "calls"
     reading.write_text(gb_report(RACK_A, state="In Progress", status="N/A"), encoding="utf-8")
     fake = bin_dir / "nvidia-smi"
@@ -234,11 +236,54 @@ def test_a_node_reports_its_fabric_only_once_registration_has_ended(tmp_path: Pa
         out, _ = proc.communicate(timeout=60)
     finally:
         proc.kill()
-    host = socket.gethostname().split(".")[0]
-    assert proc.returncode == 0 and out.strip() == f"hpclz-fabric-report: wrote {reports}/{host}.txt"
-    assert [p.name for p in reports.iterdir()] == [f"{host}.txt"]
-    assert (reports / f"{host}.txt").read_text(encoding="utf-8") == done.rstrip("\n") + "\n"
-    assert node_domain((reports / f"{host}.txt").read_text(encoding="utf-8")) == (f"{RACK_A[0]}_{RACK_A[1]}", "")
+    assert proc.returncode == 0 and out.strip() == f"hpclz-fabric-report: wrote {reports}/gb1.txt"
+    assert [p.name for p in reports.iterdir()] == ["gb1.txt"]
+    assert (reports / "gb1.txt").read_text(encoding="utf-8") == done.rstrip("\n") + "\n"
+    assert node_domain((reports / "gb1.txt").read_text(encoding="utf-8")) == (f"{RACK_A[0]}_{RACK_A[1]}", "")
+
+
+def test_the_report_units_do_not_hold_the_boot_while_they_wait() -> None:
+    """Each report waits for as long as its host needs to take its Slurm name: a oneshot unit would hold
+    multi-user.target (ordered after the units it wants, systemd.target(5), Default Dependencies) that long, a simple
+    one counts as started once its script runs (systemd.service(5), Type=)."""
+    template = _artifacts("ai-training")["cyclecloud/slurm-cluster.txt"]
+    for name in ("hpclz-fabric-report", "hpclz-ib-report"):
+        unit = template.split(f"/etc/systemd/system/{name}.service <<'HPCLZ_EOF'\n", 1)[1].split("\nHPCLZ_EOF", 1)[0]
+        assert f"Type=simple\nExecStart=/opt/hpclz/bin/{name} " in unit
+
+
+@pytest.mark.timeout(120)
+def test_a_node_started_before_its_host_takes_its_slurm_name_reports_under_that_name(tmp_path: Path) -> None:
+    """The report service starts from CloudInit, before cyclecloud-slurm renames the host to its Slurm node name
+    (tests/support/renamed_host.py). While the host carries the VM's first name, which Slurm does not know, nothing is
+    written, though the GPUs' fabric registration has ended; once the host is gb2 (an FQDN, as hostname may hold), the
+    report lands as gb2.txt, the name the scheduler reads (hpclz.slurm.topology.current_domains)."""
+    bin_dir, reports = tmp_path / "bin", tmp_path / "fabric"
+    bin_dir.mkdir()
+    reports.mkdir()
+    host = RenamedHost(bin_dir, "vm4f2a0000001", ["gb1", "gb2"])
+    reading = tmp_path / "reading.txt"
+    reading.write_text(gb_report(RACK_A), encoding="utf-8")
+    fake = bin_dir / "nvidia-smi"
+    fake.write_text(f"#!/bin/sh\ncat {reading}\n")
+    fake.chmod(0o755)
+    script = tmp_path / "hpclz-fabric-report"
+    script.write_text(rendered_fabric_report(), encoding="utf-8")
+    env = os.environ | {"PATH": f"{bin_dir}:{os.environ['PATH']}"}
+    proc = subprocess.Popen(["bash", str(script), str(reports)], env=env, stdout=subprocess.PIPE, text=True)
+    try:
+        while not host.calls():  # Slurm was asked about the pre-rename name
+            assert proc.poll() is None, proc.communicate()
+            time.sleep(0.1)
+        assert host.calls()[0] == "show node vm4f2a0000001"
+        assert list(reports.iterdir()) == []
+        host.rename("gb2.internal.cloudapp.net")
+        out, _ = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0 and out.strip() == f"hpclz-fabric-report: wrote {reports}/gb2.txt"
+    assert [p.name for p in reports.iterdir()] == ["gb2.txt"]
+    assert host.calls()[-1] == "show node gb2"
 
 
 @pytest.mark.slurm

@@ -49,8 +49,10 @@ HEALTH_INTERVAL_S = 60  # cyclecloud-slurm's own interval with healthagent on (i
 STOCK_SCHEDULER_PARAMETERS = "max_switch_wait=24:00:00"  # slurm.conf.template:52 @50e6739
 GATE_SCRIPT = "50-hpclz-gate.sh"
 HEALTH_PROGRAM = "/opt/hpclz/bin/hpclz-health"
-# On the scheduler's own disk: the gate is installed (removed by each run of the scheduler's cloud-init, so that a new
-# hpclz wheel installs its bundle again).
+# On the scheduler's own disk: the gate is installed, and from which hpclz wheel (its SHA-256, the name of the venv
+# /opt/hpclz/venv links to): hpclz-gate-install installs again when the venv runs another wheel, as after
+# hpclz-wheel-update's switch (templates/cloud-init/gate_install.sh.j2). The scheduler's cloud-init also removes it, so
+# a new scheduler VM installs its own script's budgets whatever the wheel.
 GATE_STAMP = "/var/lib/hpclz/gate-installed"
 
 
