@@ -33,9 +33,11 @@ fetch_key() {
 }
 
 # Shared home and /sched (storage.shared): users see the files their jobs write; /sched holds the cluster's config.
-# /sched is mounted read-only here: the share has no root squash, and slurm.conf and /sched/<cluster>/prolog.d/* run
-# as root on every compute node, so root on this user-facing VM must not be able to rewrite them. The portal only
-# reads /sched (hpclz-portal-join copies munge.key and links the conf files; hpclz-portal-users reads only home).
+# /sched is mounted read-only here because the portal only reads it (hpclz-portal-join copies munge.key and links the
+# conf files; hpclz-portal-users reads only home), so no portal process writes it by mistake. `ro` is a client-side
+# option, not a security boundary: the share has no root squash and an Azure Files NFS share is guarded by the network
+# alone, so root on this VM could mount it read-write (and slurm.conf and /sched/<cluster>/prolog.d/* run as root on
+# every compute node). Root here is the cluster's root: docs/cluster-services.md, "the subnets are the trust boundary".
 mkdir -p /sched /shared
 grep -q ' /sched nfs ' /etc/fstab || echo 'stenergynfsprodscuseb80.file.core.windows.net:/stenergynfsprodscuseb80/sched /sched nfs vers=4,minorversion=1,sec=sys,nconnect=4,ro,_netdev 0 0' >> /etc/fstab
 grep -q ' /shared nfs ' /etc/fstab || echo 'stenergynfsprodscuseb80.file.core.windows.net:/stenergynfsprodscuseb80/home /shared nfs vers=4,minorversion=1,sec=sys,nconnect=4,_netdev 0 0' >> /etc/fstab
