@@ -7,8 +7,8 @@ daemon accepts 25.05, 24.11 and 24.05, so 23.11 must stop at 25.05 first.
 from __future__ import annotations
 
 import base64
-import gzip
 import json
+import lzma
 from typing import Any
 
 from rich.console import Console
@@ -148,7 +148,7 @@ def _server(plan: DeploymentPlan) -> list[dict[str, Any]]:
 
 def _user_data(vm: dict[str, Any]) -> dict[str, Any]:
     raw = base64.b64decode(vm["properties"]["userData"])
-    return dict(json.loads(gzip.decompress(raw)))
+    return dict(json.loads(lzma.decompress(raw)))  # xz, as hpclz.render.payload packs the server's userData
 
 
 def test_24_05_goes_straight_to_25_11() -> None:
