@@ -11,16 +11,21 @@ cyclecloud-slurm 4.0.9 writes /etc/enroot/enroot.conf and leaves ENROOT_SYSCONF_
 Azure/cyclecloud-slurm@50e6739 azure-slurm-install/install.py l.958-967, templates/enroot.conf.template):
 - the same NCCL variables as environment variables, not a mounted /etc/nccl.conf: NCCL reads /etc/nccl.conf from
   the file system it runs in (docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html, "set statically in
-  /etc/nccl.conf"), and mounting the host's over it would hide the one a container image ships;
-- /opt/microsoft read-only, whole: the image's <family>/topo.xml is an absolute link to /opt/microsoft/<family>-topo.xml
-  (customizations/ndv5.sh l.8), which resolves inside the container only when its target is mounted as well.
+  /etc/nccl.conf"), and mounting the host's over it would hide the one a container image ships. An environment
+  variable also outranks any nccl.conf: NCCL loads the files with `setenv(name, value, 0)`, which keeps a variable
+  already set (NVIDIA/nccl src/include/param.h, setEnvFile);
+- /opt/microsoft read-only, whole: the image's <family>/topo.xml is an absolute link to
+  /opt/microsoft/<family>-topo.xml (customizations/ndv5.sh l.8), which resolves inside the container only when
+  its target is mounted as well.
 
 Precedence (who wins), from enroot's runtime (NVIDIA/enroot@v4.0.1 src/runtime.sh l.32-62, 64-83, 112-128): the
 environment file is the image's /etc/environment, then /etc/enroot/environ.d, then the user's own
-$ENROOT_CONFIG_PATH/environ.d and `enroot start --env`, and enroot-switchroot sets each line with overwrite, so a
-later line wins (bin/common.h load_environment l.148-179, `setenv(buf, ptr, 1)`). Pyxis keeps a container's value
-over the job's exported one unless the job names it with `--container-env` (NVIDIA/pyxis@5164d82 tests/env.bats,
-"--container-env overriding container variable"). The system mounts are made first (fs_passno -1, in
+$ENROOT_CONFIG_PATH/environ.d (~/.config/enroot unless set, enroot.in l.74, 81) and `enroot start --env`, and
+enroot-switchroot sets each line with overwrite, so a later line wins (bin/common.h load_environment l.148-179,
+`setenv(buf, ptr, 1)`). Pyxis keeps a container's value over the job's exported one unless the job names it with
+`--container-env` (NVIDIA/pyxis@5164d82 tests/env.bats, "--container-env overriding container variable"). So
+these values replace the same variable set by the image (its ENV, which enroot's import writes to /etc/environment,
+src/docker.sh l.350-351) and are replaced by the user's. The system mounts are made first (fs_passno -1, in
 _do_mounts_init), a job's `--container-mounts` after them (_do_mounts_fini), so a user's mount on /opt/microsoft
 covers this one.
 """
@@ -64,8 +69,8 @@ class ImageNccl:
 
 # Azure/azhpc-images@8e9d055f components/setup_sku_customizations.sh l.27-37 (NVIDIA branch), in its order, and
 # the /etc/nccl.conf each family's script writes. Families whose script writes no /etc/nccl.conf are left out:
-# ncv5 (customizations/ncv5.sh reloads modules only), hbv4 (hbv4.sh, nothing), gb-family (Standard_ND128is*_GB[2-3]00_v6,
-# ndv6.sh: a directory and nvidia-peermem, no nccl.conf and no topology file).
+# ncv5 (customizations/ncv5.sh reloads modules only), hbv4 (hbv4.sh, nothing), gb-family
+# (Standard_ND128is*_GB[2-3]00_v6, ndv6.sh: a directory and nvidia-peermem, no nccl.conf and no topology file).
 FAMILIES: tuple[ImageNccl, ...] = (
     ImageNccl(
         "ncv4",
