@@ -129,7 +129,9 @@ def enroot_mounts(text: str) -> list[tuple[str, str, str, list[str], int]]:
 
 def _node_script(stem: str, partition: str) -> str:
     (compute,) = [d for d in preset_plan(stem).deployments if d.component == "compute"]
-    scripts = re.findall(r"CloudInit = '''(.*?)'''", compute.artifacts["cyclecloud/slurm-cluster.txt"], flags=re.S)
+    scripts: list[str] = re.findall(
+        r"CloudInit = '''(.*?)'''", compute.artifacts["cyclecloud/slurm-cluster.txt"], flags=re.S
+    )
     (script,) = [
         s for s in scripts if s.startswith(f"#!/bin/bash\n# hpclz node setup for Slurm partition {partition} ")
     ]
