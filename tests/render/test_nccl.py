@@ -19,12 +19,13 @@ import re
 import subprocess
 from fnmatch import fnmatchcase
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from hpclz.catalog import load_catalog
 from hpclz.render.nccl import ENVIRON_FILE, FAMILIES, MOUNTS_FILE, container_files, image_nccl
-from tests.render.conftest import preset_plan
+from tests.render.conftest import preset_plan, variant
 
 # NVIDIA/enroot@v4.0.1 bin/enroot-mount.c l.54-113, the option names of its mount_opts table.
 ENROOT_MOUNT_OPTIONS = frozenset(
@@ -89,6 +90,7 @@ ENROOT_MOUNT_OPTIONS = frozenset(
 # setup_sku_customizations.sh l.31-34 (Azure/azhpc-images@8e9d055f): the families whose script writes no nccl.conf.
 LEFT_OUT = ("standard_hb176*v4", "standard_nc80adis_h100_v5", "standard_nd128is*_gb[2-3]00_v6")
 
+HPC_IMAGE = "microsoft-dsvm:ubuntu-hpc:2204:22.04.2026082801"
 NDV5 = {
     "NCCL_IB_PCI_RELAXED_ORDERING": "1",
     "NCCL_TOPO_FILE": "/opt/microsoft/ndv5/topo.xml",
@@ -190,7 +192,7 @@ def test_gb300_and_cpu_partitions_get_no_enroot_files(stem: str, partition: str,
 def test_a_users_own_values_win_over_the_system_files() -> None:
     """enroot's order (src/runtime.sh l.40-58): image /etc/environment, /etc/enroot/environ.d, the user's
     environ.d, then `--env` (pyxis's --container-env): the user's lines come later and win."""
-    system = container_files("Standard_ND96isr_H100_v5")[ENVIRON_FILE]
+    system = container_files("Standard_ND96isr_H100_v5", HPC_IMAGE)[ENVIRON_FILE]
     image = "NCCL_TOPO_FILE=/image/topo.xml\nNCCL_DEBUG=WARN\n"
     user = "NCCL_TOPO_FILE=/home/me/topo.xml\n"
     assert enroot_environ(image, system)["NCCL_TOPO_FILE"] == NDV5["NCCL_TOPO_FILE"]
@@ -233,6 +235,28 @@ def test_no_catalog_size_is_in_a_family_left_out_and_one_kept() -> None:
 
 
 def test_a_family_without_topology_files_mounts_nothing() -> None:
-    files = container_files("Standard_NC128ds_xl_RTXPRO6000BSE_v6")
+    files = container_files("Standard_NC128ds_xl_RTXPRO6000BSE_v6", HPC_IMAGE)
     assert set(files) == {ENVIRON_FILE}
     assert enroot_environ(files[ENVIRON_FILE]) == {"NCCL_SOCKET_IFNAME": "eth0"}  # customizations/ncv6.sh l.11-13
+
+
+def test_a_node_not_booting_an_azure_hpc_image_gets_nothing(tmp_path: Path) -> None:
+    """A gallery image is not known to run the image's sku-customizations, so NCCL_TOPO_FILE would name nothing."""
+    gallery = (
+        "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg/providers/Microsoft.Compute/"
+        "galleries/g/images/hpc/versions/1.0.0"
+    )
+
+    def edit(data: dict[str, Any]) -> None:
+        (h100,) = [p for p in data["compute"]["partitions"] if p["name"] == "h100"]
+        h100["image"] = gallery
+
+    (compute,) = [d for d in variant("ai-training", edit).deployments if d.component == "compute"]
+    scripts: list[str] = re.findall(
+        r"CloudInit = '''(.*?)'''", compute.artifacts["cyclecloud/slurm-cluster.txt"], flags=re.S
+    )
+    (h100,) = [s for s in scripts if s.startswith("#!/bin/bash\n# hpclz node setup for Slurm partition h100 ")]
+    assert "/etc/enroot/environ.d" not in h100
+    assert container_files("Standard_ND96isr_H100_v5", gallery) == {}
+    assert container_files("Standard_ND96isr_H100_v5", "almalinux:almalinux-hpc:8_10-hpc-gen2:latest")
+    assert container_files("Standard_ND96isr_H100_v5", "canonical:ubuntu-24_04-lts:server:latest") == {}

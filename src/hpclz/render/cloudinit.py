@@ -321,7 +321,7 @@ def node_script(zone: Zone, partition: Partition, mounts: list[dict[str, Any]]) 
         fabric_reports=topology["reports"] if topology and partition.name in topology["partitions"] else None,
         ib_reports=topology["reports"] if topology and partition.name in topology["tree_partitions"] else None,
         topology_link=topology_link(zone),
-        nccl={path: Safe(text) for path, text in container_files(partition.vm_size).items()},
+        nccl={path: Safe(text) for path, text in container_files(partition.vm_size, partition.image).items()},
     )
 
 

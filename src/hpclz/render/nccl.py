@@ -42,6 +42,8 @@ TOPOLOGY_DIR = "/opt/microsoft"
 # x-create=file: /opt/microsoft is a directory. nofail: an image without it starts the container, enroot-mount
 # printing the failure instead of stopping (bin/enroot-mount.c l.507, `fatal = !hasmntopt(mnt, "nofail")`).
 MOUNT_OPTIONS = "x-create=dir,bind,ro,nosuid,nodev,noexec,private,nofail"
+# (publisher, offer) of the marketplace images built by Azure/azhpc-images (README.md@8e9d055f l.18-25).
+AZURE_HPC_IMAGES = frozenset({("microsoft-dsvm", "ubuntu-hpc"), ("almalinux", "almalinux-hpc")})
 
 
 @dataclass(frozen=True)
@@ -136,10 +138,19 @@ def image_nccl(vm_size: str) -> ImageNccl | None:
     return None
 
 
-def container_files(vm_size: str) -> dict[str, str]:
-    """enroot's system-wide files for a node of `vm_size`: path -> content; empty where the image sets nothing."""
+def azure_hpc_image(image: str) -> bool:
+    """Whether `image` (a marketplace URN) is one of the Azure HPC images azhpc-images builds, the ones that carry
+    sku-customizations (AZURE_HPC_IMAGES). A gallery image or another publisher's is not known to, so its
+    containers get nothing: NCCL_TOPO_FILE naming a file the host lacks would help no one."""
+    parts = image.lower().split(":")
+    return len(parts) == 4 and (parts[0], parts[1]) in AZURE_HPC_IMAGES
+
+
+def container_files(vm_size: str, image: str) -> dict[str, str]:
+    """enroot's system-wide files for a node of `vm_size` booting `image`: path -> content; empty where the image
+    sets nothing for that size."""
     family = image_nccl(vm_size)
-    if family is None:
+    if family is None or not azure_hpc_image(image):
         return {}
     files = {ENVIRON_FILE: family.environ_text()}
     fstab = family.fstab_text()
