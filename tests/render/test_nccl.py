@@ -260,3 +260,27 @@ def test_a_node_not_booting_an_azure_hpc_image_gets_nothing(tmp_path: Path) -> N
     assert container_files("Standard_ND96isr_H100_v5", gallery) == {}
     assert container_files("Standard_ND96isr_H100_v5", "almalinux:almalinux-hpc:8_10-hpc-gen2:latest")
     assert container_files("Standard_ND96isr_H100_v5", "canonical:ubuntu-24_04-lts:server:latest") == {}
+
+
+def test_enroots_own_envfmt_keeps_every_line_of_the_environ_file(tmp_path: Path) -> None:
+    """The rendered file through enroot's own filter, its sed expressions copied from common::envfmt
+    (NVIDIA/enroot@v4.0.1 src/common.sh l.198-203): the variables all survive, the comment does not."""
+    env = tmp_path / "environment"
+    env.write_text(container_files("Standard_ND96isr_H200_v5", HPC_IMAGE)[ENVIRON_FILE], encoding="utf-8")
+    sed = [
+        "sed",
+        "-i",
+        "-e",
+        r"s/^[[:space:]]\+//",
+        "-e",
+        r"/^#\|^$/d",
+        "-e",
+        r"/^[[:alpha:]_][[:alnum:]_]*=/!d",
+        "-e",
+        r"/^ENROOT_/d",
+        "-e",
+        r"s/^\([[:alpha:]_][[:alnum:]_]*\)=[\"\x27]\(.*\)[\"\x27][[:space:]]*$/\1=\2/",
+        str(env),
+    ]
+    subprocess.run(sed, check=True)
+    assert env.read_text(encoding="utf-8").splitlines() == [f"{k}={v}" for k, v in NDV5.items()]
