@@ -26,6 +26,7 @@ from hpclz.errors import ExitCode, HpclzError
 from hpclz.render.arm import API_VERSIONS, resource_path
 from hpclz.render.engine import PLAIN_NAME, Safe, render_text
 from hpclz.render.health_gate import GATE_SCRIPT, GATE_STAMP, health_gate
+from hpclz.render.nccl import container_files
 from hpclz.render.payload import pack
 from hpclz.render.prometheus import node_metrics
 from hpclz.render.roles import LOCKER_CONTAINER, WHEEL_CONTAINER, node_identities
@@ -320,6 +321,7 @@ def node_script(zone: Zone, partition: Partition, mounts: list[dict[str, Any]]) 
         fabric_reports=topology["reports"] if topology and partition.name in topology["partitions"] else None,
         ib_reports=topology["reports"] if topology and partition.name in topology["tree_partitions"] else None,
         topology_link=topology_link(zone),
+        nccl={path: Safe(text) for path, text in container_files(partition.vm_size, partition.image).items()},
     )
 
 
