@@ -339,3 +339,115 @@ def test_the_rendered_service_on_slurm_25_05_writes_topology_yaml_and_sets_the_r
             )
         ran = re.findall(r"Partition=(\S+) .*?NodeList=(\S+)", cluster.jobcomp.read_text(encoding="utf-8"))
         assert [(p, cluster.client.expand(n)) for p, n in ran] == [("gb300", RACK_NODES[:3]), ("h100", others["h100"])]
+
+
+def rendered_unit(path: str, slurm_version: str | None = None) -> str:
+    """The text of the unit file (or drop-in) at `path` that ai-training's scheduler script writes."""
+    template = _cluster_template(slurm_version)
+    return template.split(f"cat > {path} <<'HPCLZ_EOF'\n", 1)[1].split("HPCLZ_EOF", 1)[0]
+
+
+DROP_IN = "/etc/systemd/system/slurmctld.service.d/hpclz-topology.conf"
+CHECK = "/etc/systemd/system/hpclz-topology-check.service"
+
+
+def _check_argv() -> list[str]:
+    """What every start of slurmctld runs: the drop-in's ExecStartPost queues hpclz-topology-check.service, whose
+    ExecStart this returns."""
+    (post,) = [line for line in rendered_unit(DROP_IN).splitlines() if line.startswith("ExecStartPost=")]
+    assert post == "ExecStartPost=-+/bin/systemctl start --no-block hpclz-topology-check.service"
+    (line,) = [line for line in rendered_unit(CHECK).splitlines() if line.startswith("ExecStart=")]
+    return shlex.split(line.removeprefix("ExecStart="))
+
+
+def test_every_start_of_slurmctld_queues_the_light_check_and_a_timer_repeats_it() -> None:
+    """cyclecloud-slurm's unit is slurmctld.service, with its own override.conf drop-in (Azure/cyclecloud-slurm@50e6739
+    azure-slurm-install/install.py l.744-753): hpclz's drop-in has another name, so neither replaces the other."""
+    template = _cluster_template(None)
+    assert "cat > /etc/systemd/system/slurmctld.service.d/override.conf" not in template
+    assert rendered_unit(DROP_IN).splitlines() == [
+        "[Service]",
+        "ExecStartPost=-+/bin/systemctl start --no-block hpclz-topology-check.service",
+    ]
+    argv = _check_argv()
+    assert argv[:4] == ["/opt/hpclz/venv/bin/python", "-m", "hpclz.slurm.topology_yaml", "--reapply"]
+    assert list(zip(argv[4::2], argv[5::2], strict=True)) == [
+        ("--rack-partition", "gb300"),
+        ("--tree-partition", "h100"),
+        ("--tree-partition", "h200"),
+        ("--yaml", "/sched/aitrain-prod/topology.yaml"),  # the full pass's --yaml
+        ("--wait-s", "300"),
+    ]
+    check = rendered_unit(CHECK).splitlines()
+    assert "After=hpclz-topology.service" in check and "Type=oneshot" in check
+    timer = rendered_unit("/etc/systemd/system/hpclz-topology-check.timer").splitlines()
+    assert {"OnUnitInactiveSec=15s", "AccuracySec=1s"} <= set(timer)
+    assert "systemctl enable --now hpclz-topology-check.timer" in template
+    # Before Slurm 25.05 the block plugin's lines live in site_specific.conf, which a restart reads again: no check.
+    assert "hpclz-topology-check" not in _cluster_template(BEFORE_YAML) and DROP_IN not in _cluster_template(
+        BEFORE_YAML
+    )
+
+
+def _run_check(cluster: trixie_slurm.TrixieSlurm) -> subprocess.CompletedProcess[str]:
+    argv = as_test_cluster(_check_argv()[1:], cluster)
+    env = os.environ | {"HPCLZ_SLURM_BIN": str(cluster.folder / "bin")}
+    return subprocess.run([sys.executable, *argv], capture_output=True, text=True, env=env, timeout=400, check=False)
+
+
+def _partition_topology(cluster: trixie_slurm.TrixieSlurm, partition: str) -> str:
+    found = re.search(r"\bTopology=(\S*)", cluster.scontrol("show", "partition", partition))
+    return found.group(1) if found else ""
+
+
+@pytest.mark.slurm
+@pytest.mark.timeout(400)
+def test_a_slurmctld_restart_or_reconfigure_gets_the_rack_partitions_topology_back_from_the_light_check() -> None:
+    """ai-training as rendered on a real slurmctld 26.05.5: once the full pass has set gb300's Topology=nvlink, a
+    restart (as `azslurm scale` runs one) and a reconfigure each drop it, back to slurm.conf's partition line without
+    one. The drop-in's check, run at once after a restart, waits for slurmctld to answer and sets it again; after a
+    reconfigure the timer's check does, without writing topology.yaml or reconfiguring."""
+    trixie_slurm.require_topology_yaml()
+    others = {"h100": OTHER_NODES[:2]}
+    nodes = RACK_NODES[:3] + OTHER_NODES[:2]
+    with trixie_slurm.running(nodes, "gb300", "", others, site_specific=True, topology_yaml=("", {})) as cluster:
+        reports = cluster.folder / "hpclz-fabric"
+        reports.mkdir()
+        for node in RACK_NODES[:3]:
+            (reports / f"{node}.txt").write_text(gb_report(RACK_A), encoding="utf-8")
+        # Before the first full pass there is no topology.yaml: the check has nothing to set and changes nothing.
+        early = _run_check(cluster)
+        assert early.returncode == 0 and early.stdout == "partition topologies: unchanged\n", early.stdout
+        assert _partition_topology(cluster, "gb300") == ""
+        full = _run_service(cluster, None)
+        assert full.returncode == 0 and full.stdout.endswith("changed\n"), full.stdout + full.stderr
+        assert _partition_topology(cluster, "gb300") == "nvlink"
+        written = cluster.topology_yaml_path.stat().st_mtime_ns
+
+        # The window: after a restart the partition is flat (what the timer alone left for up to a minute).
+        cluster.stop_slurmctld()
+        cluster.start_slurmctld()
+        cluster.wait_for(lambda: bool(cluster.client.run("sinfo", "-h")), "slurmctld back after the restart")
+        assert _partition_topology(cluster, "gb300") == ""
+        # A restart with the drop-in: its check starts as slurmctld starts, before it answers, and waits for it.
+        cluster.stop_slurmctld()
+        cluster.start_slurmctld()
+        restarted = _run_check(cluster)
+        assert restarted.returncode == 0, restarted.stdout + restarted.stderr
+        assert restarted.stdout == "Topology= set again on gb300\n"
+        assert _partition_topology(cluster, "gb300") == "nvlink"
+        assert _partition_topology(cluster, "h100") == ""  # no SHARP grouping here: the file names no tree
+        assert sorted(cluster.client.blocks("nvlink").values()) == [RACK_NODES[:3]]
+
+        cluster.client.run("scontrol", "reconfigure")
+        cluster.wait_for(lambda: _partition_topology(cluster, "gb300") == "", "slurmctld back without Topology=")
+        timed = _run_check(cluster)
+        assert timed.returncode == 0 and timed.stdout == "Topology= set again on gb300\n", timed.stdout + timed.stderr
+        assert _partition_topology(cluster, "gb300") == "nvlink"
+        again = _run_check(cluster)
+        assert again.returncode == 0 and again.stdout == "partition topologies: unchanged\n"
+        assert cluster.topology_yaml_path.stat().st_mtime_ns == written  # the check never writes the file
+
+        cluster.client.run("sbatch", "--wait", "-p", "gb300", "-N", str(RACK), "-o", "/dev/null", "--wrap", "true")
+        ran = re.findall(r"Partition=(\S+) .*?NodeList=(\S+)", cluster.jobcomp.read_text(encoding="utf-8"))
+        assert [(p, cluster.client.expand(n)) for p, n in ran] == [("gb300", RACK_NODES[:3])]

@@ -303,6 +303,20 @@ def test_partitions_written_by_someone_else_get_their_topology_back_after_every_
         cluster.client.run("sbatch", "--wait", "-p", "gb300", "-N", "3", "-o", "/dev/null", "--wrap", "true")
         assert re.search(r"Partition=gb300 .*?NodeList=gb\[1-3\]", cluster.jobcomp.read_text(encoding="utf-8"))
 
+        # A restart drops both partitions' topologies too; the light check (what every slurmctld start queues on the
+        # scheduler) sets both back from the topologies the file names, reading no report: here there are none left.
+        cluster.stop_slurmctld()
+        cluster.start_slurmctld()
+        cluster.wait_for(lambda: bool(cluster.client.run("sinfo", "-h")), "slurmctld back after the restart")
+        assert (_topology_of(cluster, "gb300"), _topology_of(cluster, "h100")) == ("", "")
+        for report in reports.iterdir():
+            report.unlink()
+        light = ["--reapply", "--rack-partition", "gb300", "--tree-partition", "h100"]
+        light += ["--yaml", str(cluster.topology_yaml_path)]
+        assert main(light) == 0 and capsys.readouterr().out == "Topology= set again on gb300, h100\n"
+        assert (_topology_of(cluster, "gb300"), _topology_of(cluster, "h100")) == (BLOCK_TOPOLOGY, TREE_TOPOLOGY)
+        assert main(light) == 0 and capsys.readouterr().out == "partition topologies: unchanged\n"
+
 
 def test_a_rack_partitions_idle_time_is_a_warning_and_never_slurms_suspend_time() -> None:
     """HPCLZ-CMP-073: the racks are out of auto-suspend; their 5 minutes is not the cluster's SuspendTime, or

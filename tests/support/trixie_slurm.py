@@ -153,6 +153,17 @@ class TrixieSlurm:
         proc.terminate()
         proc.wait(timeout=15)
 
+    def stop_slurmctld(self) -> None:
+        """Stop slurmctld as `systemctl stop` would (SIGTERM); start_slurmctld starts it again, reading slurm.conf
+        anew: a restart, as `azslurm scale` runs one (`systemctl restart slurmctld`)."""
+        proc = self.processes.pop("slurmctld")
+        proc.terminate()
+        proc.wait(timeout=30)
+
+    def start_slurmctld(self) -> None:
+        """Start slurmctld without waiting for it to answer."""
+        self._spawn("slurmctld", ["/usr/sbin/slurmctld", "-D", "-i", "-f", f"{INSIDE}/etc/slurm.conf"])
+
     def _spawn(self, name: str, argv: list[str]) -> None:
         mounts = f"mount -t proc proc {self.chroot}/proc && mount -t sysfs sysfs {self.chroot}/sys"
         script = f'{mounts} && exec chroot {self.chroot} "$@"'
@@ -324,7 +335,7 @@ def start(
             ],
         )  # fmt: skip
         cluster.wait_for(lambda: (cluster.folder / "munge" / "munge.socket.2").exists(), "munged")
-        cluster._spawn("slurmctld", ["/usr/sbin/slurmctld", "-D", "-i", "-f", f"{INSIDE}/etc/slurm.conf"])
+        cluster.start_slurmctld()
         cluster.wait_for(lambda: bool(cluster.client.run("sinfo", "-h")), "slurmctld")
         for node in nodes:
             cluster.start_slurmd(node)

@@ -276,6 +276,37 @@ def partition_topologies(client: SlurmClient, wanted: Mapping[str, str], wait_s:
     return changed
 
 
+def named_topologies(path: Path) -> set[str]:
+    """The topologies topology.yaml at `path` names (`topology: <name>`, topology.yaml(5)); none when there is no file
+    yet (before the first pass writes one)."""
+    from ruamel.yaml import YAML
+
+    if not path.is_file():
+        return set()
+    doc = YAML(typ="safe").load(path.read_text(encoding="utf-8")) or []
+    return {str(entry["topology"]) for entry in doc if isinstance(entry, dict) and "topology" in entry}
+
+
+def reapply_topologies(
+    client: SlurmClient,
+    *,
+    rack_partitions: Sequence[str],
+    tree_partitions: Sequence[str],
+    path: Path,
+    wait_s: float = 60.0,
+) -> list[str]:
+    """The light check: give each rack and InfiniBand partition the topology that topology.yaml at `path` names for it
+    where `scontrol show partition` shows another (partition_topologies), waiting up to `wait_s` for slurmctld to
+    answer; the partitions changed. No report is read, nothing is written and nothing reconfigured: a slurmctld restart
+    or `scontrol reconfigure` drops each partition's `Topology=` but leaves topology.yaml as Slurm read it, so the
+    topologies it names are the ones to set. A partition whose topology the file does not name stays as it is (the
+    InfiniBand partitions stay flat while SHARP's grouping is unknown, as regenerate_yaml leaves them)."""
+    named = named_topologies(path)
+    wanted = {p: BLOCK_TOPOLOGY for p in rack_partitions if BLOCK_TOPOLOGY in named}
+    wanted |= {p: TREE_TOPOLOGY for p in tree_partitions if TREE_TOPOLOGY in named}
+    return partition_topologies(client, wanted, wait_s) if wanted else []
+
+
 def _topologies(
     client: SlurmClient,
     rack_partitions: Sequence[str],
@@ -357,7 +388,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python3 -m hpclz.slurm.topology_yaml", description=main.__doc__)
     parser.add_argument("--rack-partition", action="append", default=[], help="a GB-class partition (repeatable)")
     parser.add_argument("--tree-partition", action="append", default=[], help="an InfiniBand partition (repeatable)")
-    parser.add_argument("--reports", type=Path, required=True, help="folder of <node>.txt and <node>.ibstat")
+    parser.add_argument("--reports", type=Path, default=None, help="folder of <node>.txt and <node>.ibstat")
     parser.add_argument("--yaml", type=Path, required=True, help="topology.yaml beside slurm.conf")
     parser.add_argument(
         "--switches",
@@ -373,12 +404,33 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="topology.yaml beside the slurm.conf path Slurm is given (/etc/slurm), linked to --yaml",
     )
+    parser.add_argument(
+        "--reapply",
+        action="store_true",
+        help="only give the partitions the topologies --yaml names where Slurm shows them without (after a slurmctld "
+        "restart or reconfigure); no report is read, nothing written",
+    )
+    parser.add_argument(
+        "--wait-s", type=float, default=60.0, help="seconds to wait for slurmctld to answer before giving up"
+    )
     parser.add_argument("--slurm-conf", type=Path, default=None)
     args = parser.parse_args(argv)
     if not args.rack_partition and not args.tree_partition:
         parser.error("name at least one --rack-partition or --tree-partition")
+    if args.reports is None and not args.reapply:
+        parser.error("--reports is required unless --reapply")
     try:
         client = SlurmClient.from_env(conf=args.slurm_conf)
+        if args.reapply:
+            reset = reapply_topologies(
+                client,
+                rack_partitions=args.rack_partition,
+                tree_partitions=args.tree_partition,
+                path=args.yaml,
+                wait_s=args.wait_s,
+            )
+            print(f"Topology= set again on {', '.join(reset)}" if reset else "partition topologies: unchanged")
+            return 0
         changed = regenerate_yaml(
             client,
             rack_partitions=args.rack_partition,
