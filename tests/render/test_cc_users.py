@@ -18,7 +18,7 @@ import pytest
 
 from hpclz.render.cloudinit import USER_RECORDS_BLOB
 from tests.render.test_cloudinit import _artifacts, _cloud_config
-from tests.support.local_http import serve
+from tests.support.local_http import FakeService, serve
 
 USERS = "/opt/hpclz/bin/hpclz-cc-users"
 SUBSCRIPTION = "00000000-0000-0000-0000-0000000000aa"
@@ -51,7 +51,7 @@ SERVICE = {"Name": "cc-vm-mi", "UID": 19000, "ServiceAccount": True, "EntraOID":
 ADMIN = {"Name": "hpcadmin", "UID": 20002}
 
 
-class FakeImds(BaseHTTPRequestHandler):
+class FakeImds(FakeService):
     user_data: ClassVar[dict[str, str]] = {}
 
     def do_GET(self) -> None:
@@ -65,15 +65,8 @@ class FakeImds(BaseHTTPRequestHandler):
             assert "resource=https%3A%2F%2Fstorage.azure.com%2F" in self.path
             body = json.dumps({"access_token": "storage-token"})
         else:
-            self.send_response(404)
-            self.end_headers()
-            return
-        self.send_response(200)
-        self.end_headers()
-        self.wfile.write(body.encode())
-
-    def log_message(self, *args: Any) -> None:
-        pass
+            body = None
+        self.answer(body)
 
 
 class FakeBlob(BaseHTTPRequestHandler):

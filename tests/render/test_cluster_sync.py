@@ -19,13 +19,13 @@ import pytest
 
 from hpclz.render.cloudinit import user_data
 from tests.render.conftest import preset_plan, variant
-from tests.support.local_http import serve
+from tests.support.local_http import FakeService, serve
 
 SYNC = Path(__file__).resolve().parents[2] / "templates" / "cloud-init" / "cluster_sync.py"
 SUBSCRIPTION = "00000000-0000-0000-0000-0000000000aa"
 
 
-class FakeImds(BaseHTTPRequestHandler):
+class FakeImds(FakeService):
     user_data: ClassVar[str] = ""
     token_queries: ClassVar[list[str]] = []
     # compute/tagsList as IMDS answers it: a JSON array of name/value objects
@@ -44,15 +44,8 @@ class FakeImds(BaseHTTPRequestHandler):
             FakeImds.token_queries.append(self.path)
             body = json.dumps({"access_token": "vault-token", "token_type": "Bearer"})
         else:
-            self.send_response(404)
-            self.end_headers()
-            return
-        self.send_response(200)
-        self.end_headers()
-        self.wfile.write(body.encode())
-
-    def log_message(self, *args: Any) -> None:
-        pass
+            body = None
+        self.answer(body)
 
 
 class FakeVault(BaseHTTPRequestHandler):

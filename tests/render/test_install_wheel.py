@@ -13,9 +13,7 @@ import subprocess
 import sys
 import zipfile
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler
 from pathlib import Path
-from typing import Any
 
 import pytest
 from azure.core.exceptions import ResourceExistsError
@@ -23,12 +21,12 @@ from azure.storage.blob import BlobServiceClient
 
 from tests.render.test_cloudinit import _artifacts, _scripts
 from tests.support.azurite import Azurite, azurite  # noqa: F401  (a fixture, used by name)
-from tests.support.local_http import serve
+from tests.support.local_http import FakeService, serve
 
 WHEEL = "hpclz-0.0.1-py3-none-any.whl"
 
 
-class Imds(BaseHTTPRequestHandler):
+class Imds(FakeService):
     def do_GET(self) -> None:
         assert self.headers["Metadata"] == "true"
         if "/compute/subscriptionId" in self.path:
@@ -38,15 +36,8 @@ class Imds(BaseHTTPRequestHandler):
             assert "userAssignedIdentities%2Fid-riskgrid-locker-prod-weu" in self.path
             body = json.dumps({"access_token": "locker-token", "token_type": "Bearer"})
         else:
-            self.send_response(404)
-            self.end_headers()
-            return
-        self.send_response(200)
-        self.end_headers()
-        self.wfile.write(body.encode())
-
-    def log_message(self, *args: Any) -> None:
-        pass
+            body = None
+        self.answer(body)
 
 
 def _helpers() -> dict[str, str]:

@@ -7,6 +7,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, HTTPServer
+from typing import Any
 
 
 def free_ports(count: int) -> list[int]:
@@ -32,3 +33,19 @@ def serve(handler: type[BaseHTTPRequestHandler]) -> Iterator[str]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+class FakeService(BaseHTTPRequestHandler):
+    """A quiet fake of a small HTTP service: `answer` sends a body with 200, or 404 when there is none."""
+
+    def answer(self, body: str | None) -> None:
+        if body is None:
+            self.send_response(404)
+            self.end_headers()
+            return
+        self.send_response(200)
+        self.end_headers()
+        self.wfile.write(body.encode())
+
+    def log_message(self, *args: Any) -> None:
+        pass
