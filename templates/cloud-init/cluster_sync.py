@@ -75,7 +75,7 @@ LOCKER_ROUNDS = 5
 MACHINE_TYPE_CHECKS = 60
 # CycleCloud 8 upgrades in place, keeping its database: "You can upgrade the Azure CycleCloud application in place";
 # "When you install cyclecloud8, the installation scripts find your existing data and configuration and automatically
-# handle any upgrade migrations"; on Enterprise Linux (the image's AlmaLinux 8) "sudo yum -y upgrade cyclecloud8",
+# handle any upgrade migrations"; on Enterprise Linux "sudo yum -y upgrade cyclecloud8" (on Debian/Ubuntu apt, below),
 # from Microsoft's repository configured as the manual installation does it; "CycleCloud is unavailable while the
 # upgrade happens. The upgrade usually takes 2-3 minutes", and running clusters keep running (MicrosoftDocs/azure-docs
 # @0206fe6 articles/cyclecloud/how-to/upgrade-and-migrate.md; @0aa710a articles/cyclecloud/how-to/install-manual.md,
@@ -166,10 +166,19 @@ def release(text):
 
 
 def installed_cyclecloud(log_file):
-    done = command(["rpm", "-q", "--queryformat", "%{VERSION}", "cyclecloud8"], log_file)
-    if done.returncode != 0:
-        raise RuntimeError("rpm knows no cyclecloud8 package here: " + (done.stdout + done.stderr).strip()[-200:])
-    return done.stdout.strip()
+    """The installed cyclecloud8 package's version and its packaging ("rpm" or "deb"), or (None, None): Microsoft ships
+    CycleCloud 8 as an RPM and as a Debian package (upgrade-and-migrate.md), and the image's family is not assumed."""
+    queries = (
+        ("rpm", ["rpm", "-q", "--queryformat", "%{VERSION}", "cyclecloud8"]),
+        ("deb", ["dpkg-query", "-W", "-f=${Version}", "cyclecloud8"]),
+    )
+    for family, query in queries:
+        if shutil.which(query[0]) is None:
+            continue
+        done = command(query, log_file)
+        if done.returncode == 0 and release(done.stdout):
+            return done.stdout.strip(), family
+    return None, None
 
 
 def upgrade_cyclecloud(document, log_file):
@@ -177,18 +186,29 @@ def upgrade_cyclecloud(document, log_file):
     wanted = document.get("cyclecloud_version", "")
     if not wanted:
         return
-    installed = installed_cyclecloud(log_file)
+    installed, family = installed_cyclecloud(log_file)
+    if installed is None:
+        log("neither rpm nor dpkg knows a cyclecloud8 package here: CycleCloud " + wanted + " not checked", log_file)
+        return
     if release(installed) == release(wanted):
         return
     if release(installed) > release(wanted):
-        raise RuntimeError("CycleCloud " + installed + " runs here, newer than userData's " + wanted + "; never downgraded")
+        log("CycleCloud " + installed + " runs here, newer than userData's " + wanted + "; never downgraded", log_file)
+        return
+    if family == "deb":
+        # "sudo apt update; sudo apt -y upgrade cyclecloud8" ("Upgrading on Debian or Ubuntu", upgrade-and-migrate.md)
+        # takes the newest release, not the pinned one: left to the operator, and the import waits for it.
+        raise RuntimeError(
+            "CycleCloud " + installed + " runs from a Debian package and userData names " + wanted
+            + ": run `sudo apt update && sudo apt -y upgrade cyclecloud8` on this server"
+        )
     log("upgrading CycleCloud " + installed + " -> " + wanted + " in place (its data stays in /opt/cycle_server)", log_file)
     repos = [os.path.join(YUM_REPOS, n) for n in sorted(os.listdir(YUM_REPOS)) if n.endswith(".repo")]
     if not any("packages.microsoft.com/yumrepos/cyclecloud" in read(r) for r in repos):
         write(os.path.join(YUM_REPOS, "cyclecloud.repo"), CYCLECLOUD_REPO)
     if command(["yum", "-y", "upgrade", "cyclecloud8-" + wanted], log_file).returncode != 0:
         raise RuntimeError("yum could not upgrade cyclecloud8 to " + wanted)
-    now = installed_cyclecloud(log_file)
+    now = installed_cyclecloud(log_file)[0] or "unknown"
     if release(now) != release(wanted):
         raise RuntimeError("cyclecloud8 is " + now + " after the upgrade, not " + wanted)
     # The CLI from the upgraded server's own zip, as the bootstrap installs it (CCWS: cyclecloud_install.py:409-425).

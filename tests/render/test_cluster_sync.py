@@ -753,10 +753,40 @@ def test_a_failed_upgrade_stops_the_run_before_the_import_and_is_retried(
 
 def test_a_server_running_a_newer_release_is_never_downgraded(box: dict[str, Path], imds: str) -> None:
     rc, calls = _run(box, imds, _at(_document(), "8.9.0"))
-    assert rc == 1 and calls == []
+    assert rc == 0 and not [c for c in calls if " yum " in c or "install.sh" in c]
+    assert calls[-1].endswith("start_cluster riskgrid-prod")  # the sync goes on with the release that runs
     assert "CycleCloud 8.9.1 runs here, newer than userData's 8.9.0; never downgraded" in box["log"].read_text(
         encoding="utf-8"
     )
+
+
+def _debian_packages(box: dict[str, Path], installed: str | None) -> None:
+    """No rpm; a `dpkg-query` stand-in answering `dpkg-query -W -f=${Version} cyclecloud8` as dpkg does (exit 1 when
+    the package is not installed), ahead of the host's own on PATH."""
+    (box["bin"] / "rpm").unlink(missing_ok=True)
+    answer = f"printf %s {installed}" if installed else "exit 1"
+    script = box["bin"] / "dpkg-query"
+    script.write_text(f'#!/bin/sh\necho "dpkg-query $*" >> {box["calls"]}\n{answer}\n', encoding="utf-8")
+    script.chmod(0o755)
+
+
+def test_a_debian_packaged_server_is_not_upgraded_behind_the_operators_back(box: dict[str, Path], imds: str) -> None:
+    _debian_packages(box, "8.9.0-3500")
+    rc, calls = _run(box, imds, _at(_document(), "8.9.1"))
+    assert rc == 1 and not [c for c in calls if not c.startswith("dpkg-query")]  # nothing imported, nothing run
+    assert "run `sudo apt update && sudo apt -y upgrade cyclecloud8` on this server" in box["log"].read_text(
+        encoding="utf-8"
+    )
+    _debian_packages(box, "8.9.1-3600")  # the operator upgraded it
+    rc, calls = _run(box, imds, _at(_document(), "8.9.1"))
+    assert rc == 0 and calls[-1].endswith("start_cluster riskgrid-prod")
+
+
+def test_a_server_whose_package_no_tool_knows_is_synced_without_an_upgrade(box: dict[str, Path], imds: str) -> None:
+    _debian_packages(box, None)
+    rc, calls = _run(box, imds, _at(_document(), "8.9.1"))
+    assert rc == 0 and calls[-1].endswith("start_cluster riskgrid-prod")
+    assert "neither rpm nor dpkg knows a cyclecloud8 package here" in box["log"].read_text(encoding="utf-8")
 
 
 def test_user_data_names_the_release_the_server_runs() -> None:
