@@ -141,7 +141,7 @@ class RackIdleTimeNeverApplies(Rule[ConfigContext]):
 
     id = "HPCLZ-CMP-073"
     severity = Severity.WARNING
-    title = "A rack-scale partition's idle time never applies: its racks stay up until powered down whole"
+    title = "A rack partition's idle time never applies: its racks stay up until powered down whole"
     fix = (
         "Remove idle_shutdown_minutes from the rack-scale partition; power its racks up and down whole with "
         "cyclecloud-slurm's scale_m1 (docs/gb-racks.md)."
