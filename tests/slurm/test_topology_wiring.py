@@ -207,25 +207,37 @@ def rendered_fabric_report() -> str:
     return template.split("/opt/hpclz/bin/hpclz-fabric-report <<'HPCLZ_EOF'\n", 1)[1].split("\nHPCLZ_EOF", 1)[0] + "\n"
 
 
+def _start_fabric_report(
+    tmp_path: Path, host: str, reading_text: str, *, record_calls: bool
+) -> tuple[subprocess.Popen[str], RenamedHost, Path, Path, Path]:
+    """The rendered hpclz-fabric-report running in `tmp_path` under host name `host` (Slurm knows gb1 and gb2), with a
+    `nvidia-smi` that prints `reading` (and notes each call in `calls` when asked). Returns the process, the host,
+    the reports folder, the reading file and the calls file."""
+    bin_dir, reports = tmp_path / "bin", tmp_path / "fabric"
+    bin_dir.mkdir()
+    reports.mkdir()
+    renamed = RenamedHost(bin_dir, host, ["gb1", "gb2"])
+    reading, calls = tmp_path / "reading.txt", tmp_path / "calls"
+    reading.write_text(reading_text, encoding="utf-8")
+    note = f'echo "$@" >>{calls}\n' if record_calls else ""
+    fake = bin_dir / "nvidia-smi"
+    fake.write_text(f"#!/bin/sh\n{note}cat {reading}\n")
+    fake.chmod(0o755)
+    script = tmp_path / "hpclz-fabric-report"
+    script.write_text(rendered_fabric_report(), encoding="utf-8")
+    env = os.environ | {"PATH": f"{bin_dir}:{os.environ['PATH']}"}
+    proc = subprocess.Popen(["bash", str(script), str(reports)], env=env, stdout=subprocess.PIPE, text=True)
+    return proc, renamed, reports, reading, calls
+
+
 @pytest.mark.timeout(120)
 def test_a_node_reports_its_fabric_only_once_registration_has_ended(tmp_path: Path) -> None:
     """The node side, run as rendered: `nvidia-smi` here prints a GB-class node's `nvidia-smi -q` (the real H100
     capture with its Fabric fields set, tests/slurm/test_topology.py gb_report) and notes each call. While a GPU is
     In Progress nothing is written; once every GPU is Completed the report appears whole, under the host's name, which
     here is already its Slurm node name (tests/support/renamed_host.py)."""
-    bin_dir, reports = tmp_path / "bin", tmp_path / "fabric"
-    bin_dir.mkdir()
-    reports.mkdir()
-    RenamedHost(bin_dir, "gb1", ["gb1", "gb2"])
-    reading, calls = tmp_path / "reading.txt", tmp_path / "calls"
-    reading.write_text(gb_report(RACK_A, state="In Progress", status="N/A"), encoding="utf-8")
-    fake = bin_dir / "nvidia-smi"
-    fake.write_text(f'#!/bin/sh\necho "$@" >>{calls}\ncat {reading}\n')
-    fake.chmod(0o755)
-    script = tmp_path / "hpclz-fabric-report"
-    script.write_text(rendered_fabric_report(), encoding="utf-8")
-    env = os.environ | {"PATH": f"{bin_dir}:{os.environ['PATH']}"}
-    proc = subprocess.Popen(["bash", str(script), str(reports)], env=env, stdout=subprocess.PIPE, text=True)
+    registering = gb_report(RACK_A, state="In Progress", status="N/A")
+    proc, _, reports, reading, calls = _start_fabric_report(tmp_path, "gb1", registering, record_calls=True)
     try:
         while not calls.exists():  # the first reading was taken while a GPU was still registering
             assert proc.poll() is None, proc.communicate()
@@ -258,19 +270,7 @@ def test_a_node_started_before_its_host_takes_its_slurm_name_reports_under_that_
     (tests/support/renamed_host.py). While the host carries the VM's first name, which Slurm does not know, nothing is
     written, though the GPUs' fabric registration has ended; once the host is gb2 (an FQDN, as hostname may hold), the
     report lands as gb2.txt, the name the scheduler reads (hpclz.slurm.topology.current_domains)."""
-    bin_dir, reports = tmp_path / "bin", tmp_path / "fabric"
-    bin_dir.mkdir()
-    reports.mkdir()
-    host = RenamedHost(bin_dir, "vm4f2a0000001", ["gb1", "gb2"])
-    reading = tmp_path / "reading.txt"
-    reading.write_text(gb_report(RACK_A), encoding="utf-8")
-    fake = bin_dir / "nvidia-smi"
-    fake.write_text(f"#!/bin/sh\ncat {reading}\n")
-    fake.chmod(0o755)
-    script = tmp_path / "hpclz-fabric-report"
-    script.write_text(rendered_fabric_report(), encoding="utf-8")
-    env = os.environ | {"PATH": f"{bin_dir}:{os.environ['PATH']}"}
-    proc = subprocess.Popen(["bash", str(script), str(reports)], env=env, stdout=subprocess.PIPE, text=True)
+    proc, host, reports, _, _ = _start_fabric_report(tmp_path, "vm4f2a0000001", gb_report(RACK_A), record_calls=False)
     try:
         while not host.calls():  # Slurm was asked about the pre-rename name
             assert proc.poll() is None, proc.communicate()
