@@ -142,11 +142,6 @@ def _run(cluster: trixie_slurm.TrixieSlurm, sharp: bool) -> subprocess.Completed
     return subprocess.run([sys.executable, *argv], capture_output=True, text=True, env=env, timeout=300, check=False)
 
 
-def _partition_topology(cluster: trixie_slurm.TrixieSlurm, partition: str) -> str:
-    found = re.search(r"\bTopology=(\S*)", cluster.scontrol("show", "partition", partition))
-    return found.group(1) if found else ""
-
-
 @pytest.mark.slurm
 @pytest.mark.timeout(300)
 def test_the_rendered_service_builds_the_tree_from_sharp_through_srun_and_stays_flat_without_it() -> None:
@@ -168,14 +163,14 @@ def test_the_rendered_service_builds_the_tree_from_sharp_through_srun_and_stays_
         first = _run(cluster, sharp=False)
         assert first.returncode == 0, first.stdout + first.stderr
         assert "infiniband: h100, h200 stay flat: SHARP's switch grouping not read on h1: no SHARP on" in first.stdout
-        assert (_partition_topology(cluster, "gb300"), _partition_topology(cluster, "h100")) == ("nvlink", "")
+        assert (cluster.live_partition_topology("gb300"), cluster.live_partition_topology("h100")) == ("nvlink", "")
         assert TREE_TOPOLOGY not in cluster.topology_yaml_path.read_text()
 
         # sharp_hello fails: SHARP disabled on the fabric, still flat, still nothing guessed.
         _fake_sharp(cluster.folder, hello_ok=False)
         second = _run(cluster, sharp=True)
         assert second.returncode == 0 and "SHARP is disabled on the fabric" in second.stdout, second.stdout
-        assert _partition_topology(cluster, "h100") == "" and not calls.exists()
+        assert cluster.live_partition_topology("h100") == "" and not calls.exists()
 
         # SHARP answers: one sharp_cmd run with every reported GUID, a leaf per switch, both partitions on the tree.
         _fake_sharp(cluster.folder, hello_ok=True)
@@ -192,7 +187,7 @@ def test_the_rendered_service_builds_the_tree_from_sharp_through_srun_and_stays_
         leaves = {s["switch"]: cluster.client.expand(s["nodes"]) for s in tree["tree"]["switches"] if "nodes" in s}
         assert leaves == {"ibsw1": ["h1", "h2"], "ibsw15": ["h3", "h4"], "ibsw33": ["h5"]}
         assert tree["tree"]["switches"][0] == {"switch": ROOT_SWITCH, "children": "ibsw1,ibsw15,ibsw33"}
-        assert [_partition_topology(cluster, p) for p in ("gb300", "h100", "h200")] == [
+        assert [cluster.live_partition_topology(p) for p in ("gb300", "h100", "h200")] == [
             "nvlink",
             "infiniband",
             "infiniband",

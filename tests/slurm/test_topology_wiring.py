@@ -395,11 +395,6 @@ def _run_check(cluster: trixie_slurm.TrixieSlurm) -> subprocess.CompletedProcess
     return subprocess.run([sys.executable, *argv], capture_output=True, text=True, env=env, timeout=400, check=False)
 
 
-def _partition_topology(cluster: trixie_slurm.TrixieSlurm, partition: str) -> str:
-    found = re.search(r"\bTopology=(\S*)", cluster.scontrol("show", "partition", partition))
-    return found.group(1) if found else ""
-
-
 @pytest.mark.slurm
 @pytest.mark.timeout(400)
 def test_a_slurmctld_restart_or_reconfigure_gets_the_rack_partitions_topology_back_from_the_light_check() -> None:
@@ -418,32 +413,32 @@ def test_a_slurmctld_restart_or_reconfigure_gets_the_rack_partitions_topology_ba
         # Before the first full pass there is no topology.yaml: the check has nothing to set and changes nothing.
         early = _run_check(cluster)
         assert early.returncode == 0 and early.stdout == "partition topologies: unchanged\n", early.stdout
-        assert _partition_topology(cluster, "gb300") == ""
+        assert cluster.live_partition_topology("gb300") == ""
         full = _run_service(cluster, None)
         assert full.returncode == 0 and full.stdout.endswith("changed\n"), full.stdout + full.stderr
-        assert _partition_topology(cluster, "gb300") == "nvlink"
+        assert cluster.live_partition_topology("gb300") == "nvlink"
         written = cluster.topology_yaml_path.stat().st_mtime_ns
 
         # The window: after a restart the partition is flat (what the timer alone left for up to a minute).
         cluster.stop_slurmctld()
         cluster.start_slurmctld()
         cluster.wait_for(lambda: bool(cluster.client.run("sinfo", "-h")), "slurmctld back after the restart")
-        assert _partition_topology(cluster, "gb300") == ""
+        assert cluster.live_partition_topology("gb300") == ""
         # A restart with the drop-in: its check starts as slurmctld starts, before it answers, and waits for it.
         cluster.stop_slurmctld()
         cluster.start_slurmctld()
         restarted = _run_check(cluster)
         assert restarted.returncode == 0, restarted.stdout + restarted.stderr
         assert restarted.stdout == "Topology= set again on gb300\n"
-        assert _partition_topology(cluster, "gb300") == "nvlink"
-        assert _partition_topology(cluster, "h100") == ""  # no SHARP grouping here: the file names no tree
+        assert cluster.live_partition_topology("gb300") == "nvlink"
+        assert cluster.live_partition_topology("h100") == ""  # no SHARP grouping here: the file names no tree
         assert sorted(cluster.client.blocks("nvlink").values()) == [RACK_NODES[:3]]
 
         cluster.client.run("scontrol", "reconfigure")
-        cluster.wait_for(lambda: _partition_topology(cluster, "gb300") == "", "slurmctld back without Topology=")
+        cluster.wait_for(lambda: cluster.live_partition_topology("gb300") == "", "slurmctld back without Topology=")
         timed = _run_check(cluster)
         assert timed.returncode == 0 and timed.stdout == "Topology= set again on gb300\n", timed.stdout + timed.stderr
-        assert _partition_topology(cluster, "gb300") == "nvlink"
+        assert cluster.live_partition_topology("gb300") == "nvlink"
         again = _run_check(cluster)
         assert again.returncode == 0 and again.stdout == "partition topologies: unchanged\n"
         assert cluster.topology_yaml_path.stat().st_mtime_ns == written  # the check never writes the file

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -143,6 +144,11 @@ class TrixieSlurm:
 
     def scontrol(self, *args: str) -> str:
         return self.client.run("scontrol", *args)
+
+    def live_partition_topology(self, partition: str) -> str:
+        """The partition's `Topology=` as `scontrol show partition` prints it; empty when it names none."""
+        found = re.search(r"\bTopology=(\S*)", self.scontrol("show", "partition", partition))
+        return found.group(1) if found else ""
 
     def start_slurmd(self, node: str) -> None:
         (self.folder / "spool" / node).mkdir(parents=True, exist_ok=True)
