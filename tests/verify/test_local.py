@@ -85,9 +85,10 @@ def test_the_cli_local_path_reaches_run_local(
 
 GPU_SCRIPT = REPO / "benchmarks" / "gpu" / "verify_on_gpu.sh"
 CAPTURE_SCRIPT = REPO / "benchmarks" / "gpu" / "capture_on_gpu.sh"
+GATE_SCRIPT = REPO / "benchmarks" / "gpu" / "gate_on_gpu.sh"
 
 
-@pytest.mark.parametrize("script", [GPU_SCRIPT, CAPTURE_SCRIPT], ids=lambda p: p.name)
+@pytest.mark.parametrize("script", [GPU_SCRIPT, CAPTURE_SCRIPT, GATE_SCRIPT], ids=lambda p: p.name)
 def test_the_gpu_machine_scripts_are_valid_bash_and_pass_shellcheck(script: Path) -> None:
     done = subprocess.run(["bash", "-n", str(script)], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
