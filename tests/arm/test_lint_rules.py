@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import inspect
+import json
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from hpclz.findings import Finding
+from hpclz.render.payload import pack, unpack
 from hpclz.rules.base import RULE_ID, Rule, run_rules
 from hpclz.rules.template import LINT_RULES, TEMPLATE_RULES
 from hpclz.rules.template.context import TemplateContext
@@ -437,3 +440,49 @@ def test_jobs_without_blob_roles_need_no_metadata_access() -> None:
     template = load("bad/tpl-060-jobs-kept-from-imds.json")
     template["resources"] = [r for r in template["resources"] if r["type"] != "Microsoft.Authorization/roleAssignments"]
     assert run(RULES["HPCLZ-TPL-060"], template) == []
+
+
+def _with_cluster(template: dict[str, Any], edit: Callable[[str], str]) -> dict[str, Any]:
+    """The template with its CycleCloud server's cluster document edited (userData, as hpclz packs it)."""
+    (vm,) = [r for r in template["resources"] if r["type"] == "Microsoft.Compute/virtualMachines"]
+    unpacked = unpack(vm["properties"]["userData"])
+    assert unpacked is not None
+    document = json.loads(unpacked.data.decode())
+    document["template"] = edit(document["template"])
+    vm["properties"]["userData"] = pack(json.dumps(document), xz=unpacked.codec == "xz")
+    return template
+
+
+@pytest.mark.parametrize(
+    "opened",
+    [
+        "        slurm.role = execute\n        cyclecloud.node.prevent_metadata_access = false\n",
+        # The same setting in a [[[configuration cyclecloud]]] section: CycleCloud merges the sections.
+        "        slurm.role = execute\n\n        [[[configuration cyclecloud]]]\n        node.prevent_metadata_access = false\n",
+    ],
+)
+def test_execute_arrays_that_open_the_metadata_service_pass(opened: str) -> None:
+    template = _with_cluster(
+        load("bad/tpl-060-jobs-kept-from-imds.json"),
+        lambda text: text.replace("        slurm.role = execute\n", opened),
+    )
+    assert run(RULES["HPCLZ-TPL-060"], template) == []
+
+
+def test_node_defaults_that_open_the_metadata_service_pass_and_an_array_may_close_it_again() -> None:
+    def edit(text: str) -> str:
+        text = text.replace(
+            "        slurm.version =",
+            "        cyclecloud.node.prevent_metadata_access = false\n        slurm.version =",
+            1,
+        )
+        gb300 = text.index("[[nodearray gb300]]")
+        head, tail = text[:gb300], text[gb300:]
+        return head + tail.replace(
+            "        slurm.role = execute\n",
+            "        slurm.role = execute\n        cyclecloud.node.prevent_metadata_access = true\n",
+            1,
+        )
+
+    findings = run(RULES["HPCLZ-TPL-060"], _with_cluster(load("bad/tpl-060-jobs-kept-from-imds.json"), edit))
+    assert [f.message.split(": ", 1)[1].split(" keeps")[0] for f in findings] == ["[[nodearray gb300]]"]
