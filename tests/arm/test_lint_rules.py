@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import inspect
+import json
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from hpclz.findings import Finding
+from hpclz.render.payload import pack, unpack
 from hpclz.rules.base import RULE_ID, Rule, run_rules
 from hpclz.rules.template import LINT_RULES, TEMPLATE_RULES
+from hpclz.rules.template.context import TemplateContext
 from tests.arm.support import context, load
 from tests.render.conftest import preset_plan
 
@@ -186,6 +190,18 @@ CASES: dict[str, tuple[str, list[str], list[str]]] = {
     "HPCLZ-TPL-056": (
         "tpl-056-secret-in-node-defaults.json",
         ["[[node defaults]] sets the secret $AccountingPassword"],
+        [],
+    ),
+    # ai-training's compute template before its execute arrays turned CycleCloud's metadata rule off, byte for byte
+    # (tests/golden at 756a781), with the storage deployment's blob grants to the compute identity added, as gates
+    # see them from the plan: every job's checkpoint write and dataset read would have been refused.
+    "HPCLZ-TPL-060": (
+        "tpl-060-jobs-kept-from-imds.json",
+        [
+            f"[[nodearray {name}]] keeps its jobs from the instance metadata service, yet carries "
+            "id-aitrain-compute-prod-eus2, which holds Storage Blob Data Reader"
+            for name in ("gb300", "h100", "h200")
+        ],
         [],
     ),
     # energy's accounting template before the move to MySQL 8.4, byte for byte (tests/golden at e9d8a67).
@@ -403,3 +419,70 @@ def test_login_nodes_without_the_plan_see_no_data_role() -> None:
 def test_every_preset_gives_its_secret_parameters_to_the_scheduler_alone(stem: str) -> None:
     (compute,) = [d for d in preset_plan(stem).deployments if d.component == "compute"]
     assert run(RULES["HPCLZ-TPL-056"], compute.template) == []
+
+
+def _plan_context(stem: str) -> TemplateContext:
+    """The preset's compute template as the gates see it: with the plan's other templates (the blob grants)."""
+    plan = preset_plan(stem)
+    (compute,) = [d for d in plan.deployments if d.component == "compute"]
+    ctx = TemplateContext.from_deployment(compute)
+    ctx.plan_templates = {d.name: d.template for d in plan.deployments if d is not compute}
+    return ctx
+
+
+@pytest.mark.parametrize("stem", ["ai-training", "energy", "finance", "manufacturing"])
+def test_every_preset_lets_its_jobs_reach_the_identity_they_need(stem: str) -> None:
+    assert run_rules([RULES["HPCLZ-TPL-060"]], _plan_context(stem))[0] == []
+
+
+def test_jobs_without_blob_roles_need_no_metadata_access() -> None:
+    """The fixture without its blob grants: the compute identity holds no data role, and the rule is quiet."""
+    template = load("bad/tpl-060-jobs-kept-from-imds.json")
+    template["resources"] = [r for r in template["resources"] if r["type"] != "Microsoft.Authorization/roleAssignments"]
+    assert run(RULES["HPCLZ-TPL-060"], template) == []
+
+
+def _with_cluster(template: dict[str, Any], edit: Callable[[str], str]) -> dict[str, Any]:
+    """The template with its CycleCloud server's cluster document edited (userData, as hpclz packs it)."""
+    (vm,) = [r for r in template["resources"] if r["type"] == "Microsoft.Compute/virtualMachines"]
+    unpacked = unpack(vm["properties"]["userData"])
+    assert unpacked is not None
+    document = json.loads(unpacked.data.decode())
+    document["template"] = edit(document["template"])
+    vm["properties"]["userData"] = pack(json.dumps(document), xz=unpacked.codec == "xz")
+    return template
+
+
+@pytest.mark.parametrize(
+    "opened",
+    [
+        "        slurm.role = execute\n        cyclecloud.node.prevent_metadata_access = false\n",
+        # The same setting in a [[[configuration cyclecloud]]] section: CycleCloud merges the sections.
+        "        slurm.role = execute\n\n        [[[configuration cyclecloud]]]\n        node.prevent_metadata_access = false\n",
+    ],
+)
+def test_execute_arrays_that_open_the_metadata_service_pass(opened: str) -> None:
+    template = _with_cluster(
+        load("bad/tpl-060-jobs-kept-from-imds.json"),
+        lambda text: text.replace("        slurm.role = execute\n", opened),
+    )
+    assert run(RULES["HPCLZ-TPL-060"], template) == []
+
+
+def test_node_defaults_that_open_the_metadata_service_pass_and_an_array_may_close_it_again() -> None:
+    def edit(text: str) -> str:
+        text = text.replace(
+            "        slurm.version =",
+            "        cyclecloud.node.prevent_metadata_access = false\n        slurm.version =",
+            1,
+        )
+        gb300 = text.index("[[nodearray gb300]]")
+        head, tail = text[:gb300], text[gb300:]
+        return head + tail.replace(
+            "        slurm.role = execute\n",
+            "        slurm.role = execute\n        cyclecloud.node.prevent_metadata_access = true\n",
+            1,
+        )
+
+    findings = run(RULES["HPCLZ-TPL-060"], _with_cluster(load("bad/tpl-060-jobs-kept-from-imds.json"), edit))
+    assert [f.message.split(": ", 1)[1].split(" keeps")[0] for f in findings] == ["[[nodearray gb300]]"]

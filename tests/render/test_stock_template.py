@@ -100,6 +100,11 @@ def _section_missing(where: str, section: Section, facts: dict[str, Any], releas
     ]
     out += [f"{where}: setting {key}" for key in facts.get("settings_present", []) if key not in section.settings]
     out += [
+        f"{where}: setting {key} left to CycleCloud's default"
+        for key in facts.get("settings_absent", {})
+        if key in section.settings
+    ]
+    out += [
         f"{where}: cluster-init {spec}"
         for spec in facts.get("cluster_init", [])
         if not _spec_kept(spec, section.cluster_init, release)
@@ -191,3 +196,14 @@ def test_the_parser_skips_cloud_init_scripts() -> None:
     section = parse(template)["defaults"]
     assert section.attributes == {"KeyPairLocation": "x"}
     assert section.settings == {}
+
+
+def test_a_setting_the_stock_leaves_to_cyclecloud_is_reported() -> None:
+    """Turning periodic converge off is a departure from the stock template, which leaves it at CycleCloud's default."""
+    template = _cluster("ai-training")
+    anchor = "        slurm.enable_healthchecks = true\n"
+    assert anchor in template
+    changed = template.replace(anchor, anchor + "        cyclecloud.maintenance_converge.enabled = false\n", 1)
+    assert missing(changed) == [
+        "node defaults: setting cyclecloud.maintenance_converge.enabled left to CycleCloud's default"
+    ]

@@ -300,6 +300,13 @@ def _data_containers(zone: Zone) -> list[Assignment]:
     return out
 
 
+def jobs_use_compute_identity(zone: Zone) -> bool:
+    """Whether jobs are meant to take the compute identity's tokens: it holds a blob data role on a data container
+    (_data_containers), which checkpoints and datasets are written and read with (docs/checkpoints.md)."""
+    principal = zone.identity_principal("compute") if zone.config.identity.managed_identities.compute else None
+    return principal is not None and any(a.principal_id == principal for a in _data_containers(zone))
+
+
 def lustre_hsm_assignments(zone: Zone) -> list[Assignment]:
     """The roles Managed Lustre's resource provider needs on the HSM account before the file system is created:
     without them creation fails, and validation does not catch it

@@ -36,9 +36,9 @@ WRITE_ROLES = {
     "ba92f5b4-2d11-453d-a403-e96b0029c9fe": "Storage Blob Data Contributor",
     "b7e6dc6d-f1e8-4753-8033-0f276bb0955b": "Storage Blob Data Owner",
 }
+BLOB_ROLES = {**WRITE_ROLES, "2a2b9908-6ea1-4ae2-8e65-a410df84e7d1": "Storage Blob Data Reader"}
 DATA_ROLES = {
-    **WRITE_ROLES,
-    "2a2b9908-6ea1-4ae2-8e65-a410df84e7d1": "Storage Blob Data Reader",
+    **BLOB_ROLES,
     "4633458b-17de-408a-b874-0445c86b69e6": "Key Vault Secrets User",
     "b86a8fe4-44ce-4948-aee5-eccb2c155cd7": "Key Vault Secrets Officer",
     "00482a5a-887f-4fb3-b363-3b7fe8e74483": "Key Vault Administrator",
@@ -178,14 +178,14 @@ class LoginNodesCarryNoDataIdentity(Rule[TemplateContext]):
                     )
 
 
-def _data_roles(ctx: TemplateContext) -> dict[str, str]:
-    """identity name -> a data role it holds, from the role assignments of this template and the plan's others.
-    Reads on the locker account are what the locker identity is for, and are left out."""
+def _data_roles(ctx: TemplateContext, roles: dict[str, str] = DATA_ROLES) -> dict[str, str]:
+    """identity name -> a data role of `roles` it holds, from the role assignments of this template and the plan's
+    others. Reads on the locker account are what the locker identity is for, and are left out."""
     held: dict[str, str] = {}
     for template in (ctx.template, *ctx.plan_templates.values()):
         lockers = {a for a, c in _containers_by_account(TemplateContext(template, "")).items() if LOCKER_CONTAINER in c}
         for found in TemplateContext(template, "").resources:
-            role = _role(found.resource, DATA_ROLES) if found.type.lower() == ROLE_ASSIGNMENT else None
+            role = _role(found.resource, roles) if found.type.lower() == ROLE_ASSIGNMENT else None
             scope = str(found.resource.get("scope", "")).split("/")
             if role is None or (len(scope) > 2 and scope[2] in lockers):
                 continue

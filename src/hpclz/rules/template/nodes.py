@@ -15,7 +15,16 @@ from typing import Any
 from hpclz.findings import Finding, Severity
 from hpclz.rules.base import Rule
 from hpclz.rules.template.context import TemplateContext
-from hpclz.rules.template.locker import ROLE_ASSIGNMENT, VM, _identity, _props, _role, decoded_user_data
+from hpclz.rules.template.locker import (
+    BLOB_ROLES,
+    ROLE_ASSIGNMENT,
+    VM,
+    _data_roles,
+    _identity,
+    _props,
+    _role,
+    decoded_user_data,
+)
 
 POLICY_ASSIGNMENT = "microsoft.authorization/policyassignments"
 # Built-in "Require a tag on resources" (Azure/azure-policy built-in-policies/policyDefinitions/Tags/
@@ -28,6 +37,11 @@ SECRET_READERS = {
     "00482a5a-887f-4fb3-b363-3b7fe8e74483": "Key Vault Administrator",
 }
 _HEADER = re.compile(r"^\s*(\[\[(?:node|nodearray)\s+[^\[\]]+\]\])\s*$", re.M)
+_SUBSECTION = re.compile(r"^\s*\[\[\[([^\[\]]+)\]\]\]\s*$", re.M)
+# CycleCloud's iptables rule that keeps every user but root and its own from the instance metadata service, on
+# unless a node's configuration turns it off ("node.prevent_metadata_access ... Default: true",
+# learn.microsoft.com/azure/cyclecloud/cluster-references/configuration-reference, [[[configuration cyclecloud]]]).
+METADATA_ACCESS = "cyclecloud.node.prevent_metadata_access"
 
 
 def cluster_nodes(document: dict[str, Any]) -> dict[str, dict[str, str]]:
@@ -182,3 +196,61 @@ def _sections(cluster: str) -> list[tuple[str, str]]:
     """`[[node x]]` / `[[nodearray x]]` -> its whole text, sub-sections included, multi-line `'''` values removed."""
     parts = _HEADER.split(re.sub(r"'''.*?'''", "''", cluster, flags=re.S))
     return [(parts[i].strip(), parts[i + 1]) for i in range(1, len(parts) - 1, 2)]
+
+
+def cluster_configuration(document: dict[str, Any]) -> dict[str, dict[str, str]]:
+    """`[[node x]]` / `[[nodearray x]]` -> its configuration over `[[node defaults]]`'s: the settings of every
+    `[[[configuration]]]` sub-section, those of a `[[[configuration NAME]]]` under `NAME.` ("Internally, CycleCloud
+    merges the configuration sections", learn.microsoft.com/azure/cyclecloud/cluster-references/
+    configuration-reference), `$Parameter`s resolved."""
+    parameters = json.loads(str(document.get("parameters") or "{}"))
+    sections = {header: _configuration(body, parameters) for header, body in _sections(str(document.get("template")))}
+    defaults = sections.pop("[[node defaults]]", {})
+    return {header: {**defaults, **own} for header, own in sections.items()}
+
+
+def _configuration(body: str, parameters: dict[str, Any]) -> dict[str, str]:
+    parts = _SUBSECTION.split(body)
+    out: dict[str, str] = {}
+    for index in range(1, len(parts) - 1, 2):
+        kind, _, name = parts[index].strip().partition(" ")
+        if kind == "configuration":
+            prefix = f"{name.strip()}." if name.strip() else ""
+            out.update({prefix + key: value for key, value in _settings(parts[index + 1], parameters).items()})
+    return out
+
+
+class JobsReachTheirDataIdentity(Rule[TemplateContext]):
+    """An execute nodearray whose identities hold a blob data role lets its jobs reach the instance metadata service:
+    jobs write checkpoints and read datasets with the compute identity's tokens, which they take from that service
+    (docs/checkpoints.md; learn.microsoft.com/entra/identity/managed-identities-azure-resources/how-to-use-vm-token),
+    and CycleCloud's own iptables rule refuses every user but root and its own there unless the node's configuration
+    sets cyclecloud.node.prevent_metadata_access = false ("Prevents users, other than the root user or cyclecloud
+    user, from accessing the VM metadata from the node. CycleCloud applies these access rules in iptables. Default:
+    true", learn.microsoft.com/azure/cyclecloud/cluster-references/configuration-reference). Left on, every job's
+    checkpoint write and dataset read is refused while the role assignments say it may."""
+
+    id = "HPCLZ-TPL-060"
+    severity = Severity.ERROR
+    title = "Jobs are kept from the data identity their nodes carry"
+    fix = f"Set {METADATA_ACCESS} = false in the execute nodearray's [[[configuration]]] of the cluster template."
+
+    def check(self, ctx: TemplateContext) -> Iterable[Finding]:
+        held = _data_roles(ctx, BLOB_ROLES)
+        for found in ctx.resources:
+            document = decoded_user_data(found.resource) if found.type.lower() == VM else None
+            if not document:
+                continue
+            attributes = cluster_nodes(document)
+            for header, settings in cluster_configuration(document).items():
+                if settings.get("slurm.role") != "execute" or settings.get(METADATA_ACCESS, "true").lower() == "false":
+                    continue
+                for item in attributes.get(header, {}).get("Azure.Identities", "").split(","):
+                    name = _identity(item.strip())
+                    if name in held:
+                        yield self.finding(
+                            ctx,
+                            found.path,
+                            f"{found.label}: {header} keeps its jobs from the instance metadata service, yet carries "
+                            f"{name}, which holds {held[name]}",
+                        )

@@ -48,7 +48,13 @@ NVSMI_FACTOR = 1.5  # nvidia-smi -q on 8 GPUs is the slowest healthy probe: give
 
 
 def detect_sku(source: Source) -> str | None:
-    """The VM size from a fixture, else from Azure IMDS (2 s timeout: off Azure there is no answer)."""
+    """The VM size from a fixture, else from Azure IMDS (2 s timeout: off Azure there is no answer).
+
+    Where CycleCloud's metadata rule is on, only root and CycleCloud's own user get an answer
+    (learn.microsoft.com/azure/cyclecloud/cluster-references/configuration-reference, node.prevent_metadata_access);
+    a refused request is an OSError, so None. The gate's tiers run as root (slurm.conf(5): HealthCheckProgram and
+    Epilog "execute as user root", the Prolog by slurmd, which runs as SlurmdUser, "root" by default; the boot
+    tier from the root Scheduled Events watcher), and `hpclz verify` passes the partition's size as --sku."""
     if source.simulated:
         out = source.file("vm-size.txt", "")
         return out.text.strip() if out.ok and out.text else None
