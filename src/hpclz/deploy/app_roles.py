@@ -26,14 +26,15 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, Field
 
 from hpclz.config.loader import LoadedConfig
+from hpclz.plan.changeset import APP_ROLE_ASSIGNMENT_TYPE
 from hpclz.state.model import AppRoleAssignmentRecord, StateDocument
 
 if TYPE_CHECKING:
     from hpclz.azure.graph import Graph, GraphError
     from hpclz.deploy.destroy import Action, Outcome
 
-# Graph's object type path for an assignment, as destroy names what it deleted.
-ASSIGNMENT_TYPE = "Microsoft.Graph/servicePrincipals/appRoleAssignedTo"
+# Graph's object type path for an assignment, as destroy names what it deleted (and plan what it will).
+ASSIGNMENT_TYPE = APP_ROLE_ASSIGNMENT_TYPE
 WHO_MAY = (
     "giving app roles takes an Entra role such as Cloud Application Administrator or Application Administrator, or "
     "ownership of the app's service principal (learn.microsoft.com/graph/api/serviceprincipal-post-approleassignedto)"
