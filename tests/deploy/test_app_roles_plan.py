@@ -79,6 +79,7 @@ def test_a_first_plan_lists_what_deploy_will_make_as_entra_changes_without_calli
     assert arm.graph.log == []  # a zone not deployed yet is planned without credentials, Graph included
 
 
+@pytest.mark.timeout(240)  # a deploy and three plans of the largest preset
 def test_a_deployed_zone_shows_the_recorded_assignments_unchanged_reading_graph_as_it_reads_arm(
     arm: ArmStandIn, zone: Path, run_cli: RunCli
 ) -> None:
@@ -100,6 +101,7 @@ def test_a_deployed_zone_shows_the_recorded_assignments_unchanged_reading_graph_
     assert _rows(offline) == kept and offline["graph_read"] is False and len(arm.graph.log) == reads
 
 
+@pytest.mark.timeout(240)  # two deploys and four plans of the largest preset
 def test_an_update_plan_shows_the_deletes_and_remakes_deploy_will_do(
     arm: ArmStandIn, zone: Path, run_cli: RunCli
 ) -> None:
@@ -188,3 +190,32 @@ def test_a_destroy_plan_leaves_out_what_destroy_would_not_delete(arm: ArmStandIn
         f"{by_hand['id']}: Graph holds this ID for another group or role than state records, not proved hpclz's"
     ]
     assert forged["id"] not in json.dumps(destroy) and gone["id"] not in json.dumps(destroy)
+
+
+def test_a_graph_that_cannot_be_read_leaves_the_plan_as_it_is_and_says_why(
+    arm: ArmStandIn, zone: Path, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The tenant has no service principal for CycleCloud's app: deploy succeeds and records no assignment.
+    deployed = run_cli("deploy", str(zone), "--yes")
+    assert deployed.exit_code == 0, deployed.stderr + deployed.stdout
+    assert state_of(zone)["app_role_assignments"] == []
+
+    entra = _entra(run_cli, zone)
+    assert _rows(entra) == {("create", group, role, "") for group, role in EXPECTED} and entra["graph_read"] is True
+    assert all("has no service principal for CycleCloud's app" in a["reason"] for a in entra["assignments"])
+    # Entra ID changes are counted apart: --detailed-exitcode still means ARM and config changes.
+    assert run_cli("plan", str(zone), "--detailed-exitcode").exit_code == 0
+
+    import socket
+
+    with socket.socket() as unused:  # a loopback port nobody listens on
+        unused.bind(("127.0.0.1", 0))
+        port = unused.getsockname()[1]
+    monkeypatch.setenv("HPCLZ_GRAPH_ENDPOINT", f"https://127.0.0.1:{port}")
+    unread = _entra(run_cli, zone)
+    assert _rows(unread) == _rows(entra) and unread["graph_read"] is False
+    assert unread["not_read"].startswith(f"Microsoft Graph at https://127.0.0.1:{port}")
+    assert all(a["reason"] == "" for a in unread["assignments"])
+    shown = run_cli("plan", str(zone))
+    assert shown.exit_code == 0, shown.stderr + shown.stdout
+    assert any(line.startswith("Microsoft Graph not read (Microsoft Graph at ") for line in _section(shown.stdout))
