@@ -191,6 +191,16 @@ def test_a_destroy_plan_leaves_out_what_destroy_would_not_delete(arm: ArmStandIn
     ]
     assert forged["id"] not in json.dumps(destroy) and gone["id"] not in json.dumps(destroy)
 
+    # The update plan goes by the same proofs: the forged record stays left alone (its group's role is in Graph, made
+    # outside what state now records), and the one deleted by hand is made again.
+    update = _entra(run_cli, zone)
+    assert _rows(update) == {
+        ("create", gone["principal_id"], gone["app_role"], ""),
+        ("no_change", forged["principal_id"], forged["app_role"], ""),
+        *(("no_change", r["principal_id"], r["app_role"], r["id"]) for r in rest),
+    }
+    assert update["left_alone"] == destroy["left_alone"]
+
 
 def test_a_graph_that_cannot_be_read_leaves_the_plan_as_it_is_and_says_why(
     arm: ArmStandIn, zone: Path, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from hpclz.config.loader import LoadedConfig
-from hpclz.deploy.app_roles import WHO_MAY, _key, wanted
+from hpclz.deploy.app_roles import WHO_MAY, _key, roles_of, same_assignment, wanted
 from hpclz.plan.changeset import Action, AppRoleChange, EntraChanges
 from hpclz.state.model import AppRoleAssignmentRecord, StateDocument
 
@@ -60,9 +60,7 @@ def _look(graph: Graph, app_id: str | None, records: list[AppRoleAssignmentRecor
         sp = graph.service_principal(app_id) if app_id is not None else None
         if sp is not None:
             seen.sp_id = str(sp["id"])
-            seen.roles = {
-                str(r.get("value")): str(r.get("id")) for r in sp.get("appRoles") or [] if isinstance(r, dict)
-            }
+            seen.roles = roles_of(sp)
         for sp_id in sorted({r.resource_id for r in records} | ({seen.sp_id} if seen.sp_id else set())):
             seen.held[sp_id] = {str(a.get("id")): a for a in graph.assigned_to(sp_id)}
     except GraphError as exc:
@@ -113,7 +111,7 @@ def planned_grant(loaded: LoadedConfig, doc: StateDocument | None, graph: Graph 
     matched: set[str] = set()
     for w in want:
         record = next((r for r in records if _matches(r, app_id, w.group, w.app_role)), None)
-        if record is not None:
+        if record is not None and (seen is None or _proved(seen, record)):
             matched.add(record.id)
             result.assignments.append(_recorded(record, Action.NO_CHANGE, w.path))
             continue
@@ -159,9 +157,7 @@ _NOT_PROVED = "Graph holds this ID for another group or role than state records,
 
 def _proved(seen: _Seen, record: AppRoleAssignmentRecord) -> bool:
     found = seen.holds(record)
-    return found is not None and _key(str(found.get("principalId")), str(found.get("appRoleId"))) == _key(
-        record.principal_id, record.app_role_id
-    )
+    return found is not None and same_assignment(found, record)
 
 
 def planned_revoke(doc: StateDocument | None, graph: Graph | None) -> EntraChanges | None:
