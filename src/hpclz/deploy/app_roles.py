@@ -26,14 +26,15 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, Field
 
 from hpclz.config.loader import LoadedConfig
+from hpclz.plan.changeset import APP_ROLE_ASSIGNMENT_TYPE
 from hpclz.state.model import AppRoleAssignmentRecord, StateDocument
 
 if TYPE_CHECKING:
     from hpclz.azure.graph import Graph, GraphError
     from hpclz.deploy.destroy import Action, Outcome
 
-# Graph's object type path for an assignment, as destroy names what it deleted.
-ASSIGNMENT_TYPE = "Microsoft.Graph/servicePrincipals/appRoleAssignedTo"
+# Graph's object type path for an assignment, as destroy names what it deleted (and plan what it will).
+ASSIGNMENT_TYPE = APP_ROLE_ASSIGNMENT_TYPE
 WHO_MAY = (
     "giving app roles takes an Entra role such as Cloud Application Administrator or Application Administrator, or "
     "ownership of the app's service principal (learn.microsoft.com/graph/api/serviceprincipal-post-approleassignedto)"
@@ -89,6 +90,18 @@ def _key(principal: str, role_id: str) -> tuple[str, str]:
     return principal.lower(), role_id.lower()
 
 
+def roles_of(sp: dict[str, Any]) -> dict[str, str]:
+    """A service principal's app roles: value -> ID."""
+    return {str(r.get("value")): str(r.get("id")) for r in sp.get("appRoles") or [] if isinstance(r, dict)}
+
+
+def same_assignment(found: dict[str, Any], record: AppRoleAssignmentRecord) -> bool:
+    """Graph's assignment gives the recorded group the recorded app role: the proof that the record's ID is hpclz's."""
+    return _key(str(found.get("principalId")), str(found.get("appRoleId"))) == _key(
+        record.principal_id, record.app_role_id
+    )
+
+
 class _Granting:
     def __init__(self, graph: Graph, doc: StateDocument, save: Callable[[StateDocument], StateDocument], app_id: str):
         self.graph, self.doc, self.save = graph, doc, save
@@ -109,7 +122,7 @@ class _Granting:
             self.result.missing = [w.line() for w in want]
             return
         sp_id = str(sp["id"])
-        roles = {str(r.get("value")): str(r.get("id")) for r in sp.get("appRoles") or [] if isinstance(r, dict)}
+        roles = roles_of(sp)
         existing = {_key(str(a.get("principalId")), str(a.get("appRoleId"))): a for a in self.graph.assigned_to(sp_id)}
         self._forget_gone(sp_id, {str(a.get("id")) for a in existing.values()})
         self._prune(sp_id, {_key(w.group, roles[w.app_role]) for w in want if w.app_role in roles})
@@ -253,8 +266,6 @@ def _proved_delete(
     found = listed[record.resource_id].get(record.id)
     if found is None:
         return Action.GONE
-    if _key(str(found.get("principalId")), str(found.get("appRoleId"))) != _key(
-        record.principal_id, record.app_role_id
-    ):
+    if not same_assignment(found, record):
         return Action.LEFT
     return Action.DELETED if graph.unassign(record.resource_id, record.id) else Action.GONE

@@ -145,6 +145,7 @@ def planned(loaded: LoadedConfig, options: PlanOptions, findings: list[Finding])
     if options.destroy:
         owner = _ownership(loaded, deployment_plan, state)
         result.changes = destroy_changeset(deployment_plan, state, options.include_data, owner)
+        result.changes.entra = _entra(loaded, state, options, read=True)
         result.not_saved = "not saved: a destroy plan is applied with `hpclz destroy`" if options.out else None
         return result
     log.info(
@@ -153,6 +154,8 @@ def planned(loaded: LoadedConfig, options: PlanOptions, findings: list[Finding])
         "ARM what-if" if options.what_if else "offline" if options.offline or not options.refresh else "refresh",
     )
     result.changes = _changes(loaded, deployment_plan, state, options)
+    if not options.refresh_only:  # a refresh-only plan changes nothing, in Entra ID either
+        result.changes.entra = _entra(loaded, state, options, read=reads_azure(options, state))
     if options.what_if:  # online: what deploy's preflight would refuse before any write, said now
         from hpclz.deploy.preflight import marketplace_findings
 
@@ -172,6 +175,25 @@ def reads_azure(options: PlanOptions, state: StateDocument | None) -> bool:
     if options.offline:
         return False
     return options.what_if or options.refresh_only or (options.refresh and state is not None and bool(state.resources))
+
+
+def _entra(loaded: LoadedConfig, state: StateDocument | None, options: PlanOptions, *, read: bool) -> Any:
+    """The app role assignments deploy (or destroy) changes in CycleCloud's Entra app; Microsoft Graph is read only
+    where the plan reads Azure anyway (`read`), as ARM is."""
+    from hpclz.deploy.plan_app_roles import planned_grant, planned_revoke
+
+    graph = _graph(loaded) if read and not options.offline else None
+    return planned_revoke(state, graph) if options.destroy else planned_grant(loaded, state, graph)
+
+
+def _graph(loaded: LoadedConfig) -> Any:
+    """Microsoft Graph with the credential every ARM client of this plan gets (hpclz.deploy.apply does the same)."""
+    from hpclz.azure.clients import make_credential
+    from hpclz.azure.graph import Graph
+    from hpclz.azure.settings import settings_from_env
+
+    settings = settings_from_env(loaded.config.metadata.cloud)
+    return Graph(settings, make_credential(settings))
 
 
 def _live(result: PlanResult, loaded: LoadedConfig, deployment_plan: DeploymentPlan, options: PlanOptions) -> None:

@@ -167,6 +167,64 @@ class Summary(BaseModel):
         )
 
 
+# Graph's object type path for an app role assignment (hpclz.deploy.app_roles names what destroy deletes with it).
+APP_ROLE_ASSIGNMENT_TYPE = "Microsoft.Graph/servicePrincipals/appRoleAssignedTo"
+
+
+class AppRoleChange(BaseModel):
+    """One app role assignment in CycleCloud's Entra app: a Microsoft Graph object, not an ARM resource. The same
+    keys as a ResourceChange where they mean the same (id, type, name, label, action)."""
+
+    id: str = Field(default="", description="The assignment's Graph ID (from state); empty for one to create.")
+    type: str = APP_ROLE_ASSIGNMENT_TYPE
+    name: str = Field(description="`<app role> for <group object ID>`.")
+    label: str = Field(default="", description="Readable: the app role and where the config names the group.")
+    action: Action
+    app_id: str = Field(description="CycleCloud's app (identity.cyclecloud_entra.client_id).")
+    principal_id: str = Field(description="Object ID of the group given the role (identity.groups).")
+    app_role: str = Field(description="The app role's value, e.g. Global.Node.User.")
+    path: str = Field(default="", description="Where the config names the group; empty when it no longer does.")
+    reason: str = Field(default="", description="Why, where the action alone does not say it.")
+
+
+class EntraChanges(BaseModel):
+    """What deploy (or destroy) changes in Microsoft Entra ID, another authority than ARM, through Microsoft Graph:
+    made after the ARM deployments, and a refusal there does not fail the deploy (hpclz.deploy.app_roles)."""
+
+    authority: str = "Microsoft Entra ID"
+    via: str = "Microsoft Graph"
+    app_id: str
+    assignments: list[AppRoleChange] = Field(default_factory=list)
+    left_alone: list[str] = Field(
+        default_factory=list,
+        description="`--destroy`: recorded assignments destroy leaves alone, as '<id>: <why>' (Graph holds the ID "
+        "for another group or role than state records).",
+    )
+    graph_read: bool = Field(default=False, description="Microsoft Graph was read (the plan read Azure).")
+    not_read: str | None = Field(default=None, description="Why Graph was not read: listed from state and config.")
+    note: str = Field(default="", description="What may keep Graph from making these changes.")
+
+    @property
+    def changed(self) -> list[AppRoleChange]:
+        return [a for a in self.assignments if a.action is not Action.NO_CHANGE]
+
+    @property
+    def summary(self) -> Summary:
+        counts = Summary()
+        for a in self.assignments:
+            if a.action is Action.CREATE:
+                counts.add += 1
+            elif a.action is Action.DELETE:
+                counts.destroy += 1
+        return counts
+
+    def payload(self) -> dict[str, Any]:
+        body = self.model_dump(mode="json")
+        body["summary"] = self.summary.model_dump()
+        body["has_changes"] = bool(self.changed)
+        return body
+
+
 class StateRef(BaseModel):
     """Which state the plan was computed against (None: there was no state)."""
 
@@ -216,6 +274,11 @@ class ChangeSet(BaseModel):
     )
     targets: list[str] = Field(
         default_factory=list, description="`--target`: the IDs of the resources named (their attributes are shown)."
+    )
+    entra: EntraChanges | None = Field(
+        default=None,
+        description="App role assignments in CycleCloud's Entra app (Microsoft Graph, not ARM); None when the config "
+        "implies none and state records none. Counted apart from `summary` and `has_changes`, which are ARM's.",
     )
 
     @property
@@ -286,4 +349,5 @@ class ChangeSet(BaseModel):
         body["worst_policy"] = self.worst_policy.value
         body["blocked"] = self.blocked
         body["data_loss"] = self.data_loss
+        body["entra"] = None if self.entra is None else self.entra.payload()
         return body

@@ -18,6 +18,7 @@ from hpclz.plan.changeset import (
     ChangeSet,
     ClusterLine,
     ConfigChange,
+    EntraChanges,
     Policy,
     PropertyChange,
     ResourceChange,
@@ -238,6 +239,8 @@ def print_changeset(
         hint = "" if show_noise else " (--show-noise shows them)"
         source = "" if cs.mode == "offline" else "what-if "
         out.print(f"[dim]{cs.noise_count} {source}changes filtered as noise{hint}.[/]")
+    if cs.entra is not None:
+        out.print("\n".join(entra_lines(cs.entra)), highlight=False)
 
 
 def _config_section(out: Console, cs: ChangeSet) -> None:
@@ -327,3 +330,24 @@ def _noise_section(out: Console, cs: ChangeSet) -> None:
         if quiet.action is Action.NO_CHANGE and quiet.noise:
             out.print("\n".join(resource_lines_quiet(quiet)))
     out.print("\n".join(f"  [dim]* ignored by what-if: {escape(rid)}[/]" for rid in cs.ignored))
+
+
+def entra_lines(entra: EntraChanges) -> list[str]:
+    """Another authority than ARM, apart from ARM's summary: each app role assignment (`=` kept as recorded), its
+    own summary line, what may refuse it, and whether Graph was read."""
+    lines = [
+        f"\n[bold]{escape(entra.authority)}[/] (through {escape(entra.via)}, not ARM): app role assignments in "
+        f"CycleCloud's app {escape(entra.app_id)}"
+    ]
+    for a in entra.assignments:
+        what = f"{_symbol(a.action)} app role {escape(a.label)}"
+        what += f"  [dim]\\[{escape(a.id)}][/]" if a.id else ""
+        lines.append(what + (f"  [dim]# {escape(a.reason)}[/]" if a.reason else ""))
+    lines += [f"[yellow]! left alone, not proved this zone's: {escape(item)}[/]" for item in entra.left_alone]
+    counts = entra.summary
+    lines.append(f"[bold]Entra ID: {counts.add} to add, {counts.destroy} to destroy.[/]")
+    if entra.changed:
+        lines.append(f"[dim]These are {escape(entra.note)}.[/]")
+    if entra.not_read:
+        lines.append(f"[dim]Microsoft Graph not read ({escape(entra.not_read)}); listed from the state and config.[/]")
+    return lines
