@@ -214,8 +214,12 @@ def test_plan_destroy_and_destroy_never_name_records_added_to_state(
         "left_alone"
     ]  # every resource the deploy made proves its ownership
     assert {line.split(": ", 1)[0] for line in body["left_alone"]} == {r["id"] for r in forged}
+    recorded = state_of(energy)
+    assert body["state"] == {"lineage": recorded["lineage"], "serial": recorded["serial"]}
     people = run_cli("plan", str(energy), "--destroy", "--include-data")
     assert "left alone, not proved this zone's" in people.stdout
+    # The header names the state the deletes were read from, not "no state: everything is new".
+    assert f"against state serial {recorded['serial']}" in people.stdout and "everything is new" not in people.stdout
 
     destroyed = run_cli("destroy", str(energy), "--yes", "--include-data", "-o", "json")
     outcomes = {o["id"]: o for o in json.loads(destroyed.stdout)["result"]["outcomes"]}

@@ -19,7 +19,7 @@ from hpclz.cost.estimate import Estimate, estimate, with_delta
 from hpclz.errors import ExitCode, HpclzError
 from hpclz.findings import Finding, Severity
 from hpclz.output import ResultBody
-from hpclz.plan.changeset import ChangeSet
+from hpclz.plan.changeset import ChangeSet, StateRef
 from hpclz.plan.cluster import cluster_lines
 from hpclz.plan.contract import attach_config_diff, changeset_for, force_replacements, targeted
 from hpclz.plan.offline import create_change
@@ -312,7 +312,9 @@ def destroy_changeset(plan: DeploymentPlan, state: Any, include_data: bool, owne
     from hpclz.deploy.destroy import kept_set
     from hpclz.plan.offline import delete_change
 
-    changes = ChangeSet(mode="destroy", landing_zone=plan.landing_zone, environment=plan.environment)
+    changes = ChangeSet(
+        mode="destroy", landing_zone=plan.landing_zone, environment=plan.environment, state=StateRef.of(state)
+    )
     if state is None:
         return changes
     kept = kept_set(state.resources, include_data)
