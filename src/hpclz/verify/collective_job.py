@@ -183,11 +183,13 @@ def analyse_pairs(results: list[CollectiveResult], threshold: float | None = Non
 
     With the SKU's inter-node threshold (NCCL over InfiniBand) a pair fails below it, absolutely; without one
     (gloo over TCP, an unknown SKU) below half the best pair. Either way a node is blamed when every pair it
-    sits in failed. When every pair fails, that alone names every node: then only nodes also slow relative to
+    sits in failed; a pair that could not start hpclz on its nodes (HPCLZ-VFY-904's line) fails but blames
+    nobody. When every pair fails, that alone names every node: then only nodes also slow relative to
     the best pair are blamed, and if none stands out (or no pair produced a result at all) the fault is the
     fabric's or the set-up's (NCCL not on InfiniBand, torch missing on the nodes), so the pairs fail and no
     node is drained for it.
     """
+    from hpclz.verify.checks.outcomes import NO_AGENT_LINE
     from hpclz.verify.model import Status
 
     measured = [bw for r in results if (bw := busbw(r)) is not None]
@@ -200,7 +202,9 @@ def analyse_pairs(results: list[CollectiveResult], threshold: float | None = Non
         r.threshold_busbw_gbps = floor if measured else threshold
         if bw is None:
             r.status = Status.FAIL
-            slow.append(r)
+            # A pair whose nodes could not start hpclz measured nothing of them: it fails, and convicts no node.
+            if NO_AGENT_LINE not in (r.message or ""):
+                slow.append(r)
         elif bw < floor:
             r.status = Status.FAIL
             r.message = f"bus bandwidth {bw:.3g} GB/s < {floor:.3g} GB/s" + (
@@ -209,7 +213,7 @@ def analyse_pairs(results: list[CollectiveResult], threshold: float | None = Non
             slow.append(r)
         else:
             r.status = Status.PASS
-    if len(slow) < len(results) or len(results) == 1:
+    if measured and (len(slow) < len(results) or len(results) == 1):
         return _blame(results, slow, best, threshold)
     outliers = [r for r in slow if (bw := busbw(r)) is None or bw < relative] if measured else []
     blamed = _blame(results, outliers, best, threshold)

@@ -73,7 +73,7 @@ class NodeCode:
         line naming every start it lacks)."""
         lines = [f"if {s.test()}; then\n  {var}=({shlex.join(s.argv)})" for s in self.starts]
         why = "; ".join(s.text() for s in self.starts)
-        gone = f'why="hpclz\'s node code is not on $node, which has none of: "{shlex.quote(why)}'
+        gone = f'why={shlex.quote(outcomes.NO_AGENT_LINE)}"$node, which has none of: "{shlex.quote(why)}'
         return "\nel".join(lines) + f"\nelse\n  {gone}\n  {missing}\nfi\n"
 
 

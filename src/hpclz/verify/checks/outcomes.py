@@ -71,6 +71,8 @@ JOB_NOT_RUN = outcome(
     but left no output at all in the work folder, which means the folder is not shared with the nodes. It is a
     fault of the set-up, not of the node, so hpclz reports it and fails the run but never drains for it.""",
 )
+# How a node says it has none of the ways to start hpclz (hpclz.verify.dispatch.NodeCode): the start of its one line.
+NO_AGENT_LINE = "hpclz's node code is not on "
 NO_AGENT = outcome(
     "HPCLZ-VFY-904",
     "hpclz's node code present on the node",
