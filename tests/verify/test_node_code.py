@@ -57,17 +57,17 @@ def test_without_the_bundle_verifys_interpreter_is_used_only_where_the_node_has_
 def test_by_default_the_nodes_run_the_clusters_bundle_under_sched() -> None:
     config = load_config(CONFIG).config
     # cyclecloud-slurm's /sched/<cluster> (hpclz.render.health_gate), the cluster <metadata.name>-<environment>.
-    assert node_bundle(config, VerifyOptions(config=CONFIG)) == "/sched/aitrain-prod/hpclz/hpclz-node.pyz"
-    starts = agent_code(config, VerifyOptions(config=CONFIG), "hpclz.verify.agent").starts
+    assert node_bundle(config) == "/sched/aitrain-prod/hpclz/hpclz-node.pyz"
+    starts = agent_code(config, None, None, "hpclz.verify.agent").starts
     assert starts[0].argv == ("python3", "/sched/aitrain-prod/hpclz/hpclz-node.pyz")
     assert starts[1].argv == (sys.executable, "-m", "hpclz.verify.agent")
-    own = agent_code(config, VerifyOptions(config=CONFIG, python="/opt/conda/bin/python"), "hpclz.verify.agent")
+    own = agent_code(config, "/opt/conda/bin/python", None, "hpclz.verify.agent")
     assert [s.argv for s in own.starts] == [("/opt/conda/bin/python", "-m", "hpclz.verify.agent")]
 
 
 def test_a_collective_rank_starts_from_the_bundle_and_a_job_without_it_says_so(tmp_path: Path) -> None:
     config = load_config(CONFIG).config
-    code = agent_code(config, VerifyOptions(config=CONFIG), "hpclz.verify.collective_job", "collective")
+    code = agent_code(config, None, None, "hpclz.verify.collective_job", "collective")
     plan = CollectivePlan(python=SCHEDULER_VENV, work_dir=tmp_path, code=code)
     script = collective_job_script(plan, "pair-a-b", tmp_path / "out.json")
     assert "  rank=(python3 /sched/aitrain-prod/hpclz/hpclz-node.pyz collective)\n" in script

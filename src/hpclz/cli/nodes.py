@@ -160,7 +160,13 @@ def repair(
         None, "--resource-group", metavar="NAME", help="The nodes' resource group (default: the state's compute one)."
     ),
     slurm_conf: Path | None = SLURM_CONF_OPTION,
-    python: str = typer.Option("python3", "--python", metavar="PATH", help="The nodes' Python that has hpclz."),
+    python: str | None = typer.Option(
+        None,
+        "--python",
+        metavar="PATH",
+        help="A Python with hpclz that every node has, for the post-repair check (default: python3 with the node "
+        "bundle under /sched/<cluster>/hpclz).",
+    ),
     output: OutputFormat = OUTPUT_OPTION,
 ) -> None:
     """One pass of closed-loop repair: drain, reboot or reimage, report to Azure, return or retire."""

@@ -325,11 +325,11 @@ def agent_options(config: LandingZoneConfig, sku: str | None, nccl: bool) -> lis
     return [*cmd, "--nccl"] if nccl else cmd
 
 
-def node_bundle(config: LandingZoneConfig, opts: VerifyOptions) -> str:
-    """Where the nodes find the single-file bundle: --bundle, else where the scheduler's hpclz-gate-install puts it
-    for this config's cluster (hpclz.render.health_gate.HealthGate.bundle)."""
-    if opts.bundle:
-        return opts.bundle
+def node_bundle(config: LandingZoneConfig, bundle: str | None = None) -> str:
+    """Where the nodes find the single-file bundle: `bundle` (--bundle), else where the scheduler's
+    hpclz-gate-install puts it for this config's cluster (hpclz.render.health_gate.HealthGate.bundle)."""
+    if bundle:
+        return bundle
     from hpclz.render.cloudinit import cluster_name
     from hpclz.render.health_gate import health_gate
     from hpclz.render.zone import Zone
@@ -337,11 +337,13 @@ def node_bundle(config: LandingZoneConfig, opts: VerifyOptions) -> str:
     return health_gate(cluster_name(Zone(config))).bundle
 
 
-def agent_code(config: LandingZoneConfig, opts: VerifyOptions, module: str, *bundle_args: str) -> NodeCode:
-    """How the nodes start `module`: --python alone where given, else the bundle, else this interpreter where a node
-    has it (as on a cluster whose nodes share the scheduler's disk)."""
-    bundle = None if opts.python else node_bundle(config, opts)
-    return node_code(module, bundle=bundle, python=opts.python, fallback=sys.executable, bundle_args=bundle_args)
+def agent_code(
+    config: LandingZoneConfig, python: str | None, bundle: str | None, module: str, *bundle_args: str
+) -> NodeCode:
+    """How the nodes start `module`: `python` (--python) alone where given, else the bundle, else this interpreter
+    where a node has it (as on a cluster whose nodes share the scheduler's disk)."""
+    found = None if python else node_bundle(config, bundle)
+    return node_code(module, bundle=found, python=python, fallback=sys.executable, bundle_args=bundle_args)
 
 
 def _health(
@@ -363,7 +365,7 @@ def _health(
         for n in chosen.retest:
             client.resume(n)
 
-    code = agent_code(config, opts, "hpclz.verify.agent")
+    code = agent_code(config, opts.python, opts.bundle, "hpclz.verify.agent")
 
     def run(key: tuple[str | None, str], names: list[str]) -> dict[str, NodeReport]:
         partition, kind = key
@@ -439,7 +441,7 @@ def _collectives(
     rack-scale size with racks in Slurm's block topology, per-rack runs come first (_rack_runs) and the all-node
     run goes across the racks."""
     by_partition = _healthy_by_partition(tested, infos)
-    code = agent_code(config, opts, "hpclz.verify.collective_job", COLLECTIVE_COMMAND)
+    code = agent_code(config, opts.python, opts.bundle, "hpclz.verify.collective_job", COLLECTIVE_COMMAND)
     for partition, healthy in by_partition.items():
         if len(healthy) < 2:
             continue
