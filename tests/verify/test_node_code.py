@@ -5,6 +5,7 @@ it has neither; and the run-command path's command line on the scheduler."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -18,7 +19,7 @@ from hpclz.verify.dispatch import NO_AGENT, RESULT_PLACEHOLDER, node_code, node_
 from hpclz.verify.model import BandwidthPoint, CollectiveResult, Status
 from hpclz.verify.remote import remote_script
 from hpclz.verify.session import VerifyOptions, agent_code, node_bundle, remote_arguments
-from tests.conftest import REPO
+from tests.conftest import REPO, require
 from tests.verify.helpers import GOOD
 
 CONFIG = REPO / "configs" / "ai-training.yaml"
@@ -131,3 +132,18 @@ def test_the_run_command_path_runs_the_schedulers_hpclz_and_lets_it_find_the_bun
     mine = remote_arguments(VerifyOptions(config=CONFIG, python="/opt/conda/bin/python", bundle="/shared/n.pyz"))
     assert mine[mine.index("--python") + 1] == "/opt/conda/bin/python"
     assert mine[mine.index("--bundle") + 1] == "/shared/n.pyz"
+
+
+def test_the_node_and_collective_scripts_pass_shellcheck(tmp_path: Path) -> None:
+    require(shutil.which("shellcheck") is not None, "shellcheck")
+    code = node_code("hpclz.verify.agent", bundle="/sched/a b/n.pyz", python=None, fallback=SCHEDULER_VENV)
+    rank = node_code("m", bundle="/sched/a b/n.pyz", python=None, fallback=SCHEDULER_VENV, bundle_args=["collective"])
+    texts = {
+        "node": node_script(["--json", RESULT_PLACEHOLDER], tmp_path, 60, code),
+        "pair": collective_job_script(CollectivePlan(python="x", work_dir=tmp_path, code=rank), "pair-a-b", tmp_path),
+    }
+    for name, text in texts.items():
+        path = tmp_path / f"{name}.sh"
+        path.write_text(text)
+        done = subprocess.run(["shellcheck", "-s", "bash", str(path)], capture_output=True, text=True, check=False)
+        assert done.returncode == 0, f"{name}:\n{done.stdout}"
