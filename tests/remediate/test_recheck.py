@@ -11,7 +11,8 @@ from hpclz.remediate.engine import FAIL, INCONCLUSIVE, PASS
 from hpclz.remediate.recheck import SlurmRecheck
 from hpclz.slurm.client import REPAIR_PREFIX, SlurmClient
 from hpclz.verify.agent import FIXTURES_ENV
-from hpclz.verify.dispatch import RESULT_PLACEHOLDER
+from hpclz.verify.bundle import build
+from hpclz.verify.dispatch import NO_AGENT, RESULT_PLACEHOLDER, node_code
 from tests.support import slurm as harness
 from tests.support.remediation import FAULTS, GOOD
 from tests.support.slurm import LocalSlurm
@@ -48,3 +49,23 @@ def test_a_check_whose_agent_fails_decides_nothing(clean_slurm: LocalSlurm, tmp_
     verdict = SlurmRecheck(client, crashed, tmp_path / "work", budget_s=60).check("node3")
     assert verdict.outcome == INCONCLUSIVE
     assert [e.check_id[:11] for e in verdict.evidence] == ["HPCLZ-VFY-9"]
+
+
+def test_the_check_starts_the_agent_from_the_node_bundle_and_a_node_without_it_decides_nothing(
+    clean_slurm: LocalSlurm, tmp_path: Path
+) -> None:
+    """As on the rendered cluster: the repaired node runs python3 with the bundle under /sched (hpclz.verify.session.
+    agent_code), never hpclz's venv on the scheduler; without the bundle the check is inconclusive, not a failure."""
+    client = SlurmClient(conf=clean_slurm.conf, extra_env={**clean_slurm.job_env, FIXTURES_ENV: str(GOOD)})
+    held = f"{REPAIR_PREFIX} 0009 HPCLZ-VFY-011 mlx5_ib3 port 1: DOWN"
+    client.drain("node2", held)
+    bundle = build(tmp_path / "hpclz-node.pyz")
+    absent = "/opt/hpclz/venvs/" + "0" * 64 + "/bin/python"  # the scheduler's venv: not on any node
+    options = ["--tier", "health", "--json", RESULT_PLACEHOLDER]
+    code = node_code("hpclz.verify.agent", bundle=str(bundle), python=None, fallback=absent)
+    assert SlurmRecheck(client, options, tmp_path / "work", budget_s=60, code=code).check("node2").outcome == PASS
+    gone = node_code("hpclz.verify.agent", bundle=str(tmp_path / "absent.pyz"), python=None, fallback=absent)
+    verdict = SlurmRecheck(client, options, tmp_path / "work", budget_s=60, code=gone).check("node2")
+    assert verdict.outcome == INCONCLUSIVE and [e.check_id for e in verdict.evidence] == [NO_AGENT]
+    [info] = client.nodes(nodelist="node2")
+    assert (info.state, info.reason) == ("drained", held)

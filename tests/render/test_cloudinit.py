@@ -18,6 +18,7 @@ from ruamel.yaml import YAML
 
 from hpclz.errors import HpclzError
 from hpclz.render.cloudinit import CUSTOM_DATA_LIMIT, USER_DATA_LIMIT, custom_data, user_data
+from hpclz.slurm.route import SCHEDULER_PYTHON
 from tests.conftest import require
 from tests.render.conftest import cyclecloud_vms, preset_plan, variant
 
@@ -186,6 +187,9 @@ def test_scheduler_installs_hpclz_for_verify() -> None:
     assert "\nif ! /opt/hpclz/bin/hpclz-install-wheel; then\n" in scheduler
     assert "hpclz==" not in scheduler
     assert "/userAssignedIdentities/id-energy-locker-prod-scus stenergyccprodscuseb80 hpclz" in scheduler
+    # Where `hpclz verify --via run-command` and `hpclz nodes` run hpclz on the scheduler (hpclz.slurm.route).
+    venv = SCHEDULER_PYTHON.removesuffix("/bin/python")
+    assert f"ln -sf {venv}/bin/hpclz /usr/local/bin/hpclz\n" in scheduler
 
 
 def test_a_running_scheduler_checks_for_a_new_wheel_every_ten_minutes() -> None:

@@ -33,7 +33,7 @@ def test_the_bundle_holds_exactly_the_modules_the_agent_loads() -> None:
         [
             sys.executable,
             "-c",
-            "import sys, hpclz.verify.agent, hpclz.verify.gate; "
+            "import sys, hpclz.verify.agent, hpclz.verify.gate, hpclz.verify.collective_job; "
             "print(sorted(m for m in sys.modules if m == 'hpclz' or m.startswith('hpclz.')))",
         ],
         capture_output=True,
@@ -49,7 +49,7 @@ def test_the_bundle_holds_exactly_the_modules_the_agent_loads() -> None:
 def test_a_module_outside_the_standard_library_stops_the_build(tmp_path: Path) -> None:
     package = tmp_path / "hpclz"
     (package / "verify").mkdir(parents=True)
-    for name in ("__init__.py", "verify/__init__.py", "verify/gate.py"):
+    for name in ("__init__.py", "verify/__init__.py", "verify/gate.py", "verify/collective_job.py"):
         (package / name).write_text("")
     (package / "verify" / "agent.py").write_text("import json\n\nimport pydantic\n")
     with pytest.raises(RuntimeError, match=r"hpclz\.verify\.agent imports pydantic: "):
@@ -85,3 +85,16 @@ def test_the_bundle_runs_the_gate_which_runs_the_agent_from_the_same_file(tmp_pa
     ran = _bare(*argv, "--", "--fixtures", str(GOOD))
     assert ran.returncode == 0, ran.stdout + ran.stderr
     assert ran.stdout.strip() == "hpclz gate prolog: n7 healthy"
+
+
+def test_the_bundle_starts_a_collective_rank_from_the_same_file(tmp_path: Path) -> None:
+    """What `hpclz verify --nccl` runs on each node of a collective job: `python3 <bundle> collective ...`. Its
+    rank imports torch only when it runs (hpclz.verify.nccl), so the bundle parses its arguments on the standard
+    library alone and names the one thing it needs from the node's python3."""
+    target = build(tmp_path / "node.pyz")
+    usage = _bare(str(target), "collective", "--help")
+    assert usage.returncode == 0 and "--backend {gloo,nccl}" in usage.stdout, usage.stderr
+    out = tmp_path / "pair.json"
+    ran = _bare(str(target), "collective", "--name", "pair-a-b", "--out", str(out))
+    assert ran.returncode == 1 and not out.exists()
+    assert ran.stderr.strip().splitlines()[-1] == "ModuleNotFoundError: No module named 'torch'"

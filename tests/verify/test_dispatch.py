@@ -251,7 +251,7 @@ def test_collective_job_script_runs_the_given_interpreter_one_rank_per_gpu(tmp_p
     assert "--ntasks-per-node=8" in script
     assert "'/opt/my env/bin/python' -m hpclz.verify.collective_job" in script
     assert "--backend=nccl" in script and "--sizes=1073741824,8589934592" in script
-    assert 'export MASTER_ADDR="$(hostname)"' in script  # rank 0 runs on the batch host
+    assert '\nMASTER_ADDR="$(hostname)"\n' in script  # rank 0 runs on the batch host
     assert "export NCCL_ALGO=Ring" in script  # pairs measure the ring, as azurehpc's ring pairs do
     assert "NCCL_ALGO" not in collective_job_script(plan, "all-nodes", tmp_path / "all.json")
     assert collective_backend(None) == {"backend": "gloo"}

@@ -103,7 +103,7 @@ def _remote(run_cli: Callable[..., CliResult], zone: Path, *args: str) -> CliRes
         "run-command",
         "-p",
         "gpu",
-        "--python",
+        "--scheduler-python",
         sys.executable,
         "--work-dir",
         str(shared),
@@ -263,7 +263,7 @@ def test_a_remote_run_that_fails_leaves_no_folder_on_the_scheduler(
     scheduler_vm: ArmStandIn, zone: Path, run_cli: Callable[..., CliResult]
 ) -> None:
     record_compute_group(zone)
-    result = _remote(run_cli, zone, "--python", "/bin/false")  # no hpclz there: exits 1 before any report
+    result = _remote(run_cli, zone, "--scheduler-python", "/bin/false")  # no hpclz there: exits 1 before any report
     assert result.exit_code == 1
     assert "returned no report (run command Failed, exit 1)" in result.stderr
     assert _left_on_scheduler(zone) == [] and len(scheduler_vm.compute.scripts) == 1  # its own trap cleaned up

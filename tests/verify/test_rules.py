@@ -7,6 +7,8 @@ from the dispatcher's own functions, fed a situation that must produce the outco
 from __future__ import annotations
 
 import inspect
+import os
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -21,7 +23,7 @@ from hpclz.verify.agent import gather
 from hpclz.verify.checks.outcomes import OUTCOMES
 from hpclz.verify.checks.rules import NodeContext, OutcomeRule, VerifyRule
 from hpclz.verify.collective_job import analyse_pairs, pair_failures
-from hpclz.verify.dispatch import FanOut, _why_missing, read_node, select
+from hpclz.verify.dispatch import RESULT_PLACEHOLDER, FanOut, _why_missing, node_code, node_script, read_node, select
 from hpclz.verify.model import BandwidthPoint, CollectiveResult, NodeReport, Status
 from hpclz.verify.probes import detect_sku
 from hpclz.verify.probes.source import Source
@@ -72,6 +74,19 @@ def _job_not_run(folder: Path) -> NodeReport:
     return read_node(folder, "n1", 60, missing=why, missing_id=outcome_id)
 
 
+def _no_agent(folder: Path) -> NodeReport:
+    """The node script itself, run by bash on a "node" that has neither the node bundle nor the interpreter."""
+    folder = folder / "no-agent"  # its own run's folder: the passing case reads n1's files from the test's
+    folder.mkdir()
+    code = node_code(
+        "hpclz.verify.agent", bundle=str(folder / "absent.pyz"), python=None, fallback=str(folder / "no-python")
+    )
+    script = folder / "node.sh"
+    script.write_text(node_script(["--json", RESULT_PLACEHOLDER], folder, 60, code))
+    subprocess.run(["bash", str(script)], env={**os.environ, "SLURMD_NODENAME": "n1"}, check=True, timeout=60)
+    return read_node(folder, "n1", 60)
+
+
 def _proof(check_id: str, *, broken: bool) -> Case:
     """The training proof's verdict on n1 (hpclz.verify.workload.judge), in a node report as the head node keeps it."""
 
@@ -100,6 +115,7 @@ OUTCOME_CASES: dict[str, tuple[Case, Case]] = {
         lambda tmp: select([NodeInfo("n1", "idle")], drain=True).skipped.get("n1") or healthy(tmp),
     ),
     "HPCLZ-VFY-903": (_job_not_run, healthy),
+    "HPCLZ-VFY-904": (_no_agent, healthy),
     "HPCLZ-VFY-910": (
         lambda _tmp: _pairs(slow_n1=True)["n1"],
         lambda tmp: _pairs(slow_n1=False).get("n1") or healthy(tmp),

@@ -38,7 +38,10 @@ REPORT_ACCOUNT_OPTION = typer.Option(
     None, "--report-account", metavar="URL", help="Blob account the scheduler writes its output to (default: state's)."
 )
 PYTHON_OPTION = typer.Option(
-    "python3", "--python", metavar="PATH", help="With --via run-command: the scheduler's Python that has hpclz."
+    None,
+    "--python",
+    metavar="PATH",
+    help="With --via run-command: the scheduler's Python that has hpclz (default: /opt/hpclz/venv/bin/python).",
 )
 
 
@@ -50,15 +53,16 @@ class _Reach:
     via: Via | None
     scheduler: str | None
     report_account: str | None
-    python: str
+    python: str | None
 
     def options(self) -> dict[str, Any]:
+        # Left out, the scheduler's own hpclz (hpclz.slurm.route.SCHEDULER_PYTHON) is NodesOptions' default.
         return {
+            **({"remote_python": self.python} if self.python else {}),
             "slurm_conf": self.slurm_conf,
             "via": self.via.value if self.via else None,
             "scheduler": self.scheduler,
             "report_account": self.report_account,
-            "remote_python": self.python,
             "progress": lambda line: typer.echo(line, err=True),
         }
 
@@ -81,7 +85,7 @@ def roll(
     via: Via | None = VIA_OPTION,
     scheduler: str | None = SCHEDULER_OPTION,
     report_account: str | None = REPORT_ACCOUNT_OPTION,
-    python: str = PYTHON_OPTION,
+    python: str | None = PYTHON_OPTION,
     output: OutputFormat = OUTPUT_OPTION,
 ) -> None:
     """Mark nodes POWER_DOWN_ASAP: drained now, powered down (and rebuilt by CycleCloud) once their jobs end."""
@@ -119,7 +123,7 @@ def status(
     via: Via | None = VIA_OPTION,
     scheduler: str | None = SCHEDULER_OPTION,
     report_account: str | None = REPORT_ACCOUNT_OPTION,
-    python: str = PYTHON_OPTION,
+    python: str | None = PYTHON_OPTION,
     output: OutputFormat = OUTPUT_OPTION,
 ) -> None:
     """Where each node is in a roll: waiting for its jobs, power down pending, powering down, powered down, up."""
@@ -156,7 +160,13 @@ def repair(
         None, "--resource-group", metavar="NAME", help="The nodes' resource group (default: the state's compute one)."
     ),
     slurm_conf: Path | None = SLURM_CONF_OPTION,
-    python: str = typer.Option("python3", "--python", metavar="PATH", help="The nodes' Python that has hpclz."),
+    python: str | None = typer.Option(
+        None,
+        "--python",
+        metavar="PATH",
+        help="A Python with hpclz that every node has, for the post-repair check (default: python3 with the node "
+        "bundle under /sched/<cluster>/hpclz).",
+    ),
     output: OutputFormat = OUTPUT_OPTION,
 ) -> None:
     """One pass of closed-loop repair: drain, reboot or reimage, report to Azure, return or retire."""

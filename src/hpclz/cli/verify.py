@@ -66,7 +66,21 @@ def verify(
         None,
         "--python",
         metavar="PATH",
-        help="Python on the nodes that has hpclz (default: this one, by its full path).",
+        help="A Python with hpclz that every node has, if you installed one there (default: python3 with the node "
+        "bundle, --bundle).",
+    ),
+    bundle: str | None = typer.Option(
+        None,
+        "--bundle",
+        metavar="PATH",
+        help="The single-file node bundle as the nodes see it (default: /sched/<cluster>/hpclz/hpclz-node.pyz, "
+        "where the scheduler installs it with the health gate).",
+    ),
+    scheduler_python: str | None = typer.Option(
+        None,
+        "--scheduler-python",
+        metavar="PATH",
+        help="With --via run-command: the scheduler's Python that has hpclz (default: /opt/hpclz/venv/bin/python).",
     ),
     suppress: list[str] = typer.Option(
         [],
@@ -110,8 +124,8 @@ def verify(
     workload_engine: Engine = typer.Option(
         Engine.megatron,
         "--workload-engine",
-        help="megatron: Megatron-LM in the NGC PyTorch container on the GPUs. cpu: the gloo stand-in (needs hpclz "
-        "and torch on the nodes, --python).",
+        help="megatron: Megatron-LM in the NGC PyTorch container on the GPUs. cpu: the gloo stand-in (needs a Python "
+        "with hpclz and torch on the nodes, --python).",
     ),
     workload_data: list[Path] = typer.Option(
         [],
@@ -145,6 +159,8 @@ def verify(
             local=local,
             slurm_conf=slurm_conf,
             work_dir=work_dir,
+            python=python,
+            bundle=bundle,
             node_budget_s=budget,
             suppress=tuple(suppress),
             via=via.value if via else None,
@@ -158,8 +174,8 @@ def verify(
             workload_image=workload_image,
             progress=lambda line: typer.echo(line, err=True),
         )
-        if python:
-            options = dataclasses.replace(options, python=python, remote_python=python)
+        if scheduler_python:
+            options = dataclasses.replace(options, remote_python=scheduler_python)
         from hpclz.cli.views import verify as view
 
         result = run_verify(options)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from hpclz.remediate.engine import Verdict, verdict_of
 from hpclz.slurm.client import REPAIR_PREFIX, SlurmClient, SlurmError
-from hpclz.verify.dispatch import FanOut, fan_out
+from hpclz.verify.dispatch import FanOut, NodeCode, fan_out
 
 QUEUE_WAIT_S = 120
 GRACE_S = 30
@@ -31,6 +31,7 @@ class SlurmRecheck:
     work_dir: Path
     budget_s: int = 300
     partition: str | None = None
+    code: NodeCode | None = None  # how the node starts the agent, `command` then being its options (FanOut.code)
 
     def check(self, node: str) -> Verdict:
         found = self.client.nodes(nodelist=node)
@@ -47,6 +48,7 @@ class SlurmRecheck:
                 queue_wait_s=QUEUE_WAIT_S,
                 partition=self.partition,
                 job_name="hpclz-repair-check",
+                code=self.code,
             )
             report = fan_out(self.client, [node], plan, reservation=name)[node]
         finally:

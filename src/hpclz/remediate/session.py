@@ -36,7 +36,9 @@ class RepairOptions:
     check_budget_s: int = 300
     slurm_conf: Path | None = None
     resource_group: str | None = None  # default: the compute resource group the state recorded
-    python: str = "python3"  # the nodes' Python that has hpclz, for the post-repair check
+    # The post-repair check's start on the node: an interpreter with hpclz every node has; None: python3 with the
+    # node bundle under /sched, as `hpclz verify` starts it (hpclz.verify.session.agent_code).
+    python: str | None = None
 
 
 @dataclass(frozen=True)
@@ -58,7 +60,7 @@ def repair_pass(loaded: LoadedConfig, opts: RepairOptions) -> RepairResult:
     from hpclz.remediate.fleet import AzureFleet
     from hpclz.remediate.recheck import SlurmRecheck
     from hpclz.slurm.client import SlurmClient
-    from hpclz.verify.session import agent_command
+    from hpclz.verify.session import agent_code, agent_options
 
     client = SlurmClient.from_env(opts.slurm_conf)
     group = opts.resource_group or compute_group(loaded)
@@ -74,9 +76,10 @@ def repair_pass(loaded: LoadedConfig, opts: RepairOptions) -> RepairResult:
         fleet=AzureFleet(azure_clients(loaded), group, cluster_name(loaded)),
         checker=SlurmRecheck(
             client,
-            agent_command(loaded.config, opts.python, None, False),
+            agent_options(loaded.config, None, False),
             opts.state_dir / "checks",
             budget_s=opts.check_budget_s,
+            code=agent_code(loaded.config, opts.python, None, "hpclz.verify.agent"),
         ),
         policy=Policy(max_out_percent=opts.max_out_percent, strike_limit=opts.strike_limit, dry_run=opts.dry_run),
     )

@@ -25,7 +25,7 @@ from hpclz.errors import ExitCode, HpclzError
 from hpclz.output import ResultBody
 from hpclz.slurm.client import NodeInfo, SlurmClient
 from hpclz.slurm.power import Phase, phase, read_power_saving, roll_command, roll_reason
-from hpclz.slurm.route import azure_explained, through_run_command
+from hpclz.slurm.route import SCHEDULER_PYTHON, azure_explained, through_run_command
 
 POLL_S = 1.0
 # Runs `hpclz nodes ARGS -o json` on the scheduler VM and gives back its envelope's `result`.
@@ -45,7 +45,7 @@ class NodesOptions:
     via: str | None = None  # "slurm" here, "run-command" on the scheduler VM; None: here when Slurm is
     scheduler: str | None = None
     report_account: str | None = None
-    remote_python: str = "python3"
+    remote_python: str = SCHEDULER_PYTHON  # on the scheduler VM, for --via run-command
     progress: Callable[[str], None] = field(default=lambda _line: None)
 
 

@@ -9,6 +9,12 @@ from pathlib import Path
 from hpclz.errors import HpclzError
 from hpclz.slurm.client import slurm_here
 
+# hpclz on the rendered scheduler: hpclz-install-wheel makes a venv per wheel under /opt/hpclz/venvs and links
+# /opt/hpclz/venv to the one in use (templates/cloud-init/install_wheel.sh.j2), and the scheduler's cloud-init links
+# /usr/local/bin/hpclz to its hpclz (templates/cloud-init/scheduler.sh.j2). The system python3 has no hpclz, and the
+# compute nodes have neither: they get only the node bundle under /sched (hpclz.render.health_gate).
+SCHEDULER_PYTHON = "/opt/hpclz/venv/bin/python"
+
 
 def through_run_command(via: str | None, scheduler: str | None, slurm_conf: Path | None) -> bool:
     """On the scheduler when asked, or when this machine has no Slurm to talk to (where `hpclz deploy` ran)."""

@@ -1,7 +1,10 @@
 """Pack the node agent into one file: `python -m hpclz.verify.bundle agent.pyz`, then `python3 agent.pyz --nhc`.
 
 The same file runs the health gate: `python3 agent.pyz gate prolog --budget 10 ...` (hpclz.verify.gate), which
-then runs the agent from the same file.
+then runs the agent from the same file, and a rank of `hpclz verify --nccl`'s all-reduce jobs:
+`python3 agent.pyz collective --name ... --out ...` (hpclz.verify.collective_job; torch must be on the node's python3).
+On the rendered cluster the scheduler installs it at /sched/<cluster>/hpclz/hpclz-node.pyz
+(hpclz.render.health_gate.HealthGate.bundle), and `hpclz verify` starts its node code on the nodes from there.
 
 The bundle is a zipapp of the agent's standard-library modules and its data files, so a node needs only python3
 (3.11+): copy the file, no venv, no pip. Its module list is derived, not kept by hand: every hpclz module that
@@ -19,14 +22,18 @@ import zipfile
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1]  # src/hpclz
-ENTRIES = ("hpclz.verify.agent", "hpclz.verify.gate")
+ENTRIES = ("hpclz.verify.agent", "hpclz.verify.gate", "hpclz.verify.collective_job")
 DATA = ("verify/thresholds.json", "verify/topology/*.xml")  # read through importlib.resources, also from the zip
 GATE_COMMAND = "gate"
+COLLECTIVE_COMMAND = "collective"
 MAIN = (
     "import sys\n\n"
     f"if sys.argv[1:2] == [{GATE_COMMAND!r}]:\n"
     "    from hpclz.verify.gate import main\n\n"
     "    sys.exit(main(sys.argv[2:]))\n"
+    f"if sys.argv[1:2] == [{COLLECTIVE_COMMAND!r}]:\n"
+    "    from hpclz.verify.collective_job import rank_main\n\n"
+    "    sys.exit(rank_main(sys.argv[2:]))\n"
     "from hpclz.verify.agent import main\n\n"
     "sys.exit(main())\n"
 )

@@ -31,18 +31,71 @@ RESULT_PLACEHOLDER = "{result}"  # in a node command: the path where that node's
 POLL_S = 0.25
 GRACE_S = 30  # Slurm's time limit exceeds the node budget by this, so `timeout` fires first and rc is kept
 TAIL_CHARS = 400
-RESULT_SUFFIXES = (".rc", ".stdout", ".stderr", ".report.json")
+RESULT_SUFFIXES = (".rc", ".stdout", ".stderr", ".report.json", ".missing")
 
 # Outcomes the dispatcher itself observes (registered rules, hpclz.verify.checks.outcomes); node checks own 001..899.
 NO_RESULT = outcomes.NO_RESULT.id
 UNREACHABLE = outcomes.UNREACHABLE.id
 NOT_TESTED = outcomes.NOT_TESTED.id
 JOB_NOT_RUN = outcomes.JOB_NOT_RUN.id  # the job never ran the node command: a fault of the setup, never drained for
+NO_AGENT = outcomes.NO_AGENT.id  # hpclz's node code is not on the node: a fault of the set-up, never drained for
+NEVER_DRAINED = frozenset({JOB_NOT_RUN, NO_AGENT})
+
+
+@dataclass(frozen=True)
+class Start:
+    """One way a node may start hpclz's node code: `argv` (its program found on the node's PATH, or by full path),
+    usable only where the program and every one of `files` are there, as the node itself sees them."""
+
+    argv: tuple[str, ...]
+    files: tuple[str, ...] = ()
+
+    def test(self) -> str:
+        """The bash condition, true on a node that has this start."""
+        found = [f"command -v {shlex.quote(self.argv[0])} >/dev/null 2>&1"]
+        return " && ".join([*found, *(f"[ -r {shlex.quote(f)} ]" for f in self.files)])
+
+    def text(self) -> str:
+        return " ".join([self.argv[0], *self.files]) if self.files else self.argv[0]
+
+
+@dataclass(frozen=True)
+class NodeCode:
+    """How a node starts hpclz's node code (the verify agent, a collective's rank): the first of `starts` the node
+    has, tested on the node itself. The scheduler's own interpreter is one only where the node proves it has it:
+    on the rendered cluster hpclz's venv is on the scheduler's own disk, and the nodes get only the single-file
+    bundle the scheduler installs under /sched (hpclz.render.health_gate.HealthGate.bundle)."""
+
+    starts: tuple[Start, ...]
+
+    def choose(self, var: str, missing: str) -> str:
+        """Bash that sets the array `var` to the first start this node has, else runs `missing` (its `$why` holds one
+        line naming every start it lacks)."""
+        lines = [f"if {s.test()}; then\n  {var}=({shlex.join(s.argv)})" for s in self.starts]
+        why = "; ".join(s.text() for s in self.starts)
+        gone = f'why={shlex.quote(outcomes.NO_AGENT_LINE)}"$node, which has none of: "{shlex.quote(why)}'
+        return "\nel".join(lines) + f"\nelse\n  {gone}\n  {missing}\nfi\n"
+
+
+def node_code(
+    module: str, *, bundle: str | None, python: str | None, fallback: str | None, bundle_args: Sequence[str] = ()
+) -> NodeCode:
+    """How nodes start `module`: with `python` (an interpreter with hpclz that the operator put on every node) that
+    alone; else python3 with the node bundle (hpclz.verify.bundle, whose __main__ runs the agent, or with
+    `bundle_args` another of its entries), then `fallback` (the interpreter running verify) where a node has it."""
+    if python:
+        return NodeCode((Start((python, "-m", module)),))
+    starts = [Start(("python3", bundle, *bundle_args), files=(bundle,))] if bundle else []
+    starts += [Start((fallback, "-m", module))] if fallback else []
+    if not starts:
+        raise ValueError("no way to start hpclz on the nodes: no bundle, no interpreter")
+    return NodeCode(tuple(starts))
 
 
 @dataclass(frozen=True)
 class FanOut:
-    """What to run on each node, and within which limits."""
+    """What to run on each node, and within which limits. With `code`, `command` is what follows the start the node
+    picks (NodeCode); without it, the command as it is."""
 
     command: Sequence[str]
     work_dir: Path
@@ -52,6 +105,7 @@ class FanOut:
     max_nodes_per_job: int = MAX_NODES_PER_JOB
     env: dict[str, str] = field(default_factory=dict)
     job_name: str = "hpclz-verify"
+    code: NodeCode | None = None
 
 
 def batches(nodes: Sequence[str], size: int = MAX_NODES_PER_JOB) -> list[list[str]]:
@@ -66,16 +120,21 @@ def batches(nodes: Sequence[str], size: int = MAX_NODES_PER_JOB) -> list[list[st
     return [list(nodes[bounds[i] : bounds[i + 1]]) for i in range(count)]  # contiguous: short hostlists
 
 
-def node_script(command: Sequence[str], folder: Path, budget_s: int) -> str:
-    """The bash each srun task runs: the command under a timeout, its streams and rc kept per node."""
+def node_script(command: Sequence[str], folder: Path, budget_s: int, code: NodeCode | None = None) -> str:
+    """The bash each srun task runs: the command under a timeout, its streams and rc kept per node. With `code`,
+    the node first picks how it starts hpclz; a node with none of its starts leaves `<node>.missing` (one line)
+    instead of running anything."""
     argv = " ".join('"$result"' if a == RESULT_PLACEHOLDER else shlex.quote(a) for a in command)
+    missing = 'echo "$why" >"$base.missing.part" && mv "$base.missing.part" "$base.missing"\n  exit 0'
+    pick = code.choose("start", missing) if code else ""
+    run = f'"${{start[@]}}" {argv}' if code else argv
     return f"""#!/bin/bash
 # Generated by hpclz verify. One copy runs on every node of the job.
 node="${{SLURMD_NODENAME:-$(hostname -s)}}"
 base={shlex.quote(str(folder))}/"$node"
 result="$base.report.json"
 export HPCLZ_NODE_RESULT="$result"
-timeout --kill-after=10 {budget_s} {argv} >"$base.stdout" 2>"$base.stderr"
+{pick}timeout --kill-after=10 {budget_s} {run} >"$base.stdout" 2>"$base.stderr"
 echo $? >"$base.rc.part" && mv "$base.rc.part" "$base.rc"
 """
 
@@ -93,7 +152,7 @@ def fan_out(
     """Run `plan.command` on every node; every node gets a report, failures included."""
     folder = plan.work_dir
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "node.sh").write_text(node_script(plan.command, folder, plan.node_budget_s))
+    (folder / "node.sh").write_text(node_script(plan.command, folder, plan.node_budget_s, plan.code))
     (folder / "job.sh").write_text(job_script(folder))
     for node in nodes:  # a reused --work-dir must not hand an earlier run's result to this one
         for suffix in RESULT_SUFFIXES:
@@ -169,6 +228,9 @@ def wait_for_jobs(
 def read_node(
     folder: Path, node: str, budget_s: int, *, missing: str = "the job ended without it", missing_id: str = NO_RESULT
 ) -> NodeReport:
+    gone = folder / f"{node}.missing"
+    if gone.exists():  # the node has none of the ways to start hpclz: it ran nothing, so nothing is known of it
+        return failed(node, outcomes.NO_AGENT, gone.read_text(errors="replace").strip())
     rc_file = folder / f"{node}.rc"
     if not rc_file.exists():
         return failed(node, outcomes.by_id(missing_id), f"no result within {budget_s} s: {missing}")
@@ -269,7 +331,7 @@ def settle(
         if report.failures():
             if info is not None and info.state.startswith("drain") and not info.drained_by_hpclz:
                 continue
-            if all(c.check_id == JOB_NOT_RUN for c in report.failures()):
+            if all(c.check_id in NEVER_DRAINED for c in report.failures()):
                 continue
             client.drain(node, drain_reason(report))
             drained.append(node)

@@ -28,15 +28,18 @@ from hpclz.findings import Finding
 from hpclz.output import ResultBody
 from hpclz.rules.base import run_rules
 from hpclz.slurm.client import NodeInfo, SlurmClient, SlurmError
-from hpclz.slurm.route import azure_explained, through_run_command
+from hpclz.slurm.route import SCHEDULER_PYTHON, azure_explained, through_run_command
 from hpclz.verify import collective_job as coll
+from hpclz.verify.bundle import COLLECTIVE_COMMAND
 from hpclz.verify.dispatch import (
     GRACE_S,
     RESULT_PLACEHOLDER,
     FanOut,
+    NodeCode,
     Selection,
     drain_reason,
     fan_out,
+    node_code,
     select,
     settle,
 )
@@ -61,14 +64,17 @@ class VerifyOptions:
     local: bool = False
     slurm_conf: Path | None = None
     work_dir: Path | None = None
-    python: str = field(default_factory=lambda: sys.executable)  # the interpreter the nodes run, by full path
+    # An interpreter with hpclz that every node has (the operator installed it there). None: the node bundle
+    # (`bundle`), else this interpreter where a node has it at the same path (hpclz.verify.dispatch.node_code).
+    python: str | None = None
+    bundle: str | None = None  # the node bundle as the nodes see it; None: the cluster's, under /sched (HealthGate)
     node_budget_s: int | None = None
     max_nodes_per_job: int = 100
     suppress: tuple[str, ...] = ()  # with the config's `suppress:`; verify check IDs apply
     via: str | None = None  # "slurm" here, "run-command" on the scheduler VM; None: here when Slurm is, else there
     scheduler: str | None = None  # the scheduler VM's resource ID (found by CycleCloud's tags when None)
     report_account: str | None = None  # blob account for the remote run's output (default: the blob state's)
-    remote_python: str = "python3"  # the scheduler's interpreter with hpclz, for --via run-command
+    remote_python: str = SCHEDULER_PYTHON  # the scheduler's interpreter with hpclz, for --via run-command
     time_limit_s: int | None = None  # the remote run's limit; derived from the partitions and --nccl when None
     workload: bool = False  # the training proof (hpclz.verify.workload) on the nodes that passed
     workload_engine: str = "megatron"  # megatron (GPUs, pyxis) or cpu (the gloo stand-in, hpclz and torch on nodes)
@@ -214,8 +220,8 @@ def _workload_budget(opts: VerifyOptions, nodes: int) -> int:
 def remote_arguments(opts: VerifyOptions) -> list[str]:
     """The options that mean the same on the scheduler; the run there is always through its Slurm."""
     args = ["--via", "slurm"]
-    if opts.remote_python != "python3":  # the nodes run the scheduler's interpreter unless told otherwise
-        args += ["--python", opts.remote_python]
+    # The nodes' interpreter and bundle pass through as given; left out, the scheduler finds its own cluster's bundle.
+    args += [*(["--python", opts.python] if opts.python else []), *(["--bundle", opts.bundle] if opts.bundle else [])]
     for flag, value in (("--partition", opts.partition), ("--nodes", opts.nodes), ("--budget", opts.node_budget_s)):
         if value is not None:
             args += [flag, str(value)]
@@ -306,11 +312,38 @@ def _partition_sku(config: LandingZoneConfig, partition: str | None) -> str | No
 
 def agent_command(config: LandingZoneConfig, python: str, sku: str | None, nccl: bool) -> list[str]:
     """`python -m hpclz.verify.agent` with the partition's SKU, the config's overrides and per-check timeout."""
-    cmd = [python, "-m", "hpclz.verify.agent", "--json", RESULT_PLACEHOLDER, *agent_arguments(_overrides(config, sku))]
+    return [python, "-m", "hpclz.verify.agent", *agent_options(config, sku, nccl)]
+
+
+def agent_options(config: LandingZoneConfig, sku: str | None, nccl: bool) -> list[str]:
+    """What follows however a node starts the agent: the partition's SKU, the config's overrides, the per-check
+    timeout."""
+    cmd = ["--json", RESULT_PLACEHOLDER, *agent_arguments(_overrides(config, sku))]
     cmd += ["--timeout", str(config.verify.check_timeout_seconds)]
     if sku:
         cmd += ["--sku", sku]
     return [*cmd, "--nccl"] if nccl else cmd
+
+
+def node_bundle(config: LandingZoneConfig, bundle: str | None = None) -> str:
+    """Where the nodes find the single-file bundle: `bundle` (--bundle), else where the scheduler's
+    hpclz-gate-install puts it for this config's cluster (hpclz.render.health_gate.HealthGate.bundle)."""
+    if bundle:
+        return bundle
+    from hpclz.render.cloudinit import cluster_name
+    from hpclz.render.health_gate import health_gate
+    from hpclz.render.zone import Zone
+
+    return health_gate(cluster_name(Zone(config))).bundle
+
+
+def agent_code(
+    config: LandingZoneConfig, python: str | None, bundle: str | None, module: str, *bundle_args: str
+) -> NodeCode:
+    """How the nodes start `module`: `python` (--python) alone where given, else the bundle, else this interpreter
+    where a node has it (as on a cluster whose nodes share the scheduler's disk)."""
+    found = None if python else node_bundle(config, bundle)
+    return node_code(module, bundle=found, python=python, fallback=sys.executable, bundle_args=bundle_args)
 
 
 def _health(
@@ -332,10 +365,13 @@ def _health(
         for n in chosen.retest:
             client.resume(n)
 
+    code = agent_code(config, opts.python, opts.bundle, "hpclz.verify.agent")
+
     def run(key: tuple[str | None, str], names: list[str]) -> dict[str, NodeReport]:
         partition, kind = key
         plan = FanOut(
-            command=agent_command(config, opts.python, _partition_sku(config, partition), opts.nccl),
+            command=agent_options(config, _partition_sku(config, partition), opts.nccl),
+            code=code,
             work_dir=work / f"health-{kind}-{partition or 'default'}",
             node_budget_s=budget,
             queue_wait_s=QUEUE_WAIT_S,
@@ -405,13 +441,15 @@ def _collectives(
     rack-scale size with racks in Slurm's block topology, per-rack runs come first (_rack_runs) and the all-node
     run goes across the racks."""
     by_partition = _healthy_by_partition(tested, infos)
+    code = agent_code(config, opts.python, opts.bundle, "hpclz.verify.collective_job", COLLECTIVE_COMMAND)
     for partition, healthy in by_partition.items():
         if len(healthy) < 2:
             continue
         sku = _partition_sku(config, partition)
         plan = coll.CollectivePlan(
             **collective_backend(sku, _overrides(config, sku)),
-            python=opts.python,
+            python=opts.python or sys.executable,
+            code=code,
             work_dir=work / "collectives",
             budget_s=opts.node_budget_s or config.verify.check_timeout_seconds,
             queue_wait_s=QUEUE_WAIT_S,
@@ -517,7 +555,7 @@ def _workload(
             mode="standin" if opts.workload_engine == "cpu" else "megatron",
             train_iters=opts.workload_iters,
             gpus_per_node=gpus or 1,
-            python=opts.python,
+            python=opts.python or sys.executable,  # the stand-in needs hpclz and torch on the nodes (--python)
             image=opts.workload_image or DEFAULT_IMAGE,
             topo_file=TOPO_FILES.get(sku or ""),
             master_addr=os.environ.get(MASTER_ADDR_ENV),

@@ -71,6 +71,20 @@ JOB_NOT_RUN = outcome(
     but left no output at all in the work folder, which means the folder is not shared with the nodes. It is a
     fault of the set-up, not of the node, so hpclz reports it and fails the run but never drains for it.""",
 )
+# How a node says it has none of the ways to start hpclz (hpclz.verify.dispatch.NodeCode): the start of its one line.
+NO_AGENT_LINE = "hpclz's node code is not on "
+NO_AGENT = outcome(
+    "HPCLZ-VFY-904",
+    "hpclz's node code present on the node",
+    "Wait for the scheduler's hpclz-gate-install (systemctl status hpclz-gate-install.timer there) to put the node "
+    "bundle under /sched/<cluster>/hpclz, or pass --bundle where it is, or --python an interpreter with hpclz that "
+    "every node has; the node is not drained for this.",
+    """The node had none of the ways verify starts hpclz there: python3 with the single-file node bundle the
+    scheduler installs under /sched/<cluster>/hpclz (hpclz-node.pyz, written by hpclz-gate-install once
+    cyclecloud-slurm has made /sched), or the interpreter given with --python. Nothing ran, so nothing is known of
+    the node's devices: as the health gate holds, a failed tool is not a failed device. hpclz reports it and fails
+    the run, but never drains for it.""",
+)
 SLOW_PAIR = outcome(
     "HPCLZ-VFY-910",
     "Inter-node all-reduce (ring pairs)",
