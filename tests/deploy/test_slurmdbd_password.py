@@ -13,8 +13,10 @@ from hpclz.deploy.secrets import resolve_secrets
 from hpclz.deploy.slurmdbd_password import password_problems
 from hpclz.errors import ExitCode, HpclzError
 from hpclz.render.build import build_plan
-from tests.conftest import REPO, RunCli
+from tests.conftest import REPO, RunCli, require
 from tests.support.arm_standin import ArmStandIn
+from tests.support.slurm import slurm_available, start_cluster, stop_cluster
+from tests.support.slurm_power import wait_until
 
 NEW_SERVER = REPO / "configs" / "energy.yaml"  # compute.accounting mode new
 EXISTING_SERVER = REPO / "configs" / "finance.yaml"  # compute.accounting mode existing
@@ -126,3 +128,36 @@ def test_deploy_refuses_it_before_asking_azure(
     assert password not in result.stdout + result.stderr
     assert arm.log == [] and not arm.world.deployments  # not one request reached ARM
     assert sorted(p.name for p in zone.parent.rglob("*")) == before  # no state, no file
+
+
+@pytest.mark.slurm
+def test_real_slurm_parses_the_refused_passwords_other_than_written() -> None:
+    """Slurm's own parser on the values, as StoragePass= would carry them: string keys of slurm.conf go through the
+    same parse_config.c as slurmdbd.conf, and Debian's Slurm 22.05.8 has the same `_strip_comments`, `_strip_escapes`,
+    `_strip_continuation` and `keyvalue_pattern` as slurm-25-11-5-1 (compared in SchedMD/slurm at slurm-22-05-8-1).
+    The refused ones come back cut, unescaped or unquoted; the accepted complex one comes back whole. (A space is left
+    out: what follows it parses as a key of its own.)"""
+    require(slurm_available(), "Slurm (slurmctld, slurmd, munged, sinfo)")
+    written = {
+        "JobCompLoc": ("Acct#Pass-42", "Acct"),
+        "JobCompHost": ("Acct\\Pass-42", "AcctPass-42"),
+        "JobCompUser": ('"Acct-Pass-42"', "Acct-Pass-42"),
+        "MailProg": (ACCEPTED, ACCEPTED),
+    }
+    for key, (value, _) in written.items():
+        assert bool(password_problems(value, server_admin=True)) == (key != "MailProg"), key
+    cluster = start_cluster(["p1"])
+    try:
+        cluster.wait_idle()
+        with cluster.conf.open("a") as conf:
+            conf.write("".join(f"{key}={value}\n" for key, (value, _) in written.items()))
+        cluster.client("scontrol", "reconfigure")
+
+        def shown() -> dict[str, str]:
+            lines = cluster.client("scontrol", "show", "config").splitlines()
+            return {k.strip(): v.strip() for k, _, v in (line.partition("=") for line in lines)}
+
+        wait_until(lambda: shown().get("MailProg") == ACCEPTED, "slurmctld's reconfigure")
+        assert {key: shown()[key] for key in written} == {key: parsed for key, (_, parsed) in written.items()}
+    finally:
+        stop_cluster(cluster)

@@ -14,7 +14,8 @@ JSON carries any character, so the line in slurmdbd.conf is where a password bre
 - `_strip_continuation` (l.355-380) joins the next line to one that ends in a backslash, and a newline in the
   value would start a new line of the file.
 So a password with `#`, `\` or whitespace (space, tab, line breaks), or one wrapped in double quotes, reaches MySQL
-other than it is, and slurmdbd cannot sign in.
+other than it is, and slurmdbd cannot sign in (tests/deploy/test_slurmdbd_password.py shows a real Slurm's parser doing
+so).
 
 When hpclz creates the server (compute.accounting mode new) the password is also its administrator password, which
 Azure Database for MySQL flexible server takes only with "between 8 and 128 characters" from "three of the
