@@ -695,6 +695,12 @@ CASES: dict[str, list[Case]] = {
         Case("ai-training", _all(_set("maintenance.scope", "Host"), _set("maintenance.window.duration", "06:00")))
     ],
     "HPCLZ-NET-012": [Case("finance", _set("network.hub_peering.hub_gateway", False))],
+    # manufacturing's FlexNet rule names 10.0.0.0/16, which only its hub peering routes to.
+    "HPCLZ-NET-015": [
+        Case("manufacturing", _set("network.hub_peering", DELETE)),
+        Case("manufacturing", _set("network.nsg_rules.0.destination_address_prefix", "10.1.0.0/16")),
+        Case("manufacturing", _set("network.nsg_rules.0.destination_address_prefix", "10.0.0.0/15")),
+    ],
     "HPCLZ-NET-013": [
         # finance's /sched share is Azure Files: 4010 is hpclz's DenyNfsFromElsewhere on the private-endpoints NSG.
         Case(

@@ -11,7 +11,7 @@ from hpclz.config import load_config
 from hpclz.findings import Finding
 from hpclz.registry import CONFIG_RULES
 from hpclz.services.validate import check_config
-from tests.rules.cases import CASES, Case, _set, load_case
+from tests.rules.cases import CASES, ZERO, Case, _set, load_case
 
 # Rules that report a fact on every config by design (no passing case exists): the quota report.
 ALWAYS_REPORTS = {"HPCLZ-CMP-010"}
@@ -107,6 +107,39 @@ def test_every_internet_spelling_is_caught_but_deny_and_outbound_are_not() -> No
         rules[2]["source_address_prefix"] = "10.0.0.0/16"
 
     assert _findings("HPCLZ-NET-008", Case(case.preset, harmless)) == []
+
+
+def test_private_destination_is_quiet_where_a_route_may_reach_or_nothing_is_allowed_out() -> None:
+    """HPCLZ-NET-015 warns only on an outbound allow rule to a private prefix no peering, gateway or firewall route
+    covers (manufacturing without its hub, the first failing case)."""
+    unpeered = CASES["HPCLZ-NET-015"][0]
+    (finding,) = _findings("HPCLZ-NET-015", unpeered)
+    assert "10.0.0.0/16 is neither in the VNet nor in a hub" in finding.message
+
+    def quiet(change: Any) -> list[Finding]:
+        def mutate(doc: dict[str, Any]) -> None:
+            unpeered.mutate(doc)
+            change(doc)
+
+        return _findings("HPCLZ-NET-015", Case("manufacturing", mutate))
+
+    def rule(key: str, value: str) -> Any:
+        return _set(f"network.nsg_rules.0.{key}", value)
+
+    hub = {
+        "remote_vnet_id": f"/subscriptions/{ZERO}/resourceGroups/rg-hub/providers/"
+        "Microsoft.Network/virtualNetworks/vnet-hub",
+        "remote_address_space": ["10.1.0.0/16"],
+    }
+    assert quiet(rule("access", "Deny")) == []
+    assert quiet(rule("direction", "Inbound")) == []
+    assert quiet(rule("destination_address_prefix", "VirtualNetwork")) == []  # a service tag, not a prefix
+    assert quiet(rule("destination_address_prefix", "20.50.0.0/16")) == []  # public: the Internet route
+    assert quiet(rule("destination_address_prefix", "10.80.8.0/22")) == []  # inside the VNet
+    assert quiet(_set("network.hub_peering", {**hub, "use_remote_gateways": True, "hub_gateway": True})) == []
+    assert quiet(_set("network.hub_peering", {**hub, "firewall_private_ip": "10.1.0.4"})) == []
+    # A hub that holds another range is no route to this one.
+    assert len(quiet(_set("network.hub_peering", hub))) == 1
 
 
 def _rendered_names(node: object) -> set[str]:

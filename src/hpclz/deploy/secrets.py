@@ -8,7 +8,9 @@ from typing import Any
 
 from pydantic import SecretStr
 
+from hpclz.config.compute import NewAccounting, NoAccounting
 from hpclz.config.loader import LoadedConfig
+from hpclz.deploy.slurmdbd_password import password_problems
 from hpclz.errors import ExitCode, HpclzError
 from hpclz.logs import register_secret
 from hpclz.render.model import DeploymentPlan
@@ -40,9 +42,27 @@ def _secret_at(loaded: LoadedConfig, path: str) -> str:
                 exit_code=ExitCode.CONFIG_INVALID,
             ) from None
         register_secret(resolved)
+        _refuse_unusable_accounting_password(loaded, path, resolved, f"environment variable {ref.group(1)}")
         return resolved
     register_secret(value)
+    _refuse_unusable_accounting_password(loaded, path, value, "the secret")
     return value
+
+
+def _refuse_unusable_accounting_password(loaded: LoadedConfig, path: str, value: str, source: str) -> None:
+    """Slurm accounting's database password must survive slurmdbd.conf (hpclz.deploy.slurmdbd_password); refused
+    by naming its variable and the characters, never the value."""
+    accounting = loaded.config.compute.accounting
+    if isinstance(accounting, NoAccounting) or path != f"identity.key_vault.secrets.{accounting.password_secret_name}":
+        return
+    problems = password_problems(value, server_admin=isinstance(accounting, NewAccounting))
+    if problems:
+        raise HpclzError(
+            f"{loaded.file}: {path}: {source} cannot be Slurm accounting's database password "
+            f"(compute.accounting.password_secret_name): {'; '.join(problems)}; choose another "
+            "(docs/cluster-services.md, Slurm accounting)",
+            exit_code=ExitCode.CONFIG_INVALID,
+        )
 
 
 def resolve_secrets(loaded: LoadedConfig, plan: DeploymentPlan) -> dict[str, dict[str, str]]:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from ipaddress import IPv4Network
+from collections.abc import Iterable, Sequence
+from ipaddress import IPv4Network, ip_network
 
 from hpclz.config.network import NsgRule
 from hpclz.findings import Finding, Severity
@@ -400,6 +400,79 @@ class RemoteGatewaysNeedHubGateway(Rule[ConfigContext]):
             )
 
 
+# Azure's default system routes whose next hop is None: "Traffic routed to the None next hop type is dropped, rather
+# than routed outside the subnet", for RFC 1918's 10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16 and RFC 6598's
+# 100.64.0.0/10 (learn.microsoft.com/azure/virtual-network/virtual-networks-udr-overview, "System routes", "Default").
+DROPPED_PRIVATE = tuple(IPv4Network(p) for p in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10"))
+
+
+def _private_prefix(text: str) -> IPv4Network | None:
+    """An NSG destination that is an IPv4 prefix inside one of the dropped private ranges (not a service tag)."""
+    try:
+        prefix = ip_network(text, strict=False)
+    except ValueError:
+        return None
+    if isinstance(prefix, IPv4Network) and any(prefix.subnet_of(d) for d in DROPPED_PRIVATE):
+        return prefix
+    return None
+
+
+def _uncovered(prefix: IPv4Network, ranges: Sequence[IPv4Network]) -> list[IPv4Network]:
+    """The parts of `prefix` that none of `ranges` holds."""
+    rest = [prefix]
+    for covered in ranges:
+        left: list[IPv4Network] = []
+        for part in rest:
+            if part.subnet_of(covered):
+                continue
+            left.extend(part.address_exclude(covered) if covered.subnet_of(part) else [part])
+        rest = left
+    return rest
+
+
+class PrivateDestinationRouted(Rule[ConfigContext]):
+    """An outbound allow rule to a private range (a licence server in the hub, say) only works if a route takes the
+    traffic there. Azure routes a subnet's traffic by its route table: the VNet's own address space, "a route ... for
+    each address range within the address space of each virtual network a peering is created for", and the prefixes
+    a virtual network gateway learns ("Optional default routes"); everything else in 10.0.0.0/8, 172.16.0.0/12,
+    192.168.0.0/16 and 100.64.0.0/10 meets a default route whose next hop is None, and "Traffic routed to the None
+    next hop type is dropped" (learn.microsoft.com/azure/virtual-network/virtual-networks-udr-overview, "System
+    routes"). So a rule naming such a range outside the VNet, with no hub peering that holds it, is a rule for
+    traffic that never leaves. Where the zone uses the hub's gateway (use_remote_gateways: the prefixes it learns
+    from on-premises are not in the config) or sends 0.0.0.0/0 to the hub firewall (firewall_private_ip: the hub
+    forwards), hpclz cannot tell and stays quiet."""
+
+    id = "HPCLZ-NET-015"
+    severity = Severity.WARNING
+    title = "Outbound NSG rule allows a private range no route reaches"
+    fix = (
+        "Peer the VNet that holds the range (network.hub_peering with the range in remote_address_space), use the "
+        "hub's gateway (use_remote_gateways) or route egress to the hub firewall (firewall_private_ip); or correct "
+        "destination_address_prefix."
+    )
+
+    def check(self, ctx: ConfigContext) -> Iterable[Finding]:
+        network = ctx.config.network
+        hub = network.hub_peering
+        if hub is not None and (hub.use_remote_gateways or hub.firewall_private_ip is not None):
+            return
+        routed = [*network.vnet.address_space, *(hub.remote_address_space if hub else [])]
+        for i, rule in enumerate(network.nsg_rules):
+            prefix = _private_prefix(rule.destination_address_prefix)
+            if rule.direction != "Outbound" or rule.access != "Allow" or prefix is None:
+                continue
+            missing = _uncovered(prefix, routed)
+            if missing:
+                where = "the peered hub" if hub else "a hub (network.hub_peering is not set)"
+                yield self.finding(
+                    ctx,
+                    ("network", "nsg_rules", i, "destination_address_prefix"),
+                    f"NSG rule {rule.name} allows outbound traffic to {prefix}, but "
+                    f"{', '.join(str(m) for m in missing)} is neither in the VNet nor in {where}, and there is no "
+                    "gateway or firewall route: Azure drops it (a system route with next hop None)",
+                )
+
+
 NETWORK_RULES: tuple[type[Rule[ConfigContext]], ...] = (
     SubnetInsideVnet,
     SubnetsDoNotOverlap,
@@ -415,4 +488,5 @@ NETWORK_RULES: tuple[type[Rule[ConfigContext]], ...] = (
     OutboundPath,
     HubMustAllowEgress,
     RemoteGatewaysNeedHubGateway,
+    PrivateDestinationRouted,
 )
