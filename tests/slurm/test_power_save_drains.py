@@ -17,17 +17,20 @@ Slurm 22.05.8 daemons. docs/node-health.md and docs/patching.md rely on it.
 - `State=POWER_DOWN_FORCE` ("Will cancel all jobs on the node, power it down, and reset its state to IDLE",
   scontrol(1)) powers down every node named, those kept out of power saving included, and a controller started again
   from the saved state finds them all IDLE+POWERED_DOWN: the step docs/patching.md asks before a CycleCloud server
-  rebuild.
+  rebuild, run here as the doc writes it; after the rebuild, the same step gives back the nodes left DOWN.
 """
 
 from __future__ import annotations
 
+import re
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import require
+from tests.conftest import REPO, require
+from tests.render.test_scheduled_events import _node
 from tests.support import slurm as harness
 from tests.support.slurm import LocalSlurm
 from tests.support.slurm_power import PowerSaving, wait_until
@@ -89,18 +92,46 @@ def test_after_a_scheduler_rebuild_nodes_kept_out_of_power_saving_stay_down(clus
         assert {"DOWN", "NOT_RESPONDING"} <= _flags(cluster, node) and "POWERED_DOWN" not in _flags(cluster, node)
 
 
+def _rebuild_step() -> tuple[str, str]:
+    """docs/patching.md's first step of a CycleCloud server rebuild: (the power down, the check), without sudo."""
+    text = (REPO / "docs" / "patching.md").read_text()
+    [block] = re.findall(r"^1\. on the scheduler, hand every node.*?```\n(.*?)```", text, re.S | re.M)
+    lines = [line.strip() for line in block.splitlines()]
+    update = (lines[0].removesuffix("\\") + " " + lines[1]).removeprefix("sudo ")
+    check = lines[2].split("    #", 1)[0]
+    return update, check
+
+
+def _sh(cluster: LocalSlurm, command: str) -> str:
+    done = subprocess.run(["bash", "-c", command], env=cluster.env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(180)
 def test_power_down_force_before_the_rebuild_brings_every_node_back_powered_down(cluster: LocalSlurm) -> None:
+    """The step as docs/patching.md gives it, run as written: every node up is handed over, the check then prints
+    nothing, and a controller started again from the saved state finds every node powered down."""
+    update, check = _rebuild_step()
     every = [*SAVING, *KEPT]
-    cluster.client(
-        "scontrol",
-        "update",
-        f"NodeName={','.join(every)}",
-        "State=POWER_DOWN_FORCE",
-        "Reason=hpclz: CycleCloud server rebuild",
-    )
-    wait_until(lambda: _powered_down(cluster, every), "every node powered down", timeout=60)
+    assert sorted(_sh(cluster, check).split()[::2]) == sorted(every)
+    _sh(cluster, update)
+    assert _node(cluster, "cc4")[1] == "hpclz: CycleCloud server rebuild"
+    wait_until(lambda: _sh(cluster, check) == "", "the check printing nothing", timeout=60)
     harness.restart_controller(cluster)
     for node in every:
+        assert _flags(cluster, node) == {"IDLE", "POWERED_DOWN"}, node
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(180)
+def test_power_down_force_after_the_rebuild_gives_back_the_nodes_left_down(cluster: LocalSlurm) -> None:
+    for node in [*SAVING, *KEPT]:
+        harness.vanish(cluster, node)
+    harness.restart_controller(cluster)
+    wait_until(lambda: all("DOWN" in _flags(cluster, n) for n in KEPT), "the kept nodes DOWN", timeout=60)
+    _sh(cluster, _rebuild_step()[0])
+    wait_until(lambda: _powered_down(cluster, KEPT), "the kept nodes powered down", timeout=60)
+    for node in KEPT:
         assert _flags(cluster, node) == {"IDLE", "POWERED_DOWN"}, node
