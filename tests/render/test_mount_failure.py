@@ -152,7 +152,13 @@ def _health(tmp_path: Path, cluster: LocalSlurm, node: str, mounted: bool) -> No
     path.write_text(program)
     mounts = tmp_path / "mounts"
     mounts.write_text("/dev/sda1 / ext4 rw 0 0\n" + (f"{MGS}@tcp:/lustrefs /lustre lustre rw 0 0\n" if mounted else ""))
-    env = {**cluster.env, "SLURMD_NODENAME": node, "HPCLZ_MOUNTS": str(mounts), "HPCLZ_SCHED": str(tmp_path / "no")}
+    env = {
+        **cluster.env,
+        "SLURMD_NODENAME": node,
+        "HPCLZ_MOUNTS": str(mounts),
+        "HPCLZ_SCHED": str(tmp_path / "no"),
+        "HPCLZ_MOUNT_MARK": str(tmp_path / "mark"),
+    }
     ran = subprocess.run(["bash", str(path)], env=env, capture_output=True, text=True, timeout=60, check=False)
     assert (ran.returncode, ran.stderr) == (0, "")
 
@@ -162,6 +168,7 @@ def test_the_health_program_drains_a_node_while_its_lustre_is_missing_and_resume
 ) -> None:
     _health(tmp_path, clean_slurm, "node1", mounted=True)
     assert "DRAIN" not in _node(clean_slurm, "node1")[0]
+    assert not (tmp_path / "mark").exists()
     _health(tmp_path, clean_slurm, "node1", mounted=False)
     state, reason = _node(clean_slurm, "node1")
     assert ("DRAIN" in state, reason) == (True, REASON)
@@ -170,6 +177,22 @@ def test_the_health_program_drains_a_node_while_its_lustre_is_missing_and_resume
     assert _node(clean_slurm, "node1")[1] == REASON
     _health(tmp_path, clean_slurm, "node1", mounted=True)
     assert "DRAIN" not in _node(clean_slurm, "node1")[0]
+    assert not (tmp_path / "mark").exists()
+
+
+def test_a_node_with_its_mounts_asks_slurm_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every shared mount there and no drain of this program's standing: no scontrol call at all (a stand-in records
+    any), so the check costs slurmctld nothing on a healthy node, every minute, on every node."""
+    bin_ = tmp_path / "bin"
+    bin_.mkdir()
+    (bin_ / "scontrol").write_text(f'#!/bin/bash\necho "$*" >> {tmp_path / "scontrol.calls"}\n')
+    (bin_ / "scontrol").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_}:{os.environ['PATH']}")
+    cluster = LocalSlurm(root=tmp_path, nodes=[])
+    _health(tmp_path, cluster, "node1", mounted=True)
+    assert not (tmp_path / "scontrol.calls").exists()
+    _health(tmp_path, cluster, "node1", mounted=False)  # and the stand-in is reached when a mount is missing
+    assert (tmp_path / "scontrol.calls").read_text().startswith("show node node1 -o")
 
 
 @pytest.mark.parametrize("reason", ["admin: reseat the DIMM", "hpclz: gate passive failed: HPCLZ-VFY-001"])
