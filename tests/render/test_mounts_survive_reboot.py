@@ -27,7 +27,7 @@ OTHER = "UUID=1234 / ext4 defaults 0 1\n# {point} a comment\n"
 def _fstab_part(script: str) -> str:
     """The script's hpclz_fstab function and its calls, with the address ARM would answer."""
     [function] = re.findall(r"^hpclz_fstab\(\) \{\n.*?^\}\n", script, re.S | re.M)
-    calls = re.findall(r"^  hpclz_fstab .*$", script, re.M)
+    calls = re.findall(r"^ +hpclz_fstab .*$", script, re.M)
     assert calls
     return "set -euo pipefail\naddr=10.0.0.4\n" + str(function) + "\n".join(c.strip() for c in calls) + "\n"
 

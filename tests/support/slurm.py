@@ -277,6 +277,33 @@ def _wait_for(ready: Callable[[], bool], what: str, cluster: LocalSlurm) -> None
     raise TimeoutError(f"{what} not ready after {START_TIMEOUT_S:.0f} s; logs in {cluster.root / 'log'}")
 
 
+def _argv(proc: subprocess.Popen[bytes]) -> list[str]:
+    """A daemon's command line: _spawn always starts one from a list of strings."""
+    args = proc.args
+    return [str(a) for a in args] if isinstance(args, list) else [str(args)]
+
+
+def vanish(cluster: LocalSlurm, node: str) -> None:
+    """Kill a node's slurmd at once, as when its VM is deleted behind Slurm's back."""
+    [proc] = [p for p in cluster.processes if _argv(p)[:1] == [_binary("slurmd")] and node in _argv(p)]
+    proc.kill()
+    proc.wait(timeout=10)
+    cluster.processes.remove(proc)
+
+
+def restart_controller(cluster: LocalSlurm) -> None:
+    """Stop slurmctld (it saves its state on SIGTERM) and start a new one from that state, as a new scheduler VM
+    starts from StateSaveLocation on a shared /sched. Daemons already gone (a suspend program stops slurmd) are
+    forgotten first, so the wait does not take them for a failed start."""
+    [ctld] = [p for p in cluster.processes if _argv(p)[:1] == [_binary("slurmctld")]]
+    ctld.terminate()
+    ctld.wait(timeout=30)
+    cluster.processes[:] = [p for p in cluster.processes if p is not ctld and p.poll() is None]
+    args = [_binary("slurmctld"), "-D", "-f", str(cluster.conf)]
+    cluster.processes.append(_spawn(cluster, "slurmctld-again", args, cluster.env))
+    _wait_for(lambda: _answers(cluster), "slurmctld", cluster)
+
+
 def stop_cluster(cluster: LocalSlurm) -> None:
     """Stop our daemons, then any process still carrying our marker (slurmstepd and job tasks detach)."""
     for proc in reversed(cluster.processes):

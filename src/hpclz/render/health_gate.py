@@ -21,7 +21,11 @@ Where cyclecloud-slurm 4.0.9 (the pinned project, Azure/cyclecloud-slurm@50e6739
 hpclz's HealthCheckProgram is `/opt/hpclz/bin/hpclz-health`, on each execute node's own disk, written by the node's
 cloud-init at its start: it never names a missing file. It runs healthagent's /sched/<cluster>/health.sh when that
 exists, then hpclz's passive tier only once the scheduler has installed it, so a node whose gate is not (yet)
-installed still gets healthagent's check.
+installed still gets healthagent's check. Before both it checks the shared file systems the node's cloud-init mounts
+(storage.lustre, hpclz's NetApp volumes): while one is missing from /proc/self/mounts it drains the node with
+"hpclz-health: mount missing: <mount point>", and resumes the node from that drain alone once the mount is back
+(templates/cloud-init/node.sh.j2; the reason is not "hpclz:"-prefixed, so the gate, `hpclz verify --drain` and the
+remediator leave it alone).
 
 The gate's files under /sched are written by `hpclz-gate-install` on the scheduler, which a systemd timer starts
 every minute until the install is done: it waits (exit 0, nothing written) until cyclecloud-slurm has created

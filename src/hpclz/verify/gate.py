@@ -35,7 +35,9 @@ What each tier does with the agent's answer:
 One owner per drain: the gate never touches a node already drained for a reason that is not hpclz's (CycleCloud's
 healthagent drains with "Healthcheck failures. ..." and resumes only such nodes: Azure/cyclecloud-healthagent
 healthagent/etc/health.sh.example @3c7e2da), and never resumes anything: returning a node is `hpclz verify`'s and
-hpclz.remediate's job. With `--spool DIR` the gate leaves each failing report there as `<node>-<time>.json` for
+hpclz.remediate's job (the rendered cluster runs neither; there, Slurm's power saving gives an idle drained node back
+after SuspendTime, as cyclecloud-slurm's idle_on_node_suspend clears its drain: docs/node-health.md, "What runs
+without a person"). With `--spool DIR` the gate leaves each failing report there as `<node>-<time>.json` for
 the remediator to pick up.
 """
 

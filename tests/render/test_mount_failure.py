@@ -1,0 +1,208 @@
+"""A shared file system that does not mount at a node's first boot: the node's CloudInit script tries again a bounded
+number of times, then goes on with the rest of its setup under `set -euo pipefail`, and the node's HealthCheckProgram
+drains the node, naming the mount, while the mount is missing, and resumes it from that drain alone once it is back
+(templates/cloud-init/_mounts.sh.j2, node.sh.j2)."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hpclz.render.health_gate import HEALTH_PROGRAM
+from hpclz.slurm.client import DRAIN_PREFIX
+from tests.render.test_cloudinit import _artifacts, _node_scripts
+from tests.render.test_health_gate import _heredoc
+from tests.render.test_scheduled_events import _node
+from tests.support import slurm as harness
+from tests.support.slurm import LocalSlurm
+
+slurm_cluster = harness.slurm_cluster
+clean_slurm = harness.clean_slurm
+
+# The mount part of every role's script: its helpers, each shared mount, and the line naming those left unmounted.
+SECTION = re.compile(r"^# hpclz_fstab DEVICE .*?^if \[ -n \"\$unmounted\" \]; then\n.*?^fi\n", re.S | re.M)
+MGS = "10.9.0.4"
+# Not hpclz.slurm.client.DRAIN_PREFIX's "hpclz:": `hpclz verify --drain`, the gate and the remediator take over drains
+# of that prefix, and only the health program sees the mount come back.
+REASON = "hpclz-health: mount missing: /lustre"
+
+
+@pytest.fixture(scope="module")
+def lustre(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, str]]:
+    """energy with an existing Lustre (its MGS address in the config, so no ARM lookup) mounted on a folder of the
+    test's own, so that the section's `mkdir -p` stays there: (mount point, the partition's node script)."""
+    point = tmp_path_factory.mktemp("mnt") / "lustre"
+
+    def existing(data: dict[str, Any]) -> None:
+        data["storage"]["lustre"] = {
+            "mode": "existing",
+            "resource_id": "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg-fs/providers/"
+            "Microsoft.StorageCache/amlFilesystems/shared",
+            "mgs_address": MGS,
+            "mount_point": str(point),
+        }
+
+    from tests.render.conftest import variant
+
+    compute = next(d for d in variant("energy", existing).deployments if d.component == "compute")
+    yield point, _node_scripts(compute.artifacts["cyclecloud/slurm-cluster.txt"])[0]
+
+
+def _stand_ins(folder: Path, fail_first: int) -> Path:
+    """`mount` that fails (exit 32, "mount failure", mount(8)) its first `fail_first` calls, recording each, and
+    `mountpoint` that answers from what the stand-in mounted."""
+    bin_ = folder / "bin"
+    bin_.mkdir()
+    calls, mounted = folder / "mount.calls", folder / "mounted"
+    (bin_ / "mount").write_text(
+        "#!/bin/bash\n"
+        f'echo "$*" >> {calls}\n'
+        f'if [ "$(wc -l < {calls})" -le {fail_first} ]; then\n'
+        '  echo "mount.lustre: mount failed: Input/output error" >&2; exit 32\n'
+        "fi\n"
+        f'echo "$1" >> {mounted}\n'
+    )
+    (bin_ / "mountpoint").write_text(f'#!/bin/bash\ngrep -qxF "${{@: -1}}" {mounted} 2>/dev/null\n')
+    for tool in ("mount", "mountpoint"):
+        (bin_ / tool).chmod(0o755)
+    return bin_
+
+
+def _run_section(tmp_path: Path, script: str, fail_first: int, tries: int) -> subprocess.CompletedProcess[str]:
+    """The script's mount section under the script's own `set -euo pipefail`, then a step standing for the rest of the
+    script: it runs only if the section let the script go on."""
+    [section] = SECTION.findall(script)
+    part = tmp_path / "mounts.sh"
+    part.write_text(f'set -euo pipefail\n{section}echo "next step ran; unmounted=[${{unmounted}}]"\n')
+    (tmp_path / "fstab").write_text("")
+    env = {
+        **os.environ,
+        "PATH": f"{_stand_ins(tmp_path, fail_first)}:{os.environ['PATH']}",
+        "HPCLZ_FSTAB": str(tmp_path / "fstab"),
+        "HPCLZ_MOUNT_TRIES": str(tries),
+        "HPCLZ_MOUNT_DELAY": "0",
+    }
+    return subprocess.run(["bash", str(part)], env=env, capture_output=True, text=True, timeout=60, check=False)
+
+
+def _calls(tmp_path: Path) -> list[str]:
+    return (tmp_path / "mount.calls").read_text().splitlines()
+
+
+def test_a_mount_that_keeps_failing_is_tried_a_bounded_number_of_times_and_the_setup_goes_on(
+    tmp_path: Path, lustre: tuple[Path, str]
+) -> None:
+    point, script = lustre
+    ran = _run_section(tmp_path, script, fail_first=99, tries=3)
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.strip() == f"next step ran; unmounted=[ {point}]"
+    assert _calls(tmp_path) == [str(point)] * 3
+    assert f"hpclz: mounting {point} failed (try 2 of 3)" in ran.stderr
+    assert f"hpclz: {point} not mounted after 3 tries" in ran.stderr
+    assert f"hpclz: shared file systems not mounted: {point}; the rest of the setup goes on" in ran.stderr
+    # The fstab line is written before the tries, so the next boot mounts it again (test_mounts_survive_reboot.py).
+    assert (tmp_path / "fstab").read_text() == f"{MGS}@tcp:/lustrefs {point} lustre noatime,flock,_netdev,nofail 0 0\n"
+
+
+def test_a_mount_that_fails_then_succeeds_leaves_nothing_unmounted(tmp_path: Path, lustre: tuple[Path, str]) -> None:
+    point, script = lustre
+    ran = _run_section(tmp_path, script, fail_first=2, tries=5)
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.strip() == "next step ran; unmounted=[]"
+    assert _calls(tmp_path) == [str(point)] * 3
+    assert "not mounted" not in ran.stderr
+
+
+@pytest.mark.parametrize("stem", ["ai-training", "energy"])
+def test_what_follows_the_mounts_is_the_rest_of_the_node_setup(stem: str) -> None:
+    """The steps a failed `mount` used to skip all come after the mount section, which now always lets the script go
+    on: metrics, the scratch link, the topology link, the containers' NCCL settings, and the last line, which names
+    what is missing. The default tries are bounded: 5, 30 s apart."""
+    nccl = []
+    for script in _node_scripts(_artifacts(stem)["cyclecloud/slurm-cluster.txt"]):
+        [section] = SECTION.findall(script)
+        after = script[script.index(section) + len(section) :]
+        for step in ("hpclz-prometheus", "ln -s /mnt/nvme/scratch /scratch", "/etc/slurm/topology.yaml"):
+            assert step in after, step
+        nccl.append("/etc/enroot/environ.d" in after)
+        assert 'without:$unmounted (the node is drained while missing)"' in after
+        assert "local tries=${HPCLZ_MOUNT_TRIES:-5} delay=${HPCLZ_MOUNT_DELAY:-30}" in section
+        # A failed ARM lookup of the address leaves the mount missing too, never the script stopped.
+        assert re.search(r"^  addr=\$\(/opt/hpclz/bin/hpclz-arm-get .*\) \|\| addr=\"\"$", section, re.M)
+        assert not re.search(r"^\s*mount /", section, re.M)
+    assert any(nccl)  # the GPU partitions' NCCL settings for containers
+
+
+# -- the HealthCheckProgram, with the real Slurm daemons ----------------------------------------------------------
+
+
+def _health(tmp_path: Path, cluster: LocalSlurm, node: str, mounted: bool) -> None:
+    """One run of ai-training's HealthCheckProgram as slurmd runs it on `node`, with /proc/self/mounts standing for the
+    node's and no gate under /sched (test_health_gate.py runs the two together)."""
+    [program] = {
+        _heredoc(s, HEALTH_PROGRAM) for s in _node_scripts(_artifacts("ai-training")["cyclecloud/slurm-cluster.txt"])
+    }
+    path = tmp_path / "hpclz-health"
+    path.write_text(program)
+    mounts = tmp_path / "mounts"
+    mounts.write_text("/dev/sda1 / ext4 rw 0 0\n" + (f"{MGS}@tcp:/lustrefs /lustre lustre rw 0 0\n" if mounted else ""))
+    env = {
+        **cluster.env,
+        "SLURMD_NODENAME": node,
+        "HPCLZ_MOUNTS": str(mounts),
+        "HPCLZ_SCHED": str(tmp_path / "no"),
+        "HPCLZ_MOUNT_MARK": str(tmp_path / "mark"),
+    }
+    ran = subprocess.run(["bash", str(path)], env=env, capture_output=True, text=True, timeout=60, check=False)
+    assert (ran.returncode, ran.stderr) == (0, "")
+
+
+def test_the_health_program_drains_a_node_while_its_lustre_is_missing_and_resumes_it_after(
+    clean_slurm: LocalSlurm, tmp_path: Path
+) -> None:
+    _health(tmp_path, clean_slurm, "node1", mounted=True)
+    assert "DRAIN" not in _node(clean_slurm, "node1")[0]
+    assert not (tmp_path / "mark").exists()
+    _health(tmp_path, clean_slurm, "node1", mounted=False)
+    state, reason = _node(clean_slurm, "node1")
+    assert ("DRAIN" in state, reason) == (True, REASON)
+    assert not reason.startswith(DRAIN_PREFIX)
+    _health(tmp_path, clean_slurm, "node1", mounted=False)
+    assert _node(clean_slurm, "node1")[1] == REASON
+    _health(tmp_path, clean_slurm, "node1", mounted=True)
+    assert "DRAIN" not in _node(clean_slurm, "node1")[0]
+    assert not (tmp_path / "mark").exists()
+
+
+def test_a_node_with_its_mounts_asks_slurm_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every shared mount there and no drain of this program's standing: no scontrol call at all (a stand-in records
+    any), so the check costs slurmctld nothing on a healthy node, every minute, on every node."""
+    bin_ = tmp_path / "bin"
+    bin_.mkdir()
+    (bin_ / "scontrol").write_text(f'#!/bin/bash\necho "$*" >> {tmp_path / "scontrol.calls"}\n')
+    (bin_ / "scontrol").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_}:{os.environ['PATH']}")
+    cluster = LocalSlurm(root=tmp_path, nodes=[])
+    _health(tmp_path, cluster, "node1", mounted=True)
+    assert not (tmp_path / "scontrol.calls").exists()
+    _health(tmp_path, cluster, "node1", mounted=False)  # and the stand-in is reached when a mount is missing
+    assert (tmp_path / "scontrol.calls").read_text().startswith("show node node1 -o")
+
+
+@pytest.mark.parametrize("reason", ["admin: reseat the DIMM", "hpclz: gate passive failed: HPCLZ-VFY-001"])
+def test_a_drain_of_another_owner_is_neither_replaced_nor_lifted(
+    clean_slurm: LocalSlurm, tmp_path: Path, reason: str
+) -> None:
+    """An admin's drain, or the gate's."""
+    clean_slurm.client("scontrol", "update", "NodeName=node2", "State=DRAIN", f"Reason={reason}")
+    _health(tmp_path, clean_slurm, "node2", mounted=False)
+    assert _node(clean_slurm, "node2")[1] == reason
+    _health(tmp_path, clean_slurm, "node2", mounted=True)
+    state, kept = _node(clean_slurm, "node2")
+    assert ("DRAIN" in state, kept) == (True, reason)
