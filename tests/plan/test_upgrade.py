@@ -199,6 +199,7 @@ def test_every_change_that_recreates_the_server_says_to_terminate_the_cluster_an
         for change in changes:
             assert change.verdict.policy is Policy.REPLACE, path
             action = change.verdict.action_needed
+            assert action.index("state=power_down_force") < action.index("cyclecloud terminate_cluster"), path
             assert action.index("cyclecloud terminate_cluster") < action.index("hpclz-cc-users export"), path
             assert action.index("hpclz-cc-users export") < action.index("hpclz deploy --replace"), path
             assert USER_RECORDS_BLOB in action

@@ -18,9 +18,17 @@ SERVER = "Microsoft.Compute/virtualMachines/<CycleCloud VM>"
 
 
 def before_replace() -> list[str]:
-    """The two steps before any deploy that recreates the CycleCloud server."""
+    """The three steps before any deploy that recreates the CycleCloud server."""
     return [
-        "before the server is replaced, on it: `cyclecloud terminate_cluster <cluster>` and wait for its nodes to go "
+        # scontrol(1): POWER_DOWN_FORCE "Will cancel all jobs on the node, power it down, and reset its state to IDLE";
+        # a node left up comes back DOWN under the new server, and `azslurm return_to_idle` resets only POWERED_DOWN
+        # nodes (Azure/cyclecloud-slurm@50e6739 azure-slurm/slurmcc/cli.py l.469-476; docs/patching.md step 1).
+        "before the server is replaced, on the scheduler: `sudo scontrol update nodename=<every node sinfo -N -o "
+        "'%N %t' shows without a trailing ~> state=power_down_force reason='hpclz: CycleCloud server rebuild'`, and "
+        "wait until sinfo shows every node powered down (~): a node kept out of power saving (CycleCloud keep-alive, "
+        "SuspendTime=INFINITE) otherwise comes back DOWN under the new server, which `azslurm return_to_idle` never "
+        "resets (docs/patching.md)",
+        "then on the server: `cyclecloud terminate_cluster <cluster>` and wait for its nodes to go "
         "(a new server knows none of the nodes the old one started: terminate all clusters before moving CycleCloud, "
         f"{UPGRADE_GUIDE}); with storage.shared the scheduler's /sched and /shared are on the zone's shares and stay, "
         "without it copy /sched (StateSaveLocation) off first",
