@@ -20,7 +20,7 @@ from azure.core.exceptions import ResourceExistsError
 from azure.storage.blob import BlobServiceClient
 
 from tests.conftest import REPO, require
-from tests.render.test_cloudinit import _artifacts, _scripts
+from tests.render.test_cloudinit import _artifacts, _scripts, node_tools
 from tests.support.azurite import Azurite, azurite  # noqa: F401  (a fixture, used by name)
 from tests.support.local_http import FakeService, serve
 
@@ -310,14 +310,11 @@ def test_a_first_install_that_fails_does_not_end_the_schedulers_setup(tmp_path: 
     assert (tmp_path / "etc/systemd/system/hpclz-wheel-update.timer").exists()
 
 
-# The scheduler's Python. A stand-in node: PATH holds this machine's tools without its Pythons, package managers and
-# systemctl, then the node's pythons by name; apt-get and systemctl are stand-ins that write down how they were
+# The scheduler's Python. A stand-in node: PATH holds the node's pythons by name, then this machine's tools without its
+# Pythons, package managers and systemctl (node_tools); apt-get and systemctl are stand-ins that write down how they were
 # called, and apt-get's install puts a real Python 3.11 on the node, as Ubuntu 22.04's python3.11 and python3.11-venv
 # would (jammy-updates universe, 3.11.0~rc1-1~22.04: packages.ubuntu.com/jammy-updates/python3.11). The node's
 # python3 is a real 3.10, as Ubuntu 22.04's (3.10.6-1~22.04, packages.ubuntu.com/jammy/python3).
-HIDDEN = re.compile(r"^(python|pip|apt|dpkg|dnf|yum|systemctl)")
-
-
 def _interpreter(version: str) -> Path | None:
     """A real CPython of this minor version on this machine: the running one's base, or one pyenv installed (the
     python machine kind ships pyenv's 3.10 and 3.12 beside 3.11)."""
@@ -338,12 +335,8 @@ def _real_python(version: str) -> Path:
 def _node(tmp_path: Path, release: str, pythons: dict[str, Path], apt_gives: Path | None = None) -> dict[str, str]:
     """The environment of a stand-in scheduler: `release` is its /etc/os-release, `pythons` its python3.N commands."""
     node = tmp_path / "node"
-    tools, bin_ = node / "tools", node / "bin"
-    tools.mkdir(parents=True)
+    tools, bin_ = node_tools(node / "tools"), node / "bin"
     bin_.mkdir()
-    for tool in Path("/usr/bin").iterdir():
-        if not HIDDEN.match(tool.name):
-            (tools / tool.name).symlink_to(tool)
     for name, target in pythons.items():
         (bin_ / name).symlink_to(target)
     calls = node / "calls"
