@@ -310,6 +310,36 @@ def test_a_first_install_that_fails_does_not_end_the_schedulers_setup(tmp_path: 
     assert (tmp_path / "etc/systemd/system/hpclz-wheel-update.timer").exists()
 
 
+def test_a_first_install_refused_for_good_says_so_and_the_setup_goes_on(tmp_path: Path) -> None:
+    """The setup's first install on a node that can never run hpclz (exit status 3: here Ubuntu 20.04, which packages
+    no Python >= 3.11): the setup says hpclz cannot be installed, not that a wheel is awaited, and carries on."""
+    (scheduler,) = [
+        s for s in _scripts(_artifacts("finance")["cyclecloud/slurm-cluster.txt"]) if "hpclz-install-wheel" in s
+    ]
+    start = scheduler.index("cat > /opt/hpclz/bin/hpclz-install-wheel")
+    end = scheduler.index("ln -sf /opt/hpclz/venv/bin/hpclz /usr/local/bin/hpclz\n")
+    fragment = scheduler[start:end].replace("/opt/hpclz", str(tmp_path / "opt/hpclz"))
+    fragment = fragment.replace("WHEEL_SHA256=@HPCLZ_WHEEL_SHA256@", "WHEEL_SHA256=" + "a" * 64)
+    (tmp_path / "opt/hpclz/bin").mkdir(parents=True)
+    # The wheel is already there with its digest.
+    wheel = tmp_path / "opt/hpclz/wheel" / WHEEL
+    wheel.parent.mkdir()
+    data = _wheel(wheel)
+    fragment = fragment.replace("a" * 64, hashlib.sha256(data).hexdigest()).replace("@HPCLZ_WHEEL_FILE@", WHEEL)
+    getter = tmp_path / "opt/hpclz/bin/hpclz-locker-get"  # the locker, already read: a stand-in that does nothing
+    getter.write_text("#!/bin/sh\n", encoding="utf-8")
+    getter.chmod(0o755)
+    node = _node(tmp_path, 'ID=ubuntu\nVERSION_ID="20.04"\n', {"python3": _real_python("3.10")})
+    env = {**node, "HPCLZ_HOME": str(tmp_path / "opt/hpclz")}
+    done = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", fragment], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    said = done.stderr.strip().splitlines()
+    assert "which ubuntu 20.04 does not package" in said[-2]
+    assert said[-1].startswith("hpclz: hpclz cannot be installed on this node as it is")
+
+
 # The scheduler's Python. A stand-in node: PATH holds the node's pythons by name, then this machine's tools without its
 # Pythons, package managers and systemctl (node_tools); apt-get and systemctl are stand-ins that write down how they were
 # called, and apt-get's install puts a real Python 3.11 on the node, as Ubuntu 22.04's python3.11 and python3.11-venv
