@@ -10,6 +10,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -184,7 +185,7 @@ def test_scheduler_installs_hpclz_for_verify() -> None:
     """From the wheel in the locker, checked by its SHA-256, never from a package index."""
     scheduler = _scripts(_artifacts("energy")["cyclecloud/slurm-cluster.txt"])[0]
     # Guarded: a wheel staged after the node booted is installed by hpclz-wheel-update.timer (test_install_wheel.py).
-    assert "\nif ! /opt/hpclz/bin/hpclz-install-wheel; then\n" in scheduler
+    assert "\n/opt/hpclz/bin/hpclz-install-wheel || installed=$?\n" in scheduler
     assert "hpclz==" not in scheduler
     assert "/userAssignedIdentities/id-energy-locker-prod-scus stenergyccprodscuseb80 hpclz" in scheduler
     # Where `hpclz verify --via run-command` and `hpclz nodes` run hpclz on the scheduler (hpclz.slurm.route).
@@ -207,7 +208,7 @@ def test_a_running_scheduler_checks_for_a_new_wheel_every_ten_minutes() -> None:
     timer = units["/etc/systemd/system/hpclz-wheel-update.timer"]
     assert "Type=oneshot" in service and "ExecStart=/opt/hpclz/bin/hpclz-install-wheel --follow" in service
     assert "OnUnitInactiveSec=10min" in timer and "WantedBy=timers.target" in timer
-    first = scheduler.index("\nif ! /opt/hpclz/bin/hpclz-install-wheel; then\n")
+    first = scheduler.index("\n/opt/hpclz/bin/hpclz-install-wheel || installed=$?\n")
     assert first < scheduler.index("systemctl enable --now hpclz-wheel-update.timer")
 
 
@@ -227,35 +228,58 @@ def test_without_a_scheduler_identity_nothing_publishes_a_wheel_and_nothing_foll
     )
 
 
-def _venv_steps(scheduler: str) -> str:
-    """The rendered hpclz-install-wheel, from its first line to the one that makes the venv."""
+# What a stand-in node keeps of this machine's commands: not its Pythons, package managers or systemctl, which each
+# test gives the node as it needs them.
+NODE_HIDES = re.compile(r"^(python|pip|apt|dpkg|dnf|yum|systemctl)")
+
+
+def node_tools(folder: Path) -> Path:
+    """A folder of links to this machine's commands (/usr/bin; /bin is the same on a merged-/usr system), less
+    NODE_HIDES: the rest of a stand-in node's PATH."""
+    folder.mkdir(parents=True)
+    for tool in Path("/usr/bin").iterdir():
+        if not NODE_HIDES.match(tool.name):
+            (folder / tool.name).symlink_to(tool)
+    return folder
+
+
+def _python_choice(scheduler: str) -> str:
+    """The rendered hpclz-install-wheel's python_for_venv function."""
     start = scheduler.index("cat > /opt/hpclz/bin/hpclz-install-wheel <<'HPCLZ_EOF'\n")
     body = scheduler[start : scheduler.index("\nHPCLZ_EOF\n", start)]
-    return body[: body.index('python3 -m venv "$new"')]
+    first = body.index("python_for_venv() {")
+    return body[first : body.index("\n}\n", first) + 3]
 
 
-@pytest.mark.parametrize("has_ensurepip", [True, False])
-def test_the_scheduler_gets_python3_venv_before_making_hpclz_a_venv(tmp_path: Path, has_ensurepip: bool) -> None:
-    """hpclz-install-wheel runs under set -e before cyclecloud-slurm installs python3-venv
-    (Azure/cyclecloud-slurm@50e6739:azure-slurm-install/ubuntu.sh l.64-67), on ubuntu-hpc images that install
-    python3-pip only (Azure/azhpc-images@8e9d055f:distros/ubuntu22.04/install_utils.sh l.46); Ubuntu's venv then
-    stops with "ensurepip is not available". The rendered guard runs here under this machine's python3, with
-    ensurepip hidden the way Ubuntu leaves it when python3-venv is absent, and apt-get recorded instead of run."""
+@pytest.mark.parametrize(
+    ("names", "chosen"),
+    [
+        ({"python3": "3.10", "python3.11": "3.11-no-venv", "python3.12": "3.12"}, "python3.12"),
+        ({"python3": "3.12", "python3.11": "3.11"}, "python3.11"),  # python3 itself is never asked
+        ({"python3": "3.10", "python3.11": "3.11-no-venv"}, None),
+    ],
+)
+def test_the_scheduler_makes_hpclz_a_venv_with_the_newest_python_311_or_later(
+    tmp_path: Path, names: dict[str, str], chosen: str | None
+) -> None:
+    """The venv's Python is the newest python3.N (N >= 11) whose venv works, as cyclecloud-slurm 4.0.9 finds its own
+    (Azure/cyclecloud-slurm@50e6739 specs/scheduler/cluster-init/files/common.sh l.4-25); a python3.11 without
+    ensurepip, as Ubuntu leaves it without python3.11-venv, is passed over. This machine's python runs each name,
+    a stand-in that hides ensurepip for "-no-venv" (test_install_wheel runs the whole script on real 3.10 and 3.11)."""
     scheduler = _scripts(_artifacts("energy")["cyclecloud/slurm-cluster.txt"])[0]
-    steps = _venv_steps(scheduler)
-    assert "if ! python3 -c 'import ensurepip'" in steps, "the venv is made with nothing installing python3-venv"
-    guard = steps[steps.index("if ! python3 -c 'import ensurepip'") :]
-    calls = tmp_path / "apt-calls"
-    script = tmp_path / "guard.sh"
-    script.write_text(f'set -euo pipefail\napt-get() {{ echo "$*" >> {calls}; }}\n{guard}', encoding="utf-8")
+    node = tmp_path / "bin"
+    node.mkdir()
     hidden = tmp_path / "no-ensurepip"
     hidden.mkdir()
     (hidden / "ensurepip.py").write_text("raise ModuleNotFoundError(\"No module named 'ensurepip'\")\n")
-    env = {**os.environ, "PYTHONPATH": "" if has_ensurepip else str(hidden)}
-    ran = subprocess.run(["bash", str(script)], capture_output=True, text=True, check=False, env=env)
-    assert ran.returncode == 0, ran.stderr
-    recorded = calls.read_text(encoding="utf-8").splitlines() if calls.exists() else []
-    assert recorded == ([] if has_ensurepip else ["update", "install -y python3-venv"])
+    for name, kind in names.items():
+        hide = f"PYTHONPATH={hidden} " if kind.endswith("-no-venv") else ""
+        (node / name).write_text(f'#!/bin/sh\n{hide}exec {sys.executable} "$@"\n', encoding="utf-8")
+        (node / name).chmod(0o755)
+    script = f"{_python_choice(scheduler)}python_for_venv\n"
+    env = {"PATH": f"{node}:{node_tools(tmp_path / 'tools')}"}
+    ran = subprocess.run(["bash", "-c", script], capture_output=True, text=True, check=False, env=env)
+    assert (ran.stdout.strip() or None) == (str(node / chosen) if chosen else None), ran.stderr
 
 
 def test_shared_file_systems_are_mounted_from_arm_lookups() -> None:

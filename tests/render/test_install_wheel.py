@@ -19,7 +19,8 @@ import pytest
 from azure.core.exceptions import ResourceExistsError
 from azure.storage.blob import BlobServiceClient
 
-from tests.render.test_cloudinit import _artifacts, _scripts
+from tests.conftest import REPO, require
+from tests.render.test_cloudinit import _artifacts, _scripts, node_tools
 from tests.support.azurite import Azurite, azurite  # noqa: F401  (a fixture, used by name)
 from tests.support.local_http import FakeService, serve
 
@@ -48,11 +49,12 @@ def _helpers() -> dict[str, str]:
     return dict(re.findall(r"cat > (\S+) <<'HPCLZ_EOF'\n(.*?)^HPCLZ_EOF$", scheduler, flags=re.S | re.M))
 
 
-def _wheel(path: Path, probe: int = 1) -> bytes:
+def _wheel(path: Path, probe: int = 1, requires_python: str = "") -> bytes:
     """A real, minimal wheel (PEP 427): one module, its metadata and RECORD."""
+    needs = f"Requires-Python: {requires_python}\n" if requires_python else ""
     files = {
         "hpclz_probe.py": f"PROBE = {probe}\n",
-        "hpclz-0.0.1.dist-info/METADATA": "Metadata-Version: 2.1\nName: hpclz\nVersion: 0.0.1\n",
+        "hpclz-0.0.1.dist-info/METADATA": f"Metadata-Version: 2.1\nName: hpclz\nVersion: 0.0.1\n{needs}",
         "hpclz-0.0.1.dist-info/WHEEL": "Wheel-Version: 1.0\nGenerator: tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
     }
     record = "".join(f"{name},,\n" for name in files) + "hpclz-0.0.1.dist-info/RECORD,,\n"
@@ -84,7 +86,10 @@ def home(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def _install(home: Path, imds: str, store: Azurite, digest: str, *args: str) -> subprocess.CompletedProcess[str]:
+def _install(
+    home: Path, imds: str, store: Azurite, digest: str, *args: str, node: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """The rendered script as the scheduler runs it; `node`: the environment of a stand-in node (`_node`)."""
     # What hpclz-cluster-sync does with the CycleCloud VM's hpclz-wheel tag before the scheduler runs the script.
     text = _helpers()["/opt/hpclz/bin/hpclz-install-wheel"]
     text = text.replace("@HPCLZ_WHEEL_SHA256@", digest).replace("@HPCLZ_WHEEL_FILE@", WHEEL)
@@ -92,6 +97,7 @@ def _install(home: Path, imds: str, store: Azurite, digest: str, *args: str) -> 
     script.write_text(text, encoding="utf-8")
     env = {
         **os.environ,
+        **(node or {}),
         "HPCLZ_HOME": str(home),
         "HPCLZ_IMDS_URL": imds,
         "HPCLZ_BLOB_URL": store.account_url,
@@ -302,3 +308,189 @@ def test_a_first_install_that_fails_does_not_end_the_schedulers_setup(tmp_path: 
     assert (tmp_path / "usr/local/bin/hpclz").is_symlink()
     assert "enable --now hpclz-wheel-update.timer" in calls.read_text(encoding="utf-8")
     assert (tmp_path / "etc/systemd/system/hpclz-wheel-update.timer").exists()
+
+
+def test_a_first_install_refused_for_good_says_so_and_the_setup_goes_on(tmp_path: Path) -> None:
+    """The setup's first install on a node that can never run hpclz (exit status 3: here Ubuntu 20.04, which packages
+    no Python >= 3.11): the setup says hpclz cannot be installed, not that a wheel is awaited, and carries on."""
+    (scheduler,) = [
+        s for s in _scripts(_artifacts("finance")["cyclecloud/slurm-cluster.txt"]) if "hpclz-install-wheel" in s
+    ]
+    start = scheduler.index("cat > /opt/hpclz/bin/hpclz-install-wheel")
+    end = scheduler.index("ln -sf /opt/hpclz/venv/bin/hpclz /usr/local/bin/hpclz\n")
+    fragment = scheduler[start:end].replace("/opt/hpclz", str(tmp_path / "opt/hpclz"))
+    fragment = fragment.replace("WHEEL_SHA256=@HPCLZ_WHEEL_SHA256@", "WHEEL_SHA256=" + "a" * 64)
+    (tmp_path / "opt/hpclz/bin").mkdir(parents=True)
+    # The wheel is already there with its digest.
+    wheel = tmp_path / "opt/hpclz/wheel" / WHEEL
+    wheel.parent.mkdir()
+    data = _wheel(wheel)
+    fragment = fragment.replace("a" * 64, hashlib.sha256(data).hexdigest()).replace("@HPCLZ_WHEEL_FILE@", WHEEL)
+    getter = tmp_path / "opt/hpclz/bin/hpclz-locker-get"  # the locker, already read: a stand-in that does nothing
+    getter.write_text("#!/bin/sh\n", encoding="utf-8")
+    getter.chmod(0o755)
+    node = _node(tmp_path, 'ID=ubuntu\nVERSION_ID="20.04"\n', {"python3": _real_python("3.10")})
+    env = {**node, "HPCLZ_HOME": str(tmp_path / "opt/hpclz")}
+    done = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", fragment], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    said = done.stderr.strip().splitlines()
+    assert "which ubuntu 20.04 does not package" in said[-2]
+    assert said[-1].startswith("hpclz: hpclz cannot be installed on this node as it is")
+
+
+# The scheduler's Python. A stand-in node: PATH holds the node's pythons by name, then this machine's tools without its
+# Pythons, package managers and systemctl (node_tools); apt-get and systemctl are stand-ins that write down how they were
+# called, and apt-get's install puts a real Python 3.11 on the node, as Ubuntu 22.04's python3.11 and python3.11-venv
+# would (jammy-updates universe, 3.11.0~rc1-1~22.04: packages.ubuntu.com/jammy-updates/python3.11). The node's
+# python3 is a real 3.10, as Ubuntu 22.04's (3.10.6-1~22.04, packages.ubuntu.com/jammy/python3).
+def _interpreter(version: str) -> Path | None:
+    """A real CPython of this minor version on this machine: the running one's base, or one pyenv installed (the
+    python machine kind ships pyenv's 3.10 and 3.12 beside 3.11)."""
+    if version == f"{sys.version_info[0]}.{sys.version_info[1]}":
+        return Path(sys.base_prefix) / "bin" / f"python{version}"
+    root = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv"))
+    found = sorted(root.glob(f"versions/{version}.*/bin/python{version}"))
+    return found[-1] if found else None
+
+
+def _real_python(version: str) -> Path:
+    found = _interpreter(version)
+    require(found is not None and found.is_file(), f"a real CPython {version} (pyenv's, on the python machine kind)")
+    assert found is not None
+    return found
+
+
+def _node(tmp_path: Path, release: str, pythons: dict[str, Path], apt_gives: Path | None = None) -> dict[str, str]:
+    """The environment of a stand-in scheduler: `release` is its /etc/os-release, `pythons` its python3.N commands."""
+    node = tmp_path / "node"
+    tools, bin_ = node_tools(node / "tools"), node / "bin"
+    bin_.mkdir()
+    for name, target in pythons.items():
+        (bin_ / name).symlink_to(target)
+    calls = node / "calls"
+    gives = f'[ "$1" != install ] || ln -s {apt_gives} {bin_}/python3.11\n' if apt_gives else ""
+    for fake, extra in (("apt-get", gives), ("systemctl", "")):
+        (bin_ / fake).write_text(f'#!/bin/sh\necho "{fake} $*" >> {calls}\n{extra}', encoding="utf-8")
+        (bin_ / fake).chmod(0o755)
+    (node / "os-release").write_text(release, encoding="utf-8")
+    return {"PATH": f"{bin_}:{tools}", "HPCLZ_OS_RELEASE": str(node / "os-release")}
+
+
+def _calls(tmp_path: Path) -> list[str]:
+    calls = tmp_path / "node" / "calls"
+    return calls.read_text(encoding="utf-8").splitlines() if calls.exists() else []
+
+
+JAMMY = 'NAME="Ubuntu"\nID=ubuntu\nVERSION_ID="22.04"\n'
+
+
+@pytest.fixture(scope="module")
+def hpclz_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """This checkout's own wheel, built as `hpclz deploy` builds it (hpclz.deploy.wheel: pip wheel, no isolation)."""
+    out = tmp_path_factory.mktemp("hpclz-wheel")
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", str(REPO), "--no-deps", "--no-build-isolation", "-q", "-w", str(out)],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    [wheel] = out.glob("hpclz-*-py3-none-any.whl")
+    return wheel
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_an_ubuntu_2204_scheduler_runs_hpclz_on_python_311(
+    home: Path, imds: str, store: Azurite, tmp_path: Path, hpclz_wheel: Path
+) -> None:
+    """The real hpclz wheel (Requires-Python >=3.11) on a node whose python3 is 3.10 and that has no python3.11 yet:
+    the rendered install gets python3.11 and its venv from apt, and the venv it switches to runs hpclz on 3.11, the
+    health gate's installer included. pip's dependencies are left out (PIP_NO_DEPS): the node takes them from PyPI,
+    which this test never reaches; pip checks Requires-Python all the same."""
+    py310, py311 = _real_python("3.10"), _real_python("3.11")
+    node = _node(tmp_path, JAMMY, {"python3": py310, "python3.10": py310}, apt_gives=py311)
+    data = hpclz_wheel.read_bytes()
+    digest = hashlib.sha256(data).hexdigest()
+    _put(store, f"{digest}/{WHEEL}", data)  # the script's name for the file; the digest is what it checks
+    done = _install(home, imds, store, digest, node={**node, "PIP_NO_DEPS": "1"})
+    assert done.returncode == 0, done.stderr
+    assert _calls(tmp_path) == ["apt-get update", "apt-get install -y python3.11 python3.11-venv"]
+    assert f"installed {WHEEL} (sha256 {digest}) on Python 3.11." in done.stdout
+    python = home / "venv" / "bin" / "python"
+    said = subprocess.run(
+        [str(python), "-c", "import sys, hpclz; print(sys.version_info >= (3, 11), hpclz.__file__)"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    ).stdout.split()
+    assert said[0] == "True" and Path(said[1]).resolve().is_relative_to(home / "venvs" / digest)
+    # hpclz-gate-install, as rendered, runs `$PYTHON -m hpclz.verify.bundle` with this venv's python.
+    sched = tmp_path / "sched"
+    (sched / "prolog.d").mkdir(parents=True)
+    gate = home / "bin" / "hpclz-gate-install"
+    gate.write_text(_helpers()["/opt/hpclz/bin/hpclz-gate-install"], encoding="utf-8")
+    env = {**node, "HPCLZ_SCHED": str(sched), "HPCLZ_VENV": str(home / "venv"), "HPCLZ_STAMP": str(tmp_path / "s")}
+    ran = subprocess.run(["bash", str(gate)], env=env, capture_output=True, text=True, timeout=300, check=False)
+    assert ran.returncode == 0, ran.stderr
+    assert (sched / "hpclz" / "hpclz-node.pyz").is_file()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_a_wheel_pip_refuses_for_its_python_stops_the_timer(
+    home: Path, imds: str, store: Azurite, tmp_path: Path
+) -> None:
+    """A wheel whose Requires-Python the node's newest Python misses is refused by pip on every try: one line names
+    it, and hpclz-wheel-update.timer is stopped instead of retrying every 10 minutes."""
+    py311 = _real_python("3.11")
+    node = _node(tmp_path, JAMMY, {"python3": py311, "python3.11": py311})
+    data = _wheel(tmp_path / WHEEL, requires_python=">=3.99")
+    digest = hashlib.sha256(data).hexdigest()
+    _put(store, f"{digest}/{WHEEL}", data)
+    _put(store, "current", f"{digest}/{WHEEL}\n".encode())
+    done = _install(home, imds, store, UNBAKED, "--follow", node=node)
+    assert done.returncode == 3
+    (line,) = [s for s in done.stderr.splitlines() if s.startswith("hpclz-install-wheel:")]
+    assert line.startswith(f"hpclz-install-wheel: refused {WHEEL} (sha256 {digest}): it requires a different Python: ")
+    assert "not in '>=3.99'" in line and "hpclz-wheel-update.timer stopped" in line
+    assert _calls(tmp_path) == ["systemctl stop --no-block hpclz-wheel-update.timer"]
+    assert not (home / "venv").exists() and list((home / "venvs").iterdir()) == []
+
+
+def test_a_release_that_packages_no_python_311_stops_the_timer(
+    home: Path, imds: str, store: Azurite, tmp_path: Path
+) -> None:
+    """Ubuntu 20.04's python3 is 3.8 and cyclecloud-slurm 4.0.9 has no Python for it either
+    (Azure/cyclecloud-slurm@50e6739 specs/scheduler/cluster-init/files/common.sh l.46-85): refused before apt."""
+    py310 = _real_python("3.10")
+    node = _node(tmp_path, 'ID=ubuntu\nVERSION_ID="20.04"\n', {"python3": py310})
+    good = _wheel(tmp_path / WHEEL)
+    digest = hashlib.sha256(good).hexdigest()
+    _put(store, f"{digest}/{WHEEL}", good)
+    done = _install(home, imds, store, digest, node=node)
+    assert done.returncode == 3
+    assert done.stderr.strip().splitlines()[-1] == (
+        f"hpclz-install-wheel: refused {WHEEL}: hpclz needs Python 3.11 or newer, which ubuntu 20.04 does not "
+        "package; hpclz-wheel-update.timer stopped until the next boot (systemctl start hpclz-wheel-update.timer "
+        "after the fix)"
+    )
+    assert _calls(tmp_path) == ["systemctl stop --no-block hpclz-wheel-update.timer"]
+
+
+def test_elsewhere_the_install_waits_for_cyclecloud_slurms_python(
+    home: Path, imds: str, store: Azurite, tmp_path: Path
+) -> None:
+    """AlmaLinux without its HPC image's python3.12: cyclecloud-slurm's scheduler spec installs one later
+    (common.sh l.46-49), so the timer keeps trying and nothing is installed from here."""
+    py310 = _real_python("3.10")
+    node = _node(tmp_path, 'ID="almalinux"\nVERSION_ID="8.10"\n', {"python3": py310})
+    good = _wheel(tmp_path / WHEEL)
+    digest = hashlib.sha256(good).hexdigest()
+    _put(store, f"{digest}/{WHEEL}", good)
+    done = _install(home, imds, store, digest, node=node)
+    assert done.returncode == 1
+    assert "no python3.11 or newer with venv on this node (almalinux 8.10) yet" in done.stderr
+    assert _calls(tmp_path) == []

@@ -593,6 +593,8 @@ CASES: dict[str, list[Case]] = {
             ),
         ),
     ],
+    # Ubuntu-HPC 20.04 (Azure/azhpc-images@376553dc^ README.md l.15): python3 3.8, no newer Python to be had.
+    "HPCLZ-CMP-051": [Case("finance", _set("compute.scheduler.image", "microsoft-dsvm:ubuntu-hpc:2004:latest"))],
     "HPCLZ-MON-020": [Case("ai-training", _set("monitoring", {"mode": "disabled"}))],
     "HPCLZ-MON-021": [Case("finance", _set("network.flow_logs.retention_days", 30))],
     "HPCLZ-MNT-020": [Case("finance", _set("backup", DELETE)), Case("ai-training", _set("backup.enabled", False))],

@@ -18,7 +18,8 @@ from hpclz.plan.changeset import Policy
 from hpclz.plan.config_diff import config_changes
 from hpclz.plan.offline import offline_changeset
 from hpclz.render.build import build_plan
-from hpclz.rules.config.images import floats
+from hpclz.rules.config.images import SCHEDULER_PYTHON, floats, scheduler_python
+from hpclz.rules.config.racks import KNOWN_IMAGE_ARCHITECTURES
 from tests.plan.support import applied_state, edited, preset
 from tests.rules.cases import Case, _set, load_case
 from tests.rules.test_config_rules import _findings
@@ -100,3 +101,33 @@ def test_bumping_the_scheduler_image_restarts_the_scheduler() -> None:
     config = edited(base, lambda d: d["compute"]["scheduler"].update(image=OLDER))
     (change,) = [c for c in config_changes(applied_state(base).applied_config, config) if "scheduler" in c.path]
     assert change.path == "compute.scheduler.image" and change.verdict.policy is Policy.RESTART_NODES
+
+
+# HPCLZ-CMP-051: the scheduler's hpclz needs Python >= 3.11 (docs/locker.md, hpclz-install-wheel).
+def test_every_image_hpclz_knows_says_where_the_schedulers_python_comes_from() -> None:
+    assert set(KNOWN_IMAGE_ARCHITECTURES) <= set(SCHEDULER_PYTHON)
+
+
+@pytest.mark.parametrize("key", sorted(k for k, v in SCHEDULER_PYTHON.items() if v.python is not None))
+def test_a_scheduler_image_with_python_311_within_reach_passes(key: tuple[str, str, str]) -> None:
+    image = ":".join((*key, "latest"))
+    assert scheduler_python(image.upper()) == SCHEDULER_PYTHON[key]  # URNs are matched without case
+    assert _findings("HPCLZ-CMP-051", Case("finance", _set("compute.scheduler.image", image))) == []
+
+
+@pytest.mark.parametrize(
+    ("path", "image"),
+    [
+        ("compute.scheduler.image", GALLERY),  # a gallery image is the operator's to equip
+        ("compute.login.image", "microsoft-dsvm:ubuntu-hpc:2004:latest"),  # only the scheduler runs hpclz
+    ],
+)
+def test_what_cmp_051_does_not_judge(path: str, image: str) -> None:
+    assert _findings("HPCLZ-CMP-051", Case("finance", _set(path, image))) == []
+
+
+def test_the_ubuntu_2004_scheduler_finding_names_the_release() -> None:
+    case = Case("finance", _set("compute.scheduler.image", "microsoft-dsvm:ubuntu-hpc:2004:latest"))
+    (finding,) = _findings("HPCLZ-CMP-051", case)
+    assert finding.path == "compute.scheduler.image"
+    assert "is Ubuntu 20.04, which has no Python 3.11 or newer" in finding.message
