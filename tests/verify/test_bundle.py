@@ -12,6 +12,7 @@ import pytest
 
 from hpclz.verify.bundle import PACKAGE, build, modules
 from hpclz.verify.model import NodeReport, Status
+from tests.render.test_install_wheel import _real_python
 from tests.verify.helpers import FIXTURES, GOOD
 
 BARE = [sys.executable, "-I", "-S"]  # isolated, and no site-packages: the standard library alone
@@ -98,3 +99,30 @@ def test_the_bundle_starts_a_collective_rank_from_the_same_file(tmp_path: Path) 
     ran = _bare(str(target), "collective", "--name", "pair-a-b", "--out", str(out))
     assert ran.returncode == 1 and not out.exists()
     assert ran.stderr.strip().splitlines()[-1] == "ModuleNotFoundError: No module named 'torch'"
+
+
+# The nodes run the bundle with their image's python3 (hpclz.verify.dispatch: `python3 <bundle>`; the gate's scripts,
+# hpclz.render.health_gate): Ubuntu 22.04's is 3.10 (3.10.6-1~22.04, packages.ubuntu.com/jammy/python3), 24.04's
+# 3.12 (packages.ubuntu.com/noble/python3), and the presets' node images are Ubuntu-HPC 22.04 and 24.04. The wheel
+# needs 3.11 (pyproject.toml), the bundle must not: a 3.11-only name in an agent module would stop every node's gate.
+@pytest.mark.parametrize("version", ["3.10", "3.12"])
+def test_the_bundle_runs_on_the_node_images_python3(tmp_path: Path, version: str) -> None:
+    python = str(_real_python(version))
+    target = build(tmp_path / "node.pyz")
+    names = [_module_name(p) for p in modules()]
+    imports = (
+        f"import importlib, sys; sys.path.insert(0, {str(target)!r}); [importlib.import_module(n) for n in {names!r}]"
+    )
+    run = [python, "-I", "-S"]
+    done = subprocess.run([*run, "-c", imports], capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    agent = subprocess.run(
+        [*run, str(target), "--fixtures", str(GOOD), "--node", "n7"], capture_output=True, text=True, timeout=120
+    )
+    assert agent.returncode == 0, agent.stderr
+    assert NodeReport.model_validate_json(agent.stdout).status is Status.PASS
+    gate = [str(target), "gate", "prolog", "--budget", "30", "--prolog-timeout", "60", "--node", "n7"]
+    ran = subprocess.run([*run, *gate, "--", "--fixtures", str(GOOD)], capture_output=True, text=True, timeout=120)
+    assert (ran.returncode, ran.stdout.strip()) == (0, "hpclz gate prolog: n7 healthy"), ran.stderr
+    usage = subprocess.run([*run, str(target), "collective", "--help"], capture_output=True, text=True, timeout=120)
+    assert usage.returncode == 0 and "--backend {gloo,nccl}" in usage.stdout, usage.stderr
