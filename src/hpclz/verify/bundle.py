@@ -7,7 +7,8 @@ On the rendered cluster the scheduler installs it at /sched/<cluster>/hpclz/hpcl
 (hpclz.render.health_gate.HealthGate.bundle), and `hpclz verify` starts its node code on the nodes from there.
 
 The bundle is a zipapp of the agent's standard-library modules and its data files, so a node needs only python3
-(3.10+, the Ubuntu 22.04 node images' own: tests/verify/test_bundle.py runs it on 3.10 and 3.12): copy the file, no venv, no pip. Its module list is derived, not kept by hand: every hpclz module that
+(3.10+, the Ubuntu 22.04 node images' own: tests/verify/test_bundle.py runs it on 3.10 and 3.12): copy the
+file, no venv, no pip. Its module list is derived, not kept by hand: every hpclz module that
 hpclz.verify.agent and hpclz.verify.gate import at module level, followed transitively, with the packages that hold them. Imports
 inside functions (torch in hpclz.verify.nccl, the pydantic-side rule wrappers behind hpclz.verify.checks'
 VERIFY_RULES) and under `if TYPE_CHECKING:` are not followed: the agent never needs them, and a module the agent
