@@ -19,6 +19,7 @@ from ruamel.yaml import YAML
 
 from hpclz.errors import HpclzError
 from hpclz.render.cloudinit import CUSTOM_DATA_LIMIT, USER_DATA_LIMIT, custom_data, user_data
+from hpclz.render.shipped import shipped_template
 from hpclz.slurm.route import SCHEDULER_PYTHON
 from tests.conftest import require
 from tests.render.conftest import cyclecloud_vms, preset_plan, variant
@@ -105,7 +106,7 @@ def test_user_data_carries_the_cluster_its_parameters_and_the_account(preset_pat
     document = _user_data(preset_path.stem)
     artifacts = _artifacts(preset_path.stem)
     assert document["kind"] == "hpclz-cyclecloud-cluster"
-    assert document["template"] == artifacts["cyclecloud/slurm-cluster.txt"]
+    assert document["template"] == shipped_template(artifacts["cyclecloud/slurm-cluster.txt"])
     assert document["parameters"] == artifacts["cyclecloud/slurm-params.json"]
     assert document["account"] == artifacts["cyclecloud/azure-account.json"]
     plan = preset_plan(preset_path.stem)

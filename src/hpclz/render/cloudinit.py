@@ -30,6 +30,7 @@ from hpclz.render.nccl import container_files
 from hpclz.render.payload import pack
 from hpclz.render.prometheus import node_metrics
 from hpclz.render.roles import LOCKER_CONTAINER, WHEEL_CONTAINER, jobs_use_compute_identity, node_identities
+from hpclz.render.shipped import shipped_template
 from hpclz.render.writer import dumps
 from hpclz.render.zone import LOCKER_IDENTITY, Zone
 
@@ -599,7 +600,8 @@ def user_data_document(zone: Zone, files: dict[str, str]) -> str:
     document = {
         "kind": "hpclz-cyclecloud-cluster",
         "cluster": cluster_name(zone),
-        "template": files["slurm-cluster.txt"],
+        # Less the comments removing which cannot change what runs: userData's 64 KB (hpclz.render.shipped).
+        "template": shipped_template(files["slurm-cluster.txt"]),
         "parameters": files["slurm-params.json"],
         "account": files["azure-account.json"],
     }
