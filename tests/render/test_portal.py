@@ -574,3 +574,52 @@ def _cluster_name(script: str) -> str:
     match = re.search(r"cat > /etc/ood/config/clusters\.d/([^ ]+)\.yml <<", script)
     assert match is not None
     return match.group(1)
+
+
+def _ood_allowed_hosts(portal: dict[str, Any], addresses: list[str], fqdn: str) -> list[str]:
+    """OOD_ALLOWED_HOSTS as Open OnDemand 4.1.4 builds it from ood_portal.yml (OSC/ondemand@6b54ef1, tag v4.1.4,
+    ood-portal-generator/lib/ood_portal_generator/view.rb l.25-29 and l.127-167): servername, or without one the VM's
+    non-loopback IPv4 addresses; then proxy_server (default: servername, or the FQDN); then server_aliases."""
+    servername = portal.get("servername")
+    hosts = [servername] if servername else list(addresses)
+    hosts.append(portal.get("proxy_server", servername or fqdn))
+    hosts += portal.get("server_aliases", [])
+    return sorted(set(hosts))
+
+
+def _rails_allows(allowed: list[str], host: str) -> bool:
+    """Rails' HostAuthorization for string entries: the name, then an optional port, case-insensitive
+    (rails/rails@01e6c58 actionpack/lib/action_dispatch/middleware/host_authorization.rb, sanitize_string)."""
+    return any(re.fullmatch(rf"{re.escape(name)}(?::\d+)?", host, re.IGNORECASE) for name in allowed)
+
+
+def _redirected(portal: dict[str, Any], fqdn: str, host: str) -> bool:
+    """The canonical-name rewrite ood-portal.conf.erb l.86-92 renders when servername is set: a request is sent to
+    https://<proxy_server>:<port> unless its Host is `<alias>(:<port>)?` or `<proxy_server>(:<port>)?`."""
+    servername = portal.get("servername")
+    if not servername:
+        return False
+    names = [*portal.get("server_aliases", []), portal.get("proxy_server", servername)]
+    port = portal["port"]
+    return not any(re.fullmatch(f"({name}(:{port})?)?", host, re.IGNORECASE) for name in names)
+
+
+@pytest.mark.parametrize("edit", [None, _with_secret], ids=["no-server-name", "server-name"])
+def test_the_dashboard_answers_the_bastion_tunnels_host(edit: Any) -> None:
+    """The documented way in is `az network bastion tunnel ... --port 9443`, then https://localhost:9443: the browser
+    sends `Host: localhost:9443`, which Apache passes to the dashboard (ProxyPreserveHost On). Without server_aliases
+    Open OnDemand allows only the VM's addresses and FQDN (or servername) and Rails answers 403 "Blocked host"; with a
+    servername Apache also redirects it to https://<servername>:443. A host that is none of these stays refused."""
+    from ruamel.yaml import YAML
+
+    plan = preset_plan("ai-training") if edit is None else variant("ai-training", edit)
+    portal = YAML(typ="safe").load(_heredoc(_script(_portal(plan)), "/etc/ood/config/ood_portal.yml"))
+    fqdn = "aitrain-prod-ood.internal.cloudapp.net"
+    allowed = _ood_allowed_hosts(portal, ["10.20.0.36"], fqdn)
+    assert _rails_allows(allowed, "localhost:9443")
+    assert not _redirected(portal, fqdn, "localhost:9443")
+    assert not _rails_allows(allowed, "evil.example.com") and not _rails_allows(allowed, "localhost.evil.example.com")
+    if edit is not None:
+        assert portal["servername"] == "ood.hpc.example.com"
+        assert _rails_allows(allowed, "ood.hpc.example.com") and not _redirected(portal, fqdn, "ood.hpc.example.com")
+        assert _redirected(portal, fqdn, "10.20.0.36")  # by address: sent to the name, as OOD intends

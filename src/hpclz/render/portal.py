@@ -31,6 +31,20 @@ HTTPS = 443
 # Where users reach the portal through `az network bastion tunnel --port 9443` (hpclz.deploy.next_steps): the
 # redirect URI the app registration needs for that path (docs/portal.md).
 TUNNEL_PORT = 9443
+# ood_portal.yml server_aliases: the host names the tunnel's browser sends (Host: localhost:9443). Open OnDemand 4.1.4
+# allows a request's Host only if it is among servername (or, without one, the VM's IPv4 addresses and its FQDN), the
+# proxy_server (default: servername or the FQDN) and server_aliases (OSC/ondemand@6b54ef1, tag v4.1.4,
+# ood-portal-generator/lib/ood_portal_generator/view.rb l.25-29, l.127-167); that list becomes `SetEnv
+# OOD_ALLOWED_HOSTS` (templates/ood-portal.conf.erb l.204-206), the PUN's ALLOWED_HOSTS (nginx_stage/lib/
+# nginx_stage.rb l.148) and the dashboard's Rails `config.hosts` (apps/dashboard/config/environments/production.rb
+# l.86), and the PUN location keeps the browser's Host (ProxyPreserveHost On, ood-portal.conf.erb l.394). Rails'
+# HostAuthorization answers 403 to any other Host, and an allowed name without a port admits it on any port
+# (rails/rails@01e6c58 actionpack/lib/action_dispatch/middleware/host_authorization.rb, sanitize_string:
+# `\A<host>(?::\d+)?\z`; OOD 4.1.4's dashboard runs Rails 7.1.6, apps/dashboard/Gemfile.lock). "localhost" admits the
+# tunnel whatever local port it uses. With a servername the generator also redirects every request whose Host is
+# not `<alias>(:443)?` or `<proxy_server>(:443)?` to https://<servername>:443 (ood-portal.conf.erb l.86-92), so the
+# tunnel's "localhost:9443" must be an alias in its own right.
+TUNNEL_ALIASES = ("localhost", f"localhost:{TUNNEL_PORT}")
 # Pinned so a portal built next month matches one built today; change deliberately.
 # - Open OnDemand 4.1.4 from OSC's 4.1 apt repository, as CCWS's project pins it
 #   (Azure/cyclecloud-open-ondemand@3f0e012:specs/default/cluster-init/files/playbooks/vars.yml `ondemand_version`,
@@ -216,6 +230,7 @@ def portal_script(zone: Zone) -> str:
         server_name=portal.server_name,
         certificate_name=portal.server_name or "localhost",
         logout_host=hosts[-1],
+        tunnel_aliases=TUNNEL_ALIASES,
         login_host=login_host(zone),
         srun_ports=SRUN_PORT_RANGE,
     )
