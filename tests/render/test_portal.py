@@ -166,7 +166,8 @@ def test_sign_in_without_a_secret_is_the_id_token_flow_ccws_uses() -> None:
     assert 'oidc_client_id: "3c1f9a52-7d4e-4b8a-9e21-5f6d0c8b2a17"' in script
     assert "OIDCResponseType: id_token" in script
     assert "AuthType openid-connect" in script
-    assert 'user_map_match: "^([^@]+)@contosoai\\\\.onmicrosoft\\\\.com$"' in script
+    domain = "[cC][oO][nN][tT][oO][sS][oO][aA][iI]%.[oO][nN][mM][iI][cC][rR][oO][sS][oO][fF][tT]%.[cC][oO][mM]"
+    assert f'user_map_match: "^([^@]+)@{domain}$:lower"' in script
     assert "oidc_client_secret" not in script and "hpclz-portal-secret" not in script
     assert not _of(_portal(preset_plan("ai-training")), "Microsoft.Resources/deployments")
 
@@ -302,12 +303,8 @@ def test_the_portal_and_cluster_files_are_the_yaml_open_ondemand_reads() -> None
     portal = YAML(typ="safe").load(_heredoc(script, "/etc/ood/config/ood_portal.yml"))
     assert portal["auth"] == ["AuthType openid-connect", "Require valid-user"]
     assert portal["oidc_uri"] == "/oidc" and portal["port"] == 443
-    # OOD maps the claim to the Linux user with this regex's first group (ood-portal-yml.html, user_map_match).
-    # The domain is the config's (portal.oidc.user_domain), never a placeholder (HPCLZ-PRT-008).
-    matched = re.match(portal["user_map_match"], "alice@contosoai.onmicrosoft.com")
-    assert matched is not None and matched.group(1) == "alice"
-    assert re.match(portal["user_map_match"], "alice@contosoai.onmicrosoft.community") is None
-    assert re.match(portal["user_map_match"], "alice@contosoaixonmicrosoft.com") is None
+    # The user map is a Lua pattern; test_the_user_map_is_a_lua_pattern_that_lower_cases_the_upns_user runs it.
+    assert portal["user_map_match"].endswith(":lower")
     assert portal["oidc_settings"]["OIDCResponseType"] == "id_token"
     cluster = YAML(typ="safe").load(_heredoc(script, "/etc/ood/config/clusters.d/aitrain-prod.yml"))
     assert cluster["v2"]["job"] == {"adapter": "slurm", "bin": "/usr/bin", "conf": "/etc/slurm/slurm.conf"}
@@ -623,3 +620,49 @@ def test_the_dashboard_answers_the_bastion_tunnels_host(edit: Any) -> None:
         assert portal["servername"] == "ood.hpc.example.com"
         assert _rails_allows(allowed, "ood.hpc.example.com") and not _redirected(portal, fqdn, "ood.hpc.example.com")
         assert _redirected(portal, fqdn, "10.20.0.36")  # by address: sent to the name, as OOD intends
+
+
+# Open OnDemand's user map as mod_ood_proxy runs it (OSC/ondemand@6b54ef1, tag v4.1.4, mod_ood_proxy/lib/ood/
+# user_map.lua, map): a `:lower` suffix strips off and lower-cases the match, else the match is the user; no match
+# (or Lua's error on lower-casing none) maps nobody. Apache's mod_lua runs Lua 5.3 on Debian and Ubuntu (apache2-bin
+# depends on liblua5.3-0).
+LUA_MAP = """
+local user_map_match, remote_user = arg[1], arg[2]
+local ok, sys_user = pcall(function()
+  local pat = string.match(user_map_match, "^(.*):lower$")
+  if pat then
+    return string.lower(string.match(remote_user, pat))
+  end
+  return string.match(remote_user, user_map_match)
+end)
+io.write(ok and sys_user or "")
+"""
+
+
+def _lua_map(pattern: str, upn: str) -> str:
+    ran = subprocess.run(["lua5.3", "-", pattern, upn], input=LUA_MAP, capture_output=True, text=True, check=True)
+    return ran.stdout
+
+
+def test_the_user_map_is_a_lua_pattern_that_lower_cases_the_upns_user() -> None:
+    """Open OnDemand matches user_map_match with Lua's string.match ("Lua regular expression",
+    ood_portal_example.yml l.142-147), where a backslash is an ordinary character: the pattern must map the tenant's
+    users, first.last and capitalised ones to the lower-case names hpclz-portal-users gives their homes
+    (tests/render/test_portal_users.py), and nobody of another domain."""
+    require(shutil.which("lua5.3") is not None, "Lua 5.3 (lua5.3), the Lua Apache's mod_lua runs")
+    from ruamel.yaml import YAML
+
+    script = _script(_portal(preset_plan("ai-training")))
+    pattern = YAML(typ="safe").load(_heredoc(script, "/etc/ood/config/ood_portal.yml"))["user_map_match"]
+    assert _lua_map(pattern, "alice@contosoai.onmicrosoft.com") == "alice"
+    assert _lua_map(pattern, "john.smith@contosoai.onmicrosoft.com") == "john.smith"
+    assert _lua_map(pattern, "John.Smith@contosoai.onmicrosoft.com") == "john.smith"
+    assert _lua_map(pattern, "MARY_ANN-2@ContosoAI.onmicrosoft.com") == "mary_ann-2"
+    for stranger in (
+        "alice@contosoai.onmicrosoft.community",
+        "alice@contosoaixonmicrosoft.com",
+        "alice@evil.example.com",
+        "alice@contosoai.onmicrosoft.com@evil.example.com",
+        "alice",
+    ):
+        assert _lua_map(pattern, stranger) == "", stranger

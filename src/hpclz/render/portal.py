@@ -192,9 +192,40 @@ def proxy_user_data(zone: Zone) -> str:
     return base64.b64encode(json.dumps(document, sort_keys=True).encode()).decode()
 
 
+def _lua_domain(domain: str) -> str:
+    """A Lua pattern matching `domain` in any letter case: each letter as `[xX]`, `.` and `-` escaped with `%`.
+
+    A Lua pattern is not a regular expression: `%` escapes, a backslash is an ordinary character, and `-` is a lazy
+    repetition (Lua 5.3 reference manual, 6.4.1 Patterns, www.lua.org/manual/5.3/manual.html#6.4.1). user_domain
+    holds only letters, digits, dots and hyphens (hpclz.config.portal.PortalOidc). A UPN's suffix may carry capitals
+    (`John.Smith@Contoso.com`), and Entra ID compares it without regard to case."""
+    out = []
+    for char in domain:
+        if char.isalpha():
+            out.append(f"[{char.lower()}{char.upper()}]")
+        elif char in ".-":
+            out.append(f"%{char}")
+        else:
+            out.append(char)
+    return "".join(out)
+
+
 def _user_map(oidc: PortalOidc) -> str | None:
-    """ood_portal.yml user_map_match: user@domain -> user, as CCWS's vars-entra.yml builds it; None keeps the claim."""
-    return f"^([^@]+)@{re.escape(oidc.user_domain)}$" if oidc.user_domain else None
+    """ood_portal.yml user_map_match: `user@domain` -> `user`, lower-cased; None keeps the claim.
+
+    Open OnDemand 4.1.4 matches it with Lua's string.match, "Lua regular expression" (OSC/ondemand@6b54ef1, tag v4.1.4,
+    ood-portal-generator/share/ood_portal_example.yml l.142-147; mod_ood_proxy/lib/ood/user_map.lua, map), so the
+    domain is a Lua pattern (_lua_domain): a Python-escaped `contoso\\.com` would ask for a backslash no UPN holds and
+    map nobody. A `:lower` suffix makes it lower-case the captured name (user_map.lua: "if match string ends in :lower,
+    lowercase the username"). CycleCloud names a user's account on the nodes after the Entra ID user
+    (learn.microsoft.com/azure/cyclecloud/how-to/ccws/open-ondemand-add-users: "a local user account managed by
+    CycleCloud created with the same name as the Microsoft Entra ID user") and documents no rule for the case of that
+    name; hpclz-portal-users names each portal account after its home directory in lower case
+    (templates/cloud-init/portal_users.py), and this map lower-cases the UPN's user part, so `John.Smith@contoso.com`
+    is the portal's `john.smith` whether CycleCloud made `/shared/home/John.Smith` or `/shared/home/john.smith`: the
+    same UID and home as on the nodes, which is what Slurm and the files go by. CCWS's own portal maps the user part
+    unchanged (Azure/cyclecloud-open-ondemand@35cf46d vars-entra.yml l.36)."""
+    return f"^([^@]+)@{_lua_domain(oidc.user_domain)}$:lower" if oidc.user_domain else None
 
 
 def portal_script(zone: Zone) -> str:
