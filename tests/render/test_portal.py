@@ -666,3 +666,15 @@ def test_the_user_map_is_a_lua_pattern_that_lower_cases_the_upns_user() -> None:
         "alice",
     ):
         assert _lua_map(pattern, stranger) == "", stranger
+
+
+@pytest.mark.parametrize("preset", ["ai-training", "energy"])
+def test_the_desktop_app_nothing_can_run_is_hidden_once_the_package_is_in(preset: str) -> None:
+    """bc_desktop, the ondemand package's only interactive app, wants a VNC desktop on a compute node, which no node
+    has: the boot script makes its folder unreadable to users, as CCWS's portal does, after the package put it there
+    (a chmod before would fail under set -e, and a later package install would not undo it: ondemand is held)."""
+    script = _script(_portal(preset_plan(preset)))
+    install = script.index("apt-get install -y ondemand=4.1.4\n")
+    hide = script.index("\nchmod 0600 /var/www/ood/apps/sys/bc_desktop\n")
+    assert install < script.index("apt-mark hold ondemand") < hide < script.index("systemctl restart apache2")
+    assert "apps/sys/bc_vscode" not in script and "git clone" not in script  # no app is fetched at boot
