@@ -367,7 +367,10 @@ def test_the_join_unit_waits_for_sched_then_copies_the_key_and_links_the_config(
     own = etc / "slurm.conf"
     assert not own.is_symlink()
     assert own.read_text(encoding="utf-8") == f"Include {cluster / 'slurm.conf'}\nSrunPortRange=60001-63000\n"
-    assert {p.name for p in etc.iterdir()} == set(linked) | {"topology.yaml"}
+    assert {p.name for p in etc.iterdir()} == set(linked) | {"topology.yaml", "plugstack.conf.d"}
+    # pyxis as the login node loads it, from where a login node publishes it (the pyxis tests below).
+    published = tmp_path / "sched" / "aitrain-prod" / "hpclz" / "pyxis"
+    assert (etc / "plugstack.conf.d" / "pyxis.conf").read_text(encoding="utf-8") == f"include {published}/*.conf\n"
     assert "joined cluster aitrain-prod" in joined.stdout
 
 
@@ -678,3 +681,127 @@ def test_the_desktop_app_nothing_can_run_is_hidden_once_the_package_is_in(preset
     hide = script.index("\nchmod 0600 /var/www/ood/apps/sys/bc_desktop\n")
     assert install < script.index("apt-mark hold ondemand") < hide < script.index("systemctl restart apache2")
     assert "apps/sys/bc_vscode" not in script and "git clone" not in script  # no app is fetched at boot
+
+
+def _login_script(preset: str) -> str:
+    plan = preset_plan(preset)
+    cluster = next(d for d in plan.deployments if "cyclecloud/slurm-cluster.txt" in d.artifacts)
+    scripts = re.findall(r"CloudInit = '''(.*?)'''", cluster.artifacts["cyclecloud/slurm-cluster.txt"], flags=re.S)
+    (login,) = [script for script in scripts if "hpclz login node setup done" in script]
+    return str(login)
+
+
+def _publish_script(tmp_path: Path) -> Path:
+    """hpclz-pyxis-publish as the login node's boot script writes it, with /opt/pyxis and /sched under tmp_path."""
+    body = (
+        _heredoc(_login_script("ai-training"), "/opt/hpclz/bin/hpclz-pyxis-publish")
+        .replace("/opt/pyxis/", f"{tmp_path}/opt/pyxis/")
+        .replace("/sched/", f"{tmp_path}/sched/")
+    )
+    publish = tmp_path / "publish.sh"
+    publish.write_text(body, encoding="utf-8")
+    return publish
+
+
+def test_a_login_node_publishes_the_pyxis_plugin_it_built_for_the_portal(tmp_path: Path) -> None:
+    """hpclz-pyxis-publish run for real: nothing until cyclecloud-slurm has built the plugin, then a byte-for-byte
+    copy and the plugstack line that loads it where the portal's pyxis.conf includes them, then nothing more while
+    they are unchanged; a rebuilt plugin is published again."""
+    publish = _publish_script(tmp_path)
+    checked = _shellcheck(publish)
+    assert checked.returncode == 0, checked.stdout
+    built = tmp_path / "opt" / "pyxis" / "spank_pyxis.so"
+    folder = tmp_path / "sched" / "aitrain-prod" / "hpclz" / "pyxis"
+
+    early = subprocess.run(["bash", str(publish)], capture_output=True, text=True, check=False)
+    assert early.returncode == 0 and "not built yet" in early.stdout and not folder.exists()
+    built.parent.mkdir(parents=True)
+    built.write_bytes(b"\x7fELF" + bytes(range(256)))
+    done = subprocess.run(["bash", str(publish)], capture_output=True, text=True, check=False)
+    assert done.returncode == 0 and "published" in done.stdout, done.stderr
+    target = folder / "spank_pyxis.so"
+    assert target.read_bytes() == built.read_bytes() and oct(target.stat().st_mode)[-3:] == "644"
+    assert (folder / "pyxis.conf").read_text(encoding="utf-8") == f"optional {target}\n"
+    assert sorted(p.name for p in folder.iterdir()) == ["pyxis.conf", "spank_pyxis.so"]  # nothing half-written left
+    again = subprocess.run(["bash", str(publish)], capture_output=True, text=True, check=False)
+    assert again.returncode == 0 and again.stdout == ""
+    built.write_bytes(b"\x7fELF rebuilt")
+    rebuilt = subprocess.run(["bash", str(publish)], capture_output=True, text=True, check=False)
+    assert "published" in rebuilt.stdout and target.read_bytes() == b"\x7fELF rebuilt"
+    joined = _heredoc(_script(_portal(preset_plan("ai-training"))), "/opt/hpclz/bin/hpclz-portal-join")
+    assert "printf 'include %s\\n' '/sched/aitrain-prod/hpclz/pyxis/*.conf'" in joined
+
+
+def test_without_a_portal_login_nodes_publish_nothing() -> None:
+    assert "hpclz-pyxis-publish" in _login_script("ai-training")
+    for path in PRESETS:
+        plan = preset_plan(path.stem)
+        if any(d.component == "portal" for d in plan.deployments):
+            continue
+        for deployment in plan.deployments:
+            for text in deployment.artifacts.values():
+                assert "hpclz-pyxis-publish" not in text, path.stem
+
+
+# A SPANK plugin that registers pyxis's --container-image option and nothing else, standing in for pyxis (built by
+# cyclecloud-slurm on the nodes from sources this machine does not have): what sbatch needs to know the option. Like
+# pyxis it registers the option from slurm_spank_init, since sbatch and salloc never read a static spank_options
+# table ("Do not load static plugin options table in allocator context": SchedMD/slurm slurm-22-05-8-1
+# src/common/plugstack.c l.371-375).
+STAND_IN = """
+#include <stddef.h>
+#include <slurm/spank.h>
+SPANK_PLUGIN(pyxis, 1);
+static int image(int val, const char *optarg, int remote) { return 0; }
+static struct spank_option container_image = {"container-image", "IMAGE", "stand-in for pyxis", 1, 0, image};
+int slurm_spank_init(spank_t sp, int ac, char **av) { return spank_option_register(sp, &container_image); }
+"""
+
+
+def test_the_portals_sbatch_takes_container_jobs_once_a_login_node_published_pyxis(tmp_path: Path) -> None:
+    """Slurm 22.05's sbatch on the joined portal's /etc/slurm, the cluster's plugstack.conf as install.py writes it
+    (include /etc/slurm/plugstack.conf.d/*, l.631-638): with nothing published the portal's pyxis.conf includes
+    nothing and plain jobs go on as before, while `#SBATCH --container-image` is refused ("unrecognized option");
+    once a login node has published its plugin (hpclz-pyxis-publish, run for real), sbatch loads it and takes the
+    option."""
+    require(shutil.which("sbatch") is not None, "Slurm client commands (slurm-wlm)")
+    require(
+        shutil.which("gcc") is not None and Path("/usr/include/slurm/spank.h").exists(),
+        "gcc and spank.h (libslurm-dev)",
+    )
+    join = _join_script(tmp_path)
+    cluster = tmp_path / "sched" / "aitrain-prod"
+    cluster.mkdir(parents=True)
+    (cluster / "munge.key").write_bytes(bytes(range(256)) * 4)
+    conf = f"ClusterName=aitrain-prod\nSlurmctldHost=localhost(127.0.0.1)\nSlurmctldPort={_free_port()}\n"
+    (cluster / "slurm.conf").write_text(conf, encoding="utf-8")
+    (cluster / "plugstack.conf").write_text(f"include {tmp_path}/etc/slurm/plugstack.conf.d/*\n", encoding="utf-8")
+    assert subprocess.run(["bash", str(join)], capture_output=True, text=True, check=False).returncode == 0
+    env = {**os.environ, "SLURM_CONF": str(tmp_path / "etc" / "slurm" / "slurm.conf")}
+    plain = tmp_path / "plain.sh"
+    plain.write_text("#!/bin/bash\nhostname\n", encoding="utf-8")
+    container = tmp_path / "container.sh"
+    container.write_text("#!/bin/bash\n#SBATCH --container-image=ubuntu:22.04\nhostname\n", encoding="utf-8")
+
+    def sbatch(job: Path) -> str:
+        ran = subprocess.run(["sbatch", str(job)], capture_output=True, text=True, check=False, env=env, timeout=90)
+        return ran.stderr
+
+    # Nothing published (no login node, or not yet): plain jobs go on, without a word about pyxis.
+    before = sbatch(plain)
+    assert before.strip() == "sbatch: error: Batch job submission failed: Unable to contact slurm controller " + (
+        "(connect failure)"
+    ), before
+    assert "unrecognized option '--container-image=ubuntu:22.04'" in sbatch(container)
+
+    # A login node builds the plugin (here the stand-in) and publishes it with the real hpclz-pyxis-publish.
+    source = tmp_path / "stand_in.c"
+    source.write_text(STAND_IN, encoding="utf-8")
+    built = tmp_path / "opt" / "pyxis" / "spank_pyxis.so"
+    built.parent.mkdir(parents=True)
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(built), str(source)], check=True, timeout=120)
+    published = subprocess.run(["bash", str(_publish_script(tmp_path))], capture_output=True, text=True, check=False)
+    assert "published" in published.stdout, published.stderr
+    accepted = sbatch(container)
+    assert "unrecognized option" not in accepted and "Unable to contact slurm controller" in accepted, accepted
+    assert "spank" not in accepted and "plugin" not in accepted, accepted  # loaded without complaint

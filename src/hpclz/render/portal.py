@@ -18,7 +18,14 @@ from typing import Any
 from hpclz.config.portal import PortalOidc
 from hpclz.errors import ExitCode, HpclzError
 from hpclz.render.arm import RG_TEMPLATE_SCHEMA
-from hpclz.render.cloudinit import accelerated, custom_data, login_prefix, shared_mounts, slurm_cluster_name
+from hpclz.render.cloudinit import (
+    PYXIS_PUBLISHED,
+    accelerated,
+    custom_data,
+    login_prefix,
+    shared_mounts,
+    slurm_cluster_name,
+)
 from hpclz.render.components import maintenance_enabled, scheduled_patching
 from hpclz.render.engine import render_text
 from hpclz.render.monitoring import vm_agent
@@ -264,6 +271,8 @@ def portal_script(zone: Zone) -> str:
         tunnel_aliases=TUNNEL_ALIASES,
         login_host=login_host(zone),
         srun_ports=SRUN_PORT_RANGE,
+        # The plugstack lines a login node publishes beside the plugin (templates/cloud-init/_pyxis_publish.sh.j2).
+        pyxis_conf=f"/sched/{slurm_cluster_name(zone)}/{PYXIS_PUBLISHED.rsplit('/', 1)[0]}/*.conf",
     )
 
 
