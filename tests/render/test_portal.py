@@ -732,15 +732,21 @@ def test_a_login_node_publishes_the_pyxis_plugin_it_built_for_the_portal(tmp_pat
     assert "printf 'include %s\\n' '/sched/aitrain-prod/hpclz/pyxis/*.conf'" in joined
 
 
-def test_without_a_portal_login_nodes_publish_nothing() -> None:
+def test_turning_the_portal_on_or_off_leaves_the_clusters_template_alone() -> None:
+    """Login nodes publish pyxis whether or not a portal loads it: the portal comes and goes (tests/deploy/
+    test_day2.py, "turn the portal off": hpclz deletes its resources and writes nothing else) without a change to the
+    cluster's nodes."""
     assert "hpclz-pyxis-publish" in _login_script("ai-training")
-    for path in PRESETS:
-        plan = preset_plan(path.stem)
-        if any(d.component == "portal" for d in plan.deployments):
-            continue
-        for deployment in plan.deployments:
-            for text in deployment.artifacts.values():
-                assert "hpclz-pyxis-publish" not in text, path.stem
+
+    def cluster(plan: DeploymentPlan) -> str:
+        return next(d for d in plan.deployments if "cyclecloud/slurm-cluster.txt" in d.artifacts).artifacts[
+            "cyclecloud/slurm-cluster.txt"
+        ]
+
+    def off(data: dict[str, Any]) -> None:
+        data["portal"]["enabled"] = False
+
+    assert cluster(variant("ai-training", off)) == cluster(preset_plan("ai-training"))
 
 
 # A SPANK plugin that registers pyxis's --container-image option and nothing else, standing in for pyxis (built by

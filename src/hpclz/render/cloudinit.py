@@ -575,10 +575,9 @@ PYXIS_BUILT = "/opt/pyxis/spank_pyxis.so"
 PYXIS_PUBLISHED = "hpclz/pyxis/spank_pyxis.so"
 
 
-def pyxis_publish(zone: Zone) -> dict[str, str] | None:
-    """Where a login node copies its pyxis plugin from and to, for the portal; None without a portal to load it."""
-    if not zone.config.portal.enabled:
-        return None
+def pyxis_publish(zone: Zone) -> dict[str, str]:
+    """Where a login node copies its pyxis plugin from and to, for the portal. Published with or without a portal
+    (a file on /sched), so that turning the portal on or off never changes the cluster's template."""
     return {"source": PYXIS_BUILT, "target": f"/sched/{slurm_cluster_name(zone)}/{PYXIS_PUBLISHED}"}
 
 
