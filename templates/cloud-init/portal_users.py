@@ -13,6 +13,13 @@ attributes/default.rb:19), owned by the user's UID and GID. Each such directory 
 exactly that UID and GID, no password (locked: OOD signs users in through Entra ID) and that home. A name or a UID
 the portal already uses otherwise is reported and left alone, never changed.
 
+The account is named after the directory in lower case: CycleCloud names the user after the Entra ID user and
+documents no rule for the case of that name, and Open OnDemand's map lower-cases the UPN's user part
+(user_map_match's `:lower`, hpclz.render.portal._user_map), so `John.Smith@<domain>` signs in as `john.smith`, with the
+UID and home of /shared/home/John.Smith or /shared/home/john.smith alike. A user's name on the portal is only a label:
+Slurm and the shared files go by the UID. Names may hold dots and capitals, as UPNs do (`first.last`); Debian's and
+Ubuntu's useradd take them.
+
 Run by a systemd timer; Python 3.6 and the standard library only, like every node helper.
 """
 
@@ -22,7 +29,9 @@ import re
 import subprocess
 import sys
 
-NAME = re.compile(r"^[a-z_][a-z0-9_-]{0,31}$")
+# A home directory's name: a UPN's user part as CycleCloud may keep it (letters of either case, digits, `.`, `_`, `-`),
+# at most 32 characters, as Linux user names are; anything else is no user's home.
+NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,31}$")
 # Regular users start at UID_MIN (1000 in Debian's and Ubuntu's /etc/login.defs); the cluster's service accounts
 # (slurm 11100, munge 11101, slurmrestd 11102: Azure/cyclecloud-slurm@50e6739:azure-slurm-install/install.py l.76-89)
 # are created by the portal's own boot script, never from a home directory.
@@ -43,14 +52,15 @@ def table(path):
 
 
 def cluster_users(home):
-    """(name, uid, gid, path) of every user home under `home`, in name order."""
+    """(account name, uid, gid, path) of every user home under `home`, in directory name order; the account name is
+    the directory's, lower-cased."""
     found = []
     for entry in sorted(os.scandir(home), key=lambda e: e.name):
         if not entry.is_dir(follow_symlinks=False) or not NAME.match(entry.name):
             continue
         info = entry.stat(follow_symlinks=False)
         if info.st_uid >= UID_MIN and info.st_uid not in SERVICE_IDS:
-            found.append((entry.name, info.st_uid, info.st_gid, entry.path))
+            found.append((entry.name.lower(), info.st_uid, info.st_gid, entry.path))
     return found
 
 
@@ -91,6 +101,7 @@ def sync(home, prefix, log):
         if run(["useradd"] + flags + ["-M", "-u", str(uid), "-g", str(gid), "-d", path, "-s", "/bin/bash", name], log):
             log("created " + name + " (uid " + str(uid) + ", gid " + str(gid) + ", home " + path + ")")
             by_uid[uid] = name
+            accounts[name] = (uid, gid)
         else:
             conflicts += 1
     return conflicts

@@ -166,7 +166,8 @@ def test_sign_in_without_a_secret_is_the_id_token_flow_ccws_uses() -> None:
     assert 'oidc_client_id: "3c1f9a52-7d4e-4b8a-9e21-5f6d0c8b2a17"' in script
     assert "OIDCResponseType: id_token" in script
     assert "AuthType openid-connect" in script
-    assert 'user_map_match: "^([^@]+)@contosoai\\\\.onmicrosoft\\\\.com$"' in script
+    domain = "[cC][oO][nN][tT][oO][sS][oO][aA][iI]%.[oO][nN][mM][iI][cC][rR][oO][sS][oO][fF][tT]%.[cC][oO][mM]"
+    assert f'user_map_match: "^([^@]+)@{domain}$:lower"' in script
     assert "oidc_client_secret" not in script and "hpclz-portal-secret" not in script
     assert not _of(_portal(preset_plan("ai-training")), "Microsoft.Resources/deployments")
 
@@ -302,12 +303,8 @@ def test_the_portal_and_cluster_files_are_the_yaml_open_ondemand_reads() -> None
     portal = YAML(typ="safe").load(_heredoc(script, "/etc/ood/config/ood_portal.yml"))
     assert portal["auth"] == ["AuthType openid-connect", "Require valid-user"]
     assert portal["oidc_uri"] == "/oidc" and portal["port"] == 443
-    # OOD maps the claim to the Linux user with this regex's first group (ood-portal-yml.html, user_map_match).
-    # The domain is the config's (portal.oidc.user_domain), never a placeholder (HPCLZ-PRT-008).
-    matched = re.match(portal["user_map_match"], "alice@contosoai.onmicrosoft.com")
-    assert matched is not None and matched.group(1) == "alice"
-    assert re.match(portal["user_map_match"], "alice@contosoai.onmicrosoft.community") is None
-    assert re.match(portal["user_map_match"], "alice@contosoaixonmicrosoft.com") is None
+    # The user map is a Lua pattern; test_the_user_map_is_a_lua_pattern_that_lower_cases_the_upns_user runs it.
+    assert portal["user_map_match"].endswith(":lower")
     assert portal["oidc_settings"]["OIDCResponseType"] == "id_token"
     cluster = YAML(typ="safe").load(_heredoc(script, "/etc/ood/config/clusters.d/aitrain-prod.yml"))
     assert cluster["v2"]["job"] == {"adapter": "slurm", "bin": "/usr/bin", "conf": "/etc/slurm/slurm.conf"}
@@ -370,7 +367,10 @@ def test_the_join_unit_waits_for_sched_then_copies_the_key_and_links_the_config(
     own = etc / "slurm.conf"
     assert not own.is_symlink()
     assert own.read_text(encoding="utf-8") == f"Include {cluster / 'slurm.conf'}\nSrunPortRange=60001-63000\n"
-    assert {p.name for p in etc.iterdir()} == set(linked) | {"topology.yaml"}
+    assert {p.name for p in etc.iterdir()} == set(linked) | {"topology.yaml", "plugstack.conf.d"}
+    # pyxis as the login node loads it, from where a login node publishes it (the pyxis tests below).
+    published = tmp_path / "sched" / "aitrain-prod" / "hpclz" / "pyxis"
+    assert (etc / "plugstack.conf.d" / "pyxis.conf").read_text(encoding="utf-8") == f"include {published}/*.conf\n"
     assert "joined cluster aitrain-prod" in joined.stdout
 
 
@@ -574,3 +574,240 @@ def _cluster_name(script: str) -> str:
     match = re.search(r"cat > /etc/ood/config/clusters\.d/([^ ]+)\.yml <<", script)
     assert match is not None
     return match.group(1)
+
+
+def _ood_allowed_hosts(portal: dict[str, Any], addresses: list[str], fqdn: str) -> list[str]:
+    """OOD_ALLOWED_HOSTS as Open OnDemand 4.1.4 builds it from ood_portal.yml (OSC/ondemand@6b54ef1, tag v4.1.4,
+    ood-portal-generator/lib/ood_portal_generator/view.rb l.25-29 and l.127-167): servername, or without one the VM's
+    non-loopback IPv4 addresses; then proxy_server (default: servername, or the FQDN); then server_aliases."""
+    servername = portal.get("servername")
+    hosts = [servername] if servername else list(addresses)
+    hosts.append(portal.get("proxy_server", servername or fqdn))
+    hosts += portal.get("server_aliases", [])
+    return sorted(set(hosts))
+
+
+def _rails_allows(allowed: list[str], host: str) -> bool:
+    """Rails' HostAuthorization for string entries: the name, then an optional port, case-insensitive
+    (rails/rails@01e6c58 actionpack/lib/action_dispatch/middleware/host_authorization.rb, sanitize_string)."""
+    return any(re.fullmatch(rf"{re.escape(name)}(?::\d+)?", host, re.IGNORECASE) for name in allowed)
+
+
+def _redirected(portal: dict[str, Any], fqdn: str, host: str) -> bool:
+    """The canonical-name rewrite ood-portal.conf.erb l.86-92 renders when servername is set: a request is sent to
+    https://<proxy_server>:<port> unless its Host is `<alias>(:<port>)?` or `<proxy_server>(:<port>)?`."""
+    servername = portal.get("servername")
+    if not servername:
+        return False
+    names = [*portal.get("server_aliases", []), portal.get("proxy_server", servername)]
+    port = portal["port"]
+    return not any(re.fullmatch(f"({name}(:{port})?)?", host, re.IGNORECASE) for name in names)
+
+
+@pytest.mark.parametrize("edit", [None, _with_secret], ids=["no-server-name", "server-name"])
+def test_the_dashboard_answers_the_bastion_tunnels_host(edit: Any) -> None:
+    """The documented way in is `az network bastion tunnel ... --port 9443`, then https://localhost:9443: the browser
+    sends `Host: localhost:9443`, which Apache passes to the dashboard (ProxyPreserveHost On). Without server_aliases
+    Open OnDemand allows only the VM's addresses and FQDN (or servername) and Rails answers 403 "Blocked host"; with a
+    servername Apache also redirects it to https://<servername>:443. A host that is none of these stays refused."""
+    from ruamel.yaml import YAML
+
+    plan = preset_plan("ai-training") if edit is None else variant("ai-training", edit)
+    portal = YAML(typ="safe").load(_heredoc(_script(_portal(plan)), "/etc/ood/config/ood_portal.yml"))
+    fqdn = "aitrain-prod-ood.internal.cloudapp.net"
+    allowed = _ood_allowed_hosts(portal, ["10.20.0.36"], fqdn)
+    assert _rails_allows(allowed, "localhost:9443")
+    assert not _redirected(portal, fqdn, "localhost:9443")
+    assert not _rails_allows(allowed, "evil.example.com") and not _rails_allows(allowed, "localhost.evil.example.com")
+    if edit is not None:
+        assert portal["servername"] == "ood.hpc.example.com"
+        assert _rails_allows(allowed, "ood.hpc.example.com") and not _redirected(portal, fqdn, "ood.hpc.example.com")
+        assert _redirected(portal, fqdn, "10.20.0.36")  # by address: sent to the name, as OOD intends
+
+
+# Open OnDemand's user map as mod_ood_proxy runs it (OSC/ondemand@6b54ef1, tag v4.1.4, mod_ood_proxy/lib/ood/
+# user_map.lua, map): a `:lower` suffix strips off and lower-cases the match, else the match is the user; no match
+# (or Lua's error on lower-casing none) maps nobody. Apache's mod_lua runs Lua 5.3 on Debian and Ubuntu (apache2-bin
+# depends on liblua5.3-0).
+LUA_MAP = """
+local user_map_match, remote_user = arg[1], arg[2]
+local ok, sys_user = pcall(function()
+  local pat = string.match(user_map_match, "^(.*):lower$")
+  if pat then
+    return string.lower(string.match(remote_user, pat))
+  end
+  return string.match(remote_user, user_map_match)
+end)
+io.write(ok and sys_user or "")
+"""
+
+
+def _lua_map(pattern: str, upn: str) -> str:
+    ran = subprocess.run(["lua5.3", "-", pattern, upn], input=LUA_MAP, capture_output=True, text=True, check=True)
+    return ran.stdout
+
+
+def test_the_user_map_is_a_lua_pattern_that_lower_cases_the_upns_user() -> None:
+    """Open OnDemand matches user_map_match with Lua's string.match ("Lua regular expression",
+    ood_portal_example.yml l.142-147), where a backslash is an ordinary character: the pattern must map the tenant's
+    users, first.last and capitalised ones to the lower-case names hpclz-portal-users gives their homes
+    (tests/render/test_portal_users.py), and nobody of another domain."""
+    require(shutil.which("lua5.3") is not None, "Lua 5.3 (lua5.3), the Lua Apache's mod_lua runs")
+    from ruamel.yaml import YAML
+
+    script = _script(_portal(preset_plan("ai-training")))
+    pattern = YAML(typ="safe").load(_heredoc(script, "/etc/ood/config/ood_portal.yml"))["user_map_match"]
+    assert _lua_map(pattern, "alice@contosoai.onmicrosoft.com") == "alice"
+    assert _lua_map(pattern, "john.smith@contosoai.onmicrosoft.com") == "john.smith"
+    assert _lua_map(pattern, "John.Smith@contosoai.onmicrosoft.com") == "john.smith"
+    assert _lua_map(pattern, "MARY_ANN-2@ContosoAI.onmicrosoft.com") == "mary_ann-2"
+    for stranger in (
+        "alice@contosoai.onmicrosoft.community",
+        "alice@contosoaixonmicrosoft.com",
+        "alice@evil.example.com",
+        "alice@contosoai.onmicrosoft.com@evil.example.com",
+        "alice",
+    ):
+        assert _lua_map(pattern, stranger) == "", stranger
+
+
+@pytest.mark.parametrize("preset", ["ai-training", "energy"])
+def test_the_desktop_app_nothing_can_run_is_hidden_once_the_package_is_in(preset: str) -> None:
+    """bc_desktop, the ondemand package's only interactive app, wants a VNC desktop on a compute node, which no node
+    has: the boot script makes its folder unreadable to users, as CCWS's portal does, after the package put it there
+    (a chmod before would fail under set -e, and a later package install would not undo it: ondemand is held)."""
+    script = _script(_portal(preset_plan(preset)))
+    install = script.index("apt-get install -y ondemand=4.1.4\n")
+    hide = script.index("\nchmod 0600 /var/www/ood/apps/sys/bc_desktop\n")
+    assert install < script.index("apt-mark hold ondemand") < hide < script.index("systemctl restart apache2")
+    assert "apps/sys/bc_vscode" not in script and "git clone" not in script  # no app is fetched at boot
+
+
+def _login_script(preset: str) -> str:
+    plan = preset_plan(preset)
+    cluster = next(d for d in plan.deployments if "cyclecloud/slurm-cluster.txt" in d.artifacts)
+    scripts = re.findall(r"CloudInit = '''(.*?)'''", cluster.artifacts["cyclecloud/slurm-cluster.txt"], flags=re.S)
+    (login,) = [script for script in scripts if "hpclz login node setup done" in script]
+    return str(login)
+
+
+def _publish_script(tmp_path: Path) -> Path:
+    """hpclz-pyxis-publish as the login node's boot script writes it, with /opt/pyxis and /sched under tmp_path."""
+    body = (
+        _heredoc(_login_script("ai-training"), "/opt/hpclz/bin/hpclz-pyxis-publish")
+        .replace("/opt/pyxis/", f"{tmp_path}/opt/pyxis/")
+        .replace("/sched/", f"{tmp_path}/sched/")
+    )
+    publish = tmp_path / "publish.sh"
+    publish.write_text(body, encoding="utf-8")
+    return publish
+
+
+def test_a_login_node_publishes_the_pyxis_plugin_it_built_for_the_portal(tmp_path: Path) -> None:
+    """hpclz-pyxis-publish run for real: nothing until cyclecloud-slurm has built the plugin, then a byte-for-byte
+    copy and the plugstack line that loads it where the portal's pyxis.conf includes them, then nothing more while
+    they are unchanged; a rebuilt plugin is published again."""
+    publish = _publish_script(tmp_path)
+    checked = _shellcheck(publish)
+    assert checked.returncode == 0, checked.stdout
+    built = tmp_path / "opt" / "pyxis" / "spank_pyxis.so"
+    folder = tmp_path / "sched" / "aitrain-prod" / "hpclz" / "pyxis"
+
+    early = subprocess.run(["bash", str(publish)], capture_output=True, text=True, check=False)
+    assert early.returncode == 0 and "not built yet" in early.stdout and not folder.exists()
+    built.parent.mkdir(parents=True)
+    built.write_bytes(b"\x7fELF" + bytes(range(256)))
+    done = subprocess.run(["bash", str(publish)], capture_output=True, text=True, check=False)
+    assert done.returncode == 0 and "published" in done.stdout, done.stderr
+    target = folder / "spank_pyxis.so"
+    assert target.read_bytes() == built.read_bytes() and oct(target.stat().st_mode)[-3:] == "644"
+    assert (folder / "pyxis.conf").read_text(encoding="utf-8") == f"optional {target}\n"
+    assert sorted(p.name for p in folder.iterdir()) == ["pyxis.conf", "spank_pyxis.so"]  # nothing half-written left
+    again = subprocess.run(["bash", str(publish)], capture_output=True, text=True, check=False)
+    assert again.returncode == 0 and again.stdout == ""
+    built.write_bytes(b"\x7fELF rebuilt")
+    rebuilt = subprocess.run(["bash", str(publish)], capture_output=True, text=True, check=False)
+    assert "published" in rebuilt.stdout and target.read_bytes() == b"\x7fELF rebuilt"
+    joined = _heredoc(_script(_portal(preset_plan("ai-training"))), "/opt/hpclz/bin/hpclz-portal-join")
+    assert "printf 'include %s\\n' '/sched/aitrain-prod/hpclz/pyxis/*.conf'" in joined
+
+
+def test_turning_the_portal_on_or_off_leaves_the_clusters_template_alone() -> None:
+    """Login nodes publish pyxis whether or not a portal loads it: the portal comes and goes (tests/deploy/
+    test_day2.py, "turn the portal off": hpclz deletes its resources and writes nothing else) without a change to the
+    cluster's nodes."""
+    assert "hpclz-pyxis-publish" in _login_script("ai-training")
+
+    def cluster(plan: DeploymentPlan) -> str:
+        return next(d for d in plan.deployments if "cyclecloud/slurm-cluster.txt" in d.artifacts).artifacts[
+            "cyclecloud/slurm-cluster.txt"
+        ]
+
+    def off(data: dict[str, Any]) -> None:
+        data["portal"]["enabled"] = False
+
+    assert cluster(variant("ai-training", off)) == cluster(preset_plan("ai-training"))
+
+
+# A SPANK plugin that registers pyxis's --container-image option and nothing else, standing in for pyxis (built by
+# cyclecloud-slurm on the nodes from sources this machine does not have): what sbatch needs to know the option. Like
+# pyxis it registers the option from slurm_spank_init, since sbatch and salloc never read a static spank_options
+# table ("Do not load static plugin options table in allocator context": SchedMD/slurm slurm-22-05-8-1
+# src/common/plugstack.c l.371-375).
+STAND_IN = """
+#include <stddef.h>
+#include <slurm/spank.h>
+SPANK_PLUGIN(pyxis, 1);
+static int image(int val, const char *optarg, int remote) { return 0; }
+static struct spank_option container_image = {"container-image", "IMAGE", "stand-in for pyxis", 1, 0, image};
+int slurm_spank_init(spank_t sp, int ac, char **av) { return spank_option_register(sp, &container_image); }
+"""
+
+
+def test_the_portals_sbatch_takes_container_jobs_once_a_login_node_published_pyxis(tmp_path: Path) -> None:
+    """Slurm 22.05's sbatch on the joined portal's /etc/slurm, the cluster's plugstack.conf as install.py writes it
+    (include /etc/slurm/plugstack.conf.d/*, l.631-638): with nothing published the portal's pyxis.conf includes
+    nothing and plain jobs go on as before, while `#SBATCH --container-image` is refused ("unrecognized option");
+    once a login node has published its plugin (hpclz-pyxis-publish, run for real), sbatch loads it and takes the
+    option."""
+    require(shutil.which("sbatch") is not None, "Slurm client commands (slurm-wlm)")
+    require(
+        shutil.which("gcc") is not None and Path("/usr/include/slurm/spank.h").exists(),
+        "gcc and spank.h (libslurm-dev)",
+    )
+    join = _join_script(tmp_path)
+    cluster = tmp_path / "sched" / "aitrain-prod"
+    cluster.mkdir(parents=True)
+    (cluster / "munge.key").write_bytes(bytes(range(256)) * 4)
+    conf = f"ClusterName=aitrain-prod\nSlurmctldHost=localhost(127.0.0.1)\nSlurmctldPort={_free_port()}\n"
+    (cluster / "slurm.conf").write_text(conf, encoding="utf-8")
+    (cluster / "plugstack.conf").write_text(f"include {tmp_path}/etc/slurm/plugstack.conf.d/*\n", encoding="utf-8")
+    assert subprocess.run(["bash", str(join)], capture_output=True, text=True, check=False).returncode == 0
+    env = {**os.environ, "SLURM_CONF": str(tmp_path / "etc" / "slurm" / "slurm.conf")}
+    plain = tmp_path / "plain.sh"
+    plain.write_text("#!/bin/bash\nhostname\n", encoding="utf-8")
+    container = tmp_path / "container.sh"
+    container.write_text("#!/bin/bash\n#SBATCH --container-image=ubuntu:22.04\nhostname\n", encoding="utf-8")
+
+    def sbatch(job: Path) -> str:
+        ran = subprocess.run(["sbatch", str(job)], capture_output=True, text=True, check=False, env=env, timeout=90)
+        return ran.stderr
+
+    # Nothing published (no login node, or not yet): plain jobs go on, without a word about pyxis.
+    before = sbatch(plain)
+    assert before.strip() == "sbatch: error: Batch job submission failed: Unable to contact slurm controller " + (
+        "(connect failure)"
+    ), before
+    assert "unrecognized option '--container-image=ubuntu:22.04'" in sbatch(container)
+
+    # A login node builds the plugin (here the stand-in) and publishes it with the real hpclz-pyxis-publish.
+    source = tmp_path / "stand_in.c"
+    source.write_text(STAND_IN, encoding="utf-8")
+    built = tmp_path / "opt" / "pyxis" / "spank_pyxis.so"
+    built.parent.mkdir(parents=True)
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(built), str(source)], check=True, timeout=120)
+    published = subprocess.run(["bash", str(_publish_script(tmp_path))], capture_output=True, text=True, check=False)
+    assert "published" in published.stdout, published.stderr
+    accepted = sbatch(container)
+    assert "unrecognized option" not in accepted and "Unable to contact slurm controller" in accepted, accepted
+    assert "spank" not in accepted and "plugin" not in accepted, accepted  # loaded without complaint

@@ -61,7 +61,7 @@ def test_the_portal_gets_each_cluster_user_with_the_clusters_ids(tmp_path: Path,
         _home(home, name, uid, gid)
     _home(home, "carol", 1000, 1000)  # her UID is the portal's own ubuntu: refused, reported
     _home(home, "munge", 11101, 11101)  # cyclecloud-slurm's service account: the boot script's, not a user
-    _home(home, "Not.A.User", 20009, 20009)
+    _home(home, "lost+found", 20009, 20009)  # no user's name: a file system's own folder
     (home / "link").symlink_to(home / "alice")
 
     first = _sync(home, portal_etc)
@@ -71,7 +71,7 @@ def test_the_portal_gets_each_cluster_user_with_the_clusters_ids(tmp_path: Path,
         assert accounts[name][:2] == (uid, gid), name
         assert (home / name).stat().st_uid == accounts[name][0]
     assert accounts["alice"][2] == str(home / "alice")
-    assert not {"carol", "munge", "Not.A.User", "link"} & set(accounts)
+    assert not {"carol", "munge", "lost+found", "link"} & set(accounts)
     assert "not creating carol (uid 1000, gid 1000): uid 1000 is already ubuntu here" in first.stdout
     assert "alice:x:20001:" in (portal_etc / "etc" / "group").read_text()  # her own group, by the home's GID
     assert (portal_etc / "etc" / "group").read_text().count("bob") == 0  # bob's GID 100 is the portal's `users`
@@ -93,3 +93,30 @@ def test_the_portal_script_installs_the_sync_on_the_shared_home() -> None:
     assert HELPER.read_text() in script
     assert "ExecStart=/opt/hpclz/bin/hpclz-portal-users /shared/home" in script
     assert "systemctl enable --now hpclz-portal-users.timer" in script
+
+
+def test_first_last_and_capitalised_users_get_the_lower_case_name_open_ondemand_maps_them_to(
+    tmp_path: Path, portal_etc: Path
+) -> None:
+    """A UPN's user part may hold dots and capitals (`john.smith@`, `John.Smith@`), and CycleCloud names a user's home
+    after the Entra ID user. The portal account is the home's name in lower case, the name Open OnDemand's
+    user_map_match (`:lower`) gives the same UPN (tests/render/test_portal.py runs that map in Lua), with the home's
+    UID, GID and path. Two homes differing only in case cannot both be one portal account: the second is reported."""
+    home = tmp_path / "cluster-fs" / "home"
+    home.mkdir(parents=True)
+    _home(home, "jane.doe", 20003, 20003)
+    _home(home, "John.Smith", 20004, 20004)
+    _home(home, "MARY_ANN-2", 20005, 20005)
+    _home(home, "john.smith", 20006, 20006)  # after John.Smith in name order: the same portal name, another UID
+
+    result = _sync(home, portal_etc)
+    assert result.returncode == 1, result.stdout + result.stderr
+    accounts = _accounts(portal_etc)
+    assert accounts["jane.doe"] == (20003, 20003, str(home / "jane.doe"))
+    assert accounts["john.smith"] == (20004, 20004, str(home / "John.Smith"))
+    assert accounts["mary_ann-2"] == (20005, 20005, str(home / "MARY_ANN-2"))
+    assert not {"John.Smith", "MARY_ANN-2"} & set(accounts)
+    assert "not creating john.smith (uid 20006, gid 20006): john.smith exists here as uid 20004" in result.stdout
+    assert "john.smith:x:20004:" in (portal_etc / "etc" / "group").read_text()
+    again = _sync(home, portal_etc)  # the next run: John.Smith's account is there, and stays as it is
+    assert _accounts(portal_etc) == accounts and "created" not in again.stdout

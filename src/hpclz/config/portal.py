@@ -53,8 +53,8 @@ class PortalOidc(StrictModel):
         max_length=253,
         examples=["contoso.com"],
         description=(
-            "The UPN suffix users sign in with: Open OnDemand maps user@<user_domain> to the Linux user `user` "
-            "(user_map_match). Required with an enabled portal (HPCLZ-PRT-008)."
+            "The UPN suffix users sign in with: Open OnDemand maps User@<user_domain> to the Linux user `user`, "
+            "lower-cased (user_map_match). Required with an enabled portal (HPCLZ-PRT-008)."
         ),
         json_schema_extra=policy("replace"),
     )

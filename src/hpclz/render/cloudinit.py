@@ -405,6 +405,7 @@ def cluster_files(zone: Zone) -> dict[str, str]:
             identity=_node_identity(zone, LOCKER_IDENTITY),
             metrics=node_metrics(zone, _node_identity(zone, LOCKER_IDENTITY)),
             topology_link=topology_link(zone),
+            pyxis_publish=pyxis_publish(zone),
         ),
         scheduler_an=accelerated(zone, config.compute.scheduler.vm_size),
         login_an=accelerated(zone, config.compute.login.vm_size),
@@ -566,6 +567,20 @@ def rack_topology(zone: Zone) -> dict[str, Any] | None:
         # What the link holds: relative, as hpclz.slurm.topology_yaml.link_yaml makes it on the scheduler.
         "link_target": posixpath.relpath(f"{folder}/topology.yaml", posixpath.dirname(TOPOLOGY_YAML_LINK)),
     }
+
+
+# cyclecloud-slurm builds pyxis into /opt/pyxis/spank_pyxis.so on every Ubuntu node (Azure/cyclecloud-slurm@50e6739
+# azure-slurm-install/ubuntu.sh l.155-163) and loads it from there (install.py l.990-998). A login node publishes its
+# copy under /sched/<cluster>/ at PYXIS_PUBLISHED (templates/cloud-init/_pyxis_publish.sh.j2), where the portal's
+# sbatch loads it (hpclz.render.portal).
+PYXIS_BUILT = "/opt/pyxis/spank_pyxis.so"
+PYXIS_PUBLISHED = "hpclz/pyxis/spank_pyxis.so"
+
+
+def pyxis_publish(zone: Zone) -> dict[str, str]:
+    """Where a login node copies its pyxis plugin from and to, for the portal. Published with or without a portal
+    (a file on /sched), so that turning the portal on or off never changes the cluster's template."""
+    return {"source": PYXIS_BUILT, "target": f"/sched/{slurm_cluster_name(zone)}/{PYXIS_PUBLISHED}"}
 
 
 def topology_link(zone: Zone) -> dict[str, Any] | None:

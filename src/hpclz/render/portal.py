@@ -18,7 +18,14 @@ from typing import Any
 from hpclz.config.portal import PortalOidc
 from hpclz.errors import ExitCode, HpclzError
 from hpclz.render.arm import RG_TEMPLATE_SCHEMA
-from hpclz.render.cloudinit import accelerated, custom_data, login_prefix, shared_mounts, slurm_cluster_name
+from hpclz.render.cloudinit import (
+    PYXIS_PUBLISHED,
+    accelerated,
+    custom_data,
+    login_prefix,
+    shared_mounts,
+    slurm_cluster_name,
+)
 from hpclz.render.components import maintenance_enabled, scheduled_patching
 from hpclz.render.engine import render_text
 from hpclz.render.monitoring import vm_agent
@@ -31,6 +38,20 @@ HTTPS = 443
 # Where users reach the portal through `az network bastion tunnel --port 9443` (hpclz.deploy.next_steps): the
 # redirect URI the app registration needs for that path (docs/portal.md).
 TUNNEL_PORT = 9443
+# ood_portal.yml server_aliases: the host names the tunnel's browser sends (Host: localhost:9443). Open OnDemand 4.1.4
+# allows a request's Host only if it is among servername (or, without one, the VM's IPv4 addresses and its FQDN), the
+# proxy_server (default: servername or the FQDN) and server_aliases (OSC/ondemand@6b54ef1, tag v4.1.4,
+# ood-portal-generator/lib/ood_portal_generator/view.rb l.25-29, l.127-167); that list becomes `SetEnv
+# OOD_ALLOWED_HOSTS` (templates/ood-portal.conf.erb l.204-206), the PUN's ALLOWED_HOSTS (nginx_stage/lib/
+# nginx_stage.rb l.148) and the dashboard's Rails `config.hosts` (apps/dashboard/config/environments/production.rb
+# l.86), and the PUN location keeps the browser's Host (ProxyPreserveHost On, ood-portal.conf.erb l.394). Rails'
+# HostAuthorization answers 403 to any other Host, and an allowed name without a port admits it on any port
+# (rails/rails@01e6c58 actionpack/lib/action_dispatch/middleware/host_authorization.rb, sanitize_string:
+# `\A<host>(?::\d+)?\z`; OOD 4.1.4's dashboard runs Rails 7.1.6, apps/dashboard/Gemfile.lock). "localhost" admits the
+# tunnel whatever local port it uses. With a servername the generator also redirects every request whose Host is
+# not `<alias>(:443)?` or `<proxy_server>(:443)?` to https://<servername>:443 (ood-portal.conf.erb l.86-92), so the
+# tunnel's "localhost:9443" must be an alias in its own right.
+TUNNEL_ALIASES = ("localhost", f"localhost:{TUNNEL_PORT}")
 # Pinned so a portal built next month matches one built today; change deliberately.
 # - Open OnDemand 4.1.4 from OSC's 4.1 apt repository, as CCWS's project pins it
 #   (Azure/cyclecloud-open-ondemand@3f0e012:specs/default/cluster-init/files/playbooks/vars.yml `ondemand_version`,
@@ -178,9 +199,40 @@ def proxy_user_data(zone: Zone) -> str:
     return base64.b64encode(json.dumps(document, sort_keys=True).encode()).decode()
 
 
+def _lua_domain(domain: str) -> str:
+    """A Lua pattern matching `domain` in any letter case: each letter as `[xX]`, `.` and `-` escaped with `%`.
+
+    A Lua pattern is not a regular expression: `%` escapes, a backslash is an ordinary character, and `-` is a lazy
+    repetition (Lua 5.3 reference manual, 6.4.1 Patterns, www.lua.org/manual/5.3/manual.html#6.4.1). user_domain
+    holds only letters, digits, dots and hyphens (hpclz.config.portal.PortalOidc). A UPN's suffix may carry capitals
+    (`John.Smith@Contoso.com`), and Entra ID compares it without regard to case."""
+    out = []
+    for char in domain:
+        if char.isalpha():
+            out.append(f"[{char.lower()}{char.upper()}]")
+        elif char in ".-":
+            out.append(f"%{char}")
+        else:
+            out.append(char)
+    return "".join(out)
+
+
 def _user_map(oidc: PortalOidc) -> str | None:
-    """ood_portal.yml user_map_match: user@domain -> user, as CCWS's vars-entra.yml builds it; None keeps the claim."""
-    return f"^([^@]+)@{re.escape(oidc.user_domain)}$" if oidc.user_domain else None
+    """ood_portal.yml user_map_match: `user@domain` -> `user`, lower-cased; None keeps the claim.
+
+    Open OnDemand 4.1.4 matches it with Lua's string.match, "Lua regular expression" (OSC/ondemand@6b54ef1, tag v4.1.4,
+    ood-portal-generator/share/ood_portal_example.yml l.142-147; mod_ood_proxy/lib/ood/user_map.lua, map), so the
+    domain is a Lua pattern (_lua_domain): a Python-escaped `contoso\\.com` would ask for a backslash no UPN holds and
+    map nobody. A `:lower` suffix makes it lower-case the captured name (user_map.lua: "if match string ends in :lower,
+    lowercase the username"). CycleCloud names a user's account on the nodes after the Entra ID user
+    (learn.microsoft.com/azure/cyclecloud/how-to/ccws/open-ondemand-add-users: "a local user account managed by
+    CycleCloud created with the same name as the Microsoft Entra ID user") and documents no rule for the case of that
+    name; hpclz-portal-users names each portal account after its home directory in lower case
+    (templates/cloud-init/portal_users.py), and this map lower-cases the UPN's user part, so `John.Smith@contoso.com`
+    is the portal's `john.smith` whether CycleCloud made `/shared/home/John.Smith` or `/shared/home/john.smith`: the
+    same UID and home as on the nodes, which is what Slurm and the files go by. CCWS's own portal maps the user part
+    unchanged (Azure/cyclecloud-open-ondemand@35cf46d vars-entra.yml l.36)."""
+    return f"^([^@]+)@{_lua_domain(oidc.user_domain)}$:lower" if oidc.user_domain else None
 
 
 def portal_script(zone: Zone) -> str:
@@ -216,8 +268,11 @@ def portal_script(zone: Zone) -> str:
         server_name=portal.server_name,
         certificate_name=portal.server_name or "localhost",
         logout_host=hosts[-1],
+        tunnel_aliases=TUNNEL_ALIASES,
         login_host=login_host(zone),
         srun_ports=SRUN_PORT_RANGE,
+        # The plugstack lines a login node publishes beside the plugin (templates/cloud-init/_pyxis_publish.sh.j2).
+        pyxis_conf=f"/sched/{slurm_cluster_name(zone)}/{PYXIS_PUBLISHED.rsplit('/', 1)[0]}/*.conf",
     )
 
 

@@ -247,11 +247,11 @@ class PortalSignInDomain(Rule[ConfigContext]):
     without it the whole claim is the user name (OSC/ondemand@6b54ef1, tag v4.1.4, ood-portal-generator/share/
     ood_portal_example.yml l.142-147: "Lua regular expression used to map authenticated-user to system-user",
     default '.*'). The claim is the user's UPN, `alice@<domain>` (portal.oidc.user_claim; Entra ID's upn claim:
-    learn.microsoft.com/entra/identity-platform/id-token-claims-reference), so hpclz maps `^([^@]+)@<user_domain>$`,
-    as CCWS's vars-entra.yml does with entra_map_match (Azure/cyclecloud-open-ondemand@1507b51). With no domain the
-    Linux user would be `alice@<domain>`, a name the portal's account mirror never creates
-    (templates/cloud-init/portal_users.py NAME); with a placeholder domain no real user's claim matches, and OOD
-    refuses every sign-in."""
+    learn.microsoft.com/entra/identity-platform/id-token-claims-reference), so hpclz maps `^([^@]+)@<user_domain>$`
+    (as a Lua pattern, lower-casing the user: hpclz.render.portal._user_map), as CCWS's vars-entra.yml does with
+    entra_map_match (Azure/cyclecloud-open-ondemand@1507b51). With no domain the Linux user would be
+    `alice@<domain>`, a name the portal's account mirror never creates (templates/cloud-init/portal_users.py NAME);
+    with a placeholder domain no real user's claim matches, and OOD refuses every sign-in."""
 
     id = "HPCLZ-PRT-008"
     severity = Severity.ERROR

@@ -80,6 +80,15 @@ done
 # slurm.conf and are linked beside this one. mv replaces the link an earlier hpclz left here.
 printf 'Include %s\nSrunPortRange=%s\n' "$cfg/slurm.conf" 60001-63000 > /etc/slurm/slurm.conf.hpclz
 mv -f /etc/slurm/slurm.conf.hpclz /etc/slurm/slurm.conf
+# pyxis, as the login node loads it: the cluster's plugstack.conf includes /etc/slurm/plugstack.conf.d/*
+# (install.py l.631-638), where cyclecloud-slurm puts pyxis.conf on each node it installs (l.990-998), so a job
+# submitted from here with `#SBATCH --container-image` needs the plugin loaded by this sbatch too, or sbatch refuses it
+# ("unrecognized option"). The plugin is the one a login node built, published to /sched with the plugstack line that
+# loads it (hpclz-pyxis-publish); an include whose pattern matches nothing adds nothing, so until one is published, or
+# with no login node, sbatch goes on without it (slurm.schedmd.com/spank.html, include). Whoever can write /sched
+# already chooses this sbatch's plugins (plugstack.conf is linked from there).
+mkdir -p /etc/slurm/plugstack.conf.d
+printf 'include %s\n' '/sched/aitrain-prod/hpclz/pyxis/*.conf' > /etc/slurm/plugstack.conf.d/pyxis.conf
 systemctl restart munge
 echo "hpclz-portal-join: joined cluster aitrain-prod"
 HPCLZ_EOF
@@ -119,6 +128,13 @@ attributes/default.rb:19), owned by the user's UID and GID. Each such directory 
 exactly that UID and GID, no password (locked: OOD signs users in through Entra ID) and that home. A name or a UID
 the portal already uses otherwise is reported and left alone, never changed.
 
+The account is named after the directory in lower case: CycleCloud names the user after the Entra ID user and
+documents no rule for the case of that name, and Open OnDemand's map lower-cases the UPN's user part
+(user_map_match's `:lower`, hpclz.render.portal._user_map), so `John.Smith@<domain>` signs in as `john.smith`, with the
+UID and home of /shared/home/John.Smith or /shared/home/john.smith alike. A user's name on the portal is only a label:
+Slurm and the shared files go by the UID. Names may hold dots and capitals, as UPNs do (`first.last`); Debian's and
+Ubuntu's useradd take them.
+
 Run by a systemd timer; Python 3.6 and the standard library only, like every node helper.
 """
 
@@ -128,7 +144,9 @@ import re
 import subprocess
 import sys
 
-NAME = re.compile(r"^[a-z_][a-z0-9_-]{0,31}$")
+# A home directory's name: a UPN's user part as CycleCloud may keep it (letters of either case, digits, `.`, `_`, `-`),
+# at most 32 characters, as Linux user names are; anything else is no user's home.
+NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,31}$")
 # Regular users start at UID_MIN (1000 in Debian's and Ubuntu's /etc/login.defs); the cluster's service accounts
 # (slurm 11100, munge 11101, slurmrestd 11102: Azure/cyclecloud-slurm@50e6739:azure-slurm-install/install.py l.76-89)
 # are created by the portal's own boot script, never from a home directory.
@@ -149,14 +167,15 @@ def table(path):
 
 
 def cluster_users(home):
-    """(name, uid, gid, path) of every user home under `home`, in name order."""
+    """(account name, uid, gid, path) of every user home under `home`, in directory name order; the account name is
+    the directory's, lower-cased."""
     found = []
     for entry in sorted(os.scandir(home), key=lambda e: e.name):
         if not entry.is_dir(follow_symlinks=False) or not NAME.match(entry.name):
             continue
         info = entry.stat(follow_symlinks=False)
         if info.st_uid >= UID_MIN and info.st_uid not in SERVICE_IDS:
-            found.append((entry.name, info.st_uid, info.st_gid, entry.path))
+            found.append((entry.name.lower(), info.st_uid, info.st_gid, entry.path))
     return found
 
 
@@ -197,6 +216,7 @@ def sync(home, prefix, log):
         if run(["useradd"] + flags + ["-M", "-u", str(uid), "-g", str(gid), "-d", path, "-s", "/bin/bash", name], log):
             log("created " + name + " (uid " + str(uid) + ", gid " + str(gid) + ", home " + path + ")")
             by_uid[uid] = name
+            accounts[name] = (uid, gid)
         else:
             conflicts += 1
     return conflicts
@@ -255,6 +275,13 @@ echo "deb [signed-by=/etc/apt/keyrings/ondemand-web.gpg] $repo $codename main" >
 apt-get update
 apt-get install -y ondemand=4.1.4
 apt-mark hold ondemand
+# The one interactive app the package ships, bc_desktop (/var/www/ood/apps/sys: OSC/ondemand@6b54ef1, tag v4.1.4,
+# packaging/deb/rules l.64), starts a VNC desktop on a compute node (apps/bc_desktop/submit.yml.erb `template: vnc`),
+# which needs a desktop, TurboVNC and websockify there that no node of this cluster has: hidden, as CCWS's portal hides
+# it (Azure/cyclecloud-open-ondemand@35cf46d playbooks/ood.yml l.67-72, mode 0600). "Web applications that are
+# protected by file system permissions will not show up in the Dashboard navigation menus if the current user does
+# not have access to these files" (osc.github.io/ood-documentation/release-2.0/applications/dashboard.html).
+chmod 0600 /var/www/ood/apps/sys/bc_desktop
 # OpenID Connect and TLS for Apache: ood-ansible installs this module package on Ubuntu when OIDC is on
 # (OSC/ood-ansible vars/Ubuntu.yml apache_oidc_mod_package, tasks/install-package.yml); a2enmod is idempotent.
 apt-get install -y libapache2-mod-auth-openidc
@@ -273,6 +300,12 @@ umask 077
 crypto=$(openssl rand -hex 32)
 cat > /etc/ood/config/ood_portal.yml <<'HPCLZ_EOF'
 # hpclz: from portal.*; keys: https://osc.github.io/ood-documentation/latest/reference/files/ood-portal-yml.html
+# The Bastion tunnel's host (https://localhost:<port>): without it Open OnDemand allows only the VM's addresses
+# and FQDN, or servername, as OOD_ALLOWED_HOSTS, the dashboard's Rails config.hosts, and answers 403 "Blocked host"
+# to the tunnel; with servername its rewrite also sends any other Host to servername (hpclz.render.portal.TUNNEL_ALIASES).
+server_aliases:
+  - "localhost"
+  - "localhost:9443"
 port: 443
 ssl:
   - 'SSLCertificateFile "/etc/ssl/hpclz-portal/portal.crt"'
@@ -286,7 +319,7 @@ oidc_provider_metadata_url: "https://login.microsoftonline.com/0c6a3d1e-4b2f-4e8
 oidc_client_id: "3c1f9a52-7d4e-4b8a-9e21-5f6d0c8b2a17"
 oidc_remote_user_claim: "upn"
 oidc_scope: "openid profile"
-user_map_match: "^([^@]+)@contosoai\\.onmicrosoft\\.com$"
+user_map_match: "^([^@]+)@[cC][oO][nN][tT][oO][sS][oO][aA][iI]%.[oO][nN][mM][iI][cC][rR][oO][sS][oO][fF][tT]%.[cC][oO][mM]$:lower"
 logout_redirect: "/oidc?logout=https%3A%2F%2Flocalhost%3A9443"
 oidc_settings:
   OIDCPassIDTokenAs: serialized
@@ -298,7 +331,8 @@ HPCLZ_EOF
 printf 'oidc_crypto_passphrase: "%s"\n' "$crypto" >> /etc/ood/config/ood_portal.yml
 umask 022
 
-# Interactive apps reach their job's node through the portal's reverse proxy, for the partitions' nodes only
+# Interactive apps (none installed: an operator adds them, docs/portal.md) reach their job's node through the portal's
+# reverse proxy, for the partitions' nodes only
 # (host_regex, node_uri, rnode_uri: hpclz.render.portal; OSC's ood_portal_example.yml: by default it proxies to any
 # host). They follow the partitions, which change after this VM exists, so they come from userData, which ARM updates
 # in place, unlike this script: set now, and again by a timer whenever userData changes.
