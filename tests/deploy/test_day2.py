@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from hpclz.errors import HpclzError
-from tests.conftest import REPO, RunCli
+from tests.conftest import RunCli
 from tests.deploy.conftest import HPCLZ, azure_made, our_groups, state_of
 from tests.support.arm_standin import ArmStandIn
 
@@ -326,17 +326,6 @@ ROWS = [
         refusal="HPCLZ-CMP-017",
     ),
 ]
-
-
-@pytest.fixture
-def energy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    # The preset keeps the Slurm accounting password in Key Vault, read from the environment at deploy time.
-    monkeypatch.setenv("SLURMDB_PASSWORD", "slurmdb-Test-4b1d9e")
-    folder = tmp_path / "zone"
-    folder.mkdir()
-    target = folder / "lz.yaml"
-    shutil.copy(REPO / "configs" / "energy.yaml", target)
-    return target
 
 
 def edit(config: Path, edits: tuple[tuple[str, str], ...]) -> None:
