@@ -35,6 +35,18 @@ def zone(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
+def energy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The energy preset, in a folder of its own."""
+    # The preset keeps the Slurm accounting password in Key Vault, read from the environment at deploy time.
+    monkeypatch.setenv("SLURMDB_PASSWORD", "slurmdb-Test-4b1d9e")
+    folder = tmp_path / "zone"
+    folder.mkdir()
+    target = folder / "lz.yaml"
+    shutil.copy(REPO / "configs" / "energy.yaml", target)
+    return target
+
+
+@pytest.fixture
 def manufacturing(tmp_path: Path) -> Path:
     """The NetApp preset (shared home on NetApp volumes), in a folder of its own."""
     folder = tmp_path / "cae"

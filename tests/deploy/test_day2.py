@@ -15,13 +15,13 @@ import shutil
 import signal
 import subprocess
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from hpclz.errors import HpclzError
-from tests.conftest import REPO, RunCli
+from tests.conftest import RunCli
 from tests.deploy.conftest import HPCLZ, azure_made, our_groups, state_of
 from tests.support.arm_standin import ArmStandIn
 
@@ -51,20 +51,41 @@ MONITORING_SETTINGS = (
 SCHEDULER = f"scheduler: {{vm_size: Standard_D8as_v5, image: {PIN}}}"
 
 
+DISRUPTION = "--allow-disruption"
+DATA_LOSS = "--allow-data-loss"
+NOT_ALLOWED = "NOT ALLOWED"
+
+
 @dataclass(frozen=True)
 class Row:
-    """One day-2 edit. `edits`: (old, new) text replacements in the energy preset."""
+    """One day-2 edit. `edits`: (old, new) text replacements in the energy preset.
+
+    Deploy applies it, with `consent` where it needs one (refused without it, the refusal naming it), or, where
+    `refusal` is set, refuses it before any write whatever flags it is given, saying `refusal`.
+    """
 
     name: str
     edits: tuple[tuple[str, str], ...]
     azure: str  # what Azure does with it, and the source
     plan_says: str  # a phrase plan must print
-    applied: bool  # deploy applies it (True) or refuses it before any write (False)
-    flags: tuple[str, ...] = ()  # deploy flags the row needs to be applied
-    refused_without: str = ""  # deploy's refusal without `flags`
+    consent: str = ""  # the deploy flag the row needs to be applied (DISRUPTION or DATA_LOSS)
+    refusal: str = ""  # deploy never applies the row: what its refusal says
     refused_code: int = 1
-    writes: tuple[str, ...] = field(default=())  # write methods deploy must make, in order of first use
+    writes: tuple[str, ...] = ("PUT",)  # write methods deploy makes where it applies the row, in order of first use
     before: tuple[tuple[str, str], ...] = ()  # edits made before the first deploy (the zone the row starts from)
+
+    @property
+    def applied(self) -> bool:
+        return not self.refusal
+
+    @property
+    def flags(self) -> tuple[str, ...]:
+        return (self.consent,) if self.consent else ()
+
+    @property
+    def refused_without(self) -> str:
+        """What deploy's refusal says: without `flags` where it applies the row, whatever the flags where it never does."""
+        return self.consent or self.refusal
 
 
 ROWS = [
@@ -75,36 +96,26 @@ ROWS = [
         "the cluster definition travels in the CycleCloud VM's userData, which ARM updates in place "
         "(https://learn.microsoft.com/azure/virtual-machines/user-data)",
         "compute.partitions[small]",
-        applied=True,
-        writes=("PUT",),
     ),
     Row(
         "grow a partition",
         (("max_nodes: 100", "max_nodes: 130"),),
         "CycleCloud changes a nodearray's limit in place; running nodes stay",
         "compute.partitions[hbv4].max_nodes: 100 -> 130",
-        applied=True,
-        writes=("PUT",),
     ),
     Row(
         "resize a partition",
         (("vm_size: Standard_ND96isr_H100_v5", "vm_size: Standard_ND96isr_H200_v5"),),
         "a nodearray's VM size applies to nodes started after the change: running nodes must be drained",
         "compute.partitions[gpu].vm_size",
-        applied=True,
-        flags=("--allow-disruption",),
-        refused_without="--allow-disruption",
-        writes=("PUT",),
+        consent=DISRUPTION,
     ),
     Row(
         "remove a partition",
         ((PARTITION_HBV3, ""),),
         "the nodearray and its nodes go: jobs on it must finish first",
         "drain partition hbv3",
-        applied=True,
-        flags=("--allow-disruption",),
-        refused_without="--allow-disruption",
-        writes=("PUT",),
+        consent=DISRUPTION,
     ),
     Row(
         "add an NSG rule",
@@ -118,8 +129,6 @@ ROWS = [
         "security rules are updated in place on the NSG "
         "(https://learn.microsoft.com/azure/virtual-network/manage-network-security-group)",
         "network.nsg_rules[flexlm]",
-        applied=True,
-        writes=("PUT",),
     ),
     Row(
         "add an address range",
@@ -127,8 +136,6 @@ ROWS = [
         "a VNet's address space grows in place "
         "(https://learn.microsoft.com/azure/virtual-network/manage-virtual-network#add-or-remove-an-address-range)",
         "network.vnet.address_space",
-        applied=True,
-        writes=("PUT",),
     ),
     Row(
         "renumber a subnet in use",
@@ -136,8 +143,7 @@ ROWS = [
         "a subnet's range cannot change while it holds resources: InUseSubnetCannotBeUpdated "
         "(https://learn.microsoft.com/azure/virtual-network/virtual-network-manage-subnet#change-subnet-settings)",
         "NOT ALLOWED",
-        applied=False,
-        refused_without="NOT ALLOWED",
+        refusal=NOT_ALLOWED,
     ),
     Row(
         "renumber the address space and its subnets",
@@ -153,8 +159,7 @@ ROWS = [
         "subnets in use cannot change range (InUseSubnetCannotBeUpdated), nor can a range in use go "
         "(NetcfgSubnetRangeOutsideVnet): a new network is a new landing zone",
         "NOT ALLOWED",
-        applied=False,
-        refused_without="NOT ALLOWED",
+        refusal=NOT_ALLOWED,
     ),
     Row(
         "rename the storage resource group",
@@ -167,8 +172,7 @@ ROWS = [
         "a resource cannot be renamed into another group in place; moving one is a separate operation "
         "(https://learn.microsoft.com/azure/azure-resource-manager/management/move-resource-group-and-subscription)",
         "NOT ALLOWED",
-        applied=False,
-        refused_without="NOT ALLOWED",
+        refusal=NOT_ALLOWED,
     ),
     Row(
         "change the region",
@@ -179,8 +183,7 @@ ROWS = [
         "a resource's location is fixed at creation; a region change is a new landing zone "
         "(https://learn.microsoft.com/azure/azure-resource-manager/management/move-support-resources)",
         "NOT ALLOWED",
-        applied=False,
-        refused_without="a region cannot change in place",
+        refusal="a region cannot change in place",
         refused_code=64,  # the state's recorded region names another zone: refused as a foreign state
     ),
     # Slurm accounting's MySQL flexible server (learn.microsoft.com/azure/mysql/flexible-server/
@@ -190,34 +193,26 @@ ROWS = [
         (("storage_gib: 32", "storage_gib: 64"),),
         "storage grows online without a restart; it can only be increased",
         "compute.accounting.storage_gib: 32 -> 64",
-        applied=True,
-        writes=("PUT",),
     ),
     Row(
         "shrink the accounting database's storage",
         (("storage_gib: 32", "storage_gib: 20"),),
         '"The storage size can only be increased. You cannot go back to a smaller storage size after the increase."',
         "storage can't be scaled down",
-        applied=False,
-        refused_without="NOT ALLOWED",
+        refusal=NOT_ALLOWED,
     ),
     Row(
         "shorten the accounting backup retention",
         (("backup_retention_days: 35", "backup_retention_days: 14"),),
         "the backup retention period can be scaled up or down from 1 to 35 days, online",
         "compute.accounting.backup_retention_days: 35 -> 14",
-        applied=True,
-        writes=("PUT",),
     ),
     Row(
         "resize the accounting server",
         (("sku: Standard_D2ads_v5", "sku: Standard_D4ads_v5"),),
         "a new compute size restarts the server (60-120 s)",
         "compute.accounting.sku",
-        applied=True,
-        flags=("--allow-disruption",),
-        refused_without="--allow-disruption",
-        writes=("PUT",),
+        consent=DISRUPTION,
     ),
     Row(
         "resize the CycleCloud server",
@@ -225,10 +220,7 @@ ROWS = [
         "Azure resizes a VM in place with a restart (https://learn.microsoft.com/azure/virtual-machines/sizes/"
         "resize-vm): no data-loss flag, only consent to the restart",
         "compute.cyclecloud.vm_size",
-        applied=True,
-        flags=("--allow-disruption",),
-        refused_without="--allow-disruption",
-        writes=("PUT",),
+        consent=DISRUPTION,
     ),
     Row(
         "move a partition to the end of the list",
@@ -237,7 +229,6 @@ ROWS = [
         'of the sections is not important", learn.microsoft.com/azure/cyclecloud/cluster-references/'
         "cluster-template-reference); hbv4 stays the default partition (default: true)",
         "No changes.",
-        applied=True,
         writes=(),
     ),
     Row(
@@ -247,10 +238,7 @@ ROWS = [
         "place); its new size applies when CycleCloud next starts it, and its persistent volumes are re-attached "
         "(hpclz.config.compute.NodeRole cites both): a restart, no data-loss flag",
         "the scheduler node picks it up when CycleCloud next starts it",
-        applied=True,
-        flags=("--allow-disruption",),
-        refused_without="--allow-disruption",
-        writes=("PUT",),
+        consent=DISRUPTION,
     ),
     Row(
         "bump the scheduler's image",
@@ -258,10 +246,7 @@ ROWS = [
         ((SCHEDULER, SCHEDULER.replace("22.04.2026082801", "22.04.2026091501")),),
         "as a new size: the node boots the new image when CycleCloud next starts it, its persistent volumes kept",
         "compute.scheduler.image",
-        applied=True,
-        flags=("--allow-disruption",),
-        refused_without="--allow-disruption",
-        writes=("PUT",),
+        consent=DISRUPTION,
     ),
     Row(
         "move the accounting server to a new subnet",
@@ -273,8 +258,7 @@ ROWS = [
         ),
         "a VNet-integrated server cannot move to another subnet (concepts-networking-vnet, unsupported scenarios)",
         "a VNet-integrated server cannot move to another subnet",
-        applied=False,
-        refused_without="NOT ALLOWED",
+        refusal=NOT_ALLOWED,
     ),
     Row(
         "grow Lustre",
@@ -283,8 +267,7 @@ ROWS = [
         "https://learn.microsoft.com/cli/azure/amlfs/expansion), not a new storageCapacityTiB in its own PUT; "
         "hpclz creates no expansion jobs, so it refuses rather than replace a file system Azure can grow",
         "az amlfs expansion create",
-        applied=False,
-        refused_without="NOT ALLOWED",
+        refusal=NOT_ALLOWED,
     ),
     Row(
         "shrink Lustre",
@@ -293,9 +276,7 @@ ROWS = [
         "https://learn.microsoft.com/javascript/api/@azure/arm-storagecache/expansionjob); the stand-in refuses "
         "the in-place PUT with PropertyChangeNotAllowed, so only delete-then-create works",
         "DATA LOSS",
-        applied=True,
-        flags=("--allow-data-loss",),
-        refused_without="--allow-data-loss",
+        consent=DATA_LOSS,
         writes=("DELETE", "PUT"),
     ),
     Row(
@@ -306,7 +287,6 @@ ROWS = [
         "hpclz deletes them itself",
         # The endpoint and its zone group; the privatelink.blob zone and its VNet link stay for CycleCloud's locker.
         "2 to destroy",
-        applied=True,
         writes=("PUT", "DELETE"),
     ),
     Row(
@@ -314,8 +294,6 @@ ROWS = [
         (("workload: seismic", "workload: seismic-v2"),),
         "tags update in place (https://learn.microsoft.com/azure/azure-resource-manager/management/tag-resources)",
         "metadata.tags.workload",
-        applied=True,
-        writes=("PUT",),
     ),
     Row(
         "turn the portal off",
@@ -324,7 +302,6 @@ ROWS = [
         "(https://learn.microsoft.com/azure/azure-resource-manager/templates/deployment-modes#incremental-mode): "
         "hpclz deletes them itself, dependants first; the portal holds no data",
         "portal.enabled: true -> false",
-        applied=True,
         writes=("DELETE",),
     ),
     Row(
@@ -334,9 +311,7 @@ ROWS = [
         "rule associations and agents go with it (https://learn.microsoft.com/azure/azure-monitor/agents/"
         "data-collection-rule-azure-monitor-agent): deleted by hpclz, not left behind",
         "DATA LOSS: new -> disabled: the Log Analytics workspace is deleted",
-        applied=True,
-        flags=("--allow-data-loss",),
-        refused_without="--allow-data-loss",
+        consent=DATA_LOSS,
         writes=("PUT", "DELETE"),
         # Production refuses monitoring off (HPCLZ-MON-001): the row starts from the same zone as `test`.
         before=(("environment: prod ", "environment: test "),),
@@ -348,21 +323,9 @@ ROWS = [
         "the VM is created (https://learn.microsoft.com/azure/virtual-machines/custom-data); 8.9.2 is also outside "
         "the supported CycleCloud/cyclecloud-slurm/Slurm triples, so validation refuses it first",
         "HPCLZ-CMP-017",
-        applied=False,
-        refused_without="HPCLZ-CMP-017",
+        refusal="HPCLZ-CMP-017",
     ),
 ]
-
-
-@pytest.fixture
-def energy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    # The preset keeps the Slurm accounting password in Key Vault, read from the environment at deploy time.
-    monkeypatch.setenv("SLURMDB_PASSWORD", "slurmdb-Test-4b1d9e")
-    folder = tmp_path / "zone"
-    folder.mkdir()
-    target = folder / "lz.yaml"
-    shutil.copy(REPO / "configs" / "energy.yaml", target)
-    return target
 
 
 def edit(config: Path, edits: tuple[tuple[str, str], ...]) -> None:
@@ -530,13 +493,23 @@ SECRETS = (
 )
 
 
-def test_secret_rotated_is_planned_and_applied_without_reaching_state(
-    arm: ArmStandIn, energy: Path, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("LICENCE_KEY", "licence-v1-0a9f3c")
-    monkeypatch.setenv("API_TOKEN", "token-v1-77b2e1")
+LICENCE_V1, TOKEN_V1 = "licence-v1-0a9f3c", "token-v1-77b2e1"  # made up
+
+
+@pytest.fixture
+def with_secrets(arm: ArmStandIn, energy: Path, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The energy zone deployed with two more Key Vault secrets (SECRETS), each read from the environment."""
+    monkeypatch.setenv("LICENCE_KEY", LICENCE_V1)
+    monkeypatch.setenv("API_TOKEN", TOKEN_V1)
     edit(energy, (SECRETS,))
     assert run_cli("deploy", str(energy), "--yes").exit_code == 0
+    return energy
+
+
+def test_secret_rotated_is_planned_and_applied_without_reaching_state(
+    arm: ArmStandIn, with_secrets: Path, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    energy = with_secrets
     assert_plan_clean(run_cli, energy)
 
     monkeypatch.setenv("LICENCE_KEY", "licence-v2-5d1e08")  # rotated outside the config, as a vault would be
@@ -552,17 +525,12 @@ def test_secret_rotated_is_planned_and_applied_without_reaching_state(
     assert "licence-v2-5d1e08" in {v["value"] for v in sent["properties"]["parameters"].values()}
     assert_plan_clean(run_cli, energy)
     files = [p for p in energy.parent.rglob("*") if p.is_file() and p != energy]
-    for value in ("licence-v1-0a9f3c", "licence-v2-5d1e08", "token-v1-77b2e1"):
+    for value in (LICENCE_V1, "licence-v2-5d1e08", TOKEN_V1):
         assert not any(value.encode() in p.read_bytes() for p in files), value
 
 
-def test_secret_removed_is_deleted_from_the_vault(
-    arm: ArmStandIn, energy: Path, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("LICENCE_KEY", "licence-v1-0a9f3c")
-    monkeypatch.setenv("API_TOKEN", "token-v1-77b2e1")
-    edit(energy, (SECRETS,))
-    assert run_cli("deploy", str(energy), "--yes").exit_code == 0
+def test_secret_removed_is_deleted_from_the_vault(arm: ArmStandIn, with_secrets: Path, run_cli: RunCli) -> None:
+    energy = with_secrets
     edit(energy, (("      api-token: ${env:API_TOKEN}\n", ""),))
     plan = run_cli("plan", str(energy))
     # The secret and the compute identity's Key Vault Secrets User on it (roles are granted per secret).
@@ -709,7 +677,7 @@ def test_a_missing_secret_value_is_refused_before_any_write(
     arm: ArmStandIn, energy: Path, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("LICENCE_KEY", raising=False)
-    monkeypatch.setenv("API_TOKEN", "token-v1-77b2e1")
+    monkeypatch.setenv("API_TOKEN", TOKEN_V1)
     edit(energy, (SECRETS,))
     refused = run_cli("deploy", str(energy), "--yes")
     assert refused.exit_code == 3, refused.stdout + refused.stderr

@@ -8,27 +8,16 @@ after deployment (learn.microsoft.com/azure/mysql/flexible-server/concepts-netwo
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.conftest import REPO, RunCli
+from tests.conftest import RunCli
 from tests.deploy.conftest import state_of
 from tests.support.arm_standin import ArmStandIn
 
 MYSQL = "Microsoft.DBforMySQL/flexibleServers"
-
-
-@pytest.fixture
-def energy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("SLURMDB_PASSWORD", "slurmdb-Test-4b1d9e")
-    folder = tmp_path / "zone"
-    folder.mkdir()
-    target = folder / "lz.yaml"
-    shutil.copy(REPO / "configs" / "energy.yaml", target)
-    return target
 
 
 def _of_type(arm: ArmStandIn, rtype: str) -> list[dict[str, Any]]:

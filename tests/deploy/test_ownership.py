@@ -5,7 +5,6 @@ subscription) are left alone with the reason, and another subscription gets no r
 from __future__ import annotations
 
 import json
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -18,7 +17,6 @@ from hpclz.deploy.destroy import Action, Destroyer
 from hpclz.deploy.ownership import parent_of, tag_refusal
 from hpclz.render.model import ENVIRONMENT_TAG, MANAGED_TAG, ZONE_TAG
 from hpclz.state.model import ResourceRecord, StateDocument
-from tests.conftest import REPO
 from tests.deploy.conftest import state_of
 from tests.support.arm_standin import ArmStandIn
 
@@ -148,16 +146,6 @@ def test_parents_and_tags() -> None:
     assert parent_of(f"/subscriptions/s/providers/{ROLE}/x") == "/subscriptions/s"
     assert tag_refusal(OURS, "lz", "dev") is None
     assert tag_refusal({MANAGED_TAG: "true"}, "lz", "dev") == f"not tagged {ZONE_TAG}=lz"
-
-
-@pytest.fixture
-def energy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("SLURMDB_PASSWORD", "slurmdb-Test-4b1d9e")
-    folder = tmp_path / "zone"
-    folder.mkdir()
-    target = folder / "lz.yaml"
-    shutil.copy(REPO / "configs" / "energy.yaml", target)
-    return target
 
 
 def _forge(config: Path, records: list[dict[str, str]]) -> None:

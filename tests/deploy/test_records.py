@@ -15,14 +15,34 @@ FS = f"{RG}/providers/Microsoft.StorageCache/amlFilesystems/fs1"
 NSG = f"{RG}/providers/Microsoft.Network/networkSecurityGroups/nsg1"
 
 
-def test_records_carry_api_version_data_flag_and_rendered_properties() -> None:
-    d = Deployment(
-        name="st",
-        component="storage",
+def _deployment(name: str, component: str, template: dict[str, Any], **fields: Any) -> Deployment:
+    """A resource-group deployment into rg in eastus2, as render makes one."""
+    return Deployment(
+        name=name,
+        component=component,
         scope="resourceGroup",
         resource_group="rg",
         location="eastus2",
-        template={
+        template=template,
+        **fields,
+    )
+
+
+def _secret(name: str, parameter: str) -> dict[str, Any]:
+    """A Key Vault secret in vault kv1 whose value is the template's parameter `parameter`."""
+    return {
+        "type": "Microsoft.KeyVault/vaults/secrets",
+        "apiVersion": "2023-07-01",
+        "name": f"kv1/{name}",
+        "properties": {"value": f"[parameters('{parameter}')]"},
+    }
+
+
+def test_records_carry_api_version_data_flag_and_rendered_properties() -> None:
+    d = _deployment(
+        "st",
+        "storage",
+        {
             "resources": [
                 {
                     "type": "Microsoft.StorageCache/amlFilesystems",
@@ -101,14 +121,10 @@ def _ops(*ids: str) -> list[dict[str, Any]]:
 def test_records_hold_the_whole_body_of_children_with_parameters_resolved() -> None:
     account = f"{RG}/providers/Microsoft.Storage/storageAccounts/st1"
     container = f"{account}/blobServices/default/containers/data"
-    d = Deployment(
-        name="st",
-        component="storage",
-        scope="resourceGroup",
-        resource_group="rg",
-        location="eastus2",
-        parameters={"sku": {"value": "Standard_ZRS"}},
-        template={
+    d = _deployment(
+        "st",
+        "storage",
+        {
             "parameters": {"sku": {"type": "string"}},
             "resources": [
                 {
@@ -138,6 +154,7 @@ def test_records_hold_the_whole_body_of_children_with_parameters_resolved() -> N
                 },
             ],
         },
+        parameters={"sku": {"value": "Standard_ZRS"}},
     )
     records = {r.type: r for r in resource_records(d, {}, _ops(account, f"{account}/blobServices/default", container))}
     assert records["Microsoft.Storage/storageAccounts"].properties == {
@@ -157,31 +174,15 @@ def test_secure_parameter_values_are_never_recorded() -> None:
     secret = f"{vault}/secrets/licence"
     inner = {
         "parameters": {"value": {"type": "secureString", "defaultValue": "inner-default-s3cret"}},
-        "resources": [
-            {
-                "type": "Microsoft.KeyVault/vaults/secrets",
-                "apiVersion": "2023-07-01",
-                "name": "kv1/licence",
-                "properties": {"value": "[parameters('value')]"},
-            }
-        ],
+        "resources": [_secret("licence", "value")],
     }
-    d = Deployment(
-        name="id",
-        component="identity",
-        scope="resourceGroup",
-        resource_group="rg",
-        location="eastus2",
-        secure_parameters={"licence": "identity.key_vault.secrets.licence"},
-        template={
+    d = _deployment(
+        "id",
+        "identity",
+        {
             "parameters": {"licence": {"type": "securestring", "defaultValue": "outer-default-s3cret"}},
             "resources": [
-                {
-                    "type": "Microsoft.KeyVault/vaults/secrets",
-                    "apiVersion": "2023-07-01",
-                    "name": "kv1/direct",
-                    "properties": {"value": "[parameters('licence')]"},
-                },
+                _secret("direct", "licence"),
                 {
                     "type": "Microsoft.Resources/deployments",
                     "apiVersion": "2022-09-01",
@@ -194,6 +195,7 @@ def test_secure_parameter_values_are_never_recorded() -> None:
                 },
             ],
         },
+        secure_parameters={"licence": "identity.key_vault.secrets.licence"},
     )
     records = {r.name: r for r in resource_records(d, {}, _ops(f"{vault}/secrets/direct", secret))}
     assert records["direct"].properties == {"properties": {"value": "[parameters('licence')]"}}
@@ -203,13 +205,10 @@ def test_secure_parameter_values_are_never_recorded() -> None:
 
 def test_expression_named_siblings_pair_in_order_and_unknown_ids_are_still_recorded() -> None:
     role = "Microsoft.Authorization/roleAssignments"
-    d = Deployment(
-        name="rbac",
-        component="identity",
-        scope="resourceGroup",
-        resource_group="rg",
-        location="eastus2",
-        template={
+    d = _deployment(
+        "rbac",
+        "identity",
+        {
             "resources": [
                 {"type": role, "apiVersion": "2022-04-01", "name": f"[guid('{n}')]", "properties": {"principalId": n}}
                 for n in ("first", "second")
@@ -248,13 +247,10 @@ def _assignments_deployment() -> Deployment:
             },
         }
 
-    return Deployment(
-        name="rbac",
-        component="identity",
-        scope="resourceGroup",
-        resource_group="rg",
-        location="eastus2",
-        template={
+    return _deployment(
+        "rbac",
+        "identity",
+        {
             "resources": [
                 item(GROUP_A, f"'{GROUP_A}'"),
                 item(GROUP_B, f"'{GROUP_B}'"),

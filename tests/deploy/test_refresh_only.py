@@ -11,10 +11,8 @@ from typing import Any
 
 from tests.conftest import RunCli
 from tests.deploy.conftest import state_of
-from tests.deploy.test_day2 import _drift, assert_inventory_is_state, assert_plan_clean, energy, writes_since
+from tests.deploy.test_day2 import _drift, assert_inventory_is_state, assert_plan_clean, writes_since
 from tests.support.arm_standin import ArmStandIn
-
-__all__ = ["energy"]  # the fixture, shared with the day-2 table
 
 
 def _record(config: Path, rid: str) -> dict[str, Any] | None:

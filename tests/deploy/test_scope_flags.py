@@ -8,10 +8,8 @@ import json
 from pathlib import Path
 
 from tests.conftest import RunCli
-from tests.deploy.test_day2 import edit, energy, writes_since
+from tests.deploy.test_day2 import edit, writes_since
 from tests.support.arm_standin import ArmStandIn
-
-__all__ = ["energy"]
 
 BASTION = "Microsoft.Network/bastionHosts/bas-energy-prod-scus"
 

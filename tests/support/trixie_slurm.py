@@ -37,6 +37,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ParamSpec
 
 from hpclz.slurm.client import SlurmClient
 from hpclz.slurm.topology_yaml import link_yaml
@@ -53,6 +54,7 @@ INSIDE = f"/hpclz-test-{os.getpid()}"
 MARKER = "HPCLZ_TEST_TRIXIE_SLURM"  # its value is INSIDE, in every daemon's environment
 CLIENTS = ("scontrol", "sinfo", "sbatch", "squeue", "scancel", "srun")
 START_TIMEOUT_S = 60.0
+P = ParamSpec("P")
 
 
 def trixie_available(chroot: Path = CHROOT) -> bool:
@@ -380,20 +382,18 @@ def _marked() -> list[int]:
     return pids
 
 
-@contextlib.contextmanager
-def running(
-    nodes: list[str],
-    partition: str,
-    topology: str,
-    others: dict[str, list[str]] | None = None,
-    site_specific: bool = False,
-    topology_yaml: tuple[str, dict[str, str]] | None = None,
-    cpus: int = 1,
-    yaml_link: bool = True,
-    note_resume: bool = False,
-) -> Iterator[TrixieSlurm]:
-    cluster = start(nodes, partition, topology, others, site_specific, topology_yaml, cpus, yaml_link, note_resume)
-    try:
-        yield cluster
-    finally:
-        stop(cluster)
+def _stopped_after(begin: Callable[P, TrixieSlurm]) -> Callable[P, contextlib.AbstractContextManager[TrixieSlurm]]:
+    """`begin`, taking the same arguments, as a `with` block: the cluster it starts is stopped however the block ends."""
+
+    @contextlib.contextmanager
+    def block(*args: P.args, **kwargs: P.kwargs) -> Iterator[TrixieSlurm]:
+        cluster = begin(*args, **kwargs)
+        try:
+            yield cluster
+        finally:
+            stop(cluster)
+
+    return block
+
+
+running = _stopped_after(start)

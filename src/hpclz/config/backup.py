@@ -9,7 +9,7 @@ backup data 14 to 180 days (learn.microsoft.com/azure/backup/backup-azure-enhanc
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -19,6 +19,17 @@ from hpclz.config.constraints import Integer
 # "Number of snapshots per volume: 255, not adjustable" (learn.microsoft.com/azure/azure-netapp-files/
 # azure-netapp-files-resource-limits, ms.date 06/10/2025); HPCLZ-MNT-022 checks the policy's counts together.
 NETAPP_MAX_SNAPSHOTS = 255
+
+
+def _snapshot_count(default: int, description: str) -> Any:
+    """How many of one kind of NetApp snapshot the policy keeps: 0 up to what a volume holds, changed in place."""
+    return Field(
+        default=default,
+        ge=0,
+        le=NETAPP_MAX_SNAPSHOTS,
+        description=description,
+        json_schema_extra=policy("in_place"),
+    )
 
 
 class SharedBackup(StrictModel):
@@ -42,34 +53,10 @@ class SharedBackup(StrictModel):
         description="Azure Files: days a deleted share stays recoverable (1-365).",
         json_schema_extra=policy("in_place"),
     )
-    hourly_snapshots: Integer = Field(
-        default=0,
-        ge=0,
-        le=NETAPP_MAX_SNAPSHOTS,
-        description="NetApp: hourly snapshots kept (0: none).",
-        json_schema_extra=policy("in_place"),
-    )
-    daily_snapshots: Integer = Field(
-        default=7,
-        ge=0,
-        le=NETAPP_MAX_SNAPSHOTS,
-        description="NetApp: daily snapshots kept, taken at backup.time_utc.",
-        json_schema_extra=policy("in_place"),
-    )
-    weekly_snapshots: Integer = Field(
-        default=4,
-        ge=0,
-        le=NETAPP_MAX_SNAPSHOTS,
-        description="NetApp: Sunday's snapshots kept.",
-        json_schema_extra=policy("in_place"),
-    )
-    monthly_snapshots: Integer = Field(
-        default=0,
-        ge=0,
-        le=NETAPP_MAX_SNAPSHOTS,
-        description="NetApp: first-of-the-month snapshots kept.",
-        json_schema_extra=policy("in_place"),
-    )
+    hourly_snapshots: Integer = _snapshot_count(0, "NetApp: hourly snapshots kept (0: none).")
+    daily_snapshots: Integer = _snapshot_count(7, "NetApp: daily snapshots kept, taken at backup.time_utc.")
+    weekly_snapshots: Integer = _snapshot_count(4, "NetApp: Sunday's snapshots kept.")
+    monthly_snapshots: Integer = _snapshot_count(0, "NetApp: first-of-the-month snapshots kept.")
 
     @property
     def snapshots_kept(self) -> int:
