@@ -164,7 +164,7 @@ def test_gpu_partitions_lock_clocks_and_build_nvme_scratch() -> None:
     assert "nvidia-smi -pm 1" in script and "--applications-clocks=" in script
     assert "mdadm --create /dev/md/hpclz-scratch --level=0" in script and "/dev/nvme*n1" in script
     # enroot's scratch goes where cyclecloud-slurm looks first: /nvme (install.py:934-947).
-    assert 'mount --bind "$NVME_MOUNT" /nvme' in script
+    assert "NVME_BIND=${HPCLZ_NVME_BIND:-/nvme}\n" in script and 'mount --bind "$NVME_MOUNT" "$NVME_BIND"' in script
     assert "git clone" not in script and "spank_pyxis.so" not in script
     hpc = _scripts(_nodearrays(_artifacts("energy")["cyclecloud/slurm-cluster.txt"])["hbv3"])[0]
     assert "nvidia-smi" not in hpc and "mdadm --create" in hpc  # HB120rs_v3's two NVMe disks hold /scratch too

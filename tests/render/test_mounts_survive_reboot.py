@@ -124,7 +124,7 @@ def test_the_nvme_scratch_array_is_a_service_run_at_every_boot(stem: str, array:
     assert assemble < mount_again < create
     assert 'mkfs.xfs -f -L "$LABEL"' in program and 'mkfs.ext4 -F -L "$LABEL"' in program
     assert re.search(r"^LABEL=(\S+)", program, re.M).group(1).__len__() <= 12  # type: ignore[union-attr]
-    assert 'mount --bind "$NVME_MOUNT" /nvme' in program
+    assert "NVME_BIND=${HPCLZ_NVME_BIND:-/nvme}\n" in program and 'mount --bind "$NVME_MOUNT" "$NVME_BIND"' in program
     path = tmp_path / "hpclz-nvme-scratch"
     path.write_text(program)
     subprocess.run(["bash", "-n", str(path)], check=True, timeout=60)
@@ -137,3 +137,104 @@ def test_the_nvme_scratch_folder_is_made_again_on_a_new_array(stem: str, array: 
     script, program, _ = _nvme(stem, array)
     [folder] = re.findall(r"^  mkdir -p (\S+/scratch)$", program, re.M)
     assert f"ln -s {folder} /scratch" in script
+
+
+# /etc/enroot/enroot.conf as cyclecloud-slurm writes it: its templates/enroot.conf.template with ENROOT_SCRATCH_DIR
+# set (Azure/cyclecloud-slurm@50e673900227073883c5d74828863be4435bdb9a:azure-slurm-install/install.py:947,958-967).
+ENROOT_CONF = """ENROOT_SCRATCH_PATH {d}
+ENROOT_RUNTIME_PATH {d}/enroot-run/user-$(id -u)
+ENROOT_CACHE_PATH {d}/enroot-cache/group-$(id -g)
+ENROOT_DATA_PATH {d}/enroot-data/user-$(id -u)
+ENROOT_TEMP_PATH {d}/enroot-temp
+ENROOT_SQUASH_OPTIONS -noI -noD -noF -noX -no-duplicates
+MELLANOX_VISIBLE_DEVICES all
+"""
+# The folders install.py makes and their modes, all root:root (install.py:950,953-956).
+ENROOT_DIRS = {
+    "enroot": 0o755,
+    **{
+        f"enroot/{sub}": 0o777 for sub in ("enroot-cache", "enroot-data", "enroot-temp", "enroot-runtime", "enroot-run")
+    },
+}
+
+
+def _boot(tmp_path: Path, program: str, scratch_dir: str | None) -> Path:
+    """Run the service's program as at a boot after deallocation: the array is new and empty and mounted on
+    /nvme (stand-in mountpoint; mdadm, udevadm and mount must not be reached), and the node's enroot.conf and
+    pyxis.conf are install.py's, naming `scratch_dir` (none when None)."""
+    nvme, etc, bin_ = tmp_path / "nvme", tmp_path / "etc", tmp_path / "bin"
+    for folder in (nvme, etc, bin_):
+        folder.mkdir(exist_ok=True)
+    (bin_ / "mountpoint").write_text("#!/bin/sh\nexit 0\n")
+    for tool in ("mdadm", "udevadm", "mount", "mkfs.xfs", "mkfs.ext4"):
+        (bin_ / tool).write_text(f"#!/bin/sh\necho {tool} reached >&2\nexit 1\n")
+    for stand_in in bin_.iterdir():
+        stand_in.chmod(0o755)
+    if scratch_dir is not None:
+        (etc / "enroot.conf").write_text(ENROOT_CONF.format(d=scratch_dir))
+        # install.py:991: the plugstack line pyxis reads its runtime_path from.
+        (etc / "pyxis.conf").write_text(f"required /opt/pyxis/spank_pyxis.so runtime_path={scratch_dir}/enroot-runtime")
+    path = tmp_path / "hpclz-nvme-scratch"
+    path.write_text(program)
+    env = {
+        "PATH": f"{bin_}:/usr/bin:/bin",
+        "HPCLZ_NVME_BIND": str(nvme),
+        "HPCLZ_ENROOT_CONF": str(etc / "enroot.conf"),
+        "HPCLZ_PYXIS_CONF": str(etc / "pyxis.conf"),
+    }
+    done = subprocess.run(["bash", str(path)], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and "reached" not in done.stderr, done.stderr
+    return nvme
+
+
+def _tree(nvme: Path) -> dict[str, tuple[int, int, int]]:
+    return {
+        str(p.relative_to(nvme)): (p.stat().st_mode & 0o7777, p.stat().st_uid, p.stat().st_gid)
+        for p in sorted(nvme.rglob("*"))
+    }
+
+
+@pytest.mark.parametrize(("stem", "array"), [("ai-training", "h100"), ("energy", "hbv3")])
+def test_enroot_folders_on_nvme_come_back_on_a_new_array_before_slurmd(stem: str, array: str, tmp_path: Path) -> None:
+    """After a deallocation the array is blank, and install.py (a cluster-init script) does not run again: the
+    boot service, a oneshot ordered before slurmd.service, makes again the folders enroot.conf and pyxis.conf name
+    on /nvme with install.py's modes, so pyxis's slurmd init finds runtime_path's parent and no user's job makes them
+    under umask 077 first. A second boot changes nothing; a folder a job made 700 gets install.py's mode back."""
+    require(os.geteuid() == 0, "root (the service chowns to root:root)")
+    _, program, unit = _nvme(stem, array)
+    assert "Type=oneshot" in unit and "Before=slurmd.service" in unit
+    nvme = tmp_path / "nvme"
+    nvme.mkdir()
+    nvme.chmod(0o1777)
+    _boot(tmp_path, program, f"{nvme}/enroot")
+    want = {name: (mode, 0, 0) for name, mode in ENROOT_DIRS.items()}
+    assert _tree(nvme) == want
+    (nvme / "enroot/enroot-cache").chmod(0o700)
+    os.chown(nvme / "enroot/enroot-cache", 65534, 65534)
+    _boot(tmp_path, program, f"{nvme}/enroot")
+    assert _tree(nvme) == want
+
+
+@pytest.mark.parametrize("scratch_dir", [None, "/mnt/enroot", "/tmp/enroot"])
+def test_no_enroot_folder_is_made_where_cyclecloud_slurm_did_not_choose_nvme(
+    scratch_dir: str | None, tmp_path: Path
+) -> None:
+    """cyclecloud-slurm chooses /mnt or /tmp when /nvme was not a mount point (install.py:934-943), or wrote no
+    enroot.conf (an OS it skips, install.py:930-932): the service invents nothing on the array."""
+    _, program, _ = _nvme("ai-training", "h100")
+    nvme = _boot(tmp_path, program, scratch_dir)
+    assert _tree(nvme) == {}
+
+
+def test_a_link_or_a_path_out_of_nvme_in_enroot_conf_is_left_alone(tmp_path: Path) -> None:
+    """enroot.conf is owned by the slurm user (install.py:958-962): a path that climbs out of /nvme, or a folder
+    that is a symbolic link, is not created or changed by the root service."""
+    _, program, _ = _nvme("ai-training", "h100")
+    nvme = tmp_path / "nvme"
+    nvme.mkdir()
+    outside = tmp_path / "outside"
+    outside.mkdir(mode=0o700)
+    (nvme / "enroot").symlink_to(outside)
+    _boot(tmp_path, program, f"{nvme}/../outside/enroot")
+    _boot(tmp_path, program, f"{nvme}/enroot")
+    assert outside.stat().st_mode & 0o777 == 0o700 and list(outside.iterdir()) == []
