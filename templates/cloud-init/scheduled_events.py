@@ -24,11 +24,18 @@ Machine is being deleted", Terminate "the virtual machine is scheduled to be del
   scontrol(1) of Slurm 22.05, NODE STATE): slurmctld runs the SuspendProgram, cyclecloud-slurm's
   suspend_program.sh, which removes the node in CycleCloud, and the node ends IDLE+POWERED_DOWN (`idle~`), which
   Slurm powers up again (ResumeProgram: CycleCloud creates a new VM) when a job needs it. Its jobs were requeued
-  first, so the force cancels none.
+  first, so the force cancels none. Before that, while slurmd still kills the requeued jobs' processes, it unmounts
+  the node's Lustre file systems (settings["unmount"]): a client that vanishes mounted is evicted by the servers,
+  and its eviction pauses the other clients "for up to 15 minutes"; AMLFS says to unmount "(without the use of -f
+  or -l) before stopping, deallocating, or rebooting Lustre client VMs" and to "use scheduled events to automate
+  unmounting" (learn.microsoft.com/azure/azure-managed-lustre/troubleshoot-performance, Symptom 2; MicrosoftDocs/
+  azure-stack-docs@2c9f8ee azure-managed-lustre/troubleshoot-performance.md). Not on a Reboot or Redeploy: the
+  VM comes back and fstab mounts it again at boot.
 """
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -46,6 +53,11 @@ COMES_BACK = ("Reboot", "Redeploy")
 # itself sees the event end (Azure stops listing it) and gives the node back then, through the same gate.
 PAUSES = ("Freeze",)
 GOES_AWAY = ("Preempt", "Terminate")
+# How long a plain `umount` may take, busy ones retried as the requeued jobs' processes exit, before a lazy one; each
+# umount also bounded, so the event is acknowledged in time: "Preempt | 30 seconds" of minimum notice
+# (learn.microsoft.com/azure/virtual-machines/linux/scheduled-events, "Event scheduling").
+UNMOUNT_SECONDS = 20
+LAZY_SECONDS = 5
 # Kept on the OS disk, which a reboot and a redeploy keep; the kernel's id of the running boot (proc(5), random).
 DEFAULT_RECORDS = "/var/lib/hpclz/scheduled-events-drains.json"
 DEFAULT_BOOT_ID = "/proc/sys/kernel/random/boot_id"
@@ -114,6 +126,56 @@ def requeue(node):
         subprocess.run(["scontrol", "requeue", job], check=False)
 
 
+def bounded(command, seconds):
+    """(exit status, stderr) of a command, or (None, why) once it ran `seconds`: then it is killed with its process
+    group and not waited for, as a umount stuck in the kernel may never exit."""
+    child = subprocess.Popen(
+        command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, universal_newlines=True, start_new_session=True
+    )
+    try:
+        errors = child.communicate(timeout=seconds)[1]
+        return child.returncode, errors.strip()
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(child.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        child.stderr.close()
+        return None, "still running after %s s" % seconds
+
+
+def mounted(settings):
+    # /proc/self/mounts lists mount points without touching them (a stat of a hung Lustre blocks); "mounts" in tests.
+    with open(settings.get("mounts", "/proc/self/mounts")) as handle:
+        return set(line.split()[1] for line in handle if len(line.split()) > 1)
+
+
+def unmount(settings):
+    """Unmount each of settings["unmount"] that is mounted: a plain umount, tried again while it fails (busy) for
+    settings["unmount_seconds"]; then, as a last resort, a lazy one (umount(8), -l: "Detach the filesystem from the
+    file hierarchy now, and clean up all references to this filesystem as soon as it is not busy anymore")."""
+    budget = settings.get("unmount_seconds", UNMOUNT_SECONDS)
+    present = mounted(settings)
+    for point in settings.get("unmount", []):
+        if point not in present:
+            print("hpclz-scheduled-events: " + point + " not mounted")
+            continue
+        end = time.monotonic() + budget
+        status, why = bounded(["umount", point], budget)
+        while status not in (0, None) and time.monotonic() + 1 < end:
+            time.sleep(1)
+            status, why = bounded(["umount", point], end - time.monotonic())
+        if status == 0:
+            print("hpclz-scheduled-events: unmounted " + point)
+            continue
+        lazy = bounded(["umount", "-l", point], LAZY_SECONDS)
+        print(
+            "hpclz-scheduled-events: umount " + point + " failed (" + (why or "exit %s" % status) + "); lazy umount: "
+            + ("done" if lazy[0] == 0 else lazy[1] or "exit %s" % lazy[0]),
+            file=sys.stderr,
+        )
+
+
 def read_boot(settings):
     with open(settings.get("boot_id", DEFAULT_BOOT_ID)) as handle:
         return handle.read().strip()
@@ -158,6 +220,8 @@ def prepare(node, event, settings):
             save_records(settings, records)
     if settings["requeue_jobs"]:
         requeue(node)
+    if event["EventType"] in GOES_AWAY:
+        unmount(settings)
     if event["EventType"] in GOES_AWAY and not ("POWERING_DOWN" in flags or "POWERED_DOWN" in flags):
         scontrol_update(node, "state=power_down_force")
 

@@ -33,6 +33,8 @@ class FakeImds(BaseHTTPRequestHandler):
     events: ClassVar[dict[str, Any]] = {}
     acknowledged: ClassVar[list[Any]] = []
     polls: ClassVar[int] = 0
+    # Where an acknowledgement is also written, after the stand-in tools' calls, to show what came before it.
+    log: ClassVar[Path | None] = None
 
     def do_GET(self) -> None:
         assert self.headers["Metadata"] == "true"
@@ -44,6 +46,9 @@ class FakeImds(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         length = int(self.headers["Content-Length"])
         FakeImds.acknowledged.append(json.loads(self.rfile.read(length)))
+        if FakeImds.log:
+            with FakeImds.log.open("a", encoding="utf-8") as log:
+                log.write(f"acknowledge {FakeImds.acknowledged[-1]['StartRequests'][0]['EventId']}\n")
         self._reply("")
 
     def _reply(self, body: str) -> None:
@@ -58,6 +63,7 @@ class FakeImds(BaseHTTPRequestHandler):
 @pytest.fixture
 def imds() -> Iterator[str]:
     FakeImds.acknowledged = []
+    FakeImds.log = None
     with serve(FakeImds) as url:
         yield url
 
@@ -78,14 +84,19 @@ IDLE_LINE = ROLL_CAPTURE.splitlines()[0].replace("State=IDLE+DRAIN+POWER_DOWN", 
 
 
 def _run(
-    tmp_path: Path, imds: str, events: list[dict[str, Any]], drain_on: list[str], node_line: str = IDLE_LINE
+    tmp_path: Path,
+    imds: str,
+    events: list[dict[str, Any]],
+    drain_on: list[str],
+    node_line: str = IDLE_LINE,
+    extra: dict[str, Any] | None = None,
 ) -> list[str]:
     FakeImds.events = {"DocumentIncarnation": 1, "Events": events}
     settings = tmp_path / "settings.json"
     boot = tmp_path / "boot_id"
     boot.write_text("boot-1\n", encoding="utf-8")
     records = str(tmp_path / "records.json")
-    watcher = {"drain_on": drain_on, "requeue_jobs": True, "records": records, "boot_id": str(boot)}
+    watcher = {"drain_on": drain_on, "requeue_jobs": True, "records": records, "boot_id": str(boot), **(extra or {})}
     settings.write_text(json.dumps(watcher), encoding="utf-8")
     log = tmp_path / "calls.log"
     _slurm_tools(tmp_path, log, node_line)
@@ -135,6 +146,80 @@ def test_a_node_hpclz_is_rolling_keeps_the_rolls_drain_and_reason(tmp_path: Path
     assert calls[:2] == [f"scontrol show node {node} -o"] * 2
     assert "scontrol requeue 101" in calls
     assert FakeImds.acknowledged == [{"StartRequests": [{"EventId": "E-Reboot"}]}]
+
+
+# A node's /proc/self/mounts with its Lustre client mount (the fstab line _mounts.sh.j2 writes; util-linux's mount
+# lists a Lustre client by that device and type) and the root file system.
+MOUNTS = "/dev/sda1 / ext4 rw,relatime 0 0\n10.0.0.4@tcp:/lustrefs /lustre lustre rw,flock,lazystatfs 0 0\n"
+
+
+def _lustre(tmp_path: Path, umount: str, seconds: int = 20) -> dict[str, Any]:
+    """The watcher's unmount settings for /lustre, and a `umount` stand-in that records its arguments in calls.log,
+    then runs the shell text `umount` (its exit status is umount's)."""
+    log = tmp_path / "calls.log"
+    FakeImds.log = log
+    script = tmp_path / "umount"
+    script.write_text(f'#!/bin/sh\necho "umount $*" >> {log}\n{umount}\n', encoding="utf-8")
+    script.chmod(0o755)
+    (tmp_path / "mounts").write_text(MOUNTS, encoding="utf-8")
+    return {"unmount": ["/lustre"], "mounts": str(tmp_path / "mounts"), "unmount_seconds": seconds}
+
+
+@pytest.mark.parametrize("kind", ["Preempt", "Terminate"])
+def test_an_evicted_node_unmounts_lustre_after_the_requeue_and_before_the_acknowledgement(
+    tmp_path: Path, imds: str, kind: str
+) -> None:
+    """AMLFS: unmount "before stopping, deallocating, or rebooting Lustre client VMs", else the servers evict the
+    client and the other clients pause "for up to 15 minutes" (MicrosoftDocs/azure-stack-docs@2c9f8ee
+    azure-managed-lustre/troubleshoot-performance.md, Symptom 2). Before the power down, which has CycleCloud delete
+    the VM."""
+    settings = _lustre(tmp_path, "exit 0")
+    calls = _run(tmp_path, imds, [_event(kind, ["vm-node-1"])], [kind], extra=settings)
+    node = os.uname().nodename.split(".")[0]
+    assert calls[-5:] == [
+        "scontrol requeue 101",
+        "scontrol requeue 102",
+        "umount /lustre",
+        f"scontrol update nodename={node} state=power_down_force",
+        f"acknowledge E-{kind}",
+    ]
+
+
+def test_a_busy_lustre_is_unmounted_once_the_requeued_jobs_let_go(tmp_path: Path, imds: str) -> None:
+    """umount(8) fails on a file system in use ("target is busy") while slurmd still kills the requeued jobs'
+    processes: tried again, and no lazy unmount once it succeeds."""
+    first = tmp_path / "busy-once"
+    busy = f'if [ ! -e {first} ]; then touch {first}; echo "umount: /lustre: target is busy." >&2; exit 32; fi'
+    calls = _run(tmp_path, imds, [_event("Terminate", ["vm-node-1"])], ["Terminate"], extra=_lustre(tmp_path, busy))
+    assert [c for c in calls if c.startswith("umount")] == ["umount /lustre", "umount /lustre"]
+    assert calls[-1] == "acknowledge E-Terminate"
+
+
+def test_a_hanging_umount_is_cut_short_lazily_unmounted_and_the_event_still_acknowledged(
+    tmp_path: Path, imds: str
+) -> None:
+    """A plain umount that never returns (a Lustre server out of reach) is killed once its time is up; a lazy one
+    follows and the watcher acknowledges, instead of hanging until the eviction (_run's own timeout would fail)."""
+    hang = 'case "$1" in -l) exit 0 ;; *) exec sleep 600 ;; esac'
+    settings = _lustre(tmp_path, hang, seconds=1)
+    calls = _run(tmp_path, imds, [_event("Preempt", ["vm-node-1"])], ["Preempt"], extra=settings)
+    assert [c for c in calls if c.startswith("umount")] == ["umount /lustre", "umount -l /lustre"]
+    assert calls[-1] == "acknowledge E-Preempt"
+
+
+@pytest.mark.parametrize("kind", ["Reboot", "Redeploy", "Freeze"])
+def test_a_vm_that_comes_back_keeps_its_lustre_mounted(tmp_path: Path, imds: str, kind: str) -> None:
+    calls = _run(tmp_path, imds, [_event(kind, ["vm-node-1"])], [kind], extra=_lustre(tmp_path, "exit 0"))
+    assert not [c for c in calls if c.startswith("umount")]
+    assert calls[-1] == f"acknowledge E-{kind}"
+
+
+def test_a_lustre_not_mounted_is_left_alone(tmp_path: Path, imds: str) -> None:
+    settings = _lustre(tmp_path, "exit 0")
+    (tmp_path / "mounts").write_text(MOUNTS.splitlines()[0] + "\n", encoding="utf-8")
+    calls = _run(tmp_path, imds, [_event("Terminate", ["vm-node-1"])], ["Terminate"], extra=settings)
+    assert not [c for c in calls if c.startswith("umount")]
+    assert calls[-1] == "acknowledge E-Terminate"
 
 
 # -- with the real Slurm daemons -------------------------------------------------------------------------------------

@@ -302,12 +302,14 @@ def node_script(zone: Zone, partition: Partition, mounts: list[dict[str, Any]]) 
     topology = rack_topology(zone)
     gate = health_gate(cluster_name(zone))
     # The Scheduled Events watcher asks the boot tier of hpclz's gate (from the bundle the scheduler installs under
-    # /sched) before it resumes a node it drained for a reboot or redeploy (templates/cloud-init/scheduled_events.py).
+    # /sched) before it resumes a node it drained for a reboot or redeploy, and unmounts the Lustre file systems this
+    # script mounts before it lets Azure delete the VM (templates/cloud-init/scheduled_events.py).
     watcher = {
         "drain_on": sorted(events.drain_on),
         "requeue_jobs": events.requeue_jobs,
         "gate": ["python3", gate.bundle, "gate", "boot"],
         "gate_ready": gate.bundle,
+        "unmount": [m["mount_point"] for m in mounts if m["kind"] == "lustre"],
     }
     return render_text(
         "cloud-init/node.sh.j2",
