@@ -8,12 +8,17 @@ Limits and their sources:
   (including copy count)" (learn.microsoft.com/azure/azure-resource-manager/templates/best-practices, "Template
   limits"). ARM measures the expanded template; hpclz's templates carry their payloads inline, so the rendered JSON
   is what is measured here.
+- each node's CloudInit script in the cluster template the CycleCloud server's userData carries: CycleCloud hands it
+  to the node's cloud-init (learn.microsoft.com/azure/cyclecloud/how-to/cloud-init), so it rides in the node VM's own
+  customData, `CUSTOM_DATA_LIMIT`, beside whatever CycleCloud adds there (its size is not published): measured as
+  shipped (hpclz.render.shipped), uncompressed, `node_scripts`.
 Render reports each one with its headroom and refuses a plan that goes over any of them.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -80,6 +85,39 @@ def _payload(what: str, encoded: str, *, custom: bool) -> LimitUse:
     )
 
 
+SECTION = re.compile(r"^\s*\[\[(?:node|nodearray) ([^\]]+)\]\]\s*$", re.MULTILINE)
+CLOUD_INIT = re.compile(r"CloudInit = '''(.*?)'''", re.S)
+
+
+def node_scripts(where: str, encoded_user_data: str) -> list[LimitUse]:
+    """Each node and nodearray's CloudInit script in the cluster template a CycleCloud server's userData carries (the
+    `hpclz-cyclecloud-cluster` document, hpclz.render.cloudinit.user_data_document), in bytes against customData's
+    limit; nothing for any other userData."""
+    unpacked = unpack(encoded_user_data)
+    try:
+        document = json.loads(unpacked.data) if unpacked is not None else None
+    except ValueError:
+        return []
+    if not isinstance(document, dict) or document.get("kind") != "hpclz-cyclecloud-cluster":
+        return []
+    template = str(document.get("template", ""))
+    heads = list(SECTION.finditer(template))
+    uses = []
+    for head, following in zip(heads, [*heads[1:], None], strict=True):
+        section = template[head.end() : following.start() if following else len(template)]
+        script = CLOUD_INIT.search(section)
+        if script:
+            uses.append(
+                LimitUse(
+                    what=f"{where} node {head.group(1)} CloudInit",
+                    used=len(script.group(1).encode()),
+                    limit=CUSTOM_DATA_LIMIT,
+                    unit="bytes",
+                )
+            )
+    return uses
+
+
 def _literal(value: Any) -> str | None:
     """A rendered literal; an ARM expression (`[...]`) is resolved at deploy time and not measured here."""
     return value if isinstance(value, str) and value and not value.startswith("[") else None
@@ -127,6 +165,7 @@ def measure(plan: DeploymentPlan) -> list[LimitUse]:
             user = _literal(properties.get("userData"))
             if user:
                 uses.append(_payload(where, user, custom=False))
+                uses.extend(node_scripts(where, user))
     return uses
 
 

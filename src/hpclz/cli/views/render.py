@@ -27,9 +27,10 @@ def show(console: Console, result: CommandResult[RenderResult]) -> None:
         console.print(f"{index:2d}. {d.name} [dim]({where}, {len(d.resources())} resources{after})[/]")
     for note in body.notes:
         console.print(f"[dim]note:[/] {note}")
-    # The VM payloads always; templates only when they come within half of a limit (they are far below it).
+    # The VM payloads and node scripts always; templates only when they come within half of a limit (they are far
+    # below it).
     for use in body.limits:
-        if "Data" in use.what or use.headroom_pct < 50:
+        if "Data" in use.what or "CloudInit" in use.what or use.headroom_pct < 50:
             console.print(f"[dim]limit:[/] {escape(use.line())}")
     ran = [f"{g} (cached)" if g in body.gates_cached else g for g in body.gates_run]
     gates_text = f"; gates passed: {', '.join(ran)}" if ran else ""
