@@ -366,3 +366,27 @@ def test_printed_plan_tells_the_cost() -> None:
     assert "~ Microsoft.Compute/virtualMachines vm-energy-cc-prod-scus" in text
     assert "NOT ALLOWED" not in text
     assert "Impact: Compute/virtualMachines vm-energy-cc-prod-scus: after the re-import, run `azslurm scale`" in text
+
+
+def test_a_rack_partition_is_planned_as_replaced_whole_not_rolled() -> None:
+    """ai-training's gb300 is kept out of Slurm's power saving (SuspendExcParts, hpclz-topology) and `nodes roll`
+    refuses its nodes: a new image plans the whole-rack path (scale_m1, Azure/cyclecloud-slurm@50e6739 README.md
+    l.368-452), while its H100 partition keeps the roll."""
+    base = preset("ai-training")
+
+    def images(d: dict[str, Any]) -> None:
+        _partition(d, "gb300")["image"] = "microsoft-dsvm:ubuntu-hpc:2404-gb:24.04.2026010101"
+        _partition(d, "h100")["image"] = "microsoft-dsvm:ubuntu-hpc:2204:22.04.2026100101"
+
+    state = applied_state(base)
+    changes = offline_changeset(build_plan(edited(base, images)), state)
+    changes.config_changes = config_changes(state.applied_config, edited(base, images))
+    actions = {c.path: c.verdict.action_needed for c in changes.config_changes}
+    rack = actions["compute.partitions[gb300].image"]
+    assert "hpclz nodes roll" not in rack
+    assert "partition gb300 is rack-scale, out of Slurm's power saving (SuspendExcParts)" in rack
+    assert "scontrol update NodeName=<every node of gb300> State=POWER_DOWN_ASAP" in rack
+    assert "scale_m1 create_reservation -p gb300; scale_m1 power_up --racks 2" in rack  # 36 nodes, 18 a rack
+    assert "hpclz nodes roll CONFIG --partition h100" in actions["compute.partitions[h100].image"]
+    text = _text(changes)
+    assert "scale_m1 power_up --racks 2" in text and "hpclz nodes roll CONFIG --partition gb300" not in text

@@ -17,6 +17,7 @@ from hpclz.cli.views.changeset import print_changeset
 from hpclz.config.root import LandingZoneConfig
 from hpclz.plan.changeset import ChangeSet, Policy
 from hpclz.plan.config_diff import config_changes, config_snapshot
+from hpclz.plan.racks import rack_partitions
 from hpclz.plan.upgrade import PATHS, stack_upgrade
 from hpclz.render.build import build_plan
 from hpclz.render.cloudinit import USER_RECORDS_BLOB
@@ -203,3 +204,24 @@ def test_every_change_that_recreates_the_server_says_to_terminate_the_cluster_an
             assert action.index("cyclecloud terminate_cluster") < action.index("hpclz-cc-users export"), path
             assert action.index("hpclz-cc-users export") < action.index("hpclz deploy --replace"), path
             assert USER_RECORDS_BLOB in action
+
+
+def test_a_rack_partition_is_upgraded_whole_not_rolled() -> None:
+    """ai-training's gb300 is out of Slurm's power saving and brought up whole by scale_m1 (docs/gb-racks.md): its
+    slurmd step is the whole-rack path, the H-class partitions' the roll."""
+
+    def on(triple: tuple[str, str, str]) -> LandingZoneConfig:
+        def edit(d: dict[str, Any]) -> None:
+            keys = ("version", "slurm_project_version", "slurm_version")
+            d["compute"]["cyclecloud"].update(dict(zip(keys, triple, strict=True)))
+
+        return edited(preset("ai-training"), edit)
+
+    old, new = on(STONE), on(CURRENT)
+    up = stack_upgrade(config_snapshot(old), config_snapshot(new), rack_partitions(new))
+    assert up is not None and up.allowed, up
+    (rack,) = [s for s in up.steps if "on partition gb300:" in s]
+    assert "hpclz nodes roll" not in rack and "scale_m1 power_up --racks 2" in rack
+    for plain in ("h100", "h200"):
+        (step,) = [s for s in up.steps if f"on partition {plain}:" in s]
+        assert f"hpclz nodes roll CONFIG --partition {plain}" in step

@@ -154,3 +154,47 @@ def test_refused_where_slurm_has_no_power_saving(run_cli: Run, tmp_path: Path, s
     assert done.exit_code == 64
     assert "Slurm here has no power saving (SuspendProgram or ResumeProgram not set)" in done.stderr
     assert all(not s.startswith("drain") for s in slurm_cluster.node_states().values())
+
+
+def zone_with_racks(tmp_path: Path) -> Path:
+    """ai-training whole, its GB300 rack partition named after the test cluster's `static`, its H100 one after `hpc`
+    (node cc6 is in both)."""
+    text = (REPO / "configs" / "ai-training.yaml").read_text()
+    text = re.sub(r"\bh100\b", "hpc", re.sub(r"\bgb300\b", "static", text))
+    path = tmp_path / "racks.yaml"
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("args", "rack"),
+    [
+        (["-p", "static"], "static"),  # named: refused before Slurm is asked
+        (["--all"], "static"),
+        (["-p", "hpc", "-w", "cc6"], "static"),  # selected through hpc, but also a node of the rack partition
+    ],
+)
+def test_a_rack_partition_is_refused_with_the_whole_rack_path(
+    run_cli: Run, tmp_path: Path, power_cluster: LocalSlurm, args: list[str], rack: str
+) -> None:
+    """hpclz-topology keeps the rack partitions out of power saving (SuspendExcParts, as cyclecloud-slurm's README
+    asks, Azure/cyclecloud-slurm@50e6739 README.md l.375-379) and scale_m1 brings racks up whole: a node rolled alone
+    would come back in a part rack. The refusal says what to do instead, in one line."""
+    zone = zone_with_racks(tmp_path)
+    before = power_cluster.node_states()
+    done = run_cli("nodes", "roll", str(zone), "--slurm-conf", str(power_cluster.conf), *args)
+    assert done.exit_code == 64, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
+    assert f"cannot roll, nothing was changed: partition {rack} is rack-scale" in done.stderr
+    assert f"scale_m1 create_reservation -p {rack}; scale_m1 power_up --racks 2" in done.stderr
+    assert power_cluster.node_states() == before
+
+
+def test_a_plain_partition_still_rolls_beside_a_rack_partition(
+    run_cli: Run, tmp_path: Path, power_cluster: LocalSlurm
+) -> None:
+    code, shown = nodes(
+        run_cli, "roll", zone_with_racks(tmp_path), power_cluster, "-p", "hpc", "-w", "cc2", "--dry-run"
+    )
+    assert code == 0, shown
+    assert "scontrol update NodeName=cc2 State=POWER_DOWN_ASAP" in shown["result"]["command"]

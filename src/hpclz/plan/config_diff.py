@@ -19,6 +19,7 @@ from hpclz.config.base import UPDATE_POLICY
 from hpclz.config.root import LandingZoneConfig
 from hpclz.plan import policies, server_rebuild
 from hpclz.plan.changeset import Action, ConfigChange, Policy, Verdict
+from hpclz.plan.racks import rack_partitions, rack_replacement
 from hpclz.plan.upgrade import annotate, stack_upgrade
 
 TAG_KEYS = ("mode", "backend")
@@ -107,7 +108,8 @@ HPCLZ_ONLY = ("suppress", "verify.", "state.")
 # power down. Currently running jobs will complete first and no additional jobs will be allocated to the node"
 # (scontrol(1), Slurm 22.05+). Powered down, cyclecloud-slurm hands the node back to CycleCloud, which removes the VM
 # (ShutdownPolicy Terminate, the default); the next job gets one made from the nodearray's current definition.
-# `hpclz nodes roll` marks them so through Slurm (hpclz.slurm.roll), here or on the scheduler by Run Command.
+# `hpclz nodes roll` marks them so through Slurm (hpclz.slurm.roll), here or on the scheduler by Run Command. A
+# rack-scale partition is replaced whole instead (hpclz.plan.racks.RACK_REPLACE): `nodes roll` refuses its nodes.
 ROLL = (
     "to roll its nodes after deploy: hpclz nodes roll CONFIG --partition {p} (State=POWER_DOWN_ASAP: running jobs "
     "finish first), then hpclz nodes status CONFIG --partition {p} --wait SECONDS"
@@ -135,12 +137,23 @@ def config_changes(before: dict[str, Any], config: LandingZoneConfig) -> list[Co
     out: list[ConfigChange] = []
     after = config_snapshot(config)
     _walk(before, after, LandingZoneConfig, "", "", "", out)
+    racks = rack_partitions(config)
     for change in out:
         shape = policies.wildcard(change.path)
         if shape in EVALUATORS and change.kind is Action.MODIFY:
             change.verdict = EVALUATORS[shape](change.before, change.after, after)
-    annotate(out, stack_upgrade(before, after))
+        owner = _partition_of(change.path)
+        if change.verdict.policy is Policy.DRAIN_PARTITION and owner in racks:
+            action = rack_replacement(owner, racks[owner])
+            change.verdict = change.verdict.model_copy(update={"action_needed": action})
+    annotate(out, stack_upgrade(before, after, racks))
     return out
+
+
+def _partition_of(path: str) -> str:
+    """`compute.partitions[gb300].image` -> `gb300`; '' outside a partition."""
+    prefix = "compute.partitions["
+    return path[len(prefix) :].split("]", 1)[0] if path.startswith(prefix) else ""
 
 
 def _walk(

@@ -19,6 +19,7 @@ from hpclz.errors import ExitCode, HpclzError
 from hpclz.plan.changeset import Action, ChangeSet, ConfigChange, Policy, ResourceChange, StateRef, Verdict
 from hpclz.plan.config_diff import config_changes, config_snapshot
 from hpclz.plan.offline import offline_changeset
+from hpclz.plan.racks import rack_partitions
 from hpclz.plan.upgrade import stack_upgrade
 from hpclz.render.model import DeploymentPlan
 from hpclz.state.fingerprint import same_value
@@ -90,7 +91,9 @@ def attach_config_diff(changes: ChangeSet, loaded: LoadedConfig, state: StateDoc
         changes.config_baseline = state is None
         return
     changes.config_changes = config_changes(state.applied_config, loaded.config)
-    changes.stack_upgrade = stack_upgrade(state.applied_config, config_snapshot(loaded.config))
+    changes.stack_upgrade = stack_upgrade(
+        state.applied_config, config_snapshot(loaded.config), rack_partitions(loaded.config)
+    )
 
 
 def replacements(changes: ChangeSet) -> list[str]:

@@ -41,3 +41,32 @@ def partition_racks(config: LandingZoneConfig) -> list[PartitionRacks]:
             )
         )
     return out
+
+
+# A rack-scale partition is kept out of Slurm's power saving (`SuspendExcParts`, which cyclecloud-slurm's README asks
+# for: Azure/cyclecloud-slurm@50e6739 README.md l.375-379, and hpclz-topology writes) and its racks are brought up
+# whole by cyclecloud-slurm's scale_m1 (README.md l.368-452: `create_reservation`, then `power_up --racks N`, which
+# "can only power up reserved and powered down nodes", scale_m1/scale_to_n_nodes.py l.248-259). A node rolled alone
+# would come back, if at all, as part of a rack, which is no block and gets no job (docs/gb-racks.md). So such a
+# partition is replaced whole: its nodes powered down by name once their jobs end (scale_m1's own prune powers nodes
+# of that partition down the same way, `scontrol update NodeName=... State=POWER_DOWN`, scale_to_n_nodes.py
+# l.335-338; POWER_DOWN_ASAP "will drain the node and mark it for power down. Currently running jobs will complete
+# first", scontrol(1)), then its racks powered up from the new definition with scale_m1.
+RACK_REPLACE = (
+    "partition {p} is rack-scale, out of Slurm's power saving (SuspendExcParts): its {n} rack(s) are replaced whole, "
+    "not rolled node by node: on the scheduler, scontrol update NodeName=<every node of {p}> State=POWER_DOWN_ASAP "
+    "Reason='hpclz: roll: new node definition'; once hpclz nodes status CONFIG --partition {p} --wait SECONDS says "
+    "every node is powered down: scale_m1 create_reservation -p {p}; scale_m1 power_up --racks {n} "
+    "(docs/gb-racks.md, Replacing the racks)"
+)
+
+
+def rack_partitions(config: LandingZoneConfig) -> dict[str, int]:
+    """Each rack-scale partition of the config and its racks (a part rack, refused by HPCLZ-CMP-071, counts as one)."""
+    return {r.partition: r.racks + (1 if r.part_rack_nodes else 0) for r in partition_racks(config)}
+
+
+def rack_replacement(partition: str, racks: int) -> str:
+    """How a rack-scale partition gets onto a new node definition (`hpclz plan`'s action, `hpclz nodes roll`'s
+    refusal): the one path that keeps its racks whole."""
+    return RACK_REPLACE.format(p=partition, n=racks)

@@ -9,6 +9,7 @@ must update this first", https://raw.githubusercontent.com/SchedMD/slurm/slurm-2
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from hpclz.catalog.versions import (
@@ -22,6 +23,7 @@ from hpclz.catalog.versions import (
     window,
 )
 from hpclz.plan.changeset import Action, ConfigChange, Policy, StackUpgrade, Verdict, worst
+from hpclz.plan.racks import rack_replacement
 from hpclz.plan.server_rebuild import SERVER, before_replace
 
 FIELDS = ("version", "slurm_project_version", "slurm_version")
@@ -40,8 +42,11 @@ def _describe(key: tuple[str, str, str]) -> str:
     return f"CycleCloud {key[0]} + cyclecloud-slurm {key[1]} + Slurm {key[2]}"
 
 
-def stack_upgrade(before: dict[str, Any], after: dict[str, Any]) -> StackUpgrade | None:
-    """None when the triple is unchanged (or either side has none)."""
+def stack_upgrade(
+    before: dict[str, Any], after: dict[str, Any], racks: Mapping[str, int] | None = None
+) -> StackUpgrade | None:
+    """None when the triple is unchanged (or either side has none). `racks`: the rack-scale partitions and their racks
+    (hpclz.plan.racks.rack_partitions), whose nodes are replaced whole instead of rolled."""
     old_key, new_key = _triple(before), _triple(after)
     if old_key is None or new_key is None or old_key == new_key:
         return None
@@ -68,7 +73,7 @@ def stack_upgrade(before: dict[str, Any], after: dict[str, Any]) -> StackUpgrade
         allowed=True,
         reason=f"Slurm {slurm_major(old.slurm)} -> {slurm_major(new.slurm)} is within the window",
         road=[new.describe()],
-        steps=_steps(old, new, partitions, accounting, images),
+        steps=_steps(old, new, partitions, accounting, images, racks or {}),
         replaces_server=old.cyclecloud != new.cyclecloud and not _in_place(images),
     )
 
@@ -135,6 +140,7 @@ def _steps(
     partitions: list[str],
     accounting: bool,
     images: tuple[str | None, str | None],
+    racks: Mapping[str, int],
 ) -> list[str]:
     steps: list[str] = []
     if old.cyclecloud != new.cyclecloud:
@@ -153,7 +159,11 @@ def _steps(
         f"slurmctld {old.slurm} -> {new.slurm}, on the scheduler: back up StateSaveLocation, then restart the "
         "scheduler node"
     )
-    steps.extend(f"slurmd {old.slurm} -> {new.slurm} on partition {p}: {ROLL.format(p=p)}" for p in partitions)
+    steps.extend(
+        f"slurmd {old.slurm} -> {new.slurm} on partition {p}: "
+        + (rack_replacement(p, racks[p]) if p in racks else ROLL.format(p=p))
+        for p in partitions
+    )
     steps.append(f"login nodes and clients {old.slurm} -> {new.slurm} last: restart the login nodes")
     return [f"{n}. {text}" for n, text in enumerate(steps, start=1)]
 

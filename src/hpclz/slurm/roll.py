@@ -7,7 +7,8 @@ on the scheduler VM through Azure Run Command from the machine that deployed, as
 passes that trip as `there` (hpclz.azure.remote_nodes), so this Slurm adapter never imports the Azure one.
 
 Refused, with one line and nothing changed: a partition the config does not define, a node outside the chosen
-partitions, and a node Slurm has no power saving for (it would be drained and never replaced).
+partitions, a node of a rack-scale partition (replaced whole, never node by node: hpclz.plan.racks.RACK_REPLACE, the
+line the refusal gives) and a node Slurm has no power saving for (it would be drained and never replaced).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from pydantic import BaseModel, Field
 from hpclz.config.loader import LoadedConfig
 from hpclz.errors import ExitCode, HpclzError
 from hpclz.output import ResultBody
+from hpclz.plan.racks import rack_partitions, rack_replacement
 from hpclz.slurm.client import NodeInfo, SlurmClient
 from hpclz.slurm.power import Phase, phase, read_power_saving, roll_command, roll_reason
 from hpclz.slurm.route import SCHEDULER_PYTHON, azure_explained, through_run_command
@@ -81,6 +83,9 @@ def roll(loaded: LoadedConfig, opts: NodesOptions, there: There) -> NodesResult:
             exit_code=ExitCode.USAGE,
         )
     partitions = _partitions(loaded, opts.partitions)
+    racks = rack_partitions(loaded.config)
+    if opts.partitions or opts.all_partitions:  # named: refused before Slurm (or the scheduler VM) is asked
+        _refuse_racks([p for p in partitions if p in racks], racks)
     if opts.all_partitions:
         opts = replace(opts, partitions=tuple(partitions))  # the scheduler gets the same choice by name
     if _remote(opts):
@@ -89,8 +94,10 @@ def roll(loaded: LoadedConfig, opts: NodesOptions, there: There) -> NodesResult:
     infos = _select(client, partitions, opts.nodes)
     hostlist = client.hostlist(sorted(infos))
     power = read_power_saving(client)
-    # Every partition of each node, not only the one it was selected through: any of them may turn power saving off.
+    # Every partition of each node, not only the one it was selected through: any of them may turn power saving off,
+    # and any of them may be a rack-scale partition.
     whole = client.nodes(nodelist=hostlist)
+    _refuse_racks(sorted({p for i in whole for p in i.partitions if p in racks}), racks)
     refused = {i.name: why for i in whole if (why := power.why_not(i)) is not None}
     if refused:
         said = "; ".join(f"{n}: {why}" for n, why in sorted(refused.items()))
@@ -105,6 +112,16 @@ def roll(loaded: LoadedConfig, opts: NodesOptions, there: There) -> NodesResult:
         infos = _select(client, partitions, hostlist)
     shown = "scontrol " + " ".join(a if " " not in a else f"'{a}'" for a in args)
     return NodesResult(action="roll", dry_run=opts.dry_run, command=shown, nodes=_states(infos))
+
+
+def _refuse_racks(chosen: Sequence[str], racks: dict[str, int]) -> None:
+    """A rack-scale partition is kept out of Slurm's power saving and brought up whole by scale_m1: a roll node by
+    node would leave part racks that get no job. The one line says how it is replaced instead."""
+    if chosen:
+        raise HpclzError(
+            f"cannot roll, nothing was changed: {rack_replacement(chosen[0], racks[chosen[0]])}",
+            exit_code=ExitCode.USAGE,
+        )
 
 
 def status(loaded: LoadedConfig, opts: NodesOptions, there: There) -> NodesResult:
