@@ -24,8 +24,10 @@ Machine is being deleted", Terminate "the virtual machine is scheduled to be del
   scontrol(1) of Slurm 22.05, NODE STATE): slurmctld runs the SuspendProgram, cyclecloud-slurm's
   suspend_program.sh, which removes the node in CycleCloud, and the node ends IDLE+POWERED_DOWN (`idle~`), which
   Slurm powers up again (ResumeProgram: CycleCloud creates a new VM) when a job needs it. Its jobs were requeued
-  first, so the force cancels none. Before that, while slurmd still kills the requeued jobs' processes, it unmounts
-  the node's Lustre file systems (settings["unmount"]): a client that vanishes mounted is evicted by the servers,
+  first, so the force cancels none. Then, while slurmd still kills the requeued jobs' processes, it unmounts the
+  node's Lustre file systems (settings["unmount"]) before it acknowledges, within the event's NotBefore time (a
+  Preempt gives 30 s, and the VM goes then, acknowledged or not): the power down comes first so that Slurm has the
+  node whatever the unmount takes. A client that vanishes mounted is evicted by the servers,
   and its eviction pauses the other clients "for up to 15 minutes"; AMLFS says to unmount "(without the use of -f
   or -l) before stopping, deallocating, or rebooting Lustre client VMs" and to "use scheduled events to automate
   unmounting" (learn.microsoft.com/azure/azure-managed-lustre/troubleshoot-performance, Symptom 2; MicrosoftDocs/
@@ -33,6 +35,7 @@ Machine is being deleted", Terminate "the virtual machine is scheduled to be del
   VM comes back and fstab mounts it again at boot.
 """
 
+import email.utils
 import json
 import os
 import signal
@@ -58,6 +61,8 @@ GOES_AWAY = ("Preempt", "Terminate")
 # (learn.microsoft.com/azure/virtual-machines/linux/scheduled-events, "Event scheduling").
 UNMOUNT_SECONDS = 20
 LAZY_SECONDS = 5
+# Kept back from the event's NotBefore for the lazy umount and the acknowledgement.
+NOT_BEFORE_MARGIN = LAZY_SECONDS + 2
 # Kept on the OS disk, which a reboot and a redeploy keep; the kernel's id of the running boot (proc(5), random).
 DEFAULT_RECORDS = "/var/lib/hpclz/scheduled-events-drains.json"
 DEFAULT_BOOT_ID = "/proc/sys/kernel/random/boot_id"
@@ -150,18 +155,29 @@ def mounted(settings):
         return set(line.split()[1] for line in handle if len(line.split()) > 1)
 
 
-def unmount(settings):
+def seconds_left(event):
+    """Seconds until the event's NotBefore (RFC 1123, "Mon, 19 Sep 2016 18:29:47 GMT"), 0 when it is past, empty
+    (the event has started) or unreadable."""
+    try:
+        start = email.utils.parsedate_to_datetime(event.get("NotBefore", ""))
+    except (TypeError, ValueError, IndexError):
+        return 0.0
+    return max(0.0, start.timestamp() - time.time())
+
+
+def unmount(settings, event):
     """Unmount each of settings["unmount"] that is mounted: a plain umount, tried again while it fails (busy) for
-    settings["unmount_seconds"]; then, as a last resort, a lazy one (umount(8), -l: "Detach the filesystem from the
-    file hierarchy now, and clean up all references to this filesystem as soon as it is not busy anymore")."""
-    budget = settings.get("unmount_seconds", UNMOUNT_SECONDS)
+    settings["unmount_seconds"], never past the event's NotBefore less a margin; then, as a last resort, a lazy one
+    (umount(8), -l: "Detach the filesystem from the file hierarchy now, and clean up all references to this
+    filesystem as soon as it is not busy anymore"). No time left before NotBefore: the lazy one alone."""
+    budget = min(settings.get("unmount_seconds", UNMOUNT_SECONDS), seconds_left(event) - NOT_BEFORE_MARGIN)
     present = mounted(settings)
     for point in settings.get("unmount", []):
         if point not in present:
             print("hpclz-scheduled-events: " + point + " not mounted")
             continue
         end = time.monotonic() + budget
-        status, why = bounded(["umount", point], budget)
+        status, why = bounded(["umount", point], budget) if budget >= 1 else (None, "no time left before NotBefore")
         while status not in (0, None) and time.monotonic() + 1 < end:
             time.sleep(1)
             status, why = bounded(["umount", point], end - time.monotonic())
@@ -220,10 +236,10 @@ def prepare(node, event, settings):
             save_records(settings, records)
     if settings["requeue_jobs"]:
         requeue(node)
-    if event["EventType"] in GOES_AWAY:
-        unmount(settings)
     if event["EventType"] in GOES_AWAY and not ("POWERING_DOWN" in flags or "POWERED_DOWN" in flags):
         scontrol_update(node, "state=power_down_force")
+    if event["EventType"] in GOES_AWAY:
+        unmount(settings, event)
 
 
 def return_node(node, document, settings):

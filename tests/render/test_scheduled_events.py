@@ -4,11 +4,13 @@ evicted node), the boot tier of hpclz's gate reading the verify fixtures."""
 
 from __future__ import annotations
 
+import email.utils
 import json
 import os
 import subprocess
 import sys
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any, ClassVar
@@ -108,15 +110,20 @@ def _run(
     return log.read_text(encoding="utf-8").splitlines() if log.exists() else []
 
 
-def _event(kind: str, resources: list[str]) -> dict[str, Any]:
+def _event(kind: str, resources: list[str], not_before: str = "Mon, 19 Sep 2016 18:29:47 GMT") -> dict[str, Any]:
     return {
         "EventId": f"E-{kind}",
         "EventType": kind,
         "ResourceType": "VirtualMachine",
         "Resources": resources,
         "EventStatus": "Scheduled",
-        "NotBefore": "Mon, 19 Sep 2016 18:29:47 GMT",
+        "NotBefore": not_before,
     }
+
+
+def _soon(seconds: int = 120) -> str:
+    """A NotBefore `seconds` from now, as IMDS writes it (RFC 1123, "Mon, 19 Sep 2016 18:29:47 GMT")."""
+    return email.utils.format_datetime(datetime.now(UTC) + timedelta(seconds=seconds), usegmt=True)
 
 
 def test_drains_requeues_and_acknowledges_an_event_for_this_vm(tmp_path: Path, imds: str) -> None:
@@ -171,18 +178,28 @@ def test_an_evicted_node_unmounts_lustre_after_the_requeue_and_before_the_acknow
 ) -> None:
     """AMLFS: unmount "before stopping, deallocating, or rebooting Lustre client VMs", else the servers evict the
     client and the other clients pause "for up to 15 minutes" (MicrosoftDocs/azure-stack-docs@2c9f8ee
-    azure-managed-lustre/troubleshoot-performance.md, Symptom 2). Before the power down, which has CycleCloud delete
-    the VM."""
+    azure-managed-lustre/troubleshoot-performance.md, Symptom 2). After the power down, so that Slurm has the node
+    whatever the unmount takes (a Preempt's VM goes at NotBefore, acknowledged or not), before the acknowledgement."""
     settings = _lustre(tmp_path, "exit 0")
-    calls = _run(tmp_path, imds, [_event(kind, ["vm-node-1"])], [kind], extra=settings)
+    calls = _run(tmp_path, imds, [_event(kind, ["vm-node-1"], _soon())], [kind], extra=settings)
     node = os.uname().nodename.split(".")[0]
     assert calls[-5:] == [
         "scontrol requeue 101",
         "scontrol requeue 102",
-        "umount /lustre",
         f"scontrol update nodename={node} state=power_down_force",
+        "umount /lustre",
         f"acknowledge E-{kind}",
     ]
+
+
+def test_an_eviction_at_its_notbefore_gets_only_the_lazy_unmount(tmp_path: Path, imds: str) -> None:
+    """Azure "Preempt | 30 seconds" of notice (learn.microsoft.com/azure/virtual-machines/linux/scheduled-events,
+    "Event scheduling"): with no time left before NotBefore the watcher does not wait on a plain umount; it detaches
+    the mount lazily and acknowledges at once."""
+    settings = _lustre(tmp_path, 'case "$1" in -l) exit 0 ;; *) exec sleep 600 ;; esac')
+    calls = _run(tmp_path, imds, [_event("Preempt", ["vm-node-1"], _soon(3))], ["Preempt"], extra=settings)
+    assert [c for c in calls if c.startswith("umount")] == ["umount -l /lustre"]
+    assert calls[-1] == "acknowledge E-Preempt"
 
 
 def test_a_busy_lustre_is_unmounted_once_the_requeued_jobs_let_go(tmp_path: Path, imds: str) -> None:
@@ -190,7 +207,9 @@ def test_a_busy_lustre_is_unmounted_once_the_requeued_jobs_let_go(tmp_path: Path
     processes: tried again, and no lazy unmount once it succeeds."""
     first = tmp_path / "busy-once"
     busy = f'if [ ! -e {first} ]; then touch {first}; echo "umount: /lustre: target is busy." >&2; exit 32; fi'
-    calls = _run(tmp_path, imds, [_event("Terminate", ["vm-node-1"])], ["Terminate"], extra=_lustre(tmp_path, busy))
+    calls = _run(
+        tmp_path, imds, [_event("Terminate", ["vm-node-1"], _soon())], ["Terminate"], extra=_lustre(tmp_path, busy)
+    )
     assert [c for c in calls if c.startswith("umount")] == ["umount /lustre", "umount /lustre"]
     assert calls[-1] == "acknowledge E-Terminate"
 
@@ -202,7 +221,7 @@ def test_a_hanging_umount_is_cut_short_lazily_unmounted_and_the_event_still_ackn
     follows and the watcher acknowledges, instead of hanging until the eviction (_run's own timeout would fail)."""
     hang = 'case "$1" in -l) exit 0 ;; *) exec sleep 600 ;; esac'
     settings = _lustre(tmp_path, hang, seconds=1)
-    calls = _run(tmp_path, imds, [_event("Preempt", ["vm-node-1"])], ["Preempt"], extra=settings)
+    calls = _run(tmp_path, imds, [_event("Preempt", ["vm-node-1"], _soon())], ["Preempt"], extra=settings)
     assert [c for c in calls if c.startswith("umount")] == ["umount /lustre", "umount -l /lustre"]
     assert calls[-1] == "acknowledge E-Preempt"
 
@@ -217,7 +236,7 @@ def test_a_vm_that_comes_back_keeps_its_lustre_mounted(tmp_path: Path, imds: str
 def test_a_lustre_not_mounted_is_left_alone(tmp_path: Path, imds: str) -> None:
     settings = _lustre(tmp_path, "exit 0")
     (tmp_path / "mounts").write_text(MOUNTS.splitlines()[0] + "\n", encoding="utf-8")
-    calls = _run(tmp_path, imds, [_event("Terminate", ["vm-node-1"])], ["Terminate"], extra=settings)
+    calls = _run(tmp_path, imds, [_event("Terminate", ["vm-node-1"], _soon())], ["Terminate"], extra=settings)
     assert not [c for c in calls if c.startswith("umount")]
     assert calls[-1] == "acknowledge E-Terminate"
 
