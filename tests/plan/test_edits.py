@@ -386,7 +386,8 @@ def test_a_rack_partition_is_planned_as_replaced_whole_not_rolled() -> None:
     assert "hpclz nodes roll" not in rack
     assert "partition gb300 is rack-scale, out of Slurm's power saving (SuspendExcParts)" in rack
     assert "scontrol update NodeName=<every node of gb300> State=POWER_DOWN_ASAP" in rack
-    assert "scale_m1 create_reservation -p gb300; scale_m1 power_up --racks 2" in rack  # 36 nodes, 18 a rack
+    assert "scale_m1 create_reservation -p gb300 (" in rack and "power_up --racks 2;" in rack  # 36 nodes, 18 a rack
+    assert "release the nodes that came up from the scale_m1 reservation" in rack
     assert "hpclz nodes roll CONFIG --partition h100" in actions["compute.partitions[h100].image"]
     text = _text(changes)
     assert "scale_m1 power_up --racks 2" in text and "hpclz nodes roll CONFIG --partition gb300" not in text

@@ -186,7 +186,8 @@ def test_a_rack_partition_is_refused_with_the_whole_rack_path(
     assert done.exit_code == 64, done.stderr
     assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
     assert f"cannot roll, nothing was changed: partition {rack} is rack-scale" in done.stderr
-    assert f"scale_m1 create_reservation -p {rack}; scale_m1 power_up --racks 2" in done.stderr
+    assert f"scale_m1 create_reservation -p {rack} (" in done.stderr and "scale_m1 power_up --racks 2;" in done.stderr
+    assert "release the nodes that came up from the scale_m1 reservation" in done.stderr
     assert power_cluster.node_states() == before
 
 

@@ -56,7 +56,9 @@ RACK_REPLACE = (
     "partition {p} is rack-scale, out of Slurm's power saving (SuspendExcParts): its {n} rack(s) are replaced whole, "
     "not rolled node by node: on the scheduler, scontrol update NodeName=<every node of {p}> State=POWER_DOWN_ASAP "
     "Reason='hpclz: roll: new node definition'; once hpclz nodes status CONFIG --partition {p} --wait SECONDS says "
-    "every node is powered down: scale_m1 create_reservation -p {p}; scale_m1 power_up --racks {n} "
+    "every node is powered down: scale_m1 create_reservation -p {p} (a scale_m1 reservation left from bring-up is "
+    "updated or deleted first: create_reservation makes one of that name); scale_m1 power_up --racks {n}; then "
+    "release the nodes that came up from the scale_m1 reservation, which holds them for root until then "
     "(docs/gb-racks.md, Replacing the racks)"
 )
 
