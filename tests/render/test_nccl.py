@@ -145,7 +145,9 @@ def _written(script: str, root: Path) -> dict[str, str]:
     start = script.find("mkdir -p /etc/enroot/environ.d")
     if start < 0:
         return {}
-    end = script.index('\necho "hpclz node setup done', start)
+    # The block runs up to the script's last line, which with shared mounts first names any that are missing.
+    ends = [script.find(marker, start) for marker in ('\nif [ -n "${unmounted:-}" ]', '\necho "hpclz node setup done')]
+    end = min(e for e in ends if e >= 0)
     block = script[start:end].replace("/etc/enroot/", f"{root}/etc/enroot/")
     subprocess.run(["bash", "-euo", "pipefail", "-c", block], check=True)
     return {"/" + str(p.relative_to(root)): p.read_text(encoding="utf-8") for p in root.rglob("*") if p.is_file()}
