@@ -24,7 +24,6 @@ from pydantic import BaseModel, Field
 from hpclz.config.loader import LoadedConfig
 from hpclz.errors import ExitCode, HpclzError
 from hpclz.output import ResultBody
-from hpclz.plan.racks import rack_partitions, rack_replacement
 from hpclz.slurm.client import NodeInfo, SlurmClient
 from hpclz.slurm.power import Phase, phase, read_power_saving, roll_command, roll_reason
 from hpclz.slurm.route import SCHEDULER_PYTHON, azure_explained, through_run_command
@@ -82,6 +81,10 @@ def roll(loaded: LoadedConfig, opts: NodesOptions, there: There) -> NodesResult:
             "(every partition of the config: the whole cluster drains)",
             exit_code=ExitCode.USAGE,
         )
+    # Imported here: which partitions are rack-scale comes from the VM catalog (its NVLink domain size), which no other
+    # nodes command loads (tests/test_import_guard.py).
+    from hpclz.plan.racks import rack_partitions
+
     partitions = _partitions(loaded, opts.partitions)
     racks = rack_partitions(loaded.config)
     if opts.partitions or opts.all_partitions:  # named: refused before Slurm (or the scheduler VM) is asked
@@ -118,6 +121,8 @@ def _refuse_racks(chosen: Sequence[str], racks: dict[str, int]) -> None:
     """A rack-scale partition is kept out of Slurm's power saving and brought up whole by scale_m1: a roll node by
     node would leave part racks that get no job. The one line says how it is replaced instead."""
     if chosen:
+        from hpclz.plan.racks import rack_replacement
+
         raise HpclzError(
             f"cannot roll, nothing was changed: {rack_replacement(chosen[0], racks[chosen[0]])}",
             exit_code=ExitCode.USAGE,
