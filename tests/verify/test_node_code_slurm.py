@@ -82,7 +82,13 @@ def test_nodes_without_the_schedulers_venv_are_judged_from_the_bundle_and_only_t
     # fails them and convicts no node.
     runs = {c["name"]: c for c in result["collectives"]}
     assert sorted(runs) == ["all-nodes", "pair-node1-node3", "pair-node3-node4", "pair-node4-node1"]
-    assert all(c["status"] == "fail" and "No module named 'torch'" in c["message"] for c in runs.values())
+    said = {name: c["message"] for name, c in runs.items()}
+    assert all(c["status"] == "fail" for c in runs.values()), said
+    # Each run that started ended on the rank's own import error; on a loaded machine an exclusive pair may still be
+    # pending when its time is up (hpclz.verify.collective_job: "cancelled while PENDING after its time budget"),
+    # which measures nothing either. At least one rank must have started from the bundle.
+    torch = [n for n, m in said.items() if "No module named 'torch'" in m]
+    assert torch and all(n in torch or "cancelled while PENDING" in m for n, m in said.items()), said
     assert f"  rank=(python3 {bundle} collective)\n" in (work / "collectives" / "all-nodes.sh").read_text()
 
 
