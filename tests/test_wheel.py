@@ -18,20 +18,14 @@ import pytest
 
 from hpclz.arm.checkov_gate import CHECKOV_ENV, find_checkov
 from tests.conftest import REPO, require
+from tests.support.hpclz_wheel import build_wheel
 
 pytestmark = pytest.mark.slow  # builds the wheel with pip
 
 
 @pytest.fixture(scope="module")
 def built_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("wheel")
-    subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", str(REPO), "--no-deps", "--no-build-isolation", "-q", "-w", str(out)],
-        check=True,
-        capture_output=True,
-    )
-    [wheel] = out.glob("hpclz-*.whl")
-    return wheel
+    return build_wheel(tmp_path_factory.mktemp("wheel"))
 
 
 @pytest.fixture(scope="module")

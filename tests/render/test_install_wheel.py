@@ -19,9 +19,10 @@ import pytest
 from azure.core.exceptions import ResourceExistsError
 from azure.storage.blob import BlobServiceClient
 
-from tests.conftest import REPO, require
+from tests.conftest import require
 from tests.render.test_cloudinit import _artifacts, _scripts, node_tools
 from tests.support.azurite import Azurite, azurite  # noqa: F401  (a fixture, used by name)
+from tests.support.hpclz_wheel import build_wheel
 from tests.support.local_http import FakeService, serve
 
 WHEEL = "hpclz-0.0.1-py3-none-any.whl"
@@ -389,15 +390,7 @@ JAMMY = 'NAME="Ubuntu"\nID=ubuntu\nVERSION_ID="22.04"\n'
 @pytest.fixture(scope="module")
 def hpclz_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """This checkout's own wheel, built as `hpclz deploy` builds it (hpclz.deploy.wheel: pip wheel, no isolation)."""
-    out = tmp_path_factory.mktemp("hpclz-wheel")
-    subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", str(REPO), "--no-deps", "--no-build-isolation", "-q", "-w", str(out)],
-        check=True,
-        capture_output=True,
-        timeout=300,
-    )
-    [wheel] = out.glob("hpclz-*-py3-none-any.whl")
-    return wheel
+    return build_wheel(tmp_path_factory.mktemp("hpclz-wheel"))
 
 
 @pytest.mark.slow
