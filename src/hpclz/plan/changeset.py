@@ -6,6 +6,8 @@ this model, so the printer, the JSON output and `--detailed-exitcode` never care
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Iterable
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -166,6 +168,17 @@ class Summary(BaseModel):
             f"Plan: {self.add} to add, {self.change} to change, {self.replace} to replace, {self.destroy} to destroy."
         )
 
+    @classmethod
+    def of(cls, actions: Iterable[Action]) -> Summary:
+        """How many of `actions` add, change, replace and destroy; no-change and reads count in none."""
+        counted = Counter(actions)
+        return cls(
+            add=counted[Action.CREATE],
+            change=counted[Action.MODIFY],
+            replace=counted[Action.REPLACE],
+            destroy=counted[Action.DELETE],
+        )
+
 
 # Graph's object type path for an app role assignment (hpclz.deploy.app_roles names what destroy deletes with it).
 APP_ROLE_ASSIGNMENT_TYPE = "Microsoft.Graph/servicePrincipals/appRoleAssignedTo"
@@ -210,13 +223,7 @@ class EntraChanges(BaseModel):
 
     @property
     def summary(self) -> Summary:
-        counts = Summary()
-        for a in self.assignments:
-            if a.action is Action.CREATE:
-                counts.add += 1
-            elif a.action is Action.DELETE:
-                counts.destroy += 1
-        return counts
+        return Summary.of(a.action for a in self.assignments)
 
     def payload(self) -> dict[str, Any]:
         body = self.model_dump(mode="json")
@@ -283,17 +290,7 @@ class ChangeSet(BaseModel):
 
     @property
     def summary(self) -> Summary:
-        counts = Summary()
-        for r in self.resources:
-            if r.action is Action.CREATE:
-                counts.add += 1
-            elif r.action is Action.MODIFY:
-                counts.change += 1
-            elif r.action is Action.REPLACE:
-                counts.replace += 1
-            elif r.action is Action.DELETE:
-                counts.destroy += 1
-        return counts
+        return Summary.of(r.action for r in self.resources)
 
     @property
     def changed_resources(self) -> list[ResourceChange]:
