@@ -109,6 +109,14 @@ def _install(
     return subprocess.run(["bash", str(script), *args], env=env, capture_output=True, text=True, timeout=300)
 
 
+def _published(store: Azurite, tmp_path: Path) -> str:
+    """The stand-in wheel written and uploaded as the deploy publishes it (under its SHA-256); its digest."""
+    good = _wheel(tmp_path / WHEEL)
+    digest = hashlib.sha256(good).hexdigest()
+    _put(store, f"{digest}/{WHEEL}", good)
+    return digest
+
+
 def _put(store: Azurite, name: str, data: bytes) -> None:
     """The locker's wheel container; public read here only because Azurite checks no bearer token."""
     service = BlobServiceClient.from_connection_string(store.connection_string)
@@ -138,9 +146,7 @@ def test_no_digest_given_installs_nothing(home: Path, imds: str, store: Azurite)
 def test_a_matching_wheel_is_installed_from_the_local_file(
     home: Path, imds: str, store: Azurite, tmp_path: Path
 ) -> None:
-    good = _wheel(tmp_path / WHEEL)
-    digest = hashlib.sha256(good).hexdigest()
-    _put(store, f"{digest}/{WHEEL}", good)
+    digest = _published(store, tmp_path)
     done = _install(home, imds, store, digest)
     assert done.returncode == 0, done.stderr
     assert f"installed {WHEEL} (sha256 {digest})" in done.stdout
@@ -265,9 +271,7 @@ def test_a_malformed_current_wheel_is_refused_before_any_download(
 def test_a_wheel_pip_cannot_install_leaves_the_previous_venv(
     home: Path, imds: str, store: Azurite, tmp_path: Path
 ) -> None:
-    good = _wheel(tmp_path / WHEEL)
-    digest = hashlib.sha256(good).hexdigest()
-    _put(store, f"{digest}/{WHEEL}", good)
+    digest = _published(store, tmp_path)
     assert _install(home, imds, store, digest).returncode == 0
     broken = b"not a zip file"
     other = hashlib.sha256(broken).hexdigest()
@@ -460,9 +464,7 @@ def test_a_release_that_packages_no_python_311_stops_the_timer(
     (Azure/cyclecloud-slurm@50e6739 specs/scheduler/cluster-init/files/common.sh l.46-85): refused before apt."""
     py310 = _real_python("3.10")
     node = _node(tmp_path, 'ID=ubuntu\nVERSION_ID="20.04"\n', {"python3": py310})
-    good = _wheel(tmp_path / WHEEL)
-    digest = hashlib.sha256(good).hexdigest()
-    _put(store, f"{digest}/{WHEEL}", good)
+    digest = _published(store, tmp_path)
     done = _install(home, imds, store, digest, node=node)
     assert done.returncode == 3
     assert done.stderr.strip().splitlines()[-1] == (
@@ -480,9 +482,7 @@ def test_elsewhere_the_install_waits_for_cyclecloud_slurms_python(
     (common.sh l.46-49), so the timer keeps trying and nothing is installed from here."""
     py310 = _real_python("3.10")
     node = _node(tmp_path, 'ID="almalinux"\nVERSION_ID="8.10"\n', {"python3": py310})
-    good = _wheel(tmp_path / WHEEL)
-    digest = hashlib.sha256(good).hexdigest()
-    _put(store, f"{digest}/{WHEEL}", good)
+    digest = _published(store, tmp_path)
     done = _install(home, imds, store, digest, node=node)
     assert done.returncode == 1
     assert "no python3.11 or newer with venv on this node (almalinux 8.10) yet" in done.stderr
