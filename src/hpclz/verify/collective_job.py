@@ -154,10 +154,21 @@ def run_collectives(client: SlurmClient, groups: dict[str, list[str]], plan: Col
 
 
 def job_error(log: Path) -> str:
-    """The rank's own last words, not srun's "Force Terminated" that follows them."""
+    """The rank's own last words, not srun's "Force Terminated" that follows them. Ranks share the log, and
+    `srun --kill-on-bad-exit=1` kills the others when the first one fails, which can cut a rank off after its
+    traceback's first line: the last whole error any rank wrote answers, not a bare "Traceback" header or frame."""
     lines = log.read_text(errors="replace").strip().splitlines() if log.exists() else []
     own = [ln for ln in lines if ln.strip() and not ln.startswith(("srun:", "slurmstepd"))]
-    return (own or lines or ["no output"])[-1].strip()
+    said = [ln for ln in own if not ln[0].isspace() and not ln.startswith(_TRACEBACK_HEADERS)]
+    return (said or own or lines or ["no output"])[-1].strip()
+
+
+# The lines CPython prints around an exception that are not the exception (Python/traceback.c).
+_TRACEBACK_HEADERS = (
+    "Traceback (most recent call last):",
+    "During handling of the above exception",
+    "The above exception was the direct cause",
+)
 
 
 def pair_name(a: str, b: str) -> str:
