@@ -17,7 +17,8 @@ What is removed, and only that:
   written as it stands (`<<'WORD'`: quoted, so not expanded, and not `<<-`, so no tabs stripped):
   - a Python program (its first line a python shebang): a comment token alone on its line (tokenize), not the
     shebang and not an encoding declaration on line 1 or 2 (PEP 263); kept only if `ast.parse` gives the same tree
-    with and without them, checked here, so a wrong removal cannot ship;
+    with and without them, checked here, so a wrong removal cannot ship (the tree, not line numbers: a traceback on
+    a node numbers the shipped file's lines, as bash's LINENO already did for the scripts);
   - a bash or sh program (its first line a bash/sh shebang) with no `#SBATCH` line (sbatch reads those): its
     comment lines outside its own here-documents, which stay byte for byte, as the script's do;
   - a systemd unit written to /etc/systemd/system/NAME.service (.timer, .socket, .mount, .path): a line starting with
@@ -43,14 +44,14 @@ SCRIPT_OPENS = re.compile(r"^\s*CloudInit\s*=\s*'''")
 HEREDOC = re.compile(r"(?<!<)<<(?P<dash>-?)\s*(?P<quote>['\"]?)(?P<word>[A-Za-z_][A-Za-z0-9_]*)(?P=quote)(?!<)")
 PYTHON = re.compile(r"#!\s*(?:/usr/bin/env\s+)?(?:/\S*/)?python[0-9.]*(?:\s+-\S+)*\s*$")
 SHELL = re.compile(r"#!\s*(?:/usr/bin/env\s+)?(?:/\S*/)?(?:bash|sh)(?:\s+-\S+)*\s*$")
-# PEP 263: "the first or second line must match the following regular expression".
-ENCODING = re.compile(r"^[ \t\f]*#.*?coding[:=][ \t]*[-\w.]+")
+# peps.python.org/pep-0263: "the first or second line must match the following regular expression".
+ENCODING = re.compile(r"^[ \t\f]*#.*?coding[:=][ \t]*([-_.a-zA-Z0-9]+)")
 # A unit file written with `>` (not appended to) straight into /etc/systemd/system.
 UNIT = re.compile(
     r"(?<![>&])>\s*(?P<q>['\"]?)/etc/systemd/system/[\w@.:-]+\.(?:service|timer|socket|mount|path)(?P=q)(?:\s|$)"
 )
 COMMENT_MARKS = ("#", ";")
-# sbatch(1): "The batch script may contain options preceded with "#SBATCH" before any executable commands".
+# sbatch(1), slurm.schedmd.com/sbatch.html: "The batch script may contain options preceded with "#SBATCH" before any executable commands".
 SBATCH = re.compile(r"^\s*#SBATCH")
 
 Body = Callable[[re.Match[str], list[str]], list[str]]
