@@ -14,7 +14,7 @@ or hosts.)" (MicrosoftDocs/azure-docs@b8db86a:includes/bastion-native-connect-tu
 articles/bastion/connect-vm-native-client-linux.md, "Connect to a VM - tunnel command"). So the CycleCloud UI is
 reached as CCWS reaches its VMs, a tunnel to port 22 (Azure/cyclecloud-slurm-workspace@bc0fc1b
 util/tunnel_thru_bastion.sh l.9: `--resource-port 22 --port 8822`), then ssh's own port forwarding (`ssh -L`) to
-the server's HTTPS. Only the cluster admins may sign in to the server (HPCLZ-IDN-010), so only they have this way.
+the server's HTTPS. Only the cluster admins may sign in to the server (HPCLZ-IDN-011), so only they have this way.
 """
 
 from __future__ import annotations
