@@ -107,12 +107,32 @@ def ui_redirect_uris(loaded: LoadedConfig, doc: StateDocument) -> list[str]:
     return [f"https://{host}/{path}" for host in ui_hosts(loaded, doc) for path in UI_REDIRECT_PATHS]
 
 
-def _cyclecloud_entra(loaded: LoadedConfig, doc: StateDocument, missing: set[tuple[str, str]] | None) -> list[str]:
+def _redirect_step(loaded: LoadedConfig, doc: StateDocument, client_id: str, registered: set[str] | None) -> list[str]:
+    """The SPA redirect URIs to register: all of them when the app's own were not read, else only those it lacks."""
+    uris = ui_redirect_uris(loaded, doc)
+    if registered is None:
+        return [
+            f"CycleCloud sign-in: the app registration {client_id} needs exactly these Single-page application "
+            f'redirect URIs: {" ".join(uris)} (docs/entra-login.md, "Redirect URIs")'
+        ]
+    lacking = [u for u in uris if u not in registered]
+    if not lacking:
+        return []
+    return [
+        f"CycleCloud sign-in: the app registration {client_id} lacks these Single-page application redirect URIs: "
+        f'{" ".join(lacking)} (docs/entra-login.md, "Redirect URIs")'
+    ]
+
+
+def _cyclecloud_entra(
+    loaded: LoadedConfig, doc: StateDocument, missing: set[tuple[str, str]] | None, registered: set[str] | None
+) -> list[str]:
     """CycleCloud's built-in user management gives each user with node access a local account, with the SSH key
     of their CycleCloud profile, on every node (learn.microsoft.com/azure/cyclecloud/how-to/user-access); with
     Entra ID sign-in, node access is the app's Global.Node.User or Global.Node.Admin role (the roles
     Azure/cyclecloud-slurm-workspace@bc0fc1b:bicep/entra/ccwEntraApp.bicep defines; docs/entra-login.md).
-    `missing`: the (config path, app role) pairs deploy could not make through Graph; None: every one."""
+    `missing`: the (config path, app role) pairs deploy could not make through Graph; None: every one. `registered`:
+    the app's SPA redirect URIs as Graph holds them; None: not read."""
     from hpclz.render.entra import app_role_assignments
     from hpclz.render.zone import Zone
 
@@ -127,7 +147,6 @@ def _cyclecloud_entra(loaded: LoadedConfig, doc: StateDocument, missing: set[tup
                 f"In CycleCloud's app {entra.client_id}, give {a['path']} ({a['group']}) the app roles "
                 f"{' and '.join(roles)}: node access {a['node_access']} (docs/entra-login.md)"
             )
-    uris = ui_redirect_uris(loaded, doc)
     hosts = ui_hosts(loaded, doc)
     sign_in = " or ".join(f"https://{h}/home" for h in hosts if not h.startswith("localhost"))
     where = (
@@ -137,8 +156,7 @@ def _cyclecloud_entra(loaded: LoadedConfig, doc: StateDocument, missing: set[tup
         "tunnel carries SSH only and only admins may sign in to the CycleCloud server"
     )
     return [
-        f"CycleCloud sign-in: the app registration {entra.client_id} needs exactly these Single-page application "
-        f'redirect URIs: {" ".join(uris)} (docs/entra-login.md, "Redirect URIs")',
+        *_redirect_step(loaded, doc, entra.client_id, registered),
         *steps,
         f"Cluster nodes with your Entra ID account: hold the CycleCloud app's Global.Node.User role, {where}; add "
         "your SSH public key to your CycleCloud profile, then ssh to a login node as your CycleCloud user name "
@@ -154,10 +172,14 @@ def _entra(loaded: LoadedConfig) -> bool:
 
 
 def next_steps(
-    loaded: LoadedConfig, doc: StateDocument, missing_app_roles: set[tuple[str, str]] | None = None
+    loaded: LoadedConfig,
+    doc: StateDocument,
+    missing_app_roles: set[tuple[str, str]] | None = None,
+    registered_redirects: set[str] | None = None,
 ) -> list[str]:
     """How to reach the CycleCloud UI and the cluster's nodes, and where `hpclz verify` runs. `missing_app_roles`:
-    the CycleCloud app roles (config path, role) still to give; None: all of them (deploy made none)."""
+    the CycleCloud app roles (config path, role) still to give; None: all of them (deploy made none).
+    `registered_redirects`: the SPA redirect URIs CycleCloud's app holds (Graph); None: unknown, list them all."""
     from hpclz.render.cloudinit import cluster_name
     from hpclz.render.zone import Zone
 
@@ -180,7 +202,7 @@ def next_steps(
     config = Path(loaded.file).name
     if loaded.config.compute.login.count:
         steps.append(f"Login node, from the CycleCloud server: cyclecloud connect login-1 -c {cluster}")
-    steps += _cyclecloud_entra(loaded, doc, missing_app_roles)
+    steps += _cyclecloud_entra(loaded, doc, missing_app_roles, registered_redirects)
     steps += portal_steps(loaded, doc)
     steps.append(
         f"Verify, on the scheduler (from the CycleCloud server: cyclecloud connect scheduler -c {cluster}), "
