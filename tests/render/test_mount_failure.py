@@ -211,7 +211,10 @@ def test_a_node_with_its_mounts_asks_slurm_once_a_boot_then_nothing(
     _health(tmp_path, cluster, "node1", mounted=True)
     assert calls.read_text().splitlines() == ["show node node1 -o"]
     _health(tmp_path, cluster, "node1", mounted=False)  # and the stand-in is reached when a mount is missing
-    assert calls.read_text().splitlines()[1:] == ["show node node1 -o", "update nodename=node1 state=drain reason=" + REASON]
+    assert calls.read_text().splitlines()[1:] == [
+        "show node node1 -o",
+        "update nodename=node1 state=drain reason=" + REASON,
+    ]
 
 
 # scontrol's State= of a node Slurm powers down: marked (scontrol update State=POWER_DOWN, as `hpclz nodes roll` but
