@@ -146,7 +146,7 @@ def test_without_a_new_server_the_scheduler_and_login_nodes_are_new_vms_not_rest
     (ctld,) = [s for s in steps if "slurmctld 25.05.5 -> 25.11.5" in s]
     assert ctld.index("back up StateSaveLocation") < ctld.index("cyclecloud terminate_node <cluster> scheduler")
     assert ctld.index("terminate_node <cluster> scheduler") < ctld.index("cyclecloud start_node <cluster> scheduler")
-    assert "installs Slurm 25.11.5; a reboot or restart keeps Slurm 25.05.5" in ctld
+    assert "installs Slurm 25.11.5; a reboot keeps Slurm 25.05.5" in ctld
     # What the new scheduler VM finds (cyclecloud-slurm install.py l.139, l.417-436, l.501-504).
     assert "/sched/<cluster>/spool/slurmctld" in ctld and "slurmdbd.conf" in ctld
     (login,) = [s for s in steps if s.split(". ", 1)[1].startswith("login nodes")]

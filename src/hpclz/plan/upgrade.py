@@ -31,23 +31,23 @@ PATHS = tuple(f"compute.cyclecloud.{f}" for f in FIELDS)
 # The roll of one partition, as config_diff.ROLL words it for a node image.
 ROLL = "hpclz nodes roll CONFIG --partition {p} (running jobs finish first)"
 # A running CycleCloud node keeps the Slurm it was built with. cyclecloud-slurm installs Slurm from its cluster-init
-# (specs/scheduler/cluster-init/scripts/00-install.sh l.18-24 runs install.py, which runs ubuntu.sh with the cluster's
-# Slurm version), and "When a cluster-init script runs successfully, it places a file in
-# /mnt/cluster-init/.run/(project)/(spec) to ensure the script doesn't run again on a subsequent converge"
-# (learn.microsoft.com/azure/cyclecloud/how-to/projects, "Run files"; MicrosoftDocs/azure-docs@1b3ccaf
-# articles/cyclecloud/how-to/projects.md): a reboot does not install anything. ubuntu.sh also `apt-mark hold`s the
-# Slurm packages it installed (Azure/cyclecloud-slurm@50e6739 azure-slurm-install/ubuntu.sh l.40-55), so no apt
-# upgrade moves them either. Only a new VM runs cluster-init again: `cyclecloud terminate_node <CLUSTER> <NODE_NAME>`
-# "Terminates a running node (but leaves it in the cluster)", `cyclecloud start_node <CLUSTER> <NODE_NAME>` "Starts
-# terminated nodes in a running cluster" (learn.microsoft.com/azure/cyclecloud/cli; MicrosoftDocs/azure-docs@1bf362e
-# articles/cyclecloud/cli.md). A scheduler left on the old Slurm while partitions roll onto new-Slurm nodes breaks
-# Slurm's order: "Rolling upgrades are also possible if the slurmctld is upgraded first" (slurm.schedmd.com/upgrades.html,
-# "slurmctld (Controller)").
+# (Azure/cyclecloud-slurm@50e6739 specs/scheduler/cluster-init/scripts/00-install.sh l.18-24 runs install.py, whose
+# run_installer runs ubuntu.sh with the cluster's Slurm version, azure-slurm-install/install.py l.256-283), and "When a
+# cluster-init script runs successfully, it places a file in /mnt/cluster-init/.run/(project)/(spec) to ensure the
+# script doesn't run again on a subsequent converge" (learn.microsoft.com/azure/cyclecloud/how-to/projects, "Run files";
+# MicrosoftDocs/azure-docs@1b3ccaf articles/cyclecloud/how-to/projects.md): a reboot does not install anything.
+# ubuntu.sh also `apt-mark hold`s the Slurm packages it installed (Azure/cyclecloud-slurm@50e6739
+# azure-slurm-install/ubuntu.sh l.40-55), so no apt upgrade moves them either. A new VM runs cluster-init afresh:
+# `cyclecloud terminate_node <CLUSTER> <NODE_NAME>` "Terminates a running node (but leaves it in the cluster)",
+# `cyclecloud start_node <CLUSTER> <NODE_NAME>` "Starts terminated nodes in a running cluster"
+# (learn.microsoft.com/azure/cyclecloud/cli; MicrosoftDocs/azure-docs@1bf362e articles/cyclecloud/cli.md). A scheduler
+# left on the old Slurm while partitions roll onto new-Slurm nodes breaks Slurm's order: "Rolling upgrades are also
+# possible if the slurmctld is upgraded first" (slurm.schedmd.com/upgrades.html, "slurmctld (Controller)").
 NODE_REPLACED = (
     "after the re-import, on the CycleCloud server: `cyclecloud terminate_node <cluster> {node}`, then "
-    "`cyclecloud start_node <cluster> {node}`: only a new VM runs cyclecloud-slurm's cluster-init, which installs "
-    "Slurm {slurm}; a reboot or restart keeps Slurm {old} (cluster-init runs once per VM, and the Slurm packages are "
-    "apt-mark held)"
+    "`cyclecloud start_node <cluster> {node}`: the new VM runs cyclecloud-slurm's cluster-init, which installs "
+    "Slurm {slurm}; a reboot keeps Slurm {old} (cluster-init does not run again on a later converge, and the Slurm "
+    "packages are apt-mark held)"
 )
 # What the new scheduler VM finds: cyclecloud-slurm keeps StateSaveLocation and slurmdbd.conf under /sched
 # (install.py: config_dir = /sched/<cluster> l.139, slurmdbd.conf there l.417-436, StateSaveLocation
