@@ -75,3 +75,11 @@ def test_every_page_of_assignments_is_read(arm: ArmStandIn, graph: Graph) -> Non
     made = [arm.graph.assignment(sp, f"99999999-8888-4777-8666-00000000000{i}", sp.roles["User"]) for i in range(5)]
     assert graph.assigned_to(sp.id) == made
     assert [path for _, path, _ in arm.graph.log].count(f"/v1.0/servicePrincipals/{sp.id}/appRoleAssignedTo") == 3
+
+
+def test_reads_the_apps_spa_redirect_uris(arm: ArmStandIn, graph: Graph) -> None:
+    """`GET /applications(appId='{appId}')?$select=spa` (learn.microsoft.com/graph/api/application-get)."""
+    assert graph.spa_redirect_uris(APP) is None  # no such app in the tenant: 404 Request_ResourceNotFound
+    arm.graph.add_app(APP).spa_redirect_uris = ["https://localhost:8443/home"]
+    assert graph.spa_redirect_uris(APP) == ["https://localhost:8443/home"]
+    assert arm.graph.writes() == []

@@ -20,9 +20,17 @@ def test_deploy_writes_state_and_shows_next_steps(arm: ArmStandIn, zone: Path, r
         f"--name bas-aitrain-prod-eus2 --resource-group rg-aitrain-network-prod-eus2 --target-resource-id {server}"
     )
     # Commands as az network bastion documents them (learn.microsoft.com/cli/azure/network/bastion) and as
-    # Azure/cyclecloud-slurm-workspace util/tunnel_thru_bastion.sh and ssh_thru_bastion.sh run them.
-    assert f"az network bastion tunnel {bastion} --resource-port 443 --port 8443" in steps
-    assert "https://localhost:8443" in steps
+    # Azure/cyclecloud-slurm-workspace util/tunnel_thru_bastion.sh and ssh_thru_bastion.sh run them. The tunnel goes to
+    # port 22 only ("The bastion tunnel doesn't relay web servers or hosts.": MicrosoftDocs/azure-docs@b8db86a
+    # includes/bastion-native-connect-tunnel.md l.11); ssh forwards the UI's 443.
+    flat = " ".join(steps.split())
+    assert f"az network bastion tunnel {bastion} --resource-port 22 --port 8822" in flat
+    assert "ssh -N -p 8822 -L 8443:localhost:443 -i <your private key> hpcadmin@127.0.0.1" in flat
+    assert "--resource-port 443" not in flat
+    assert "https://localhost:8443/home" in steps
+    # The app registration's SPA redirect URIs are the page the forward opens, /home and /sso
+    # (MicrosoftDocs/azure-docs@03e5750:articles/cyclecloud/how-to/create-app-registration.md, "Configuring redirect URIs").
+    assert "redirect URIs: https://localhost:8443/home https://localhost:8443/sso (" in flat
     assert f"az network bastion ssh {bastion} --auth-type ssh-key --username hpcadmin" in steps
     # identity.groups sign in with Entra ID (MicrosoftDocs/azure-docs:articles/bastion/connect-vm-native-client-linux.md).
     assert f"with your Entra ID account: az network bastion ssh {bastion} --auth-type AAD" in steps

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import shlex
+import subprocess
 from pathlib import Path
+from typing import Any
 
 from hpclz.config import load_config
 from hpclz.config.loader import LoadedConfig
@@ -87,3 +91,125 @@ def test_no_node_sign_in_step_without_cyclecloud_entra(tmp_path: Path) -> None:
     assert loaded.config.identity.cyclecloud_entra is None
     steps = next_steps(loaded, doc)
     assert not any(s.startswith(("Cluster nodes with your Entra ID account", "In CycleCloud's app")) for s in steps)
+
+
+BASTION = (
+    "/subscriptions/00000000-0000-0000-0000-00000000c0de/resourceGroups/rg-net/providers"
+    "/Microsoft.Network/bastionHosts/bas-zone"
+)
+
+
+def _with_bastion(path: str) -> tuple[LoadedConfig, StateDocument]:
+    loaded, doc = _server_only(path)
+    doc.resources.append(
+        ResourceRecord(
+            id=BASTION, type="Microsoft.Network/bastionHosts", name="bas-zone", api_version="x", deployment="n"
+        )
+    )
+    return loaded, doc
+
+
+def _redirect_step(steps: list[str]) -> list[str]:
+    (step,) = [s for s in steps if s.startswith("CycleCloud sign-in: the app registration")]
+    return step.split("redirect URIs: ", 1)[1].split(" (docs/", 1)[0].split()
+
+
+def test_redirect_uris_are_home_and_sso_of_each_host_the_steps_open() -> None:
+    """CycleCloud's article registers https://{host}/home and https://{host}/sso as Single-page application URIs
+    (MicrosoftDocs/azure-docs@03e5750:articles/cyclecloud/how-to/create-app-registration.md, "Configuring redirect
+    URIs"), as CCWS does (Azure/cyclecloud-slurm-workspace@bc0fc1b util/entra_postdeploy.sh l.50-55)."""
+    # Bastion only (ai-training): the SSH forward's local end, the page the admins' step opens.
+    loaded, doc = _with_bastion(str(REPO / "configs" / "ai-training.yaml"))
+    assert loaded.config.network.hub_peering is None
+    steps = next_steps(loaded, doc)
+    assert _redirect_step(steps) == ["https://localhost:8443/home", "https://localhost:8443/sso"]
+    assert any("then open https://localhost:8443/home" in s for s in steps)
+    (users,) = [s for s in steps if s.startswith("Cluster nodes with your Entra ID account")]
+    assert "route into the VNet (hub peering or VPN; this zone has none)" in users
+    # Bastion and hub peering (manufacturing): both ways, each opened by a step.
+    loaded, doc = _with_bastion(str(REPO / "configs" / "manufacturing.yaml"))
+    assert loaded.config.network.hub_peering is not None
+    steps = next_steps(loaded, doc)
+    assert _redirect_step(steps) == [
+        "https://localhost:8443/home",
+        "https://localhost:8443/sso",
+        "https://10.60.1.4/home",
+        "https://10.60.1.4/sso",
+    ]
+    assert any("sign in at https://10.60.1.4/home from a machine that reaches the VNet" in s for s in steps)
+    # No Bastion (finance): the private address the "No Bastion" step opens, nothing on localhost.
+    loaded, doc = _server_only(str(REPO / "configs" / "finance.yaml"))
+    steps = next_steps(loaded, doc)
+    assert _redirect_step(steps) == ["https://10.60.1.4/home", "https://10.60.1.4/sso"]
+    assert any(s.endswith("UI at https://10.60.1.4/home") for s in steps)
+    assert not any("localhost:8443" in s for s in steps)
+
+
+def test_bastion_tunnels_only_to_ssh_and_forwards_the_ui_for_admins() -> None:
+    """ "Connect to a VM using SSH or RDP. (The bastion tunnel doesn't relay web servers or hosts.)"
+    (MicrosoftDocs/azure-docs@b8db86a:includes/bastion-native-connect-tunnel.md l.11); CCWS tunnels port 22 to 8822
+    (Azure/cyclecloud-slurm-workspace@bc0fc1b util/tunnel_thru_bastion.sh l.9)."""
+    loaded, doc = _with_bastion(str(REPO / "configs" / "ai-training.yaml"))
+    (ui,) = [s for s in next_steps(loaded, doc) if s.startswith("CycleCloud UI")]
+    assert "for the cluster admins" in ui
+    assert f"--target-resource-id {VM} --resource-port 22 --port 8822," in ui
+    assert "ssh -N -p 8822 -L 8443:localhost:443 -i <your private key> hpcadmin@127.0.0.1" in ui
+    assert "--resource-port 443" not in ui
+
+
+def _registration_json(uris: list[str]) -> dict[str, Any]:
+    """The app registration docs/entra-login.md PATCHes, built by bash from its script's own lines, with `uris` as
+    the script's SPA_URIS and a stand-in for the Graph scope look-up (the only `az` call inside the JSON)."""
+    doc = (REPO / "docs" / "entra-login.md").read_text(encoding="utf-8")
+    section = doc.split("### Register CycleCloud's app in Entra ID", 1)[1].split("#### Redirect URIs", 1)[0]
+    script = section.split("```bash\n", 1)[1].split("```", 1)[0]
+    lines = script.splitlines()
+    graph = next(line for line in lines if line.startswith("GRAPH="))
+    spa = next(line for line in lines if line.startswith("SPA="))
+    first = lines.index("cat > cyclecloud-app.json <<EOF")
+    heredoc = lines[first + 1 : lines.index("EOF", first)]
+    program = "\n".join(
+        [
+            "APP=app-id; SCOPE=scope-id",
+            graph,
+            'graph_scope() { echo "graph-$1"; }',
+            f"SPA_URIS={shlex.quote(' '.join(uris))}",
+            spa,
+            "cat <<EOF",
+            *heredoc,
+            "EOF",
+        ]
+    )
+    out = subprocess.run(["bash", "-c", program], check=True, capture_output=True, text=True).stdout
+    data: dict[str, Any] = json.loads(out)
+    return data
+
+
+def test_the_documented_registration_is_the_articles_and_ccws() -> None:
+    """CycleCloud's article (MicrosoftDocs/azure-docs@03e5750:articles/cyclecloud/how-to/create-app-registration.md)
+    and CCWS's app (Azure/cyclecloud-slurm-workspace@bc0fc1b:bicep/entra/ccwEntraApp.bicep l.75-216)."""
+    loaded, doc = _with_bastion(str(REPO / "configs" / "ai-training.yaml"))
+    printed = _redirect_step(next_steps(loaded, doc))
+    app = _registration_json(printed)
+    # Single-page application, /home and /sso: exactly what the next steps print; no Web redirect URI.
+    assert app["spa"] == {"redirectUris": printed}
+    assert "redirectUris" not in app["web"] and app["web"]["implicitGrantSettings"]["enableIdTokenIssuance"] is True
+    # Public client flows and the CLI's redirect URIs (ccwEntraApp.bicep l.83-90).
+    assert app["isFallbackPublicClient"] is True
+    assert app["publicClient"] == {"redirectUris": ["http://localhost", "https://localhost"]}
+    # The app's own user_access scope, and the permission to it (ccwEntraApp.bicep l.173-201).
+    (scope,) = app["api"]["oauth2PermissionScopes"]
+    assert (scope["id"], scope["value"], scope["type"], scope["isEnabled"]) == ("scope-id", "user_access", "User", True)
+    assert app["api"]["requestedAccessTokenVersion"] == 1
+    assert app["identifierUris"] == ["api://app-id"]
+    access = {r["resourceAppId"]: r["resourceAccess"] for r in app["requiredResourceAccess"]}
+    assert access["app-id"] == [{"id": "scope-id", "type": "Scope"}]
+    assert access["00000003-0000-0000-c000-000000000000"] == [
+        {"id": "graph-profile", "type": "Scope"},
+        {"id": "graph-User.Read", "type": "Scope"},
+    ]
+    # The script's own SPA_URIS are the Bastion pair the next steps print for a Bastion zone.
+    text = (REPO / "docs" / "entra-login.md").read_text(encoding="utf-8")
+    assert f'SPA_URIS="{" ".join(printed)}"' in text
+    assert "--web-redirect-uris" not in text and "--resource-port 443" not in text
+    assert _registration_json([])["spa"] == {"redirectUris": []}

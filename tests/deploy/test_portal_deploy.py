@@ -31,8 +31,13 @@ def test_the_portal_deploys_privately_and_next_steps_tunnel_to_it(arm: ArmStandI
     ]
     steps = result.stdout.split("Next steps", 1)[1]
     where = f"--name bas-aitrain-prod-eus2 --resource-group rg-aitrain-network-prod-eus2 --target-resource-id {portal['id']}"
-    # The same command as the CycleCloud UI's, to the portal's 443 on another local port, so both can run at once.
-    assert f"az network bastion tunnel {where} --resource-port 443 --port 9443" in " ".join(steps.split())
+    # The same way as the CycleCloud UI's, a tunnel to port 22 and ssh's forward to the portal's 443 (Bastion's tunnel
+    # carries SSH or RDP: MicrosoftDocs/azure-docs@b8db86a includes/bastion-native-connect-tunnel.md l.11), on other
+    # local ports, so both can run at once; the browser still opens localhost:9443, the portal's alias.
+    flat = " ".join(steps.split())
+    assert f"az network bastion tunnel {where} --resource-port 22 --port 9822" in flat
+    assert "ssh -N -p 9822 -L 9443:localhost:443 -i <your private key> hpcadmin@127.0.0.1" in flat
+    assert "--resource-port 443" not in flat
     assert "https://localhost:9443/oidc" in steps and "3c1f9a52-7d4e-4b8a-9e21-5f6d0c8b2a17" in steps
 
 

@@ -346,6 +346,8 @@ CASES: dict[str, list[Case]] = {
         Case("ai-training", _all(_set("identity.cyclecloud_entra", DELETE), _set("identity.entra_login", False))),
         Case("manufacturing", _all(_set("identity.cyclecloud_entra", DELETE), _set("identity.groups.admins", []))),
     ],
+    # manufacturing's users arrive over the hub; without it they reach CycleCloud's UI from nowhere.
+    "HPCLZ-IDN-013": [Case("manufacturing", _set("network.hub_peering", DELETE))],
     "HPCLZ-IDN-010": [Case("energy", _set("identity.key_vault.secrets.slurmdb-password", "plain-Text-Pa55word"))],
     "HPCLZ-IDN-007": [
         Case("finance", _set("identity.key_vault.secrets.Pricing-Library-Licence", "${env:OTHER}")),

@@ -1,4 +1,5 @@
-"""Microsoft Graph v1.0, the little hpclz asks of it: a service principal's app roles and their assignments.
+"""Microsoft Graph v1.0, the little hpclz asks of it: a service principal's app roles and their assignments, and the
+app registration's Single-page application redirect URIs (read only).
 
 An app role assignment is a Graph object, outside ARM, so it goes through an azure-core pipeline of its own, with the
 credential every ARM client gets (token scope: `AzureSettings.graph_scope`). Shapes, from the v1.0 reference:
@@ -6,6 +7,10 @@ credential every ARM client gets (token scope: `AzureSettings.graph_scope`). Sha
 - servicePrincipal, `GET /servicePrincipals(appId='{appId}')` (learn.microsoft.com/graph/api/serviceprincipal-get:
   "You can address the service principal using either its id or appId"); its `appRoles` carry `id` and `value`
   (learn.microsoft.com/graph/api/resources/approle);
+- application, `GET /applications(appId='{appId}')?$select=spa` (learn.microsoft.com/graph/api/application-get: "You
+  can address the application using either its id or appId"; the same least-privileged permission,
+  Application.Read.All, as the service principal's read); `spa.redirectUris`
+  (learn.microsoft.com/graph/api/resources/spaapplication);
 - `GET /servicePrincipals/{id}/appRoleAssignedTo` (serviceprincipal-list-approleassignedto): a collection, `value`,
   paged by `@odata.nextLink` (learn.microsoft.com/graph/paging);
 - `POST /servicePrincipals/{id}/appRoleAssignedTo` with `principalId`, `resourceId`, `appRoleId` -> `201 Created` and
@@ -119,6 +124,18 @@ class Graph:
                 return None
             raise
         return data if isinstance(data, dict) else None
+
+    def spa_redirect_uris(self, app_id: str) -> list[str] | None:
+        """The app registration's Single-page application redirect URIs, None when the tenant has no such app."""
+        try:
+            _, data = self._send("GET", f"/applications(appId='{_quoted(app_id)}')?$select=spa")
+        except GraphError as exc:
+            if exc.status == 404:
+                return None
+            raise
+        spa = data.get("spa") if isinstance(data, dict) else None
+        uris = spa.get("redirectUris") if isinstance(spa, dict) else None
+        return [u for u in uris if isinstance(u, str)] if isinstance(uris, list) else []
 
     def assigned_to(self, service_principal_id: str) -> list[dict[str, Any]]:
         """Every app role assignment granted for the service principal's app roles, all pages."""

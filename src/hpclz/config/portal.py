@@ -83,7 +83,7 @@ class Portal(StrictModel):
         examples=["ood.hpc.contoso.com"],
         description=(
             "Private DNS name users reach the portal by over the hub or VPN (its certificate's name, and a redirect "
-            "URI to register). Empty: only the Bastion tunnel, https://localhost:9443."
+            "URI to register). Empty: only the admins' SSH forward through Bastion, https://localhost:9443."
         ),
         json_schema_extra=policy("replace"),
     )

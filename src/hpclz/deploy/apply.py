@@ -256,11 +256,13 @@ def _apply(
         delivery = Delivery(plan, Zone(loaded.config), wheel, on_event)
         runner.before_submit = delivery.wrap(runner.before_submit)
         run = _run(runner, loaded)
+        registered: set[str] | None = None
         final = runner.doc
         if run.ok:
             final = after_run(loaded, plan, backend, removals, final, secrets, partial=bool(contract.scope.target))
             final = delivery.finish(arm.clients, final, backend.write)
             final, result.app_roles = _app_roles(arm, loaded, final, backend)
+            registered = _registered_redirects(arm, loaded)
     result.removed = [outcome_dict(o) for o in removals.outcomes]
     _report(result, plan, run, final)
     if not run.ok:
@@ -268,8 +270,25 @@ def _apply(
     if failures(removals.outcomes):
         return ExitCode.AZURE_ERROR  # the deletes that did not happen stay in state: a rerun tries again
     missing = None if result.app_roles is None else {(m.path, m.app_role) for m in result.app_roles.missing}
-    result.next_steps = next_steps(loaded, final, missing)
+    result.next_steps = next_steps(loaded, final, missing, registered)
     return ExitCode.OK
+
+
+def _registered_redirects(arm: Any, loaded: LoadedConfig) -> set[str] | None:
+    """The Single-page application redirect URIs CycleCloud's app registration holds, read through Microsoft Graph
+    with the deploy's own credential; None where there is no app to read or Graph would not answer (the next steps
+    then list every URI the zone needs)."""
+    from hpclz.azure.graph import Graph, GraphError
+
+    entra = loaded.config.identity.cyclecloud_entra
+    graph = Graph(arm.clients.settings, arm.clients.credential)
+    if entra is None or graph.settings.graph_refusal() is not None:
+        return None
+    try:
+        uris = graph.spa_redirect_uris(entra.client_id)
+    except GraphError:
+        return None
+    return None if uris is None else set(uris)
 
 
 def _app_roles(

@@ -8,6 +8,13 @@ The server is reached through Bastion with `az network bastion ssh` / `az networ
 (learn.microsoft.com/cli/azure/network/bastion, the `bastion` extension; the same commands as
 Azure/cyclecloud-slurm-workspace util/ssh_thru_bastion.sh and util/tunnel_thru_bastion.sh). Both need Bastion's
 native client support: Standard or Premium SKU with tunneling enabled (learn.microsoft.com/azure/bastion/native-client).
+
+The tunnel carries SSH or RDP only: "Connect to a VM using SSH or RDP. (The bastion tunnel doesn't relay web servers
+or hosts.)" (MicrosoftDocs/azure-docs@b8db86a:includes/bastion-native-connect-tunnel.md l.11, included by
+articles/bastion/connect-vm-native-client-linux.md, "Connect to a VM - tunnel command"). So the CycleCloud UI is
+reached as CCWS reaches its VMs, a tunnel to port 22 (Azure/cyclecloud-slurm-workspace@bc0fc1b
+util/tunnel_thru_bastion.sh l.9: `--resource-port 22 --port 8822`), then ssh's own port forwarding (`ssh -L`) to
+the server's HTTPS. Only the cluster admins may sign in to the server (HPCLZ-IDN-011), so only they have this way.
 """
 
 from __future__ import annotations
@@ -22,6 +29,14 @@ from hpclz.state.model import StateDocument
 # a local port above 1024 needs no root on the user's machine.
 UI_PORT = 443
 LOCAL_UI_PORT = 8443
+SSH_PORT = 22
+# CCWS's local end of the Bastion tunnel to port 22 (util/tunnel_thru_bastion.sh l.9).
+LOCAL_SSH_PORT = 8822
+# Where CycleCloud's web UI sends the browser back after Entra ID sign-in: its app registration's Single-page
+# application redirect URIs, https://{host}/home and https://{host}/sso ("Configuring redirect URIs",
+# MicrosoftDocs/azure-docs@03e5750:articles/cyclecloud/how-to/create-app-registration.md; CCWS registers both as
+# `spa.redirectUris`, Azure/cyclecloud-slurm-workspace@bc0fc1b util/entra_postdeploy.sh l.50-55).
+UI_REDIRECT_PATHS = ("home", "sso")
 
 
 def _of_type(doc: StateDocument, kind: str) -> list[tuple[str, str]]:
@@ -54,8 +69,10 @@ def _through_bastion(loaded: LoadedConfig, doc: StateDocument, server_id: str) -
     where = f"--name {name} --resource-group {bastion_id.split('/')[4]} --target-resource-id {server_id}"
     user = loaded.config.identity.admin_username
     steps = [
-        f"CycleCloud UI: az network bastion tunnel {where} --resource-port {UI_PORT} --port {LOCAL_UI_PORT}, "
-        f"then open https://localhost:{LOCAL_UI_PORT} (user {user})",
+        f"CycleCloud UI, for the cluster admins (nobody else may sign in to the server): "
+        f"az network bastion tunnel {where} --resource-port {SSH_PORT} --port {LOCAL_SSH_PORT}, then "
+        f"ssh -N -p {LOCAL_SSH_PORT} -L {LOCAL_UI_PORT}:localhost:{UI_PORT} -i <your private key> {user}@127.0.0.1, "
+        f"then open https://localhost:{LOCAL_UI_PORT}/home (Bastion's tunnel carries SSH, not web servers)",
         f"CycleCloud server shell: az network bastion ssh {where} --auth-type ssh-key --username {user} "
         "--ssh-key <your private key>",
     ]
@@ -70,12 +87,52 @@ def _through_bastion(loaded: LoadedConfig, doc: StateDocument, server_id: str) -
     return steps
 
 
-def _cyclecloud_entra(loaded: LoadedConfig, server: str, missing: set[tuple[str, str]] | None) -> list[str]:
+def ui_hosts(loaded: LoadedConfig, doc: StateDocument) -> list[str]:
+    """The host[:port] each way to the CycleCloud UI that the next steps print puts in the browser's address bar:
+    `localhost:8443` through Bastion (the SSH forward's local end), the server's private address where people arrive
+    over their own network (no Bastion, or hub peering beside it)."""
+    server = _server(doc)
+    if server is None:
+        return []
+    address = _private_ip(doc, server[0])
+    bastion = bool(_of_type(doc, "microsoft.network/bastionhosts"))
+    hosts = [f"localhost:{LOCAL_UI_PORT}"] if bastion else []
+    if not bastion or loaded.config.network.hub_peering is not None:
+        hosts.append(address or server[0])
+    return hosts
+
+
+def ui_redirect_uris(loaded: LoadedConfig, doc: StateDocument) -> list[str]:
+    """Every Single-page application redirect URI CycleCloud's app registration needs for the ways in printed."""
+    return [f"https://{host}/{path}" for host in ui_hosts(loaded, doc) for path in UI_REDIRECT_PATHS]
+
+
+def _redirect_step(loaded: LoadedConfig, doc: StateDocument, client_id: str, registered: set[str] | None) -> list[str]:
+    """The SPA redirect URIs to register: all of them when the app's own were not read, else only those it lacks."""
+    uris = ui_redirect_uris(loaded, doc)
+    if registered is None:
+        return [
+            f"CycleCloud sign-in: the app registration {client_id} needs exactly these Single-page application "
+            f'redirect URIs: {" ".join(uris)} (docs/entra-login.md, "Redirect URIs")'
+        ]
+    lacking = [u for u in uris if u not in registered]
+    if not lacking:
+        return []
+    return [
+        f"CycleCloud sign-in: the app registration {client_id} lacks these Single-page application redirect URIs: "
+        f'{" ".join(lacking)} (docs/entra-login.md, "Redirect URIs")'
+    ]
+
+
+def _cyclecloud_entra(
+    loaded: LoadedConfig, doc: StateDocument, missing: set[tuple[str, str]] | None, registered: set[str] | None
+) -> list[str]:
     """CycleCloud's built-in user management gives each user with node access a local account, with the SSH key
     of their CycleCloud profile, on every node (learn.microsoft.com/azure/cyclecloud/how-to/user-access); with
     Entra ID sign-in, node access is the app's Global.Node.User or Global.Node.Admin role (the roles
     Azure/cyclecloud-slurm-workspace@bc0fc1b:bicep/entra/ccwEntraApp.bicep defines; docs/entra-login.md).
-    `missing`: the (config path, app role) pairs deploy could not make through Graph; None: every one."""
+    `missing`: the (config path, app role) pairs deploy could not make through Graph; None: every one. `registered`:
+    the app's SPA redirect URIs as Graph holds them; None: not read."""
     from hpclz.render.entra import app_role_assignments
     from hpclz.render.zone import Zone
 
@@ -90,11 +147,20 @@ def _cyclecloud_entra(loaded: LoadedConfig, server: str, missing: set[tuple[str,
                 f"In CycleCloud's app {entra.client_id}, give {a['path']} ({a['group']}) the app roles "
                 f"{' and '.join(roles)}: node access {a['node_access']} (docs/entra-login.md)"
             )
+    hosts = ui_hosts(loaded, doc)
+    sign_in = " or ".join(f"https://{h}/home" for h in hosts if not h.startswith("localhost"))
+    where = (
+        f"sign in at {sign_in} from a machine that reaches the VNet"
+        if sign_in
+        else "reach the CycleCloud UI over a route into the VNet (hub peering or VPN; this zone has none): Bastion's "
+        "tunnel carries SSH only and only admins may sign in to the CycleCloud server"
+    )
     return [
+        *_redirect_step(loaded, doc, entra.client_id, registered),
         *steps,
-        f"Cluster nodes with your Entra ID account: hold the CycleCloud app's Global.Node.User role, sign in at "
-        f"https://{server}/home and add your SSH public key to your CycleCloud profile, then ssh to a login node "
-        "as your CycleCloud user name from a machine that reaches the VNet (docs/entra-login.md)",
+        f"Cluster nodes with your Entra ID account: hold the CycleCloud app's Global.Node.User role, {where}; add "
+        "your SSH public key to your CycleCloud profile, then ssh to a login node as your CycleCloud user name "
+        "(docs/entra-login.md)",
     ]
 
 
@@ -106,10 +172,14 @@ def _entra(loaded: LoadedConfig) -> bool:
 
 
 def next_steps(
-    loaded: LoadedConfig, doc: StateDocument, missing_app_roles: set[tuple[str, str]] | None = None
+    loaded: LoadedConfig,
+    doc: StateDocument,
+    missing_app_roles: set[tuple[str, str]] | None = None,
+    registered_redirects: set[str] | None = None,
 ) -> list[str]:
     """How to reach the CycleCloud UI and the cluster's nodes, and where `hpclz verify` runs. `missing_app_roles`:
-    the CycleCloud app roles (config path, role) still to give; None: all of them (deploy made none)."""
+    the CycleCloud app roles (config path, role) still to give; None: all of them (deploy made none).
+    `registered_redirects`: the SPA redirect URIs CycleCloud's app holds (Graph); None: unknown, list them all."""
     from hpclz.render.cloudinit import cluster_name
     from hpclz.render.zone import Zone
 
@@ -120,7 +190,8 @@ def next_steps(
     address = _private_ip(doc, name)
     steps = [f"CycleCloud server: {name}" + (f" ({address})" if address else "")]
     steps += _through_bastion(loaded, doc, server_id) or [
-        f"No Bastion: reach {address or name} over your own network (hub peering or VPN), UI at https://{address or name}"
+        f"No Bastion: reach {address or name} over your own network (hub peering or VPN), "
+        f"UI at https://{address or name}/home"
     ]
     if _entra(loaded) and not _of_type(doc, "microsoft.network/bastionhosts"):
         # `az ssh vm` with the VM's private IP, from a machine that reaches the VNet (the `ssh` CLI extension;
@@ -131,7 +202,7 @@ def next_steps(
     config = Path(loaded.file).name
     if loaded.config.compute.login.count:
         steps.append(f"Login node, from the CycleCloud server: cyclecloud connect login-1 -c {cluster}")
-    steps += _cyclecloud_entra(loaded, address or name, missing_app_roles)
+    steps += _cyclecloud_entra(loaded, doc, missing_app_roles, registered_redirects)
     steps += portal_steps(loaded, doc)
     steps.append(
         f"Verify, on the scheduler (from the CycleCloud server: cyclecloud connect scheduler -c {cluster}), "

@@ -1,9 +1,12 @@
 """Next steps for the Open OnDemand portal: how to reach it, and the redirect URIs its app registration needs.
 
-The portal listens on HTTPS 443 with no public IP (hpclz.render.portal); Bastion's native client forwards a local
-port to it (`az network bastion tunnel`, learn.microsoft.com/cli/azure/network/bastion, as CCWS's
-util/tunnel_thru_bastion.sh does for its portal). The local port differs from the CycleCloud UI's, so both tunnels
-can run at once.
+The portal listens on HTTPS 443 with no public IP (hpclz.render.portal). Bastion's tunnel carries SSH or RDP, not
+web servers ("The bastion tunnel doesn't relay web servers or hosts.": MicrosoftDocs/azure-docs@b8db86a
+includes/bastion-native-connect-tunnel.md l.11), so the way through Bastion is CCWS's tunnel to port 22
+(Azure/cyclecloud-slurm-workspace@bc0fc1b util/tunnel_thru_bastion.sh l.9) and ssh's own forward of a local port to
+the portal's 443. The portal's NSG lets SSH in from Bastion for its admins only (hpclz.render.portal), so users reach
+the portal by `portal.server_name` over their own network. The local ports differ from the CycleCloud UI's, so both
+forwards can run at once, and the browser's `Host` stays `localhost:9443`, one of the portal's `server_aliases`.
 """
 
 from __future__ import annotations
@@ -13,6 +16,10 @@ from hpclz.state.model import StateDocument
 
 VM_TYPE = "microsoft.compute/virtualmachines"
 BASTION_TYPE = "microsoft.network/bastionhosts"
+
+
+# The local end of the Bastion tunnel to the portal's port 22: beside the CycleCloud server's 8822.
+LOCAL_SSH_PORT = 9822
 
 
 def portal_steps(loaded: LoadedConfig, doc: StateDocument) -> list[str]:
@@ -31,12 +38,20 @@ def portal_steps(loaded: LoadedConfig, doc: StateDocument) -> list[str]:
     uris = []
     if bastion is not None:
         group = bastion.id.split("/")[4]
+        user = loaded.config.identity.admin_username
         steps.append(
-            f"Portal: az network bastion tunnel --name {bastion.name} --resource-group {group} "
-            f"--target-resource-id {vm.id} --resource-port {HTTPS} --port {TUNNEL_PORT}, "
+            f"Portal, for the cluster admins (the portal takes SSH from Bastion for them only): "
+            f"az network bastion tunnel --name {bastion.name} --resource-group {group} "
+            f"--target-resource-id {vm.id} --resource-port 22 --port {LOCAL_SSH_PORT}, then "
+            f"ssh -N -p {LOCAL_SSH_PORT} -L {TUNNEL_PORT}:localhost:{HTTPS} -i <your private key> {user}@127.0.0.1, "
             f"then open https://localhost:{TUNNEL_PORT} and sign in with Entra ID"
         )
         uris.append(f"https://localhost:{TUNNEL_PORT}/oidc")
+    if bastion is not None and not portal.server_name:
+        steps.append(
+            "Portal users: set portal.server_name and portal.allowed_cidrs for a route over the hub or VPN; "
+            "Bastion's tunnel carries SSH only, and only admins may SSH to the portal (docs/portal.md)"
+        )
     if portal.server_name:
         steps.append(
             f"Portal over the hub or VPN ({', '.join(map(str, portal.allowed_cidrs)) or 'no range allowed'}): "

@@ -35,8 +35,8 @@ from hpclz.render.zone import Zone
 
 LABEL = "ood"
 HTTPS = 443
-# Where users reach the portal through `az network bastion tunnel --port 9443` (hpclz.deploy.next_steps): the
-# redirect URI the app registration needs for that path (docs/portal.md).
+# Where the admins reach the portal through Bastion: the local end of `ssh -L 9443:localhost:443` over a tunnel to
+# its port 22 (hpclz.deploy.portal_steps); the redirect URI the app registration needs for that path (docs/portal.md).
 TUNNEL_PORT = 9443
 # ood_portal.yml server_aliases: the host names the tunnel's browser sends (Host: localhost:9443). Open OnDemand 4.1.4
 # allows a request's Host only if it is among servername (or, without one, the VM's IPv4 addresses and its FQDN), the

@@ -8,6 +8,9 @@ HPCLZ_GRAPH_ENDPOINT (ArmStandIn.env()), with the same bearer tokens as ARM (the
   captured for a v1.0 servicePrincipals call in EirikHaughom/ADME#5 and for a service principal read in
   Azure/azure-powershell#18179; the CLI for Microsoft 365 documents the same text for `aad user remove`,
   pnp/cli-microsoft365@9ca33b5:docs/docs/cmd/aad/user/user-remove.md, "Remarks");
+- `GET /v1.0/applications(appId='{appId}')`: the app registration's `spa.redirectUris` (the one property hpclz
+  selects), or the same 404; every known caller may read it, as it may read the service principal
+  (learn.microsoft.com/graph/api/application-get: the same least-privileged permission, Application.Read.All);
 - `GET /v1.0/servicePrincipals/{id}/appRoleAssignedTo`: the assignments, `{"value": [...]}`, `page_size` at a time
   with an absolute `@odata.nextLink` to the next page (learn.microsoft.com/graph/paging); a default member user
   may read service principals (learn.microsoft.com/entra/fundamentals/users-default-permissions, "Read all
@@ -67,6 +70,10 @@ class ServicePrincipal:
     roles: dict[str, str] = field(default_factory=dict)  # value -> app role id
     owners: set[str] = field(default_factory=set)  # object IDs
     assignments: list[dict[str, Any]] = field(default_factory=list)
+    # The application object beside the service principal (one app, one tenant): its Single-page application
+    # redirect URIs, `spa.redirectUris` (learn.microsoft.com/graph/api/resources/spaapplication).
+    spa_redirect_uris: list[str] = field(default_factory=list)
+    application_id: str = field(default_factory=lambda: str(uuid.uuid4()))
 
     def body(self) -> dict[str, Any]:
         return {
@@ -138,6 +145,14 @@ class GraphFront(_Front):
         if method == "GET" and by_app:
             sp = self.apps.get(by_app.group(1).lower())
             return (200, sp.body()) if sp else _not_found(by_app.group(1))
+        application = re.fullmatch(r"/v1\.0/applications\(appId='([^']+)'\)", route)
+        if method == "GET" and application:
+            # `GET /applications(appId='{appId}')` (learn.microsoft.com/graph/api/application-get); with
+            # `$select=spa` Graph answers the selected property (hpclz asks for nothing else).
+            sp = self.apps.get(application.group(1).lower())
+            if sp is None:
+                return _not_found(application.group(1))
+            return 200, {"id": sp.application_id, "spa": {"redirectUris": list(sp.spa_redirect_uris)}}
         listed = re.fullmatch(SP + r"/([^/]+)/appRoleAssignedTo(?:/([^/]+))?", route)
         if not listed:
             return 400, _error("BadRequest", f"Resource not found for the segment '{route.rsplit('/', 1)[-1]}'.")

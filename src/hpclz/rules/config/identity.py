@@ -468,6 +468,36 @@ def _path(dotted: str) -> tuple[str | int, ...]:
     return tuple(out)
 
 
+class UsersReachCycleCloudUi(Rule[ConfigContext]):
+    """A user gets a CycleCloud record, its UID and a node account only by signing in to CycleCloud's web UI first
+    (learn.microsoft.com/azure/cyclecloud/how-to/user-authentication; docs/entra-login.md), and adds the SSH key the
+    login nodes accept there (learn.microsoft.com/azure/cyclecloud/how-to/user-access). Azure Bastion's tunnel does
+    not carry the UI: "Connect to a VM using SSH or RDP. (The bastion tunnel doesn't relay web servers or hosts.)"
+    (MicrosoftDocs/azure-docs@b8db86a:includes/bastion-native-connect-tunnel.md l.11), and the SSH forward through it
+    needs a sign-in on the CycleCloud server, which only the admins have (HPCLZ-IDN-011). So the users reach the UI
+    only over a route into the VNet: hub peering (the one hpclz models) or a VPN of your own."""
+
+    id = "HPCLZ-IDN-013"
+    severity = Severity.WARNING
+    title = "Users have no supported way to CycleCloud's web UI"
+    fix = (
+        "Peer the zone with a hub the users reach (network.hub_peering), or route their VPN into the VNet; they open "
+        "https://<CycleCloud private IP>/home, and `hpclz deploy` prints its redirect URIs."
+    )
+
+    def check(self, ctx: ConfigContext) -> Iterable[Finding]:
+        identity = ctx.config.identity
+        if identity.cyclecloud_entra is None or not identity.groups.users or ctx.config.network.hub_peering:
+            return
+        yield self.finding(
+            ctx,
+            ("identity", "groups", "users"),
+            f"identity.groups.users names {len(identity.groups.users)} group(s), but the zone has no hub peering: "
+            "through Bastion only the admins reach CycleCloud's UI, so users cannot make the first sign-in that "
+            "gives them a node account",
+        )
+
+
 IDENTITY_RULES: tuple[type[Rule[ConfigContext]], ...] = (
     NoPlaceholderPrincipal,
     PrincipalInOneRole,
@@ -481,4 +511,5 @@ IDENTITY_RULES: tuple[type[Rule[ConfigContext]], ...] = (
     VaultSecretIsAReference,
     NoUserReachesCycleCloudIdentity,
     NoReachBeyondTheJob,
+    UsersReachCycleCloudUi,
 )

@@ -76,7 +76,10 @@ class PortalPrivateOnly(Rule[ConfigContext]):
 class PortalUnreachable(Rule[ConfigContext]):
     """With no Bastion and no allowed range, the portal's NSG lets nobody in; the Bastion tunnel
     (`az network bastion tunnel`) also needs the Standard or Premium SKU (learn.microsoft.com/azure/bastion/
-    native-client: "native client support ... requires the Standard SKU tier or higher")."""
+    native-client: "native client support ... requires the Standard SKU tier or higher"). Through Bastion only the
+    admins reach it: the tunnel carries SSH, and the SSH forward to the portal's HTTPS needs a sign-in on the portal
+    VM (MicrosoftDocs/azure-docs@b8db86a:includes/bastion-native-connect-tunnel.md l.11; docs/portal.md), so users
+    need `allowed_cidrs` either way."""
 
     id = "HPCLZ-PRT-004"
     severity = Severity.ERROR
