@@ -80,7 +80,7 @@ def test_the_portal_is_off_unless_asked_for() -> None:
         assert ("portal" in components) == (path.stem in ("ai-training", "energy")), path.stem
 
 
-def test_the_portal_has_no_public_ip_and_takes_https_only_from_bastion() -> None:
+def test_the_portal_has_no_public_ip_and_takes_https_only_from_bastion_and_the_hub() -> None:
     portal = _portal(preset_plan("ai-training"))
     assert not _of(portal, "Microsoft.Network/publicIPAddresses")
     (nic,) = _of(portal, "Microsoft.Network/networkInterfaces")
@@ -90,8 +90,9 @@ def test_the_portal_has_no_public_ip_and_takes_https_only_from_bastion() -> None
     assert nic["properties"]["networkSecurityGroup"]["id"].endswith("'nsg-aitrain-ood-prod-eus2')]")
     (nsg,) = _of(portal, "Microsoft.Network/networkSecurityGroups")
     rules = {r["name"]: r["properties"] for r in nsg["properties"]["securityRules"]}
-    # The Bastion subnet of configs/ai-training.yaml is 10.40.1.0/26: only it reaches 443 (and 22 for admins).
-    assert rules["AllowPortalHttps"]["sourceAddressPrefix"] == "10.40.1.0/26"
+    # The Bastion subnet of configs/ai-training.yaml is 10.40.1.0/26 and its hub 10.0.0.0/16 (portal.allowed_cidrs,
+    # where its users arrive): only they reach 443, and only Bastion 22 (for admins).
+    assert rules["AllowPortalHttps"]["sourceAddressPrefixes"] == ["10.40.1.0/26", "10.0.0.0/16"]
     assert rules["AllowPortalHttps"]["destinationPortRange"] == "443"
     assert rules["AllowBastionSsh"]["sourceAddressPrefix"] == "10.40.1.0/26"
     assert rules["DenyAllInbound"] == {**rules["DenyAllInbound"], "access": "Deny", "sourceAddressPrefix": "*"}
