@@ -238,15 +238,18 @@ def run_inline(
     *,
     timeout_s: int,
     progress: Callable[[str], None],
+    protected: dict[str, str] | None = None,
 ) -> RunOutcome:
     """A short managed run command whose output fits the instance view (its last 4 KB: "Output and error fields in
     `instanceView` is limited to last 4KB", the managed Run Commands page): created under `name`, followed to its
-    end, then deleted, whatever happened. A name reused after an interrupted run replaces that run's command."""
+    end, then deleted, whatever happened. A name reused after an interrupted run replaces that run's command.
+    `protected`: protectedParameters, which reach the script as environment variables and which ARM never returns
+    (the managed Run Commands page, "protectedParameters"): a secret travels there, never in the script."""
     _sub, group, vm = split_vm_id(vm_id)
-    body = {
-        "location": _location(clients, group, vm),
-        "properties": {"source": {"script": script}, "asyncExecution": True, "timeoutInSeconds": timeout_s},
-    }
+    properties: dict[str, Any] = {"source": {"script": script}, "asyncExecution": True, "timeoutInSeconds": timeout_s}
+    if protected:
+        properties["protectedParameters"] = [{"name": k, "value": v} for k, v in sorted(protected.items())]
+    body = {"location": _location(clients, group, vm), "properties": properties}
     view = _create_follow_delete(clients, (group, vm, name), body, progress, timeout_s + LATE_S)
     return RunOutcome(
         state=_text(view.execution_state),
