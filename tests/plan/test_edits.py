@@ -354,18 +354,50 @@ def test_printed_plan_tells_the_cost() -> None:
     assert "properties.storageCapacityTiB: 48 -> 32  # forces replacement" in text
     assert "DATA LOSS" in text
     assert "Plan: 0 to add, 0 to change, 1 to replace, 0 to destroy." in text
-    text = _text(plan_for(TABLE["change a partition's VM size"]))
+    resized = plan_for(TABLE["change a partition's VM size"])
+    text = _text(resized)
     assert (
         'compute.partitions[gpu].vm_size: "Standard_ND96isr_H100_v5" -> "Standard_ND96isr_H200_v5"  '
-        "(replace nodes; drain partition gpu first; to roll its nodes"
+        "(replace nodes; drain partition gpu first; after deploy, once hpclz-cluster-sync has imported the cluster"
     ) in text
     assert "Impact: drain partition gpu first" in text
+    # Slurm's CPUs, RealMemory and Gres for the partition come only from `azslurm scale`, after the re-import
+    # (Azure/cyclecloud-slurm@50e6739 azure-slurm/slurmcc/cli.py l.632-697, l.868-872; README.md l.72-78), and
+    # before the nodes roll onto the new size.
+    (action,) = [c.verdict.action_needed for c in resized.config_changes if c.path == "compute.partitions[gpu].vm_size"]
+    scale = action.index(
+        "run `sudo azslurm scale` on the scheduler: it rewrites partition gpu's CPUs, RealMemory and Gres"
+    )
+    assert (
+        action.index("has imported the cluster again")
+        < scale
+        < action.index("only then roll its nodes: hpclz nodes roll")
+    )
     # Nodes are rebuilt, not patched (docs/patching.md): scontrol(1)'s POWER_DOWN_ASAP lets running jobs finish.
     assert "hpclz nodes roll CONFIG --partition gpu (State=POWER_DOWN_ASAP: running jobs finish first)" in text
     assert "then hpclz nodes status CONFIG --partition gpu --wait SECONDS" in text
     assert "~ Microsoft.Compute/virtualMachines vm-energy-cc-prod-scus" in text
     assert "NOT ALLOWED" not in text
     assert "Impact: Compute/virtualMachines vm-energy-cc-prod-scus: after the re-import, run `azslurm scale`" in text
+
+
+def test_a_new_rack_size_runs_azslurm_scale_before_the_racks_are_replaced() -> None:
+    """A rack-scale partition's new VM size also needs `azslurm scale` (its node lines: cli.py l.868-872) before its
+    racks come up again (Azure/cyclecloud-slurm@50e6739 README.md l.72-78)."""
+    base = preset("ai-training")
+
+    def size(d: dict[str, Any]) -> None:
+        _partition(d, "gb300")["vm_size"] = "Standard_ND128isr_NDR_GB200_v6"
+
+    action = {
+        c.path: c.verdict.action_needed for c in config_changes(applied_state(base).applied_config, edited(base, size))
+    }
+    rack = action["compute.partitions[gb300].vm_size"]
+    assert rack.index("run `sudo azslurm scale` on the scheduler") < rack.index(
+        "only then replace its racks: partition"
+    )
+    assert rack.index("only then replace its racks") < rack.index("scale_m1 power_up --racks 2")
+    assert "hpclz nodes roll" not in rack
 
 
 def test_a_rack_partition_is_planned_as_replaced_whole_not_rolled() -> None:

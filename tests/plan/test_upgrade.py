@@ -131,6 +131,59 @@ def test_a_new_cyclecloud_release_on_the_same_image_is_an_in_place_upgrade() -> 
     assert all(c.verdict.policy is Policy.DRAIN_PARTITION for c in changes if c.path in PATHS)
 
 
+def test_without_a_new_server_the_scheduler_and_login_nodes_are_new_vms_not_restarts() -> None:
+    """A kept server keeps the cluster running: the scheduler and login nodes get the new Slurm only as new VMs.
+    Cluster-init runs once per VM ("it places a file in /mnt/cluster-init/.run/(project)/(spec) to ensure the script
+    doesn't run again on a subsequent converge", learn.microsoft.com/azure/cyclecloud/how-to/projects) and
+    cyclecloud-slurm apt-mark holds Slurm (Azure/cyclecloud-slurm@50e6739 azure-slurm-install/ubuntu.sh l.40-55);
+    `cyclecloud terminate_node` / `start_node` (learn.microsoft.com/azure/cyclecloud/cli) make the new VM, before
+    the partitions roll ("Rolling upgrades are also possible if the slurmctld is upgraded first",
+    slurm.schedmd.com/upgrades.html)."""
+    in_place = stack_upgrade(config_snapshot(_on(STONE)), config_snapshot(_keeping_the_image(CURRENT, "8.9.0")))
+    assert in_place is not None and in_place.allowed and not in_place.replaces_server
+    steps = in_place.steps
+    assert not [s for s in steps if "restart the" in s]
+    (ctld,) = [s for s in steps if "slurmctld 25.05.5 -> 25.11.5" in s]
+    assert ctld.index("back up StateSaveLocation") < ctld.index("cyclecloud terminate_node <cluster> scheduler")
+    assert ctld.index("terminate_node <cluster> scheduler") < ctld.index("cyclecloud start_node <cluster> scheduler")
+    assert "installs Slurm 25.11.5; a reboot keeps Slurm 25.05.5" in ctld
+    # What the new scheduler VM finds (cyclecloud-slurm install.py l.139, l.417-436, l.501-504).
+    assert "/sched/<cluster>/spool/slurmctld" in ctld and "slurmdbd.conf" in ctld
+    (login,) = [s for s in steps if s.split(". ", 1)[1].startswith("login nodes")]
+    assert "cyclecloud terminate_node <cluster> <login node>" in login and "start_node <cluster> <login node>" in login
+    # The server's re-import first, then slurmdbd (on the scheduler node), the scheduler, the partitions, the logins.
+    server, dbd, sched, first_roll, logins = _order(
+        steps,
+        "CycleCloud 8.9.0 -> 8.9.1 in place",
+        "slurmdbd ",
+        "terminate_node <cluster> scheduler",
+        "nodes roll",
+        "<login node>",
+    )
+    assert server < dbd < sched < first_roll < logins
+    assert "before the next step replaces that node" in steps[dbd]
+
+
+def test_a_replaced_server_backs_up_before_the_cluster_is_terminated() -> None:
+    """A replaced server starts the cluster again after `terminate_cluster`: the backups come before it, and no step
+    asks for a node that is gone."""
+    up = _plan(STONE, CURRENT).stack_upgrade
+    assert up is not None and up.replaces_server
+    dbd, ctld, terminate, replace = _order(
+        up.steps,
+        "slurmdbd 25.05.5 -> 25.11.5",
+        "slurmctld 25.05.5 -> 25.11.5",
+        "cyclecloud terminate_cluster",
+        "CycleCloud 8.9.0 -> 8.9.1",
+    )
+    assert dbd < ctld < terminate < replace
+    assert "back up the accounting database now, before the cluster is terminated" in up.steps[dbd]
+    assert "back up StateSaveLocation (/sched/<cluster>/spool/slurmctld) now" in up.steps[ctld]
+    assert not [s for s in up.steps if "terminate_node" in s or "restart the" in s]
+    (login,) = [s for s in up.steps if s.split(". ", 1)[1].startswith("login nodes")]
+    assert "the new server starts the login nodes again, with Slurm 25.11.5" in login
+
+
 def test_a_new_release_with_a_new_image_replaces_the_server_and_says_how_to_keep_it() -> None:
     up = _plan(STONE, CURRENT).stack_upgrade
     assert up is not None and up.allowed and up.replaces_server

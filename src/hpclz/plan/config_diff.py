@@ -110,10 +110,24 @@ HPCLZ_ONLY = ("suppress", "verify.", "state.")
 # (ShutdownPolicy Terminate, the default); the next job gets one made from the nodearray's current definition.
 # `hpclz nodes roll` marks them so through Slurm (hpclz.slurm.roll), here or on the scheduler by Run Command. A
 # rack-scale partition is replaced whole instead (hpclz.plan.racks.RACK_REPLACE): `nodes roll` refuses its nodes.
-ROLL = (
-    "to roll its nodes after deploy: hpclz nodes roll CONFIG --partition {p} (State=POWER_DOWN_ASAP: running jobs "
-    "finish first), then hpclz nodes status CONFIG --partition {p} --wait SECONDS"
+ROLL_NODES = (
+    "hpclz nodes roll CONFIG --partition {p} (State=POWER_DOWN_ASAP: running jobs finish first), then hpclz nodes "
+    "status CONFIG --partition {p} --wait SECONDS"
 )
+ROLL = "to roll its nodes after deploy: " + ROLL_NODES
+# Slurm learns a partition's node shape only from `azslurm scale`: it writes the partition's node lines into
+# /sched/<cluster>/azure.conf (`CPUs=`, `RealMemory=`, `Gres=gpu:<n>`) and gres.conf from the nodearray's VM size, then
+# restarts slurmctld (Azure/cyclecloud-slurm@50e6739, the 4.0.9 tag: azure-slurm/slurmcc/cli.py `scale` l.632-697,
+# `_partitions` l.868-872; the CPUs and memory come from the VM size's bucket, partition.py l.49-62). The README's
+# order for a running cluster: import the changed cluster, then "sudo azslurm scale", which "will configure the
+# partition and restart slurmctld - this generally has no impact on the running workload" (README.md l.50-59,
+# l.72-78). Nodes rolled before it would come up as the new size under the old size's node lines.
+RESIZE = (
+    "after deploy, once hpclz-cluster-sync has imported the cluster again (/var/log/hpclz-cluster-sync.log on the "
+    "CycleCloud server), run `sudo azslurm scale` on the scheduler: it rewrites partition {p}'s CPUs, RealMemory "
+    "and Gres for the new size and restarts slurmctld; only then "
+)
+VM_SIZE = "compute.partitions[*].vm_size"
 
 # Lists that are sets: each principal gets its role assignments whatever its position.
 UNORDERED = frozenset({"identity.groups.admins", "identity.groups.users", "identity.groups.readers"})
@@ -145,6 +159,9 @@ def config_changes(before: dict[str, Any], config: LandingZoneConfig) -> list[Co
         owner = _partition_of(change.path)
         if change.verdict.policy is Policy.DRAIN_PARTITION and owner in racks:
             action = rack_replacement(owner, racks[owner])
+            change.verdict = change.verdict.model_copy(update={"action_needed": action})
+        if change.verdict.policy is Policy.DRAIN_PARTITION and shape == VM_SIZE and owner in racks:
+            action = f"{RESIZE.format(p=owner)}replace its racks: {change.verdict.action_needed}"
             change.verdict = change.verdict.model_copy(update={"action_needed": action})
     annotate(out, stack_upgrade(before, after, racks))
     return out
@@ -245,11 +262,13 @@ def _action(policy: Policy, shape: str, partition: str) -> str:
     if policy is Policy.REPLACE and any(shape == f or shape.startswith(f + ".") for f in SERVER_REBUILT):
         return server_rebuild.replace_action()
     if policy is Policy.DRAIN_PARTITION:
-        return (
-            f"drain partition {partition} first; {ROLL.format(p=partition)}"
-            if partition
-            else ("drain the affected partitions first")
-        )
+        if not partition:
+            return "drain the affected partitions first"
+        if shape == VM_SIZE:
+            return f"drain partition {partition} first; {RESIZE.format(p=partition)}roll its nodes: " + (
+                ROLL_NODES.format(p=partition)
+            )
+        return f"drain partition {partition} first; {ROLL.format(p=partition)}"
     if policy is Policy.RESTART_NODES:
         if shape.endswith(".protocol"):
             return policies.NFS_CONVERSION_ACTION

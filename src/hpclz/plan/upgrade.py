@@ -30,6 +30,36 @@ FIELDS = ("version", "slurm_project_version", "slurm_version")
 PATHS = tuple(f"compute.cyclecloud.{f}" for f in FIELDS)
 # The roll of one partition, as config_diff.ROLL words it for a node image.
 ROLL = "hpclz nodes roll CONFIG --partition {p} (running jobs finish first)"
+# A running CycleCloud node keeps the Slurm it was built with. cyclecloud-slurm installs Slurm from its cluster-init
+# (Azure/cyclecloud-slurm@50e6739 specs/scheduler/cluster-init/scripts/00-install.sh l.18-24 runs install.py, whose
+# run_installer runs ubuntu.sh with the cluster's Slurm version, azure-slurm-install/install.py l.256-283), and "When a
+# cluster-init script runs successfully, it places a file in /mnt/cluster-init/.run/(project)/(spec) to ensure the
+# script doesn't run again on a subsequent converge" (learn.microsoft.com/azure/cyclecloud/how-to/projects, "Run files";
+# MicrosoftDocs/azure-docs@1b3ccaf articles/cyclecloud/how-to/projects.md): a reboot does not install anything.
+# ubuntu.sh also `apt-mark hold`s the Slurm packages it installed (Azure/cyclecloud-slurm@50e6739
+# azure-slurm-install/ubuntu.sh l.40-55), so no apt upgrade moves them either. A new VM runs cluster-init afresh:
+# `cyclecloud terminate_node <CLUSTER> <NODE_NAME>` "Terminates a running node (but leaves it in the cluster)",
+# `cyclecloud start_node <CLUSTER> <NODE_NAME>` "Starts terminated nodes in a running cluster"
+# (learn.microsoft.com/azure/cyclecloud/cli; MicrosoftDocs/azure-docs@1bf362e articles/cyclecloud/cli.md). A scheduler
+# left on the old Slurm while partitions roll onto new-Slurm nodes breaks Slurm's order: "Rolling upgrades are also
+# possible if the slurmctld is upgraded first" (slurm.schedmd.com/upgrades.html, "slurmctld (Controller)").
+NODE_REPLACED = (
+    "after the re-import, on the CycleCloud server: `cyclecloud terminate_node <cluster> {node}`, then "
+    "`cyclecloud start_node <cluster> {node}`: the new VM runs cyclecloud-slurm's cluster-init, which installs "
+    "Slurm {slurm}; a reboot keeps Slurm {old} (cluster-init does not run again on a later converge, and the Slurm "
+    "packages are apt-mark held)"
+)
+# What the new scheduler VM finds: cyclecloud-slurm keeps StateSaveLocation and slurmdbd.conf under /sched
+# (install.py: config_dir = /sched/<cluster> l.139, slurmdbd.conf there l.417-436, StateSaveLocation
+# <config_dir>/spool/slurmctld l.501-504, Azure/cyclecloud-slurm@50e6739 azure-slurm-install/install.py), and /sched is
+# either on the storage.shared shares or the scheduler's `Persistent = True` volume (templates/cyclecloud/
+# slurm-cluster.txt.j2, as the stock templates/slurm.txt l.134-146), which CycleCloud re-attaches to the node's next VM
+# (hpclz.config.compute.NodeRole says where that is written). The accounting database is on its MySQL server.
+STATE_SAVE = "/sched/<cluster>/spool/slurmctld"
+SCHED_KEPT = (
+    "; /sched stays (the storage.shared share or the scheduler's persistent volume) with StateSaveLocation "
+    f"({STATE_SAVE}) and slurmdbd.conf, and the accounting database stays on its MySQL server"
+)
 
 
 def _triple(data: dict[str, Any]) -> tuple[str, str, str] | None:
@@ -142,30 +172,61 @@ def _steps(
     images: tuple[str | None, str | None],
     racks: Mapping[str, int],
 ) -> list[str]:
+    # Without a new server the scheduler and login nodes keep running through the deploy: each gets the new Slurm
+    # only as a new VM (NODE_REPLACED). A replaced server comes after `terminate_cluster` (before_replace) and starts
+    # the cluster again, every node of it a new VM: the backups come before all of that.
+    cluster_restarted = old.cyclecloud != new.cyclecloud and not _in_place(images)
     steps: list[str] = []
-    if old.cyclecloud != new.cyclecloud:
+    if cluster_restarted:
+        if accounting:
+            steps.append(_accounting_step(old, new, "now, before the cluster is terminated below"))
+        steps.append(
+            f"slurmctld {old.slurm} -> {new.slurm}, on the scheduler: back up StateSaveLocation "
+            f"({STATE_SAVE}) now; the new server below starts the scheduler node again as a new VM, with Slurm "
+            f"{new.slurm}"
+        )
         steps.extend(_server_steps(old, new, images))
-    elif old.project != new.project:
+    else:
+        if old.cyclecloud != new.cyclecloud:
+            steps.extend(_server_steps(old, new, images))
+        elif old.project != new.project:
+            steps.append(
+                f"cyclecloud-slurm {old.project} -> {new.project}: hpclz deploy; hpclz-cluster-sync uploads the new "
+                "project and imports the cluster again"
+            )
+        if accounting:
+            steps.append(_accounting_step(old, new, "before the next step replaces that node"))
         steps.append(
-            f"cyclecloud-slurm {old.project} -> {new.project}: hpclz deploy; hpclz-cluster-sync uploads the new "
-            "project and imports the cluster again"
+            f"slurmctld {old.slurm} -> {new.slurm}, on the scheduler: back up StateSaveLocation, then "
+            + NODE_REPLACED.format(node="scheduler", slurm=new.slurm, old=old.slurm)
+            + SCHED_KEPT
         )
-    if accounting:
-        steps.append(
-            f"slurmdbd {old.slurm} -> {new.slurm} first, on the scheduler: back up the accounting database, then "
-            "let slurmdbd convert it before anything else starts"
-        )
-    steps.append(
-        f"slurmctld {old.slurm} -> {new.slurm}, on the scheduler: back up StateSaveLocation, then restart the "
-        "scheduler node"
-    )
     steps.extend(
         f"slurmd {old.slurm} -> {new.slurm} on partition {p}: "
         + (rack_replacement(p, racks[p]) if p in racks else ROLL.format(p=p))
         for p in partitions
     )
-    steps.append(f"login nodes and clients {old.slurm} -> {new.slurm} last: restart the login nodes")
+    steps.append(
+        f"login nodes and clients {old.slurm} -> {new.slurm} last: "
+        + (
+            f"the new server starts the login nodes again, with Slurm {new.slurm}"
+            if cluster_restarted
+            else "for each login node, " + NODE_REPLACED.format(node="<login node>", slurm=new.slurm, old=old.slurm)
+        )
+    )
     return [f"{n}. {text}" for n, text in enumerate(steps, start=1)]
+
+
+def _accounting_step(old: StackTriple, new: StackTriple, when: str) -> str:
+    # cyclecloud-slurm runs slurmdbd on the scheduler node: slurmdbd.conf's DbdHost is the scheduler's own hostname
+    # (Azure/cyclecloud-slurm@50e6739 azure-slurm-install/install.py l.417-436). upgrades.html, "slurmdbd
+    # (Accounting)": "the upgraded daemon may be unresponsive for tens of minutes while it updates the database to the
+    # new schema".
+    return (
+        f"slurmdbd {old.slurm} -> {new.slurm} first: it runs on the scheduler node, so it moves with that node; back "
+        f"up the accounting database {when}, and let slurmdbd {new.slurm} finish converting it (it may not answer for "
+        "tens of minutes) before the partitions roll"
+    )
 
 
 def annotate(changes: list[ConfigChange], upgrade: StackUpgrade | None) -> None:
