@@ -25,6 +25,7 @@ from tests.support.arm_standin import ArmStandIn
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "cyclecloud-slurm" / "slurmdbd.conf.template"
 OLD, NEW = "slurmdb-Test-4b1d9e", "slurmdb-Rotated-7c2a51"  # made up
+SLURM_ID = 11100  # slurm.user.uid and gid in the rendered cluster template
 
 
 def conf_text(password: str) -> str:
@@ -52,6 +53,8 @@ def box(tmp_path: Path) -> dict[str, Path]:
     conf = sched / "slurmdbd.conf"
     conf.write_text(conf_text(OLD), encoding="utf-8")
     conf.chmod(0o600)
+    if os.geteuid() == 0:  # as on the scheduler: owner slurm, cyclecloud-slurm's uid and gid (slurm.user.uid = 11100)
+        os.chown(conf, SLURM_ID, SLURM_ID)
     etc = tmp_path / "etc"
     etc.mkdir()
     (etc / "slurmdbd.conf").symlink_to(conf)
@@ -81,6 +84,8 @@ def test_only_storagepass_changes_mode_and_owner_stay_and_slurmdbd_restarts_once
     assert box["conf"].read_text(encoding="utf-8") == conf_text(NEW)  # every other byte as it was
     after = box["conf"].stat()
     assert stat.S_IMODE(after.st_mode) == 0o600 and (after.st_uid, after.st_gid) == (before.st_uid, before.st_gid)
+    if os.geteuid() == 0:
+        assert (after.st_uid, after.st_gid) == (SLURM_ID, SLURM_ID)  # not root's, who wrote the new file
     assert after.st_ino != before.st_ino  # a new file renamed over the old one, not rewritten in place
     assert box["link"].is_symlink() and box["link"].resolve() == box["conf"]  # the link stays a link
     assert restarts(box) == ["restart slurmdbd"]
