@@ -75,6 +75,10 @@ ROTATED_ACCOUNTING = Verdict(
         "through a managed Run Command and restarts slurmdbd, and hpclz-cluster-sync re-imports the cluster's "
         "AccountingPassword"
     ),
+    action_needed=(
+        "with compute.accounting mode existing, give slurmdbd's database user the new password on your MySQL server "
+        "first: hpclz changes only a server it creates"
+    ),
     source="https://learn.microsoft.com/azure/virtual-machines/linux/run-command-managed",
 )
 
