@@ -422,7 +422,7 @@ class AccountingPasswordOnSched(Rule[ConfigContext]):
         "Give root on the cluster's nodes only to those who may hold the accounting database login, keep the MySQL "
         "server reachable from the cluster's subnets alone, and rotate the secret when a node's root was shared: set "
         "the new value, `hpclz plan`, `hpclz deploy` (it rewrites StoragePass in the scheduler's slurmdbd.conf and "
-        "restarts slurmdbd; docs/cluster-services.md, \"Rotating the password\")."
+        'restarts slurmdbd; docs/cluster-services.md, "Rotating the password").'
     )
 
     def check(self, ctx: ConfigContext) -> Iterable[Finding]:
