@@ -166,6 +166,7 @@ def test_deploy_with_a_rotated_password_rewrites_the_schedulers_slurmdbd_conf(
 
     deployed = run_cli("deploy", str(energy), "--yes")
     assert deployed.exit_code == 0, deployed.stdout + deployed.stderr
+    assert "slurmdbd password: succeeded - slurmdbd restarted" in deployed.stdout + deployed.stderr
     assert box["conf"].read_text(encoding="utf-8") == conf_text(NEW) and restarts(box) == ["restart slurmdbd"]
     assert stat.S_IMODE(box["conf"].stat().st_mode) == 0o600
     assert PENDING not in state_of(energy)["outputs"]
