@@ -213,3 +213,15 @@ def test_the_program_runs_on_the_schedulers_python_and_the_script_passes_shellch
     shell.write_text("#!/bin/bash\n" + script("energy-prod"), encoding="utf-8")
     linted = _shellcheck(shell)
     assert linted.returncode == 0, linted.stdout + linted.stderr
+
+
+def test_without_a_scheduler_vm_there_is_nothing_to_rewrite(
+    arm: ArmStandIn, energy: Path, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The cluster not started: no slurmdbd runs; the scheduler CycleCloud starts later takes the re-imported value."""
+    assert run_cli("deploy", str(energy), "--yes").exit_code == 0
+    monkeypatch.setenv("SLURMDB_PASSWORD", NEW)
+    deployed = run_cli("deploy", str(energy), "--yes")
+    assert deployed.exit_code == 0, deployed.stdout + deployed.stderr
+    assert "slurmdbd password: skipped - no scheduler VM" in deployed.stdout + deployed.stderr
+    assert arm.compute.scripts == [] and PENDING not in state_of(energy)["outputs"]

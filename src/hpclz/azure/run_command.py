@@ -43,12 +43,17 @@ class RunOutcome:
     message: str = ""
 
 
-def find_scheduler(clients: AzureClients, resource_group: str, cluster: str, node: str = "scheduler") -> str:
-    """The resource ID of the VM CycleCloud tagged as `node` of `cluster` in `resource_group`."""
+def tagged_nodes(clients: AzureClients, resource_group: str, cluster: str, node: str = "scheduler") -> list[str]:
+    """The resource IDs of the VMs CycleCloud tagged as `node` of `cluster` in `resource_group`: none, one or more."""
     with azure_errors(f"list VMs in {resource_group}"):
         vms = [vm for vm in clients.compute.virtual_machines.list(resource_group)]
     tagged = [vm for vm in vms if (vm.tags or {}).get(CLUSTER_TAG) == cluster]
-    found = [vm.id for vm in tagged if (vm.tags or {}).get(NODE_TAG) == node]
+    return [str(vm.id) for vm in tagged if (vm.tags or {}).get(NODE_TAG) == node]
+
+
+def find_scheduler(clients: AzureClients, resource_group: str, cluster: str, node: str = "scheduler") -> str:
+    """The resource ID of the VM CycleCloud tagged as `node` of `cluster` in `resource_group`."""
+    found = tagged_nodes(clients, resource_group, cluster, node)
     if len(found) == 1:
         return str(found[0])
     what = f"VM tagged {CLUSTER_TAG}={cluster} {NODE_TAG}={node} in resource group {resource_group}"

@@ -100,16 +100,15 @@ class StoragePass:
         return save(doc.model_copy(update={"outputs": {k: v for k, v in doc.outputs.items() if k != PENDING}}))
 
     def _scheduler(self, clients: Any) -> str | None:
-        from hpclz.azure.run_command import find_scheduler
+        """The scheduler VM; None when CycleCloud has not made one (more than one: find_scheduler's error)."""
+        from hpclz.azure.run_command import find_scheduler, tagged_nodes
         from hpclz.azure.scheduler import CYCLECLOUD_SCHEDULER
         from hpclz.render.cloudinit import cluster_name
 
-        try:
-            return find_scheduler(clients, self.zone.rg["compute"], cluster_name(self.zone), CYCLECLOUD_SCHEDULER)
-        except HpclzError as exc:
-            if str(exc).startswith("no VM tagged"):
-                return None
-            raise
+        where = (self.zone.rg["compute"], cluster_name(self.zone), CYCLECLOUD_SCHEDULER)
+        if not tagged_nodes(clients, *where):
+            return None
+        return find_scheduler(clients, *where)
 
     def _rewrite(self, clients: Any, vm_id: str) -> None:
         from hpclz.azure.run_command import run_inline
