@@ -238,6 +238,10 @@ def prepare(node, event, settings):
         requeue(node)
     if event["EventType"] in GOES_AWAY and not ("POWERING_DOWN" in flags or "POWERED_DOWN" in flags):
         scontrol_update(node, "state=power_down_force")
+    # Also on a node Slurm is already powering down (the Terminate CycleCloud's deletion of a suspended node sends):
+    # AMLFS asks for the unmount before the VM stops, by scheduled events (the docstring), and nothing Azure documents
+    # says a deletion shuts the guest down first. The drain that unmount once caused is hpclz-health's to leave: it
+    # drains no node that is powering down (node.sh.j2).
     if event["EventType"] in GOES_AWAY:
         unmount(settings, event)
 

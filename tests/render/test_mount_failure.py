@@ -18,7 +18,7 @@ from hpclz.render.health_gate import HEALTH_PROGRAM
 from hpclz.slurm.client import DRAIN_PREFIX
 from tests.render.test_cloudinit import _artifacts, _node_scripts
 from tests.render.test_health_gate import _heredoc
-from tests.render.test_scheduled_events import _node
+from tests.render.test_scheduled_events import ROLL_CAPTURE, _node
 from tests.support import slurm as harness
 from tests.support.slurm import LocalSlurm
 
@@ -158,6 +158,7 @@ def _health(tmp_path: Path, cluster: LocalSlurm, node: str, mounted: bool) -> No
         "HPCLZ_MOUNTS": str(mounts),
         "HPCLZ_SCHED": str(tmp_path / "no"),
         "HPCLZ_MOUNT_MARK": str(tmp_path / "mark"),
+        "HPCLZ_BOOT_MARK": str(tmp_path / "boot"),  # absent until the first run: a fresh boot
     }
     ran = subprocess.run(["bash", str(path)], env=env, capture_output=True, text=True, timeout=60, check=False)
     assert (ran.returncode, ran.stderr) == (0, "")
@@ -180,19 +181,72 @@ def test_the_health_program_drains_a_node_while_its_lustre_is_missing_and_resume
     assert not (tmp_path / "mark").exists()
 
 
-def test_a_node_with_its_mounts_asks_slurm_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every shared mount there and no drain of this program's standing: no scontrol call at all (a stand-in records
-    any), so the check costs slurmctld nothing on a healthy node, every minute, on every node."""
+def _recording_scontrol(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, state: str) -> Path:
+    """An `scontrol` stand-in that records its arguments and shows node1 in `state`, as a real capture's line (Slurm
+    22.05.8, tests/fixtures/slurm/README.md) with that State=; returns the file of its calls."""
+    line = ROLL_CAPTURE.splitlines()[0].split(" Reason=")[0].replace("State=IDLE+DRAIN+POWER_DOWN", f"State={state}")
     bin_ = tmp_path / "bin"
     bin_.mkdir()
-    (bin_ / "scontrol").write_text(f'#!/bin/bash\necho "$*" >> {tmp_path / "scontrol.calls"}\n')
+    (tmp_path / "node.txt").write_text(line.replace("NodeName=cc1", "NodeName=node1") + "\n")
+    calls = tmp_path / "scontrol.calls"
+    (bin_ / "scontrol").write_text(
+        f'#!/bin/bash\necho "$*" >> {calls}\nif [ "$1" = show ]; then cat {tmp_path / "node.txt"}; fi\n'
+    )
     (bin_ / "scontrol").chmod(0o755)
     monkeypatch.setenv("PATH", f"{bin_}:{os.environ['PATH']}")
+    return calls
+
+
+def test_a_node_with_its_mounts_asks_slurm_once_a_boot_then_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every shared mount there and no drain of this program's standing: one look at the node's state in a boot (for a
+    drain of this program's from an earlier VM), then no scontrol call at all (a stand-in records any), so the check
+    costs slurmctld nothing on a healthy node, every minute, on every node."""
+    calls = _recording_scontrol(tmp_path, monkeypatch, "IDLE")
     cluster = LocalSlurm(root=tmp_path, nodes=[])
     _health(tmp_path, cluster, "node1", mounted=True)
-    assert not (tmp_path / "scontrol.calls").exists()
+    assert calls.read_text().splitlines() == ["show node node1 -o"]
+    _health(tmp_path, cluster, "node1", mounted=True)
+    _health(tmp_path, cluster, "node1", mounted=True)
+    assert calls.read_text().splitlines() == ["show node node1 -o"]
     _health(tmp_path, cluster, "node1", mounted=False)  # and the stand-in is reached when a mount is missing
-    assert (tmp_path / "scontrol.calls").read_text().startswith("show node node1 -o")
+    assert calls.read_text().splitlines()[1:] == [
+        "show node node1 -o",
+        "update nodename=node1 state=drain reason=" + REASON,
+    ]
+
+
+# scontrol's State= of a node Slurm powers down: marked (scontrol update State=POWER_DOWN, as `hpclz nodes roll` but
+# without its DRAIN), the suspend program run, then SuspendTimeout over (the capture's second and third lines).
+POWERING = ["IDLE+POWER_DOWN", "IDLE+POWERING_DOWN", "IDLE+POWERED_DOWN"]
+
+
+@pytest.mark.parametrize("state", POWERING)
+def test_a_node_slurm_is_powering_down_is_never_drained_for_a_missing_mount(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, state: str
+) -> None:
+    """The Scheduled Events watcher unmounts Lustre on the Terminate CycleCloud's deletion of a suspended node sends,
+    while slurmd still runs this program: a drain then would outlive the suspend that cleared any earlier one
+    (idle_on_node_suspend), and a drained powered-down node never gets a job again (test_power_save_drains.py)."""
+    assert f"State={state} " in ROLL_CAPTURE or state == POWERING[0]
+    calls = _recording_scontrol(tmp_path, monkeypatch, state)
+    cluster = LocalSlurm(root=tmp_path, nodes=[])
+    _health(tmp_path, cluster, "node1", mounted=False)
+    _health(tmp_path, cluster, "node1", mounted=False)
+    assert calls.read_text().splitlines() == ["show node node1 -o"] * 2
+
+
+def test_its_own_drain_left_from_an_earlier_vm_is_resumed_at_the_next_boot(
+    clean_slurm: LocalSlurm, tmp_path: Path
+) -> None:
+    """The mark that says this program drained the node lives on the VM's disk, gone with a VM power saving deleted;
+    the first run of a boot looks once, and resumes the node from this program's drain when the mounts are there."""
+    clean_slurm.client("scontrol", "update", "NodeName=node3", "State=DRAIN", f"Reason={REASON}")
+    assert not (tmp_path / "mark").exists()
+    _health(tmp_path, clean_slurm, "node3", mounted=True)
+    assert "DRAIN" not in _node(clean_slurm, "node3")[0]
+    assert not (tmp_path / "mark").exists()
 
 
 @pytest.mark.parametrize("reason", ["admin: reseat the DIMM", "hpclz: gate passive failed: HPCLZ-VFY-001"])

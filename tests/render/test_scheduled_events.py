@@ -226,6 +226,20 @@ def test_a_hanging_umount_is_cut_short_lazily_unmounted_and_the_event_still_ackn
     assert calls[-1] == "acknowledge E-Preempt"
 
 
+def test_a_terminate_for_a_node_slurm_is_powering_down_still_unmounts_lustre_and_changes_no_state(
+    tmp_path: Path, imds: str
+) -> None:
+    """The Terminate CycleCloud's deletion of a node Slurm suspended sends (EnableTerminateNotification): the node is
+    IDLE+POWERING_DOWN (the capture's second line), so no drain and no second power down, but the unmount AMLFS asks
+    for before the VM goes is kept; hpclz-health drains no such node (tests/render/test_mount_failure.py)."""
+    line = ROLL_CAPTURE.splitlines()[1]
+    assert "State=IDLE+POWERING_DOWN " in line
+    settings = _lustre(tmp_path, "exit 0")
+    calls = _run(tmp_path, imds, [_event("Terminate", ["vm-node-1"], _soon())], ["Terminate"], line, settings)
+    assert not [c for c in calls if c.startswith("scontrol update")]
+    assert calls[-2:] == ["umount /lustre", "acknowledge E-Terminate"]
+
+
 @pytest.mark.parametrize("kind", ["Reboot", "Redeploy", "Freeze"])
 def test_a_vm_that_comes_back_keeps_its_lustre_mounted(tmp_path: Path, imds: str, kind: str) -> None:
     calls = _run(tmp_path, imds, [_event(kind, ["vm-node-1"])], [kind], extra=_lustre(tmp_path, "exit 0"))

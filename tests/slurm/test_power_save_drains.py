@@ -18,6 +18,9 @@ Slurm 22.05.8 daemons. docs/node-health.md and docs/patching.md rely on it.
   scontrol(1)) powers down every node named, those kept out of power saving included, and a controller started again
   from the saved state finds them all IDLE+POWERED_DOWN: the step docs/patching.md asks before a CycleCloud server
   rebuild, run here as the doc writes it; after the rebuild, the same step gives back the nodes left DOWN.
+- A drain set after the suspend (the node IDLE+POWERING_DOWN, its VM not gone yet) is not cleared: the node ends
+  IDLE+DRAIN+POWERED_DOWN (`drain~`) and a job asking for it pends "ReqNodeNotAvail" with the resume program never
+  called, so hpclz's HealthCheckProgram drains no node that is powering down (templates/cloud-init/node.sh.j2).
 """
 
 from __future__ import annotations
@@ -30,10 +33,11 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO, require
+from tests.render.test_mount_failure import REASON, _health
 from tests.render.test_scheduled_events import _node
 from tests.support import slurm as harness
 from tests.support.slurm import LocalSlurm
-from tests.support.slurm_power import PowerSaving, wait_until
+from tests.support.slurm_power import RESUME_LOG, PowerSaving, wait_until
 
 SAVING = ["cc1", "cc2", "cc3"]
 KEPT = ["cc4", "st1"]  # cc4 in SuspendExcNodes; st1 in the SuspendTime=INFINITE partition
@@ -135,3 +139,56 @@ def test_power_down_force_after_the_rebuild_gives_back_the_nodes_left_down(clust
     wait_until(lambda: _powered_down(cluster, KEPT), "the kept nodes powered down", timeout=60)
     for node in KEPT:
         assert _flags(cluster, node) == {"IDLE", "POWERED_DOWN"}, node
+
+
+class SlowSuspend(PowerSaving):
+    """A SuspendTimeout long enough for a node to be seen IDLE+POWERING_DOWN: the time CycleCloud takes to delete the
+    VM, while its slurmd still runs the HealthCheckProgram (cyclecloud-slurm sets SuspendTimeout=600)."""
+
+    def lines(self, root: Path) -> list[str]:
+        return [line.replace("SuspendTimeout=2", "SuspendTimeout=15") for line in super().lines(root)]
+
+
+@pytest.fixture
+def slow_suspend() -> Iterator[LocalSlurm]:
+    require(harness.slurm_available(), "Slurm (slurmctld, slurmd, munged, sinfo)")
+    power = SlowSuspend(saving=["cc1", "cc2"], static=["st1"], excluded="cc4")
+    started = harness.start_cluster(["cc1", "cc2", "cc4", "st1"], power)
+    try:
+        yield started
+    finally:
+        harness.stop_cluster(started)
+
+
+def _resumed(cluster: LocalSlurm) -> list[str]:
+    log = cluster.root / RESUME_LOG
+    return log.read_text().split() if log.exists() else []
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(180)
+def test_a_node_powering_down_without_its_lustre_stays_idle_and_is_powered_up_for_the_next_job(
+    slow_suspend: LocalSlurm, tmp_path: Path
+) -> None:
+    """ai-training's HealthCheckProgram runs on cc1 after the Scheduled Events watcher unmounted /lustre for the
+    Terminate of its deletion: no drain, so cc1 ends `idle~` and the next job for it powers it up. cc2 is drained the
+    way the program drained before (its reason, while powering down): it ends `drain~`, IDLE+DRAIN+POWERED_DOWN, and a
+    job for it waits on it as unavailable, the resume program never called for it."""
+    for node in ("cc1", "cc2"):
+        slow_suspend.client("scontrol", "update", f"NodeName={node}", "State=POWER_DOWN")
+    wait_until(lambda: all("POWERING_DOWN" in _flags(slow_suspend, n) for n in ("cc1", "cc2")), "powering down")
+    _health(tmp_path, slow_suspend, "cc1", mounted=False)
+    slow_suspend.client("scontrol", "update", "NodeName=cc2", "State=DRAIN", f"Reason={REASON}")
+    assert _flags(slow_suspend, "cc1") == {"IDLE", "POWERING_DOWN"}
+    wait_until(lambda: _powered_down(slow_suspend, ["cc1", "cc2"]), "cc1 and cc2 powered down", timeout=60)
+    _health(tmp_path, slow_suspend, "cc1", mounted=False)
+    assert _flags(slow_suspend, "cc1") == {"IDLE", "POWERED_DOWN"}
+    assert _flags(slow_suspend, "cc2") == {"IDLE", "DRAIN", "POWERED_DOWN"}
+    stranded = slow_suspend.client(
+        "sbatch", "--parsable", "-p", "hpc", "-w", "cc2", "-o", "/dev/null", "--wrap", "true"
+    )
+    slow_suspend.client("sbatch", "--parsable", "-p", "hpc", "-w", "cc1", "-o", "/dev/null", "--wrap", "true")
+    wait_until(lambda: "cc1" in _resumed(slow_suspend), "cc1 powered up for its job", timeout=30)
+    assert "cc2" not in _resumed(slow_suspend)
+    pending = slow_suspend.client("squeue", "-h", "-j", stranded.strip(), "-o", "%T %r").strip()
+    assert pending.startswith("PENDING ReqNodeNotAvail"), pending
