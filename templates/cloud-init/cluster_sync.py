@@ -5,7 +5,9 @@ hpclz renders the cluster (one nodearray per partition), its parameters and the 
 the VM's userData, which ARM updates in place, unlike customData. A systemd timer runs this script at boot and
 every few minutes: it reads userData from the instance metadata service and, only when its SHA-256 differs from
 the last one applied, upgrades CycleCloud in place when userData names a newer release, re-imports the cluster
-(import_cluster --force) and starts it. The hash is recorded after
+(import_cluster --force) and starts it. The hash covers the version of each secret parameter too: userData names the
+secret, not its value, so a rotated secret (a new version in Key Vault) re-imports the cluster with the new value. The
+hash is recorded after
 success only, so a failed import is retried on the next run. The account is re-applied, and the pinned
 cyclecloud-slurm release fetched, checked and uploaded to its locker (the one the nodes run;
 healthagent and monitoring come from GitHub, unpinned: docs/locker.md), only when the account or the release changed.
@@ -279,10 +281,19 @@ def get_json(url, token):
 
 
 def vault_secret(spec, subscription):
-    """One secret's value (token audience https://vault.azure.net)."""
+    """One secret's value and its identifier, https://{vault}.vault.azure.net/secrets/{name}/{version}: Set Secret
+    "creates a new version of that secret" (https://learn.microsoft.com/en-us/rest/api/keyvault/secrets/set-secret/
+    set-secret), so a rotation changes the identifier (token audience https://vault.azure.net)."""
     token = managed_token(spec["identity"], subscription, "https://vault.azure.net")
     url = VAULT_URL.format(vault=spec["vault"]) + "/secrets/" + spec["name"] + "?api-version=" + VAULT_API
-    return get_json(url, token)["value"]
+    answer = get_json(url, token)
+    return answer["value"], answer["id"]
+
+
+def vault_secrets(document, subscription):
+    """Each secret parameter as (value, identifier), read once a run."""
+    secrets = json.loads(document.get("secret_parameters") or "{}")
+    return {name: vault_secret(spec, subscription) for name, spec in sorted(secrets.items())}
 
 
 def arm_field(spec, subscription):
@@ -343,13 +354,12 @@ def with_wheel(template, wheel):
     return template.replace(WHEEL_SHA256, wheel[0]).replace(WHEEL_FILE, wheel[1])
 
 
-def cluster_parameters(document, subscription):
-    """The cluster parameters, with each secret parameter read from Key Vault (never logged) and each ARM parameter
-    read from the resource it names."""
+def cluster_parameters(document, subscription, secrets):
+    """The cluster parameters, with each secret parameter's value read from Key Vault (never logged) and each ARM
+    parameter read from the resource it names."""
     parameters = json.loads(document["parameters"].replace(PLACEHOLDER, subscription))
-    secrets = json.loads(document.get("secret_parameters") or "{}")
-    for name, spec in sorted(secrets.items()):
-        parameters[name] = vault_secret(spec, subscription)
+    for name, (value, _version) in sorted(secrets.items()):
+        parameters[name] = value
     lookups = json.loads(document.get("arm_parameters") or "{}")
     for name, spec in sorted(lookups.items()):
         parameters[name] = arm_field(spec, subscription)
@@ -437,22 +447,28 @@ def apply_account(document, subscription, state, project, log_file):
 def sync(state, project, log_file):
     user_data = imds(USER_DATA_URL)
     wheel = wheel_tag(log_file)
-    # A new wheel with the same userData is a change too: the scheduler must get its digest.
-    digest = hashlib.sha256((user_data + "\n" + "/".join(wheel or ())).encode()).hexdigest()
-    applied = read(os.path.join(state, "userdata.sha256"))
-    if digest == applied:
-        log("userData unchanged (sha256 " + digest[:12] + "): nothing to do", log_file)
-        return
-    log("userData changed (sha256 " + (applied[:12] or "none") + " -> " + digest[:12] + "): re-importing", log_file)
     document = decode(user_data)
     subscription = imds(SUBSCRIPTION_URL).strip()
+    secrets = vault_secrets(document, subscription)
+    # A new wheel with the same userData is a change too: the scheduler must get its digest. So is a new version of a
+    # secret parameter: the hash takes its identifier, never its value.
+    versions = "/".join(secrets[name][1] for name in sorted(secrets))
+    digest = hashlib.sha256((user_data + "\n" + "/".join(wheel or ()) + "\n" + versions).encode()).hexdigest()
+    applied = read(os.path.join(state, "userdata.sha256"))
+    if digest == applied:
+        log("userData and secrets unchanged (sha256 " + digest[:12] + "): nothing to do", log_file)
+        return
+    log(
+        "userData or a secret's version changed (sha256 " + (applied[:12] or "none") + " -> " + digest[:12]
+        + "): re-importing", log_file
+    )
     upgrade_cyclecloud(document, log_file)
     apply_account(document, subscription, state, project, log_file)
     template = os.path.join(state, "slurm-cluster.txt")
     parameters = os.path.join(state, "slurm-params.json")
     write(template, with_wheel(document["template"], wheel))
     # Owner-only: the parameters may hold a secret read from Key Vault.
-    write(parameters, cluster_parameters(document, subscription), 0o600)
+    write(parameters, cluster_parameters(document, subscription, secrets), 0o600)
     cluster = document["cluster"]
     if cyclecloud(["import_cluster", cluster, "-f", template, "-p", parameters, "--force"], log_file) != 0:
         raise RuntimeError("import_cluster " + cluster + " failed")

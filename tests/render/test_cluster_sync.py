@@ -74,7 +74,9 @@ class FakeVault(BaseHTTPRequestHandler):
                 200,
                 {
                     "value": value,
-                    "id": f"https://{vault}.vault.azure.net/secrets/{name}/4387e9f3d6e14c459867679a90fd0f79",
+                    # Each Set Secret makes a new version (learn.microsoft.com/rest/api/keyvault/secrets/set-secret):
+                    # here a version per value.
+                    "id": f"https://{vault}.vault.azure.net/secrets/{name}/{hashlib.md5(value.encode()).hexdigest()}",
                     "attributes": {"enabled": True},
                 },
             )
@@ -306,7 +308,23 @@ def test_unchanged_user_data_does_nothing(box: dict[str, Path], imds: str) -> No
     _run(box, imds, _document())
     rc, calls = _run(box, imds, _document())
     assert (rc, calls) == (0, [])
-    assert "userData unchanged" in box["log"].read_text(encoding="utf-8").splitlines()[-1]
+    assert "userData and secrets unchanged" in box["log"].read_text(encoding="utf-8").splitlines()[-1]
+
+
+def test_a_rotated_secret_reimports_the_cluster_with_its_new_value(box: dict[str, Path], imds: str) -> None:
+    """userData names the secret, not its value: a new version in Key Vault alone must reach the cluster parameter."""
+    _run(box, imds, _document())
+    FakeVault.secrets = {f"{spec['vault']}/{spec['name']}": "rotated-Passw0rd" for spec in _secret_specs()}
+    rc, calls = _run(box, imds, _document())
+    assert rc == 0
+    assert [c.split(" ", 2)[2].split(" ")[0] for c in calls] == ["import_cluster", "start_cluster"]
+    params = box["state"] / "slurm-params.json"
+    assert json.loads(params.read_text(encoding="utf-8"))["AccountingPassword"] == "rotated-Passw0rd"
+    assert params.stat().st_mode & 0o077 == 0
+    log = box["log"].read_text(encoding="utf-8")
+    assert "a secret's version changed" in log
+    assert "rotated-Passw0rd" not in log and "preset-password" not in log
+    assert _run(box, imds, _document()) == (0, [])  # the same version again: nothing to do
 
 
 def test_changed_user_data_reimports_without_touching_the_account(box: dict[str, Path], imds: str) -> None:

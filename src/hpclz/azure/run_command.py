@@ -43,12 +43,17 @@ class RunOutcome:
     message: str = ""
 
 
-def find_scheduler(clients: AzureClients, resource_group: str, cluster: str, node: str = "scheduler") -> str:
-    """The resource ID of the VM CycleCloud tagged as `node` of `cluster` in `resource_group`."""
+def tagged_nodes(clients: AzureClients, resource_group: str, cluster: str, node: str = "scheduler") -> list[str]:
+    """The resource IDs of the VMs CycleCloud tagged as `node` of `cluster` in `resource_group`: none, one or more."""
     with azure_errors(f"list VMs in {resource_group}"):
         vms = [vm for vm in clients.compute.virtual_machines.list(resource_group)]
     tagged = [vm for vm in vms if (vm.tags or {}).get(CLUSTER_TAG) == cluster]
-    found = [vm.id for vm in tagged if (vm.tags or {}).get(NODE_TAG) == node]
+    return [str(vm.id) for vm in tagged if (vm.tags or {}).get(NODE_TAG) == node]
+
+
+def find_scheduler(clients: AzureClients, resource_group: str, cluster: str, node: str = "scheduler") -> str:
+    """The resource ID of the VM CycleCloud tagged as `node` of `cluster` in `resource_group`."""
+    found = tagged_nodes(clients, resource_group, cluster, node)
     if len(found) == 1:
         return str(found[0])
     what = f"VM tagged {CLUSTER_TAG}={cluster} {NODE_TAG}={node} in resource group {resource_group}"
@@ -238,15 +243,18 @@ def run_inline(
     *,
     timeout_s: int,
     progress: Callable[[str], None],
+    protected: dict[str, str] | None = None,
 ) -> RunOutcome:
     """A short managed run command whose output fits the instance view (its last 4 KB: "Output and error fields in
     `instanceView` is limited to last 4KB", the managed Run Commands page): created under `name`, followed to its
-    end, then deleted, whatever happened. A name reused after an interrupted run replaces that run's command."""
+    end, then deleted, whatever happened. A name reused after an interrupted run replaces that run's command.
+    `protected`: protectedParameters, which reach the script as environment variables and which ARM never returns
+    (the managed Run Commands page, "protectedParameters"): a secret travels there, never in the script."""
     _sub, group, vm = split_vm_id(vm_id)
-    body = {
-        "location": _location(clients, group, vm),
-        "properties": {"source": {"script": script}, "asyncExecution": True, "timeoutInSeconds": timeout_s},
-    }
+    properties: dict[str, Any] = {"source": {"script": script}, "asyncExecution": True, "timeoutInSeconds": timeout_s}
+    if protected:
+        properties["protectedParameters"] = [{"name": k, "value": v} for k, v in sorted(protected.items())]
+    body = {"location": _location(clients, group, vm), "properties": properties}
     view = _create_follow_delete(clients, (group, vm, name), body, progress, timeout_s + LATE_S)
     return RunOutcome(
         state=_text(view.execution_state),

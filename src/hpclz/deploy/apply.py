@@ -231,7 +231,9 @@ def _apply(
 ) -> ExitCode:
     from hpclz.deploy.destroy import outcome_dict
     from hpclz.deploy.prune import failures
+    from hpclz.deploy.storagepass import StoragePass, password
     from hpclz.deploy.wheel_step import Delivery, resubmit_for_wheel, with_wheel
+    from hpclz.plan.contract import accounting_secret_path
     from hpclz.render.zone import Zone
     from hpclz.state.factory import new_state
     from hpclz.state.renamed import config_ref
@@ -261,6 +263,10 @@ def _apply(
         if run.ok:
             final = after_run(loaded, plan, backend, removals, final, secrets, partial=bool(contract.scope.target))
             final = delivery.finish(arm.clients, final, backend.write)
+            value = password(plan, secrets, accounting_secret_path(loaded))
+            final = StoragePass(Zone(loaded.config), value, result.changes, on_event).finish(
+                arm.clients, final, backend.write
+            )
             final, result.app_roles = _app_roles(arm, loaded, final, backend)
             registered = _registered_redirects(arm, loaded)
     result.removed = [outcome_dict(o) for o in removals.outcomes]

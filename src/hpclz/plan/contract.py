@@ -53,7 +53,7 @@ def changeset_for(
         planned = {d.name for d in plan.deployments}
         changes.resubmit += [n for n, r in state.deployments.items() if r.drifted and n in planned]
     if state is not None and secrets:
-        attach_rotations(changes, plan, state, secrets)
+        attach_rotations(changes, plan, state, secrets, accounting_secret_path(loaded))
     changes.unique_labels()
     return changes
 
@@ -65,11 +65,41 @@ ROTATED = Verdict(
 )
 
 
+# Slurm accounting's password also lives in the running scheduler's slurmdbd.conf, which cyclecloud-slurm writes once
+# (hpclz.deploy.storagepass says where): a rotation of that secret does more, and the plan says so.
+ROTATED_ACCOUNTING = Verdict(
+    policy=Policy.IN_PLACE,
+    reason=(
+        "the new value is written to Key Vault as a new version of the secret (and, on a server hpclz creates, as the "
+        "MySQL server's administrator password); deploy then rewrites StoragePass in the scheduler's slurmdbd.conf "
+        "through a managed Run Command and restarts slurmdbd, and hpclz-cluster-sync re-imports the cluster's "
+        "AccountingPassword"
+    ),
+    action_needed=(
+        "with compute.accounting mode existing, give slurmdbd's database user the new password on your MySQL server "
+        "first: hpclz changes only a server it creates"
+    ),
+    source="https://learn.microsoft.com/azure/virtual-machines/linux/run-command-managed",
+)
+
+
+def accounting_secret_path(loaded: LoadedConfig) -> str | None:
+    """identity.key_vault.secrets.NAME of Slurm accounting's password, when accounting is on."""
+    accounting = loaded.config.compute.accounting
+    name = getattr(accounting, "password_secret_name", None) if accounting.mode != "disabled" else None
+    return f"identity.key_vault.secrets.{name}" if name else None
+
+
 def attach_rotations(
-    changes: ChangeSet, plan: DeploymentPlan, state: StateDocument, secrets: Mapping[str, Mapping[str, str]]
+    changes: ChangeSet,
+    plan: DeploymentPlan,
+    state: StateDocument,
+    secrets: Mapping[str, Mapping[str, str]],
+    accounting: str | None = None,
 ) -> None:
     """A secret whose value no longer matches its fingerprint in state is a change: its deployment is
-    submitted again although its template is the same (secret values are not part of the template hash)."""
+    submitted again although its template is the same (secret values are not part of the template hash).
+    `accounting`: the path of Slurm accounting's password, whose rotation also reaches slurmdbd."""
     for d in plan.deployments:
         for parameter, path in sorted(d.secure_parameters.items()):
             value = secrets.get(d.name, {}).get(parameter)
@@ -78,7 +108,11 @@ def attach_rotations(
                 continue
             changes.config_changes.append(
                 ConfigChange(
-                    path=path, kind=Action.MODIFY, before="(sensitive)", after="(sensitive, rotated)", verdict=ROTATED
+                    path=path,
+                    kind=Action.MODIFY,
+                    before="(sensitive)",
+                    after="(sensitive, rotated)",
+                    verdict=ROTATED_ACCOUNTING if path == accounting else ROTATED,
                 )
             )
             if d.name not in changes.resubmit:

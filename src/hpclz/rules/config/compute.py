@@ -420,7 +420,9 @@ class AccountingPasswordOnSched(Rule[ConfigContext]):
     title = "Slurm accounting password is readable by root on every node that mounts /sched"
     fix = (
         "Give root on the cluster's nodes only to those who may hold the accounting database login, keep the MySQL "
-        "server reachable from the cluster's subnets alone, and rotate the secret when a node's root was shared."
+        "server reachable from the cluster's subnets alone, and rotate the secret when a node's root was shared: set "
+        "the new value, `hpclz plan`, `hpclz deploy` (it rewrites StoragePass in the scheduler's slurmdbd.conf and "
+        'restarts slurmdbd; docs/cluster-services.md, "Rotating the password").'
     )
 
     def check(self, ctx: ConfigContext) -> Iterable[Finding]:
