@@ -37,8 +37,15 @@ _NEEDS: dict[str, tuple[str, ...]] = {
 }
 
 
+# One scan for any of those literals: most texts hold none, and are done with one call.
+_ANY_NEEDED = re.compile("|".join(re.escape(needed) for needs in _NEEDS.values() for needed in needs))
+_ALL_NEED_A_LITERAL = set(KNOWN_PATTERNS) <= set(_NEEDS)
+
+
 def looks_like_secret(text: str) -> str | None:
     """The kind of credential `text` holds, or None."""
+    if _ALL_NEED_A_LITERAL and _ANY_NEEDED.search(text) is None:
+        return None
     for label, pattern in KNOWN_PATTERNS.items():
         if any(needed in text for needed in _NEEDS.get(label, ("",))) and pattern.search(text):
             return label
