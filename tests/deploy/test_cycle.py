@@ -30,7 +30,11 @@ def test_deploy_writes_state_and_shows_next_steps(arm: ArmStandIn, zone: Path, r
     assert "https://localhost:8443/home" in steps
     # The app registration's SPA redirect URIs are the page the forward opens, /home and /sso
     # (MicrosoftDocs/azure-docs@03e5750:articles/cyclecloud/how-to/create-app-registration.md, "Configuring redirect URIs").
-    assert "redirect URIs: https://localhost:8443/home https://localhost:8443/sso (" in flat
+    # ai-training's users arrive from its hub and open the server's private address; the stand-in allocates no dynamic
+    # private IP, so the server's name stands in for it (next_steps.ui_hosts).
+    users = "https://vm-aitrain-cc-prod-eus2"
+    assert f"redirect URIs: https://localhost:8443/home https://localhost:8443/sso {users}/home {users}/sso (" in flat
+    assert f"sign in at {users}/home from a machine that reaches the VNet" in flat
     assert f"az network bastion ssh {bastion} --auth-type ssh-key --username hpcadmin" in steps
     # identity.groups sign in with Entra ID (MicrosoftDocs/azure-docs:articles/bastion/connect-vm-native-client-linux.md).
     assert f"with your Entra ID account: az network bastion ssh {bastion} --auth-type AAD" in steps

@@ -8,12 +8,15 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from ruamel.yaml import YAML
+
 from hpclz.config import load_config
 from hpclz.config.loader import LoadedConfig
 from hpclz.deploy.next_steps import next_steps
 from hpclz.state.factory import new_state
 from hpclz.state.model import ResourceRecord, StateDocument
 from tests.conftest import REPO
+from tests.rules.cases import preset_doc
 
 VM = (
     "/subscriptions/00000000-0000-0000-0000-00000000c0de/resourceGroups/rg-riskgrid-compute-prod-weu"
@@ -109,34 +112,45 @@ def _with_bastion(path: str) -> tuple[LoadedConfig, StateDocument]:
     return loaded, doc
 
 
+def _bastion_only(tmp_path: Path) -> tuple[LoadedConfig, StateDocument]:
+    """ai-training without its hub peering: Bastion is the only way in, and it is the admins'."""
+    doc = preset_doc("ai-training")
+    del doc["network"]["hub_peering"]
+    config = tmp_path / "ai-training.yaml"
+    YAML(typ="safe").dump(doc, config)
+    return _with_bastion(str(config))
+
+
 def _redirect_step(steps: list[str]) -> list[str]:
     (step,) = [s for s in steps if s.startswith("CycleCloud sign-in: the app registration")]
     return step.split("redirect URIs: ", 1)[1].split(" (docs/", 1)[0].split()
 
 
-def test_redirect_uris_are_home_and_sso_of_each_host_the_steps_open() -> None:
+def test_redirect_uris_are_home_and_sso_of_each_host_the_steps_open(tmp_path: Path) -> None:
     """CycleCloud's article registers https://{host}/home and https://{host}/sso as Single-page application URIs
     (MicrosoftDocs/azure-docs@03e5750:articles/cyclecloud/how-to/create-app-registration.md, "Configuring redirect
     URIs"), as CCWS does (Azure/cyclecloud-slurm-workspace@bc0fc1b util/entra_postdeploy.sh l.50-55)."""
-    # Bastion only (ai-training): the SSH forward's local end, the page the admins' step opens.
-    loaded, doc = _with_bastion(str(REPO / "configs" / "ai-training.yaml"))
+    # Bastion only: the SSH forward's local end, the page the admins' step opens.
+    loaded, doc = _bastion_only(tmp_path)
     assert loaded.config.network.hub_peering is None
     steps = next_steps(loaded, doc)
     assert _redirect_step(steps) == ["https://localhost:8443/home", "https://localhost:8443/sso"]
     assert any("then open https://localhost:8443/home" in s for s in steps)
     (users,) = [s for s in steps if s.startswith("Cluster nodes with your Entra ID account")]
     assert "route into the VNet (hub peering or VPN; this zone has none)" in users
-    # Bastion and hub peering (manufacturing): both ways, each opened by a step.
-    loaded, doc = _with_bastion(str(REPO / "configs" / "manufacturing.yaml"))
-    assert loaded.config.network.hub_peering is not None
-    steps = next_steps(loaded, doc)
-    assert _redirect_step(steps) == [
-        "https://localhost:8443/home",
-        "https://localhost:8443/sso",
-        "https://10.60.1.4/home",
-        "https://10.60.1.4/sso",
-    ]
-    assert any("sign in at https://10.60.1.4/home from a machine that reaches the VNet" in s for s in steps)
+    # Bastion and hub peering (every preset with Bastion): both ways, each opened by a step; users sign in from the hub.
+    for preset in ("manufacturing", "ai-training", "energy"):
+        loaded, doc = _with_bastion(str(REPO / "configs" / f"{preset}.yaml"))
+        assert loaded.config.network.hub_peering is not None
+        steps = next_steps(loaded, doc)
+        assert _redirect_step(steps) == [
+            "https://localhost:8443/home",
+            "https://localhost:8443/sso",
+            "https://10.60.1.4/home",
+            "https://10.60.1.4/sso",
+        ], preset
+        assert any("sign in at https://10.60.1.4/home from a machine that reaches the VNet" in s for s in steps)
+        assert not any("this zone has none" in s for s in steps), preset
     # No Bastion (finance): the private address the "No Bastion" step opens, nothing on localhost.
     loaded, doc = _server_only(str(REPO / "configs" / "finance.yaml"))
     steps = next_steps(loaded, doc)
@@ -185,10 +199,10 @@ def _registration_json(uris: list[str]) -> dict[str, Any]:
     return data
 
 
-def test_the_documented_registration_is_the_articles_and_ccws() -> None:
+def test_the_documented_registration_is_the_articles_and_ccws(tmp_path: Path) -> None:
     """CycleCloud's article (MicrosoftDocs/azure-docs@03e5750:articles/cyclecloud/how-to/create-app-registration.md)
     and CCWS's app (Azure/cyclecloud-slurm-workspace@bc0fc1b:bicep/entra/ccwEntraApp.bicep l.75-216)."""
-    loaded, doc = _with_bastion(str(REPO / "configs" / "ai-training.yaml"))
+    loaded, doc = _bastion_only(tmp_path)
     printed = _redirect_step(next_steps(loaded, doc))
     app = _registration_json(printed)
     # Single-page application, /home and /sso: exactly what the next steps print; no Web redirect URI.

@@ -22,7 +22,10 @@ def test_deploy_lists_only_the_redirect_uris_the_app_lacks(arm: ArmStandIn, zone
     assert result.exit_code == 0, result.stderr + result.stdout
     steps = [line.strip() for line in result.stdout.split("Next steps", 1)[1].splitlines()]
     (line,) = [s for s in steps if s.startswith("CycleCloud sign-in")]
-    assert f"lacks these Single-page application redirect URIs: {SSO} (" in line and HOME not in line
+    # The Bastion forward's /sso, and the pair of the server's private host the hub's users open (network.hub_peering).
+    lacking = line.split("redirect URIs: ", 1)[1].split(" (docs/", 1)[0].split()
+    host = lacking[1].removeprefix("https://").removesuffix("/home")
+    assert lacking == [SSO, f"https://{host}/home", f"https://{host}/sso"] and "localhost" not in host
     assert ("GET", f"/v1.0/applications(appId='{APP}')", 200) in arm.graph.log
     assert not [w for w in arm.graph.writes() if "/applications" in w[1]]  # read only: hpclz never edits the app
 
@@ -31,5 +34,6 @@ def test_nothing_to_register_says_nothing_and_unread_lists_all() -> None:
     from hpclz.deploy.next_steps import next_steps
 
     loaded, doc = _with_bastion(str(REPO / "configs" / "ai-training.yaml"))
-    assert not any(s.startswith("CycleCloud sign-in") for s in next_steps(loaded, doc, None, {HOME, SSO}))
-    assert _redirect_step(next_steps(loaded, doc, None, None)) == [HOME, SSO]
+    every = [HOME, SSO, "https://10.60.1.4/home", "https://10.60.1.4/sso"]  # Bastion's forward, the hub's users'
+    assert not any(s.startswith("CycleCloud sign-in") for s in next_steps(loaded, doc, None, set(every)))
+    assert _redirect_step(next_steps(loaded, doc, None, None)) == every

@@ -22,7 +22,7 @@ from hpclz.render.model import Deployment, DeploymentPlan
 from hpclz.render.writer import output_files, write_plan
 from tests.arm.support import deployment, plan_of, require_schemas
 from tests.conftest import PRESETS, require
-from tests.render.conftest import preset_plan, variant
+from tests.render.conftest import preset_plan, resources_of, variant
 
 STEMS = [p.stem for p in PRESETS]
 
@@ -116,9 +116,12 @@ def test_render_writes_the_list_for_the_hub_team() -> None:
 
 
 def test_only_a_zone_routed_to_a_hub_firewall_gets_the_hub_template() -> None:
-    assert hub_egress.hub_template(preset_plan("energy")) is None  # NAT gateway: nothing goes to a hub
+    # energy and ai-training peer with a hub for their users but keep the NAT gateway: no route to its firewall.
+    for peered in ("energy", "ai-training"):
+        assert resources_of(preset_plan(peered), "Microsoft.Network/virtualNetworks/virtualNetworkPeerings")
+        assert hub_egress.hub_template(preset_plan(peered)) is None
+        assert hub_egress.HUB_TEMPLATE not in output_files(preset_plan(peered))
     assert hub_egress.HUB_TEMPLATE in output_files(preset_plan("finance"))
-    assert hub_egress.HUB_TEMPLATE not in output_files(preset_plan("energy"))
 
 
 def _rules(template: dict[str, Any]) -> list[dict[str, Any]]:

@@ -19,7 +19,7 @@ import pytest
 from hpclz.config.portal import Portal
 from hpclz.render.model import Deployment, DeploymentPlan
 from tests.conftest import PRESETS, require
-from tests.render.conftest import preset_plan, variant
+from tests.render.conftest import preset_plan, resources_of, variant
 from tests.render.test_node_portability import _shellcheck
 
 SECRET_PARAMETER = "secretOodClientSecret"
@@ -80,7 +80,7 @@ def test_the_portal_is_off_unless_asked_for() -> None:
         assert ("portal" in components) == (path.stem in ("ai-training", "energy")), path.stem
 
 
-def test_the_portal_has_no_public_ip_and_takes_https_only_from_bastion() -> None:
+def test_the_portal_has_no_public_ip_and_takes_https_only_from_bastion_and_the_hub() -> None:
     portal = _portal(preset_plan("ai-training"))
     assert not _of(portal, "Microsoft.Network/publicIPAddresses")
     (nic,) = _of(portal, "Microsoft.Network/networkInterfaces")
@@ -90,14 +90,40 @@ def test_the_portal_has_no_public_ip_and_takes_https_only_from_bastion() -> None
     assert nic["properties"]["networkSecurityGroup"]["id"].endswith("'nsg-aitrain-ood-prod-eus2')]")
     (nsg,) = _of(portal, "Microsoft.Network/networkSecurityGroups")
     rules = {r["name"]: r["properties"] for r in nsg["properties"]["securityRules"]}
-    # The Bastion subnet of configs/ai-training.yaml is 10.40.1.0/26: only it reaches 443 (and 22 for admins).
-    assert rules["AllowPortalHttps"]["sourceAddressPrefix"] == "10.40.1.0/26"
+    # The Bastion subnet of configs/ai-training.yaml is 10.40.1.0/26 and its hub 10.0.0.0/16 (portal.allowed_cidrs,
+    # where its users arrive): only they reach 443, and only Bastion 22 (for admins).
+    assert rules["AllowPortalHttps"]["sourceAddressPrefixes"] == ["10.40.1.0/26", "10.0.0.0/16"]
     assert rules["AllowPortalHttps"]["destinationPortRange"] == "443"
     assert rules["AllowBastionSsh"]["sourceAddressPrefix"] == "10.40.1.0/26"
     assert rules["DenyAllInbound"] == {**rules["DenyAllInbound"], "access": "Deny", "sourceAddressPrefix": "*"}
     allowed = [p for p in rules.values() if p["access"] == "Allow"]
     # srun's range from the cluster's subnets (test_slurm_reaches_srun_on_the_portal_on_the_pinned_range_only).
     assert {p["destinationPortRange"] for p in allowed} == {"443", "22", "60001-63000"}
+
+
+@pytest.mark.parametrize("stem", ["ai-training", "energy"])
+def test_the_hubs_users_reach_cyclecloud_and_the_portal_on_https(stem: str) -> None:
+    """Users of these presets arrive from the hub. The admin subnet (the CycleCloud server) denies only the Internet, so
+    its NSG's default AllowVnetInBound lets the hub's range in: the VirtualNetwork tag covers peered VNets
+    (learn.microsoft.com/azure/virtual-network/service-tags-overview), as for finance and manufacturing. The portal's
+    NSG denies the rest of the VNet, so it lists the hub's range beside Bastion for 443 only."""
+    plan = preset_plan(stem)
+    (peering,) = resources_of(plan, "Microsoft.Network/virtualNetworks/virtualNetworkPeerings")
+    (hub,) = peering["properties"]["remoteAddressSpace"]["addressPrefixes"]
+    (admin,) = [n for n in resources_of(plan, "Microsoft.Network/networkSecurityGroups") if "-admin-" in n["name"]]
+    inbound = [
+        r["properties"] for r in admin["properties"]["securityRules"] if r["properties"]["direction"] == "Inbound"
+    ]
+    assert [(r["access"], r["sourceAddressPrefix"]) for r in inbound] == [("Deny", "Internet")]
+    (nsg,) = _of(_portal(plan), "Microsoft.Network/networkSecurityGroups")
+    rules = {r["name"]: r["properties"] for r in nsg["properties"]["securityRules"]}
+    assert hub in rules["AllowPortalHttps"]["sourceAddressPrefixes"]
+    assert rules["AllowPortalHttps"]["destinationPortRange"] == "443"
+    assert not any(
+        hub in r.get("sourceAddressPrefixes", [r.get("sourceAddressPrefix")])
+        for n, r in rules.items()
+        if n != "AllowPortalHttps"
+    )
 
 
 def test_allowed_ranges_join_bastion_for_https_only() -> None:

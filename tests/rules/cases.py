@@ -346,8 +346,11 @@ CASES: dict[str, list[Case]] = {
         Case("ai-training", _all(_set("identity.cyclecloud_entra", DELETE), _set("identity.entra_login", False))),
         Case("manufacturing", _all(_set("identity.cyclecloud_entra", DELETE), _set("identity.groups.admins", []))),
     ],
-    # manufacturing's users arrive over the hub; without it they reach CycleCloud's UI from nowhere.
-    "HPCLZ-IDN-013": [Case("manufacturing", _set("network.hub_peering", DELETE))],
+    # manufacturing's and energy's users arrive over the hub; without it Bastion is the only way in (the admins').
+    "HPCLZ-IDN-013": [
+        Case("manufacturing", _set("network.hub_peering", DELETE)),
+        Case("energy", _set("network.hub_peering", DELETE)),
+    ],
     "HPCLZ-IDN-010": [Case("energy", _set("identity.key_vault.secrets.slurmdb-password", "plain-Text-Pa55word"))],
     "HPCLZ-IDN-007": [
         Case("finance", _set("identity.key_vault.secrets.Pricing-Library-Licence", "${env:OTHER}")),
@@ -449,9 +452,10 @@ CASES: dict[str, list[Case]] = {
         Case("ai-training", _set("portal.allowed_cidrs", ["8.8.8.0/24"])),
         Case("ai-training", _set("portal.allowed_cidrs", ["203.0.113.0/24"])),
     ],
+    # ai-training's users reach the portal from the hub (allowed_cidrs); without that range only Bastion is left.
     "HPCLZ-PRT-004": [
-        Case("ai-training", _set("network.bastion.enabled", False)),
-        Case("ai-training", _set("network.bastion.sku", "Basic")),
+        Case("ai-training", _all(_set("portal.allowed_cidrs", []), _set("network.bastion.enabled", False))),
+        Case("ai-training", _all(_set("portal.allowed_cidrs", []), _set("network.bastion.sku", "Basic"))),
     ],
     "HPCLZ-PRT-005": [
         Case("ai-training", _set("portal.oidc.client_secret_name", "ood-client-secret")),

@@ -33,9 +33,6 @@ DELIBERATE = {
     ("finance", "HPCLZ-CMP-047"),
     # finance's only egress is the hub firewall: the hub team needs the list of what the zone fetches.
     ("finance", "HPCLZ-NET-014"),
-    # Bastion is their only way in, and it carries no web UI to users: they need a VPN into the VNet.
-    ("ai-training", "HPCLZ-IDN-013"),
-    ("energy", "HPCLZ-IDN-013"),
 }
 
 CASE_PARAMS = [

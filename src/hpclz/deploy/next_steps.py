@@ -14,7 +14,12 @@ or hosts.)" (MicrosoftDocs/azure-docs@b8db86a:includes/bastion-native-connect-tu
 articles/bastion/connect-vm-native-client-linux.md, "Connect to a VM - tunnel command"). So the CycleCloud UI is
 reached as CCWS reaches its VMs, a tunnel to port 22 (Azure/cyclecloud-slurm-workspace@bc0fc1b
 util/tunnel_thru_bastion.sh l.9: `--resource-port 22 --port 8822`), then ssh's own port forwarding (`ssh -L`) to
-the server's HTTPS. Only the cluster admins may sign in to the server (HPCLZ-IDN-011), so only they have this way.
+the server's HTTPS. A tunnel to 443 would not serve a browser either: the CLI's tunnel serves one TCP connection at a
+time, to its end (Azure/azure-cli-extensions@144a628 src/bastion/azext_bastion/tunnel.py l.116-148,
+`TunnelServer._listen`: it accepts one connection, opens one websocket for it and joins both relay threads before the
+next accept), so a browser's parallel and kept-alive HTTPS connections wait behind each other; one SSH connection
+carries every `ssh -L` forward. Only the cluster admins may sign in to the server (HPCLZ-IDN-011), so only they have
+this way.
 """
 
 from __future__ import annotations

@@ -4,7 +4,10 @@ The portal listens on HTTPS 443 with no public IP (hpclz.render.portal). Bastion
 web servers ("The bastion tunnel doesn't relay web servers or hosts.": MicrosoftDocs/azure-docs@b8db86a
 includes/bastion-native-connect-tunnel.md l.11), so the way through Bastion is CCWS's tunnel to port 22
 (Azure/cyclecloud-slurm-workspace@bc0fc1b util/tunnel_thru_bastion.sh l.9) and ssh's own forward of a local port to
-the portal's 443. The portal's NSG lets SSH in from Bastion for its admins only (hpclz.render.portal), so users reach
+the portal's 443: the CLI's tunnel serves one TCP connection at a time, to its end (Azure/azure-cli-extensions@144a628
+src/bastion/azext_bastion/tunnel.py l.116-148, `TunnelServer._listen` joins both relay threads before its next
+accept), so a browser's parallel HTTPS connections would wait behind each other, while one SSH connection carries every
+forward. The portal's NSG lets SSH in from Bastion for its admins only (hpclz.render.portal), so users reach
 the portal by `portal.server_name` over their own network. The local ports differ from the CycleCloud UI's, so both
 forwards can run at once, and the browser's `Host` stays `localhost:9443`, one of the portal's `server_aliases`.
 """

@@ -473,7 +473,9 @@ class UsersReachCycleCloudUi(Rule[ConfigContext]):
     (learn.microsoft.com/azure/cyclecloud/how-to/user-authentication; docs/entra-login.md), and adds the SSH key the
     login nodes accept there (learn.microsoft.com/azure/cyclecloud/how-to/user-access). Azure Bastion's tunnel does
     not carry the UI: "Connect to a VM using SSH or RDP. (The bastion tunnel doesn't relay web servers or hosts.)"
-    (MicrosoftDocs/azure-docs@b8db86a:includes/bastion-native-connect-tunnel.md l.11), and the SSH forward through it
+    (MicrosoftDocs/azure-docs@b8db86a:includes/bastion-native-connect-tunnel.md l.11); a tunnel to 443 would serve a
+    browser one TCP connection at a time (Azure/azure-cli-extensions@144a628 src/bastion/azext_bastion/tunnel.py
+    l.116-148, `TunnelServer._listen` joins both relay threads before its next accept); and the SSH forward through it
     needs a sign-in on the CycleCloud server, which only the admins have (HPCLZ-IDN-011). So the users reach the UI
     only over a route into the VNet: hub peering (the one hpclz models) or a VPN of your own."""
 

@@ -291,7 +291,7 @@ a2enmod ssl auth_openidc
 mkdir -p /etc/ssl/hpclz-portal
 if [ ! -s /etc/ssl/hpclz-portal/portal.crt ]; then
   openssl req -nodes -new -x509 -days 825 -keyout /etc/ssl/hpclz-portal/portal.key \
-    -out /etc/ssl/hpclz-portal/portal.crt -subj /CN=localhost
+    -out /etc/ssl/hpclz-portal/portal.crt -subj /CN=ood.hpc.contosoai.com
   chmod 600 /etc/ssl/hpclz-portal/portal.key
 fi
 
@@ -300,6 +300,7 @@ umask 077
 crypto=$(openssl rand -hex 32)
 cat > /etc/ood/config/ood_portal.yml <<'HPCLZ_EOF'
 # hpclz: from portal.*; keys: https://osc.github.io/ood-documentation/latest/reference/files/ood-portal-yml.html
+servername: "ood.hpc.contosoai.com"
 # The Bastion tunnel's host (https://localhost:<port>): without it Open OnDemand allows only the VM's addresses
 # and FQDN, or servername, as OOD_ALLOWED_HOSTS, the dashboard's Rails config.hosts, and answers 403 "Blocked host"
 # to the tunnel; with servername its rewrite also sends any other Host to servername (hpclz.render.portal.TUNNEL_ALIASES).
@@ -320,7 +321,7 @@ oidc_client_id: "3c1f9a52-7d4e-4b8a-9e21-5f6d0c8b2a17"
 oidc_remote_user_claim: "upn"
 oidc_scope: "openid profile"
 user_map_match: "^([^@]+)@[cC][oO][nN][tT][oO][sS][oO][aA][iI]%.[oO][nN][mM][iI][cC][rR][oO][sS][oO][fF][tT]%.[cC][oO][mM]$:lower"
-logout_redirect: "/oidc?logout=https%3A%2F%2Flocalhost%3A9443"
+logout_redirect: "/oidc?logout=https%3A%2F%2Food.hpc.contosoai.com"
 oidc_settings:
   OIDCPassIDTokenAs: serialized
   OIDCPassClaimsAs: environment

@@ -291,7 +291,7 @@ a2enmod ssl auth_openidc
 mkdir -p /etc/ssl/hpclz-portal
 if [ ! -s /etc/ssl/hpclz-portal/portal.crt ]; then
   openssl req -nodes -new -x509 -days 825 -keyout /etc/ssl/hpclz-portal/portal.key \
-    -out /etc/ssl/hpclz-portal/portal.crt -subj /CN=localhost
+    -out /etc/ssl/hpclz-portal/portal.crt -subj /CN=ood.hpc.contosoenergy.com
   chmod 600 /etc/ssl/hpclz-portal/portal.key
 fi
 
@@ -300,6 +300,7 @@ umask 077
 crypto=$(openssl rand -hex 32)
 cat > /etc/ood/config/ood_portal.yml <<'HPCLZ_EOF'
 # hpclz: from portal.*; keys: https://osc.github.io/ood-documentation/latest/reference/files/ood-portal-yml.html
+servername: "ood.hpc.contosoenergy.com"
 # The Bastion tunnel's host (https://localhost:<port>): without it Open OnDemand allows only the VM's addresses
 # and FQDN, or servername, as OOD_ALLOWED_HOSTS, the dashboard's Rails config.hosts, and answers 403 "Blocked host"
 # to the tunnel; with servername its rewrite also sends any other Host to servername (hpclz.render.portal.TUNNEL_ALIASES).
@@ -320,7 +321,7 @@ oidc_client_id: "5e2d8b41-9c3a-4f7e-a6d1-0b8c4e2f9a73"
 oidc_remote_user_claim: "upn"
 oidc_scope: "openid profile"
 user_map_match: "^([^@]+)@[cC][oO][nN][tT][oO][sS][oO][eE][nN][eE][rR][gG][yY]%.[oO][nN][mM][iI][cC][rR][oO][sS][oO][fF][tT]%.[cC][oO][mM]$:lower"
-logout_redirect: "/oidc?logout=https%3A%2F%2Flocalhost%3A9443"
+logout_redirect: "/oidc?logout=https%3A%2F%2Food.hpc.contosoenergy.com"
 oidc_settings:
   OIDCPassIDTokenAs: serialized
   OIDCPassClaimsAs: environment
