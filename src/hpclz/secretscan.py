@@ -24,9 +24,29 @@ KNOWN_PATTERNS: dict[str, re.Pattern[str]] = {
 }
 
 
+# Literals of which every match of the pattern contains one, read off the pattern itself: a text holding none of them
+# cannot match, so the pattern is not run. The state guard scans every string of the state, and the whole state, at
+# every write (thousands of strings per write), and most strings hold none of these. "=" is no letter, so the
+# case-blind patterns need it just as it is. A pattern with no entry is always run ("" is in every text).
+_NEEDS: dict[str, tuple[str, ...]] = {
+    "storage account key in a connection string": ("=",),
+    "shared access signature": ("=",),
+    "private key": ("PRIVATE KEY-----",),
+    "Entra ID client secret": ("Q~",),
+    "GitHub token": ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"),
+}
+
+
+# One scan for any of those literals: most texts hold none, and are done with one call.
+_ANY_NEEDED = re.compile("|".join(re.escape(needed) for needs in _NEEDS.values() for needed in needs))
+_ALL_NEED_A_LITERAL = set(KNOWN_PATTERNS) <= set(_NEEDS)
+
+
 def looks_like_secret(text: str) -> str | None:
     """The kind of credential `text` holds, or None."""
+    if _ALL_NEED_A_LITERAL and _ANY_NEEDED.search(text) is None:
+        return None
     for label, pattern in KNOWN_PATTERNS.items():
-        if pattern.search(text):
+        if any(needed in text for needed in _NEEDS.get(label, ("",))) and pattern.search(text):
             return label
     return None

@@ -5,10 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from pydantic import SecretStr
 
 from hpclz.config.identity import NewKeyVault
 from hpclz.config.root import LandingZoneConfig
+from hpclz.secretscan import KNOWN_PATTERNS, looks_like_secret
 from hpclz.state.errors import SecretInStateError
 from hpclz.state.guard import SecretGuard, config_secrets
 from tests.state.conftest import PLANTED_SECRET, OpenBackend, sample_state
@@ -127,3 +130,15 @@ def test_a_masked_config_secret_under_a_credential_name_is_no_secret(config: Lan
     guard.check({"applied_config": {"identity": {"key_vault": dumped}}}, "here")
     with pytest.raises(SecretInStateError, match="credential-like name 'slurmdb-password'"):
         guard.check({"applied_config": {"secrets": {"slurmdb-password": "hunter2-literal"}}}, "here")
+
+
+@pytest.mark.parametrize("label", sorted(KNOWN_PATTERNS))
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_every_text_a_credential_pattern_matches_is_caught_whatever_surrounds_it(
+    label: str, data: st.DataObject
+) -> None:
+    """looks_like_secret runs a pattern only on a text holding a literal the pattern needs: a text the pattern
+    matches must never be passed over by that shortcut."""
+    text = data.draw(st.from_regex(KNOWN_PATTERNS[label]))
+    assert looks_like_secret(text) is not None, text

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import gzip
 import lzma
 import zlib
@@ -33,6 +34,9 @@ GZIP_MAGIC = b"\x1f\x8b"
 XZ_MAGIC = b"\xfd7zXZ\x00"
 
 
+# Byte-identical output for the same text, and xz preset 9 is a render's dearest step after the templates: a text
+# packed again (the same payload in another render of the same config in one process) is not compressed twice.
+@functools.lru_cache(maxsize=64)
 def pack(text: str, *, xz: bool = False) -> str:
     """gzip (level 9, mtime 0: byte-identical across runs) or, for a payload only hpclz's own scripts read, xz (preset
     9, which has no timestamp), then base64."""

@@ -32,6 +32,7 @@ program in it the same to bash's own parser (`declare -f` prints a function as b
 from __future__ import annotations
 
 import ast
+import functools
 import io
 import re
 import tokenize
@@ -98,6 +99,13 @@ def _as_written(_opened: re.Match[str], body: list[str]) -> list[str]:
 
 def _python(body: list[str]) -> list[str]:
     """A Python program less its whole-line comments, if its syntax tree stays the same; else as it was."""
+    return list(_python_lines(tuple(body)))
+
+
+# A pure function of the program's text, and the dearest step of a render (tokenize and two syntax trees per program):
+# the same programs ride in every partition's script and in every render of the same config in one process.
+@functools.lru_cache(maxsize=256)
+def _python_lines(body: tuple[str, ...]) -> tuple[str, ...]:
     source = "\n".join(body) + "\n"
     try:
         gone = {
@@ -110,7 +118,7 @@ def _python(body: list[str]) -> list[str]:
         same = ast.dump(ast.parse(source)) == ast.dump(ast.parse("\n".join(after) + "\n"))
     except (SyntaxError, ValueError, tokenize.TokenError):
         return body
-    return after if same else body
+    return tuple(after) if same else body
 
 
 def _directives(lines: list[str]) -> list[str]:

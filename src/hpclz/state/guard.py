@@ -69,6 +69,8 @@ def _walk(node: Any, path: str) -> Iterator[tuple[str, SecretStr]]:
 class SecretGuard:
     def __init__(self, secrets: dict[str, str] | None = None):
         self._secrets = dict(secrets or {})
+        # Each value as JSON escapes it too (a secret holding a quote or a backslash), worked out once, not per string.
+        self._escaped = {label: json.dumps(value)[1:-1] for label, value in self._secrets.items()}
 
     @classmethod
     def for_config(cls, config: BaseModel) -> SecretGuard:
@@ -78,6 +80,7 @@ class SecretGuard:
         """Guard one more value (e.g. a secret resolved at deploy time); `label` is what errors print."""
         if len(value) >= MIN_SECRET_LENGTH:
             self._secrets[label] = value
+            self._escaped[label] = json.dumps(value)[1:-1]
 
     def check(self, data: Any, where: str) -> None:
         """Raise SecretInStateError if any string in `data` (a JSON-able tree) holds a secret."""
@@ -98,7 +101,7 @@ class SecretGuard:
 
     def _match(self, text: str) -> str | None:
         for label, value in self._secrets.items():
-            if value in text or json.dumps(value)[1:-1] in text:
+            if value in text or self._escaped[label] in text:
                 return f"the value of {label}"
         return looks_like_secret(text)
 
