@@ -18,6 +18,7 @@ import pytest
 
 from hpclz.config.loader import load_config
 from hpclz.deploy.storagepass import ENV, PENDING, program, script
+from hpclz.errors import ExitCode
 from hpclz.render.zone import Zone
 from tests.conftest import RunCli
 from tests.deploy.conftest import state_of
@@ -188,8 +189,11 @@ def test_a_failed_rewrite_fails_deploy_and_the_next_deploy_repeats_it(
     _scheduler(arm, energy, box)  # no slurmdbd.conf under /sched/<cluster> yet: the program cannot read it
     monkeypatch.setenv("SLURMDB_PASSWORD", NEW)
     failed = run_cli("deploy", str(energy), "--yes")
-    assert failed.exit_code != 0
-    assert "still has the old accounting password" in failed.stderr and NEW not in failed.stdout + failed.stderr
+    assert failed.exit_code == ExitCode.AZURE_ERROR
+    assert "still has the old accounting password" in failed.stdout + failed.stderr
+    assert NEW not in failed.stdout + failed.stderr
+    # The rest of the deploy still happened and was shown: the outputs and the next steps, then the failure.
+    assert "Next steps" in failed.stdout and "deploy did not finish" not in failed.stdout
     assert state_of(energy)["outputs"].get(PENDING) == "pending"
 
     slurm_folder = box["root"] / "sched" / CLUSTER

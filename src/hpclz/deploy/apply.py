@@ -85,6 +85,11 @@ class DeployResult(ResultBody):
         default=None,
         description="CycleCloud's app roles for identity.groups, made through Microsoft Graph (hpclz.deploy.app_roles).",
     )
+    unfinished: list[str] = Field(
+        default_factory=list,
+        description="Steps after the ARM run that did not succeed, one line each; state keeps them pending and the "
+        "next deploy repeats them.",
+    )
 
     def json_body(self) -> dict[str, Any]:
         body = self.model_dump(mode="json", exclude={"findings", "changes"})
@@ -98,7 +103,7 @@ class DeployResult(ResultBody):
             ErrorEntry(code=d.error_code or "DeploymentFailed", message=f"{d.name}: {d.error}", path=d.name)
             for d in self.deployments
             if d.error
-        ]
+        ] + [ErrorEntry(code="AfterDeployStepFailed", message=line) for line in self.unfinished]
 
 
 def render_plan(loaded: LoadedConfig, saved: SavedPlan | None) -> DeploymentPlan:
@@ -264,9 +269,15 @@ def _apply(
             final = after_run(loaded, plan, backend, removals, final, secrets, partial=bool(contract.scope.target))
             final = delivery.finish(arm.clients, final, backend.write)
             value = password(plan, secrets, accounting_secret_path(loaded))
-            final = StoragePass(Zone(loaded.config), value, result.changes, on_event).finish(
-                arm.clients, final, backend.write
-            )
+            try:
+                final = StoragePass(Zone(loaded.config), value, result.changes, on_event).finish(
+                    arm.clients, final, backend.write
+                )
+            except HpclzError as error:
+                # A scheduler that cannot take the new password (stopped, cluster-init not done, slurmdbd not
+                # restarting) must not also cost the app roles, the report and the next steps: they still come, the
+                # rewrite stays pending in state, and the deploy fails at the end.
+                result.unfinished.append(str(error))
             final, result.app_roles = _app_roles(arm, loaded, final, backend)
             registered = _registered_redirects(arm, loaded)
     result.removed = [outcome_dict(o) for o in removals.outcomes]
@@ -277,7 +288,7 @@ def _apply(
         return ExitCode.AZURE_ERROR  # the deletes that did not happen stay in state: a rerun tries again
     missing = None if result.app_roles is None else {(m.path, m.app_role) for m in result.app_roles.missing}
     result.next_steps = next_steps(loaded, final, missing, registered)
-    return ExitCode.OK
+    return ExitCode.AZURE_ERROR if result.unfinished else ExitCode.OK
 
 
 def _registered_redirects(arm: Any, loaded: LoadedConfig) -> set[str] | None:

@@ -47,6 +47,10 @@ def show(out: Console, result: CommandResult[DeployResult]) -> None:
             out.print(f"[yellow]-[/] {d.name}: not started ({', '.join(d.blocked_by)} did not succeed)")
     if result.ok:
         _show_success(out, body)
+    elif body.unfinished and not any(d.error or d.blocked_by for d in body.deployments):
+        _show_success(out, body)
+        for line in body.unfinished:
+            out.print(f"[red]✗[/] {escape(line)}", highlight=False, soft_wrap=True)
     elif body.stage in ("validate", "preflight"):
         out.print(f"[red]✗[/] {body.stage} failed; nothing was deployed")
     elif body.cancelled:
