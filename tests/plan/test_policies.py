@@ -74,7 +74,7 @@ CASES: list[tuple[str, str, Any, Any, bool, Policy]] = [
         Policy.NOT_ALLOWED,
     ),
     ("Microsoft.Compute/virtualMachines", "properties.hardwareProfile.vmSize", "a", "b", False, Policy.RESTART_NODES),
-    ("Microsoft.Compute/virtualMachines", "properties.osProfile.customData", "a", "b", False, Policy.NOT_ALLOWED),
+    ("Microsoft.Compute/virtualMachines", "properties.osProfile.customData", "a", "b", False, Policy.REPLACE),
     ("Microsoft.Compute/virtualMachines", "properties.userData", "a", "b", False, Policy.IN_PLACE),
     ("Microsoft.Compute/virtualMachineScaleSets", "sku.name", "a", "b", False, Policy.DRAIN_PARTITION),
     (

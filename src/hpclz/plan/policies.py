@@ -299,12 +299,18 @@ _WHOLE_SUBSCRIPTION = (
 
 
 _REPLACE_VM = "the VM is deleted and recreated with a new OS disk"
+# The CycleCloud server's customData carries its one-time install and the programs hpclz runs there (hpclz-cluster-
+# sync, hpclz-cc-users: templates/cloud-init/cyclecloud-server.yaml.j2), so a config edit that reaches it, or a newer
+# hpclz whose server programs changed, renders a new one. ARM cannot update it in place, so the only way to it is a
+# new server: the server rebuild path (hpclz.plan.server_rebuild), with the consent a replace needs, rather than a
+# refusal that would leave the zone unable to deploy again after an hpclz upgrade.
 _CUSTOM_DATA = _v(
-    Policy.NOT_ALLOWED,
-    "a VM's customData cannot be updated after the VM is created (ARM OSProfile.customData); "
-    "the one-time install it carries (CycleCloud and cyclecloud-slurm versions) would not change",
-    "recreate the VM in a maintenance window, or apply the change on the VM itself; "
-    "templates should carry changeable settings in userData, which ARM updates in place",
+    Policy.REPLACE,
+    "a VM's customData cannot be updated after the VM is created (ARM OSProfile.customData); the CycleCloud "
+    "server's carries its one-time install and hpclz's server programs (hpclz-cluster-sync, hpclz-cc-users), so a "
+    "new one, from a config edit or a newer hpclz, is a new server",
+    "recreate the CycleCloud server in a maintenance window (its cluster definition comes back from userData): "
+    + server_rebuild.replace_action(),
     'ARM OSProfile.customData reference: "This property cannot be updated after the VM is created."',
 )
 # The Open OnDemand VM (hpclz.render.portal) keeps nothing of its own: homes and the cluster's config are on NFS,
