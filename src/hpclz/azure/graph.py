@@ -115,25 +115,26 @@ class Graph:
             )
         return response.status_code, data
 
-    def service_principal(self, app_id: str) -> dict[str, Any] | None:
-        """The app's service principal in this tenant, None when the tenant has none for `app_id`."""
+    def _found(self, path: str) -> dict[str, Any] | None:
+        """The object at `path`, None when Graph answers 404 (the tenant has no such object)."""
         try:
-            _, data = self._send("GET", f"/servicePrincipals(appId='{_quoted(app_id)}')")
+            _, data = self._send("GET", path)
         except GraphError as exc:
             if exc.status == 404:
                 return None
             raise
         return data if isinstance(data, dict) else None
 
+    def service_principal(self, app_id: str) -> dict[str, Any] | None:
+        """The app's service principal in this tenant, None when the tenant has none for `app_id`."""
+        return self._found(f"/servicePrincipals(appId='{_quoted(app_id)}')")
+
     def spa_redirect_uris(self, app_id: str) -> list[str] | None:
         """The app registration's Single-page application redirect URIs, None when the tenant has no such app."""
-        try:
-            _, data = self._send("GET", f"/applications(appId='{_quoted(app_id)}')?$select=spa")
-        except GraphError as exc:
-            if exc.status == 404:
-                return None
-            raise
-        spa = data.get("spa") if isinstance(data, dict) else None
+        data = self._found(f"/applications(appId='{_quoted(app_id)}')?$select=spa")
+        if data is None:
+            return None
+        spa = data.get("spa")
         uris = spa.get("redirectUris") if isinstance(spa, dict) else None
         return [u for u in uris if isinstance(u, str)] if isinstance(uris, list) else []
 
