@@ -53,8 +53,9 @@ class ClusterGroups(StrictModel):
     users: list[Guid] = Field(
         default_factory=list,
         description=(
-            "Blob data on storage; Reader on the Bastion host and the compute group (what a Bastion tunnel to the "
-            "CycleCloud server, the portal or a login node needs); no sign-in to the CycleCloud server."
+            "Blob data on storage; Reader on the Bastion host and the compute group (what Bastion's SSH to a login "
+            "node needs); no sign-in to the CycleCloud server, whose UI and the portal they reach over a route into "
+            "the VNet (network.hub_peering), not through Bastion."
         ),
     )
     readers: list[Guid] = Field(default_factory=list, description="Reader on every landing-zone resource group.")
