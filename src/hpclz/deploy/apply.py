@@ -26,6 +26,7 @@ from hpclz.state.backend import StateBackend
 from hpclz.state.model import StateDocument
 
 if TYPE_CHECKING:
+    from hpclz.azure.graph import Graph
     from hpclz.deploy.runner import Runner, RunResult
     from hpclz.deploy.wheel import Wheel
     from hpclz.plan.saved import SavedPlan
@@ -278,8 +279,9 @@ def _apply(
                 # restarting) must not also cost the app roles, the report and the next steps: they still come, the
                 # rewrite stays pending in state, and the deploy fails at the end.
                 result.unfinished.append(str(error))
-            final, result.app_roles = _app_roles(arm, loaded, final, backend)
-            registered = _registered_redirects(arm, loaded)
+            graph = _graph(arm)  # one pipeline, one token, for both of deploy's Graph steps
+            final, result.app_roles = _app_roles(graph, loaded, final, backend)
+            registered = _registered_redirects(graph, loaded)
     result.removed = [outcome_dict(o) for o in removals.outcomes]
     _report(result, plan, run, final)
     if not run.ok:
@@ -291,14 +293,19 @@ def _apply(
     return ExitCode.AZURE_ERROR if result.unfinished else ExitCode.OK
 
 
-def _registered_redirects(arm: Any, loaded: LoadedConfig) -> set[str] | None:
+def _graph(arm: Any) -> Graph:
+    from hpclz.azure.graph import Graph
+
+    return Graph(arm.clients.settings, arm.clients.credential)
+
+
+def _registered_redirects(graph: Graph, loaded: LoadedConfig) -> set[str] | None:
     """The Single-page application redirect URIs CycleCloud's app registration holds, read through Microsoft Graph
     with the deploy's own credential; None where there is no app to read or Graph would not answer (the next steps
     then list every URI the zone needs)."""
-    from hpclz.azure.graph import Graph, GraphError
+    from hpclz.azure.graph import GraphError
 
     entra = loaded.config.identity.cyclecloud_entra
-    graph = Graph(arm.clients.settings, arm.clients.credential)
     if entra is None or graph.settings.graph_refusal() is not None:
         return None
     try:
@@ -309,13 +316,12 @@ def _registered_redirects(arm: Any, loaded: LoadedConfig) -> set[str] | None:
 
 
 def _app_roles(
-    arm: Any, loaded: LoadedConfig, doc: StateDocument, backend: StateBackend
+    graph: Graph, loaded: LoadedConfig, doc: StateDocument, backend: StateBackend
 ) -> tuple[StateDocument, AppRolesResult | None]:
     """Entra ID is not ARM: the app roles go through Microsoft Graph with the deploy's own credential."""
-    from hpclz.azure.graph import Graph
     from hpclz.deploy.app_roles import grant
 
-    return grant(Graph(arm.clients.settings, arm.clients.credential), loaded, doc, backend.write)
+    return grant(graph, loaded, doc, backend.write)
 
 
 def _locked_changes(
