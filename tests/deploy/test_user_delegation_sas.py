@@ -2,9 +2,9 @@
 the stand-in's Blob front (tests/support/arm_standin/user_delegation.py): the compute identity's node token gets a user
 delegation key for the data account; a container SAS with write lets a job write a checkpoint; a datasets SAS with write
 is refused at the write (the identity only reads there: the intersection of the key principal's roles and sp); sp=r
-refuses a write; a tampered or expired SAS fails authentication; removing the identity's role assignment makes the
-same SAS fail; the locker identity, with no role on the data account, gets no key. Each refusal is Azure's status and
-x-ms-error-code.
+refuses a write; a tampered or expired SAS fails authentication; the network refuses the SAS from outside the VNet;
+removing the identity's role assignment makes the same SAS fail; the locker identity, with no role on the data account,
+gets no key. Each refusal is Azure's status and x-ms-error-code.
 
 The key: Get User Delegation Key needs generateUserDelegationKey "scoped at the level of the storage account, the
 resource group, or the subscription" (learn.microsoft.com/rest/api/storageservices/create-user-delegation-sas, "Assign
@@ -41,7 +41,7 @@ from tests.support.arm_standin.authz import Principal
 from tests.support.arm_standin.cyclecloud import CycleCloud
 from tests.support.arm_standin.data_planes import BlobFront
 from tests.support.arm_standin.imds import Imds
-from tests.support.arm_standin.reach import Origin
+from tests.support.arm_standin.reach import WORKSTATION, Origin
 from tests.support.azurite import ACCOUNT, shared_azurite
 
 WRITER = Kind("Storage Blob Data Contributor", COMPUTE, BLOB_CONTAINER)  # checkpoints
@@ -147,6 +147,13 @@ def test_a_jobs_user_delegation_sas_is_judged_as_azure_judges_it(
             assert _put(front, checkpoints, tampered) == (403, "AuthenticationFailed")
             expired = _sas(key, checkpoints, "rcw", expiry=timedelta(minutes=-5))
             assert _put(front, checkpoints, expired) == (403, "AuthenticationFailed")
+
+            # The network still decides first: the same SAS from a workstation outside the zone's VNet.
+            outside = BlobFront(arm, account, shared_azurite().account_url, WORKSTATION, tls=True).start()
+            try:
+                assert _put(outside, checkpoints, checkpoint_sas) == (403, "AuthorizationFailure")
+            finally:
+                outside.stop()
 
             # The same SAS, the identity's role assignment on the container removed, then back.
             refused_without, allowed_again = world.without(writer_key, lambda: _put(front, checkpoints, checkpoint_sas))

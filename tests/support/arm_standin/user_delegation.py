@@ -179,6 +179,7 @@ def key_info(body: bytes, now: datetime) -> tuple[str, str]:
     try:
         root = ET.fromstring(body or b"<KeyInfo/>")
     except ET.ParseError:
+        # learn.microsoft.com/rest/api/storageservices/common-rest-api-error-codes: InvalidXmlDocument, 400.
         raise Refused(400, ("InvalidXmlDocument", "XML specified is not syntactically valid.")) from None
     start = (root.findtext("Start") or "").strip()
     expiry = (root.findtext("Expiry") or "").strip()
