@@ -204,6 +204,18 @@ CASES: dict[str, tuple[str, list[str], list[str]]] = {
         ],
         [],
     ),
+    # energy's storage template before the compute identity held Storage Blob Delegator, byte for byte (tests/golden at
+    # ca82291): its data roles sat on the checkpoints and seismic-archive containers only, so Get User Delegation Key
+    # was refused and no job could get a user delegation SAS.
+    "HPCLZ-TPL-061": (
+        "tpl-061-no-delegation-key.json",
+        [
+            f"id-energy-compute-prod-scus holds {role} on a container of stenergyprodscuseb80, but no role with "
+            "generateUserDelegationKey/action at that account"
+            for role in ("Storage Blob Data Reader", "Storage Blob Data Contributor")
+        ],
+        [],
+    ),
     # energy's accounting template before the move to MySQL 8.4, byte for byte (tests/golden at e9d8a67).
     "HPCLZ-TPL-054": (
         "tpl-054-mysql-8-0.json",
@@ -486,3 +498,56 @@ def test_node_defaults_that_open_the_metadata_service_pass_and_an_array_may_clos
 
     findings = run(RULES["HPCLZ-TPL-060"], _with_cluster(load("bad/tpl-060-jobs-kept-from-imds.json"), edit))
     assert [f.message.split(": ", 1)[1].split(" keeps")[0] for f in findings] == ["[[nodearray gb300]]"]
+
+
+@pytest.mark.parametrize("stem", ["ai-training", "energy", "finance", "manufacturing"])
+def test_every_preset_gives_its_container_data_identity_a_delegation_key(stem: str) -> None:
+    plan = preset_plan(stem)
+    for deployment in plan.deployments:
+        ctx = TemplateContext.from_deployment(deployment)
+        ctx.plan_templates = {d.name: d.template for d in plan.deployments if d is not deployment}
+        assert run_rules([RULES["HPCLZ-TPL-061"]], ctx)[0] == [], deployment.name
+
+
+def _delegator(scope: str | None) -> dict[str, Any]:
+    """Storage Blob Delegator for energy's compute identity, as hpclz.render.roles renders it, at `scope`."""
+    identity = "resourceId('rg-energy-management-prod-scus', 'Microsoft.ManagedIdentity/userAssignedIdentities', "
+    identity += "'id-energy-compute-prod-scus')"
+    return {
+        "type": "Microsoft.Authorization/roleAssignments",
+        "apiVersion": "2022-04-01",
+        "name": f"[guid({identity}, 'delegator')]",
+        **({"scope": scope} if scope else {}),
+        "properties": {
+            "roleDefinitionId": "[subscriptionResourceId('Microsoft.Authorization/roleDefinitions', "
+            "'db58b8e5-c6ad-4a2a-8342-4190687cbf4a')]",
+            "principalId": f"[reference({identity}, '2023-01-31').principalId]",
+            "principalType": "ServicePrincipal",
+        },
+    }
+
+
+@pytest.mark.parametrize(
+    ("scope", "findings"),
+    [
+        ("Microsoft.Storage/storageAccounts/stenergyprodscuseb80", 0),  # the account: what render grants
+        (None, 0),  # the resource group the account is declared in
+        ("Microsoft.Storage/storageAccounts/stenergyccprodscuseb80", 2),  # another account: no key for this one
+        ("Microsoft.Storage/storageAccounts/stenergyprodscuseb80/blobServices/default/containers/checkpoints", 2),
+    ],
+)
+def test_the_delegation_key_needs_the_account_or_above(scope: str | None, findings: int) -> None:
+    """Get User Delegation Key needs its action "scoped at the level of the storage account, the resource group, or
+    the subscription" (learn.microsoft.com/rest/api/storageservices/create-user-delegation-sas): on a container, or on
+    another account, it gives no key."""
+    template = load("bad/tpl-061-no-delegation-key.json")
+    template["resources"].append(_delegator(scope))
+    assert len(run(RULES["HPCLZ-TPL-061"], template)) == findings
+
+
+def test_the_delegation_key_may_come_from_another_template_of_the_plan() -> None:
+    template = load("bad/tpl-061-no-delegation-key.json")
+    ctx = context(template, "southcentralus", None, None)
+    other = {"resources": [_delegator("Microsoft.Storage/storageAccounts/stenergyprodscuseb80")]}
+    ctx.plan_templates = {"identity": other}
+    assert run_rules([RULES["HPCLZ-TPL-061"]], ctx)[0] == []
