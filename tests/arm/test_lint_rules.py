@@ -9,13 +9,17 @@ from typing import Any
 
 import pytest
 
+from hpclz.config.identity import BuiltinRole
 from hpclz.findings import Finding
 from hpclz.render.payload import pack, unpack
+from hpclz.render.roles import ROLE_IDS
 from hpclz.rules.base import RULE_ID, Rule, run_rules
 from hpclz.rules.template import LINT_RULES, TEMPLATE_RULES
 from hpclz.rules.template.context import TemplateContext
+from hpclz.rules.template.delegation import KEY_ROLES
 from tests.arm.support import context, load
 from tests.render.conftest import preset_plan
+from tests.support.arm_standin.authz import builtin_roles, role_grants
 
 # rule ID -> (bad fixture, fragments that must appear in the findings' messages, JSON paths they point at)
 CASES: dict[str, tuple[str, list[str], list[str]]] = {
@@ -551,3 +555,15 @@ def test_the_delegation_key_may_come_from_another_template_of_the_plan() -> None
     other = {"resources": [_delegator("Microsoft.Storage/storageAccounts/stenergyprodscuseb80")]}
     ctx.plan_templates = {"identity": other}
     assert run_rules([RULES["HPCLZ-TPL-061"]], ctx)[0] == []
+
+
+@pytest.mark.parametrize(
+    "role",
+    # Monitoring Data Reader's JSON is not shipped (tests/azure/test_standin_authz.py says why): it cannot be checked.
+    [r for r in BuiltinRole if r is not BuiltinRole.MONITORING_DATA_READER],
+)
+def test_the_key_roles_are_those_whose_real_json_holds_the_key_action(role: BuiltinRole) -> None:
+    """KEY_ROLES against the roles' JSON as the Azure RBAC built-in roles reference prints it (the stand-in's
+    data/builtin_roles.json): a role is listed exactly when its actions include generateUserDelegationKey/action."""
+    action = "Microsoft.Storage/storageAccounts/blobServices/generateUserDelegationKey/action"
+    assert role_grants(builtin_roles()[ROLE_IDS[role]], action, False) == (ROLE_IDS[role] in KEY_ROLES)

@@ -24,7 +24,9 @@ from hpclz.rules.template.locker import BLOB_ROLES, ROLE_ASSIGNMENT, STORAGE, _i
 # built-in roles reference prints their JSON (MicrosoftDocs/azure-docs@1b4e136a1da731e1ed16444eb6ce5701bcd8c0f4:
 # articles/role-based-access-control/built-in-roles/storage.md for the Storage ones, the action itself or
 # Microsoft.Storage/storageAccounts/*; MicrosoftDocs/azure-docs@0b8729eaf7eb0aabc6390cb17348d19761285f12:
-# articles/role-based-access-control/built-in-roles/privileged.md for Owner and Contributor, "*").
+# articles/role-based-access-control/built-in-roles/privileged.md for Owner and Contributor, "*"). Only roles hpclz
+# renders or can be asked to (hpclz.config.identity.BuiltinRole) are listed, each checked against that JSON; any other
+# role counts as giving no key, so the rule may report one too many, never miss one.
 KEY_ROLES = {
     "db58b8e5-c6ad-4a2a-8342-4190687cbf4a": "Storage Blob Delegator",
     "ba92f5b4-2d11-453d-a403-e96b0029c9fe": "Storage Blob Data Contributor",
