@@ -29,7 +29,7 @@ from hpclz.render.health_gate import GATE_SCRIPT, GATE_STAMP, health_gate
 from hpclz.render.nccl import container_files
 from hpclz.render.payload import pack
 from hpclz.render.prometheus import node_metrics
-from hpclz.render.roles import LOCKER_CONTAINER, WHEEL_CONTAINER, jobs_use_compute_identity, node_identities
+from hpclz.render.roles import LOCKER_CONTAINER, WHEEL_CONTAINER, node_identities
 from hpclz.render.shipped import shipped_template
 from hpclz.render.writer import dumps
 from hpclz.render.zone import LOCKER_IDENTITY, Zone
@@ -378,7 +378,6 @@ def cluster_files(zone: Zone) -> dict[str, str]:
         # when the zone's policy requires it.
         node_tags={k: v for k, v in zone.tags().items() if PLAIN_NAME.fullmatch(k)},
         arrays=arrays,
-        jobs_use_identity=jobs_use_compute_identity(zone),
         scheduler_script=render_text(
             "cloud-init/scheduler.sh.j2",
             gate=gate,

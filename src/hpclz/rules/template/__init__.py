@@ -29,7 +29,7 @@ from hpclz.rules.template.expressions import DeclarationsUsed, ExpressionParses,
 from hpclz.rules.template.locker import LockerAccountHoldsNoData, LoginNodesCarryNoDataIdentity
 from hpclz.rules.template.monitoring import VmMonitored
 from hpclz.rules.template.nodes import (
-    JobsReachTheirDataIdentity,
+    JobsKeptFromNodeIdentities,
     NodeIdentitiesReadSingleSecrets,
     NodesCarryRequiredTags,
     SecretParametersReachTheSchedulerAlone,
@@ -83,7 +83,7 @@ LINT_RULES: tuple[type[Rule[Any]], ...] = (
     NodesCarryRequiredTags,
     NodeIdentitiesReadSingleSecrets,
     SecretParametersReachTheSchedulerAlone,
-    JobsReachTheirDataIdentity,
+    JobsKeptFromNodeIdentities,
     MysqlOnStandardSupport,
     SchedShareReachedOnlyByTheCluster,
     NoPublicIpOnNics,
