@@ -1,0 +1,232 @@
+"""hpclz-job-storage, the root-run prolog that gives each job one user delegation SAS per blob container.
+
+The SAS is signed here by hand (the node program is standard-library Python, which runs on every image without
+hpclz's venv): its token must be byte-identical to azure-storage-blob's `generate_container_sas(...,
+user_delegation_key=...)` for the same inputs. The program's own HTTP calls run for real against a loopback stand-in
+of the node's metadata service and of the Blob service's Get User Delegation Key (learn.microsoft.com/rest/api/
+storageservices/get-user-delegation-key: POST /?restype=service&comp=userdelegationkey, KeyInfo Start/Expiry in,
+UserDelegationKey out), both reached through HPCLZ_IMDS_URL and HPCLZ_BLOB_URL as hpclz-locker-get's are.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime
+import importlib.util
+import json
+import os
+import re
+import stat
+import subprocess
+import sys
+import xml.etree.ElementTree as ElementTree
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import ClassVar
+
+import pytest
+from azure.storage.blob import UserDelegationKey, generate_container_sas
+
+from tests.conftest import require
+from tests.support.local_http import FakeService, serve
+
+TEMPLATE = Path(__file__).resolve().parents[2] / "templates" / "cloud-init" / "job_storage.py"
+NOBODY = 65534  # a job's user: anyone but root
+
+
+def _program() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("hpclz_job_storage", TEMPLATE)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+KEY = {
+    "SignedOid": "6b3e5a40-0e0c-4c55-9b8f-6a1f0e2d3c4b",
+    "SignedTid": "72f988bf-86f1-41af-91ab-2d7cd011db47",
+    "SignedStart": "2026-11-27T19:55:00Z",
+    "SignedExpiry": "2026-12-04T19:55:00Z",
+    "SignedService": "b",
+    "SignedVersion": "2026-10-06",
+    "Value": base64.b64encode(bytes(range(32))).decode(),
+}
+
+
+def _sdk_key() -> UserDelegationKey:
+    key = UserDelegationKey()
+    key.signed_oid = KEY["SignedOid"]
+    key.signed_tid = KEY["SignedTid"]
+    key.signed_start = KEY["SignedStart"]
+    key.signed_expiry = KEY["SignedExpiry"]
+    key.signed_service = KEY["SignedService"]
+    key.signed_version = KEY["SignedVersion"]
+    key.value = KEY["Value"]
+    return key
+
+
+@pytest.mark.parametrize("permissions", ["rl", "racwl", "racwdl"])
+@pytest.mark.parametrize("protocol", ["https", "https,http"])
+def test_the_sas_is_byte_identical_to_the_sdks(permissions: str, protocol: str) -> None:
+    program = _program()
+    start, expiry = "2026-11-27T20:00:00Z", "2026-11-28T20:05:00Z"
+    ours = program.container_sas("staitrainprodeus2a1", "checkpoints", permissions, start, expiry, KEY, protocol)
+    sdk = generate_container_sas(
+        "staitrainprodeus2a1",
+        "checkpoints",
+        user_delegation_key=_sdk_key(),
+        permission=permissions,
+        start=start,
+        expiry=expiry,
+        protocol=protocol,
+    )
+    assert ours == sdk
+    assert f"sv={program.VERSION}" in ours and "sr=c" in ours
+
+
+def test_another_key_signs_another_token() -> None:
+    """The signature depends on the key: the equality above is not one of two constants."""
+    program = _program()
+    other = {**KEY, "Value": base64.b64encode(bytes(32)).decode()}
+    args = ("acct", "datasets", "rl", "2026-11-27T20:00:00Z", "2026-11-28T20:00:00Z")
+    assert program.container_sas(*args, KEY, "https") != program.container_sas(*args, other, "https")
+
+
+class _Azure(FakeService):
+    """The node's metadata service and the account's Get User Delegation Key, on one loopback port."""
+
+    keys: ClassVar[list[dict[str, str]]] = []
+    refuse = False
+
+    def do_GET(self) -> None:
+        if self.refuse or self.headers.get("Metadata") != "true":
+            self.answer(None)
+        elif self.path.startswith("/metadata/instance/compute/subscriptionId"):
+            self.answer("00000000-0000-0000-0000-000000000001")
+        elif self.path.startswith("/metadata/identity/oauth2/token"):
+            assert "resource=https%3A%2F%2Fstorage.azure.com%2F" in self.path
+            assert "mi_res_id=%2Fsubscriptions%2F00000000-0000-0000-0000-000000000001%2FresourceGroups" in self.path
+            self.answer(json.dumps({"access_token": "compute-token"}))
+        else:
+            self.answer(None)
+
+    def do_POST(self) -> None:
+        body = self.rfile.read(int(self.headers.get("Content-Length", "0"))).decode()
+        if self.path != "/staitrainprodeus2a1/?restype=service&comp=userdelegationkey" or self.headers[
+            "Authorization"
+        ] != ("Bearer compute-token"):
+            self.answer(None)
+            return
+        info = ElementTree.fromstring(body)
+        start, expiry = info.findtext("Start") or "", info.findtext("Expiry") or ""
+        key = {**KEY, "SignedStart": start, "SignedExpiry": expiry}
+        type(self).keys.append(key)
+        fields = "".join(f"<{name}>{value}</{name}>" for name, value in key.items())
+        self.answer(f'<?xml version="1.0" encoding="utf-8"?><UserDelegationKey>{fields}</UserDelegationKey>')
+
+
+@pytest.fixture
+def azure() -> Iterator[str]:
+    _Azure.keys = []
+    _Azure.refuse = False
+    with serve(_Azure) as url:
+        yield url
+
+
+def _config(tmp_path: Path) -> Path:
+    path = tmp_path / "job-storage.json"
+    config = {
+        "identity": "resourceGroups/rg-m/providers/Microsoft.ManagedIdentity/userAssignedIdentities/id-compute",
+        "account": "staitrainprodeus2a1",
+        "containers": [{"name": "datasets", "permissions": "rl"}, {"name": "checkpoints", "permissions": "racwdl"}],
+        "jobs": str(tmp_path / "run/hpclz/jobs"),
+        "key_cache": str(tmp_path / "run/hpclz/user-delegation-key.json"),
+    }
+    path.write_text(json.dumps(config))
+    return path
+
+
+def _run(phase: str, config: Path, url: str, job: str, **env: str) -> subprocess.CompletedProcess[str]:
+    environment = {
+        "PATH": os.environ["PATH"],
+        "HPCLZ_IMDS_URL": url,
+        "HPCLZ_BLOB_URL": url + "/{account}",
+        "SLURM_JOB_ID": job,
+        "SLURM_JOB_UID": str(NOBODY),
+        "SLURM_JOB_GID": str(NOBODY),
+        **env,
+    }
+    return subprocess.run(
+        [sys.executable, str(TEMPLATE), phase, str(config)],
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_the_prolog_gives_the_job_its_user_s_own_tokens_and_the_epilog_takes_them(tmp_path: Path, azure: str) -> None:
+    require(os.geteuid() == 0, "root (the prolog hands the job's folder to its user)")
+    config = _config(tmp_path)
+    done = _run("prolog", config, azure, "41")
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    folder = tmp_path / "run/hpclz/jobs/41"
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "checkpoints.sas",
+        "checkpoints.url",
+        "datasets.sas",
+        "datasets.url",
+    ]
+    for path in (folder, *folder.iterdir()):
+        info = path.stat()
+        assert (info.st_uid, info.st_gid) == (NOBODY, NOBODY), path
+        assert stat.S_IMODE(info.st_mode) == (0o700 if path == folder else 0o600), path
+    assert (folder / "checkpoints.url").read_text() == f"{azure}/staitrainprodeus2a1/checkpoints\n"
+    sas = dict(part.split("=", 1) for part in (folder / "checkpoints.sas").read_text().strip().split("&"))
+    assert sas["sp"] == "racwdl" and sas["sr"] == "c" and sas["spr"] == "https%2Chttp"
+    assert dict(part.split("=", 1) for part in (folder / "datasets.sas").read_text().strip().split("&"))["sp"] == "rl"
+    # A day at most, and never past the key's own expiry.
+    start = datetime.datetime.strptime(sas["st"].replace("%3A", ":"), "%Y-%m-%dT%H:%M:%SZ")
+    expiry = datetime.datetime.strptime(sas["se"].replace("%3A", ":"), "%Y-%m-%dT%H:%M:%SZ")
+    assert expiry - start == datetime.timedelta(hours=24, minutes=5)
+    # The key is root's alone.
+    cache = tmp_path / "run/hpclz/user-delegation-key.json"
+    assert stat.S_IMODE(cache.stat().st_mode) == 0o600 and cache.stat().st_uid == 0
+    assert _run("epilog", config, azure, "41").returncode == 0
+    assert not folder.exists()
+
+
+def test_a_busy_node_reuses_its_key_while_it_outlives_the_sas(tmp_path: Path, azure: str) -> None:
+    require(os.geteuid() == 0, "root (the prolog hands the job's folder to its user)")
+    config = _config(tmp_path)
+    for job in ("1", "2", "3"):
+        assert _run("prolog", config, azure, job).returncode == 0
+    assert len(_Azure.keys) == 1
+    # A cached key that ends before a new SAS would: a new key is asked for.
+    cache = tmp_path / "run/hpclz/user-delegation-key.json"
+    soon = datetime.datetime.now(datetime.UTC) + datetime.timedelta(hours=2)
+    cache.write_text(
+        json.dumps({**KEY, "SignedStart": "2026-01-01T00:00:00Z", "SignedExpiry": f"{soon:%Y-%m-%dT%H:%M:%SZ}"})
+    )
+    assert _run("prolog", config, azure, "4").returncode == 0
+    assert len(_Azure.keys) == 2
+    assert json.loads(cache.read_text())["SignedExpiry"] == _Azure.keys[1]["SignedExpiry"]
+
+
+def test_a_failed_mint_leaves_no_token_and_never_fails_the_prolog(tmp_path: Path, azure: str) -> None:
+    config = _config(tmp_path)
+    _Azure.refuse = True
+    done = _run("prolog", config, azure, "7")
+    assert done.returncode == 0
+    assert re.search(r"hpclz-job-storage: job 7: prolog: no storage credential: HTTPError", done.stderr), done.stderr
+    assert not (tmp_path / "run/hpclz/jobs/7").exists()
+    # Nor does a config it cannot read, or a prolog run without a job.
+    assert _run("prolog", tmp_path / "missing.json", azure, "8").returncode == 0
+    assert _run("prolog", config, azure, "").returncode == 0
+
+
+def test_the_epilog_of_a_job_without_tokens_does_nothing(tmp_path: Path, azure: str) -> None:
+    done = _run("epilog", _config(tmp_path), azure, "9")
+    assert (done.returncode, done.stderr) == (0, "")
