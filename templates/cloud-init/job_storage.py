@@ -65,7 +65,7 @@ def parse_time(text):
 
 def http(url, headers, data=None):
     request = urllib.request.Request(url, data=data, headers=headers, method="POST" if data else "GET")
-    with urllib.request.urlopen(request, timeout=20) as response:
+    with urllib.request.urlopen(request, timeout=10) as response:
         return response.read()
 
 

@@ -28,7 +28,11 @@ from typing import ClassVar
 import pytest
 from azure.storage.blob import UserDelegationKey, generate_container_sas
 
-from tests.conftest import require
+from hpclz.render.job_storage import SCRIPT, TASK_PROLOG, VARIABLE
+from tests.conftest import REPO, require
+from tests.render.test_cloudinit import _scripts
+from tests.render.test_health_gate import _cluster, _heredoc, _install, _installer
+from tests.render.test_metadata_access import _jobs_use_the_identity
 from tests.support.local_http import FakeService, serve
 
 TEMPLATE = Path(__file__).resolve().parents[2] / "templates" / "cloud-init" / "job_storage.py"
@@ -230,3 +234,63 @@ def test_a_failed_mint_leaves_no_token_and_never_fails_the_prolog(tmp_path: Path
 def test_the_epilog_of_a_job_without_tokens_does_nothing(tmp_path: Path, azure: str) -> None:
     done = _run("epilog", _config(tmp_path), azure, "9")
     assert (done.returncode, done.stderr) == (0, "")
+
+
+# What the cluster renders: only where the compute identity holds blob data roles.
+STEMS = sorted(p.stem for p in (REPO / "configs").glob("*.yaml"))
+
+
+def _nodes(stem: str) -> list[str]:
+    return [s for s in _scripts(_cluster(stem)[0]) if "hpclz node setup for Slurm partition" in s]
+
+
+@pytest.mark.parametrize("stem", STEMS)
+def test_only_zones_whose_jobs_get_containers_render_the_credential(stem: str) -> None:
+    wanted = _jobs_use_the_identity(stem)
+    _, parameters = _cluster(stem)
+    assert ("TaskProlog=" in parameters["HpclzSlurmConfig"]) == wanted
+    assert {f"cat > {TASK_PROLOG} <<" in node for node in _nodes(stem)} == {wanted}
+    assert (SCRIPT in _installer(stem)) == wanted
+
+
+def test_the_presets_cover_zones_with_and_without_containers() -> None:
+    assert {_jobs_use_the_identity(stem) for stem in STEMS} == {True, False}
+
+
+def test_the_installer_puts_the_program_its_settings_and_the_prolog_and_epilog_under_sched(tmp_path: Path) -> None:
+    (tmp_path / "sched/prolog.d").mkdir(parents=True)
+    sched, done = _install(tmp_path, "ai-training")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (sched / "hpclz/job_storage.py").read_text() == TEMPLATE.read_text()
+    assert json.loads((sched / "hpclz/job-storage.json").read_text()) == {
+        "account": "staitrainprodeus2a1",
+        # datasets: read and list only (Storage Blob Data Reader's share); checkpoints keeps versions, so delete too.
+        "containers": [{"name": "checkpoints", "permissions": "racwdl"}, {"name": "datasets", "permissions": "rl"}],
+        "identity": "resourceGroups/rg-aitrain-management-prod-eus2/providers/Microsoft.ManagedIdentity/"
+        "userAssignedIdentities/id-aitrain-compute-prod-eus2",
+        "jobs": "/run/hpclz/jobs",
+        "key_cache": "/run/hpclz/user-delegation-key.json",
+    }
+    for phase in ("prolog", "epilog"):
+        script = sched / f"{phase}.d" / SCRIPT
+        assert os.access(script, os.X_OK), script
+        assert f'"{sched}/hpclz/job_storage.py" {phase} "{sched}/hpclz/job-storage.json" || true' in script.read_text()
+    assert not list(sched.rglob("*.new"))
+
+
+def _task_prolog(stem: str) -> str:
+    return _heredoc(_nodes(stem)[0], TASK_PROLOG)
+
+
+def test_the_task_prolog_names_the_job_s_folder_only_where_the_prolog_left_one(tmp_path: Path) -> None:
+    script = tmp_path / "task-prolog"
+    script.write_text(_task_prolog("energy"))
+    (tmp_path / "jobs/12").mkdir(parents=True)
+
+    def run(job: str) -> str:
+        env = {"PATH": os.environ["PATH"], "HPCLZ_JOBS": str(tmp_path / "jobs"), "SLURM_JOB_ID": job}
+        done = subprocess.run(["bash", str(script)], env=env, capture_output=True, text=True, timeout=30, check=True)
+        return done.stdout
+
+    assert run("12") == f"export {VARIABLE}={tmp_path / 'jobs/12'}\n"
+    assert run("13") == ""
