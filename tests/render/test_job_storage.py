@@ -19,11 +19,9 @@ import re
 import stat
 import subprocess
 import sys
-import xml.etree.ElementTree as ElementTree
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
-from typing import ClassVar
 
 import pytest
 from azure.storage.blob import UserDelegationKey, generate_container_sas
@@ -33,7 +31,8 @@ from tests.conftest import REPO, require
 from tests.render.test_cloudinit import _scripts
 from tests.render.test_health_gate import _cluster, _heredoc, _install, _installer
 from tests.render.test_metadata_access import _jobs_use_the_identity
-from tests.support.local_http import FakeService, serve
+from tests.support.local_http import serve
+from tests.support.user_delegation import KEY, DelegationStandIn
 
 TEMPLATE = Path(__file__).resolve().parents[2] / "templates" / "cloud-init" / "job_storage.py"
 NOBODY = 65534  # a job's user: anyone but root
@@ -45,17 +44,6 @@ def _program() -> ModuleType:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
-
-
-KEY = {
-    "SignedOid": "6b3e5a40-0e0c-4c55-9b8f-6a1f0e2d3c4b",
-    "SignedTid": "72f988bf-86f1-41af-91ab-2d7cd011db47",
-    "SignedStart": "2026-11-27T19:55:00Z",
-    "SignedExpiry": "2026-12-04T19:55:00Z",
-    "SignedService": "b",
-    "SignedVersion": "2026-10-06",
-    "Value": base64.b64encode(bytes(range(32))).decode(),
-}
 
 
 def _sdk_key() -> UserDelegationKey:
@@ -97,44 +85,11 @@ def test_another_key_signs_another_token() -> None:
     assert program.container_sas(*args, KEY, "https") != program.container_sas(*args, other, "https")
 
 
-class _Azure(FakeService):
-    """The node's metadata service and the account's Get User Delegation Key, on one loopback port."""
-
-    keys: ClassVar[list[dict[str, str]]] = []
-    refuse = False
-
-    def do_GET(self) -> None:
-        if self.refuse or self.headers.get("Metadata") != "true":
-            self.answer(None)
-        elif self.path.startswith("/metadata/instance/compute/subscriptionId"):
-            self.answer("00000000-0000-0000-0000-000000000001")
-        elif self.path.startswith("/metadata/identity/oauth2/token"):
-            assert "resource=https%3A%2F%2Fstorage.azure.com%2F" in self.path
-            assert "mi_res_id=%2Fsubscriptions%2F00000000-0000-0000-0000-000000000001%2FresourceGroups" in self.path
-            self.answer(json.dumps({"access_token": "compute-token"}))
-        else:
-            self.answer(None)
-
-    def do_POST(self) -> None:
-        body = self.rfile.read(int(self.headers.get("Content-Length", "0"))).decode()
-        if self.path != "/staitrainprodeus2a1/?restype=service&comp=userdelegationkey" or self.headers[
-            "Authorization"
-        ] != ("Bearer compute-token"):
-            self.answer(None)
-            return
-        info = ElementTree.fromstring(body)
-        start, expiry = info.findtext("Start") or "", info.findtext("Expiry") or ""
-        key = {**KEY, "SignedStart": start, "SignedExpiry": expiry}
-        type(self).keys.append(key)
-        fields = "".join(f"<{name}>{value}</{name}>" for name, value in key.items())
-        self.answer(f'<?xml version="1.0" encoding="utf-8"?><UserDelegationKey>{fields}</UserDelegationKey>')
-
-
 @pytest.fixture
 def azure() -> Iterator[str]:
-    _Azure.keys = []
-    _Azure.refuse = False
-    with serve(_Azure) as url:
+    DelegationStandIn.keys = []
+    DelegationStandIn.refuse = False
+    with serve(DelegationStandIn) as url:
         yield url
 
 
@@ -207,7 +162,7 @@ def test_a_busy_node_reuses_its_key_while_it_outlives_the_sas(tmp_path: Path, az
     config = _config(tmp_path)
     for job in ("1", "2", "3"):
         assert _run("prolog", config, azure, job).returncode == 0
-    assert len(_Azure.keys) == 1
+    assert len(DelegationStandIn.keys) == 1
     # A cached key that ends before a new SAS would: a new key is asked for.
     cache = tmp_path / "run/hpclz/user-delegation-key.json"
     soon = datetime.datetime.now(datetime.UTC) + datetime.timedelta(hours=2)
@@ -215,13 +170,13 @@ def test_a_busy_node_reuses_its_key_while_it_outlives_the_sas(tmp_path: Path, az
         json.dumps({**KEY, "SignedStart": "2026-01-01T00:00:00Z", "SignedExpiry": f"{soon:%Y-%m-%dT%H:%M:%SZ}"})
     )
     assert _run("prolog", config, azure, "4").returncode == 0
-    assert len(_Azure.keys) == 2
-    assert json.loads(cache.read_text())["SignedExpiry"] == _Azure.keys[1]["SignedExpiry"]
+    assert len(DelegationStandIn.keys) == 2
+    assert json.loads(cache.read_text())["SignedExpiry"] == DelegationStandIn.keys[1]["SignedExpiry"]
 
 
 def test_a_failed_mint_leaves_no_token_and_never_fails_the_prolog(tmp_path: Path, azure: str) -> None:
     config = _config(tmp_path)
-    _Azure.refuse = True
+    DelegationStandIn.refuse = True
     done = _run("prolog", config, azure, "7")
     assert done.returncode == 0
     assert re.search(r"hpclz-job-storage: job 7: prolog: no storage credential: HTTPError", done.stderr), done.stderr
