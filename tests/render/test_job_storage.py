@@ -47,7 +47,7 @@ def _program() -> ModuleType:
 
 
 def _sdk_key() -> UserDelegationKey:
-    key = UserDelegationKey()
+    key = UserDelegationKey()  # type: ignore[no-untyped-call]  # the SDK leaves its __init__ unannotated
     key.signed_oid = KEY["SignedOid"]
     key.signed_tid = KEY["SignedTid"]
     key.signed_start = KEY["SignedStart"]
