@@ -31,6 +31,9 @@ ROLE_IDS: dict[BuiltinRole, str] = {
     BuiltinRole.STORAGE_ACCOUNT_CONTRIBUTOR: "17d1049b-9a84-46fb-8f53-869881c3d3ab",
     BuiltinRole.STORAGE_BLOB_DATA_CONTRIBUTOR: "ba92f5b4-2d11-453d-a403-e96b0029c9fe",
     BuiltinRole.STORAGE_BLOB_DATA_READER: "2a2b9908-6ea1-4ae2-8e65-a410df84e7d1",
+    # Its one action is generateUserDelegationKey (MicrosoftDocs/azure-docs@1b4e136:articles/role-based-access-control/
+    # built-in-roles/storage.md, as tests/support/arm_standin/data/builtin_roles.json holds it).
+    BuiltinRole.STORAGE_BLOB_DELEGATOR: "db58b8e5-c6ad-4a2a-8342-4190687cbf4a",
     BuiltinRole.KEY_VAULT_ADMINISTRATOR: "00482a5a-887f-4fb3-b363-3b7fe8e74483",
     BuiltinRole.KEY_VAULT_SECRETS_USER: "4633458b-17de-408a-b874-0445c86b69e6",
     BuiltinRole.MONITORING_METRICS_PUBLISHER: "3913510d-42f4-4e42-8a64-420c390055eb",
@@ -298,6 +301,15 @@ def _data_containers(zone: Zone) -> list[Assignment]:
             reads_only = container.purpose == "datasets"
             role = BuiltinRole.STORAGE_BLOB_DATA_READER if reads_only else BuiltinRole.STORAGE_BLOB_DATA_CONTRIBUTOR
             out.append(_identity(zone, "compute", role, on=on))
+    if blob.containers and zone.config.identity.managed_identities.compute:
+        # The job credential's user delegation key (hpclz.render.job_storage): Get User Delegation Key "acts at the
+        # level of the storage account", so its action "must be scoped at the level of the storage account, the
+        # resource group, or the subscription" (learn.microsoft.com/rest/api/storageservices/
+        # create-user-delegation-sas, "Assign permissions with RBAC"); the data roles above sit on containers. Storage
+        # Blob Delegator at the account grants that action and no data access: what each SAS allows stays the
+        # intersection with the container roles (the same page, "Authorize a user delegation SAS").
+        account_on = ("Microsoft.Storage/storageAccounts", account)
+        out.append(_identity(zone, "compute", BuiltinRole.STORAGE_BLOB_DELEGATOR, on=account_on))
     return out
 
 
