@@ -118,7 +118,7 @@ def cached_key(config, now):
     except (OSError, KeyError, ValueError):
         pass
     key = delegation_key(config, now)
-    os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+    folder_(os.path.dirname(path), 0o700)
     part = path + ".part"
     fd = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
@@ -183,10 +183,20 @@ def container_sas(account, container, permissions, start, expiry, key, protocol)
     return "&".join(name + "=" + urllib.parse.quote(value) for name, value in query if value)
 
 
+def folder_(path, mode):
+    """`path` made where missing, each folder above it traversable (0755) whatever the umask slurmd runs us under,
+    and `path` itself set to `mode`: the jobs' folder 0755 beside the key's 0700, under the same /run/hpclz."""
+    parent = os.path.dirname(path)
+    if parent and parent != path and not os.path.isdir(parent):
+        folder_(parent, 0o755)
+    if not os.path.isdir(path):
+        os.mkdir(path, mode)
+    os.chmod(path, mode)
+
+
 def write_job(folder, uid, gid, files):
     """<jobs>/<job>/, the job user's alone; made afresh (a requeued job may run again on this node)."""
-    parent = os.path.dirname(folder)
-    os.makedirs(parent, mode=0o755, exist_ok=True)
+    folder_(os.path.dirname(folder), 0o755)
     if os.path.lexists(folder):
         shutil.rmtree(folder)
     os.mkdir(folder, 0o700)

@@ -100,7 +100,7 @@ def _config(tmp_path: Path) -> Path:
         "account": "staitrainprodeus2a1",
         "containers": [{"name": "datasets", "permissions": "rl"}, {"name": "checkpoints", "permissions": "racwdl"}],
         "jobs": str(tmp_path / "run/hpclz/jobs"),
-        "key_cache": str(tmp_path / "run/hpclz/user-delegation-key.json"),
+        "key_cache": str(tmp_path / "run/hpclz/key/user-delegation-key.json"),
     }
     path.write_text(json.dumps(config))
     return path
@@ -150,9 +150,12 @@ def test_the_prolog_gives_the_job_its_user_s_own_tokens_and_the_epilog_takes_the
     start = datetime.datetime.strptime(sas["st"].replace("%3A", ":"), "%Y-%m-%dT%H:%M:%SZ")
     expiry = datetime.datetime.strptime(sas["se"].replace("%3A", ":"), "%Y-%m-%dT%H:%M:%SZ")
     assert expiry - start == datetime.timedelta(hours=24, minutes=5)
-    # The key is root's alone.
-    cache = tmp_path / "run/hpclz/user-delegation-key.json"
+    # The key is root's alone, in a folder of its own beside the jobs' folder, which every job's user must traverse.
+    cache = tmp_path / "run/hpclz/key/user-delegation-key.json"
     assert stat.S_IMODE(cache.stat().st_mode) == 0o600 and cache.stat().st_uid == 0
+    assert stat.S_IMODE(cache.parent.stat().st_mode) == 0o700
+    for traversed in (tmp_path / "run/hpclz", tmp_path / "run/hpclz/jobs"):
+        assert stat.S_IMODE(traversed.stat().st_mode) == 0o755, traversed
     assert _run("epilog", config, azure, "41").returncode == 0
     assert not folder.exists()
 
@@ -164,7 +167,7 @@ def test_a_busy_node_reuses_its_key_while_it_outlives_the_sas(tmp_path: Path, az
         assert _run("prolog", config, azure, job).returncode == 0
     assert len(DelegationStandIn.keys) == 1
     # A cached key that ends before a new SAS would: a new key is asked for.
-    cache = tmp_path / "run/hpclz/user-delegation-key.json"
+    cache = tmp_path / "run/hpclz/key/user-delegation-key.json"
     soon = datetime.datetime.now(datetime.UTC) + datetime.timedelta(hours=2)
     cache.write_text(
         json.dumps({**KEY, "SignedStart": "2026-01-01T00:00:00Z", "SignedExpiry": f"{soon:%Y-%m-%dT%H:%M:%SZ}"})
@@ -224,7 +227,7 @@ def test_the_installer_puts_the_program_its_settings_and_the_prolog_and_epilog_u
         "identity": "resourceGroups/rg-aitrain-management-prod-eus2/providers/Microsoft.ManagedIdentity/"
         "userAssignedIdentities/id-aitrain-compute-prod-eus2",
         "jobs": "/run/hpclz/jobs",
-        "key_cache": "/run/hpclz/user-delegation-key.json",
+        "key_cache": "/run/hpclz/key/user-delegation-key.json",
     }
     for phase in ("prolog", "epilog"):
         script = sched / f"{phase}.d" / SCRIPT

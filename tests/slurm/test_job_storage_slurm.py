@@ -43,7 +43,10 @@ class JobStorageHooks:
     def install(self, root: Path) -> None:
         settings_path = self.sched / "hpclz/job-storage.json"
         settings = json.loads(settings_path.read_text())
-        settings.update(jobs=str(root / "jobs"), key_cache=str(root / "key/user-delegation-key.json"))
+        # The rendered layout (/run/hpclz/jobs beside root's /run/hpclz/key) under the cluster's root.
+        settings.update(
+            jobs=str(root / "run/hpclz/jobs"), key_cache=str(root / "run/hpclz/key/user-delegation-key.json")
+        )
         settings_path.write_text(json.dumps(settings))
         endpoints = f"export HPCLZ_IMDS_URL={self.url} HPCLZ_BLOB_URL={self.url}/{{account}}\n"
         for phase in ("prolog", "epilog"):
@@ -54,7 +57,7 @@ class JobStorageHooks:
         task.write_text(_heredoc(_nodes("ai-training")[0], TASK_PROLOG))
         task.chmod(0o755)
         wrapper = root / "task.sh"
-        wrapper.write_text(f"#!/bin/bash\nexport HPCLZ_JOBS={root / 'jobs'}\nexec {task}\n")
+        wrapper.write_text(f"#!/bin/bash\nexport HPCLZ_JOBS={root / 'run/hpclz/jobs'}\nexec {task}\n")
         wrapper.chmod(0o755)
         (root / "out").mkdir()
         (root / "out").chmod(0o1777)
@@ -133,7 +136,7 @@ def test_a_job_gets_its_own_tokens_and_the_epilog_takes_them(
     slurm, standin = cluster
     standin.refuse = False
     job, output = _run_job(slurm, "minted")
-    folder = slurm.root / "jobs" / job
+    folder = slurm.root / "run/hpclz/jobs" / job
     assert f"variable={folder}\n" in output, output
     assert f"folder {NOBODY} 700\n" in output, output
     files = sorted(line.split()[1:] for line in output.splitlines() if line.startswith("file "))
@@ -152,7 +155,7 @@ def test_a_failed_mint_leaves_the_job_running_without_tokens(
 ) -> None:
     slurm, standin = cluster
     standin.refuse = True
-    (slurm.root / "key/user-delegation-key.json").unlink(missing_ok=True)
+    (slurm.root / "run/hpclz/key/user-delegation-key.json").unlink(missing_ok=True)
     keys_before = len(standin.keys)
     try:
         job, output = _run_job(slurm, "refused")
@@ -160,7 +163,7 @@ def test_a_failed_mint_leaves_the_job_running_without_tokens(
         standin.refuse = False
     # The job ran (its output is there), without the variable, and no key was handed out.
     assert "variable=unset\n" in output, output
-    assert not (slurm.root / "jobs" / job).exists()
+    assert not (slurm.root / "run/hpclz/jobs" / job).exists()
     assert keys_before == len(standin.keys)
     # The prolog succeeded: a failed Prolog drains the node (slurm.conf(5), Prolog); it is idle.
     assert slurm.node_states() == {"s1": "idle"}

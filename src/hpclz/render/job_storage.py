@@ -29,7 +29,7 @@ from hpclz.render.zone import Zone
 SCRIPT = "40-hpclz-job-storage.sh"
 JOBS = "/run/hpclz/jobs"
 # Root's alone, in /run: "flushed on boot" (file-hierarchy(7)), so a key never outlives the VM that fetched it.
-KEY_CACHE = "/run/hpclz/user-delegation-key.json"
+KEY_CACHE = "/run/hpclz/key/user-delegation-key.json"
 TASK_PROLOG = "/opt/hpclz/bin/hpclz-job-storage-env"
 VARIABLE = "HPCLZ_JOB_STORAGE"
 # Container SAS permissions (learn.microsoft.com/rest/api/storageservices/create-service-sas, "Permissions for a
