@@ -9,8 +9,9 @@ gets no key. Each refusal is Azure's status and x-ms-error-code.
 The key: Get User Delegation Key needs generateUserDelegationKey "scoped at the level of the storage account, the
 resource group, or the subscription" (learn.microsoft.com/rest/api/storageservices/create-user-delegation-sas, "Assign
 permissions with RBAC"), and the compute identity's data roles as rendered are scoped to containers, so it gets no
-key as deployed (asserted here while the render gives the identity no role at the account); the page's remedy,
-Storage Blob Delegator at the account, is then assigned here as an operator outside hpclz would."""
+key from those alone; the page's remedy, Storage Blob Delegator at the account, is rendered for the compute identity
+wherever it holds container data roles (hpclz.render.roles._data_containers: the job credential's prolog needs it),
+and the test grants it itself only for a render without it."""
 
 from __future__ import annotations
 
