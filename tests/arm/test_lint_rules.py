@@ -196,13 +196,14 @@ CASES: dict[str, tuple[str, list[str], list[str]]] = {
         ["[[node defaults]] sets the secret $AccountingPassword"],
         [],
     ),
-    # ai-training's compute template before its execute arrays turned CycleCloud's metadata rule off, byte for byte
-    # (tests/golden at 756a781), with the storage deployment's blob grants to the compute identity added, as gates
-    # see them from the plan: every job's checkpoint write and dataset read would have been refused.
+    # ai-training's compute template as hpclz rendered it at 8fed115 (tests/golden/ai-training/07-compute.template.json,
+    # byte for byte), its execute arrays opening the metadata service to jobs, with the storage deployment's blob
+    # grants to the compute identity added as gates see them from the plan: every job held every role of the locker
+    # and compute identities.
     "HPCLZ-TPL-060": (
-        "tpl-060-jobs-kept-from-imds.json",
+        "tpl-060-jobs-open-imds.json",
         [
-            f"[[nodearray {name}]] keeps its jobs from the instance metadata service, yet carries "
+            f"[[nodearray {name}]] opens the instance metadata service to every job, yet carries "
             "id-aitrain-compute-prod-eus2, which holds Storage Blob Data Reader"
             for name in ("gb300", "h100", "h200")
         ],
@@ -447,15 +448,14 @@ def _plan_context(stem: str) -> TemplateContext:
 
 
 @pytest.mark.parametrize("stem", ["ai-training", "energy", "finance", "manufacturing"])
-def test_every_preset_lets_its_jobs_reach_the_identity_they_need(stem: str) -> None:
+def test_every_preset_keeps_its_jobs_from_the_node_identities(stem: str) -> None:
     assert run_rules([RULES["HPCLZ-TPL-060"]], _plan_context(stem))[0] == []
 
 
-def test_jobs_without_blob_roles_need_no_metadata_access() -> None:
-    """The fixture without its blob grants: the compute identity holds no data role, and the rule is quiet."""
-    template = load("bad/tpl-060-jobs-kept-from-imds.json")
-    template["resources"] = [r for r in template["resources"] if r["type"] != "Microsoft.Authorization/roleAssignments"]
-    assert run(RULES["HPCLZ-TPL-060"], template) == []
+def test_a_template_that_keeps_every_node_closed_passes() -> None:
+    """ai-training's compute template from before its execute arrays opened the service (tests/golden at 756a781),
+    with the same blob grants: every node keeps CycleCloud's rule, and the rule is quiet."""
+    assert run(RULES["HPCLZ-TPL-060"], load("tpl-060-jobs-kept-from-imds.json")) == []
 
 
 def _with_cluster(template: dict[str, Any], edit: Callable[[str], str]) -> dict[str, Any]:
@@ -470,23 +470,27 @@ def _with_cluster(template: dict[str, Any], edit: Callable[[str], str]) -> dict[
 
 
 @pytest.mark.parametrize(
-    "opened",
+    "closed",
     [
-        "        slurm.role = execute\n        cyclecloud.node.prevent_metadata_access = false\n",
+        "        slurm.role = execute\n        cyclecloud.node.prevent_metadata_access = true\n",
         # The same setting in a [[[configuration cyclecloud]]] section: CycleCloud merges the sections.
-        "        slurm.role = execute\n\n        [[[configuration cyclecloud]]]\n        node.prevent_metadata_access = false\n",
+        "        slurm.role = execute\n\n        [[[configuration cyclecloud]]]\n        node.prevent_metadata_access = true\n",
     ],
 )
-def test_execute_arrays_that_open_the_metadata_service_pass(opened: str) -> None:
-    template = _with_cluster(
-        load("bad/tpl-060-jobs-kept-from-imds.json"),
-        lambda text: text.replace("        slurm.role = execute\n", opened),
-    )
-    assert run(RULES["HPCLZ-TPL-060"], template) == []
-
-
-def test_node_defaults_that_open_the_metadata_service_pass_and_an_array_may_close_it_again() -> None:
+def test_execute_arrays_that_close_the_metadata_service_again_pass(closed: str) -> None:
     def edit(text: str) -> str:
+        text = text.replace("        cyclecloud.node.prevent_metadata_access = false\n", "")
+        return text.replace("        slurm.role = execute\n", closed)
+
+    assert run(RULES["HPCLZ-TPL-060"], _with_cluster(load("bad/tpl-060-jobs-open-imds.json"), edit)) == []
+
+
+def test_node_defaults_that_open_the_metadata_service_fail_on_every_node_that_does_not_close_it() -> None:
+    """Set in [[node defaults]], the setting reaches the scheduler and login nodes too; one array that states true
+    again is closed, the scheduler and login state true themselves."""
+
+    def edit(text: str) -> str:
+        text = text.replace("        cyclecloud.node.prevent_metadata_access = false\n", "")
         text = text.replace(
             "        slurm.version =",
             "        cyclecloud.node.prevent_metadata_access = false\n        slurm.version =",
@@ -500,8 +504,18 @@ def test_node_defaults_that_open_the_metadata_service_pass_and_an_array_may_clos
             1,
         )
 
-    findings = run(RULES["HPCLZ-TPL-060"], _with_cluster(load("bad/tpl-060-jobs-kept-from-imds.json"), edit))
-    assert [f.message.split(": ", 1)[1].split(" keeps")[0] for f in findings] == ["[[nodearray gb300]]"]
+    findings = run(RULES["HPCLZ-TPL-060"], _with_cluster(load("bad/tpl-060-jobs-open-imds.json"), edit))
+    assert sorted({f.message.split(": ", 1)[1].split(" opens")[0] for f in findings}) == [
+        "[[nodearray h100]]",
+        "[[nodearray h200]]",
+    ]
+
+
+def test_an_open_node_whose_identities_hold_no_role_passes() -> None:
+    template = load("bad/tpl-060-jobs-open-imds.json")
+    template["resources"] = [r for r in template["resources"] if r["type"] != "Microsoft.Authorization/roleAssignments"]
+    template["resources"] = [r for r in template["resources"] if r["type"] != "Microsoft.Resources/deployments"]
+    assert run(RULES["HPCLZ-TPL-060"], template) == []
 
 
 @pytest.mark.parametrize("stem", ["ai-training", "energy", "finance", "manufacturing"])

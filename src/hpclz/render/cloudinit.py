@@ -26,10 +26,12 @@ from hpclz.errors import ExitCode, HpclzError
 from hpclz.render.arm import API_VERSIONS, resource_path
 from hpclz.render.engine import PLAIN_NAME, Safe, render_text
 from hpclz.render.health_gate import GATE_SCRIPT, GATE_STAMP, health_gate
+from hpclz.render.job_storage import JOBS, TASK_PROLOG, VARIABLE, job_storage
+from hpclz.render.job_storage import SCRIPT as JOB_STORAGE_SCRIPT
 from hpclz.render.nccl import container_files
 from hpclz.render.payload import pack
 from hpclz.render.prometheus import node_metrics
-from hpclz.render.roles import LOCKER_CONTAINER, WHEEL_CONTAINER, jobs_use_compute_identity, node_identities
+from hpclz.render.roles import LOCKER_CONTAINER, WHEEL_CONTAINER, node_identities
 from hpclz.render.shipped import shipped_template
 from hpclz.render.writer import dumps
 from hpclz.render.zone import LOCKER_IDENTITY, Zone
@@ -321,6 +323,11 @@ def node_script(zone: Zone, partition: Partition, mounts: list[dict[str, Any]]) 
         metrics=node_metrics(zone, _compute_identity(zone), partition.vm_size),
         scratch=_scratch(zone, partition),
         events=watcher if events.enabled else None,
+        job_env=(
+            {"program": TASK_PROLOG, "jobs": JOBS, "variable": VARIABLE}
+            if job_storage(zone, gate, _compute_identity(zone))
+            else None
+        ),
         fabric_reports=topology["reports"] if topology and partition.name in topology["partitions"] else None,
         ib_reports=topology["reports"] if topology and partition.name in topology["tree_partitions"] else None,
         topology_link=topology_link(zone),
@@ -363,6 +370,7 @@ def cluster_files(zone: Zone) -> dict[str, str]:
             }
         )
     gate = health_gate(cluster_name(zone))
+    storage = job_storage(zone, gate, _compute_identity(zone))
     template = render_text(
         "cyclecloud/slurm-cluster.txt.j2",
         config=config,
@@ -378,13 +386,15 @@ def cluster_files(zone: Zone) -> dict[str, str]:
         # when the zone's policy requires it.
         node_tags={k: v for k, v in zone.tags().items() if PLAIN_NAME.fullmatch(k)},
         arrays=arrays,
-        jobs_use_identity=jobs_use_compute_identity(zone),
         scheduler_script=render_text(
             "cloud-init/scheduler.sh.j2",
             gate=gate,
             gate_stamp=GATE_STAMP,
             budgets=gate.budgets(),
             script=GATE_SCRIPT,
+            job_storage=storage,
+            job_storage_config=Safe(storage.config_text()) if storage else None,
+            job_storage_script=JOB_STORAGE_SCRIPT,
             mounts=mounts,
             idmap=nfs4_idmap(zone, mounts),
             identity=_compute_identity(zone),
@@ -417,7 +427,8 @@ def cluster_files(zone: Zone) -> dict[str, str]:
         suspend_minutes=suspend_minutes(config.compute.partitions),
     )
     parameters = {
-        "HpclzSlurmConfig": gate.slurm_conf(suspend_minutes(config.compute.partitions)),
+        "HpclzSlurmConfig": gate.slurm_conf(suspend_minutes(config.compute.partitions))
+        + (storage.slurm_conf() if storage else ""),
         "Credentials": CREDENTIALS,
         "Region": zone.location,
         "ComputeSubnetId": _subnet_for_cyclecloud(zone, "compute"),

@@ -282,10 +282,11 @@ def cyclecloud_subscription_assignments(zone: Zone) -> list[Assignment]:
 def _data_containers(zone: Zone) -> list[Assignment]:
     """Users and the nodes' identity reach the data containers only, each scoped on its own (Azure RBAC scopes
     blob data roles down to a container: learn.microsoft.com/azure/storage/blobs/assign-azure-role-data-access).
-    Every job on every node holds the one compute identity (any process on a VM gets its tokens from the instance
-    metadata service: learn.microsoft.com/entra/identity/managed-identities-azure-resources/how-to-use-vm-token), so
-    what it may write, any job may overwrite: a `datasets` container is input, read by jobs and written by its users
-    with their own Entra ID tokens, and the compute identity only reads it (Storage Blob Data Reader). Checkpoints and
+    Every job reaches the containers through a SAS signed with a user delegation key the compute identity asked for
+    (hpclz.render.job_storage), and what a user delegation SAS allows never exceeds that identity's role
+    (learn.microsoft.com/rest/api/storageservices/create-user-delegation-sas), so what it may write, any job may
+    overwrite: a `datasets` container is input, read by jobs and written by its users with their own Entra ID tokens,
+    and the compute identity only reads it (Storage Blob Data Reader). Checkpoints and
     general containers stay writable; versioning, soft delete and sealed versions keep what a job overwrites.
     The CycleCloud locker is not here: it has an account of its own (locker_assignments)."""
     blob = zone.blob_new
@@ -324,8 +325,9 @@ def _delegation_key(zone: Zone) -> list[Assignment]:
 
 
 def jobs_use_compute_identity(zone: Zone) -> bool:
-    """Whether jobs are meant to take the compute identity's tokens: it holds a blob data role on a data container
-    (_data_containers), which checkpoints and datasets are written and read with (docs/checkpoints.md)."""
+    """Whether jobs get blob containers: the compute identity holds a blob data role on a data container
+    (_data_containers), and each job gets a SAS per container signed with that identity's user delegation key
+    (hpclz.render.job_storage, docs/checkpoints.md)."""
     principal = zone.identity_principal("compute") if zone.config.identity.managed_identities.compute else None
     return principal is not None and any(a.principal_id == principal for a in _data_containers(zone))
 

@@ -30,7 +30,7 @@ from hpclz.rules.template.expressions import DeclarationsUsed, ExpressionParses,
 from hpclz.rules.template.locker import LockerAccountHoldsNoData, LoginNodesCarryNoDataIdentity
 from hpclz.rules.template.monitoring import VmMonitored
 from hpclz.rules.template.nodes import (
-    JobsReachTheirDataIdentity,
+    JobsKeptFromNodeIdentities,
     NodeIdentitiesReadSingleSecrets,
     NodesCarryRequiredTags,
     SecretParametersReachTheSchedulerAlone,
@@ -84,7 +84,7 @@ LINT_RULES: tuple[type[Rule[Any]], ...] = (
     NodesCarryRequiredTags,
     NodeIdentitiesReadSingleSecrets,
     SecretParametersReachTheSchedulerAlone,
-    JobsReachTheirDataIdentity,
+    JobsKeptFromNodeIdentities,
     ContainerDataIdentityGetsDelegationKey,
     MysqlOnStandardSupport,
     SchedShareReachedOnlyByTheCluster,
