@@ -9,7 +9,8 @@ the last one applied, upgrades CycleCloud in place when userData names a newer r
 secret, not its value, so a rotated secret (a new version in Key Vault) re-imports the cluster with the new value. The
 hash is recorded after
 success only, so a failed import is retried on the next run. The account is re-applied, and the pinned
-cyclecloud-slurm release fetched, checked and uploaded to its locker (the one the nodes run;
+cyclecloud-slurm release fetched, checked (against pinned digests and those recorded at its first fetch) and uploaded
+to its locker (the one the nodes run;
 healthagent and monitoring come from GitHub, unpinned: docs/locker.md), only when the account or the release changed.
 On a first start CycleCloud may not be ready for either yet: as CCWS does, the upload waits for the locker's record to
 be "Created" and the start for the region's machine types; each wait is bounded, and a run that gives up fails with one
