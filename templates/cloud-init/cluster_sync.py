@@ -407,9 +407,10 @@ def blob_digests(folder):
 def differences(found, expected, against):
     """The files whose digests differ, one phrase each, or "" when none does."""
     wrong = sorted(n for n in set(found) | set(expected) if found.get(n) != expected.get(n))
-    return ", ".join(
-        n + " (" + found.get(n, "missing")[:12] + ", " + against + " " + expected.get(n, "none")[:12] + ")" for n in wrong
-    )
+    phrases = []
+    for n in wrong:
+        phrases.append(n + " (" + found.get(n, "missing")[:12] + ", " + against + " " + expected.get(n, "none")[:12] + ")")
+    return ", ".join(phrases)
 
 
 def verified(folder, document):
@@ -460,6 +461,11 @@ def recorded(folder, document, subscription, log_file):
         record = None
     pinned = json.loads(document.get("project_sha256") or "{}")
     if record is None:
+        if not found:  # every release lists its files in project.ini [blobs] Files: an empty fetch is a broken one
+            shutil.rmtree(folder, ignore_errors=True)
+            raise RuntimeError(
+                "cyclecloud-slurm " + release + ": the fetch holds no blobs/ files; nothing recorded or uploaded"
+            )
         body = json.dumps({"source": document["project"], "sha256": found}, indent=1, sort_keys=True) + "\n"
         locker_blob(spec, subscription, "PUT", body.encode())
         for name, digest in sorted(found.items()):

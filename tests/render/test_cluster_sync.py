@@ -723,6 +723,17 @@ def test_configured_digests_win_over_the_first_fetch(box: dict[str, Path], imds:
     }
 
 
+def test_a_first_fetch_without_files_is_neither_recorded_nor_uploaded(box: dict[str, Path], imds: str) -> None:
+    """4.0.9's project.ini lists three files ([blobs] Files, Azure/cyclecloud-slurm@50e6739:project.ini:7-8): a fetch
+    that brought none would otherwise be recorded as the release, and every good fetch after it refused."""
+    script = box["bin"] / "cyclecloud"
+    script.write_text(script.read_text().replace(f'"$4/blobs/{RELEASE_FILE}"', "/dev/null"), encoding="utf-8")
+    rc, calls = _run(box, imds, _document())
+    assert rc == 1 and not any("project upload" in c for c in calls)
+    assert "the fetch holds no blobs/ files; nothing recorded or uploaded" in box["log"].read_text()
+    assert _record(box)[1] is None and not (box["project"] / "slurm-4.0.9").exists()
+
+
 def test_a_locker_that_refuses_the_record_fails_the_run_before_the_upload(box: dict[str, Path], imds: str) -> None:
     FakeBlob.status, FakeBlob.refused = 403, ".sha256.json"
     try:
