@@ -514,6 +514,12 @@ SLURM_PROJECT = "slurm"
 USER_RECORDS_BLOB = "cyclecloud-users.json"
 
 
+def project_record_blob(version: str) -> str:
+    """The blob in the hpclz container where hpclz-cluster-sync records the SHA-256 of each file of a cyclecloud-slurm
+    release the first time a server fetches it, and against which every later fetch is checked."""
+    return f"cyclecloud-slurm-{version}.sha256.json"
+
+
 def project_source(zone: Zone) -> str:
     """The release hpclz-cluster-sync fetches and uploads. In userData, so a new cyclecloud-slurm release reaches
     the server without recreating it."""
@@ -657,6 +663,16 @@ def user_data_document(zone: Zone, files: dict[str, str]) -> str:
                 "account": zone.locker_account_name,
                 "container": WHEEL_CONTAINER,
                 "blob": USER_RECORDS_BLOB,
+                "identity": _node_identity(zone, "scheduler"),
+            }
+        )
+        # Where the first fetch of the cyclecloud-slurm release records its files' SHA-256 (trust on first use): the
+        # same hpclz container and identity; a rebuilt server's fetch is checked against it (docs/locker.md).
+        document["project_record"] = dumps(
+            {
+                "account": zone.locker_account_name,
+                "container": WHEEL_CONTAINER,
+                "blob": project_record_blob(zone.config.compute.cyclecloud.slurm_project_version),
                 "identity": _node_identity(zone, "scheduler"),
             }
         )
