@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import base64
 import gzip
 import json
@@ -19,6 +20,7 @@ from ruamel.yaml import YAML
 
 from hpclz.errors import HpclzError
 from hpclz.render.cloudinit import CUSTOM_DATA_LIMIT, USER_DATA_LIMIT, custom_data, user_data
+from hpclz.render.server_programs import SERVER_PROGRAMS
 from hpclz.render.shipped import shipped_template
 from hpclz.slurm.route import SCHEDULER_PYTHON
 from tests.conftest import require
@@ -118,6 +120,17 @@ def test_a_server_without_cyclecloud_identity_keeps_its_programs_in_custom_data(
     assert files["/opt/hpclz/bin/hpclz-cluster-sync"] == (TEMPLATES / "cluster_sync.py").read_text(encoding="utf-8")
     assert files["/opt/hpclz/bin/hpclz-cc-users"] == (TEMPLATES / "cc_users.py").read_text(encoding="utf-8")
     assert "/opt/hpclz/bin/hpclz-server-programs" in files
+
+
+def test_the_loader_installs_the_programs_render_names() -> None:
+    """hpclz-server-programs' own list (it runs on the server, without hpclz) is the one render and egress read."""
+    tree = ast.parse((TEMPLATES / "server_programs.py").read_text(encoding="utf-8"))
+    (programs,) = [
+        ast.literal_eval(node.value)
+        for node in tree.body
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "PROGRAMS" for t in node.targets)
+    ]
+    assert {name: f"cloud-init/{source}" for source, name in programs} == SERVER_PROGRAMS
 
 
 def test_user_data_carries_the_cluster_its_parameters_and_the_account(preset_path: Path) -> None:
@@ -488,7 +501,7 @@ def test_node_and_bootstrap_scripts_are_valid_bash(preset_path: Path, tmp_path: 
         assert checked.returncode == 0, f"script {index}: {checked.stderr}"
 
 
-@pytest.mark.parametrize("name", ["scheduled_events.py", "arm_get.py", "cluster_sync.py"])
+@pytest.mark.parametrize("name", ["scheduled_events.py", "arm_get.py", "cluster_sync.py", "server_programs.py"])
 def test_node_helpers_are_valid_python(name: str) -> None:
     source = (TEMPLATES / name).read_text(encoding="utf-8")
     compile(source, name, "exec")

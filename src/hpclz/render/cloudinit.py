@@ -30,6 +30,7 @@ from hpclz.render.nccl import container_files
 from hpclz.render.payload import pack
 from hpclz.render.prometheus import node_metrics
 from hpclz.render.roles import LOCKER_CONTAINER, WHEEL_CONTAINER, jobs_use_compute_identity, node_identities
+from hpclz.render.server_programs import server_programs
 from hpclz.render.shipped import shipped_template
 from hpclz.render.writer import dumps
 from hpclz.render.zone import LOCKER_IDENTITY, Zone
@@ -609,12 +610,7 @@ def server_cloud_config(zone: Zone, env: Environment | None = None) -> str:
         cc=zone.config.compute.cyclecloud,
         entra=zone.config.identity.cyclecloud_entra,
     )
-    programs = None
-    if not zone.config.identity.managed_identities.scheduler:
-        programs = {
-            "sync": render_text("cloud-init/cluster_sync.py", env),
-            "users": render_text("cloud-init/cc_users.py", env),
-        }
+    programs = None if zone.config.identity.managed_identities.scheduler else server_programs(env)
     return render_text(
         "cloud-init/cyclecloud-server.yaml.j2",
         env,
