@@ -63,9 +63,7 @@ def test_a_newer_hpclzs_server_programs_leave_custom_data_byte_identical(tmp_pat
     assert custom_data(server_cloud_config(zone, newer)) == custom_data(server_cloud_config(zone))
     # The folder is read: where the programs still ride in customData (no CycleCloud identity to read the locker
     # with), the newer ones change it.
-    bare = Zone(
-        edited(preset("finance"), lambda d: d["identity"]["managed_identities"].update({"scheduler": False}))
-    )
+    bare = Zone(edited(preset("finance"), lambda d: d["identity"]["managed_identities"].update({"scheduler": False})))
     assert server_cloud_config(bare, newer) != server_cloud_config(bare)
 
 

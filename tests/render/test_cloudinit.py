@@ -98,7 +98,9 @@ def test_custom_data_installs_cyclecloud_and_the_sync_service_only(preset_path: 
     assert "systemctl enable --now hpclz-cluster-sync.timer" in bootstrap
     # hpclz's own programs are not here: hpclz-server-programs installs them from the hpclz wheel in the locker, and
     # again from each newer wheel (test_server_programs.py), so a newer hpclz never changes customData.
-    assert files["/opt/hpclz/bin/hpclz-server-programs"] == (TEMPLATES / "server_programs.py").read_text(encoding="utf-8")
+    assert files["/opt/hpclz/bin/hpclz-server-programs"] == (TEMPLATES / "server_programs.py").read_text(
+        encoding="utf-8"
+    )
     assert "/opt/hpclz/bin/hpclz-cluster-sync" not in files and "/opt/hpclz/bin/hpclz-cc-users" not in files
     assert "/usr/bin/python3 /opt/hpclz/bin/hpclz-server-programs --first-boot" in bootstrap
     assert "OnUnitInactiveSec=" in files["/etc/systemd/system/hpclz-cluster-sync.timer"]

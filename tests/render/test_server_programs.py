@@ -58,7 +58,7 @@ class Imds(FakeService):
 
 
 @pytest.fixture
-def imds(azurite: Azurite) -> Iterator[str]:  # noqa: F811
+def imds() -> Iterator[str]:
     Imds.tags, Imds.tokens = [], []
     Imds.user_data = user_data(
         dumps({"wheel_locker": dumps({"account": "devstoreaccount1", "container": CONTAINER, "identity": IDENTITY})})
@@ -82,6 +82,11 @@ def _put(store: Azurite, name: str, data: bytes) -> None:
     with contextlib.suppress(ResourceExistsError):
         service.create_container(CONTAINER, public_access="blob")
     service.get_blob_client(CONTAINER, name).upload_blob(data, overwrite=True)
+
+
+@pytest.fixture
+def store(azurite: Azurite) -> Azurite:  # noqa: F811
+    return azurite
 
 
 @pytest.fixture
@@ -126,9 +131,11 @@ def _published(store: Azurite, tmp_path: Path, version: str) -> str:
 
 
 def test_a_new_wheel_replaces_the_programs_and_the_same_one_is_not_fetched_again(
-    server: dict[str, str], azurite: Azurite, tmp_path: Path  # noqa: F811
+    server: dict[str, str],
+    store: Azurite,
+    tmp_path: Path,
 ) -> None:
-    _tag(_published(azurite, tmp_path, "v1"))
+    _tag(_published(store, tmp_path, "v1"))
     assert _load(server).returncode == 0
     assert _installed(server) == {
         "hpclz-cluster-sync": 'print("hpclz-cluster-sync v1")\n',
@@ -139,21 +146,23 @@ def test_a_new_wheel_replaces_the_programs_and_the_same_one_is_not_fetched_again
     assert "resource=https%3A%2F%2Fstorage.azure.com%2F" in token and "id-cc" in token
     assert _load(server).returncode == 0 and len(Imds.tokens) == 1, "an installed wheel is not fetched again"
 
-    _tag(_published(azurite, tmp_path, "v2"))
+    _tag(_published(store, tmp_path, "v2"))
     assert _load(server).returncode == 0
     assert _installed(server)["hpclz-cluster-sync"] == 'print("hpclz-cluster-sync v2")\n'
     assert not list(Path(server["BIN"]).glob("*.new"))
 
 
 def test_a_wheel_that_is_not_the_tags_keeps_the_installed_programs(
-    server: dict[str, str], azurite: Azurite, tmp_path: Path  # noqa: F811
+    server: dict[str, str],
+    store: Azurite,
+    tmp_path: Path,
 ) -> None:
-    _tag(_published(azurite, tmp_path, "v1"))
+    _tag(_published(store, tmp_path, "v1"))
     assert _load(server).returncode == 0
     # The tag names v2's digest, but the blob under that name holds other bytes.
     path = tmp_path / "v2.whl"
     digest = _wheel(path, 'print("v2")\n', 'print("v2")\n')
-    _put(azurite, f"{digest}/{WHEEL}", path.read_bytes() + b"tampered")
+    _put(store, f"{digest}/{WHEEL}", path.read_bytes() + b"tampered")
     _tag(digest)
     done = _load(server)
     assert done.returncode == 0
@@ -162,16 +171,18 @@ def test_a_wheel_that_is_not_the_tags_keeps_the_installed_programs(
 
 
 def test_a_failed_fetch_or_a_broken_program_keeps_the_installed_programs(
-    server: dict[str, str], azurite: Azurite, tmp_path: Path  # noqa: F811
+    server: dict[str, str],
+    store: Azurite,
+    tmp_path: Path,
 ) -> None:
-    _tag(_published(azurite, tmp_path, "v1"))
+    _tag(_published(store, tmp_path, "v1"))
     assert _load(server).returncode == 0
     _tag("a" * 64)  # nothing in the locker under this name: 404
     done = _load(server)
     assert done.returncode == 0 and "kept the installed programs: HTTP Error 404" in done.stdout
     path = tmp_path / "broken.whl"
     digest = _wheel(path, "def broken(:\n", 'print("v3")\n')
-    _put(azurite, f"{digest}/{WHEEL}", path.read_bytes())
+    _put(store, f"{digest}/{WHEEL}", path.read_bytes())
     _tag(digest)
     done = _load(server)
     assert done.returncode == 0 and "kept the installed programs" in done.stdout
@@ -182,7 +193,9 @@ def test_a_failed_fetch_or_a_broken_program_keeps_the_installed_programs(
 
 
 def test_the_first_boot_waits_for_the_wheel_to_reach_the_locker(
-    server: dict[str, str], azurite: Azurite, tmp_path: Path  # noqa: F811
+    server: dict[str, str],
+    store: Azurite,
+    tmp_path: Path,
 ) -> None:
     path = tmp_path / "v1.whl"
     digest = _wheel(path, 'print("v1")\n', 'print("v1")\n')
@@ -199,7 +212,7 @@ def test_the_first_boot_waits_for_the_wheel_to_reach_the_locker(
         while "no programs installed yet" not in (log.read_text() if log.exists() else ""):
             assert waiting.poll() is None, "the first boot does not give up"
             time.sleep(0.1)
-        _put(azurite, f"{digest}/{WHEEL}", path.read_bytes())  # what `hpclz deploy` stages through the VM
+        _put(store, f"{digest}/{WHEEL}", path.read_bytes())  # what `hpclz deploy` stages through the VM
         assert waiting.wait(timeout=60) == 0
     finally:
         waiting.kill()
@@ -207,7 +220,9 @@ def test_the_first_boot_waits_for_the_wheel_to_reach_the_locker(
 
 
 def test_the_sync_service_runs_the_version_the_loader_installed(
-    server: dict[str, str], azurite: Azurite, tmp_path: Path  # noqa: F811
+    server: dict[str, str],
+    store: Azurite,
+    tmp_path: Path,
 ) -> None:
     """hpclz-cluster-sync.service's own command lines, as customData writes them, in systemd's order (ExecStartPre
     lines, then ExecStart; a "-" prefix lets a failure pass: systemd.service(5))."""
@@ -226,7 +241,7 @@ def test_the_sync_service_runs_the_version_the_loader_installed(
             said.append((done.stdout.strip().splitlines() or [""])[-1])
         return said
 
-    _tag(_published(azurite, tmp_path, "v1"))
+    _tag(_published(store, tmp_path, "v1"))
     assert run_unit()[1:] == ["hpclz-cc-users v1", "hpclz-cluster-sync v1"]
-    _tag(_published(azurite, tmp_path, "v2"))  # `hpclz deploy` of a newer hpclz: a new wheel, the tag changed in place
+    _tag(_published(store, tmp_path, "v2"))  # `hpclz deploy` of a newer hpclz: a new wheel, the tag changed in place
     assert run_unit()[1:] == ["hpclz-cc-users v2", "hpclz-cluster-sync v2"]
