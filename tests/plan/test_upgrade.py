@@ -164,6 +164,45 @@ def test_without_a_new_server_the_scheduler_and_login_nodes_are_new_vms_not_rest
     assert "before the next step replaces that node" in steps[dbd]
 
 
+def test_the_scheduler_is_replaced_under_raised_timeouts_restored_before_the_rolls() -> None:
+    """Slurm's slurmctld procedure (SchedMD/slurm@19f8131 doc/html/upgrades.shtml l.440-457): "Increase configured
+    SlurmdTimeout and SlurmctldTimeout values and execute scontrol reconfig" first ("If the timeout is reached, nodes
+    may be marked DOWN and their jobs killed"), and, once "a job's ability to successfully start and finish" is
+    validated, "Restore the preferred SlurmdTimeout and SlurmctldTimeout values". The values go in site_specific.conf,
+    which the new scheduler VM keeps and its slurm.conf includes last (Azure/cyclecloud-slurm@50e6739
+    azure-slurm-install/install.py l.579-586, templates/slurm.conf.template l.77)."""
+    in_place = stack_upgrade(config_snapshot(_on(STONE)), config_snapshot(_keeping_the_image(CURRENT, "8.9.0")))
+    assert in_place is not None and in_place.allowed and not in_place.replaces_server
+    steps = in_place.steps
+    raised, dbd, sched, restored, first_roll = _order(
+        steps,
+        "raise SlurmdTimeout and SlurmctldTimeout",
+        "slurmdbd ",
+        "terminate_node <cluster> scheduler",
+        "restore the timeouts",
+        "nodes roll",
+    )
+    assert raised < dbd < sched < restored < first_roll
+    for step in (steps[raised], steps[restored]):
+        assert "/sched/<cluster>/site_specific.conf" in step and "`sudo scontrol reconfigure`" in step
+    assert "`SlurmdTimeout=<seconds>` and `SlurmctldTimeout=<seconds>`" in steps[raised]
+    assert "a job starts and finishes" in steps[restored]
+
+    # Without accounting the raise still comes right before the scheduler goes.
+    def no_accounting(d: dict[str, Any]) -> None:
+        d["compute"]["accounting"] = {"mode": "disabled"}
+
+    up = stack_upgrade(
+        config_snapshot(edited(_on(STONE), no_accounting)),
+        config_snapshot(edited(_keeping_the_image(CURRENT, "8.9.0"), no_accounting)),
+    )
+    assert up is not None and not [s for s in up.steps if "slurmdbd 25.05.5 -> " in s]
+    raised, sched, restored = _order(
+        up.steps, "raise SlurmdTimeout", "terminate_node <cluster> scheduler", "restore the timeouts"
+    )
+    assert (raised + 1, sched + 1) == (sched, restored)
+
+
 def test_a_replaced_server_backs_up_before_the_cluster_is_terminated() -> None:
     """A replaced server starts the cluster again after `terminate_cluster`: the backups come before it, and no step
     asks for a node that is gone."""
@@ -180,6 +219,8 @@ def test_a_replaced_server_backs_up_before_the_cluster_is_terminated() -> None:
     assert "back up the accounting database now, before the cluster is terminated" in up.steps[dbd]
     assert "back up StateSaveLocation (/sched/<cluster>/spool/slurmctld) now" in up.steps[ctld]
     assert not [s for s in up.steps if "terminate_node" in s or "restart the" in s]
+    # Every job ends at power_down_force before terminate_cluster: no timeout is raised to keep one alive.
+    assert not [s for s in up.steps if "SlurmdTimeout" in s]
     (login,) = [s for s in up.steps if s.split(". ", 1)[1].startswith("login nodes")]
     assert "the new server starts the login nodes again, with Slurm 25.11.5" in login
 

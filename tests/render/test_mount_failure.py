@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import re
+import socket
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -244,6 +245,33 @@ def test_its_own_drain_left_from_an_earlier_vm_is_resumed_at_the_next_boot(
     the first run of a boot looks once, and resumes the node from this program's drain when the mounts are there."""
     clean_slurm.client("scontrol", "update", "NodeName=node3", "State=DRAIN", f"Reason={REASON}")
     assert not (tmp_path / "mark").exists()
+    _health(tmp_path, clean_slurm, "node3", mounted=True)
+    assert "DRAIN" not in _node(clean_slurm, "node3")[0]
+    assert not (tmp_path / "mark").exists()
+
+
+def test_a_boot_run_before_slurmctld_answers_leaves_the_look_to_the_next_run(
+    clean_slurm: LocalSlurm, tmp_path: Path
+) -> None:
+    """slurmd runs HealthCheckProgram once as it starts, which can be before slurmctld answers, and after that only when
+    slurmctld asks it to (REQUEST_HEALTH_CHECK every HealthCheckInterval), killing it after 60 s (SchedMD/slurm
+    slurm-25-11-5-1 src/slurmd/slurmd/slurmd.c l.543-544 and l.3318, src/slurmd/slurmd/req.c l.2665-2679,
+    src/slurmctld/controller.c l.2785-2801; slurm-22-05-8-1 slurmd.c l.395 and l.2870). So the boot pass asks once per
+    slurmctld's own request, never in a loop of its own: here the start-up run finds no slurmctld (its scontrol bounded
+    by `timeout 5`), exits 0 and keeps the mark, and the next run, with slurmctld there, resumes the drain this
+    program left on an earlier VM."""
+    clean_slurm.client("scontrol", "update", "NodeName=node3", "State=DRAIN", f"Reason={REASON}")
+    with socket.socket() as s:  # a loopback port nothing listens on: no slurmctld answers there
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    away = tmp_path / "away"
+    away.mkdir()
+    conf = clean_slurm.conf.read_text()
+    (away / "slurm.conf").write_text(re.sub(r"^SlurmctldPort=\d+$", f"SlurmctldPort={port}", conf, flags=re.M))
+    assert (away / "slurm.conf").read_text() != conf
+    _health(tmp_path, LocalSlurm(root=away, nodes=[]), "node3", mounted=True)
+    assert (tmp_path / "boot").exists() and (tmp_path / "mark").exists()
+    assert _node(clean_slurm, "node3")[1] == REASON
     _health(tmp_path, clean_slurm, "node3", mounted=True)
     assert "DRAIN" not in _node(clean_slurm, "node3")[0]
     assert not (tmp_path / "mark").exists()

@@ -80,7 +80,7 @@ def test_the_portal_is_off_unless_asked_for() -> None:
         assert ("portal" in components) == (path.stem in ("ai-training", "energy")), path.stem
 
 
-def test_the_portal_has_no_public_ip_and_takes_https_only_from_bastion_and_the_hub() -> None:
+def test_the_portal_has_no_public_ip_and_takes_https_only_from_the_hub() -> None:
     portal = _portal(preset_plan("ai-training"))
     assert not _of(portal, "Microsoft.Network/publicIPAddresses")
     (nic,) = _of(portal, "Microsoft.Network/networkInterfaces")
@@ -90,9 +90,9 @@ def test_the_portal_has_no_public_ip_and_takes_https_only_from_bastion_and_the_h
     assert nic["properties"]["networkSecurityGroup"]["id"].endswith("'nsg-aitrain-ood-prod-eus2')]")
     (nsg,) = _of(portal, "Microsoft.Network/networkSecurityGroups")
     rules = {r["name"]: r["properties"] for r in nsg["properties"]["securityRules"]}
-    # The Bastion subnet of configs/ai-training.yaml is 10.40.1.0/26 and its hub 10.0.0.0/16 (portal.allowed_cidrs,
-    # where its users arrive): only they reach 443, and only Bastion 22 (for admins).
-    assert rules["AllowPortalHttps"]["sourceAddressPrefixes"] == ["10.40.1.0/26", "10.0.0.0/16"]
+    # The hub of configs/ai-training.yaml is 10.0.0.0/16 (portal.allowed_cidrs, where its users arrive): only it
+    # reaches 443, and only Bastion (its subnet 10.40.1.0/26) 22, for admins.
+    assert rules["AllowPortalHttps"]["sourceAddressPrefix"] == "10.0.0.0/16"
     assert rules["AllowPortalHttps"]["destinationPortRange"] == "443"
     assert rules["AllowBastionSsh"]["sourceAddressPrefix"] == "10.40.1.0/26"
     assert rules["DenyAllInbound"] == {**rules["DenyAllInbound"], "access": "Deny", "sourceAddressPrefix": "*"}
@@ -106,7 +106,7 @@ def test_the_hubs_users_reach_cyclecloud_and_the_portal_on_https(stem: str) -> N
     """Users of these presets arrive from the hub. The admin subnet (the CycleCloud server) denies only the Internet, so
     its NSG's default AllowVnetInBound lets the hub's range in: the VirtualNetwork tag covers peered VNets
     (learn.microsoft.com/azure/virtual-network/service-tags-overview), as for finance and manufacturing. The portal's
-    NSG denies the rest of the VNet, so it lists the hub's range beside Bastion for 443 only."""
+    NSG denies the rest of the VNet, so it lists the hub's range for 443 only."""
     plan = preset_plan(stem)
     (peering,) = resources_of(plan, "Microsoft.Network/virtualNetworks/virtualNetworkPeerings")
     (hub,) = peering["properties"]["remoteAddressSpace"]["addressPrefixes"]
@@ -117,7 +117,9 @@ def test_the_hubs_users_reach_cyclecloud_and_the_portal_on_https(stem: str) -> N
     assert [(r["access"], r["sourceAddressPrefix"]) for r in inbound] == [("Deny", "Internet")]
     (nsg,) = _of(_portal(plan), "Microsoft.Network/networkSecurityGroups")
     rules = {r["name"]: r["properties"] for r in nsg["properties"]["securityRules"]}
-    assert hub in rules["AllowPortalHttps"]["sourceAddressPrefixes"]
+    assert hub in rules["AllowPortalHttps"].get(
+        "sourceAddressPrefixes", [rules["AllowPortalHttps"].get("sourceAddressPrefix")]
+    )
     assert rules["AllowPortalHttps"]["destinationPortRange"] == "443"
     assert not any(
         hub in r.get("sourceAddressPrefixes", [r.get("sourceAddressPrefix")])
@@ -126,12 +128,27 @@ def test_the_hubs_users_reach_cyclecloud_and_the_portal_on_https(stem: str) -> N
     )
 
 
-def test_allowed_ranges_join_bastion_for_https_only() -> None:
+def test_allowed_ranges_and_nothing_else_reach_https() -> None:
     portal = _portal(variant("ai-training", _with_secret))
     (nsg,) = _of(portal, "Microsoft.Network/networkSecurityGroups")
     rules = {r["name"]: r["properties"] for r in nsg["properties"]["securityRules"]}
-    assert rules["AllowPortalHttps"]["sourceAddressPrefixes"] == ["10.40.1.0/26", "10.8.0.0/16", "192.168.10.0/24"]
+    assert rules["AllowPortalHttps"]["sourceAddressPrefixes"] == ["10.8.0.0/16", "192.168.10.0/24"]
     assert rules["AllowBastionSsh"]["sourceAddressPrefix"] == "10.40.1.0/26"
+
+
+def test_bastion_reaches_the_portals_ssh_but_not_its_https() -> None:
+    """Bastion's tunnel carries SSH or RDP only ("The bastion tunnel doesn't relay web servers or hosts.":
+    MicrosoftDocs/azure-docs@b8db86a includes/bastion-native-connect-tunnel.md l.11): admins reach 443 by `ssh -L`
+    over the tunnel to 22, so the portal's NSG refuses 443 from the Bastion subnet, with and without allowed ranges."""
+    from hpclz.rules.nsgflow import refusal
+
+    bastion = "10.40.1.0/26"  # configs/ai-training.yaml's Bastion subnet; the portal sits in its admin subnet
+    for plan in (preset_plan("ai-training"), variant("ai-training", _with_secret)):
+        (nsg,) = _of(_portal(plan), "Microsoft.Network/networkSecurityGroups")
+        rules = nsg["properties"]["securityRules"]
+        assert refusal(rules, "Inbound", bastion, "10.40.0.0/24", (22, 22)) is None
+        found = refusal(rules, "Inbound", bastion, "10.40.0.0/24", (443, 443))
+        assert found is not None and found[1]["name"] == "DenyAllInbound"
 
 
 def test_boot_script_pins_open_ondemand_and_the_clusters_slurm() -> None:

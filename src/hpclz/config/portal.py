@@ -90,8 +90,8 @@ class Portal(StrictModel):
     allowed_cidrs: list[Annotated[IPv4Network, Field(examples=["10.0.0.0/16"])]] = Field(
         default_factory=list,
         description=(
-            "Private ranges (hub, VPN) allowed to reach the portal on HTTPS 443, besides the Bastion subnet. Never "
-            "the Internet (HPCLZ-PRT-003)."
+            "Private ranges (hub, VPN) allowed to reach the portal on HTTPS 443, the only ones: Bastion's tunnel "
+            "carries no HTTPS, so admins come through it by SSH (docs/portal.md). Never the Internet (HPCLZ-PRT-003)."
         ),
     )
     oidc: PortalOidc | None = Field(

@@ -61,6 +61,33 @@ SCHED_KEPT = (
     f"({STATE_SAVE}) and slurmdbd.conf, and the accounting database stays on its MySQL server"
 )
 
+# Slurm's own procedure for slurmctld (SchedMD/slurm@19f8131 doc/html/upgrades.shtml l.440-457, "slurmctld
+# (Controller)"): "1. Increase configured SlurmdTimeout and SlurmctldTimeout values and execute `scontrol reconfig` for
+# them to take effect. The new timeout should be long enough to perform the upgrade using your preferred method. If the
+# timeout is reached, nodes may be marked DOWN and their jobs killed." ... "8. Validate proper operation, such as
+# communication with nodes and a job's ability to successfully start and finish. 9. Restore the preferred SlurmdTimeout
+# and SlurmctldTimeout values and execute `scontrol reconfig` for them to take effect." Where: the new scheduler VM
+# writes slurm.conf afresh from cyclecloud-slurm's template (SlurmctldTimeout=30, no SlurmdTimeout, so slurm.conf(5)'s
+# default of 300 s) and includes site_specific.conf last, a file it creates only when missing ("This is preserved
+# during upgrades") and links to /etc/slurm on every node (Azure/cyclecloud-slurm@50e6739
+# azure-slurm-install/install.py l.529-549, l.579-586, l.677-680; templates/slurm.conf.template l.48, l.77); of a key
+# given twice Slurm takes the last ("specified more than once, latest value used", SchedMD/slurm@284c3b9
+# src/common/parse_config.c l.536). The partitions need no raise of their own: a roll (ROLL) and a rack's
+# POWER_DOWN_ASAP (hpclz.plan.racks.RACK_REPLACE) let running jobs finish before a node goes, so no job is left on a
+# node whose slurmd stops answering.
+TIMEOUTS_RAISED = (
+    "before the scheduler is replaced, on it: raise SlurmdTimeout and SlurmctldTimeout above how long the scheduler's "
+    "replacement takes (add `SlurmdTimeout=<seconds>` and `SlurmctldTimeout=<seconds>` at the end of "
+    "/sched/<cluster>/site_specific.conf, which the new VM keeps and its slurm.conf includes last), then "
+    "`sudo scontrol reconfigure`: if a timeout is reached, nodes may be marked DOWN and their jobs killed "
+    f"({UPGRADES_GUIDE}, slurmctld step 1)"
+)
+TIMEOUTS_RESTORED = (
+    "once the new scheduler talks to the nodes and a job starts and finishes, restore the timeouts: remove the two "
+    "lines from /sched/<cluster>/site_specific.conf (cyclecloud-slurm's slurm.conf has SlurmctldTimeout=30 and "
+    f"Slurm's default SlurmdTimeout is 300), then `sudo scontrol reconfigure` ({UPGRADES_GUIDE}, slurmctld steps 8-9)"
+)
+
 
 def _triple(data: dict[str, Any]) -> tuple[str, str, str] | None:
     cc = data.get("compute", {}).get("cyclecloud", {})
@@ -194,6 +221,8 @@ def _steps(
                 f"cyclecloud-slurm {old.project} -> {new.project}: hpclz deploy; hpclz-cluster-sync uploads the new "
                 "project and imports the cluster again"
             )
+        # Only here: a replaced server ends every job first (before_replace), so no timeout keeps one alive.
+        steps.append(TIMEOUTS_RAISED)
         if accounting:
             steps.append(_accounting_step(old, new, "before the next step replaces that node"))
         steps.append(
@@ -201,6 +230,7 @@ def _steps(
             + NODE_REPLACED.format(node="scheduler", slurm=new.slurm, old=old.slurm)
             + SCHED_KEPT
         )
+        steps.append(TIMEOUTS_RESTORED)
     steps.extend(
         f"slurmd {old.slurm} -> {new.slurm} on partition {p}: "
         + (rack_replacement(p, racks[p]) if p in racks else ROLL.format(p=p))

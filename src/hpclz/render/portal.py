@@ -1,5 +1,5 @@
-"""The Open OnDemand portal (portal.*): one VM in the admin subnet, no public IP, HTTPS only from Bastion and the
-private ranges the config lists.
+"""The Open OnDemand portal (portal.*): one VM in the admin subnet, no public IP, HTTPS only from the private ranges
+the config lists, SSH from Bastion.
 
 CCWS builds the same portal as a CycleCloud cluster (Azure/cyclecloud-open-ondemand templates/OpenOnDemand.txt,
 release 1.1.6 in CCWS); hpclz renders it as an ARM VM whose boot script does what that project's playbooks do
@@ -276,15 +276,6 @@ def portal_script(zone: Zone) -> str:
     )
 
 
-def _sources(zone: Zone) -> list[str]:
-    network = zone.config.network
-    out = []
-    if network.bastion.enabled and network.vnet.subnets.bastion is not None:
-        out.append(str(zone.subnet("bastion").cidr))
-    out += [str(c) for c in zone.config.portal.allowed_cidrs]
-    return out
-
-
 def slurm_sources(zone: Zone) -> list[str]:
     """Where the daemons that call srun back run: slurmctld on the scheduler (admin subnet) and slurmstepd on the
     partitions' nodes (compute subnet), as the cluster template places them (SubnetId = $AdminSubnetId on the
@@ -295,15 +286,20 @@ def slurm_sources(zone: Zone) -> list[str]:
 
 
 def security_rules(zone: Zone) -> list[dict[str, Any]]:
-    """HTTPS from Bastion and the listed private ranges, SSH from Bastion only, srun's and salloc's ports from the
-    cluster's subnets, nothing else inbound: the NIC's NSG, on top of the admin subnet's (which allows the whole
-    VNet). Connections the portal opens (to slurmctld, slurmd, the login node's SSH, an app on a compute node)
-    need nothing here: an NSG is stateful, "you only need a rule in one direction" (learn.microsoft.com/azure/
-    virtual-network/network-security-groups-overview, Security rules)."""
+    """HTTPS from the listed private ranges, SSH from Bastion only, srun's and salloc's ports from the cluster's
+    subnets, nothing else inbound: the NIC's NSG, on top of the admin subnet's (which allows the whole VNet).
+    Connections the portal opens (to slurmctld, slurmd, the login node's SSH, an app on a compute node) need nothing
+    here: an NSG is stateful, "you only need a rule in one direction" (learn.microsoft.com/azure/virtual-network/
+    network-security-groups-overview, Security rules).
+
+    No HTTPS from the Bastion subnet: Bastion's tunnel carries SSH or RDP only ("The bastion tunnel doesn't relay web
+    servers or hosts.": MicrosoftDocs/azure-docs@b8db86a includes/bastion-native-connect-tunnel.md l.11), so admins
+    reach 443 through `ssh -L` over the tunnel to port 22 (hpclz.deploy.portal_steps), which arrives from the VM
+    itself, and users from portal.allowed_cidrs."""
     rules: list[dict[str, Any]] = []
-    sources = _sources(zone)
+    sources = [str(c) for c in zone.config.portal.allowed_cidrs]
     if sources:
-        rules.append(_allow("AllowPortalHttps", 100, sources, str(HTTPS), "hpclz: portal.allowed_cidrs and Bastion"))
+        rules.append(_allow("AllowPortalHttps", 100, sources, str(HTTPS), "hpclz: portal.allowed_cidrs"))
     network = zone.config.network
     if network.bastion.enabled and network.vnet.subnets.bastion is not None:
         rules.append(

@@ -56,9 +56,9 @@ class PortalNeedsSignIn(Rule[ConfigContext]):
 
 
 class PortalPrivateOnly(Rule[ConfigContext]):
-    """The portal is reachable only privately or through Bastion: its NSG lets HTTPS in from the Bastion subnet and
-    portal.allowed_cidrs, so a public range there would publish a shell-in-the-browser to the Internet. Private
-    means inside the RFC 1918 ranges (www.rfc-editor.org/rfc/rfc1918, section 3) or RFC 6598's shared address space
+    """The portal is reachable only privately or through Bastion: its NSG lets HTTPS in from portal.allowed_cidrs
+    only (and SSH from the Bastion subnet), so a public range there would publish a shell-in-the-browser to the
+    Internet. Private means inside the RFC 1918 ranges (www.rfc-editor.org/rfc/rfc1918, section 3) or RFC 6598's shared address space
     (100.64.0.0/10, used by carrier and some VPN address pools); Python's own `is_private` is not used, because it
     also counts the documentation ranges, which are not private networks."""
 
