@@ -137,15 +137,21 @@ def install(folder, log_file):
     if actual != digest:
         raise ValueError("refused " + name + ": its SHA-256 is " + actual + ", the tag says " + digest)
     written = []
-    with zipfile.ZipFile(io.BytesIO(data)) as wheel:
-        for source, target in PROGRAMS:
-            text = wheel.read(MEMBER + source)
-            compile(text, target, "exec")  # a SyntaxError keeps the installed programs
-            path = os.path.join(folder, target)
-            fd = os.open(path + ".new", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o755)
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(text)
-            written.append(path)
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as wheel:
+            for source, target in PROGRAMS:
+                text = wheel.read(MEMBER + source)
+                compile(text, target, "exec")  # a SyntaxError keeps the installed programs
+                path = os.path.join(folder, target)
+                written.append(path)
+                fd = os.open(path + ".new", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o755)
+                with os.fdopen(fd, "wb") as handle:
+                    handle.write(text)
+    except BaseException:
+        for path in written:
+            if os.path.exists(path + ".new"):
+                os.remove(path + ".new")
+        raise
     for path in written:
         os.replace(path + ".new", path)
     with open(os.path.join(folder, INSTALLED + ".new"), "w") as handle:

@@ -190,6 +190,7 @@ def test_a_failed_fetch_or_a_broken_program_keeps_the_installed_programs(
         "hpclz-cluster-sync": 'print("hpclz-cluster-sync v1")\n',
         "hpclz-cc-users": 'print("hpclz-cc-users v1")\n',
     }, "neither program changes when one of them is broken"
+    assert not list(Path(server["BIN"]).glob("*.new")), "nothing is left beside them"
 
 
 def test_the_first_boot_waits_for_the_wheel_to_reach_the_locker(
