@@ -9,13 +9,17 @@ from typing import Any
 
 import pytest
 
+from hpclz.config.identity import BuiltinRole
 from hpclz.findings import Finding
 from hpclz.render.payload import pack, unpack
+from hpclz.render.roles import ROLE_IDS
 from hpclz.rules.base import RULE_ID, Rule, run_rules
 from hpclz.rules.template import LINT_RULES, TEMPLATE_RULES
 from hpclz.rules.template.context import TemplateContext
+from hpclz.rules.template.delegation import KEY_ROLES
 from tests.arm.support import context, load
 from tests.render.conftest import preset_plan
+from tests.support.arm_standin.authz import builtin_roles, role_grants
 
 # rule ID -> (bad fixture, fragments that must appear in the findings' messages, JSON paths they point at)
 CASES: dict[str, tuple[str, list[str], list[str]]] = {
@@ -201,6 +205,18 @@ CASES: dict[str, tuple[str, list[str], list[str]]] = {
             f"[[nodearray {name}]] keeps its jobs from the instance metadata service, yet carries "
             "id-aitrain-compute-prod-eus2, which holds Storage Blob Data Reader"
             for name in ("gb300", "h100", "h200")
+        ],
+        [],
+    ),
+    # energy's storage template before the compute identity held Storage Blob Delegator, byte for byte (tests/golden at
+    # ca82291): its data roles sat on the checkpoints and seismic-archive containers only, so Get User Delegation Key
+    # was refused and no job could get a user delegation SAS.
+    "HPCLZ-TPL-061": (
+        "tpl-061-no-delegation-key.json",
+        [
+            f"id-energy-compute-prod-scus holds {role} on a container of stenergyprodscuseb80, but no role with "
+            "generateUserDelegationKey/action at that account"
+            for role in ("Storage Blob Data Reader", "Storage Blob Data Contributor")
         ],
         [],
     ),
@@ -486,3 +502,68 @@ def test_node_defaults_that_open_the_metadata_service_pass_and_an_array_may_clos
 
     findings = run(RULES["HPCLZ-TPL-060"], _with_cluster(load("bad/tpl-060-jobs-kept-from-imds.json"), edit))
     assert [f.message.split(": ", 1)[1].split(" keeps")[0] for f in findings] == ["[[nodearray gb300]]"]
+
+
+@pytest.mark.parametrize("stem", ["ai-training", "energy", "finance", "manufacturing"])
+def test_every_preset_gives_its_container_data_identity_a_delegation_key(stem: str) -> None:
+    plan = preset_plan(stem)
+    for deployment in plan.deployments:
+        ctx = TemplateContext.from_deployment(deployment)
+        ctx.plan_templates = {d.name: d.template for d in plan.deployments if d is not deployment}
+        assert run_rules([RULES["HPCLZ-TPL-061"]], ctx)[0] == [], deployment.name
+
+
+def _delegator(scope: str | None) -> dict[str, Any]:
+    """Storage Blob Delegator for energy's compute identity, as hpclz.render.roles renders it, at `scope`."""
+    identity = "resourceId('rg-energy-management-prod-scus', 'Microsoft.ManagedIdentity/userAssignedIdentities', "
+    identity += "'id-energy-compute-prod-scus')"
+    return {
+        "type": "Microsoft.Authorization/roleAssignments",
+        "apiVersion": "2022-04-01",
+        "name": f"[guid({identity}, 'delegator')]",
+        **({"scope": scope} if scope else {}),
+        "properties": {
+            "roleDefinitionId": "[subscriptionResourceId('Microsoft.Authorization/roleDefinitions', "
+            "'db58b8e5-c6ad-4a2a-8342-4190687cbf4a')]",
+            "principalId": f"[reference({identity}, '2023-01-31').principalId]",
+            "principalType": "ServicePrincipal",
+        },
+    }
+
+
+@pytest.mark.parametrize(
+    ("scope", "findings"),
+    [
+        ("Microsoft.Storage/storageAccounts/stenergyprodscuseb80", 0),  # the account: what render grants
+        (None, 0),  # the resource group the account is declared in
+        ("Microsoft.Storage/storageAccounts/stenergyccprodscuseb80", 2),  # another account: no key for this one
+        ("Microsoft.Storage/storageAccounts/stenergyprodscuseb80/blobServices/default/containers/checkpoints", 2),
+    ],
+)
+def test_the_delegation_key_needs_the_account_or_above(scope: str | None, findings: int) -> None:
+    """Get User Delegation Key needs its action "scoped at the level of the storage account, the resource group, or
+    the subscription" (learn.microsoft.com/rest/api/storageservices/create-user-delegation-sas): on a container, or on
+    another account, it gives no key."""
+    template = load("bad/tpl-061-no-delegation-key.json")
+    template["resources"].append(_delegator(scope))
+    assert len(run(RULES["HPCLZ-TPL-061"], template)) == findings
+
+
+def test_the_delegation_key_may_come_from_another_template_of_the_plan() -> None:
+    template = load("bad/tpl-061-no-delegation-key.json")
+    ctx = context(template, "southcentralus", None, None)
+    other = {"resources": [_delegator("Microsoft.Storage/storageAccounts/stenergyprodscuseb80")]}
+    ctx.plan_templates = {"identity": other}
+    assert run_rules([RULES["HPCLZ-TPL-061"]], ctx)[0] == []
+
+
+@pytest.mark.parametrize(
+    "role",
+    # Monitoring Data Reader's JSON is not shipped (tests/azure/test_standin_authz.py says why): it cannot be checked.
+    [r for r in BuiltinRole if r is not BuiltinRole.MONITORING_DATA_READER],
+)
+def test_the_key_roles_are_those_whose_real_json_holds_the_key_action(role: BuiltinRole) -> None:
+    """KEY_ROLES against the roles' JSON as the Azure RBAC built-in roles reference prints it (the stand-in's
+    data/builtin_roles.json): a role is listed exactly when its actions include generateUserDelegationKey/action."""
+    action = "Microsoft.Storage/storageAccounts/blobServices/generateUserDelegationKey/action"
+    assert role_grants(builtin_roles()[ROLE_IDS[role]], action, False) == (ROLE_IDS[role] in KEY_ROLES)

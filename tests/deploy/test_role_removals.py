@@ -102,6 +102,11 @@ REMOVALS: dict[Kind, Removal] = {
     Kind("Storage Blob Data Contributor", COMPUTE, BLOB_CONTAINER): Removal(
         "a job on a compute node writes a checkpoint with the node's identity", BLOB_CONTAINERS
     ),
+    # The data account: Get User Delegation Key, which a job's per-container user delegation SAS is signed with.
+    Kind("Storage Blob Delegator", COMPUTE, ACCOUNT): Removal(
+        "a job on a compute node gets a user delegation key for the data account (to sign its per-container SAS)",
+        HERE + "user_delegation_keys",
+    ),
     # A datasets container: jobs read it with the compute identity and may not write it (render/roles.py).
     Kind("Storage Blob Data Reader", COMPUTE, BLOB_CONTAINER): Removal(
         "a job on a compute node reads a dataset with the node's identity (and cannot overwrite it)", BLOB_READS
@@ -440,6 +445,46 @@ def blob_container_reads(world: World) -> list[Outcome]:
                 return _get_blob(url, token), _put_blob(url, token)
 
             out.append((kind, container, *world.without(key, step)))
+    return out
+
+
+def user_delegation_keys(world: World) -> list[Outcome]:
+    """Storage Blob Delegator of the compute identity on the data account: a job asks for a user delegation key with
+    its node's token, through the real azure-storage-blob client (get_user_delegation_key), from the compute subnet.
+    Its blob data roles sit on containers, and the key's action counts only "at the level of the storage account, the
+    resource group, or the subscription" (learn.microsoft.com/rest/api/storageservices/create-user-delegation-sas,
+    "Assign permissions with RBAC"). Refused: Blob storage's 403 AuthorizationPermissionMismatch."""
+    from datetime import UTC, datetime, timedelta
+
+    from azure.core.exceptions import HttpResponseError
+
+    from hpclz.azure.clients import StaticTokenCredential
+
+    kind = Kind("Storage Blob Delegator", COMPUTE, ACCOUNT)
+    token = world.node_token("compute", STORAGE_AUDIENCE)
+    out: list[Outcome] = []
+    for key, grant, _ in world.grants(kind):
+        account = scope_of(grant)
+        # HTTPS: the storage SDK sends token credentials over nothing else.
+        front = BlobFront(world.arm, account, shared_azurite().account_url, world.origin, tls=True).start()
+        try:
+            service = BlobServiceClient(
+                front.account_url, credential=StaticTokenCredential(token), retry_total=0,
+                connection_verify=str(world.arm.cert),
+            )  # fmt: skip
+
+            def step(service: BlobServiceClient = service) -> object:
+                now = datetime.now(UTC)
+                try:
+                    service.get_user_delegation_key(now, now + timedelta(hours=1))
+                except HttpResponseError as exc:
+                    response: Any = exc.response  # the transport's, with the service's headers
+                    return exc.status_code, response.headers.get("x-ms-error-code")
+                return "key"
+
+            out.append((kind, account.rsplit("/", 1)[-1], *world.without(key, step)))
+        finally:
+            front.stop()
     return out
 
 
@@ -841,6 +886,7 @@ SCENARIOS: dict[str, tuple[Callable[[World], list[Outcome]], object, object]] = 
         ((403, "AuthorizationPermissionMismatch"), (403, "AuthorizationPermissionMismatch")),
         ((200, ""), (403, "AuthorizationPermissionMismatch")),  # reads, and still cannot write
     ),
+    "user_delegation_keys": (user_delegation_keys, (403, "AuthorizationPermissionMismatch"), "key"),
     "boot_reads": (boot_reads, "AuthorizationFailed", "read"),
     "group_lists": (group_lists, "AuthorizationFailed", "listed"),
     "secret_reads": (secret_reads, "ForbiddenByRbac", "read"),

@@ -11,6 +11,7 @@ as deployments left it, read on every call: a later deployment that changes its 
 
 from __future__ import annotations
 
+import hmac
 import http.client
 import json
 import re
@@ -23,8 +24,9 @@ from email.utils import formatdate
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any, Self
 from urllib.parse import unquote, urlsplit
+from xml.sax.saxutils import escape
 
-from tests.support.arm_standin import reach
+from tests.support.arm_standin import reach, user_delegation
 from tests.support.arm_standin.authz import Principal
 from tests.support.arm_standin.world import TENANT
 
@@ -128,17 +130,26 @@ class _Front:
 class BlobFront(_Front):
     """`origin`'s route to a storage account's Blob endpoint, in front of Azurite's account at `upstream`."""
 
-    def __init__(self, standin: ArmStandIn, account_id: str, upstream: str, origin: reach.Origin = reach.WORKSTATION):
-        super().__init__(standin, account_id, origin, tls=False)
+    def __init__(
+        self,
+        standin: ArmStandIn,
+        account_id: str,
+        upstream: str,
+        origin: reach.Origin = reach.WORKSTATION,
+        tls: bool = False,
+    ):
+        # tls: HTTPS with the stand-in's certificate, for the storage SDK's token credentials ("Token credential is
+        # only supported with HTTPS", azure-storage-blob's base client).
+        super().__init__(standin, account_id, origin, tls=tls)
         self.upstream = urlsplit(upstream)
 
     @property
     def account_url(self) -> str:
         """The account's Blob endpoint as this caller sees it (Azurite's path-style URL: /<account>)."""
-        return f"http://127.0.0.1:{self.port}{self.upstream.path}"
+        return f"{self.scheme}://127.0.0.1:{self.port}{self.upstream.path}"
 
     def connection_string(self, account: str, key: str) -> str:
-        return f"DefaultEndpointsProtocol=http;AccountName={account};AccountKey={key};BlobEndpoint={self.account_url};"
+        return f"DefaultEndpointsProtocol={self.scheme};AccountName={account};AccountKey={key};BlobEndpoint={self.account_url};"
 
     def answer(
         self, method: str, path: str, headers: dict[str, str], body: bytes, peer: str
@@ -146,7 +157,17 @@ class BlobFront(_Front):
         if self.network_refusal("blob", peer) is not None:
             return _blob_refusal()
         auth = next((v for k, v in headers.items() if k.lower() == "authorization"), "")
-        if auth.startswith("Bearer "):
+        query = user_delegation.sas_query(path)
+        if user_delegation.is_key_request(method, query):
+            return self._delegation_key(auth, headers, body)
+        if not auth and user_delegation.is_user_delegation_sas(query):
+            try:
+                self._delegated(method, path, query)
+            except user_delegation.Refused as refusal:
+                self.refused.append(f"user delegation SAS: {refusal.code}")
+                return _storage_error(refusal.status, refusal.code, refusal.message, refusal.extra)
+            path = self._signed(user_delegation.without_sas(path))
+        elif auth.startswith("Bearer "):
             refused = self._entra(method, path, auth)
             if refused is not None:
                 return refused
@@ -186,6 +207,59 @@ class BlobFront(_Front):
             message = "This request is not authorized to perform this operation using this permission."
             return _storage_error(403, "AuthorizationPermissionMismatch", message)
         return None
+
+    def _delegation_key(self, auth: str, headers: dict[str, str], body: bytes) -> tuple[int, dict[str, str], bytes]:
+        """Get User Delegation Key (user_delegation.py). Without a bearer token: "Only authorization with Microsoft
+        Entra ID is supported" (get-user-delegation-key, "Request headers"), a Shared Key call answered 403
+        AuthenticationFailed (github.com/Azure/azure-sdk-for-net/issues/12052). A caller without the action at the
+        account or above: Blob storage's RBAC refusal, 403 AuthorizationPermissionMismatch (blob-service-error-codes;
+        no stored capture shows this operation's own refusal)."""
+        if not auth.startswith("Bearer "):
+            return _storage_error(403, *user_delegation.AUTHENTICATION_FAILED)
+        who = self.standin.proving.caller(auth)
+        if who is None:
+            return _storage_error(401, "InvalidAuthenticationInfo", "Server failed to authenticate the request.")
+        resources = self.standin.world.resources
+        if not self.standin.proving.authorization.allowed(who, user_delegation.GENERATE_KEY, self.target_id, resources):
+            self.refused.append(f"{who.name}: no {user_delegation.GENERATE_KEY}")
+            return _storage_error(403, *user_delegation.PERMISSION_MISMATCH)
+        try:
+            start, expiry = user_delegation.key_info(body, datetime.now(UTC))
+        except user_delegation.Refused as refusal:
+            return _storage_error(refusal.status, refusal.code, refusal.message, refusal.extra)
+        version = next((v for k, v in headers.items() if k.lower() == "x-ms-version"), "")
+        keys = self.standin.proving.delegation_keys
+        key = keys.issue(self.target_id, who.object_id, TENANT, start, expiry, version)
+        answer_headers = {"Content-Type": "application/xml", "x-ms-version": version, "Date": formatdate(usegmt=True)}
+        return 200, answer_headers, user_delegation.key_xml(key)
+
+    def _delegated(self, method: str, path: str, query: dict[str, str]) -> None:
+        """A user delegation SAS, judged in Azure's order (user_delegation.py): the key it names, its signature, its
+        times and the key's, then the operation against sp and, at use time, the key's principal's data action on the
+        blob. Raises user_delegation.Refused."""
+        ud = user_delegation
+        keys = self.standin.proving.delegation_keys.find(self.target_id, query)
+        if not keys:
+            raise ud.Refused(
+                403,
+                ud.AUTHENTICATION_FAILED,
+                {"AuthenticationErrorDetail": "Signature validation failed. Signature key not found."},
+            )
+        container, blob = self._blob(path)
+        text = ud.string_to_sign(query, self.upstream.path.strip("/"), container, blob)
+        key = next((k for k in keys if hmac.compare_digest(ud.signature(k.value, text), query["sig"])), None)
+        if key is None:
+            detail = "Signature did not match. String to sign used was " + text
+            raise ud.Refused(403, ud.AUTHENTICATION_FAILED, {"AuthenticationErrorDetail": detail})
+        ud.check_times(query, key, datetime.now(UTC))
+        letters, action = ud.permission_needed(method, query)
+        if not any(letter in query.get("sp", "") for letter in letters):
+            raise ud.Refused(403, ud.PERMISSION_MISMATCH)
+        who = self.standin.proving.by_object_id(key.oid)
+        scope = f"{self.target_id}/blobServices/default/containers/{container}/blobs/{blob}"
+        if not self.standin.proving.authorization.allowed(who, action, scope, self.standin.world.resources, data=True):
+            self.refused.append(f"{who.name or who.object_id}: no {action} (user delegation SAS)")
+            raise ud.Refused(403, ud.PERMISSION_MISMATCH)
 
     def _signed(self, path: str) -> str:
         """The authorized call as Azurite takes it: a container SAS of the emulator's account key in place of the
@@ -238,12 +312,17 @@ def _blob_refusal() -> tuple[int, dict[str, str], bytes]:
     return _storage_error(403, *BLOB_REFUSAL)
 
 
-def _storage_error(status: int, code: str, message: str) -> tuple[int, dict[str, str], bytes]:
+def _storage_error(
+    status: int, code: str, message: str, extra: dict[str, str] | None = None
+) -> tuple[int, dict[str, str], bytes]:
+    """Blob storage's error: the code in x-ms-error-code and the XML body, which may carry more elements after the
+    message (AuthenticationErrorDetail, XmlNodeName: status-and-error-codes2, "Error response")."""
     request_id = str(uuid.uuid4())
     stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f0Z")
+    more = "".join(f"<{k}>{escape(v)}</{k}>" for k, v in (extra or {}).items())
     xml = (
         '<?xml version="1.0" encoding="utf-8"?><Error>'
-        f"<Code>{code}</Code><Message>{message}\nRequestId:{request_id}\nTime:{stamp}</Message></Error>"
+        f"<Code>{code}</Code><Message>{message}\nRequestId:{request_id}\nTime:{stamp}</Message>{more}</Error>"
     )
     headers = {
         "Content-Type": "application/xml",

@@ -16,6 +16,7 @@ from tests.support.arm_standin import managed_lustre, policy
 from tests.support.arm_standin.authz import Authorization, Principal, UnknownRole, operation, write_operation
 from tests.support.arm_standin.behaviours import Refusal
 from tests.support.arm_standin.expressions import Scope, evaluate
+from tests.support.arm_standin.user_delegation import DelegationKeys
 from tests.support.arm_standin.world import ArmError, DeploymentRun, World
 
 DEPLOYER = Principal("00000000-0000-0000-0000-0000000de910", kind="User", name="deploying user")
@@ -34,6 +35,7 @@ class ProvingGround:
     # The tenant's "HPC Cache Resource Provider" service principal (its object ID), whose access to a file system's
     # HSM containers Managed Lustre's creation needs (managed_lustre.py); None: not judged.
     storage_cache_rp: str | None = None
+    delegation_keys: DelegationKeys = field(default_factory=DelegationKeys)  # the Blob service's user delegation keys
 
     def __post_init__(self) -> None:
         self.principals[self.token] = DEPLOYER
@@ -55,6 +57,11 @@ class ProvingGround:
         if not authorization_header or not authorization_header.startswith("Bearer "):
             return None
         return self.principals.get(authorization_header[len("Bearer ") :])
+
+    def by_object_id(self, object_id: str) -> Principal:
+        """The caller with this object ID (its groups included), or a principal of that ID in no group."""
+        found = (p for p in list(self.principals.values()) if p.object_id.lower() == object_id.lower())
+        return next(found, Principal(object_id, kind="ServicePrincipal"))
 
     def check_request(self, who: Principal, method: str, path: str) -> None:
         """ARM checks the caller's right to the request's operation at its scope before anything else."""

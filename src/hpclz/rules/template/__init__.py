@@ -19,6 +19,7 @@ from hpclz.rules.template.azure_limits import (
 from hpclz.rules.template.checkov import AllowlistNotStale, CheckovChecksPass
 from hpclz.rules.template.custom_data import CustomDataWithoutSecrets
 from hpclz.rules.template.database import MysqlOnStandardSupport
+from hpclz.rules.template.delegation import ContainerDataIdentityGetsDelegationKey
 from hpclz.rules.template.exposure import (
     BlobPublicAccessDisabled,
     HttpsOnlyUnlessPrivateNfs,
@@ -84,6 +85,7 @@ LINT_RULES: tuple[type[Rule[Any]], ...] = (
     NodeIdentitiesReadSingleSecrets,
     SecretParametersReachTheSchedulerAlone,
     JobsReachTheirDataIdentity,
+    ContainerDataIdentityGetsDelegationKey,
     MysqlOnStandardSupport,
     SchedShareReachedOnlyByTheCluster,
     NoPublicIpOnNics,
