@@ -10,11 +10,13 @@ import gzip
 import shutil
 from pathlib import Path
 
+from hpclz.deploy.wheel import Wheel
+from hpclz.deploy.wheel_step import resubmit_for_wheel, takes_wheel
 from hpclz.package_data import templates_dir
 from hpclz.plan.changeset import Policy
 from hpclz.plan.offline import offline_changeset
 from hpclz.render.build import build_plan
-from hpclz.render.cloudinit import custom_data, server_cloud_config
+from hpclz.render.cloudinit import WHEEL_PARAMETER, custom_data, server_cloud_config
 from hpclz.render.engine import environment, render_text
 from hpclz.render.zone import Zone
 from tests.plan.support import applied_state, edited, preset
@@ -84,4 +86,11 @@ def test_a_newer_hpclzs_server_programs_plan_an_in_place_update_not_a_rebuild(tm
 
     assert changes.blocked == []
     assert [r for r in changes.changed_resources if r.id == server.id] == [], "the server itself is unchanged"
-    assert all(r.verdict.policy.rank < Policy.REPLACE.rank for r in changes.changed_resources)
+    assert changes.worst_policy is Policy.IN_PLACE
+    # What deploy adds for the newer hpclz's wheel: the compute deployment submitted again, which changes the VM's
+    # hpclz-wheel tag in place; the server's loader then installs the programs from that wheel.
+    target = takes_wheel(plan)
+    assert target is not None and target.name == server.deployment
+    state.outputs[f"{target.component}.{WHEEL_PARAMETER}"] = f"{'0' * 64}/hpclz-0.0.1-py3-none-any.whl"
+    resubmit_for_wheel(changes, plan, state, Wheel(tmp_path / "hpclz-9.9.9-py3-none-any.whl", "1" * 64))
+    assert changes.resubmit == [target.name]
