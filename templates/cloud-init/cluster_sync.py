@@ -53,6 +53,11 @@ WHEEL_FILE = "@HPCLZ_WHEEL_FILE@"
 VAULT_URL = os.environ.get("HPCLZ_VAULT_URL", "https://{vault}.vault.azure.net")
 # Get Secret, latest version: https://learn.microsoft.com/en-us/rest/api/keyvault/secrets/get-secret/get-secret
 VAULT_API = "7.4"
+# Key Vault is asked for the secrets' versions whenever userData or the wheel changed, and otherwise at most once in
+# this many seconds (HPCLZ_VAULT_SECONDS in tests), not on every timer run: a rotation (a new version) still re-imports
+# the cluster, at most this much later. slurmdbd's own copy does not wait for it: deploy rewrites it by Run Command
+# (docs/cluster-services.md, "Rotating the password").
+VAULT_SECONDS = float(os.environ.get("HPCLZ_VAULT_SECONDS", "1800"))
 # The locker's Blob endpoint; HPCLZ_BLOB_URL points it at a local stand-in in tests. A request with a bearer token needs
 # x-ms-version 2017-11-09 or later (learn.microsoft.com/rest/api/storageservices/authorize-with-azure-active-directory).
 BLOB_URL = os.environ.get("HPCLZ_BLOB_URL", "https://{account}.blob.core.windows.net")
@@ -522,17 +527,36 @@ def apply_account(document, subscription, state, project, log_file):
     write(os.path.join(state, "account.sha256"), digest + "\n")
 
 
+def recent_versions(state, seen):
+    """The secrets' versions the last Key Vault read recorded, if it saw the same userData and wheel less than
+    VAULT_SECONDS ago; None: ask Key Vault."""
+    try:
+        with open(os.path.join(state, "vault-versions.json")) as handle:
+            recorded = json.load(handle)
+    except (OSError, ValueError):
+        return None
+    fresh = 0 <= time.time() - float(recorded.get("at", 0)) < VAULT_SECONDS
+    return recorded.get("versions") if fresh and recorded.get("seen") == seen else None
+
+
 def sync(state, project, log_file):
     user_data = imds(USER_DATA_URL)
     wheel = wheel_tag(log_file)
     document = decode(user_data)
     subscription = imds(SUBSCRIPTION_URL).strip()
-    secrets = vault_secrets(document, subscription)
     # A new wheel with the same userData is a change too: the scheduler must get its digest. So is a new version of a
     # secret parameter: the hash takes its identifier, never its value.
-    versions = "/".join(secrets[name][1] for name in sorted(secrets))
-    digest = hashlib.sha256((user_data + "\n" + "/".join(wheel or ()) + "\n" + versions).encode()).hexdigest()
+    seen = user_data + "\n" + "/".join(wheel or ()) + "\n"
     applied = read(os.path.join(state, "userdata.sha256"))
+    versions = recent_versions(state, hashlib.sha256(seen.encode()).hexdigest())
+    if versions is not None and hashlib.sha256((seen + versions).encode()).hexdigest() == applied:
+        log("userData unchanged, secrets read less than " + str(int(VAULT_SECONDS)) + " s ago: nothing to do", log_file)
+        return
+    secrets = vault_secrets(document, subscription)
+    versions = "/".join(secrets[name][1] for name in sorted(secrets))
+    recorded = {"seen": hashlib.sha256(seen.encode()).hexdigest(), "at": time.time(), "versions": versions}
+    write(os.path.join(state, "vault-versions.json"), json.dumps(recorded) + "\n", 0o600)
+    digest = hashlib.sha256((seen + versions).encode()).hexdigest()
     if digest == applied:
         log("userData and secrets unchanged (sha256 " + digest[:12] + "): nothing to do", log_file)
         return

@@ -54,9 +54,11 @@ class FakeVault(BaseHTTPRequestHandler):
     (https://learn.microsoft.com/en-us/rest/api/keyvault/secrets/get-secret/get-secret)."""
 
     secrets: ClassVar[dict[str, str]] = {}
+    gets: ClassVar[int] = 0
 
     def do_GET(self) -> None:
         assert self.headers["Authorization"] == "Bearer vault-token"
+        FakeVault.gets += 1
         vault, _, name = self.path.split("?")[0].strip("/").split("/")
         value = self.secrets.get(f"{vault}/{name}")
         body: dict[str, Any]
@@ -145,6 +147,7 @@ def blob(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
 def vault(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """Every run may read a secret: the finance preset keeps its accounting password in Key Vault."""
     FakeVault.secrets = {f"{spec['vault']}/{spec['name']}": "preset-password" for spec in _secret_specs()}
+    FakeVault.gets = 0
     with serve(FakeVault) as url:
         monkeypatch.setenv("HPCLZ_VAULT_URL", url + "/{vault}")
         yield url
@@ -324,16 +327,38 @@ def test_first_run_applies_the_account_uploads_the_project_and_imports(box: dict
 
 def test_unchanged_user_data_does_nothing(box: dict[str, Path], imds: str) -> None:
     _run(box, imds, _document())
+    asked = FakeVault.gets
     rc, calls = _run(box, imds, _document())
     assert (rc, calls) == (0, [])
+    assert (
+        "userData unchanged, secrets read less than 1800 s ago: nothing to do"
+        in (box["log"].read_text(encoding="utf-8").splitlines()[-1])
+    )
+    assert FakeVault.gets == asked, "Key Vault is not asked again within HPCLZ_VAULT_SECONDS"
+    # Once that time has passed it is asked again, and the same versions are still nothing to do.
+    assert _run(box, imds, _document(), HPCLZ_VAULT_SECONDS="0") == (0, [])
+    assert FakeVault.gets > asked
     assert "userData and secrets unchanged" in box["log"].read_text(encoding="utf-8").splitlines()[-1]
+
+
+def test_changed_user_data_asks_key_vault_at_once(box: dict[str, Path], imds: str) -> None:
+    _run(box, imds, _document())
+    FakeVault.secrets = {f"{spec['vault']}/{spec['name']}": "rotated-Passw0rd" for spec in _secret_specs()}
+    document = json.loads(_document())
+    document["template"] += "\n"
+    rc, calls = _run(box, imds, json.dumps(document))
+    assert rc == 0 and [c.split(" ", 2)[2].split(" ")[0] for c in calls] == ["import_cluster", "start_cluster"]
+    params = json.loads((box["state"] / "slurm-params.json").read_text(encoding="utf-8"))
+    assert params["AccountingPassword"] == "rotated-Passw0rd"
 
 
 def test_a_rotated_secret_reimports_the_cluster_with_its_new_value(box: dict[str, Path], imds: str) -> None:
     """userData names the secret, not its value: a new version in Key Vault alone must reach the cluster parameter."""
     _run(box, imds, _document())
     FakeVault.secrets = {f"{spec['vault']}/{spec['name']}": "rotated-Passw0rd" for spec in _secret_specs()}
-    rc, calls = _run(box, imds, _document())
+    # Within HPCLZ_VAULT_SECONDS of the last read the new version is not seen yet; it is not lost either.
+    assert _run(box, imds, _document()) == (0, [])
+    rc, calls = _run(box, imds, _document(), HPCLZ_VAULT_SECONDS="0")
     assert rc == 0
     assert [c.split(" ", 2)[2].split(" ")[0] for c in calls] == ["import_cluster", "start_cluster"]
     params = box["state"] / "slurm-params.json"

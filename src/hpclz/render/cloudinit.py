@@ -17,7 +17,7 @@ import base64
 import json
 import posixpath
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hpclz.catalog import load_catalog
 from hpclz.config.compute import ExistingAccounting, NewAccounting, Partition
@@ -32,9 +32,13 @@ from hpclz.render.nccl import container_files
 from hpclz.render.payload import pack
 from hpclz.render.prometheus import node_metrics
 from hpclz.render.roles import LOCKER_CONTAINER, WHEEL_CONTAINER, node_identities
+from hpclz.render.server_programs import server_programs
 from hpclz.render.shipped import shipped_template
 from hpclz.render.writer import dumps
 from hpclz.render.zone import LOCKER_IDENTITY, Zone
+
+if TYPE_CHECKING:
+    from jinja2 import Environment
 
 CUSTOM_DATA_LIMIT = 65535  # bytes before base64 (Microsoft.Compute osProfile.customData)
 USER_DATA_LIMIT = 65536  # base64 characters: "the size can't exceed 64 KB" (learn.microsoft.com, VM user data)
@@ -609,23 +613,31 @@ def topology_link(zone: Zone) -> dict[str, Any] | None:
     return topology if topology and topology["yaml"] else None
 
 
-def server_cloud_config(zone: Zone) -> str:
-    """The one-time install: nothing in it may follow a config field that can change after the VM exists."""
+def server_cloud_config(zone: Zone, env: Environment | None = None) -> str:
+    """The one-time install: nothing in it may follow a config field that can change after the VM exists, nor a
+    program a newer hpclz changes. hpclz-cluster-sync and hpclz-cc-users reach the server from the hpclz wheel in the
+    locker (templates/cloud-init/server_programs.py), read with CycleCloud's identity; a server without that identity
+    cannot read the locker, so there they stay in customData, as before. Embedding them instead would not fit userData:
+    ai-training's would grow from 24,128 to 38,336 base64 characters (xz), past the half of 65,536 that
+    tests/render/test_limits.py keeps free. `env`: another template folder (hpclz.render.engine.environment)."""
     bootstrap = render_text(
         "cloud-init/cyclecloud-bootstrap.sh.j2",
+        env,
         config=zone.config,
         cc=zone.config.compute.cyclecloud,
         entra=zone.config.identity.cyclecloud_entra,
     )
+    programs = None if zone.config.identity.managed_identities.scheduler else server_programs(env)
     return render_text(
         "cloud-init/cyclecloud-server.yaml.j2",
+        env,
         config=zone.config,
         bootstrap=bootstrap,
-        sync_script=render_text("cloud-init/cluster_sync.py"),
-        await_script=render_text("cloud-init/cc_await.sh"),
-        users_script=render_text("cloud-init/cc_users.py"),
-        sync_service=render_text("cloud-init/cluster-sync.service.j2"),
-        sync_timer=render_text("cloud-init/cluster-sync.timer.j2"),
+        loader_script=render_text("cloud-init/server_programs.py", env),
+        programs=programs,
+        await_script=render_text("cloud-init/cc_await.sh", env),
+        sync_service=render_text("cloud-init/cluster-sync.service.j2", env),
+        sync_timer=render_text("cloud-init/cluster-sync.timer.j2", env),
     )
 
 
