@@ -308,7 +308,6 @@ def test_renew_carries_a_job_past_its_recorded_end_for_a_while_then_removes_it(t
     assert (done.returncode, done.stderr) == (0, ""), done.stderr
     se = _time(_sas(jobs / "61/checkpoints.sas")["se"])
     assert before + program.OVERTIME <= se <= _now() + program.OVERTIME
-    assert program.OVERTIME == datetime.timedelta(hours=2) and program.STALE == datetime.timedelta(hours=24)
     assert not (jobs / "62").exists() and not stale.exists()
     assert not (tmp_path / "run/hpclz/key/jobs/63.json").exists()
     assert sorted(p.name for p in (tmp_path / "run/hpclz/key/jobs").iterdir()) == ["61.json"]
@@ -324,8 +323,8 @@ def test_renew_never_follows_what_the_job_s_user_put_in_its_folder(tmp_path: Pat
     victim.chmod(0o644)
     # The job's user may replace its token by a link to a file of root's (the folder is its own, 0700; pytest's own
     # folders above it are root's 0700, so the link is made here and handed to that user, as if it had made it).
-    os.unlink(folder / "checkpoints.sas")
-    os.symlink(victim, folder / "checkpoints.sas")
+    (folder / "checkpoints.sas").unlink()
+    (folder / "checkpoints.sas").symlink_to(victim)
     os.lchown(folder / "checkpoints.sas", NOBODY, NOBODY)
     _record(tmp_path, "71", expiry=_now() + datetime.timedelta(minutes=5))
     done = _run("renew", config, azure, "")
