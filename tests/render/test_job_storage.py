@@ -25,13 +25,17 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
-from azure.storage.blob import UserDelegationKey, generate_container_sas
+from azure.core.credentials import AzureSasCredential
+from azure.core.exceptions import HttpResponseError
+from azure.storage.blob import BlobServiceClient, ContainerClient, UserDelegationKey, generate_container_sas
 
 from hpclz.render.job_storage import RENEW, RENEW_UNIT, SCRIPT, TASK_PROLOG, VARIABLE
 from tests.conftest import REPO, require
 from tests.render.test_cloudinit import _scripts
 from tests.render.test_health_gate import _cluster, _heredoc, _install, _installer
 from tests.render.test_metadata_access import _jobs_use_the_identity
+from tests.support.azurite import ACCOUNT as AZURITE_ACCOUNT
+from tests.support.azurite import ACCOUNT_KEY, Azurite, azurite  # noqa: F401  (a fixture, used by name)
 from tests.support.local_http import serve
 from tests.support.user_delegation import KEY, DelegationStandIn
 
@@ -343,6 +347,44 @@ def test_renew_never_follows_what_the_job_s_user_put_in_its_folder(tmp_path: Pat
     done = _run("renew", config, azure, "")
     assert "job 72: renew: no new storage credential: NotADirectoryError" in done.stderr, done.stderr
     assert list(elsewhere.iterdir()) == []
+
+
+def test_a_client_that_reads_the_sas_file_before_each_write_outlives_its_first_token(
+    tmp_path: Path,
+    azurite: Azurite,  # noqa: F811
+) -> None:
+    """docs/checkpoints.md's example: one long-lived client, its AzureSasCredential updated from the file before each
+    write, keeps writing once renew has replaced an expired token (Azurite checks a SAS's expiry as Storage does)."""
+    program = _program()
+    BlobServiceClient.from_connection_string(azurite.connection_string).create_container("renewed")
+    folder = tmp_path / "job"
+    folder.mkdir(mode=0o700)
+
+    def token(expiry: datetime.datetime) -> str:
+        start = _now() - datetime.timedelta(minutes=5)
+        sas = generate_container_sas(
+            AZURITE_ACCOUNT, "renewed", account_key=ACCOUNT_KEY, permission="racwl", start=start, expiry=expiry
+        )
+        return str(sas)
+
+    def sas() -> str:
+        return (folder / "checkpoints.sas").read_text().strip()
+
+    # renew's own writer puts each token in place.
+    program.replace_sas(
+        str(folder), os.getuid(), os.getgid(), {"checkpoints.sas": token(_now() - datetime.timedelta(minutes=1))}
+    )
+    credential = AzureSasCredential(sas())
+    container = ContainerClient.from_container_url(f"{azurite.account_url}/renewed", credential=credential)
+    with pytest.raises(HttpResponseError) as refused:
+        container.upload_blob("run1/step-1/model.pt", b"step 1", overwrite=True)
+    assert refused.value.status_code == 403
+    program.replace_sas(
+        str(folder), os.getuid(), os.getgid(), {"checkpoints.sas": token(_now() + datetime.timedelta(hours=1))}
+    )
+    credential.update(sas())
+    container.upload_blob("run1/step-2/model.pt", b"step 2", overwrite=True)
+    assert container.download_blob("run1/step-2/model.pt").readall() == b"step 2"
 
 
 # What the cluster renders: only where the compute identity holds blob data roles.
