@@ -45,7 +45,7 @@ VERSION = "2026-10-06"
 # prep_script_slurmd.c l.317-319 `setenvf(&env, "SLURM_JOB_END_TIME", "%lu", cred_arg->job_end_time)` when it is not
 # 0, doc/html/prolog_epilog.shtml l.501-502 "The UNIX timestamp for a job's end time"). A job without a time limit
 # ends, for slurmctld, a year after its start (src/slurmctld/job_mgr.c at that tag, job_end_time_reset, l.19160-19162):
-# the key's expiry caps it then.
+# the key's expiry caps it then. Both seen under slurmd 24.11.5 (tests/slurm/test_job_storage_end_time.py).
 # Slurm 22.05 gives no end (slurm.conf(5) 22.05, "Prolog and Epilog Scripts": SLURM_JOB_ID, SLURM_JOB_UID, ..., no
 # time limit or end), and asking slurmctld from a prolog is discouraged (slurm.schedmd.com/prolog_epilog.html): there
 # the job's nominal end is LIFETIME after its prolog, and renew carries it on past that in OVERTIME windows.

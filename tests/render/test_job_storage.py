@@ -224,9 +224,7 @@ def _now() -> datetime.datetime:
 def _end(moment: datetime.datetime) -> str:
     """SLURM_JOB_END_TIME as slurmd hands it to the Prolog: the UNIX time, `setenvf(&env, "SLURM_JOB_END_TIME", "%lu",
     cred_arg->job_end_time)` (SchedMD/slurm slurm-25-11-5-1 src/plugins/prep/script/prep_script_slurmd.c l.317-319).
-    The Slurm clusters these tests start cannot pass it: Debian 12's slurmd is 22.05, before the variable (commit
-    23c4516b7e, first in 23.02), and the trixie chroot of Slurm 24.11 (tests/support/trixie_slurm.py) has no python3
-    to run the prolog with."""
+    tests/slurm/test_job_storage_end_time.py takes it from a real slurmd 24.11."""
     return str(int(moment.timestamp()))
 
 
