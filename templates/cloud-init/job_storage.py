@@ -152,9 +152,10 @@ def cached_key(config, now, wanted):
 
 
 def write_root(path, value):
-    """`value` as JSON at `path`, root's alone (0600 in a 0700 folder), written beside and renamed over."""
+    """`value` as JSON at `path`, root's alone (0600 in a 0700 folder), written beside and renamed over; the part's
+    name is this process's own, as prologs of jobs starting together and renew may write the key at once."""
     folder_(os.path.dirname(path), 0o700)
-    part = path + ".part"
+    part = path + "." + str(os.getpid()) + ".part"
     fd = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
         json.dump(value, handle)
@@ -272,12 +273,13 @@ def prolog(config, job, uid, gid, end_time):
         wanted = end
     key = cached_key(config, now, wanted)
     expiry = min(wanted, parse_time(key["SignedExpiry"]))
-    files = signed(config, key, now - SKEW, expiry)
+    write_job(os.path.join(config["jobs"], job), uid, gid, signed(config, key, now - SKEW, expiry))
+    # The record after the folder: a renew that ran between the two would take a record without its folder for one
+    # whose epilog had run, and remove it.
     write_root(
         os.path.join(records(config), job + ".json"),
         {"uid": uid, "gid": gid, "end": stamp(end), "expiry": stamp(expiry)},
     )
-    write_job(os.path.join(config["jobs"], job), uid, gid, files)
 
 
 def remove(config, job):
