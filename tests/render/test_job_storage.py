@@ -29,11 +29,13 @@ from azure.core.credentials import AzureSasCredential
 from azure.core.exceptions import HttpResponseError
 from azure.storage.blob import BlobServiceClient, ContainerClient, UserDelegationKey, generate_container_sas
 
-from hpclz.render.job_storage import RENEW, RENEW_UNIT, SCRIPT, TASK_PROLOG, VARIABLE
+from hpclz.render.health_gate import HEALTH_PROGRAM
+from hpclz.render.job_storage import ENROOT_MOUNTS, JOBS, RENEW, RENEW_UNIT, SCRIPT
 from tests.conftest import REPO, require
 from tests.render.test_cloudinit import _scripts
 from tests.render.test_health_gate import _cluster, _heredoc, _install, _installer
 from tests.render.test_metadata_access import _jobs_use_the_identity
+from tests.render.test_nccl import enroot_mounts
 from tests.support.azurite import ACCOUNT as AZURITE_ACCOUNT
 from tests.support.azurite import ACCOUNT_KEY, Azurite, azurite  # noqa: F401  (a fixture, used by name)
 from tests.support.local_http import serve
@@ -396,9 +398,7 @@ def _nodes(stem: str) -> list[str]:
 @pytest.mark.parametrize("stem", STEMS)
 def test_only_zones_whose_jobs_get_containers_render_the_credential(stem: str) -> None:
     wanted = _jobs_use_the_identity(stem)
-    _, parameters = _cluster(stem)
-    assert ("TaskProlog=" in parameters["HpclzSlurmConfig"]) == wanted
-    assert {f"cat > {TASK_PROLOG} <<" in node for node in _nodes(stem)} == {wanted}
+    assert {f"cat > {ENROOT_MOUNTS} <<" in node for node in _nodes(stem)} == {wanted}
     assert (SCRIPT in _installer(stem)) == wanted
     assert {f"systemctl enable --now {RENEW_UNIT}.timer\n" in node for node in _nodes(stem)} == {wanted}
 
@@ -428,22 +428,81 @@ def test_the_installer_puts_the_program_its_settings_and_the_prolog_and_epilog_u
     assert not list(sched.rglob("*.new"))
 
 
-def _task_prolog(stem: str) -> str:
-    return _heredoc(_nodes(stem)[0], TASK_PROLOG)
+# slurm.conf keys naming a program that slurmstepd runs in a task's own process or that srun runs (slurm.conf(5)):
+# slurmstepd runs the SPANK plugins' task_init hook first and ends the task when the TaskProlog fails (SchedMD/slurm
+# slurm-25-11-5-1 src/slurmd/slurmstepd/task.c l.437-441, then l.456-462 "TaskProlog failed status=%d", _exit);
+# pyxis enters the job's container in that hook (NVIDIA/pyxis 0.24.0 pyxis_slurmstepd.c l.1562-1590,
+# slurm_spank_task_init; NVIDIA/pyxis issues #83 and #163), so such a program is looked up in the image and every
+# --container-image task fails; on a node that lacks it (created before it was added) every task fails.
+TASK_PROGRAMS = ("TaskProlog", "TaskEpilog", "SrunProlog", "SrunEpilog")
+# Where a program named in slurm.conf is on every node at once: the scheduler's /sched, which every node mounts, and
+# /etc/slurm, cyclecloud-slurm's links into it (Azure/cyclecloud-slurm@50e6739 azure-slurm-install/install.py
+# l.506-507, 706-707).
+SHARED = ("/sched/", "/etc/slurm/")
 
 
-def test_the_task_prolog_names_the_job_s_folder_only_where_the_prolog_left_one(tmp_path: Path) -> None:
-    script = tmp_path / "task-prolog"
-    script.write_text(_task_prolog("energy"))
-    (tmp_path / "jobs/12").mkdir(parents=True)
+def _misplaced(slurm_lines: str) -> list[str]:
+    """The keys of `slurm_lines` (slurm.conf lines) that name a task's program, or a program on a node's own disk
+    other than the health check: slurmd runs HealthCheckProgram itself, as root, never in a job or its container
+    (slurm.conf(5), HealthCheckProgram), and every execute node's script writes it before slurmd starts."""
+    settings = [
+        line.split("=", 1) for line in slurm_lines.splitlines() if line.strip() and not line.lstrip().startswith("#")
+    ]
+    return [
+        key
+        for key, value in settings
+        if key in TASK_PROGRAMS
+        or (
+            value.startswith("/")
+            and not value.startswith(SHARED)
+            and (key, value) != ("HealthCheckProgram", HEALTH_PROGRAM)
+        )
+    ]
 
-    def run(job: str) -> str:
-        env = {"PATH": os.environ["PATH"], "HPCLZ_JOBS": str(tmp_path / "jobs"), "SLURM_JOB_ID": job}
-        done = subprocess.run(["bash", str(script)], env=env, capture_output=True, text=True, timeout=30, check=True)
-        return done.stdout
 
-    assert run("12") == f"export {VARIABLE}={tmp_path / 'jobs/12'}\n"
-    assert run("13") == ""
+@pytest.mark.parametrize("stem", STEMS)
+def test_slurm_conf_names_no_task_program_and_no_path_only_some_nodes_have(stem: str) -> None:
+    _, parameters = _cluster(stem)
+    assert _misplaced(parameters["HpclzSlurmConfig"]) == []
+    nodes = _nodes(stem)
+    assert nodes and all(f"cat > {HEALTH_PROGRAM} <<" in node for node in nodes)
+
+
+def test_a_task_prolog_or_a_node_local_program_fails_the_check() -> None:
+    _, parameters = _cluster("ai-training")
+    lines = parameters["HpclzSlurmConfig"]
+    assert _misplaced(lines + "TaskProlog=/opt/hpclz/bin/hpclz-job-storage-env\n") == ["TaskProlog"]
+    assert _misplaced(lines + "TaskEpilog=/sched/hpclz/task-epilog\n") == ["TaskEpilog"]
+    assert _misplaced(lines + "Epilog=/opt/hpclz/bin/epilog\n") == ["Epilog"]
+    assert _misplaced(lines + "Epilog=/etc/slurm/epilog.d/*\n") == []
+
+
+def test_containers_see_the_jobs_folder_read_only_as_enroot_reads_its_mounts(tmp_path: Path) -> None:
+    """The node's enroot mount file, read as enroot 4.0.1's enroot-mount reads it (tests/render/test_nccl.py,
+    enroot_mounts: getmntent fields, every option in enroot-mount's own table) and as util-linux's libmount reads an
+    fstab(5) file (findmnt --tab-file): one bind of the jobs' folder onto the same path, read-only, that cannot stop a
+    container from starting (nofail)."""
+    text = _heredoc(_nodes("ai-training")[0], ENROOT_MOUNTS)
+    entry = (JOBS, JOBS, "none", ["x-create=dir", "bind", "ro", "nosuid", "nodev", "noexec", "private", "nofail"], -1)
+    assert enroot_mounts(text) == [entry]
+    require(shutil.which("findmnt") is not None, "findmnt (util-linux)")
+    fstab = tmp_path / "50-hpclz-jobs.fstab"
+    fstab.write_text(text)
+    fields = "SOURCE,TARGET,FSTYPE,OPTIONS,PASSNO"
+    done = subprocess.run(
+        ["findmnt", "--tab-file", str(fstab), "-n", "-o", fields, "-P"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+    )
+    assert done.stdout == (
+        f'SOURCE="{JOBS}" TARGET="{JOBS}" FSTYPE="none" '
+        'OPTIONS="x-create=dir,bind,ro,nosuid,nodev,noexec,private,nofail" PASSNO="-1"\n'
+    )
+    # After enroot's own mounts (10-system.fstab's tmpfs on /var/run) in name order, with hpclz's other file.
+    assert Path(ENROOT_MOUNTS).parent == Path("/etc/enroot/mounts.d")
+    assert sorted([Path(ENROOT_MOUNTS).name, "10-system.fstab", "20-config.fstab"])[-1] == Path(ENROOT_MOUNTS).name
 
 
 def test_the_renew_timer_runs_the_scheduler_s_program_as_root_every_ten_minutes(tmp_path: Path, azure: str) -> None:
