@@ -20,6 +20,7 @@ import shutil
 import stat
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
@@ -192,6 +193,93 @@ def test_a_busy_node_reuses_its_key_while_it_outlives_the_sas(tmp_path: Path, az
     assert _run("prolog", config, azure, "4").returncode == 0
     assert len(DelegationStandIn.keys) == 2
     assert json.loads(cache.read_text())["SignedExpiry"] == DelegationStandIn.keys[1]["SignedExpiry"]
+
+
+# Each prolog waits for GO before it runs the program, so that all of them make /run/hpclz's folders at once.
+RACER = """import os, runpy, sys, time
+ready, go = sys.argv[1], sys.argv[2]
+open(ready, "w").close()
+while not os.path.exists(go):
+    time.sleep(0.001)
+sys.argv = sys.argv[3:]
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
+
+
+def test_prologs_starting_together_on_a_fresh_node_each_give_their_job_its_tokens(tmp_path: Path, azure: str) -> None:
+    """slurmd starts the prologs of jobs that start together at once, each its own process; on a fresh node none of
+    /run/hpclz's folders exists yet and each prolog makes them."""
+    require(os.geteuid() == 0, "root (the prolog hands the job's folder to its user)")
+    config = _config(tmp_path)
+    sync = tmp_path / "sync"
+    sync.mkdir()
+    racer = tmp_path / "racer.py"
+    racer.write_text(RACER)
+    jobs = [str(n) for n in range(61, 69)]
+    environment = {
+        "PATH": os.environ["PATH"],
+        "HPCLZ_IMDS_URL": azure,
+        "HPCLZ_BLOB_URL": azure + "/{account}",
+        "SLURM_JOB_UID": str(NOBODY),
+        "SLURM_JOB_GID": str(NOBODY),
+    }
+    processes = [
+        subprocess.Popen(
+            [sys.executable, str(racer), str(sync / job), str(sync / "go"), str(TEMPLATE), "prolog", str(config)],
+            env={**environment, "SLURM_JOB_ID": job},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for job in jobs
+    ]
+    try:
+        while not all((sync / job).exists() for job in jobs):
+            assert all(p.poll() is None for p in processes), [p.communicate() for p in processes]
+            time.sleep(0.01)
+        (sync / "go").touch()
+        outputs = [p.communicate(timeout=120) for p in processes]
+    finally:
+        for p in processes:
+            if p.poll() is None:
+                p.kill()
+    assert [p.returncode for p in processes] == [0] * len(jobs)
+    assert [err for _, err in outputs] == [""] * len(jobs)
+    for job in jobs:
+        folder = tmp_path / "run/hpclz/jobs" / job
+        assert sorted(f.name for f in folder.iterdir()) == [
+            "checkpoints.sas",
+            "checkpoints.url",
+            "datasets.sas",
+            "datasets.url",
+        ], job
+        assert (folder / "checkpoints.url").read_text() == f"{azure}/staitrainprodeus2a1/checkpoints\n"
+        assert (tmp_path / "run/hpclz/key/jobs" / f"{job}.json").exists(), job
+    for traversed, mode in (("run/hpclz", 0o755), ("run/hpclz/jobs", 0o755), ("run/hpclz/key", 0o700)):
+        assert stat.S_IMODE((tmp_path / traversed).stat().st_mode) == mode, traversed
+
+
+def test_a_folder_another_prolog_makes_meanwhile_is_taken_as_made(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The interleaving the test above may or may not hit, made certain: another prolog makes the folder just before
+    this one's mkdir (the standard library's os.mkdir, made to lose that race; nothing of the program is replaced)."""
+    program = _program()
+    real_mkdir = os.mkdir
+
+    def lose_the_race(path: str, mode: int = 0o777) -> None:
+        real_mkdir(path, 0o700)  # the other prolog, under its own umask
+        real_mkdir(path, mode)
+
+    monkeypatch.setattr(os, "mkdir", lose_the_race)
+    program.folder_(str(tmp_path / "run/hpclz/jobs"), 0o755)
+    monkeypatch.undo()
+    for made in ("run", "run/hpclz", "run/hpclz/jobs"):
+        assert stat.S_IMODE((tmp_path / made).stat().st_mode) == 0o755, made
+    # A file where the folder should be is still an error (the prolog logs it and leaves no token).
+    (tmp_path / "file").write_text("")
+    with pytest.raises(FileExistsError):
+        program.folder_(str(tmp_path / "file"), 0o755)
 
 
 def test_a_failed_mint_leaves_no_token_and_never_fails_the_prolog(tmp_path: Path, azure: str) -> None:
