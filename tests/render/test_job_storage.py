@@ -519,9 +519,10 @@ def test_the_installer_puts_the_program_its_settings_and_the_prolog_and_epilog_u
 # slurm.conf keys naming a program that slurmstepd runs in a task's own process or that srun runs (slurm.conf(5)):
 # slurmstepd runs the SPANK plugins' task_init hook first and ends the task when the TaskProlog fails (SchedMD/slurm
 # slurm-25-11-5-1 src/slurmd/slurmstepd/task.c l.437-441, then l.456-462 "TaskProlog failed status=%d", _exit);
-# pyxis enters the job's container in that hook (NVIDIA/pyxis 0.24.0 pyxis_slurmstepd.c l.1562-1590,
-# slurm_spank_task_init; NVIDIA/pyxis issues #83 and #163), so such a program is looked up in the image and every
-# --container-image task fails; on a node that lacks it (created before it was added) every task fails.
+# pyxis enters the job's container in that hook (NVIDIA/pyxis v0.21.0 pyxis_slurmstepd.c slurm_spank_task_init
+# l.1308, setns into its mount namespace l.1372; NVIDIA/pyxis issues #83 and #163), so such a program is looked up
+# in the image and every --container-image task fails; on a node that lacks it (made before it was added) every task
+# fails.
 TASK_PROGRAMS = ("TaskProlog", "TaskEpilog", "SrunProlog", "SrunEpilog")
 # Where a program named in slurm.conf is on every node at once: the scheduler's /sched, which every node mounts, and
 # /etc/slurm, cyclecloud-slurm's links into it (Azure/cyclecloud-slurm@50e6739 azure-slurm-install/install.py

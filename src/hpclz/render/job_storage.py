@@ -15,9 +15,10 @@ A job finds its folder at the fixed path /run/hpclz/jobs/$SLURM_JOB_ID (slurmd p
 environment, sbatch(1) and srun(1) "OUTPUT ENVIRONMENT VARIABLES"). No TaskProlog names it: slurmstepd runs the SPANK
 plugins' task_init hook before the TaskProlog and ends the task when the TaskProlog fails (SchedMD/slurm
 slurm-25-11-5-1 src/slurmd/slurmstepd/task.c l.437-441 spank_user_task, then l.456-462 "TaskProlog failed
-status=%d" and _exit), and pyxis enters the job's container in that hook (NVIDIA/pyxis 0.24.0 pyxis_slurmstepd.c
-l.1562-1590, slurm_spank_task_init), so a TaskProlog is looked up inside the image, where it is not, and every
---container-image task fails. A node created before a TaskProlog existed fails every task the same way (127).
+status=%d" and _exit), and pyxis enters the job's container in that hook (NVIDIA/pyxis v0.21.0, the release
+cyclecloud-slurm 4.0.9 installs, pyxis_slurmstepd.c slurm_spank_task_init l.1308, setns into the container's mount
+namespace l.1372), so a TaskProlog is looked up inside the image, where it is not, and every --container-image task
+fails (NVIDIA/pyxis issues #83, #163). A node created before a TaskProlog existed fails every task the same way (127).
 Inside a pyxis/enroot container the jobs' folder is bound read-only by enroot's system mount configuration,
 /etc/enroot/mounts.d/*.fstab (NVIDIA/enroot v4.0.1 doc/configuration.md "Mount configuration files", the release
 cyclecloud-slurm 4.0.9 installs: Azure/cyclecloud-slurm@50e6739 azure-slurm-install/package.py l.11), which each
