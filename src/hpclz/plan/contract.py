@@ -18,6 +18,7 @@ from hpclz.config.loader import LoadedConfig
 from hpclz.errors import ExitCode, HpclzError
 from hpclz.plan.changeset import Action, ChangeSet, ConfigChange, Policy, ResourceChange, StateRef, Verdict
 from hpclz.plan.config_diff import config_changes, config_snapshot
+from hpclz.plan.node_scripts import node_scripts, order
 from hpclz.plan.offline import offline_changeset
 from hpclz.plan.racks import rack_partitions
 from hpclz.plan.upgrade import stack_upgrade
@@ -54,8 +55,18 @@ def changeset_for(
         changes.resubmit += [n for n, r in state.deployments.items() if r.drifted and n in planned]
     if state is not None and secrets:
         attach_rotations(changes, plan, state, secrets, accounting_secret_path(loaded))
+    attach_node_scripts(changes, loaded, plan, state)
     changes.unique_labels()
     return changes
+
+
+def attach_node_scripts(
+    changes: ChangeSet, loaded: LoadedConfig, plan: DeploymentPlan, state: StateDocument | None
+) -> None:
+    """The running nodes that keep scripts other than the ones rendered now, and the steps that replace them; after
+    the config diff, whose stack upgrade may replace them anyway."""
+    changes.node_scripts = node_scripts(plan, state, rack_partitions(loaded.config))
+    order(changes)
 
 
 ROTATED = Verdict(
@@ -168,6 +179,8 @@ def force_replacements(changes: ChangeSet, addresses: Sequence[str]) -> None:
         )
         if resource.deployment not in changes.resubmit:
             changes.resubmit.append(resource.deployment)
+    if addresses:  # a replaced CycleCloud server starts every node again as a new VM
+        order(changes)
 
 
 def targeted(changes: ChangeSet, plan: DeploymentPlan, addresses: Sequence[str]) -> DeploymentPlan:
