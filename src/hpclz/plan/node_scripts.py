@@ -38,26 +38,28 @@ from hpclz.state.model import StateDocument
 VM = "microsoft.compute/virtualmachines"
 SCRIPT = "CloudInit"
 SLURM_CONF = "slurm.conf lines"
-SLURM_PARAMETER = "HpclzSlurmConfig"  # templates/cyclecloud/slurm-cluster.txt.j2: slurm.additional.config = $HpclzSlurmConfig
+SLURM_PARAMETER = (
+    "HpclzSlurmConfig"  # templates/cyclecloud/slurm-cluster.txt.j2: slurm.additional.config = $HpclzSlurmConfig
+)
 
 NODE_KEPT = (
     "a VM's CloudInit is its customData, read at its first boot only, and cyclecloud-slurm's cluster-init does not "
     "run again on a later converge"
 )
 SCHEDULER_REPLACED = (
-    "scheduler ({what} differ): right after the deploy, back up StateSaveLocation, then on the CycleCloud server "
-    "`cyclecloud terminate_node <cluster> scheduler`, then `cyclecloud start_node <cluster> scheduler`: the new VM "
-    "boots the new CloudInit and cyclecloud-slurm's install writes slurm.conf with the new lines; the running "
-    "scheduler keeps the old ones whatever the deploy does ({kept}). slurmctld is down until the new VM's "
+    "scheduler (new {what}): right after the deploy, back up StateSaveLocation, then on the CycleCloud server "
+    "`cyclecloud terminate_node <cluster> scheduler`, then `cyclecloud start_node <cluster> scheduler`{sched_kept}. "
+    "The new VM boots the new CloudInit and cyclecloud-slurm's install writes slurm.conf with the new lines; the "
+    "running scheduler keeps the old ones whatever the deploy does ({kept}). slurmctld is down until the new VM's "
     "cluster-init has finished; running jobs keep running under the timeouts raised above. Until then, nodes "
     "CycleCloud creates already boot their new CloudInit against the old scheduler's prolog and slurm.conf"
 )
 PARTITION_ROLLED = (
-    "partition {p} (CloudInit differs): nodes CycleCloud creates from now on boot the new one; nodes running now keep "
+    "partition {p} (new CloudInit): nodes CycleCloud creates from now on boot the new one; nodes running now keep "
     "the old one until they are replaced: {how}"
 )
 LOGIN_REPLACED = (
-    "login nodes (CloudInit differs): they run from the start and keep the old CloudInit until replaced: for each "
+    "login nodes (new CloudInit): they run from the start and keep the old CloudInit until replaced: for each "
     "login node, on the CycleCloud server `cyclecloud terminate_node <cluster> <login node>`, then `cyclecloud "
     "start_node <cluster> <login node>`"
 )
@@ -155,7 +157,11 @@ def order(changes: ChangeSet) -> None:
     steps: list[str] = []
     if scripts.scheduler:
         what = " and ".join(scripts.scheduler)
-        steps += [TIMEOUTS_RAISED, SCHEDULER_REPLACED.format(what=what, kept=NODE_KEPT) + SCHED_KEPT, TIMEOUTS_RESTORED]
+        steps += [
+            TIMEOUTS_RAISED,
+            SCHEDULER_REPLACED.format(what=what, kept=NODE_KEPT, sched_kept=SCHED_KEPT),
+            TIMEOUTS_RESTORED,
+        ]
     steps += [
         PARTITION_ROLLED.format(
             p=p, how=rack_replacement(p, scripts.racks[p]) if p in scripts.racks else ROLL.format(p=p)
