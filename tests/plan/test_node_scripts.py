@@ -22,7 +22,7 @@ from hpclz.config.loader import LoadedConfig, load_config
 from hpclz.config.root import LandingZoneConfig
 from hpclz.deploy.next_steps import node_script_steps
 from hpclz.plan.changeset import ChangeSet
-from hpclz.plan.contract import changeset_for, force_replacements
+from hpclz.plan.contract import changeset_for, force_replacements, targeted
 from hpclz.plan.decode import decode_text
 from hpclz.render.build import build_plan
 from hpclz.render.cloudinit import user_data
@@ -210,3 +210,18 @@ def test_a_replaced_server_starts_every_node_again() -> None:
     force_replacements(changes, [_server(applied_state(config)).id])
     assert changes.node_scripts.steps == []
     assert changes.node_scripts.covered_by.startswith("the CycleCloud server's replacement")
+
+
+def test_a_target_without_the_server_leaves_the_scripts_for_a_later_deploy() -> None:
+    """`--target` deploys only the named resources' deployments: without the server's, its userData (the new cluster
+    definition) is not sent, and no node needs replacing yet."""
+    config = preset("energy")
+    state = _older(config, _without_job_storage)
+    server = _server(state)
+    vnet = next(r for r in state.resources if r.type.lower() == "microsoft.network/virtualnetworks")
+    elsewhere = _changes(config, state)
+    targeted(elsewhere, build_plan(config), [vnet.id])
+    assert elsewhere.node_scripts is None
+    there = _changes(config, state)
+    targeted(there, build_plan(config), [server.id])
+    assert there.node_scripts is not None and there.node_scripts.steps

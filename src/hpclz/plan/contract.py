@@ -201,6 +201,9 @@ def targeted(changes: ChangeSet, plan: DeploymentPlan, addresses: Sequence[str])
     changes.drift = [r for r in changes.drift if r.deployment in wanted]
     changes.resubmit = [n for n in changes.resubmit if n in wanted]
     changes.config_changes = []  # a config diff cannot be cut to some deployments: the resources say it
+    scripts = changes.node_scripts
+    if scripts is not None and not any(r.name.lower() == scripts.server.lower() for r in changes.resources):
+        changes.node_scripts = None  # the server's userData, and with it the new scripts, waits for a later deploy
     return plan.model_copy(update={"deployments": [d for d in plan.deployments if d.name in wanted]})
 
 
