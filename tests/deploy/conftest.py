@@ -17,7 +17,7 @@ import pytest
 from hpclz.cli import main
 from tests.conftest import REPO, CliResult, RunCli
 from tests.support.arm_standin import ArmStandIn
-from tests.support.arm_standin.snapshot import carry
+from tests.support.arm_standin.snapshot import carry, fingerprint
 
 HPCLZ = [str(Path(sys.executable).parent / "hpclz")]
 
@@ -73,7 +73,7 @@ class DeployedWorlds:
 
     def __init__(self, root: Path):
         self.root = root
-        self.made: dict[tuple[str, str, tuple[tuple[str, str], ...]], tuple[ArmStandIn, Path]] = {}
+        self.made: dict[tuple[str, str, tuple[tuple[str, str], ...]], tuple[ArmStandIn, Any, Path]] = {}
 
     def into(self, arm: ArmStandIn, config: Path) -> None:
         own = set(arm.env())
@@ -83,15 +83,16 @@ class DeployedWorlds:
         key = (config.parent.name + "/" + config.name, config.read_text(), settings)
         if key not in self.made:
             self.made[key] = self._deploy(config, len(self.made))
-        standin, folder = self.made[key]
-        carry(standin, arm)
+        standin, pristine, folder = self.made[key]
+        carry(standin, arm, pristine)
         shutil.copytree(folder, config.parent, dirs_exist_ok=True)
 
-    def _deploy(self, config: Path, number: int) -> tuple[ArmStandIn, Path]:
+    def _deploy(self, config: Path, number: int) -> tuple[ArmStandIn, Any, Path]:
         folder = self.root / str(number) / config.parent.name
         folder.mkdir(parents=True)
         shutil.copy(config, folder / config.name)
         standin = ArmStandIn(self.root / str(number) / "standin")
+        pristine = fingerprint(standin)
         out, err = io.StringIO(), io.StringIO()
         with (
             pytest.MonkeyPatch.context() as patch,
@@ -101,7 +102,7 @@ class DeployedWorlds:
         ):
             code = main(["deploy", str(folder / config.name), "--yes"])
         assert code == 0, f"the deploy to copy from failed ({code}): {out.getvalue()}{err.getvalue()}"
-        return standin, folder
+        return standin, pristine, folder
 
 
 @pytest.fixture(scope="session")

@@ -15,7 +15,7 @@ from tests.conftest import RunCli
 from tests.deploy.conftest import DeployedWorlds, state_of
 from tests.deploy.test_day2 import assert_inventory_is_state, assert_plan_clean, writes_since
 from tests.support.arm_standin import ArmStandIn
-from tests.support.arm_standin.snapshot import SnapshotError, carry
+from tests.support.arm_standin.snapshot import SnapshotError, carry, fingerprint
 
 # Differ between any two deploys, copied or not: when, and the IDs ARM makes up per run.
 # The state's lineage is a new random ID per first deploy, and a secret's fingerprint is salted afresh per write;
@@ -106,11 +106,20 @@ def test_copies_share_nothing(
 
 def test_a_hook_the_new_stand_in_does_not_own_stops_the_copy(tmp_path: Path) -> None:
     with ArmStandIn(tmp_path / "a") as old, ArmStandIn(tmp_path / "b") as new:
+        pristine = fingerprint(old)
         old.world.latency["x"] = 1.0
         old.compute.scripts.append("echo")
-        carry(old, new)
+        carry(old, new, pristine)
         assert new.world.latency == {"x": 1.0} and new.compute.scripts == ["echo"]
         assert new.world.lock is not old.world.lock and new.world.guards is not old.world.guards
         old.world.registering["hook"] = lambda: 0  # type: ignore[assignment]
         with pytest.raises(SnapshotError, match=r"World\.registering holds"):
-            carry(old, new)
+            carry(old, new, fingerprint(new))
+
+
+def test_a_stand_in_set_up_before_the_copy_is_refused(tmp_path: Path) -> None:
+    with ArmStandIn(tmp_path / "a") as old, ArmStandIn(tmp_path / "b") as new:
+        pristine = fingerprint(old)
+        new.world.taken_names.add("stenergyprodscus")  # a test's set-up the copy would wipe out
+        with pytest.raises(SnapshotError, match="not as it started"):
+            carry(old, new, pristine)

@@ -44,8 +44,36 @@ def _parts(standin: ArmStandIn) -> list[Any]:
     return [standin, standin.world, standin.compute, standin.proving, standin.repairs, standin.graph]
 
 
-def carry(old: ArmStandIn, new: ArmStandIn) -> None:
-    """Copy `old`'s world into `new` (started, never used): afterwards `new` answers as `old` would have."""
+def fingerprint(standin: ArmStandIn) -> Any:
+    """What `carry` would overwrite in `standin`, as plain data (a lock is "lock", an event whether it is set)."""
+    return [
+        {name: _plain(value) for name, value in vars(part).items() if name not in OWN[type(part)]}
+        for part in _parts(standin)
+    ]
+
+
+def _plain(value: Any) -> Any:
+    if type(value) in _LOCKS:
+        return "lock"
+    if isinstance(value, threading.Event):
+        return value.is_set()
+    if isinstance(value, dict):
+        return {repr(_plain(k)): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, (set, frozenset)):
+        return sorted(map(repr, map(_plain, value)))
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    return value
+
+
+def carry(old: ArmStandIn, new: ArmStandIn, pristine: Any) -> None:
+    """Copy `old`'s world into `new`: afterwards `new` answers as `old` would have. `pristine`: `fingerprint(old)`
+    before anything was done to it; `new` must still match it (a test that set something up in its stand-in first,
+    a fault, a principal, a taken name, would lose it to the copy: such a test deploys for itself)."""
+    if fingerprint(new) != pristine:
+        raise SnapshotError("the stand-in to copy into is not as it started: deploy in it instead")
     if old.bugs:
         raise SnapshotError(f"the stand-in being copied failed: {old.bugs}")
     if old.world.faults._items:
