@@ -84,6 +84,22 @@ def test_wheel_ships_templates_presets_allowlist_and_schemas(unpacked_wheel: Pat
     assert (schemas / "README.md").is_file()
 
 
+def test_the_cyclecloud_servers_programs_are_where_its_loader_takes_them(built_wheel: Path) -> None:
+    """hpclz-server-programs reads hpclz-cluster-sync and hpclz-cc-users out of this wheel by member name."""
+    loader = ast.parse((REPO / "templates" / "cloud-init" / "server_programs.py").read_text(encoding="utf-8"))
+    constants = {
+        target.id: ast.literal_eval(node.value)
+        for node in loader.body
+        if isinstance(node, ast.Assign)
+        for target in node.targets
+        if isinstance(target, ast.Name) and target.id in ("MEMBER", "PROGRAMS")
+    }
+    with zipfile.ZipFile(built_wheel) as archive:
+        for source, _installed in constants["PROGRAMS"]:
+            shipped = archive.read(constants["MEMBER"] + source)
+            assert shipped == (REPO / "templates" / "cloud-init" / source).read_bytes()
+
+
 def _render(env: Path, cwd: Path, extra_env: dict[str, str]) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
     """`hpclz init` then a gated `hpclz render`, run from outside the checkout by the installed console script."""
     hpclz = str(env / "bin" / "hpclz")

@@ -9,7 +9,8 @@ the last one applied, upgrades CycleCloud in place when userData names a newer r
 secret, not its value, so a rotated secret (a new version in Key Vault) re-imports the cluster with the new value. The
 hash is recorded after
 success only, so a failed import is retried on the next run. The account is re-applied, and the pinned
-cyclecloud-slurm release fetched, checked and uploaded to its locker (the one the nodes run;
+cyclecloud-slurm release fetched, checked (against pinned digests and those recorded at its first fetch) and uploaded
+to its locker (the one the nodes run;
 healthagent and monitoring come from GitHub, unpinned: docs/locker.md), only when the account or the release changed.
 On a first start CycleCloud may not be ready for either yet: as CCWS does, the upload waits for the locker's record to
 be "Created" and the start for the region's machine types; each wait is bounded, and a run that gives up fails with one
@@ -30,6 +31,7 @@ import shutil
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.parse
 import urllib.request
 import zipfile
@@ -51,6 +53,11 @@ WHEEL_FILE = "@HPCLZ_WHEEL_FILE@"
 VAULT_URL = os.environ.get("HPCLZ_VAULT_URL", "https://{vault}.vault.azure.net")
 # Get Secret, latest version: https://learn.microsoft.com/en-us/rest/api/keyvault/secrets/get-secret/get-secret
 VAULT_API = "7.4"
+# Key Vault is asked for the secrets' versions whenever userData or the wheel changed, and otherwise at most once in
+# this many seconds (HPCLZ_VAULT_SECONDS in tests), not on every timer run: a rotation (a new version) still re-imports
+# the cluster, at most this much later. slurmdbd's own copy does not wait for it: deploy rewrites it by Run Command
+# (docs/cluster-services.md, "Rotating the password").
+VAULT_SECONDS = float(os.environ.get("HPCLZ_VAULT_SECONDS", "1800"))
 # The locker's Blob endpoint; HPCLZ_BLOB_URL points it at a local stand-in in tests. A request with a bearer token needs
 # x-ms-version 2017-11-09 or later (learn.microsoft.com/rest/api/storageservices/authorize-with-azure-active-directory).
 BLOB_URL = os.environ.get("HPCLZ_BLOB_URL", "https://{account}.blob.core.windows.net")
@@ -388,14 +395,9 @@ def fetched_project(source, name, base, log_file):
     return folder
 
 
-def verified(folder, document):
-    """The fetched release, when userData pins its files by SHA-256 (compute.cyclecloud.slurm_project_sha256): every
-    file in its blobs/ folder (what `cyclecloud project upload` sends: Azure/cyclecloud-slurm@50e6739:docker-package.sh
-    l.22-46) must be pinned, with that digest, and every pinned file present. On any difference the fetch is thrown
-    away (the next run fetches again) and nothing is uploaded. Not specs/ (the scripts)."""
-    pinned = json.loads(document.get("project_sha256") or "{}")
-    if not pinned:
-        return folder
+def blob_digests(folder):
+    """SHA-256 of each file in the fetch's blobs/ folder: the release's assets, what `cyclecloud project upload` sends
+    (Azure/cyclecloud-slurm@50e6739:docker-package.sh l.22-46)."""
     blobs = os.path.join(folder, "blobs")
     found = {}
     for name in sorted(os.listdir(blobs)) if os.path.isdir(blobs) else []:
@@ -404,11 +406,91 @@ def verified(folder, document):
             for chunk in iter(lambda: handle.read(1 << 20), b""):
                 digest.update(chunk)
         found[name] = digest.hexdigest()
-    wrong = sorted(n for n in set(found) | set(pinned) if found.get(n) != pinned.get(n))
-    if wrong:
+    return found
+
+
+def differences(found, expected, against):
+    """The files whose digests differ, one phrase each, or "" when none does."""
+    wrong = sorted(n for n in set(found) | set(expected) if found.get(n) != expected.get(n))
+    phrases = []
+    for n in wrong:
+        phrases.append(n + " (" + found.get(n, "missing")[:12] + ", " + against + " " + expected.get(n, "none")[:12] + ")")
+    return ", ".join(phrases)
+
+
+def verified(folder, document):
+    """The fetched release, when userData pins its files by SHA-256 (compute.cyclecloud.slurm_project_sha256): every
+    file in its blobs/ folder must be pinned, with that digest, and every pinned file present. On any difference the
+    fetch is thrown away (the next run fetches again) and nothing is uploaded. Not specs/ (the scripts)."""
+    pinned = json.loads(document.get("project_sha256") or "{}")
+    if not pinned:
+        return folder
+    detail = differences(blob_digests(folder), pinned, "pinned")
+    if detail:
         shutil.rmtree(folder, ignore_errors=True)
-        detail = ", ".join(n + " (" + (found.get(n, "missing")[:12]) + ", pinned " + pinned.get(n, "none")[:12] + ")" for n in wrong)
         raise RuntimeError("cyclecloud-slurm release does not match its pinned SHA-256, not uploaded: " + detail)
+    return folder
+
+
+def locker_blob(spec, subscription, method, body=None):
+    """Get Blob, or Put Blob only where none exists yet (If-None-Match: *, answered 409 BlobAlreadyExists otherwise:
+    learn.microsoft.com/rest/api/storageservices/specifying-conditional-headers-for-blob-service-operations), with
+    CycleCloud's identity, the one that writes the locker (publish_wheel)."""
+    token = managed_token(spec["identity"], subscription, "https://storage.azure.com/")
+    url = BLOB_URL.format(account=spec["account"]) + "/" + spec["container"] + "/" + spec["blob"]
+    headers = {"Authorization": "Bearer " + token, "x-ms-version": STORAGE_API}
+    if body is not None:
+        headers.update({"x-ms-blob-type": "BlockBlob", "Content-Type": "application/json", "If-None-Match": "*"})
+    request = urllib.request.Request(url, data=body, headers=headers, method=method)
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return response.read()
+
+
+def recorded(folder, document, subscription, log_file):
+    """Trust on first use, recorded: the first server to fetch a release writes its files' SHA-256 to the locker
+    (userData's `project_record`) and its log; every later fetch (a rebuilt server, a re-upload) must match that
+    record, or it is thrown away and nothing is uploaded. Pinned digests (checked by `verified` first) must match the
+    record too. Without a record location (no CycleCloud identity) nothing is recorded, and the log says so."""
+    spec = json.loads(document.get("project_record") or "{}")
+    release = document["project"].rstrip("/").rsplit("/", 1)[-1]
+    found = blob_digests(folder)
+    if not spec:
+        log("cyclecloud-slurm " + release + ": no record location in userData, its SHA-256 not recorded", log_file)
+        return folder
+    where = spec["container"] + "/" + spec["blob"] + " in storage account " + spec["account"]
+    try:
+        record = json.loads(locker_blob(spec, subscription, "GET").decode())
+    except urllib.error.HTTPError as exc:
+        if exc.code != 404:  # BlobNotFound: no server fetched this release yet
+            raise
+        record = None
+    pinned = json.loads(document.get("project_sha256") or "{}")
+    if record is None:
+        if not found:  # every release lists its files in project.ini [blobs] Files: an empty fetch is a broken one
+            shutil.rmtree(folder, ignore_errors=True)
+            raise RuntimeError(
+                "cyclecloud-slurm " + release + ": the fetch holds no blobs/ files; nothing recorded or uploaded"
+            )
+        body = json.dumps({"source": document["project"], "sha256": found}, indent=1, sort_keys=True) + "\n"
+        locker_blob(spec, subscription, "PUT", body.encode())
+        for name, digest in sorted(found.items()):
+            log("cyclecloud-slurm " + release + ": recorded " + name + " sha256 " + digest + " in " + where, log_file)
+        return folder
+    digests = record.get("sha256") if isinstance(record, dict) else None
+    if not isinstance(digests, dict):
+        raise RuntimeError("the record " + where + " holds no sha256 map; nothing uploaded")
+    if pinned and differences(pinned, digests, "recorded"):
+        raise RuntimeError(
+            "compute.cyclecloud.slurm_project_sha256 disagrees with the digests recorded at the first fetch in "
+            + where + ", not uploaded: " + differences(pinned, digests, "recorded")
+        )
+    detail = differences(found, digests, "recorded")
+    if detail:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise RuntimeError(
+            "cyclecloud-slurm " + release + " differs from its first fetch recorded in " + where
+            + ", not uploaded: " + detail
+        )
     return folder
 
 
@@ -425,7 +507,7 @@ def apply_account(document, subscription, state, project, log_file):
     source = document.get("project", "")
     key = "\n".join(
         (document["account"], document.get("account_lookups", ""), source, document["project_name"],
-         document.get("project_sha256", ""), subscription)
+         document.get("project_sha256", ""), document.get("project_record", ""), subscription)
     )
     digest = hashlib.sha256(key.encode()).hexdigest()
     if digest == read(os.path.join(state, "account.sha256")):
@@ -439,9 +521,22 @@ def apply_account(document, subscription, state, project, log_file):
         raise RuntimeError("the CycleCloud account " + name + " could not be created")
     await_locker(name + "-storage", log_file)
     folder = verified(fetched_project(source, document["project_name"], project, log_file), document)
+    recorded(folder, document, subscription, log_file)
     if cyclecloud(["project", "upload", name + "-storage"], log_file, cwd=folder) != 0:
         raise RuntimeError("the Slurm project could not be uploaded to locker " + name + "-storage")
     write(os.path.join(state, "account.sha256"), digest + "\n")
+
+
+def recent_versions(state, seen):
+    """The secrets' versions the last Key Vault read recorded, if it saw the same userData and wheel less than
+    VAULT_SECONDS ago; None: ask Key Vault."""
+    try:
+        with open(os.path.join(state, "vault-versions.json")) as handle:
+            recorded = json.load(handle)
+    except (OSError, ValueError):
+        return None
+    fresh = 0 <= time.time() - float(recorded.get("at", 0)) < VAULT_SECONDS
+    return recorded.get("versions") if fresh and recorded.get("seen") == seen else None
 
 
 def sync(state, project, log_file):
@@ -449,12 +544,19 @@ def sync(state, project, log_file):
     wheel = wheel_tag(log_file)
     document = decode(user_data)
     subscription = imds(SUBSCRIPTION_URL).strip()
-    secrets = vault_secrets(document, subscription)
     # A new wheel with the same userData is a change too: the scheduler must get its digest. So is a new version of a
     # secret parameter: the hash takes its identifier, never its value.
-    versions = "/".join(secrets[name][1] for name in sorted(secrets))
-    digest = hashlib.sha256((user_data + "\n" + "/".join(wheel or ()) + "\n" + versions).encode()).hexdigest()
+    seen = user_data + "\n" + "/".join(wheel or ()) + "\n"
     applied = read(os.path.join(state, "userdata.sha256"))
+    versions = recent_versions(state, hashlib.sha256(seen.encode()).hexdigest())
+    if versions is not None and hashlib.sha256((seen + versions).encode()).hexdigest() == applied:
+        log("userData unchanged, secrets read less than " + str(int(VAULT_SECONDS)) + " s ago: nothing to do", log_file)
+        return
+    secrets = vault_secrets(document, subscription)
+    versions = "/".join(secrets[name][1] for name in sorted(secrets))
+    recorded = {"seen": hashlib.sha256(seen.encode()).hexdigest(), "at": time.time(), "versions": versions}
+    write(os.path.join(state, "vault-versions.json"), json.dumps(recorded) + "\n", 0o600)
+    digest = hashlib.sha256((seen + versions).encode()).hexdigest()
     if digest == applied:
         log("userData and secrets unchanged (sha256 " + digest[:12] + "): nothing to do", log_file)
         return

@@ -9,13 +9,17 @@ from typing import Any
 
 import pytest
 
+from hpclz.config.identity import BuiltinRole
 from hpclz.findings import Finding
 from hpclz.render.payload import pack, unpack
+from hpclz.render.roles import ROLE_IDS
 from hpclz.rules.base import RULE_ID, Rule, run_rules
 from hpclz.rules.template import LINT_RULES, TEMPLATE_RULES
 from hpclz.rules.template.context import TemplateContext
+from hpclz.rules.template.delegation import KEY_ROLES
 from tests.arm.support import context, load
 from tests.render.conftest import preset_plan
+from tests.support.arm_standin.authz import builtin_roles, role_grants
 
 # rule ID -> (bad fixture, fragments that must appear in the findings' messages, JSON paths they point at)
 CASES: dict[str, tuple[str, list[str], list[str]]] = {
@@ -192,15 +196,28 @@ CASES: dict[str, tuple[str, list[str], list[str]]] = {
         ["[[node defaults]] sets the secret $AccountingPassword"],
         [],
     ),
-    # ai-training's compute template before its execute arrays turned CycleCloud's metadata rule off, byte for byte
-    # (tests/golden at 756a781), with the storage deployment's blob grants to the compute identity added, as gates
-    # see them from the plan: every job's checkpoint write and dataset read would have been refused.
+    # ai-training's compute template as hpclz rendered it at 8fed115 (tests/golden/ai-training/07-compute.template.json,
+    # byte for byte), its execute arrays opening the metadata service to jobs, with the storage deployment's blob
+    # grants to the compute identity added as gates see them from the plan: every job held every role of the locker
+    # and compute identities.
     "HPCLZ-TPL-060": (
-        "tpl-060-jobs-kept-from-imds.json",
+        "tpl-060-jobs-open-imds.json",
         [
-            f"[[nodearray {name}]] keeps its jobs from the instance metadata service, yet carries "
+            f"[[nodearray {name}]] opens the instance metadata service to every job, yet carries "
             "id-aitrain-compute-prod-eus2, which holds Storage Blob Data Reader"
             for name in ("gb300", "h100", "h200")
+        ],
+        [],
+    ),
+    # energy's storage template before the compute identity held Storage Blob Delegator, byte for byte (tests/golden at
+    # ca82291): its data roles sat on the checkpoints and seismic-archive containers only, so Get User Delegation Key
+    # was refused and no job could get a user delegation SAS.
+    "HPCLZ-TPL-061": (
+        "tpl-061-no-delegation-key.json",
+        [
+            f"id-energy-compute-prod-scus holds {role} on a container of stenergyprodscuseb80, but no role with "
+            "generateUserDelegationKey/action at that account"
+            for role in ("Storage Blob Data Reader", "Storage Blob Data Contributor")
         ],
         [],
     ),
@@ -431,15 +448,14 @@ def _plan_context(stem: str) -> TemplateContext:
 
 
 @pytest.mark.parametrize("stem", ["ai-training", "energy", "finance", "manufacturing"])
-def test_every_preset_lets_its_jobs_reach_the_identity_they_need(stem: str) -> None:
+def test_every_preset_keeps_its_jobs_from_the_node_identities(stem: str) -> None:
     assert run_rules([RULES["HPCLZ-TPL-060"]], _plan_context(stem))[0] == []
 
 
-def test_jobs_without_blob_roles_need_no_metadata_access() -> None:
-    """The fixture without its blob grants: the compute identity holds no data role, and the rule is quiet."""
-    template = load("bad/tpl-060-jobs-kept-from-imds.json")
-    template["resources"] = [r for r in template["resources"] if r["type"] != "Microsoft.Authorization/roleAssignments"]
-    assert run(RULES["HPCLZ-TPL-060"], template) == []
+def test_a_template_that_keeps_every_node_closed_passes() -> None:
+    """ai-training's compute template from before its execute arrays opened the service (tests/golden at 756a781),
+    with the same blob grants: every node keeps CycleCloud's rule, and the rule is quiet."""
+    assert run(RULES["HPCLZ-TPL-060"], load("tpl-060-jobs-kept-from-imds.json")) == []
 
 
 def _with_cluster(template: dict[str, Any], edit: Callable[[str], str]) -> dict[str, Any]:
@@ -454,23 +470,27 @@ def _with_cluster(template: dict[str, Any], edit: Callable[[str], str]) -> dict[
 
 
 @pytest.mark.parametrize(
-    "opened",
+    "closed",
     [
-        "        slurm.role = execute\n        cyclecloud.node.prevent_metadata_access = false\n",
+        "        slurm.role = execute\n        cyclecloud.node.prevent_metadata_access = true\n",
         # The same setting in a [[[configuration cyclecloud]]] section: CycleCloud merges the sections.
-        "        slurm.role = execute\n\n        [[[configuration cyclecloud]]]\n        node.prevent_metadata_access = false\n",
+        "        slurm.role = execute\n\n        [[[configuration cyclecloud]]]\n        node.prevent_metadata_access = true\n",
     ],
 )
-def test_execute_arrays_that_open_the_metadata_service_pass(opened: str) -> None:
-    template = _with_cluster(
-        load("bad/tpl-060-jobs-kept-from-imds.json"),
-        lambda text: text.replace("        slurm.role = execute\n", opened),
-    )
-    assert run(RULES["HPCLZ-TPL-060"], template) == []
-
-
-def test_node_defaults_that_open_the_metadata_service_pass_and_an_array_may_close_it_again() -> None:
+def test_execute_arrays_that_close_the_metadata_service_again_pass(closed: str) -> None:
     def edit(text: str) -> str:
+        text = text.replace("        cyclecloud.node.prevent_metadata_access = false\n", "")
+        return text.replace("        slurm.role = execute\n", closed)
+
+    assert run(RULES["HPCLZ-TPL-060"], _with_cluster(load("bad/tpl-060-jobs-open-imds.json"), edit)) == []
+
+
+def test_node_defaults_that_open_the_metadata_service_fail_on_every_node_that_does_not_close_it() -> None:
+    """Set in [[node defaults]], the setting reaches the scheduler and login nodes too; one array that states true
+    again is closed, the scheduler and login state true themselves."""
+
+    def edit(text: str) -> str:
+        text = text.replace("        cyclecloud.node.prevent_metadata_access = false\n", "")
         text = text.replace(
             "        slurm.version =",
             "        cyclecloud.node.prevent_metadata_access = false\n        slurm.version =",
@@ -484,5 +504,80 @@ def test_node_defaults_that_open_the_metadata_service_pass_and_an_array_may_clos
             1,
         )
 
-    findings = run(RULES["HPCLZ-TPL-060"], _with_cluster(load("bad/tpl-060-jobs-kept-from-imds.json"), edit))
-    assert [f.message.split(": ", 1)[1].split(" keeps")[0] for f in findings] == ["[[nodearray gb300]]"]
+    findings = run(RULES["HPCLZ-TPL-060"], _with_cluster(load("bad/tpl-060-jobs-open-imds.json"), edit))
+    assert sorted({f.message.split(": ", 1)[1].split(" opens")[0] for f in findings}) == [
+        "[[nodearray h100]]",
+        "[[nodearray h200]]",
+    ]
+
+
+def test_an_open_node_whose_identities_hold_no_role_passes() -> None:
+    template = load("bad/tpl-060-jobs-open-imds.json")
+    template["resources"] = [r for r in template["resources"] if r["type"] != "Microsoft.Authorization/roleAssignments"]
+    template["resources"] = [r for r in template["resources"] if r["type"] != "Microsoft.Resources/deployments"]
+    assert run(RULES["HPCLZ-TPL-060"], template) == []
+
+
+@pytest.mark.parametrize("stem", ["ai-training", "energy", "finance", "manufacturing"])
+def test_every_preset_gives_its_container_data_identity_a_delegation_key(stem: str) -> None:
+    plan = preset_plan(stem)
+    for deployment in plan.deployments:
+        ctx = TemplateContext.from_deployment(deployment)
+        ctx.plan_templates = {d.name: d.template for d in plan.deployments if d is not deployment}
+        assert run_rules([RULES["HPCLZ-TPL-061"]], ctx)[0] == [], deployment.name
+
+
+def _delegator(scope: str | None) -> dict[str, Any]:
+    """Storage Blob Delegator for energy's compute identity, as hpclz.render.roles renders it, at `scope`."""
+    identity = "resourceId('rg-energy-management-prod-scus', 'Microsoft.ManagedIdentity/userAssignedIdentities', "
+    identity += "'id-energy-compute-prod-scus')"
+    return {
+        "type": "Microsoft.Authorization/roleAssignments",
+        "apiVersion": "2022-04-01",
+        "name": f"[guid({identity}, 'delegator')]",
+        **({"scope": scope} if scope else {}),
+        "properties": {
+            "roleDefinitionId": "[subscriptionResourceId('Microsoft.Authorization/roleDefinitions', "
+            "'db58b8e5-c6ad-4a2a-8342-4190687cbf4a')]",
+            "principalId": f"[reference({identity}, '2023-01-31').principalId]",
+            "principalType": "ServicePrincipal",
+        },
+    }
+
+
+@pytest.mark.parametrize(
+    ("scope", "findings"),
+    [
+        ("Microsoft.Storage/storageAccounts/stenergyprodscuseb80", 0),  # the account: what render grants
+        (None, 0),  # the resource group the account is declared in
+        ("Microsoft.Storage/storageAccounts/stenergyccprodscuseb80", 2),  # another account: no key for this one
+        ("Microsoft.Storage/storageAccounts/stenergyprodscuseb80/blobServices/default/containers/checkpoints", 2),
+    ],
+)
+def test_the_delegation_key_needs_the_account_or_above(scope: str | None, findings: int) -> None:
+    """Get User Delegation Key needs its action "scoped at the level of the storage account, the resource group, or
+    the subscription" (learn.microsoft.com/rest/api/storageservices/create-user-delegation-sas): on a container, or on
+    another account, it gives no key."""
+    template = load("bad/tpl-061-no-delegation-key.json")
+    template["resources"].append(_delegator(scope))
+    assert len(run(RULES["HPCLZ-TPL-061"], template)) == findings
+
+
+def test_the_delegation_key_may_come_from_another_template_of_the_plan() -> None:
+    template = load("bad/tpl-061-no-delegation-key.json")
+    ctx = context(template, "southcentralus", None, None)
+    other = {"resources": [_delegator("Microsoft.Storage/storageAccounts/stenergyprodscuseb80")]}
+    ctx.plan_templates = {"identity": other}
+    assert run_rules([RULES["HPCLZ-TPL-061"]], ctx)[0] == []
+
+
+@pytest.mark.parametrize(
+    "role",
+    # Monitoring Data Reader's JSON is not shipped (tests/azure/test_standin_authz.py says why): it cannot be checked.
+    [r for r in BuiltinRole if r is not BuiltinRole.MONITORING_DATA_READER],
+)
+def test_the_key_roles_are_those_whose_real_json_holds_the_key_action(role: BuiltinRole) -> None:
+    """KEY_ROLES against the roles' JSON as the Azure RBAC built-in roles reference prints it (the stand-in's
+    data/builtin_roles.json): a role is listed exactly when its actions include generateUserDelegationKey/action."""
+    action = "Microsoft.Storage/storageAccounts/blobServices/generateUserDelegationKey/action"
+    assert role_grants(builtin_roles()[ROLE_IDS[role]], action, False) == (ROLE_IDS[role] in KEY_ROLES)

@@ -227,3 +227,24 @@ def test_the_documented_registration_is_the_articles_and_ccws(tmp_path: Path) ->
     assert f'SPA_URIS="{" ".join(printed)}"' in text
     assert "--web-redirect-uris" not in text and "--resource-port 443" not in text
     assert _registration_json([])["spa"] == {"redirectUris": []}
+
+
+def test_an_unpinned_release_says_how_to_read_and_pin_the_digests_the_server_recorded(tmp_path: Path) -> None:
+    """The record's blob is the one userData names for hpclz-cluster-sync (project_record); pinned, no step."""
+    from hpclz.render.build import build_plan
+
+    loaded, doc = _server_only(str(REPO / "configs" / "finance.yaml"))
+    (step,) = [s for s in next_steps(loaded, doc) if s.startswith("Pin cyclecloud-slurm 4.0.9")]
+    (compute,) = [d for d in build_plan(loaded.config).deployments if d.component == "compute"]
+    record = json.loads(json.loads(compute.artifacts["cloud-init/cyclecloud-userdata.json"])["project_record"])
+    assert (
+        f"az storage blob download --auth-mode login --account-name {record['account']} --container-name "
+        f"{record['container']} --name {record['blob']} --file {record['blob']}"
+    ) in step
+    assert "sudo grep recorded /var/log/hpclz-cluster-sync.log" in step
+    data = preset_doc("finance")
+    data["compute"]["cyclecloud"]["slurm_project_sha256"] = {"azure-slurm-pkg-4.0.9.tar.gz": "a" * 64}
+    config = tmp_path / "finance.yaml"
+    YAML().dump(data, config)
+    pinned, doc = _server_only(str(config))
+    assert not any(s.startswith("Pin cyclecloud-slurm") for s in next_steps(pinned, doc))

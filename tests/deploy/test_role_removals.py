@@ -13,6 +13,9 @@ import importlib
 import importlib.util
 import json
 import os
+import subprocess
+import sys
+import tempfile
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -20,7 +23,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 from unittest import mock
 
 import pytest
@@ -28,6 +31,8 @@ from azure.storage.blob import BlobServiceClient
 
 from hpclz.config.identity import BuiltinRole
 from hpclz.config.loader import load_config
+from hpclz.render.health_gate import health_gate
+from hpclz.render.job_storage import job_storage
 from hpclz.render.roles import ROLE_IDS
 from hpclz.render.zone import LOCKER_IDENTITY, Zone
 from tests.conftest import REPO, RunCli
@@ -39,6 +44,7 @@ from tests.support.arm_standin.cyclecloud import CycleCloud
 from tests.support.arm_standin.data_planes import BlobFront, VaultFront
 from tests.support.arm_standin.imds import Imds
 from tests.support.arm_standin.reach import Origin
+from tests.support.azurite import ACCOUNT as AZURITE_ACCOUNT
 from tests.support.azurite import shared_azurite
 
 T = TypeVar("T")
@@ -52,6 +58,7 @@ ARM_AUDIENCE = "https://management.azure.com/"
 HERE = "tests.deploy.test_role_removals::"  # the scenarios below (SCENARIOS), run by test_each_removal_refuses...
 BLOB_CONTAINERS = HERE + "blob_container_writes"
 BLOB_READS = HERE + "blob_container_reads"
+JOB_CREDENTIAL = HERE + "job_credential_mints"
 GROUP_LISTS = HERE + "group_lists"
 SECRET_READS = HERE + "secret_reads"
 STORAGE_AUDIENCE = "https://storage.azure.com/"
@@ -105,6 +112,11 @@ REMOVALS: dict[Kind, Removal] = {
     # A datasets container: jobs read it with the compute identity and may not write it (render/roles.py).
     Kind("Storage Blob Data Reader", COMPUTE, BLOB_CONTAINER): Removal(
         "a job on a compute node reads a dataset with the node's identity (and cannot overwrite it)", BLOB_READS
+    ),
+    # The data account: Get User Delegation Key acts at the account (create-user-delegation-sas, "Assign permissions
+    # with RBAC"); the job credential's prolog gets its key with the node's token.
+    Kind("Storage Blob Delegator", COMPUTE, ACCOUNT): Removal(
+        "a job's prolog gets a user delegation key and signs the job's SAS with it (hpclz-job-storage)", JOB_CREDENTIAL
     ),
     Kind("Storage Blob Data Contributor", "identity.groups.users", BLOB_CONTAINER): Removal(
         "a user writes a checkpoint (or a dataset) with their own Entra ID token", BLOB_CONTAINERS
@@ -441,6 +453,79 @@ def blob_container_reads(world: World) -> list[Outcome]:
 
             out.append((kind, container, *world.without(key, step)))
     return out
+
+
+JOB_STORAGE = REPO / "templates" / "cloud-init" / "job_storage.py"
+
+
+def job_credential_mints(world: World) -> list[Outcome]:
+    """Each Storage Blob Delegator of the compute identity at a data account: the job credential's prolog
+    (templates/cloud-init/job_storage.py, with the settings hpclz renders for this zone) run as slurmd runs it, against
+    the node's metadata service and the account's Blob front; then the job's Put Blob into a checkpoints container
+    with the SAS it left. Refused: Get User Delegation Key's 403, and the prolog leaves no token (it never fails)."""
+    kind = Kind("Storage Blob Delegator", COMPUTE, ACCOUNT)
+    grants = world.grants(kind)
+    if not grants:
+        return []  # a zone without blob containers (manufacturing) renders no job credential
+    identity = world.identity("compute")
+    imds_url = world.imds.route(world.carrier(identity), world.imds.url)
+    relative = identity.split("/", 3)[3]  # resourceGroups/...: the node reads its subscription from IMDS
+    gate = health_gate("energy")
+    storage = job_storage(world.zone, gate, relative)
+    assert storage is not None
+    containers = cast(list[dict[str, str]], storage.settings["containers"])
+    writable = next(c["name"] for c in containers if "w" in c["permissions"])
+    azurite = shared_azurite()
+    service = BlobServiceClient.from_connection_string(azurite.connection_string)
+    out: list[Outcome] = []
+    for key, grant, _ in grants:
+        account = scope_of(grant)
+        front = BlobFront(world.arm, account, azurite.account_url, world.origin).start()
+        if not service.get_container_client(writable).exists():
+            service.create_container(writable)
+
+        def step(front: BlobFront = front) -> tuple[str, int]:
+            with tempfile.TemporaryDirectory() as tmp:
+                settings = {
+                    **storage.settings,
+                    # The front signs as Azurite's account (its path-style URL names it), as the SDK's SAS there do.
+                    "account": AZURITE_ACCOUNT,
+                    "jobs": f"{tmp}/jobs",
+                    "key_cache": f"{tmp}/key/user-delegation-key.json",
+                }
+                (Path(tmp) / "settings.json").write_text(json.dumps(settings))
+                env = {
+                    "PATH": os.environ["PATH"],
+                    "HPCLZ_IMDS_URL": imds_url,
+                    "HPCLZ_BLOB_URL": front.account_url,
+                    "SLURM_JOB_ID": "1",
+                    "SLURM_JOB_UID": str(os.getuid()),
+                    "SLURM_JOB_GID": str(os.getgid()),
+                }
+                args = [sys.executable, str(JOB_STORAGE), "prolog", f"{tmp}/settings.json"]
+                subprocess.run(args, env=env, capture_output=True, text=True, timeout=120, check=True)
+                sas = Path(tmp) / "jobs/1" / f"{writable}.sas"
+                if not sas.exists():
+                    return "no token", 0
+                url = f"{front.account_url}/{writable}/job-{uuid.uuid4()}.ckpt?{sas.read_text().strip()}"
+                return "minted", _put_blob_sas(url)
+
+        try:
+            out.append((kind, account.rsplit("/", 1)[-1], *world.without(key, step)))
+        finally:
+            front.stop()
+    return out
+
+
+def _put_blob_sas(url: str) -> int:
+    request = urllib.request.Request(
+        url, data=b"step", headers={"x-ms-version": "2026-10-06", "x-ms-blob-type": "BlockBlob"}, method="PUT"
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return int(response.status)
+    except urllib.error.HTTPError as exc:
+        return exc.code
 
 
 def boot_reads(world: World) -> list[Outcome]:
@@ -841,6 +926,7 @@ SCENARIOS: dict[str, tuple[Callable[[World], list[Outcome]], object, object]] = 
         ((403, "AuthorizationPermissionMismatch"), (403, "AuthorizationPermissionMismatch")),
         ((200, ""), (403, "AuthorizationPermissionMismatch")),  # reads, and still cannot write
     ),
+    "job_credential_mints": (job_credential_mints, ("no token", 0), ("minted", 201)),
     "boot_reads": (boot_reads, "AuthorizationFailed", "read"),
     "group_lists": (group_lists, "AuthorizationFailed", "listed"),
     "secret_reads": (secret_reads, "ForbiddenByRbac", "read"),

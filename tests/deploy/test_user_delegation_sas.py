@@ -8,9 +8,9 @@ gets no key. Each refusal is Azure's status and x-ms-error-code.
 
 The key: Get User Delegation Key needs generateUserDelegationKey "scoped at the level of the storage account, the
 resource group, or the subscription" (learn.microsoft.com/rest/api/storageservices/create-user-delegation-sas, "Assign
-permissions with RBAC"), and the compute identity's data roles as rendered are scoped to containers, so it gets no
-key as deployed (asserted here while the render gives the identity no role at the account); the page's remedy,
-Storage Blob Delegator at the account, is then assigned here as an operator outside hpclz would."""
+permissions with RBAC"), and the compute identity's data roles are scoped to containers, so the render grants it the
+page's remedy, Storage Blob Delegator at the account (hpclz.render.roles): the zone as deployed issues the key, and
+with that one assignment removed the same request is refused."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ from hpclz.config.loader import load_config
 from hpclz.render.zone import LOCKER_IDENTITY, Zone
 from tests.conftest import RunCli
 from tests.deploy.outside import ids
-from tests.deploy.role_assignments import Kind, rendered
+from tests.deploy.role_assignments import Kind
 from tests.deploy.test_proving_ground import deployed, refused, scheduler_identity
 from tests.deploy.test_role_removals import BLOB_CONTAINER, COMPUTE, STORAGE_AUDIENCE, World, scope_of
 from tests.support.arm_standin import ArmStandIn
@@ -46,7 +46,7 @@ from tests.support.azurite import ACCOUNT, shared_azurite
 
 WRITER = Kind("Storage Blob Data Contributor", COMPUTE, BLOB_CONTAINER)  # checkpoints
 READER = Kind("Storage Blob Data Reader", COMPUTE, BLOB_CONTAINER)  # datasets
-ACCOUNT_SCOPE = "Microsoft.Storage/storageAccounts"
+DELEGATOR = Kind("Storage Blob Delegator", COMPUTE, "Microsoft.Storage/storageAccounts")  # the key
 
 
 @contextmanager
@@ -106,6 +106,15 @@ def _put(front: BlobFront, container: str, sas: str) -> tuple[int, str]:
         return exc.code, exc.headers.get("x-ms-error-code") or ""
 
 
+def _key_or_refusal(front: BlobFront, token: str) -> Any:
+    """The key, or (status, x-ms-error-code) when the service refuses it."""
+    try:
+        return _key(front, token)
+    except HttpResponseError as exc:
+        response: Any = exc.response
+        return exc.status_code, response.headers.get("x-ms-error-code")
+
+
 def _key_refusal(front: BlobFront, token: str) -> tuple[int | None, str | None]:
     with pytest.raises(HttpResponseError) as caught:
         _key(front, token)
@@ -131,12 +140,11 @@ def test_a_jobs_user_delegation_sas_is_judged_as_azure_judges_it(
             token = world.node_token("compute", STORAGE_AUDIENCE)
             compute = arm.proving.caller("Bearer " + token)
             assert isinstance(compute, Principal)
-            if not any(k.principal == COMPUTE and k.scope == ACCOUNT_SCOPE for k, _ in rendered("energy")):
-                # As rendered, the compute identity's data roles sit on containers only: no key, until Storage Blob
-                # Delegator is assigned at the account (assigned here as an operator outside hpclz would).
-                assert _key_refusal(front, token) == (403, "AuthorizationPermissionMismatch")
-                arm.proving.authorization.grant(compute.object_id, "Storage Blob Delegator", account)
-            key = _key(front, token)
+            # The key as deployed (the render's Storage Blob Delegator at the account); without that assignment, the
+            # identity's container-scoped data roles give none.
+            [(delegator, _, _)] = world.grants(DELEGATOR)
+            refused_without, key = world.without(delegator, lambda: _key_or_refusal(front, token))
+            assert refused_without == (403, "AuthorizationPermissionMismatch")
             assert key.signed_oid == compute.object_id
 
             checkpoint_sas = _sas(key, checkpoints, "rcw")

@@ -192,3 +192,25 @@ def test_assignments_recorded_without_a_body_still_pair_by_scope_in_order() -> N
     assert {r.id for r in changes.resources if r.type == ROLE_TYPE} == {
         r.id for r in state.resources if r.type == ROLE_TYPE
     }
+
+
+def test_the_delegator_grant_plans_as_one_create_on_a_zone_applied_before_it() -> None:
+    """A zone applied before the compute identity held Storage Blob Delegator on the data account: the new render adds
+    that one role assignment and replaces nothing (an assignment's name is guid(scope, principal, role), so every
+    other assignment keeps its name)."""
+    config = preset("energy")
+    before = build_plan(config)
+    (storage,) = [d for d in before.deployments if d.component == "storage"]
+    delegator = "hpclz: Storage Blob Delegator for identity.managed_identities.compute"
+    kept = [r for r in storage.template["resources"] if r.get("properties", {}).get("description") != delegator]
+    assert len(kept) == len(storage.template["resources"]) - 1
+    storage.template["resources"] = kept
+    changes = offline_changeset(build_plan(config), applied_state(config, before))
+    assert [(r.action, r.type, r.label) for r in changes.changed_resources] == [
+        (
+            Action.CREATE,
+            ROLE_TYPE,
+            "Storage Blob Delegator -> identity id-energy-compute-prod-scus at stenergyprodscuseb80",
+        )
+    ]
+    assert changes.summary.change == changes.summary.replace == changes.summary.destroy == 0

@@ -17,10 +17,9 @@ from typing import Any, ClassVar
 import pytest
 
 from hpclz.render.cloudinit import USER_RECORDS_BLOB
-from tests.render.test_cloudinit import _artifacts, _cloud_config
+from tests.render.test_cloudinit import TEMPLATES, _artifacts, _cloud_config
 from tests.support.local_http import FakeService, serve
 
-USERS = "/opt/hpclz/bin/hpclz-cc-users"
 SUBSCRIPTION = "00000000-0000-0000-0000-0000000000aa"
 SPEC = {
     "account": "lockeracct",
@@ -107,7 +106,8 @@ class FakeBlob(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def box(tmp_path: Path) -> Iterator[dict[str, Any]]:
-    (text,) = [f["content"] for f in _cloud_config("finance")["write_files"] if f["path"] == USERS]
+    # The program as the hpclz wheel carries it, where hpclz-server-programs installs it from (test_server_programs.py).
+    text = (TEMPLATES / "cc_users.py").read_text(encoding="utf-8")
     script = tmp_path / "hpclz-cc-users"
     script.write_text(text, encoding="utf-8")
     FakeImds.user_data = {"user_records": json.dumps(SPEC)}
@@ -263,6 +263,8 @@ def test_the_first_boot_imports_the_users_before_cyclecloud_initializes() -> Non
     imported = at("hpclz-cc-await imported /opt/cycle_server/config/data/hpclz-users.json")
     initialize = min(n for n, line in enumerate(lines) if line.startswith("cyclecloud initialize"))
     assert restore < moved < at("/opt/cycle_server/cycle_server start") < imported < initialize
+    # hpclz-cc-users itself comes from the hpclz wheel in the locker, installed first (hpclz-server-programs).
+    assert at("/opt/hpclz/bin/hpclz-server-programs --first-boot") < restore
     assert restore < at('"Name": "$ADMIN", "RawPassword": "$password", "Superuser": true$admin_uid_field}')
 
 

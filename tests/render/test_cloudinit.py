@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import base64
 import gzip
 import json
@@ -19,6 +20,7 @@ from ruamel.yaml import YAML
 
 from hpclz.errors import HpclzError
 from hpclz.render.cloudinit import CUSTOM_DATA_LIMIT, USER_DATA_LIMIT, custom_data, user_data
+from hpclz.render.server_programs import SERVER_PROGRAMS
 from hpclz.render.shipped import shipped_template
 from hpclz.slurm.route import SCHEDULER_PYTHON
 from tests.conftest import require
@@ -94,12 +96,43 @@ def test_custom_data_installs_cyclecloud_and_the_sync_service_only(preset_path: 
     assert "webServerMaxHeapSize=8192M" in bootstrap
     assert "systemctl start hpclz-cluster-sync.service" in bootstrap
     assert "systemctl enable --now hpclz-cluster-sync.timer" in bootstrap
-    assert files["/opt/hpclz/bin/hpclz-cluster-sync"] == (TEMPLATES / "cluster_sync.py").read_text(encoding="utf-8")
+    # hpclz's own programs are not here: hpclz-server-programs installs them from the hpclz wheel in the locker, and
+    # again from each newer wheel (test_server_programs.py), so a newer hpclz never changes customData.
+    assert files["/opt/hpclz/bin/hpclz-server-programs"] == (TEMPLATES / "server_programs.py").read_text(
+        encoding="utf-8"
+    )
+    assert "/opt/hpclz/bin/hpclz-cluster-sync" not in files and "/opt/hpclz/bin/hpclz-cc-users" not in files
+    assert "/usr/bin/python3 /opt/hpclz/bin/hpclz-server-programs --first-boot" in bootstrap
     assert "OnUnitInactiveSec=" in files["/etc/systemd/system/hpclz-cluster-sync.timer"]
     # Nothing that follows a partition edit may be here: customData cannot change after the VM exists.
     text = _artifacts(preset_path.stem)["cloud-init/cyclecloud-server.yaml"]
     # (MachineType = is the template's attribute; cluster-sync's wait names the Azure.MachineType records.)
     assert "[[nodearray" not in text and "MachineType = " not in text and "import_cluster" not in bootstrap
+
+
+def test_a_server_without_cyclecloud_identity_keeps_its_programs_in_custom_data() -> None:
+    """Without CycleCloud's identity the server cannot read the locker, so the wheel cannot bring the programs."""
+
+    def without(data: dict[str, Any]) -> None:
+        data.setdefault("identity", {}).setdefault("managed_identities", {})["scheduler"] = False
+
+    (server,) = cyclecloud_vms(variant("finance", without))
+    text = _unpacked(server["properties"]["osProfile"]["customData"])
+    files = {f["path"]: f["content"] for f in YAML(typ="safe").load(text)["write_files"]}
+    assert files["/opt/hpclz/bin/hpclz-cluster-sync"] == (TEMPLATES / "cluster_sync.py").read_text(encoding="utf-8")
+    assert files["/opt/hpclz/bin/hpclz-cc-users"] == (TEMPLATES / "cc_users.py").read_text(encoding="utf-8")
+    assert "/opt/hpclz/bin/hpclz-server-programs" in files
+
+
+def test_the_loader_installs_the_programs_render_names() -> None:
+    """hpclz-server-programs' own list (it runs on the server, without hpclz) is the one render and egress read."""
+    tree = ast.parse((TEMPLATES / "server_programs.py").read_text(encoding="utf-8"))
+    (programs,) = [
+        ast.literal_eval(node.value)
+        for node in tree.body
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "PROGRAMS" for t in node.targets)
+    ]
+    assert {name: f"cloud-init/{source}" for source, name in programs} == SERVER_PROGRAMS
 
 
 def test_user_data_carries_the_cluster_its_parameters_and_the_account(preset_path: Path) -> None:
@@ -470,7 +503,7 @@ def test_node_and_bootstrap_scripts_are_valid_bash(preset_path: Path, tmp_path: 
         assert checked.returncode == 0, f"script {index}: {checked.stderr}"
 
 
-@pytest.mark.parametrize("name", ["scheduled_events.py", "arm_get.py", "cluster_sync.py"])
+@pytest.mark.parametrize("name", ["scheduled_events.py", "arm_get.py", "cluster_sync.py", "server_programs.py"])
 def test_node_helpers_are_valid_python(name: str) -> None:
     source = (TEMPLATES / name).read_text(encoding="utf-8")
     compile(source, name, "exec")

@@ -7,6 +7,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -53,9 +54,11 @@ class FakeVault(BaseHTTPRequestHandler):
     (https://learn.microsoft.com/en-us/rest/api/keyvault/secrets/get-secret/get-secret)."""
 
     secrets: ClassVar[dict[str, str]] = {}
+    gets: ClassVar[int] = 0
 
     def do_GET(self) -> None:
         assert self.headers["Authorization"] == "Bearer vault-token"
+        FakeVault.gets += 1
         vault, _, name = self.path.split("?")[0].strip("/").split("/")
         value = self.secrets.get(f"{vault}/{name}")
         body: dict[str, Any]
@@ -98,18 +101,35 @@ def arm(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
 
 
 class FakeBlob(BaseHTTPRequestHandler):
-    """Put Blob on the locker (learn.microsoft.com/rest/api/storageservices/put-blob: 201 Created), recording each
-    request; `status` answers otherwise."""
+    """Put Blob and Get Blob on the locker (learn.microsoft.com/rest/api/storageservices/put-blob: 201 Created;
+    .../get-blob: 404 BlobNotFound for a blob that does not exist), recording each Put; `status` answers a Put to a
+    blob whose path ends with `refused` (403: the locker refuses it). A Put with If-None-Match: * onto a blob that exists is refused with 409 BlobAlreadyExists
+    (.../specifying-conditional-headers-for-blob-service-operations)."""
 
     puts: ClassVar[list[tuple[str, dict[str, str], bytes]]] = []
+    blobs: ClassVar[dict[str, bytes]] = {}
     status: ClassVar[int] = 201
+    refused: ClassVar[str] = "/current"
 
     def do_PUT(self) -> None:
         body = self.rfile.read(int(self.headers["Content-Length"]))
         FakeBlob.puts.append((self.path, {k.lower(): v for k, v in self.headers.items()}, body))
-        self.send_response(self.status)
+        status = self.status if self.path.endswith(self.refused) else 201
+        if self.headers.get("If-None-Match") == "*" and self.path in self.blobs:
+            status = 409
+        elif status == 201:
+            FakeBlob.blobs[self.path] = body
+        self.send_response(status)
         self.send_header("Content-Length", "0")
         self.end_headers()
+
+    def do_GET(self) -> None:
+        assert self.headers["Authorization"] == "Bearer vault-token"
+        body = self.blobs.get(self.path)
+        self.send_response(404 if body is None else 200)
+        self.send_header("Content-Length", str(len(body or b"")))
+        self.end_headers()
+        self.wfile.write(body or b"")
 
     def log_message(self, *args: Any) -> None:
         pass
@@ -117,7 +137,7 @@ class FakeBlob(BaseHTTPRequestHandler):
 
 @pytest.fixture(autouse=True)
 def blob(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    FakeBlob.puts, FakeBlob.status = [], 201
+    FakeBlob.puts, FakeBlob.blobs, FakeBlob.status = [], {}, 201
     with serve(FakeBlob) as url:
         monkeypatch.setenv("HPCLZ_BLOB_URL", url + "/{account}")
         yield url
@@ -127,6 +147,7 @@ def blob(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
 def vault(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """Every run may read a secret: the finance preset keeps its accounting password in Key Vault."""
     FakeVault.secrets = {f"{spec['vault']}/{spec['name']}": "preset-password" for spec in _secret_specs()}
+    FakeVault.gets = 0
     with serve(FakeVault) as url:
         monkeypatch.setenv("HPCLZ_VAULT_URL", url + "/{vault}")
         yield url
@@ -165,7 +186,7 @@ def _cyclecloud(folder: Path, log: Path, failing: str = "") -> None:
         'if [ "$1 $2" = "project fetch" ]; then mkdir -p "$4/blobs" && '
         'printf "[project]\\nname = %s\\nversion = %s\\n" "${HPCLZ_TEST_PROJECT_NAME:-slurm}" "${3##*/}" '
         '> "$4/project.ini" && '
-        f'printf %s {RELEASE_BYTES.decode()} > "$4/blobs/{RELEASE_FILE}"; fi\n'
+        f'printf %s "${{HPCLZ_TEST_RELEASE_BYTES:-{RELEASE_BYTES.decode()}}}" > "$4/blobs/{RELEASE_FILE}"; fi\n'
     )
     script.write_text(f'#!/bin/sh\necho "$(pwd) cyclecloud $*" >> {log}\n{fail}{fetch}exit 0\n', encoding="utf-8")
     script.chmod(0o755)
@@ -266,9 +287,9 @@ def _command(box: dict[str, Path]) -> list[str]:
     return [sys.executable, str(SYNC), *args]
 
 
-def _run(box: dict[str, Path], imds: str, document: str) -> tuple[int, list[str]]:
+def _run(box: dict[str, Path], imds: str, document: str, **env: str) -> tuple[int, list[str]]:
     FakeImds.user_data = user_data(document)
-    done = subprocess.run(_command(box), env=_env(box, imds), capture_output=True, text=True, timeout=60)
+    done = subprocess.run(_command(box), env=_env(box, imds) | env, capture_output=True, text=True, timeout=60)
     lines = box["calls"].read_text(encoding="utf-8").splitlines() if box["calls"].exists() else []
     # The installed-version query every changed userData makes is not a call of interest here.
     calls = [c for c in lines if not c.startswith("rpm -q --queryformat %{VERSION} cyclecloud8")]
@@ -306,16 +327,38 @@ def test_first_run_applies_the_account_uploads_the_project_and_imports(box: dict
 
 def test_unchanged_user_data_does_nothing(box: dict[str, Path], imds: str) -> None:
     _run(box, imds, _document())
+    asked = FakeVault.gets
     rc, calls = _run(box, imds, _document())
     assert (rc, calls) == (0, [])
+    assert (
+        "userData unchanged, secrets read less than 1800 s ago: nothing to do"
+        in (box["log"].read_text(encoding="utf-8").splitlines()[-1])
+    )
+    assert FakeVault.gets == asked, "Key Vault is not asked again within HPCLZ_VAULT_SECONDS"
+    # Once that time has passed it is asked again, and the same versions are still nothing to do.
+    assert _run(box, imds, _document(), HPCLZ_VAULT_SECONDS="0") == (0, [])
+    assert FakeVault.gets > asked
     assert "userData and secrets unchanged" in box["log"].read_text(encoding="utf-8").splitlines()[-1]
+
+
+def test_changed_user_data_asks_key_vault_at_once(box: dict[str, Path], imds: str) -> None:
+    _run(box, imds, _document())
+    FakeVault.secrets = {f"{spec['vault']}/{spec['name']}": "rotated-Passw0rd" for spec in _secret_specs()}
+    document = json.loads(_document())
+    document["template"] += "\n"
+    rc, calls = _run(box, imds, json.dumps(document))
+    assert rc == 0 and [c.split(" ", 2)[2].split(" ")[0] for c in calls] == ["import_cluster", "start_cluster"]
+    params = json.loads((box["state"] / "slurm-params.json").read_text(encoding="utf-8"))
+    assert params["AccountingPassword"] == "rotated-Passw0rd"
 
 
 def test_a_rotated_secret_reimports_the_cluster_with_its_new_value(box: dict[str, Path], imds: str) -> None:
     """userData names the secret, not its value: a new version in Key Vault alone must reach the cluster parameter."""
     _run(box, imds, _document())
     FakeVault.secrets = {f"{spec['vault']}/{spec['name']}": "rotated-Passw0rd" for spec in _secret_specs()}
-    rc, calls = _run(box, imds, _document())
+    # Within HPCLZ_VAULT_SECONDS of the last read the new version is not seen yet; it is not lost either.
+    assert _run(box, imds, _document()) == (0, [])
+    rc, calls = _run(box, imds, _document(), HPCLZ_VAULT_SECONDS="0")
     assert rc == 0
     assert [c.split(" ", 2)[2].split(" ")[0] for c in calls] == ["import_cluster", "start_cluster"]
     params = box["state"] / "slurm-params.json"
@@ -614,6 +657,118 @@ def test_the_config_pins_the_release_in_user_data() -> None:
     assert "project_sha256" not in json.loads(_document())  # the presets pin nothing: no public digest was read
 
 
+def _record(box: dict[str, Path]) -> tuple[str, dict[str, Any] | None]:
+    """The locker path of the release's record (userData's project_record) and what the locker holds there."""
+    spec = json.loads(json.loads(_document())["project_record"])
+    path = f"/{spec['account']}/{spec['container']}/{spec['blob']}"
+    body = FakeBlob.blobs.get(path)
+    return path, json.loads(body) if body is not None else None
+
+
+def _rebuilt(box: dict[str, Path]) -> None:
+    """A new server: no local state and no fetch kept, the same locker."""
+    for name in ("state", "project"):
+        shutil.rmtree(box[name])
+        box[name].mkdir()
+    box["log"].unlink(missing_ok=True)
+
+
+def test_the_first_fetch_records_each_files_digest_in_the_locker_and_the_log(box: dict[str, Path], imds: str) -> None:
+    digest = hashlib.sha256(RELEASE_BYTES).hexdigest()
+    rc, calls = _run(box, imds, _document())
+    assert rc == 0 and any(c.endswith("cyclecloud project upload hpclz-storage") for c in calls)
+    path, record = _record(box)
+    assert path.endswith("/hpclz/cyclecloud-slurm-4.0.9.sha256.json")
+    assert record == {
+        "source": "https://github.com/Azure/cyclecloud-slurm/releases/4.0.9",
+        "sha256": {RELEASE_FILE: digest},
+    }
+    ((_, headers, _),) = [p for p in FakeBlob.puts if p[0] == path]
+    # Written once, never over a record another server made, with CycleCloud's identity.
+    assert headers["if-none-match"] == "*" and headers["authorization"] == "Bearer vault-token"
+    assert f"cyclecloud-slurm 4.0.9: recorded {RELEASE_FILE} sha256 {digest} in hpclz/" in box["log"].read_text()
+    # A rebuilt server's fetch of the same files matches the record: uploaded, the record left as it was.
+    _rebuilt(box)
+    rc, calls = _run(box, imds, _document())
+    assert rc == 0 and any(c.endswith("cyclecloud project upload hpclz-storage") for c in calls)
+    assert len([p for p in FakeBlob.puts if p[0] == path]) == 1
+
+
+def test_a_later_fetch_that_differs_from_the_record_is_refused_and_uploads_nothing(
+    box: dict[str, Path], imds: str
+) -> None:
+    _run(box, imds, _document())
+    path, record = _record(box)
+    _rebuilt(box)
+    rc, calls = _run(box, imds, _document(), HPCLZ_TEST_RELEASE_BYTES="swapped-bytes")
+    assert rc == 1
+    assert any("project fetch" in c for c in calls)
+    assert not any("project upload" in c or "import_cluster" in c for c in calls)
+    assert not (box["project"] / "slurm-4.0.9").exists()  # thrown away: the next run fetches again
+    (line,) = [x for x in box["log"].read_text().splitlines() if "failed, will retry" in x]
+    swapped = hashlib.sha256(b"swapped-bytes").hexdigest()
+    assert line.endswith(
+        f"cyclecloud-slurm 4.0.9 differs from its first fetch recorded in {path.split('/', 2)[2]} in storage account "
+        f"{path.split('/')[1]}, not uploaded: {RELEASE_FILE} ({swapped[:12]}, recorded "
+        f"{hashlib.sha256(RELEASE_BYTES).hexdigest()[:12]})"
+    )
+    assert _record(box) == (path, record)  # the record stands
+    # GitHub serves the release it first served again: uploaded.
+    rc, calls = _run(box, imds, _document())
+    assert rc == 0 and any(c.endswith("cyclecloud project upload hpclz-storage") for c in calls)
+
+
+def test_configured_digests_that_disagree_with_the_record_fail_loudly(box: dict[str, Path], imds: str) -> None:
+    _run(box, imds, _document())
+    path, record = _record(box)
+    _rebuilt(box)
+    other = hashlib.sha256(b"other-bytes").hexdigest()
+    rc, calls = _run(box, imds, _pinned({RELEASE_FILE: other}), HPCLZ_TEST_RELEASE_BYTES="other-bytes")
+    assert rc == 1
+    assert not any("project upload" in c or "import_cluster" in c for c in calls)
+    (line,) = [x for x in box["log"].read_text().splitlines() if "failed, will retry" in x]
+    assert "compute.cyclecloud.slurm_project_sha256 disagrees with the digests recorded at the first fetch" in line
+    assert f"{RELEASE_FILE} ({other[:12]}, recorded {hashlib.sha256(RELEASE_BYTES).hexdigest()[:12]})" in line
+    assert _record(box) == (path, record)
+
+
+def test_configured_digests_win_over_the_first_fetch(box: dict[str, Path], imds: str) -> None:
+    """Pinned, the first fetch is checked against the config before anything is recorded: a swapped asset is neither
+    uploaded nor recorded; the fetch that matches the pin is what the record then holds."""
+    good = hashlib.sha256(RELEASE_BYTES).hexdigest()
+    rc, calls = _run(box, imds, _pinned({RELEASE_FILE: good}), HPCLZ_TEST_RELEASE_BYTES="swapped-bytes")
+    assert rc == 1 and not any("project upload" in c for c in calls)
+    assert "does not match its pinned SHA-256, not uploaded" in box["log"].read_text()
+    assert _record(box)[1] is None
+    rc, calls = _run(box, imds, _pinned({RELEASE_FILE: good}))
+    assert rc == 0 and any(c.endswith("cyclecloud project upload hpclz-storage") for c in calls)
+    assert _record(box)[1] == {
+        "source": "https://github.com/Azure/cyclecloud-slurm/releases/4.0.9",
+        "sha256": {RELEASE_FILE: good},
+    }
+
+
+def test_a_first_fetch_without_files_is_neither_recorded_nor_uploaded(box: dict[str, Path], imds: str) -> None:
+    """4.0.9's project.ini lists three files ([blobs] Files, Azure/cyclecloud-slurm@50e6739:project.ini:7-8): a fetch
+    that brought none would otherwise be recorded as the release, and every good fetch after it refused."""
+    script = box["bin"] / "cyclecloud"
+    script.write_text(script.read_text().replace(f'"$4/blobs/{RELEASE_FILE}"', "/dev/null"), encoding="utf-8")
+    rc, calls = _run(box, imds, _document())
+    assert rc == 1 and not any("project upload" in c for c in calls)
+    assert "the fetch holds no blobs/ files; nothing recorded or uploaded" in box["log"].read_text()
+    assert _record(box)[1] is None and not (box["project"] / "slurm-4.0.9").exists()
+
+
+def test_a_locker_that_refuses_the_record_fails_the_run_before_the_upload(box: dict[str, Path], imds: str) -> None:
+    FakeBlob.status, FakeBlob.refused = 403, ".sha256.json"
+    try:
+        rc, calls = _run(box, imds, _document())
+    finally:
+        FakeBlob.refused = "/current"
+    assert rc == 1 and not any("project upload" in c for c in calls)
+    assert "HTTP Error 403" in box["log"].read_text()
+
+
 def _cs_calls(box: dict[str, Path]) -> list[str]:
     return (box["cs"] / "cs-calls").read_text(encoding="utf-8").splitlines()
 
@@ -674,6 +829,11 @@ def test_machine_types_never_known_fail_the_run_before_start_with_one_line(box: 
     assert line.endswith("no machine-type record for node(s) scheduler of riskgrid-prod after 60 checks; not started")
 
 
+def _wheel_puts() -> list[tuple[str, dict[str, str], bytes]]:
+    """The Puts of the wheel pointer, `current`, among those of the release's record (cyclecloud-slurm-*.sha256.json)."""
+    return [put for put in FakeBlob.puts if put[0].endswith("/current")]
+
+
 def test_the_tags_wheel_is_published_in_the_locker_for_a_running_scheduler(box: dict[str, Path], imds: str) -> None:
     """The scheduler's hpclz-wheel-update timer reads the locker's `current` blob (test_install_wheel); it is written
     with CycleCloud's identity, after the cluster was imported with the same wheel."""
@@ -683,23 +843,23 @@ def test_the_tags_wheel_is_published_in_the_locker_for_a_running_scheduler(box: 
     assert rc == 0
     spec = json.loads(json.loads(_document())["wheel_locker"])
     assert spec["container"] == "hpclz" and spec["identity"].endswith("/id-riskgrid-scheduler-prod-weu")
-    ((path, headers, body),) = FakeBlob.puts
+    ((path, headers, body),) = _wheel_puts()
     assert path == f"/{spec['account']}/hpclz/current"
     assert body == f"{DIGEST}/hpclz-0.1.0-py3-none-any.whl\n".encode()
     assert headers["x-ms-blob-type"] == "BlockBlob" and headers["authorization"] == "Bearer vault-token"
     assert headers["x-ms-version"] >= "2017-11-09"  # bearer tokens need it (authorize-with-azure-active-directory)
-    (storage,) = [q for q in FakeImds.token_queries if "storage.azure.com" in q]
-    assert "id-riskgrid-scheduler-prod-weu" in storage
+    storage = [q for q in FakeImds.token_queries if "storage.azure.com" in q]  # the release's record's and the wheel's
+    assert storage and all("id-riskgrid-scheduler-prod-weu" in q for q in storage)
     # A second deploy's wheel is published again; the same one is not.
     _run(box, imds, _document())
     FakeImds.tags = [{"name": "hpclz-wheel", "value": f"{'2' * 64}/hpclz-0.1.0-py3-none-any.whl"}]
     rc, _ = _run(box, imds, _document())
-    assert rc == 0 and [b for _, _, b in FakeBlob.puts][1:] == [f"{'2' * 64}/hpclz-0.1.0-py3-none-any.whl\n".encode()]
+    assert rc == 0 and [b for _, _, b in _wheel_puts()][1:] == [f"{'2' * 64}/hpclz-0.1.0-py3-none-any.whl\n".encode()]
 
 
 def test_no_wheel_tag_publishes_nothing(box: dict[str, Path], imds: str) -> None:
     rc, _ = _run(box, imds, _document())
-    assert rc == 0 and FakeBlob.puts == []
+    assert rc == 0 and _wheel_puts() == []
 
 
 def test_a_refused_publication_fails_the_run_and_is_retried(box: dict[str, Path], imds: str) -> None:
@@ -709,7 +869,7 @@ def test_a_refused_publication_fails_the_run_and_is_retried(box: dict[str, Path]
     assert rc == 1 and "HTTP Error 403" in box["log"].read_text(encoding="utf-8")
     FakeBlob.status = 201
     rc, calls = _run(box, imds, _document())
-    assert rc == 0 and len(FakeBlob.puts) == 2 and calls[-1].endswith("start_cluster riskgrid-prod")
+    assert rc == 0 and len(_wheel_puts()) == 2 and calls[-1].endswith("start_cluster riskgrid-prod")
 
 
 def _at(document: str, version: str) -> str:

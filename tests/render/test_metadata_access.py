@@ -3,9 +3,10 @@
 CycleCloud keeps every user but root and its own out by default ("node.prevent_metadata_access: Prevents users,
 other than the root user or cyclecloud user, from accessing the VM metadata from the node. CycleCloud applies these
 access rules in iptables. Default: true", learn.microsoft.com/azure/cyclecloud/cluster-references/
-configuration-reference). Jobs need the compute identity's tokens where it holds blob data roles
-(docs/checkpoints.md), so the execute arrays turn the rule off there; the scheduler and login nodes keep it, and
-every hpclz service that asks for a token runs as root.
+configuration-reference). hpclz keeps it on every node, execute arrays included: a job that reached the service
+would hold every role of every identity its node carries (HPCLZ-TPL-060). Jobs get their blob containers through
+the per-job SAS that a root-run Slurm prolog mints (docs/checkpoints.md), and every hpclz service that asks for a
+token runs as root.
 """
 
 from __future__ import annotations
@@ -37,7 +38,9 @@ def _jobs_use_the_identity(stem: str) -> bool:
 
 
 @pytest.mark.parametrize("stem", PRESETS)
-def test_only_execute_arrays_whose_jobs_use_the_identity_open_the_metadata_service(stem: str) -> None:
+def test_every_node_keeps_the_metadata_service_closed_to_jobs(stem: str) -> None:
+    """Stated on each node, never left to [[node defaults]] or CycleCloud's default, whether or not the compute
+    identity holds blob data roles (storage.blob.containers)."""
     sections = parse(_artifacts(stem)["cyclecloud/slurm-cluster.txt"])
     assert SETTING not in sections["defaults"].settings
     assert sections["scheduler"].settings[SETTING] == "true"
@@ -45,8 +48,7 @@ def test_only_execute_arrays_whose_jobs_use_the_identity_open_the_metadata_servi
         assert sections["login"].settings[SETTING] == "true"
     arrays = [s for s in sections.values() if s.settings.get("slurm.role") == "execute"]
     assert arrays
-    expected = "false" if _jobs_use_the_identity(stem) else "true"
-    assert {s.settings[SETTING] for s in arrays} == {expected}
+    assert {s.settings[SETTING] for s in arrays} == {"true"}
 
 
 def test_the_presets_cover_both_kinds() -> None:

@@ -653,6 +653,12 @@ CASES: dict[str, list[Case]] = {
             ),
         )
     ],
+    # Nothing pinned, as in every preset (no public source states the 4.0.9 assets' digests); also without CycleCloud's
+    # identity, where no record is kept. Its passing case is a pinned config (test_config_rules.py).
+    "HPCLZ-CMP-021": [
+        Case("manufacturing", _set("compute.cyclecloud.slurm_project_sha256", {})),
+        Case("manufacturing", _set("identity.managed_identities", {"scheduler": False})),
+    ],
     "HPCLZ-CMP-017": [
         Case("ai-training", _set("compute.cyclecloud.slurm_version", "25.11.4")),
         Case("energy", _set("compute.cyclecloud.slurm_project_version", "3.0.11")),

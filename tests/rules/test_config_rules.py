@@ -33,7 +33,14 @@ DELIBERATE = {
     ("finance", "HPCLZ-CMP-047"),
     # finance's only egress is the hub firewall: the hub team needs the list of what the zone fetches.
     ("finance", "HPCLZ-NET-014"),
+    # No public source states cyclecloud-slurm 4.0.9's SHA-256: no preset can pin it, each trusts the first fetch.
+    ("ai-training", "HPCLZ-CMP-021"),
+    ("energy", "HPCLZ-CMP-021"),
+    ("finance", "HPCLZ-CMP-021"),
+    ("manufacturing", "HPCLZ-CMP-021"),
 }
+# Rules every preset shows (all DELIBERATE), each with its passing case tested below instead.
+PASSES_OUTSIDE_PRESETS = {"HPCLZ-CMP-021"}
 
 CASE_PARAMS = [
     pytest.param(rule_id, case, id=f"{rule_id}-{n}") for rule_id, cases in CASES.items() for n, case in enumerate(cases)
@@ -92,7 +99,22 @@ def test_every_rule_passes_somewhere() -> None:
     for path in PRESETS:
         reported, _ = check_config(load_config(path))
         fired_everywhere &= {f.rule_id for f in reported}
-    assert fired_everywhere == ALWAYS_REPORTS
+    assert fired_everywhere == ALWAYS_REPORTS | PASSES_OUTSIDE_PRESETS
+
+
+def test_a_pinned_release_is_not_trusted_on_first_use() -> None:
+    """HPCLZ-CMP-021's passing case: every file of the release pinned (digests made up for the test only; HPCLZ-CMP-018
+    checks the names, the sync checks the bytes)."""
+    from hpclz.catalog.versions import PROJECT_BLOBS
+
+    pinned = {name: "a" * 64 for name in PROJECT_BLOBS["4.0.9"]}
+    case = Case("finance", _set("compute.cyclecloud.slurm_project_sha256", pinned))
+    assert _findings("HPCLZ-CMP-021", case) == []
+    assert _findings("HPCLZ-CMP-018", case) == []
+    (unpinned,) = _findings("HPCLZ-CMP-021", CASES["HPCLZ-CMP-021"][0])
+    assert "recorded in the locker's hpclz/cyclecloud-slurm-4.0.9.sha256.json" in unpinned.message
+    (unrecorded,) = _findings("HPCLZ-CMP-021", CASES["HPCLZ-CMP-021"][1])
+    assert "every fetch from GitHub is trusted as it comes" in unrecorded.message
 
 
 def test_every_internet_spelling_is_caught_but_deny_and_outbound_are_not() -> None:

@@ -32,16 +32,18 @@ def test_cli_suppress_silences_a_rule_and_says_so(run_cli: RunCli) -> None:
         "hpclz-mon-002",
         "--suppress",
         "HPCLZ-ZON-002",
+        "--suppress",
+        "HPCLZ-CMP-021",
     )
     assert result.exit_code == ExitCode.OK
     assert "HPCLZ-MON-002" not in result.stdout.split("suppressed:")[0]
-    assert "suppressed: HPCLZ-MON-002" in result.stdout
+    assert "suppressed: HPCLZ-CMP-021, HPCLZ-MON-002" in result.stdout
 
 
 def test_config_suppress_list_silences_a_rule(run_cli: RunCli, tmp_path: Path) -> None:
     path = tmp_path / "lz.yaml"
     path.write_text(
-        Path(AI).read_text(encoding="utf-8") + "\nsuppress: [HPCLZ-MON-002, HPCLZ-ZON-002]\n",
+        Path(AI).read_text(encoding="utf-8") + "\nsuppress: [HPCLZ-MON-002, HPCLZ-ZON-002, HPCLZ-CMP-021]\n",
         encoding="utf-8",
     )
     assert run_cli("validate", str(path), "--fail-level", "warning").exit_code == ExitCode.OK
@@ -100,8 +102,8 @@ def test_human_output_names_file_line_rule_path_and_fix(run_cli: RunCli) -> None
     assert "monitoring.retention_days: logs are kept 30 days" in out
     assert "fix: Raise monitoring.retention_days" in out
     assert (
-        "fails at --fail-level warning (0 errors, 1 warning, 4 info;" in out
-    )  # info: HPCLZ-MNT-031, ZON-002, CMP-010, CMP-047
+        "fails at --fail-level warning (0 errors, 2 warnings, 4 info;" in out
+    )  # warnings: MON-002, CMP-021 (nothing pins cyclecloud-slurm); info: HPCLZ-MNT-031, ZON-002, CMP-010, CMP-047
 
 
 def test_config_paths_with_list_names_survive_rich_markup(run_cli: RunCli, tmp_path: Path) -> None:
@@ -122,7 +124,7 @@ def test_json_output_carries_every_finding_with_location(run_cli: RunCli) -> Non
     mon = next(f for f in envelope["findings"] if f["rule_id"] == "HPCLZ-MON-002")
     assert mon["severity"] == "warning" and mon["line"] and mon["path"] == "monitoring.retention_days"
     assert mon["docs"] == "hpclz explain HPCLZ-MON-002"
-    assert envelope["result"]["counts"] == {"error": 0, "warning": 1, "info": 4}
+    assert envelope["result"]["counts"] == {"error": 0, "warning": 2, "info": 4}
 
 
 def test_live_preflight_ids_may_be_suppressed_in_the_config(run_cli: RunCli, tmp_path: Path) -> None:

@@ -54,7 +54,8 @@ class CycleCloud(StrictModel):
     # The released project's files (project.ini [blobs] Files, which `cyclecloud project upload` takes from blobs/:
     # Azure/cyclecloud-slurm@50e6739:docker-package.sh l.22-46) by SHA-256, as published with the release. hpclz
     # ships none: no public source read here states the 4.0.9 assets' digests, and a digest hpclz computed from a
-    # download it cannot make would be invented. Given, hpclz-cluster-sync uploads nothing that differs.
+    # download it cannot make would be invented. Given, hpclz-cluster-sync uploads nothing that differs; empty, it
+    # records the first fetch's digests in the locker and refuses a later fetch that differs (docs/locker.md).
     slurm_project_sha256: dict[
         Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.+-]{0,127}$")],
         Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")],
@@ -62,7 +63,9 @@ class CycleCloud(StrictModel):
         default_factory=dict,
         description=(
             "SHA-256 of each file of the cyclecloud-slurm release (e.g. azure-slurm-pkg-4.0.9.tar.gz), from the "
-            "release's assets; empty: the fetched files are uploaded as GitHub serves them, unchecked."
+            "release's assets; empty: the first fetch is uploaded as GitHub serves it and its digests are recorded in "
+            "the locker (hpclz/cyclecloud-slurm-<version>.sha256.json), and a later fetch that differs is refused. "
+            "Set, the fetch must match these, and so must the record."
         ),
         json_schema_extra=policy("in_place"),
     )

@@ -25,6 +25,7 @@ class BuiltinRole(StrEnum):
     STORAGE_ACCOUNT_CONTRIBUTOR = "Storage Account Contributor"
     STORAGE_BLOB_DATA_CONTRIBUTOR = "Storage Blob Data Contributor"
     STORAGE_BLOB_DATA_READER = "Storage Blob Data Reader"
+    STORAGE_BLOB_DELEGATOR = "Storage Blob Delegator"
     KEY_VAULT_ADMINISTRATOR = "Key Vault Administrator"
     KEY_VAULT_SECRETS_USER = "Key Vault Secrets User"
     MONITORING_METRICS_PUBLISHER = "Monitoring Metrics Publisher"
@@ -79,7 +80,10 @@ class ManagedIdentities(StrictModel):
     )
     compute: bool = Field(
         default=True,
-        description="Identity for compute nodes: blob data on checkpoint storage, secrets read on Key Vault.",
+        description=(
+            "Identity for compute nodes: blob data on the data containers, Storage Blob Delegator on their account "
+            "(user delegation SAS for jobs), secrets read on Key Vault."
+        ),
     )
 
 

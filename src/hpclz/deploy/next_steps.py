@@ -213,7 +213,34 @@ def next_steps(
         f"Verify, on the scheduler (from the CycleCloud server: cyclecloud connect scheduler -c {cluster}), "
         f"with a copy of {config}: hpclz verify {config}"
     )
-    return steps + _dashboards(doc)
+    return steps + _project_record(loaded) + _dashboards(doc)
+
+
+def _project_record(loaded: LoadedConfig) -> list[str]:
+    """Where to read the SHA-256 the CycleCloud server recorded for the cyclecloud-slurm release at its first fetch
+    (hpclz-cluster-sync, templates/cloud-init/cluster_sync.py `recorded`), when the config pins none. Deploy cannot
+    read it for the operator: the server records it after deploy ends, when its sync first runs, and the locker takes
+    no traffic from outside the VNet (docs/locker.md). `az storage blob download --auth-mode login` reads a blob with
+    the signed-in account's Entra ID token (learn.microsoft.com/cli/azure/storage/blob, "az storage blob download");
+    identity.groups.admins hold a data role on the hpclz container (hpclz.render.roles.locker_assignments)."""
+    from hpclz.render.cloudinit import project_record_blob
+    from hpclz.render.roles import WHEEL_CONTAINER
+    from hpclz.render.zone import Zone
+
+    cc = loaded.config.compute.cyclecloud
+    if cc.slurm_project_sha256 or not loaded.config.identity.managed_identities.scheduler:
+        return []
+    blob = project_record_blob(cc.slurm_project_version)
+    account = Zone(loaded.config).locker_account_name
+    return [
+        f"Pin cyclecloud-slurm {cc.slurm_project_version} (HPCLZ-CMP-021): once the server has synced, read the SHA-256 "
+        f"it recorded at its first fetch, as an admin from a machine that reaches the locker: az storage blob download "
+        f"--auth-mode login --account-name {account} --container-name {WHEEL_CONTAINER} --name {blob} --file {blob} "
+        "(or on the CycleCloud server: sudo grep recorded /var/log/hpclz-cluster-sync.log); check each against "
+        "sha256sum of the asset downloaded from "
+        f"https://github.com/Azure/cyclecloud-slurm/releases/{cc.slurm_project_version} and set them in "
+        "compute.cyclecloud.slurm_project_sha256"
+    ]
 
 
 def _dashboards(doc: StateDocument) -> list[str]:

@@ -299,16 +299,19 @@ _WHOLE_SUBSCRIPTION = (
 
 
 _REPLACE_VM = "the VM is deleted and recreated with a new OS disk"
-# The CycleCloud server's customData carries its one-time install and the programs hpclz runs there (hpclz-cluster-
-# sync, hpclz-cc-users: templates/cloud-init/cyclecloud-server.yaml.j2), so a config edit that reaches it, or a newer
-# hpclz whose server programs changed, renders a new one. ARM cannot update it in place, so the only way to it is a
-# new server: the server rebuild path (hpclz.plan.server_rebuild), with the consent a replace needs, rather than a
-# refusal that would leave the zone unable to deploy again after an hpclz upgrade.
+# The CycleCloud server's customData carries its one-time install and hpclz-server-programs, which installs the programs
+# hpclz runs there (hpclz-cluster-sync, hpclz-cc-users) from the hpclz wheel in the locker, in place, whenever a newer
+# hpclz deploys (templates/cloud-init/cyclecloud-server.yaml.j2, server_programs.py). So a config edit that reaches
+# it renders a new one, and so does, once, a server an hpclz made before that loader, whose customData held the
+# programs themselves. ARM cannot update it in place, so the only way to it is a new server: the server rebuild path
+# (hpclz.plan.server_rebuild), with the consent a replace needs, rather than a refusal that would leave the zone
+# unable to deploy again after an hpclz upgrade.
 _CUSTOM_DATA = _v(
     Policy.REPLACE,
     "a VM's customData cannot be updated after the VM is created (ARM OSProfile.customData); the CycleCloud "
-    "server's carries its one-time install and hpclz's server programs (hpclz-cluster-sync, hpclz-cc-users), so a "
-    "new one, from a config edit or a newer hpclz, is a new server",
+    "server's carries its one-time install and the loader of hpclz's server programs (hpclz-cluster-sync, "
+    "hpclz-cc-users come from the hpclz wheel, in place), so a new one, from a config edit or, once, from a server "
+    "an hpclz made before that loader (its customData held the programs), is a new server",
     "recreate the CycleCloud server in a maintenance window (its cluster definition comes back from userData): "
     + server_rebuild.replace_action(),
     'ARM OSProfile.customData reference: "This property cannot be updated after the VM is created."',

@@ -17,7 +17,7 @@ import base64
 import json
 import posixpath
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hpclz.catalog import load_catalog
 from hpclz.config.compute import ExistingAccounting, NewAccounting, Partition
@@ -26,13 +26,19 @@ from hpclz.errors import ExitCode, HpclzError
 from hpclz.render.arm import API_VERSIONS, resource_path
 from hpclz.render.engine import PLAIN_NAME, Safe, render_text
 from hpclz.render.health_gate import GATE_SCRIPT, GATE_STAMP, health_gate
+from hpclz.render.job_storage import JOBS, TASK_PROLOG, VARIABLE, job_storage
+from hpclz.render.job_storage import SCRIPT as JOB_STORAGE_SCRIPT
 from hpclz.render.nccl import container_files
 from hpclz.render.payload import pack
 from hpclz.render.prometheus import node_metrics
-from hpclz.render.roles import LOCKER_CONTAINER, WHEEL_CONTAINER, jobs_use_compute_identity, node_identities
+from hpclz.render.roles import LOCKER_CONTAINER, WHEEL_CONTAINER, node_identities
+from hpclz.render.server_programs import server_programs
 from hpclz.render.shipped import shipped_template
 from hpclz.render.writer import dumps
 from hpclz.render.zone import LOCKER_IDENTITY, Zone
+
+if TYPE_CHECKING:
+    from jinja2 import Environment
 
 CUSTOM_DATA_LIMIT = 65535  # bytes before base64 (Microsoft.Compute osProfile.customData)
 USER_DATA_LIMIT = 65536  # base64 characters: "the size can't exceed 64 KB" (learn.microsoft.com, VM user data)
@@ -321,6 +327,11 @@ def node_script(zone: Zone, partition: Partition, mounts: list[dict[str, Any]]) 
         metrics=node_metrics(zone, _compute_identity(zone), partition.vm_size),
         scratch=_scratch(zone, partition),
         events=watcher if events.enabled else None,
+        job_env=(
+            {"program": TASK_PROLOG, "jobs": JOBS, "variable": VARIABLE}
+            if job_storage(zone, gate, _compute_identity(zone))
+            else None
+        ),
         fabric_reports=topology["reports"] if topology and partition.name in topology["partitions"] else None,
         ib_reports=topology["reports"] if topology and partition.name in topology["tree_partitions"] else None,
         topology_link=topology_link(zone),
@@ -363,6 +374,7 @@ def cluster_files(zone: Zone) -> dict[str, str]:
             }
         )
     gate = health_gate(cluster_name(zone))
+    storage = job_storage(zone, gate, _compute_identity(zone))
     template = render_text(
         "cyclecloud/slurm-cluster.txt.j2",
         config=config,
@@ -378,13 +390,15 @@ def cluster_files(zone: Zone) -> dict[str, str]:
         # when the zone's policy requires it.
         node_tags={k: v for k, v in zone.tags().items() if PLAIN_NAME.fullmatch(k)},
         arrays=arrays,
-        jobs_use_identity=jobs_use_compute_identity(zone),
         scheduler_script=render_text(
             "cloud-init/scheduler.sh.j2",
             gate=gate,
             gate_stamp=GATE_STAMP,
             budgets=gate.budgets(),
             script=GATE_SCRIPT,
+            job_storage=storage,
+            job_storage_config=Safe(storage.config_text()) if storage else None,
+            job_storage_script=JOB_STORAGE_SCRIPT,
             mounts=mounts,
             idmap=nfs4_idmap(zone, mounts),
             identity=_compute_identity(zone),
@@ -417,7 +431,8 @@ def cluster_files(zone: Zone) -> dict[str, str]:
         suspend_minutes=suspend_minutes(config.compute.partitions),
     )
     parameters = {
-        "HpclzSlurmConfig": gate.slurm_conf(suspend_minutes(config.compute.partitions)),
+        "HpclzSlurmConfig": gate.slurm_conf(suspend_minutes(config.compute.partitions))
+        + (storage.slurm_conf() if storage else ""),
         "Credentials": CREDENTIALS,
         "Region": zone.location,
         "ComputeSubnetId": _subnet_for_cyclecloud(zone, "compute"),
@@ -501,6 +516,12 @@ SLURM_PROJECT = "slurm"
 
 # The blob in the hpclz container holding CycleCloud's user records: name, UID, node and Entra ID names only.
 USER_RECORDS_BLOB = "cyclecloud-users.json"
+
+
+def project_record_blob(version: str) -> str:
+    """The blob in the hpclz container where hpclz-cluster-sync records the SHA-256 of each file of a cyclecloud-slurm
+    release the first time a server fetches it, and against which every later fetch is checked."""
+    return f"cyclecloud-slurm-{version}.sha256.json"
 
 
 def project_source(zone: Zone) -> str:
@@ -592,23 +613,31 @@ def topology_link(zone: Zone) -> dict[str, Any] | None:
     return topology if topology and topology["yaml"] else None
 
 
-def server_cloud_config(zone: Zone) -> str:
-    """The one-time install: nothing in it may follow a config field that can change after the VM exists."""
+def server_cloud_config(zone: Zone, env: Environment | None = None) -> str:
+    """The one-time install: nothing in it may follow a config field that can change after the VM exists, nor a
+    program a newer hpclz changes. hpclz-cluster-sync and hpclz-cc-users reach the server from the hpclz wheel in the
+    locker (templates/cloud-init/server_programs.py), read with CycleCloud's identity; a server without that identity
+    cannot read the locker, so there they stay in customData, as before. Embedding them instead would not fit userData:
+    ai-training's would grow from 24,128 to 38,336 base64 characters (xz), past the half of 65,536 that
+    tests/render/test_limits.py keeps free. `env`: another template folder (hpclz.render.engine.environment)."""
     bootstrap = render_text(
         "cloud-init/cyclecloud-bootstrap.sh.j2",
+        env,
         config=zone.config,
         cc=zone.config.compute.cyclecloud,
         entra=zone.config.identity.cyclecloud_entra,
     )
+    programs = None if zone.config.identity.managed_identities.scheduler else server_programs(env)
     return render_text(
         "cloud-init/cyclecloud-server.yaml.j2",
+        env,
         config=zone.config,
         bootstrap=bootstrap,
-        sync_script=render_text("cloud-init/cluster_sync.py"),
-        await_script=render_text("cloud-init/cc_await.sh"),
-        users_script=render_text("cloud-init/cc_users.py"),
-        sync_service=render_text("cloud-init/cluster-sync.service.j2"),
-        sync_timer=render_text("cloud-init/cluster-sync.timer.j2"),
+        loader_script=render_text("cloud-init/server_programs.py", env),
+        programs=programs,
+        await_script=render_text("cloud-init/cc_await.sh", env),
+        sync_service=render_text("cloud-init/cluster-sync.service.j2", env),
+        sync_timer=render_text("cloud-init/cluster-sync.timer.j2", env),
     )
 
 
@@ -646,6 +675,16 @@ def user_data_document(zone: Zone, files: dict[str, str]) -> str:
                 "account": zone.locker_account_name,
                 "container": WHEEL_CONTAINER,
                 "blob": USER_RECORDS_BLOB,
+                "identity": _node_identity(zone, "scheduler"),
+            }
+        )
+        # Where the first fetch of the cyclecloud-slurm release records its files' SHA-256 (trust on first use): the
+        # same hpclz container and identity; a rebuilt server's fetch is checked against it (docs/locker.md).
+        document["project_record"] = dumps(
+            {
+                "account": zone.locker_account_name,
+                "container": WHEEL_CONTAINER,
+                "blob": project_record_blob(zone.config.compute.cyclecloud.slurm_project_version),
                 "identity": _node_identity(zone, "scheduler"),
             }
         )

@@ -19,6 +19,7 @@ from typing import Any
 
 from hpclz.arm.walk import iter_resources
 from hpclz.render.model import Deployment, DeploymentPlan
+from hpclz.render.server_programs import server_programs
 
 EGRESS_JSON = "egress.json"
 EGRESS_MD = "egress.md"
@@ -27,6 +28,7 @@ CYCLECLOUD = "cyclecloud"  # the CycleCloud server VM
 NODES = "nodes"  # scheduler, login and partition nodes, created by CycleCloud
 PORTAL = "portal"  # the Open OnDemand VM
 ROLES = (CYCLECLOUD, NODES, PORTAL)
+SERVER_CONFIG = "cloud-init/cyclecloud-server.yaml"  # the CycleCloud server's customData, as render writes it
 
 # CycleCloud's own outbound needs: MicrosoftDocs/azure-docs@0aa710a articles/cyclecloud/how-to/
 # running-in-locked-down-network.md l.15-23 (HTTPS to these hosts), l.31 and l.49-54 (Azure Storage; service tags
@@ -436,6 +438,9 @@ def role_texts(plan: DeploymentPlan) -> dict[str, str]:
         for name, text in sorted(deployment.artifacts.items()):
             for role, piece in _pieces(name, text):
                 texts[role].append(piece)
+        if SERVER_CONFIG in deployment.artifacts:
+            # What the server runs from the hpclz wheel, not from its customData (hpclz.render.server_programs).
+            texts[CYCLECLOUD] += [_code(text) for text in server_programs().values()]
         if deployment.component in EXTENSION_ROLE:
             texts[EXTENSION_ROLE[deployment.component]] += _extensions(deployment)
     return {role: "\n".join(parts) for role, parts in texts.items()}

@@ -31,6 +31,9 @@ ROLE_IDS: dict[BuiltinRole, str] = {
     BuiltinRole.STORAGE_ACCOUNT_CONTRIBUTOR: "17d1049b-9a84-46fb-8f53-869881c3d3ab",
     BuiltinRole.STORAGE_BLOB_DATA_CONTRIBUTOR: "ba92f5b4-2d11-453d-a403-e96b0029c9fe",
     BuiltinRole.STORAGE_BLOB_DATA_READER: "2a2b9908-6ea1-4ae2-8e65-a410df84e7d1",
+    # MicrosoftDocs/azure-docs@1b4e136a1da731e1ed16444eb6ce5701bcd8c0f4:articles/role-based-access-control/built-in-roles/
+    # storage.md, "Storage Blob Delegator".
+    BuiltinRole.STORAGE_BLOB_DELEGATOR: "db58b8e5-c6ad-4a2a-8342-4190687cbf4a",
     BuiltinRole.KEY_VAULT_ADMINISTRATOR: "00482a5a-887f-4fb3-b363-3b7fe8e74483",
     BuiltinRole.KEY_VAULT_SECRETS_USER: "4633458b-17de-408a-b874-0445c86b69e6",
     BuiltinRole.MONITORING_METRICS_PUBLISHER: "3913510d-42f4-4e42-8a64-420c390055eb",
@@ -133,6 +136,7 @@ def assignments(zone: Zone, area: str) -> list[Assignment]:
             out.append(_identity(zone, "scheduler", BuiltinRole.VM_CONTRIBUTOR))
     if area == "storage" and zone.blob_new:
         out += _data_containers(zone)
+        out += _delegation_key(zone)
         out += lustre_hsm_assignments(zone)
     if area == "storage":
         out += locker_assignments(zone)
@@ -278,10 +282,11 @@ def cyclecloud_subscription_assignments(zone: Zone) -> list[Assignment]:
 def _data_containers(zone: Zone) -> list[Assignment]:
     """Users and the nodes' identity reach the data containers only, each scoped on its own (Azure RBAC scopes
     blob data roles down to a container: learn.microsoft.com/azure/storage/blobs/assign-azure-role-data-access).
-    Every job on every node holds the one compute identity (any process on a VM gets its tokens from the instance
-    metadata service: learn.microsoft.com/entra/identity/managed-identities-azure-resources/how-to-use-vm-token), so
-    what it may write, any job may overwrite: a `datasets` container is input, read by jobs and written by its users
-    with their own Entra ID tokens, and the compute identity only reads it (Storage Blob Data Reader). Checkpoints and
+    Every job reaches the containers through a SAS signed with a user delegation key the compute identity asked for
+    (hpclz.render.job_storage), and what a user delegation SAS allows never exceeds that identity's role
+    (learn.microsoft.com/rest/api/storageservices/create-user-delegation-sas), so what it may write, any job may
+    overwrite: a `datasets` container is input, read by jobs and written by its users with their own Entra ID tokens,
+    and the compute identity only reads it (Storage Blob Data Reader). Checkpoints and
     general containers stay writable; versioning, soft delete and sealed versions keep what a job overwrites.
     The CycleCloud locker is not here: it has an account of its own (locker_assignments)."""
     blob = zone.blob_new
@@ -300,9 +305,29 @@ def _data_containers(zone: Zone) -> list[Assignment]:
     return out
 
 
+def _delegation_key(zone: Zone) -> list[Assignment]:
+    """Storage Blob Delegator on the data account for the compute identity, where it holds a blob data role on one of
+    its containers: a job's per-container user delegation SAS is signed with a key from Get User Delegation Key, whose
+    `Microsoft.Storage/storageAccounts/blobServices/generateUserDelegationKey/action` must be "scoped at the level of
+    the storage account, the resource group, or the subscription" (learn.microsoft.com/rest/api/storageservices/
+    create-user-delegation-sas, "Assign permissions with RBAC"), and the identity's data roles sit on containers only.
+
+    It widens nothing the identity may do to data: the role holds that one action and no data action (MicrosoftDocs/
+    azure-docs@1b4e136:articles/role-based-access-control/built-in-roles/storage.md, "Storage Blob Delegator"), and a
+    SAS signed with the key grants "the intersection of the permissions that were granted to the security principal
+    that requested the user delegation key and the permissions that were granted to the resource on the SAS token"
+    (create-user-delegation-sas, "Authorize a user delegation SAS"): still only its own containers, reads only on
+    datasets."""
+    if not jobs_use_compute_identity(zone):
+        return []
+    account = ("Microsoft.Storage/storageAccounts", zone.storage_account_name)
+    return [_identity(zone, "compute", BuiltinRole.STORAGE_BLOB_DELEGATOR, on=account)]
+
+
 def jobs_use_compute_identity(zone: Zone) -> bool:
-    """Whether jobs are meant to take the compute identity's tokens: it holds a blob data role on a data container
-    (_data_containers), which checkpoints and datasets are written and read with (docs/checkpoints.md)."""
+    """Whether jobs get blob containers: the compute identity holds a blob data role on a data container
+    (_data_containers), and each job gets a SAS per container signed with that identity's user delegation key
+    (hpclz.render.job_storage, docs/checkpoints.md)."""
     principal = zone.identity_principal("compute") if zone.config.identity.managed_identities.compute else None
     return principal is not None and any(a.principal_id == principal for a in _data_containers(zone))
 

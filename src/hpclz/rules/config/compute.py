@@ -478,14 +478,19 @@ class SlurmProjectDigests(Rule[ConfigContext]):
     files: a swapped or truncated asset is never uploaded. The digests must cover exactly the release's files
     (project.ini [blobs] Files: Azure/cyclecloud-slurm@50e6739:project.ini:7-8 for 4.0.9), or the sync would refuse
     a good release. hpclz ships no digests (no public source it could read states them), so an empty map is allowed:
-    the fetch is then trusted as GitHub serves it over TLS."""
+    the first fetch is then trusted as GitHub serves it over TLS, and recorded (HPCLZ-CMP-021 warns). To pin, take
+    the digests the server recorded at that first fetch (the locker's hpclz/cyclecloud-slurm-<version>.sha256.json,
+    or the "recorded" lines of /var/log/hpclz-cluster-sync.log on the server; `hpclz deploy` prints the command),
+    check them against `sha256sum` of each asset downloaded from the release page, and set them here."""
 
     id = "HPCLZ-CMP-018"
     severity = Severity.ERROR
     title = "cyclecloud-slurm release files not pinned by SHA-256, or pinned wrongly"
     fix = (
-        "Set compute.cyclecloud.slurm_project_sha256 to {file: sha256} for every file of the release's assets "
-        "(sha256sum of each download from github.com/Azure/cyclecloud-slurm/releases/<version>)."
+        "Set compute.cyclecloud.slurm_project_sha256 to {file: sha256} for every file of the release's assets: the "
+        "digests the server recorded at its first fetch (the locker's hpclz/cyclecloud-slurm-<version>.sha256.json; "
+        "`hpclz deploy` prints how to read it), checked against sha256sum of each download from "
+        "github.com/Azure/cyclecloud-slurm/releases/<version>."
     )
 
     def check(self, ctx: ConfigContext) -> Iterable[Finding]:
@@ -502,6 +507,51 @@ class SlurmProjectDigests(Rule[ConfigContext]):
             yield self.finding(
                 ctx, path, f"cyclecloud-slurm {cc.slurm_project_version}: {'; '.join(said)} ({', '.join(files)})"
             )
+
+
+class SlurmProjectTrustedOnFirstUse(Rule[ConfigContext]):
+    """With compute.cyclecloud.slurm_project_sha256 empty, nothing checks the cyclecloud-slurm release that the
+    CycleCloud server fetches from GitHub before it becomes the cluster-init every node runs as root, except the record
+    of its own first fetch: hpclz-cluster-sync writes each file's SHA-256 to the locker (hpclz container,
+    cyclecloud-slurm-<version>.sha256.json) the first time any server fetches that release, and refuses a later fetch
+    that differs (templates/cloud-init/cluster_sync.py `recorded`). What that first fetch got is trusted as GitHub
+    served it over TLS. hpclz ships no digests: no public source it could read states them (HPCLZ-CMP-018). A
+    warning: the record still catches a release that changes after the first deploy."""
+
+    id = "HPCLZ-CMP-021"
+    severity = Severity.WARNING
+    title = "cyclecloud-slurm release trusted on first fetch: no SHA-256 pinned"
+    fix = (
+        "After the first deploy, read the digests the server recorded (`hpclz deploy` prints the command; or on the "
+        "server: sudo grep recorded /var/log/hpclz-cluster-sync.log), check them against sha256sum of each asset "
+        "downloaded from github.com/Azure/cyclecloud-slurm/releases/<version>, and set them in "
+        "compute.cyclecloud.slurm_project_sha256."
+    )
+
+    def check(self, ctx: ConfigContext) -> Iterable[Finding]:
+        # Imported here, as in HPCLZ-CMP-019: hpclz.render.cloudinit loads hpclz.arm.
+        from hpclz.render.cloudinit import project_record_blob
+
+        cc = ctx.config.compute.cyclecloud
+        if cc.slurm_project_sha256:
+            return
+        files = PROJECT_BLOBS.get(cc.slurm_project_version)
+        what = f" ({', '.join(files)})" if files else ""
+        # The record is written with CycleCloud's identity (hpclz.render.cloudinit, project_record): without it,
+        # every fetch is trusted as GitHub serves it.
+        trusted = (
+            "the first fetch from GitHub is trusted and recorded in the locker's "
+            f"hpclz/{project_record_blob(cc.slurm_project_version)}, and later fetches are checked against it"
+            if ctx.config.identity.managed_identities.scheduler
+            else "every fetch from GitHub is trusted as it comes (without identity.managed_identities.scheduler the "
+            "server keeps no record to check a later fetch against)"
+        )
+        yield self.finding(
+            ctx,
+            ("compute", "cyclecloud", "slurm_project_sha256"),
+            f"cyclecloud-slurm {cc.slurm_project_version}'s files{what}, which every node installs as root, are "
+            f"pinned by no SHA-256: {trusted}",
+        )
 
 
 class ServerImageRelease(Rule[ConfigContext]):
@@ -637,6 +687,7 @@ COMPUTE_RULES: tuple[type[Rule[ConfigContext]], ...] = (
     SupportedClusterVersions,
     ServerImageRelease,
     SlurmProjectDigests,
+    SlurmProjectTrustedOnFirstUse,
     ContainersComeWithTheProject,
     CustomImageGeneration,
     CustomImageRegion,

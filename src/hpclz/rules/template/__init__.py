@@ -19,6 +19,7 @@ from hpclz.rules.template.azure_limits import (
 from hpclz.rules.template.checkov import AllowlistNotStale, CheckovChecksPass
 from hpclz.rules.template.custom_data import CustomDataWithoutSecrets
 from hpclz.rules.template.database import MysqlOnStandardSupport
+from hpclz.rules.template.delegation import ContainerDataIdentityGetsDelegationKey
 from hpclz.rules.template.exposure import (
     BlobPublicAccessDisabled,
     HttpsOnlyUnlessPrivateNfs,
@@ -29,7 +30,7 @@ from hpclz.rules.template.expressions import DeclarationsUsed, ExpressionParses,
 from hpclz.rules.template.locker import LockerAccountHoldsNoData, LoginNodesCarryNoDataIdentity
 from hpclz.rules.template.monitoring import VmMonitored
 from hpclz.rules.template.nodes import (
-    JobsReachTheirDataIdentity,
+    JobsKeptFromNodeIdentities,
     NodeIdentitiesReadSingleSecrets,
     NodesCarryRequiredTags,
     SecretParametersReachTheSchedulerAlone,
@@ -83,7 +84,8 @@ LINT_RULES: tuple[type[Rule[Any]], ...] = (
     NodesCarryRequiredTags,
     NodeIdentitiesReadSingleSecrets,
     SecretParametersReachTheSchedulerAlone,
-    JobsReachTheirDataIdentity,
+    JobsKeptFromNodeIdentities,
+    ContainerDataIdentityGetsDelegationKey,
     MysqlOnStandardSupport,
     SchedShareReachedOnlyByTheCluster,
     NoPublicIpOnNics,

@@ -16,10 +16,9 @@ from hpclz.findings import Finding, Severity
 from hpclz.rules.base import Rule
 from hpclz.rules.template.context import TemplateContext
 from hpclz.rules.template.locker import (
-    BLOB_ROLES,
+    DATA_ROLES,
     ROLE_ASSIGNMENT,
     VM,
-    _data_roles,
     _identity,
     _props,
     _role,
@@ -220,30 +219,38 @@ def _configuration(body: str, parameters: dict[str, Any]) -> dict[str, str]:
     return out
 
 
-class JobsReachTheirDataIdentity(Rule[TemplateContext]):
-    """An execute nodearray whose identities hold a blob data role lets its jobs reach the instance metadata service:
-    jobs write checkpoints and read datasets with the compute identity's tokens, which they take from that service
-    (docs/checkpoints.md; learn.microsoft.com/entra/identity/managed-identities-azure-resources/how-to-use-vm-token),
-    and CycleCloud's own iptables rule refuses every user but root and its own there unless the node's configuration
+class JobsKeptFromNodeIdentities(Rule[TemplateContext]):
+    """A node that opens the instance metadata service to every user hands every job every role its identities hold.
+
+    CycleCloud's iptables rule keeps every user but root and its own from that service unless the node's configuration
     sets cyclecloud.node.prevent_metadata_access = false ("Prevents users, other than the root user or cyclecloud
     user, from accessing the VM metadata from the node. CycleCloud applies these access rules in iptables. Default:
-    true", learn.microsoft.com/azure/cyclecloud/cluster-references/configuration-reference). Left on, every job's
-    checkpoint write and dataset read is refused while the role assignments say it may."""
+    true", learn.microsoft.com/azure/cyclecloud/cluster-references/configuration-reference). Opened, any process of
+    any job takes a token for any identity the node carries (a token is asked for by `client_id` or `msi_res_id`,
+    learn.microsoft.com/entra/identity/managed-identities-azure-resources/how-to-use-vm-token), so every role those
+    identities hold (the locker's reads, Key Vault secrets, metrics publishing, blob data) is every user's, and the
+    same endpoint lets a job approve Scheduled Events of its placement group (learn.microsoft.com/azure/
+    virtual-machines/linux/scheduled-events, "Scope"). Jobs get their blob containers instead through the per-job user
+    delegation SAS that hpclz's Slurm prolog mints as root (docs/checkpoints.md). Earlier this ID demanded the opposite
+    (execute arrays opened for the compute identity's blob roles); it now refuses exactly that."""
 
     id = "HPCLZ-TPL-060"
     severity = Severity.ERROR
-    title = "Jobs are kept from the data identity their nodes carry"
-    fix = f"Set {METADATA_ACCESS} = false in the execute nodearray's [[[configuration]]] of the cluster template."
+    title = "A node opens the metadata service to jobs while its identities hold roles"
+    fix = (
+        f"Keep {METADATA_ACCESS} = true (CycleCloud's default) on every node; jobs reach their blob containers "
+        "through the per-job SAS in $HPCLZ_JOB_STORAGE (docs/checkpoints.md)."
+    )
 
     def check(self, ctx: TemplateContext) -> Iterable[Finding]:
-        held = _data_roles(ctx, BLOB_ROLES)
+        held = _roles_held(ctx)
         for found in ctx.resources:
             document = decoded_user_data(found.resource) if found.type.lower() == VM else None
             if not document:
                 continue
             attributes = cluster_nodes(document)
             for header, settings in cluster_configuration(document).items():
-                if settings.get("slurm.role") != "execute" or settings.get(METADATA_ACCESS, "true").lower() == "false":
+                if settings.get(METADATA_ACCESS, "true").strip().lower() != "false":
                     continue
                 for item in attributes.get(header, {}).get("Azure.Identities", "").split(","):
                     name = _identity(item.strip())
@@ -251,6 +258,23 @@ class JobsReachTheirDataIdentity(Rule[TemplateContext]):
                         yield self.finding(
                             ctx,
                             found.path,
-                            f"{found.label}: {header} keeps its jobs from the instance metadata service, yet carries "
+                            f"{found.label}: {header} opens the instance metadata service to every job, yet carries "
                             f"{name}, which holds {held[name]}",
                         )
+
+
+def _roles_held(ctx: TemplateContext) -> dict[str, str]:
+    """identity name -> one role it holds (its name where known, else its role definition's GUID), from every role
+    assignment of this template and the plan's others, the locker's reads included."""
+    known = {**DATA_ROLES, **SECRET_READERS}
+    held: dict[str, str] = {}
+    for template in (ctx.template, *ctx.plan_templates.values()):
+        for found in TemplateContext(template, "").resources:
+            if found.type.lower() != ROLE_ASSIGNMENT:
+                continue
+            name = _identity(str(_props(found.resource).get("principalId", "")))
+            definition = str(_props(found.resource).get("roleDefinitionId", ""))
+            guids = re.findall(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", definition.lower())
+            if name and guids:
+                held.setdefault(name, _role(found.resource, known) or f"role {guids[-1]}")
+    return dict(sorted(held.items()))

@@ -1,0 +1,173 @@
+"""The job credential under a real slurmd: the rendered prolog, epilog and TaskProlog run as Slurm 22.05 runs them.
+
+The prolog and epilog are the files hpclz-gate-install writes under /sched (40-hpclz-job-storage.sh), the TaskProlog
+the one each execute node's cloud-init writes; slurm.conf names them as cyclecloud-slurm and hpclz do (Prolog,
+Epilog, PrologFlags=Alloc from cyclecloud-slurm 4.0.9's slurm.conf.template l.36-42 @50e6739, TaskProlog from
+slurm.additional.config). The endpoints are the loopback stand-in (tests/support/user_delegation.py): slurmd gives a
+Prolog an environment of its own ("these programs do not have a search path set", slurm.schedmd.com/
+prolog_epilog.html), so a wrapper exports HPCLZ_IMDS_URL and HPCLZ_BLOB_URL before it runs the rendered script. The
+job runs as another user (sbatch --uid, root only), as every job of a real cluster does.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from hpclz.render.job_storage import SCRIPT, TASK_PROLOG
+from tests.conftest import require
+from tests.render.test_health_gate import _heredoc, _install
+from tests.render.test_job_storage import _nodes
+from tests.support.local_http import serve
+from tests.support.slurm import LocalSlurm, slurm_available, start_cluster, stop_cluster
+from tests.support.user_delegation import DelegationStandIn
+
+NODES = ["s1"]
+NOBODY = 65534
+pytestmark = pytest.mark.slurm
+
+
+@dataclass
+class JobStorageHooks:
+    """start_cluster's hooks: the rendered scripts, pointed at the stand-in and at folders under the cluster root."""
+
+    sched: Path
+    url: str
+
+    def install(self, root: Path) -> None:
+        settings_path = self.sched / "hpclz/job-storage.json"
+        settings = json.loads(settings_path.read_text())
+        # The rendered layout (/run/hpclz/jobs beside root's /run/hpclz/key) under the cluster's root.
+        settings.update(
+            jobs=str(root / "run/hpclz/jobs"), key_cache=str(root / "run/hpclz/key/user-delegation-key.json")
+        )
+        settings_path.write_text(json.dumps(settings))
+        endpoints = f"export HPCLZ_IMDS_URL={self.url} HPCLZ_BLOB_URL={self.url}/{{account}}\n"
+        for phase in ("prolog", "epilog"):
+            wrapper = root / f"{phase}.sh"
+            wrapper.write_text(f"#!/bin/bash\n{endpoints}exec {self.sched / f'{phase}.d' / SCRIPT}\n")
+            wrapper.chmod(0o755)
+        task = root / "task-prolog"
+        task.write_text(_heredoc(_nodes("ai-training")[0], TASK_PROLOG))
+        task.chmod(0o755)
+        wrapper = root / "task.sh"
+        wrapper.write_text(f"#!/bin/bash\nexport HPCLZ_JOBS={root / 'run/hpclz/jobs'}\nexec {task}\n")
+        wrapper.chmod(0o755)
+        (root / "out").mkdir()
+        (root / "out").chmod(0o1777)
+
+    def lines(self, root: Path) -> list[str]:
+        return [
+            f"Prolog={root / 'prolog.sh'}",
+            f"Epilog={root / 'epilog.sh'}",
+            "PrologFlags=Alloc",
+            f"TaskProlog={root / 'task.sh'}",
+            f"PartitionName=debug Nodes={','.join(NODES)} Default=YES MaxTime=INFINITE State=UP",
+        ]
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LocalSlurm, type[DelegationStandIn]]]:
+    require(slurm_available(), "Slurm (slurmctld, slurmd, munged, sinfo)")
+    require(shutil.which("sbatch") is not None, "sbatch")
+    tmp = tmp_path_factory.mktemp("job-storage")
+    (tmp / "sched/prolog.d").mkdir(parents=True)
+    sched, done = _install(tmp, "ai-training")
+    assert done.returncode == 0, done.stdout + done.stderr
+    DelegationStandIn.keys = []
+    DelegationStandIn.refuse = False
+    with serve(DelegationStandIn) as url:
+        slurm = start_cluster(NODES, power=JobStorageHooks(sched, url))
+        try:
+            yield slurm, DelegationStandIn
+        finally:
+            stop_cluster(slurm)
+
+
+def _wait(what: str, ready: Callable[[], object], timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if ready():
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"{what}: not within {timeout} s")
+
+
+# What the job sees: the variable, and each file's owner, mode and first line.
+JOB = """#!/bin/bash
+echo "variable=${HPCLZ_JOB_STORAGE:-unset}"
+if [ -n "${HPCLZ_JOB_STORAGE:-}" ]; then
+  stat -c 'folder %u %a' "$HPCLZ_JOB_STORAGE"
+  for f in "$HPCLZ_JOB_STORAGE"/*; do stat -c "file %n %u %a" "$f"; done
+  echo "url=$(cat "$HPCLZ_JOB_STORAGE/checkpoints.url")"
+fi
+"""
+
+
+def _run_job(slurm: LocalSlurm, name: str) -> tuple[str, str]:
+    out = slurm.root / "out"
+    script = out / f"{name}.sh"
+    script.write_text(JOB)
+    script.chmod(0o755)
+    job = slurm.client(
+        "sbatch",
+        "--parsable",
+        f"--uid={NOBODY}",
+        f"--gid={NOBODY}",
+        f"--chdir={out}",
+        f"--output={out}/{name}.out",
+        str(script),
+    ).strip()
+    output = out / f"{name}.out"
+    _wait(f"job {job} done", lambda: not slurm.client("squeue", "-h", "-j", job, "-o", "%T").strip())
+    _wait(f"job {job}'s output", lambda: output.exists() and "variable=" in output.read_text())
+    return job, output.read_text()
+
+
+def test_a_job_gets_its_own_tokens_and_the_epilog_takes_them(
+    cluster: tuple[LocalSlurm, type[DelegationStandIn]],
+) -> None:
+    slurm, standin = cluster
+    standin.refuse = False
+    job, output = _run_job(slurm, "minted")
+    folder = slurm.root / "run/hpclz/jobs" / job
+    assert f"variable={folder}\n" in output, output
+    assert f"folder {NOBODY} 700\n" in output, output
+    files = sorted(line.split()[1:] for line in output.splitlines() if line.startswith("file "))
+    assert files == [
+        [str(folder / name), str(NOBODY), "600"]
+        for name in ("checkpoints.sas", "checkpoints.url", "datasets.sas", "datasets.url")
+    ], output
+    assert f"url={standin_url(slurm)}/staitrainprodeus2a1/checkpoints\n" in output
+    # The epilog has run once the job has left the queue: nothing of the job's tokens is left on the node.
+    _wait("the epilog", lambda: not folder.exists())
+    assert slurm.node_states() == {"s1": "idle"}
+
+
+def test_a_failed_mint_leaves_the_job_running_without_tokens(
+    cluster: tuple[LocalSlurm, type[DelegationStandIn]],
+) -> None:
+    slurm, standin = cluster
+    standin.refuse = True
+    (slurm.root / "run/hpclz/key/user-delegation-key.json").unlink(missing_ok=True)
+    keys_before = len(standin.keys)
+    try:
+        job, output = _run_job(slurm, "refused")
+    finally:
+        standin.refuse = False
+    # The job ran (its output is there), without the variable, and no key was handed out.
+    assert "variable=unset\n" in output, output
+    assert not (slurm.root / "run/hpclz/jobs" / job).exists()
+    assert keys_before == len(standin.keys)
+    # The prolog succeeded: a failed Prolog drains the node (slurm.conf(5), Prolog); it is idle.
+    assert slurm.node_states() == {"s1": "idle"}
+
+
+def standin_url(slurm: LocalSlurm) -> str:
+    return (slurm.root / "prolog.sh").read_text().split("HPCLZ_IMDS_URL=", 1)[1].split()[0]
