@@ -111,8 +111,8 @@ def deployed_worlds(tmp_path_factory: pytest.TempPathFactory) -> DeployedWorlds:
 
 
 @pytest.fixture
-def deployed(arm: ArmStandIn, deployed_worlds: DeployedWorlds) -> Callable[[Path], None]:
-    """`deployed(config)`: the zone as `hpclz deploy CONFIG --yes` leaves it in `arm` and beside CONFIG, made once per
+def predeployed(arm: ArmStandIn, deployed_worlds: DeployedWorlds) -> Callable[[Path], None]:
+    """`predeployed(config)`: the zone as `hpclz deploy CONFIG --yes` leaves it in `arm` and beside CONFIG, made once per
     worker and copied into this test (DeployedWorlds)."""
     return lambda config: deployed_worlds.into(arm, config)
 

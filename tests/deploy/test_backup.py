@@ -34,9 +34,9 @@ def test_deploy_protects_the_cyclecloud_server(arm: ArmStandIn, zone: Path, run_
 
 
 def test_plain_destroy_keeps_the_backups_and_deletes_the_server(
-    arm: ArmStandIn, zone: Path, run_cli: RunCli, deployed: Callable[[Path], None]
+    arm: ArmStandIn, zone: Path, run_cli: RunCli, predeployed: Callable[[Path], None]
 ) -> None:
-    deployed(zone)
+    predeployed(zone)
     result = run_cli("destroy", str(zone), "--yes")
     assert result.exit_code == 0, result.stdout + result.stderr
     assert _of(arm, VAULT) and _of(arm, ITEM) and _of(arm, "Microsoft.RecoveryServices/vaults/backupPolicies")

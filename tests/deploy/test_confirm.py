@@ -76,9 +76,9 @@ def test_ctrl_c_at_the_deploy_prompt_exits_130_and_deploys_nothing(arm: ArmStand
 
 
 def test_no_at_the_destroy_prompt_cancels_with_exit_1_and_deletes_nothing(
-    arm: ArmStandIn, zone: Path, run_cli: RunCli, deployed: Callable[[Path], None]
+    arm: ArmStandIn, zone: Path, run_cli: RunCli, predeployed: Callable[[Path], None]
 ) -> None:
-    deployed(zone)
+    predeployed(zone)
     before = set(arm.world.resources)
     code, screen = _on_a_terminal(["destroy", str(zone)], b"n\r")
     assert code == 1, screen
@@ -88,9 +88,9 @@ def test_no_at_the_destroy_prompt_cancels_with_exit_1_and_deletes_nothing(
 
 
 def test_end_of_input_at_the_destroy_prompt_exits_130(
-    arm: ArmStandIn, zone: Path, run_cli: RunCli, deployed: Callable[[Path], None]
+    arm: ArmStandIn, zone: Path, run_cli: RunCli, predeployed: Callable[[Path], None]
 ) -> None:
-    deployed(zone)
+    predeployed(zone)
     before = set(arm.world.resources)
     code, screen = _on_a_terminal(["destroy", str(zone)], b"\x04")  # ^D: click aborts the prompt
     assert code == 130, screen

@@ -85,9 +85,9 @@ def test_deploy_writes_state_and_shows_next_steps(arm: ArmStandIn, zone: Path, r
 
 
 def test_second_deploy_makes_no_write_calls(
-    arm: ArmStandIn, zone: Path, run_cli: RunCli, deployed: Callable[[Path], None]
+    arm: ArmStandIn, zone: Path, run_cli: RunCli, predeployed: Callable[[Path], None]
 ) -> None:
-    deployed(zone)
+    predeployed(zone)
     before = len(arm.log)
     again = run_cli("deploy", str(zone), "--yes")
     assert again.exit_code == 0, again.stderr
@@ -97,9 +97,9 @@ def test_second_deploy_makes_no_write_calls(
 
 
 def test_destroy_keeps_data_then_include_data_removes_everything(
-    arm: ArmStandIn, zone: Path, run_cli: RunCli, deployed: Callable[[Path], None]
+    arm: ArmStandIn, zone: Path, run_cli: RunCli, predeployed: Callable[[Path], None]
 ) -> None:
-    deployed(zone)
+    predeployed(zone)
     kept = run_cli("destroy", str(zone), "--yes")
     assert kept.exit_code == 0, kept.stderr
     assert "left on Microsoft.Security/pricings VirtualMachines" in kept.stderr
@@ -146,9 +146,9 @@ def test_destroy_keeps_data_then_include_data_removes_everything(
 
 
 def test_destroy_leaves_what_hpclz_did_not_create(
-    arm: ArmStandIn, zone: Path, run_cli: RunCli, deployed: Callable[[Path], None]
+    arm: ArmStandIn, zone: Path, run_cli: RunCli, predeployed: Callable[[Path], None]
 ) -> None:
-    deployed(zone)
+    predeployed(zone)
     foreign = f"/subscriptions/{arm.subscription_id}/resourceGroups/rg-aitrain-compute-prod-eus2/providers/Microsoft.Compute/disks/mine"
     arm.world.resources[foreign.lower()] = {
         "id": foreign,
@@ -164,9 +164,9 @@ def test_destroy_leaves_what_hpclz_did_not_create(
 
 
 def test_destroy_without_yes_in_a_script_is_refused(
-    arm: ArmStandIn, zone: Path, run_cli: RunCli, deployed: Callable[[Path], None]
+    arm: ArmStandIn, zone: Path, run_cli: RunCli, predeployed: Callable[[Path], None]
 ) -> None:
-    deployed(zone)
+    predeployed(zone)
     result = run_cli("destroy", str(zone))
     assert result.exit_code == 64
     assert "--yes" in result.stderr
@@ -174,9 +174,9 @@ def test_destroy_without_yes_in_a_script_is_refused(
 
 
 def test_state_from_another_subscription_is_refused(
-    arm: ArmStandIn, zone: Path, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch, deployed: Callable[[Path], None]
+    arm: ArmStandIn, zone: Path, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch, predeployed: Callable[[Path], None]
 ) -> None:
-    deployed(zone)
+    predeployed(zone)
     other, original = "11111111-2222-3333-4444-555555555555", arm.subscription_id
     arm.world.subscription_id = other
     monkeypatch.setenv("AZURE_SUBSCRIPTION_ID", other)

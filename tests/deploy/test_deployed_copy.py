@@ -81,9 +81,9 @@ def test_a_copy_is_what_a_deploy_leaves(
 
 
 def test_copies_share_nothing(
-    arm: ArmStandIn, energy: Path, deployed: Callable[[Path], None], deployed_worlds: DeployedWorlds, tmp_path: Path
+    arm: ArmStandIn, energy: Path, predeployed: Callable[[Path], None], deployed_worlds: DeployedWorlds, tmp_path: Path
 ) -> None:
-    deployed(energy)
+    predeployed(energy)
     before = json.dumps(_steady(_world(arm)), sort_keys=True, default=str)
     for key in list(arm.world.resources):  # what a test may do to its copy
         arm.world.resources[key].setdefault("tags", {})["touched"] = "yes"

@@ -79,10 +79,10 @@ def test_without_user_access_administrator_deploy_stops_at_the_first_role_assign
 
 
 def test_a_reader_cannot_destroy_and_nothing_is_deleted(
-    arm: ArmStandIn, manufacturing: Path, run_cli: RunCli, deployed: Callable[[Path], None]
+    arm: ArmStandIn, manufacturing: Path, run_cli: RunCli, predeployed: Callable[[Path], None]
 ) -> None:
     """Destroy as a user who only reads: the first delete is refused and every resource is still there."""
-    deployed(manufacturing)
+    predeployed(manufacturing)
     before = set(arm.world.resources)
     holds(arm, "Reader")
     result = run_cli("destroy", str(manufacturing), "--yes", "--include-data")

@@ -23,9 +23,9 @@ def _of_type(arm: ArmStandIn, rtype: str) -> list[dict[str, Any]]:
 
 
 def test_plain_destroy_keeps_the_private_way_to_kept_data(
-    arm: ArmStandIn, zone: Path, run_cli: RunCli, deployed: Callable[[Path], None]
+    arm: ArmStandIn, zone: Path, run_cli: RunCli, predeployed: Callable[[Path], None]
 ) -> None:
-    deployed(zone)
+    predeployed(zone)
     targets = {
         r["name"]: r["properties"]["privateLinkServiceConnections"][0]["properties"]["privateLinkServiceId"]
         for r in _of_type(arm, PE)

@@ -32,9 +32,9 @@ def test_immutability_is_read_from_whole_bodies_and_from_older_properties_only_r
 
 
 def test_plain_destroy_keeps_the_immutable_container(
-    arm: ArmStandIn, zone: Path, run_cli: RunCli, deployed: Callable[[Path], None]
+    arm: ArmStandIn, zone: Path, run_cli: RunCli, predeployed: Callable[[Path], None]
 ) -> None:
-    deployed(zone)
+    predeployed(zone)
     result = run_cli("destroy", str(zone), "--yes", "-o", "json")
     assert result.exit_code == 0, result.stdout
     kept = {r["name"]: ResourceRecord.model_validate(r) for r in state_of(zone)["resources"]}
@@ -44,9 +44,9 @@ def test_plain_destroy_keeps_the_immutable_container(
 
 
 def test_a_refused_delete_of_the_checkpoint_group_names_the_retention(
-    arm: ArmStandIn, zone: Path, run_cli: RunCli, deployed: Callable[[Path], None]
+    arm: ArmStandIn, zone: Path, run_cli: RunCli, predeployed: Callable[[Path], None]
 ) -> None:
-    deployed(zone)
+    predeployed(zone)
     # What Azure does while a sealed version's retention runs: the group's deletion fails (the stand-in has no WORM).
     arm.faults.add(
         Fault(

@@ -34,9 +34,9 @@ def _record(zone: Path, name: str) -> dict[str, Any]:
 
 
 def test_a_nested_run_is_its_own_deployment_at_its_own_scope(
-    arm: ArmStandIn, zone: Path, run_cli: RunCli, deployed: Callable[[Path], None]
+    arm: ArmStandIn, zone: Path, run_cli: RunCli, predeployed: Callable[[Path], None]
 ) -> None:
-    deployed(zone)
+    predeployed(zone)
     client = Arm(AzureClients(arm.subscription_id))
     outer = _outer(FLOWLOGS, _record(zone, FLOWLOGS)["resource_group"])
     ops = client.operations(outer)

@@ -43,9 +43,9 @@ def test_the_portal_deploys_privately_and_next_steps_tunnel_to_it(arm: ArmStandI
 
 
 def test_plain_destroy_removes_the_portal_it_holds_no_data(
-    arm: ArmStandIn, zone: Path, run_cli: RunCli, deployed: Callable[[Path], None]
+    arm: ArmStandIn, zone: Path, run_cli: RunCli, predeployed: Callable[[Path], None]
 ) -> None:
-    deployed(zone)
+    predeployed(zone)
     kept = run_cli("destroy", str(zone), "--yes")
     assert kept.exit_code == 0, kept.stderr
     names = {r["name"] for r in arm.world.resources.values()}
@@ -80,11 +80,11 @@ def test_the_client_secret_reader_role_lands_on_the_vault(
 
 
 def test_new_sign_in_settings_recreate_the_portal_once_consented(
-    arm: ArmStandIn, zone: Path, run_cli: RunCli, deployed: Callable[[Path], None]
+    arm: ArmStandIn, zone: Path, run_cli: RunCli, predeployed: Callable[[Path], None]
 ) -> None:
     """A new boot script cannot reach a VM in place (customData): deploy says so, then recreates the portal when
     the engineer consents; the CycleCloud server is untouched."""
-    deployed(zone)
+    predeployed(zone)
     before = _portal_vm(arm)["properties"]["osProfile"]["customData"]
     server = next(r for r in arm.world.resources.values() if r["type"] == VM and "-cc-" in r["name"])
     zone.write_text(

@@ -21,9 +21,9 @@ def _record(config: Path, rid: str) -> dict[str, Any] | None:
 
 
 def test_refresh_only_records_drift_in_state_and_writes_nothing_to_azure(
-    arm: ArmStandIn, energy: Path, run_cli: RunCli, deployed: Callable[[Path], None]
+    arm: ArmStandIn, energy: Path, run_cli: RunCli, predeployed: Callable[[Path], None]
 ) -> None:
-    deployed(energy)
+    predeployed(energy)
     account, bastion = _drift(arm)
     serial = state_of(energy)["serial"]
 
@@ -68,9 +68,9 @@ def test_refresh_only_records_drift_in_state_and_writes_nothing_to_azure(
 
 
 def test_refresh_only_with_nothing_changed_leaves_state_as_it_was(
-    arm: ArmStandIn, energy: Path, run_cli: RunCli, deployed: Callable[[Path], None]
+    arm: ArmStandIn, energy: Path, run_cli: RunCli, predeployed: Callable[[Path], None]
 ) -> None:
-    deployed(energy)
+    predeployed(energy)
     before = state_of(energy)
     same = run_cli("deploy", str(energy), "--refresh-only", "--yes")
     assert same.exit_code == 0, same.stdout + same.stderr

@@ -26,9 +26,9 @@ def test_saved_plan_is_applied_then_refused_once_stale(arm: ArmStandIn, zone: Pa
 
 
 def test_destroy_reports_each_failure_and_carries_on(
-    arm: ArmStandIn, zone: Path, run_cli: RunCli, deployed: Callable[[Path], None]
+    arm: ArmStandIn, zone: Path, run_cli: RunCli, predeployed: Callable[[Path], None]
 ) -> None:
-    deployed(zone)
+    predeployed(zone)
     arm.faults.add(
         Fault(
             "error",

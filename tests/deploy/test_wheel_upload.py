@@ -54,9 +54,9 @@ def test_a_new_wheel_submits_the_compute_deployment_again(
     run_cli: RunCli,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
-    deployed: Callable[[Path], None],
+    predeployed: Callable[[Path], None],
 ) -> None:
-    deployed(zone)
+    predeployed(zone)
     first = _compute_run(arm).body["properties"]["parameters"]["hpclzWheel"]["value"]
     newer = tmp_path / "newer" / hpclz_wheel().name
     newer.parent.mkdir()
