@@ -39,6 +39,7 @@ from tests.render.test_metadata_access import _jobs_use_the_identity
 from tests.render.test_nccl import enroot_mounts
 from tests.support.azurite import ACCOUNT as AZURITE_ACCOUNT
 from tests.support.azurite import ACCOUNT_KEY, Azurite, azurite  # noqa: F401  (a fixture, used by name)
+from tests.support.hpclz_wheel import build_wheel
 from tests.support.local_http import serve
 from tests.support.user_delegation import KEY, DelegationStandIn
 
@@ -513,6 +514,57 @@ def test_the_installer_puts_the_program_its_settings_and_the_prolog_and_epilog_u
         script = sched / f"{phase}.d" / SCRIPT
         assert os.access(script, os.X_OK), script
         assert f'"{sched}/hpclz/job_storage.py" {phase} "{sched}/hpclz/job-storage.json" || true' in script.read_text()
+    assert not list(sched.rglob("*.new"))
+
+
+def test_before_hpclzs_venv_is_there_the_installer_waits_and_writes_nothing(tmp_path: Path) -> None:
+    """The program comes from the venv's hpclz: until hpclz-install-wheel has made the venv, the timer's run does
+    nothing and succeeds (it runs again a minute later)."""
+    (tmp_path / "sched/prolog.d").mkdir(parents=True)
+    script = tmp_path / "hpclz-gate-install"
+    script.write_text(_installer("ai-training"))
+    venv = tmp_path / "opt/hpclz/venv"
+    env = {**os.environ, "HPCLZ_SCHED": str(tmp_path / "sched"), "HPCLZ_VENV": str(venv)}
+    env["HPCLZ_STAMP"] = str(tmp_path / "stamp/gate-installed")
+    done = subprocess.run(["bash", str(script)], env=env, capture_output=True, text=True, timeout=60, check=False)
+    assert (done.returncode, done.stdout) == (
+        0,
+        f"hpclz-gate-install: waiting for hpclz's venv {venv} (hpclz-install-wheel)\n",
+    )
+    assert [p.name for p in (tmp_path / "sched").iterdir()] == ["prolog.d"] and not (tmp_path / "stamp").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_the_installed_program_is_the_one_the_venvs_wheel_ships(tmp_path: Path) -> None:
+    """This checkout's wheel, built as `hpclz deploy` builds it, installed in a venv as hpclz-install-wheel installs
+    it (pip's dependencies left out: the program and the node bundle need none, and the test reaches no index); the
+    rendered installer, given only that venv, puts the wheel's own job_storage.py under /sched, byte for byte."""
+    wheel = build_wheel(tmp_path / "wheel")
+    venv = tmp_path / "opt/hpclz/venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    python = venv / "bin/python"
+    pip = [sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps", "--no-index", "-q"]
+    subprocess.run([*pip, str(wheel)], check=True, capture_output=True, timeout=300)
+    shipped = subprocess.run(
+        [str(python), "-c", "import hpclz.package_data as p; print(p.templates_dir() / 'cloud-init/job_storage.py')"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    ).stdout.strip()
+    # The wheel's copy, inside the venv (hpclz/_data/templates), not this checkout's templates folder.
+    assert Path(shipped).is_relative_to(venv) and Path(shipped).read_bytes() == TEMPLATE.read_bytes()
+    sched = tmp_path / "sched"
+    (sched / "prolog.d").mkdir(parents=True)
+    script = tmp_path / "hpclz-gate-install"
+    script.write_text(_installer("ai-training"))
+    env = {**os.environ, "HPCLZ_SCHED": str(sched), "HPCLZ_VENV": str(venv)}
+    env["HPCLZ_STAMP"] = str(tmp_path / "stamp/gate-installed")
+    done = subprocess.run(["bash", str(script)], env=env, capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    program = sched / "hpclz/job_storage.py"
+    assert program.read_bytes() == Path(shipped).read_bytes() and os.access(program, os.X_OK)
     assert not list(sched.rglob("*.new"))
 
 
