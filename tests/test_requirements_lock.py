@@ -79,7 +79,7 @@ def test_the_lock_holds_only_what_pyproject_needs() -> None:
         if name in reached:
             continue
         reached.add(name)
-        todo += [other for other, pin in pins.items() if name in map(canonicalize_name, pin.via)]
+        todo += [other for other, pin in pins.items() if name in {canonicalize_name(via) for via in pin.via}]
     assert reached == set(pins), f"in the lock, needed by nothing pyproject declares: {sorted(set(pins) - reached)}"
     for name, pin in pins.items():
         assert pin.via, f"{name} says nothing requires it"
