@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""hpclz-job-storage prolog|epilog CONFIG: one user delegation SAS per blob container for a Slurm job, on this node.
+"""hpclz-job-storage prolog|epilog|renew CONFIG: one user delegation SAS per blob container for a Slurm job.
 
 Run by slurmd as root from the Prolog and Epilog (prolog.d/epilog.d, hpclz.render.job_storage). The prolog asks the
 node's instance metadata service, as root (the only user CycleCloud's rule lets reach it), for the compute identity's
@@ -8,10 +8,13 @@ managed-identities-azure-resources/how-to-use-vm-token), gets a user delegation 
 (learn.microsoft.com/rest/api/storageservices/get-user-delegation-key) and signs with that key one SAS per container
 (learn.microsoft.com/rest/api/storageservices/create-user-delegation-sas): the job's user may then do in that container
 what the SAS's permissions allow, and what the compute identity's role allows, no more, until the SAS expires. The files
-go to <jobs>/<SLURM_JOB_ID>/, the job user's own (0700, files 0600): <container>.url and <container>.sas. The epilog
-removes the folder. Nothing here ever fails a job: a failure is logged (syslog, and slurmd's log through stderr) and
-leaves no token. CONFIG (JSON): identity (a resource ID relative to the subscription), account, containers
-([{name, permissions}]), jobs (the folder), key_cache (the user delegation key, root's only).
+go to <jobs>/<SLURM_JOB_ID>/, the job user's own (0700, files 0600): <container>.url and <container>.sas. The prolog
+also records, root's alone beside the key (<key folder>/jobs/<job>.json), what renew needs: the job's user and group,
+its end and the SAS's expiry. The epilog removes both. Run as root by hpclz-job-storage-renew.timer on each execute
+node, renew signs a fresh SAS for each job still on the node whose SAS expires soon. Nothing here ever fails a job: a
+failure is logged (syslog, and slurmd's log through stderr) and leaves no token. CONFIG (JSON): identity (a resource ID
+relative to the subscription), account, containers ([{name, permissions}]), jobs (the folder), key_cache (the user
+delegation key, root's only).
 """
 
 import base64
@@ -36,11 +39,34 @@ BLOB_URL = os.environ.get("HPCLZ_BLOB_URL", "https://{account}.blob.core.windows
 # same version (azure/storage/blob/_shared_access_signature.py, add_resource_signature); tests/render/
 # test_job_storage.py proves the token byte-identical to that SDK's generate_container_sas for the same inputs.
 VERSION = "2026-10-06"
-# Slurm gives the Prolog no end time of the job (slurm.conf(5) 22.05, "Prolog and Epilog Scripts": SLURM_JOB_ID,
-# SLURM_JOB_UID, SLURM_JOB_GID, ..., no time limit or end), and asking slurmctld from a prolog is discouraged
-# (slurm.schedmd.com/prolog_epilog.html). So each SAS lives a fixed day: long enough for a job that reads its data and
-# writes checkpoints within a day, bounded so that a token copied out of a job is dead a day later at most.
+# A SAS lasts until the job's end plus GRACE. slurmd hands the Prolog the job's end as a UNIX timestamp,
+# SLURM_JOB_END_TIME, since Slurm 23.02 (SchedMD/slurm commit 23c4516b7e "Add SLURM_JOB_{START,END}_TIME to
+# Prolog/Epilog[Slurmctld]", first in slurm-23-02-0-0rc1; at slurm-25-11-5-1 src/plugins/prep/script/
+# prep_script_slurmd.c l.317-319 `setenvf(&env, "SLURM_JOB_END_TIME", "%lu", cred_arg->job_end_time)` when it is not
+# 0, doc/html/prolog_epilog.shtml l.501-502 "The UNIX timestamp for a job's end time"). A job without a time limit
+# ends, for slurmctld, a year after its start (src/slurmctld/job_mgr.c at that tag, job_end_time_reset, l.19160-19162):
+# the key's expiry caps it then. Both seen under slurmd 24.11.5 (tests/slurm/test_job_storage_end_time.py).
+# Slurm 22.05 gives no end (slurm.conf(5) 22.05, "Prolog and Epilog Scripts": SLURM_JOB_ID, SLURM_JOB_UID, ..., no
+# time limit or end), and asking slurmctld from a prolog is discouraged (slurm.schedmd.com/prolog_epilog.html): there
+# the job's nominal end is LIFETIME after its prolog, and renew carries it on past that in OVERTIME windows.
 LIFETIME = datetime.timedelta(hours=24)
+# Past the job's end: slurmd signals the job at its time limit and kills it KillWait later (30 s by default,
+# slurm.conf(5), KillWait), then runs the Epilog, which removes the token. A quarter of an hour more lets a checkpoint
+# upload that a job began just before its end finish, and a token copied out of the job dies soon after.
+GRACE = datetime.timedelta(minutes=15)
+# renew re-signs a SAS that expires within RENEW_MARGIN. Its timer starts it every 10 minutes (hpclz.render.
+# job_storage.RENEW_EVERY), so a SAS is tried about six times before it expires, through a passing outage of the
+# metadata service or of Storage.
+RENEW_MARGIN = datetime.timedelta(hours=1)
+# A job whose folder is still there after its recorded end: either its time limit was raised (scontrol update
+# TimeLimit=...; slurmd learns nothing of it, so the recorded end is stale) or its epilog never ran. renew cannot tell
+# which without asking slurmctld, so it keeps the job going in windows of OVERTIME each, while the folder exists (the
+# epilog removes it at the job's real end), for STALE past the recorded end; then it removes the folder and the record
+# and signs nothing more. The trade-off: a job whose limit was raised by more than STALE loses its token STALE after
+# its first end (its next renewal finds it stale); a token left by a missed epilog lives STALE + OVERTIME at most,
+# what a job of Slurm 22.05 had (LIFETIME) plus a little.
+OVERTIME = datetime.timedelta(hours=2)
+STALE = datetime.timedelta(hours=24)
 # "The maximum validity period of a user delegation key is 7 days" (get-user-delegation-key, Request body): asked for
 # just under, so that the node reuses one key for about six days of SAS.
 KEY_LIFETIME = datetime.timedelta(days=7) - datetime.timedelta(minutes=5)
@@ -107,24 +133,33 @@ def delegation_key(config, now):
     return key
 
 
-def cached_key(config, now):
-    """The key on this node's own disk while it outlives the SAS about to be signed with it, else a new one."""
+def cached_key(config, now, wanted):
+    """The key on this node's own disk while it outlives the SAS about to be signed with it (expiring at `wanted`), or
+    at least the next LIFETIME where the SAS would last longer (renew signs later SAS with a later key), else a new
+    one."""
     path = config["key_cache"]
+    needed = min(wanted, now + LIFETIME)
     try:
         with open(path, encoding="utf-8") as handle:
             key = json.load(handle)
-        if parse_time(key["SignedExpiry"]) >= now + LIFETIME and parse_time(key["SignedStart"]) <= now - SKEW:
+        if parse_time(key["SignedExpiry"]) >= needed and parse_time(key["SignedStart"]) <= now - SKEW:
             return key
     except (OSError, KeyError, ValueError):
         pass
     key = delegation_key(config, now)
+    write_root(path, key)
+    return key
+
+
+def write_root(path, value):
+    """`value` as JSON at `path`, root's alone (0600 in a 0700 folder), written beside and renamed over; the part's
+    name is this process's own, as prologs of jobs starting together and renew may write the key at once."""
     folder_(os.path.dirname(path), 0o700)
-    part = path + ".part"
+    part = path + "." + str(os.getpid()) + ".part"
     fd = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        json.dump(key, handle)
+        json.dump(value, handle)
     os.replace(part, path)
-    return key
 
 
 def container_sas(account, container, permissions, start, expiry, key, protocol):
@@ -209,10 +244,13 @@ def write_job(folder, uid, gid, files):
     os.chmod(folder, 0o700)
 
 
-def prolog(config, job, uid, gid):
-    now = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0)
-    key = cached_key(config, now)
-    expiry = min(now + LIFETIME, parse_time(key["SignedExpiry"]))
+def records(config):
+    """Root's own folder of job records, beside the key (0700): nothing in it is the job user's to write."""
+    return os.path.join(os.path.dirname(config["key_cache"]), "jobs")
+
+
+def signed(config, key, start, expiry):
+    """Each container's SAS, by file name (<container>.sas), and its URL (<container>.url)."""
     base = BLOB_URL.format(account=config["account"])
     protocol = "https" if base.startswith("https:") else "https,http"
     files = {}
@@ -220,32 +258,149 @@ def prolog(config, job, uid, gid):
         name = container["name"]
         files[name + ".url"] = base + "/" + name
         files[name + ".sas"] = container_sas(
-            config["account"], name, container["permissions"], stamp(now - SKEW), stamp(expiry), key, protocol
+            config["account"], name, container["permissions"], stamp(start), stamp(expiry), key, protocol
         )
-    write_job(os.path.join(config["jobs"], job), uid, gid, files)
+    return files
+
+
+def prolog(config, job, uid, gid, end_time):
+    now = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0)
+    if end_time.isdigit() and int(end_time) > 0:
+        end = datetime.datetime.fromtimestamp(int(end_time), datetime.timezone.utc)
+        wanted = end + GRACE
+    else:  # Slurm before 23.02: no end given
+        end = now + LIFETIME
+        wanted = end
+    key = cached_key(config, now, wanted)
+    expiry = min(wanted, parse_time(key["SignedExpiry"]))
+    write_job(os.path.join(config["jobs"], job), uid, gid, signed(config, key, now - SKEW, expiry))
+    # The record after the folder: a renew that ran between the two would take a record without its folder for one
+    # whose epilog had run, and remove it.
+    write_root(
+        os.path.join(records(config), job + ".json"),
+        {"uid": uid, "gid": gid, "end": stamp(end), "expiry": stamp(expiry)},
+    )
+
+
+def remove(config, job):
+    """The job's tokens and its record, whatever is left of them."""
+    folder = os.path.join(config["jobs"], job)
+    if os.path.islink(folder):
+        os.unlink(folder)
+    elif os.path.lexists(folder):
+        shutil.rmtree(folder)
+    try:
+        os.unlink(os.path.join(records(config), job + ".json"))
+    except FileNotFoundError:
+        pass
+
+
+def replace_sas(folder, uid, gid, files):
+    """Each <container>.sas in the job's folder replaced whole: written beside under a name of root's choosing, owned by
+    the job's user, 0600, then renamed over the old one, so a job reading it sees the old token or the new one, never
+    part of either. The folder is its user's: every name is resolved under a descriptor of the folder opened without
+    following a link and checked to be that user's directory, a file is only ever created (O_EXCL, O_NOFOLLOW), never
+    opened, and rename(2) replaces a link or file the user put in its place without following it."""
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    try:
+        info = os.fstat(fd)
+        if info.st_uid != uid:
+            raise ValueError("the job's folder is not its user's")
+        for name, text in files.items():
+            if not name.endswith(".sas"):
+                continue
+            part = ".hpclz-renew-" + base64.b32encode(os.urandom(10)).decode().lower()
+            file_fd = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600, dir_fd=fd)
+            try:
+                os.fchown(file_fd, uid, gid)
+                os.fchmod(file_fd, 0o600)
+                os.write(file_fd, (text + "\n").encode())
+                os.fsync(file_fd)
+            finally:
+                os.close(file_fd)
+            try:
+                os.rename(part, name, src_dir_fd=fd, dst_dir_fd=fd)
+            except OSError:
+                os.unlink(part, dir_fd=fd)
+                raise
+    finally:
+        os.close(fd)
+
+
+def renew_job(config, job, now):
+    """One job's SAS signed afresh when it expires within RENEW_MARGIN; its folder and record removed when stale."""
+    path = os.path.join(records(config), job + ".json")
+    with open(path, encoding="utf-8") as handle:
+        record = json.load(handle)
+    folder = os.path.join(config["jobs"], job)
+    end = parse_time(record["end"])
+    if not os.path.lexists(folder) or now > end + STALE:
+        remove(config, job)  # the epilog took the folder, or the job ended long ago and its epilog never ran
+        return
+    expiry = parse_time(record["expiry"])
+    if expiry > now + RENEW_MARGIN:
+        return
+    if now >= end:  # past its recorded end and still here: a raised time limit, or a missed epilog
+        wanted = now + OVERTIME
+    elif expiry < end + GRACE:  # cut short by the key's expiry: a later key carries it on
+        wanted = end + GRACE
+    else:  # it lasts until the job's end already
+        return
+    key = cached_key(config, now, wanted)
+    expiry = min(wanted, parse_time(key["SignedExpiry"]))
+    replace_sas(folder, int(record["uid"]), int(record["gid"]), signed(config, key, now - SKEW, expiry))
+    write_root(path, {**record, "expiry": stamp(expiry)})
+
+
+def renew(config):
+    now = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0)
+    try:
+        names = sorted(os.listdir(records(config)))
+    except FileNotFoundError:
+        return
+    for name in names:
+        job = name[: -len(".json")]
+        if not name.endswith(".json") or not job.isdigit():
+            continue
+        try:
+            renew_job(config, job, now)
+        except Exception as exc:  # one job's failure never stops the others'; its old SAS stays until it expires
+            log("job " + job + ": renew: no new storage credential: " + type(exc).__name__ + ": " + str(exc))
 
 
 def main(argv):
-    if len(argv) != 3 or argv[1] not in ("prolog", "epilog"):
-        print("usage: hpclz-job-storage prolog|epilog CONFIG", file=sys.stderr)
+    if len(argv) != 3 or argv[1] not in ("prolog", "epilog", "renew"):
+        print("usage: hpclz-job-storage prolog|epilog|renew CONFIG", file=sys.stderr)
         return 0
     job = os.environ.get("SLURM_JOB_ID", "")
     config = {}
     try:
         with open(argv[2], encoding="utf-8") as handle:
             config = json.load(handle)
+        if argv[1] == "renew":
+            renew(config)
+            return 0
         if not job.isdigit():
             raise ValueError("no numeric SLURM_JOB_ID")
-        folder = os.path.join(config["jobs"], job)
         if argv[1] == "epilog":
-            if os.path.lexists(folder):
-                shutil.rmtree(folder)
+            remove(config, job)
             return 0
-        prolog(config, job, int(os.environ["SLURM_JOB_UID"]), int(os.environ["SLURM_JOB_GID"]))
+        prolog(
+            config,
+            job,
+            int(os.environ["SLURM_JOB_UID"]),
+            int(os.environ["SLURM_JOB_GID"]),
+            os.environ.get("SLURM_JOB_END_TIME", ""),
+        )
     except Exception as exc:  # a job never fails for its storage credential: logged, and no token left behind
         log("job " + job + ": " + argv[1] + ": no storage credential: " + type(exc).__name__ + ": " + str(exc))
         if argv[1] == "prolog" and job.isdigit() and isinstance(config, dict) and "jobs" in config:
             shutil.rmtree(os.path.join(str(config["jobs"]), job), ignore_errors=True)
+            if "key_cache" in config:
+                try:
+                    os.unlink(os.path.join(records(config), job + ".json"))
+                except OSError:
+                    pass
     return 0
 
 

@@ -147,6 +147,13 @@ CASES: dict[str, tuple[str, list[str], list[str]]] = {
         [],
     ),
     "HPCLZ-TPL-033": ("tpl-033-host-maintenance.json", ["a Host-scope configuration on an ordinary VM"], []),
+    # ai-training's compute template from before the CycleCloud server left platform patching, byte for byte
+    # (tests/golden at 65e71a2): AutomaticByPlatform on azurecyclecloud:azure-cyclecloud:cyclecloud8-gen2.
+    "HPCLZ-TPL-062": (
+        "tpl-062-cyclecloud-platform-patching.json",
+        ["patchMode AutomaticByPlatform on azurecyclecloud:azure-cyclecloud:cyclecloud8-gen2"],
+        [],
+    ),
     # The energy preset's compute template from before the agent was rendered, byte for byte: a rule, but no agent
     # or association on the CycleCloud server.
     "HPCLZ-TPL-034": (

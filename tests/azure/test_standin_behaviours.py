@@ -176,3 +176,38 @@ def test_a_dual_stack_vnet_checks_each_subnet_against_its_own_address_family(ada
     assert inner_code(run(adapter, deployment("net", dual))) == "NetcfgSubnetRangeOutsideVnet"
     dual["properties"]["subnets"][0]["properties"]["addressPrefix"] = "10.0.1.0/24"
     assert run(adapter, deployment("net", dual))["properties"]["provisioningState"] == "Succeeded"
+
+
+def vm(publisher: str, offer: str, sku: str) -> dict[str, Any]:
+    return {
+        "type": "Microsoft.Compute/virtualMachines",
+        "apiVersion": "2024-07-01",
+        "name": "vm1",
+        "location": "eastus2",
+        "properties": {
+            "osProfile": {
+                "computerName": "vm1",
+                "adminUsername": "azureuser",
+                "linuxConfiguration": {
+                    "patchSettings": {
+                        "patchMode": "AutomaticByPlatform",
+                        "automaticByPlatformSettings": {"bypassPlatformSafetyChecksOnUserSchedule": True},
+                    }
+                },
+            },
+            "storageProfile": {
+                "imageReference": {"publisher": publisher, "offer": offer, "sku": sku, "version": "latest"}
+            },
+        },
+    }
+
+
+def test_platform_patching_is_refused_on_an_image_azure_does_not_patch(adapter: Arm) -> None:
+    """AutomaticByPlatform only on the images automatic-vm-guest-patching lists; the CycleCloud image is not one
+    (ARM's answer as captured in hashicorp/packer-plugin-azure#453)."""
+    failed = run(adapter, deployment("cc", vm("azurecyclecloud", "azure-cyclecloud", "cyclecloud8-gen2")))
+    assert failed["properties"]["provisioningState"] == "Failed"
+    assert inner_code(failed) == "InvalidParameter"
+    assert "not supported for VM Guest patch operations" in str(failed["properties"]["error"])
+    listed = run(adapter, deployment("ood", vm("Canonical", "0001-com-ubuntu-server-jammy", "22_04-lts-gen2")))
+    assert listed["properties"]["provisioningState"] == "Succeeded"

@@ -76,6 +76,16 @@ CASES: list[tuple[str, str, Any, Any, bool, Policy]] = [
     ("Microsoft.Compute/virtualMachines", "properties.hardwareProfile.vmSize", "a", "b", False, Policy.RESTART_NODES),
     ("Microsoft.Compute/virtualMachines", "properties.osProfile.customData", "a", "b", False, Policy.REPLACE),
     ("Microsoft.Compute/virtualMachines", "properties.userData", "a", "b", False, Policy.IN_PLACE),
+    # The CycleCloud server leaving platform patching: a model update, not a new VM (automatic-vm-guest-patching).
+    (
+        "Microsoft.Compute/virtualMachines",
+        "properties.osProfile.linuxConfiguration.patchSettings.patchMode",
+        "AutomaticByPlatform",
+        "ImageDefault",
+        False,
+        Policy.IN_PLACE,
+    ),
+    ("Microsoft.Compute/virtualMachines", "properties.osProfile.adminUsername", "a", "b", False, Policy.NOT_ALLOWED),
     ("Microsoft.Compute/virtualMachineScaleSets", "sku.name", "a", "b", False, Policy.DRAIN_PARTITION),
     (
         "Microsoft.Network/virtualNetworks",

@@ -228,16 +228,14 @@ def test_scheduler_identity_is_vm_contributor_on_the_compute_group_only() -> Non
     )
 
 
-def test_maintenance_window_is_assigned_to_the_cyclecloud_server() -> None:
+def test_guest_patch_window_is_assigned_only_to_the_vm_azure_patches() -> None:
     plan = preset_plan("ai-training")
     (config,) = resources_of(plan, "Microsoft.Maintenance/maintenanceConfigurations")
     assert config["properties"]["maintenanceWindow"]["recurEvery"] == "1Week Sunday"
-    # The CycleCloud server's (maintenance deployment) and the portal VM's (portal deployment), one each.
+    # The portal VM's (Canonical Ubuntu 22.04 gen2, on Azure's guest-patching list) alone: the CycleCloud server's
+    # azurecyclecloud image is not on it (tests/render/test_guest_patching.py).
     scopes = sorted(a["scope"] for a in resources_of(plan, "Microsoft.Maintenance/configurationAssignments"))
-    assert scopes == [
-        "Microsoft.Compute/virtualMachines/vm-aitrain-cc-prod-eus2",
-        "Microsoft.Compute/virtualMachines/vm-aitrain-ood-prod-eus2",
-    ]
+    assert scopes == ["Microsoft.Compute/virtualMachines/vm-aitrain-ood-prod-eus2"]
     assert "maintenance" not in {d.component for d in preset_plan("manufacturing").deployments}
 
 

@@ -16,6 +16,7 @@ import importlib.util
 import json
 import os
 import re
+import shutil
 import stat
 import subprocess
 import sys
@@ -24,13 +25,17 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
-from azure.storage.blob import UserDelegationKey, generate_container_sas
+from azure.core.credentials import AzureSasCredential
+from azure.core.exceptions import HttpResponseError
+from azure.storage.blob import BlobServiceClient, ContainerClient, UserDelegationKey, generate_container_sas
 
-from hpclz.render.job_storage import SCRIPT, TASK_PROLOG, VARIABLE
+from hpclz.render.job_storage import RENEW, RENEW_UNIT, SCRIPT, TASK_PROLOG, VARIABLE
 from tests.conftest import REPO, require
 from tests.render.test_cloudinit import _scripts
 from tests.render.test_health_gate import _cluster, _heredoc, _install, _installer
 from tests.render.test_metadata_access import _jobs_use_the_identity
+from tests.support.azurite import ACCOUNT as AZURITE_ACCOUNT
+from tests.support.azurite import ACCOUNT_KEY, Azurite, azurite  # noqa: F401  (a fixture, used by name)
 from tests.support.local_http import serve
 from tests.support.user_delegation import KEY, DelegationStandIn
 
@@ -146,7 +151,7 @@ def test_the_prolog_gives_the_job_its_user_s_own_tokens_and_the_epilog_takes_the
     sas = dict(part.split("=", 1) for part in (folder / "checkpoints.sas").read_text().strip().split("&"))
     assert sas["sp"] == "racwdl" and sas["sr"] == "c" and sas["spr"] == "https%2Chttp"
     assert dict(part.split("=", 1) for part in (folder / "datasets.sas").read_text().strip().split("&"))["sp"] == "rl"
-    # A day at most, and never past the key's own expiry.
+    # Without SLURM_JOB_END_TIME (Slurm before 23.02): a day, and never past the key's own expiry.
     start = datetime.datetime.strptime(sas["st"].replace("%3A", ":"), "%Y-%m-%dT%H:%M:%SZ")
     expiry = datetime.datetime.strptime(sas["se"].replace("%3A", ":"), "%Y-%m-%dT%H:%M:%SZ")
     assert expiry - start == datetime.timedelta(hours=24, minutes=5)
@@ -156,8 +161,18 @@ def test_the_prolog_gives_the_job_its_user_s_own_tokens_and_the_epilog_takes_the
     assert stat.S_IMODE(cache.parent.stat().st_mode) == 0o700
     for traversed in (tmp_path / "run/hpclz", tmp_path / "run/hpclz/jobs"):
         assert stat.S_IMODE(traversed.stat().st_mode) == 0o755, traversed
+    # What renew needs, root's alone beside the key; the epilog takes it with the tokens.
+    record = tmp_path / "run/hpclz/key/jobs/41.json"
+    assert stat.S_IMODE(record.stat().st_mode) == 0o600 and record.stat().st_uid == 0
+    assert stat.S_IMODE(record.parent.stat().st_mode) == 0o700 and record.parent.stat().st_uid == 0
+    assert json.loads(record.read_text()) == {
+        "uid": NOBODY,
+        "gid": NOBODY,
+        "end": f"{expiry:%Y-%m-%dT%H:%M:%SZ}",
+        "expiry": f"{expiry:%Y-%m-%dT%H:%M:%SZ}",
+    }
     assert _run("epilog", config, azure, "41").returncode == 0
-    assert not folder.exists()
+    assert not folder.exists() and not record.exists()
 
 
 def test_a_busy_node_reuses_its_key_while_it_outlives_the_sas(tmp_path: Path, azure: str) -> None:
@@ -194,6 +209,182 @@ def test_the_epilog_of_a_job_without_tokens_does_nothing(tmp_path: Path, azure: 
     assert (done.returncode, done.stderr) == (0, "")
 
 
+def _sas(path: Path) -> dict[str, str]:
+    return dict(part.split("=", 1) for part in path.read_text().strip().split("&"))
+
+
+def _time(text: str) -> datetime.datetime:
+    return datetime.datetime.strptime(text.replace("%3A", ":"), "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=datetime.UTC)
+
+
+def _now() -> datetime.datetime:
+    return datetime.datetime.now(datetime.UTC).replace(microsecond=0)
+
+
+def _end(moment: datetime.datetime) -> str:
+    """SLURM_JOB_END_TIME as slurmd hands it to the Prolog: the UNIX time, `setenvf(&env, "SLURM_JOB_END_TIME", "%lu",
+    cred_arg->job_end_time)` (SchedMD/slurm slurm-25-11-5-1 src/plugins/prep/script/prep_script_slurmd.c l.317-319).
+    tests/slurm/test_job_storage_end_time.py takes it from a real slurmd 24.11."""
+    return str(int(moment.timestamp()))
+
+
+def test_the_sas_lasts_until_the_job_s_end_plus_the_grace(tmp_path: Path, azure: str) -> None:
+    require(os.geteuid() == 0, "root (the prolog hands the job's folder to its user)")
+    program = _program()
+    config = _config(tmp_path)
+    end = _now() + datetime.timedelta(hours=3)
+    before = _now()
+    assert _run("prolog", config, azure, "42", SLURM_JOB_END_TIME=_end(end)).returncode == 0
+    for container in ("checkpoints", "datasets"):
+        sas = _sas(tmp_path / f"run/hpclz/jobs/42/{container}.sas")
+        assert _time(sas["se"]) == end + program.GRACE == end + datetime.timedelta(minutes=15)
+        assert before - program.SKEW <= _time(sas["st"]) <= _now() - program.SKEW
+    record = json.loads((tmp_path / "run/hpclz/key/jobs/42.json").read_text())
+    assert record["end"] == f"{end:%Y-%m-%dT%H:%M:%SZ}"
+    # A job that outlasts the key (a week at most, get-user-delegation-key): its SAS ends with the key.
+    assert (
+        _run("prolog", config, azure, "43", SLURM_JOB_END_TIME=_end(end + datetime.timedelta(days=30))).returncode == 0
+    )
+    [key] = DelegationStandIn.keys
+    assert _sas(tmp_path / "run/hpclz/jobs/43/checkpoints.sas")["se"].replace("%3A", ":") == key["SignedExpiry"]
+
+
+def _record(tmp_path: Path, job: str, **fields: datetime.datetime) -> Path:
+    """Root's record of `job` with `fields` moved, as time would have moved them."""
+    path = tmp_path / f"run/hpclz/key/jobs/{job}.json"
+    record = json.loads(path.read_text())
+    record.update({name: f"{moment:%Y-%m-%dT%H:%M:%SZ}" for name, moment in fields.items()})
+    path.write_text(json.dumps(record))
+    return path
+
+
+def test_renew_re_signs_a_sas_near_its_expiry_whole_and_leaves_fresh_ones_alone(tmp_path: Path, azure: str) -> None:
+    require(os.geteuid() == 0, "root (the prolog hands the job's folder to its user)")
+    config = _config(tmp_path)
+    end = _now() + datetime.timedelta(days=3)
+    for job in ("51", "52"):
+        assert _run("prolog", config, azure, job, SLURM_JOB_END_TIME=_end(end)).returncode == 0
+    jobs = tmp_path / "run/hpclz/jobs"
+    fresh = {p.name: (p.stat().st_ino, p.read_text()) for p in (jobs / "52").iterdir()}
+    # Job 51's SAS was cut short by its key, which ends within the hour: renew asks a new key and signs to the job's end.
+    soon = _now() + datetime.timedelta(minutes=40)
+    cache = tmp_path / "run/hpclz/key/user-delegation-key.json"
+    cache.write_text(json.dumps({**json.loads(cache.read_text()), "SignedExpiry": f"{soon:%Y-%m-%dT%H:%M:%SZ}"}))
+    record = _record(tmp_path, "51", expiry=soon)
+    old = {p.name: p.stat().st_ino for p in (jobs / "51").iterdir()}
+    done = _run("renew", config, azure, "")
+    assert (done.returncode, done.stderr) == (0, ""), done.stderr
+    assert len(DelegationStandIn.keys) == 2
+    for container in ("checkpoints", "datasets"):
+        path = jobs / "51" / f"{container}.sas"
+        info = path.stat()
+        # A new file renamed over the old one (another inode): a reader opens the old token or the new, whole.
+        assert info.st_ino != old[path.name]
+        assert (info.st_uid, info.st_gid, stat.S_IMODE(info.st_mode)) == (NOBODY, NOBODY, 0o600)
+        sas = _sas(path)
+        assert _time(sas["se"]) == end + datetime.timedelta(minutes=15)
+        assert sas["ske"].replace("%3A", ":") == DelegationStandIn.keys[1]["SignedExpiry"]
+    assert json.loads(record.read_text())["expiry"] == f"{end + datetime.timedelta(minutes=15):%Y-%m-%dT%H:%M:%SZ}"
+    assert sorted(p.name for p in (jobs / "51").iterdir()) == sorted(old)  # nothing left beside
+    # Job 52's SAS lasts days yet: untouched.
+    assert {p.name: (p.stat().st_ino, p.read_text()) for p in (jobs / "52").iterdir()} == fresh
+
+
+def test_renew_carries_a_job_past_its_recorded_end_for_a_while_then_removes_it(tmp_path: Path, azure: str) -> None:
+    require(os.geteuid() == 0, "root (the prolog hands the job's folder to its user)")
+    program = _program()
+    config = _config(tmp_path)
+    for job in ("61", "62", "63"):
+        assert _run("prolog", config, azure, job).returncode == 0
+    jobs = tmp_path / "run/hpclz/jobs"
+    # 61: an hour past its recorded end and still here (its time limit raised): two more hours at a time.
+    _record(tmp_path, "61", end=_now() - datetime.timedelta(hours=1), expiry=_now() + datetime.timedelta(minutes=10))
+    # 62: ended more than a day ago and its epilog never ran: its tokens and record go, nothing is signed.
+    stale = _record(
+        tmp_path, "62", end=_now() - datetime.timedelta(hours=25), expiry=_now() - datetime.timedelta(hours=24)
+    )
+    # 63: its epilog ran, which took the folder: the record goes too.
+    shutil.rmtree(jobs / "63")
+    before = _now()
+    done = _run("renew", config, azure, "")
+    assert (done.returncode, done.stderr) == (0, ""), done.stderr
+    se = _time(_sas(jobs / "61/checkpoints.sas")["se"])
+    assert before + program.OVERTIME <= se <= _now() + program.OVERTIME
+    assert not (jobs / "62").exists() and not stale.exists()
+    assert not (tmp_path / "run/hpclz/key/jobs/63.json").exists()
+    assert sorted(p.name for p in (tmp_path / "run/hpclz/key/jobs").iterdir()) == ["61.json"]
+
+
+def test_renew_never_follows_what_the_job_s_user_put_in_its_folder(tmp_path: Path, azure: str) -> None:
+    require(os.geteuid() == 0, "root (the prolog hands the job's folder to its user)")
+    config = _config(tmp_path)
+    assert _run("prolog", config, azure, "71").returncode == 0
+    folder = tmp_path / "run/hpclz/jobs/71"
+    victim = tmp_path / "victim"
+    victim.write_text("root's own\n")
+    victim.chmod(0o644)
+    # The job's user may replace its token by a link to a file of root's (the folder is its own, 0700; pytest's own
+    # folders above it are root's 0700, so the link is made here and handed to that user, as if it had made it).
+    (folder / "checkpoints.sas").unlink()
+    (folder / "checkpoints.sas").symlink_to(victim)
+    os.lchown(folder / "checkpoints.sas", NOBODY, NOBODY)
+    _record(tmp_path, "71", expiry=_now() + datetime.timedelta(minutes=5))
+    done = _run("renew", config, azure, "")
+    assert (done.returncode, done.stderr) == (0, ""), done.stderr
+    assert victim.read_text() == "root's own\n" and victim.stat().st_uid == 0
+    token = folder / "checkpoints.sas"
+    assert not token.is_symlink() and token.stat().st_uid == NOBODY and "sig=" in token.read_text()
+    # A job folder that is a link (only root can make one in the jobs' folder): never written through.
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    os.chown(elsewhere, NOBODY, NOBODY)
+    assert _run("prolog", config, azure, "72").returncode == 0
+    shutil.rmtree(folder.parent / "72")
+    (folder.parent / "72").symlink_to(elsewhere)
+    _record(tmp_path, "72", expiry=_now() + datetime.timedelta(minutes=5))
+    done = _run("renew", config, azure, "")
+    assert "job 72: renew: no new storage credential: NotADirectoryError" in done.stderr, done.stderr
+    assert list(elsewhere.iterdir()) == []
+
+
+def test_a_client_that_reads_the_sas_file_before_each_write_outlives_its_first_token(
+    tmp_path: Path,
+    azurite: Azurite,  # noqa: F811
+) -> None:
+    """docs/checkpoints.md's example: one long-lived client, its AzureSasCredential updated from the file before each
+    write, keeps writing once renew has replaced an expired token (Azurite checks a SAS's expiry as Storage does)."""
+    program = _program()
+    BlobServiceClient.from_connection_string(azurite.connection_string).create_container("renewed")
+    folder = tmp_path / "job"
+    folder.mkdir(mode=0o700)
+
+    def token(expiry: datetime.datetime) -> str:
+        start = _now() - datetime.timedelta(minutes=5)
+        sas = generate_container_sas(
+            AZURITE_ACCOUNT, "renewed", account_key=ACCOUNT_KEY, permission="racwl", start=start, expiry=expiry
+        )
+        return str(sas)
+
+    def sas() -> str:
+        return (folder / "checkpoints.sas").read_text().strip()
+
+    # renew's own writer puts each token in place.
+    program.replace_sas(
+        str(folder), os.getuid(), os.getgid(), {"checkpoints.sas": token(_now() - datetime.timedelta(minutes=1))}
+    )
+    credential = AzureSasCredential(sas())
+    container = ContainerClient.from_container_url(f"{azurite.account_url}/renewed", credential=credential)
+    with pytest.raises(HttpResponseError) as refused:
+        container.upload_blob("run1/step-1/model.pt", b"step 1", overwrite=True)
+    assert refused.value.status_code == 403
+    program.replace_sas(
+        str(folder), os.getuid(), os.getgid(), {"checkpoints.sas": token(_now() + datetime.timedelta(hours=1))}
+    )
+    credential.update(sas())
+    container.upload_blob("run1/step-2/model.pt", b"step 2", overwrite=True)
+    assert container.download_blob("run1/step-2/model.pt").readall() == b"step 2"
+
+
 # What the cluster renders: only where the compute identity holds blob data roles.
 STEMS = sorted(p.stem for p in (REPO / "configs").glob("*.yaml"))
 
@@ -209,6 +400,7 @@ def test_only_zones_whose_jobs_get_containers_render_the_credential(stem: str) -
     assert ("TaskProlog=" in parameters["HpclzSlurmConfig"]) == wanted
     assert {f"cat > {TASK_PROLOG} <<" in node for node in _nodes(stem)} == {wanted}
     assert (SCRIPT in _installer(stem)) == wanted
+    assert {f"systemctl enable --now {RENEW_UNIT}.timer\n" in node for node in _nodes(stem)} == {wanted}
 
 
 def test_the_presets_cover_zones_with_and_without_containers() -> None:
@@ -252,3 +444,39 @@ def test_the_task_prolog_names_the_job_s_folder_only_where_the_prolog_left_one(t
 
     assert run("12") == f"export {VARIABLE}={tmp_path / 'jobs/12'}\n"
     assert run("13") == ""
+
+
+def test_the_renew_timer_runs_the_scheduler_s_program_as_root_every_ten_minutes(tmp_path: Path, azure: str) -> None:
+    require(os.geteuid() == 0, "root (the prolog hands the job's folder to its user)")
+    node = _nodes("ai-training")[0]
+    timer = _heredoc(node, f"/etc/systemd/system/{RENEW_UNIT}.timer")
+    assert "OnBootSec=10min\nOnUnitActiveSec=10min\n" in timer and "WantedBy=timers.target" in timer
+    # No User=: the service runs as root (systemd.exec(5), User=), which renew needs to read root's records.
+    service = _heredoc(node, f"/etc/systemd/system/{RENEW_UNIT}.service")
+    assert f"ExecStart={RENEW}\n" in service and "User=" not in service
+    # The rendered program, run against what the scheduler's installer put under a scratch /sched.
+    (tmp_path / "sched/prolog.d").mkdir(parents=True)
+    sched, installed = _install(tmp_path, "ai-training")
+    assert installed.returncode == 0, installed.stdout + installed.stderr
+    settings = json.loads((sched / "hpclz/job-storage.json").read_text())
+    settings.update(json.loads(_config(tmp_path).read_text()) | {"containers": settings["containers"]})
+    (sched / "hpclz/job-storage.json").write_text(json.dumps(settings))
+    script = tmp_path / "renew"
+    script.write_text(_heredoc(node, RENEW))
+    assert _run("prolog", sched / "hpclz/job-storage.json", azure, "81").returncode == 0
+    _record(tmp_path, "81", expiry=_now() + datetime.timedelta(minutes=5))
+    token = tmp_path / "run/hpclz/jobs/81/checkpoints.sas"
+    before = token.stat().st_ino
+    env = {
+        "PATH": os.environ["PATH"],
+        "HPCLZ_SCHED": str(sched),
+        "HPCLZ_IMDS_URL": azure,
+        "HPCLZ_BLOB_URL": azure + "/{account}",
+    }
+    done = subprocess.run(["bash", str(script)], env=env, capture_output=True, text=True, timeout=60, check=False)
+    assert (done.returncode, done.stderr) == (0, ""), done.stderr
+    assert token.stat().st_ino != before
+    # Before the scheduler has installed the program, it does nothing.
+    env["HPCLZ_SCHED"] = str(tmp_path / "nothing")
+    done = subprocess.run(["bash", str(script)], env=env, capture_output=True, text=True, timeout=60, check=False)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "", "")

@@ -147,6 +147,10 @@ def test_a_job_gets_its_own_tokens_and_the_epilog_takes_them(
     assert f"url={standin_url(slurm)}/staitrainprodeus2a1/checkpoints\n" in output
     # The epilog has run once the job has left the queue: nothing of the job's tokens is left on the node.
     _wait("the epilog", lambda: not folder.exists())
+    # And the root-only record renew reads: slurmd 22.05 hands no SLURM_JOB_END_TIME (first in 23.02, SchedMD/slurm
+    # commit 23c4516b7e), so the prolog recorded the 24-hour nominal end; the epilog took the record with the tokens.
+    assert not (slurm.root / "run/hpclz/key/jobs" / f"{job}.json").exists()
+    assert (slurm.root / "run/hpclz/key/jobs").is_dir()
     assert slurm.node_states() == {"s1": "idle"}
 
 

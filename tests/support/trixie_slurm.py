@@ -108,6 +108,9 @@ class TrixieSlurm:
     yaml_link: bool = True
     # ResumeProgram: /bin/true, or a script noting each power-up request in `resumed`.
     note_resume: bool = False
+    # A Prolog's shell script (run by slurmd as root inside the chroot, at allocation as cyclecloud-slurm's
+    # PrologFlags=Alloc asks), or none.
+    prolog: str | None = None
 
     @property
     def folder(self) -> Path:
@@ -248,6 +251,7 @@ def write_config(cluster: TrixieSlurm, topology: str) -> None:
         # INVAL/INVALID_REG" (slurm.conf(5) of 24.11, SlurmdParameters=config_overrides); without it no slurmd of a
         # 4-CPU node came up on this 2-core machine within a minute.
         *(["SlurmdParameters=config_overrides"] if cluster.cpus > 1 else []),
+        *([f"Prolog={INSIDE}/bin/prolog", "PrologFlags=Alloc"] if cluster.prolog is not None else []),
         "JobCompType=jobcomp/filetxt",
         f"JobCompLoc={INSIDE}/log/jobcomp.txt",
         f"StateSaveLocation={INSIDE}/state",
@@ -284,6 +288,10 @@ def write_config(cluster: TrixieSlurm, topology: str) -> None:
         resume = folder / "bin" / "resume"
         resume.write_text(f'#!/bin/sh\necho "$1" >>{INSIDE}/log/resumed.txt\n')
         resume.chmod(0o755)
+    if cluster.prolog is not None:
+        prolog = folder / "bin" / "prolog"
+        prolog.write_text(cluster.prolog)
+        prolog.chmod(0o755)
     for tool in CLIENTS:
         wrapper = folder / "bin" / tool
         wrapper.write_text(
@@ -307,6 +315,7 @@ def start(
     cpus: int = 1,
     yaml_link: bool = True,
     note_resume: bool = False,
+    prolog: str | None = None,
 ) -> TrixieSlurm:
     """`topology_yaml`: (topology.yaml's text, each partition's topology name): Slurm 25.05+, the sid chroot; its
     text, when there is one, is linked beside etc/slurm.conf unless `yaml_link` is False."""
@@ -318,6 +327,7 @@ def start(
         cpus=cpus,
         yaml_link=yaml_link,
         note_resume=note_resume,
+        prolog=prolog,
     )
     if topology_yaml is not None:
         cluster.topology_yaml, cluster.partition_topology = topology_yaml[0], dict(topology_yaml[1])

@@ -604,6 +604,20 @@ RESOURCE_RULES: dict[str, list[PropertyRule]] = {
             ),
         ),
         PropertyRule("properties.osProfile.customData", lambda _b, _a, body: _custom_data_verdict(body)),
+        # Before osProfile*: the patch orchestration mode is changed on an existing VM by updating its model ("To
+        # modify an existing VM, use az vm update ... --set ...patchSettings.patchMode=AutomaticByPlatform"; "To
+        # disable automatic VM guest patching on a Linux VM, change the patch mode to ImageDefault"), no restart
+        # named; the platform then "makes periodic patching configuration calls" when "patch mode" changes.
+        PropertyRule(
+            "properties.osProfile.linuxConfiguration.patchSettings*",
+            _v(
+                Policy.IN_PLACE,
+                "the VM's patch orchestration mode is updated in place (no restart is documented); Azure applies it at its "
+                "next patching configuration call",
+                "",
+                f"{DOCS}/virtual-machines/automatic-vm-guest-patching",
+            ),
+        ),
         PropertyRule("properties.userData", lambda _b, _a, body: _user_data_verdict(body)),
         PropertyRule(
             "properties.osProfile*",

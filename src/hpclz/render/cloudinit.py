@@ -26,7 +26,7 @@ from hpclz.errors import ExitCode, HpclzError
 from hpclz.render.arm import API_VERSIONS, resource_path
 from hpclz.render.engine import PLAIN_NAME, Safe, render_text
 from hpclz.render.health_gate import GATE_SCRIPT, GATE_STAMP, health_gate
-from hpclz.render.job_storage import JOBS, TASK_PROLOG, VARIABLE, job_storage
+from hpclz.render.job_storage import JOBS, RENEW, RENEW_EVERY, RENEW_UNIT, TASK_PROLOG, VARIABLE, job_storage
 from hpclz.render.job_storage import SCRIPT as JOB_STORAGE_SCRIPT
 from hpclz.render.nccl import container_files
 from hpclz.render.payload import pack
@@ -328,7 +328,14 @@ def node_script(zone: Zone, partition: Partition, mounts: list[dict[str, Any]]) 
         scratch=_scratch(zone, partition),
         events=watcher if events.enabled else None,
         job_env=(
-            {"program": TASK_PROLOG, "jobs": JOBS, "variable": VARIABLE}
+            {
+                "program": TASK_PROLOG,
+                "jobs": JOBS,
+                "variable": VARIABLE,
+                "renew": RENEW,
+                "unit": RENEW_UNIT,
+                "every": RENEW_EVERY,
+            }
             if job_storage(zone, gate, _compute_identity(zone))
             else None
         ),

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from hpclz.catalog.guest_patching import platform_patching_supported
 from hpclz.catalog.versions import CYCLECLOUD_IMAGE, marketplace_image
 from hpclz.config.compute import CycleCloud
 from hpclz.config.identity import secret_parameter_name
@@ -132,7 +133,7 @@ def compute(zone: Zone) -> dict[str, Any]:
         # (Azure/cyclecloud-slurm-workspace@bc0fc1b: bicep/vm.bicep SystemAssigned, its principalId in install.sh).
         "system_identity": entra_login(zone) or zone.config.identity.cyclecloud_entra is not None,
         "zone": zone.config.compute.service_zone,
-        "scheduled_patching": scheduled_patching(zone),
+        "patch_mode": patch_mode(zone, image["reference"]),
         "agent": agent,
     }
     artifacts = {f"cyclecloud/{name}": text for name, text in files.items()}
@@ -183,13 +184,35 @@ def maintenance_enabled(zone: Zone) -> bool:
     return zone.config.maintenance.window is not None
 
 
-def scheduled_patching(zone: Zone) -> bool:
-    """Service VMs (CycleCloud server, portal) patch their guest OS inside the window: an InGuestPatch configuration."""
+def guest_patch_scope(zone: Zone) -> bool:
     return maintenance_enabled(zone) and zone.config.maintenance.scope == "InGuestPatch"
 
 
+PLATFORM_PATCHING = "AutomaticByPlatform"
+
+
+def patch_mode(zone: Zone, image: dict[str, Any]) -> str | None:
+    """How a service VM (CycleCloud server, portal) is patched under an InGuestPatch window.
+
+    `AutomaticByPlatform` (the platform patches it in the window the configuration assigned to it sets) only where
+    Azure patches its image: that mode "is only supported for VMs that are created using the supported OS platform
+    images" (learn.microsoft.com/azure/virtual-machines/automatic-vm-guest-patching#patch-orchestration-modes;
+    hpclz.catalog.guest_patching). Any other image, the CycleCloud server's azurecyclecloud one among them, gets
+    `ImageDefault`, the Linux default ("set by default if no other patch mode is specified"), written out so that a
+    server created under AutomaticByPlatform is changed back ("To disable automatic VM guest patching on a Linux VM,
+    change the patch mode to ImageDefault", the same page). None outside an InGuestPatch window: nothing rendered."""
+    if not guest_patch_scope(zone):
+        return None
+    return PLATFORM_PATCHING if platform_patching_supported(image) else "ImageDefault"
+
+
 def maintenance(zone: Zone) -> dict[str, Any]:
-    return {"mc_name": zone.names.name("maintenance_configuration"), "vm_name": zone.names.cyclecloud_vm()}
+    """The configuration, and the CycleCloud server it is assigned to: under InGuestPatch only where Azure patches
+    the server's image (patch_mode); a Host-scope window is Azure's own work, on any image."""
+    vm_name = zone.names.cyclecloud_vm()
+    image = cyclecloud_image(zone.config.compute.cyclecloud, vm_name)["reference"]
+    assigned = not guest_patch_scope(zone) or platform_patching_supported(image)
+    return {"mc_name": zone.names.name("maintenance_configuration"), "vm_name": vm_name if assigned else None}
 
 
 # Sub-plan per pricing name (learn.microsoft.com/rest/api/defenderforcloud/pricings/update). StorageAccounts takes

@@ -31,6 +31,11 @@ JOBS = "/run/hpclz/jobs"
 # Root's alone, in /run: "flushed on boot" (file-hierarchy(7)), so a key never outlives the VM that fetched it.
 KEY_CACHE = "/run/hpclz/key/user-delegation-key.json"
 TASK_PROLOG = "/opt/hpclz/bin/hpclz-job-storage-env"
+# `hpclz-job-storage renew` on each execute node, started by a root systemd timer every RENEW_EVERY: the program
+# re-signs a SAS that expires within the hour (job_storage.py, RENEW_MARGIN), so about six tries before it does.
+RENEW = "/opt/hpclz/bin/hpclz-job-storage-renew"
+RENEW_UNIT = "hpclz-job-storage-renew"
+RENEW_EVERY = "10min"  # systemd.time(7) time span
 VARIABLE = "HPCLZ_JOB_STORAGE"
 # Container SAS permissions (learn.microsoft.com/rest/api/storageservices/create-service-sas, "Permissions for a
 # directory, container, or blob"), in the order azure-storage-blob writes them (ContainerSasPermissions).

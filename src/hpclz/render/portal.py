@@ -26,7 +26,7 @@ from hpclz.render.cloudinit import (
     shared_mounts,
     slurm_cluster_name,
 )
-from hpclz.render.components import maintenance_enabled, scheduled_patching
+from hpclz.render.components import PLATFORM_PATCHING, guest_patch_scope, maintenance_enabled, patch_mode
 from hpclz.render.engine import render_text
 from hpclz.render.monitoring import vm_agent
 from hpclz.render.nsg import DENY_INTERNET_PRIORITY, SRUN_PORT_RANGE
@@ -354,6 +354,8 @@ def _allow(name: str, priority: int, sources: list[str], port: str, description:
 def portal(zone: Zone) -> dict[str, Any]:
     config = zone.config
     publisher, offer, sku, version = config.portal.image.split(":")
+    image = {"publisher": publisher, "offer": offer, "sku": sku, "version": version}
+    patching = patch_mode(zone, image)
     vm_name = zone.names.name("virtual_machine", LABEL)
     script = portal_script(zone)
     agent = vm_agent(zone)
@@ -365,7 +367,7 @@ def portal(zone: Zone) -> dict[str, Any]:
         "computer_name": f"{config.metadata.name}-ood",
         "nic": zone.names.name("network_interface", LABEL),
         "nsg": zone.names.name("network_security_group", LABEL),
-        "image": {"publisher": publisher, "offer": offer, "sku": sku, "version": version},
+        "image": image,
         "custom_data": custom_data(script, "portal: the portal's boot script"),
         "user_data": proxy_user_data(zone),
         "accelerated": accelerated(zone, config.portal.vm_size),
@@ -374,11 +376,12 @@ def portal(zone: Zone) -> dict[str, Any]:
         "entra_ssh": entra_login(zone),
         "agent": agent,
         # A service VM like the CycleCloud server: its zone (compute.service_zone) and its guest patches inside the
-        # maintenance window (InGuestPatch assignment, learn.microsoft.com/azure/virtual-machines/maintenance-configurations).
+        # maintenance window (InGuestPatch assignment, learn.microsoft.com/azure/virtual-machines/maintenance-configurations)
+        # where Azure patches its image (the default Canonical 0001-com-ubuntu-server-jammy 22_04-lts-gen2 is listed).
         "zone": config.compute.service_zone,
-        "scheduled_patching": scheduled_patching(zone),
+        "patch_mode": patching,
         "maintenance_configuration": zone.names.name("maintenance_configuration")
-        if maintenance_enabled(zone)
+        if maintenance_enabled(zone) and (patching == PLATFORM_PATCHING or not guest_patch_scope(zone))
         else None,
     }
     return {

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from importlib import resources
 from ipaddress import IPv4Network, IPv6Network, ip_network
 from typing import Any
 
@@ -19,6 +20,7 @@ STORAGE = "microsoft.storage/storageaccounts"
 FLOW_LOG = "microsoft.network/networkwatchers/flowlogs"
 RS_VAULT = "microsoft.recoveryservices/vaults"
 PROTECTED_ITEM = "microsoft.recoveryservices/vaults/backupfabrics/protectioncontainers/protecteditems"
+VM = "microsoft.compute/virtualmachines"
 # "Network Watcher is automatically enabled in a virtual network's region when you create or update the virtual
 # network", as NetworkWatcher_<region> in the group NetworkWatcherRG, unless the subscription opted out
 # (learn.microsoft.com/azure/network-watcher/network-watcher-create).
@@ -214,4 +216,33 @@ def vault_not_empty(vault_id: str, resources: dict[str, dict[str, Any]], soft_de
         + ", ".join(containers)
         + "\nUnregister all containers from the vault and then retry to delete vault. "
         "For instructions, see https://aka.ms/AB-AA4ecq5",
+    )
+
+
+def _guest_patching_images() -> set[tuple[str, str, str]]:
+    """The Linux images Azure's automatic VM guest patching page lists, as hpclz ships that list (data, not
+    hpclz's code: MicrosoftDocs/azure-compute-docs@0ba239a articles/virtual-machines/automatic-vm-guest-patching.md)."""
+    raw = json.loads(resources.files("hpclz.catalog").joinpath("guest_patching.json").read_text(encoding="utf-8"))
+    return {(r["publisher"].lower(), r["offer"].lower(), r["sku"].lower()) for r in raw["linux"]}
+
+
+def guest_patching_unsupported(rtype: str, body: dict[str, Any]) -> Refusal | None:
+    """A VM PUT with patchMode AutomaticByPlatform whose image is not on the list: "This mode is only supported for
+    VMs that are created using the supported OS platform images" (the page above). ARM's answer is not documented
+    there; this is the one deployments captured: InvalidParameter, target `...patchSettings.patchMode`, "The
+    selected VM image is not supported for VM Guest patch operations. Learn more at:
+    https://aka.ms/VMGuestPatchingCompatibility" (hashicorp/packer-plugin-azure#453, a Windows image)."""
+    if rtype.lower() != VM:
+        return None
+    mode = _get(body, "properties.osProfile.linuxConfiguration.patchSettings.patchMode")
+    if mode != "AutomaticByPlatform":
+        return None
+    image = _get(body, "properties.storageProfile.imageReference") or {}
+    key = tuple(str(image.get(k) or "").lower() for k in ("publisher", "offer", "sku"))
+    if key in _guest_patching_images():
+        return None
+    return Refusal(
+        "InvalidParameter",
+        "The selected VM image is not supported for VM Guest patch operations. Learn more at: "
+        "https://aka.ms/VMGuestPatchingCompatibility",
     )

@@ -393,6 +393,9 @@ class World:
         over = netapp.snapshots_over_limit(resource.type, body)
         if over is not None:
             return behaviours.Refusal(*over)
+        patching = behaviours.guest_patching_unsupported(resource.type, body)
+        if patching is not None:
+            return patching
         if resource.type.lower() == behaviours.VNET:
             outside = behaviours.subnets_outside({**body, "name": name})
             if outside is not None:

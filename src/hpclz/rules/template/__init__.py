@@ -14,6 +14,7 @@ from hpclz.rules.template.azure_limits import (
     ArchiveTierAvailable,
     BastionNativeClientTunneling,
     HostMaintenanceOnVm,
+    PlatformPatchingOnSupportedImage,
     VmLoginNeedsEntraExtension,
 )
 from hpclz.rules.template.checkov import AllowlistNotStale, CheckovChecksPass
@@ -79,6 +80,7 @@ LINT_RULES: tuple[type[Rule[Any]], ...] = (
     ArchiveTierAvailable,
     VmLoginNeedsEntraExtension,
     HostMaintenanceOnVm,
+    PlatformPatchingOnSupportedImage,
     LockerAccountHoldsNoData,
     LoginNodesCarryNoDataIdentity,
     NodesCarryRequiredTags,

@@ -16,6 +16,7 @@ BASTION = "microsoft.network/bastionhosts"
 STORAGE = "microsoft.storage/storageaccounts"
 POLICIES = "microsoft.storage/storageaccounts/managementpolicies"
 ROLE_ASSIGNMENT = "microsoft.authorization/roleassignments"
+VM = "microsoft.compute/virtualmachines"
 # Built-in role definition IDs, the same in every tenant (learn.microsoft.com/azure/role-based-access-control/
 # built-in-roles): the two Managed Lustre's resource provider needs on an HSM account.
 HSM_ROLES = {
@@ -209,6 +210,51 @@ class VmLoginNeedsEntraExtension(Rule[TemplateContext]):
 
 MAINTENANCE = "microsoft.maintenance/maintenanceconfigurations"
 ASSIGNMENT = "microsoft.maintenance/configurationassignments"
+
+
+class PlatformPatchingOnSupportedImage(Rule[TemplateContext]):
+    """`patchMode: AutomaticByPlatform` "is only supported for VMs that are created using the supported OS platform
+    images", listed by exact publisher, offer and sku; "Custom images or any other publisher, offer, sku combinations
+    aren't supported" (learn.microsoft.com/azure/virtual-machines/automatic-vm-guest-patching, MicrosoftDocs/
+    azure-compute-docs@0ba239a; the list: hpclz/catalog/guest_patching.json). ARM refuses such a VM with
+    InvalidParameter "The selected VM image is not supported for VM Guest patch operations" (the deployment
+    error captured in hashicorp/packer-plugin-azure#453), or the VM is never patched. The CycleCloud server's
+    azurecyclecloud image is not listed. An imageReference given by an ARM expression is not judged here."""
+
+    id = "HPCLZ-TPL-062"
+    severity = Severity.ERROR
+    title = "Platform guest patching on an image Azure does not patch"
+    fix = "Leave patchMode ImageDefault on that VM (no InGuestPatch assignment) and patch it in the guest "
+    "(docs/patching.md), or boot it from a listed image."
+
+    def check(self, ctx: TemplateContext) -> Iterable[Finding]:
+        from hpclz.catalog.guest_patching import platform_patching_supported
+
+        for found in ctx.resources:
+            if found.type.lower() != VM:
+                continue
+            props = _props(found.resource)
+            linux = (props.get("osProfile") or {}).get("linuxConfiguration") or {}
+            settings = linux.get("patchSettings") if isinstance(linux, dict) else None
+            if not isinstance(settings, dict) or settings.get("patchMode") != "AutomaticByPlatform":
+                continue
+            image = (props.get("storageProfile") or {}).get("imageReference")
+            if isinstance(image, str) and image.startswith("["):
+                continue
+            if isinstance(image, dict) and any(str(v).startswith("[") for v in image.values()):
+                continue
+            if not platform_patching_supported(image):
+                shown = (
+                    ":".join(str(image.get(k, "")) for k in ("publisher", "offer", "sku"))
+                    if isinstance(image, dict) and "publisher" in image
+                    else "a custom image"
+                )
+                yield self.finding(
+                    ctx,
+                    (*found.path, "properties", "osProfile", "linuxConfiguration", "patchSettings", "patchMode"),
+                    f"{found.label}: patchMode AutomaticByPlatform on {shown}, which Azure's guest patching does "
+                    "not support",
+                )
 
 
 class HostMaintenanceOnVm(Rule[TemplateContext]):
