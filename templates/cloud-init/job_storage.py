@@ -220,12 +220,16 @@ def container_sas(account, container, permissions, start, expiry, key, protocol)
 
 def folder_(path, mode):
     """`path` made where missing, each folder above it traversable (0755) whatever the umask slurmd runs us under,
-    and `path` itself set to `mode`: the jobs' folder 0755 beside the key's 0700, under the same /run/hpclz."""
+    and `path` itself set to `mode`: the jobs' folder 0755 beside the key's 0700, under the same /run/hpclz. Prologs of
+    jobs starting together on a fresh node make the same folders at once: one made by another meanwhile is fine."""
     parent = os.path.dirname(path)
     if parent and parent != path and not os.path.isdir(parent):
         folder_(parent, 0o755)
-    if not os.path.isdir(path):
+    try:
         os.mkdir(path, mode)
+    except FileExistsError:
+        if not os.path.isdir(path):
+            raise
     os.chmod(path, mode)
 
 

@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from hpclz.cli import main
 from tests.conftest import REPO, CliResult, RunCli
 from tests.support.arm_standin import ArmStandIn
+from tests.support.arm_standin.snapshot import carry, fingerprint
 
 HPCLZ = [str(Path(sys.executable).parent / "hpclz")]
 
@@ -54,6 +58,63 @@ def manufacturing(tmp_path: Path) -> Path:
     target = folder / "lz.yaml"
     shutil.copy(REPO / "configs" / "manufacturing.yaml", target)
     return target
+
+
+# What a deploy reads besides its config: hpclz's and the Azure SDK's settings, and the secrets the presets read from
+# the environment. The stand-in's own (its endpoint, certificate, token) differ per stand-in and are not compared.
+_DEPLOY_ENV_PREFIXES = ("HPCLZ_", "AZURE_", "SLURMDB_")
+
+
+class DeployedWorlds:
+    """Zones deployed once per worker: `into(arm, config)` leaves `arm` and the folder of `config` as
+    `hpclz deploy CONFIG --yes` would have on a fresh stand-in, from a copy of the one deploy this worker made of
+    the same config text under the same settings (tests/support/arm_standin/snapshot.py copies the stand-in's
+    world; the state folder beside the config is copied). Nothing is shared: each test gets its own copies."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self.made: dict[tuple[str, str, tuple[tuple[str, str], ...]], tuple[ArmStandIn, Any, Path]] = {}
+
+    def into(self, arm: ArmStandIn, config: Path) -> None:
+        own = set(arm.env())
+        settings = tuple(
+            sorted((k, v) for k, v in os.environ.items() if k.startswith(_DEPLOY_ENV_PREFIXES) and k not in own)
+        )
+        key = (config.parent.name + "/" + config.name, config.read_text(), settings)
+        if key not in self.made:
+            self.made[key] = self._deploy(config, len(self.made))
+        standin, pristine, folder = self.made[key]
+        carry(standin, arm, pristine)
+        shutil.copytree(folder, config.parent, dirs_exist_ok=True)
+
+    def _deploy(self, config: Path, number: int) -> tuple[ArmStandIn, Any, Path]:
+        folder = self.root / str(number) / config.parent.name
+        folder.mkdir(parents=True)
+        shutil.copy(config, folder / config.name)
+        standin = ArmStandIn(self.root / str(number) / "standin")
+        pristine = fingerprint(standin)
+        out, err = io.StringIO(), io.StringIO()
+        with (
+            pytest.MonkeyPatch.context() as patch,
+            standin.in_environment(patch),
+            contextlib.redirect_stdout(out),
+            contextlib.redirect_stderr(err),
+        ):
+            code = main(["deploy", str(folder / config.name), "--yes"])
+        assert code == 0, f"the deploy to copy from failed ({code}): {out.getvalue()}{err.getvalue()}"
+        return standin, pristine, folder
+
+
+@pytest.fixture(scope="session")
+def deployed_worlds(tmp_path_factory: pytest.TempPathFactory) -> DeployedWorlds:
+    return DeployedWorlds(tmp_path_factory.mktemp("deployed"))
+
+
+@pytest.fixture
+def predeployed(arm: ArmStandIn, deployed_worlds: DeployedWorlds) -> Callable[[Path], None]:
+    """`predeployed(config)`: the zone as `hpclz deploy CONFIG --yes` leaves it in `arm` and beside CONFIG, made once per
+    worker and copied into this test (DeployedWorlds)."""
+    return lambda config: deployed_worlds.into(arm, config)
 
 
 def run_hpclz(*args: str, env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:

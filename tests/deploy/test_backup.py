@@ -4,6 +4,7 @@ Azure keeps the backups soft-deleted and the vault until they expire (tests/depl
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -32,8 +33,10 @@ def test_deploy_protects_the_cyclecloud_server(arm: ArmStandIn, zone: Path, run_
     assert item["properties"]["policyId"].endswith("/backupPolicies/hpclz-daily-vm")
 
 
-def test_plain_destroy_keeps_the_backups_and_deletes_the_server(arm: ArmStandIn, zone: Path, run_cli: RunCli) -> None:
-    assert run_cli("deploy", str(zone), "--yes").exit_code == 0
+def test_plain_destroy_keeps_the_backups_and_deletes_the_server(
+    arm: ArmStandIn, zone: Path, run_cli: RunCli, predeployed: Callable[[Path], None]
+) -> None:
+    predeployed(zone)
     result = run_cli("destroy", str(zone), "--yes")
     assert result.exit_code == 0, result.stdout + result.stderr
     assert _of(arm, VAULT) and _of(arm, ITEM) and _of(arm, "Microsoft.RecoveryServices/vaults/backupPolicies")

@@ -12,6 +12,7 @@ import pty
 import select
 import signal
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from tests.conftest import RunCli
@@ -75,9 +76,9 @@ def test_ctrl_c_at_the_deploy_prompt_exits_130_and_deploys_nothing(arm: ArmStand
 
 
 def test_no_at_the_destroy_prompt_cancels_with_exit_1_and_deletes_nothing(
-    arm: ArmStandIn, zone: Path, run_cli: RunCli
+    arm: ArmStandIn, zone: Path, run_cli: RunCli, predeployed: Callable[[Path], None]
 ) -> None:
-    assert run_cli("deploy", str(zone), "--yes").exit_code == 0
+    predeployed(zone)
     before = set(arm.world.resources)
     code, screen = _on_a_terminal(["destroy", str(zone)], b"n\r")
     assert code == 1, screen
@@ -86,8 +87,10 @@ def test_no_at_the_destroy_prompt_cancels_with_exit_1_and_deletes_nothing(
     assert state_of(zone)["resources"]
 
 
-def test_end_of_input_at_the_destroy_prompt_exits_130(arm: ArmStandIn, zone: Path, run_cli: RunCli) -> None:
-    assert run_cli("deploy", str(zone), "--yes").exit_code == 0
+def test_end_of_input_at_the_destroy_prompt_exits_130(
+    arm: ArmStandIn, zone: Path, run_cli: RunCli, predeployed: Callable[[Path], None]
+) -> None:
+    predeployed(zone)
     before = set(arm.world.resources)
     code, screen = _on_a_terminal(["destroy", str(zone)], b"\x04")  # ^D: click aborts the prompt
     assert code == 130, screen

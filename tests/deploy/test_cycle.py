@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -83,8 +84,10 @@ def test_deploy_writes_state_and_shows_next_steps(arm: ArmStandIn, zone: Path, r
     assert all(r["api_version"] for r in state["resources"])
 
 
-def test_second_deploy_makes_no_write_calls(arm: ArmStandIn, zone: Path, run_cli: RunCli) -> None:
-    assert run_cli("deploy", str(zone), "--yes").exit_code == 0
+def test_second_deploy_makes_no_write_calls(
+    arm: ArmStandIn, zone: Path, run_cli: RunCli, predeployed: Callable[[Path], None]
+) -> None:
+    predeployed(zone)
     before = len(arm.log)
     again = run_cli("deploy", str(zone), "--yes")
     assert again.exit_code == 0, again.stderr
@@ -93,8 +96,10 @@ def test_second_deploy_makes_no_write_calls(arm: ArmStandIn, zone: Path, run_cli
     assert "skipped" in again.stderr
 
 
-def test_destroy_keeps_data_then_include_data_removes_everything(arm: ArmStandIn, zone: Path, run_cli: RunCli) -> None:
-    assert run_cli("deploy", str(zone), "--yes").exit_code == 0
+def test_destroy_keeps_data_then_include_data_removes_everything(
+    arm: ArmStandIn, zone: Path, run_cli: RunCli, predeployed: Callable[[Path], None]
+) -> None:
+    predeployed(zone)
     kept = run_cli("destroy", str(zone), "--yes")
     assert kept.exit_code == 0, kept.stderr
     assert "left on Microsoft.Security/pricings VirtualMachines" in kept.stderr
@@ -140,8 +145,10 @@ def test_destroy_keeps_data_then_include_data_removes_everything(arm: ArmStandIn
     assert state_of(zone)["resources"] == []
 
 
-def test_destroy_leaves_what_hpclz_did_not_create(arm: ArmStandIn, zone: Path, run_cli: RunCli) -> None:
-    assert run_cli("deploy", str(zone), "--yes").exit_code == 0
+def test_destroy_leaves_what_hpclz_did_not_create(
+    arm: ArmStandIn, zone: Path, run_cli: RunCli, predeployed: Callable[[Path], None]
+) -> None:
+    predeployed(zone)
     foreign = f"/subscriptions/{arm.subscription_id}/resourceGroups/rg-aitrain-compute-prod-eus2/providers/Microsoft.Compute/disks/mine"
     arm.world.resources[foreign.lower()] = {
         "id": foreign,
@@ -156,8 +163,10 @@ def test_destroy_leaves_what_hpclz_did_not_create(arm: ArmStandIn, zone: Path, r
     assert left_after_destroy(arm) == [foreign.lower()]
 
 
-def test_destroy_without_yes_in_a_script_is_refused(arm: ArmStandIn, zone: Path, run_cli: RunCli) -> None:
-    assert run_cli("deploy", str(zone), "--yes").exit_code == 0
+def test_destroy_without_yes_in_a_script_is_refused(
+    arm: ArmStandIn, zone: Path, run_cli: RunCli, predeployed: Callable[[Path], None]
+) -> None:
+    predeployed(zone)
     result = run_cli("destroy", str(zone))
     assert result.exit_code == 64
     assert "--yes" in result.stderr
@@ -165,9 +174,9 @@ def test_destroy_without_yes_in_a_script_is_refused(arm: ArmStandIn, zone: Path,
 
 
 def test_state_from_another_subscription_is_refused(
-    arm: ArmStandIn, zone: Path, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
+    arm: ArmStandIn, zone: Path, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch, predeployed: Callable[[Path], None]
 ) -> None:
-    assert run_cli("deploy", str(zone), "--yes").exit_code == 0
+    predeployed(zone)
     other, original = "11111111-2222-3333-4444-555555555555", arm.subscription_id
     arm.world.subscription_id = other
     monkeypatch.setenv("AZURE_SUBSCRIPTION_ID", other)

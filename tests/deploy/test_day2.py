@@ -356,9 +356,11 @@ def assert_plan_clean(run_cli: RunCli, config: Path) -> None:
 
 
 @pytest.mark.parametrize("row", ROWS, ids=[r.name for r in ROWS])
-def test_day2_row(row: Row, arm: ArmStandIn, energy: Path, run_cli: RunCli) -> None:
+def test_day2_row(
+    row: Row, arm: ArmStandIn, energy: Path, run_cli: RunCli, predeployed: Callable[[Path], None]
+) -> None:
     edit(energy, row.before)
-    assert run_cli("deploy", str(energy), "--yes").exit_code == 0
+    predeployed(energy)
     edit(energy, row.edits)
 
     plan = run_cli("plan", str(energy))
@@ -395,9 +397,9 @@ def test_day2_row(row: Row, arm: ArmStandIn, energy: Path, run_cli: RunCli) -> N
 
 
 def test_private_endpoint_off_deletes_dependants_first_then_on_again(
-    arm: ArmStandIn, energy: Path, run_cli: RunCli
+    arm: ArmStandIn, energy: Path, run_cli: RunCli, predeployed: Callable[[Path], None]
 ) -> None:
-    assert run_cli("deploy", str(energy), "--yes").exit_code == 0
+    predeployed(energy)
     edit(energy, (("private_endpoint: true", "private_endpoint: false"),))
     start = len(arm.log)
     assert run_cli("deploy", str(energy), "--yes").exit_code == 0
@@ -419,8 +421,10 @@ def test_private_endpoint_off_deletes_dependants_first_then_on_again(
     assert_inventory_is_state(arm, energy)
 
 
-def test_another_zones_state_is_refused_before_any_write(arm: ArmStandIn, energy: Path, run_cli: RunCli) -> None:
-    assert run_cli("deploy", str(energy), "--yes").exit_code == 0
+def test_another_zones_state_is_refused_before_any_write(
+    arm: ArmStandIn, energy: Path, run_cli: RunCli, predeployed: Callable[[Path], None]
+) -> None:
+    predeployed(energy)
     state_file = next((energy.parent / ".hpclz").rglob("state.json"))
     other = energy.parent / "other.yaml"
     other.write_text(energy.read_text().replace("name: energy ", "name: seismic "))
@@ -447,8 +451,10 @@ def test_secret_in_a_tag_is_refused_before_any_write(arm: ArmStandIn, energy: Pa
     assert writes_since(arm, 0) == [] and our_groups(arm) == {}
 
 
-def test_saved_plan_with_a_not_allowed_change_is_not_saved(arm: ArmStandIn, energy: Path, run_cli: RunCli) -> None:
-    assert run_cli("deploy", str(energy), "--yes").exit_code == 0
+def test_saved_plan_with_a_not_allowed_change_is_not_saved(
+    arm: ArmStandIn, energy: Path, run_cli: RunCli, predeployed: Callable[[Path], None]
+) -> None:
+    predeployed(energy)
     edit(energy, (("admin: {cidr: 10.20.0.0/24}", "admin: {cidr: 10.20.3.0/24}"),))
     saved = energy.parent / "plan.json"
     result = run_cli("plan", str(energy), "--out", str(saved), "-o", "json")
@@ -458,8 +464,10 @@ def test_saved_plan_with_a_not_allowed_change_is_not_saved(arm: ArmStandIn, ener
     assert not saved.exists()
 
 
-def test_saved_plan_is_held_to_the_same_contract(arm: ArmStandIn, energy: Path, run_cli: RunCli) -> None:
-    assert run_cli("deploy", str(energy), "--yes").exit_code == 0
+def test_saved_plan_is_held_to_the_same_contract(
+    arm: ArmStandIn, energy: Path, run_cli: RunCli, predeployed: Callable[[Path], None]
+) -> None:
+    predeployed(energy)
     edit(energy, (("capacity_tib: 48", "capacity_tib: 32"),))
     saved = energy.parent / "plan.json"
     assert run_cli("plan", str(energy), "--out", str(saved)).exit_code == 0
@@ -477,8 +485,10 @@ def test_saved_plan_is_held_to_the_same_contract(arm: ArmStandIn, energy: Path, 
     )
 
 
-def test_no_op_deploy_leaves_state_untouched(arm: ArmStandIn, energy: Path, run_cli: RunCli) -> None:
-    assert run_cli("deploy", str(energy), "--yes").exit_code == 0
+def test_no_op_deploy_leaves_state_untouched(
+    arm: ArmStandIn, energy: Path, run_cli: RunCli, predeployed: Callable[[Path], None]
+) -> None:
+    predeployed(energy)
     before = state_of(energy)
     assert run_cli("deploy", str(energy), "--yes").exit_code == 0
     after = state_of(energy)
@@ -552,9 +562,9 @@ def _drift(arm: ArmStandIn) -> tuple[str, str]:
 
 
 def test_out_of_band_drift_is_shown_by_refresh_and_put_back_by_deploy(
-    arm: ArmStandIn, energy: Path, run_cli: RunCli
+    arm: ArmStandIn, energy: Path, run_cli: RunCli, predeployed: Callable[[Path], None]
 ) -> None:
-    assert run_cli("deploy", str(energy), "--yes").exit_code == 0
+    predeployed(energy)
     account, bastion = _drift(arm)
 
     offline = run_cli("plan", str(energy), "--detailed-exitcode", "--refresh=false")
@@ -585,8 +595,10 @@ def test_out_of_band_drift_is_shown_by_refresh_and_put_back_by_deploy(
     assert_inventory_is_state(arm, energy)
 
 
-def test_plan_destroy_shows_what_destroy_deletes(arm: ArmStandIn, energy: Path, run_cli: RunCli) -> None:
-    assert run_cli("deploy", str(energy), "--yes").exit_code == 0
+def test_plan_destroy_shows_what_destroy_deletes(
+    arm: ArmStandIn, energy: Path, run_cli: RunCli, predeployed: Callable[[Path], None]
+) -> None:
+    predeployed(energy)
     keeping = run_cli("plan", str(energy), "--destroy", "-o", "json")
     body = json.loads(keeping.stdout)["result"]
     deleted = {r["type"] for r in body["resources"] if r["action"] == "delete"}
@@ -600,8 +612,10 @@ def test_plan_destroy_shows_what_destroy_deletes(arm: ArmStandIn, energy: Path, 
     assert {r["id"].lower() for r in body["resources"] if r["action"] == "delete"}.isdisjoint(left)
 
 
-def test_replace_deletes_and_recreates_one_resource(arm: ArmStandIn, energy: Path, run_cli: RunCli) -> None:
-    assert run_cli("deploy", str(energy), "--yes").exit_code == 0
+def test_replace_deletes_and_recreates_one_resource(
+    arm: ArmStandIn, energy: Path, run_cli: RunCli, predeployed: Callable[[Path], None]
+) -> None:
+    predeployed(energy)
     address = "Microsoft.Network/bastionHosts/bas-energy-prod-scus"
     plan = run_cli("plan", str(energy), "--replace", address)
     assert "-/+ Microsoft.Network/bastionHosts bas-energy-prod-scus" in plan.stdout, plan.stdout
@@ -619,9 +633,9 @@ def test_replace_deletes_and_recreates_one_resource(arm: ArmStandIn, energy: Pat
 
 
 def test_target_applies_one_deployment_and_leaves_the_rest_planned(
-    arm: ArmStandIn, energy: Path, run_cli: RunCli
+    arm: ArmStandIn, energy: Path, run_cli: RunCli, predeployed: Callable[[Path], None]
 ) -> None:
-    assert run_cli("deploy", str(energy), "--yes").exit_code == 0
+    predeployed(energy)
     edit(energy, (("workload: seismic", "workload: seismic-v2"),))
     start = len(arm.log)
     done = run_cli("deploy", str(energy), "--yes", "--target", "Microsoft.Network/bastionHosts/bas-energy-prod-scus")
@@ -686,9 +700,9 @@ def test_a_missing_secret_value_is_refused_before_any_write(
 
 
 def test_security_rules_changed_or_added_in_the_portal_are_drift(
-    arm: ArmStandIn, energy: Path, run_cli: RunCli
+    arm: ArmStandIn, energy: Path, run_cli: RunCli, predeployed: Callable[[Path], None]
 ) -> None:
-    assert run_cli("deploy", str(energy), "--yes").exit_code == 0
+    predeployed(energy)
     nsg = next(
         r
         for r in arm.world.resources.values()
@@ -761,8 +775,10 @@ def test_defender_plan_removed_is_left_on_forgotten_and_later_deploys_are_clean(
     assert_plan_clean(run_cli, energy)
 
 
-def test_portal_off_then_on_again_converges_each_time(arm: ArmStandIn, energy: Path, run_cli: RunCli) -> None:
-    assert run_cli("deploy", str(energy), "--yes").exit_code == 0
+def test_portal_off_then_on_again_converges_each_time(
+    arm: ArmStandIn, energy: Path, run_cli: RunCli, predeployed: Callable[[Path], None]
+) -> None:
+    predeployed(energy)
     portal_vm = "/virtualmachines/vm-energy-ood-prod-scus"
     edit(energy, (("portal:\n  enabled: true", "portal:\n  enabled: false"),))
     start = len(arm.log)
@@ -791,11 +807,11 @@ def test_portal_off_then_on_again_converges_each_time(arm: ArmStandIn, energy: P
     ],
 )
 def test_renaming_the_zone_or_environment_is_not_allowed(
-    field: str, old: str, new: str, arm: ArmStandIn, energy: Path, run_cli: RunCli
+    field: str, old: str, new: str, arm: ArmStandIn, energy: Path, run_cli: RunCli, predeployed: Callable[[Path], None]
 ) -> None:
     """Every resource and group name derives from the zone's name and environment (hpclz.naming): under a new one
     the same config would build a second zone on the same address space and leave the first running, unmanaged."""
-    assert run_cli("deploy", str(energy), "--yes").exit_code == 0
+    predeployed(energy)
     before = sorted(p.relative_to(energy.parent) for p in (energy.parent / ".hpclz").rglob("*"))
     serial = state_of(energy)["serial"]
     edit(energy, ((old, new),))
@@ -828,9 +844,9 @@ def _file_size_limit(limit: int) -> Callable[[], None]:
 
 
 def test_a_full_disk_at_lock_time_is_one_line_and_writes_nothing(
-    arm: ArmStandIn, energy: Path, run_cli: RunCli
+    arm: ArmStandIn, energy: Path, run_cli: RunCli, predeployed: Callable[[Path], None]
 ) -> None:
-    assert run_cli("deploy", str(energy), "--yes").exit_code == 0
+    predeployed(energy)
     edit(energy, (("workload: seismic", "workload: seismic-v2"),))
     folder = energy.parent / ".hpclz"
     before = {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()}
@@ -856,12 +872,12 @@ def test_a_full_disk_at_lock_time_is_one_line_and_writes_nothing(
 
 
 def test_netapp_volume_converted_between_nfsv3_and_nfsv41_in_place(
-    arm: ArmStandIn, manufacturing: Path, run_cli: RunCli
+    arm: ArmStandIn, manufacturing: Path, run_cli: RunCli, predeployed: Callable[[Path], None]
 ) -> None:
     """Azure NetApp Files converts a volume's NFS version in place, data kept, once its clients have unmounted it
     (https://learn.microsoft.com/azure/azure-netapp-files/convert-nfsv3-nfsv41; hpclz.plan.policies NFS_CONVERSION):
     no data-loss flag, no delete; consent to the disruption instead."""
-    assert run_cli("deploy", str(manufacturing), "--yes").exit_code == 0
+    predeployed(manufacturing)
     volume = next(k for k in arm.world.resources if k.endswith("/volumes/vol-cae-results-test-weu"))
     edit(
         manufacturing, (("protocol: NFSv3, mount_point: /anf/results", "protocol: NFSv4.1, mount_point: /anf/results"),)

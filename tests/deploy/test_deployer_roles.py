@@ -8,6 +8,7 @@ tests/support/arm_standin/data/builtin_roles.json, from the Azure RBAC built-in 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -77,9 +78,11 @@ def test_without_user_access_administrator_deploy_stops_at_the_first_role_assign
     assert "hpclz-cae-test-compute: blocked - not started" in both
 
 
-def test_a_reader_cannot_destroy_and_nothing_is_deleted(arm: ArmStandIn, manufacturing: Path, run_cli: RunCli) -> None:
+def test_a_reader_cannot_destroy_and_nothing_is_deleted(
+    arm: ArmStandIn, manufacturing: Path, run_cli: RunCli, predeployed: Callable[[Path], None]
+) -> None:
     """Destroy as a user who only reads: the first delete is refused and every resource is still there."""
-    assert run_cli("deploy", str(manufacturing), "--yes").exit_code == 0
+    predeployed(manufacturing)
     before = set(arm.world.resources)
     holds(arm, "Reader")
     result = run_cli("destroy", str(manufacturing), "--yes", "--include-data")

@@ -5,6 +5,7 @@ deletes them with the data."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,8 +22,10 @@ def _of_type(arm: ArmStandIn, rtype: str) -> list[dict[str, Any]]:
     return [r for r in arm.world.resources.values() if r["type"] == rtype]
 
 
-def test_plain_destroy_keeps_the_private_way_to_kept_data(arm: ArmStandIn, zone: Path, run_cli: RunCli) -> None:
-    assert run_cli("deploy", str(zone), "--yes").exit_code == 0
+def test_plain_destroy_keeps_the_private_way_to_kept_data(
+    arm: ArmStandIn, zone: Path, run_cli: RunCli, predeployed: Callable[[Path], None]
+) -> None:
+    predeployed(zone)
     targets = {
         r["name"]: r["properties"]["privateLinkServiceConnections"][0]["properties"]["privateLinkServiceId"]
         for r in _of_type(arm, PE)

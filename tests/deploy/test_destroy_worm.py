@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -30,8 +31,10 @@ def test_immutability_is_read_from_whole_bodies_and_from_older_properties_only_r
     assert "immutable container a" in worm_note([_container("a", {"properties": worm}), _container("c", {})])
 
 
-def test_plain_destroy_keeps_the_immutable_container(arm: ArmStandIn, zone: Path, run_cli: RunCli) -> None:
-    assert run_cli("deploy", str(zone), "--yes").exit_code == 0
+def test_plain_destroy_keeps_the_immutable_container(
+    arm: ArmStandIn, zone: Path, run_cli: RunCli, predeployed: Callable[[Path], None]
+) -> None:
+    predeployed(zone)
     result = run_cli("destroy", str(zone), "--yes", "-o", "json")
     assert result.exit_code == 0, result.stdout
     kept = {r["name"]: ResourceRecord.model_validate(r) for r in state_of(zone)["resources"]}
@@ -41,9 +44,9 @@ def test_plain_destroy_keeps_the_immutable_container(arm: ArmStandIn, zone: Path
 
 
 def test_a_refused_delete_of_the_checkpoint_group_names_the_retention(
-    arm: ArmStandIn, zone: Path, run_cli: RunCli
+    arm: ArmStandIn, zone: Path, run_cli: RunCli, predeployed: Callable[[Path], None]
 ) -> None:
-    assert run_cli("deploy", str(zone), "--yes").exit_code == 0
+    predeployed(zone)
     # What Azure does while a sealed version's retention runs: the group's deletion fails (the stand-in has no WORM).
     arm.faults.add(
         Fault(

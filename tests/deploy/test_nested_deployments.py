@@ -6,6 +6,7 @@ nested run in flight is in test_resume."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -32,8 +33,10 @@ def _record(zone: Path, name: str) -> dict[str, Any]:
     return record
 
 
-def test_a_nested_run_is_its_own_deployment_at_its_own_scope(arm: ArmStandIn, zone: Path, run_cli: RunCli) -> None:
-    assert run_cli("deploy", str(zone), "--yes").exit_code == 0
+def test_a_nested_run_is_its_own_deployment_at_its_own_scope(
+    arm: ArmStandIn, zone: Path, run_cli: RunCli, predeployed: Callable[[Path], None]
+) -> None:
+    predeployed(zone)
     client = Arm(AzureClients(arm.subscription_id))
     outer = _outer(FLOWLOGS, _record(zone, FLOWLOGS)["resource_group"])
     ops = client.operations(outer)

@@ -167,9 +167,9 @@ def _forge(config: Path, records: list[dict[str, str]]) -> None:
 
 @pytest.mark.slow
 def test_plan_destroy_and_destroy_never_name_records_added_to_state(
-    arm: ArmStandIn, energy: Path, run_cli: Callable[..., Any]
+    arm: ArmStandIn, energy: Path, run_cli: Callable[..., Any], predeployed: Callable[[Path], None]
 ) -> None:
-    assert run_cli("deploy", str(energy), "--yes").exit_code == 0
+    predeployed(energy)
     sub = f"/subscriptions/{arm.subscription_id}"
     arm.world.put_group("rg-platform", "southcentralus", {"owner": "platform"})
     arm.world.put_group("rg-seismic-net", "southcentralus", {MANAGED_TAG: "true", ZONE_TAG: "seismic"})

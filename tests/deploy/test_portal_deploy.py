@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -41,8 +42,10 @@ def test_the_portal_deploys_privately_and_next_steps_tunnel_to_it(arm: ArmStandI
     assert "https://localhost:9443/oidc" in steps and "3c1f9a52-7d4e-4b8a-9e21-5f6d0c8b2a17" in steps
 
 
-def test_plain_destroy_removes_the_portal_it_holds_no_data(arm: ArmStandIn, zone: Path, run_cli: RunCli) -> None:
-    assert run_cli("deploy", str(zone), "--yes").exit_code == 0
+def test_plain_destroy_removes_the_portal_it_holds_no_data(
+    arm: ArmStandIn, zone: Path, run_cli: RunCli, predeployed: Callable[[Path], None]
+) -> None:
+    predeployed(zone)
     kept = run_cli("destroy", str(zone), "--yes")
     assert kept.exit_code == 0, kept.stderr
     names = {r["name"] for r in arm.world.resources.values()}
@@ -76,10 +79,12 @@ def test_the_client_secret_reader_role_lands_on_the_vault(
     assert "Xy7~portal.client-secret" not in state_text
 
 
-def test_new_sign_in_settings_recreate_the_portal_once_consented(arm: ArmStandIn, zone: Path, run_cli: RunCli) -> None:
+def test_new_sign_in_settings_recreate_the_portal_once_consented(
+    arm: ArmStandIn, zone: Path, run_cli: RunCli, predeployed: Callable[[Path], None]
+) -> None:
     """A new boot script cannot reach a VM in place (customData): deploy says so, then recreates the portal when
     the engineer consents; the CycleCloud server is untouched."""
-    assert run_cli("deploy", str(zone), "--yes").exit_code == 0
+    predeployed(zone)
     before = _portal_vm(arm)["properties"]["osProfile"]["customData"]
     server = next(r for r in arm.world.resources.values() if r["type"] == VM and "-cc-" in r["name"])
     zone.write_text(

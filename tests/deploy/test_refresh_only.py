@@ -6,6 +6,7 @@ modify) and delete Bastion (a delete)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,9 +21,9 @@ def _record(config: Path, rid: str) -> dict[str, Any] | None:
 
 
 def test_refresh_only_records_drift_in_state_and_writes_nothing_to_azure(
-    arm: ArmStandIn, energy: Path, run_cli: RunCli
+    arm: ArmStandIn, energy: Path, run_cli: RunCli, predeployed: Callable[[Path], None]
 ) -> None:
-    assert run_cli("deploy", str(energy), "--yes").exit_code == 0
+    predeployed(energy)
     account, bastion = _drift(arm)
     serial = state_of(energy)["serial"]
 
@@ -67,9 +68,9 @@ def test_refresh_only_records_drift_in_state_and_writes_nothing_to_azure(
 
 
 def test_refresh_only_with_nothing_changed_leaves_state_as_it_was(
-    arm: ArmStandIn, energy: Path, run_cli: RunCli
+    arm: ArmStandIn, energy: Path, run_cli: RunCli, predeployed: Callable[[Path], None]
 ) -> None:
-    assert run_cli("deploy", str(energy), "--yes").exit_code == 0
+    predeployed(energy)
     before = state_of(energy)
     same = run_cli("deploy", str(energy), "--refresh-only", "--yes")
     assert same.exit_code == 0, same.stdout + same.stderr

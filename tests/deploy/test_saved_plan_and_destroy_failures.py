@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -24,8 +25,10 @@ def test_saved_plan_is_applied_then_refused_once_stale(arm: ArmStandIn, zone: Pa
     assert "stale plan" in stale.stderr and "state changed" in stale.stderr
 
 
-def test_destroy_reports_each_failure_and_carries_on(arm: ArmStandIn, zone: Path, run_cli: RunCli) -> None:
-    assert run_cli("deploy", str(zone), "--yes").exit_code == 0
+def test_destroy_reports_each_failure_and_carries_on(
+    arm: ArmStandIn, zone: Path, run_cli: RunCli, predeployed: Callable[[Path], None]
+) -> None:
+    predeployed(zone)
     arm.faults.add(
         Fault(
             "error",

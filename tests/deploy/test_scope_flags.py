@@ -5,6 +5,7 @@ stand-in (terraform's -target and -replace: https://developer.hashicorp.com/terr
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 from tests.conftest import RunCli
@@ -15,9 +16,9 @@ BASTION = "Microsoft.Network/bastionHosts/bas-energy-prod-scus"
 
 
 def test_plan_target_shows_only_the_targeted_deployment_and_is_not_saved(
-    arm: ArmStandIn, energy: Path, run_cli: RunCli
+    arm: ArmStandIn, energy: Path, run_cli: RunCli, predeployed: Callable[[Path], None]
 ) -> None:
-    assert run_cli("deploy", str(energy), "--yes").exit_code == 0
+    predeployed(energy)
     edit(energy, (("workload: seismic", "workload: seismic-v2"),))  # a tag: every deployment changes
     whole = json.loads(run_cli("plan", str(energy), "-o", "json").stdout)["result"]
     assert {r["deployment"] for r in whole["resources"] if r["action"] != "no_change"} >= {
@@ -36,9 +37,9 @@ def test_plan_target_shows_only_the_targeted_deployment_and_is_not_saved(
 
 
 def test_an_address_that_names_nothing_is_a_usage_error_before_any_write(
-    arm: ArmStandIn, energy: Path, run_cli: RunCli
+    arm: ArmStandIn, energy: Path, run_cli: RunCli, predeployed: Callable[[Path], None]
 ) -> None:
-    assert run_cli("deploy", str(energy), "--yes").exit_code == 0
+    predeployed(energy)
     for flag in ("--target", "--replace"):
         planned = run_cli("plan", str(energy), flag, "Microsoft.Network/bastionHosts/nope")
         assert planned.exit_code == 64 and "no resource of this landing zone match" in planned.stderr

@@ -12,6 +12,7 @@ import os
 import stat
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -152,9 +153,14 @@ def _scheduler(arm: ArmStandIn, energy: Path, box: dict[str, Path]) -> None:
 
 
 def test_deploy_with_a_rotated_password_rewrites_the_schedulers_slurmdbd_conf(
-    arm: ArmStandIn, energy: Path, run_cli: RunCli, box: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+    arm: ArmStandIn,
+    energy: Path,
+    run_cli: RunCli,
+    box: dict[str, Path],
+    monkeypatch: pytest.MonkeyPatch,
+    predeployed: Callable[[Path], None],
 ) -> None:
-    assert run_cli("deploy", str(energy), "--yes").exit_code == 0
+    predeployed(energy)
     slurm_folder = box["root"] / "sched" / CLUSTER
     box["conf"].parent.rename(slurm_folder)
     box["conf"] = slurm_folder / "slurmdbd.conf"
@@ -183,9 +189,14 @@ def test_deploy_with_a_rotated_password_rewrites_the_schedulers_slurmdbd_conf(
 
 
 def test_a_failed_rewrite_fails_deploy_and_the_next_deploy_repeats_it(
-    arm: ArmStandIn, energy: Path, run_cli: RunCli, box: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+    arm: ArmStandIn,
+    energy: Path,
+    run_cli: RunCli,
+    box: dict[str, Path],
+    monkeypatch: pytest.MonkeyPatch,
+    predeployed: Callable[[Path], None],
 ) -> None:
-    assert run_cli("deploy", str(energy), "--yes").exit_code == 0
+    predeployed(energy)
     _scheduler(arm, energy, box)  # no slurmdbd.conf under /sched/<cluster> yet: the program cannot read it
     monkeypatch.setenv("SLURMDB_PASSWORD", NEW)
     failed = run_cli("deploy", str(energy), "--yes")
@@ -220,10 +231,10 @@ def test_the_program_runs_on_the_schedulers_python_and_the_script_passes_shellch
 
 
 def test_without_a_scheduler_vm_there_is_nothing_to_rewrite(
-    arm: ArmStandIn, energy: Path, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
+    arm: ArmStandIn, energy: Path, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch, predeployed: Callable[[Path], None]
 ) -> None:
     """The cluster not started: no slurmdbd runs; the scheduler CycleCloud starts later takes the re-imported value."""
-    assert run_cli("deploy", str(energy), "--yes").exit_code == 0
+    predeployed(energy)
     monkeypatch.setenv("SLURMDB_PASSWORD", NEW)
     deployed = run_cli("deploy", str(energy), "--yes")
     assert deployed.exit_code == 0, deployed.stdout + deployed.stderr

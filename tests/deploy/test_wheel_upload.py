@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import shutil
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -48,9 +49,14 @@ def test_deploy_uploads_the_wheel_and_tags_the_cyclecloud_vm_with_its_digest(
 
 
 def test_a_new_wheel_submits_the_compute_deployment_again(
-    arm: ArmStandIn, zone: Path, run_cli: RunCli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    arm: ArmStandIn,
+    zone: Path,
+    run_cli: RunCli,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    predeployed: Callable[[Path], None],
 ) -> None:
-    assert run_cli("deploy", str(zone), "--yes").exit_code == 0
+    predeployed(zone)
     first = _compute_run(arm).body["properties"]["parameters"]["hpclzWheel"]["value"]
     newer = tmp_path / "newer" / hpclz_wheel().name
     newer.parent.mkdir()

@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 
 from hpclz.render.health_gate import GATE_SCRIPT, GATE_STAMP, HEALTH_PROGRAM, PROLOG_EPILOG_TIMEOUT_S, health_gate
-from hpclz.render.job_storage import SLURM_CONF
 from tests.conftest import require
 from tests.render.test_cloudinit import _artifacts, _scripts
 from tests.support.slurm import slurm_available, start_cluster, stop_cluster
@@ -81,8 +80,8 @@ def test_the_cluster_hands_its_slurm_lines_to_cyclecloud_slurm(stem: str) -> Non
     template, parameters = _cluster(stem)
     assert "        slurm.additional.config = $HpclzSlurmConfig\n" in template
     gate = health_gate(re.search(r"^\[cluster (.+)\]$", template, re.M).group(1))  # type: ignore[union-attr]
-    # Then the job credential's TaskProlog: both presets give jobs blob containers (tests/render/test_job_storage.py).
-    assert parameters["HpclzSlurmConfig"] == gate.slurm_conf(IDLE_MINUTES[stem]) + SLURM_CONF
+    # The gate's lines alone: the job credential adds none (no TaskProlog, tests/render/test_job_storage.py).
+    assert parameters["HpclzSlurmConfig"] == gate.slurm_conf(IDLE_MINUTES[stem])
     assert "PathExists=" not in "".join(_scripts(template))
 
 

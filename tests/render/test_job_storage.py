@@ -20,6 +20,7 @@ import shutil
 import stat
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
@@ -29,11 +30,13 @@ from azure.core.credentials import AzureSasCredential
 from azure.core.exceptions import HttpResponseError
 from azure.storage.blob import BlobServiceClient, ContainerClient, UserDelegationKey, generate_container_sas
 
-from hpclz.render.job_storage import RENEW, RENEW_UNIT, SCRIPT, TASK_PROLOG, VARIABLE
+from hpclz.render.health_gate import HEALTH_PROGRAM
+from hpclz.render.job_storage import ENROOT_MOUNTS, JOBS, RENEW, RENEW_UNIT, SCRIPT
 from tests.conftest import REPO, require
 from tests.render.test_cloudinit import _scripts
 from tests.render.test_health_gate import _cluster, _heredoc, _install, _installer
 from tests.render.test_metadata_access import _jobs_use_the_identity
+from tests.render.test_nccl import enroot_mounts
 from tests.support.azurite import ACCOUNT as AZURITE_ACCOUNT
 from tests.support.azurite import ACCOUNT_KEY, Azurite, azurite  # noqa: F401  (a fixture, used by name)
 from tests.support.local_http import serve
@@ -190,6 +193,93 @@ def test_a_busy_node_reuses_its_key_while_it_outlives_the_sas(tmp_path: Path, az
     assert _run("prolog", config, azure, "4").returncode == 0
     assert len(DelegationStandIn.keys) == 2
     assert json.loads(cache.read_text())["SignedExpiry"] == DelegationStandIn.keys[1]["SignedExpiry"]
+
+
+# Each prolog waits for GO before it runs the program, so that all of them make /run/hpclz's folders at once.
+RACER = """import os, runpy, sys, time
+ready, go = sys.argv[1], sys.argv[2]
+open(ready, "w").close()
+while not os.path.exists(go):
+    time.sleep(0.001)
+sys.argv = sys.argv[3:]
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
+
+
+def test_prologs_starting_together_on_a_fresh_node_each_give_their_job_its_tokens(tmp_path: Path, azure: str) -> None:
+    """slurmd starts the prologs of jobs that start together at once, each its own process; on a fresh node none of
+    /run/hpclz's folders exists yet and each prolog makes them."""
+    require(os.geteuid() == 0, "root (the prolog hands the job's folder to its user)")
+    config = _config(tmp_path)
+    sync = tmp_path / "sync"
+    sync.mkdir()
+    racer = tmp_path / "racer.py"
+    racer.write_text(RACER)
+    jobs = [str(n) for n in range(61, 69)]
+    environment = {
+        "PATH": os.environ["PATH"],
+        "HPCLZ_IMDS_URL": azure,
+        "HPCLZ_BLOB_URL": azure + "/{account}",
+        "SLURM_JOB_UID": str(NOBODY),
+        "SLURM_JOB_GID": str(NOBODY),
+    }
+    processes = [
+        subprocess.Popen(
+            [sys.executable, str(racer), str(sync / job), str(sync / "go"), str(TEMPLATE), "prolog", str(config)],
+            env={**environment, "SLURM_JOB_ID": job},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for job in jobs
+    ]
+    try:
+        while not all((sync / job).exists() for job in jobs):
+            assert all(p.poll() is None for p in processes), [p.communicate() for p in processes]
+            time.sleep(0.01)
+        (sync / "go").touch()
+        outputs = [p.communicate(timeout=120) for p in processes]
+    finally:
+        for p in processes:
+            if p.poll() is None:
+                p.kill()
+    assert [p.returncode for p in processes] == [0] * len(jobs)
+    assert [err for _, err in outputs] == [""] * len(jobs)
+    for job in jobs:
+        folder = tmp_path / "run/hpclz/jobs" / job
+        assert sorted(f.name for f in folder.iterdir()) == [
+            "checkpoints.sas",
+            "checkpoints.url",
+            "datasets.sas",
+            "datasets.url",
+        ], job
+        assert (folder / "checkpoints.url").read_text() == f"{azure}/staitrainprodeus2a1/checkpoints\n"
+        assert (tmp_path / "run/hpclz/key/jobs" / f"{job}.json").exists(), job
+    for traversed, mode in (("run/hpclz", 0o755), ("run/hpclz/jobs", 0o755), ("run/hpclz/key", 0o700)):
+        assert stat.S_IMODE((tmp_path / traversed).stat().st_mode) == mode, traversed
+
+
+def test_a_folder_another_prolog_makes_meanwhile_is_taken_as_made(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The interleaving the test above may or may not hit, made certain: another prolog makes the folder just before
+    this one's mkdir (the standard library's os.mkdir, made to lose that race; nothing of the program is replaced)."""
+    program = _program()
+    real_mkdir = os.mkdir
+
+    def lose_the_race(path: str, mode: int = 0o777) -> None:
+        real_mkdir(path, 0o700)  # the other prolog, under its own umask
+        real_mkdir(path, mode)
+
+    monkeypatch.setattr(os, "mkdir", lose_the_race)
+    program.folder_(str(tmp_path / "run/hpclz/jobs"), 0o755)
+    monkeypatch.undo()
+    for made in ("run", "run/hpclz", "run/hpclz/jobs"):
+        assert stat.S_IMODE((tmp_path / made).stat().st_mode) == 0o755, made
+    # A file where the folder should be is still an error (the prolog logs it and leaves no token).
+    (tmp_path / "file").write_text("")
+    with pytest.raises(FileExistsError):
+        program.folder_(str(tmp_path / "file"), 0o755)
 
 
 def test_a_failed_mint_leaves_no_token_and_never_fails_the_prolog(tmp_path: Path, azure: str) -> None:
@@ -396,9 +486,7 @@ def _nodes(stem: str) -> list[str]:
 @pytest.mark.parametrize("stem", STEMS)
 def test_only_zones_whose_jobs_get_containers_render_the_credential(stem: str) -> None:
     wanted = _jobs_use_the_identity(stem)
-    _, parameters = _cluster(stem)
-    assert ("TaskProlog=" in parameters["HpclzSlurmConfig"]) == wanted
-    assert {f"cat > {TASK_PROLOG} <<" in node for node in _nodes(stem)} == {wanted}
+    assert {f"cat > {ENROOT_MOUNTS} <<" in node for node in _nodes(stem)} == {wanted}
     assert (SCRIPT in _installer(stem)) == wanted
     assert {f"systemctl enable --now {RENEW_UNIT}.timer\n" in node for node in _nodes(stem)} == {wanted}
 
@@ -428,22 +516,149 @@ def test_the_installer_puts_the_program_its_settings_and_the_prolog_and_epilog_u
     assert not list(sched.rglob("*.new"))
 
 
-def _task_prolog(stem: str) -> str:
-    return _heredoc(_nodes(stem)[0], TASK_PROLOG)
+# slurm.conf keys naming a program that slurmstepd runs in a task's own process or that srun runs (slurm.conf(5)):
+# slurmstepd runs the SPANK plugins' task_init hook first and ends the task when the TaskProlog fails (SchedMD/slurm
+# slurm-25-11-5-1 src/slurmd/slurmstepd/task.c l.437-441, then l.456-462 "TaskProlog failed status=%d", _exit);
+# pyxis enters the job's container in that hook (NVIDIA/pyxis v0.21.0 pyxis_slurmstepd.c slurm_spank_task_init
+# l.1308, setns into its mount namespace l.1372; NVIDIA/pyxis issues #83 and #163), so such a program is looked up
+# in the image and every --container-image task fails; on a node that lacks it (made before it was added) every task
+# fails.
+TASK_PROGRAMS = ("TaskProlog", "TaskEpilog", "SrunProlog", "SrunEpilog")
+# Where a program named in slurm.conf is on every node at once: the scheduler's /sched, which every node mounts, and
+# /etc/slurm, cyclecloud-slurm's links into it (Azure/cyclecloud-slurm@50e6739 azure-slurm-install/install.py
+# l.506-507, 706-707).
+SHARED = ("/sched/", "/etc/slurm/")
 
 
-def test_the_task_prolog_names_the_job_s_folder_only_where_the_prolog_left_one(tmp_path: Path) -> None:
-    script = tmp_path / "task-prolog"
-    script.write_text(_task_prolog("energy"))
-    (tmp_path / "jobs/12").mkdir(parents=True)
+def _misplaced(slurm_lines: str) -> list[str]:
+    """The keys of `slurm_lines` (slurm.conf lines) that name a task's program, or a program on a node's own disk
+    other than the health check: slurmd runs HealthCheckProgram itself, as root, never in a job or its container
+    (slurm.conf(5), HealthCheckProgram), and every execute node's script writes it before slurmd starts."""
+    settings = [
+        line.split("=", 1) for line in slurm_lines.splitlines() if line.strip() and not line.lstrip().startswith("#")
+    ]
+    return [
+        key
+        for key, value in settings
+        if key in TASK_PROGRAMS
+        or (
+            value.startswith("/")
+            and not value.startswith(SHARED)
+            and (key, value) != ("HealthCheckProgram", HEALTH_PROGRAM)
+        )
+    ]
 
-    def run(job: str) -> str:
-        env = {"PATH": os.environ["PATH"], "HPCLZ_JOBS": str(tmp_path / "jobs"), "SLURM_JOB_ID": job}
-        done = subprocess.run(["bash", str(script)], env=env, capture_output=True, text=True, timeout=30, check=True)
-        return done.stdout
 
-    assert run("12") == f"export {VARIABLE}={tmp_path / 'jobs/12'}\n"
-    assert run("13") == ""
+@pytest.mark.parametrize("stem", STEMS)
+def test_slurm_conf_names_no_task_program_and_no_path_only_some_nodes_have(stem: str) -> None:
+    _, parameters = _cluster(stem)
+    assert _misplaced(parameters["HpclzSlurmConfig"]) == []
+    nodes = _nodes(stem)
+    assert nodes and all(f"cat > {HEALTH_PROGRAM} <<" in node for node in nodes)
+
+
+def test_a_task_prolog_or_a_node_local_program_fails_the_check() -> None:
+    _, parameters = _cluster("ai-training")
+    lines = parameters["HpclzSlurmConfig"]
+    assert _misplaced(lines + "TaskProlog=/opt/hpclz/bin/hpclz-job-storage-env\n") == ["TaskProlog"]
+    assert _misplaced(lines + "TaskEpilog=/sched/hpclz/task-epilog\n") == ["TaskEpilog"]
+    assert _misplaced(lines + "Epilog=/opt/hpclz/bin/epilog\n") == ["Epilog"]
+    assert _misplaced(lines + "Epilog=/etc/slurm/epilog.d/*\n") == []
+
+
+def test_containers_see_the_jobs_folder_read_only_as_enroot_reads_its_mounts(tmp_path: Path) -> None:
+    """The node's enroot mount file, read as enroot 4.0.1's enroot-mount reads it (tests/render/test_nccl.py,
+    enroot_mounts: getmntent fields, every option in enroot-mount's own table) and as util-linux's libmount reads an
+    fstab(5) file (findmnt --tab-file): one bind of the jobs' folder onto the same path, read-only, that cannot stop a
+    container from starting (nofail)."""
+    text = _heredoc(_nodes("ai-training")[0], ENROOT_MOUNTS)
+    entry = (JOBS, JOBS, "none", ["x-create=dir", "bind", "ro", "nosuid", "nodev", "noexec", "private", "nofail"], -1)
+    assert enroot_mounts(text) == [entry]
+    require(shutil.which("findmnt") is not None, "findmnt (util-linux)")
+    fstab = tmp_path / "50-hpclz-jobs.fstab"
+    fstab.write_text(text)
+    fields = "SOURCE,TARGET,FSTYPE,OPTIONS,PASSNO"
+    done = subprocess.run(
+        ["findmnt", "--tab-file", str(fstab), "-n", "-o", fields, "-P"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+    )
+    assert done.stdout == (
+        f'SOURCE="{JOBS}" TARGET="{JOBS}" FSTYPE="none" '
+        'OPTIONS="x-create=dir,bind,ro,nosuid,nodev,noexec,private,nofail" PASSNO="-1"\n'
+    )
+    # After enroot's own mounts (10-system.fstab's tmpfs on /var/run) in name order, with hpclz's other file.
+    assert Path(ENROOT_MOUNTS).parent == Path("/etc/enroot/mounts.d")
+    assert sorted([Path(ENROOT_MOUNTS).name, "10-system.fstab", "20-config.fstab"])[-1] == Path(ENROOT_MOUNTS).name
+
+
+# enroot 4.0.1's own tmpfs on /var/run (NVIDIA/enroot@v4.0.1 conf/mounts/10-system.fstab l.5), mounted before
+# hpclz's file in name order: in an image where /var/run links to /run it lands on /run, under the jobs' bind.
+ENROOT_VAR_RUN = "tmpfs       /var/run    tmpfs   x-create=dir,rw,nosuid,nodev,mode=755,slave        0   -1\n"
+# In a mount namespace of its own (unshare -m, private): a tmpfs on /run stands for the node's, with two jobs'
+# folders as the prolog leaves them (NOBODY's and another user's, 0700 each); enroot-mount then mounts the image's
+# system fstab into ROOTFS as `enroot start` does (src/runtime.sh l.64-83, --pass -1), and NOBODY reads through it.
+IN_NAMESPACE = """set -u
+mount -t tmpfs -o mode=755 tmpfs /run
+mkdir -p /run/hpclz/jobs/61 /run/hpclz/jobs/62
+echo token-61 > /run/hpclz/jobs/61/checkpoints.sas
+echo token-62 > /run/hpclz/jobs/62/checkpoints.sas
+chown -R NOBODY:NOBODY /run/hpclz/jobs/61 && chown -R 1234:1234 /run/hpclz/jobs/62
+chmod 700 /run/hpclz/jobs/61 /run/hpclz/jobs/62
+# From inside ROOTFS (its parents are root's 0700 test folders), as the job's user.
+as_job() { (cd ROOTFS && setpriv --reuid=NOBODY --regid=NOBODY --clear-groups "$@" 2>&1); }
+ENROOT_MOUNT --root ROOTFS --pass -1 FSTAB; echo "mounted=$?"
+echo "own=$(as_job cat run/hpclz/jobs/61/checkpoints.sas)"
+echo "other=$(as_job cat run/hpclz/jobs/62/checkpoints.sas | grep -c "Permission denied")"
+echo "write=$(as_job sh -c 'echo x > run/hpclz/jobs/61/new' | grep -c "Read-only file system")"
+echo renewed > /run/hpclz/jobs/61/part && chown NOBODY /run/hpclz/jobs/61/part
+mv /run/hpclz/jobs/61/part /run/hpclz/jobs/61/checkpoints.sas
+echo "renewed=$(as_job cat run/hpclz/jobs/61/checkpoints.sas)"
+umount -l /run
+mount -t tmpfs -o mode=755 tmpfs /run
+ENROOT_MOUNT --root EMPTY --pass -1 FSTAB 2>/dev/null; echo "missing=$?"
+"""
+
+
+def test_enroot_mount_shows_each_job_its_own_folder_read_only(tmp_path: Path) -> None:
+    """The rendered mount file through enroot's own enroot-mount, as root, in a mount namespace of its own; the user
+    namespace enroot runs it in for a job is left out. enroot is not installed here: the test runs where an
+    enroot-mount built from NVIDIA/enroot v4.0.1 bin/enroot-mount.c is on PATH (docs/checkpoints.md says how)."""
+    require(os.geteuid() == 0, "root (a mount namespace of its own)")
+    enroot_mount = shutil.which("enroot-mount")
+    require(enroot_mount is not None, "enroot-mount (NVIDIA/enroot v4.0.1, bin/enroot-mount.c)")
+    require(shutil.which("unshare") is not None and shutil.which("setpriv") is not None, "unshare, setpriv")
+    rootfs, empty = tmp_path / "rootfs", tmp_path / "empty"
+    (rootfs / "var").mkdir(parents=True)
+    (rootfs / "var/run").symlink_to("../run")
+    empty.mkdir()
+    fstab = tmp_path / "fstab"
+    fstab.write_text(ENROOT_VAR_RUN + _heredoc(_nodes("ai-training")[0], ENROOT_MOUNTS))
+    script = (
+        IN_NAMESPACE.replace("ENROOT_MOUNT", str(enroot_mount))
+        .replace("ROOTFS", str(rootfs))
+        .replace("EMPTY", str(empty))
+        .replace("FSTAB", str(fstab))
+        .replace("NOBODY", str(NOBODY))
+    )
+    done = subprocess.run(
+        ["unshare", "-m", "--propagation", "private", "bash", "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    lines = dict(line.split("=", 1) for line in done.stdout.splitlines() if "=" in line)
+    assert lines == {
+        "mounted": "0",
+        "own": "token-61",  # the job's user reads its own folder inside the image
+        "other": "1",  # and not another job's: 0700, another user's
+        "write": "1",  # read-only, even to its owner
+        "renewed": "renewed",  # renew's rename on the host shows at once
+        "missing": "0",  # no /run/hpclz/jobs yet: nofail, the container still starts
+    }, done.stdout + done.stderr
 
 
 def test_the_renew_timer_runs_the_scheduler_s_program_as_root_every_ten_minutes(tmp_path: Path, azure: str) -> None:

@@ -186,8 +186,9 @@ def test_h100_and_h200_containers_get_the_images_nccl_settings_and_topology(
     ],
 )
 def test_gb300_and_cpu_partitions_get_no_enroot_files(stem: str, partition: str, tmp_path: Path) -> None:
+    # No NCCL file; the job credential's mount file (hpclz.render.job_storage) is any partition's, NCCL or not.
     script = _node_script(stem, partition)
-    assert "/etc/enroot/environ.d" not in script and "/etc/enroot/mounts.d" not in script
+    assert "/etc/enroot/environ.d" not in script and ENVIRON_FILE not in script and MOUNTS_FILE not in script
     assert _written(script, tmp_path) == {}
 
 

@@ -1,9 +1,8 @@
-"""The job credential under a real slurmd: the rendered prolog, epilog and TaskProlog run as Slurm 22.05 runs them.
+"""The job credential under a real slurmd: the rendered prolog and epilog run as Slurm 22.05 runs them.
 
-The prolog and epilog are the files hpclz-gate-install writes under /sched (40-hpclz-job-storage.sh), the TaskProlog
-the one each execute node's cloud-init writes; slurm.conf names them as cyclecloud-slurm and hpclz do (Prolog,
-Epilog, PrologFlags=Alloc from cyclecloud-slurm 4.0.9's slurm.conf.template l.36-42 @50e6739, TaskProlog from
-slurm.additional.config). The endpoints are the loopback stand-in (tests/support/user_delegation.py): slurmd gives a
+The prolog and epilog are the files hpclz-gate-install writes under /sched (40-hpclz-job-storage.sh); slurm.conf names
+them as cyclecloud-slurm does (Prolog, Epilog, PrologFlags=Alloc from cyclecloud-slurm 4.0.9's slurm.conf.template
+l.36-42 @50e6739), and nothing else of hpclz's: the job finds its folder at the fixed path <jobs>/$SLURM_JOB_ID. The endpoints are the loopback stand-in (tests/support/user_delegation.py): slurmd gives a
 Prolog an environment of its own ("these programs do not have a search path set", slurm.schedmd.com/
 prolog_epilog.html), so a wrapper exports HPCLZ_IMDS_URL and HPCLZ_BLOB_URL before it runs the rendered script. The
 job runs as another user (sbatch --uid, root only), as every job of a real cluster does.
@@ -20,10 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from hpclz.render.job_storage import SCRIPT, TASK_PROLOG
+from hpclz.render.job_storage import SCRIPT
 from tests.conftest import require
-from tests.render.test_health_gate import _heredoc, _install
-from tests.render.test_job_storage import _nodes
+from tests.render.test_health_gate import _install
 from tests.support.local_http import serve
 from tests.support.slurm import LocalSlurm, slurm_available, start_cluster, stop_cluster
 from tests.support.user_delegation import DelegationStandIn
@@ -53,12 +51,6 @@ class JobStorageHooks:
             wrapper = root / f"{phase}.sh"
             wrapper.write_text(f"#!/bin/bash\n{endpoints}exec {self.sched / f'{phase}.d' / SCRIPT}\n")
             wrapper.chmod(0o755)
-        task = root / "task-prolog"
-        task.write_text(_heredoc(_nodes("ai-training")[0], TASK_PROLOG))
-        task.chmod(0o755)
-        wrapper = root / "task.sh"
-        wrapper.write_text(f"#!/bin/bash\nexport HPCLZ_JOBS={root / 'run/hpclz/jobs'}\nexec {task}\n")
-        wrapper.chmod(0o755)
         (root / "out").mkdir()
         (root / "out").chmod(0o1777)
 
@@ -67,7 +59,6 @@ class JobStorageHooks:
             f"Prolog={root / 'prolog.sh'}",
             f"Epilog={root / 'epilog.sh'}",
             "PrologFlags=Alloc",
-            f"TaskProlog={root / 'task.sh'}",
             f"PartitionName=debug Nodes={','.join(NODES)} Default=YES MaxTime=INFINITE State=UP",
         ]
 
@@ -99,13 +90,17 @@ def _wait(what: str, ready: Callable[[], object], timeout: float = 60) -> None:
     raise AssertionError(f"{what}: not within {timeout} s")
 
 
-# What the job sees: the variable, and each file's owner, mode and first line.
+# What the job sees at <jobs>/$SLURM_JOB_ID (JOBS, the cluster root's stand-in for /run/hpclz/jobs): whether its
+# folder is there, and each file's owner, mode and first line.
 JOB = """#!/bin/bash
-echo "variable=${HPCLZ_JOB_STORAGE:-unset}"
-if [ -n "${HPCLZ_JOB_STORAGE:-}" ]; then
-  stat -c 'folder %u %a' "$HPCLZ_JOB_STORAGE"
-  for f in "$HPCLZ_JOB_STORAGE"/*; do stat -c "file %n %u %a" "$f"; done
-  echo "url=$(cat "$HPCLZ_JOB_STORAGE/checkpoints.url")"
+dir=JOBS/$SLURM_JOB_ID
+if [ -d "$dir" ]; then
+  echo "folder=$dir"
+  stat -c 'folder %u %a' "$dir"
+  for f in "$dir"/*; do stat -c "file %n %u %a" "$f"; done
+  echo "url=$(cat "$dir/checkpoints.url")"
+else
+  echo "folder=none"
 fi
 """
 
@@ -113,7 +108,7 @@ fi
 def _run_job(slurm: LocalSlurm, name: str) -> tuple[str, str]:
     out = slurm.root / "out"
     script = out / f"{name}.sh"
-    script.write_text(JOB)
+    script.write_text(JOB.replace("JOBS", str(slurm.root / "run/hpclz/jobs")))
     script.chmod(0o755)
     job = slurm.client(
         "sbatch",
@@ -126,7 +121,7 @@ def _run_job(slurm: LocalSlurm, name: str) -> tuple[str, str]:
     ).strip()
     output = out / f"{name}.out"
     _wait(f"job {job} done", lambda: not slurm.client("squeue", "-h", "-j", job, "-o", "%T").strip())
-    _wait(f"job {job}'s output", lambda: output.exists() and "variable=" in output.read_text())
+    _wait(f"job {job}'s output", lambda: output.exists() and "folder=" in output.read_text())
     return job, output.read_text()
 
 
@@ -137,7 +132,7 @@ def test_a_job_gets_its_own_tokens_and_the_epilog_takes_them(
     standin.refuse = False
     job, output = _run_job(slurm, "minted")
     folder = slurm.root / "run/hpclz/jobs" / job
-    assert f"variable={folder}\n" in output, output
+    assert f"folder={folder}\n" in output, output
     assert f"folder {NOBODY} 700\n" in output, output
     files = sorted(line.split()[1:] for line in output.splitlines() if line.startswith("file "))
     assert files == [
@@ -165,8 +160,8 @@ def test_a_failed_mint_leaves_the_job_running_without_tokens(
         job, output = _run_job(slurm, "refused")
     finally:
         standin.refuse = False
-    # The job ran (its output is there), without the variable, and no key was handed out.
-    assert "variable=unset\n" in output, output
+    # The job ran (its output is there), without a folder, and no key was handed out.
+    assert "folder=none\n" in output, output
     assert not (slurm.root / "run/hpclz/jobs" / job).exists()
     assert keys_before == len(standin.keys)
     # The prolog succeeded: a failed Prolog drains the node (slurm.conf(5), Prolog); it is idle.

@@ -14,7 +14,7 @@ from pydantic import BaseModel, Field
 from hpclz.config.loader import LoadedConfig
 from hpclz.deploy.app_roles import AppRolesResult
 from hpclz.deploy.contract import Contract, after_run, announce_waits, check_contract, removals_for
-from hpclz.deploy.next_steps import next_steps
+from hpclz.deploy.next_steps import next_steps, node_script_steps
 from hpclz.deploy.secrets import require_prerequisites, resolve_secrets
 from hpclz.errors import ExitCode, HpclzError
 from hpclz.findings import Finding, Severity
@@ -289,7 +289,7 @@ def _apply(
     if failures(removals.outcomes):
         return ExitCode.AZURE_ERROR  # the deletes that did not happen stay in state: a rerun tries again
     missing = None if result.app_roles is None else {(m.path, m.app_role) for m in result.app_roles.missing}
-    result.next_steps = next_steps(loaded, final, missing, registered)
+    result.next_steps = next_steps(loaded, final, missing, registered) + node_script_steps(result.changes)
     return ExitCode.AZURE_ERROR if result.unfinished else ExitCode.OK
 
 

@@ -28,6 +28,7 @@ from pathlib import Path
 
 from hpclz.config.loader import LoadedConfig
 from hpclz.deploy.portal_steps import portal_steps
+from hpclz.plan.changeset import ChangeSet
 from hpclz.state.model import StateDocument
 
 # The server's web UI listens on HTTPS 443 (cloud-init: `cyclecloud initialize --url=https://localhost`);
@@ -214,6 +215,19 @@ def next_steps(
         f"with a copy of {config}: hpclz verify {config}"
     )
     return steps + _project_record(loaded) + _dashboards(doc)
+
+
+def node_script_steps(changes: ChangeSet | None) -> list[str]:
+    """The plan's steps for running nodes that keep their old scripts (hpclz.plan.node_scripts): the deploy changed
+    only the cluster definition new VMs boot from."""
+    scripts = changes.node_scripts if changes is not None else None
+    if scripts is None or not scripts.steps:
+        return []
+    return [
+        "Node scripts: the scheduler, login nodes and partition nodes running now keep the scripts their VMs were "
+        "created with; replace the ones the plan named, in this order:",
+        *(f"  {step}" for step in scripts.steps),
+    ]
 
 
 def _project_record(loaded: LoadedConfig) -> list[str]:

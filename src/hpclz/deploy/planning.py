@@ -21,7 +21,7 @@ from hpclz.findings import Finding, Severity
 from hpclz.output import ResultBody
 from hpclz.plan.changeset import ChangeSet, StateRef
 from hpclz.plan.cluster import cluster_lines
-from hpclz.plan.contract import attach_config_diff, changeset_for, force_replacements, targeted
+from hpclz.plan.contract import attach_config_diff, attach_node_scripts, changeset_for, force_replacements, targeted
 from hpclz.plan.offline import create_change
 from hpclz.plan.racks import PartitionRacks, partition_racks
 from hpclz.plan.resources import deployment_resources, desired_resources
@@ -224,6 +224,7 @@ def _changes(
     if options.what_if:
         changes = online_changeset(loaded, deployment_plan)
         attach_config_diff(changes, loaded, state)
+        attach_node_scripts(changes, loaded, deployment_plan, state)
     else:
         from hpclz.deploy.secrets import available_secrets
 

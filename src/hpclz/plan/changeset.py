@@ -157,6 +157,26 @@ class StackUpgrade(BaseModel):
     )
 
 
+class NodeScripts(BaseModel):
+    """Nodes whose boot script (CloudInit) or slurm.conf lines differ from the cluster definition last applied, and the
+    steps that bring them onto the new ones (hpclz.plan.node_scripts): a running node keeps what its VM was created
+    with."""
+
+    scheduler: list[str] = Field(
+        default_factory=list, description="What differs on the scheduler: `CloudInit`, `slurm.conf lines`; empty: none."
+    )
+    login: bool = Field(default=False, description="The login nodes' CloudInit differs.")
+    partitions: list[str] = Field(default_factory=list, description="Partitions whose nodes' CloudInit differs.")
+    server: str = Field(default="", description="The CycleCloud server VM, whose userData carries the definition.")
+    racks: dict[str, int] = Field(
+        default_factory=dict, description="The rack-scale ones among `partitions`, with their racks (replaced whole)."
+    )
+    covered_by: str = Field(
+        default="", description="Another part of the plan that makes every one of these nodes a new VM anyway."
+    )
+    steps: list[str] = Field(default_factory=list, description="Ordered steps after the deploy; empty when covered.")
+
+
 class Summary(BaseModel):
     add: int = 0
     change: int = 0
@@ -278,6 +298,11 @@ class ChangeSet(BaseModel):
     )
     stack_upgrade: StackUpgrade | None = Field(
         default=None, description="The triple changes: its ordered steps, or why the change is refused."
+    )
+    node_scripts: NodeScripts | None = Field(
+        default=None,
+        description="Nodes whose boot script or slurm.conf lines differ from the applied cluster definition, with the "
+        "steps that replace them; None: none differ, or there is nothing applied to compare with.",
     )
     targets: list[str] = Field(
         default_factory=list, description="`--target`: the IDs of the resources named (their attributes are shown)."

@@ -18,6 +18,7 @@ from hpclz.config.loader import LoadedConfig
 from hpclz.errors import ExitCode, HpclzError
 from hpclz.plan.changeset import Action, ChangeSet, ConfigChange, Policy, ResourceChange, StateRef, Verdict
 from hpclz.plan.config_diff import config_changes, config_snapshot
+from hpclz.plan.node_scripts import node_scripts, order
 from hpclz.plan.offline import offline_changeset
 from hpclz.plan.racks import rack_partitions
 from hpclz.plan.upgrade import stack_upgrade
@@ -54,8 +55,18 @@ def changeset_for(
         changes.resubmit += [n for n, r in state.deployments.items() if r.drifted and n in planned]
     if state is not None and secrets:
         attach_rotations(changes, plan, state, secrets, accounting_secret_path(loaded))
+    attach_node_scripts(changes, loaded, plan, state)
     changes.unique_labels()
     return changes
+
+
+def attach_node_scripts(
+    changes: ChangeSet, loaded: LoadedConfig, plan: DeploymentPlan, state: StateDocument | None
+) -> None:
+    """The running nodes that keep scripts other than the ones rendered now, and the steps that replace them; after
+    the config diff, whose stack upgrade may replace them anyway."""
+    changes.node_scripts = node_scripts(plan, state, rack_partitions(loaded.config))
+    order(changes)
 
 
 ROTATED = Verdict(
@@ -168,6 +179,8 @@ def force_replacements(changes: ChangeSet, addresses: Sequence[str]) -> None:
         )
         if resource.deployment not in changes.resubmit:
             changes.resubmit.append(resource.deployment)
+    if addresses:  # a replaced CycleCloud server starts every node again as a new VM
+        order(changes)
 
 
 def targeted(changes: ChangeSet, plan: DeploymentPlan, addresses: Sequence[str]) -> DeploymentPlan:
@@ -188,6 +201,9 @@ def targeted(changes: ChangeSet, plan: DeploymentPlan, addresses: Sequence[str])
     changes.drift = [r for r in changes.drift if r.deployment in wanted]
     changes.resubmit = [n for n in changes.resubmit if n in wanted]
     changes.config_changes = []  # a config diff cannot be cut to some deployments: the resources say it
+    scripts = changes.node_scripts
+    if scripts is not None and not any(r.name.lower() == scripts.server.lower() for r in changes.resources):
+        changes.node_scripts = None  # the server's userData, and with it the new scripts, waits for a later deploy
     return plan.model_copy(update={"deployments": [d for d in plan.deployments if d.name in wanted]})
 
 

@@ -78,6 +78,13 @@ def _cluster_view(text: str) -> dict[str, Any] | None:
     return view
 
 
+def cluster_document(value: Any) -> dict[str, Any] | None:
+    """The CycleCloud cluster a server's encoded userData carries (`cluster`, `parameters`, `account`, and `template`
+    flattened by `cluster_template`), or None when the value is no such document."""
+    text = decode_text(value)
+    return _cluster_view(text) if text is not None else None
+
+
 def readable(path: str, before: Any, after: Any) -> list[tuple[str, Any, Any]] | None:
     """(sub-path, before, after) for what changed inside two encoded values; None when they do not decode."""
     old, new = decode_text(before), decode_text(after)

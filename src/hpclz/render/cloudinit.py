@@ -26,7 +26,7 @@ from hpclz.errors import ExitCode, HpclzError
 from hpclz.render.arm import API_VERSIONS, resource_path
 from hpclz.render.engine import PLAIN_NAME, Safe, render_text
 from hpclz.render.health_gate import GATE_SCRIPT, GATE_STAMP, health_gate
-from hpclz.render.job_storage import JOBS, RENEW, RENEW_EVERY, RENEW_UNIT, TASK_PROLOG, VARIABLE, job_storage
+from hpclz.render.job_storage import ENROOT_FSTAB, ENROOT_MOUNTS, RENEW, RENEW_EVERY, RENEW_UNIT, job_storage
 from hpclz.render.job_storage import SCRIPT as JOB_STORAGE_SCRIPT
 from hpclz.render.nccl import container_files
 from hpclz.render.payload import pack
@@ -329,9 +329,8 @@ def node_script(zone: Zone, partition: Partition, mounts: list[dict[str, Any]]) 
         events=watcher if events.enabled else None,
         job_env=(
             {
-                "program": TASK_PROLOG,
-                "jobs": JOBS,
-                "variable": VARIABLE,
+                "enroot_mounts": ENROOT_MOUNTS,
+                "enroot_fstab": Safe(ENROOT_FSTAB),
                 "renew": RENEW,
                 "unit": RENEW_UNIT,
                 "every": RENEW_EVERY,
@@ -438,8 +437,7 @@ def cluster_files(zone: Zone) -> dict[str, str]:
         suspend_minutes=suspend_minutes(config.compute.partitions),
     )
     parameters = {
-        "HpclzSlurmConfig": gate.slurm_conf(suspend_minutes(config.compute.partitions))
-        + (storage.slurm_conf() if storage else ""),
+        "HpclzSlurmConfig": gate.slurm_conf(suspend_minutes(config.compute.partitions)),
         "Credentials": CREDENTIALS,
         "Region": zone.location,
         "ComputeSubnetId": _subnet_for_cyclecloud(zone, "compute"),

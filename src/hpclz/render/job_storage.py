@@ -11,10 +11,18 @@ hpclz-gate-install puts the program, its configuration and the two scripts under
 (hpclz.render.health_gate). The scripts run in reverse alphabetical order (install.py l.551-553): 40- runs after
 hpclz's gate (50-), so a node the gate fails mints nothing, and before healthagent's 10-.
 
-A TaskProlog, on each execute node's own disk so that it always exists, tells each task where the tokens are:
-"Standard output from this program can be used to control the environment variables ... export NAME=value"
-(slurm.conf(5), TaskProlog, Slurm 22.05). cyclecloud-slurm 4.0.9 sets no TaskProlog (slurm.conf.template @50e6739
-names Prolog, Epilog and PrologSlurmctld only), so `slurm.additional.config` sets it without replacing one.
+A job finds its folder at the fixed path /run/hpclz/jobs/$SLURM_JOB_ID (slurmd puts SLURM_JOB_ID in every task's
+environment, sbatch(1) and srun(1) "OUTPUT ENVIRONMENT VARIABLES"). No TaskProlog names it: slurmstepd runs the SPANK
+plugins' task_init hook before the TaskProlog and ends the task when the TaskProlog fails (SchedMD/slurm
+slurm-25-11-5-1 src/slurmd/slurmstepd/task.c l.437-441 spank_user_task, then l.456-462 "TaskProlog failed
+status=%d" and _exit), and pyxis enters the job's container in that hook (NVIDIA/pyxis v0.21.0, the release
+cyclecloud-slurm 4.0.9 installs, pyxis_slurmstepd.c slurm_spank_task_init l.1308, setns into the container's mount
+namespace l.1372), so a TaskProlog is looked up inside the image, where it is not, and every --container-image task
+fails (NVIDIA/pyxis issues #83, #163). A node created before a TaskProlog existed fails every task the same way (127).
+Inside a pyxis/enroot container the jobs' folder is bound read-only by enroot's system mount configuration,
+/etc/enroot/mounts.d/*.fstab (NVIDIA/enroot v4.0.1 doc/configuration.md "Mount configuration files", the release
+cyclecloud-slurm 4.0.9 installs: Azure/cyclecloud-slurm@50e6739 azure-slurm-install/package.py l.11), which each
+execute node's script writes (ENROOT_MOUNTS, ENROOT_FSTAB).
 """
 
 from __future__ import annotations
@@ -30,13 +38,24 @@ SCRIPT = "40-hpclz-job-storage.sh"
 JOBS = "/run/hpclz/jobs"
 # Root's alone, in /run: "flushed on boot" (file-hierarchy(7)), so a key never outlives the VM that fetched it.
 KEY_CACHE = "/run/hpclz/key/user-delegation-key.json"
-TASK_PROLOG = "/opt/hpclz/bin/hpclz-job-storage-env"
 # `hpclz-job-storage renew` on each execute node, started by a root systemd timer every RENEW_EVERY: the program
 # re-signs a SAS that expires within the hour (job_storage.py, RENEW_MARGIN), so about six tries before it does.
 RENEW = "/opt/hpclz/bin/hpclz-job-storage-renew"
 RENEW_UNIT = "hpclz-job-storage-renew"
 RENEW_EVERY = "10min"  # systemd.time(7) time span
-VARIABLE = "HPCLZ_JOB_STORAGE"
+# enroot reads every *.fstab under ENROOT_SYSCONF_PATH/mounts.d (default /etc/enroot, doc/configuration.md) in name
+# order (src/runtime.sh l.73-79 at v4.0.1), after its own 10-system.fstab, whose tmpfs on /var/run would otherwise
+# hide a bind under /run in images where /var/run links to /run. The package makes the folder (Makefile l.141
+# `install -d ... mounts.d`) and owns only its own files in it, so the node's script may write this before or after
+# cyclecloud-slurm's cluster-init installs enroot (as hpclz.render.nccl's files).
+ENROOT_MOUNTS = "/etc/enroot/mounts.d/50-hpclz-jobs.fstab"
+# One fstab(5) line in enroot's reading (doc/image-format.md "/etc/fstab": x-create=dir makes the mount point in the
+# image; fs_passno -1 mounts it with enroot's own system mounts, before the hooks). bind without r: the folder alone;
+# ro: nothing of it is the job's to write (renew replaces tokens on the host, and a bind of the folder shows them);
+# nosuid,nodev,noexec: nothing there runs; private as enroot's own /etc/hosts bind. Each job's folder stays its user's
+# 0700 inside as outside, so no job reads another's. nofail: a node whose prolog minted nothing yet has no
+# /run/hpclz/jobs, and a failed entry without nofail ends the container's start (bin/enroot-mount.c l.507, 555-557).
+ENROOT_FSTAB = f"{JOBS} {JOBS} none x-create=dir,bind,ro,nosuid,nodev,noexec,private,nofail 0 -1\n"
 # Container SAS permissions (learn.microsoft.com/rest/api/storageservices/create-service-sas, "Permissions for a
 # directory, container, or blob"), in the order azure-storage-blob writes them (ContainerSasPermissions).
 READ = "rl"  # read, list: what Storage Blob Data Reader allows a job on a datasets container
@@ -46,11 +65,6 @@ READ = "rl"  # read, list: what Storage Blob Data Reader allows a job on a datas
 # learn.microsoft.com/azure/storage/blobs/versioning-overview), and "x" (delete a version) is never granted, so what
 # a job deletes can be restored; soft delete keeps it too where it is on.
 WRITE = "racwl"
-# Appended to slurm.additional.config after the health gate's lines.
-SLURM_CONF = (
-    f"# hpclz: each task learns where its job's storage tokens are ({VARIABLE}); a TaskProlog of its own.\n"
-    f"TaskProlog={TASK_PROLOG}\n"
-)
 WRITE_DELETE = "racwdl"
 
 
@@ -69,9 +83,6 @@ class JobStorage:
 
     def config_text(self) -> str:
         return json.dumps(self.settings, indent=2, sort_keys=True) + "\n"
-
-    def slurm_conf(self) -> str:
-        return SLURM_CONF
 
 
 def job_storage(zone: Zone, gate: HealthGate, identity: str) -> JobStorage | None:

@@ -19,6 +19,7 @@ from hpclz.plan.changeset import (
     ClusterLine,
     ConfigChange,
     EntraChanges,
+    NodeScripts,
     Policy,
     PropertyChange,
     ResourceChange,
@@ -197,6 +198,17 @@ def impacts(cs: ChangeSet) -> list[str]:
     out += [escape(d) for d in drains if d]
     out += [escape(f) for f in follow_ups(cs)]
     policies = [c.verdict.policy for c in cs.config_changes] + [r.verdict.policy for r in cs.changed_resources]
+    scripts = cs.node_scripts
+    if scripts is not None and scripts.steps and scripts.scheduler:
+        out.append(
+            "the scheduler is replaced after the deploy (Node scripts): slurmctld is down until its new VM has booted; "
+            "running jobs keep running under raised SlurmdTimeout and SlurmctldTimeout"
+        )
+    if scripts is not None and scripts.steps and (scripts.partitions or scripts.login):
+        out.append(
+            "nodes running now keep their old CloudInit until replaced (Node scripts): "
+            + ", ".join([*(f"partition {p}" for p in scripts.partitions), *(["login nodes"] if scripts.login else [])])
+        )
     if Policy.RESTART_NODES in policies:
         out.append("nodes restart: plan a maintenance window")
     if cs.data_loss:
@@ -219,6 +231,7 @@ def print_changeset(
     _config_section(out, cs)
     _cluster_section(out, cs)
     _upgrade_section(out, cs)
+    _scripts_section(out, cs)
     _drift_section(out, cs, show_noise)
     changed = cs.changed_resources
     if not changed and not cs.config_changes and not cs.drift:
@@ -286,6 +299,25 @@ def _upgrade_section(out: Console, cs: ChangeSet) -> None:
         return
     out.print(f"  [dim]{escape(up.reason)} ({escape(up.source_doc)}); in this order:[/]")
     out.print("\n".join(f"    {escape(step)}" for step in up.steps))
+
+
+def scripts_lines(scripts: NodeScripts) -> list[str]:
+    """Which running nodes keep old scripts, and the steps after the deploy (or what already replaces them)."""
+    which = [f"scheduler ({', '.join(scripts.scheduler)})"] if scripts.scheduler else []
+    which += ["login nodes (CloudInit)"] if scripts.login else []
+    which += [f"partition {p} (CloudInit)" for p in scripts.partitions]
+    lines = [
+        "Node scripts: a running node keeps what its VM was created with; these differ from the cluster definition "
+        f"last applied: {', '.join(which)}"
+    ]
+    if scripts.covered_by:
+        return [*lines, f"  covered by {scripts.covered_by}"]
+    return [*lines, "  after the deploy, in this order:", *(f"    {step}" for step in scripts.steps)]
+
+
+def _scripts_section(out: Console, cs: ChangeSet) -> None:
+    if cs.node_scripts is not None:
+        out.print("\n" + escape("\n".join(scripts_lines(cs.node_scripts))), highlight=False)
 
 
 def _print_resources(

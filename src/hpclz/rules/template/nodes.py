@@ -239,7 +239,7 @@ class JobsKeptFromNodeIdentities(Rule[TemplateContext]):
     title = "A node opens the metadata service to jobs while its identities hold roles"
     fix = (
         f"Keep {METADATA_ACCESS} = true (CycleCloud's default) on every node; jobs reach their blob containers "
-        "through the per-job SAS in $HPCLZ_JOB_STORAGE (docs/checkpoints.md)."
+        "through the per-job SAS in /run/hpclz/jobs/$SLURM_JOB_ID (docs/checkpoints.md)."
     )
 
     def check(self, ctx: TemplateContext) -> Iterable[Finding]:
