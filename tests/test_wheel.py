@@ -82,6 +82,10 @@ def test_wheel_ships_templates_presets_allowlist_and_schemas(unpacked_wheel: Pat
         p.relative_to(packaged) for p in packaged.rglob("*.json")
     }
     assert (schemas / "README.md").is_file()
+    # hpclz-install-wheel reads the lock of the dependencies it installs out of the wheel, by this member name.
+    lock = unpacked_wheel / "hpclz" / "requirements-lock.txt"
+    assert lock.read_bytes() == (REPO / "src" / "hpclz" / "requirements-lock.txt").read_bytes()
+    assert "hpclz/requirements-lock.txt" in (REPO / "templates" / "cloud-init" / "install_wheel.sh.j2").read_text()
 
 
 def test_the_cyclecloud_servers_programs_are_where_its_loader_takes_them(built_wheel: Path) -> None:

@@ -10,14 +10,18 @@ A download is pinned when the script checks what arrived before using it:
 - `hpclz-locker-get ... current <file>`: the locker's pointer to the wheel a running scheduler follows is a name,
   not code: pinned when the script reads it into a variable and matches it against the hpclz-wheel tag's shape
   (`^([0-9a-f]{64})/(hpclz-...whl)$`) before using it; the wheel it names is then checked by that digest;
-- `pip install`: every argument is a local file the script verified with `sha256sum` as above; a requirement
-  name (`hpclz==0.1.0`) is a package-index download and never pinned here.
+- `pip install`: with `--no-deps` (nothing resolved beyond what the line names), every argument a local file the
+  script verified with `sha256sum` as above, and every `-r FILE` under `--require-hashes` (pip refuses a file whose
+  SHA-256 the requirements do not list: pip.pypa.io/en/stable/topics/secure-installs/#hash-checking-mode) a file the
+  script wrote (`>FILE`) from such a verified file; a requirement name (`hpclz==0.1.0`) is a package-index download
+  and never pinned here.
 Packages installed by name with apt-get/dnf come from the image's signed repositories and are not downloads in
 this sense.
 """
 
 from __future__ import annotations
 
+import itertools
 import re
 import shlex
 
@@ -62,6 +66,42 @@ def _pointer_checked(script: str, path: str) -> bool:
         if f'[[ "${match[1]}" =~ ^([0-9a-f]{{64}})/(hpclz-' in script:
             return True
     return False
+
+
+# pip install options that take a value, which is then not a package argument.
+PIP_VALUED = {"--only-binary", "--no-binary", "-c", "--constraint", "-i", "--index-url", "--extra-index-url", "-f"}
+SHELL_OPERATORS = {"||", "&&", ";", "|"}
+
+
+def _written_from_verified(script: str, path: str) -> bool:
+    """A command (continuation lines joined) that writes `path` with `>` and reads a file verified by its SHA-256."""
+    for line in re.sub(r"\\\n", " ", script).splitlines():
+        words = _words(line)
+        writes = f">{path}" in words or any(a == ">" and b == path for a, b in itertools.pairwise(words))
+        if writes and any(_file_verified(script, word) for word in words if not word.startswith(">")):
+            return True
+    return False
+
+
+def _pip_pinned(script: str, after: list[str]) -> bool:
+    words = list(itertools.takewhile(lambda word: word not in SHELL_OPERATORS, after))
+    packages: list[str] = []
+    requirements: list[str] = []
+    values = iter(words)
+    for word in values:
+        if word in ("-r", "--requirement"):
+            requirements.append(next(values, ""))
+        elif word in PIP_VALUED or word == "--find-links":
+            next(values, "")
+        elif not word.startswith("-"):
+            packages.append(word)
+    if "--no-deps" not in words or not (packages or requirements):
+        return False
+    if requirements and "--require-hashes" not in words:
+        return False
+    return all(_file_verified(script, p) for p in packages) and all(
+        _written_from_verified(script, r) for r in requirements
+    )
 
 
 def _clone_target(words: list[str]) -> str | None:
@@ -109,9 +149,7 @@ def unpinned_downloads(script: str) -> list[str]:
             if target is None or not _file_verified(script, target):
                 problems.append(line.strip())
         elif re.search(r"\bpip3?\s+install\b", text):
-            after = text.split("install", 1)[1].split()
-            packages = [w for w in after if not w.startswith("-")]
-            if not packages or not all(_file_verified(script, p) for p in packages):
+            if not _pip_pinned(script, words[words.index("install") + 1 :]):
                 problems.append(line.strip())
         elif re.search(r"\b(?:dnf|yum|rpm|apt-get|apt)\b.*\binstall\b.*https?://", text):
             problems.append(line.strip())

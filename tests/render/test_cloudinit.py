@@ -216,7 +216,8 @@ def test_nodes_watch_scheduled_events_and_drain_with_an_hpclz_reason() -> None:
 
 
 def test_scheduler_installs_hpclz_for_verify() -> None:
-    """From the wheel in the locker, checked by its SHA-256, never from a package index."""
+    """hpclz itself from the wheel in the locker, checked by its SHA-256, never from a package index (its dependencies
+    only as the wheel's hash-pinned lock names them: test_install_wheel.py)."""
     scheduler = _scripts(_artifacts("energy")["cyclecloud/slurm-cluster.txt"])[0]
     # Guarded: a wheel staged after the node booted is installed by hpclz-wheel-update.timer (test_install_wheel.py).
     assert "\n/opt/hpclz/bin/hpclz-install-wheel || installed=$?\n" in scheduler

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ from hpclz.render.writer import output_files, write_plan
 from tests.arm.support import deployment, plan_of, require_schemas
 from tests.conftest import PRESETS, require
 from tests.render.conftest import preset_plan, resources_of, variant
+from tests.render.test_cloudinit import _artifacts, _scripts
 
 STEMS = [p.stem for p in PRESETS]
 
@@ -197,3 +199,18 @@ def test_a_fetch_inside_a_cloud_config_file_is_caught() -> None:
     named = egress.named_hosts(plan)[egress.CYCLECLOUD]
     assert "downloads.example.net" in named
     assert "docs.example.org" not in named
+
+
+def test_the_schedulers_locked_dependencies_open_pypi_without_healthagent() -> None:
+    """hpclz-install-wheel, as rendered into the cluster template, installs hpclz's dependencies from PyPI (only what
+    the wheel's hash-pinned lock names): its text alone, with no healthagent spec beside it, uses PyPI's two rows."""
+    (scheduler,) = [
+        s for s in _scripts(_artifacts("finance")["cyclecloud/slurm-cluster.txt"]) if "hpclz-install-wheel" in s
+    ]
+    assert not re.search(egress.HEALTHAGENT, scheduler)
+    pypi = {d.host for d in egress.DESTINATIONS if d.role == egress.NODES and d.used_in(scheduler)}
+    assert {"pypi.org", "files.pythonhosted.org"} <= pypi
+    no_lock = scheduler.replace("--require-hashes", "")
+    assert not {"pypi.org", "files.pythonhosted.org"} & {
+        d.host for d in egress.DESTINATIONS if d.role == egress.NODES and d.used_in(no_lock)
+    }

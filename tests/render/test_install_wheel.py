@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import io
 import json
 import os
 import re
@@ -19,7 +20,7 @@ import pytest
 from azure.core.exceptions import ResourceExistsError
 from azure.storage.blob import BlobServiceClient
 
-from tests.conftest import require
+from tests.conftest import REPO, require
 from tests.render.test_cloudinit import _artifacts, _scripts, node_tools
 from tests.support.azurite import Azurite, azurite  # noqa: F401  (a fixture, used by name)
 from tests.support.hpclz_wheel import build_wheel
@@ -50,19 +51,55 @@ def _helpers() -> dict[str, str]:
     return dict(re.findall(r"cat > (\S+) <<'HPCLZ_EOF'\n(.*?)^HPCLZ_EOF$", scheduler, flags=re.S | re.M))
 
 
-def _wheel(path: Path, probe: int = 1, requires_python: str = "") -> bytes:
-    """A real, minimal wheel (PEP 427): one module, its metadata and RECORD."""
-    needs = f"Requires-Python: {requires_python}\n" if requires_python else ""
+def _archive(name: str, version: str, files: dict[str, str], extra: str = "") -> bytes:
+    """A real, minimal wheel (PEP 427) of distribution `name`: `files`, its metadata and RECORD, the same bytes on
+    every call (fixed timestamps), so that its SHA-256 can stand in a lock."""
+    info = f"{name.replace('-', '_')}-{version}.dist-info"
     files = {
-        "hpclz_probe.py": f"PROBE = {probe}\n",
-        "hpclz-0.0.1.dist-info/METADATA": f"Metadata-Version: 2.1\nName: hpclz\nVersion: 0.0.1\n{needs}",
-        "hpclz-0.0.1.dist-info/WHEEL": "Wheel-Version: 1.0\nGenerator: tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+        **files,
+        f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n{extra}",
+        f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
     }
-    record = "".join(f"{name},,\n" for name in files) + "hpclz-0.0.1.dist-info/RECORD,,\n"
-    with zipfile.ZipFile(path, "w") as archive:
-        for name, text in {**files, "hpclz-0.0.1.dist-info/RECORD": record}.items():
-            archive.writestr(name, text)
+    record = "".join(f"{member},,\n" for member in files) + f"{info}/RECORD,,\n"
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for member, text in {**files, f"{info}/RECORD": record}.items():
+            archive.writestr(zipfile.ZipInfo(member, date_time=(1980, 1, 1, 0, 0, 0)), text)
+    return buffer.getvalue()
+
+
+# The stand-in hpclz's one dependency, served from a local folder (PIP_FIND_LINKS, the `wheelhouse` fixture) in place
+# of PyPI: the scheduler installs what the wheel's lock names with pip's --require-hashes, as a node does from PyPI.
+DEP = "hpclz_dep_probe-1.0-py3-none-any.whl"
+DEP_WHEEL = _archive("hpclz-dep-probe", "1.0", {"hpclz_dep_probe.py": "DEP = 1\n"})
+DEP_LOCK = f"hpclz-dep-probe==1.0 \\\n    --hash=sha256:{hashlib.sha256(DEP_WHEEL).hexdigest()}\n"
+
+
+def _wheel(
+    path: Path,
+    probe: int = 1,
+    requires_python: str = "",
+    lock: str | None = DEP_LOCK,
+    requires: str = "hpclz-dep-probe",
+) -> bytes:
+    """The stand-in hpclz wheel: one module, the lock it carries as hpclz's does (hpclz/requirements-lock.txt; None:
+    none), and its Requires-Dist."""
+    needs = f"Requires-Python: {requires_python}\n" if requires_python else ""
+    needs += f"Requires-Dist: {requires}\n" if requires else ""
+    files = {"hpclz_probe.py": f"PROBE = {probe}\n"}
+    if lock is not None:
+        files["hpclz/requirements-lock.txt"] = lock
+    path.write_bytes(_archive("hpclz", "0.0.1", files, needs))
     return path.read_bytes()
+
+
+@pytest.fixture(autouse=True)
+def wheelhouse(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The folder pip takes the locked dependencies from (PIP_NO_INDEX is set too: nothing from an index)."""
+    folder = tmp_path_factory.mktemp("wheelhouse")
+    (folder / DEP).write_bytes(DEP_WHEEL)
+    monkeypatch.setenv("PIP_FIND_LINKS", str(folder))
+    return folder
 
 
 @pytest.fixture
@@ -125,6 +162,18 @@ def _put(store: Azurite, name: str, data: bytes) -> None:
     service.get_blob_client("hpclz", name).upload_blob(data, overwrite=True)
 
 
+def test_every_pip_install_takes_nothing_the_lock_does_not_pin() -> None:
+    """As rendered: the dependencies only from the wheel's lock, by their hashes and as wheels; the wheel with no
+    dependency resolution of its own; then pip check."""
+    script = _helpers()["/opt/hpclz/bin/hpclz-install-wheel"]
+    installs = re.findall(r'^\s*"\$new/bin/pip" install .*$', script, flags=re.M)
+    assert [line.strip() for line in installs] == [
+        '"$new/bin/pip" install --no-cache-dir --no-deps "$wheel" || return 1',
+        '"$new/bin/pip" install --no-cache-dir --require-hashes --no-deps --only-binary :all: -r "$lock" || return 1',
+    ]
+    assert script.count('pip" install') == 2 and '"$new/bin/pip" check || return 1' in script
+
+
 def test_a_tampered_wheel_is_refused_and_removed(home: Path, imds: str, store: Azurite, tmp_path: Path) -> None:
     good = _wheel(tmp_path / WHEEL)
     digest = hashlib.sha256(good).hexdigest()
@@ -150,7 +199,9 @@ def test_a_matching_wheel_is_installed_from_the_local_file(
     done = _install(home, imds, store, digest)
     assert done.returncode == 0, done.stderr
     assert f"installed {WHEEL} (sha256 {digest})" in done.stdout
-    assert list((home / "venv" / "lib").glob("python3*/site-packages/hpclz_probe.py"))
+    site = home / "venv" / "lib"
+    assert list(site.glob("python3*/site-packages/hpclz_probe.py"))
+    assert list(site.glob("python3*/site-packages/hpclz_dep_probe.py"))  # the lock's dependency, by its hash
 
 
 UNBAKED = "@HPCLZ_WHEEL_SHA256@"  # a scheduler that follows the locker needs no digest baked in
@@ -279,8 +330,70 @@ def test_a_wheel_pip_cannot_install_leaves_the_previous_venv(
     _put(store, "current", f"{other}/{WHEEL}\n".encode())
     done = _install(home, imds, store, UNBAKED, "--follow")
     assert done.returncode == 1
-    assert f"pip could not install {WHEEL} (sha256 {other}); the previous hpclz stays" in done.stderr
+    assert done.stderr.strip().splitlines()[-1] == (
+        f"hpclz-install-wheel: pip could not install {WHEEL} (sha256 {other}): installing the wheel (--no-deps) failed; "
+        "the previous hpclz stays"
+    )
     assert _current(home) == digest and not (home / "venvs" / other).exists()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_a_lock_whose_hash_pip_refuses_leaves_the_previous_venv(
+    home: Path, imds: str, store: Azurite, tmp_path: Path
+) -> None:
+    """The lock names a digest the dependency's file does not have (a tampered file, on PyPI or on the way): pip's
+    hash-checking mode refuses it (pip.pypa.io/en/stable/topics/secure-installs/#hash-checking-mode), the half-made
+    venv goes, and the running hpclz stays."""
+    digest = _published(store, tmp_path)
+    assert _install(home, imds, store, digest).returncode == 0
+    tampered = DEP_LOCK.replace(hashlib.sha256(DEP_WHEEL).hexdigest(), "0" * 64)
+    (tmp_path / "next").mkdir()
+    data = _wheel(tmp_path / "next" / WHEEL, 2, lock=tampered)
+    other = hashlib.sha256(data).hexdigest()
+    _put(store, f"{other}/{WHEEL}", data)
+    _put(store, "current", f"{other}/{WHEEL}\n".encode())
+    done = _install(home, imds, store, UNBAKED, "--follow")
+    assert done.returncode == 1
+    assert "THESE PACKAGES DO NOT MATCH THE HASHES FROM THE REQUIREMENTS FILE" in done.stderr
+    assert done.stderr.strip().splitlines()[-1] == (
+        f"hpclz-install-wheel: pip could not install {WHEEL} (sha256 {other}): installing its locked dependencies "
+        "(--require-hashes) failed; the previous hpclz stays"
+    )
+    assert _current(home) == digest and _probe(home) == "PROBE = 1\n"
+    assert sorted(p.name for p in (home / "venvs").iterdir()) == [digest]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize(
+    ("lock", "requires", "step", "said"),
+    [
+        # A dependency the wheel requires that its lock leaves out is never resolved from elsewhere (--no-deps).
+        (DEP_LOCK, "hpclz-dep-probe\nRequires-Dist: hpclz-dep-absent", "pip check", "requires hpclz-dep-absent"),
+        # A lock whose pin the wheel's bounds exclude.
+        (DEP_LOCK, "hpclz-dep-probe>=2", "pip check", "has requirement hpclz-dep-probe>=2"),
+        # A wheel that carries no lock.
+        (None, "hpclz-dep-probe", "reading hpclz/requirements-lock.txt out of the wheel", "KeyError"),
+    ],
+)
+def test_a_lock_that_does_not_satisfy_the_wheel_leaves_the_previous_venv(
+    home: Path, imds: str, store: Azurite, tmp_path: Path, lock: str | None, requires: str, step: str, said: str
+) -> None:
+    digest = _published(store, tmp_path)
+    assert _install(home, imds, store, digest).returncode == 0
+    (tmp_path / "next").mkdir()
+    data = _wheel(tmp_path / "next" / WHEEL, 2, lock=lock, requires=requires)
+    other = hashlib.sha256(data).hexdigest()
+    _put(store, f"{other}/{WHEEL}", data)
+    _put(store, "current", f"{other}/{WHEEL}\n".encode())
+    done = _install(home, imds, store, UNBAKED, "--follow")
+    assert done.returncode == 1 and said in done.stderr
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"hpclz-install-wheel: pip could not install {WHEEL} (sha256 {other}): {step}")
+    assert last.endswith("failed; the previous hpclz stays")
+    assert _current(home) == digest and _probe(home) == "PROBE = 1\n"
+    assert sorted(p.name for p in (home / "venvs").iterdir()) == [digest]
 
 
 def test_a_first_install_that_fails_does_not_end_the_schedulers_setup(tmp_path: Path) -> None:
@@ -389,6 +502,8 @@ def _calls(tmp_path: Path) -> list[str]:
 
 
 JAMMY = 'NAME="Ubuntu"\nID=ubuntu\nVERSION_ID="22.04"\n'
+LOCK = REPO / "src" / "hpclz" / "requirements-lock.txt"
+WHEELHOUSE = REPO / ".tools" / "wheelhouse"
 
 
 @pytest.fixture(scope="module")
@@ -404,20 +519,26 @@ def test_an_ubuntu_2204_scheduler_runs_hpclz_on_python_311(
 ) -> None:
     """The real hpclz wheel (Requires-Python >=3.11) on a node whose python3 is 3.10 and that has no python3.11 yet:
     the rendered install gets python3.11 and its venv from apt, and the venv it switches to runs hpclz on 3.11, the
-    health gate's installer included. pip's dependencies are left out (PIP_NO_DEPS): the node takes them from PyPI,
-    which this test never reaches; pip checks Requires-Python all the same."""
+    health gate's installer included. Its dependencies are those its lock pins, checked by their SHA-256 and served
+    from scripts/install-test-deps' download of them (.tools/wheelhouse) where the node reaches PyPI; pip check
+    passes on them."""
+    require(
+        (WHEELHOUSE / "requirements-lock.txt").is_file()
+        and (WHEELHOUSE / "requirements-lock.txt").read_bytes() == LOCK.read_bytes(),
+        "a download of src/hpclz/requirements-lock.txt in .tools/wheelhouse (scripts/install-test-deps)",
+    )
     py310, py311 = _real_python("3.10"), _real_python("3.11")
     node = _node(tmp_path, JAMMY, {"python3": py310, "python3.10": py310}, apt_gives=py311)
     data = hpclz_wheel.read_bytes()
     digest = hashlib.sha256(data).hexdigest()
     _put(store, f"{digest}/{WHEEL}", data)  # the script's name for the file; the digest is what it checks
-    done = _install(home, imds, store, digest, node={**node, "PIP_NO_DEPS": "1"})
+    done = _install(home, imds, store, digest, node={**node, "PIP_FIND_LINKS": str(WHEELHOUSE)})
     assert done.returncode == 0, done.stderr
     assert _calls(tmp_path) == ["apt-get update", "apt-get install -y python3.11 python3.11-venv"]
     assert f"installed {WHEEL} (sha256 {digest}) on Python 3.11." in done.stdout
     python = home / "venv" / "bin" / "python"
     said = subprocess.run(
-        [str(python), "-c", "import sys, hpclz; print(sys.version_info >= (3, 11), hpclz.__file__)"],
+        [str(python), "-c", "import sys, hpclz, hpclz.cli; print(sys.version_info >= (3, 11), hpclz.__file__)"],
         capture_output=True,
         text=True,
         check=True,

@@ -120,6 +120,14 @@ apt-get install -y ./enroot_"${ENROOT_VERSION}"-1_"${arch}".deb
 """
 
 
+# A wheel checked by its SHA-256 (as hpclz-install-wheel does), and its lock read out of it.
+VERIFIED_WHEEL = (
+    "#!/bin/bash\nSUM=" + "a" * 64 + '\nwheel=/tmp/w.whl\nactual=$(sha256sum "$wheel" | cut -d" " -f1)\n'
+    '[ "$actual" = "$SUM" ] || exit 1\n'
+)
+LOCK_FROM_WHEEL = 'lock=/tmp/lock.txt\npython3 -c "import sys" \\\n  "$wheel" member >"$lock"\n'
+
+
 @pytest.mark.parametrize(
     "script",
     [
@@ -131,8 +139,27 @@ apt-get install -y ./enroot_"${ENROOT_VERSION}"-1_"${arch}".deb
         "#!/bin/bash\nSUM=" + "a" * 64 + "\ncurl -fsSL -o /tmp/x.deb https://example.invalid/x.deb\n",
         # The locker's wheel pointer used without checking its shape.
         "#!/bin/bash\nhpclz-locker-get id acct hpclz current /tmp/current\nwanted=$(head -c 200 /tmp/current)\n",
+        # A verified wheel whose dependencies pip would resolve from the index.
+        VERIFIED_WHEEL + '"$new/bin/pip" install --no-cache-dir "$wheel" || exit 1\n',
+        # Requirements with hashes, from a file nothing verified.
+        VERIFIED_WHEEL + "pip install --require-hashes --no-deps -r /tmp/lock.txt\n",
+        # Requirements from the verified wheel, but pip not told to refuse what the file does not pin.
+        VERIFIED_WHEEL + LOCK_FROM_WHEEL + 'pip install --no-deps -r "$lock"\n',
+        # ... or to stay within the file.
+        VERIFIED_WHEEL + LOCK_FROM_WHEEL + 'pip install --require-hashes -r "$lock"\n',
     ],
-    ids=["enroot-deb", "pip-index", "clone-unchecked", "rpm-url", "digest-unused", "pointer-unchecked"],
+    ids=[
+        "enroot-deb",
+        "pip-index",
+        "clone-unchecked",
+        "rpm-url",
+        "digest-unused",
+        "pointer-unchecked",
+        "wheel-with-deps",
+        "lock-unverified",
+        "lock-without-hashes",
+        "lock-with-deps",
+    ],
 )
 def test_the_download_check_finds_an_unpinned_download(script: str) -> None:
     assert unpinned_downloads(script)
@@ -142,6 +169,16 @@ def test_the_download_check_accepts_a_verified_file() -> None:
     script = (
         "#!/bin/bash\nSUM=" + "a" * 64 + "\ncurl -fsSL -o /tmp/x.deb https://example.invalid/x.deb\n"
         'actual=$(sha256sum /tmp/x.deb | cut -d" " -f1)\n[ "$actual" = "$SUM" ] || exit 1\n'
+    )
+    assert unpinned_downloads(script) == []
+
+
+def test_the_download_check_accepts_a_verified_wheel_and_the_hashed_lock_it_carries() -> None:
+    script = (
+        VERIFIED_WHEEL
+        + LOCK_FROM_WHEEL
+        + 'pip install --no-deps "$wheel" || exit 1\n'
+        + 'pip install --require-hashes --no-deps --only-binary :all: -r "$lock" || exit 1\n'
     )
     assert unpinned_downloads(script) == []
 

@@ -1,4 +1,5 @@
-"""Deploy's hpclz-wheel step: the scheduler gets hpclz through CycleCloud's locker, never from a package index.
+"""Deploy's hpclz-wheel step: the scheduler gets hpclz through CycleCloud's locker, never from a package index (its
+dependencies come from PyPI only as the wheel's hash-pinned hpclz/requirements-lock.txt names them: docs/locker.md).
 
 Before the compute deployment is submitted (the storage deployment, which creates the locker account and its wheel
 container, has finished by then: compute depends on it), the deploying hpclz uploads its own wheel under its SHA-256

@@ -61,6 +61,13 @@ SLURM_PROJECT = r"\[\[\[cluster-init slurm:"
 # apt-installs DCGM 4 on GPU nodes (l.166-168). Which healthagent CycleCloud 8.9.1 bundles is not verified here.
 HEALTHAGENT = r"\[\[\[cluster-init cyclecloud/healthagent:"
 HEALTHAGENT_PIP = "Azure/cyclecloud-healthagent@b8c76db (2.0.2) setup-healthagent.sh l.127, pyproject.toml l.2-9"
+# The scheduler's hpclz-install-wheel installs hpclz's dependencies from the index too, only the files the wheel's
+# hash-pinned lock names (templates/cloud-init/install_wheel.sh.j2): used wherever the cluster template carries it.
+HPCLZ_LOCK = r"--require-hashes --no-deps --only-binary :all: -r \"\$lock\""
+PYPI_USERS = f"{HEALTHAGENT}|{HPCLZ_LOCK}"
+HPCLZ_LOCK_PIP = (
+    "hpclz-install-wheel (templates/cloud-init/install_wheel.sh.j2): pip install --require-hashes -r the wheel's lock"
+)
 
 # VM extensions the plan installs fetch on their own: role_texts adds "vm-extension:<type>" to the role of the VM.
 AAD_LOGIN = "vm-extension:AADSSHLoginForLinux"
@@ -247,16 +254,23 @@ DESTINATIONS: tuple[Destination, ...] = (
     Destination(
         "pypi.org",
         NODES,
-        "healthagent's pip install resolves its build backend and dependencies from PyPI's index",
-        HEALTHAGENT_PIP + "; pip's default index https://pypi.org/simple (pip.pypa.io/en/stable/cli/pip_install)",
-        trigger=HEALTHAGENT,
+        "healthagent's pip install resolves its build backend and dependencies from PyPI's index; the scheduler's "
+        "hpclz-install-wheel takes hpclz's locked dependencies from it",
+        HEALTHAGENT_PIP
+        + "; "
+        + HPCLZ_LOCK_PIP
+        + "; pip's default index https://pypi.org/simple (pip.pypa.io/en/stable/cli/pip_install)",
+        trigger=PYPI_USERS,
     ),
     Destination(
         "files.pythonhosted.org",
         NODES,
         "the files PyPI's index links to",
-        HEALTHAGENT_PIP + "; docs.pypi.org/api (distribution files are served from files.pythonhosted.org)",
-        trigger=HEALTHAGENT,
+        HEALTHAGENT_PIP
+        + "; "
+        + HPCLZ_LOCK_PIP
+        + "; docs.pypi.org/api (distribution files are served from files.pythonhosted.org)",
+        trigger=PYPI_USERS,
     ),
     Destination(
         "developer.download.nvidia.com",
