@@ -39,6 +39,7 @@ from tests.render.test_metadata_access import _jobs_use_the_identity
 from tests.render.test_nccl import enroot_mounts
 from tests.support.azurite import ACCOUNT as AZURITE_ACCOUNT
 from tests.support.azurite import ACCOUNT_KEY, Azurite, azurite  # noqa: F401  (a fixture, used by name)
+from tests.support.hpclz_wheel import build_wheel
 from tests.support.local_http import serve
 from tests.support.user_delegation import KEY, DelegationStandIn
 
@@ -516,6 +517,57 @@ def test_the_installer_puts_the_program_its_settings_and_the_prolog_and_epilog_u
     assert not list(sched.rglob("*.new"))
 
 
+def test_before_hpclzs_venv_is_there_the_installer_waits_and_writes_nothing(tmp_path: Path) -> None:
+    """The program comes from the venv's hpclz: until hpclz-install-wheel has made the venv, the timer's run does
+    nothing and succeeds (it runs again a minute later)."""
+    (tmp_path / "sched/prolog.d").mkdir(parents=True)
+    script = tmp_path / "hpclz-gate-install"
+    script.write_text(_installer("ai-training"))
+    venv = tmp_path / "opt/hpclz/venv"
+    env = {**os.environ, "HPCLZ_SCHED": str(tmp_path / "sched"), "HPCLZ_VENV": str(venv)}
+    env["HPCLZ_STAMP"] = str(tmp_path / "stamp/gate-installed")
+    done = subprocess.run(["bash", str(script)], env=env, capture_output=True, text=True, timeout=60, check=False)
+    assert (done.returncode, done.stdout) == (
+        0,
+        f"hpclz-gate-install: waiting for hpclz's venv {venv} (hpclz-install-wheel)\n",
+    )
+    assert [p.name for p in (tmp_path / "sched").iterdir()] == ["prolog.d"] and not (tmp_path / "stamp").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_the_installed_program_is_the_one_the_venvs_wheel_ships(tmp_path: Path) -> None:
+    """This checkout's wheel, built as `hpclz deploy` builds it, installed in a venv as hpclz-install-wheel installs
+    it (pip's dependencies left out: the program and the node bundle need none, and the test reaches no index); the
+    rendered installer, given only that venv, puts the wheel's own job_storage.py under /sched, byte for byte."""
+    wheel = build_wheel(tmp_path / "wheel")
+    venv = tmp_path / "opt/hpclz/venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    python = venv / "bin/python"
+    pip = [sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps", "--no-index", "-q"]
+    subprocess.run([*pip, str(wheel)], check=True, capture_output=True, timeout=300)
+    shipped = subprocess.run(
+        [str(python), "-c", "import hpclz.package_data as p; print(p.templates_dir() / 'cloud-init/job_storage.py')"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    ).stdout.strip()
+    # The wheel's copy, inside the venv (hpclz/_data/templates), not this checkout's templates folder.
+    assert Path(shipped).is_relative_to(venv) and Path(shipped).read_bytes() == TEMPLATE.read_bytes()
+    sched = tmp_path / "sched"
+    (sched / "prolog.d").mkdir(parents=True)
+    script = tmp_path / "hpclz-gate-install"
+    script.write_text(_installer("ai-training"))
+    env = {**os.environ, "HPCLZ_SCHED": str(sched), "HPCLZ_VENV": str(venv)}
+    env["HPCLZ_STAMP"] = str(tmp_path / "stamp/gate-installed")
+    done = subprocess.run(["bash", str(script)], env=env, capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    program = sched / "hpclz/job_storage.py"
+    assert program.read_bytes() == Path(shipped).read_bytes() and os.access(program, os.X_OK)
+    assert not list(sched.rglob("*.new"))
+
+
 # slurm.conf keys naming a program that slurmstepd runs in a task's own process or that srun runs (slurm.conf(5)):
 # slurmstepd runs the SPANK plugins' task_init hook first and ends the task when the TaskProlog fails (SchedMD/slurm
 # slurm-25-11-5-1 src/slurmd/slurmstepd/task.c l.437-441, then l.456-462 "TaskProlog failed status=%d", _exit);
@@ -594,71 +646,9 @@ def test_containers_see_the_jobs_folder_read_only_as_enroot_reads_its_mounts(tmp
     assert sorted([Path(ENROOT_MOUNTS).name, "10-system.fstab", "20-config.fstab"])[-1] == Path(ENROOT_MOUNTS).name
 
 
-# enroot 4.0.1's own tmpfs on /var/run (NVIDIA/enroot@v4.0.1 conf/mounts/10-system.fstab l.5), mounted before
-# hpclz's file in name order: in an image where /var/run links to /run it lands on /run, under the jobs' bind.
-ENROOT_VAR_RUN = "tmpfs       /var/run    tmpfs   x-create=dir,rw,nosuid,nodev,mode=755,slave        0   -1\n"
-# In a mount namespace of its own (unshare -m, private): a tmpfs on /run stands for the node's, with two jobs'
-# folders as the prolog leaves them (NOBODY's and another user's, 0700 each); enroot-mount then mounts the image's
-# system fstab into ROOTFS as `enroot start` does (src/runtime.sh l.64-83, --pass -1), and NOBODY reads through it.
-IN_NAMESPACE = """set -u
-mount -t tmpfs -o mode=755 tmpfs /run
-mkdir -p /run/hpclz/jobs/61 /run/hpclz/jobs/62
-echo token-61 > /run/hpclz/jobs/61/checkpoints.sas
-echo token-62 > /run/hpclz/jobs/62/checkpoints.sas
-chown -R NOBODY:NOBODY /run/hpclz/jobs/61 && chown -R 1234:1234 /run/hpclz/jobs/62
-chmod 700 /run/hpclz/jobs/61 /run/hpclz/jobs/62
-# From inside ROOTFS (its parents are root's 0700 test folders), as the job's user.
-as_job() { (cd ROOTFS && setpriv --reuid=NOBODY --regid=NOBODY --clear-groups "$@" 2>&1); }
-ENROOT_MOUNT --root ROOTFS --pass -1 FSTAB; echo "mounted=$?"
-echo "own=$(as_job cat run/hpclz/jobs/61/checkpoints.sas)"
-echo "other=$(as_job cat run/hpclz/jobs/62/checkpoints.sas | grep -c "Permission denied")"
-echo "write=$(as_job sh -c 'echo x > run/hpclz/jobs/61/new' | grep -c "Read-only file system")"
-echo renewed > /run/hpclz/jobs/61/part && chown NOBODY /run/hpclz/jobs/61/part
-mv /run/hpclz/jobs/61/part /run/hpclz/jobs/61/checkpoints.sas
-echo "renewed=$(as_job cat run/hpclz/jobs/61/checkpoints.sas)"
-umount -l /run
-mount -t tmpfs -o mode=755 tmpfs /run
-ENROOT_MOUNT --root EMPTY --pass -1 FSTAB 2>/dev/null; echo "missing=$?"
-"""
-
-
-def test_enroot_mount_shows_each_job_its_own_folder_read_only(tmp_path: Path) -> None:
-    """The rendered mount file through enroot's own enroot-mount, as root, in a mount namespace of its own; the user
-    namespace enroot runs it in for a job is left out. enroot is not installed here: the test runs where an
-    enroot-mount built from NVIDIA/enroot v4.0.1 bin/enroot-mount.c is on PATH (docs/checkpoints.md says how)."""
-    require(os.geteuid() == 0, "root (a mount namespace of its own)")
-    enroot_mount = shutil.which("enroot-mount")
-    require(enroot_mount is not None, "enroot-mount (NVIDIA/enroot v4.0.1, bin/enroot-mount.c)")
-    require(shutil.which("unshare") is not None and shutil.which("setpriv") is not None, "unshare, setpriv")
-    rootfs, empty = tmp_path / "rootfs", tmp_path / "empty"
-    (rootfs / "var").mkdir(parents=True)
-    (rootfs / "var/run").symlink_to("../run")
-    empty.mkdir()
-    fstab = tmp_path / "fstab"
-    fstab.write_text(ENROOT_VAR_RUN + _heredoc(_nodes("ai-training")[0], ENROOT_MOUNTS))
-    script = (
-        IN_NAMESPACE.replace("ENROOT_MOUNT", str(enroot_mount))
-        .replace("ROOTFS", str(rootfs))
-        .replace("EMPTY", str(empty))
-        .replace("FSTAB", str(fstab))
-        .replace("NOBODY", str(NOBODY))
-    )
-    done = subprocess.run(
-        ["unshare", "-m", "--propagation", "private", "bash", "-c", script],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    lines = dict(line.split("=", 1) for line in done.stdout.splitlines() if "=" in line)
-    assert lines == {
-        "mounted": "0",
-        "own": "token-61",  # the job's user reads its own folder inside the image
-        "other": "1",  # and not another job's: 0700, another user's
-        "write": "1",  # read-only, even to its owner
-        "renewed": "renewed",  # renew's rename on the host shows at once
-        "missing": "0",  # no /run/hpclz/jobs yet: nofail, the container still starts
-    }, done.stdout + done.stderr
+# Through enroot's own enroot-mount, in a mount namespace of its own: scripts/check-enroot-mount, run by hand where an
+# enroot-mount built from NVIDIA/enroot v4.0.1 is at hand (enroot is packaged in none of Debian, PyPI or npm, so the
+# suite cannot have it); docs/checkpoints.md records its run.
 
 
 def test_the_renew_timer_runs_the_scheduler_s_program_as_root_every_ten_minutes(tmp_path: Path, azure: str) -> None:

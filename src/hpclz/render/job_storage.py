@@ -8,7 +8,8 @@ hpclz-job-storage (templates/cloud-init/job_storage.py) runs as root from cyclec
 azure-slurm-install/templates/slurm.conf.template l.36-37, install.py l.540-541; /etc/slurm/prolog.d is
 /sched/<cluster>/prolog.d, install.py l.506-507, 706-707) and writes the job's tokens under /run/hpclz/jobs/<job>/.
 hpclz-gate-install puts the program, its configuration and the two scripts under /sched beside the health gate's
-(hpclz.render.health_gate). The scripts run in reverse alphabetical order (install.py l.551-553): 40- runs after
+(hpclz.render.health_gate); the program it copies from the scheduler's installed wheel (hpclz/_data/templates), so
+it never weighs on the scheduler's CloudInit and a new wheel brings its own. The scripts run in reverse alphabetical order (install.py l.551-553): 40- runs after
 hpclz's gate (50-), so a node the gate fails mints nothing, and before healthagent's 10-.
 
 A job finds its folder at the fixed path /run/hpclz/jobs/$SLURM_JOB_ID (slurmd puts SLURM_JOB_ID in every task's
