@@ -1,9 +1,11 @@
-"""Each job's own storage credential: one user delegation SAS per blob container, minted by a root-run Slurm prolog.
+"""Each job's own storage credential: one user delegation SAS per blob container, minted by a root-run Slurm prolog,
+and the Key Vault secrets the compute identity is granted (hpclz.render.roles.job_secrets), read by the same prolog
+into the job's secrets/ folder (docs/checkpoints.md, "The job's Key Vault secrets").
 
 Every node keeps CycleCloud's rule that closes the instance metadata service to every user but root
 (`cyclecloud.node.prevent_metadata_access = true`, HPCLZ-TPL-060), so no job takes the node identities' tokens. Where
-the compute identity holds blob data roles (storage.blob.containers, hpclz.render.roles.jobs_use_compute_identity),
-hpclz-job-storage (templates/cloud-init/job_storage.py) runs as root from cyclecloud-slurm's
+the compute identity holds blob data roles (storage.blob.containers, hpclz.render.roles.jobs_use_compute_identity) or
+secrets, hpclz-job-storage (templates/cloud-init/job_storage.py) runs as root from cyclecloud-slurm's
 `Prolog=/etc/slurm/prolog.d/*` and `Epilog=/etc/slurm/epilog.d/*` (Azure/cyclecloud-slurm@50e6739:
 azure-slurm-install/templates/slurm.conf.template l.36-37, install.py l.540-541; /etc/slurm/prolog.d is
 /sched/<cluster>/prolog.d, install.py l.506-507, 706-707) and writes the job's tokens under /run/hpclz/jobs/<job>/.
