@@ -31,8 +31,10 @@ def test_new_slurm_conf_lines_put_the_schedulers_replacement_in_plan_and_next_st
     steps = " ".join(again.stdout.split("Next steps", 1)[1].split())
     raised = steps.index("1. before the scheduler is replaced, on it: raise SlurmdTimeout and SlurmctldTimeout")
     replaced = steps.index("2. scheduler (new slurm.conf lines)")
-    restored = steps.index("3. once the new scheduler talks to the nodes and a job starts and finishes")
-    assert raised < replaced < restored
+    # The running slurmd learn the new scheduler's address (hpclz.plan.upgrade.CTLD_ANNOUNCED) before a job is tried.
+    announced = steps.index("3. as soon as `scontrol ping` on the new scheduler reports its slurmctld UP")
+    restored = steps.index("4. once the new scheduler talks to the nodes and a job starts and finishes")
+    assert raised < replaced < announced < restored
     assert "`cyclecloud terminate_node <cluster> scheduler`, then `cyclecloud start_node <cluster> scheduler`" in steps
 
     # Applied: the next plan compares with the new definition, and names no node.

@@ -114,17 +114,20 @@ def test_an_older_renders_scheduler_script_plans_the_schedulers_replacement_unde
     assert scripts is not None
     assert (scripts.scheduler, scripts.login, scripts.partitions) == (["CloudInit"], True, ["gpu"])
     assert not scripts.covered_by
-    raised, sched, restored, roll, login = _at(
+    raised, sched, announced, restored, roll, login = _at(
         scripts.steps,
         "raise SlurmdTimeout and SlurmctldTimeout",
         "`cyclecloud terminate_node <cluster> scheduler`",
+        "`sudo scontrol reconfigure` there",
         "restore the timeouts",
         "partition gpu (new CloudInit)",
         "login nodes (new CloudInit)",
     )
     # The scheduler goes first: new nodes of the partition need its new prolog (the order of the upgrade road), the
-    # login nodes last, as the upgrade road's clients.
-    assert (raised, sched, restored, roll, login) == (0, 1, 2, 3, 4) and len(scripts.steps) == 5
+    # login nodes last, as the upgrade road's clients. Right after the new scheduler answers `scontrol ping`, `scontrol
+    # reconfigure` gives the running slurmd its address (hpclz.plan.upgrade.CTLD_ANNOUNCED cites why).
+    assert (raised, sched, announced, restored, roll, login) == (0, 1, 2, 3, 4, 5) and len(scripts.steps) == 6
+    assert scripts.steps[announced].index("`scontrol ping`") < scripts.steps[announced].index("scontrol reconfigure")
     assert "terminate_node <cluster> <login node>" in scripts.steps[login]
     step = scripts.steps[sched]
     assert step.index("terminate_node <cluster> scheduler") < step.index("start_node <cluster> scheduler")
@@ -172,10 +175,15 @@ def test_only_the_slurm_conf_lines_differ() -> None:
     scripts = changes.node_scripts
     assert scripts is not None
     assert "slurm.conf lines" in scripts.scheduler
-    raised, sched, restored = _at(
-        scripts.steps, "raise SlurmdTimeout", "terminate_node <cluster> scheduler", "restore the timeouts"
+    raised, sched, announced, restored = _at(
+        scripts.steps,
+        "raise SlurmdTimeout",
+        "terminate_node <cluster> scheduler",
+        "scontrol ping",
+        "restore the timeouts",
     )
-    assert (raised, sched, restored) == (0, 1, 2) and len(scripts.steps) == 3  # no node array's script changed
+    # No node array's script changed: the scheduler's replacement alone, its address announced before the restore.
+    assert (raised, sched, announced, restored) == (0, 1, 2, 3) and len(scripts.steps) == 4
     assert scripts.steps[1].startswith("2. scheduler (new ") and "slurm.conf lines" in scripts.steps[1]
 
 

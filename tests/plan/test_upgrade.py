@@ -197,10 +197,40 @@ def test_the_scheduler_is_replaced_under_raised_timeouts_restored_before_the_rol
         config_snapshot(edited(_keeping_the_image(CURRENT, "8.9.0"), no_accounting)),
     )
     assert up is not None and not [s for s in up.steps if "slurmdbd 25.05.5 -> " in s]
-    raised, sched, restored = _order(
-        up.steps, "raise SlurmdTimeout", "terminate_node <cluster> scheduler", "restore the timeouts"
+    raised, sched, announced, restored = _order(
+        up.steps,
+        "raise SlurmdTimeout",
+        "terminate_node <cluster> scheduler",
+        "`sudo scontrol reconfigure` there",
+        "restore the timeouts",
     )
-    assert (raised + 1, sched + 1) == (sched, restored)
+    assert (raised + 1, sched + 1, announced + 1) == (sched, announced, restored)
+
+
+def test_the_running_slurmd_learn_the_new_schedulers_address_before_a_job_is_tried() -> None:
+    """cyclecloud-slurm writes `SlurmCtldHost=<hostname>(<private IP>)` with the new VM's own address
+    (Azure/cyclecloud-slurm@50e6739 azure-slurm-install/install.py l.69, l.536), and CycleCloud gives a node "a
+    dynamically-assigned private IP address" unless it sets `PrivateIp` (MicrosoftDocs/azure-docs@4df484e
+    articles/cyclecloud/how-to/network-security.md). `scontrol reconfigure` makes "all slurmctld and slurmd daemons
+    ... re-read the configuration file" (SchedMD/slurm@ed147cc doc/man/man1/scontrol.1 l.377-380); `scontrol ping`
+    says whether slurmctld answers (l.277-280). So: ping, reconfigure, and only then the job that must start and
+    finish before the timeouts are restored."""
+    in_place = stack_upgrade(config_snapshot(_on(STONE)), config_snapshot(_keeping_the_image(CURRENT, "8.9.0")))
+    assert in_place is not None and in_place.allowed and not in_place.replaces_server
+    steps = in_place.steps
+    sched, announced, restored, first_roll = _order(
+        steps, "terminate_node <cluster> scheduler", "scontrol ping", "restore the timeouts", "nodes roll"
+    )
+    assert sched + 1 == announced and announced + 1 == restored < first_roll
+    step = steps[announced]
+    assert step.index("`scontrol ping`") < step.index("`sudo scontrol reconfigure`")
+    assert "SlurmctldHost" in step and "private IP" in step
+    assert "a job starts and finishes" in steps[restored] and "a job" not in step
+    # A replaced server ends every job and starts every node again as a new VM (before_replace): no slurmd is left
+    # running with the old address, so no reconfigure step.
+    replaced = _plan(STONE, CURRENT).stack_upgrade
+    assert replaced is not None and replaced.replaces_server
+    assert not [s for s in replaced.steps if "scontrol ping" in s]
 
 
 def test_a_replaced_server_backs_up_before_the_cluster_is_terminated() -> None:

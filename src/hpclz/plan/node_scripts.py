@@ -19,7 +19,8 @@ Why a running node keeps its scripts:
 What is compared: the cluster definition in the CycleCloud server's userData as state recorded it at the last apply
 (the rendered body, hpclz.deploy.records) against the one rendered now, nodearray by nodearray (hpclz.plan.decode).
 The steps are the upgrade road's (hpclz.plan.upgrade): timeouts raised, the scheduler a new VM through `cyclecloud
-terminate_node` / `start_node`, timeouts restored, then each partition rolled, then the login nodes.
+terminate_node` / `start_node`, `scontrol reconfigure` once its slurmctld answers (the slurmd learn its address),
+timeouts restored, then each partition rolled, then the login nodes.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from hpclz.plan.changeset import Action, ChangeSet, NodeScripts
 from hpclz.plan.decode import cluster_document
 from hpclz.plan.racks import rack_replacement
 from hpclz.plan.resources import desired_resources
-from hpclz.plan.upgrade import ROLL, SCHED_KEPT, TIMEOUTS_RAISED, TIMEOUTS_RESTORED
+from hpclz.plan.upgrade import CTLD_ANNOUNCED, ROLL, SCHED_KEPT, TIMEOUTS_RAISED, TIMEOUTS_RESTORED
 from hpclz.render.model import DeploymentPlan
 from hpclz.state.model import StateDocument
 
@@ -160,6 +161,7 @@ def order(changes: ChangeSet) -> None:
         steps += [
             TIMEOUTS_RAISED,
             SCHEDULER_REPLACED.format(what=what, kept=NODE_KEPT, sched_kept=SCHED_KEPT),
+            CTLD_ANNOUNCED,
             TIMEOUTS_RESTORED,
         ]
     steps += [

@@ -82,6 +82,29 @@ TIMEOUTS_RAISED = (
     "`sudo scontrol reconfigure`: if a timeout is reached, nodes may be marked DOWN and their jobs killed "
     f"({UPGRADES_GUIDE}, slurmctld step 1)"
 )
+# A new scheduler VM may answer on another address, and a running slurmd does not look for it. cyclecloud-slurm's
+# install writes `SlurmCtldHost=<hostname>(<private IP>)` with the VM's own address (Azure/cyclecloud-slurm@50e6739
+# azure-slurm-install/install.py l.69 `self.ipv4 = config["ipaddress"]`, l.536 `"slurmctldhost":
+# f"{s.hostname}({s.ipv4})"`; templates/slurm.conf.template l.79) into /sched/<cluster>/slurm.conf, which every node
+# links as /etc/slurm/slurm.conf (install.py l.648-660, `_complete_install_all`). "By default, virtual machines will
+# receive a dynamically-assigned private IP address in Azure" unless the node's network-interface sets `PrivateIp`
+# (learn.microsoft.com/azure/cyclecloud/how-to/network-security, "Assigning a Private IP Address";
+# MicrosoftDocs/azure-docs@4df484e articles/cyclecloud/how-to/network-security.md), which neither the stock
+# templates/slurm.txt (50e6739 l.131-132, AssociatePublicIpAddress only) nor templates/cyclecloud/slurm-cluster.txt.j2
+# sets. `scontrol reconfigure`: "Instruct all slurmctld and slurmd daemons to re-read the configuration file. This
+# mechanism can be used to modify configuration parameters set in slurm.conf(5) without interrupting running jobs";
+# `scontrol ping`: "Ping the primary and secondary slurmctld daemon and report if they are responding"
+# (SchedMD/slurm@ed147cc, tag slurm-25-11-5-1, doc/man/man1/scontrol.1 l.277-280, l.377-380), which prints
+# "Slurmctld(%s) at %s is %s" with "UP" or "DOWN" (src/scontrol/scontrol.c l.589, l.614). So the reconfigure comes
+# as soon as the new slurmctld answers, before the check that a job starts and finishes (TIMEOUTS_RESTORED).
+CTLD_ANNOUNCED = (
+    "as soon as `scontrol ping` on the new scheduler reports its slurmctld UP: `sudo scontrol reconfigure` there, "
+    "which makes every running Slurm daemon (slurmctld, each node's slurmd) re-read slurm.conf, whose SlurmctldHost "
+    "is now the new VM's private IP (cyclecloud-slurm writes the VM's own address; CycleCloud assigns it "
+    "dynamically, so it may differ from the old scheduler's); until then a running node keeps the address it read "
+    "at start "
+    "(scontrol(1), reconfigure)"
+)
 TIMEOUTS_RESTORED = (
     "once the new scheduler talks to the nodes and a job starts and finishes, restore the timeouts: remove the two "
     "lines from /sched/<cluster>/site_specific.conf (cyclecloud-slurm's slurm.conf has SlurmctldTimeout=30 and "
@@ -230,7 +253,7 @@ def _steps(
             + NODE_REPLACED.format(node="scheduler", slurm=new.slurm, old=old.slurm)
             + SCHED_KEPT
         )
-        steps.append(TIMEOUTS_RESTORED)
+        steps += [CTLD_ANNOUNCED, TIMEOUTS_RESTORED]
     steps.extend(
         f"slurmd {old.slurm} -> {new.slurm} on partition {p}: "
         + (rack_replacement(p, racks[p]) if p in racks else ROLL.format(p=p))
