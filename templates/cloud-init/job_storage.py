@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""hpclz-job-storage prolog|epilog|renew CONFIG: one user delegation SAS per blob container for a Slurm job.
+"""hpclz-job-storage prolog|epilog|renew CONFIG: a Slurm job's SAS per blob container and its Key Vault secrets.
 
 Run by slurmd as root from the Prolog and Epilog (prolog.d/epilog.d, hpclz.render.job_storage). The prolog asks the
 node's instance metadata service, as root (the only user CycleCloud's rule lets reach it), for the compute identity's
@@ -10,11 +10,15 @@ managed-identities-azure-resources/how-to-use-vm-token), gets a user delegation 
 what the SAS's permissions allow, and what the compute identity's role allows, no more, until the SAS expires. The files
 go to <jobs>/<SLURM_JOB_ID>/, the job user's own (0700, files 0600): <container>.url and <container>.sas. The prolog
 also records, root's alone beside the key (<key folder>/jobs/<job>.json), what renew needs: the job's user and group,
-its end and the SAS's expiry. The epilog removes both. Run as root by hpclz-job-storage-renew.timer on each execute
+its end and the SAS's expiry. Where the config names secrets, the prolog also reads each from Key Vault with the
+compute identity's token for Key Vault (resource https://vault.azure.net) and writes its value, exactly, to
+<jobs>/<SLURM_JOB_ID>/secrets/<name> (the job user's, folder 0700, files 0600, each written beside and renamed into
+place): a secret it cannot read is logged by name and left out, and the job runs. The epilog removes both. Run as root by hpclz-job-storage-renew.timer on each execute
 node, renew signs a fresh SAS for each job still on the node whose SAS expires soon. Nothing here ever fails a job: a
 failure is logged (syslog, and slurmd's log through stderr) and leaves no token. CONFIG (JSON): identity (a resource ID
-relative to the subscription), account, containers ([{name, permissions}]), jobs (the folder), key_cache (the user
-delegation key, root's only).
+relative to the subscription), containers ([{name, permissions}]) and account where there are any, jobs (the folder),
+key_cache (the user delegation key, root's only), vault_url and secrets ([name]) where jobs get secrets. No secret's
+value is ever logged or printed: a failure names the secret and the error's type and HTTP status, never its text.
 """
 
 import base64
@@ -26,6 +30,7 @@ import os
 import shutil
 import sys
 import syslog
+import urllib.error
 import urllib.parse
 import urllib.request
 import xml.etree.ElementTree as ElementTree
@@ -73,6 +78,10 @@ KEY_LIFETIME = datetime.timedelta(days=7) - datetime.timedelta(minutes=5)
 # Start a little in the past: a SAS or key that starts "now" by this node's clock may not have started yet by the
 # service's ("clock skew", create-user-delegation-sas, signedStart).
 SKEW = datetime.timedelta(minutes=5)
+# Get Secret (latest version when none is named): GET {vaultBaseUrl}/secrets/{secret-name}?api-version=2025-07-01,
+# answer {"value": ..., "id": ...} (learn.microsoft.com/rest/api/keyvault/secrets/get-secret/get-secret
+# ?view=rest-keyvault-secrets-2025-07-01).
+VAULT_API = "2025-07-01"
 
 
 def log(message):
@@ -95,14 +104,14 @@ def http(url, headers, data=None):
         return response.read()
 
 
-def token(identity):
+def token(identity, resource="https://storage.azure.com/"):
     metadata = {"Metadata": "true"}
     query = "api-version=2021-02-01&format=text"
     subscription = http(IMDS + "/metadata/instance/compute/subscriptionId?" + query, metadata).decode().strip()
     token_query = urllib.parse.urlencode(
         {
             "api-version": "2018-02-01",
-            "resource": "https://storage.azure.com/",
+            "resource": resource,
             "mi_res_id": "/subscriptions/" + subscription + "/" + identity,
         }
     )
@@ -233,8 +242,9 @@ def folder_(path, mode):
     os.chmod(path, mode)
 
 
-def write_job(folder, uid, gid, files):
-    """<jobs>/<job>/, the job user's alone; made afresh (a requeued job may run again on this node)."""
+def write_job(folder, uid, gid, files, secrets=None):
+    """<jobs>/<job>/, the job user's alone; made afresh (a requeued job may run again on this node). `secrets` (name:
+    value) go to its secrets/ folder, each value exactly, written while both folders are still root's."""
     folder_(os.path.dirname(folder), 0o755)
     if os.path.lexists(folder):
         shutil.rmtree(folder)
@@ -244,8 +254,65 @@ def write_job(folder, uid, gid, files):
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text + "\n")
         os.chown(os.path.join(folder, name), uid, gid)
+    if secrets:
+        inner = os.path.join(folder, "secrets")
+        os.mkdir(inner, 0o700)
+        for name, value in secrets.items():
+            write_secret(inner, name, value, uid, gid)
+        os.chown(inner, uid, gid)
+        os.chmod(inner, 0o700)
     os.chown(folder, uid, gid)
     os.chmod(folder, 0o700)
+
+
+def write_secret(folder, name, value, uid, gid):
+    """One secret's value at <folder>/<name>, the job user's, 0600 from its creation: written whole to a name beside
+    it (created, never opened: O_EXCL, O_NOFOLLOW), synced, then renamed into place, so the name holds the whole value
+    or nothing."""
+    part = os.path.join(folder, "." + name + ".part")
+    fd = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    try:
+        os.fchown(fd, uid, gid)
+        os.fchmod(fd, 0o600)
+        data = value.encode("utf-8")
+        while data:
+            data = data[os.write(fd, data) :]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.rename(part, os.path.join(folder, name))
+
+
+def failure(exc):
+    """What a log says of a failed secret read: the error's type and HTTP status, never its text (a body or a message
+    could quote what was read)."""
+    if isinstance(exc, urllib.error.HTTPError):
+        return type(exc).__name__ + " " + str(exc.code)
+    return type(exc).__name__
+
+
+def job_secrets(config, job):
+    """Each secret the config names, read from Key Vault with the compute identity's token: name -> value. One that
+    cannot be read is logged by name and left out; the others are still read."""
+    names = config.get("secrets") or []
+    if not names:
+        return {}
+    try:
+        bearer = token(config["identity"], "https://vault.azure.net")
+    except Exception as exc:
+        log("job " + job + ": prolog: no Key Vault token, no secrets: " + failure(exc))
+        return {}
+    out = {}
+    for name in names:
+        url = config["vault_url"].rstrip("/") + "/secrets/" + urllib.parse.quote(name) + "?api-version=" + VAULT_API
+        try:
+            value = json.loads(http(url, {"Authorization": "Bearer " + bearer}).decode())["value"]
+            if not isinstance(value, str):
+                raise ValueError()
+            out[name] = value
+        except Exception as exc:
+            log("job " + job + ": prolog: no secret " + name + ": " + failure(exc))
+    return out
 
 
 def records(config):
@@ -275,15 +342,24 @@ def prolog(config, job, uid, gid, end_time):
     else:  # Slurm before 23.02: no end given
         end = now + LIFETIME
         wanted = end
-    key = cached_key(config, now, wanted)
-    expiry = min(wanted, parse_time(key["SignedExpiry"]))
-    write_job(os.path.join(config["jobs"], job), uid, gid, signed(config, key, now - SKEW, expiry))
-    # The record after the folder: a renew that ran between the two would take a record without its folder for one
-    # whose epilog had run, and remove it.
-    write_root(
-        os.path.join(records(config), job + ".json"),
-        {"uid": uid, "gid": gid, "end": stamp(end), "expiry": stamp(expiry)},
-    )
+    files, record = {}, None
+    if config.get("containers"):
+        try:
+            key = cached_key(config, now, wanted)
+            expiry = min(wanted, parse_time(key["SignedExpiry"]))
+            files = signed(config, key, now - SKEW, expiry)
+            record = {"uid": uid, "gid": gid, "end": stamp(end), "expiry": stamp(expiry)}
+        except Exception as exc:  # no SAS: the job's secrets still come
+            log("job " + job + ": prolog: no storage credential: " + type(exc).__name__ + ": " + str(exc))
+    secrets = job_secrets(config, job)
+    if not files and not secrets:
+        remove(config, job)  # nothing for this job: no folder (a requeued job's old one included)
+        return
+    write_job(os.path.join(config["jobs"], job), uid, gid, files, secrets)
+    if record is not None:
+        # The record after the folder: a renew that ran between the two would take a record without its folder for
+        # one whose epilog had run, and remove it.
+        write_root(os.path.join(records(config), job + ".json"), record)
 
 
 def remove(config, job):

@@ -174,7 +174,9 @@ REMOVALS: dict[Kind, Removal] = {
         "a reader lists the storage group's resources", GROUP_LISTS
     ),
     Kind("Key Vault Secrets User", COMPUTE, "Microsoft.KeyVault/vaults/secrets"): Removal(
-        "a compute node reads the secret it is given (finance's pricing-library licence)", SECRET_READS
+        "a job's prolog reads, as root with the node's identity, the secret the job is given into the job's folder "
+        "(hpclz-job-storage; finance's pricing-library licence)",
+        SECRET_READS,
     ),
     Kind("Contributor", "identity.groups.admins", "resource group (compute)"): Removal(
         "an admin runs `hpclz verify --via run-command` (a managed run command on a cluster VM)",
@@ -567,28 +569,58 @@ def group_lists(world: World) -> list[Outcome]:
 
 
 def secret_reads(world: World) -> list[Outcome]:
-    """Each Key Vault Secrets User of the compute identity on one secret: a node reads that secret with its identity's
-    token through the real azure-keyvault-secrets client, from the compute subnet. Refused: Key Vault's 403
-    Forbidden, inner code ForbiddenByRbac."""
-    from azure.keyvault.secrets import SecretClient
-
-    from hpclz.azure.clients import StaticTokenCredential
-
-    token = world.node_token("compute", "https://vault.azure.net")
+    """Each Key Vault Secrets User of the compute identity on one secret: the job credential's prolog (templates/
+    cloud-init/job_storage.py, with the settings hpclz renders for this zone) run as slurmd runs it, as root, against
+    the node's metadata service and the vault's front reached from the compute subnet; the job's file
+    secrets/<name>. Refused: Key Vault's 403 (ForbiddenByRbac), and the prolog leaves no file, names the secret in its
+    log and still ends 0, so the job runs. The value never appears in what it prints."""
+    kind = Kind("Key Vault Secrets User", COMPUTE, "Microsoft.KeyVault/vaults/secrets")
+    grants = world.grants(kind)
+    if not grants:
+        return []
+    identity = world.identity("compute")
+    imds_url = world.imds.route(world.carrier(identity), world.imds.url)
+    storage = job_storage(world.zone, health_gate(world.preset), identity.split("/", 3)[3])
+    assert storage is not None
+    uid = 65534 if os.geteuid() == 0 else os.getuid()  # the job's user: anyone but root where the test may chown
     out: list[Outcome] = []
-    for key, grant, kind in world.grants(Kind("Key Vault Secrets User", COMPUTE, "Microsoft.KeyVault/vaults/secrets")):
+    for key, grant, _ in grants:
         vault, _, name = scope_of(grant).partition("/secrets/")
+        assert name in cast(list[str], storage.settings["secrets"])  # the prolog fetches what the grant allows
+        value = f"licence-{uuid.uuid4()}"
         front = VaultFront(world.arm, vault, world.origin).start()
-        front.secrets[name] = [("1", "a value")]  # seeded: the read, not the value, is what this step proves
+        front.secrets[name] = [("1", value)]
+
+        def step(front: VaultFront = front, name: str = name, value: str = value) -> tuple[object, ...]:
+            with tempfile.TemporaryDirectory() as tmp:
+                settings = {
+                    **storage.settings,
+                    "containers": [],  # the SAS has its own scenario (job_credential_mints)
+                    "vault_url": front.vault_url,
+                    "secrets": [name],
+                    "jobs": f"{tmp}/jobs",
+                    "key_cache": f"{tmp}/key/user-delegation-key.json",
+                }
+                (Path(tmp) / "settings.json").write_text(json.dumps(settings))
+                env = {
+                    "PATH": os.environ["PATH"],
+                    "HPCLZ_IMDS_URL": imds_url,
+                    "SSL_CERT_FILE": str(world.arm.cert),  # the front's TLS certificate, as the SDK clients trust it
+                    "SLURM_JOB_ID": "1",
+                    "SLURM_JOB_UID": str(uid),
+                    "SLURM_JOB_GID": str(uid),
+                }
+                args = [sys.executable, str(JOB_STORAGE), "prolog", f"{tmp}/settings.json"]
+                done = subprocess.run(args, env=env, capture_output=True, text=True, timeout=120, check=False)
+                assert value not in done.stdout + done.stderr
+                path = Path(tmp) / "jobs/1/secrets" / name
+                if not path.exists():
+                    logged = f"no secret {name}: HTTPError 403" in done.stderr
+                    return "no file", done.returncode, logged
+                info = path.stat()
+                return "fetched", done.returncode, path.read_text() == value, oct(info.st_mode & 0o777), info.st_uid
+
         try:
-            client = SecretClient(
-                front.vault_url, StaticTokenCredential(token), verify_challenge_resource=False,
-                connection_verify=str(world.arm.cert),
-            )  # fmt: skip
-
-            def step(name: str = name, client: Any = client) -> str:
-                return _code(lambda: client.get_secret(name), "read")
-
             out.append((kind, name, *world.without(key, step)))
         finally:
             front.stop()
@@ -929,7 +961,11 @@ SCENARIOS: dict[str, tuple[Callable[[World], list[Outcome]], object, object]] = 
     "job_credential_mints": (job_credential_mints, ("no token", 0), ("minted", 201)),
     "boot_reads": (boot_reads, "AuthorizationFailed", "read"),
     "group_lists": (group_lists, "AuthorizationFailed", "listed"),
-    "secret_reads": (secret_reads, "ForbiddenByRbac", "read"),
+    "secret_reads": (
+        secret_reads,
+        ("no file", 0, True),  # logged by name, and the prolog ends 0: the job runs
+        ("fetched", 0, True, "0o600", 65534 if os.geteuid() == 0 else os.getuid()),
+    ),
     "admin_run_commands": (admin_run_commands, "AuthorizationFailed", "ran"),
     "remote_write_lookups": (remote_write_lookups, "AuthorizationFailed", "built"),
     "lustre_hsm_creations": (lustre_hsm_creations, "ResourceDeploymentFailure", "created"),

@@ -33,6 +33,8 @@ from azure.storage.blob import BlobServiceClient, ContainerClient, UserDelegatio
 from hpclz.render.health_gate import HEALTH_PROGRAM
 from hpclz.render.job_storage import ENROOT_MOUNTS, JOBS, RENEW, RENEW_UNIT, SCRIPT
 from tests.conftest import REPO, require
+from tests.render.conftest import preset_plan, variant
+from tests.render.test_cloudinit import _node_scripts as _nodes_of
 from tests.render.test_cloudinit import _scripts
 from tests.render.test_health_gate import _cluster, _heredoc, _install, _installer
 from tests.render.test_metadata_access import _jobs_use_the_identity
@@ -685,3 +687,125 @@ def test_the_renew_timer_runs_the_scheduler_s_program_as_root_every_ten_minutes(
     env["HPCLZ_SCHED"] = str(tmp_path / "nothing")
     done = subprocess.run(["bash", str(script)], env=env, capture_output=True, text=True, timeout=60, check=False)
     assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
+
+
+# ----- the job's Key Vault secrets -----
+LICENCE = "line one\nPRICING-LICENCE-7f3c2a91\n"  # a value with newlines: written exactly, never logged
+
+
+def _secrets_config(tmp_path: Path, url: str, containers: bool = True, **extra: object) -> Path:
+    path = _config(tmp_path)
+    config = json.loads(path.read_text())
+    if not containers:
+        config["containers"] = []
+        del config["account"]
+    config |= {"vault_url": url + "/vault", "secrets": ["other-licence", "pricing-library-licence", "unset"]}
+    config |= extra
+    path.write_text(json.dumps(config))
+    return path
+
+
+@pytest.fixture
+def vault(azure: str) -> Iterator[str]:
+    DelegationStandIn.secrets = {"pricing-library-licence": LICENCE, "other-licence": "OTHER-VALUE-1b2d"}
+    DelegationStandIn.forbidden = {"other-licence"}  # its grant removed: Key Vault answers 403
+    DelegationStandIn.vault_calls = []
+    yield azure
+    DelegationStandIn.secrets, DelegationStandIn.forbidden = {}, set()
+
+
+def test_the_prolog_gives_the_job_each_secret_it_may_read_its_user_s_alone_and_logs_no_value(
+    tmp_path: Path, vault: str
+) -> None:
+    require(os.geteuid() == 0, "root (the prolog hands the job's secrets to its user)")
+    config = _secrets_config(tmp_path, vault)
+    done = _run("prolog", config, vault, "51")
+    assert done.returncode == 0
+    folder = tmp_path / "run/hpclz/jobs/51"
+    secrets = folder / "secrets"
+    # The readable one, exactly; the refused (403) and the missing (404) ones named in the log and absent.
+    assert sorted(p.name for p in secrets.iterdir()) == ["pricing-library-licence"]
+    assert (secrets / "pricing-library-licence").read_bytes() == LICENCE.encode()
+    for path in (secrets, secrets / "pricing-library-licence"):
+        info = path.stat()
+        assert (info.st_uid, info.st_gid) == (NOBODY, NOBODY), path
+        assert stat.S_IMODE(info.st_mode) == (0o700 if path == secrets else 0o600), path
+    assert "hpclz-job-storage: job 51: prolog: no secret other-licence: HTTPError 403" in done.stderr, done.stderr
+    assert "hpclz-job-storage: job 51: prolog: no secret unset: HTTPError 404" in done.stderr, done.stderr
+    assert "PRICING-LICENCE" not in done.stderr + done.stdout and "OTHER-VALUE" not in done.stderr + done.stdout
+    assert DelegationStandIn.vault_calls == [
+        f"/vault/secrets/{name}?api-version=2025-07-01"
+        for name in ("other-licence", "pricing-library-licence", "unset")
+    ]
+    # The job's SAS beside them, as before.
+    assert {"checkpoints.sas", "datasets.sas", "secrets"} <= {p.name for p in folder.iterdir()}
+    assert _run("epilog", config, vault, "51").returncode == 0
+    assert not folder.exists()
+
+
+def test_a_zone_with_secrets_and_no_containers_gets_its_secrets_and_no_key(tmp_path: Path, vault: str) -> None:
+    require(os.geteuid() == 0, "root (the prolog hands the job's secrets to its user)")
+    config = _secrets_config(tmp_path, vault, containers=False, secrets=["pricing-library-licence"])
+    done = _run("prolog", config, vault, "52")
+    assert (done.returncode, done.stderr) == (0, "")
+    folder = tmp_path / "run/hpclz/jobs/52"
+    assert sorted(p.name for p in folder.iterdir()) == ["secrets"]
+    assert (folder / "secrets/pricing-library-licence").read_text() == LICENCE
+    assert DelegationStandIn.keys == [] and not (tmp_path / "run/hpclz/key/jobs/52.json").exists()
+    assert _run("renew", config, vault, "").returncode == 0 and folder.exists()  # renew has nothing of it to sign
+
+
+def test_a_failed_mint_still_gives_the_secrets_and_a_failed_read_never_fails_the_job(
+    tmp_path: Path, vault: str
+) -> None:
+    require(os.geteuid() == 0, "root (the prolog hands the job's secrets to its user)")
+    config = _secrets_config(tmp_path, vault, account="no-such-account")  # Get User Delegation Key answers 404
+    done = _run("prolog", config, vault, "53")
+    assert done.returncode == 0 and "job 53: prolog: no storage credential: HTTPError" in done.stderr
+    folder = tmp_path / "run/hpclz/jobs/53"
+    assert sorted(p.name for p in folder.iterdir()) == ["secrets"]
+    assert not (tmp_path / "run/hpclz/key/jobs/53.json").exists()
+    # Nothing readable at all (no Key Vault token from the metadata service): no folder, and the prolog still ends 0.
+    DelegationStandIn.refuse = True
+    done = _run("prolog", config, vault, "54")
+    assert done.returncode == 0 and "job 54: prolog: no Key Vault token, no secrets: HTTPError 404" in done.stderr
+    assert not (tmp_path / "run/hpclz/jobs/54").exists()
+
+
+def test_a_secret_is_renamed_into_place_whole_and_never_through_a_link(tmp_path: Path) -> None:
+    program = _program()
+    folder = tmp_path / "secrets"
+    folder.mkdir(mode=0o700)
+    program.write_secret(str(folder), "licence", "v1", os.getuid(), os.getgid())
+    assert (folder / "licence").read_text() == "v1" and sorted(p.name for p in folder.iterdir()) == ["licence"]
+    # A part left where the program writes (a link to a file elsewhere) is never opened: the write fails, the target
+    # stays as it was, and the prolog (main) logs it.
+    target = tmp_path / "elsewhere"
+    target.write_text("untouched")
+    (folder / ".other.part").symlink_to(target)
+    with pytest.raises(FileExistsError):
+        program.write_secret(str(folder), "other", "v2", os.getuid(), os.getgid())
+    assert target.read_text() == "untouched" and not (folder / "other").exists()
+
+
+DELEGATOR = "db58b8e5-c6ad-4a2a-8342-4190687cbf4a"  # Storage Blob Delegator (built-in-roles/storage.md)
+
+
+def test_a_zone_with_secrets_and_no_containers_renders_the_prolog_without_the_delegation_key() -> None:
+    plan = variant("finance", lambda data: data["storage"].pop("blob"))
+    (compute,) = [d for d in plan.deployments if d.component == "compute"]
+    cluster = compute.artifacts["cyclecloud/slurm-cluster.txt"]
+    (scheduler,) = [s for s in _scripts(cluster) if "hpclz on the Slurm scheduler node" in s]
+    installer = _heredoc(scheduler, "/opt/hpclz/bin/hpclz-gate-install")
+    assert 'python3 "$SCHED/hpclz/job_storage.py" prolog' in installer and SCRIPT in installer
+    [settings] = re.findall(r"<<'JOB_STORAGE_EOF'\n(.*?)^JOB_STORAGE_EOF", installer, re.S | re.M)
+    config = json.loads(settings)
+    # Only the secret the compute identity is granted (not the accounting password), by name, and the vault's URL.
+    assert config["containers"] == [] and "account" not in config
+    assert config["secrets"] == ["pricing-library-licence"]
+    assert re.fullmatch(r"https://kv-[a-z0-9-]+\.vault\.azure\.net", config["vault_url"]), config["vault_url"]
+    # No user delegation key: no Storage Blob Delegator anywhere (the role's ID, built-in-roles/storage.md).
+    assert not any(DELEGATOR in str(d.template) for d in plan.deployments)
+    assert any(DELEGATOR in str(d.template) for d in preset_plan("finance").deployments)  # where containers exist
+    # Each execute node binds the jobs' folder into its containers, where the job reads its secrets too.
+    assert all(f"cat > {ENROOT_MOUNTS} <<" in node for node in _nodes_of(cluster))

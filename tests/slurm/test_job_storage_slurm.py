@@ -5,7 +5,8 @@ them as cyclecloud-slurm does (Prolog, Epilog, PrologFlags=Alloc from cyclecloud
 l.36-42 @50e6739), and nothing else of hpclz's: the job finds its folder at the fixed path <jobs>/$SLURM_JOB_ID. The endpoints are the loopback stand-in (tests/support/user_delegation.py): slurmd gives a
 Prolog an environment of its own ("these programs do not have a search path set", slurm.schedmd.com/
 prolog_epilog.html), so a wrapper exports HPCLZ_IMDS_URL and HPCLZ_BLOB_URL before it runs the rendered script. The
-job runs as another user (sbatch --uid, root only), as every job of a real cluster does.
+job runs as another user (sbatch --uid, root only), as every job of a real cluster does. Where a test adds secrets
+to the installed settings, the prolog reads them from the stand-in's vault (<stand-in>/vault, its vault_url).
 """
 
 from __future__ import annotations
@@ -105,10 +106,10 @@ fi
 """
 
 
-def _run_job(slurm: LocalSlurm, name: str) -> tuple[str, str]:
+def _run_job(slurm: LocalSlurm, name: str, text: str = JOB) -> tuple[str, str]:
     out = slurm.root / "out"
     script = out / f"{name}.sh"
-    script.write_text(JOB.replace("JOBS", str(slurm.root / "run/hpclz/jobs")))
+    script.write_text(text.replace("JOBS", str(slurm.root / "run/hpclz/jobs")))
     script.chmod(0o755)
     job = slurm.client(
         "sbatch",
@@ -170,3 +171,46 @@ def test_a_failed_mint_leaves_the_job_running_without_tokens(
 
 def standin_url(slurm: LocalSlurm) -> str:
     return (slurm.root / "prolog.sh").read_text().split("HPCLZ_IMDS_URL=", 1)[1].split()[0]
+
+
+# What a job sees of its secrets: the folder's owner and mode, each file's, and the licence's value.
+SECRETS_JOB = """#!/bin/bash
+dir=JOBS/$SLURM_JOB_ID/secrets
+echo "folder=ran"
+if [ -d "$dir" ]; then
+  stat -c 'secrets %u %a' "$dir"
+  for f in "$dir"/*; do stat -c "secret %n %u %a" "$f"; done
+  echo "licence=$(cat "$dir/pricing-library-licence")"
+else
+  echo "secrets=none"
+fi
+"""
+LICENCE = "PRICING-LICENCE-5e1c9d"
+
+
+def test_a_job_reads_its_secret_as_its_user_and_without_the_grant_still_runs(
+    cluster: tuple[LocalSlurm, type[DelegationStandIn]],
+) -> None:
+    slurm, standin = cluster
+    # The installed settings, which the prolog reads at each job: <sched>/hpclz/job-storage.json beside prolog.d.
+    prolog = Path((slurm.root / "prolog.sh").read_text().split("exec ", 1)[1].strip())
+    settings_path = prolog.parents[1] / "hpclz/job-storage.json"
+    before = settings_path.read_text()
+    settings = json.loads(before) | {"vault_url": standin_url(slurm) + "/vault", "secrets": ["pricing-library-licence"]}
+    settings_path.write_text(json.dumps(settings))
+    standin.secrets, standin.forbidden = {"pricing-library-licence": LICENCE}, set()
+    try:
+        job, output = _run_job(slurm, "secrets", SECRETS_JOB)
+        folder = slurm.root / "run/hpclz/jobs" / job / "secrets"
+        assert f"secrets {NOBODY} 700\n" in output, output
+        assert f"secret {folder / 'pricing-library-licence'} {NOBODY} 600\n" in output, output
+        assert f"licence={LICENCE}\n" in output, output
+        _wait("the epilog", lambda: not folder.exists())
+        # The grant removed: Key Vault's 403. The job runs without the file, the node stays idle.
+        standin.forbidden = {"pricing-library-licence"}
+        job, output = _run_job(slurm, "no-secret", SECRETS_JOB)
+        assert "secrets=none\n" in output, output
+        assert slurm.node_states() == {"s1": "idle"}
+    finally:
+        settings_path.write_text(before)
+        standin.secrets, standin.forbidden = {}, set()

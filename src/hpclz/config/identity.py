@@ -97,7 +97,9 @@ class NewKeyVault(StrictModel):
         description=(
             "Secrets to store in the vault (e.g. licence-server keys), each written `${env:NAME}`: deploy reads it "
             "from the environment; a value in clear text fails validation (HPCLZ-IDN-010). Values never reach logs, "
-            "state or rendered files."
+            "state or rendered files. Each secret but the accounting password and the portal's client secret is "
+            "read by the compute identity and reaches jobs as /run/hpclz/jobs/$SLURM_JOB_ID/secrets/<name>, "
+            "fetched by a root prolog (docs/checkpoints.md)."
         ),
     )
 

@@ -1,9 +1,11 @@
-"""Each job's own storage credential: one user delegation SAS per blob container, minted by a root-run Slurm prolog.
+"""Each job's own storage credential: one user delegation SAS per blob container, minted by a root-run Slurm prolog,
+and the Key Vault secrets the compute identity is granted (hpclz.render.roles.job_secrets), read by the same prolog
+into the job's secrets/ folder (docs/checkpoints.md, "The job's Key Vault secrets").
 
 Every node keeps CycleCloud's rule that closes the instance metadata service to every user but root
 (`cyclecloud.node.prevent_metadata_access = true`, HPCLZ-TPL-060), so no job takes the node identities' tokens. Where
-the compute identity holds blob data roles (storage.blob.containers, hpclz.render.roles.jobs_use_compute_identity),
-hpclz-job-storage (templates/cloud-init/job_storage.py) runs as root from cyclecloud-slurm's
+the compute identity holds blob data roles (storage.blob.containers, hpclz.render.roles.jobs_use_compute_identity) or
+secrets, hpclz-job-storage (templates/cloud-init/job_storage.py) runs as root from cyclecloud-slurm's
 `Prolog=/etc/slurm/prolog.d/*` and `Epilog=/etc/slurm/epilog.d/*` (Azure/cyclecloud-slurm@50e6739:
 azure-slurm-install/templates/slurm.conf.template l.36-37, install.py l.540-541; /etc/slurm/prolog.d is
 /sched/<cluster>/prolog.d, install.py l.506-507, 706-707) and writes the job's tokens under /run/hpclz/jobs/<job>/.
@@ -32,7 +34,7 @@ import json
 from dataclasses import dataclass
 
 from hpclz.render.health_gate import HealthGate
-from hpclz.render.roles import jobs_use_compute_identity
+from hpclz.render.roles import job_secrets, jobs_use_compute_identity
 from hpclz.render.zone import Zone
 
 SCRIPT = "40-hpclz-job-storage.sh"
@@ -86,24 +88,40 @@ class JobStorage:
         return json.dumps(self.settings, indent=2, sort_keys=True) + "\n"
 
 
+def vault_url(zone: Zone) -> str:
+    """The vault's data-plane URL, as Get Secret names it (https://{vault}.vault.azure.net:
+    learn.microsoft.com/rest/api/keyvault/secrets/get-secret/get-secret). Where the zone makes the vault's private
+    endpoint, a node resolves that name to it through the privatelink.vaultcore.azure.net private DNS zone
+    (Zone.dns_zones; hpclz.render.egress's Key Vault destination)."""
+    return f"https://{zone.key_vault_name}.vault.azure.net"
+
+
 def job_storage(zone: Zone, gate: HealthGate, identity: str) -> JobStorage | None:
     """The job credential where the compute identity (`identity`, its resource ID relative to the subscription, as
-    the node's scripts take it) holds blob data roles; None elsewhere, and then nothing of it is rendered."""
+    the node's scripts take it) holds blob data roles or Key Vault Secrets User on secrets (hpclz.render.roles.
+    job_secrets); None elsewhere, and then nothing of it is rendered. The settings name only what the zone grants:
+    `account` and `containers` with the blob roles, `vault_url` and `secrets` (names, never values) with the secrets."""
     blob = zone.blob_new
-    if blob is None or not jobs_use_compute_identity(zone):
+    secrets = job_secrets(zone)
+    uses_blob = blob is not None and jobs_use_compute_identity(zone)
+    if not uses_blob and not secrets:
         return None
     containers = [
         {
             "name": c.name,
             "permissions": READ if c.purpose == "datasets" else WRITE_DELETE if c.versioning else WRITE,
         }
-        for c in sorted(blob.containers, key=lambda c: c.name)
+        for c in sorted(blob.containers if blob is not None and uses_blob else [], key=lambda c: c.name)
     ]
     settings: dict[str, object] = {
         "identity": identity,
-        "account": zone.storage_account_name,
         "containers": containers,
         "jobs": JOBS,
         "key_cache": KEY_CACHE,
     }
+    if containers:
+        settings["account"] = zone.storage_account_name
+    if secrets:
+        settings["vault_url"] = vault_url(zone)
+        settings["secrets"] = secrets
     return JobStorage(gate=gate, settings=settings)

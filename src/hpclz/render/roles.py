@@ -359,6 +359,17 @@ def _mounted(zone: Zone) -> list[tuple[str, ...]]:
     return out
 
 
+def job_secrets(zone: Zone) -> list[str]:
+    """The secrets the compute identity reads, by name: every secret of a new vault but the accounting password and
+    the portal's OIDC client secret (the portal VM's own identity reads that one: portal_vault_reader). Jobs get them
+    from the prolog, which fetches them as root with that identity (hpclz.render.job_storage)."""
+    kv = zone.key_vault_new
+    if kv is None or not zone.config.identity.managed_identities.compute:
+        return []
+    others = {accounting_secret(zone), portal_secret(zone)}
+    return [n for n in sorted(kv.secrets) if n not in others]
+
+
 def _secret_readers(zone: Zone) -> list[Assignment]:
     """Key Vault Secrets User on single secrets, never on the vault: every job runs where the compute identity is
     attached, so a vault-wide grant would hand every job the Slurm database password (Key Vault RBAC assigns roles
@@ -369,13 +380,10 @@ def _secret_readers(zone: Zone) -> list[Assignment]:
     kv = zone.key_vault_new
     if kv is None:
         return []
-    identities = zone.config.identity.managed_identities
     accounting = accounting_secret(zone)
     out = []
-    # Not the portal's OIDC client secret either: the portal VM's own identity reads that one (portal_vault_reader).
-    others = {accounting, portal_secret(zone)}
     for who, secrets in (
-        ("compute", [n for n in sorted(kv.secrets) if n not in others] if identities.compute else []),
+        ("compute", job_secrets(zone)),
         (
             "scheduler",
             [accounting] if accounting and _reads_accounting_secret(zone) and accounting in kv.secrets else [],
