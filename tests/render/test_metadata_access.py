@@ -173,3 +173,102 @@ def test_the_prometheus_unit_passes_cyclecloud_s_rule_and_an_unprivileged_user_w
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split("\n")[:2] == [f"{unit_uid} answered", f"{nobody} refused"], done.stdout + done.stderr
+
+
+# hpclz's own rule (templates/cloud-init/_imds.sh.j2), which does not depend on CycleCloud applying its setting.
+IMDS = "169.254.169.254"  # learn.microsoft.com/azure/virtual-machines/instance-metadata-service: "169.254.169.254"
+CLOSE = "hpclz-imds-close"
+
+
+def _close_program(script: str) -> str:
+    [text] = re.findall(rf"cat > /opt/hpclz/bin/{CLOSE} <<'HPCLZ_EOF'\n(.*?)^HPCLZ_EOF$", script, re.S | re.M)
+    return str(text)
+
+
+def _close_unit(script: str) -> str:
+    [text] = re.findall(
+        rf"cat > /etc/systemd/system/{CLOSE}.service <<'HPCLZ_EOF'\n(.*?)^HPCLZ_EOF$", script, re.S | re.M
+    )
+    return str(text)
+
+
+@pytest.mark.parametrize("stem", PRESETS)
+def test_every_node_script_closes_the_metadata_service_itself(stem: str) -> None:
+    """Scheduler, login and every partition: the program, its unit enabled for every boot, and a first run now."""
+    cluster = _artifacts(stem)["cyclecloud/slurm-cluster.txt"]
+    names = re.findall(r"^\s*\[\[(?:node|nodearray) ([^\]]+)\]\]", cluster, re.M)
+    scripts = _scripts(cluster)
+    assert len(scripts) == len([n for n in names if n != "defaults"]) >= 3
+    assert any("hpclz on the Slurm scheduler node" in s for s in scripts)
+    for script in scripts:
+        program = _close_program(script)
+        assert f"-d {IMDS}/32 -p tcp -m owner ! --uid-owner 0 -j REJECT" in program
+        assert _close_unit(script) == _close_unit(scripts[0])
+        enable = script.index(f"systemctl enable {CLOSE}.service\n")
+        assert script.index(f"\n/opt/hpclz/bin/{CLOSE}\n", enable) > enable
+
+
+def test_the_unit_runs_before_the_network_slurmd_and_logins() -> None:
+    unit = _directives(_close_unit(_scripts(_artifacts("ai-training")["cyclecloud/slurm-cluster.txt"])[0]))
+    assert unit["DefaultDependencies"] == "no" and unit["Wants"] == "network-pre.target"
+    before = set(unit["Before"].split())
+    assert {"network-pre.target", "slurmd.service", "sshd.service", "systemd-user-sessions.service"} <= before
+    assert unit["Type"] == "oneshot" and unit["ExecStart"] == f"/opt/hpclz/bin/{CLOSE}"
+    assert unit["WantedBy"] == "multi-user.target"
+
+
+def test_systemd_accepts_the_close_unit(tmp_path: Path) -> None:
+    analyze = shutil.which("systemd-analyze")
+    require(analyze is not None, "systemd-analyze (Debian's systemd package)")
+    assert analyze is not None
+    root = tmp_path / "root"
+    (root / "etc/systemd/system").mkdir(parents=True)
+    (root / "usr/lib/systemd/system").mkdir(parents=True)
+    for stock in Path("/usr/lib/systemd/system").iterdir():
+        if stock.suffix in (".target", ".slice") and stock.is_file() and not stock.is_symlink():
+            shutil.copy(stock, root / "usr/lib/systemd/system" / stock.name)
+    binary = root / "opt/hpclz/bin" / CLOSE
+    binary.parent.mkdir(parents=True)
+    binary.write_text("#!/bin/sh\n")
+    binary.chmod(0o755)
+    unit = root / "etc/systemd/system" / f"{CLOSE}.service"
+    unit.write_text(_close_unit(_scripts(_artifacts("energy")["cyclecloud/slurm-cluster.txt"])[0]))
+    done = subprocess.run([analyze, "verify", f"--root={root}", str(unit)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert CLOSE not in done.stderr, done.stderr
+
+
+def test_hpclz_s_own_rule_refuses_a_user_and_lets_root_through(tmp_path: Path) -> None:
+    """The rendered program, run twice in a network namespace of its own with the metadata address swapped for
+    loopback: one rule, root answered, any other user refused."""
+    tools = [shutil.which(name) for name in ("iptables", "unshare", "setpriv", "ip")]
+    require(os.geteuid() == 0 and all(tools), "root with iptables, unshare, setpriv and ip (network namespaces)")
+    program = _close_program(_scripts(_artifacts("energy")["cyclecloud/slurm-cluster.txt"])[-1])
+    assert program.count(f"{IMDS}/32") == 1
+    close = tmp_path / CLOSE
+    close.write_text(program.replace(f"{IMDS}/32", "127.0.0.1/32"))
+    serve = tmp_path / "serve"
+    serve.mkdir()
+    (serve / "metadata").write_text("{}")
+    serve.chmod(0o755)
+    tmp_path.chmod(0o755)
+    cyclecloud_s = 'iptables -A OUTPUT -o lo -p tcp --dport "$PORT" -m owner ! --uid-owner 0 -j REJECT\n'
+    assert cyclecloud_s in NAMESPACE
+    ours = 'sh "$CLOSE"; sh "$CLOSE"; echo "$(iptables -w -S OUTPUT | grep -c -- "-j REJECT") rules"\n'
+    nobody = 65534
+    done = subprocess.run(
+        ["unshare", "--net", "bash", "-c", NAMESPACE.replace(cyclecloud_s, ours)],
+        env={
+            **os.environ,
+            "PORT": "18081",
+            "SERVE": str(serve),
+            "ASK": ASK,
+            "UIDS": f"0 {nobody}",
+            "CLOSE": str(close),
+        },
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[:3] == ["1 rules", "0 answered", f"{nobody} refused"], done.stdout + done.stderr
