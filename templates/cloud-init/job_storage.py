@@ -13,12 +13,13 @@ also records, root's alone beside the key (<key folder>/jobs/<job>.json), what r
 its end and the SAS's expiry. Where the config names secrets, the prolog also reads each from Key Vault with the
 compute identity's token for Key Vault (resource https://vault.azure.net) and writes its value, exactly, to
 <jobs>/<SLURM_JOB_ID>/secrets/<name> (the job user's, folder 0700, files 0600, each written beside and renamed into
-place): a secret it cannot read is logged by name and left out, and the job runs. The epilog removes both. Run as root by hpclz-job-storage-renew.timer on each execute
-node, renew signs a fresh SAS for each job still on the node whose SAS expires soon. Nothing here ever fails a job: a
-failure is logged (syslog, and slurmd's log through stderr) and leaves no token. CONFIG (JSON): identity (a resource ID
-relative to the subscription), containers ([{name, permissions}]) and account where there are any, jobs (the folder),
-key_cache (the user delegation key, root's only), vault_url and secrets ([name]) where jobs get secrets. No secret's
-value is ever logged or printed: a failure names the secret and the error's type and HTTP status, never its text.
+place): a secret it cannot read is logged by name and left out, and the job runs. The epilog removes both. Run as
+root by hpclz-job-storage-renew.timer on each execute node, renew signs a fresh SAS for each job still on the node
+whose SAS expires soon. Nothing here ever fails a job: a failure is logged (syslog, and slurmd's log through stderr)
+and leaves no token. CONFIG (JSON): identity (a resource ID relative to the subscription), containers
+([{name, permissions}]) and account where there are any, jobs (the folder), key_cache (the user delegation key, root's
+only), vault_url and secrets ([name]) where jobs get secrets. No secret's value is ever logged or printed: a failure
+names the secret and the error's type and HTTP status, never its text.
 """
 
 import base64

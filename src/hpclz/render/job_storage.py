@@ -3,7 +3,8 @@ and the Key Vault secrets the compute identity is granted (hpclz.render.roles.jo
 into the job's secrets/ folder (docs/checkpoints.md, "The job's Key Vault secrets").
 
 Every node keeps CycleCloud's rule that closes the instance metadata service to every user but root
-(`cyclecloud.node.prevent_metadata_access = true`, HPCLZ-TPL-060), so no job takes the node identities' tokens. Where
+(`cyclecloud.node.prevent_metadata_access = true`, HPCLZ-TPL-060) and hpclz's own (hpclz-imds-close,
+templates/cloud-init/_imds.sh.j2), so no job takes the node identities' tokens. Where
 the compute identity holds blob data roles (storage.blob.containers, hpclz.render.roles.jobs_use_compute_identity) or
 secrets, hpclz-job-storage (templates/cloud-init/job_storage.py) runs as root from cyclecloud-slurm's
 `Prolog=/etc/slurm/prolog.d/*` and `Epilog=/etc/slurm/epilog.d/*` (Azure/cyclecloud-slurm@50e6739:
@@ -11,8 +12,9 @@ azure-slurm-install/templates/slurm.conf.template l.36-37, install.py l.540-541;
 /sched/<cluster>/prolog.d, install.py l.506-507, 706-707) and writes the job's tokens under /run/hpclz/jobs/<job>/.
 hpclz-gate-install puts the program, its configuration and the two scripts under /sched beside the health gate's
 (hpclz.render.health_gate); the program it copies from the scheduler's installed wheel (hpclz/_data/templates), so
-it never weighs on the scheduler's CloudInit and a new wheel brings its own. The scripts run in reverse alphabetical order (install.py l.551-553): 40- runs after
-hpclz's gate (50-), so a node the gate fails mints nothing, and before healthagent's 10-.
+it never weighs on the scheduler's CloudInit and a new wheel brings its own. The scripts run in reverse alphabetical
+order (install.py l.551-553): 40- runs after hpclz's gate (50-), so a node the gate fails mints nothing, and before
+healthagent's 10-.
 
 A job finds its folder at the fixed path /run/hpclz/jobs/$SLURM_JOB_ID (slurmd puts SLURM_JOB_ID in every task's
 environment, sbatch(1) and srun(1) "OUTPUT ENVIRONMENT VARIABLES"). No TaskProlog names it: slurmstepd runs the SPANK
