@@ -95,6 +95,7 @@ def test_private_endpoints_keep_storage_and_key_vault_inside_the_zone() -> None:
         (egress.CYCLECLOUD, "*.blob.core.windows.net"),
         (egress.CYCLECLOUD, "*.vault.azure.net"),
         (egress.NODES, "*.blob.core.windows.net"),
+        (egress.NODES, "*.vault.azure.net"),  # the job credential reads the jobs' secrets (hpclz-job-storage)
     }
     # Without the private DNS zones, the same rows leave through the hub.
     network = next(d for d in plan.deployments if d.component == "network")

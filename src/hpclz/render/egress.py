@@ -207,6 +207,15 @@ DESTINATIONS: tuple[Destination, ...] = (
         private_group="vault",
     ),
     Destination(
+        "*.vault.azure.net",
+        NODES,
+        "hpclz-job-storage reads the secrets the compute identity is granted, for each job (docs/checkpoints.md)",
+        "learn.microsoft.com/rest/api/keyvault/secrets/get-secret/get-secret (https://{vault}.vault.azure.net)",
+        service_tag="AzureKeyVault",
+        private_dns_zone="privatelink.vaultcore.azure.net",
+        private_group="vault",
+    ),
+    Destination(
         "*.blob.core.windows.net",
         NODES,
         "cluster-init payloads from the locker; hpclz-locker-get and checkpoints in Blob storage",
