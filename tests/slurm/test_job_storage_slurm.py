@@ -13,8 +13,7 @@ from __future__ import annotations
 
 import json
 import shutil
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,6 +24,7 @@ from tests.conftest import require
 from tests.render.test_health_gate import _install
 from tests.support.local_http import serve
 from tests.support.slurm import LocalSlurm, slurm_available, start_cluster, stop_cluster
+from tests.support.slurm_power import wait_until
 from tests.support.user_delegation import DelegationStandIn
 
 NODES = ["s1"]
@@ -82,15 +82,6 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LocalSlu
             stop_cluster(slurm)
 
 
-def _wait(what: str, ready: Callable[[], object], timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if ready():
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"{what}: not within {timeout} s")
-
-
 # What the job sees at <jobs>/$SLURM_JOB_ID (JOBS, the cluster root's stand-in for /run/hpclz/jobs): whether its
 # folder is there, and each file's owner, mode and first line.
 JOB = """#!/bin/bash
@@ -121,8 +112,8 @@ def _run_job(slurm: LocalSlurm, name: str, text: str = JOB) -> tuple[str, str]:
         str(script),
     ).strip()
     output = out / f"{name}.out"
-    _wait(f"job {job} done", lambda: not slurm.client("squeue", "-h", "-j", job, "-o", "%T").strip())
-    _wait(f"job {job}'s output", lambda: output.exists() and "folder=" in output.read_text())
+    wait_until(lambda: not slurm.client("squeue", "-h", "-j", job, "-o", "%T").strip(), f"job {job} done", timeout=60)
+    wait_until(lambda: output.exists() and "folder=" in output.read_text(), f"job {job}'s output", timeout=60)
     return job, output.read_text()
 
 
@@ -142,7 +133,7 @@ def test_a_job_gets_its_own_tokens_and_the_epilog_takes_them(
     ], output
     assert f"url={standin_url(slurm)}/staitrainprodeus2a1/checkpoints\n" in output
     # The epilog has run once the job has left the queue: nothing of the job's tokens is left on the node.
-    _wait("the epilog", lambda: not folder.exists())
+    wait_until(lambda: not folder.exists(), "the epilog", timeout=60)
     # And the root-only record renew reads: slurmd 22.05 hands no SLURM_JOB_END_TIME (first in 23.02, SchedMD/slurm
     # commit 23c4516b7e), so the prolog recorded the 24-hour nominal end; the epilog took the record with the tokens.
     assert not (slurm.root / "run/hpclz/key/jobs" / f"{job}.json").exists()
@@ -205,7 +196,7 @@ def test_a_job_reads_its_secret_as_its_user_and_without_the_grant_still_runs(
         assert f"secrets {NOBODY} 700\n" in output, output
         assert f"secret {folder / 'pricing-library-licence'} {NOBODY} 600\n" in output, output
         assert f"licence={LICENCE}\n" in output, output
-        _wait("the epilog", lambda: not folder.exists())
+        wait_until(lambda: not folder.exists(), "the epilog", timeout=60)
         # The grant removed: Key Vault's 403. The job runs without the file, the node stays idle.
         standin.forbidden = {"pricing-library-licence"}
         job, output = _run_job(slurm, "no-secret", SECRETS_JOB)
